@@ -1,0 +1,6 @@
+"""isa: the tile architecture as data -- tables, block model, legality, encoding, assembly."""
+from .block import BDatr, BDim, BIor, BIos, Block, BStart, TileBinding  # noqa: F401
+from .datatypes import DATATYPES, DataType, datatype  # noqa: F401
+from .errors import AsmError, DecodeError, IllegalBlockException  # noqa: F401
+from .instructions import INSTRUCTIONS, Instruction, lookup  # noqa: F401
+from .legality import ResolvedBlock, resolve  # noqa: F401

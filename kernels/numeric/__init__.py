@@ -1,0 +1,31 @@
+"""kernels.numeric: the public numeric API (raw encodings in, (bits, flags) out).
+
+    bits, flags = numeric.elementwise("TADD", "FP16", a_bits, b_bits, profile="ieee")
+    bits, flags = numeric.convert(src_bits, "FP32", "E4M3", rmode="RNE", sat=False, profile="ieee")
+    values = numeric.decode(bits, "E4M3");  bits = numeric.encode(values, "E4M3", rmode="RNE")
+    numeric.info("E4M3")
+
+Names resolve lazily so that importing the package stays cheap and each module owns its part.
+"""
+from importlib import import_module
+
+from .profiles import PROFILES, Profile, profile  # noqa: F401
+
+_EXPORTS = {
+    "elementwise": ".elementwise",
+    "convert": ".convert",
+    "decode": ".formats",
+    "encode": ".formats",
+    "info": ".formats",
+    "round_pack": ".rounding",
+}
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_EXPORTS))
