@@ -9,6 +9,7 @@ Names resolve lazily so that importing the package stays cheap and each module o
 """
 from importlib import import_module
 
+from .errors import UnsupportedOperation  # noqa: F401
 from .profiles import PROFILES, Profile, profile  # noqa: F401
 
 _EXPORTS = {
@@ -17,6 +18,8 @@ _EXPORTS = {
     "decode": ".formats",
     "encode": ".formats",
     "info": ".formats",
+    "valid_encoding": ".formats",
+    "supports": ".elementwise",
     "round_pack": ".rounding",
 }
 
