@@ -73,3 +73,14 @@ class AsmError(ValueError):
         self.line = line
         self.column = column
         self.reason = reason
+
+
+class EncodeError(ValueError):
+    """A Block that the `.tbs` encoding cannot represent (a value wider than its field, a
+    mandatory field omitted, too many descriptors); `index` is the block's position."""
+
+    def __init__(self, index: int, field: str, reason: str):
+        super().__init__(f"block {index}: {field}: {reason}")
+        self.index = index
+        self.field = field
+        self.reason = reason

@@ -1,0 +1,297 @@
+"""The `.tbs` binary block stream: a 16-byte header, then little-endian 64-bit words.
+
+The layout is specified in docs/encoding.md; this module reads it off one table (`WORDS`), so a
+field's position lives in exactly one row.  Every block is a BSTART word that declares how many
+descriptor words follow it, then those words in the canonical order
+BSTART, B.IOT..., B.DIM, B.DATR, B.IOR, B.IOS.  An optional field has a presence bit, so
+"omitted" (None) and "explicitly encoded zero" stay distinct.  The encoding of a block is
+unique: absent values and reserved bits are zero, descriptors come in canonical order, counts
+are derived.  The decoder rejects everything else, so `encode(decode(b)) == b` for every byte
+string `b` that decodes.
+
+Decoding is structural only: semantically illegal blocks (unassigned Mode/Function, reserved
+DataType codes, nonzero RegDst, ...) decode, and `isa.legality.resolve` rejects them later.
+Any byte string either decodes or raises DecodeError(offset, reason); counts are checked
+against the bytes actually present before anything is allocated.
+"""
+from __future__ import annotations
+
+import operator
+import struct
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+import numpy as np
+
+from . import fields as F
+from .block import BDatr, BDim, BIor, BIos, Block, BStart, TileBinding
+from .datatypes import DATATYPE_FIELD_BITS
+from .errors import DecodeError, EncodeError
+from .instructions import by_carrier
+
+MAGIC = b"\x7fTBS"
+VERSION = 1
+HEADER = struct.Struct("<4sHHII")      # magic, version, flags, block_count, word_count
+HEADER_BYTES = HEADER.size             # 16
+WORD_BYTES = 8
+TAG_BITS = 8
+COUNT_LSB, COUNT_BITS = 8, 8           # BSTART: number of descriptor words that follow
+MAX_DESCRIPTORS = (1 << COUNT_BITS) - 1
+PAD_FIELD_BITS = max(F.PAD_VALUES).bit_length()
+MODE_BITS = FUNCTION_BITS = 8
+TILE_BITS = 16
+CAPACITY_BITS = 32
+LB_BITS = 16
+IOS_BITS = 32
+_CHUNK_WORDS = 1 << 16                 # words converted to Python ints at a time
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of a word: bits [lsb, lsb+width); `present` is the bit that marks an optional
+    field as encoded (None when the field is mandatory)."""
+    name: str
+    lsb: int
+    width: int
+    present: int | None = None
+
+
+@dataclass(frozen=True)
+class WordSpec:
+    tag: int
+    name: str           # seed spelling of the descriptor
+    cls: type
+    attr: str           # Block attribute the descriptor fills
+    rank: int           # canonical position inside a block
+    repeatable: bool
+    fields: tuple[Field, ...]
+
+    @property
+    def used_mask(self) -> int:
+        m = (1 << TAG_BITS) - 1
+        if self.tag == TAG_BSTART:
+            m |= ((1 << COUNT_BITS) - 1) << COUNT_LSB
+        for f in self.fields:
+            m |= ((1 << f.width) - 1) << f.lsb
+            if f.present is not None:
+                m |= 1 << f.present
+        return m
+
+
+TAG_BSTART, TAG_IOT, TAG_DIM, TAG_DATR, TAG_IOR, TAG_IOS = 0x01, 0x02, 0x03, 0x04, 0x05, 0x06
+
+# B.DATR: presence bits 8..14 in seed field order, values on nibble boundaries (hexdump-readable).
+_DATR_LAYOUT = {"PadValueOrByteId": (16, PAD_FIELD_BITS), "CMode": (20, F.CMODE_FIELD_BITS),
+                "Sat": (24, 1), "Canonicalize": (28, 1), "DataType": (32, DATATYPE_FIELD_BITS),
+                "RMode": (40, F.RMODE_FIELD_BITS), "Layout": (44, F.LAYOUT_FIELD_BITS)}
+
+WORDS: tuple[WordSpec, ...] = (
+    WordSpec(TAG_BSTART, "BSTART", BStart, "bstart", 0, False, (
+        Field("Mode", 16, MODE_BITS), Field("Function", 24, FUNCTION_BITS),
+        Field("DataType", 32, DATATYPE_FIELD_BITS))),
+    WordSpec(TAG_IOT, "B.IOT", TileBinding, "iot", 1, True, (
+        Field("PE_MASK", 8, F.PE_MASK_BITS), Field("tile", 16, TILE_BITS),
+        Field("capacity", 32, CAPACITY_BITS, present=12))),
+    WordSpec(TAG_DIM, "B.DIM", BDim, "dim", 2, False, (
+        Field("LB0", 16, LB_BITS, present=8), Field("LB1", 32, LB_BITS, present=9),
+        Field("LB2", 48, LB_BITS, present=10))),
+    WordSpec(TAG_DATR, "B.DATR", BDatr, "datr", 3, False, tuple(
+        Field(name, *_DATR_LAYOUT[name], present=8 + i) for i, name in enumerate(F.DATR_FIELDS))),
+    WordSpec(TAG_IOR, "B.IOR", BIor, "ior", 4, False, tuple(
+        Field(name, 8 * (i + 1), F.GPR_INDEX_BITS)
+        for i, name in enumerate(("RegSrc0", "RegSrc1", "RegSrc2", "RegDst")))),
+    WordSpec(TAG_IOS, "B.IOS", BIos, "ios", 5, False, (Field("value", 32, IOS_BITS),)),
+)
+BY_TAG: dict[int, WordSpec] = {w.tag: w for w in WORDS}
+DESCRIPTORS: tuple[WordSpec, ...] = WORDS[1:]
+_WORD_MASK = (1 << 64) - 1
+_CANONICAL_ORDER = ", ".join(w.name + ("..." if w.repeatable else "") for w in WORDS)
+
+
+# ---------------------------------------------------------------------------------- encoding
+
+def _int(value, index: int, where: str) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise EncodeError(index, where, f"{value!r} is not an integer") from None
+
+
+def _pack(spec: WordSpec, obj, index: int, where: str) -> int:
+    word = spec.tag
+    for f in spec.fields:
+        value = getattr(obj, f.name)
+        if value is None:
+            if f.present is None:
+                raise EncodeError(index, f"{where}.{f.name}", "is mandatory and cannot be omitted")
+            continue
+        value = _int(value, index, f"{where}.{f.name}")
+        if not 0 <= value < (1 << f.width):
+            raise EncodeError(index, f"{where}.{f.name}", f"{value} does not fit its {f.width}-bit field")
+        word |= value << f.lsb
+        if f.present is not None:
+            word |= 1 << f.present
+    return word
+
+
+def block_words(block: Block, index: int = 0) -> list[int]:
+    """The canonical words of one block (BSTART first), as unsigned 64-bit integers."""
+    if not isinstance(block, Block):
+        raise EncodeError(index, "Block", f"expected isa.block.Block, got {type(block).__name__}")
+    words = []
+    for spec in DESCRIPTORS:
+        value = getattr(block, spec.attr)
+        items = tuple(value) if spec.repeatable else (() if value is None else (value,))
+        for k, item in enumerate(items):
+            where = f"{spec.name}[{k}]" if spec.repeatable else spec.name
+            if not isinstance(item, spec.cls):
+                raise EncodeError(index, where, f"expected {spec.cls.__name__}, got {type(item).__name__}")
+            words.append(_pack(spec, item, index, where))
+    if len(words) > MAX_DESCRIPTORS:
+        raise EncodeError(index, "BSTART", f"{len(words)} descriptor words exceed the {COUNT_BITS}-bit count "
+                          f"(at most {MAX_DESCRIPTORS})")
+    if not isinstance(block.bstart, BStart):
+        raise EncodeError(index, "BSTART", f"expected BStart, got {type(block.bstart).__name__}")
+    head = _pack(WORDS[0], block.bstart, index, "BSTART") | (len(words) << COUNT_LSB)
+    return [head, *words]
+
+
+def encode(blocks: Iterable[Block]) -> bytes:
+    """The canonical `.tbs` stream of `blocks`; EncodeError names a block field that does not fit."""
+    words: list[int] = []
+    count = 0
+    for count, block in enumerate(blocks, 1):
+        words.extend(block_words(block, count - 1))
+    if len(words) >= 1 << 32:
+        raise EncodeError(count - 1, "stream", "more than 2**32-1 words")
+    header = HEADER.pack(MAGIC, VERSION, 0, count, len(words))
+    return header + np.array(words, dtype="<u8").tobytes()
+
+
+# ---------------------------------------------------------------------------------- decoding
+
+def _fail(offset: int, reason: str):
+    raise DecodeError(offset, reason)
+
+
+def _header(data: memoryview) -> tuple[int, int]:
+    """Validate the header and the stream length against it; returns (block_count, word_count)."""
+    n = len(data)
+    if bytes(data[:min(n, len(MAGIC))]) != MAGIC[:min(n, len(MAGIC))]:
+        _fail(0, f"bad magic {bytes(data[:len(MAGIC)])!r}: a .tbs stream starts with {MAGIC!r}")
+    if n < HEADER_BYTES:
+        _fail(n, f"truncated header: {n} of {HEADER_BYTES} bytes present")
+    _, version, flags, blocks, nwords = HEADER.unpack_from(data)
+    if version != VERSION:
+        _fail(4, f"unsupported format version {version} (this decoder reads version {VERSION})")
+    if flags:
+        _fail(6, f"reserved header flags {flags:#06x} are set")
+    end = HEADER_BYTES + WORD_BYTES * nwords
+    if n < end:
+        _fail(n, f"stream truncated: header declares {nwords} words ({end} bytes), only {n} bytes present")
+    if n > end:
+        _fail(end, f"{n - end} trailing bytes after the {nwords} words the header declares")
+    if blocks > nwords:
+        _fail(8, f"header declares {blocks} blocks but only {nwords} words follow (a block is at least one word)")
+    return blocks, nwords
+
+
+def _words(data: memoryview, nwords: int) -> Iterator[int]:
+    for start in range(0, nwords, _CHUNK_WORDS):
+        count = min(_CHUNK_WORDS, nwords - start)
+        yield from np.frombuffer(data, dtype="<u8", count=count,
+                                 offset=HEADER_BYTES + WORD_BYTES * start).tolist()
+
+
+# Per tag: (spec, reserved-bit mask, ((attr, shift, value mask, presence bit or -1), ...)).
+_DECODE = {
+    w.tag: (w, _WORD_MASK & ~w.used_mask,
+            tuple((f.name, f.lsb, (1 << f.width) - 1, -1 if f.present is None else f.present)
+                  for f in w.fields))
+    for w in WORDS
+}
+
+
+def _unpack(word: int, offset: int):
+    tag = word & 0xFF
+    entry = _DECODE.get(tag)
+    if entry is None:
+        _fail(offset, f"unknown word tag {tag:#04x} (word {word:#018x})")
+    spec, reserved, fields = entry
+    if word & reserved:
+        _fail(offset, f"reserved bits {word & reserved:#018x} set in {spec.name} word")
+    kw = {}
+    for name, shift, mask, present in fields:
+        value = (word >> shift) & mask
+        if present >= 0 and not (word >> present) & 1:
+            if value:
+                _fail(offset, f"{spec.name}.{name} is omitted (presence bit {present} clear) but its value "
+                              f"bits hold {value:#x}; omitted fields encode as zero")
+            value = None
+        kw[name] = value
+    return spec, kw
+
+
+def _bstart(kw: dict) -> BStart:
+    row = by_carrier(kw["Mode"], kw["Function"])
+    return BStart(**kw, spelling=row.engine if row is not None else "TEPL")
+
+
+def iter_blocks(data) -> Iterator[tuple[int, Block]]:
+    """Yield (byte offset of BSTART, Block) for each block of a `.tbs` stream, in order.
+
+    The header and total length are checked before the first block is yielded; a structural
+    fault inside the words raises DecodeError when the iteration reaches it (blocks before it
+    have been yielded).  Use `decode` to validate the whole stream first.
+    """
+    data = memoryview(data).cast("B")
+    blocks, nwords = _header(data)
+    seen = 0
+    offset = HEADER_BYTES
+    pending = 0                 # descriptor words still owed to the current block
+    block_off = 0
+    head: BStart | None = None
+    parts: dict = {}
+    rank = 0
+    for word in _words(data, nwords):
+        spec, kw = _unpack(word, offset)
+        if spec.tag == TAG_BSTART:
+            if pending:
+                _fail(offset, f"BSTART inside the block at byte {block_off}, which declares "
+                              f"{pending} more descriptor word(s)")
+            if seen == blocks:
+                _fail(offset, f"more blocks than the {blocks} the header declares")
+            pending = (word >> COUNT_LSB) & MAX_DESCRIPTORS
+            head, parts, rank, block_off = _bstart(kw), {"iot": []}, 0, offset
+            seen += 1
+        else:
+            if not pending:
+                _fail(offset, f"{spec.name} word outside a block (expected BSTART"
+                              + (f"; the block at byte {block_off} has ended)" if head else ")"))
+            if spec.rank < rank or (spec.rank == rank and not spec.repeatable):
+                what = "duplicate" if spec.rank == rank else "out of canonical order"
+                _fail(offset, f"{spec.name} {what} in the block at byte {block_off} "
+                              f"(canonical order: {_CANONICAL_ORDER})")
+            rank = spec.rank
+            obj = spec.cls(**kw)
+            if spec.repeatable:
+                parts[spec.attr].append(obj)
+            else:
+                parts[spec.attr] = obj
+            pending -= 1
+        offset += WORD_BYTES
+        if not pending:
+            parts["iot"] = tuple(parts["iot"])
+            yield block_off, Block(head, **parts)
+    if pending:
+        _fail(offset, f"stream ends inside the block at byte {block_off}, "
+                      f"{pending} declared descriptor word(s) missing")
+    if seen != blocks:
+        _fail(offset, f"stream ends after {seen} blocks, header declares {blocks}")
+
+
+def decode(data) -> list[Block]:
+    """All blocks of a `.tbs` stream, or DecodeError for the first structural fault."""
+    return [block for _, block in iter_blocks(data)]
