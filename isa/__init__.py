@@ -1,4 +1,5 @@
 """isa: the tile architecture as data -- tables, block model, legality, encoding, assembly."""
+from .assembly import assemble, assemble_blocks, disassemble  # noqa: F401
 from .block import BDatr, BDim, BIor, BIos, Block, BStart, TileBinding  # noqa: F401
 from .datatypes import DATATYPES, DataType, datatype  # noqa: F401
 from .encoding import decode, encode, iter_blocks  # noqa: F401

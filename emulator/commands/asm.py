@@ -1,0 +1,52 @@
+"""`tile-emu asm IN.s -o OUT.tbs`: block text -> binary block stream (docs/assembly.md)."""
+from __future__ import annotations
+
+import sys
+
+from emulator.cli import CommandError
+from isa import encoding
+from isa.assembly import parse
+from isa.errors import AsmError, IllegalBlockException
+from isa.legality import resolve
+
+
+def add_arguments(parser):
+    parser.add_argument("input", help="block text file, or - for stdin")
+    parser.add_argument("-o", "--output", required=True, help=".tbs file to write, or - for stdout")
+    parser.add_argument("--check", action="store_true",
+                        help="also apply the stateless legality rules (isa.legality.resolve) to every block")
+
+
+def _read_text(path: str) -> tuple[str, str]:
+    if path == "-":
+        return sys.stdin.read(), "<stdin>"
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read(), path
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CommandError(f"{path}: cannot read: {exc}") from None
+
+
+def run(args) -> int:
+    text, name = _read_text(args.input)
+    try:
+        program = parse(text, name)
+    except AsmError as exc:
+        raise CommandError(str(exc)) from None
+    if args.check:
+        for index, item in enumerate(program):
+            try:
+                resolve(item.block)
+            except IllegalBlockException as exc:
+                raise CommandError(f"{name}:{item.line}:1: block {index} is illegal: {exc}") from None
+    data = encoding.encode([item.block for item in program])
+    try:
+        if args.output == "-":
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        else:
+            with open(args.output, "wb") as f:
+                f.write(data)
+    except OSError as exc:
+        raise CommandError(f"{args.output}: cannot write: {exc}") from None
+    return 0

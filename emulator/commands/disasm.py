@@ -1,0 +1,38 @@
+"""`tile-emu disasm IN.tbs [-o OUT.s]`: binary block stream -> canonical block text."""
+from __future__ import annotations
+
+import sys
+
+from emulator.cli import CommandError
+from isa.assembly import disassemble
+from isa.errors import DecodeError
+
+
+def add_arguments(parser):
+    parser.add_argument("input", help=".tbs file, or - for stdin")
+    parser.add_argument("-o", "--output", default="-", help="text file to write (default: stdout)")
+
+
+def run(args) -> int:
+    name = "<stdin>" if args.input == "-" else args.input
+    try:
+        if args.input == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(args.input, "rb") as f:
+                data = f.read()
+    except OSError as exc:
+        raise CommandError(f"{name}: cannot read: {exc}") from None
+    try:
+        text = disassemble(data)
+    except DecodeError as exc:
+        raise CommandError(f"{name}: byte offset {exc.offset}: {exc.reason}") from None
+    try:
+        if args.output == "-":
+            sys.stdout.write(text)
+        else:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text)
+    except OSError as exc:
+        raise CommandError(f"{args.output}: cannot write: {exc}") from None
+    return 0
