@@ -29,7 +29,7 @@ LAYOUTS = {
     1: "DN",      # column-major (transposed) placement
     2: "NZ", 3: "ZN", 4: "ZZ", 5: "NN",            # fractal, 16 x C0 blocks
     6: "NZ16", 7: "ZN16", 8: "ZZ16", 9: "NN16",     # fractal, 16 x 16 blocks
-    10: "NZT", 11: "ZNT", 12: "DNZ",
+    10: "NZT", 11: "ZNT", 12: "ZZT",                # fractal, C0 x 16 blocks
 }
 LAYOUT_FIELD_BITS = 4
 LAYOUT_NORM = 0

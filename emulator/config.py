@@ -1,0 +1,30 @@
+"""MachineConfig: the sizes the seed leaves to the implementation (docs/machine.md)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from isa.fields import GPR_BITS, GPR_COUNT, NUM_PES
+
+DEFAULT_LOCAL_BYTES = 256 * 1024    # per-PE Local tile store
+DEFAULT_MATRIX_BYTES = 64 * 1024    # per-PE Matrix-location store (TIMG2COL source/destination)
+MAX_STORE_BYTES = 1 << 32           # configurations beyond 4 GiB per store are refused
+
+
+@dataclass(frozen=True)
+class MachineConfig:
+    local_bytes: int = DEFAULT_LOCAL_BYTES
+    matrix_bytes: int = DEFAULT_MATRIX_BYTES
+    profile: str = "ieee"           # numeric profile (kernels.numeric.profiles)
+
+    num_pes = NUM_PES
+    gpr_count = GPR_COUNT
+    gpr_bits = GPR_BITS
+
+    def __post_init__(self):
+        for name in ("local_bytes", "matrix_bytes"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or not 0 <= v <= MAX_STORE_BYTES:
+                raise ValueError(f"MachineConfig.{name}={v!r}: must be an int in [0, 2^32]")
+
+    def store_bytes(self, location: str) -> int:
+        return self.local_bytes if location == "Local" else self.matrix_bytes

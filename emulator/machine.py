@@ -1,0 +1,340 @@
+"""The machine: 4 PEs, each with a Local and a Matrix tile store, 32 private 64-bit GPRs and the
+numeric status of its last block; atomic block execution; streams.
+
+Execution of one block (Decision 056-081, 126-128):
+  isa.legality.resolve (stateless; runs even for PE_MASK=0000)
+  -> PE_MASK=0000: strict no-op, nothing read, allocated or faulted
+  -> preflight.plan (descriptor rules on every selected PE)
+  -> semantics.EXECUTORS[mnemonic] (snapshot of the elements read, element-data rules, compute)
+  -> one commit: new destination tile on every selected PE (the old tile with that name released)
+     and each selected PE's numeric status.
+Any rejection raises IllegalBlockException before the commit, so nothing changes.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from isa.block import Block
+from isa.datatypes import datatype
+from isa.errors import DecodeError, IllegalBlockException
+from isa.fields import GPR_COUNT, LAYOUTS, NUM_PES
+from isa.legality import resolve
+
+from . import preflight, semantics
+from .config import MachineConfig
+from .tiles import (FMAP_LAYOUTS, KINDS, LOCATIONS, REPRESENTATIONS, Descriptor, FeatureMap, Tile,
+                    element_dtype, make_tile, pack_defined, pack_elements, to_logical, to_physical)
+
+GPR_MASK = (1 << 64) - 1
+TILE_ID_LIMIT = 1 << 32
+
+
+@dataclass
+class PEState:
+    tiles: dict[int, Tile] = field(default_factory=dict)
+    gprs: np.ndarray = field(default_factory=lambda: np.zeros(GPR_COUNT, np.uint64))
+    status: int = 0            # numeric status (flags) of the last block that selected this PE
+
+
+@dataclass(frozen=True)
+class BlockResult:
+    mnemonic: str
+    pes: tuple[int, ...]       # selected PEs (empty for PE_MASK=0000: a strict no-op)
+    dest: int                  # destination tile id
+    status: dict[int, int]     # PE -> numeric status flags (kernels/numeric/flags.py)
+
+    @property
+    def noop(self) -> bool:
+        return not self.pes
+
+
+class StreamError(Exception):
+    """A stream stopped at block `index` (byte `offset`; None for a Block sequence) by `cause`
+    (IllegalBlockException or isa.DecodeError).  State is that of the last committed block."""
+
+    def __init__(self, index: int, offset: int | None, cause: Exception):
+        where = f"block {index}" + ("" if offset is None else f" at byte offset {offset}")
+        super().__init__(f"{where}: {cause}")
+        self.index = index
+        self.offset = offset
+        self.cause = cause
+
+    @property
+    def reason(self) -> str:
+        return getattr(self.cause, "reason", type(self.cause).__name__)
+
+
+@dataclass
+class RunResult:
+    results: list[BlockResult]
+    error: StreamError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def executed(self) -> int:
+        return len(self.results)
+
+
+@dataclass(frozen=True)
+class TileView:
+    """A tile as the user sees it: descriptor fields plus logical (Row, Col) raw bits/definedness."""
+    pe: int
+    tile: int
+    desc: Descriptor
+    bits: np.ndarray           # (Row, Col) raw encodings (0/1 for predicate tiles)
+    defined: np.ndarray        # (Row, Col) bool
+    payload: bytes             # exact tile-store byte image (physical order)
+
+    def __getattr__(self, name):   # descriptor fields: view.Row, view.ValidCol, view.Layout ...
+        if name in Descriptor.__dataclass_fields__:
+            return getattr(self.desc, name)
+        raise AttributeError(name)
+
+    @property
+    def dtype(self) -> str | None:
+        return None if self.desc.dtype is None else self.desc.datatype.name
+
+    @property
+    def valid(self) -> np.ndarray:
+        return self.bits[: self.desc.ValidRow, : self.desc.ValidCol]
+
+
+class Machine:
+    def __init__(self, config: MachineConfig | None = None):
+        self.config = config or MachineConfig()
+        self._pes = [PEState() for _ in range(NUM_PES)]
+
+    # ------------------------------------------------------------ blocks and streams
+    def execute(self, block: Block) -> BlockResult:
+        rb = resolve(block)
+        mn = rb.instr.mnemonic
+        if rb.PE_MASK == 0:                     # strict no-op: after stateless legality only
+            return BlockResult(mn, (), rb.dest.tile, {})
+        pes = tuple(p for p in range(NUM_PES) if rb.PE_MASK >> p & 1)
+        staged = []
+        for group in preflight.pe_groups(self, rb, pes):   # one group unless TCMP rows differ
+            plan = preflight.plan(self, rb, group)
+            out = semantics.EXECUTORS[mn](plan)
+            bits = to_physical(plan.dest, out.bits)
+            defined = to_physical(plan.dest, out.defined, fill=False)
+            staged += [(p, Tile(plan.dest, bits[k], defined[k]), int(out.status[k]))
+                       for k, p in enumerate(group)]
+        # ---- commit: nothing below can fail
+        for p, tile, status in staged:
+            self._pes[p].tiles[rb.dest.tile] = tile
+            self._pes[p].status = status
+        return BlockResult(mn, pes, rb.dest.tile, {p: s for p, _, s in sorted(staged, key=lambda x: x[0])})
+
+    def run(self, stream: bytes | bytearray | memoryview | Sequence[Block] | Iterable[Block]) -> RunResult:
+        """Execute blocks in order; stop at the first block that fails to decode or execute."""
+        if isinstance(stream, (bytes, bytearray, memoryview)):
+            from isa import encoding
+            items = encoding.iter_blocks(bytes(stream))
+        else:
+            items = ((None, b) for b in stream)
+        results: list[BlockResult] = []
+        index = 0
+        try:
+            for offset, block in items:
+                try:
+                    results.append(self.execute(block))
+                except IllegalBlockException as exc:
+                    return RunResult(results, StreamError(index, offset, exc))
+                index += 1
+        except DecodeError as exc:
+            return RunResult(results, StreamError(index, exc.offset, exc))
+        return RunResult(results)
+
+    # ------------------------------------------------------------ GPRs and status
+    def set_gpr(self, pe: int, index: int, value: int) -> None:
+        self._check_pe(pe)
+        if not 0 <= index < GPR_COUNT:
+            raise ValueError(f"GPR index {index} out of range 0..{GPR_COUNT - 1}")
+        if not -(1 << 63) <= value <= GPR_MASK:
+            raise ValueError(f"GPR value {value} does not fit 64 bits")
+        self._pes[pe].gprs[index] = np.uint64(value & GPR_MASK)
+
+    def gpr(self, pe: int, index: int) -> int:
+        self._check_pe(pe)
+        return int(self._pes[pe].gprs[index])
+
+    def status(self, pe: int) -> int:
+        self._check_pe(pe)
+        return self._pes[pe].status
+
+    # ------------------------------------------------------------ tiles
+    def tiles(self, pe: int) -> list[int]:
+        self._check_pe(pe)
+        return sorted(self._pes[pe].tiles)
+
+    def used_bytes(self, pe: int, location: str) -> int:
+        return sum(t.desc.capacity for t in self._pes[pe].tiles.values() if t.desc.location == location)
+
+    def write_tile(self, pe: int, tile: int, dtype, data, *, valid_row=None, valid_col=None, col=None,
+                   capacity=None, kind="numeric", location="Local", layout=0, defined=None,
+                   representation="standard", fmap: FeatureMap | None = None) -> TileView:
+        """Create (or replace) tile `tile` on PE `pe` from logical raw bits `data` (rows x Col).
+
+        Physical rows derive from `capacity` (default: the smallest holding the data's rows);
+        rows past the data are zero and undefined.  `defined` (same shape as data) defaults to
+        all defined.  For a private-CUBE tile the data is the whole logical Row x Col.  Raises
+        ValueError on anything a state file would be rejected for.
+        """
+        self._check_pe(pe)
+        data = np.asarray(data)
+        if data.ndim == 1:
+            data = data.reshape(1, -1) if col is None else data.reshape(-1, col)
+        if data.ndim != 2 or data.size == 0:
+            raise ValueError("data must be a non-empty 2-D array of raw encodings (rows x Col)")
+        n_rows, n_cols = data.shape
+        if col is not None and col != n_cols:
+            raise ValueError(f"col={col} differs from the data's {n_cols} columns")
+        if kind not in KINDS:
+            raise ValueError(f"kind {kind!r}: one of {KINDS}")
+        code = None if kind == "predicate" else datatype(dtype).code
+        width = 1 if kind == "predicate" else datatype(code).container
+        if representation == "cube" or kind == "predicate":   # rows are not capacity-derived
+            rows = n_rows
+            probe = Descriptor(location, kind, code, rows, n_cols, 0, 0, layout, representation, 0)
+            capacity = probe.payload_nbytes if capacity is None else capacity
+        else:
+            if capacity is None:
+                capacity = (n_rows * n_cols * width + 7) // 8
+            rows = capacity * 8 // (n_cols * width)
+        if n_rows > rows:
+            raise ValueError(f"capacity {capacity} holds {rows} rows; data has {n_rows}")
+        desc = Descriptor(location, kind, code, rows, n_cols,
+                          n_rows if valid_row is None else valid_row,
+                          n_cols if valid_col is None else valid_col,
+                          layout, representation, capacity, fmap)
+        full = np.zeros((rows, n_cols), dtype=np.uint64)
+        full[:n_rows] = data.astype(np.uint64)
+        dmask = np.zeros((rows, n_cols), bool)
+        dmask[:n_rows] = True if defined is None else np.asarray(defined, bool).reshape(n_rows, n_cols)
+        if width < 64 and np.any(full >> np.uint64(width)):
+            raise ValueError(f"data holds values wider than {width} bits")
+        elems = to_physical(desc, full.astype(element_dtype(desc)))
+        mask = to_physical(desc, dmask, fill=False)
+        t = make_tile(desc, elems, mask)
+        problem = validate_tile(t, self.config, exclude=(pe, tile), machine=self)
+        if problem:
+            raise ValueError(problem)
+        self._pes[pe].tiles[tile] = t
+        return self.read_tile(pe, tile)
+
+    def read_tile(self, pe: int, tile: int) -> TileView:
+        self._check_pe(pe)
+        try:
+            t = self._pes[pe].tiles[tile]
+        except KeyError:
+            raise KeyError(f"PE{pe} has no tile {tile}") from None
+        d = t.desc
+        return TileView(pe, tile, d, to_logical(d, t.elems), to_logical(d, t.defined),
+                        pack_elements(t.elems, d.container))
+
+    def delete_tile(self, pe: int, tile: int) -> None:
+        self._check_pe(pe)
+        self._pes[pe].tiles.pop(tile, None)
+
+    # ------------------------------------------------------------ whole-state operations
+    def digest(self) -> bytes:
+        """SHA-256 of all architectural state: every tile (descriptor, payload, definedness),
+        every GPR and every PE's numeric status.  Equal digests = equal state."""
+        h = hashlib.sha256()
+        for p, pe in enumerate(self._pes):
+            h.update(b"PE%d" % p)
+            h.update(pe.gprs.astype("<u8").tobytes())
+            h.update(bytes([pe.status]))
+            for tid in sorted(pe.tiles):
+                t = pe.tiles[tid]
+                h.update(repr((tid, t.desc)).encode())
+                h.update(pack_elements(t.elems, t.desc.container))
+                h.update(pack_defined(t.defined))
+        return h.digest()
+
+    def copy(self) -> "Machine":
+        m = Machine(self.config)
+        m._pes = [PEState(dict(pe.tiles), pe.gprs.copy(), pe.status) for pe in self._pes]
+        return m
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    def __copy__(self):
+        return self.copy()
+
+    def save(self, path) -> None:
+        from .stateio import save_state
+        save_state(self, path)
+
+    @classmethod
+    def load(cls, path, config: MachineConfig | None = None) -> "Machine":
+        from .stateio import load_state
+        return load_state(path, config)
+
+    def _check_pe(self, pe: int) -> None:
+        if not (isinstance(pe, (int, np.integer)) and 0 <= pe < NUM_PES):
+            raise ValueError(f"PE {pe!r} out of range 0..{NUM_PES - 1}")
+
+
+def validate_tile(t: Tile, config: MachineConfig, exclude=None, machine: Machine | None = None) -> str | None:
+    """Why a tile cannot be architectural state (None when it can).  Shared by write_tile and the
+    state-file loader so both accept exactly the same tiles."""
+    d = t.desc
+    if d.location not in LOCATIONS:
+        return f"location {d.location!r}: one of {LOCATIONS}"
+    if d.kind not in KINDS:
+        return f"kind {d.kind!r}: one of {KINDS}"
+    if d.representation not in REPRESENTATIONS:
+        return f"representation {d.representation!r}: one of {REPRESENTATIONS}"
+    if d.kind == "predicate":
+        if d.dtype is not None:
+            return "a predicate tile has no DataType"
+        if d.representation != "standard" or d.Layout != 0 or d.location != "Local" or d.fmap is not None:
+            return "a predicate tile is Local, standard, row-major and has no feature map"
+    if d.Layout not in LAYOUTS:
+        return f"layout code {d.Layout} is reserved"
+    if d.representation == "cube" and d.Layout != 0:
+        return "a private-CUBE tile's layout field must be 0 (the representation fixes placement)"
+    for name in ("Row", "Col", "ValidRow", "ValidCol"):
+        v = getattr(d, name)
+        if not isinstance(v, (int, np.integer)) or v < 0 or v >= TILE_ID_LIMIT:
+            return f"{name}={v!r} is not a 32-bit count"
+    if d.Col == 0 or d.Row == 0:
+        return "Row and Col must be nonzero"
+    if not (1 <= d.ValidRow <= d.Row and 1 <= d.ValidCol <= d.Col):
+        return f"valid {d.ValidRow}x{d.ValidCol} must be nonzero and within {d.Row}x{d.Col}"
+    if d.ValidCol > 0xFFFF or d.Col > 0xFFFF or d.ValidRow > 0xFFFF:
+        return "ValidRow, ValidCol and Col are 16-bit values"
+    if d.capacity < d.payload_nbytes:
+        return f"capacity {d.capacity} is below the {d.payload_nbytes} payload bytes"
+    if d.representation == "standard" and d.kind == "numeric":
+        derived = d.capacity * 8 // (d.Col * d.container)
+        if derived != d.Row:
+            return (f"Row {d.Row} differs from the {derived} physical rows capacity {d.capacity} "
+                    f"derives for Col {d.Col}")
+    if d.fmap is not None:
+        if d.location != "Matrix":
+            return "only Matrix-location tiles carry a feature-map descriptor"
+        if d.fmap.layout not in FMAP_LAYOUTS:
+            return f"feature-map layout {d.fmap.layout!r}: one of {FMAP_LAYOUTS}"
+    if t.elems.shape != (d.elements,) or t.defined.shape != (d.elements,):
+        return "payload/definedness length does not match the descriptor"
+    if machine is not None:
+        pe, tid = exclude
+        used = sum(x.desc.capacity for k, x in machine._pes[pe].tiles.items()
+                   if x.desc.location == d.location and k != tid)
+        if used + d.capacity > config.store_bytes(d.location):
+            return (f"PE{pe} {d.location} store: {used} bytes used + {d.capacity} exceeds "
+                    f"{config.store_bytes(d.location)}")
+    if not 0 <= (exclude[1] if exclude else 0) < TILE_ID_LIMIT:
+        return "tile id must be in [0, 2^32)"
+    return None
+

@@ -1,0 +1,249 @@
+"""Stateful preflight: every rule that needs the PEs' state, checked before any effect.
+
+`plan(machine, rb, pes)` runs after isa.legality.resolve and checks, for every selected PE, the
+descriptor-level rules (sources exist with the right kind, location, representation, DataType,
+shape and layout; window offsets; the feature-map descriptor; destination capacity and
+allocation).  Rules on element data (definedness of exactly the elements read, integer zero
+divisors, source encodings) are checked by the executors in emulator/semantics.py on the
+stacked snapshot, still before the commit.  Nothing here mutates state.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from isa import instructions as I
+from isa.errors import IllegalBlockException
+from isa.legality import ResolvedBlock
+
+from .tiles import Descriptor, Tile
+
+# The shape relation each schema requires of each source role (in B.IOT order).
+#   same:  physical Row/Col, ValidRow/ValidCol equal to the destination, row-major (NORM) layout
+#   mask:  predicate storage, same logical Row/Col/ValidRow/ValidCol as the destination
+#   logical: same Row/Col/ValidRow/ValidCol as the destination, any layout (TCVT, TINSERT old)
+#   window: read through a GPR-offset window (TEXTRACT source, TINSERT insertion)
+#   fmap:  a Matrix feature map described by its TIMG2COL descriptor
+SOURCE_SHAPES: dict[str, tuple[str, ...]] = {
+    I.BINARY: ("same", "same"),
+    I.UNARY: ("same",),
+    I.TERNARY: ("same", "same", "same"),
+    I.COMPARE: ("same", "same"),
+    I.SELECT: ("mask", "same", "same"),
+    I.CONVERT: ("logical",),
+    I.EXTRACT: ("window",),
+    I.INSERT: ("logical", "window"),
+    I.IMG2COL: ("fmap",),
+}
+# Schemas whose destination takes B.DATR.Layout; every other destination is NORM.
+LAYOUT_DESTINATIONS = {I.CONVERT, I.EXTRACT, I.INSERT}
+
+
+@dataclass
+class Plan:
+    rb: ResolvedBlock
+    pes: tuple[int, ...]
+    sources: list[list[Tile]]          # [role][selected PE]
+    dest: Descriptor
+    row_offset: np.ndarray             # int64 [P]: low 16 bits of RegSrc0 (zeros without B.IOR)
+    col_offset: np.ndarray
+    profile: str
+
+
+def illegal(reason: str, field: str, message: str):
+    raise IllegalBlockException(reason, field, message)
+
+
+def _binding(i: int) -> str:
+    return f"B.IOT[{i}]"
+
+
+def pe_groups(machine, rb: ResolvedBlock, pes: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """Selected PEs that share one destination descriptor.  Every destination is a function of
+    the block alone except TCMP's predicate, which retains its sources' physical Row: PEs whose
+    left source differs in Row execute as separate groups (each PE is independent)."""
+    if rb.instr.dest_kind != "predicate":
+        return [pes]
+    groups: dict[int, list[int]] = {}
+    for pe in pes:
+        t = machine._pes[pe].tiles.get(rb.sources[0].tile)
+        groups.setdefault(-1 if t is None else t.desc.Row, []).append(pe)
+    return [tuple(g) for g in groups.values()]
+
+
+def dest_descriptor(rb: ResolvedBlock, source_rows: int | None = None) -> Descriptor:
+    """The destination descriptor, identical on every PE of the group.
+
+    Numeric destinations: physical rows derive from the destination capacity, Col and the
+    DataType's container width; an omitted capacity is the smallest one holding ValidRow rows.
+    Predicate destinations (TCMP) retain the sources' Row; capacity must hold ceil(Row*Col/8)
+    bytes and defaults to exactly that.
+    """
+    row = rb.instr
+    predicate = row.dest_kind == "predicate"
+    width = 1 if predicate else rb.dst_dtype.container
+    cap = rb.dest.capacity
+    field = f"{_binding(len(rb.sources))}.capacity"
+    if predicate:
+        rows = max(source_rows or rb.ValidRow, 1)
+        need = (rows * rb.Col + 7) // 8
+        cap = need if cap is None else cap
+        if not isinstance(cap, int) or cap < need:
+            illegal("CAPACITY", field, f"capacity {cap!r} is below ceil(Row*Col/8) = {need} bytes "
+                                       f"for a {rows}x{rb.Col} predicate")
+    else:
+        if cap is None:
+            cap = (rb.ValidRow * rb.Col * width + 7) // 8
+        if not isinstance(cap, int) or cap < 0:
+            illegal("CAPACITY", field, f"capacity {cap!r} is not a byte count")
+        rows = cap * 8 // (rb.Col * width)
+    if rows < rb.ValidRow:
+        illegal("CAPACITY", field, f"{cap} bytes hold {rows} row(s) of {rb.Col} x {width}-bit elements; "
+                                   f"ValidRow is {rb.ValidRow}")
+    return Descriptor(
+        location=row.location, kind=row.dest_kind, dtype=None if predicate else rb.dst_dtype.code,
+        Row=rows, Col=rb.Col, ValidRow=rb.ValidRow, ValidCol=rb.ValidCol,
+        Layout=rb.Layout if row.schema in LAYOUT_DESTINATIONS else 0,
+        representation="standard", capacity=cap)
+
+
+def _offsets(machine, rb: ResolvedBlock, pes) -> tuple[np.ndarray, np.ndarray]:
+    if rb.offset_regs is None:
+        z = np.zeros(len(pes), np.int64)
+        return z, z.copy()
+    r0, r1 = rb.offset_regs
+    return (np.array([machine.gpr(p, r0) & 0xFFFF for p in pes], np.int64),
+            np.array([machine.gpr(p, r1) & 0xFFFF for p in pes], np.int64))
+
+
+def _check_source(i: int, role: str, shape: str, t: Tile, pe: int, rb: ResolvedBlock, dest: Descriptor):
+    d = t.desc
+    f = _binding(i)
+    where = f"{role} tile {rb.sources[i].tile} on PE{pe}"
+    want_kind = "predicate" if shape == "mask" else "numeric"
+    if d.kind != want_kind:
+        illegal("SOURCE_KIND", f, f"{where} is {d.kind} storage; {rb.instr.mnemonic} needs {want_kind}")
+    if d.location != rb.instr.location:
+        illegal("SOURCE_KIND", f, f"{where} is in {d.location}; {rb.instr.mnemonic} reads {rb.instr.location}")
+    if rb.instr.schema == I.CONVERT:
+        if (d.representation == "cube") != rb.Canonicalize:
+            illegal("REPRESENTATION", "B.DATR.Canonicalize",
+                    f"{where} has the {d.representation} representation; Canonicalize="
+                    f"{int(rb.Canonicalize)} requires {'private CUBE' if rb.Canonicalize else 'standard'}")
+    elif d.representation != "standard":
+        illegal("REPRESENTATION", f, f"{where} carries the private CUBE representation; only TCVT "
+                                     f"Canonicalize=1 reads it")
+    if want_kind == "numeric" and d.dtype != rb.dtype.code:
+        illegal("SOURCE_DATATYPE", f, f"{where} is {d.datatype.name}; the block's DataType is {rb.dtype.name}")
+    if shape in ("same", "mask", "logical"):
+        got = (d.Row, d.Col, d.ValidRow, d.ValidCol)
+        need = (dest.Row, dest.Col, dest.ValidRow, dest.ValidCol)
+        if got != need:
+            illegal("SHAPE_MISMATCH", f, f"{where} is {d.Row}x{d.Col} valid {d.ValidRow}x{d.ValidCol}; "
+                                         f"the block needs {dest.Row}x{dest.Col} valid {dest.ValidRow}x{dest.ValidCol}")
+    if shape == "same" and d.Layout != 0:
+        illegal("SHAPE_MISMATCH", f, f"{where} has layout code {d.Layout}; {rb.instr.mnemonic} needs row-major (NORM)")
+    if shape == "mask" and d.capacity < (d.Row * d.Col + 7) // 8:
+        illegal("SHAPE_MISMATCH", f, f"{where} capacity {d.capacity} is below ceil(Row*Col/8)")
+
+
+def _check_window(i: int, role: str, t: Tile, pe: int, r0: int, c0: int, rows: int, cols: int,
+                  limit_rows: int, limit_cols: int, rb: ResolvedBlock):
+    if r0 + rows > limit_rows:
+        illegal("OFFSET_RANGE", "B.IOR.RegSrc0",
+                f"PE{pe}: row offset {r0} + {rows} rows exceeds ValidRow {limit_rows} ({role})")
+    if c0 + cols > limit_cols:
+        illegal("OFFSET_RANGE", "B.IOR.RegSrc1",
+                f"PE{pe}: column offset {c0} + {cols} columns exceeds ValidCol {limit_cols} ({role})")
+
+
+def fmap_extents(fm) -> tuple[int, int, int, int]:
+    """(outH, outW, M, K) of a feature-map descriptor (Decision 128)."""
+    out_h = (fm.H + fm.padTop + fm.padBottom - fm.dilationH * (fm.filterH - 1) - 1) // fm.strideH + 1
+    out_w = (fm.W + fm.padLeft + fm.padRight - fm.dilationW * (fm.filterW - 1) - 1) // fm.strideW + 1
+    return out_h, out_w, fm.N * fm.D * out_h * out_w, fm.C1 * fm.filterH * fm.filterW * fm.C0
+
+
+def check_fmap(t: Tile, pe: int, tile_id: int):
+    """Raise DESCRIPTOR_INVALID unless tile `t` carries a complete, valid feature-map descriptor."""
+    fm, d = t.desc.fmap, t.desc
+    where = f"feature map tile {tile_id} on PE{pe}"
+
+    def bad(msg):
+        illegal("DESCRIPTOR_INVALID", "B.IOT[0]", f"{where}: {msg}")
+
+    if fm is None:
+        bad("carries no feature-map descriptor")
+    if fm.transposed:
+        bad("transposed IMG2COL is not assigned by this form")
+    if fm.layout not in ("NC1HWC0", "NDC1HWC0"):
+        bad(f"feature-map layout {fm.layout!r} is neither NC1HWC0 nor NDC1HWC0")
+    if fm.layout == "NC1HWC0" and fm.D != 1:
+        bad("NC1HWC0 has no D dimension (D must be 1)")
+    for name in ("N", "D", "C1", "H", "W", "C0", "filterH", "filterW", "strideH", "strideW",
+                 "dilationH", "dilationW"):
+        if getattr(fm, name) <= 0:
+            bad(f"{name} must be nonzero")
+    for name in ("padLeft", "padRight", "padTop", "padBottom", "channels"):
+        if getattr(fm, name) < 0:
+            bad(f"{name} must be nonnegative")
+    if fm.channels > fm.C1 * fm.C0:
+        bad(f"channel count {fm.channels} exceeds C1*C0 = {fm.C1 * fm.C0}")
+    if fm.pad_bits < 0 or fm.pad_bits >= 1 << d.datatype.container:
+        bad(f"padding value {fm.pad_bits:#x} does not fit a {d.datatype.name} element")
+    rows = fm.N * fm.D * fm.C1 * fm.H * fm.W
+    if (d.Row, d.Col, d.ValidRow, d.ValidCol) != (rows, fm.C0, rows, fm.C0) or d.Layout != 0:
+        bad(f"tile geometry {d.Row}x{d.Col} valid {d.ValidRow}x{d.ValidCol} layout {d.Layout} does not hold "
+            f"the described {fm.layout} map (NORM {rows}x{fm.C0})")
+    out_h, out_w, _, _ = fmap_extents(fm)
+    if out_h <= 0 or out_w <= 0:
+        bad(f"output extent outH={out_h}, outW={out_w} is not positive")
+
+
+def plan(machine, rb: ResolvedBlock, pes: tuple[int, ...]) -> Plan:
+    src_rows = None
+    if rb.instr.dest_kind == "predicate":
+        t = machine._pes[pes[0]].tiles.get(rb.sources[0].tile)
+        src_rows = None if t is None else t.desc.Row
+    dest = dest_descriptor(rb, src_rows)
+    shapes = SOURCE_SHAPES[rb.instr.schema]
+    row_off, col_off = _offsets(machine, rb, pes)
+    sources: list[list[Tile]] = []
+    for i, binding in enumerate(rb.sources):
+        role = rb.instr.sources[i]
+        tiles = []
+        for k, pe in enumerate(pes):
+            t = machine._pes[pe].tiles.get(binding.tile)
+            if t is None:
+                illegal("SOURCE_MISSING", _binding(i), f"{role} tile {binding.tile} does not exist on PE{pe}")
+            _check_source(i, role, shapes[i], t, pe, rb, dest)
+            if shapes[i] == "fmap":
+                check_fmap(t, pe, binding.tile)
+                _, _, m_ext, k_ext = fmap_extents(t.desc.fmap)
+                _check_window(i, role, t, pe, int(row_off[k]), int(col_off[k]), dest.ValidRow, dest.ValidCol,
+                              m_ext, k_ext, rb)
+            elif shapes[i] == "window":
+                d = t.desc
+                if rb.instr.schema == I.EXTRACT:   # the destination window inside the source
+                    _check_window(i, role, t, pe, int(row_off[k]), int(col_off[k]), dest.ValidRow,
+                                  dest.ValidCol, d.ValidRow, d.ValidCol, rb)
+                else:                              # the insertion rectangle inside the result
+                    _check_window(i, role, t, pe, int(row_off[k]), int(col_off[k]), d.ValidRow,
+                                  d.ValidCol, dest.ValidRow, dest.ValidCol, rb)
+            tiles.append(t)
+        sources.append(tiles)
+    _check_allocation(machine, rb, pes, dest)
+    return Plan(rb, pes, sources, dest, row_off, col_off, machine.config.profile)
+
+
+def _check_allocation(machine, rb: ResolvedBlock, pes, dest: Descriptor):
+    """The old tile under the destination's name is released only at commit (it may be a
+    source), so the new one must fit beside everything the store holds now."""
+    limit = machine.config.store_bytes(dest.location)
+    for pe in pes:
+        used = machine.used_bytes(pe, dest.location)
+        if used + dest.capacity > limit:
+            illegal("ALLOCATION", f"{_binding(len(rb.sources))}.capacity",
+                    f"PE{pe} {dest.location} store holds {used} of {limit} bytes; "
+                    f"the destination needs {dest.capacity} more")

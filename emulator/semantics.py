@@ -1,0 +1,289 @@
+"""Instruction semantics, Spike style: one small executor per instruction, looked up in EXECUTORS.
+
+Every executor takes the preflight Plan and returns an Outcome: the destination's logical
+(P, Row, Col) raw bits and definedness for the P selected PEs, and the per-PE numeric status.
+It first snapshots exactly the source elements the block reads (stacked with a leading PE
+axis), checks the element-data rules on them (definedness, integer zero divisors, encodings),
+and only then computes -- all before Machine commits anything.  Arithmetic is never done here:
+values go to kernels.numeric, which owns every numeric rule.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import import_module
+
+import numpy as np
+
+from isa import instructions as I
+from isa.datatypes import DataType
+
+from .padding import pad_outside
+from .preflight import Plan, fmap_extents, illegal
+from .tiles import Descriptor, Tile, element_dtype, physical_index
+
+
+@dataclass
+class Outcome:
+    bits: np.ndarray      # (P, Row, Col) logical raw encodings of the destination
+    defined: np.ndarray   # (P, Row, Col) bool
+    status: np.ndarray    # (P,) uint8: OR of the valid elements' numeric flags
+
+
+# ---------------------------------------------------------------- snapshots
+
+def gather(tiles: list[Tile], r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Logical elements (r[p, ...], c[p, ...]) of tile p, for every selected PE p at once.
+
+    Tiles may differ per PE in geometry and layout (TEXTRACT sources, TINSERT insertions): the
+    PEs' payloads are concatenated and one gather reads them; the physical index is computed per
+    distinct layout (usually one).  Indices must be in range (preflight guarantees it).
+    """
+    P = len(tiles)
+    r, c = np.broadcast_arrays(np.asarray(r, np.int64), np.asarray(c, np.int64))
+    expand = (slice(None),) + (None,) * (r.ndim - 1)
+    rows = np.array([t.desc.Row for t in tiles], np.int64)[expand]
+    cols = np.array([t.desc.Col for t in tiles], np.int64)[expand]
+    sizes = np.array([t.desc.elements for t in tiles], np.int64)
+    base = (np.cumsum(sizes) - sizes)[expand]
+    container = tiles[0].desc.container
+    keys = [t.desc.layout_key for t in tiles]
+    idx = np.empty(r.shape, np.int64)
+    for key in dict.fromkeys(keys):
+        sel = np.array([k == key for k in keys])
+        if sel.all():
+            idx[...] = physical_index(key, r, c, rows, cols, container)
+        else:
+            rs, cs = rows[sel], cols[sel]
+            idx[sel] = physical_index(key, r[sel], c[sel], rs, cs, container)
+    idx += base
+    if P == 1:
+        flat_bits, flat_def = tiles[0].elems, tiles[0].defined
+    else:
+        flat_bits = np.concatenate([t.elems for t in tiles])
+        flat_def = np.concatenate([t.defined for t in tiles])
+    return flat_bits[idx], flat_def[idx]
+
+
+def read_window(tiles: list[Tile], r0, c0, nr: int, nc: int) -> tuple[np.ndarray, np.ndarray]:
+    """The nr x nc logical window at (r0[p], c0[p]) of every PE's tile: (P, nr, nc) arrays."""
+    d0 = tiles[0].desc
+    same = all(t.desc == d0 for t in tiles)
+    zero = not np.any(r0) and not np.any(c0)
+    if same and zero and d0.layout_key == 0:   # the common case: stack row-major views
+        n = d0.Row * d0.Col
+        bits = np.stack([t.elems[:n].reshape(d0.Row, d0.Col)[:nr, :nc] for t in tiles])
+        defined = np.stack([t.defined[:n].reshape(d0.Row, d0.Col)[:nr, :nc] for t in tiles])
+        return bits, defined
+    r = np.asarray(r0, np.int64)[:, None, None] + np.arange(nr, dtype=np.int64)[None, :, None]
+    c = np.asarray(c0, np.int64)[:, None, None] + np.arange(nc, dtype=np.int64)[None, None, :]
+    return gather(tiles, r, c)
+
+
+def read_valid(plan: Plan, role: int):
+    z = np.zeros(len(plan.pes), np.int64)
+    return read_window(plan.sources[role], z, z, plan.rb.ValidRow, plan.rb.ValidCol)
+
+
+# ---------------------------------------------------------------- element-data rules
+
+def require_defined(plan: Plan, role: int, defined: np.ndarray, where: np.ndarray | None = None,
+                    r0=None, c0=None):
+    """SOURCE_UNDEFINED unless every element read (where `where`) is defined."""
+    bad = ~defined if where is None else (~defined & where)
+    if bad.any():
+        k, r, c = (int(x) for x in np.argwhere(bad)[0])
+        if r0 is not None:
+            r, c = r + int(r0[k]), c + int(c0[k])
+        illegal("SOURCE_UNDEFINED", f"B.IOT[{role}]",
+                f"{plan.rb.instr.sources[role]} tile {plan.rb.sources[role].tile} on PE{plan.pes[k]}: "
+                f"element [{r},{c}] is undefined")
+
+
+def require_nonzero_divisor(plan: Plan, role: int, bits: np.ndarray):
+    zero = bits == 0
+    if zero.any():
+        k, r, c = (int(x) for x in np.argwhere(zero)[0])
+        illegal("INT_DIVIDE_BY_ZERO", f"B.IOT[{role}]",
+                f"PE{plan.pes[k]}: integer divisor element [{r},{c}] is zero")
+
+
+def numeric_api(name: str):
+    """A kernels.numeric entry point, or UNSUPPORTED_IN_BUILD when this build lacks it."""
+    try:
+        return getattr(import_module("kernels.numeric"), name)
+    except (ImportError, AttributeError) as exc:
+        illegal("UNSUPPORTED_IN_BUILD", "BSTART", f"kernels.numeric.{name} is not available: {exc}")
+
+
+def call_numeric(name: str, *args, **kwargs):
+    from kernels.numeric import UnsupportedOperation
+    fn = numeric_api(name)
+    try:
+        return fn(*args, **kwargs)
+    except UnsupportedOperation as exc:
+        illegal("UNSUPPORTED_IN_BUILD", "BSTART", str(exc))
+
+
+def require_encodings(plan: Plan, role: int, bits: np.ndarray, dtype: DataType):
+    """INVALID_ENCODING when a read element is not an encoding of `dtype` (e.g. bits set outside
+    a TF32/FP6 field).  Integer containers have no invalid encodings."""
+    if dtype.is_int:
+        return
+    ok = np.asarray(call_numeric("valid_encoding", bits, dtype.name))
+    if not ok.all():
+        k, r, c = (int(x) for x in np.argwhere(~ok)[0])
+        illegal("INVALID_ENCODING", f"B.IOT[{role}]",
+                f"PE{plan.pes[k]}: element [{r},{c}] = {int(bits[k, r, c]):#x} is not a valid {dtype.name} encoding")
+
+
+def status_of(flags: np.ndarray, P: int) -> np.ndarray:
+    flags = np.asarray(flags, np.uint8)
+    if flags.size == 0:
+        return np.zeros(P, np.uint8)
+    return np.bitwise_or.reduce(flags.reshape(P, -1), axis=1).astype(np.uint8)
+
+
+# ---------------------------------------------------------------- destination assembly
+
+def padded(plan: Plan, valid_bits: np.ndarray, status: np.ndarray, pad_dtype: str | None) -> Outcome:
+    """The full destination: valid results, then PadValue outside ValidRow x ValidCol."""
+    d: Descriptor = plan.dest
+    P = len(plan.pes)
+    bits = np.zeros((P, d.Row, d.Col), element_dtype(d))
+    defined = np.zeros((P, d.Row, d.Col), bool)
+    pad_outside(bits, defined, d.ValidRow, d.ValidCol, plan.rb.PadValue, pad_dtype)
+    bits[:, : d.ValidRow, : d.ValidCol] = valid_bits
+    defined[:, : d.ValidRow, : d.ValidCol] = True
+    return Outcome(bits, defined, status)
+
+
+def _read_checked(plan: Plan) -> list[np.ndarray]:
+    """Snapshot every source's valid rectangle, requiring each element defined."""
+    out = []
+    for role in range(len(plan.sources)):
+        bits, defined = read_valid(plan, role)
+        require_defined(plan, role, defined)
+        out.append(bits)
+    return out
+
+
+# ---------------------------------------------------------------- executors
+
+def ex_numeric(plan: Plan) -> Outcome:
+    """TADD ... TFMA (binary, unary, ternary): one kernels.numeric.elementwise call."""
+    rb = plan.rb
+    ops = _read_checked(plan)
+    if rb.instr.int_zero_check and rb.dtype.is_int:
+        require_nonzero_divisor(plan, 1, ops[1])
+    for role, bits in enumerate(ops):
+        require_encodings(plan, role, bits, rb.dtype)
+    bits, flags = call_numeric("elementwise", rb.instr.mnemonic, rb.dtype.name, *ops, profile=plan.profile)
+    bits = np.broadcast_to(np.asarray(bits), ops[0].shape).astype(element_dtype(plan.dest), copy=False)
+    return padded(plan, bits, status_of(np.broadcast_to(flags, ops[0].shape), len(plan.pes)), rb.dtype.name)
+
+
+def ex_compare(plan: Plan) -> Outcome:
+    """TCMP: one predicate bit per logical element; Zero/Min pad 0 bits, Max 1 bits."""
+    rb = plan.rb
+    ops = _read_checked(plan)
+    for role, bits in enumerate(ops):
+        require_encodings(plan, role, bits, rb.dtype)
+    bits, flags = call_numeric("elementwise", "TCMP", rb.dtype.name, *ops, profile=plan.profile, cmode=rb.CMode)
+    bits = (np.broadcast_to(np.asarray(bits), ops[0].shape) != 0).astype(np.uint8)
+    return padded(plan, bits, status_of(np.broadcast_to(flags, ops[0].shape), len(plan.pes)), None)
+
+
+def ex_select(plan: Plan) -> Outcome:
+    """TSEL: mask bit i selects the true source's encoding (1) or the false source's (0)."""
+    mask, true, false = _read_checked(plan)
+    bits = np.where(mask.astype(bool), true, false)
+    return padded(plan, bits, np.zeros(len(plan.pes), np.uint8), plan.rb.dtype.name)
+
+
+def ex_convert(plan: Plan) -> Outcome:
+    """TCVT: source DataType (BSTART) -> destination DataType (B.DATR.DataType or inherited);
+    with Canonicalize=1 the source is read through the private CUBE representation."""
+    rb = plan.rb
+    (src,) = _read_checked(plan)
+    require_encodings(plan, 0, src, rb.dtype)
+    bits, flags = call_numeric("convert", src, rb.dtype.name, rb.dst_dtype.name, rmode=rb.RMode,
+                               sat=rb.Sat, profile=plan.profile)
+    bits = np.broadcast_to(np.asarray(bits), src.shape).astype(element_dtype(plan.dest), copy=False)
+    return padded(plan, bits, status_of(np.broadcast_to(flags, src.shape), len(plan.pes)), rb.dst_dtype.name)
+
+
+def ex_extract(plan: Plan) -> Outcome:
+    """TEXTRACT: destination [r, c] = source [row_offset + r, column_offset + c]."""
+    rb = plan.rb
+    bits, defined = read_window(plan.sources[0], plan.row_offset, plan.col_offset, rb.ValidRow, rb.ValidCol)
+    require_defined(plan, 0, defined, r0=plan.row_offset, c0=plan.col_offset)
+    return padded(plan, bits, np.zeros(len(plan.pes), np.uint8), rb.dtype.name)
+
+
+def ex_insert(plan: Plan) -> Outcome:
+    """TINSERT: the result is the old destination with the insertion's valid rectangle written at
+    (row_offset, column_offset); everything else, definedness included, is preserved."""
+    d = plan.dest
+    old, ins = plan.sources
+    P = len(plan.pes)
+    z = np.zeros(P, np.int64)
+    old_bits, old_def = read_window(old, z, z, d.Row, d.Col)
+    ivr = np.array([t.desc.ValidRow for t in ins], np.int64)[:, None, None]
+    ivc = np.array([t.desc.ValidCol for t in ins], np.int64)[:, None, None]
+    r = np.arange(d.Row, dtype=np.int64)[None, :, None] - plan.row_offset[:, None, None]
+    c = np.arange(d.Col, dtype=np.int64)[None, None, :] - plan.col_offset[:, None, None]
+    inside = (r >= 0) & (r < ivr) & (c >= 0) & (c < ivc)
+    ins_bits, ins_def = gather(ins, np.clip(r, 0, ivr - 1), np.clip(c, 0, ivc - 1))
+    require_defined(plan, 1, ins_def, where=inside, r0=-plan.row_offset, c0=-plan.col_offset)
+    bits = np.where(inside, ins_bits, old_bits)
+    defined = np.where(inside, True, old_def)
+    return Outcome(bits, defined, np.zeros(P, np.uint8))
+
+
+def ex_img2col(plan: Plan) -> Outcome:
+    """TIMG2COL: result [r, c] with m = posM + r -> (n, d, outRow, outCol) and k = posK + c ->
+    (c1, kernelRow, kernelCol, c0); out-of-range inputs and channels >= the logical channel count
+    read the descriptor's padding value.  Outside the valid rectangle the result is undefined
+    (TIMG2COL has no PadValue)."""
+    rb, d = plan.rb, plan.dest
+    tiles = plan.sources[0]
+    P = len(plan.pes)
+    fms = [t.desc.fmap for t in tiles]
+    col = lambda vals: np.array(vals, np.int64)[:, None, None]  # noqa: E731  per-PE parameter
+    prm = {name: col([getattr(f, name) for f in fms]) for name in fms[0].PARAMS}
+    ext = [fmap_extents(f) for f in fms]
+    out_h, out_w = col([e[0] for e in ext]), col([e[1] for e in ext])
+    m = plan.row_offset[:, None, None] + np.arange(rb.ValidRow, dtype=np.int64)[None, :, None]
+    k = plan.col_offset[:, None, None] + np.arange(rb.ValidCol, dtype=np.int64)[None, None, :]
+    m, k = np.broadcast_arrays(m, k)
+    ow, t = m % out_w, m // out_w
+    oh, t = t % out_h, t // out_h
+    dd, n = t % prm["D"], t // prm["D"]
+    c0, t = k % prm["C0"], k // prm["C0"]
+    kc, t = t % prm["filterW"], t // prm["filterW"]
+    kr, c1 = t % prm["filterH"], t // prm["filterH"]
+    ih = oh * prm["strideH"] + kr * prm["dilationH"] - prm["padTop"]
+    iw = ow * prm["strideW"] + kc * prm["dilationW"] - prm["padLeft"]
+    inside = ((ih >= 0) & (ih < prm["H"]) & (iw >= 0) & (iw < prm["W"])
+              & (c1 * prm["C0"] + c0 < prm["channels"]))
+    flat = ((((n * prm["D"] + dd) * prm["C1"] + c1) * prm["H"] + ih) * prm["W"] + iw) * prm["C0"] + c0
+    flat = np.where(inside, flat, 0)
+    # The feature map is a NORM (N*D*C1*H*W) x C0 tile: logical (flat // C0, flat % C0).
+    src_bits, src_def = gather(tiles, flat // prm["C0"], flat % prm["C0"])
+    require_defined(plan, 0, src_def, where=inside)
+    pad = col([f.pad_bits for f in fms]).astype(src_bits.dtype)
+    valid = np.where(inside, src_bits, pad)
+    bits = np.zeros((P, d.Row, d.Col), element_dtype(d))
+    defined = np.zeros((P, d.Row, d.Col), bool)
+    bits[:, : d.ValidRow, : d.ValidCol] = valid
+    defined[:, : d.ValidRow, : d.ValidCol] = True
+    return Outcome(bits, defined, np.zeros(P, np.uint8))
+
+
+SCHEMA_EXECUTORS = {
+    I.BINARY: ex_numeric, I.UNARY: ex_numeric, I.TERNARY: ex_numeric, I.COMPARE: ex_compare,
+    I.SELECT: ex_select, I.CONVERT: ex_convert, I.EXTRACT: ex_extract, I.INSERT: ex_insert,
+    I.IMG2COL: ex_img2col,
+}
+# mnemonic -> executor: the one place an instruction's semantics is found.
+EXECUTORS = {row.mnemonic: SCHEMA_EXECUTORS[row.schema] for row in I.INSTRUCTIONS}

@@ -1,0 +1,222 @@
+"""Machine state as an Arrow IPC file (docs/state-format.md).
+
+One row per tile (PE, tile id, descriptor fields, the payload bytes exactly as the tile store
+holds them, the definedness bitmap as an explicit binary column -- never Arrow nulls), and the
+per-PE GPRs, numeric status and machine configuration as JSON in the schema metadata under the
+key `tile-emu.state`.  Loading validates everything and reports the first problem as a
+StateFileError naming the row and column; it never raises anything else for bad input.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+
+from isa.datatypes import BY_NAME
+from isa.fields import GPR_COUNT, NUM_PES
+
+from .config import MachineConfig
+from .tiles import Descriptor, FeatureMap, make_tile, pack_defined, pack_elements, trailing_bits_zero, \
+    unpack_defined, unpack_elements
+
+FORMAT = "tile-emu-state"
+VERSION = 1
+META_KEY = b"tile-emu.state"
+
+SCHEMA = pa.schema([
+    ("pe", pa.uint8()),
+    ("tile", pa.uint32()),
+    ("location", pa.string()),
+    ("kind", pa.string()),
+    ("datatype", pa.string()),          # DataType name; "" for predicate tiles
+    ("row", pa.uint32()),
+    ("col", pa.uint32()),
+    ("valid_row", pa.uint32()),
+    ("valid_col", pa.uint32()),
+    ("layout", pa.uint8()),
+    ("representation", pa.string()),
+    ("capacity", pa.uint64()),
+    ("payload", pa.binary()),
+    ("defined", pa.binary()),
+    ("fmap_layout", pa.string()),       # "" = no feature-map descriptor
+    ("fmap_params", pa.list_(pa.int64())),
+    ("fmap_pad_bits", pa.uint64()),
+    ("fmap_transposed", pa.bool_()),
+])
+FMAP_PARAMS = FeatureMap.PARAMS
+
+
+class StateFileError(ValueError):
+    """A state file that cannot be loaded; the message says where and why."""
+
+
+def _rows(machine) -> dict[str, list]:
+    cols: dict[str, list] = {f.name: [] for f in SCHEMA}
+    for p in range(NUM_PES):
+        pe = machine._pes[p]
+        for tid in sorted(pe.tiles):
+            t = pe.tiles[tid]
+            d = t.desc
+            fm = d.fmap
+            vals = dict(
+                pe=p, tile=tid, location=d.location, kind=d.kind,
+                datatype="" if d.dtype is None else d.datatype.name,
+                row=d.Row, col=d.Col, valid_row=d.ValidRow, valid_col=d.ValidCol, layout=d.Layout,
+                representation=d.representation, capacity=d.capacity,
+                payload=pack_elements(t.elems, d.container), defined=pack_defined(t.defined),
+                fmap_layout="" if fm is None else fm.layout,
+                fmap_params=[] if fm is None else list(fm.params()),
+                fmap_pad_bits=0 if fm is None else fm.pad_bits,
+                fmap_transposed=False if fm is None else fm.transposed)
+            for k, v in vals.items():
+                cols[k].append(v)
+    return cols
+
+
+def state_table(machine) -> pa.Table:
+    meta = {
+        "format": FORMAT, "version": VERSION,
+        "config": {"local_bytes": machine.config.local_bytes, "matrix_bytes": machine.config.matrix_bytes,
+                   "profile": machine.config.profile},
+        "pes": [{"gprs": [f"{int(g):#018x}" for g in machine._pes[p].gprs], "status": machine._pes[p].status}
+                for p in range(NUM_PES)],
+    }
+    table = pa.table(_rows(machine), schema=SCHEMA)
+    return table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
+
+
+def save_state(machine, path) -> None:
+    table = state_table(machine)
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+
+
+def _read_table(path) -> pa.Table:
+    try:
+        with pa.memory_map(str(path), "r") as src:
+            return pa.ipc.open_file(src).read_all()
+    except FileNotFoundError:
+        raise StateFileError(f"{path}: no such file") from None
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise StateFileError(f"{path}: not an Arrow IPC file ({exc})") from None
+
+
+def _meta(path, table: pa.Table) -> dict:
+    raw = (table.schema.metadata or {}).get(META_KEY)
+    if raw is None:
+        raise StateFileError(f"{path}: schema metadata has no {META_KEY.decode()!r} key")
+    try:
+        meta = json.loads(raw)
+    except ValueError as exc:
+        raise StateFileError(f"{path}: metadata {META_KEY.decode()!r} is not JSON ({exc})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise StateFileError(f"{path}: metadata format is not {FORMAT!r}")
+    if meta.get("version") != VERSION:
+        raise StateFileError(f"{path}: state format version {meta.get('version')!r} (this build reads {VERSION})")
+    pes = meta.get("pes")
+    if not isinstance(pes, list) or len(pes) != NUM_PES:
+        raise StateFileError(f"{path}: metadata 'pes' must list {NUM_PES} PEs")
+    for p, pe in enumerate(pes):
+        gprs = pe.get("gprs") if isinstance(pe, dict) else None
+        if not isinstance(gprs, list) or len(gprs) != GPR_COUNT:
+            raise StateFileError(f"{path}: metadata pes[{p}].gprs must list {GPR_COUNT} values")
+        for i, g in enumerate(gprs):
+            try:
+                v = int(g, 0) if isinstance(g, str) else g
+            except ValueError:
+                v = None
+            if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < 1 << 64:
+                raise StateFileError(f"{path}: metadata pes[{p}].gprs[{i}] = {g!r} is not a 64-bit value")
+        st = pe.get("status")
+        if not isinstance(st, int) or isinstance(st, bool) or not 0 <= st < 32:
+            raise StateFileError(f"{path}: metadata pes[{p}].status = {st!r} is not a 5-bit flag set")
+    return meta
+
+
+def _config(path, meta: dict) -> MachineConfig:
+    cfg = meta.get("config", {})
+    try:
+        return MachineConfig(local_bytes=int(cfg.get("local_bytes", MachineConfig.local_bytes)),
+                             matrix_bytes=int(cfg.get("matrix_bytes", MachineConfig.matrix_bytes)),
+                             profile=str(cfg.get("profile", "ieee")))
+    except (TypeError, ValueError) as exc:
+        raise StateFileError(f"{path}: metadata config: {exc}") from None
+
+
+def load_state(path, config: MachineConfig | None = None):
+    from .machine import Machine, validate_tile
+
+    table = _read_table(path)
+    meta = _meta(path, table)
+    for f in SCHEMA:
+        if f.name not in table.column_names:
+            raise StateFileError(f"{path}: column {f.name!r} is missing")
+        got = table.schema.field(f.name).type
+        if got != f.type:
+            raise StateFileError(f"{path}: column {f.name!r} has type {got}, expected {f.type}")
+        if table.column(f.name).null_count:
+            raise StateFileError(f"{path}: column {f.name!r} holds nulls (the format uses none)")
+    m = Machine(config or _config(path, meta))
+    for p, pe in enumerate(meta["pes"]):
+        for i, g in enumerate(pe["gprs"]):
+            m._pes[p].gprs[i] = np.uint64(int(g, 0) if isinstance(g, str) else g)
+        m._pes[p].status = pe["status"]
+    cols = {name: table.column(name).to_pylist() for name in table.column_names
+            if name not in ("payload", "defined")}
+    payloads = table.column("payload")
+    defineds = table.column("defined")
+    for i in range(table.num_rows):
+        def bad(column, why):
+            raise StateFileError(f"{path}: row {i} column {column!r}: {why}")
+        pe, tid = cols["pe"][i], cols["tile"][i]
+        if pe >= NUM_PES:
+            bad("pe", f"PE {pe} out of range 0..{NUM_PES - 1}")
+        if tid in m._pes[pe].tiles:
+            bad("tile", f"tile {tid} appears twice on PE{pe}")
+        kind = cols["kind"][i]
+        name = cols["datatype"][i]
+        if kind == "predicate":
+            if name != "":
+                bad("datatype", "predicate tiles carry no DataType (empty string)")
+            code = None
+        else:
+            if name not in BY_NAME:
+                bad("datatype", f"{name!r} is not an assigned DataType name")
+            code = BY_NAME[name].code
+        fm = None
+        if cols["fmap_layout"][i]:
+            params = cols["fmap_params"][i]
+            if len(params) != len(FMAP_PARAMS):
+                bad("fmap_params", f"{len(params)} values; expected {len(FMAP_PARAMS)} ({', '.join(FMAP_PARAMS)})")
+            fm = FeatureMap(cols["fmap_layout"][i], *params, pad_bits=cols["fmap_pad_bits"][i],
+                            transposed=cols["fmap_transposed"][i])
+        elif cols["fmap_params"][i]:
+            bad("fmap_params", "values given without fmap_layout")
+        desc = Descriptor(cols["location"][i], kind, code, cols["row"][i], cols["col"][i], cols["valid_row"][i],
+                          cols["valid_col"][i], cols["layout"][i], cols["representation"][i], cols["capacity"][i], fm)
+        # Structural checks before touching the payload, so a huge Row cannot allocate memory.
+        if desc.location not in ("Local", "Matrix") or kind not in ("numeric", "predicate") \
+                or desc.representation not in ("standard", "cube"):
+            bad("location/kind/representation", f"{desc.location!r}/{kind!r}/{desc.representation!r}")
+        if desc.Row == 0 or desc.Col == 0:
+            bad("row/col", "Row and Col must be nonzero")
+        payload = payloads[i].as_buffer()
+        nbytes = desc.payload_nbytes
+        if payload is None or payload.size != nbytes:
+            bad("payload", f"{0 if payload is None else payload.size} bytes; the descriptor needs {nbytes}")
+        if not trailing_bits_zero(payload, desc.elements, desc.container):
+            bad("payload", "bits past the last element of the final byte must be zero")
+        dbytes = defineds[i].as_buffer()
+        dneed = (desc.elements + 7) // 8
+        if dbytes is None or dbytes.size != dneed:
+            bad("defined", f"{0 if dbytes is None else dbytes.size} bytes; {desc.elements} elements need {dneed}")
+        if not trailing_bits_zero(dbytes, desc.elements, 1):
+            bad("defined", "bits past the last element must be zero")
+        tile = make_tile(desc, unpack_elements(payload, desc.elements, desc.container),
+                         unpack_defined(dbytes, desc.elements))
+        problem = validate_tile(tile, m.config, exclude=(pe, tid), machine=m)
+        if problem:
+            bad("descriptor", problem)
+        m._pes[pe].tiles[tid] = tile
+    return m

@@ -1,0 +1,210 @@
+"""Tiles as the tile store holds them: an immutable descriptor, physical elements, definedness.
+
+A tile's payload is its physical elements in layout order (isa/layouts.py): one unsigned-int
+array of the DataType's container (uint8 nibbles for X2 types, uint8 0/1 bits for predicate
+tiles) plus one bool per physical element.  `payload_bytes` / `from_payload_bytes` give the exact
+byte image the state file carries (docs/state-format.md).  Tiles are never mutated: an
+executing block builds new ones and the commit swaps them in, so sources and snapshots are the
+same arrays and rollback is free.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from isa import layouts
+from isa.datatypes import DataType, datatype
+from isa.fields import LAYOUTS
+
+LOCATIONS = ("Local", "Matrix")
+KINDS = ("numeric", "predicate")
+REPRESENTATIONS = ("standard", "cube")
+FMAP_LAYOUTS = ("NC1HWC0", "NDC1HWC0")
+
+
+@dataclass(frozen=True)
+class FeatureMap:
+    """The TIMG2COL feature-map descriptor a Matrix-location tile carries (Decision 128).
+
+    The tile's payload is the feature map in row-major (N, D, C1, H, W, C0) order (D = 1 for
+    NC1HWC0), i.e. a Row = N*D*C1*H*W by Col = C0 NORM tile.  `pad_bits` is the typed padding
+    value as a raw encoding of the tile's DataType.  Nothing here is validated at construction:
+    the descriptor is architectural state, and TIMG2COL's preflight rejects an invalid one.
+    """
+    layout: str = "NC1HWC0"
+    N: int = 1
+    D: int = 1
+    C1: int = 1
+    H: int = 1
+    W: int = 1
+    C0: int = 1
+    filterH: int = 1
+    filterW: int = 1
+    strideH: int = 1
+    strideW: int = 1
+    dilationH: int = 1
+    dilationW: int = 1
+    padLeft: int = 0
+    padRight: int = 0
+    padTop: int = 0
+    padBottom: int = 0
+    channels: int = 1
+    pad_bits: int = 0
+    transposed: bool = False
+
+    PARAMS = ("N", "D", "C1", "H", "W", "C0", "filterH", "filterW", "strideH", "strideW",
+              "dilationH", "dilationW", "padLeft", "padRight", "padTop", "padBottom", "channels")
+
+    def params(self) -> tuple[int, ...]:
+        return tuple(getattr(self, n) for n in self.PARAMS)
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    location: str            # Local | Matrix
+    kind: str                # numeric | predicate
+    dtype: int | None        # DataType code; None for predicate tiles
+    Row: int                 # physical rows
+    Col: int                 # physical columns
+    ValidRow: int
+    ValidCol: int
+    Layout: int              # B.DATR.Layout code (isa/layouts.py); 0 for predicates
+    representation: str      # standard | cube (private CUBE output)
+    capacity: int            # bytes of the tile store this tile holds
+    fmap: FeatureMap | None = None
+
+    @property
+    def datatype(self) -> DataType | None:
+        return None if self.dtype is None else datatype(self.dtype)
+
+    @property
+    def container(self) -> int:
+        return 1 if self.kind == "predicate" else self.datatype.container
+
+    @property
+    def elements(self) -> int:
+        """Physical element count (bits for a predicate tile)."""
+        if self.representation == "cube":
+            return int(layouts.cube_elements(self.Row, self.Col))
+        return self.Row * self.Col
+
+    @property
+    def payload_nbytes(self) -> int:
+        return (self.elements * self.container + 7) // 8
+
+    @property
+    def layout_key(self):
+        return "cube" if self.representation == "cube" else self.Layout
+
+    def describe(self) -> str:
+        t = "PRED" if self.kind == "predicate" else self.datatype.name
+        s = (f"{self.location} {t} {self.Row}x{self.Col} valid {self.ValidRow}x{self.ValidCol} "
+             f"layout {LAYOUTS.get(self.Layout, self.Layout)} cap {self.capacity}")
+        if self.representation != "standard":
+            s += f" repr {self.representation}"
+        return s
+
+
+def element_dtype(desc: Descriptor) -> np.dtype:
+    if desc.kind == "predicate":
+        return np.dtype(np.uint8)
+    return np.dtype(desc.datatype.raw_dtype)
+
+
+@dataclass(frozen=True, eq=False)
+class Tile:
+    desc: Descriptor
+    elems: np.ndarray        # physical elements, shape (desc.elements,), read-only
+    defined: np.ndarray      # bool, same shape, read-only
+
+    def __post_init__(self):
+        for a in (self.elems, self.defined):
+            a.flags.writeable = False
+
+
+def make_tile(desc: Descriptor, elems: np.ndarray, defined: np.ndarray) -> Tile:
+    return Tile(desc, np.ascontiguousarray(elems), np.ascontiguousarray(defined, dtype=bool))
+
+
+# ---------------------------------------------------------------- byte images
+
+def pack_elements(elems: np.ndarray, container: int) -> bytes:
+    """The payload bytes of physical elements: little-endian containers; 4-bit: even index in the
+    low nibble; 1-bit: bit i%8 of byte i//8.  Unused high bits of the last byte are zero."""
+    if container == 1:
+        return np.packbits(elems.astype(np.uint8), bitorder="little").tobytes()
+    if container == 4:
+        e = elems.astype(np.uint8)
+        if e.size % 2:
+            e = np.concatenate([e, np.zeros(1, np.uint8)])
+        return (e[0::2] | (e[1::2] << 4)).astype(np.uint8).tobytes()
+    return elems.astype(np.dtype(f"<u{container // 8}"), copy=False).tobytes()
+
+
+def unpack_elements(data: bytes | memoryview | np.ndarray, count: int, container: int) -> np.ndarray:
+    """Inverse of pack_elements (len(data) must be the exact byte count)."""
+    buf = np.frombuffer(data, dtype=np.uint8)
+    if container == 1:
+        return np.unpackbits(buf, bitorder="little", count=count)
+    if container == 4:
+        out = np.empty(buf.size * 2, np.uint8)
+        out[0::2] = buf & 0xF
+        out[1::2] = buf >> 4
+        return out[:count]
+    return buf.view(np.dtype(f"<u{container // 8}")).astype(np.dtype(f"u{container // 8}"))
+
+
+def trailing_bits_zero(data: bytes | memoryview | np.ndarray, count: int, container: int) -> bool:
+    """True when the bits of the last byte past `count` containers are zero (canonical image)."""
+    used = count * container
+    spare = (-used) % 8
+    if spare == 0:
+        return True
+    last = np.frombuffer(data, dtype=np.uint8)[-1]
+    return int(last) >> (8 - spare) == 0
+
+
+def pack_defined(defined: np.ndarray) -> bytes:
+    return np.packbits(defined.astype(np.uint8), bitorder="little").tobytes()
+
+
+def unpack_defined(data, count: int) -> np.ndarray:
+    return np.unpackbits(np.frombuffer(data, dtype=np.uint8), bitorder="little", count=count).astype(bool)
+
+
+# ---------------------------------------------------------------- logical <-> physical
+
+def index_grid(desc: Descriptor) -> np.ndarray:
+    """(Row, Col) array of each logical element's physical index."""
+    r = np.arange(desc.Row, dtype=np.int64)[:, None]
+    c = np.arange(desc.Col, dtype=np.int64)[None, :]
+    return np.broadcast_to(physical_index(desc.layout_key, r, c, desc.Row, desc.Col, desc.container),
+                           (desc.Row, desc.Col))
+
+
+def physical_index(layout_key, r, c, rows, cols, container: int):
+    if layout_key == "cube":
+        return layouts.cube_index(r, c, rows, cols)
+    return layouts.physical_index(layout_key, r, c, rows, cols, container)
+
+
+def to_physical(desc: Descriptor, logical: np.ndarray, fill=0) -> np.ndarray:
+    """Place a (..., Row, Col) logical array into (..., elements) physical order."""
+    lead = logical.shape[:-2]
+    flat = logical.reshape(lead + (desc.Row * desc.Col,))
+    if desc.layout_key == 0:
+        if desc.elements == desc.Row * desc.Col:
+            return flat
+    out = np.full(lead + (desc.elements,), fill, dtype=logical.dtype)
+    out[..., index_grid(desc).ravel()] = flat
+    return out
+
+
+def to_logical(desc: Descriptor, phys: np.ndarray) -> np.ndarray:
+    """(..., elements) physical -> (..., Row, Col) logical."""
+    lead = phys.shape[:-1]
+    if desc.layout_key == 0:
+        return phys[..., : desc.Row * desc.Col].reshape(lead + (desc.Row, desc.Col))
+    return phys[..., index_grid(desc)]
+
