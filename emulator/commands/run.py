@@ -1,0 +1,74 @@
+"""`tile-emu run STREAM.tbs --init INIT.arrow --out FINAL.arrow [--profile ieee]`.
+
+Runs a binary block stream from an initial state (an empty machine without --init).  On a
+failing block it prints the block index, byte offset and reason, still writes the state of
+the last committed block to --out, and exits 1.  A `.regions.json` input is an execution-calculus
+program and is handed to emulator.calculus.cli.run_regions.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+
+from emulator.cli import CommandError
+
+
+def add_arguments(parser):
+    parser.add_argument("stream", help=".tbs binary block stream (or a .regions.json calculus program)")
+    parser.add_argument("--init", help="initial state (.arrow); default: an empty machine")
+    parser.add_argument("--out", help="write the final state here (.arrow)")
+    parser.add_argument("--profile", default=None, help="numeric profile (default: the init file's, else ieee)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+
+
+def _machine(args):
+    from emulator import Machine, MachineConfig
+    from emulator.stateio import StateFileError
+    from kernels.numeric.profiles import PROFILES
+
+    if args.profile is not None and args.profile not in PROFILES:
+        raise CommandError(f"unknown profile {args.profile!r}; known: {', '.join(sorted(PROFILES))}", 2)
+    try:
+        m = Machine.load(args.init) if args.init else Machine()
+    except StateFileError as exc:
+        raise CommandError(str(exc)) from None
+    if args.profile is not None:
+        m.config = replace(m.config, profile=args.profile)
+    return m
+
+
+def _save(m, path):
+    from emulator.stateio import save_state
+    try:
+        save_state(m, path)
+    except OSError as exc:
+        raise CommandError(f"{path}: cannot write: {exc}") from None
+
+
+def run(args) -> int:
+    if args.stream.endswith(".regions.json"):
+        from emulator.calculus.cli import run_regions
+        return run_regions(args)
+    try:
+        with open(args.stream, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise CommandError(f"{args.stream}: cannot read: {exc}") from None
+    m = _machine(args)
+    result = m.run(data)
+    if args.out:
+        _save(m, args.out)
+    err = result.error
+    if err is not None:
+        where = f"block {err.index}" + ("" if err.offset is None else f" (byte offset {err.offset})")
+        print(f"tile-emu run: {args.stream}: {where}: {err.reason}: {err.cause}", file=sys.stderr)
+        if args.out:
+            print(f"tile-emu run: state after {result.executed} committed block(s) written to {args.out}",
+                  file=sys.stderr)
+        return 1
+    if not args.quiet:
+        from kernels.numeric.flags import describe
+        status = " ".join(f"PE{p}={describe(m.status(p))}" for p in range(m.config.num_pes))
+        print(f"{args.stream}: {result.executed} block(s) executed; status {status}"
+              + (f"; final state {args.out}" if args.out else ""))
+    return 0
