@@ -32,3 +32,9 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(list(globals()) + list(_EXPORTS))
+
+
+# Importing a submodule sets the package attribute of the same name to the module object,
+# which would shadow the lazily resolved function of the same name (`elementwise` lives in
+# elementwise.py).  Binding the function eagerly keeps `numeric.elementwise(...)` callable.
+from .elementwise import elementwise, supports  # noqa: E402,F401

@@ -1,0 +1,154 @@
+"""`elementwise(op, dtype, *operands)`: the element-wise instructions on raw encodings.
+
+    bits, flags = elementwise("TADD", "FP16", a_bits, b_bits, profile="ieee")
+    pred, flags = elementwise("TCMP", "S32", a_bits, b_bits, cmode="LT")   # uint8 0/1
+
+Operands are unsigned-integer arrays of raw encodings in the DataType's container dtype
+(`DataType.raw_dtype`; smaller unsigned dtypes and in-range Python ints are accepted), broadcast
+like NumPy.  The result has the broadcast shape: encodings in the container dtype (TCMP: uint8
+0/1), and `flags`, a uint8 array of kernels.numeric.flags bits (NV DZ OF UF NX) per element.
+
+Dispatch is one table, TABLE[(mnemonic, Kind)] -> implementation; the operand count comes from
+the instruction's row in isa.instructions and the DataType set from the same row, so a rule
+lives in exactly one place.  docs/numerics.md ("Operations") defines every result.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from isa import datatypes as dts
+from isa import fields
+from isa import instructions as instrs
+from isa.datatypes import DataType, Kind
+
+from . import ops_int
+from .errors import UnsupportedOperation
+from .profiles import Profile, profile as resolve_profile
+
+CMODES = tuple(fields.CMODES.values())      # EQ NE LT GT LE GE, in CMode code order
+
+# An implementation: fn(dtype, operands, profile, cmode) -> (bits, flags); operands are
+# container-dtype arrays of one common shape.
+Impl = Callable[[DataType, tuple, Profile, "str | None"], tuple]
+
+
+def _int_impl(op: str, fn, signed: bool) -> Impl:
+    def run(dt, operands, prof, cmode):
+        out = fn(*operands, signed, cmode) if op == "TCMP" else fn(*operands, signed)
+        if op in ops_int.WITH_FLAGS:
+            return out
+        return out, np.zeros(np.shape(out), np.uint8)
+    run.__name__ = f"{op.lower()}_{'s' if signed else 'u'}int"
+    return run
+
+
+def _float_impl(op: str, fn) -> Impl:
+    def run(dt, operands, prof, cmode):
+        return fn(dt, *operands, prof=prof, cmode=cmode) if op == "TCMP" else fn(dt, *operands, prof=prof)
+    run.__name__ = f"{op.lower()}_float"
+    return run
+
+
+TABLE: dict[tuple[str, Kind], Impl] = {}
+for _op, _fn in ops_int.OPS.items():
+    TABLE[(_op, Kind.SINT)] = _int_impl(_op, _fn, True)
+    TABLE[(_op, Kind.UINT)] = _int_impl(_op, _fn, False)
+
+OPERATIONS = frozenset(op for op, _ in TABLE)
+
+
+# ---------------------------------------------------------------- lookup
+
+def _instruction(op: str) -> instrs.Instruction:
+    name = str(op).upper()
+    if name not in OPERATIONS:
+        known = ", ".join(sorted(OPERATIONS))
+        extra = " (use numeric.convert)" if name == "TCVT" else ""
+        raise UnsupportedOperation(f"{op!r} is not an element-wise operation{extra}; known: {known}")
+    return instrs.lookup(name)
+
+
+def _resolve(op: str, dtype) -> tuple[instrs.Instruction, DataType, Impl]:
+    ins = _instruction(op)
+    try:
+        dt = dts.datatype(dtype)
+    except dts.UnknownDataType as exc:
+        raise UnsupportedOperation(f"{ins.mnemonic}: {exc}") from None
+    if dt.name not in ins.dtypes:
+        allowed = ", ".join(d.name for d in dts.DATATYPES if d.name in ins.dtypes)
+        raise UnsupportedOperation(f"{ins.mnemonic} does not support DataType {dt.name} "
+                                   f"(its DataType set is {allowed})")
+    impl = TABLE.get((ins.mnemonic, dt.kind))
+    if impl is None:
+        raise UnsupportedOperation(f"{ins.mnemonic} on {dt.name} is not implemented in this build")
+    return ins, dt, impl
+
+
+def supports(op: str, dtype, profile: str | Profile = "ieee") -> bool:
+    """True when elementwise(op, dtype, ..., profile=profile) is defined and implemented."""
+    try:
+        resolve_profile(profile)
+        _resolve(op, dtype)
+    except (UnsupportedOperation, ValueError):
+        return False
+    return True
+
+
+def _cmode(op: str, cmode) -> str | None:
+    if op != "TCMP":
+        if cmode is not None:
+            raise TypeError(f"{op} takes no cmode (only TCMP does)")
+        return None
+    if cmode is None:
+        return "EQ"            # omission retains encoded zero: EQ (Decision 069)
+    if isinstance(cmode, str) and cmode.upper() in CMODES:
+        return cmode.upper()
+    if isinstance(cmode, (int, np.integer)) and not isinstance(cmode, bool) and int(cmode) in fields.CMODES:
+        return fields.CMODES[int(cmode)]
+    raise ValueError(f"TCMP cmode must be one of {', '.join(CMODES)} or a code 0..5, not {cmode!r}")
+
+
+# ---------------------------------------------------------------- operands
+
+def _as_raw(x, dt: DataType, where: str) -> np.ndarray:
+    """One operand as an array of the container dtype, without changing any value."""
+    raw = np.dtype(dt.raw_dtype)
+    arr = np.asarray(x)
+    if arr.dtype == raw:
+        return arr
+    if arr.dtype.kind == "u" and arr.dtype.itemsize <= raw.itemsize:
+        return arr.astype(raw)
+    if arr.dtype.kind in "iuO":
+        try:
+            in_range = arr.size == 0 or (0 <= int(arr.min()) and int(arr.max()) < 1 << (8 * raw.itemsize))
+        except (TypeError, ValueError):
+            in_range = False
+        if in_range:
+            return arr.astype(raw)
+        raise ValueError(f"{where}: values must be raw {dt.name} encodings in 0..2^{8 * raw.itemsize}-1")
+    raise TypeError(f"{where}: expected an unsigned-integer array of raw {dt.name} encodings "
+                    f"({raw.name}), got dtype {arr.dtype}")
+
+
+def elementwise(op: str, dtype, *operands, profile: str | Profile = "ieee", cmode=None):
+    """Apply instruction `op` element-wise to raw encodings of `dtype`: (bits, flags)."""
+    ins, dt, impl = _resolve(op, dtype)
+    prof = resolve_profile(profile)
+    mode = _cmode(ins.mnemonic, cmode)
+    if len(operands) != ins.arity:
+        raise TypeError(f"{ins.mnemonic} takes {ins.arity} operand(s) ({', '.join(ins.sources)}), "
+                        f"got {len(operands)}")
+    arrays = [_as_raw(x, dt, f"{ins.mnemonic} operand {i} ({ins.sources[i]})") for i, x in enumerate(operands)]
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    except ValueError:
+        raise ValueError(f"{ins.mnemonic}: operand shapes {[a.shape for a in arrays]} do not broadcast") from None
+    flat = tuple(np.broadcast_to(a, shape).reshape(-1) for a in arrays)   # copies only if broadcast
+    with np.errstate(all="ignore"):
+        bits, flags = impl(dt, flat, prof, mode)
+    out_dtype = np.uint8 if ins.mnemonic == "TCMP" else np.dtype(dt.raw_dtype)
+    bits = np.asarray(bits).astype(out_dtype, copy=False).reshape(shape)
+    flags = np.broadcast_to(np.asarray(flags, np.uint8).reshape(-1), (bits.size,)).reshape(shape)
+    return bits, flags.copy()
