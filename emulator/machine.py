@@ -215,7 +215,7 @@ class Machine:
                           n_cols if valid_col is None else valid_col,
                           layout, representation, capacity, fmap)
         full = np.zeros((rows, n_cols), dtype=np.uint64)
-        full[:n_rows] = data.astype(np.uint64)
+        full[:n_rows] = _as_raw(data)
         dmask = np.zeros((rows, n_cols), bool)
         dmask[:n_rows] = True if defined is None else np.asarray(defined, bool).reshape(n_rows, n_cols)
         if width < 64 and np.any(full >> np.uint64(width)):
@@ -282,6 +282,29 @@ class Machine:
     def _check_pe(self, pe: int) -> None:
         if not (isinstance(pe, (int, np.integer)) and 0 <= pe < NUM_PES):
             raise ValueError(f"PE {pe!r} out of range 0..{NUM_PES - 1}")
+
+
+def _as_raw(data: np.ndarray) -> np.ndarray:
+    """Raw encodings as uint64: unsigned integers, or exact nonnegative integers of another type."""
+    kind = data.dtype.kind
+    if kind == "u":
+        return data.astype(np.uint64)
+    if kind in "ib":
+        if data.size and data.min() < 0:
+            raise ValueError("raw encodings are unsigned; got a negative value")
+        return data.astype(np.uint64)
+    if kind == "f":
+        if not (np.isfinite(data).all() and (data == np.floor(data)).all() and data.min() >= 0
+                and data.max() < 2.0 ** 53):
+            raise ValueError("float data must hold exact nonnegative integers below 2^53; pass raw "
+                             "encodings as unsigned integers (np.uint64 or Python ints)")
+        return data.astype(np.uint64)
+    if kind == "O":
+        flat = [int(v) for v in data.ravel()]
+        if flat and (min(flat) < 0 or max(flat) >= 1 << 64):
+            raise ValueError("raw encodings must be in [0, 2^64)")
+        return np.array(flat, dtype=np.uint64).reshape(data.shape)
+    raise ValueError(f"cannot use {data.dtype} data as raw encodings")
 
 
 def validate_tile(t: Tile, config: MachineConfig, exclude=None, machine: Machine | None = None) -> str | None:
