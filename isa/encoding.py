@@ -239,6 +239,23 @@ def _bstart(kw: dict) -> BStart:
     return BStart(**kw, spelling=row.engine if row is not None else "TEPL")
 
 
+# Decoded words are immutable values, and streams repeat words a lot (same bindings, same
+# B.DIM), so valid words are memoised; the bound keeps memory flat on adversarial streams.
+_MEMO: dict[int, tuple[WordSpec, object]] = {}
+_MEMO_MAX = 1 << 16
+
+
+def _word(word: int, offset: int) -> tuple[WordSpec, object]:
+    hit = _MEMO.get(word)
+    if hit is None:
+        spec, kw = _unpack(word, offset)
+        hit = spec, (_bstart(kw) if spec.tag == TAG_BSTART else spec.cls(**kw))
+        if len(_MEMO) >= _MEMO_MAX:
+            _MEMO.clear()
+        _MEMO[word] = hit
+    return hit
+
+
 def iter_blocks(data) -> Iterator[tuple[int, Block]]:
     """Yield (byte offset of BSTART, Block) for each block of a `.tbs` stream, in order.
 
@@ -256,7 +273,7 @@ def iter_blocks(data) -> Iterator[tuple[int, Block]]:
     parts: dict = {}
     rank = 0
     for word in _words(data, nwords):
-        spec, kw = _unpack(word, offset)
+        spec, obj = _word(word, offset)
         if spec.tag == TAG_BSTART:
             if pending:
                 _fail(offset, f"BSTART inside the block at byte {block_off}, which declares "
@@ -264,7 +281,7 @@ def iter_blocks(data) -> Iterator[tuple[int, Block]]:
             if seen == blocks:
                 _fail(offset, f"more blocks than the {blocks} the header declares")
             pending = (word >> COUNT_LSB) & MAX_DESCRIPTORS
-            head, parts, rank, block_off = _bstart(kw), {"iot": []}, 0, offset
+            head, parts, rank, block_off = obj, {"iot": []}, 0, offset
             seen += 1
         else:
             if not pending:
@@ -275,7 +292,6 @@ def iter_blocks(data) -> Iterator[tuple[int, Block]]:
                 _fail(offset, f"{spec.name} {what} in the block at byte {block_off} "
                               f"(canonical order: {_CANONICAL_ORDER})")
             rank = spec.rank
-            obj = spec.cls(**kw)
             if spec.repeatable:
                 parts[spec.attr].append(obj)
             else:

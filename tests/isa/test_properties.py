@@ -16,6 +16,10 @@ from isa.block import BDatr, BDim, BIor, BIos, Block, BStart, TileBinding
 from isa.encoding import decode, encode, iter_blocks
 from isa.errors import DecodeError
 
+# No deadlines: a loaded 2-core CI machine must not turn a slow example into a failure.
+FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+ROUND = settings(deadline=None)
+
 
 def bits(n):
     return st.integers(0, (1 << n) - 1)
@@ -45,6 +49,7 @@ blocks = st.builds(
 streams = st.lists(blocks, max_size=5)
 
 
+@ROUND
 @given(streams)
 def test_blocks_round_trip_through_bytes(bs):
     data = encode(bs)
@@ -55,6 +60,7 @@ def test_blocks_round_trip_through_bytes(bs):
         assert data[off] == 0x01
 
 
+@ROUND
 @given(streams)
 def test_blocks_round_trip_through_text(bs):
     text = disassemble(bs)
@@ -77,8 +83,6 @@ def decodes_canonically_or_raises(data: bytes):
 def header(blocks, words, version=1, flags=0):
     return b"\x7fTBS" + struct.pack("<HHII", version, flags, blocks, words)
 
-
-FUZZ = settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 
 
 @FUZZ
