@@ -179,3 +179,39 @@ def test_bit_flips_of_valid_streams_many(bs, data):
 def test_round_trips_many(bs):
     data = encode(bs)
     assert decode(data) == bs and assemble(disassemble(data)) == data
+
+
+# ---- the assembler's contract on arbitrary text: bytes or AsmError, never anything else
+
+TOKENS = ["BSTART.VEC", "BSTART.SFU", "BSTART.TEPL", "BSTART.", "B.IOT", "B.DIM", "B.DATR", "B.IOR",
+          "B.IOS", "TADD", "TDIV", "M0.F14", "M999.F1", "FP16", "S32", "27", "99", ",", "=", "@", "->",
+          ":", "t1", "t70000", "r3", "r40", "0b0011", "0x", "0b2", "CAP", "LB0", "LB1", "PAD", "ZERO",
+          "CMODE", "LAYOUT", "IMM", "lbl", "#", ";", " ", "\n", "\t", "é", "$"]
+
+
+def assembles_or_asm_error(text: str):
+    from isa.errors import AsmError
+    try:
+        data = assemble(text)
+    except AsmError as e:
+        assert e.line >= 1 and e.column >= 1
+        return
+    assert assemble(disassemble(data)) == data
+
+
+@FUZZ
+@given(st.lists(st.sampled_from(TOKENS), max_size=40).map(" ".join))
+def test_random_token_soup(text):
+    assembles_or_asm_error(text)
+
+
+@FUZZ
+@given(streams.filter(bool), st.data())
+def test_mutated_canonical_text(bs, data):
+    text = disassemble(bs)
+    pos = data.draw(st.integers(0, len(text)))
+    if data.draw(st.booleans()):
+        text = text[:pos] + text[pos + data.draw(st.integers(1, 6)):]
+    else:
+        text = text[:pos] + data.draw(st.sampled_from(TOKENS)) + text[pos:]
+    assembles_or_asm_error(text)
