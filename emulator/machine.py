@@ -65,7 +65,8 @@ class StreamError(Exception):
 
     @property
     def reason(self) -> str:
-        return getattr(self.cause, "reason", type(self.cause).__name__)
+        """The IllegalBlockException reason code, or DECODE_ERROR for a malformed stream."""
+        return self.cause.reason if isinstance(self.cause, IllegalBlockException) else "DECODE_ERROR"
 
 
 @dataclass

@@ -61,7 +61,8 @@ def run(args) -> int:
     err = result.error
     if err is not None:
         where = f"block {err.index}" + ("" if err.offset is None else f" (byte offset {err.offset})")
-        print(f"tile-emu run: {args.stream}: {where}: {err.reason}: {err.cause}", file=sys.stderr)
+        cause = err.cause if hasattr(err.cause, "field") else f"{err.reason}: {getattr(err.cause, 'reason', err.cause)}"
+        print(f"tile-emu run: {args.stream}: {where}: {cause}", file=sys.stderr)
         if args.out:
             print(f"tile-emu run: state after {result.executed} committed block(s) written to {args.out}",
                   file=sys.stderr)

@@ -60,7 +60,8 @@ def format_tile(view, hex_: bool = False, limit: int = 16) -> list[str]:
         cells = [s.rjust(width) for s in text[r]]
         if d.ValidCol < cols:
             cells.insert(d.ValidCol, "|")
-        lines.append(f"    [{r}] " + " ".join(cells) + (" ..." if cols < d.Col else ""))
+        label = f"[{r}]".rjust(len(str(rows - 1)) + 2)
+        lines.append(f"    {label} " + " ".join(cells) + (" ..." if cols < d.Col else ""))
     if rows < d.Row:
         lines.append(f"    ... {d.Row - rows} more row(s)")
     undefined = int((~view.defined).sum())

@@ -215,7 +215,7 @@ def test_run_reports_decode_errors_after_the_committed_prefix():
     m = _stream_machine()
     data = encoding.encode([blk("TEXTRACT", "U32", [1], 2, vr=2), blk("TEXTRACT", "U32", [1], 3, vr=2)])
     r = m.run(data[:-3])
-    assert not r.ok and r.error.reason in ("DecodeError",) or r.error.cause.__class__.__name__ == "DecodeError"
+    assert not r.ok and r.error.reason == "DECODE_ERROR" and r.executed == 0
     assert r.error.offset is not None
 
 
