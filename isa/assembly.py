@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from . import datatypes as dt
 from . import encoding as enc
 from . import fields as F
 from .block import BDatr, BDim, BIor, BIos, Block, BStart, TileBinding
-from .errors import AsmError, EncodeError
+from .errors import AsmError
 from .instructions import CARRIER, by_carrier, BY_MNEMONIC, ENGINES
 
 SPELLINGS = (*ENGINES, CARRIER)          # BSTART.VEC, BSTART.SFU, BSTART.TEPL
@@ -48,7 +49,8 @@ _RAW_OPCODE = re.compile(r"M(\d+)\.F(\d+)\Z", re.IGNORECASE)
 _NUMBER = re.compile(r"(0[xX][0-9a-fA-F]+|0[bB][01]+|0[oO][0-7]+|[0-9]+)\Z")
 _LABEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _TOKEN = re.compile(r"(?P<ws>\s+)|(?P<arrow>->)|(?P<num>[0-9][0-9A-Za-z_]*)"
-                    r"|(?P<word>[A-Za-z_][A-Za-z0-9_.]*)|(?P<punct>[,=@:])")
+                    r"|(?P<word>[A-Za-z_][A-Za-z0-9_.]*)|(?P<punct>[,=@:])|(?P<bad>.)", re.S)
+_COMMENT = re.compile(r"[#;]")
 
 
 @dataclass(frozen=True)
@@ -59,8 +61,7 @@ class AsmBlock:
     name: str | None = None   # label naming the block, if any
 
 
-@dataclass(frozen=True)
-class _Tok:
+class _Tok(NamedTuple):
     kind: str                 # num | word | arrow | punct | end
     text: str
     col: int
@@ -72,16 +73,15 @@ class _Line:
     def __init__(self, text: str, lineno: int, source: str | None):
         self.lineno, self.source = lineno, source
         self.toks: list[_Tok] = []
-        pos = 0
-        while pos < len(text):
-            if text[pos] in "#;":
-                break
-            m = _TOKEN.match(text, pos)
-            if m is None:
-                self.fail(pos + 1, f"unexpected character {text[pos]!r}")
-            if m.lastgroup != "ws":
-                self.toks.append(_Tok(m.lastgroup, m.group(), pos + 1))
-            pos = m.end()
+        cut = _COMMENT.search(text)
+        body = text if cut is None else text[:cut.start()]
+        for m in _TOKEN.finditer(body):
+            kind = m.lastgroup
+            if kind == "bad":
+                self.fail(m.start() + 1, f"unexpected character {m.group()!r}")
+            if kind != "ws":
+                self.toks.append(_Tok(kind, m.group(), m.start() + 1))
+        pos = len(body)
         self.toks.append(_Tok("end", "", pos + 1))
         self.i = 0
 
@@ -270,17 +270,20 @@ class _Builder:
         self.current: dict | None = None
         self.labels: dict[str, int] = {}
         self.pending_label: tuple[str, int, int] | None = None
+        self._seen: dict[str, int] = {}       # descriptor -> line, within the current block
 
     def finish(self):
         cur, self.current = self.current, None
         if cur is None:
             return
-        line, col, name = cur.pop("_line"), 1, cur.pop("_name")
+        line, name = cur.pop("_line"), cur.pop("_name")
         block = Block(**cur)
-        try:
-            enc.block_words(block)
-        except EncodeError as exc:      # only the descriptor-count limit can get here
-            raise AsmError(line, col, f"{exc.field}: {exc.reason}", self.source) from None
+        # Field widths were checked token by token; the block's descriptor count is the one
+        # encoding limit left.
+        count = len(block.iot) + sum(getattr(block, a) is not None for a in ("dim", "datr", "ior", "ios"))
+        if count > enc.MAX_DESCRIPTORS:
+            raise AsmError(line, 1, f"BSTART: {count} descriptor words exceed the {enc.COUNT_BITS}-bit "
+                                    f"count (at most {enc.MAX_DESCRIPTORS})", self.source)
         self.out.append(AsmBlock(block, line, name))
 
     def statement(self, line: _Line):
