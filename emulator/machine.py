@@ -335,8 +335,6 @@ def validate_tile(t: Tile, config: MachineConfig, exclude=None, machine: Machine
         return "Row and Col must be nonzero"
     if not (1 <= d.ValidRow <= d.Row and 1 <= d.ValidCol <= d.Col):
         return f"valid {d.ValidRow}x{d.ValidCol} must be nonzero and within {d.Row}x{d.Col}"
-    if d.ValidCol > 0xFFFF or d.Col > 0xFFFF or d.ValidRow > 0xFFFF:
-        return "ValidRow, ValidCol and Col are 16-bit values"
     if d.capacity < d.payload_nbytes:
         return f"capacity {d.capacity} is below the {d.payload_nbytes} payload bytes"
     if d.representation == "standard" and d.kind == "numeric":
