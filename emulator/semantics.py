@@ -10,6 +10,7 @@ values go to kernels.numeric, which owns every numeric rule.
 from __future__ import annotations
 
 from dataclasses import dataclass
+import inspect
 from importlib import import_module
 
 import numpy as np
@@ -110,7 +111,10 @@ def require_nonzero_divisor(plan: Plan, role: int, bits: np.ndarray):
 def numeric_api(name: str):
     """A kernels.numeric entry point, or UNSUPPORTED_IN_BUILD when this build lacks it."""
     try:
-        return getattr(import_module("kernels.numeric"), name)
+        fn = getattr(import_module("kernels.numeric"), name)
+        # Once a submodule of the same name (kernels.numeric.convert) has been imported, the
+        # package attribute is that module rather than the lazily exported function.
+        return getattr(fn, name) if inspect.ismodule(fn) else fn
     except (ImportError, AttributeError) as exc:
         illegal("UNSUPPORTED_IN_BUILD", "BSTART", f"kernels.numeric.{name} is not available: {exc}")
 

@@ -1,6 +1,8 @@
 """Block builders for the emulator tests: a block from a mnemonic and plain numbers."""
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
 from emulator import Machine
@@ -43,5 +45,66 @@ def numeric_available() -> bool:
         return False
 
 
-__all__ = ["blk", "fill", "everywhere", "BDatr", "BDim", "BIor", "BIos", "Block", "BStart", "TileBinding",
+# ---------------------------------------------------------------- exact IEEE references
+
+F16 = {"p": 11, "emin": -14, "emax": 15, "bits": 16, "ebits": 5}
+F32 = {"p": 24, "emin": -126, "emax": 127, "bits": 32, "ebits": 8}
+F64 = {"p": 53, "emin": -1022, "emax": 1023, "bits": 64, "ebits": 11}
+FMT = {"FP16": F16, "FP32": F32, "FP64": F64}
+
+
+def fdecode(bits, f):
+    """Exact value of a finite IEEE encoding (or 'inf'/'nan' strings)."""
+    bits = int(bits)
+    mb = f["p"] - 1
+    s = bits >> (f["bits"] - 1)
+    e = (bits >> mb) & ((1 << f["ebits"]) - 1)
+    man = bits & ((1 << mb) - 1)
+    if e == (1 << f["ebits"]) - 1:
+        return "nan" if man else ("-inf" if s else "inf")
+    v = Fraction(man, 1 << mb) * Fraction(2) ** (f["emin"]) if e == 0 else \
+        Fraction((1 << mb) + man, 1 << mb) * Fraction(2) ** (e - (1 << (f["ebits"] - 1)) + 1)
+    return -v if s else v
+
+
+def round_rne(x: Fraction, f):
+    """Encoding of exact x rounded to nearest-even (no NaN input)."""
+    sign = 1 if x < 0 else 0
+    a = abs(x)
+    mb = f["p"] - 1
+    if a == 0:
+        return sign << (f["bits"] - 1)
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    if Fraction(2) ** e > a:
+        e -= 1
+    e = max(e, f["emin"])
+    scaled = a / Fraction(2) ** (e - mb)
+    q, r = divmod(scaled.numerator, scaled.denominator)
+    rem = Fraction(r, scaled.denominator)
+    if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and q & 1):
+        q += 1
+    if q == 1 << (mb + 1):
+        q, e = q >> 1, e + 1
+    if e > f["emax"]:
+        return (sign << (f["bits"] - 1)) | (((1 << f["ebits"]) - 1) << mb)
+    biased = 0 if q < (1 << mb) else e + (1 << (f["ebits"] - 1)) - 1
+    return (sign << (f["bits"] - 1)) | (biased << mb) | (q & ((1 << mb) - 1))
+
+
+
+__all__ = ["FMT", "fdecode", "round_rne", "execute_or_unsupported", "blk", "fill", "everywhere", "BDatr", "BDim", "BIor", "BIos", "Block", "BStart", "TileBinding",
            "numeric_available", "Machine"]
+
+
+def execute_or_unsupported(m: Machine, block):
+    """Execute `block`; if this build's numeric layer lacks the operation, assert that the block
+    rejected with UNSUPPORTED_IN_BUILD without effect and return None."""
+    from isa.errors import IllegalBlockException
+    before = m.digest()
+    try:
+        return m.execute(block)
+    except IllegalBlockException as exc:
+        if exc.reason != "UNSUPPORTED_IN_BUILD":
+            raise
+        assert m.digest() == before
+        return None

@@ -3,12 +3,10 @@ integers (integers) and exact rationals (floating point).  The machine must hand
 rectangle to kernels.numeric, pad the rest, and report the OR of valid-element flags as status.
 Where this build's numeric layer lacks an (op, type), the block must reject with
 UNSUPPORTED_IN_BUILD and change nothing -- that branch is asserted, never skipped."""
-from fractions import Fraction
-
 import numpy as np
 import pytest
 
-from emu_helpers import Machine, blk
+from emu_helpers import FMT, Machine, blk, fdecode, round_rne
 from isa.datatypes import datatype
 from isa.errors import IllegalBlockException
 
@@ -226,50 +224,6 @@ def test_both_sources_same_tile_and_aliasing_destination():
 
 
 # ---------------------------------------------------------------- floating point
-
-F16 = {"p": 11, "emin": -14, "emax": 15, "bits": 16, "ebits": 5}
-F32 = {"p": 24, "emin": -126, "emax": 127, "bits": 32, "ebits": 8}
-F64 = {"p": 53, "emin": -1022, "emax": 1023, "bits": 64, "ebits": 11}
-FMT = {"FP16": F16, "FP32": F32, "FP64": F64}
-
-
-def fdecode(bits, f):
-    """Exact value of a finite IEEE encoding (or 'inf'/'nan' strings)."""
-    bits = int(bits)
-    mb = f["p"] - 1
-    s = bits >> (f["bits"] - 1)
-    e = (bits >> mb) & ((1 << f["ebits"]) - 1)
-    man = bits & ((1 << mb) - 1)
-    if e == (1 << f["ebits"]) - 1:
-        return "nan" if man else ("-inf" if s else "inf")
-    v = Fraction(man, 1 << mb) * Fraction(2) ** (f["emin"]) if e == 0 else \
-        Fraction((1 << mb) + man, 1 << mb) * Fraction(2) ** (e - (1 << (f["ebits"] - 1)) + 1)
-    return -v if s else v
-
-
-def round_rne(x: Fraction, f):
-    """Encoding of exact x rounded to nearest-even (no NaN input)."""
-    sign = 1 if x < 0 else 0
-    a = abs(x)
-    mb = f["p"] - 1
-    if a == 0:
-        return sign << (f["bits"] - 1)
-    e = a.numerator.bit_length() - a.denominator.bit_length()
-    if Fraction(2) ** e > a:
-        e -= 1
-    e = max(e, f["emin"])
-    scaled = a / Fraction(2) ** (e - mb)
-    q, r = divmod(scaled.numerator, scaled.denominator)
-    rem = Fraction(r, scaled.denominator)
-    if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and q & 1):
-        q += 1
-    if q == 1 << (mb + 1):
-        q, e = q >> 1, e + 1
-    if e > f["emax"]:
-        return (sign << (f["bits"] - 1)) | (((1 << f["ebits"]) - 1) << mb)
-    biased = 0 if q < (1 << mb) else e + (1 << (f["ebits"] - 1)) - 1
-    return (sign << (f["bits"] - 1)) | (biased << mb) | (q & ((1 << mb) - 1))
-
 
 def finite_sample(f, n):
     bits = rng.integers(0, 1 << min(f["bits"], 63), size=n, dtype=np.uint64)
