@@ -3,6 +3,8 @@ integers (integers) and exact rationals (floating point).  The machine must hand
 rectangle to kernels.numeric, pad the rest, and report the OR of valid-element flags as status.
 Where this build's numeric layer lacks an (op, type), the block must reject with
 UNSUPPORTED_IN_BUILD and change nothing -- that branch is asserted, never skipped."""
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -290,3 +292,63 @@ def test_unsupported_numeric_operation_rejects_before_effects(monkeypatch):
     with pytest.raises(IllegalBlockException) as exc:
         m.execute(blk("TADD", "S32", [1, 1], 1))
     assert exc.value.reason == "UNSUPPORTED_IN_BUILD" and m.digest() == before
+
+
+def _rne_sqrt(x: Fraction, f):
+    """sqrt(x) rounded to nearest-even for a positive normal x (the result is normal)."""
+    from math import isqrt
+    mb = f["p"] - 1
+    e = (x.numerator.bit_length() - x.denominator.bit_length()) // 2 + 1
+    while Fraction(2) ** (2 * e) > x:
+        e -= 1
+    y = x / Fraction(2) ** (2 * (e - mb))              # sqrt(y) in [2^mb, 2^(mb+1))
+    q = isqrt(y.numerator // y.denominator)
+    half = (Fraction(2 * q + 1, 2)) ** 2
+    if y > half or (y == half and q & 1):
+        q += 1
+    return round_rne(Fraction(q) * Fraction(2) ** (e - mb), f)
+
+
+def _positive_normal(f, n):
+    bits = finite_sample(f, n) & np.uint64((1 << (f["bits"] - 1)) - 1)
+    e = bits >> np.uint64(f["p"] - 1)
+    bits[e == 0] |= np.uint64(1 << (f["p"] - 1))
+    return bits
+
+
+@pytest.mark.parametrize("dtype", ["FP16", "FP32", "FP64"])
+def test_floating_tdiv_trem_tfma_tsqrt_trecip_are_exact_results_rounded_once(dtype):
+    """Each result is the exact rational result rounded once (RNE) -- or the op rejects as
+    unsupported in this build without effect."""
+    f = FMT[dtype]
+    raw = datatype(dtype).raw_dtype
+    a = finite_sample(f, 24).reshape(3, 8)
+    b = np.roll(finite_sample(f, 24), 5).reshape(3, 8)
+    b[b & np.uint64((1 << (f["bits"] - 1)) - 1) == 0] = 0x3C00 if dtype == "FP16" else 1   # no zero divisors
+    c = np.roll(finite_sample(f, 24), 11).reshape(3, 8)
+    pos = _positive_normal(f, 24).reshape(3, 8)
+    m = Machine()
+    for t, x in ((1, a), (2, b), (3, c), (4, pos)):
+        m.write_tile(0, t, dtype, x.astype(raw))
+    D = lambda x: fdecode(x, f)  # noqa: E731
+    cases = {
+        "TDIV": ([1, 2], lambda i: D(a.flat[i]) / D(b.flat[i])),
+        "TREM": ([1, 2], lambda i: D(a.flat[i]) - (D(a.flat[i]) / D(b.flat[i])).__floor__() * D(b.flat[i])),
+        "TFMA": ([1, 2, 3], lambda i: D(a.flat[i]) * D(b.flat[i]) + D(c.flat[i])),
+        "TRECIP": ([2], lambda i: 1 / D(b.flat[i])),
+        "TSQRT": ([4], None),
+    }
+    from emu_helpers import execute_or_unsupported
+    for mn, (srcs, exact) in cases.items():
+        if execute_or_unsupported(m, blk(mn, dtype, srcs, 9, vc=8, vr=3)) is None:
+            continue
+        got = m.read_tile(0, 9).bits.ravel()
+        for i in range(24):
+            if mn == "TSQRT":
+                want = _rne_sqrt(D(pos.flat[i]), f)
+            else:
+                x = exact(i)
+                if x == 0:          # the sign of an exact zero is the profile's; checked elsewhere
+                    continue
+                want = round_rne(x, f)
+            assert int(got[i]) == want, (mn, i, hex(int(got[i])), hex(want))
