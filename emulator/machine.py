@@ -209,6 +209,9 @@ class Machine:
             if capacity is None:
                 capacity = (n_rows * n_cols * width + 7) // 8
             rows = capacity * 8 // (n_cols * width)
+        if not isinstance(capacity, (int, np.integer)) or not 0 <= capacity <= self.config.store_bytes(location):
+            raise ValueError(f"capacity {capacity!r} does not fit the {location} store "
+                             f"({self.config.store_bytes(location)} bytes)")
         if n_rows > rows:
             raise ValueError(f"capacity {capacity} holds {rows} rows; data has {n_rows}")
         desc = Descriptor(location, kind, code, rows, n_cols,

@@ -36,6 +36,7 @@ SOURCE_SHAPES: dict[str, tuple[str, ...]] = {
     I.INSERT: ("logical", "window"),
     I.IMG2COL: ("fmap",),
 }
+FMAP_FIELD_LIMIT = 1 << 31
 # Schemas whose destination takes B.DATR.Layout; every other destination is NORM.
 LAYOUT_DESTINATIONS = {I.CONVERT, I.EXTRACT, I.INSERT}
 
@@ -188,6 +189,9 @@ def check_fmap(t: Tile, pe: int, tile_id: int):
     for name in ("padLeft", "padRight", "padTop", "padBottom", "channels"):
         if getattr(fm, name) < 0:
             bad(f"{name} must be nonnegative")
+    for name in fm.PARAMS:   # 32-bit descriptor fields (keeps the index arithmetic inside int64)
+        if getattr(fm, name) >= FMAP_FIELD_LIMIT:
+            bad(f"{name}={getattr(fm, name)} exceeds the 31-bit descriptor field")
     if fm.channels > fm.C1 * fm.C0:
         bad(f"channel count {fm.channels} exceeds C1*C0 = {fm.C1 * fm.C0}")
     if fm.pad_bits < 0 or fm.pad_bits >= 1 << d.datatype.container:

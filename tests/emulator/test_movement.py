@@ -299,3 +299,25 @@ def test_partial_mask_leaves_unselected_pes_untouched():
     m.execute(blk("TEXTRACT", "U16", [1], 1, mask=0b0101, vc=1, vr=1, cap=8))
     assert m.read_tile(0, 1).Row == 4 and m.read_tile(2, 1).Row == 4
     assert m.read_tile(1, 1).payload == snapshot[1] and m.read_tile(3, 1).payload == snapshot[3]
+
+
+def test_tinsert_insertion_may_alias_the_old_destination_and_observes_old_values():
+    # Aliased, the insertion rectangle is the result's whole valid rectangle, so only offset 0
+    # fits (offset 1 rejects); the result is the old tile, padding and definedness included.
+    m = Machine()
+    old = rand((4, 4), 8)
+    d = np.ones((4, 4), bool)
+    d[3] = False
+    m.write_tile(0, 1, "U8", old, valid_row=2, valid_col=2, defined=d)
+    m.set_gpr(0, 0, 1)
+    from isa.errors import IllegalBlockException
+    with pytest.raises(IllegalBlockException, match="OFFSET_RANGE"):
+        m.execute(blk("TINSERT", "U8", [1, 1], 1, vc=2, vr=2, col=4, cap=16, ior=BIor(0, 0)))
+    m.execute(blk("TINSERT", "U8", [1, 1], 1, vc=2, vr=2, col=4, cap=16))
+    v = m.read_tile(0, 1)
+    assert np.array_equal(v.bits[:3], old[:3]) and np.array_equal(v.defined, d)
+
+
+def test_write_tile_refuses_a_capacity_beyond_the_store_before_allocating():
+    with pytest.raises(ValueError, match="does not fit"):
+        Machine().write_tile(0, 1, "U8", np.zeros((1, 1), np.uint8), capacity=1 << 40)

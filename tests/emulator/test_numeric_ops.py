@@ -352,3 +352,47 @@ def test_floating_tdiv_trem_tfma_tsqrt_trecip_are_exact_results_rounded_once(dty
                     continue
                 want = round_rne(x, f)
             assert int(got[i]) == want, (mn, i, hex(int(got[i])), hex(want))
+
+
+def test_tcmp_pes_whose_sources_differ_in_row_each_keep_their_own_row():
+    m = Machine()
+    m.write_tile(0, 1, "U8", np.arange(8).reshape(2, 4), valid_row=1)
+    m.write_tile(1, 1, "U8", np.arange(12).reshape(3, 4), valid_row=1)
+    m.execute(blk("TCMP", "U8", [1, 1], 2, mask=0b0011, vc=4, vr=1, PadValueOrByteId=1))
+    a, b = m.read_tile(0, 2), m.read_tile(1, 2)
+    assert (a.Row, b.Row) == (2, 3) and a.bits.all() and b.bits.all()
+    assert (a.capacity, b.capacity) == (1, 2)
+
+
+SPECIAL = {   # seed-fixed results: (op, input, expected result, required flags), FP32 encodings
+    "TEXP": [(0x00000000, 0x3F800000, 0), (0x80000000, 0x3F800000, 0), (0x7F800000, 0x7F800000, 0),
+             (0xFF800000, 0x00000000, 0)],
+    "TLOG": [(0x3F800000, 0x00000000, 0), (0x00000000, 0xFF800000, 2), (0x80000000, 0xFF800000, 2),
+             (0x7F800000, 0x7F800000, 0), (0xBF800000, "nan", 1)],
+    "TRECIP": [(0x00000000, 0x7F800000, 2), (0x80000000, 0xFF800000, 2), (0x7F800000, 0x00000000, 0),
+               (0xFF800000, 0x80000000, 0)],
+    "TSQRT": [(0x00000000, 0x00000000, 0), (0x80000000, 0x80000000, 0), (0x7F800000, 0x7F800000, 0),
+              (0xBF800000, "nan", 1), (0x40800000, 0x40000000, 0)],
+    "TRSQRT": [(0x00000000, 0x7F800000, 2), (0x80000000, 0xFF800000, 2), (0x7F800000, 0x00000000, 0),
+               (0xBF800000, "nan", 1)],
+    "TRELU": [(0xBF800000, 0x00000000, 0), (0x80000000, 0x00000000, 0), (0x3F800000, 0x3F800000, 0),
+              (0xFF800000, 0x00000000, 0), (0x7F800000, 0x7F800000, 0)],
+}
+
+
+@pytest.mark.parametrize("mn", sorted(SPECIAL))
+def test_floating_unary_special_values_the_seed_fixes(mn):
+    from emu_helpers import execute_or_unsupported
+    rows = SPECIAL[mn]
+    for x, want, flags in rows:
+        m = Machine()
+        m.write_tile(0, 1, "FP32", np.array([[x]], np.uint64))
+        r = execute_or_unsupported(m, blk(mn, "FP32", [1], 2, vc=1))
+        if r is None:
+            return
+        got = int(m.read_tile(0, 2).bits[0, 0])
+        if want == "nan":
+            assert got & 0x7F800000 == 0x7F800000 and got & 0x7FFFFF, (mn, hex(x), hex(got))
+        else:
+            assert got == want, (mn, hex(x), hex(got))
+        assert r.status[0] & flags == flags, (mn, hex(x), r.status)

@@ -117,6 +117,8 @@ CASES = [
      "DESCRIPTOR_INVALID"),
     ("NC1HWC0 with a D dimension", with_fmap(D=2), blk("TIMG2COL", "FP16", [7], 20, mask=M2),
      "DESCRIPTOR_INVALID"),
+    ("descriptor field beyond 31 bits", with_fmap(strideH=1 << 62), blk("TIMG2COL", "FP16", [7], 20, mask=M2),
+     "DESCRIPTOR_INVALID"),
     ("padding value wider than the DataType", with_fmap(pad_bits=1 << 16), blk("TIMG2COL", "FP16", [7], 20, mask=M2),
      "DESCRIPTOR_INVALID"),
 ]
