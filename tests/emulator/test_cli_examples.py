@@ -155,3 +155,14 @@ def test_diff_exit_status_and_element_report(tmp_path, capsys):
 def test_show_and_diff_reject_missing_files(cmd, tmp_path, capsys):
     args = [cmd, str(tmp_path / "missing.arrow")] + ([str(tmp_path / "missing.arrow")] if cmd == "diff" else [])
     assert main(args) == 1 and "no such file" in capsys.readouterr().err
+
+
+def test_run_hands_regions_programs_to_the_calculus(monkeypatch, tmp_path):
+    import sys
+    import types
+    seen = []
+    fake = types.ModuleType("emulator.calculus.cli")
+    fake.run_regions = lambda args: seen.append(args.stream) or 0
+    monkeypatch.setitem(sys.modules, "emulator.calculus.cli", fake)
+    path = str(tmp_path / "p.regions.json")
+    assert main(["run", path]) == 0 and seen == [path]

@@ -214,3 +214,19 @@ def test_invalid_source_encoding_rejects_before_effects():
     # copies move encodings exactly without interpreting them
     m.execute(blk("TEXTRACT", "TF32", [1], 5, vc=2))
     assert m.read_tile(0, 5).bits.tolist() == [[0x3F800000, 0x3F800001]]
+
+
+def test_tcvt_to_and_from_packed_x2_types_keeps_one_element_per_nibble():
+    m = Machine()
+    vals = np.array([[0, 1, 15, 16, 17, 255, 128]], np.uint64)
+    m.write_tile(0, 1, "U8", vals)
+    if execute_or_unsupported(m, blk("TCVT", "U8", [1], 2, vc=7, DataType=24)) is None:
+        return
+    v = m.read_tile(0, 2)
+    narrowed = [int(x) % 16 for x in vals[0]]                   # modulo the destination width
+    assert v.dtype == "U4X2" and v.bits[0].tolist() == narrowed and v.capacity == 4
+    assert v.payload == bytes([narrowed[0] | narrowed[1] << 4, narrowed[2] | narrowed[3] << 4,
+                               narrowed[4] | narrowed[5] << 4, narrowed[6]])
+    if execute_or_unsupported(m, blk("TCVT", "U4X2", [2], 3, vc=7, DataType=23)) is None:
+        return
+    assert m.read_tile(0, 3).bits[0].tolist() == narrowed

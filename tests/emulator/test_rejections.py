@@ -204,3 +204,30 @@ def test_pe_mask_zero_still_runs_stateless_legality():
     with pytest.raises(IllegalBlockException) as exc:
         m.execute(blk("TEXTRACT", "HiF4X2", [1], 2, mask=0))
     assert exc.value.reason == "DATATYPE_UNSUPPORTED"
+
+
+def test_every_instruction_has_exactly_one_executor():
+    from emulator.semantics import EXECUTORS
+    from isa.instructions import INSTRUCTIONS
+    assert set(EXECUTORS) == {row.mnemonic for row in INSTRUCTIONS} and len(EXECUTORS) == 28
+
+
+@pytest.mark.parametrize("omitted,explicit", [
+    (dict(), dict(Layout=0)),                       # Layout omitted = NORM
+    (dict(cap=None), dict(cap=32)),                 # capacity omitted = ValidRow rows
+    (dict(ior=None), dict(ior=BIor(5, 6))),         # B.IOR omitted = offsets 0 (r5 = r6 = 0)
+])
+def test_omitted_fields_resolve_like_their_explicit_defaults(omitted, explicit):
+    results = []
+    for kw in (omitted, explicit):
+        m = base()
+        m.execute(blk("TEXTRACT", "FP32", [1], 20, mask=M2, vr=2, **kw))
+        results.append(m.digest())
+    assert results[0] == results[1]
+
+
+def test_explicit_pad_zero_differs_from_omitted_pad():
+    a, b = base(), base()
+    a.execute(blk("TEXTRACT", "FP32", [1], 20, mask=M2, vc=2, col=4, cap=16))
+    b.execute(blk("TEXTRACT", "FP32", [1], 20, mask=M2, vc=2, col=4, cap=16, PadValueOrByteId=0))
+    assert a.read_tile(0, 20).defined.sum() == 2 and b.read_tile(0, 20).defined.all()
