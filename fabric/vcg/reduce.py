@@ -1,0 +1,271 @@
+"""Intra-slice reduce over VCG-tagged flits, and the 8-way <-> 4-way narrow/widen operations.
+
+The fold this module realises (the contract; docs/vcg.md "Reduction order"):
+
+* Flits arrive per slice in time order as 8-way flits with valid_size v (first v lanes real).
+  The narrow stage makes 4-way flits: `trim` keeps lanes 0..3 (v' = min(v, 4)); `split` makes
+  two consecutive 4-way flits, low half first (v_low = min(v, 4), v_high = max(v - 4, 0)).
+* R in Packet (OutPacket = m![1 # 4]): a 4-way flit contributes the 2-level tree
+  op(op(x0, x1), op(x2, x3)) over its valid prefix; a missing operand passes the other through;
+  a flit with v = 0 contributes nothing.  R not in Packet (OutPacket = Packet): each lane is its
+  own output and a lane contributes iff it is inside the valid prefix.
+* Output slot o (the OutTime digits: Time without R's sub-expressions, plus the split half when
+  `split` narrows a non-R Packet) folds its contributions in increasing time step:
+      result = fold_left(op, identity, contributions)
+  with identity 0 (AddSat, integer Add), -0.0 (float Add: the exact IEEE additive identity),
+  type min / -inf (Max), type max / +inf (Min).  An empty fiber returns the identity; padding
+  never becomes a contribution.
+* Numerics: AddSat saturates at every step (tree nodes included); integer Add wraps; float Add
+  is IEEE binary add rounded to nearest even at every step, a NaN result is the canonical quiet
+  NaN; float Max/Min follow TMAX/TMIN: one NaN selects the other operand, two NaNs give the
+  canonical NaN, a +0/-0 tie gives +0 (Max) / -0 (Min).
+
+Backends: "numpy" (vectorised over slices x slots x lanes, a Python loop over the fiber length
+only), "numba" (compiled CPU loop, parallel over slices), "cuda" (Numba-CUDA kernel), "cupy"
+(the numpy code on CuPy arrays).  Every backend returns the same bits.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .config import check_narrow
+from .errors import VcgError
+from .mapping import Mapping, dim_digits
+
+SUPPORTED_DTYPES = tuple(np.dtype(t) for t in (
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64"))
+# op name -> element kinds it is defined for (seed: IntraSliceReduceOpI32 / OpF32, plus integer Add)
+OPS: dict[str, tuple[str, ...]] = {"AddSat": ("int",), "Add": ("int", "float"),
+                                   "Min": ("int", "float"), "Max": ("int", "float")}
+OP_CODES = {"AddSat": 0, "Add": 1, "Min": 2, "Max": 3}
+CANONICAL_NAN_BITS = {2: 0x7E00, 4: 0x7FC00000, 8: 0x7FF8000000000000}
+BACKENDS = ("numpy", "numba", "cuda", "cupy")
+
+
+def kind(dtype) -> str:
+    dt = np.dtype(dtype)
+    if dt not in SUPPORTED_DTYPES:
+        raise TypeError(f"element type {dt} is not supported; use one of "
+                        f"{', '.join(map(str, SUPPORTED_DTYPES))}")
+    return "float" if dt.kind == "f" else "int"
+
+
+def check_op(op: str, dtype) -> None:
+    if op not in OPS:
+        raise ValueError(f"unknown reduce op {op!r}; known: {', '.join(OPS)}")
+    if kind(dtype) not in OPS[op]:
+        raise ValueError(f"reduce op {op} is not defined for {np.dtype(dtype)} "
+                         f"(float ops: Add, Min, Max; integer ops: AddSat, Add, Min, Max)")
+
+
+def identity(op: str, dtype):
+    """The seed of the fold: the op's identity element as a 0-d array of `dtype`."""
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return np.array({"Add": -0.0, "Max": -np.inf, "Min": np.inf}[op], dtype=dt)
+    info = np.iinfo(dt)
+    return np.array({"AddSat": 0, "Add": 0, "Max": info.min, "Min": info.max}[op], dtype=dt)
+
+
+# ----------------------------------------------------------------------------- plan
+
+@dataclass(frozen=True)
+class ReducePlan:
+    num_slices: int
+    num_steps: int            # 8-way time steps per slice
+    narrow: str               # 'trim' | 'split'
+    r_in_packet: bool         # True: tree-reduce lanes, OutPacket = m![1 # 4]
+    fiber: np.ndarray         # int64[O, J]: 4-way time steps folded into slot o, in order
+
+    @property
+    def out_steps(self) -> int:
+        return self.fiber.shape[0]
+
+    @property
+    def out_lanes(self) -> int:
+        """Valid lanes of each output 4-way flit."""
+        return 1 if self.r_in_packet else 4
+
+
+def plan_reduce(m: Mapping, reduce: str, narrow: str = "trim") -> ReducePlan:
+    """Fiber structure of the intra-slice reduce of `reduce` (VcgError if the narrow is illegal)."""
+    check_narrow(m, reduce, narrow)
+    r_in_packet = any(t.axis == reduce for t in m.packet)
+    dims = [(t.dim, t.axis == reduce) for t in m.time]
+    if narrow == "split":
+        dims.append((2, r_in_packet))                     # the half becomes the minor time digit
+    steps = math.prod(d for d, _ in dims)
+    t4 = np.arange(steps, dtype=np.int64)
+    slot = np.zeros(steps, dtype=np.int64)
+    w = 1
+    for (d, is_r), digit in zip(reversed(dims), reversed(_digits(dims, t4))):
+        if not is_r:
+            slot += digit * w
+            w *= d
+    order = np.argsort(slot, kind="stable")                # time order inside each slot
+    fiber = order.reshape(w, steps // w)
+    return ReducePlan(m.num_slices, m.num_steps, narrow, r_in_packet, fiber)
+
+
+def _digits(dims, x):
+    out, w = [], 1
+    for d, _ in reversed(dims):
+        out.append((x // w) % d)
+        w *= d
+    return out[::-1]
+
+
+# ----------------------------------------------------------------------------- narrow / widen
+
+def vector_narrow_split(x8, v8):
+    """[..., T, 8] flits + [..., T] counts -> [..., 2T, 4] (low half first) + [..., 2T]; a view."""
+    xp = _xp(x8)
+    x4 = x8.reshape(*x8.shape[:-2], x8.shape[-2] * 2, 4)
+    v = v8.astype(np.int16)
+    v4 = xp.stack([xp.minimum(v, 4), xp.clip(v - 4, 0, 4)], axis=-1)
+    return x4, v4.reshape(*v8.shape[:-1], v8.shape[-1] * 2).astype(np.uint8)
+
+
+def vector_narrow_trim(x8, v8):
+    """[..., T, 8] -> [..., T, 4] lanes 0..3, v' = min(v, 4).  The static v <= 4 guarantee is
+    checked on the mapping (config.check_narrow), not here."""
+    xp = _xp(x8)
+    return x8[..., :4], xp.minimum(v8, 4).astype(np.uint8)
+
+
+def vector_widen_concat(x_low, v_low, x_high, v_high):
+    """Two 4-way flits -> one 8-way flit, v = v_low + v_high; the halves must keep the prefix."""
+    xp = _xp(x_low)
+    v_low = xp.asarray(v_low).astype(np.int16)
+    v_high = xp.asarray(v_high).astype(np.int16)
+    bad = (v_high > 0) & (v_low < 4)
+    if bool(bad.any()):
+        i = int(xp.flatnonzero(bad.reshape(-1))[0])
+        raise VcgError("widen-concat", f"flit {i} has v_low = {int(v_low.reshape(-1)[i])} "
+                                       f"and v_high = {int(v_high.reshape(-1)[i])}")
+    return xp.concatenate([x_low, x_high], axis=-1), (v_low + v_high).astype(np.uint8)
+
+
+def narrow(x8, v8, mode: str):
+    return vector_narrow_split(x8, v8) if mode == "split" else vector_narrow_trim(x8, v8)
+
+
+def _xp(a):
+    return np if isinstance(a, np.ndarray) else __import__("cupy").get_array_module(a)
+
+
+# ----------------------------------------------------------------------------- elementwise ops
+
+def _uview(a, xp):
+    return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
+
+
+def combine(op: str, a, b, xp=np):
+    """op(a, b) elementwise with the module's numeric rules (arrays of one dtype)."""
+    dt = a.dtype
+    if dt.kind == "f":
+        if op == "Add":
+            return a + b
+        an, bn = xp.isnan(a), xp.isnan(b)
+        ua, ub = _uview(a, xp), _uview(b, xp)
+        if op == "Max":
+            pick = xp.where(a > b, ua, xp.where(b > a, ub, ua & ub))   # +0/-0 tie -> +0
+        else:
+            pick = xp.where(a < b, ua, xp.where(b < a, ub, ua | ub))   # +0/-0 tie -> -0
+        nan = xp.asarray(CANONICAL_NAN_BITS[dt.itemsize], dtype=pick.dtype)
+        pick = xp.where(an & bn, nan, xp.where(an, ub, xp.where(bn, ua, pick)))
+        return pick.view(dt)
+    if op == "Add":
+        return a + b                                           # arrays wrap modulo 2**bits
+    if op == "Max":
+        return xp.maximum(a, b)
+    if op == "Min":
+        return xp.minimum(a, b)
+    s = a + b                                                  # AddSat
+    info = np.iinfo(dt)
+    if dt.kind == "u":
+        return xp.where(s < a, xp.asarray(info.max, dtype=dt), s)
+    over = ((a ^ s) & (b ^ s)) < 0                             # sign flipped: overflow
+    return xp.where(over, xp.where(a < 0, xp.asarray(info.min, dtype=dt),
+                                   xp.asarray(info.max, dtype=dt)), s)
+
+
+def canonicalize_nan(a, xp=np):
+    if a.dtype.kind != "f":
+        return a
+    u = _uview(a, xp)
+    nan = xp.asarray(CANONICAL_NAN_BITS[a.dtype.itemsize], dtype=u.dtype)
+    return xp.where(xp.isnan(a), nan, u).view(a.dtype)
+
+
+def tree4(op: str, x4, v4, xp=np):
+    """op(op(x0, x1), op(x2, x3)) over the valid prefix of each 4-way flit ([..., 4], [...])."""
+    a, b, c, d = (x4[..., i] for i in range(4))
+    ab = xp.where(v4 >= 2, combine(op, a, b, xp), a)
+    cd = xp.where(v4 >= 4, combine(op, c, d, xp), c)
+    return xp.where(v4 >= 3, combine(op, ab, cd, xp), ab)
+
+
+# ----------------------------------------------------------------------------- reduce
+
+def reduce_flits(x8, v8, plan: ReducePlan, op: str, backend: str = "numpy"):
+    """Reduce [S*T, 8] (or [S, T, 8]) flits with [S*T] valid sizes.
+
+    Returns (out [S, O, 4] of the input dtype, out_valid [S, O] uint8): O = plan.out_steps output
+    flits per slice in OutTime order; lanes >= out_valid are padding and hold zero bits.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
+    check_op(op, x8.dtype)
+    s, t = plan.num_slices, plan.num_steps
+    if x8.size != s * t * 8 or v8.size != s * t:
+        raise ValueError(f"expected {s} x {t} = {s * t} flits of 8 and as many valid sizes, got "
+                         f"{x8.size // 8 if x8.size % 8 == 0 else x8.size / 8} flits and {v8.size} valid sizes")
+    x8 = x8.reshape(s, t, 8)
+    v8 = v8.reshape(s, t)
+    if backend == "numba":
+        from .jit import reduce_numba
+        out = reduce_numba(x8, v8, plan, op)
+        if out is not None:
+            return out, _out_valid(plan, np)
+        backend = "numpy"                     # float16 has no Numba CPU arithmetic
+    if backend == "cuda":
+        from .gpu import reduce_cuda
+        return reduce_cuda(x8, v8, plan, op)
+    xp = np
+    if backend == "cupy":
+        import cupy as xp                     # noqa: F811 - same code on device arrays
+        x8, v8 = xp.asarray(x8), xp.asarray(v8)
+    return reduce_xp(x8, v8, plan, op, xp)
+
+
+def _out_valid(plan: ReducePlan, xp):
+    return xp.full((plan.num_slices, plan.out_steps), plan.out_lanes, dtype=np.uint8)
+
+
+def reduce_xp(x8, v8, plan: ReducePlan, op: str, xp=np):
+    """The vectorised reference backend, written against the common NumPy/CuPy API."""
+    with np.errstate(all="ignore"):
+        x4, v4 = narrow(x8, v8, plan.narrow)
+        fiber = xp.asarray(plan.fiber)
+        acc_shape = (plan.num_slices, plan.out_steps) + (() if plan.r_in_packet else (4,))
+        acc = xp.broadcast_to(xp.asarray(identity(op, x8.dtype)), acc_shape).copy()
+        if plan.r_in_packet:
+            contrib, ok = tree4(op, x4, v4, xp), v4 > 0                       # [S, T4]
+        else:
+            contrib, ok = x4, xp.arange(4)[None, None, :] < v4[..., None]     # [S, T4, 4]
+        for j in range(plan.fiber.shape[1]):
+            steps = fiber[:, j]
+            acc = xp.where(ok[:, steps], combine(op, acc, contrib[:, steps], xp), acc)
+        if op == "Add":
+            acc = canonicalize_nan(acc, xp)
+        if plan.r_in_packet:
+            out = xp.zeros(acc_shape + (4,), dtype=x8.dtype)
+            out[..., 0] = acc
+        else:
+            out = acc
+    return out, _out_valid(plan, xp)
