@@ -22,7 +22,7 @@ def add_arguments(parser):
 
 
 def _machine(args):
-    from emulator import Machine, MachineConfig
+    from emulator import Machine
     from emulator.stateio import StateFileError
     from kernels.numeric.profiles import PROFILES
 

@@ -5,7 +5,7 @@ import pytest
 
 from emu_helpers import Machine, blk, everywhere
 from emulator import FeatureMap, MachineConfig, StreamError
-from emulator.stateio import SCHEMA, StateFileError, load_state, save_state, state_table
+from emulator.stateio import SCHEMA, StateFileError, load_state, state_table
 from isa import encoding
 
 rng = np.random.default_rng(5)
