@@ -38,3 +38,4 @@ def __dir__():
 # which would shadow the lazily resolved function of the same name (`elementwise` lives in
 # elementwise.py).  Binding the function eagerly keeps `numeric.elementwise(...)` callable.
 from .elementwise import elementwise, supports  # noqa: E402,F401
+from .convert import convert  # noqa: E402,F401  (same reason: convert.py defines convert)

@@ -329,13 +329,15 @@ def _neighbours_f64(sp: Spec, ax):
     e = e - 1                                               # ax in [2^e, 2^(e+1))
     q = np.maximum(e, sp.emin) - sp.t
     k = np.floor(np.ldexp(ax, -q))
-    lo = np.ldexp(k, q)
-    hi = np.ldexp(k + 1, q)
+    with np.errstate(over="ignore"):                        # FP64's max + ulp is +inf: fine
+        lo = np.ldexp(k, q)
+        hi = np.ldexp(k + 1, q)
     return lo, hi, np.fmod(k, 2) == 1, np.zeros(ax.shape, bool)
 
 
 def _pick_f64(ax, lo, hi, lo_odd, neg, mode):
-    mid = (lo + hi) / 2                                     # exact: formats here have p <= 52
+    with np.errstate(over="ignore"):
+        mid = (lo + hi) / 2                                 # exact: formats here have p <= 52
     if mode == "RNE":
         up = (ax > mid) | ((ax == mid) & lo_odd)
     elif mode in ("RNA", "RHB"):
@@ -369,7 +371,7 @@ def round_f64(x, name, mode="RNE", sat=False, ftz=False):
     x = np.asarray(x, dtype=np.float64)
     neg = np.signbit(x)
     ax = np.abs(x)
-    virt = float(sp.virtual)
+    virt = float(sp.virtual) if sp.virtual < Fraction(2) ** 1024 else math.inf
     ok = (ax > 0) & (ax < virt)
     axs = np.where(ok, ax, 1.0)
     lo, hi, lo_odd, below = _neighbours_f64(sp, axs)
@@ -390,9 +392,6 @@ def round_f64(x, name, mode="RNE", sat=False, ftz=False):
         flush = regular & (chosen < mn)
         code[flush] = 0
         flags = np.where(flush, flags | UF | NX, flags)
-    zero_res = code == 0
-    if not sp.neg_zero:
-        keep_sign &= ~zero_res
     # overflow table
     toward = np.full(ax.shape, mode in ("RNE", "RNA", "RHB"))
     if mode == "RTP":
@@ -417,6 +416,8 @@ def round_f64(x, name, mode="RNE", sat=False, ftz=False):
         invalid = neg | (ax == 0)
         code = np.where(invalid, 0xFF, code)
         flags = np.where(invalid, NV, flags)
+    if not sp.neg_zero:
+        keep_sign &= code != 0
     code = code | np.where(neg & keep_sign, np.uint64(sp.sign_mask), np.uint64(0))
     return (code << np.uint64(sp.shift)).astype(RAW[sp.container]), flags.astype(np.uint8)
 

@@ -1,0 +1,265 @@
+"""TCVT (Decision 080): every source DataType to every destination DataType, bit-exact.
+
+    bits, flags = convert(src_bits, "FP32", "E4M3", rmode="RNE", sat=False, profile="ieee")
+
+Raw encodings in (one element per logical element, X2 types one nibble 0..15 each), raw
+encodings of the destination out plus per-element NV/OF/UF/NX flags.  The value rules
+(docs/numerics.md, "Conversion"):
+
+- RMode DEFAULT is RTZ for floating (incl. E8M0) -> integer, RNE otherwise; RHB only for HiF8.
+- float -> float: the exact source value rounded once (rounding.round_pack); infinities and
+  NaNs per the special-class table; NaN payloads propagate left-aligned, sNaN -> qNaN with NV.
+- float -> integer: rounded per RMode, out of range (and +-inf) -> the nearest bound with NV,
+  NaN -> 0 with NV (always saturating; Sat changes nothing).
+- integer -> float: the exact integer rounded once (no detour through float64).
+- integer -> integer: modulo 2^width without Sat; Sat=1 clamps to [min, max] with NV.
+- profile ftz: subnormal sources read as zero, subnormal results flush to zero (UF|NX).
+
+Paths, all giving the same bits (the generic path is the reference; the others are built from
+it or checked against it): sources of 16 bits or fewer use a full table of their 2^w codes;
+FP32/TF32/HF32 sources to 8-bit-or-smaller floating destinations use a 2^17-entry table indexed
+by the high 16 bits plus "low 16 bits nonzero" (valid because every such destination rounds
+above bit 16; verified when the table is built); everything else runs the vectorised generic
+path (or its Numba twin, kernels/numeric/fastconvert.py, for wide IEEE pairs on the CPU).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from isa.datatypes import DataType, Kind, datatype
+
+from .flags import NV
+from .formats import FORMATS, INF, QNAN, SNAN, _xp, inf_bits, max_bits, nan_bits, unpack, valid_encoding
+from .profiles import profile as _profile
+from .rounding import check_rmode, int_bits_of, int_range, round_pack, round_to_int
+
+_RMODE_CODES = {0: "DEFAULT", 1: "RNE", 2: "RTZ", 3: "RTM", 4: "RTP", 5: "RNA", 6: "RTO", 7: "RHB"}
+
+
+class InvalidEncoding(ValueError):
+    """Source bits outside the DataType's field (see formats.valid_encoding)."""
+
+
+def is_floating(d: DataType) -> bool:
+    return d.kind in (Kind.FLOAT, Kind.EXPONENT)
+
+
+def resolve_rmode(rmode, src, dst) -> str:
+    """RMode name (or field code 0..7) -> the concrete mode; DEFAULT is RTZ for float -> int."""
+    s, d = datatype(src), datatype(dst)
+    if isinstance(rmode, (int, np.integer)):
+        try:
+            rmode = _RMODE_CODES[int(rmode)]
+        except KeyError:
+            raise ValueError(f"RMode code {rmode} is not assigned") from None
+    rmode = "DEFAULT" if rmode is None else str(rmode).upper()
+    if rmode == "DEFAULT":
+        rmode = "RTZ" if is_floating(s) and d.is_int else "RNE"
+    return check_rmode(rmode, d.name)
+
+
+# ---------------------------------------------------------------------------------------------
+# the generic (reference) path
+# ---------------------------------------------------------------------------------------------
+def _int_value(bits, s: DataType, xp):
+    """(negative bool, magnitude uint64) of integer encodings."""
+    n = s.bits
+    u = bits.astype(np.uint64)
+    if n < 64:
+        u = u & np.uint64((1 << n) - 1)
+    if s.kind is Kind.UINT:
+        return xp.zeros(u.shape, bool), u
+    neg = ((u >> np.uint64(n - 1)) & np.uint64(1)) != 0
+    mag = (~u) + np.uint64(1)
+    if n < 64:
+        mag = mag & np.uint64((1 << n) - 1)
+    return neg, xp.where(neg, mag, u)
+
+
+def _int_to_int(neg, mag, d: DataType, sat: bool, xp):
+    n, lo, hi = int_range(d)
+    if not sat:
+        return int_bits_of(neg, mag, n, xp).astype(d.raw_dtype), xp.zeros(mag.shape, np.uint8)
+    over = xp.where(neg, mag > np.uint64(-lo), mag > np.uint64(hi))
+    bound = xp.where(neg, np.uint64((lo & ((1 << n) - 1))), np.uint64(hi))
+    bits = xp.where(over, bound, int_bits_of(neg, mag, n, xp))
+    return bits.astype(d.raw_dtype), xp.where(over, NV, 0).astype(np.uint8)
+
+
+def _nan_payload_result(bits, sign, s: DataType, d: DataType, xp):
+    """NaN -> NaN-capable destination: sign kept where the destination has signed NaNs, quiet
+    bit set, payload (trailing significand below the quiet bit) kept left-aligned."""
+    fd = FORMATS[d.name]
+    if fd.family == "hif8" or fd.family == "e8m0":
+        return xp.full(bits.shape, np.uint64(nan_bits(d)))
+    sgn = sign.astype(np.uint64) << np.uint64(fd.sign_bit)
+    if fd.specials == "fn":
+        return (sgn | np.uint64(fd.mag_mask)) << np.uint64(fd.shift)
+    payload = xp.zeros(bits.shape, np.uint64)
+    fs = FORMATS.get(s.name)
+    if fs is not None and fs.specials == "ieee" and fs.t > 1 and fd.t > 1:
+        T = (bits.astype(np.uint64) >> np.uint64(fs.shift)) & np.uint64((1 << (fs.t - 1)) - 1)
+        if fd.t >= fs.t:
+            payload = T << np.uint64(fd.t - fs.t)
+        else:
+            payload = T >> np.uint64(fs.t - fd.t)
+    quiet = np.uint64((((1 << fd.ebits) - 1) << fd.t) | (1 << (fd.t - 1)))
+    return (sgn | quiet | payload) << np.uint64(fd.shift)
+
+
+def _special_results(bits, cls, sign, s, d, sat, xp):
+    """(mask, bits, flags) for the INF/QNAN/SNAN source elements to a floating destination."""
+    fd = FORMATS[d.name]
+    neg = sign != 0
+    inf = cls == INF
+    nan = (cls == QNAN) | (cls == SNAN)
+    # infinities (docs/numerics.md, special-class table)
+    if fd.inf_subst == "inf":
+        inf_out = xp.where(neg, np.uint64(inf_bits(d, 1)), np.uint64(inf_bits(d, 0)))
+        inf_fl = 0
+    elif fd.family == "e8m0":
+        inf_out = xp.where(neg | (not sat), np.uint64(0xFF), np.uint64(0xFE))
+        inf_fl = NV
+    elif fd.inf_subst == "nan":            # E4M3: canonical NaN, or +-max under Sat
+        inf_out = (xp.where(neg, np.uint64(max_bits(d, 1)), np.uint64(max_bits(d, 0))) if sat
+                   else xp.full(bits.shape, np.uint64(nan_bits(d))))
+        inf_fl = NV
+    else:                                  # FP6 / FP4 / E1M2 / HiF4: +-max
+        inf_out = xp.where(neg, np.uint64(max_bits(d, 1)), np.uint64(max_bits(d, 0)))
+        inf_fl = NV
+    # NaNs
+    if fd.nan_subst == "max":
+        nan_out = xp.full(bits.shape, np.uint64(nan_bits(d)))
+        nan_fl = xp.full(bits.shape, NV)
+    else:
+        nan_out = _nan_payload_result(bits, sign, s, d, xp)
+        nan_fl = xp.where(cls == SNAN, NV, 0)
+    out = xp.where(inf, inf_out, nan_out)
+    fl = xp.where(inf, inf_fl, nan_fl)
+    return inf | nan, out, fl
+
+
+def convert_generic(bits, s: DataType, d: DataType, rmode: str, sat: bool, ftz: bool, xp=np):
+    """The reference conversion (vectorised array code); inputs already validated/resolved."""
+    raw = np.dtype(d.raw_dtype)
+    if s.is_int:
+        neg, mag = _int_value(bits, s, xp)
+        if d.is_int:
+            return _int_to_int(neg, mag, d, sat, xp)
+        return round_pack(neg, xp.zeros(mag.shape, np.int64), mag, False, d.name, rmode, sat, ftz)
+    cls, sign, exp, sig = unpack(bits, s.name, ftz=ftz)
+    neg = sign != 0
+    if d.is_int:
+        out, fl = round_to_int(neg, exp, sig, False, d.name, rmode)
+        n, lo, hi = int_range(d)
+        nan = (cls == QNAN) | (cls == SNAN)
+        inf = cls == INF
+        out = xp.where(inf, xp.where(neg, np.uint64(lo & ((1 << n) - 1)), np.uint64(hi)), out.astype(np.uint64))
+        out = xp.where(nan, np.uint64(0), out)
+        fl = xp.where(nan | inf, NV, fl)
+        return out.astype(raw), fl.astype(np.uint8)
+    out, fl = round_pack(neg, exp, sig, False, d.name, rmode, sat, ftz)
+    special, sp_out, sp_fl = _special_results(bits, cls, sign, s, d, sat, xp)
+    out = xp.where(special, sp_out, out.astype(np.uint64)).astype(raw)
+    fl = xp.where(special, sp_fl, fl).astype(np.uint8)
+    return out, fl
+
+
+# ---------------------------------------------------------------------------------------------
+# tables built from the generic path
+# ---------------------------------------------------------------------------------------------
+@lru_cache(maxsize=256)
+def conversion_table(src: str, dst: str, rmode: str, sat: bool, ftz: bool):
+    """(bits, flags) for every code of a source of 16 bits or fewer (read-only NumPy arrays)."""
+    s, d = datatype(src), datatype(dst)
+    codes = np.arange(1 << s.bits, dtype=np.uint64).astype(s.raw_dtype)
+    tb, tf = convert_generic(codes, s, d, rmode, sat, ftz, np)
+    tb.setflags(write=False)
+    tf.setflags(write=False)
+    return tb, tf
+
+
+def _hi16_eligible(s: DataType, d: DataType) -> bool:
+    return (s.name in ("FP32", "TF32", "HF32") and d.name in FORMATS and FORMATS[d.name].width <= 8)
+
+
+@lru_cache(maxsize=128)
+def hi16_table(src: str, dst: str, rmode: str, sat: bool, ftz: bool):
+    """2^17-entry table indexed by (u >> 16) << 1 | (u & 0xFFFF != 0) for 32-bit float sources.
+
+    Built from the generic path with the smallest valid nonzero low half, then checked against
+    other low halves (tie-sized, all-ones): None if any result differed (the fast path is then
+    not used)."""
+    s, d = datatype(src), datatype(dst)
+    rep = 1 << FORMATS[s.name].shift
+    hi = np.arange(1 << 16, dtype=np.uint32) << np.uint32(16)
+    b0, f0 = convert_generic(hi, s, d, rmode, sat, ftz, np)
+    b1, f1 = convert_generic(hi | np.uint32(rep), s, d, rmode, sat, ftz, np)
+    for lo in {0x8000, 0x8000 | rep, 0xFFFF & ~(rep - 1), 0x7FFF & ~(rep - 1)}:
+        bg, fg = convert_generic(hi | np.uint32(lo), s, d, rmode, sat, ftz, np)
+        if not (np.array_equal(bg, b1) and np.array_equal(fg, f1)):
+            return None
+    tb = np.empty(1 << 17, dtype=b0.dtype)
+    tf = np.empty(1 << 17, dtype=np.uint8)
+    tb[0::2], tb[1::2], tf[0::2], tf[1::2] = b0, b1, f0, f1
+    tb.setflags(write=False)
+    tf.setflags(write=False)
+    return tb, tf
+
+
+def hi16_index(u, xp=np):
+    u = u.astype(np.uint32)
+    return ((u >> np.uint32(16)) << np.uint32(1)) | ((u & np.uint32(0xFFFF)) != 0).astype(np.uint32)
+
+
+# ---------------------------------------------------------------------------------------------
+# the public entry point
+# ---------------------------------------------------------------------------------------------
+def convert(src_bits, src_dtype, dst_dtype, rmode="DEFAULT", sat: bool = False, profile="ieee"):
+    """TCVT src_dtype -> dst_dtype on raw encodings; returns (bits, flags).
+
+    Raises InvalidEncoding when a source element has bits outside its format,
+    UnsupportedOperation for RHB outside HiF8 destinations, ValueError for unknown modes.
+    """
+    s, d = datatype(src_dtype), datatype(dst_dtype)
+    prof = _profile(profile)
+    rm = resolve_rmode(rmode, s, d)
+    sat = bool(sat)
+    xp = _xp(src_bits)
+    bits = xp.asarray(src_bits)
+    if bits.dtype.kind not in "ub":
+        raise TypeError(f"raw encodings must be an unsigned integer array, got {bits.dtype}")
+    full = s.bits == bits.dtype.itemsize * 8 and s.bits == s.container
+    if not full:
+        ok = valid_encoding(bits, s)
+        if not bool(ok.all()):
+            bad = int(xp.argmax(~ok.ravel()))
+            raise InvalidEncoding(f"{s.name} source element {bad} has bits outside the format "
+                                  f"({int(bits.ravel()[bad]):#x}; field mask {valid_mask_hex(s)})")
+    ftz = prof.ftz
+    if s.bits <= 16:
+        tb, tf = conversion_table(s.name, d.name, rm, sat, ftz)
+        idx = bits.astype(np.intp) if bits.dtype.itemsize > 2 else bits
+        if xp is np:
+            return tb[idx], tf[idx]
+        return xp.asarray(tb)[idx], xp.asarray(tf)[idx]
+    if _hi16_eligible(s, d):
+        t = hi16_table(s.name, d.name, rm, sat, ftz)
+        if t is not None:
+            if xp is np:
+                from . import fastconvert
+                return fastconvert.gather_hi16(bits, t[0], t[1])
+            idx = hi16_index(bits, xp)
+            return xp.asarray(t[0])[idx], xp.asarray(t[1])[idx]
+    if xp is np:
+        from . import fastconvert
+        if fastconvert.supports(s, d):
+            return fastconvert.convert_ieee(bits, s, d, rm, sat, ftz)
+    return convert_generic(bits, s, d, rm, sat, ftz, xp)
+
+
+def valid_mask_hex(s: DataType) -> str:
+    from .formats import field_mask
+    return hex(field_mask(s))
