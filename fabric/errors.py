@@ -1,0 +1,83 @@
+"""Typed diagnostics of the fabric capability model.
+
+Every rejection carries one `DiagnosticCode` (a closed vocabulary: tests and tools match on
+the code, never on message text), the path of the offending element inside the fabric
+description, and a one-line reason.  Nothing in `fabric` reports a failure any other way.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class DiagnosticCode(enum.Enum):
+    # verifier: identity and membership
+    MissingImplementationFamily = "the fabric.op names no ImplementationFamilyId (it is never inferred)"
+    UnknownImplementationFamily = "the ImplementationFamilyId is not registered"
+    UnknownOperationSchema = "an op_list member is not a registered OperationSchemaId"
+    OpListMemberOutsideFamily = "an op_list member is outside the selected implementation family"
+    MemberNotEnabled = "an HSG member used by matching is not enabled by this concrete resource"
+    # verifier: parameter relation
+    UninterpretedParameterDomain = "a parameter domain that no listed operation schema interprets"
+    DuplicateDeclaration = "a declaration appears twice"
+    OrphanDeclaration = "a declaration no admitted actor can use"
+    IncompleteRelation = "the family/parameter/port/constraint relation is incomplete"
+    PortKindMismatch = "bits and bits_tag are exchanged implicitly"
+    InvalidFloatBehaviorProfile = "a FloatBehaviorProfile outside the registered admission rules"
+    InvalidAccuracyContract = "a non-correctly-rounded accuracy guarantee without afn in required_fast_math"
+    PointerFormatRelationNotEmpty = "the scalar integer pointer-format relation must be empty"
+    GepFailClosed = "a capability enabling llvm.getelementptr cannot finalize its semantic-field relation"
+    EmptyBehaviorImage = "no admitted actor reaches this concrete resource"
+    ArithmeticOverflow = "checked carrier arithmetic overflowed"
+    CapacityLimit = "a capacity beyond this model's documented implementation limits"
+    # topology
+    UnknownValue = "an SSA reference names no value"
+    DuplicateName = "two nodes or values share one name"
+    ImplicitTokenSink = "an inactive op, an unselected mux input or an unbound lane would sink a token"
+    IncoherentRoute = "the selected routes do not form one coherent branch"
+    EdgeAbsorbedByColocation = "an edge is claimed internal without a configured-FU witness"
+    PortWidthInsufficient = "a selected path segment is narrower than the exact semantic width"
+    # configuration handoff
+    UnsupportedActor = "the concrete capability does not support the actor under its correspondence"
+    ConflictingAssignment = "two selections project unequal values into one physical slot"
+    NonemptyPhysicalRefinement = "strict import rejects every nonempty physical-refinement assignment"
+    UnknownReference = "a mapping names an FU, op, template or use that does not exist"
+    CapabilityInadmissible = "a required activity-definedness proof is missing"
+    Unsupported = "the resource contract is not the exact shape a portable provider admits"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: DiagnosticCode
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.code.name}: {self.message}"
+
+
+class FabricError(Exception):
+    """Raised by loaders and strict APIs; carries one or more diagnostics."""
+
+    def __init__(self, diagnostics):
+        if isinstance(diagnostics, Diagnostic):
+            diagnostics = [diagnostics]
+        self.diagnostics = list(diagnostics)
+        super().__init__("; ".join(str(d) for d in self.diagnostics))
+
+
+class CodecError(ValueError):
+    """A canonical byte string or direct carrier value is not in its exact domain."""
+
+
+class FormatError(ValueError):
+    """A fabric description file is malformed: `path` locates the element, message says why."""
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        self.reason = message
+        super().__init__(f"{path}: {message}")
+
+
+def diag(code: DiagnosticCode, path: str, message: str) -> Diagnostic:
+    return Diagnostic(code, path, message)

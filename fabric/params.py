@@ -1,0 +1,358 @@
+"""Typed hw_params record schemas: FamilyCapabilityParams(F), one closed record per family.
+
+A record holds only fields its family and enabled schemas interpret: no unknown keys, no
+optional field bags.  Fields are built from a few reusable typed atoms (width sets, format
+sets, FloatBehaviorProfile, cast relations, predicate sets, capacities).  Each class lists
+its fields in `FIELDS` (name -> atom kind); `parse_record` and `record_to_json` read that
+table, so a field's JSON spelling, atom domain and canonical order live in one row.
+
+Set-valued fields keep the order and multiplicity written in the description: a duplicate
+is a verifier diagnostic (DuplicateDeclaration), not silently merged.  A missing field is
+`None` and the verifier reports the incomplete relation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields as dc_fields
+
+from .atoms import (ACCURACY_TIERS, FAST_MATH_FLAGS, FLOAT_FORMATS, FLOAT_PREDICATES,
+                    INTEGER_PREDICATES, INTEGER_WIDTHS, NAN_BEHAVIORS, RESOLVED_INDEX_WIDTHS,
+                    ROUNDING_MODES, SIGNED_ZERO_BEHAVIORS, STEP_KINDS, SUBNORMAL_BEHAVIORS)
+from .errors import FormatError
+
+U32_MAX = (1 << 32) - 1
+
+
+@dataclass(frozen=True)
+class PointerFormat:
+    address_space: int
+    representation_bits: int
+    address_bits: int
+    kind: str  # "stable_integral"
+
+
+# --- atom kinds: parse one JSON value, print it canonically, order key ----------------------
+
+def _member(domain, what):
+    order = {v: i for i, v in enumerate(domain)}
+
+    def parse(v, path):
+        if isinstance(v, bool) or v not in order:
+            raise FormatError(path, f"{v!r} is not {what} (one of {list(domain)})")
+        return v
+    return parse, order.__getitem__
+
+
+def _int_in(domain, what):
+    def parse(v, path):
+        if isinstance(v, bool) or not isinstance(v, int) or v not in domain:
+            raise FormatError(path, f"{v!r} is not {what} (one of {list(domain)})")
+        return v
+    return parse, domain.index
+
+
+def _u32(minimum):
+    def parse(v, path):
+        if isinstance(v, bool) or not isinstance(v, int) or not minimum <= v <= U32_MAX:
+            raise FormatError(path, f"{v!r} is not an integer in [{minimum}, {U32_MAX}]")
+        return v
+    return parse
+
+
+_WIDTH = _int_in(INTEGER_WIDTHS, "an IntegerWidth")
+_FORMAT = _member(tuple(FLOAT_FORMATS), "a FloatFormat")
+_INDEX = _int_in(RESOLVED_INDEX_WIDTHS, "a ResolvedIndexWidth")
+
+
+def _pair(a, b, what):
+    def parse(v, path):
+        if not isinstance(v, list) or len(v) != 2:
+            raise FormatError(path, f"{what} must be a two-element list")
+        return (a[0](v[0], path + "[0]"), b[0](v[1], path + "[1]"))
+    return parse, lambda p: (a[1](p[0]), b[1](p[1]))
+
+
+def _pointer_format(v, path):
+    keys = {"address_space", "representation_bits", "address_bits", "kind"}
+    if not isinstance(v, dict):
+        raise FormatError(path, "a PointerFormat must be an object")
+    for k in v:
+        if k not in keys:
+            raise FormatError(f"{path}.{k}", f"unknown PointerFormat field (fields: {sorted(keys)})")
+    for k in keys:
+        if k not in v:
+            raise FormatError(path, f"PointerFormat lacks field {k!r}")
+    if v["kind"] != "stable_integral":
+        raise FormatError(f"{path}.kind", "the only PointerFormat kind is \"stable_integral\"")
+    p = _u32(0)
+    return PointerFormat(p(v["address_space"], f"{path}.address_space"),
+                         p(v["representation_bits"], f"{path}.representation_bits"),
+                         p(v["address_bits"], f"{path}.address_bits"), "stable_integral")
+
+
+# kind -> (is_set, parse_element, order_key or None)
+ATOM_KINDS = {
+    "int_widths": (True, _WIDTH[0], _WIDTH[1]),
+    "float_formats": (True, _FORMAT[0], _FORMAT[1]),
+    "index_widths": (True, _INDEX[0], _INDEX[1]),
+    "int_predicates": (True, *_member(tuple(INTEGER_PREDICATES), "an integer predicate")),
+    "float_predicates": (True, *_member(tuple(FLOAT_PREDICATES), "a floating predicate")),
+    "rounding_modes": (True, *_member(tuple(ROUNDING_MODES), "a rounding mode")),
+    "nan_behaviors": (True, *_member(NAN_BEHAVIORS, "a NaN behaviour")),
+    "subnormal_behaviors": (True, *_member(SUBNORMAL_BEHAVIORS, "a subnormal behaviour")),
+    "signed_zero_behaviors": (True, *_member(SIGNED_ZERO_BEHAVIORS, "a signed-zero behaviour")),
+    "fast_math": (True, *_member(FAST_MATH_FLAGS, "a fast-math flag")),
+    "width_pairs": (True, *_pair(_WIDTH, _WIDTH, "a width pair [source, destination]")),
+    "format_pairs": (True, *_pair(_FORMAT, _FORMAT, "a format pair [source, destination]")),
+    "int_float_pairs": (True, *_pair(_WIDTH, _FORMAT, "an integer/float pair [width, format]")),
+    "pointer_formats": (True, _pointer_format, lambda p: (p.address_space, p.representation_bits, p.address_bits)),
+    "positive": (False, _u32(1), None),
+    "nonneg": (False, _u32(0), None),
+    "accuracy": (False, *_member(ACCURACY_TIERS, "a SpecialMathAccuracyTier")),
+    "step_kind": (False, *_member(tuple(STEP_KINDS), "a LoopStream step kind")),
+    "behavior": (False, None, None),  # FloatBehaviorProfile, parsed as a nested record
+}
+
+
+def _record(cls):
+    cls = dataclass(frozen=True)(cls)
+    return cls
+
+
+# --- reusable atom record ------------------------------------------------------------------------
+
+@_record
+class FloatBehaviorProfile:
+    """Typed admission profile of a floating family.  required_fast_math is the permission mask
+    the circuit needs from every actor (subset admission); it is never a key component."""
+    FIELDS = {"rounding_modes": "rounding_modes", "nan_behaviors": "nan_behaviors",
+              "subnormal_behaviors": "subnormal_behaviors",
+              "signed_zero_behaviors": "signed_zero_behaviors", "required_fast_math": "fast_math"}
+    rounding_modes: tuple | None = None
+    nan_behaviors: tuple | None = None
+    subnormal_behaviors: tuple | None = None
+    signed_zero_behaviors: tuple | None = None
+    required_fast_math: tuple | None = None
+
+
+# --- family records ---------------------------------------------------------------------------
+
+@_record
+class ScalarIntegerAddSubParams:
+    FIELDS = {"integer_widths": "int_widths", "pointer_formats": "pointer_formats"}
+    integer_widths: tuple | None = None
+    pointer_formats: tuple | None = None
+
+
+@_record
+class ScalarIntegerParams:
+    FIELDS = {"integer_widths": "int_widths"}
+    integer_widths: tuple | None = None
+
+
+@_record
+class ScalarIntegerCompareMinMaxParams:
+    FIELDS = {"operand_widths": "int_widths", "comparison_predicates": "int_predicates"}
+    operand_widths: tuple | None = None
+    comparison_predicates: tuple | None = None
+
+
+@_record
+class ScalarIntegerCastParams:
+    FIELDS = {"width_pairs": "width_pairs", "resolved_index_widths": "index_widths"}
+    width_pairs: tuple | None = None
+    resolved_index_widths: tuple | None = None
+
+
+@_record
+class ScalarValueSelectParams:
+    FIELDS = {"integer_widths": "int_widths", "float_formats": "float_formats"}
+    integer_widths: tuple | None = None
+    float_formats: tuple | None = None
+
+
+@_record
+class ScalarBitReinterpretParams:
+    FIELDS = {"integer_widths": "int_widths", "float_formats": "float_formats"}
+    integer_widths: tuple | None = None
+    float_formats: tuple | None = None
+
+
+@_record
+class ScalarFloatParams:
+    FIELDS = {"formats": "float_formats", "behavior": "behavior"}
+    formats: tuple | None = None
+    behavior: FloatBehaviorProfile | None = None
+
+
+@_record
+class ScalarFloatCompareMinMaxParams:
+    FIELDS = {"formats": "float_formats", "comparison_predicates": "float_predicates", "behavior": "behavior"}
+    formats: tuple | None = None
+    comparison_predicates: tuple | None = None
+    behavior: FloatBehaviorProfile | None = None
+
+
+@_record
+class ScalarFloatWidthCastParams:
+    FIELDS = {"format_pairs": "format_pairs", "behavior": "behavior"}
+    format_pairs: tuple | None = None
+    behavior: FloatBehaviorProfile | None = None
+
+
+@_record
+class ScalarIntegerFloatConversionParams:
+    FIELDS = {"format_pairs": "int_float_pairs"}
+    format_pairs: tuple | None = None
+
+
+@_record
+class ScalarSpecialMathParams:
+    FIELDS = {"formats": "float_formats", "behavior": "behavior", "accuracy_guarantee": "accuracy"}
+    formats: tuple | None = None
+    behavior: FloatBehaviorProfile | None = None
+    accuracy_guarantee: str | None = None
+
+
+@_record
+class FixedVectorIntegerParams:
+    FIELDS = {"integer_element_widths": "int_widths", "max_payload_bits": "positive"}
+    integer_element_widths: tuple | None = None
+    max_payload_bits: int | None = None
+
+
+@_record
+class FixedVectorFloatParams:
+    FIELDS = {"formats": "float_formats", "behavior": "behavior", "max_payload_bits": "positive"}
+    formats: tuple | None = None
+    behavior: FloatBehaviorProfile | None = None
+    max_payload_bits: int | None = None
+
+
+@_record
+class LoopStreamParams:
+    FIELDS = {"step_kind": "step_kind", "integer_widths": "int_widths", "continuation_predicates": "int_predicates"}
+    step_kind: str | None = None
+    integer_widths: tuple | None = None
+    continuation_predicates: tuple | None = None
+
+
+@_record
+class TokenPlaneParams:
+    FIELDS = {"max_payload_bits": "nonneg"}
+    max_payload_bits: int | None = None
+
+
+@_record
+class PayloadCapacityParams:
+    FIELDS = {"max_payload_bits": "positive"}
+    max_payload_bits: int | None = None
+
+
+@_record
+class RoutedTokenParams:
+    FIELDS = {"max_payload_bits": "nonneg", "max_fan": "positive"}
+    max_payload_bits: int | None = None
+    max_fan: int | None = None
+
+
+@_record
+class FixedVectorAdapterParams:
+    FIELDS = {"integer_element_widths": "int_widths", "float_element_formats": "float_formats",
+              "max_payload_bits": "positive"}
+    integer_element_widths: tuple | None = None
+    float_element_formats: tuple | None = None
+    max_payload_bits: int | None = None
+
+
+@_record
+class FixedVectorSliceAlignMergeParams:
+    FIELDS = {"integer_element_widths": "int_widths", "float_element_formats": "float_formats",
+              "max_container_payload_bits": "positive", "max_slice_payload_bits": "positive",
+              "max_dynamic_position_rank": "nonneg", "resolved_index_widths": "index_widths"}
+    integer_element_widths: tuple | None = None
+    float_element_formats: tuple | None = None
+    max_container_payload_bits: int | None = None
+    max_slice_payload_bits: int | None = None
+    max_dynamic_position_rank: int | None = None
+    resolved_index_widths: tuple | None = None
+
+
+@_record
+class FixedVectorShuffleParams:
+    FIELDS = {"integer_element_widths": "int_widths", "float_element_formats": "float_formats",
+              "max_operand_payload_bits": "positive", "max_result_payload_bits": "positive",
+              "max_block_payload_bits": "positive", "max_source_blocks": "positive",
+              "max_result_blocks": "positive"}
+    integer_element_widths: tuple | None = None
+    float_element_formats: tuple | None = None
+    max_operand_payload_bits: int | None = None
+    max_result_payload_bits: int | None = None
+    max_block_payload_bits: int | None = None
+    max_source_blocks: int | None = None
+    max_result_blocks: int | None = None
+
+
+RECORDS = {c.__name__: c for c in (
+    ScalarIntegerAddSubParams, ScalarIntegerParams, ScalarIntegerCompareMinMaxParams,
+    ScalarIntegerCastParams, ScalarValueSelectParams, ScalarBitReinterpretParams,
+    ScalarFloatParams, ScalarFloatCompareMinMaxParams, ScalarFloatWidthCastParams,
+    ScalarIntegerFloatConversionParams, ScalarSpecialMathParams, FixedVectorIntegerParams,
+    FixedVectorFloatParams, LoopStreamParams, TokenPlaneParams, PayloadCapacityParams,
+    RoutedTokenParams, FixedVectorAdapterParams, FixedVectorSliceAlignMergeParams,
+    FixedVectorShuffleParams)}
+
+
+# --- JSON <-> record -------------------------------------------------------------------------------
+
+def parse_record(cls, obj, path: str):
+    """Parse a closed record; unknown fields and ill-typed values are FormatErrors."""
+    if not isinstance(obj, dict):
+        raise FormatError(path, f"{cls.__name__} must be an object")
+    for k in obj:
+        if k not in cls.FIELDS:
+            raise FormatError(f"{path}.{k}", f"unknown field of {cls.__name__} "
+                                             f"(fields: {', '.join(cls.FIELDS)})")
+    values = {}
+    for name, kind in cls.FIELDS.items():
+        if name not in obj:
+            continue
+        v, p = obj[name], f"{path}.{name}"
+        if kind == "behavior":
+            values[name] = parse_record(FloatBehaviorProfile, v, p)
+            continue
+        is_set, parse, _ = ATOM_KINDS[kind]
+        if is_set:
+            if not isinstance(v, list):
+                raise FormatError(p, "must be a list")
+            values[name] = tuple(parse(x, f"{p}[{i}]") for i, x in enumerate(v))
+        else:
+            values[name] = parse(v, p)
+    return cls(**values)
+
+
+def _atom_json(v):
+    if isinstance(v, PointerFormat):
+        return {"address_space": v.address_space, "representation_bits": v.representation_bits,
+                "address_bits": v.address_bits, "kind": v.kind}
+    if isinstance(v, tuple):
+        return list(v)
+    return v
+
+
+def record_to_json(rec) -> dict:
+    """Canonical JSON: fields in FIELDS order, set elements in their domain order."""
+    out = {}
+    for name, kind in type(rec).FIELDS.items():
+        v = getattr(rec, name)
+        if v is None:
+            continue
+        if kind == "behavior":
+            out[name] = record_to_json(v)
+            continue
+        is_set, _, order = ATOM_KINDS[kind]
+        out[name] = [_atom_json(x) for x in sorted(v, key=order)] if is_set else v
+    return out
+
+
+def field_names(rec) -> list[str]:
+    return [f.name for f in dc_fields(rec)]
