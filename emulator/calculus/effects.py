@@ -1,0 +1,392 @@
+"""Static effects: every leaf instance of a program, in source order, with its read/write cells.
+
+The fragment (docs/calculus.md, "Effects"): domain bounds, `where`, array indices, `if`
+predicates and block placeholders are pure integer expressions of coordinates, parameters and
+parameter tables (affine maps with constant div/mod, or explicit tables), so each op instance's
+footprint is computed exactly without running the program.  Where an index or predicate depends
+on data, the footprint is over-approximated (whole array, both branches) and the event is
+marked `exact=False`; a checker that relies on it says so.
+
+Cells are (key, integer) pairs, held vectorised: `loc = key_code << 40 | cell`.  Array keys are
+the array name (cell = row-major flat index); tile keys are `tile:m<machine>:pe<PE>:t<tile>`,
+with `@v<n>` when destination renaming is modelled as fresh storage (cell = row << 16 | col);
+GPR keys are `gpr:m<machine>:pe<PE>` (cell = register index).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import RegionError, format_coords
+from .expr import EvalError, Load, Var, as_index, truth, walk
+from .program import (GprOp, If, Node, Op, Parallel, Pipeline, Program, Reduce, Seq, Serial, TileOp,
+                      children)
+
+KEY_SHIFT = 40
+CELL_MASK = (1 << KEY_SHIFT) - 1
+
+
+class _Data:
+    def __repr__(self):
+        return "<data>"
+
+
+DATA = _Data()                   # a value known only at run time
+
+
+class _Impure(Exception):
+    pass
+
+
+@dataclass
+class Access:
+    key: str
+    write: bool
+    cells: np.ndarray                      # int64 cell ids
+    points: np.ndarray | None = None       # per cell: the element instance (pointwise coordinate)
+    reduce: str | None = None              # a contribution update of this reduce node (path)
+
+
+@dataclass
+class Event:
+    """One leaf instance in source order (an op instance, a block on one PE, a GPR write, an
+    `if` predicate, a reduction contribution or its final store)."""
+    ordinal: int
+    path: str
+    coords: dict
+    kind: str
+    accesses: list[Access] = field(default_factory=list)
+    exact: bool = True
+    notes: list[str] = field(default_factory=list)
+    machine: int = 0
+    pe: int | None = None
+    block: object = None                   # the isa.Block of a tile event
+
+    @property
+    def label(self) -> str:
+        where = format_coords(self.coords) if self.coords else ""
+        pe = f" on PE{self.pe}" if self.pe is not None else ""
+        return f"{self.path}{' ' + where if where else ''}{pe}"
+
+    def cells(self, write: bool) -> dict[str, np.ndarray]:
+        out: dict[str, list] = {}
+        for a in self.accesses:
+            if a.write == write:
+                out.setdefault(a.key, []).append(a.cells)
+        return {k: np.unique(np.concatenate(v)) for k, v in out.items()}
+
+
+class Keys:
+    """Interns effect keys to small integers for vectorised joins."""
+
+    def __init__(self):
+        self.code: dict[str, int] = {}
+        self.names: list[str] = []
+
+    def __call__(self, key: str) -> int:
+        c = self.code.get(key)
+        if c is None:
+            c = self.code[key] = len(self.names)
+            self.names.append(key)
+        return c
+
+
+def describe(program: Program | None, key: str, cell: int) -> str:
+    """A human name for one cell: `x[1, 2]`, `PE1 t3 (version 2) [0, 5]`, `PE0 GPR 3`."""
+    if key.startswith("tile:"):
+        _, m, pe, t = key.split(":")
+        tile, _, ver = t.partition("@")
+        mach = "" if m == "m0" else f"machine {m[1:]} "
+        v = f" (version {ver[1:]})" if ver else ""
+        return f"{mach}{pe.upper()} tile {tile}{v} element [{cell >> 16}, {cell & 0xFFFF}]"
+    if key.startswith("gpr:"):
+        _, m, pe = key.split(":")
+        mach = "" if m == "m0" else f"machine {m[1:]} "
+        return f"{mach}{pe.upper()} GPR {cell}"
+    if program is not None and key in program.arrays:
+        idx, rest = [], cell
+        shape = program.arrays[key].shape
+        strides = [1] * len(shape)
+        for d in range(len(shape) - 2, -1, -1):
+            strides[d] = strides[d + 1] * shape[d + 1]
+        for s in strides:
+            idx.append(rest // s)
+            rest %= s
+        return f"{key}[{', '.join(map(str, idx))}]"
+    return f"{key}#{cell}"
+
+
+class _SEnv:
+    __slots__ = ("vars", "walker")
+
+    def __init__(self, walker: "Walker", vars: dict):
+        self.walker, self.vars = walker, vars
+
+    def child(self, extra: dict) -> "_SEnv":
+        v = dict(self.vars)
+        v.update(extra)
+        return _SEnv(self.walker, v)
+
+    def name(self, n):
+        v = self.vars.get(n, DATA)
+        if v is DATA:
+            raise _Impure(n)
+        return v
+
+    def load(self, n, idx):
+        t = self.walker.tables.get(n)
+        if t is None:
+            raise _Impure(f"{n}[...]")
+        v = t
+        for i in idx:
+            if not 0 <= i < len(v):
+                raise EvalError(f"{n}[{', '.join(map(str, idx))}] is out of range of the table")
+            v = v[i]
+        return v
+
+    def call(self, n, args):
+        return self.walker.program.function(n)(*args)
+
+
+class Walker:
+    """Enumerates the events of a program (or one node of it) statically, in source order."""
+
+    def __init__(self, program: Program, *, gprs: dict | None = None, renamed: bool = True,
+                 machine_count: int = 1):
+        self.program = program
+        self.tables = {k: v for k, v in program.params.items() if not isinstance(v, int)}
+        self.gprs: dict = dict(gprs or {})          # (machine, pe, index) -> int or DATA
+        self.renamed = renamed
+        self.versions: dict = {}                    # (machine, pe, tile) -> version
+        self.events: list[Event] = []
+        self.machine = 0
+        self.machine_count = machine_count
+        self.strides = {}
+        for k, a in program.arrays.items():
+            st, acc = [], 1
+            for s in reversed(a.shape):
+                st.append(acc)
+                acc *= s
+            self.strides[k] = tuple(reversed(st))
+
+    # ---- helpers -------------------------------------------------------------------------------
+    def pure(self, e, env: _SEnv, path: str):
+        try:
+            return e.eval(env)
+        except _Impure:
+            return DATA
+        except EvalError as exc:
+            raise RegionError(path, str(exc)) from None
+
+    def emit(self, path, coords, kind, accesses, exact=True, notes=(), **kw) -> Event:
+        ev = Event(len(self.events), path, dict(coords), kind, list(accesses), exact, list(notes),
+                   machine=self.machine, **kw)
+        self.events.append(ev)
+        return ev
+
+    def access(self, load: Load, env: _SEnv, write: bool, path: str, notes: list) -> Access | None:
+        if load.name in self.tables:
+            return None
+        shape = self.program.arrays[load.name].shape
+        idx = [self.pure(e, env, path) for e in load.index]
+        if any(i is DATA for i in idx):
+            notes.append(f"{load!r} has a data-dependent index: every element of '{load.name}' assumed")
+            n = 1
+            for s in shape:
+                n *= s
+            return Access(load.name, write, np.arange(n, dtype=np.int64))
+        for d, (i, n) in enumerate(zip(idx, shape)):
+            i = as_index(i)
+            if not 0 <= i < n:
+                raise RegionError(path, f"{load!r} = {load.name}{idx} is out of range (axis {d} has extent {n})")
+        flat = sum(i * s for i, s in zip(idx, self.strides[load.name]))
+        return Access(load.name, write, np.array([flat], dtype=np.int64))
+
+    def loads_of(self, e, env: _SEnv, path: str, notes: list) -> list[Access]:
+        out = []
+        for n in walk(e):
+            if isinstance(n, Load):
+                a = self.access(n, env, False, path, notes)
+                if a is not None:
+                    out.append(a)
+        return out
+
+    def instances(self, domain, env: _SEnv, path: str) -> list[dict]:
+        out: list[dict] = []
+        axes = domain.axes
+
+        def rec(k, cur, e):
+            if k == len(axes):
+                if domain.where is None or truth(self.pure(domain.where, e, path)):
+                    out.append(dict(cur))
+                return
+            ax = axes[k]
+            lo, hi = self.pure(ax.lo, e, path), self.pure(ax.hi, e, path)
+            for i in range(as_index(lo), as_index(hi)):
+                cur[ax.name] = i
+                rec(k + 1, cur, e.child({ax.name: i}))
+            cur.pop(ax.name, None)
+        rec(0, {}, env)
+        return out
+
+    # ---- nodes ---------------------------------------------------------------------------------
+    def walk(self, node: Node, env: _SEnv, coords: dict) -> None:
+        getattr(self, "_" + type(node).__name__.lower())(node, env, coords)
+
+    def _op(self, node: Op, env, coords):
+        notes: list[str] = []
+        accs: list[Access] = []
+        for s in node.stmts:
+            accs += self.loads_of(s.value, env, node.path, notes)
+            t = s.target
+            if isinstance(t, Var):
+                env.vars[t.name] = DATA
+            else:
+                for e in t.index:
+                    accs += self.loads_of(e, env, node.path, notes)
+                a = self.access(t, env, True, node.path, notes)
+                if a is not None:
+                    accs.append(a)
+        for lst, w in ((node.reads, False), (node.writes, True)):
+            for ld in lst:
+                a = self.access(ld, env, w, node.path, notes)
+                if a is not None:
+                    accs.append(a)
+        self.emit(node.path, coords, "op", accs, exact=not notes, notes=notes)
+
+    def _seq(self, node: Seq, env, coords):
+        for item in node.items:
+            self.walk(item, env, coords)
+
+    def _if(self, node: If, env, coords):
+        notes: list[str] = []
+        accs = self.loads_of(node.pred, env, f"{node.path}.if", notes)
+        if accs or notes:
+            self.emit(f"{node.path}.if", coords, "if", accs, exact=not notes, notes=notes)
+        p = self.pure(node.pred, env, f"{node.path}.if")
+        if p is DATA:
+            start = len(self.events)
+            self.walk(node.then, env.child({}), coords)
+            if node.else_ is not None:
+                self.walk(node.else_, env.child({}), coords)
+            for ev in self.events[start:]:
+                ev.exact = False
+                ev.notes.append(f"under the data-dependent predicate at {node.path}.if (both branches assumed)")
+        elif truth(p):
+            self.walk(node.then, env.child({}), coords)
+        elif node.else_ is not None:
+            self.walk(node.else_, env.child({}), coords)
+
+    def _parallel(self, node: Parallel, env, coords):
+        saved = self.machine
+        for n, c in enumerate(self.instances(node.domain, env, f"{node.path}.parallel")):
+            if node.batch:
+                self.machine = n
+            self.walk(node.body, env.child(c), {**coords, **c})
+        self.machine = saved
+
+    def _serial(self, node: Serial, env, coords):
+        notes: list[str] = []
+        accs = []
+        for k, e in node.carry.items():
+            accs += self.loads_of(e, env, f"{node.path}.carry.{k}", notes)
+        if accs:
+            self.emit(f"{node.path}.carry", coords, "carry", accs, exact=not notes, notes=notes)
+        carried = {k: DATA for k in node.carry}
+        for c in self.instances(node.domain, env, f"{node.path}.serial"):
+            it = env.child({**carried, **c})
+            self.walk(node.body, it, {**coords, **c})
+            notes, accs = [], []
+            for k, e in node.next.items():
+                accs += self.loads_of(e, it, f"{node.path}.next.{k}", notes)
+            if accs:
+                self.emit(f"{node.path}.next", {**coords, **c}, "next", accs, exact=not notes, notes=notes)
+        env.vars.update(carried)
+
+    def _pipeline(self, node: Pipeline, env, coords):
+        for c in self.instances(node.domain, env, f"{node.path}.pipeline"):
+            it = env.child(c)
+            for st in node.stages:
+                self.walk(st, it, {**coords, **c})
+
+    def _reduce(self, node: Reduce, env, coords):
+        if node.tiles:
+            from .tiles import walk_tile_reduce
+            walk_tile_reduce(self, node, env, coords)
+            return
+        groups: dict[int, None] = {}
+        for c in self.instances(node.domain, env, f"{node.path}.reduce"):
+            it = env.child(c)
+            cc = {**coords, **c}
+            if node.body is not None:
+                self.walk(node.body, it, cc)
+            notes: list[str] = []
+            accs = []
+            if node.mask is not None:
+                accs += self.loads_of(node.mask, it, f"{node.path}.mask", notes)
+            accs += self.loads_of(node.value, it, f"{node.path}.value", notes)
+            target = Load(node.into, node.group)
+            upd = self.access(target, it, True, f"{node.path}.group", notes)
+            upd.reduce = node.path
+            accs.append(upd)
+            for cell in upd.cells.tolist():
+                groups[cell] = None
+            self.emit(node.path, cc, "contribution", accs, exact=not notes, notes=notes)
+        if groups:
+            cells = np.array(sorted(groups), dtype=np.int64)
+            self.emit(f"{node.path}#result", coords, "result",
+                      [Access(node.into, False, cells), Access(node.into, True, cells)])
+
+    def _tileop(self, node: TileOp, env, coords):
+        from .tiles import walk_tile_op
+        walk_tile_op(self, node, env, coords)
+
+    def _gprop(self, node: GprOp, env, coords):
+        from .tiles import walk_gpr_op
+        walk_gpr_op(self, node, env, coords)
+
+
+def root_env(walker: Walker) -> _SEnv:
+    return _SEnv(walker, {k: v for k, v in walker.program.params.items() if isinstance(v, int)})
+
+
+def events(program: Program, node: Node | None = None, *, gprs: dict | None = None,
+           renamed: bool = True, env: dict | None = None) -> list[Event]:
+    """The events of `node` (default: the whole body) in source order.  `env` binds the
+    coordinates of enclosing domains when `node` is not the root."""
+    w = Walker(program, gprs=gprs, renamed=renamed)
+    e = root_env(w)
+    if env:
+        e = e.child(env)
+    w.walk(node if node is not None else program.body, e, dict(env or {}))
+    return w.events
+
+
+def contexts(program: Program, path: str) -> list[dict]:
+    """The enclosing-domain coordinates under which the node at `path` runs (pure predicates
+    decided; data-dependent ones assumed taken)."""
+    out: list[dict] = []
+    w = Walker(program)
+
+    def rec(node: Node, env: _SEnv, coords: dict):
+        if node.path == path:
+            out.append(dict(coords))
+            return
+        if not path.startswith(node.path):
+            return
+        if isinstance(node, (Parallel, Serial, Pipeline)) or (isinstance(node, Reduce) and node.body is not None):
+            extra = {k: DATA for k in getattr(node, "carry", {})}
+            for c in w.instances(node.domain, env, node.path):
+                for _, ch in children(node):
+                    rec(ch, env.child({**extra, **c}), {**coords, **c})
+        elif isinstance(node, If):
+            p = w.pure(node.pred, env, node.path)
+            for rel, ch in children(node):
+                if p is DATA or (rel == ".then") == truth(p):
+                    rec(ch, env.child({}), coords)
+        else:
+            for _, ch in children(node):
+                rec(ch, env, coords)
+    rec(program.body, root_env(w), {})
+    return out

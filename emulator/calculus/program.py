@@ -1,0 +1,426 @@
+"""Region programs: the seed's grammar as data, plus the static check every program passes.
+
+    P ::= op | P ; P | if predicate then P else P
+        | parallel(D, P) | serial(D, P) | pipeline(D, Pi, P) | reduce(R, g, A, P)
+
+Leaves are calculus ops (statements over named arrays, with their effects), tile blocks (run on
+the emulator) and GPR writes.  Every node records `path`, the JSON path of its text form, so a
+diagnosis points at the exact place (`$.body.seq[1].body`), whether the program was loaded or
+built in Python.  `check(program)` resolves every name and law once; the interpreter, the effect
+enumerator and the witness checkers can then rely on a well-formed tree.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import ReductionPolicyError, RegionError
+from .expr import Call, Const, Expr, Load, Stmt, Var, walk
+from .functions import BUILTINS, Function
+
+POLICIES = ("fold_left", "fold_right", "ordered_tree", "unordered_tree")
+DEFAULT_POLICY = "unordered_tree"      # "The source default is unordered_tree."
+FORMAT = "tile-emu.regions/1"
+
+
+@dataclass(eq=False)
+class Axis:
+    name: str
+    lo: Expr
+    hi: Expr                     # exclusive
+
+
+@dataclass(eq=False)
+class Domain:
+    """A finite integer domain: axes in lexicographic (source) order, an optional active-set
+    predicate `where` over the coordinates (masks and ragged/triangular domains)."""
+    axes: tuple[Axis, ...]
+    where: Expr | None = None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.axes)
+
+
+class Node:
+    path: str = "$.body"
+
+
+@dataclass(eq=False)
+class Op(Node):
+    """One operation: statements run in order within an instance; loads snapshot values.
+    `reads`/`writes` declare extra (opaque) effects beyond the statements' own accesses."""
+    stmts: tuple[Stmt, ...]
+    reads: tuple[Load, ...] = ()
+    writes: tuple[Load, ...] = ()
+    name: str | None = None
+
+
+@dataclass(eq=False)
+class TileOp(Node):
+    """A tile block leaf: a Block, or block text with `${expr}` placeholders filled per instance."""
+    block: object = None          # isa.Block
+    text: str | None = None
+    holes: tuple[tuple[str, Expr], ...] = ()   # (placeholder text, parsed expression)
+    name: str | None = None
+
+
+@dataclass(eq=False)
+class GprOp(Node):
+    """Write a PE's private GPR (the offsets TEXTRACT/TINSERT read)."""
+    pe: Expr
+    index: Expr
+    value: Expr
+
+
+@dataclass(eq=False)
+class Seq(Node):
+    items: tuple[Node, ...]
+
+
+@dataclass(eq=False)
+class If(Node):
+    pred: Expr
+    then: Node
+    else_: Node | None = None
+
+
+@dataclass(eq=False)
+class Parallel(Node):
+    domain: Domain
+    body: Node
+    batch: bool = False           # instances run on separate machines (a batch of cases)
+
+
+@dataclass(eq=False)
+class Serial(Node):
+    """Ordered time.  `carry` names loop-carried values (initial values); `next` gives each its
+    value for the following iteration, all evaluated first and then assigned simultaneously."""
+    domain: Domain
+    body: Node
+    carry: dict[str, Expr] = field(default_factory=dict)
+    next: dict[str, Expr] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class Pipeline(Node):
+    """pipeline(D, Pi, P): P split into stages Pi; stage s of iteration n issues at n*ii + s.
+    Its reference semantics is serial(D, stage_0; ...; stage_k)."""
+    domain: Domain
+    stages: tuple[Node, ...]
+    ii: int = 1
+
+
+@dataclass(eq=False)
+class TileRef:
+    """A tile on a PE (an accumulator or a contribution of a tile reduction)."""
+    pe: Expr
+    tile: Expr
+
+
+@dataclass(eq=False)
+class Reduce(Node):
+    """reduce(R, g, A, P): for each active r of R (lexicographic order) run P, then contribute
+    `value` (unless `mask` is false) to group g(r) = `group` of array `into` (A).  `key` is the
+    semantic identity of a contribution: coordinates with equal keys are replicas and count once.
+    For a tile reduction `into`/`value` are TileRefs and `combine` is a tile mnemonic."""
+    domain: Domain
+    into: str | TileRef
+    value: Expr | TileRef
+    combine: str
+    group: tuple[Expr, ...] = ()
+    policy: str = DEFAULT_POLICY
+    lift: str | None = None
+    mask: Expr | None = None
+    key: tuple[Expr, ...] | None = None
+    body: Node | None = None
+    seed_side: str = "left"       # tree policies: where the seed enters (left/right reference)
+
+    @property
+    def tiles(self) -> bool:
+        return isinstance(self.into, TileRef)
+
+
+@dataclass(eq=False)
+class ArrayDecl:
+    shape: tuple[int, ...]
+    init: list | None = None      # flat row-major values; None = every element undefined
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+
+@dataclass(eq=False)
+class Program:
+    body: Node
+    params: dict[str, object] = field(default_factory=dict)   # int or (nested) tuple table
+    arrays: dict[str, ArrayDecl] = field(default_factory=dict)
+    functions: dict[str, Function] = field(default_factory=dict)  # user-declared
+
+    def __post_init__(self):
+        assign_paths(self.body, "$.body")
+
+    def function(self, name: str) -> Function | None:
+        return self.functions.get(name) or BUILTINS.get(name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Paths
+
+def children(node: Node) -> list[tuple[str, Node]]:
+    """(relative JSON path, child) pairs in source order."""
+    if isinstance(node, Seq):
+        return [(f".seq[{i}]", n) for i, n in enumerate(node.items)]
+    if isinstance(node, If):
+        out = [(".then", node.then)]
+        if node.else_ is not None:
+            out.append((".else", node.else_))
+        return out
+    if isinstance(node, (Parallel, Serial)):
+        return [(".body", node.body)]
+    if isinstance(node, Pipeline):
+        return [(f".stages[{i}]", n) for i, n in enumerate(node.stages)]
+    if isinstance(node, Reduce):
+        return [] if node.body is None else [(".body", node.body)]
+    return []
+
+
+def assign_paths(node: Node, path: str) -> None:
+    node.path = path
+    for rel, child in children(node):
+        assign_paths(child, path + rel)
+
+
+def nodes(node: Node):
+    """Every node, in source order (pre-order)."""
+    yield node
+    for _, child in children(node):
+        yield from nodes(child)
+
+
+def find(program: Program, path: str) -> Node:
+    for n in nodes(program.body):
+        if n.path == path:
+            return n
+    raise RegionError(path, "no node at this path")
+
+
+# ---------------------------------------------------------------------------------------------
+# Static check: names, ranks, arities, policies.
+
+@dataclass
+class _Scope:
+    coords: set = field(default_factory=set)
+    carries: set = field(default_factory=set)
+    locals: set = field(default_factory=set)
+
+    def child(self) -> "_Scope":
+        return _Scope(set(self.coords), set(self.carries), set(self.locals))
+
+    def bound(self) -> set:
+        return self.coords | self.carries | self.locals
+
+
+def table_rank(v) -> int:
+    r = 0
+    while isinstance(v, (list, tuple)):
+        r += 1
+        if not v:
+            break
+        v = v[0]
+    return r
+
+
+class _Checker:
+    def __init__(self, program: Program):
+        self.p = program
+        self.ints = {k for k, v in program.params.items() if isinstance(v, int)}
+        self.tables = {k: table_rank(v) for k, v in program.params.items() if not isinstance(v, int)}
+
+    def expr(self, e: Expr, scope: _Scope, path: str, pure: bool = False, what: str = "expression"):
+        for n in walk(e):
+            if isinstance(n, Var):
+                if n.name in self.ints or n.name in scope.coords:
+                    continue
+                if n.name in scope.carries or n.name in scope.locals:
+                    if pure:
+                        raise RegionError(path, f"{what} must be a pure index expression; "
+                                                f"'{n.name}' is a data value")
+                    continue
+                raise RegionError(path, f"unknown name '{n.name}' (not a coordinate, parameter, "
+                                        f"carried value or local in scope)")
+            elif isinstance(n, Load):
+                if n.name in self.tables:
+                    rank = self.tables[n.name]
+                elif n.name in self.p.arrays:
+                    if pure:
+                        raise RegionError(path, f"{what} must be a pure index expression; "
+                                                f"'{n!r}' loads from array '{n.name}'")
+                    rank = len(self.p.arrays[n.name].shape)
+                else:
+                    raise RegionError(path, f"'{n!r}' names no array or parameter table")
+                if len(n.index) != rank:
+                    raise RegionError(path, f"'{n!r}' has {len(n.index)} index(es); "
+                                            f"'{n.name}' has rank {rank}")
+            elif isinstance(n, Call):
+                f = self.p.function(n.name)
+                if f is None:
+                    raise RegionError(path, f"unknown function '{n.name}'")
+                if f.arity != len(n.args):
+                    raise RegionError(path, f"{n.name} takes {f.arity} argument(s), got {len(n.args)}")
+                if pure:
+                    raise RegionError(path, f"{what} must be a pure index expression; "
+                                            f"it calls '{n.name}'")
+            elif isinstance(n, Var) or isinstance(n, Const):
+                pass
+
+    def domain(self, d: Domain, scope: _Scope, path: str) -> _Scope:
+        inner = scope.child()
+        for i, ax in enumerate(d.axes):
+            p = f"{path}[{i}]"
+            if ax.name in inner.bound() or ax.name in self.ints or ax.name in self.tables:
+                raise RegionError(p, f"axis '{ax.name}' shadows a name already in scope")
+            self.expr(ax.lo, inner, p, pure=True, what="a domain bound")
+            self.expr(ax.hi, inner, p, pure=True, what="a domain bound")
+            inner.coords.add(ax.name)
+        if d.where is not None:
+            self.expr(d.where, inner, path.rsplit(".", 1)[0] + ".where", pure=True,
+                      what="an active-domain predicate")
+        return inner
+
+    def node(self, node: Node, scope: _Scope) -> None:
+        path = node.path
+        if isinstance(node, Op):
+            for i, s in enumerate(node.stmts):
+                p = f"{path}.op[{i}]" if len(node.stmts) > 1 else f"{path}.op"
+                self.expr(s.value, scope, p)
+                t = s.target
+                if isinstance(t, Load):
+                    if t.name in self.tables:
+                        raise RegionError(p, f"parameter table '{t.name}' is read-only")
+                    self.expr(t, scope, p)
+                else:
+                    if t.name in scope.bound() or t.name in self.ints or t.name in self.tables:
+                        raise RegionError(p, f"'{t.name}' is already bound in this scope; a local "
+                                             f"is assigned once (use a carried value for a recurrence)")
+                    scope.locals.add(t.name)
+            for key, accs in (("reads", node.reads), ("writes", node.writes)):
+                for i, a in enumerate(accs):
+                    if a.name not in self.p.arrays:
+                        raise RegionError(f"{path}.{key}[{i}]", f"'{a.name}' names no array")
+                    self.expr(a, scope, f"{path}.{key}[{i}]")
+        elif isinstance(node, TileOp):
+            for i, (_, e) in enumerate(node.holes):
+                self.expr(e, scope, f"{path}.block", pure=True, what="a block placeholder")
+        elif isinstance(node, GprOp):
+            for key in ("pe", "index", "value"):
+                self.expr(getattr(node, key), scope, f"{path}.gpr.{key}")
+        elif isinstance(node, Seq):
+            for item in node.items:
+                self.node(item, scope)
+        elif isinstance(node, If):
+            self.expr(node.pred, scope, f"{path}.if")
+            self.node(node.then, scope.child())
+            if node.else_ is not None:
+                self.node(node.else_, scope.child())
+        elif isinstance(node, Parallel):
+            self.node(node.body, self.domain(node.domain, scope, f"{path}.parallel"))
+        elif isinstance(node, Serial):
+            self.serial(node, scope)
+        elif isinstance(node, Pipeline):
+            if not isinstance(node.ii, int) or isinstance(node.ii, bool) or node.ii < 1:
+                raise RegionError(f"{path}.ii", f"the initiation interval must be a positive integer, got {node.ii!r}")
+            if not node.stages:
+                raise RegionError(f"{path}.stages", "a pipeline needs at least one stage")
+            inner = self.domain(node.domain, scope, f"{path}.pipeline")
+            for st in node.stages:
+                self.node(st, inner)
+        elif isinstance(node, Reduce):
+            self.reduce(node, scope)
+        else:
+            raise RegionError(path, f"not a region node: {type(node).__name__}")
+
+    def serial(self, node: Serial, scope: _Scope) -> None:
+        path = node.path
+        for name, e in node.carry.items():
+            if name in scope.bound() or name in self.ints or name in self.tables:
+                raise RegionError(f"{path}.carry.{name}", f"'{name}' is already bound in this scope")
+            self.expr(e, scope, f"{path}.carry.{name}")
+        inner = self.domain(node.domain, scope, f"{path}.serial")
+        inner.carries |= set(node.carry)
+        for name in node.next:
+            if name not in node.carry:
+                raise RegionError(f"{path}.next.{name}", f"'{name}' is not a carried value (declare it in 'carry')")
+        body_scope = inner.child()
+        self.node(node.body, body_scope)
+        for name, e in node.next.items():
+            self.expr(e, body_scope, f"{path}.next.{name}")
+        scope.carries |= set(node.carry)      # final values are visible after the loop
+
+    def reduce(self, node: Reduce, scope: _Scope) -> None:
+        path = node.path
+        if node.policy not in POLICIES:
+            raise RegionError(f"{path}.policy", f"unknown policy {node.policy!r}; one of {', '.join(POLICIES)}")
+        if node.seed_side not in ("left", "right"):
+            raise RegionError(f"{path}.seed_side", f"must be 'left' or 'right', got {node.seed_side!r}")
+        inner = self.domain(node.domain, scope, f"{path}.reduce")
+        body_scope = inner.child()
+        if node.body is not None:
+            self.node(node.body, body_scope)
+        if node.mask is not None:
+            self.expr(node.mask, body_scope, f"{path}.mask")
+        for i, k in enumerate(node.key or ()):
+            self.expr(k, inner, f"{path}.key[{i}]", pure=True, what="a contribution key")
+        if node.tiles:
+            if not isinstance(node.value, TileRef):
+                raise RegionError(f"{path}.value", "a tile reduction contributes a tile {pe, tile}")
+            for ref, key in ((node.into, "into"), (node.value, "value")):
+                for f_ in ("pe", "tile"):
+                    self.expr(getattr(ref, f_), inner, f"{path}.{key}.{f_}", pure=True, what="a tile reference")
+            from .tiles import check_tile_merge   # the tile laws live with the tile leaves
+            check_tile_merge(node)
+            return
+        if not isinstance(node.value, Expr):
+            raise RegionError(f"{path}.value", "an array reduction contributes an expression value")
+        if node.into not in self.p.arrays:
+            raise RegionError(f"{path}.into", f"'{node.into}' names no array")
+        rank = len(self.p.arrays[node.into].shape)
+        if len(node.group) != rank:
+            raise RegionError(f"{path}.group", f"g(r) gives {len(node.group)} coordinate(s); "
+                                               f"'{node.into}' has rank {rank}")
+        for i, g in enumerate(node.group):
+            self.expr(g, inner, f"{path}.group[{i}]", pure=True, what="the grouping map g")
+        self.expr(node.value, body_scope, f"{path}.value")
+        check_reducer(self.p, node)
+
+
+def check_reducer(program: Program, node: Reduce) -> Function:
+    """The policy/combine compatibility the seed requires: diagnosed, never an invented algebra."""
+    from .reduction import check_policy
+    path = node.path
+    f = program.function(node.combine)
+    if f is None:
+        raise RegionError(f"{path}.combine", f"unknown function '{node.combine}'")
+    if f.arity != 2 or f.kind == "map":
+        raise RegionError(f"{path}.combine", f"'{f.name}' is not a binary merge or update")
+    if node.lift is not None:
+        lf = program.function(node.lift)
+        if lf is None or lf.arity != 1:
+            raise RegionError(f"{path}.lift", f"lift '{node.lift}' must name a one-argument function")
+        if f.kind != "merge":
+            raise ReductionPolicyError(f"{path}.lift", f"lift applies to a merge; '{f.name}' is an update")
+    check_policy(node.policy, f, f"{path}.policy")
+    return f
+
+
+def check(program: Program) -> Program:
+    """Resolve names/ranks/arities and reduction laws; raise RegionError at the first problem."""
+    c = _Checker(program)
+    for name, a in program.arrays.items():
+        if name in program.params:
+            raise RegionError(f"$.arrays.{name}", f"'{name}' is also a parameter")
+    c.node(program.body, _Scope())
+    return program

@@ -1,0 +1,702 @@
+"""Refinement-witness checkers (the seed's rules table), independent of any search.
+
+Each checker takes a typed witness and returns a Verdict: admitted, or the first failed
+obligation in plain terms.  Obligations, by rule:
+
+| Rule                   | Obligations checked, in order                                          |
+|------------------------|------------------------------------------------------------------------|
+| Reindex                | tau total; active-domain bijection; observed-cut factorisation          |
+|                        | pi_j o tau = tau_j o pi'_rho(j), tau_j bijective on active prefixes     |
+| Split/fuse             | positive factor; exact active coverage; integer representability       |
+| Bind/serialize         | exact coverage; target containment; preserved identity; serial order   |
+| Reduction factorisation| compatible merge; contribution accounting (no omission, no replica);   |
+|                        | contiguous order-preserving pieces unless the merge may permute         |
+| Merge tree             | compatible merge; contribution accounting; the policy's tree shape      |
+| Scope fusion           | adjacent siblings; scope kinds; domains align; Dep_AB ⊆ diagonal        |
+|                        | (parallel) or every cross edge A(i) -> B(j) has i <= j (serial)         |
+| Retiming/versioning    | dependence distances; version lifetimes (no reuse while live)          |
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from .domains import FiniteDomain, IndexMap, fmt
+from .errors import ReductionPolicyError, RegionError, UndecidedError
+from .expr import EvalError
+from .functions import BUILTINS, Function
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """admitted, or the first failed obligation; `decided=False` means unknown (a finite check
+    too large to run exhaustively), which is never the same as false."""
+    rule: str
+    admitted: bool
+    obligation: str | None = None
+    detail: str = ""
+    decided: bool = True
+
+    def __bool__(self) -> bool:
+        return self.admitted
+
+    def __str__(self) -> str:
+        if self.admitted:
+            return f"admitted: {self.rule}" + (f" ({self.detail})" if self.detail else "")
+        if not self.decided:
+            return f"unknown: {self.rule}: {self.detail}"
+        return f"rejected: {self.rule}: {self.obligation}: {self.detail}"
+
+
+class _Fail(Exception):
+    def __init__(self, obligation: str, detail: str):
+        self.obligation, self.detail = obligation, detail
+
+
+def _verdict(rule: str, fn, *args, **kw) -> Verdict:
+    try:
+        detail = fn(*args, **kw)
+    except _Fail as f:
+        return Verdict(rule, False, f.obligation, f.detail)
+    except UndecidedError as exc:
+        return Verdict(rule, False, "undecided", str(exc), decided=False)
+    return Verdict(rule, True, None, detail or "")
+
+
+# ---------------------------------------------------------------------------------------------
+# Reindex and Split/fuse share the bijection check.
+
+@dataclass
+class Cut:
+    """An observed cut: old prefix length j, the new prefix length rho(j) it corresponds to, and
+    optionally tau_j (new prefix -> old prefix); without it tau_j is derived and checked."""
+    j: int
+    rho: int
+    tau_j: IndexMap | None = None
+
+
+@dataclass
+class ReindexWitness:
+    old: FiniteDomain
+    new: FiniteDomain
+    tau: IndexMap                    # new occurrence -> old occurrence
+    cuts: tuple[Cut, ...] = ()
+
+
+def _images(old: FiniteDomain, new: FiniteDomain, tau: IndexMap, obligation: str) -> dict:
+    """tau on the active new domain, checked to be a bijection onto the active old domain."""
+    olds = old.points()
+    old_set = set(olds)
+    seen: dict = {}
+    img: dict = {}
+    for n in new.points():
+        try:
+            o = tau(n)
+        except (EvalError, ZeroDivisionError) as exc:
+            raise _Fail("tau is total", f"tau{fmt(new.names, n)} cannot be evaluated: {exc}")
+        if len(o) != len(old.axes):
+            raise _Fail("tau is typed", f"tau{fmt(new.names, n)} = {o} has {len(o)} coordinate(s); "
+                                        f"the old domain has {len(old.axes)}")
+        if o not in old_set:
+            raise _Fail(obligation, f"new {fmt(new.names, n)} maps to {fmt(old.names, o)}, which is not "
+                                    f"an active old occurrence")
+        if o in seen:
+            raise _Fail(obligation, f"new {fmt(new.names, seen[o])} and {fmt(new.names, n)} both map to old "
+                                    f"{fmt(old.names, o)}: not injective (an occurrence would run twice)")
+        seen[o] = n
+        img[n] = o
+    for o in olds:
+        if o not in seen:
+            raise _Fail(obligation, f"old {fmt(old.names, o)} has no new occurrence: not onto "
+                                    f"(an occurrence would be lost)")
+    return img
+
+
+def _reindex(w: ReindexWitness) -> str:
+    img = _images(w.old, w.new, w.tau, "active-domain bijection")
+    for cut in w.cuts:
+        ob = f"observed-cut factorisation (cut {cut.j})"
+        if not (0 <= cut.j <= len(w.old.axes) and 0 <= cut.rho <= len(w.new.axes)):
+            raise _Fail(ob, f"cut ({cut.j}, rho={cut.rho}) exceeds the domains' ranks")
+        onames, nnames = w.old.names[:cut.j], w.new.names[:cut.rho]
+        fwd: dict = {}
+        back: dict = {}
+        for n, o in img.items():
+            pn, po = n[:cut.rho], o[:cut.j]
+            if cut.tau_j is not None:
+                try:
+                    got = cut.tau_j(pn)
+                except EvalError as exc:
+                    raise _Fail(ob, f"tau_{cut.j}{fmt(nnames, pn)} cannot be evaluated: {exc}")
+                if got != po:
+                    raise _Fail(ob, f"pi_{cut.j}(tau{fmt(w.new.names, n)}) = {fmt(onames, po)} but "
+                                    f"tau_{cut.j}(pi'_{cut.rho}{fmt(w.new.names, n)}) = {fmt(onames, got)}")
+            prev = fwd.setdefault(pn, po)
+            if prev != po:
+                raise _Fail(ob, f"new prefix {fmt(nnames, pn)} reaches old prefixes {fmt(onames, prev)} and "
+                                f"{fmt(onames, po)}: tau does not factor through the observed cut")
+            prevn = back.setdefault(po, pn)
+            if prevn != pn:
+                raise _Fail(ob, f"new prefixes {fmt(nnames, prevn)} and {fmt(nnames, pn)} both map to old "
+                                f"prefix {fmt(onames, po)}: tau_{cut.j} is not bijective on active prefixes "
+                                f"(an observed identity would merge; re-anchoring needs its own refinement)")
+    return f"{len(img)} occurrence(s), {len(w.cuts)} observed cut(s)"
+
+
+def check_reindex(w: ReindexWitness) -> Verdict:
+    return _verdict("Reindex", _reindex, w)
+
+
+@dataclass
+class SplitFuseWitness:
+    old: FiniteDomain
+    new: FiniteDomain
+    tau: IndexMap                       # new -> old, e.g. (q, r) -> q*b + r
+    factors: dict = field(default_factory=dict)   # name -> factor (b, or the fused extents)
+    index_bits: int = 32                # signed width of the target's index arithmetic
+    form: tuple | None = None           # ("split", N, b, Q, guard) / ("fuse", N, M): decided in closed form
+
+
+def split(N: int, b: int, *, axis: str = "i", outer: str = "q", inner: str = "r", Q: int | None = None,
+          guard: bool = True, index_bits: int = 32) -> SplitFuseWitness:
+    """i = q*b + r, 0 <= r < b, guarded by q*b + r < N (Q = ceil(N/b) unless given)."""
+    if Q is None:
+        Q = -(-N // b) if b > 0 else 0
+    new = FiniteDomain([(outer, Q), (inner, max(b, 0))],
+                       where=f"{outer} * {b} + {inner} < {N}" if guard else None)
+    return SplitFuseWitness(FiniteDomain([(axis, N)]), new, IndexMap((outer, inner), [f"{outer} * {b} + {inner}"]),
+                            {"b": b}, index_bits, ("split", N, b, Q, guard))
+
+
+def fuse(N: int, M: int, *, axes=("i", "j"), fused: str = "k", index_bits: int = 32) -> SplitFuseWitness:
+    """(i, j) -> k = i*M + j; tau: k -> (k // M, k % M)."""
+    old = FiniteDomain([(axes[0], N), (axes[1], M)])
+    new = FiniteDomain([(fused, N * M)])
+    mm = max(M, 1)
+    return SplitFuseWitness(old, new, IndexMap((fused,), [f"{fused} // {mm}", f"{fused} % {mm}"]),
+                            {"N": N, "M": M}, index_bits, ("fuse", N, M))
+
+
+def _representable(w: SplitFuseWitness) -> None:
+    lo, hi = -(1 << (w.index_bits - 1)), (1 << (w.index_bits - 1)) - 1
+    box = w.new.box()
+    names = w.new.names
+    ivs = None
+    if box is not None:
+        ivs = w.tau.intervals({n: (a, b - 1) for n, (a, b) in zip(names, box)})
+    if ivs is not None:
+        for n, (a, b) in zip(names, box):
+            if b - 1 > hi or a < lo:
+                raise _Fail("integer representability", f"axis {n} spans [{a}, {b}), outside int{w.index_bits}")
+        for a, b in ivs:
+            if a < lo or b > hi:
+                v = b if b > hi else a
+                raise _Fail("integer representability",
+                            f"the index arithmetic {w.tau.describe()} reaches {v} on {w.new.describe()} "
+                            f"(guards evaluate it on the whole box), outside int{w.index_bits} [{lo}, {hi}]")
+        return
+    # Guards and index arithmetic run on the whole bounding box, not just active points.
+    for n in w.new.points(active_only=False):
+        for v in list(n) + w.tau.intermediates(n):
+            if not lo <= v <= hi:
+                raise _Fail("integer representability",
+                            f"at {fmt(names, n)} the index arithmetic {w.tau.describe()} reaches {v}, "
+                            f"outside int{w.index_bits} [{lo}, {hi}]")
+
+
+def _closed_form_coverage(w: SplitFuseWitness) -> str:
+    if w.form[0] == "fuse":
+        _, N, M = w.form
+        return f"(k // {M}, k % {M}) is a bijection from [0, {N * M}) onto [0, {N}) x [0, {M})"
+    _, N, b, Q, guard = w.form
+    o, n = w.old.names, w.new.names
+    if Q * b < N:
+        raise _Fail("exact active coverage", f"old {fmt(o, (Q * b,))} has no new occurrence: {Q} x {b} < {N} "
+                                             f"(an occurrence would be lost)")
+    if Q * b > N and not guard:
+        raise _Fail("exact active coverage", f"new {fmt(n, (N // b, N % b))} maps to {fmt(o, (N,))}, which is "
+                                             f"not an active old occurrence ({Q} x {b} > {N} needs the guard "
+                                             f"q*b + r < N)")
+    return f"q*b + r covers [0, {N}) exactly once"
+
+
+def _split_fuse(w: SplitFuseWitness) -> str:
+    for name, f in w.factors.items():
+        if not isinstance(f, int) or isinstance(f, bool) or f <= 0:
+            raise _Fail("positive factor", f"factor {name} = {f!r} is not a positive integer")
+    if w.form is not None:
+        detail = _closed_form_coverage(w)
+    else:
+        img = _images(w.old, w.new, w.tau, "exact active coverage")
+        detail = f"{len(img)} occurrence(s) covered exactly once"
+    _representable(w)
+    return detail
+
+
+def check_split_fuse(w: SplitFuseWitness) -> Verdict:
+    return _verdict("Split/fuse", _split_fuse, w)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bind/serialize
+
+@dataclass
+class BindWitness:
+    """Assign the instances of an independent (or serial) domain to (participant, local time)."""
+    domain: FiniteDomain
+    binding: object                      # IndexMap coords -> (participant, time), or a TaskMapping
+    workers: int                         # participants the target provides
+    source: str = "parallel"             # the source scope kind: parallel | serial
+    max_time: int | None = None
+    identity_cuts: tuple[int, ...] = ()  # observed prefixes whose owner identity must survive
+
+
+def _slots(w: BindWitness) -> dict:
+    from .taskmap import TaskMapping
+    pts = w.domain.points()
+    if isinstance(w.binding, TaskMapping):
+        tm = w.binding
+        slot: dict = {}
+        for wk in range(tm.workers):
+            for t, task in enumerate(tm(wk)):
+                task = task if isinstance(task, tuple) else (task,)
+                if task in slot:
+                    p, tt = slot[task]
+                    raise _Fail("exact coverage", f"instance {fmt(w.domain.names, task)} is assigned twice "
+                                                  f"(participant {p} time {tt} and participant {wk} time {t})")
+                slot[task] = (wk, t)
+        active = set(pts)
+        for task in slot:
+            if task not in active:
+                raise _Fail("exact coverage", f"participant {slot[task][0]} runs {fmt(w.domain.names, task)}, "
+                                              f"which is not an active instance")
+        out = {}
+        for p in pts:
+            if p not in slot:
+                raise _Fail("exact coverage", f"instance {fmt(w.domain.names, p)} is assigned to no participant")
+            out[p] = slot[p]
+        return out
+    out = {}
+    for p in pts:
+        try:
+            v = w.binding(p)
+        except EvalError as exc:
+            raise _Fail("exact coverage", f"the binding of {fmt(w.domain.names, p)} cannot be evaluated: {exc}")
+        if len(v) != 2:
+            raise _Fail("exact coverage", f"the binding gives {v} for {fmt(w.domain.names, p)}; "
+                                          f"expected (participant, time)")
+        out[p] = v
+    return out
+
+
+def _bind(w: BindWitness) -> str:
+    names = w.domain.names
+    slots = _slots(w)
+    used: dict = {}
+    for p, s in slots.items():
+        if s in used:
+            raise _Fail("exact coverage", f"instances {fmt(names, used[s])} and {fmt(names, p)} share "
+                                          f"participant {s[0]} at time {s[1]}")
+        used[s] = p
+    for p, (part, t) in slots.items():
+        if not 0 <= part < w.workers:
+            raise _Fail("target containment", f"instance {fmt(names, p)} is bound to participant {part}; "
+                                              f"the target has participants 0..{w.workers - 1}")
+        if t < 0 or (w.max_time is not None and t >= w.max_time):
+            raise _Fail("target containment", f"instance {fmt(names, p)} runs at local time {t}, outside "
+                                              f"0..{'' if w.max_time is None else w.max_time - 1}")
+    for j in w.identity_cuts:
+        owner: dict = {}
+        back: dict = {}
+        for p, (part, _) in slots.items():
+            pre = p[:j]
+            if owner.setdefault(pre, part) != part:
+                raise _Fail("preserved identity", f"observed prefix {fmt(names[:j], pre)} is split across "
+                                                  f"participants {owner[pre]} and {part}")
+            if back.setdefault(part, pre) != pre:
+                raise _Fail("preserved identity", f"participant {part} would hold the observed prefixes "
+                                                  f"{fmt(names[:j], back[part])} and {fmt(names[:j], pre)}")
+    if w.source == "serial":
+        parts = sorted({s[0] for s in slots.values()})
+        if len(parts) > 1:
+            raise _Fail("serial order", f"a serial source is bound to participants {parts[0]} and {parts[1]}: "
+                                        f"a serial recurrence cannot be parallelized by changing its constructor")
+        order = list(slots)                 # source (lexicographic) order
+        for a, b in zip(order, order[1:]):
+            if slots[a][1] >= slots[b][1]:
+                raise _Fail("serial order", f"{fmt(names, a)} runs at time {slots[a][1]}, not before "
+                                            f"{fmt(names, b)} at time {slots[b][1]}")
+    elif w.source != "parallel":
+        raise _Fail("scope kind", f"source must be parallel or serial, got {w.source!r}")
+    return f"{len(slots)} instance(s) on {len({s[0] for s in slots.values()})} participant(s)"
+
+
+def check_bind(w: BindWitness) -> Verdict:
+    return _verdict("Bind/serialize", _bind, w)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions
+
+def _fn(f) -> Function:
+    if isinstance(f, Function):
+        return f
+    if f in BUILTINS:
+        return BUILTINS[f]
+    raise _Fail("compatible merge", f"unknown combine function {f!r}")
+
+
+def _policy_ok(policy: str, f: Function) -> None:
+    from .reduction import check_policy
+    try:
+        check_policy(policy, f)
+    except ReductionPolicyError as exc:
+        raise _Fail("compatible merge", exc.why)
+
+
+def may_permute(policy: str, f: Function) -> bool:
+    """Contribution order may change: the default tree policy with a compatible merge, or an
+    exactly associative and commutative merge under any policy."""
+    return (policy == "unordered_tree" and f.tree_ok) or (f.kind == "merge" and f.associative and f.commutative)
+
+
+def may_regroup(policy: str, f: Function) -> bool:
+    """Parentheses may change: a tree policy, or an exactly associative merge under a fold."""
+    if policy in ("ordered_tree", "unordered_tree"):
+        return f.ordered_tree_ok or f.tree_ok
+    return f.kind == "merge" and f.associative
+
+
+def _accounting(n: int, leaves: Sequence, seed_expected: bool) -> None:
+    where: dict = {}
+    for pos, x in enumerate(leaves):
+        if x == "seed":
+            if not seed_expected:
+                raise _Fail("contribution accounting", "the seed appears inside a partial")
+            if "seed" in where:
+                raise _Fail("contribution accounting", "the seed is merged twice")
+            where["seed"] = pos
+            continue
+        if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < n:
+            raise _Fail("contribution accounting", f"{x!r} is not a contribution of this fiber (0..{n - 1})")
+        if x in where:
+            raise _Fail("contribution accounting", f"contribution {x} is merged twice: a replica is never an "
+                                                   f"additional contribution")
+        where[x] = pos
+    for x in range(n):
+        if x not in where:
+            raise _Fail("contribution accounting", f"contribution {x} is omitted")
+    if seed_expected and "seed" not in where:
+        raise _Fail("contribution accounting", "the seed is never merged")
+
+
+@dataclass
+class ReductionWitness:
+    """Partition a fiber of n contributions (0..n-1 in source order) into pieces folded into
+    partial states, then merge the partials in `order` (default: as listed)."""
+    policy: str
+    combine: object                       # Function or builtin name
+    fiber: int
+    pieces: list
+    order: list | None = None
+
+
+def _reduction(w: ReductionWitness) -> str:
+    f = _fn(w.combine)
+    _policy_ok(w.policy, f)
+    for k, piece in enumerate(w.pieces):
+        if not isinstance(piece, (list, tuple)) or not piece:
+            raise _Fail("contribution accounting", f"piece {k} is empty or not a list: a partial state "
+                                                   f"needs at least one contribution")
+    flat = [x for piece in w.pieces for x in piece]
+    _accounting(w.fiber, flat, seed_expected=False)
+    order = list(range(len(w.pieces))) if w.order is None else list(w.order)
+    if sorted(order) != list(range(len(w.pieces))):
+        raise _Fail("contribution accounting", f"merge order {order} is not a permutation of the pieces")
+    trivial = len(w.pieces) <= 1 and flat == sorted(flat)
+    if trivial:
+        return "a single piece in source order: the fold itself"
+    if not may_regroup(w.policy, f):
+        raise _Fail("compatible merge", f"{w.policy} fixes the grouping and '{f.name}' is not an exactly "
+                                        f"associative merge, so partial states cannot be combined exactly")
+    if may_permute(w.policy, f):
+        return f"{len(w.pieces)} piece(s); the merge may permute"
+    for k, piece in enumerate(w.pieces):
+        if list(piece) != list(range(piece[0], piece[0] + len(piece))):
+            raise _Fail("contiguous order-preserving pieces",
+                        f"piece {k} = {list(piece)} is not a contiguous run of the fiber in source order "
+                        f"('{f.name}' is not commutative under {w.policy})")
+    starts = [w.pieces[k][0] for k in order if w.pieces[k]]
+    for a, b in zip(starts, starts[1:]):
+        if a > b:
+            raise _Fail("contiguous order-preserving pieces",
+                        f"partials are merged out of source order (the piece starting at {a} before the one "
+                        f"starting at {b}); '{f.name}' is not commutative under {w.policy}")
+    return f"{len(w.pieces)} contiguous piece(s) merged in order"
+
+
+def check_reduction(w: ReductionWitness) -> Verdict:
+    return _verdict("Reduction factorisation", _reduction, w)
+
+
+@dataclass
+class MergeTreeWitness:
+    """An explicit realization: nested pairs over contribution indices and "seed"."""
+    policy: str
+    combine: object
+    fiber: int
+    tree: object
+    seed_side: str = "left"
+
+
+def tree_leaves(t) -> list:
+    if isinstance(t, (list, tuple)):
+        if len(t) != 2:
+            raise _Fail("tree shape", f"{list(t)} is not a binary merge (two operands)")
+        return tree_leaves(t[0]) + tree_leaves(t[1])
+    return [t]
+
+
+def left_comb(n: int):
+    t = "seed"
+    for i in range(n):
+        t = [t, i]
+    return t
+
+
+def right_comb(n: int):
+    t = "seed"
+    for i in reversed(range(n)):
+        t = [i, t]
+    return t
+
+
+def _norm(t):
+    return [_norm(t[0]), _norm(t[1])] if isinstance(t, (list, tuple)) else t
+
+
+def _merge_tree(w: MergeTreeWitness) -> str:
+    f = _fn(w.combine)
+    _policy_ok(w.policy, f)
+    leaves = tree_leaves(w.tree)
+    _accounting(w.fiber, leaves, seed_expected=True)
+    seq = list(range(w.fiber))
+    seed_left = {"fold_left": True, "fold_right": False}.get(w.policy, w.seed_side == "left")
+    in_order = leaves == (["seed"] + seq if seed_left else seq + ["seed"])
+    if may_permute(w.policy, f):
+        return f"any tree and order admitted for '{f.name}' under {w.policy}"
+    if w.policy in ("fold_left", "fold_right"):
+        want = left_comb(w.fiber) if w.policy == "fold_left" else right_comb(w.fiber)
+        if _norm(w.tree) == want:
+            return f"the {w.policy} update chain"
+        if may_regroup(w.policy, f) and in_order:
+            return f"'{f.name}' is exactly associative: regrouping preserves the {w.policy} result"
+        raise _Fail("strict fold order", f"{w.policy} fixes the update structure {want}; found {_norm(w.tree)}"
+                    + ("" if f.kind != "merge" or f.associative else f" ('{f.name}' is not exactly associative)"))
+    if not in_order:
+        raise _Fail("order-preserving tree", f"leaf order {leaves} changes the contribution order; "
+                                             f"'{f.name}' is not commutative under {w.policy}")
+    return "an order-preserving tree"
+
+
+def check_merge_tree(w: MergeTreeWitness) -> Verdict:
+    return _verdict("Reduction factorisation", _merge_tree, w)
+
+
+# ---------------------------------------------------------------------------------------------
+# Retiming/versioning
+
+@dataclass
+class Value:
+    name: str
+    defined: int                 # issue time of the definition
+    uses: tuple[int, ...]        # read times
+    slot: object                 # the physical version slot it occupies
+
+
+@dataclass
+class VersionWitness:
+    values: list
+    same_cycle_reuse: bool = False     # may a slot be redefined in the cycle of its last read
+
+
+def pipeline_versions(iterations: int, *, ii: int = 1, producer_stage: int = 0, consumer_stage: int = 1,
+                      distance: int = 0, versions: int = 1) -> VersionWitness:
+    """Value i is produced in iteration i at stage s_p into slot i mod V and read by iteration
+    i + distance at stage s_c (stage s of iteration n issues at n*ii + s)."""
+    vals = []
+    for i in range(iterations):
+        uses = tuple([(i + distance) * ii + consumer_stage] if i + distance < iterations else [])
+        vals.append(Value(f"v{i}", i * ii + producer_stage, uses, i % versions))
+    return VersionWitness(vals)
+
+
+def _versioning(w: VersionWitness) -> str:
+    for v in w.values:
+        for u in v.uses:
+            if u <= v.defined:
+                raise _Fail("dependence distances", f"{v.name} is read at time {u}, not after its definition "
+                                                    f"at time {v.defined}")
+    by_slot: dict = {}
+    for v in w.values:
+        by_slot.setdefault(v.slot, []).append(v)
+    for slot, vs in by_slot.items():
+        vs = sorted(vs, key=lambda v: v.defined)
+        for a, b in zip(vs, vs[1:]):
+            last = max(a.uses, default=a.defined)
+            ok = b.defined >= last if w.same_cycle_reuse else b.defined > last
+            if b.defined == a.defined or not ok:
+                raise _Fail("version lifetimes", f"slot {slot} is redefined by {b.name} at time {b.defined} while "
+                                                 f"{a.name} (defined at {a.defined}) is live until time {last}")
+    return f"{len(w.values)} value(s) in {len(by_slot)} slot(s)"
+
+
+def check_versioning(w: VersionWitness) -> Verdict:
+    return _verdict("Retiming/versioning", _versioning, w)
+
+
+# ---------------------------------------------------------------------------------------------
+# Scope fusion (needs a program's effects)
+
+@dataclass
+class FusionWitness:
+    """Fuse sibling scopes A = `first` and B = `second` (the next sibling in a seq)."""
+    first: str
+    second: str
+    kind: str = "parallel"               # parallel: parallel_D(A);parallel_D(B) => parallel_D(A;B)
+    map: IndexMap | None = None          # B coordinates -> A coordinates (default: positional identity)
+
+
+def _fusion(program, w: FusionWitness, gprs=None) -> str:
+    from . import effects as E
+    from .deps import TableBuilder, crossing
+    from .program import Parallel, Seq, Serial, find, nodes
+    try:
+        A, B = find(program, w.first), find(program, w.second)
+    except RegionError as exc:
+        raise _Fail("adjacent siblings", str(exc))
+    parent = next((n for n in nodes(program.body) if isinstance(n, Seq) and A in n.items), None)
+    if parent is None or B not in parent.items or parent.items.index(B) != parent.items.index(A) + 1:
+        raise _Fail("adjacent siblings", f"{w.second} is not the sibling right after {w.first} in a seq")
+    want = Parallel if w.kind == "parallel" else Serial
+    if w.kind not in ("parallel", "serial"):
+        raise _Fail("scope kinds", f"kind must be parallel or serial, got {w.kind!r}")
+    for n, p in ((A, w.first), (B, w.second)):
+        if not isinstance(n, want):
+            raise _Fail("scope kinds", f"{p} is a {type(n).__name__.lower()}, not a {w.kind} scope")
+    if isinstance(A, Serial) and A.carry:
+        from .expr import Var, walk
+        used = {v.name for e in _exprs_of(B) for v in walk(e) if isinstance(v, Var)}
+        hit = sorted(set(A.carry) & used)
+        if hit:
+            raise _Fail("carried values", f"B uses A's carried value '{hit[0]}', which is final only after A's loop")
+    pairs = 0
+    keys = E.Keys()
+    for ctx in E.contexts(program, w.first):
+        walker = E.Walker(program, gprs=gprs)
+        env = E.root_env(walker).child(ctx)
+        ai = walker.instances(A.domain, env, A.path)
+        bi = walker.instances(B.domain, env, B.path)
+        a_rank = {tuple(c.values()): k for k, c in enumerate(ai)}
+        bmap = w.map
+        a_names = A.domain.names
+        if bmap is None and len(A.domain.axes) != len(B.domain.axes):
+            raise _Fail("domains align", f"A has {len(A.domain.axes)} axes and B {len(B.domain.axes)}; give a map")
+        seen: dict = {}
+        b_pos = []
+        for c in bi:
+            t = tuple(c.values())
+            try:
+                m = t if bmap is None else bmap(t)
+            except EvalError as exc:
+                raise _Fail("domains align", f"the map cannot be evaluated at B{fmt(B.domain.names, t)}: {exc}")
+            if m not in a_rank:
+                raise _Fail("domains align", f"B{fmt(B.domain.names, t)} maps to {fmt(a_names, m)}, "
+                                             f"which is not an active instance of A")
+            if m in seen:
+                raise _Fail("domains align", f"B{fmt(B.domain.names, seen[m])} and B{fmt(B.domain.names, t)} both map "
+                                             f"to A{fmt(a_names, m)}")
+            seen[m] = t
+            b_pos.append(a_rank[m])
+        missing = [k for k in a_rank if k not in seen]
+        if missing:
+            raise _Fail("domains align", f"A{fmt(a_names, missing[0])} has no B instance to fuse with")
+        if w.kind == "serial" and any(x > y for x, y in zip(b_pos, b_pos[1:])):
+            raise _Fail("domains align", "the map does not preserve B's iteration order")
+        # Static footprints: every leaf event under each instance.
+        ta, tb = TableBuilder(keys), TableBuilder(keys)
+        walker.walk(A, env, dict(ctx))
+        _fill(ta, walker.events, A, ai, lambda k: k, ctx)
+        walker.events = []
+        walker.walk(B, env, dict(ctx))
+        _fill(tb, walker.events, B, bi, lambda k: b_pos[k], ctx)
+        cr = crossing(ta.table(), tb.table(), "diagonal" if w.kind == "parallel" else "le", keys)
+        if cr is not None:
+            cell = E.describe(program, cr.key, cr.cell)
+            if w.kind == "parallel":
+                raise _Fail("Dep_AB ⊆ diagonal", f"crossing {cr.kind} edge {cr.first} -> {cr.second} on {cell}: "
+                                                 f"per-instance fusion would lose this edge")
+            raise _Fail("cross edges i <= j", f"{cr.kind} edge {cr.first} -> {cr.second} on {cell} goes backwards "
+                                              f"in the fused order (A iteration {cr.first_pos} after B's {cr.second_pos})")
+        pairs += len(ai)
+    return f"{pairs} fused instance pair(s)"
+
+
+def _fill(tb, events, node, insts, pos_of, ctx) -> None:
+    names = node.domain.names
+    index = {tuple(c[n] for n in names): k for k, c in enumerate(insts)}
+    labels = [tb.instance(f"{node.path} {fmt(names, tuple(c.values()))}") for c in insts]
+    for ev in events:
+        k = index[tuple(ev.coords[n] for n in names)]
+        for a in ev.accesses:
+            tb.add(labels[k], a.key, a.cells, a.write, pos_of(k))
+
+
+def _exprs_of(node):
+    from .expr import Load
+    from .program import nodes, Op, If, Reduce, GprOp
+    for n in nodes(node):
+        for ax in getattr(getattr(n, "domain", None), "axes", ()):
+            yield ax.lo
+            yield ax.hi
+        if isinstance(n, Op):
+            for s in n.stmts:
+                yield s.value
+                if isinstance(s.target, Load):
+                    yield s.target
+        elif isinstance(n, If):
+            yield n.pred
+        elif isinstance(n, GprOp):
+            yield n.value
+        elif isinstance(n, Reduce) and not n.tiles:
+            yield n.value
+        for e in getattr(n, "carry", {}).values():
+            yield e
+
+
+def check_scope_fusion(program, w: FusionWitness, gprs: dict | None = None) -> Verdict:
+    return _verdict("Scope fusion", _fusion, program, w, gprs)
+
+
+def apply_fusion(program, w: FusionWitness):
+    """The fused program (parallel_D(A; B) / serial_D(A; B)); requires B's axes to be A's
+    (same names and bounds) and no carried values in B.  Checks nothing: call the checker."""
+    from .loader import dump, load
+    from .program import find
+    A, B = find(program, w.first), find(program, w.second)
+    if [a.name for a in A.domain.axes] != [b.name for b in B.domain.axes] or getattr(B, "carry", None):
+        raise ValueError("apply_fusion needs B's axes named as A's and no carried values in B")
+    doc = dump(program)
+    parent_path = w.first.rsplit(".seq[", 1)[0]
+    k = int(w.first.rsplit(".seq[", 1)[1].rstrip("]"))
+    cur = doc
+    for part in parent_path[len("$."):].replace("]", "").replace("[", ".").split("."):
+        cur = cur[int(part)] if part.isdigit() else cur[part]
+    items = cur["seq"]
+    a, b = items[k], items[k + 1]
+    fused = dict(a)
+    fused["body"] = {"seq": [a["body"], b["body"]]}
+    if w.kind == "serial" and "next" in b:
+        fused.setdefault("next", {}).update(b["next"])
+    items[k:k + 2] = [fused]
+    return load(doc)
