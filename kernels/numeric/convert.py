@@ -170,7 +170,7 @@ def convert_generic(bits, s: DataType, d: DataType, rmode: str, sat: bool, ftz: 
 # ---------------------------------------------------------------------------------------------
 # tables built from the generic path
 # ---------------------------------------------------------------------------------------------
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=96)
 def conversion_table(src: str, dst: str, rmode: str, sat: bool, ftz: bool):
     """(bits, flags) for every code of a source of 16 bits or fewer (read-only NumPy arrays)."""
     s, d = datatype(src), datatype(dst)

@@ -7,14 +7,16 @@ slower than one thread (and golden-vector generation parallelises over processes
 - `convert_ieee`: IEEE-family -> IEEE-family conversion (FP64/FP32/TF32/HF32 sources to
   FP64/FP32/TF32/HF32/FP16/BF16), every rounding mode, Sat, ftz, NaN payloads, flags.
 
-The per-element function `_cvt_one` is plain integer arithmetic on scalars, so the same source
-compiles with numba.njit for the CPU and with numba.cuda.jit(device=True) for the GPU; the
-NumPy reference (convert.convert_generic) stays the definition and the tests hold the two equal.
+The per-element function `_cvt_one` (and its helpers) is plain integer arithmetic on scalars,
+registered with numba's `register_jitable`, so the same source is compiled into the CPU loop
+below and into the CUDA kernel of `cuda_convert_ieee` (tested under NUMBA_ENABLE_CUDASIM=1);
+the NumPy reference (convert.convert_generic) stays the definition and tests hold them equal.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.core.extending import register_jitable
 
 from isa.datatypes import DataType
 
@@ -49,7 +51,7 @@ def gather_hi16(bits, tb, tf):
 # ---------------------------------------------------------------------------------------------
 # IEEE -> IEEE, one element
 # ---------------------------------------------------------------------------------------------
-@njit(cache=True, inline="always")
+@register_jitable
 def _bitlen(x):
     n = 0
     while x > 0:
@@ -58,7 +60,7 @@ def _bitlen(x):
     return n
 
 
-@njit(cache=True, inline="always")
+@register_jitable
 def _increment(R, S, odd, sign, mode):
     """0/1 increment; R, S, odd, sign are 0/1 ints (bitwise, no data-dependent branches)."""
     if mode == 0:
@@ -74,7 +76,7 @@ def _increment(R, S, odd, sign, mode):
     return (R | S) & (1 - odd)                           # RTO
 
 
-@njit(cache=True, inline="always")
+@register_jitable
 def _split(sig, exp, q):
     """(m, R, S) of sig * 2^exp at quantum 2^q as ints (R, S in 0/1); sig < 2^62, no sticky."""
     shift = q - exp
@@ -88,7 +90,7 @@ def _split(sig, exp, q):
     return m, R, (low | -low) >> 63 & 1
 
 
-@njit(cache=True)
+@register_jitable
 def _cvt_one(u, s_ebits, s_t, s_bias, s_shift, s_width,
              d_ebits, d_t, d_bias, d_shift, d_width, mode, sat, ftz):
     """(bits uint64, flags) of one IEEE-family encoding converted to an IEEE-family format
@@ -203,3 +205,42 @@ def convert_ieee(bits, s: DataType, d: DataType, rmode: str, sat: bool, ftz: boo
     of = np.empty(u.size, np.uint8)
     _cvt_loop_seq(u, ob, of, p)
     return ob.reshape(np.shape(bits)), of.reshape(np.shape(bits))
+
+
+# ---------------------------------------------------------------------------------------------
+# CUDA: the same per-element function in a numba.cuda kernel (device arrays in, device out)
+# ---------------------------------------------------------------------------------------------
+_CUDA_KERNEL = None
+cuda = None                      # numba.cuda, imported on first GPU use (a module global, so the
+                                 # CUDA simulator can substitute its own module)
+
+
+def _cvt_kernel_body(u, ob, of, p):
+    i = cuda.grid(1)
+    if i < u.size:
+        b, f = _cvt_one(np.uint64(u[i]), p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9],
+                        p[10], p[11] != 0, p[12] != 0)
+        ob[i] = b
+        of[i] = f
+
+
+def _cuda_kernel():
+    global _CUDA_KERNEL, cuda
+    if _CUDA_KERNEL is None:
+        from numba import cuda as _cuda
+        cuda = _cuda
+        _CUDA_KERNEL = cuda.jit(_cvt_kernel_body)
+    return _CUDA_KERNEL
+
+
+def cuda_convert_ieee(bits, s: DataType, d: DataType, rmode: str, sat: bool, ftz: bool, threads: int = 256):
+    """IEEE -> IEEE conversion of a 1-D host or device array on the GPU (numba.cuda)."""
+    kernel = _cuda_kernel()
+    fs, fd = FORMATS[s.name], FORMATS[d.name]
+    p = np.array([fs.ebits, fs.t, fs.bias, fs.shift, fs.width, fd.ebits, fd.t, fd.bias, fd.shift, fd.width,
+                  MODE_CODE[rmode], int(sat), int(ftz)], dtype=np.int64)
+    u = cuda.to_device(np.ascontiguousarray(bits).ravel()) if isinstance(bits, np.ndarray) else bits
+    ob = cuda.device_array(u.size, d.raw_dtype)
+    of = cuda.device_array(u.size, np.uint8)
+    kernel[(u.size + threads - 1) // threads, threads](u, ob, of, cuda.to_device(p))
+    return ob, of

@@ -81,7 +81,7 @@ def _ieee(name, ebits, t, bias, specials, *, width=None, shift=0, source):
 
 
 _OCP8 = "OCP 8-bit Floating Point Specification (OFP8) rev 1.0"
-_OCPMX = "OCP Microscaling Formats (MX) Specification v1.0, section 5.3"
+_OCPMX = "OCP Microscaling Formats (MX) Specification v1.0"
 _IEEE = "IEEE 754-2019"
 
 FORMATS: dict[str, FloatFormat] = {f.name: f for f in (
