@@ -23,7 +23,7 @@ from isa import fields
 from isa import instructions as instrs
 from isa.datatypes import DataType, Kind
 
-from . import ops_float, ops_int
+from . import ops_float, ops_int, transcendental
 from .errors import UnsupportedOperation
 from .profiles import Profile, profile as resolve_profile
 
@@ -55,7 +55,7 @@ TABLE: dict[tuple[str, Kind], Impl] = {}
 for _op, _fn in ops_int.OPS.items():
     TABLE[(_op, Kind.SINT)] = _int_impl(_op, _fn, True)
     TABLE[(_op, Kind.UINT)] = _int_impl(_op, _fn, False)
-for _op, _fn in ops_float.OPS.items():
+for _op, _fn in {**ops_float.OPS, **transcendental.OPS}.items():
     TABLE[(_op, Kind.FLOAT)] = _float_impl(_op, _fn)
 
 OPERATIONS = frozenset(op for op, _ in TABLE)
