@@ -114,14 +114,27 @@ def sqrt_ro53(x: Fraction) -> float:
     return math.ldexp(q, -k)
 
 
+def daz(name, codes):
+    """Profile ftz: subnormal operand encodings read as the zero of their sign."""
+    eb, t, specials, shift, cont = fields(name)
+    c = np.asarray(codes).astype(np.uint64)
+    E = (c >> np.uint64(shift + t)) & np.uint64((1 << eb) - 1)
+    T = (c >> np.uint64(shift)) & np.uint64((1 << t) - 1)
+    sign = c & np.uint64(1 << (eb + t + shift))
+    return np.where((E == 0) & (T != 0), sign, c).astype(np.asarray(codes).dtype)
+
+
+FTZ = False   # set by reference(..., ftz=True) for the rounding helpers below
+
+
 def round_exact_values(name, exact, zero_neg):
     """(bits, flags) of exact Fractions `exact` (a list) rounded to `name`; exact zeros take the
     sign in zero_neg."""
     if name == "FP64":
-        out = [O.round_exact(x, "FP64") if x != 0 else (zero_code(name, z), 0) for x, z in zip(exact, zero_neg)]
+        out = [O.round_exact(x, "FP64", ftz=FTZ) if x != 0 else (zero_code(name, z), 0) for x, z in zip(exact, zero_neg)]
         return (np.array([b for b, _ in out], np.uint64), np.array([f for _, f in out], np.uint8))
     standins = np.array([ro53(x) for x in exact], np.float64)
-    bits, flags = O.round_f64(standins, name)
+    bits, flags = O.round_f64(standins, name, ftz=FTZ)
     zero = standins == 0
     bits = np.where(zero, np.where(zero_neg, zero_code(name, True), 0), bits).astype(raw(name))
     return bits, np.where(zero, 0, flags).astype(np.uint8)
@@ -148,8 +161,18 @@ def _put(bits, flags, mask, code, flag=0):
     flags[mask] = flag
 
 
-def reference(op, name, *codes):
-    """(bits, flags) of element-wise `op` on `name` for 1-D code arrays, from the definitions."""
+def reference(op, name, *codes, ftz=False):
+    """(bits, flags) of element-wise `op` on `name` for 1-D code arrays, from the definitions;
+    ftz=True: profile ftz (subnormal operands read as zero, subnormal results flush with UF|NX)."""
+    global FTZ
+    FTZ = ftz
+    try:
+        return _reference(op, name, *(daz(name, c) if ftz else np.asarray(c) for c in codes))
+    finally:
+        FTZ = False
+
+
+def _reference(op, name, *codes):
     codes = [np.asarray(c) for c in codes]
     vs = [values(name, c) for c in codes]
     xs = [v for v, _ in vs]
@@ -219,7 +242,7 @@ def reference(op, name, *codes):
         if idx.size:
             if name == "FP64":
                 raise NotImplementedError("FP64 square roots are checked against softfloat")
-            b, f = O.round_f64(np.array([sqrt_ro53(Fraction(float(x[i]))) for i in idx]), name)
+            b, f = O.round_f64(np.array([sqrt_ro53(Fraction(float(x[i]))) for i in idx]), name, ftz=FTZ)
             bits[idx], flags[idx] = b, f
         bits[x == 0] = [zero_code(name, s) for s in sb[0][x == 0]]
         _put(bits, flags, np.isposinf(x), inf_code(name, False))
