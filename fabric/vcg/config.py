@@ -221,8 +221,12 @@ def _term_ref(t: Term) -> str:
 
 
 def _placement(m: Mapping, axis: str):
-    s_terms = [(i, t) for i, t in enumerate(m.slice) if t.axis == axis]
-    t_terms = [t for t in m.time if t.axis == axis]
+    """`axis`' sub-expressions per dimension.  A 1-position Slice/Time term carries no digit and is
+    skipped; a Packet term always counts (its size is the packet_span)."""
+    def used(t: Term) -> bool:
+        return t.axis == axis and t.dim > 1
+    s_terms = [(i, t) for i, t in enumerate(m.slice) if used(t)]
+    t_terms = [t for t in m.time if used(t)]
     p_terms = [t for t in m.packet if t.axis == axis]
     return s_terms, t_terms, p_terms
 
@@ -255,12 +259,11 @@ def _encode(slice_bits: list[tuple[Term, int]], r: int) -> int:
 
 
 def _check_dim_padding(axis: str, s_terms, t_terms, time_major: bool) -> None:
-    factors = [t for _, t in s_terms] + list(t_terms)
-    if not factors:
-        return
-    major = max(factors, key=lambda t: t.stride)
-    for t in factors:
-        if t.dim_padded and (t is not major or time_major or (t.where == "Time" and s_terms)):
+    """A padded dimension position must land past PADDED_SIZE (stride * size >= PADDED_SIZE: the
+    major digit), where SliceMajor's Greater arm or idx >= time_thres closes it."""
+    for t in [t for _, t in s_terms] + list(t_terms):
+        major = t.stride * t.size >= t.padded
+        if t.dim_padded and (not major or time_major or (t.where == "Time" and s_terms)):
             raise VcgError("dim-padding",
                            f"{_term_ref(t)} pads its dimension from {t.size} to {t.dim}")
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
+from numba.core import types
+from numba.extending import overload
 
 from .reduce import OP_CODES, ReducePlan, identity
 
@@ -17,14 +20,14 @@ ADDSAT, ADD, MIN, MAX = (OP_CODES[k] for k in ("AddSat", "Add", "Min", "Max"))
 
 
 # ----------------------------------------------------------------------------- scalar ops
-# One signature for every element kind: comb(op, a, b, lo, hi, qnan) -> op(a, b).
+# One signature for every element kind: f(op, a, b, lo, hi, witness) -> op(a, b).
 
-def _comb_float(op, a, b, lo, hi, qnan):
+def _comb_float(op, a, b, lo, hi, witness):
     if op == ADD:
         return a + b
     an, bn = a != a, b != b
     if an and bn:
-        return qnan
+        return lo                                         # floats pass the canonical NaN as lo
     if an:
         return b
     if bn:
@@ -42,8 +45,9 @@ def _comb_float(op, a, b, lo, hi, qnan):
     return a if math.copysign(1.0, a) < 0 else b          # +0/-0 tie -> -0
 
 
-def _comb_small(op, a, b, lo, hi, qnan):
-    """Integers of 8..32 bits: exact in int64; the caller's store wraps (Add) to the width."""
+def _comb_small(op, a, b, lo, hi, witness):
+    """Integers of 8..32 bits: exact in int64, then saturated (AddSat) or wrapped (Add) into
+    [lo, hi] so every stored value is in range."""
     x, y = np.int64(a), np.int64(b)
     if op == MAX:
         return x if x > y else y
@@ -55,10 +59,11 @@ def _comb_small(op, a, b, lo, hi, qnan):
             return hi
         if s < lo:
             return lo
-    return s
+        return s
+    return (s - lo) % (hi - lo + 1) + lo
 
 
-def _comb_i64(op, a, b, lo, hi, qnan):
+def _comb_i64(op, a, b, lo, hi, witness):
     if op == MAX:
         return a if a > b else b
     if op == MIN:
@@ -69,7 +74,7 @@ def _comb_i64(op, a, b, lo, hi, qnan):
     return s
 
 
-def _comb_u64(op, a, b, lo, hi, qnan):
+def _comb_u64(op, a, b, lo, hi, witness):
     if op == MAX:
         return a if a > b else b
     if op == MIN:
@@ -80,89 +85,100 @@ def _comb_u64(op, a, b, lo, hi, qnan):
     return s
 
 
-def _make_cell(jit, comb):
-    """One output element: fold over the fiber of slot o (see reduce.py for the contract)."""
-    @jit
-    def cell(s, o, lane, x8, v8, fiber, split, r_in_packet, op, seed, lo, hi, qnan, canon):
-        acc = seed
-        for j in range(fiber.shape[1]):
-            t4 = fiber[o, j]
-            if split:
-                t, half = t4 // 2, t4 % 2
-            else:
-                t, half = t4, 0
-            v = np.int64(v8[s, t])
-            if half == 0:
-                v4 = v if v < 4 else 4
-            else:
-                v4 = v - 4 if v > 4 else 0
-                v4 = v4 if v4 < 4 else 4
-            base = 4 * half
-            if r_in_packet:
-                if v4 == 0:
-                    continue
-                x = x8[s, t, base]
-                if v4 >= 2:
-                    x = comb(op, x, x8[s, t, base + 1], lo, hi, qnan)
-                if v4 >= 3:
-                    y = x8[s, t, base + 2]
-                    if v4 >= 4:
-                        y = comb(op, y, x8[s, t, base + 3], lo, hi, qnan)
-                    x = comb(op, x, y, lo, hi, qnan)
-                acc = comb(op, acc, x, lo, hi, qnan)
-            elif lane < v4:
-                acc = comb(op, acc, x8[s, t, base + lane], lo, hi, qnan)
-        if canon and acc != acc:
-            acc = qnan
-        return acc
-    return cell
+def comb(op, a, b, lo, hi, witness):
+    """op(a, b).  `witness` is a zero of the element type and selects the arithmetic: this Python
+    body serves the CUDA simulator; compiled targets pick the same function by type (overload)."""
+    return _COMB[_comb_kind(np.asarray(witness).dtype)](op, a, b, lo, hi, witness)
 
 
-def _comb_for(dtype):
-    dt = np.dtype(dtype)
+def _comb_kind(dt) -> str:
     if dt.kind == "f":
-        return "float", _comb_float
+        return "float"
     if dt.itemsize < 8:
-        return "small", _comb_small
-    return ("i64", _comb_i64) if dt.kind == "i" else ("u64", _comb_u64)
+        return "small"
+    return "i64" if dt.kind == "i" else "u64"
+
+
+_COMB = {"float": _comb_float, "small": _comb_small, "i64": _comb_i64, "u64": _comb_u64}
+
+
+@overload(comb)
+def _comb_typed(op, a, b, lo, hi, witness):
+    if isinstance(witness, types.Float):
+        return _comb_float
+    if witness.bitwidth < 64:
+        return _comb_small
+    return _comb_i64 if witness.signed else _comb_u64
+
+
+def cell(s, o, lane, x8, v8, fiber, split, r_in_packet, op, seed, lo, hi, witness, canon, qnan):
+    """One output element: fold over the fiber of slot o (see reduce.py for the contract)."""
+    acc = seed
+    for j in range(fiber.shape[1]):
+        t4 = fiber[o, j]
+        if split:
+            t, half = t4 // 2, t4 % 2
+        else:
+            t, half = t4, 0
+        v = np.int64(v8[s, t])
+        if half == 0:
+            v4 = v if v < 4 else 4
+        else:
+            v4 = v - 4 if v > 4 else 0
+            v4 = v4 if v4 < 4 else 4
+        base = 4 * half
+        if r_in_packet:
+            if v4 == 0:
+                continue
+            x = x8[s, t, base]
+            if v4 >= 2:
+                x = comb(op, x, x8[s, t, base + 1], lo, hi, witness)
+            if v4 >= 3:
+                y = x8[s, t, base + 2]
+                if v4 >= 4:
+                    y = comb(op, y, x8[s, t, base + 3], lo, hi, witness)
+                x = comb(op, x, y, lo, hi, witness)
+            acc = comb(op, acc, x, lo, hi, witness)
+        elif lane < v4:
+            acc = comb(op, acc, x8[s, t, base + lane], lo, hi, witness)
+    if canon and acc != acc:
+        acc = qnan
+    return acc
 
 
 def _scalars(dt, op):
+    """(seed, lo, hi, witness, qnan) for an element dtype."""
     dt = np.dtype(dt)
+    seed, zero = identity(op, dt)[()], dt.type(0)
     if dt.kind == "f":
-        return identity(op, dt)[()], dt.type(0), dt.type(0), dt.type(np.nan)
+        qnan = dt.type(np.nan)                               # canonical quiet NaN
+        return seed, qnan, qnan, zero, qnan
     info = np.iinfo(dt)
-    if dt.itemsize < 8:
-        return identity(op, dt)[()], np.int64(info.min), np.int64(info.max), dt.type(0)
-    return identity(op, dt)[()], dt.type(info.min), dt.type(info.max), dt.type(0)
+    wide = np.int64 if dt.itemsize < 8 else dt.type
+    return seed, wide(info.min), wide(info.max), zero, zero
 
 
 # ----------------------------------------------------------------------------- Numba CPU
 
-_CPU: dict[str, object] = {}
+_cell_cpu = numba.njit(cache=True)(cell)
 
 
-def _cpu_kernel(name: str, comb):
-    if name not in _CPU:
-        import numba
-        cell = _make_cell(numba.njit, numba.njit(comb))
-
-        @numba.njit(parallel=True)
-        def kernel(x8, v8, fiber, split, r_in_packet, op, seed, lo, hi, qnan, canon, out):
-            for s in numba.prange(out.shape[0]):
-                for o in range(out.shape[1]):
-                    for lane in range(out.shape[2]):
-                        out[s, o, lane] = cell(s, o, lane, x8, v8, fiber, split, r_in_packet,
-                                               op, seed, lo, hi, qnan, canon)
-        _CPU[name] = kernel
-    return _CPU[name]
+@numba.njit(parallel=True, cache=True)
+def _kernel_cpu(x8, v8, fiber, split, r_in_packet, op, seed, lo, hi, witness, canon, qnan, out):
+    for s in numba.prange(out.shape[0]):
+        for o in range(out.shape[1]):
+            for lane in range(out.shape[2]):
+                out[s, o, lane] = _cell_cpu(s, o, lane, x8, v8, fiber, split, r_in_packet,
+                                            op, seed, lo, hi, witness, canon, qnan)
 
 
 def _launch_args(x8, plan: ReducePlan, op: str):
-    seed, lo, hi, qnan = _scalars(x8.dtype, op)
+    """Kernel arguments after (x8, v8): fiber, split, r_in_packet, op, seed, lo, hi, witness,
+    canon, qnan."""
+    seed, lo, hi, witness, qnan = _scalars(x8.dtype, op)
     canon = op == "Add" and x8.dtype.kind == "f"
     return (np.ascontiguousarray(plan.fiber), plan.narrow == "split", plan.r_in_packet,
-            OP_CODES[op], seed, lo, hi, qnan, canon)
+            OP_CODES[op], seed, lo, hi, witness, canon, qnan)
 
 
 def _finish(acc, plan: ReducePlan, xp=np):
@@ -178,8 +194,6 @@ def reduce_numba(x8, v8, plan: ReducePlan, op: str):
     """[S, T, 8], [S, T] -> out [S, O, 4]; None when the element type has no Numba arithmetic."""
     if x8.dtype == np.float16:
         return None
-    name, comb = _comb_for(x8.dtype)
-    kernel = _cpu_kernel(name, comb)
     acc = np.empty((plan.num_slices, plan.out_steps, plan.out_lanes), dtype=x8.dtype)
-    kernel(np.ascontiguousarray(x8), np.ascontiguousarray(v8), *_launch_args(x8, plan, op), acc)
+    _kernel_cpu(np.ascontiguousarray(x8), np.ascontiguousarray(v8), *_launch_args(x8, plan, op), acc)
     return _finish(acc, plan)

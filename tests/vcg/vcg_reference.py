@@ -74,24 +74,32 @@ def _digits(digits: list[Digit], x: np.ndarray) -> list[np.ndarray]:
 
 
 def element_reality(pl: Placement):
-    """For the (S, T, 8) grid of flit lanes: per axis, (index, real) arrays, and lane_exists."""
+    """For the (S, T, 8) grid of flit lanes: per axis index and reality, and `position_real`.
+
+    real[a]: the lane exists (Packet) and a's digits rebuild an index below a's SIZE.
+    position_real: the lane exists and no identity `1 # n` is on a padding position there (such
+    positions are padding of the output, like a padded non-reduce axis).
+    """
     s = np.arange(pl.num_slices)[:, None, None]
     t = np.arange(pl.num_steps)[None, :, None]
     q = np.arange(8)[None, None, :]
     shape = (pl.num_slices, pl.num_steps, 8)
     lane_exists = np.broadcast_to(q < math.prod(d.dim for d in pl.packet), shape)
+    position_real = np.ones(shape, bool)
     index = {a: np.zeros(shape, np.int64) for a in pl.axes}
     inside = {a: np.ones(shape, bool) for a in pl.axes}
-    for digits, x in ((pl.slice, s), (pl.time, t), (pl.packet, q)):
+    for digits, x, in_packet in ((pl.slice, s, False), (pl.time, t, False), (pl.packet, q, True)):
         for d, v in zip(digits, _digits(digits, x)):
             v = np.broadcast_to(v, shape)
             if d.axis is None:
-                lane_exists = lane_exists & (v < d.size)
+                if in_packet:
+                    lane_exists = lane_exists & (v < d.size)
+                position_real = position_real & (v < d.size)
                 continue
             index[d.axis] = index[d.axis] + v * d.stride
             inside[d.axis] = inside[d.axis] & (v < d.size)
     real = {a: inside[a] & (index[a] < pl.axes[a]) & lane_exists for a in pl.axes}
-    return index, real, lane_exists
+    return index, real, position_real & lane_exists
 
 
 def brute_valid(pl: Placement, reduce: str, tracked: list[str]) -> np.ndarray:
@@ -173,7 +181,7 @@ def reference_reduce(pl: Placement, reduce: str, op: str, narrow: str, logical, 
     `logical(coords: dict axis->index) -> value` gives the logical tensor.  Output slot o is the
     mixed-radix number of the non-R Time digits (plus the split half when R is not in Packet).
     """
-    index, real, _ = element_reality(pl)
+    index, real, position_real = element_reality(pl)
     r_in_packet = any(d.axis == reduce for d in pl.packet)
     others = [a for a in pl.axes if a != reduce]
     t_digits = _digits(pl.time, np.arange(pl.num_steps))
@@ -199,12 +207,14 @@ def reference_reduce(pl: Placement, reduce: str, op: str, narrow: str, logical, 
                     keys = [(s, o, 0)]
                     contrib = [tree(op, vals, dtype)] if vals else []
                     coords_ok = all(real[a][s, t, 4 * h] or not _placed(pl, a) for a in others)
-                    if not coords_ok:
+                    if not (coords_ok and position_real[s, t, 0]):
                         continue
                     fibers.setdefault(keys[0], []).extend(contrib)
                 else:
                     for lane, q in enumerate(lanes):
                         if not all(real[a][s, t, q] or not _placed(pl, a) for a in others):
+                            continue
+                        if not position_real[s, t, q] or q >= _packet_size(pl):
                             continue
                         key = (s, o, lane)
                         fibers.setdefault(key, [])
@@ -216,6 +226,10 @@ def reference_reduce(pl: Placement, reduce: str, op: str, narrow: str, logical, 
             acc = scalar_op(op, acc, v, dtype)
         results[key] = to_bits(acc, dtype)
     return results
+
+
+def _packet_size(pl: Placement) -> int:
+    return math.prod(d.dim for d in pl.packet)
 
 
 def _placed(pl: Placement, axis: str) -> bool:

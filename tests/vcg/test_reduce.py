@@ -1,0 +1,244 @@
+"""The intra-slice reduce: narrow/widen prefix rules, the fold order and numeric rules of the
+contract (checked on hand-computed values), and bit-identical backends."""
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from fabric.vcg import (Mapping, compile_vcg, plan_reduce, reduce_flits, valid_size_matrix,
+                        vector_narrow_split, vector_narrow_trim, vector_widen_concat)
+from fabric.vcg.reduce import SUPPORTED_DTYPES, identity
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+# ----------------------------------------------------------------------------- narrow / widen
+
+def test_narrow_split_halves_every_count_and_keeps_the_prefix():
+    v8 = np.arange(9, dtype=np.uint8)[None, :]                      # one slice, v = 0..8
+    x8 = np.arange(72, dtype=np.int32).reshape(1, 9, 8)
+    x4, v4 = vector_narrow_split(x8, v8)
+    assert v4.reshape(9, 2).tolist() == [[min(v, 4), max(v - 4, 0)] for v in range(9)]
+    assert np.shares_memory(x4, x8)                                  # a view, no copy
+    lanes8 = np.arange(8) < v8[0, :, None]
+    lanes4 = (np.arange(4) < v4[0, :, None]).reshape(9, 8)
+    assert np.array_equal(lanes8, lanes4)                            # same elements stay valid
+    x_back, v_back = vector_widen_concat(x4[0, 0::2], v4[0, 0::2], x4[0, 1::2], v4[0, 1::2])
+    assert np.array_equal(x_back, x8[0]) and np.array_equal(v_back, v8[0])
+
+
+def test_narrow_trim_keeps_the_low_half():
+    x8 = np.arange(16, dtype=np.int16).reshape(1, 2, 8)
+    x4, v4 = vector_narrow_trim(x8, np.array([[3, 8]], np.uint8))
+    assert x4.tolist() == [[[0, 1, 2, 3], [8, 9, 10, 11]]] and v4.tolist() == [[3, 4]]
+
+
+def test_widen_concat_adds_counts():
+    x = np.zeros((2, 4), np.float32)
+    _, v = vector_widen_concat(x, np.array([4, 2]), x, np.array([3, 0]))
+    assert v.tolist() == [7, 2]
+
+
+# ----------------------------------------------------------------------------- the fold
+
+R_IN_TIME = ("R = 3", "", "R # 4", "1 # 8")          # lanes are independent outputs
+R_IN_PACKET = ("R = 4", "", "", "R # 8")             # one flit, lanes tree-reduced (v = 4)
+
+
+def run(spec, rows, dtype, op, narrow="trim", backend="numpy"):
+    m = Mapping.parse(*spec)
+    vs = valid_size_matrix(compile_vcg(m, "R"), m.num_slices, m.num_steps)
+    x8 = np.zeros((m.num_slices * m.num_steps, 8), dtype=dtype)
+    for i, r in enumerate(rows):
+        x8[i, :len(r)] = r
+    out, ov = reduce_flits(x8, vs.reshape(-1), plan_reduce(m, "R", narrow), op, backend)
+    return out, ov, vs
+
+
+def lane0(out):
+    return out.reshape(-1, 4)[0, 0]
+
+
+def bits(v, dtype):
+    return np.array(v, dtype).view(f"u{np.dtype(dtype).itemsize}").item()
+
+
+def test_addsat_saturates_at_every_step():
+    # 100 + 100 saturates to 127 before -100 arrives: 27, not the exact 100
+    out, _, _ = run(R_IN_TIME, [[100], [100], [-100], [99]], np.int8, "AddSat")
+    assert lane0(out) == 27                          # the 4th step is R = 3: padding, excluded
+    out, _, _ = run(R_IN_TIME, [[-100], [-100], [100]], np.int8, "AddSat")
+    assert lane0(out) == -28
+
+
+def test_integer_add_wraps():
+    out, _, _ = run(R_IN_TIME, [[100], [100], [1]], np.int8, "Add")
+    assert lane0(out) == (201 + 128) % 256 - 128
+
+
+def test_64_bit_saturation_both_ends():
+    big = np.iinfo(np.int64).max
+    out, _, _ = run(R_IN_TIME, [[big], [1], [-5]], np.int64, "AddSat")
+    assert lane0(out) == big - 5
+    out, _, _ = run(R_IN_TIME, [[-big], [-2], [3]], np.int64, "AddSat")
+    assert lane0(out) == -big - 1 + 3
+    umax = np.iinfo(np.uint64).max
+    out, _, _ = run(R_IN_TIME, [[umax - 1], [5], [0]], np.uint64, "AddSat")
+    assert lane0(out) == umax
+
+
+def test_float_add_over_time_is_a_left_fold():
+    # (((-0 + 1e8) + 1) + -1e8) + 1 in float32: 1e8 + 1 rounds back to 1e8, so the result is 1
+    spec = ("R = 4", "", "R", "1 # 8")
+    out, _, _ = run(spec, [[1e8], [1.0], [-1e8], [1.0]], np.float32, "Add")
+    assert lane0(out) == np.float32(1.0)
+    assert math.fsum([1e8, 1.0, -1e8, 1.0]) == 2.0                  # the exact sum differs
+
+
+def test_float_add_in_packet_is_a_two_level_tree():
+    # op(op(1e8, 1), op(-1e8, 1)) = 1e8 + -1e8 = 0 in float32, where a left fold gives 1
+    out, _, _ = run(R_IN_PACKET, [[1e8, 1.0, -1e8, 1.0]], np.float32, "Add")
+    assert lane0(out) == 0.0 and out.reshape(-1, 4)[0, 1:].tolist() == [0, 0, 0]
+    # with 3 valid lanes the missing operand passes c through: (1e8 + 1) + -1e8 = 0
+    out, _, _ = run(("R = 3", "", "", "R # 8"), [[1e8, 1.0, -1e8, 7.0]], np.float32, "Add")
+    assert lane0(out) == 0.0
+
+
+def test_float_nan_rules():
+    nan_payload = np.array([0x7F800001], np.uint32).view(np.float32)[0]   # a signalling NaN
+    out, _, _ = run(R_IN_TIME, [[1.0], [nan_payload], [2.0]], np.float32, "Add")
+    assert bits(lane0(out), np.float32) == 0x7FC00000                  # canonical quiet NaN
+    out, _, _ = run(R_IN_TIME, [[np.nan], [1.0], [np.nan]], np.float32, "Max")
+    assert lane0(out) == 1.0                                           # one NaN: the other operand
+    out, _, _ = run(R_IN_TIME, [[np.nan], [np.nan], [np.nan]], np.float32, "Min")
+    assert lane0(out) == np.inf                                        # NaNs never beat the seed
+    out, _, _ = run(R_IN_PACKET, [[np.nan, np.nan, np.nan, np.nan]], np.float64, "Max")
+    assert lane0(out) == -np.inf
+
+
+def test_signed_zeros():
+    assert bits(lane0(run(R_IN_TIME, [[-0.0], [-0.0], [-0.0]], np.float32, "Add")[0]), np.float32) == 0x80000000
+    assert bits(lane0(run(R_IN_TIME, [[-0.0], [0.0], [-0.0]], np.float32, "Add")[0]), np.float32) == 0
+    assert bits(lane0(run(R_IN_TIME, [[-0.0], [0.0], [-0.0]], np.float16, "Max")[0]), np.float16) == 0
+    assert bits(lane0(run(R_IN_TIME, [[0.0], [-0.0], [0.0]], np.float64, "Min")[0]), np.float64) == 1 << 63
+
+
+@pytest.mark.parametrize("dtype", SUPPORTED_DTYPES)
+def test_an_all_padding_slice_returns_the_identity(dtype):
+    # Slice-only R = 1 padded to 2: slice 1 holds only padding, its output is the fold's seed
+    spec = ("R = 1", "R # 2", "", "1 # 8")
+    ops = ("Add", "Min", "Max") if dtype.kind == "f" else ("AddSat", "Add", "Min", "Max")
+    for op in ops:
+        m = Mapping.parse(*spec)
+        vs = valid_size_matrix(compile_vcg(m, "R"), 2, 1)
+        assert vs.tolist() == [[8], [0]]
+        x8 = np.full((2, 8), 7, dtype=dtype)
+        out, _ = reduce_flits(x8, vs.reshape(-1), plan_reduce(m, "R"), op)
+        assert out[1, 0, 0].tobytes() == identity(op, dtype).tobytes()
+        assert out[0, 0, 0] == dtype.type(7)                           # seed op x == x
+
+
+def test_identity_elements():
+    assert identity("Add", np.float32).tobytes() == np.float32(-0.0).tobytes()
+    assert identity("Max", np.int16) == -32768 and identity("Min", np.uint32) == 2 ** 32 - 1
+    assert identity("AddSat", np.int8) == 0
+
+
+# ----------------------------------------------------------------------------- backends agree
+
+HCW = ("H = 5, C = 5, W = 19", "H # 8 / 2, C # 8 / 2", "H # 8 % 2, C # 8 % 2, W # 24 / 8", "W # 24 % 8")
+REORDERED = ("A = 3, B = 4, R = 10, X = 8", "X # 16", "R # 12 / 4, A, R # 12 % 4", "B # 8")
+
+
+def random_flits(dtype, n, rng):
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        x = (rng.standard_normal((n, 8)) * 2.0 ** rng.integers(-10, 10, (n, 8))).astype(dt)
+        x[rng.random(x.shape) < 0.05] = np.nan
+        x[rng.random(x.shape) < 0.03] = -0.0
+        return x
+    info = np.iinfo(dt)
+    return rng.integers(info.min, info.max, (n, 8), dtype=dt, endpoint=True)
+
+
+@pytest.mark.parametrize("spec,reduce,narrow", [(HCW, "W", "split"), (REORDERED, "R", "trim"),
+                                                (REORDERED, "R", "split")])
+def test_numba_backend_gives_the_numpy_bits(spec, reduce, narrow):
+    m = Mapping.parse(*spec)
+    vs = valid_size_matrix(compile_vcg(m, reduce), m.num_slices, m.num_steps).reshape(-1)
+    plan = plan_reduce(m, reduce, narrow)
+    rng = np.random.default_rng(7)
+    for dt in SUPPORTED_DTYPES:
+        x8 = random_flits(dt, vs.size, rng)
+        for op in (("Add", "Min", "Max") if dt.kind == "f" else ("AddSat", "Add", "Min", "Max")):
+            a, va = reduce_flits(x8, vs, plan, op, "numpy")
+            b, vb = reduce_flits(x8, vs, plan, op, "numba")
+            u = f"u{dt.itemsize}"
+            assert np.array_equal(a.view(u), b.view(u)), (dt, op)
+            assert np.array_equal(va, vb)
+
+
+CUDA_SIM = textwrap.dedent("""
+    import numpy as np
+    from fabric.vcg import Mapping, compile_vcg, plan_reduce, reduce_flits, valid_size_matrix
+    spec = %r
+    m = Mapping.parse(*spec[:4])
+    vs = valid_size_matrix(compile_vcg(m, spec[4]), m.num_slices, m.num_steps).reshape(-1)
+    plan = plan_reduce(m, spec[4], spec[5])
+    rng = np.random.default_rng(3)
+    for dt, ops in [("int8", ["AddSat", "Add"]), ("int64", ["AddSat", "Max"]),
+                    ("uint64", ["AddSat", "Min"]), ("uint16", ["Add"]),
+                    ("float32", ["Add", "Max"]), ("float64", ["Add", "Min"])]:
+        dt = np.dtype(dt)
+        if dt.kind == "f":
+            x = (rng.standard_normal((vs.size, 8)) * 1e3).astype(dt)
+            x[rng.random(x.shape) < 0.1] = np.nan
+        else:
+            i = np.iinfo(dt)
+            x = rng.integers(i.min, i.max, (vs.size, 8), dtype=dt, endpoint=True)
+        for op in ops:
+            a, va = reduce_flits(x, vs, plan, op, "numpy")
+            b, vb = reduce_flits(x, vs, plan, op, "cuda")
+            u = "u%%d" %% dt.itemsize
+            assert np.array_equal(a.view(u), b.view(u)), (dt, op)
+            assert np.array_equal(va, vb)
+    print("identical")
+""")
+
+
+@pytest.mark.parametrize("case", [HCW + ("W", "split"), ("R = 10", "", "R # 16 / 4", "R # 16 % 4 # 8", "R", "trim"),
+                                  REORDERED[:1] + ("X",) + REORDERED[2:] + ("R", "trim")])
+def test_cuda_kernel_in_the_simulator_gives_the_cpu_bits(case):
+    # NUMBA_ENABLE_CUDASIM must be set before numba.cuda is imported: run in a fresh interpreter
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    r = subprocess.run([sys.executable, "-c", CUDA_SIM % (case,)], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "identical" in r.stdout, r.stderr[-3000:]
+
+
+def test_float16_has_no_cuda_kernel_and_says_so():
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    code = ("import numpy as np\nfrom fabric.vcg.gpu import reduce_cuda\n"
+            "from fabric.vcg import Mapping, plan_reduce\n"
+            "m = Mapping.parse('R = 3', '', 'R # 4', '1 # 8')\n"
+            "try:\n    reduce_cuda(np.zeros((1, 4, 8), np.float16), np.zeros((1, 4), np.uint8), plan_reduce(m, 'R'), 'Add')\n"
+            "except TypeError as e:\n    print('refused:', e)\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert "refused: the Numba-CUDA reduce kernel has no float16 path" in r.stdout, r.stderr
+
+
+def test_reduce_checks_shapes_ops_and_backends():
+    m = Mapping.parse(*R_IN_TIME)
+    plan = plan_reduce(m, "R")
+    with pytest.raises(ValueError, match="expected 1 x 4 = 4 flits"):
+        reduce_flits(np.zeros((3, 8), np.int32), np.zeros(3, np.uint8), plan, "Add")
+    with pytest.raises(ValueError, match="not defined for float32"):
+        reduce_flits(np.zeros((4, 8), np.float32), np.zeros(4, np.uint8), plan, "AddSat")
+    with pytest.raises(TypeError, match="not supported"):
+        reduce_flits(np.zeros((4, 8), np.bool_), np.zeros(4, np.uint8), plan, "Add")
+    with pytest.raises(ValueError, match="unknown backend"):
+        reduce_flits(np.zeros((4, 8), np.int32), np.zeros(4, np.uint8), plan, "Add", "tpu")
