@@ -229,8 +229,14 @@ def convert(src_bits, src_dtype, dst_dtype, rmode="DEFAULT", sat: bool = False, 
     sat = bool(sat)
     xp = _xp(src_bits)
     bits = xp.asarray(src_bits)
-    if bits.dtype.kind not in "ub":
-        raise TypeError(f"raw encodings must be an unsigned integer array, got {bits.dtype}")
+    if bits.dtype.kind not in "uib":
+        raise TypeError(f"raw encodings must be an integer array, got {bits.dtype}")
+    if bits.dtype.kind == "i":                   # e.g. np.array([0x3C00]): validate, then go unsigned
+        ok = valid_encoding(bits, s)
+        if not bool(ok.all()):
+            bad = int(xp.argmax(~ok.ravel()))
+            raise InvalidEncoding(f"{s.name} source element {bad} ({int(bits.ravel()[bad])}) is not an encoding")
+        bits = bits.astype(s.raw_dtype)
     full = s.bits == bits.dtype.itemsize * 8 and s.bits == s.container
     if not full:
         ok = valid_encoding(bits, s)

@@ -372,7 +372,7 @@ def info(dtype) -> FormatInfo:
     if d.is_int:
         n, lo, hi = _int_params(d)
         return FormatInfo(d.name, d.kind.value, n, d.container, None, None, None, None, hi, lo,
-                          None, None, False, False, False, hi if d.kind is Kind.UINT else hi,
+                          None, None, False, False, False, hi,
                           None, None, "none", "two's complement" if d.kind is Kind.SINT else "unsigned binary")
     f = FORMATS[d.name]
     mx = float(decode(np.array([max_bits(d)], dtype=raw_dtype(d)), d)[0])

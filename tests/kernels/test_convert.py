@@ -559,6 +559,9 @@ def test_invalid_source_encodings_are_rejected():
         numeric.convert(np.array([16], np.uint8), "U4X2", "U8")
     with pytest.raises(TypeError):
         numeric.convert(np.array([1.0]), "FP64", "FP32")
+    with pytest.raises(InvalidEncoding):
+        numeric.convert(np.array([-1]), "FP16", "FP32")
+    assert int(numeric.convert(np.array([0x3C00]), "FP16", "FP32")[0][0]) == 0x3F800000
 
 
 def test_shapes_broadcast_and_encode_decode_round_trip():
