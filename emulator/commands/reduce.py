@@ -19,8 +19,8 @@ def add_arguments(parser):
     parser.add_argument("--mapping", required=True, metavar="M.json", help="mapping file")
     parser.add_argument("--op", required=True, choices=sorted(OPS), help="reduce op")
     parser.add_argument("--out", required=True, metavar="OUT.arrow", help="output file")
-    parser.add_argument("--backend", choices=BACKENDS, default="numpy",
-                        help="numpy (default), numba (CPU), cuda (Numba-CUDA), cupy")
+    parser.add_argument("--backend", choices=BACKENDS, default="numba",
+                        help="numba (CPU, default), numpy, cuda (Numba-CUDA), cupy; all give the same bits")
     parser.add_argument("--dtype", help="reinterpret same-width raw flit bits, e.g. float16 for uint16")
 
 
