@@ -36,7 +36,7 @@ def _member(domain, what):
     order = {v: i for i, v in enumerate(domain)}
 
     def parse(v, path):
-        if isinstance(v, bool) or v not in order:
+        if not isinstance(v, str) or v not in order:
             raise FormatError(path, f"{v!r} is not {what} (one of {list(domain)})")
         return v
     return parse, order.__getitem__

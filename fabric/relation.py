@@ -470,8 +470,12 @@ def gen_adapter(op, rec):
 
 
 def gen_token_plane(op, rec):
+    from .types import TaggedType
     s = op.descriptor.admitted[0]
     t = NoneType()  # Fabric's zero-payload control-token convention always fits
+    data = op.inputs[1]
+    if data.tagged:
+        t = TaggedType(t, data.tag_width)
     sig = {"dataflow.carry": ([I1, t, t], [t]), "dataflow.invariant": ([I1, t], [t]),
            "dataflow.gate": ([I1, t], [I1, t])}[s]
     yield make_actor(s, *sig), None, ()
@@ -558,9 +562,46 @@ UNREACHABLE = {Rejection.PortWidthInsufficient, Rejection.PortKindMismatch, Reje
 MAX_IMAGE = 1 << 16  # implementation limit on one resource's enumerated admitted image
 
 
+def _words(limits, k) -> int:
+    """Ordered sequences of length k drawing at most limits[i] lanes of class i."""
+    from math import comb
+    dp = [1] + [0] * k
+    for c in limits:
+        new = [0] * (k + 1)
+        for n, ways in enumerate(dp):
+            for j in range(0, min(c, k - n) + 1):
+                new[n + j] += ways * comb(n + j, j)
+        dp = new
+    return dp[k]
+
+
+def image_bound(op: FabricOp) -> int:
+    """Upper bound of the enumerated image, computed before enumerating it."""
+    rec, kind = op.hw_params, op.descriptor.admission
+    if kind == "adapter" and op.family in ("FixedVectorParallelize", "FixedVectorSerialize"):
+        return sum((rec.max_payload_bits or 0) // e.width for e, _ in _adapter_elements(rec))
+    if kind == "routed_token":
+        if op.family == "TokenSync":
+            ports, direction = range(min(len(op.inputs), len(op.results))), "inputs"
+        elif op.family == "TokenMux":
+            ports, direction = range(1, len(op.inputs)), "inputs"
+        else:
+            ports, direction = range(len(op.results)), "results"
+        sizes: dict = {}
+        for p in ports:
+            c = lane_class(op, direction, p)
+            sizes[c] = sizes.get(c, 0) + 1
+        top = min(rec.max_fan or 0, len(ports))
+        return sum(_words(list(sizes.values()), k) for k in range(1, top + 1))
+    return 0
+
+
 def admitted_image(op: FabricOp) -> list[Candidate]:
     """Every admitted, physically reachable point of the typed parameter relation."""
     rec = op.hw_params
+    if image_bound(op) > MAX_IMAGE:
+        raise FabricError(Diagnostic(DiagnosticCode.CapacityLimit, op.path,
+                                     f"the admitted image exceeds {MAX_IMAGE} parameter points"))
     out = []
     for n, (a, extra, atoms) in enumerate(GENERATE[op.descriptor.admission](op, rec)):
         if n >= MAX_IMAGE:

@@ -1,0 +1,171 @@
+"""The fabric description format: examples, canonical printing, precise errors, fuzzing, CLI."""
+import copy
+import json
+import pathlib
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from emulator.cli import main
+from fabric.errors import DiagnosticCode as C, FormatError
+from fabric.io import dump, load, load_text
+from fabric.view import check_fabric, render
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "fabric"
+RICH = json.loads((EXAMPLES / "alu.json").read_text())
+
+
+def test_shipped_valid_examples_check_clean():
+    for name in ("alu.json", "loop.json"):
+        rep = check_fabric(load(EXAMPLES / name))
+        assert rep.ok, rep.diagnostics
+        assert len(rep.views) == sum(len(fu.ops()) for fu in rep.fabric.fus)
+
+
+def test_shipped_invalid_example_reports_each_class():
+    rep = check_fabric(load(EXAMPLES / "invalid.json"))
+    assert {d.code for d in rep.diagnostics} == {
+        C.ImplicitTokenSink, C.GepFailClosed, C.OpListMemberOutsideFamily, C.DuplicateDeclaration,
+        C.InvalidAccuracyContract, C.PortKindMismatch, C.UninterpretedParameterDomain}
+
+
+def test_canonical_print_round_trips_and_is_idempotent():
+    for name in ("alu.json", "loop.json", "invalid.json"):
+        f = load(EXAMPLES / name)
+        text = dump(f)
+        assert dump(load_text(text)) == text
+        assert load_text(text) == load_text(dump(load_text(text)))
+
+
+def test_canonical_print_orders_sets_by_domain():
+    doc = copy.deepcopy(RICH)
+    doc["fus"][0]["nodes"][2]["hw_params"]["integer_widths"] = [32, 8, 16]
+    text = dump(load_text(json.dumps(doc)))
+    assert '"integer_widths": [8, 16, 32]' in text
+
+
+def _mut(doc, path, value):
+    d = copy.deepcopy(doc)
+    cur = d
+    for k in path[:-1]:
+        cur = cur[k]
+    if value is KeyError:
+        del cur[path[-1]]
+    else:
+        cur[path[-1]] = value
+    return json.dumps(d)
+
+
+@pytest.mark.parametrize("text, where, why", [
+    ("{", "line 1", "malformed JSON"),
+    ("[]", "$", "expected an object"),
+    (_mut(RICH, ["format"], "tile-emu-fabric/2"), "$.format", "expected"),
+    (_mut(RICH, ["fus", 0, "extra"], 1), "fus[0].extra", "unknown field"),
+    (_mut(RICH, ["fus", 0, "nodes", 2, "hw_params", "integer_widths", 1], 12), "integer_widths[1]", "IntegerWidth"),
+    (_mut(RICH, ["fus", 0, "nodes", 2, "hw_params", "bogus"], []), "hw_params.bogus", "unknown field"),
+    (_mut(RICH, ["fus", 0, "nodes", 2, "ports", "inputs", 0], "bits<-1>"), "ports.inputs[0]", "not a port type"),
+    (_mut(RICH, ["fus", 0, "nodes", 2, "operands", 0], "da"), "operands[0]", "value reference"),
+    (_mut(RICH, ["fus", 0, "nodes", 0, "kind"], "switch"), "nodes[0].kind", "node kind"),
+    (_mut(RICH, ["fus", 0, "nodes", 2, "constraints", 0], {"resource_contract": "magic"}), "constraints[0]",
+     "resource contract"),
+    (_mut(RICH, ["mapping", "uses", 0, "actor", "inputs", 0], "i0"), "actor.inputs[0]", "not a software type"),
+    (_mut(RICH, ["mapping", "uses", 0, "operands"], [0, 1.5]), "operands[1]", "integer"),
+    (_mut(RICH, ["fus", 0, "nodes", 2, "name"], KeyError), "nodes[2]", "missing required field"),
+    ('{"format": "tile-emu-fabric/1", "format": "x"}', "$", "duplicate key"),
+    ('{"format": NaN}', "$", "not JSON"),
+    ("[" * 100000, "$", "nests too deeply"),
+    (b"\xff\xfe{}", "$", "UTF-8"),
+])
+def test_malformed_descriptions_give_path_and_reason(text, where, why):
+    with pytest.raises(FormatError) as e:
+        load_text(text)
+    assert where in str(e.value) and why in str(e.value)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2 ** 70), 2 ** 70) | st.floats(allow_nan=True)
+    | st.text(max_size=8) | st.sampled_from(["bits<32>", "bits_tag<8,2>", "in.0", "add.0", "arith.addi", "i32",
+                                             "vector<2xi8>", "index", "ScalarIntegerAddSub", "dynamic", "none"]),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3), max_leaves=6)
+
+
+def _paths(node, prefix=()):
+    yield prefix
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _paths(v, prefix + (i,))
+
+
+PATHS = [p for p in _paths(RICH) if p]
+
+
+def _never_a_traceback(text):
+    try:
+        f = load_text(text)
+    except FormatError as exc:
+        assert exc.path and exc.reason
+        return
+    rep = check_fabric(f)  # must return a report, whatever the content
+    for d in rep.diagnostics:
+        assert d.path and d.message
+    if rep.ok:
+        render(rep)
+        assert dump(load_text(dump(f))) == dump(f)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(i=st.integers(0, len(PATHS) - 1), value=_JSON | st.just(KeyError))
+def test_structurally_fuzzed_descriptions_never_raise(i, value):
+    _never_a_traceback(_mut(RICH, list(PATHS[i]), value))
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.data())
+def test_byte_fuzzed_descriptions_never_raise(data):
+    raw = bytearray(json.dumps(RICH).encode())
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(raw) - 1))
+        op = data.draw(st.sampled_from(["flip", "drop", "dup"]))
+        if op == "flip":
+            raw[at] ^= data.draw(st.integers(1, 255))
+        elif op == "drop":
+            del raw[at:at + data.draw(st.integers(1, 8))]
+        else:
+            raw[at:at] = raw[at:at + data.draw(st.integers(1, 8))]
+    _never_a_traceback(bytes(raw))
+
+
+# --- the CLI -------------------------------------------------------------------------------
+
+def test_cli_check_valid_prints_views_and_configuration(capsys):
+    assert main(["fabric", "check", str(EXAMPLES / "alu.json")]) == 0
+    out = capsys.readouterr().out
+    assert "fabric.op alu/div" in out and "Quotient [active_width=16]" in out
+    assert "Direct: 21-bit carrier" in out and "configuration (strict import)" in out
+    assert "alu/add: Disabled" in out
+
+
+def test_cli_check_invalid_exits_1_with_one_diagnostic_per_line(capsys):
+    assert main(["fabric", "check", str(EXAMPLES / "invalid.json")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith("invalid (10 diagnostic(s))")
+    assert all(line.startswith("tile-emu fabric: ") for line in err)
+    assert any("GepFailClosed" in line for line in err)
+
+
+def test_cli_unreadable_or_malformed_file_is_one_line(tmp_path, capsys):
+    assert main(["fabric", "check", str(tmp_path / "missing.json")]) == 1
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "tile-emu-fabric/1", "name": "x", "fus": [{"name": 3}]}')
+    assert main(["fabric", "check", str(bad)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "fus[0]" in err[1]
+
+
+def test_cli_format_prints_canonical_text(capsys):
+    assert main(["fabric", "format", str(EXAMPLES / "loop.json")]) == 0
+    out = capsys.readouterr().out
+    assert out == dump(load(EXAMPLES / "loop.json"))
