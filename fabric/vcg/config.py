@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import VcgError
-from .mapping import Mapping, Term
+from .mapping import FLIT_LANES, Mapping, Term, dim_digits
 
 MAX_TIME_FILTERS = 3
 MAX_SEQUENCER_ENTRIES = 8
@@ -377,6 +377,17 @@ def tracked_axes(m: Mapping, reduce: str, track=AUTO) -> list[str]:
     return out + extra
 
 
+def _check_widths(cfg: VcgConfig) -> None:
+    limit = 1 << 32
+    for tf in cfg.time_filters + (cfg.packet_clipper,):
+        values = {f: getattr(tf, f) for f in ("slice_thres", "time_thres", "axis_size", "packet_span")
+                  if hasattr(tf, f)}
+        values.update({f"sequencer entry {e.expr!r}": max(e.size, e.stride) for e in tf.sequencer.entries})
+        for name, v in values.items():
+            if v >= limit:
+                raise VcgError("field-width", f"{name} of the {tf.axis} {type(tf).__name__} is {v}")
+
+
 def compile_vcg(m: Mapping, reduce: str, track=AUTO, narrow: str | None = None) -> VcgConfig:
     """The VcgConfig for mapping `m` reducing `reduce`; VcgError names the broken rule."""
     _check_reduce_axis(m, reduce)
@@ -386,6 +397,7 @@ def compile_vcg(m: Mapping, reduce: str, track=AUTO, narrow: str | None = None) 
     if len(filters) > MAX_TIME_FILTERS:
         raise VcgError("filter-count", f"{len(filters)} axes need time filters: {', '.join(axes)}")
     cfg = VcgConfig(tuple(filters + [DISABLED_FILTER] * (MAX_TIME_FILTERS - len(filters))), clipper)
+    _check_widths(cfg)
     if narrow is not None:
         check_narrow(m, reduce, narrow)
     return cfg
@@ -398,7 +410,6 @@ NARROW_MODES = ("trim", "split")
 
 def real_lanes(m: Mapping) -> np.ndarray:
     """bool[8]: lanes of an 8-way flit that can hold a real element under the Packet mapping."""
-    from .mapping import FLIT_LANES, dim_digits
     q = np.arange(FLIT_LANES)
     ok = q < m.packet_size
     sums: dict[str, np.ndarray] = {}

@@ -57,6 +57,8 @@ RULES: dict[str, tuple[str, str]] = {
                    "power-of-2 slice-id stride so that it is a contiguous run of slice_mask bits"),
     "slice-mask-width": ("TimeFilterConfig",
                          "slice_mask is a u32: tracked Slice sub-expressions must lie in slice-id bits 0..31"),
+    "field-width": ("TimeFilterConfig",
+                    "slice_thres, time_thres, axis_size, packet_span and sequencer sizes/strides are u32"),
     "interleave": ("R in Slice and Time, Interleaved",
                    "Slice sub-expressions must be all more major (SliceMajor) or all more minor "
                    "(TimeMajor) than the Time sub-expressions; an interleave needs per-slice counts"),

@@ -93,7 +93,7 @@ def render_text(cfg: VcgConfig, m: Mapping, vs: np.ndarray, reduce: str = "R",
     opens = [(tf.axis, time_open(tf, num_steps)) for tf in cfg.time_filters if tf.enabled]
     for t in range(min(num_steps, max_rows)):
         if t and len(m.time) > 1 and tdig[-1][t] == 0:
-            lines.append(f"{''.rjust(label_w)} {row([''] * cols.size)}")
+            lines.append(f"{''.rjust(label_w)} {row([''] * cols.size)}".rstrip())
         label = f"t={t:3d} (" + ",".join(str(int(d[t])) for d in tdig) + ")"
         notes = " ".join(f"{a}:{'v' if o[t] else '>'}" for a, o in opens)
         lines.append(f"{label.ljust(label_w)}:{row([str(int(v)) for v in vs[cols, t]])}  {notes}".rstrip())

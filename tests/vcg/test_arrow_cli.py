@@ -87,6 +87,17 @@ def test_vcg_prints_config_and_heatmap(capsys):
     assert "t= 11 (1,1,2)" in out and "Legend:" in out
 
 
+def test_vcg_track_and_narrow_options(capsys):
+    assert main(["vcg", *HCW_ARGS, "--track", "none", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [tf["axis"] for tf in doc["config"]["time_filters"]] == [None, None, None]
+    assert doc["valid_size"][15] == [8, 8, 3] * 4                 # H, C padding no longer closed
+    assert main(["vcg", *HCW_ARGS, "--track", "H", "--json"]) == 0
+    assert [tf["axis"] for tf in json.loads(capsys.readouterr().out)["config"]["time_filters"]] == ["H", None, None]
+    assert main(["vcg", *HCW_ARGS, "--narrow", "trim"]) == 1
+    assert "[narrow-trim]" in capsys.readouterr().err
+
+
 def test_vcg_json_has_the_full_matrix(capsys):
     assert main(["vcg", *HCW_ARGS, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)

@@ -133,6 +133,13 @@ def test_slice_mask_is_32_bits():
     rejects("slice-mask-width", f"R = 3, X = {1 << 32}", "R # 4 / 2, X", "R # 4 % 2", "1")
 
 
+def test_config_fields_are_u32():
+    rejects("field-width", f"R = {(1 << 33) - 1}", "", f"R # {1 << 33}", "1")
+    e = rejects("field-width", f"R = 13, X = {1 << 33}", "", "R # 16, X", "1")     # a counter of 2**33
+    assert "sequencer entry 'X'" in str(e)
+    compile_vcg(Mapping.parse(f"R = {(1 << 32) - 5}", "", f"R # {(1 << 32) - 4}", "1"), "R")
+
+
 def test_reduce_axis_must_exist_be_placed_and_complete():
     rejects("reduce-axis", "R = 3", "", "R # 4", "1", reduce="Q")
     rejects("reduce-axis", "R = 3, A = 2", "", "A", "1")
