@@ -10,7 +10,9 @@ marked `exact=False`; a checker that relies on it says so.
 Cells are (key, integer) pairs, held vectorised: `loc = key_code << 40 | cell`.  Array keys are
 the array name (cell = row-major flat index); tile keys are `tile:m<machine>:pe<PE>:t<tile>`,
 with `@v<n>` when destination renaming is modelled as fresh storage (cell = row << 16 | col);
-GPR keys are `gpr:m<machine>:pe<PE>` (cell = register index).
+GPR keys are `gpr:m<machine>:pe<PE>` (cell = register index).  A reduction's contributions
+write private slots `red:<reduce path>` (cell = position in source order) that its final
+`#result` event reads, so every ordering check sees the contributions precede the result.
 """
 from __future__ import annotations
 
@@ -45,7 +47,6 @@ class Access:
     write: bool
     cells: np.ndarray                      # int64 cell ids
     points: np.ndarray | None = None       # per cell: the element instance (pointwise coordinate)
-    reduce: str | None = None              # a contribution update of this reduce node (path)
 
 
 @dataclass
@@ -62,12 +63,20 @@ class Event:
     machine: int = 0
     pe: int | None = None
     block: object = None                   # the isa.Block of a tile event
+    extra: dict = field(default_factory=dict)   # reductions: group of a contribution, groups/dtype of a result
 
     @property
     def label(self) -> str:
+        """`$.body.seq[2] TADD (i=1) on PE0`: path, instruction, coordinates, PE."""
         where = format_coords(self.coords) if self.coords else ""
         pe = f" on PE{self.pe}" if self.pe is not None else ""
-        return f"{self.path}{' ' + where if where else ''}{pe}"
+        mn = ""
+        if self.block is not None:
+            from isa.instructions import by_carrier
+            row = by_carrier(self.block.bstart.Mode, self.block.bstart.Function)
+            mn = f" {row.mnemonic}" if row is not None else ""
+        mach = f" machine {self.machine}" if self.machine else ""
+        return f"{self.path}{mn}{' ' + where if where else ''}{pe}{mach}"
 
     def cells(self, write: bool) -> dict[str, np.ndarray]:
         out: dict[str, list] = {}
@@ -153,15 +162,16 @@ class Walker:
     """Enumerates the events of a program (or one node of it) statically, in source order."""
 
     def __init__(self, program: Program, *, gprs: dict | None = None, renamed: bool = True,
-                 machine_count: int = 1):
+                 machines: list | None = None):
         self.program = program
+        self.machines = list(machines or [])        # initial states: tile descriptors, GPR values
+        self.tile_desc: dict = {}                   # (machine, pe, tile) -> Descriptor after a block
         self.tables = {k: v for k, v in program.params.items() if not isinstance(v, int)}
         self.gprs: dict = dict(gprs or {})          # (machine, pe, index) -> int or DATA
         self.renamed = renamed
         self.versions: dict = {}                    # (machine, pe, tile) -> version
         self.events: list[Event] = []
         self.machine = 0
-        self.machine_count = machine_count
         self.strides = {}
         for k, a in program.arrays.items():
             st, acc = [], 1
@@ -315,7 +325,12 @@ class Walker:
             from .tiles import walk_tile_reduce
             walk_tile_reduce(self, node, env, coords)
             return
+        # A contribution reads its value and writes a private pseudo cell `red:<path>` (its slot in
+        # the fiber); the final `#result` event reads every slot and the seeds, then writes A[o].
         groups: dict[int, None] = {}
+        slot = "red:" + node.path
+        n = 0
+        keys: set = set()
         for c in self.instances(node.domain, env, f"{node.path}.reduce"):
             it = env.child(c)
             cc = {**coords, **c}
@@ -325,18 +340,31 @@ class Walker:
             accs = []
             if node.mask is not None:
                 accs += self.loads_of(node.mask, it, f"{node.path}.mask", notes)
+                mk = self.pure(node.mask, it, f"{node.path}.mask")
+                if mk is DATA:
+                    notes.append("data-dependent mask: the contribution is assumed present")
+                elif not truth(mk):
+                    continue                       # masks omit contributions
+            if node.key is not None:
+                k = tuple(self.pure(e, it, f"{node.path}.key") for e in node.key)
+                if k in keys:
+                    continue                       # a replica: never an additional contribution
+                keys.add(k)
             accs += self.loads_of(node.value, it, f"{node.path}.value", notes)
-            target = Load(node.into, node.group)
-            upd = self.access(target, it, True, f"{node.path}.group", notes)
-            upd.reduce = node.path
-            accs.append(upd)
-            for cell in upd.cells.tolist():
+            target = self.access(Load(node.into, node.group), it, False, f"{node.path}.group", notes)
+            group = int(target.cells[0]) if len(target.cells) == 1 else None
+            for cell in target.cells.tolist():
                 groups[cell] = None
-            self.emit(node.path, cc, "contribution", accs, exact=not notes, notes=notes)
+            accs.append(Access(slot, True, np.array([n], dtype=np.int64)))
+            n += 1
+            self.emit(node.path, cc, "contribution", accs, exact=not notes, notes=notes,
+                      extra={"group": describe(self.program, node.into, group) if group is not None else None})
         if groups:
             cells = np.array(sorted(groups), dtype=np.int64)
             self.emit(f"{node.path}#result", coords, "result",
-                      [Access(node.into, False, cells), Access(node.into, True, cells)])
+                      [Access(slot, False, np.arange(n, dtype=np.int64)),
+                       Access(node.into, False, cells), Access(node.into, True, cells)],
+                      extra={"node": node})
 
     def _tileop(self, node: TileOp, env, coords):
         from .tiles import walk_tile_op
@@ -352,10 +380,12 @@ def root_env(walker: Walker) -> _SEnv:
 
 
 def events(program: Program, node: Node | None = None, *, gprs: dict | None = None,
-           renamed: bool = True, env: dict | None = None) -> list[Event]:
+           renamed: bool = True, env: dict | None = None, machines: list | None = None) -> list[Event]:
     """The events of `node` (default: the whole body) in source order.  `env` binds the
-    coordinates of enclosing domains when `node` is not the root."""
-    w = Walker(program, gprs=gprs, renamed=renamed)
+    coordinates of enclosing domains when `node` is not the root; `machines` are the initial
+    states tile leaves start from (descriptors and GPR offsets); `renamed` models each tile
+    destination as fresh storage (versions), so only true (RAW) dependences link tile blocks."""
+    w = Walker(program, gprs=gprs, renamed=renamed, machines=machines)
     e = root_env(w)
     if env:
         e = e.child(env)

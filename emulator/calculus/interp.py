@@ -77,6 +77,7 @@ class RunResult:
     scope: dict                              # top-level locals and carried values
     machines: list = field(default_factory=list)
     reductions: list = field(default_factory=list)   # (path, group, policy, seed, fiber, result)
+    blocks_executed: int = 0
 
     def array(self, name: str):
         """The array as nested lists."""
@@ -87,7 +88,7 @@ class RunResult:
 class Interpreter:
     def __init__(self, program: Program, *, init: dict | None = None, validate: bool = False,
                  machines: list | None = None, realize: Callable | None = None,
-                 parallel_order: str = "lex"):
+                 parallel_order: str = "lex", batch_template=None):
         if parallel_order not in ("lex", "reverse"):
             raise ValueError(f"parallel_order is 'lex' or 'reverse', got {parallel_order!r}")
         self.program = program
@@ -104,6 +105,8 @@ class Interpreter:
         self.collectors: list[_Footprint] = []
         self.machines = list(machines or [])
         self.machine_index = 0
+        self.batch_template = batch_template       # batch cases beyond `machines` start as its copies
+        self.blocks_executed = 0
         self.reductions: list = []
 
     # ---- state -------------------------------------------------------------------------------
@@ -134,8 +137,9 @@ class Interpreter:
 
     def cell_name(self, cell) -> str:
         name, flat = cell
-        if isinstance(flat, tuple):          # tile cells carry their own description
-            return flat[1] if len(flat) > 1 else str(flat)
+        if name.startswith(("tile:", "gpr:")):
+            from .tiles import describe_tile_cell
+            return describe_tile_cell(name, flat)
         idx, rest = [], flat
         for s in self.strides[name]:
             idx.append(rest // s)
@@ -245,6 +249,9 @@ class Interpreter:
 
     def _parallel(self, node: Parallel, env: Env) -> None:
         insts = self.instances(node.domain, env, f"{node.path}.parallel")
+        if node.batch and self.batch_template is not None:
+            while len(self.machines) < len(insts):
+                self.machines.append(self.batch_template.copy())
         if node.batch and len(insts) > len(self.machines):
             raise RegionRuntimeError(node.path, f"a batch of {len(insts)} instances needs as many machines; "
                                                 f"{len(self.machines)} given")
@@ -344,19 +351,23 @@ class Interpreter:
             fiber = [v for _, v in sorted(fibers[o], key=lambda kv: kv[0])]
             seed = seeds[o]
             try:
-                if self.realize is not None:
-                    result = self.realize(node, f, seed, fiber, lift)
-                    if self.validate and node.policy in ("ordered_tree", "unordered_tree") \
-                            and len(fiber) + 1 <= red.MAX_TREE_LEAVES \
-                            and not red.admits(node.policy, f, seed, fiber, result, lift, node.seed_side):
-                        raise RegionRuntimeError(path, f"realized result {result!r} for group {o} is not "
-                                                       f"admitted by {node.policy}")
-                else:
-                    result = red.canonical(node.policy, f, seed, fiber, lift, node.seed_side)
+                result = self.fold(node, f, seed, fiber, lift, o)
             except EvalError as exc:
                 raise RegionRuntimeError(f"{path}.combine", str(exc), dict(zip(("group",), (o,)))) from None
             self.reductions.append((path, o, node.policy, seed, fiber, result))
             self.store(node.into, o, result)
+
+    def fold(self, node: Reduce, f, seed, fiber, lift, group):
+        """The reference result of one fiber, or the `realize` hook's, which validate mode checks
+        is admitted by the policy (exhaustively, for fibers small enough to decide)."""
+        if self.realize is None:
+            return red.canonical(node.policy, f, seed, fiber, lift, node.seed_side)
+        result = self.realize(node, f, seed, fiber, lift)
+        if self.validate and len(fiber) + 1 <= red.MAX_TREE_LEAVES and \
+                not red.admits(node.policy, f, seed, fiber, result, lift, node.seed_side):
+            raise RegionRuntimeError(node.path, f"realized result {result!r} for group {group} is not "
+                                                f"admitted by {node.policy}")
+        return result
 
     def _seed(self, name, o):
         flat = self._flat(name, o)
@@ -462,16 +473,18 @@ def truth_at(v, path, env) -> bool:
 
 def run(program: Program, *, init: dict | None = None, validate: bool = False,
         machines: list | None = None, realize: Callable | None = None,
-        parallel_order: str = "lex") -> RunResult:
+        parallel_order: str = "lex", batch_template=None) -> RunResult:
     """Interpret `program` from its declared (or `init`-overridden) arrays and the given machines.
 
     `realize(node, f, seed, fiber, lift) -> value` replaces the canonical tree result of a
     reduction (to model another realization; validate mode checks the policy admits it);
-    `parallel_order="reverse"` runs parallel instances in reverse lexicographic order."""
+    `parallel_order="reverse"` runs parallel instances in reverse lexicographic order;
+    instance k of a `batch` parallel runs on machines[k], created as a copy of `batch_template`
+    when fewer machines were given."""
     it = Interpreter(program, init=init, validate=validate, machines=machines, realize=realize,
-                     parallel_order=parallel_order)
+                     parallel_order=parallel_order, batch_template=batch_template)
     params = {k: v for k, v in program.params.items() if isinstance(v, int)}
     env = Env(it, dict(params), {}, "$.body")
     it.exec(program.body, env)
     scope = {k: v for k, v in env.vars.items() if k not in params}
-    return RunResult(it.arrays, it.shapes, scope, it.machines, it.reductions)
+    return RunResult(it.arrays, it.shapes, scope, it.machines, it.reductions, it.blocks_executed)

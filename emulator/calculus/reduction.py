@@ -34,6 +34,8 @@ def vkey(v):
         return ("f64", struct.unpack("<Q", struct.pack("<d", v))[0])
     if isinstance(v, bool):
         return ("int", int(v))
+    if hasattr(v, "vkey"):               # tile values: descriptor, payload and definedness
+        return v.vkey()
     return (type(v).__name__, v)
 
 

@@ -1,0 +1,78 @@
+"""`tile-emu run PROGRAM.regions.json [--init INIT.arrow] [--out OUT.arrow|OUT.json]`.
+
+Runs a region program with the reference interpreter in validate mode (parallel
+noninterference and pipeline hazards are checked as it runs).  Tile-block leaves execute on a
+machine loaded from --init (an empty machine without it); instance k of a `batch` parallel
+runs on case machine k, a copy of the initial state.  --out X.arrow writes machine 0's final
+state (case k >= 1 to X.case<k>.arrow); --out X.json writes the program's arrays.  The arrays
+are also printed (one JSON object) unless -q.  Errors are one line: the JSON path, the
+instance coordinates and why.
+"""
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import sys
+
+from emulator.cli import CommandError
+
+from .errors import RegionError, RegionRuntimeError
+from .interp import run
+from .loader import _nest, load_file
+
+
+def _jsonable(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return {"f64": repr(v)}
+    return v
+
+
+def _arrays_json(res) -> dict:
+    return {k: _nest([_jsonable(x) for x in flat], res.shapes[k]) for k, flat in res.arrays.items()}
+
+
+def _case_path(out: str, k: int) -> str:
+    p = pathlib.Path(out)
+    return str(p.with_name(f"{p.stem}.case{k}{p.suffix}"))
+
+
+def run_regions(args) -> int:
+    from emulator.commands.run import _machine, _save
+    try:
+        program = load_file(args.stream)
+    except RegionError as exc:
+        raise CommandError(f"{args.stream}: {exc}") from None
+    machine = _machine(args)
+    failure = None
+    res = None
+    try:
+        res = run(program, machines=[machine], validate=True, batch_template=machine.copy())
+        machines = res.machines
+    except RegionRuntimeError as exc:
+        failure = exc
+        machines = [machine]
+    out = getattr(args, "out", None)
+    if out:
+        if out.endswith(".json"):
+            if res is not None:
+                try:
+                    pathlib.Path(out).write_text(json.dumps(_arrays_json(res), indent=1) + "\n")
+                except OSError as exc:
+                    raise CommandError(f"{out}: cannot write: {exc}") from None
+        else:
+            _save(machines[0], out)
+            for k, m in enumerate(machines[1:], start=1):
+                _save(m, _case_path(out, k))
+    if failure is not None:
+        print(f"tile-emu run: {args.stream}: {failure}", file=sys.stderr)
+        if out and not out.endswith(".json"):
+            print(f"tile-emu run: the state when it stopped was written to {out}", file=sys.stderr)
+        return 1
+    if not getattr(args, "quiet", False):
+        if res.arrays:
+            print(json.dumps(_arrays_json(res)))
+        extra = f"; {len(machines)} case machine(s)" if len(machines) > 1 else ""
+        print(f"{args.stream}: region program ran: {res.blocks_executed} tile block(s), "
+              f"{len(res.reductions)} reduction(s){extra}" + (f"; final state {out}" if out else ""))
+    return 0

@@ -1,0 +1,332 @@
+"""The planner-facing check: is a proposed execution plan a refinement of the source program?
+
+The source program's events (effects.events: every leaf instance in source order -- a tile
+block on one PE, an op instance, a GPR write, a reduction contribution or result) are the
+semantic occurrences.  A plan lists steps run one after another; each step groups events:
+
+| kind       | meaning                                                   | obligations                           |
+|------------|-----------------------------------------------------------|---------------------------------------|
+| `serial`   | the events in the listed order                            | source order of dependent events      |
+| `parallel` | one batch (one kernel call): the events concurrently      | noninterference W(i)∩(R(j)∪W(j))=∅    |
+| `fused`    | one fused scope: per element point, the events in listed  | source order; every dependence between|
+|            | order; distinct points concurrently                       | members stays on one point (diagonal) |
+| `merge`    | a reduction's final merge, realized as the merge `tree`   | the policy admits the tree            |
+
+and across steps every dependence (RAW, WAR, WAW on a cell) keeps its direction.  Storage:
+with `renamed=False` (default) tiles are named storage, as on the machine, so WAR and WAW on a
+tile constrain order like RAW; with `renamed=True` the realization keeps every destination
+version in its own buffer (the architecture renames destinations), cells are versioned, and
+only true (RAW) dependences link blocks -- admit that only for a realization that really
+addresses versions (e.g. a fused kernel writing fresh buffers).  The checker returns admitted
+or the first failed obligation, in plain terms (which events, which cell, which step).
+
+Obligations, in order: events exist; exact coverage; step kinds; dependences preserved (which
+also finds interference inside a parallel step); pointwise fusion (Dep ⊆ diagonal per fused
+step); reduction policy (merge steps).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .effects import CELL_MASK, KEY_SHIFT, Event, Keys, describe, events as source_events_of
+from .errors import RegionError
+from .program import Program
+from .witnesses import MergeTreeWitness, Verdict, _Fail, check_merge_tree
+
+STEP_KINDS = ("serial", "parallel", "fused", "merge")
+
+
+@dataclass
+class Step:
+    kind: str
+    events: tuple                       # event ordinals (ints) or event labels (strings)
+    tree: object = None                 # merge: a merge tree, or {group: tree}
+
+    def __post_init__(self):
+        self.events = tuple(self.events)
+
+
+@dataclass
+class Plan:
+    steps: list = field(default_factory=list)
+    renamed: bool = False               # True: every tile version has its own storage
+
+
+def source_events(program: Program, *, machines: list | None = None, renamed: bool = False) -> list[Event]:
+    """The program's events in source order (what a plan's steps refer to)."""
+    return source_events_of(program, machines=machines, renamed=renamed)
+
+
+def serial_plan(evs: list[Event]) -> Plan:
+    """The reference plan: every event alone, in source order (always admitted)."""
+    return Plan([Step("serial", (e.ordinal,)) for e in evs])
+
+
+def _resolve(plan: Plan, evs: list[Event]) -> list[list[int]]:
+    by_label: dict[str, int] = {}
+    for e in evs:
+        by_label.setdefault(e.label, e.ordinal)
+    out = []
+    for s, step in enumerate(plan.steps):
+        if step.kind not in STEP_KINDS:
+            raise _Fail("step kinds", f"step {s} has kind {step.kind!r}; one of {', '.join(STEP_KINDS)}")
+        ids = []
+        for ref in step.events:
+            if isinstance(ref, (int, np.integer)) and not isinstance(ref, bool):
+                if not 0 <= ref < len(evs):
+                    raise _Fail("events exist", f"step {s} names event {ref}; the program has events 0..{len(evs) - 1}")
+                ids.append(int(ref))
+            elif isinstance(ref, str) and ref in by_label:
+                ids.append(by_label[ref])
+            else:
+                raise _Fail("events exist", f"step {s} names {ref!r}, which is not an event of the program")
+        out.append(ids)
+    return out
+
+
+def _coverage(steps: list[list[int]], evs: list[Event]) -> np.ndarray:
+    where = np.full(len(evs), -1, dtype=np.int64)
+    for s, ids in enumerate(steps):
+        for i in ids:
+            if where[i] >= 0:
+                raise _Fail("exact coverage", f"{evs[i].label} appears in step {where[i]} and step {s}: "
+                                              f"it would run twice")
+            where[i] = s
+    missing = np.nonzero(where < 0)[0]
+    if len(missing):
+        raise _Fail("exact coverage", f"{evs[missing[0]].label} is in no step: it would not run")
+    return where
+
+
+def _kinds(plan: Plan, steps, evs) -> None:
+    for s, (step, ids) in enumerate(zip(plan.steps, steps)):
+        if not ids:
+            raise _Fail("step kinds", f"step {s} is empty")
+        results = [i for i in ids if evs[i].kind == "result"]
+        if step.kind == "merge":
+            if len(results) != len(ids):
+                other = next(i for i in ids if evs[i].kind != "result")
+                raise _Fail("step kinds", f"merge step {s} holds {evs[other].label}, which is not a reduction's "
+                                          f"final merge")
+        elif step.kind in ("parallel", "fused") and results:
+            raise _Fail("step kinds", f"{step.kind} step {s} holds the reduction result {evs[results[0]].label}; "
+                                      f"give it its own merge (or serial) step")
+
+
+class _Rows:
+    """Every (event, cell) access once, with the event's write flag, element point and plan key."""
+
+    def __init__(self, evs: list[Event], keys: Keys):
+        ev, loc, wr, pt = [], [], [], []
+        for e in evs:
+            for a in e.accesses:
+                n = len(a.cells)
+                if not n:
+                    continue
+                code = np.int64(keys(a.key)) << np.int64(KEY_SHIFT)
+                ev.append(np.full(n, e.ordinal, np.int64))
+                loc.append(code | a.cells.astype(np.int64))
+                wr.append(np.full(n, a.write, bool))
+                pt.append(a.points.astype(np.int64) if a.points is not None
+                          else np.full(n, -(e.ordinal + 1), np.int64))
+        if ev:
+            self.ev, self.loc, self.wr, self.pt = (np.concatenate(x) for x in (ev, loc, wr, pt))
+        else:
+            self.ev = self.loc = self.pt = np.zeros(0, np.int64)
+            self.wr = np.zeros(0, bool)
+
+
+def _kind(w_first: bool, w_second: bool) -> str:
+    return "WAW" if w_first and w_second else ("RAW" if w_first else "WAR")
+
+
+def _order(plan: Plan, steps, evs, rows: _Rows, keys: Keys, program) -> None:
+    """Cross-step (and in-step) order of every dependent pair; interference inside parallel steps."""
+    width = max(len(ids) for ids in steps) + 1
+    pkey = np.zeros(len(evs), np.int64)
+    for s, (step, ids) in enumerate(zip(plan.steps, steps)):
+        for pos, i in enumerate(ids):
+            pkey[i] = s * width + (0 if step.kind in ("parallel", "merge") else pos)
+    if len(rows.ev) == 0:
+        return
+    # one row per (loc, event): write = any
+    order = np.lexsort((rows.ev, rows.loc))
+    loc, ev, wr = rows.loc[order], rows.ev[order], rows.wr[order]
+    first = np.ones(len(loc), bool)
+    first[1:] = (loc[1:] != loc[:-1]) | (ev[1:] != ev[:-1])
+    idx = np.nonzero(first)[0]
+    wr_any = np.logical_or.reduceat(wr, idx)
+    loc, ev = loc[idx], ev[idx]
+    # segments by loc; within a segment rows are in source (event ordinal) order
+    seg_start = np.ones(len(loc), bool)
+    seg_start[1:] = loc[1:] != loc[:-1]
+    seg = np.cumsum(seg_start) - 1
+    k = pkey[ev]
+    big = np.int64(k.max() + 2)
+    shifted = seg * big + k
+    cm = np.maximum.accumulate(shifted)
+    prev_max = np.empty_like(cm)
+    prev_max[0] = -1
+    prev_max[1:] = cm[:-1]
+    has_prev = prev_max >= seg * big
+    # exclusive suffix min of k per segment: a prefix max of (big-1-k) over the reversed rows
+    seg_r = (seg.max() - seg)[::-1]
+    k_r = k[::-1]
+    acc = np.maximum.accumulate(seg_r * big + (big - 1 - k_r))
+    nxt = np.empty_like(acc)
+    nxt[0] = -1
+    nxt[1:] = acc[:-1]
+    has_next_r = nxt >= seg_r * big
+    next_min_r = (big - 1) - (nxt - seg_r * big)
+    has_next = has_next_r[::-1]
+    next_min = next_min_r[::-1]
+    prev_bad = wr_any & has_prev & ((prev_max - seg * big) >= k)
+    next_bad = wr_any & has_next & (next_min <= k)
+    bad = np.nonzero(prev_bad | next_bad)[0]
+    if len(bad) == 0:
+        return
+    # Name one concrete pair: the earliest write (source order) whose order is broken, its partner.
+    b = int(bad[np.lexsort((loc[bad], ev[bad]))[0]])
+    s0 = b
+    while s0 > 0 and seg[s0 - 1] == seg[b]:
+        s0 -= 1
+    s1 = b
+    while s1 + 1 < len(seg) and seg[s1 + 1] == seg[b]:
+        s1 += 1
+    if prev_bad[b]:
+        cand = [x for x in range(s0, b) if k[x] >= k[b]]
+        a, c = cand[0], b
+    else:
+        cand = [x for x in range(b + 1, s1 + 1) if k[x] <= k[b]]
+        a, c = b, cand[0]
+    ea, ec = evs[int(ev[a])], evs[int(ev[c])]
+    cell = describe(program, keys.names[int(loc[b]) >> KEY_SHIFT], int(loc[b]) & CELL_MASK)
+    kind = _kind(bool(wr_any[a]), bool(wr_any[c]))
+    sa, sc = int(pkey[ea.ordinal] // width), int(pkey[ec.ordinal] // width)
+    if sa == sc and plan.steps[sa].kind in ("parallel", "merge"):
+        raise _Fail("parallel noninterference",
+                    f"{ea.label} and {ec.label} run together in {plan.steps[sa].kind} step {sa} but interfere: "
+                    f"{kind} on {cell}")
+    at = (lambda e: f"step {int(pkey[e.ordinal] // width)}"
+          + ("" if plan.steps[int(pkey[e.ordinal] // width)].kind in ("parallel", "merge")
+             else f" position {int(pkey[e.ordinal] % width)}"))
+    raise _Fail("dependences preserved",
+                f"{kind} edge {ea.label} -> {ec.label} (cell {cell}) is reversed: the plan runs the first at "
+                f"{at(ea)}, not before the second at {at(ec)}")
+
+
+def _pointwise(plan: Plan, steps, evs, rows: _Rows, keys: Keys, program) -> None:
+    """In a fused step every dependence between two member events stays on one element point."""
+    for s, (step, ids) in enumerate(zip(plan.steps, steps)):
+        if step.kind != "fused" or len(ids) < 2:
+            continue
+        sel = np.isin(rows.ev, np.array(ids, np.int64))
+        loc, ev, wr, pt = rows.loc[sel], rows.ev[sel], rows.wr[sel], rows.pt[sel]
+        if not len(loc):
+            continue
+        order = np.lexsort((ev, loc))
+        loc, ev, wr, pt = loc[order], ev[order], wr[order], pt[order]
+        uniq, start = np.unique(loc, return_index=True)
+        has_w = np.logical_or.reduceat(wr, start)
+        emin, emax = np.minimum.reduceat(ev, start), np.maximum.reduceat(ev, start)
+        pmin, pmax = np.minimum.reduceat(pt, start), np.maximum.reduceat(pt, start)
+        flagged = np.nonzero(has_w & (emin != emax) & (pmin != pmax))[0]
+        ends = np.append(start[1:], len(loc))
+        for g in flagged:
+            lo, hi = start[g], ends[g]
+            gev, gwr, gpt = ev[lo:hi], wr[lo:hi], pt[lo:hi]
+            pos = {int(e): ids.index(int(e)) for e in np.unique(gev)}
+            for wi in np.nonzero(gwr)[0]:
+                other = np.nonzero((gev != gev[wi]) & (gpt != gpt[wi]))[0]
+                if len(other):
+                    y = other[0]
+                    a, c = (wi, y) if pos[int(gev[wi])] < pos[int(gev[y])] else (y, wi)
+                    ea, ec = evs[int(gev[a])], evs[int(gev[c])]
+                    cell = describe(program, keys.names[int(uniq[g]) >> KEY_SHIFT], int(uniq[g]) & CELL_MASK)
+                    raise _Fail("Dep ⊆ diagonal",
+                                f"fused step {s}: crossing {_kind(bool(gwr[a]), bool(gwr[c]))} edge "
+                                f"{ea.label} at {_point(int(gpt[a]))} -> {ec.label} at {_point(int(gpt[c]))} "
+                                f"(cell {cell}); per-element fusion would lose it")
+
+
+def _point(p: int) -> str:
+    if p < 0:
+        return "the whole block"
+    return f"element [{(p >> 16) & 0xFFFF}, {p & 0xFFFF}] of PE{p >> 32}"
+
+
+def _merges(plan: Plan, steps, evs, program) -> None:
+    for s, (step, ids) in enumerate(zip(plan.steps, steps)):
+        if step.kind != "merge":
+            continue
+        for i in ids:
+            res = evs[i]
+            node = res.extra.get("node")
+            contribs = [e for e in evs if e.kind == "contribution" and e.path == node.path
+                        and e.ordinal < res.ordinal and (not res.coords or all(e.coords.get(k) == v for k, v in res.coords.items()))]
+            groups: dict = {}
+            for e in contribs:
+                groups.setdefault(e.extra.get("group"), []).append(e)
+            trees = step.tree if isinstance(step.tree, dict) else {g: step.tree for g in groups}
+            for g, members in groups.items():
+                if g not in trees:
+                    raise _Fail("reduction policy", f"merge step {s} gives no tree for group {g} of {node.path}")
+                f = _combine(program, node, res, g)
+                v = check_merge_tree(MergeTreeWitness(node.policy, f, len(members), trees[g], node.seed_side))
+                if not v:
+                    raise _Fail("reduction policy", f"merge step {s}, {node.path} group {g}: {v.obligation}: {v.detail}")
+
+
+def _combine(program, node, res, group):
+    from .functions import Function
+    if not node.tiles:
+        return program.function(node.combine)
+    from .tiles import merge_laws
+    from isa.datatypes import datatype
+    dt = res.extra.get("dtypes", {}).get(group)
+    kind = "int" if dt is not None and datatype(dt).is_int else "float"
+    a, c, g = merge_laws(node.combine, kind)
+    return Function(node.combine, 2, "merge", None, a, c, g)
+
+
+def _check(program: Program, plan: Plan, machines, evs) -> str:
+    if evs is None:
+        try:
+            evs = source_events(program, machines=machines, renamed=plan.renamed)
+        except RegionError as exc:
+            raise _Fail("effects known", str(exc))
+    if not plan.steps:
+        raise _Fail("exact coverage", "the plan has no steps")
+    steps = _resolve(plan, evs)
+    _coverage(steps, evs)
+    _kinds(plan, steps, evs)
+    keys = Keys()
+    rows = _Rows(evs, keys)
+    _order(plan, steps, evs, rows, keys, program)
+    _pointwise(plan, steps, evs, rows, keys, program)
+    _merges(plan, steps, evs, program)
+    inexact = [e for e in evs if not e.exact]
+    note = f"; {len(inexact)} event(s) with over-approximated effects" if inexact else ""
+    return f"{len(evs)} event(s) in {len(plan.steps)} step(s){note}"
+
+
+def check_plan(program: Program, plan: Plan, *, machines: list | None = None,
+               events: list[Event] | None = None) -> Verdict:
+    """Admitted, or the first failed obligation of `plan` against `program` (plain terms).
+    `machines` are the initial states (tile descriptors, GPR offsets); `events` may be passed
+    when the caller already enumerated them (with the same `renamed` setting)."""
+    try:
+        detail = _check(program, plan, machines, events)
+    except _Fail as f:
+        return Verdict("Plan", False, f.obligation, f.detail)
+    return Verdict("Plan", True, None, detail)
+
+
+def stream_program(blocks) -> Program:
+    """A block stream (Blocks or block text) as a region program: a seq of block leaves."""
+    from .loader import load
+    if isinstance(blocks, str):
+        return load({"body": {"seq": blocks}})
+    return load({"body": {"seq": [{"block": b} for b in blocks]}})

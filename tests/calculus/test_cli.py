@@ -1,0 +1,66 @@
+"""`tile-emu run PROGRAM.regions.json`: the shipped examples, outputs and one-line errors."""
+import json
+import pathlib
+
+import numpy as np
+
+from emulator import Machine
+from emulator.cli import main
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+EX = ROOT / "examples" / "regions"
+F32 = np.float32
+
+
+def test_pure_example_prints_its_arrays(capsys):
+    assert main(["run", str(EX / "pointwise.regions.json")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    arrays = json.loads(out[0])
+    x = [0.5, 1.25, -2.0, 1e16, 1.0, -1e16]
+    assert arrays["out"] == [(v + v) + 1.0 for v in x]
+    assert "region program ran: 0 tile block(s), 1 reduction(s)" in out[1]
+
+
+def test_json_out_writes_the_arrays(tmp_path):
+    out = tmp_path / "a.json"
+    assert main(["run", str(EX / "pointwise.regions.json"), "--out", str(out), "-q"]) == 0
+    assert json.loads(out.read_text())["tmp"][0] == 1.0
+
+
+def test_tile_example_matches_float32_arithmetic(tmp_path):
+    out = tmp_path / "final.arrow"
+    init = ROOT / "examples" / "saxpy.init.arrow"
+    assert main(["run", str(EX / "saxpy_tiles.regions.json"), "--init", str(init), "--out", str(out), "-q"]) == 0
+    m0, m = Machine.load(init), Machine.load(out)
+    t = lambda mm, p, k: mm.read_tile(p, k).valid.astype(np.uint32).view(F32)   # noqa: E731
+    per_pe = [t(m0, p, 1) * t(m0, p, 2) + t(m0, p, 3) for p in range(4)]      # TMUL then TADD: two roundings
+    acc = ((per_pe[0] + per_pe[1]) + per_pe[2]) + per_pe[3]                    # fold_left over PEs 1..3
+    assert np.array_equal(t(m, 0, 5), acc)
+    assert np.array_equal(t(m, 0, 9), acc[::-1])                              # rows reversed by the loop
+
+
+def test_malformed_programs_fail_with_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.regions.json"
+    bad.write_text(json.dumps({"body": {"parallel": [["i", 2]], "body": {"op": "y[i] = 1"}}}))
+    assert main(["run", str(bad)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "$.body.body.op: 'y[i]' names no array" in err
+
+
+def test_runtime_failures_name_the_node_and_instance(tmp_path, capsys):
+    prog = tmp_path / "fail.regions.json"
+    prog.write_text(json.dumps({"body": {"parallel": [["pe", 2]], "body": {
+        "block": "BSTART.VEC TADD, FP32\n B.IOT t1@${1 << pe}, t2@${1 << pe} -> t3@${1 << pe}\n B.DIM LB0=4"}}}))
+    out = tmp_path / "o.arrow"
+    assert main(["run", str(prog), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "$.body.body at (pe=0): block rejected: SOURCE_MISSING" in err
+    assert Machine.load(out).digest() == Machine().digest()
+
+
+def test_interference_is_reported(tmp_path, capsys):
+    prog = tmp_path / "race.regions.json"
+    prog.write_text(json.dumps({"arrays": {"x": {"shape": [2], "fill": 0}},
+                                "body": {"parallel": [["i", 2]], "body": {"op": "x[0] = i"}}}))
+    assert main(["run", str(prog)]) == 1
+    assert "parallel instances (i=0) and (i=1) interfere: write/write on x[0]" in capsys.readouterr().err
