@@ -242,3 +242,26 @@ def test_reduce_checks_shapes_ops_and_backends():
         reduce_flits(np.zeros((4, 8), np.bool_), np.zeros(4, np.uint8), plan, "Add")
     with pytest.raises(ValueError, match="unknown backend"):
         reduce_flits(np.zeros((4, 8), np.int32), np.zeros(4, np.uint8), plan, "Add", "tpu")
+
+
+# ----------------------------------------------------------------------------- against the calculus
+
+def test_the_hardware_fold_is_a_tree_the_calculus_admits():
+    """The contract's fold, written as an explicit merge tree, evaluated by the calculus'
+    realize_tree, gives our bits; the calculus' default unordered_tree admits that result while
+    a strict fold_left over the same contributions gives a different float32 value."""
+    reduction = pytest.importorskip("emulator.calculus.reduction")
+    from emulator.calculus.functions import Function
+
+    def f32_add(a, b):                    # binary32 add via one rounding of the exact double sum
+        return float(np.float32(a + b))
+
+    add = Function("f32.add", 2, "merge", f32_add, commutative=True, regroup=True)
+    xs = [1e8, 1.0, -1e8, 1.0, 1.0]       # R = 5: flit 0 holds R 0..3, flit 1 holds R 4
+    out, _, vs = run(("R = 5", "", "R # 8 / 4", "R # 8 % 4 # 8"), [xs[:4], xs[4:]], np.float32, "Add")
+    assert vs.tolist() == [[4, 1]]
+    ours = float(lane0(out))
+    tree = [["seed", [[0, 1], [2, 3]]], 4]                 # seed + op(op(x0,x1),op(x2,x3)), then + x4
+    assert ours == reduction.realize_tree(add, tree, xs, -0.0)
+    assert reduction.admits("unordered_tree", add, -0.0, xs, ours)
+    assert ours == 1.0 and reduction.fold_left(add, -0.0, xs) == 2.0   # the order is part of the contract
