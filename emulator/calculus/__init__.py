@@ -3,8 +3,16 @@ policies, refinement-witness checkers, the Hidet task product, and the planner-f
 
 docs/regions.md documents the text form; docs/calculus.md the semantics and the witnesses.
 """
+from . import builder  # noqa: F401
 from .errors import (InterferenceError, PipelineHazardError, ReductionPolicyError, RegionError,  # noqa: F401
                      RegionRuntimeError, UndecidedError)
 from .interp import RunResult, run  # noqa: F401
 from .loader import dump, load, load_file, loads  # noqa: F401
+from .plan import Plan, Step, check_plan, serial_plan, source_events, stream_program  # noqa: F401
 from .program import Program, check  # noqa: F401
+from .taskmap import TaskMapping, repeat, spatial  # noqa: F401
+from .witnesses import (BindWitness, Cut, FusionWitness, MergeTreeWitness, ReductionWitness,  # noqa: F401
+                        ReindexWitness, SplitFuseWitness, Verdict, VersionWitness, apply_fusion,
+                        check_bind, check_merge_tree, check_reduction, check_reindex,
+                        check_scope_fusion, check_split_fuse, check_versioning, fuse,
+                        pipeline_versions, split)

@@ -78,10 +78,14 @@ def _f64_2(name, op):
     return f
 
 
+_QNAN = float("nan")              # the default quiet NaN (bits 0x7ff8000000000000)
+
+
 def _fmax(a, b):
-    # maxNum-style: one NaN selects the other operand; a mixed-sign zero tie gives +0.
+    # maxNum-style: one NaN selects the other operand, two give the default quiet NaN (so the
+    # result never depends on operand order); a mixed-sign zero tie gives +0.
     if math.isnan(a):
-        return b
+        return _QNAN if math.isnan(b) else b
     if math.isnan(b):
         return a
     if a == b == 0.0:
@@ -91,7 +95,7 @@ def _fmax(a, b):
 
 def _fmin(a, b):
     if math.isnan(a):
-        return b
+        return _QNAN if math.isnan(b) else b
     if math.isnan(b):
         return a
     if a == b == 0.0:
@@ -100,11 +104,13 @@ def _fmin(a, b):
 
 
 def _fmul(a, b):
-    return a * b
+    r = a * b
+    return _QNAN if r != r else r      # NaN results are the default NaN: no payload order effects
 
 
 def _fadd(a, b):
-    return a + b
+    r = a + b
+    return _QNAN if r != r else r
 
 
 def _concat(a, b):
@@ -137,11 +143,13 @@ BUILTINS: dict[str, Function] = {f.name: f for f in (
     Function("sub", 2, "update", _int2("sub", lambda a, b: a - b),
              doc="integer subtraction: an update, not a merge"),
     Function("fadd", 2, "merge", _f64_2("fadd", _fadd), False, True, regroup=True, identity=-0.0,
-             doc="binary64 addition (RNE): commutative, not associative; the tree policy may regroup it"),
+             doc="binary64 addition (RNE; a NaN result is the default quiet NaN): commutative, not associative; the tree policy may regroup it"),
     Function("fmul", 2, "merge", _f64_2("fmul", _fmul), False, True, regroup=True, identity=1.0,
              doc="binary64 multiplication (RNE); the tree policy may regroup it"),
-    Function("fmax", 2, "merge", _f64_2("fmax", _fmax), True, True, doc="binary64 maxNum"),
-    Function("fmin", 2, "merge", _f64_2("fmin", _fmin), True, True, doc="binary64 minNum"),
+    Function("fmax", 2, "merge", _f64_2("fmax", _fmax), True, True,
+             doc="binary64 maxNum (two NaNs: the default quiet NaN; +0 beats -0)"),
+    Function("fmin", 2, "merge", _f64_2("fmin", _fmin), True, True,
+             doc="binary64 minNum (two NaNs: the default quiet NaN; -0 beats +0)"),
     Function("fsub", 2, "update", _f64_2("fsub", lambda a, b: a - b), doc="binary64 subtraction: an update"),
     Function("concat", 2, "merge", _concat, True, False, identity="",
              doc="string concatenation: associative, not commutative"),

@@ -132,3 +132,28 @@ def test_nan_and_signed_zero_are_compared_by_bits():
     # -0 + -0 = -0 only: no tree can give +0 from (seed -0, -0)
     assert R.admits("unordered_tree", fadd, -0.0, [-0.0], -0.0)
     assert not R.admits("unordered_tree", fadd, -0.0, [-0.0], 0.0)
+
+
+SPECIALS = [0.0, -0.0, 1.0, -1.0, 0.1, 3.0, 1e308, -1e308, 5e-324, math.inf, -math.inf,
+            struct.unpack("<d", struct.pack("<Q", 0x7FF8000000000000))[0],
+            struct.unpack("<d", struct.pack("<Q", 0x7FF8000000000123))[0],
+            struct.unpack("<d", struct.pack("<Q", 0xFFF0000000000001))[0]]
+
+
+@pytest.mark.parametrize("name", ["fadd", "fmul", "fmax", "fmin", "add", "mul", "max", "min", "concat"])
+def test_declared_exact_laws_hold_bit_for_bit_on_special_values(name):
+    f = BUILTINS[name]
+    vals = {"concat": ["", "a", "bc"], "add": [0, -3, 7, 2 ** 70], "mul": [0, -3, 7, 2 ** 70],
+            "max": [0, -3, 7], "min": [0, -3, 7]}.get(name, SPECIALS)
+    for a, b in itertools.product(vals, repeat=2):
+        if f.commutative:
+            assert R.same(f(a, b), f(b, a)), (a, b)
+    for a, b, c in itertools.product(vals, repeat=3):
+        if f.associative:
+            assert R.same(f(f(a, b), c), f(a, f(b, c))), (a, b, c)
+
+
+def test_binary64_add_is_declared_regroupable_because_it_is_not_associative():
+    f = BUILTINS["fadd"]
+    assert not f.associative and f.regroup
+    assert f(f(1e16, 1.0), 1.0) != f(1e16, f(1.0, 1.0))     # the counterexample the policy tolerates
