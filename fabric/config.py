@@ -189,7 +189,7 @@ def derive_fields(fabric: Fabric, mapping: Mapping, strict: bool = True) -> tupl
         prior = refinements.setdefault((r.op, r.kind), r.value)
         if prior != r.value:
             diags.append(Diagnostic(C.ConflictingAssignment, p, f"two {r.kind} refinements of {r.op} disagree"))
-    _check_edges(fabric, mapping, uses, templates, diags)
+    _check_edges(fabric, mapping, uses, templates, diags, set(proj.values))
     for fu in fabric.fus:
         for node in fu.ops():
             ref = f"{fu.name}/{node.name}"
@@ -201,7 +201,7 @@ def derive_fields(fabric: Fabric, mapping: Mapping, strict: bool = True) -> tupl
     return proj, diags
 
 
-def _check_edges(fabric, mapping, uses, templates, diags):
+def _check_edges(fabric, mapping, uses, templates, diags, admitted):
     for i, e in enumerate(mapping.edges):
         p = f"{mapping.path}.edges[{i}]"
         a, b = uses.get(e.src[0]), uses.get(e.dst[0])
@@ -211,8 +211,8 @@ def _check_edges(fabric, mapping, uses, templates, diags):
         if a.actor.results[e.src[1]] != b.actor.inputs[e.dst[1]]:
             diags.append(Diagnostic(C.IncoherentRoute, p, "the edge connects values of different exact types"))
             continue
-        if e.realization != "internal":
-            continue
+        if e.realization != "internal" or not {e.src[0], e.dst[0]} <= admitted:
+            continue  # a rejected use is already diagnosed
         fa, fb = a.op.split("/")[0], b.op.split("/")[0]
         t = templates.get(fa)
         segs = None
