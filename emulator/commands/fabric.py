@@ -30,7 +30,8 @@ def run(args) -> int:
     try:
         f = load(args.file)
     except FormatError as exc:
-        raise CommandError(f"{args.file}: {exc.path}: {exc.reason}", 1) from None
+        where = "" if exc.path == str(args.file) else f"{exc.path}: "
+        raise CommandError(f"{args.file}: {where}{exc.reason}", 1) from None
     if args.action == "format":
         sys.stdout.write(dump(f))
         return 0
