@@ -26,6 +26,7 @@ from .program import (GprOp, If, Node, Op, Parallel, Pipeline, Program, Reduce, 
                       children)
 
 KEY_SHIFT = 40
+MAX_INSTANCES = 1 << 20
 CELL_MASK = (1 << KEY_SHIFT) - 1
 
 
@@ -189,6 +190,12 @@ class Walker:
         except EvalError as exc:
             raise RegionError(path, str(exc)) from None
 
+    def truth(self, v, path: str) -> bool:
+        try:
+            return truth(v)
+        except EvalError as exc:
+            raise RegionError(path, str(exc)) from None
+
     def emit(self, path, coords, kind, accesses, exact=True, notes=(), **kw) -> Event:
         ev = Event(len(self.events), path, dict(coords), kind, list(accesses), exact, list(notes),
                    machine=self.machine, **kw)
@@ -207,7 +214,10 @@ class Walker:
                 n *= s
             return Access(load.name, write, np.arange(n, dtype=np.int64))
         for d, (i, n) in enumerate(zip(idx, shape)):
-            i = as_index(i)
+            try:
+                i = as_index(i)
+            except EvalError as exc:
+                raise RegionError(path, f"{load!r}: {exc}") from None
             if not 0 <= i < n:
                 raise RegionError(path, f"{load!r} = {load.name}{idx} is out of range (axis {d} has extent {n})")
         flat = sum(i * s for i, s in zip(idx, self.strides[load.name]))
@@ -228,12 +238,18 @@ class Walker:
 
         def rec(k, cur, e):
             if k == len(axes):
-                if domain.where is None or truth(self.pure(domain.where, e, path)):
+                if domain.where is None or self.truth(self.pure(domain.where, e, path), path):
                     out.append(dict(cur))
                 return
             ax = axes[k]
             lo, hi = self.pure(ax.lo, e, path), self.pure(ax.hi, e, path)
-            for i in range(as_index(lo), as_index(hi)):
+            try:
+                lo, hi = as_index(lo), as_index(hi)
+            except EvalError as exc:
+                raise RegionError(path, f"axis {ax.name}: {exc}") from None
+            if hi - lo > MAX_INSTANCES:
+                raise RegionError(path, f"axis {ax.name} spans {hi - lo} values; at most {MAX_INSTANCES}")
+            for i in range(lo, hi):
                 cur[ax.name] = i
                 rec(k + 1, cur, e.child({ax.name: i}))
             cur.pop(ax.name, None)
@@ -283,7 +299,7 @@ class Walker:
             for ev in self.events[start:]:
                 ev.exact = False
                 ev.notes.append(f"under the data-dependent predicate at {node.path}.if (both branches assumed)")
-        elif truth(p):
+        elif self.truth(p, f"{node.path}.if"):
             self.walk(node.then, env.child({}), coords)
         elif node.else_ is not None:
             self.walk(node.else_, env.child({}), coords)
@@ -343,7 +359,7 @@ class Walker:
                 mk = self.pure(node.mask, it, f"{node.path}.mask")
                 if mk is DATA:
                     notes.append("data-dependent mask: the contribution is assumed present")
-                elif not truth(mk):
+                elif not self.truth(mk, f"{node.path}.mask"):
                     continue                       # masks omit contributions
             if node.key is not None:
                 k = tuple(self.pure(e, it, f"{node.path}.key") for e in node.key)
@@ -413,7 +429,7 @@ def contexts(program: Program, path: str) -> list[dict]:
         elif isinstance(node, If):
             p = w.pure(node.pred, env, node.path)
             for rel, ch in children(node):
-                if p is DATA or (rel == ".then") == truth(p):
+                if p is DATA or (rel == ".then") == w.truth(p, node.path):
                     rec(ch, env.child({}), coords)
         else:
             for _, ch in children(node):

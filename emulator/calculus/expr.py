@@ -123,7 +123,20 @@ def _kind(v) -> str:
     return type(v).__name__
 
 
+MAX_INT_BITS = 4096          # values are bounded so a hostile program cannot exhaust memory
+MAX_STR_LEN = 1 << 16
+
+
 def _arith(op, a, b):
+    v = _arith_raw(op, a, b)
+    if isinstance(v, int) and v.bit_length() > MAX_INT_BITS:
+        raise EvalError(f"integer result of '{op}' exceeds {MAX_INT_BITS} bits")
+    if isinstance(v, str) and len(v) > MAX_STR_LEN:
+        raise EvalError(f"string result of '{op}' exceeds {MAX_STR_LEN} characters")
+    return v
+
+
+def _arith_raw(op, a, b):
     k = _same_kind(op, a, b)
     if k == "str":
         if op == "+":
@@ -134,6 +147,8 @@ def _arith(op, a, b):
     if op == "-":
         return a - b
     if op == "*":
+        if k == "int" and a.bit_length() + b.bit_length() > MAX_INT_BITS + 1:
+            raise EvalError(f"integer result of '*' exceeds {MAX_INT_BITS} bits")
         return a * b
     if op == "/":
         if k != "float":
@@ -153,8 +168,8 @@ def _arith(op, a, b):
     if op in ("<<", ">>"):
         if b < 0:
             raise EvalError(f"negative shift count {b}")
-        if op == "<<" and b > 4096:
-            raise EvalError(f"shift count {b} too large")
+        if op == "<<" and a.bit_length() + b > MAX_INT_BITS:
+            raise EvalError(f"integer result of '<<' exceeds {MAX_INT_BITS} bits")
         return a << b if op == "<<" else a >> b
     if op == "&":
         return a & b
@@ -403,19 +418,33 @@ def _show(kind: str, text: str) -> str:
     return "end of text" if kind == "end" else repr(text)
 
 
-def parse_expr(text: str) -> Expr:
+MAX_TEXT = 1 << 16
+
+
+def _guarded(text: str, parse):
     if not isinstance(text, str):
         raise ExprSyntaxError(1, f"an expression must be a string, got {type(text).__name__}")
-    p = _Parser(text)
-    e = p.expr()
-    p.end()
-    return e
+    if len(text) > MAX_TEXT:
+        raise ExprSyntaxError(1, f"expression longer than {MAX_TEXT} characters")
+    try:
+        return parse(_Parser(text))
+    except RecursionError:
+        raise ExprSyntaxError(1, "expression nested too deeply") from None
+
+
+def parse_expr(text: str) -> Expr:
+    def go(p):
+        e = p.expr()
+        p.end()
+        return e
+    return _guarded(text, go)
 
 
 def parse_stmt(text: str) -> Stmt:
-    if not isinstance(text, str):
-        raise ExprSyntaxError(1, f"a statement must be a string, got {type(text).__name__}")
-    p = _Parser(text)
+    return _guarded(text, lambda p: _stmt(p, text))
+
+
+def _stmt(p: "_Parser", text: str) -> Stmt:
     target = p.atom()
     if not isinstance(target, (Var, Load)):
         raise ExprSyntaxError(1, "a statement assigns to a local NAME or an element NAME[...]")

@@ -28,7 +28,8 @@ from .program import (GprOp, If, Op, Parallel, Pipeline, Program, Reduce, Seq, S
                       check_reducer)
 from . import reduction as red
 
-MAX_INSTANCES = 1 << 22       # a domain larger than this is refused rather than enumerated
+MAX_INSTANCES = 1 << 20       # a domain larger than this is refused rather than enumerated
+MAX_STEPS = 1 << 23           # leaf instances one run may execute (a runaway program stops, not hangs)
 
 
 class _Footprint:
@@ -106,6 +107,8 @@ class Interpreter:
         self.machines = list(machines or [])
         self.machine_index = 0
         self.batch_template = batch_template       # batch cases beyond `machines` start as its copies
+        self.steps = 0
+        self.max_steps = MAX_STEPS
         self.blocks_executed = 0
         self.reductions: list = []
 
@@ -199,6 +202,9 @@ class Interpreter:
                 return
             ax = axes[k]
             lo, hi = as_int(self.ev(ax.lo, e, path), path, e), as_int(self.ev(ax.hi, e, path), path, e)
+            if hi - lo > MAX_INSTANCES:
+                raise RegionRuntimeError(path, f"axis {ax.name} spans {hi - lo} values; at most "
+                                               f"{MAX_INSTANCES} instances per domain", e.coords)
             for i in range(lo, hi):
                 cur[ax.name] = i
                 rec(k + 1, cur, e.child(coords={ax.name: i}))
@@ -208,6 +214,10 @@ class Interpreter:
 
     # ---- nodes ---------------------------------------------------------------------------------
     def exec(self, node, env: Env) -> None:
+        self.steps += 1
+        if self.steps > self.max_steps:
+            raise RegionRuntimeError(node.path, f"more than {self.max_steps} node executions; "
+                                                f"the run is stopped", env.coords)
         m = _DISPATCH.get(type(node))
         if m is None:
             raise RegionRuntimeError(node.path, f"not a region node: {type(node).__name__}")
@@ -353,7 +363,7 @@ class Interpreter:
             try:
                 result = self.fold(node, f, seed, fiber, lift, o)
             except EvalError as exc:
-                raise RegionRuntimeError(f"{path}.combine", str(exc), dict(zip(("group",), (o,)))) from None
+                raise RegionRuntimeError(f"{path}.combine", str(exc), {"group": o}) from None
             self.reductions.append((path, o, node.policy, seed, fiber, result))
             self.store(node.into, o, result)
 

@@ -483,9 +483,15 @@ def load(doc: Any, source: str | None = None) -> Program:
     params = _params(doc.get("params", {}), "$.params")
     arrays = _arrays(doc.get("arrays", {}), params, "$.arrays")
     functions = _functions(doc.get("functions", {}), params, "$.functions")
-    body = _node(doc["body"], "$.body")
-    prog = Program(body, params, arrays, functions)
-    return check(prog)
+    total = sum(a.size for a in arrays.values())
+    if total > MAX_ELEMENTS:
+        raise RegionError("$.arrays", f"{total} elements in all exceed the limit {MAX_ELEMENTS}")
+    try:
+        body = _node(doc["body"], "$.body")
+        prog = Program(body, params, arrays, functions)
+        return check(prog)
+    except RecursionError:
+        raise RegionError("$.body", "region nesting too deep") from None
 
 
 def loads(text: str) -> Program:

@@ -151,8 +151,9 @@ def _order(plan: Plan, steps, evs, rows: _Rows, keys: Keys, program) -> None:
             pkey[i] = s * width + (0 if step.kind in ("parallel", "merge") else pos)
     if len(rows.ev) == 0:
         return
-    # one row per (loc, event): write = any
-    order = np.lexsort((rows.ev, rows.loc))
+    # one row per (loc, event): write = any.  Rows are built in event order, so a stable sort
+    # by cell keeps source order inside each cell.
+    order = np.argsort(rows.loc, kind="stable")
     loc, ev, wr = rows.loc[order], rows.ev[order], rows.wr[order]
     first = np.ones(len(loc), bool)
     first[1:] = (loc[1:] != loc[:-1]) | (ev[1:] != ev[:-1])
@@ -226,7 +227,7 @@ def _pointwise(plan: Plan, steps, evs, rows: _Rows, keys: Keys, program) -> None
         loc, ev, wr, pt = rows.loc[sel], rows.ev[sel], rows.wr[sel], rows.pt[sel]
         if not len(loc):
             continue
-        order = np.lexsort((ev, loc))
+        order = np.argsort(loc, kind="stable")          # rows are in event order already
         loc, ev, wr, pt = loc[order], ev[order], wr[order], pt[order]
         uniq, start = np.unique(loc, return_index=True)
         has_w = np.logical_or.reduceat(wr, start)
@@ -297,6 +298,8 @@ def _check(program: Program, plan: Plan, machines, evs) -> str:
             evs = source_events(program, machines=machines, renamed=plan.renamed)
         except RegionError as exc:
             raise _Fail("effects known", str(exc))
+    if [e.ordinal for e in evs] != list(range(len(evs))):
+        raise _Fail("events exist", "the events given are not a program's events in source order")
     if not plan.steps:
         raise _Fail("exact coverage", "the plan has no steps")
     steps = _resolve(plan, evs)

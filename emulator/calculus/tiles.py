@@ -228,9 +228,13 @@ def tile_merge_function(mnemonic: str, dtype_name: str, config) -> Function:
 
 
 def _ref(interp, ref, env, path):
-    pe = interp.ev(ref.pe, env, f"{path}.pe")
-    tile = interp.ev(ref.tile, env, f"{path}.tile")
-    return int(pe), int(tile)
+    out = []
+    for name in ("pe", "tile"):
+        v = interp.ev(getattr(ref, name), env, f"{path}.{name}")
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise RegionRuntimeError(f"{path}.{name}", f"must be an integer, got {v!r}", env.coords)
+        out.append(v)
+    return tuple(out)
 
 
 def _snapshot(m, pe, tile, path, coords) -> TileValue:
@@ -283,8 +287,12 @@ def exec_tile_reduce(interp, node, env) -> None:
         except (EvalError, ReductionPolicyError) as exc:
             raise RegionRuntimeError(f"{path}.combine", str(exc), {"PE": acc[0], "tile": acc[1]}) from None
         d = result.desc
-        m.write_tile(acc[0], acc[1], d.datatype.name, result.bits, valid_row=d.ValidRow, valid_col=d.ValidCol,
-                     capacity=d.capacity, layout=d.Layout, defined=result.defined)
+        try:
+            m.write_tile(acc[0], acc[1], d.datatype.name, result.bits, valid_row=d.ValidRow,
+                         valid_col=d.ValidCol, capacity=d.capacity, layout=d.Layout, defined=result.defined)
+        except ValueError as exc:
+            raise RegionRuntimeError(f"{path}.into", f"the folded tile does not fit PE{acc[0]} tile {acc[1]}: "
+                                                     f"{exc}") from None
         interp.touch(writes=[(tile_key(mi, acc[0], acc[1]), -1)])
         interp.reductions.append((path, acc, node.policy, seed, fiber, result))
 
@@ -421,10 +429,8 @@ def walk_tile_op(walker, node, env, coords) -> None:
 
 def walk_gpr_op(walker, node, env, coords) -> None:
     m = walker.machine
-    pe = walker.pure(node.pe, env, f"{node.path}.gpr.pe")
-    idx = walker.pure(node.index, env, f"{node.path}.gpr.index")
-    if pe is DATA or idx is DATA:
-        raise RegionError(f"{node.path}.gpr", "the PE and GPR index must be pure for static effects")
+    pe = _pure_int(walker, node.pe, env, f"{node.path}.gpr.pe")
+    idx = _pure_int(walker, node.index, env, f"{node.path}.gpr.index")
     val = walker.pure(node.value, env, f"{node.path}.gpr.value")
     walker.gprs[(m, pe, idx)] = val
     ordinal = len(walker.events)
@@ -432,6 +438,13 @@ def walk_gpr_op(walker, node, env, coords) -> None:
     accs = walker.loads_of(node.value, env, f"{node.path}.gpr.value", notes)
     accs.append(Access(gpr_key(m, pe), True, np.array([idx], np.int64), np.array([-(ordinal + 1)], np.int64)))
     walker.emit(node.path, coords, "gpr", accs, exact=not notes, notes=notes, pe=pe)
+
+
+def _pure_int(walker, e, env, path) -> int:
+    v = walker.pure(e, env, path)
+    if v is DATA or isinstance(v, bool) or not isinstance(v, int):
+        raise RegionError(path, f"must be a pure integer, got {v!r}")
+    return v
 
 
 def walk_tile_reduce(walker, node, env, coords) -> None:
@@ -444,22 +457,23 @@ def walk_tile_reduce(walker, node, env, coords) -> None:
     for c in walker.instances(node.domain, env, f"{node.path}.reduce"):
         it = env.child(c)
         cc = {**coords, **c}
-        acc = (walker.pure(node.into.pe, it, node.path), walker.pure(node.into.tile, it, node.path))
+        acc = (_pure_int(walker, node.into.pe, it, f"{node.path}.into.pe"),
+               _pure_int(walker, node.into.tile, it, f"{node.path}.into.tile"))
         if acc not in accs_seen:        # the seed is the accumulator when the reduce starts
             accs_seen[acc] = _version(walker, m, *acc)
         if node.body is not None:
             walker.walk(node.body, it, cc)
         if node.mask is not None:
             mk = walker.pure(node.mask, it, f"{node.path}.mask")
-            if mk is not DATA and not truth(mk):
+            if mk is not DATA and not walker.truth(mk, f"{node.path}.mask"):
                 continue                           # masks omit contributions
         if node.key is not None:
             k = tuple(walker.pure(e, it, f"{node.path}.key") for e in node.key)
             if k in keys:
                 continue                           # replicas count once
             keys.add(k)
-        pe = walker.pure(node.value.pe, it, node.path)
-        tile = walker.pure(node.value.tile, it, node.path)
+        pe = _pure_int(walker, node.value.pe, it, f"{node.path}.value.pe")
+        tile = _pure_int(walker, node.value.tile, it, f"{node.path}.value.tile")
         d = _desc(walker, m, pe, tile)
         if d is None:
             raise RegionError(f"{node.path}.value", f"PE{pe} tile {tile}: unknown descriptor (give the initial machine)")

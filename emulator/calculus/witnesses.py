@@ -60,6 +60,8 @@ def _verdict(rule: str, fn, *args, **kw) -> Verdict:
         return Verdict(rule, False, f.obligation, f.detail)
     except UndecidedError as exc:
         return Verdict(rule, False, "undecided", str(exc), decided=False)
+    except RegionError as exc:          # a program whose effects cannot be derived
+        return Verdict(rule, False, "effects known", str(exc))
     return Verdict(rule, True, None, detail or "")
 
 
@@ -567,7 +569,7 @@ class FusionWitness:
     map: IndexMap | None = None          # B coordinates -> A coordinates (default: positional identity)
 
 
-def _fusion(program, w: FusionWitness, gprs=None) -> str:
+def _fusion(program, w: FusionWitness, gprs=None, machines=None) -> str:
     from . import effects as E
     from .deps import TableBuilder, crossing
     from .program import Parallel, Seq, Serial, find, nodes
@@ -593,7 +595,7 @@ def _fusion(program, w: FusionWitness, gprs=None) -> str:
     pairs = 0
     keys = E.Keys()
     for ctx in E.contexts(program, w.first):
-        walker = E.Walker(program, gprs=gprs)
+        walker = E.Walker(program, gprs=gprs, machines=machines, renamed=False)
         env = E.root_env(walker).child(ctx)
         ai = walker.instances(A.domain, env, A.path)
         bi = walker.instances(B.domain, env, B.path)
@@ -634,8 +636,10 @@ def _fusion(program, w: FusionWitness, gprs=None) -> str:
         if cr is not None:
             cell = E.describe(program, cr.key, cr.cell)
             if w.kind == "parallel":
+                partner = f"{A.path} {fmt(a_names, tuple(ai[cr.second_pos].values()))}"
                 raise _Fail("Dep_AB ⊆ diagonal", f"crossing {cr.kind} edge {cr.first} -> {cr.second} on {cell}: "
-                                                 f"per-instance fusion would lose this edge")
+                                                 f"the fused scope runs the second with {partner}, so per-instance "
+                                                 f"fusion would lose this edge")
             raise _Fail("cross edges i <= j", f"{cr.kind} edge {cr.first} -> {cr.second} on {cell} goes backwards "
                                               f"in the fused order (A iteration {cr.first_pos} after B's {cr.second_pos})")
         pairs += len(ai)
@@ -674,8 +678,10 @@ def _exprs_of(node):
             yield e
 
 
-def check_scope_fusion(program, w: FusionWitness, gprs: dict | None = None) -> Verdict:
-    return _verdict("Scope fusion", _fusion, program, w, gprs)
+def check_scope_fusion(program, w: FusionWitness, gprs: dict | None = None,
+                       machines: list | None = None) -> Verdict:
+    """`machines`: initial states for tile leaves (descriptors, GPR offsets)."""
+    return _verdict("Scope fusion", _fusion, program, w, gprs, machines)
 
 
 def apply_fusion(program, w: FusionWitness):

@@ -230,3 +230,24 @@ def test_a_merge_tree_must_account_for_every_contribution_once():
     assert v.obligation == "reduction policy" and "merged twice" in v.detail
     v = check_plan(prog, reduction_plan(["seed", [[0, 1], 2]]), machines=[m])
     assert "contribution 3 is omitted" in v.detail
+
+
+def test_scope_fusion_of_per_pe_scopes_and_a_misaligned_map():
+    from emulator.calculus import FusionWitness, check_scope_fusion
+    from emulator.calculus.domains import IndexMap
+    prog = B.program(B.seq(
+        B.parallel([("pe", 4)], B.block("BSTART.VEC TADD, FP32\n B.IOT t1@${1 << pe}, t2@${1 << pe} -> t3@${1 << pe}\n"
+                                        " B.DIM LB0=4, LB1=2")),
+        B.parallel([("pe", 4)], B.block("BSTART.SFU TEXTRACT, FP32\n B.IOT t3@${1 << pe} -> t5@${1 << pe}\n"
+                                        " B.DIM LB0=3, LB1=2\n B.IOR RegSrc0=r1, RegSrc1=r2"))))
+    w = FusionWitness("$.body.seq[0]", "$.body.seq[1]")
+    assert check_scope_fusion(prog, w, machines=[init()])        # each PE runs its TADD then its TEXTRACT
+    shifted = FusionWitness("$.body.seq[0]", "$.body.seq[1]", map=IndexMap(("pe",), ["(pe + 1) % 4"]))
+    v = check_scope_fusion(prog, shifted, machines=[init()])
+    assert v.obligation == "Dep_AB ⊆ diagonal"
+    assert ("crossing RAW edge $.body.seq[0] (pe=3) -> $.body.seq[1] (pe=3) on PE3 tile t3 element [0, 1]: "
+            "the fused scope runs the second with $.body.seq[0] (pe=0)") in v.detail
+    # without the initial state the offsets are unknown: TEXTRACT is taken to read all of t3, which
+    # still stays on its PE, so per-PE fusion is admitted and the shifted map still rejected
+    assert check_scope_fusion(prog, w)
+    assert not check_scope_fusion(prog, shifted)
