@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .errors import InterferenceError, PipelineHazardError, RegionRuntimeError
-from .expr import EvalError, Load, Var, as_index, truth
+from .expr import EvalError, Var, as_index, truth
 from .program import (GprOp, If, Op, Parallel, Pipeline, Program, Reduce, Seq, Serial, TileOp,
                       check_reducer)
 from . import reduction as red

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .errors import ReductionPolicyError, RegionError
-from .expr import Call, Const, Expr, Load, Stmt, Var, walk
+from .expr import Call, Expr, Load, Stmt, Var, walk
 from .functions import BUILTINS, Function
 
 POLICIES = ("fold_left", "fold_right", "ordered_tree", "unordered_tree")
@@ -274,8 +274,6 @@ class _Checker:
                 if pure:
                     raise RegionError(path, f"{what} must be a pure index expression; "
                                             f"it calls '{n.name}'")
-            elif isinstance(n, Var) or isinstance(n, Const):
-                pass
 
     def domain(self, d: Domain, scope: _Scope, path: str) -> _Scope:
         inner = scope.child()

@@ -450,7 +450,6 @@ def _pure_int(walker, e, env, path) -> int:
 def walk_tile_reduce(walker, node, env, coords) -> None:
     m = walker.machine
     slot = "red:" + node.path
-    from .expr import truth
     accs_seen: dict = {}
     keys: set = set()
     n = 0

@@ -64,3 +64,19 @@ def test_interference_is_reported(tmp_path, capsys):
                                 "body": {"parallel": [["i", 2]], "body": {"op": "x[0] = i"}}}))
     assert main(["run", str(prog)]) == 1
     assert "parallel instances (i=0) and (i=1) interfere: write/write on x[0]" in capsys.readouterr().err
+
+
+def test_batch_cases_are_written_next_to_out(tmp_path):
+    prog = tmp_path / "batch.regions.json"
+    prog.write_text(json.dumps({"body": {"parallel": [["case", 3]], "batch": True, "body": {"seq": [
+        {"gpr": {"pe": 0, "index": 1, "value": "case"}},
+        {"block": "BSTART.SFU TEXTRACT, U8\n B.IOT t1@0b0001 -> t2@0b0001\n B.DIM LB0=2\n B.IOR RegSrc0=r1"}]}}}))
+    init = tmp_path / "init.arrow"
+    m = Machine()
+    m.write_tile(0, 1, "U8", np.arange(12, dtype=np.uint8).reshape(3, 4))
+    m.save(init)
+    out = tmp_path / "final.arrow"
+    assert main(["run", str(prog), "--init", str(init), "--out", str(out), "-q"]) == 0
+    got = [Machine.load(p).read_tile(0, 2).valid.tolist()
+           for p in (out, tmp_path / "final.case1.arrow", tmp_path / "final.case2.arrow")]
+    assert got == [[[0, 1]], [[4, 5]], [[8, 9]]]
