@@ -23,7 +23,7 @@ from isa import fields
 from isa import instructions as instrs
 from isa.datatypes import DataType, Kind
 
-from . import ops_float, ops_int, transcendental
+from . import fast, ops_float, ops_int, tables, transcendental
 from .errors import UnsupportedOperation
 from .profiles import Profile, profile as resolve_profile
 
@@ -45,7 +45,14 @@ def _int_impl(op: str, fn, signed: bool) -> Impl:
 
 
 def _float_impl(op: str, fn) -> Impl:
+    """Hot (op, format) pairs run compiled (fast.py, falling back to `fn` element-wise where it
+    does not settle a result); formats of <= 8 bits and unary ops on <= 16 bits read an exact
+    table of `fn`; everything else runs `fn`, the NumPy reference."""
     def run(dt, operands, prof, cmode):
+        if fast.serves(op, dt.name):
+            return fast.run(op, dt.name, operands, prof, fn)
+        if tables.applies(op, dt.name, len(operands)):
+            return tables.lookup(op, dt.name, prof, cmode, fn, operands)
         return fn(dt, *operands, prof=prof, cmode=cmode) if op == "TCMP" else fn(dt, *operands, prof=prof)
     run.__name__ = f"{op.lower()}_float"
     return run

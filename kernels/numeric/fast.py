@@ -1,0 +1,343 @@
+"""Compiled fast paths (Numba) for the hot floating operations; the NumPy code is the reference.
+
+Served here: TADD, TSUB, TMUL, TFMA on FP32, TF32, HF32, FP16, BF16 (and TFMA on E4M3/E5M2,
+whose binary ops use 256 x 256 tables), and TEXP on FP32, TF32, HF32.  One fused pass per
+element, parallel over the array; every element whose result this code does not settle
+(non-finite operands, exp results near a rounding boundary or in the subnormal range) is marked
+and recomputed by the reference implementation, so results are bit-identical to the reference
+by construction of the cases handled here and by test (tests/kernels/test_ops_fast.py compares
+both on every FP16/BF16/8-bit case it can enumerate and on millions of random operands).
+
+Why the arithmetic is exact: every value of these formats is a binary64 and, with p <= 24,
+a*b is exact in binary64 and TwoSum gives the exact error of a sum, so the exact result is
+s + e with s = RN(x) in binary64 and e known; `round_rne` then rounds s to the destination with
+the direction of e deciding ties -- the same single rounding as rounding.round_pack (RNE,
+tininess after rounding, the overflow table, FTZ).  The scalar routines use only arithmetic,
+comparisons and bit casts, the subset Numba compiles for both the CPU and CUDA.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numba as nb
+import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
+
+from . import formats
+from .flags import NX, OF, UF
+
+FALLBACK = np.uint8(0xFF)          # flags value marking "recompute with the reference"
+OPS = {"TADD": 0, "TSUB": 1, "TMUL": 2}
+WIDE = ("FP32", "TF32", "HF32", "FP16", "BF16")
+FORMATS_FMA = WIDE + ("E4M3", "E5M2")
+FORMATS_EXP = ("FP32", "TF32", "HF32")
+
+# parameter vector layout (int64): one row of the format table, as the kernels need it
+T_, EMIN, MAXMAG, OVF, OVF_SIGN, SIGNBIT, SHIFT, FTZ, LUT, DSHIFT, FIELD = range(11)
+_ONE = np.uint64(1)
+
+
+# ---------------------------------------------------------------- bit casts
+# The only target-specific pieces: LLVM bitcasts on the CPU (a CUDA port maps them to libdevice's
+# __double_as_longlong / __int_as_float).  Scalar .view() would allocate a 0-d array per call.
+
+def _bitcast(src, dst, bits):
+    @intrinsic
+    def cast(typingctx, x):
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], ir.IntType(bits) if isinstance(dst, types.Integer) else
+                                   (ir.DoubleType() if bits == 64 else ir.FloatType()))
+        return dst(src), codegen
+    return cast
+
+
+f64_bits = _bitcast(types.float64, types.uint64, 64)
+bits_f64 = _bitcast(types.uint64, types.float64, 64)
+bits_f32 = _bitcast(types.uint32, types.float32, 32)
+
+
+@lru_cache(maxsize=None)
+def params(name: str, ftz: bool):
+    f = formats.FORMATS[name]
+    if f.specials == "fn":
+        ovf, ovf_sign = f.mag_mask, 0                  # E4M3: canonical NaN 0x7F, sign dropped
+    else:
+        ovf, ovf_sign = ((1 << f.ebits) - 1) << f.t, 1  # infinity of the result's sign
+    use_lut = f.width not in (32, 19, 20, 16) or name == "FP16"
+    dshift = 16 if name == "BF16" else 0
+    field = ((1 << f.width) - 1) << f.shift
+    vals = np.zeros(1, np.float64)
+    if use_lut:
+        codes = np.arange(1 << f.width, dtype=np.uint64).astype(np.dtype(f"u{max(1, f.width // 8)}"))
+        vals = np.asarray(formats.decode(codes, name), np.float64)
+    p = np.array([f.t, f.emin, f.max_mag, ovf, ovf_sign, f.sign_bit, f.shift, int(ftz), int(use_lut),
+                  dshift, field], np.int64)
+    return p, vals
+
+
+# Inner routines take scalars only: an array argument costs an atomic reference-count update
+# per call.  A table read inside these loops measured 6-10x slower than the loop without it, so
+# each kernel exists twice: `_bits` decodes binary32 patterns (FP32, TF32, HF32, BF16 shifted
+# up) in the loop, `_vals` takes binary64 operand values gathered beforehand by NumPy from the
+# 2^w-entry value table (FP16, E4M3, E5M2).
+
+@nb.njit(inline="always")
+def _from_bits(x, field, dshift):
+    return np.float64(bits_f32(np.uint32((np.uint32(x) & np.uint32(field)) << np.uint32(dshift))))
+
+
+@nb.njit(inline="always")
+def _daz(v, ftz, min_normal):
+    if ftz:                                            # profile ftz: subnormal reads as zero
+        if abs(v) < min_normal:
+            v = math.copysign(0.0, v)
+    return v
+
+
+@nb.njit(inline="always")
+def _rne_bits(M, drop, dm):
+    """(kept, increment, inexact) as 0/1 integers: M rounded at bit `drop` with RNE, delta's
+    direction dm breaking what would otherwise be a tie.  Branch-free: data-dependent branches
+    here would be mispredicted on every other element."""
+    kept = M >> np.uint64(drop)
+    R = (M >> np.uint64(drop - 1)) & _ONE
+    S = np.uint64((M & ((_ONE << np.uint64(drop - 1)) - _ONE)) != 0)
+    up = np.uint64(dm > 0)
+    tie_even = np.uint64(dm == 0) & kept
+    inc = R & (S | up | tie_even)
+    return kept, inc, R | S | np.uint64(dm != 0)
+
+
+@nb.njit(inline="always")
+def round_rne(s, d, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
+    """(code, flags) of the exact x = s + delta rounded to the format (RNE), where s is a
+    normal binary64 (or zero, then delta = 0) and delta has the sign of d and lies strictly
+    between s and its binary64 neighbour.  Mirrors rounding.round_pack for RNE.  One exit and
+    selects instead of branches, so the compiler keeps the common path straight."""
+    u = f64_bits(s)
+    neg = u >> np.uint64(63)
+    sign = neg << np.uint64(signbit)
+    dm = d - 2 * d * np.int64(neg)                     # direction of delta on the magnitude
+    E = np.int64((u >> np.uint64(52)) & np.uint64(0x7FF)) - 1023
+    M = (u & np.uint64(0xFFFFFFFFFFFFF)) | np.uint64(1 << 52)
+    drop = min(52 - t + max(emin - E, 0), 54)
+    kept, inc, inexact = _rne_bits(M, drop, dm)
+    code = (np.uint64(max(E - emin, 0)) << np.uint64(t)) + kept + inc
+    flags = inexact * np.uint64(NX)
+    # tininess after rounding: below 2^emin unless unbounded rounding carries up to it
+    ku, iu, _ = _rne_bits(M, 52 - t, dm)
+    reaches = np.uint64(E == emin - 1) & np.uint64(ku + iu == (_ONE << np.uint64(t + 1)))
+    tiny = np.uint64(E < emin) & (reaches ^ _ONE)
+    flags |= (tiny & inexact) * np.uint64(UF)
+    over = code > np.uint64(maxmag)
+    code = np.uint64(ovf) if over else code
+    sign = sign * np.uint64(ovf_sign) if over else sign
+    flags = np.uint64(OF | NX) if over else flags
+    flush = ftz != 0 and code != 0 and code < (_ONE << np.uint64(t))
+    code = np.uint64(0) if flush else code
+    flags = flags | np.uint64(UF | NX) if flush else flags
+    zero = s == 0.0
+    code = np.uint64(0) if zero else code
+    flags = np.uint64(0) if zero else flags
+    return (sign | code) << np.uint64(shift), np.uint8(flags)
+
+
+@nb.njit(inline="always")
+def _two_sum_dir(a, b):
+    s = a + b
+    bb = s - a
+    e = (a - (s - bb)) + (b - bb)
+    return s, np.int64(e > 0) - np.int64(e < 0)
+
+
+@nb.njit(inline="always")
+def _binary(op, x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
+    """(code, flags) of x op y, or flags FALLBACK for a non-finite operand."""
+    if not (np.isfinite(x) and np.isfinite(y)):
+        return np.uint64(0), np.uint8(0xFF)
+    if op == 1:
+        y = -y
+    if op == 2:
+        s, d = x * y, np.int64(0)                    # exact: 2p <= 48 bits
+    else:
+        s, d = _two_sum_dir(x, y)
+    return round_rne(s, d, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+
+
+@nb.njit(inline="always")
+def _fma(x, y, z, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
+    if not (np.isfinite(x) and np.isfinite(y) and np.isfinite(z)):
+        return np.uint64(0), np.uint8(0xFF)
+    s, d = _two_sum_dir(x * y, z)                    # x*y exact, TwoSum exact
+    return round_rne(s, d, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+
+
+@nb.njit(parallel=True, cache=True)
+def binary_bits(op, a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
+    for i in nb.prange(a.shape[0]):
+        x = _daz(_from_bits(a[i], field, dshift), ftz, mn)
+        y = _daz(_from_bits(b[i], field, dshift), ftz, mn)
+        bits[i], flags[i] = _binary(op, x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+
+
+@nb.njit(cache=True)
+def gather(V, a):
+    """V[a] as binary64 values (a separate loop: see above)."""
+    out = np.empty(a.shape[0], np.float64)
+    for i in range(a.shape[0]):
+        out[i] = V[a[i]]
+    return out
+
+
+@nb.njit(parallel=True, cache=True)
+def binary_vals(op, a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bits, flags):
+    for i in nb.prange(a.shape[0]):
+        x = _daz(a[i], ftz, mn)
+        y = _daz(b[i], ftz, mn)
+        bits[i], flags[i] = _binary(op, x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+
+
+@nb.njit(parallel=True, cache=True)
+def fma_bits(a, b, c, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
+    for i in nb.prange(a.shape[0]):
+        x = _daz(_from_bits(a[i], field, dshift), ftz, mn)
+        y = _daz(_from_bits(b[i], field, dshift), ftz, mn)
+        z = _daz(_from_bits(c[i], field, dshift), ftz, mn)
+        bits[i], flags[i] = _fma(x, y, z, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+
+
+@nb.njit(parallel=True, cache=True)
+def fma_vals(a, b, c, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bits, flags):
+    for i in nb.prange(a.shape[0]):
+        x = _daz(a[i], ftz, mn)
+        y = _daz(b[i], ftz, mn)
+        z = _daz(c[i], ftz, mn)
+        bits[i], flags[i] = _fma(x, y, z, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+
+
+# ---------------------------------------------------------------- exp for the 24-bit formats
+
+@lru_cache(maxsize=None)
+def _exp_constants():
+    from .transcendental import _constants
+    C = _constants()
+    return np.array([C["c1"], C["c2"], C["inv_ln2_64"]]), np.ascontiguousarray(C["T"][:, 0])
+
+
+@nb.njit(inline="always")
+def _exp_reduced(x, c1, c2, inv):
+    """(k, p) with exp(x) ~ 2^(k/64) * p: k = round(64 x / ln2), r = x - k ln2/64 (k*c1 exact,
+    |r| <= ln2/128), p = 1 + r + ... + r^6/720 (truncation < 2^-65)."""
+    kf = (x * inv + 6755399441055744.0) - 6755399441055744.0   # round to nearest integer
+    r = (x - kf * c1) - kf * c2
+    p = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6 + r * (1.0 / 24 + r * (1.0 / 120 + r * (1.0 / 720))))))
+    return np.int64(kf), p
+
+
+@nb.njit(cache=True)
+def exp_approx(x, c1, c2, inv, T):
+    """The kernel's binary64 exp(x) for |x| < 700, as an array (for testing its error bound)."""
+    out = np.empty(x.shape[0], np.float64)
+    for i in range(x.shape[0]):
+        k, p = _exp_reduced(x[i], c1, c2, inv)
+        out[i] = T[k & 63] * p * 2.0 ** (k >> 6)
+    return out
+
+
+@nb.njit(parallel=True, cache=True)
+def exp_bits(a, t, emin, maxmag, ovf, shift, ftz, field, c1, c2, inv, T, bits, flags):
+    """exp(x) in binary64 with relative error < 2^-51 (table 2^(j/64), degree-6 polynomial);
+    the result is rounded where no rounding boundary of the destination lies within 2^-46 of
+    it, in the normal range; every other element is marked for the reference."""
+    mn = bits_f64(np.uint64(emin + 1023) << np.uint64(52))
+    drop = 52 - t
+    half = np.uint64(1) << np.uint64(drop - 1)
+    low_mask = (np.uint64(1) << np.uint64(drop)) - np.uint64(1)
+    tmask = (np.uint64(1) << np.uint64(t)) - np.uint64(1)
+    rebias = 1023 - (1 - emin)
+    for i in nb.prange(a.shape[0]):
+        x = _daz(_from_bits(a[i], field, 0), ftz, mn)
+        if not np.isfinite(x) or x == 0.0 or x < -80.0 or x > 89.0:
+            flags[i] = 0xFF                               # specials, subnormal/zero and overflow edges
+            continue
+        k, p = _exp_reduced(x, c1, c2, inv)
+        u = f64_bits(T[k & 63] * p) + (np.uint64(k >> 6) << np.uint64(52))   # * 2^(k >> 6), exact
+        low = u & low_mask
+        if (low > half and low - half <= np.uint64(64)) or (low <= half and half - low <= np.uint64(64)):
+            flags[i] = 0xFF                               # within 2^-46 of a rounding boundary
+            continue
+        # RNE at t trailing bits on the binary64 pattern, then rebias (normal range only)
+        v = (u + half - np.uint64(1) + ((u >> np.uint64(drop)) & np.uint64(1))) >> np.uint64(drop)
+        E = np.int64(v >> np.uint64(t)) - rebias
+        if E <= 0:
+            flags[i] = 0xFF
+            continue
+        code = (np.uint64(E) << np.uint64(t)) | (v & tmask)
+        if code > np.uint64(maxmag):
+            bits[i] = np.uint64(ovf) << np.uint64(shift)
+            flags[i] = OF | NX
+        else:
+            bits[i] = code << np.uint64(shift)
+            flags[i] = NX
+
+
+# ---------------------------------------------------------------- entry points
+
+def _scalars(name, ftz):
+    P, V = params(name, bool(ftz))
+    t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz_, lut, dshift, field = (int(v) for v in P)
+    return (t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz_), bool(lut), V, (field, dshift), 2.0 ** emin
+
+
+def binary(op, name, a, b, prof):
+    fmt, lut, V, dec, mn = _scalars(name, prof.ftz)
+    bits = np.zeros(a.shape[0], a.dtype)
+    flags = np.zeros(a.shape[0], np.uint8)
+    if lut:
+        binary_vals(OPS[op], gather(V, a), gather(V, b), *fmt, mn, bits, flags)
+    else:
+        binary_bits(OPS[op], a, b, *fmt, *dec, mn, bits, flags)
+    return bits, flags
+
+
+def fma(name, a, b, c, prof):
+    fmt, lut, V, dec, mn = _scalars(name, prof.ftz)
+    bits = np.zeros(a.shape[0], a.dtype)
+    flags = np.zeros(a.shape[0], np.uint8)
+    if lut:
+        fma_vals(gather(V, a), gather(V, b), gather(V, c), *fmt, mn, bits, flags)
+    else:
+        fma_bits(a, b, c, *fmt, *dec, mn, bits, flags)
+    return bits, flags
+
+
+def exp(name, a, prof):
+    (t, emin, maxmag, ovf, _, _, shift, ftz), _, _, (field, _), _ = _scalars(name, prof.ftz)
+    K, T = _exp_constants()
+    bits = np.zeros(a.shape[0], a.dtype)
+    flags = np.zeros(a.shape[0], np.uint8)
+    exp_bits(a, t, emin, maxmag, ovf, shift, ftz, field, K[0], K[1], K[2], T, bits, flags)
+    return bits, flags
+
+
+def serves(op: str, name: str) -> bool:
+    return ((op in OPS and name in WIDE) or (op == "TFMA" and name in FORMATS_FMA)
+            or (op == "TEXP" and name in FORMATS_EXP))
+
+
+def run(op, name, operands, prof, reference):
+    """Fast path with the reference filling in the marked elements."""
+    if op == "TFMA":
+        bits, flags = fma(name, *operands, prof)
+    elif op == "TEXP":
+        bits, flags = exp(name, operands[0], prof)
+    else:
+        bits, flags = binary(op, name, *operands, prof)
+    todo = np.flatnonzero(flags == FALLBACK)
+    if todo.size:
+        rb, rf = reference(name, *(x[todo] for x in operands), prof=prof)
+        bits[todo], flags[todo] = rb, rf
+    return bits, flags
