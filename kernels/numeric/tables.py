@@ -50,9 +50,16 @@ def applies(op: str, name: str, arity: int) -> bool:
 
 
 def lookup(op: str, name: str, prof, cmode, fn, operands):
-    """Gather the results of `op` for the operands from its table."""
+    """Gather the results of `op` for the operands from its table (compiled loop for NumPy
+    arrays, array indexing otherwise)."""
     arity = len(operands)
     bits, flags = table(op, name, prof, cmode, fn, arity)
+    if isinstance(operands[0], np.ndarray):
+        from . import fast
+        out_b = np.empty(operands[0].shape[0], bits.dtype)
+        out_f = np.empty(operands[0].shape[0], np.uint8)
+        (fast.lookup1 if arity == 1 else fast.lookup2)(bits, flags, *operands, out_b, out_f)
+        return out_b, out_f
     if arity == 1:
         idx = operands[0]
     else:

@@ -1,0 +1,36 @@
+"""Element-wise numeric throughput (kernels.numeric.elementwise) against plain-library baselines.
+
+    python -m pytest benchmarks/bench_numeric.py -q --benchmark-only -s
+
+The cases are the `numeric.*` rows of `tile-emu bench` (emulator/commands/bench.py): TADD, TMUL,
+TFMA, TEXP on E4M3, BF16 and FP32, 2^20 elements of typical data (normal(0, 1); TEXP uniform in
+[-8, 8]).  Baselines, timed in the same run: the ml_dtypes round trip through float32 for E4M3
+and BF16, NumPy's float32 operation for FP32 (its exp is not correctly rounded, its a*b+c rounds
+twice).  extra_info records elements/s of both and ratio = baseline time / our time.  Targets
+(issue 3): 8-bit >= 4x, BF16 >= 0.5x, FP32 TEXP >= 0.25x.
+"""
+import timeit
+
+import numpy as np
+import pytest
+
+from emulator.commands.bench import CASES
+
+pytest.importorskip("ml_dtypes")
+
+N = 1 << 20
+NUMERIC = [c for c in CASES if c.name.startswith("numeric.")]
+
+
+@pytest.mark.parametrize("case", NUMERIC, ids=[c.name for c in NUMERIC])
+def test_elementwise(benchmark, case):
+    ours, base = case.setup(N)
+    with np.errstate(all="ignore"):
+        ours()                                          # build tables / load compiled kernels
+        t_base = min(timeit.repeat(base, number=1, repeat=7))
+        benchmark.pedantic(ours, rounds=15, iterations=1, warmup_rounds=1)
+    t = benchmark.stats.stats.min
+    benchmark.extra_info.update(elements=N, Melem_s=round(N / t / 1e6, 1), baseline_Melem_s=round(N / t_base / 1e6, 1),
+                                baseline=case.baseline, ratio=round(t_base / t, 2), target=case.target)
+    print(f"\n{case.name}: {N / t / 1e6:.0f} M elem/s, baseline {N / t_base / 1e6:.0f} M elem/s, "
+          f"ratio {t_base / t:.2f}" + (f" (target {case.target})" if case.target else ""))

@@ -1,0 +1,148 @@
+"""`tile-emu bench`: throughput of named cases against a plain-library baseline, same run.
+
+    tile-emu bench                      # every case, 2^20 elements, best of 7
+    tile-emu bench --quick              # smoke run: 2^14 elements, best of 2
+    tile-emu bench --case numeric.TADD  # cases whose name starts with a prefix (repeatable)
+    tile-emu bench --list | --json
+
+A case is one row of CASES: a name, what the baseline is, an optional target ratio, and a setup
+function n -> (ours, baseline), two zero-argument callables doing the same work on n elements.
+The table reports elements/s of both and ratio = baseline time / our time (> 1: faster).  Other
+subsystems add rows to CASES; benchmarks/bench_numeric.py runs the numeric rows under
+pytest-benchmark.
+"""
+from __future__ import annotations
+
+import json
+import timeit
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from emulator.cli import CommandError
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    baseline: str                      # what the baseline callable does
+    setup: Callable[[int], tuple]      # n -> (ours, baseline)
+    target: float | None = None        # minimum ratio the project aims for (informational)
+    needs: str | None = None           # optional module the baseline needs (e.g. ml_dtypes)
+
+
+# ---------------------------------------------------------------- numeric cases
+
+_ML = {"E4M3": "float8_e4m3fn", "BF16": "bfloat16"}
+_TARGET = {"E4M3": 4.0, "BF16": 0.5}
+
+
+def _values(fmt: str, n: int, op: str, seed: int):
+    """Typical data: normal(0, 1) values (TEXP: uniform in [-8, 8]) as the format's encodings."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-8, 8, n) if op == "TEXP" else rng.standard_normal(n)
+    if fmt == "FP32":
+        return x.astype(np.float32)
+    import ml_dtypes
+    return x.astype(np.float32).astype(getattr(ml_dtypes, _ML[fmt]))
+
+
+def _numeric_case(op: str, fmt: str) -> Case:
+    arity = {"TFMA": 3, "TEXP": 1}.get(op, 2)
+    plain = {"TADD": lambda a, b: a + b, "TMUL": lambda a, b: a * b,
+             "TFMA": lambda a, b, c: a * b + c, "TEXP": np.exp}[op]
+
+    def setup(n: int):
+        from kernels import numeric
+        vals = [_values(fmt, n, op, seed) for seed in range(arity)]
+        bits = [v.view(f"u{v.dtype.itemsize}") for v in vals]
+        ours = lambda: numeric.elementwise(op, fmt, *bits)            # noqa: E731
+        if fmt == "FP32":
+            base = lambda: plain(*vals)                                # noqa: E731
+        else:                                                          # ml_dtypes round trip
+            base = lambda: plain(*(v.astype(np.float32) for v in vals)).astype(vals[0].dtype)  # noqa: E731
+        return ours, base
+
+    if fmt == "FP32":
+        what = "NumPy float32 exp (not correctly rounded)" if op == "TEXP" else \
+            "NumPy float32 " + ("a*b+c, two roundings" if op == "TFMA" else op[1:].lower())
+        target = 0.25 if op == "TEXP" else None
+    else:
+        what = f"ml_dtypes {_ML[fmt]} round trip through float32"
+        target = _TARGET[fmt]
+    return Case(f"numeric.{op}.{fmt}", what, setup, target, None if fmt == "FP32" else "ml_dtypes")
+
+
+CASES: list[Case] = [_numeric_case(op, fmt) for op in ("TADD", "TMUL", "TFMA", "TEXP")
+                     for fmt in ("E4M3", "BF16", "FP32")]
+
+
+# ---------------------------------------------------------------- runner
+
+def measure(case: Case, n: int, repeat: int) -> dict:
+    """Best-of-`repeat` seconds of ours and of the baseline (after one warm-up call each)."""
+    ours, base = case.setup(n)
+    with np.errstate(all="ignore"):
+        ours()
+        base()
+        t_ours = min(timeit.repeat(ours, number=1, repeat=repeat))
+        t_base = min(timeit.repeat(base, number=1, repeat=repeat))
+    return {"case": case.name, "elements": n, "elements_per_s": n / t_ours,
+            "baseline_elements_per_s": n / t_base, "ratio": t_base / t_ours,
+            "target": case.target, "baseline": case.baseline}
+
+
+def select(prefixes: list[str] | None) -> list[Case]:
+    if not prefixes:
+        return list(CASES)
+    chosen = [c for c in CASES if any(c.name.startswith(p) for p in prefixes)]
+    if not chosen:
+        raise CommandError(f"no benchmark case starts with {', '.join(prefixes)}; try --list", 2)
+    return chosen
+
+
+def _available(case: Case) -> bool:
+    if case.needs is None:
+        return True
+    try:
+        __import__(case.needs)
+    except ImportError:
+        return False
+    return True
+
+
+def add_arguments(parser):
+    parser.add_argument("--quick", action="store_true", help="smoke run: 2^14 elements, best of 2")
+    parser.add_argument("--case", action="append", metavar="PREFIX", help="run cases whose name starts with PREFIX")
+    parser.add_argument("--n", type=int, help="elements per case (default 2^20; --quick 2^14)")
+    parser.add_argument("--repeat", type=int, help="best of this many runs (default 7; --quick 2)")
+    parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--json", action="store_true", help="one JSON object per case instead of the table")
+
+
+def run(args) -> int:
+    cases = select(args.case)
+    if args.list:
+        for c in cases:
+            print(f"{c.name:24} baseline: {c.baseline}" + (f"  (target >= {c.target}x)" if c.target else ""))
+        return 0
+    n = args.n if args.n is not None else (1 << 14 if args.quick else 1 << 20)
+    repeat = args.repeat if args.repeat is not None else (2 if args.quick else 7)
+    if n < 1 or repeat < 1:
+        raise CommandError("--n and --repeat must be positive", 2)
+    if not args.json:
+        print(f"{'case':24} {'M elem/s':>10} {'baseline':>10} {'ratio':>7} {'target':>7}  baseline")
+    for case in cases:
+        if not _available(case):
+            print(f"{case.name:24} skipped: needs {case.needs}" if not args.json else
+                  json.dumps({"case": case.name, "skipped": f"needs {case.needs}"}))
+            continue
+        r = measure(case, n, repeat)
+        if args.json:
+            print(json.dumps(r))
+        else:
+            target = f"{r['target']:.2f}" if r["target"] else "-"
+            print(f"{r['case']:24} {r['elements_per_s'] / 1e6:10.1f} {r['baseline_elements_per_s'] / 1e6:10.1f} "
+                  f"{r['ratio']:7.2f} {target:>7}  {r['baseline']}")
+    return 0
