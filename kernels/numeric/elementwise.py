@@ -44,16 +44,28 @@ def _int_impl(op: str, fn, signed: bool) -> Impl:
     return run
 
 
+CHUNK = 1 << 14   # reference-path elements per pass: keeps its temporaries in cache (~2x faster)
+
+
+def _chunked(fn, dt, operands, **kw):
+    n = operands[0].shape[0]
+    if n <= CHUNK:
+        return fn(dt, *operands, **kw)
+    parts = [fn(dt, *(x[i:i + CHUNK] for x in operands), **kw) for i in range(0, n, CHUNK)]
+    return np.concatenate([b for b, _ in parts]), np.concatenate([f for _, f in parts])
+
+
 def _float_impl(op: str, fn) -> Impl:
     """Hot (op, format) pairs run compiled (fast.py, falling back to `fn` element-wise where it
     does not settle a result); formats of <= 8 bits and unary ops on <= 16 bits read an exact
-    table of `fn`; everything else runs `fn`, the NumPy reference."""
+    table of `fn`; everything else runs `fn`, the NumPy reference, in cache-sized chunks."""
     def run(dt, operands, prof, cmode):
         if fast.serves(op, dt.name):
             return fast.run(op, dt.name, operands, prof, fn)
         if tables.applies(op, dt.name, len(operands)):
             return tables.lookup(op, dt.name, prof, cmode, fn, operands)
-        return fn(dt, *operands, prof=prof, cmode=cmode) if op == "TCMP" else fn(dt, *operands, prof=prof)
+        kw = {"prof": prof} if op != "TCMP" else {"prof": prof, "cmode": cmode}
+        return _chunked(fn, dt, operands, **kw)
     run.__name__ = f"{op.lower()}_float"
     return run
 
