@@ -23,7 +23,7 @@ class MachineConfig:
     def __post_init__(self):
         for name in ("local_bytes", "matrix_bytes"):
             v = getattr(self, name)
-            if not isinstance(v, int) or not 0 <= v <= MAX_STORE_BYTES:
+            if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= MAX_STORE_BYTES:
                 raise ValueError(f"MachineConfig.{name}={v!r}: must be an int in [0, 2^32]")
 
     def store_bytes(self, location: str) -> int:

@@ -95,11 +95,16 @@ def save_state(machine, path) -> None:
 def _read_table(path) -> pa.Table:
     try:
         with pa.memory_map(str(path), "r") as src:
-            return pa.ipc.open_file(src).read_all()
+            table = pa.ipc.open_file(src).read_all()
     except FileNotFoundError:
         raise StateFileError(f"{path}: no such file") from None
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise StateFileError(f"{path}: not an Arrow IPC file ({exc})") from None
+    try:   # IPC reads trust buffer offsets; a corrupt offset would abort the process later
+        table.validate(full=True)
+    except pa.ArrowException as exc:
+        raise StateFileError(f"{path}: corrupt Arrow data ({exc})") from None
+    return table
 
 
 def _meta(path, table: pa.Table) -> dict:
@@ -135,11 +140,17 @@ def _meta(path, table: pa.Table) -> dict:
 
 
 def _config(path, meta: dict) -> MachineConfig:
+    from kernels.numeric.profiles import PROFILES
+
     cfg = meta.get("config", {})
-    try:
-        return MachineConfig(local_bytes=int(cfg.get("local_bytes", MachineConfig.local_bytes)),
-                             matrix_bytes=int(cfg.get("matrix_bytes", MachineConfig.matrix_bytes)),
-                             profile=str(cfg.get("profile", "ieee")))
+    if not isinstance(cfg, dict):
+        raise StateFileError(f"{path}: metadata config must be an object, not {type(cfg).__name__}")
+    profile = cfg.get("profile", MachineConfig.profile)
+    if not isinstance(profile, str) or profile not in PROFILES:
+        raise StateFileError(f"{path}: metadata config: unknown profile {profile!r} "
+                             f"(known: {', '.join(sorted(PROFILES))})")
+    try:   # MachineConfig checks the store sizes' types and ranges
+        return MachineConfig(**{k: cfg[k] for k in ("local_bytes", "matrix_bytes") if k in cfg}, profile=profile)
     except (TypeError, ValueError) as exc:
         raise StateFileError(f"{path}: metadata config: {exc}") from None
 

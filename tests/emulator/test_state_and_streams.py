@@ -123,6 +123,42 @@ def test_gpr_values_in_metadata_are_checked(tmp_path):
         load_state(path)
 
 
+@pytest.mark.parametrize("config,fragment", [
+    (None, "must be an object"),
+    ([1, 2], "must be an object"),
+    ({"profile": "bogus"}, "profile"),
+    ({"profile": 3}, "profile"),
+    ({"local_bytes": 1.5}, "local_bytes"),
+    ({"local_bytes": True}, "local_bytes"),
+    ({"matrix_bytes": "4096"}, "matrix_bytes"),
+])
+def test_malformed_config_in_metadata_is_rejected_on_load(tmp_path, config, fragment):
+    import json
+    t = state_table(rich_machine())
+    meta = json.loads(t.schema.metadata[b"tile-emu.state"])
+    meta["config"] = config
+    path = _mutate(tmp_path, lambda t: t, meta={b"tile-emu.state": json.dumps(meta).encode()})
+    with pytest.raises(StateFileError, match="config") as exc:
+        load_state(path)
+    assert fragment in str(exc.value)
+
+
+def test_corrupt_binary_offsets_are_rejected_not_trusted(tmp_path):
+    """Arrow IPC reads do not check offsets: a file whose `payload` offsets run backwards must be
+    a StateFileError, not a crash when the column is read."""
+    path = tmp_path / "s.arrow"
+    rich_machine().save(path)
+    t = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+    offsets = t.column("payload").chunk(0).buffers()[1].to_pybytes()
+    data = bytearray(path.read_bytes())
+    at = data.find(offsets)
+    assert at > 0
+    data[at + 4:at + 8] = (2**31 - 1).to_bytes(4, "little")    # offset[1] beyond offset[2]
+    path.write_bytes(bytes(data))
+    with pytest.raises(StateFileError, match="corrupt Arrow data"):
+        load_state(path)
+
+
 @pytest.mark.parametrize("content", [b"", b"garbage", b"ARROW1" + bytes(100)])
 def test_non_arrow_bytes_are_rejected(tmp_path, content):
     (tmp_path / "x.arrow").write_bytes(content)
