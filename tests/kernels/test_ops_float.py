@@ -306,3 +306,13 @@ def test_remainder_takes_the_divisors_sign():
     assert flags.tolist() == [0] * 7 + [F.NX]        # 1 - 1e-30 rounds to the divisor itself
     bits, flags = numeric.elementwise("TREM", "FP32", v[:1], np.float32(0).view(np.uint32))
     assert int(bits[0]) == 0x7FC00000 and int(flags[0]) == F.NV
+
+
+@pytest.mark.parametrize("name", ("FP64", "FP32", "TF32", "HF32", "FP16", "BF16"))
+def test_max_min_compare_samples(name):
+    a, b = operand_sets(name, 2, 1500, 13)
+    for op in ("TMAX", "TMIN"):
+        assert_same(f"{op}.{name}", numeric.elementwise(op, name, a, b), R.select_reference(op, name, a, b), (a, b))
+    for mode in ("EQ", "NE", "LT", "GT", "LE", "GE"):
+        got = numeric.elementwise("TCMP", name, a, b, cmode=mode)
+        assert_same(f"TCMP.{mode}.{name}", got, R.compare_reference(mode, name, a, b), (a, b))
