@@ -57,7 +57,10 @@ def flit_view(col, lanes: int = 8, dtype=None) -> np.ndarray:
     flat = col.flatten()
     view = primitive_view(flat, _np_dtype(flat.type)).reshape(-1, lanes)
     if dtype is not None:
-        dt = np.dtype(dtype)
+        try:
+            dt = np.dtype(dtype)
+        except TypeError:
+            raise FlitFileError(f"unknown element type {dtype!r}") from None
         if dt not in SUPPORTED_DTYPES or dt.itemsize != view.dtype.itemsize:
             raise FlitFileError(f"cannot reinterpret {view.dtype} flits as {dt}")
         view = view.view(dt)
@@ -70,13 +73,17 @@ def read_table(path) -> pa.Table:
     except (OSError, FileNotFoundError) as e:
         raise FlitFileError(f"cannot open {path}: {e.strerror or e}") from None
     try:
-        return pa.ipc.open_file(source).read_all()
-    except pa.ArrowInvalid:
-        source.seek(0)
         try:
-            return pa.ipc.open_stream(source).read_all()
-        except pa.ArrowInvalid as e:
-            raise FlitFileError(f"{path} is not an Arrow IPC file or stream: {e}") from None
+            reader = pa.ipc.open_file(source)
+        except (pa.ArrowException, OSError):     # no file footer: perhaps an IPC stream
+            source.seek(0)
+            reader = pa.ipc.open_stream(source)
+        table = reader.read_all()
+        # IPC reads trust the file's lengths and offsets; check them before any view is taken.
+        table.validate(full=True)
+        return table
+    except (pa.ArrowException, OSError) as e:
+        raise FlitFileError(f"{path} is not a valid Arrow IPC file or stream: {e}") from None
 
 
 def read_flits(path, dtype=None) -> tuple[np.ndarray, np.ndarray | None]:

@@ -69,9 +69,32 @@ def test_malformed_flit_files_are_rejected_precisely(tmp_path, make, words):
         read_flits(tmp_path / "bad.arrow")
 
 
+def test_unknown_reinterpretation_type_is_a_flit_file_error(tmp_path):
+    write_table(tmp_path / "f.arrow", input_table(np.zeros((1, 8), np.uint16)))
+    with pytest.raises(FlitFileError, match="unknown element type 'bogus'"):
+        read_flits(tmp_path / "f.arrow", dtype="bogus")
+
+
+def test_corrupt_arrow_files_are_flit_file_errors(tmp_path):
+    """Damaged footers, lengths and buffers: a FlitFileError, never an OSError or a crash."""
+    write_table(tmp_path / "f.arrow", input_table(np.arange(64, dtype=np.int32).reshape(8, 8),
+                                                  np.full(8, 8, np.uint8)))
+    good = (tmp_path / "f.arrow").read_bytes()
+    rng = np.random.default_rng(5)
+    for k in range(200):
+        data = bytearray(good)
+        for i in rng.integers(0, len(data), 1 + k % 4):
+            data[i] ^= 1 << int(rng.integers(0, 8))
+        (tmp_path / "bad.arrow").write_bytes(bytes(data))
+        try:
+            read_flits(tmp_path / "bad.arrow")
+        except FlitFileError:
+            pass
+
+
 def test_non_arrow_bytes_are_rejected(tmp_path):
     (tmp_path / "junk.arrow").write_bytes(b"ARROW1 but not really" * 10)
-    with pytest.raises(FlitFileError, match="not an Arrow IPC file"):
+    with pytest.raises(FlitFileError, match="not a valid Arrow IPC file"):
         read_flits(tmp_path / "junk.arrow")
     with pytest.raises(FlitFileError, match="cannot open"):
         read_flits(tmp_path / "missing.arrow")
