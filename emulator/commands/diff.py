@@ -4,12 +4,13 @@ from __future__ import annotations
 import numpy as np
 
 from emulator.cli import CommandError
+from emulator.commands import count
 
 
 def add_arguments(parser):
     parser.add_argument("a", help="state file (.arrow)")
     parser.add_argument("b", help="state file (.arrow)")
-    parser.add_argument("--max", type=int, default=8, metavar="N", help="list at most N differing elements per tile")
+    parser.add_argument("--max", type=count, default=8, metavar="N", help="list at most N differing elements per tile")
 
 
 def differences(a, b, limit: int = 8) -> list[str]:

@@ -5,14 +5,17 @@ from __future__ import annotations
 import numpy as np
 
 from emulator.cli import CommandError
+from emulator.commands import count
+from isa.fields import NUM_PES
 
 
 def add_arguments(parser):
     parser.add_argument("state", help="state file (.arrow)")
     parser.add_argument("--hex", action="store_true", help="print raw encodings instead of decoded values")
-    parser.add_argument("--pe", type=int, action="append", help="only this PE (repeatable)")
-    parser.add_argument("--tile", type=int, action="append", help="only this tile id (repeatable)")
-    parser.add_argument("--max", type=int, default=16, metavar="N",
+    parser.add_argument("--pe", type=int, action="append", choices=range(NUM_PES), metavar="PE",
+                        help="only this PE, 0..3 (repeatable)")
+    parser.add_argument("--tile", type=count, action="append", help="only this tile id (repeatable)")
+    parser.add_argument("--max", type=count, default=16, metavar="N",
                         help="print at most N rows and N columns per tile (default 16; 0 = all)")
 
 

@@ -157,6 +157,20 @@ def test_show_and_diff_reject_missing_files(cmd, tmp_path, capsys):
     assert main(args) == 1 and "no such file" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("args,words", [
+    (["show", "--max", "-1"], "--max: -1 is negative"),
+    (["show", "--pe", "4"], "--pe: invalid choice: 4"),
+    (["show", "--tile", "-5"], "--tile: -5 is negative"),
+    (["diff", "--max", "-3"], "--max: -3 is negative"),
+])
+def test_show_and_diff_limits_are_usage_errors(args, words, capsys):
+    state = str(EX / "saxpy.init.arrow")
+    argv = args[:1] + [state] + ([state] if args[0] == "diff" else []) + args[1:]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2 and words in capsys.readouterr().err
+
+
 def test_run_hands_regions_programs_to_the_calculus(monkeypatch, tmp_path):
     import sys
     import types
