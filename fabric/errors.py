@@ -79,5 +79,27 @@ class FormatError(ValueError):
         super().__init__(f"{path}: {message}")
 
 
+def json_kind(v) -> str:
+    """How a FormatError names the JSON kind of a value."""
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
+            int: "an integer", float: "a number"}.get(type(v), type(v).__name__)
+
+
+def closed_object(v, path: str, required=(), optional=(), what: str = "") -> dict:
+    """`v` as a JSON object with every `required` key and no key outside required + optional;
+    `what` names the record in the messages (e.g. a hw_params record class)."""
+    of = f" of {what}" if what else ""
+    if not isinstance(v, dict):
+        raise FormatError(path, f"expected an object{of}, found {json_kind(v)}")
+    allowed = set(required) | set(optional)
+    for k in v:
+        if k not in allowed:
+            raise FormatError(f"{path}.{k}", f"unknown field{of} (allowed: {', '.join(sorted(allowed))})")
+    for k in required:
+        if k not in v:
+            raise FormatError(path, f"missing required field {k!r}{of}")
+    return v
+
+
 def diag(code: DiagnosticCode, path: str, message: str) -> Diagnostic:
     return Diagnostic(code, path, message)

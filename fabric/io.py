@@ -10,7 +10,7 @@ import json
 from .capability import (CONTRACT_KINDS, REFINEMENT_KINDS, FabricOp, InactivePortGuarantee,
                          PhysicalRefinementDomain, PortCorrespondence, ResourceContractConstraint)
 from .config import Mapping, MappedEdge, RefinementAssignment, Use
-from .errors import FormatError
+from .errors import FormatError, closed_object as _obj, json_kind as _kind
 from .families import FAMILIES
 from .params import parse_record, record_to_json
 from .schemas import SCHEMAS, make_actor
@@ -24,24 +24,6 @@ MAX_ITEMS = 1 << 16
 
 
 # --- small typed readers ------------------------------------------------------------------------
-
-def _obj(v, path, required=(), optional=()):
-    if not isinstance(v, dict):
-        raise FormatError(path, f"expected an object, found {_kind(v)}")
-    allowed = set(required) | set(optional)
-    for k in v:
-        if k not in allowed:
-            raise FormatError(f"{path}.{k}", f"unknown field (allowed: {', '.join(sorted(allowed))})")
-    for k in required:
-        if k not in v:
-            raise FormatError(path, f"missing required field {k!r}")
-    return v
-
-
-def _kind(v) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
-            int: "an integer", float: "a number"}.get(type(v), type(v).__name__)
-
 
 def _str(v, path) -> str:
     if not isinstance(v, str) or not v:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, fields as dc_fields
 from .atoms import (ACCURACY_TIERS, FAST_MATH_FLAGS, FLOAT_FORMATS, FLOAT_PREDICATES,
                     INTEGER_PREDICATES, INTEGER_WIDTHS, NAN_BEHAVIORS, RESOLVED_INDEX_WIDTHS,
                     ROUNDING_MODES, SIGNED_ZERO_BEHAVIORS, STEP_KINDS, SUBNORMAL_BEHAVIORS)
-from .errors import FormatError
+from .errors import FormatError, closed_object
 
 U32_MAX = (1 << 32) - 1
 
@@ -72,15 +72,8 @@ def _pair(a, b, what):
 
 
 def _pointer_format(v, path):
-    keys = {"address_space", "representation_bits", "address_bits", "kind"}
-    if not isinstance(v, dict):
-        raise FormatError(path, "a PointerFormat must be an object")
-    for k in v:
-        if k not in keys:
-            raise FormatError(f"{path}.{k}", f"unknown PointerFormat field (fields: {sorted(keys)})")
-    for k in keys:
-        if k not in v:
-            raise FormatError(path, f"PointerFormat lacks field {k!r}")
+    closed_object(v, path, required=("address_space", "representation_bits", "address_bits", "kind"),
+                  what="PointerFormat")
     if v["kind"] != "stable_integral":
         raise FormatError(f"{path}.kind", "the only PointerFormat kind is \"stable_integral\"")
     p = _u32(0)
@@ -306,12 +299,7 @@ RECORDS = {c.__name__: c for c in (
 
 def parse_record(cls, obj, path: str):
     """Parse a closed record; unknown fields and ill-typed values are FormatErrors."""
-    if not isinstance(obj, dict):
-        raise FormatError(path, f"{cls.__name__} must be an object")
-    for k in obj:
-        if k not in cls.FIELDS:
-            raise FormatError(f"{path}.{k}", f"unknown field of {cls.__name__} "
-                                             f"(fields: {', '.join(cls.FIELDS)})")
+    closed_object(obj, path, optional=tuple(cls.FIELDS), what=cls.__name__)
     values = {}
     for name, kind in cls.FIELDS.items():
         if name not in obj:
