@@ -6,47 +6,42 @@ minimum".  For floating DataTypes this project defines (docs/machine.md):
   Zero = +0; Max = +infinity where the format encodes infinity, else the largest finite value;
   Min = -infinity where the format encodes infinity, else the most negative finite value.
 E8M0 has neither sign nor zero: Zero and Min are its smallest value 2^-127 (0x00), Max 2^127.
-One row per DataType: (zero, max, min) raw encodings in the container (nibble for X2 types).
+The encodings themselves (infinities, largest finite values) are the format codecs' facts and
+are read from kernels.numeric.formats, not restated here.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
-from isa.datatypes import DATATYPES, Kind
+from isa.datatypes import DATATYPES, DataType, Kind
 
-_FLOAT = {
-    "FP64": (0, 0x7FF0000000000000, 0xFFF0000000000000),   # +-inf
-    "FP32": (0, 0x7F800000, 0xFF800000),
-    "TF32": (0, 0x7F800000, 0xFF800000),                   # 1-8-10 in the high bits
-    "HF32": (0, 0x7F800000, 0xFF800000),                   # 1-8-11 in the high bits
-    "FP16": (0, 0x7C00, 0xFC00),
-    "BF16": (0, 0x7F80, 0xFF80),
-    "HiF8": (0, 0x6F, 0xEF),                               # HiFloat8 +-inf
-    "E4M3": (0, 0x7E, 0xFE),                               # OCP E4M3: no inf, +-448
-    "E5M2": (0, 0x7C, 0xFC),                               # +-inf
-    "E3M2": (0, 0x1F, 0x3F),                               # FP6 (6 low bits): +-28
-    "E2M3": (0, 0x1F, 0x3F),                               # FP6: +-7.5
-    "E2M1X2": (0, 0x7, 0xF),                               # FP4: +-6
-    "E1M2X2": (0, 0x7, 0xF),                               # +-1.75
-    "HiF4X2": (0, 0x7, 0xF),                               # sign-magnitude nibble: +-max
-    "E8M0": (0x00, 0xFE, 0x00),                            # 2^-127 .. 2^127, 0xFF is NaN
-}
-
-
-def _int_row(dt) -> tuple[int, int, int]:
-    w = dt.bits
-    if dt.kind is Kind.SINT:
-        return 0, (1 << (w - 1)) - 1, 1 << (w - 1)
-    return 0, (1 << w) - 1, 0
-
-
-PAD_ENCODINGS: dict[str, tuple[int, int, int]] = {
-    d.name: (_FLOAT[d.name] if d.name in _FLOAT else _int_row(d)) for d in DATATYPES
-}
 _INDEX = {"ZERO": 0, "MAX": 1, "MIN": 2}
 
 # TCMP predicate padding (Decision 069): Zero and Min write 0 bits, Max writes 1 bits.
 PREDICATE_PAD = {"ZERO": 0, "MAX": 1, "MIN": 0}
+
+
+def _row(d: DataType) -> tuple[int, int, int]:
+    """(zero, max, min) raw encodings of one DataType (in its container; nibble for X2 types)."""
+    w = d.bits
+    if d.kind is Kind.SINT:
+        return 0, (1 << (w - 1)) - 1, 1 << (w - 1)
+    if d.kind is Kind.UINT:
+        return 0, (1 << w) - 1, 0
+    # kernels is imported on first use, like every numeric entry point (emulator/semantics.py)
+    from kernels.numeric.formats import float_format, inf_bits, max_bits
+    if d.kind is Kind.EXPONENT:                   # E8M0: no sign, no zero -> the smallest value
+        return 0, max_bits(d.name), 0
+    extreme = inf_bits if float_format(d.name).inf_subst == "inf" else max_bits
+    return 0, extreme(d.name, 0), extreme(d.name, 1)
+
+
+@lru_cache(maxsize=1)
+def pad_encodings() -> dict[str, tuple[int, int, int]]:
+    """DataType name -> (zero, max, min) raw encodings."""
+    return {d.name: _row(d) for d in DATATYPES}
 
 
 def pad_encoding(pad: str, dtype_name: str | None) -> int | None:
@@ -55,7 +50,7 @@ def pad_encoding(pad: str, dtype_name: str | None) -> int | None:
         return None
     if dtype_name is None:
         return PREDICATE_PAD[pad]
-    return PAD_ENCODINGS[dtype_name][_INDEX[pad]]
+    return pad_encodings()[dtype_name][_INDEX[pad]]
 
 
 def pad_outside(bits: np.ndarray, defined: np.ndarray, valid_row: int, valid_col: int,

@@ -10,7 +10,7 @@ import pytest
 
 from emu_helpers import FMT, Machine, blk, execute_or_unsupported, fdecode, round_rne
 from emulator import preflight
-from emulator.padding import PAD_ENCODINGS
+from emulator.padding import pad_encodings
 from emulator.semantics import read_valid
 from isa import layouts
 from isa.errors import IllegalBlockException
@@ -124,7 +124,7 @@ def test_tcvt_padding_uses_the_destination_datatype():
                                      PadValueOrByteId=1)) is None:
         return
     v = m.read_tile(0, 2)
-    assert v.dtype == "U16" and (v.bits[:, 2:] == PAD_ENCODINGS["U16"][1]).all() and (v.bits[:, :2] == 1).all()
+    assert v.dtype == "U16" and (v.bits[:, 2:] == pad_encodings()["U16"][1]).all() and (v.bits[:, :2] == 1).all()
 
 
 # ---------------------------------------------------------------- floating rules of the seed

@@ -5,7 +5,8 @@ import pytest
 
 from emu_helpers import BIor, Machine, blk, everywhere
 from emulator import FeatureMap
-from emulator.padding import PAD_ENCODINGS
+from emulator.padding import pad_encodings
+from isa.datatypes import datatype
 from isa.fields import LAYOUTS
 
 rng = np.random.default_rng(7)
@@ -63,7 +64,7 @@ def test_padvalue_zero_max_min_fill_outside_the_valid_rectangle(dtype, pad, idx)
     assert np.array_equal(v.bits[:2, :3], src[:2, :3])
     outside = np.ones((4, 6), bool)
     outside[:2, :3] = False
-    assert v.defined.all() and (v.bits[outside] == PAD_ENCODINGS[dtype][idx]).all()
+    assert v.defined.all() and (v.bits[outside] == pad_encodings()[dtype][idx]).all()
 
 
 @pytest.mark.parametrize("pad", [None, 3])
@@ -77,10 +78,32 @@ def test_padvalue_omitted_or_null_leaves_padding_undefined(pad):
 
 def test_padding_table_rule_for_floats():
     # Max = +inf where the format has one, else the largest finite value (docs/machine.md).
-    assert PAD_ENCODINGS["FP16"] == (0, 0x7C00, 0xFC00)
-    assert PAD_ENCODINGS["E4M3"] == (0, 0x7E, 0xFE)
-    assert PAD_ENCODINGS["S8"] == (0, 0x7F, 0x80) and PAD_ENCODINGS["U8"] == (0, 0xFF, 0)
-    assert PAD_ENCODINGS["S4X2"] == (0, 0x7, 0x8)
+    assert pad_encodings()["FP16"] == (0, 0x7C00, 0xFC00)
+    assert pad_encodings()["E4M3"] == (0, 0x7E, 0xFE)
+    assert pad_encodings()["S8"] == (0, 0x7F, 0x80) and pad_encodings()["U8"] == (0, 0xFF, 0)
+    assert pad_encodings()["S4X2"] == (0, 0x7, 0x8)
+
+
+def test_padding_table_for_every_floating_datatype():
+    """docs/machine.md's PadValue table, written out: +-infinity where the format has one, else
+    +-largest finite; E8M0 (no sign, no zero) pads Zero and Min with 0x00 = 2^-127."""
+    assert {k: v for k, v in pad_encodings().items() if not datatype(k).is_int} == {
+        "FP64": (0, 0x7FF0000000000000, 0xFFF0000000000000),
+        "FP32": (0, 0x7F800000, 0xFF800000),
+        "TF32": (0, 0x7F800000, 0xFF800000),      # 1-8-10 in the high bits of 32
+        "HF32": (0, 0x7F800000, 0xFF800000),      # 1-8-11 in the high bits of 32
+        "FP16": (0, 0x7C00, 0xFC00),
+        "BF16": (0, 0x7F80, 0xFF80),
+        "HiF8": (0, 0x6F, 0xEF),                  # HiFloat8 +-infinity
+        "E4M3": (0, 0x7E, 0xFE),                  # no infinity: +-448
+        "E5M2": (0, 0x7C, 0xFC),
+        "E3M2": (0, 0x1F, 0x3F),                  # +-28
+        "E2M3": (0, 0x1F, 0x3F),                  # +-7.5
+        "E2M1X2": (0, 0x7, 0xF),                  # +-6
+        "E1M2X2": (0, 0x7, 0xF),                  # +-1.75
+        "HiF4X2": (0, 0x7, 0xF),
+        "E8M0": (0x00, 0xFE, 0x00),               # 2^-127 .. 2^127; 0xFF is NaN
+    }
 
 
 # ---------------------------------------------------------------- TEXTRACT
