@@ -20,7 +20,7 @@ from isa.datatypes import DataType
 
 from .padding import pad_outside
 from .preflight import Plan, fmap_extents, illegal
-from .tiles import Descriptor, Tile, element_dtype, physical_index
+from .tiles import Descriptor, Tile, element_dtype, index_grid
 
 
 @dataclass
@@ -36,27 +36,25 @@ def gather(tiles: list[Tile], r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray,
     """Logical elements (r[p, ...], c[p, ...]) of tile p, for every selected PE p at once.
 
     Tiles may differ per PE in geometry and layout (TEXTRACT sources, TINSERT insertions): the
-    PEs' payloads are concatenated and one gather reads them; the physical index is computed per
-    distinct layout (usually one).  Indices must be in range (preflight guarantees it).
+    PEs' payloads are concatenated and one gather reads them; the physical index is looked up in
+    the (cached) index grid of each distinct (layout, Row, Col) -- usually one.  Indices must be
+    in range (preflight guarantees it).
     """
     P = len(tiles)
     r, c = np.broadcast_arrays(np.asarray(r, np.int64), np.asarray(c, np.int64))
     expand = (slice(None),) + (None,) * (r.ndim - 1)
-    rows = np.array([t.desc.Row for t in tiles], np.int64)[expand]
-    cols = np.array([t.desc.Col for t in tiles], np.int64)[expand]
     sizes = np.array([t.desc.elements for t in tiles], np.int64)
     base = (np.cumsum(sizes) - sizes)[expand]
-    container = tiles[0].desc.container
-    keys = [t.desc.layout_key for t in tiles]
-    idx = np.empty(r.shape, np.int64)
-    for key in dict.fromkeys(keys):
-        sel = np.array([k == key for k in keys])
-        if sel.all():
-            idx[...] = physical_index(key, r, c, rows, cols, container)
-        else:
-            rs, cs = rows[sel], cols[sel]
-            idx[sel] = physical_index(key, r[sel], c[sel], rs, cs, container)
-    idx += base
+    keys = [(t.desc.layout_key, t.desc.Row, t.desc.Col) for t in tiles]
+    groups = {key: k for k, key in reversed(list(enumerate(keys)))}   # key -> first PE with it
+    if len(groups) == 1:
+        idx = index_grid(tiles[0].desc)[r, c]
+    else:
+        idx = np.empty(r.shape, np.int64)
+        for key, first in groups.items():
+            sel = np.array([k == key for k in keys])
+            idx[sel] = index_grid(tiles[first].desc)[r[sel], c[sel]]
+    idx = idx + base
     if P == 1:
         flat_bits, flat_def = tiles[0].elems, tiles[0].defined
     else:

@@ -10,6 +10,7 @@ same arrays and rollback is free.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -176,17 +177,22 @@ def unpack_defined(data, count: int) -> np.ndarray:
 # ---------------------------------------------------------------- logical <-> physical
 
 def index_grid(desc: Descriptor) -> np.ndarray:
-    """(Row, Col) array of each logical element's physical index."""
-    r = np.arange(desc.Row, dtype=np.int64)[:, None]
-    c = np.arange(desc.Col, dtype=np.int64)[None, :]
-    return np.broadcast_to(physical_index(desc.layout_key, r, c, desc.Row, desc.Col, desc.container),
-                           (desc.Row, desc.Col))
+    """(Row, Col) array of each logical element's physical index (read-only, cached: a stream
+    reuses a few geometries, and every non-NORM tile read or written needs its grid)."""
+    return _grid(desc.layout_key, desc.Row, desc.Col, desc.container)
 
 
-def physical_index(layout_key, r, c, rows, cols, container: int):
+@lru_cache(maxsize=16)
+def _grid(layout_key, rows: int, cols: int, container: int) -> np.ndarray:
     if layout_key == "cube":
-        return layouts.cube_index(r, c, rows, cols)
-    return layouts.physical_index(layout_key, r, c, rows, cols, container)
+        r = np.arange(rows, dtype=np.int64)[:, None]
+        c = np.arange(cols, dtype=np.int64)[None, :]
+        grid = np.broadcast_to(layouts.cube_index(r, c, rows, cols), (rows, cols))
+    else:
+        grid = layouts.index_grid(layout_key, rows, cols, container)
+    grid = np.ascontiguousarray(grid)
+    grid.flags.writeable = False
+    return grid
 
 
 def to_physical(desc: Descriptor, logical: np.ndarray, fill=0) -> np.ndarray:
