@@ -101,5 +101,3 @@ def closed_object(v, path: str, required=(), optional=(), what: str = "") -> dic
     return v
 
 
-def diag(code: DiagnosticCode, path: str, message: str) -> Diagnostic:
-    return Diagnostic(code, path, message)

@@ -12,7 +12,7 @@ is a verifier diagnostic (DuplicateDeclaration), not silently merged.  A missing
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields as dc_fields
+from dataclasses import dataclass
 
 from .atoms import (ACCURACY_TIERS, FAST_MATH_FLAGS, FLOAT_FORMATS, FLOAT_PREDICATES,
                     INTEGER_PREDICATES, INTEGER_WIDTHS, NAN_BEHAVIORS, RESOLVED_INDEX_WIDTHS,
@@ -342,5 +342,3 @@ def record_to_json(rec) -> dict:
     return out
 
 
-def field_names(rec) -> list[str]:
-    return [f.name for f in dc_fields(rec)]

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from . import codec
 from .atoms import (CONSTANT_FLOAT_PREDICATES, FLOAT_FORMATS, NNAN_NORMAL_FLOAT_PREDICATE,
                     SIGNED_INTEGER_PREDICATES)
-from .capability import (FabricOp, PortCorrespondence, Rejection, canonical_embedding,
-                         default_correspondence, lane_class, supports)
+from .capability import (FabricOp, PortCorrespondence, Rejection, default_correspondence, lane_class,
+                         supports)
 from .errors import Diagnostic, DiagnosticCode, FabricError
 from .families import FAIL_CLOSED_MEMBERS, FAMILIES
 from .schemas import Actor, effective_rounding, fastmath, make_actor
@@ -507,11 +507,11 @@ def _class_sequences(classes, k):
 def gen_routed_token(op, rec):
     fam = op.family
     if fam == "TokenSync":
-        ports, first, direction = range(min(len(op.inputs), len(op.results))), 0, "inputs"
+        ports, direction = range(min(len(op.inputs), len(op.results))), "inputs"
     elif fam == "TokenMux":
-        ports, first, direction = range(1, len(op.inputs)), 1, "inputs"
+        ports, direction = range(1, len(op.inputs)), "inputs"
     else:
-        ports, first, direction = range(len(op.results)), 0, "results"
+        ports, direction = range(len(op.results)), "results"
     classes: dict = {}
     for p in ports:
         classes.setdefault(lane_class(op, direction, p), []).append(p)

@@ -96,18 +96,9 @@ def is_float(t) -> bool:
     return isinstance(t, FloatType)
 
 
-def is_scalar_numeric(t) -> bool:
-    return isinstance(t, (IntegerType, FloatType))
-
-
 def element_of(t):
     """Element type of a vector, the type itself for a scalar."""
     return t.element if isinstance(t, VectorType) else t
-
-
-def element_width(t) -> int:
-    e = element_of(t)
-    return e.width
 
 
 class TypeWidthError(ValueError):

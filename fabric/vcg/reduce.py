@@ -33,7 +33,7 @@ import numpy as np
 
 from .config import check_narrow
 from .errors import VcgError
-from .mapping import Mapping, dim_digits
+from .mapping import Mapping
 
 SUPPORTED_DTYPES = tuple(np.dtype(t) for t in (
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

@@ -117,10 +117,6 @@ def _xp(a):
     return np
 
 
-def dtype_of(key) -> DataType:
-    return datatype(key)
-
-
 def float_format(key) -> FloatFormat:
     d = datatype(key)
     try:

@@ -57,7 +57,7 @@ def _decode_fields():
     sign = code >> 7
     r = code & 0x7F
     d4, d3, d2 = (r >> 5) == 3, (r >> 5) == 2, (r >> 5) == 1
-    d1, d0 = (r >> 4) == 1, (r >> 3) == 1
+    d1 = (r >> 4) == 1
     dml = (r >> 3) == 0
     # exponent field (sign bit, low magnitude bits) and mantissa field per layout
     ebits = np.select([d4, d3, d2, d1], [(r >> 1) & 0xF, (r >> 2) & 0x7, (r >> 3) & 0x3, (r >> 3) & 0x1], 0)
