@@ -28,11 +28,13 @@ def decode_values(bits: np.ndarray, dtype: str | None, hex_: bool) -> np.ndarray
     dt = datatype(dtype)
     digits = max(1, dt.container // 4)
     if hex_:
-        return np.vectorize(lambda v: f"0x{int(v):0{digits}x}", otypes=[object])(bits).astype(str)
+        return hex_text(bits, digits)
     if dt.is_int:
-        v = bits.astype(np.uint64).astype(object)
-        if dt.signed:
-            v = np.where(v >= (1 << (dt.bits - 1)), v - (1 << dt.bits), v)
+        if not dt.signed:
+            return bits.astype(np.uint64).astype(str)
+        v = bits.astype(np.uint64).astype(np.int64)       # S64: the two's-complement view
+        if dt.bits < 64:
+            v = np.where(v >= 1 << (dt.bits - 1), v - (1 << dt.bits), v)
         return v.astype(str)
     try:
         from kernels import numeric
@@ -41,7 +43,19 @@ def decode_values(bits: np.ndarray, dtype: str | None, hex_: bool) -> np.ndarray
                          and abs(x) < 1e16 and (x == 0 or abs(x) >= 1e-6) else repr(float(x))
                          for x in vals.ravel()], dtype=object).reshape(bits.shape).astype(str)
     except Exception:  # noqa: BLE001 -- a build without the codec still shows raw bits
-        return np.vectorize(lambda v: f"0x{int(v):0{digits}x}", otypes=[object])(bits).astype(str)
+        return hex_text(bits, digits)
+
+
+_HEX_DIGITS = np.array(list("0123456789abcdef"))
+
+
+def hex_text(bits: np.ndarray, digits: int) -> np.ndarray:
+    """'0x' + `digits` lowercase hex digits per element, built one digit position at a time."""
+    v = np.asarray(bits).astype(np.uint64)
+    out = np.full(v.shape, "0x", dtype=f"<U{digits + 2}")
+    for k in range(digits - 1, -1, -1):
+        out = np.strings.add(out, _HEX_DIGITS[((v >> np.uint64(4 * k)) & np.uint64(0xF)).astype(np.intp)])
+    return out
 
 
 def format_tile(view, hex_: bool = False, limit: int = 16) -> list[str]:

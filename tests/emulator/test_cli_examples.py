@@ -180,3 +180,19 @@ def test_run_hands_regions_programs_to_the_calculus(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "emulator.calculus.cli", fake)
     path = str(tmp_path / "p.regions.json")
     assert main(["run", path]) == 0 and seen == [path]
+
+
+@pytest.mark.parametrize("dtype", ["S8", "U8", "S16", "S32", "S64", "U64", "S4X2", "U4X2", "FP16", "TF32", "FP64"])
+def test_show_text_of_raw_encodings_matches_python_formatting(dtype):
+    from emulator.commands.show import decode_values
+    from isa.datatypes import datatype
+    d = datatype(dtype)
+    w = d.bits if d.is_int else d.container
+    vals = [0, 1, (1 << (w - 1)) - 1, 1 << (w - 1), (1 << w) - 1, 5 % (1 << w)]
+    bits = np.array(vals, dtype=np.uint64).astype(d.raw_dtype).reshape(2, 3)
+    digits = max(1, d.container // 4)
+    assert decode_values(bits, dtype, True).tolist() == [[f"0x{v:0{digits}x}" for v in vals[:3]],
+                                                         [f"0x{v:0{digits}x}" for v in vals[3:]]]
+    if d.is_int:
+        signed = [v - (1 << w) if d.signed and v >= 1 << (w - 1) else v for v in vals]
+        assert decode_values(bits, dtype, False).ravel().tolist() == [str(v) for v in signed]
