@@ -115,6 +115,8 @@ def _meta(path, table: pa.Table) -> dict:
         meta = json.loads(raw)
     except ValueError as exc:
         raise StateFileError(f"{path}: metadata {META_KEY.decode()!r} is not JSON ({exc})") from None
+    except RecursionError:
+        raise StateFileError(f"{path}: metadata {META_KEY.decode()!r} nests too deeply") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise StateFileError(f"{path}: metadata format is not {FORMAT!r}")
     if meta.get("version") != VERSION:

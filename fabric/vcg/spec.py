@@ -87,6 +87,8 @@ def load_spec(path) -> Spec:
         raise SpecError(f"cannot read {path}: {e.strerror or e}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise SpecError(f"{path} is not valid JSON: {e}") from None
+    except RecursionError:
+        raise SpecError(f"{path}: the JSON nests too deeply") from None
     return spec_from_dict(obj)
 
 

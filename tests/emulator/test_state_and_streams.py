@@ -102,6 +102,7 @@ def test_malformed_state_file_is_rejected_with_row_and_column(tmp_path, name, fn
 @pytest.mark.parametrize("meta,fragment", [
     ({}, "no 'tile-emu.state'"),
     ({b"tile-emu.state": b"{not json"}, "not JSON"),
+    ({b"tile-emu.state": b"[" * 100000 + b"]" * 100000}, "nests too deeply"),
     ({b"tile-emu.state": b'{"format": "other"}'}, "format"),
     ({b"tile-emu.state": b'{"format": "tile-emu-state", "version": 99}'}, "version"),
     ({b"tile-emu.state": b'{"format": "tile-emu-state", "version": 1, "pes": []}'}, "4 PEs"),

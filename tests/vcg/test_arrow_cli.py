@@ -283,6 +283,7 @@ def test_reduce_rejects_inconsistent_inputs(tmp_path, capsys):
     ('{"axes": "R = 4", "time": "R"}', "'reduce' must be a string (required)"),
     ('{"axes": "R = 4", "time": "R %% 3", "reduce": "R"}', "Time column 4: expected modulo operand"),
     ('[1, 2]', "one JSON object"),
+    ("[" * 100000 + "]" * 100000, "nests too deeply"),
 ])
 def test_malformed_mapping_files(tmp_path, capsys, doc, words):
     (tmp_path / "m.json").write_text(doc)
