@@ -175,8 +175,10 @@ class Machine:
         self._check_pe(pe)
         return sorted(self._pes[pe].tiles)
 
-    def used_bytes(self, pe: int, location: str) -> int:
-        return sum(t.desc.capacity for t in self._pes[pe].tiles.values() if t.desc.location == location)
+    def used_bytes(self, pe: int, location: str, exclude: int | None = None) -> int:
+        """Bytes of PE `pe`'s `location` store held by its tiles (other than tile `exclude`)."""
+        return sum(t.desc.capacity for k, t in self._pes[pe].tiles.items()
+                   if t.desc.location == location and k != exclude)
 
     def write_tile(self, pe: int, tile: int, dtype, data, *, valid_row=None, valid_col=None, col=None,
                    capacity=None, kind="numeric", location="Local", layout=0, defined=None,
@@ -227,7 +229,7 @@ class Machine:
         elems = to_physical(desc, full.astype(element_dtype(desc)))
         mask = to_physical(desc, dmask, fill=False)
         t = make_tile(desc, elems, mask)
-        problem = validate_tile(t, self.config, exclude=(pe, tile), machine=self)
+        problem = validate_tile(t, self.config, pe, tile, self.used_bytes(pe, location, exclude=tile))
         if problem:
             raise ValueError(problem)
         self._pes[pe].tiles[tile] = t
@@ -311,9 +313,10 @@ def _as_raw(data: np.ndarray) -> np.ndarray:
     raise ValueError(f"cannot use {data.dtype} data as raw encodings")
 
 
-def validate_tile(t: Tile, config: MachineConfig, exclude=None, machine: Machine | None = None) -> str | None:
-    """Why a tile cannot be architectural state (None when it can).  Shared by write_tile and the
-    state-file loader so both accept exactly the same tiles."""
+def validate_tile(t: Tile, config: MachineConfig, pe: int = 0, tile: int = 0, used: int | None = None) -> str | None:
+    """Why tile `tile` of PE `pe` cannot be architectural state (None when it can).  Shared by
+    write_tile and the state-file loader so both accept exactly the same tiles; `used` is the
+    bytes the other tiles of its store hold (None: not checked)."""
     d = t.desc
     if d.location not in LOCATIONS:
         return f"location {d.location!r}: one of {LOCATIONS}"
@@ -352,14 +355,10 @@ def validate_tile(t: Tile, config: MachineConfig, exclude=None, machine: Machine
             return f"feature-map layout {d.fmap.layout!r}: one of {FMAP_LAYOUTS}"
     if t.elems.shape != (d.elements,) or t.defined.shape != (d.elements,):
         return "payload/definedness length does not match the descriptor"
-    if machine is not None:
-        pe, tid = exclude
-        used = sum(x.desc.capacity for k, x in machine._pes[pe].tiles.items()
-                   if x.desc.location == d.location and k != tid)
-        if used + d.capacity > config.store_bytes(d.location):
-            return (f"PE{pe} {d.location} store: {used} bytes used + {d.capacity} exceeds "
-                    f"{config.store_bytes(d.location)}")
-    if not 0 <= (exclude[1] if exclude else 0) < TILE_ID_LIMIT:
+    if used is not None and used + d.capacity > config.store_bytes(d.location):
+        return (f"PE{pe} {d.location} store: {used} bytes used + {d.capacity} exceeds "
+                f"{config.store_bytes(d.location)}")
+    if not 0 <= tile < TILE_ID_LIMIT:
         return "tile id must be in [0, 2^32)"
     return None
 

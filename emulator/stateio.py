@@ -179,6 +179,7 @@ def load_state(path, config: MachineConfig | None = None):
             if name not in ("payload", "defined")}
     payloads = table.column("payload")
     defineds = table.column("defined")
+    used: dict[tuple[int, str], int] = {}
     for i in range(table.num_rows):
         def bad(column, why):
             raise StateFileError(f"{path}: row {i} column {column!r}: {why}")
@@ -228,8 +229,10 @@ def load_state(path, config: MachineConfig | None = None):
             bad("defined", "bits past the last element must be zero")
         tile = make_tile(desc, unpack_elements(payload, desc.elements, desc.container),
                          unpack_defined(dbytes, desc.elements))
-        problem = validate_tile(tile, m.config, exclude=(pe, tid), machine=m)
+        store = (pe, desc.location)
+        problem = validate_tile(tile, m.config, pe, tid, used.get(store, 0))
         if problem:
             bad("descriptor", problem)
         m._pes[pe].tiles[tid] = tile
+        used[store] = used.get(store, 0) + desc.capacity   # running sums: loading stays linear
     return m

@@ -160,6 +160,22 @@ def test_corrupt_binary_offsets_are_rejected_not_trusted(tmp_path):
         load_state(path)
 
 
+def test_store_capacity_is_checked_with_running_sums_over_many_tiles(tmp_path):
+    """20000 one-byte predicate tiles fill a 20000-byte Local store exactly; one more byte is
+    rejected.  (The loader keeps per-store sums, so a file of many tiles loads in linear time.)"""
+    from emulator.tiles import Descriptor, make_tile
+    d = Descriptor("Local", "predicate", None, 1, 8, 1, 8, 0, "standard", 1)
+    t = make_tile(d, np.zeros(8, np.uint8), np.ones(8, bool))
+    m = Machine(MachineConfig(local_bytes=20000))
+    m._pes[2].tiles.update({i: t for i in range(20000)})
+    m.save(tmp_path / "full.arrow")
+    assert len(load_state(tmp_path / "full.arrow").tiles(2)) == 20000
+    m._pes[2].tiles[20000] = t
+    m.save(tmp_path / "over.arrow")
+    with pytest.raises(StateFileError, match="row 20000 .*PE2 Local store: 20000 bytes used"):
+        load_state(tmp_path / "over.arrow")
+
+
 @pytest.mark.parametrize("content", [b"", b"garbage", b"ARROW1" + bytes(100)])
 def test_non_arrow_bytes_are_rejected(tmp_path, content):
     (tmp_path / "x.arrow").write_bytes(content)
