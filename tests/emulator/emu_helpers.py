@@ -35,16 +35,6 @@ def everywhere(m: Machine, tile, dtype, values, pes=range(4), **kw):
         m.write_tile(p, tile, dtype, np.asarray(values), **kw)
 
 
-def numeric_available() -> bool:
-    try:
-        from kernels import numeric
-        numeric.elementwise  # noqa: B018
-        numeric.convert  # noqa: B018
-        return True
-    except (ImportError, AttributeError):
-        return False
-
-
 # ---------------------------------------------------------------- exact IEEE references
 
 F16 = {"p": 11, "emin": -14, "emax": 15, "bits": 16, "ebits": 5}
@@ -91,20 +81,4 @@ def round_rne(x: Fraction, f):
     return (sign << (f["bits"] - 1)) | (biased << mb) | (q & ((1 << mb) - 1))
 
 
-
-__all__ = ["FMT", "fdecode", "round_rne", "execute_or_unsupported", "blk", "fill", "everywhere", "BDatr", "BDim", "BIor", "BIos", "Block", "BStart", "TileBinding",
-           "numeric_available", "Machine"]
-
-
-def execute_or_unsupported(m: Machine, block):
-    """Execute `block`; if this build's numeric layer lacks the operation, assert that the block
-    rejected with UNSUPPORTED_IN_BUILD without effect and return None."""
-    from isa.errors import IllegalBlockException
-    before = m.digest()
-    try:
-        return m.execute(block)
-    except IllegalBlockException as exc:
-        if exc.reason != "UNSUPPORTED_IN_BUILD":
-            raise
-        assert m.digest() == before
-        return None
+__all__ = ["FMT", "fdecode", "round_rne", "blk", "fill", "everywhere", "BDatr", "BDim", "BIor", "BIos", "Block", "BStart", "TileBinding", "Machine"]

@@ -1,14 +1,13 @@
 """TCVT plumbing (typing, RMode/Sat, Layout, Canonicalize of the private CUBE representation,
 PadValue in the destination type) and floating-point rules the seed fixes (TABS/TNEG sign bit,
 TMAX/TMIN NaN and signed-zero ties, TCMP NaN rules, status = OR of valid-element flags).
-References are computed here; operations this build's numeric layer lacks must reject with
-UNSUPPORTED_IN_BUILD and change nothing (execute_or_unsupported asserts it)."""
+References are computed here, independently of kernels.numeric."""
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
-from emu_helpers import FMT, Machine, blk, execute_or_unsupported, fdecode, round_rne
+from emu_helpers import FMT, Machine, blk, fdecode, round_rne
 from emulator import preflight
 from emulator.padding import pad_encodings
 from emulator.semantics import read_valid
@@ -42,9 +41,7 @@ def test_canonicalize_converts_to_standard_norm():
     m = Machine()
     vals = np.array([[1.5, -2.0, 0.25, 65504.0]] * 3, np.float32)
     m.write_tile(0, 1, "FP32", vals.view(np.uint32), representation="cube")
-    r = execute_or_unsupported(m, blk("TCVT", "FP32", [1], 2, vc=4, vr=3, Canonicalize=1, DataType=4))
-    if r is None:
-        return
+    m.execute(blk("TCVT", "FP32", [1], 2, vc=4, vr=3, Canonicalize=1, DataType=4))
     v = m.read_tile(0, 2)
     assert v.representation == "standard" and v.Layout == 0 and v.dtype == "FP16"
     assert np.array_equal(v.bits.astype(np.uint16).view(np.float16).astype(np.float32), vals)
@@ -58,8 +55,7 @@ def test_tcvt_integer_narrowing_is_modulo_without_sat_and_clamps_with_sat():
     for sat in (None, 0, 1):
         m = Machine()
         m.write_tile(0, 1, "S32", a)
-        if execute_or_unsupported(m, blk("TCVT", "S32", [1], 2, vc=len(vals), DataType=18, Sat=sat)) is None:
-            return
+        m.execute(blk("TCVT", "S32", [1], 2, vc=len(vals), DataType=18, Sat=sat))
         got = m.read_tile(0, 2).bits[0].tolist()
         want = [s(max(-128, min(127, v)) if sat else v, 8) for v in vals]
         assert got == want, sat
@@ -68,11 +64,11 @@ def test_tcvt_integer_narrowing_is_modulo_without_sat_and_clamps_with_sat():
 def test_tcvt_omitted_datatype_inherits_but_explicit_zero_is_fp64():
     m = Machine()
     m.write_tile(0, 1, "S16", np.array([[5, 65535]]))
-    if execute_or_unsupported(m, blk("TCVT", "S16", [1], 2, vc=2)) is not None:
-        assert m.read_tile(0, 2).dtype == "S16" and m.read_tile(0, 2).bits.tolist() == [[5, 65535]]
-    if execute_or_unsupported(m, blk("TCVT", "S16", [1], 3, vc=2, DataType=0)) is not None:
-        v = m.read_tile(0, 3)
-        assert v.dtype == "FP64" and [fdecode(x, FMT["FP64"]) for x in v.bits[0]] == [5, -1]
+    m.execute(blk("TCVT", "S16", [1], 2, vc=2))
+    assert m.read_tile(0, 2).dtype == "S16" and m.read_tile(0, 2).bits.tolist() == [[5, 65535]]
+    m.execute(blk("TCVT", "S16", [1], 3, vc=2, DataType=0))
+    v = m.read_tile(0, 3)
+    assert v.dtype == "FP64" and [fdecode(x, FMT["FP64"]) for x in v.bits[0]] == [5, -1]
 
 
 def _fp32(xs):
@@ -84,8 +80,7 @@ def test_tcvt_float_to_int_default_is_rtz_and_rne_when_asked():
     for rmode, fn in ((None, lambda q: int(q)), (1, lambda q: round(q))):   # Python round = ties-even
         m = Machine()
         m.write_tile(0, 1, "FP32", _fp32(xs))
-        if execute_or_unsupported(m, blk("TCVT", "FP32", [1], 2, vc=len(xs), DataType=16, RMode=rmode)) is None:
-            return
+        m.execute(blk("TCVT", "FP32", [1], 2, vc=len(xs), DataType=16, RMode=rmode))
         got = [x - 2**32 if x >= 2**31 else x for x in m.read_tile(0, 2).bits[0].tolist()]
         assert got == [fn(Fraction(float(np.float32(x)))) for x in xs], rmode
 
@@ -95,9 +90,7 @@ def test_tcvt_fp32_to_fp16_rounds_to_nearest_even_once():
     bits[:4] = [0x3F801000, 0x3F803000, 0x33000000, 0x477FF000]            # ties and the edges
     m = Machine()
     m.write_tile(0, 1, "FP32", bits.reshape(4, 16))
-    r = execute_or_unsupported(m, blk("TCVT", "FP32", [1], 2, vc=16, vr=4, DataType=4))
-    if r is None:
-        return
+    r = m.execute(blk("TCVT", "FP32", [1], 2, vc=16, vr=4, DataType=4))
     got = m.read_tile(0, 2).bits.ravel()
     want = [round_rne(fdecode(b, FMT["FP32"]), FMT["FP16"]) for b in bits]
     assert got.tolist() == want
@@ -109,8 +102,7 @@ def test_tcvt_places_the_destination_by_the_layout_code(layout):
     m = Machine()
     src = rng.integers(0, 256, (20, 40), dtype=np.uint64)
     m.write_tile(0, 1, "U8", src)
-    if execute_or_unsupported(m, blk("TCVT", "U8", [1], 2, vc=40, vr=20, Layout=layout)) is None:
-        return
+    m.execute(blk("TCVT", "U8", [1], 2, vc=40, vr=20, Layout=layout))
     v = m.read_tile(0, 2)
     assert v.Layout == layout and np.array_equal(v.bits, src)
     phys = np.frombuffer(v.payload, np.uint8)
@@ -120,9 +112,7 @@ def test_tcvt_places_the_destination_by_the_layout_code(layout):
 def test_tcvt_padding_uses_the_destination_datatype():
     m = Machine()
     m.write_tile(0, 1, "S32", np.ones((2, 4)), valid_col=2)
-    if execute_or_unsupported(m, blk("TCVT", "S32", [1], 2, vc=2, vr=2, col=4, cap=16, DataType=22,
-                                     PadValueOrByteId=1)) is None:
-        return
+    m.execute(blk("TCVT", "S32", [1], 2, vc=2, vr=2, col=4, cap=16, DataType=22, PadValueOrByteId=1))
     v = m.read_tile(0, 2)
     assert v.dtype == "U16" and (v.bits[:, 2:] == pad_encodings()["U16"][1]).all() and (v.bits[:, :2] == 1).all()
 
@@ -136,8 +126,8 @@ def _binary(mn, dtype, a, b, **kw):
     m = Machine()
     m.write_tile(0, 1, dtype, np.array([a], np.uint64))
     m.write_tile(0, 2, dtype, np.array([b], np.uint64))
-    r = execute_or_unsupported(m, blk(mn, dtype, [1, 2], 3, vc=len(a), **kw))
-    return None if r is None else (m.read_tile(0, 3).bits[0].tolist(), r.status[0])
+    r = m.execute(blk(mn, dtype, [1, 2], 3, vc=len(a), **kw))
+    return m.read_tile(0, 3).bits[0].tolist(), r.status[0]
 
 
 @pytest.mark.parametrize("mn,flip", [("TABS", 0x7FFFFFFF), ("TNEG", 0x80000000)])
@@ -145,9 +135,7 @@ def test_tabs_tneg_touch_only_the_sign_bit_even_for_signalling_nans(mn, flip):
     vals = [0x00000000, 0x80000000, 0xFF800000, QNAN32, SNAN32, 0x80000001, 0xC0490FDB]
     m = Machine()
     m.write_tile(0, 1, "FP32", np.array([vals], np.uint64))
-    r = execute_or_unsupported(m, blk(mn, "FP32", [1], 2, vc=len(vals)))
-    if r is None:
-        return
+    r = m.execute(blk(mn, "FP32", [1], 2, vc=len(vals)))
     got = m.read_tile(0, 2).bits[0].tolist()
     want = [v & flip if mn == "TABS" else v ^ flip for v in vals]
     assert got == want and r.status[0] == 0            # no invalid for the signalling NaN
@@ -159,8 +147,6 @@ def test_tmax_tmin_nan_and_signed_zero_rules(mn):
     a = [QNAN32, one, QNAN32, 0x00000000, 0x80000000, 0x80000000, two]
     b = [one, QNAN32, QNAN32, 0x80000000, 0x00000000, 0x80000000, one]
     res = _binary(mn, "FP32", a, b)
-    if res is None:
-        return
     got, _ = res
     assert got[0] == one and got[1] == one                 # one NaN selects the other operand unchanged
     assert got[2] & 0x7F800000 == 0x7F800000 and got[2] & 0x7FFFFF    # two NaNs: a NaN
@@ -173,15 +159,12 @@ def test_tmax_tmin_nan_and_signed_zero_rules(mn):
 
 def test_tmax_signalling_nan_reports_invalid():
     res = _binary("TMAX", "FP32", [SNAN32], [0x3F800000])
-    if res is not None:
-        assert res[1] & 1
+    assert res[1] & 1
 
 
 @pytest.mark.parametrize("cmode,nan_result", [(0, 0), (1, 1), (2, 0), (3, 0), (4, 0), (5, 0)])
 def test_tcmp_with_a_nan_is_false_except_ne(cmode, nan_result):
     res = _binary("TCMP", "FP32", [QNAN32, 0x3F800000, 0x00000000], [0x3F800000, QNAN32, 0x80000000], CMode=cmode)
-    if res is None:
-        return
     got, status = res
     assert got[0] == got[1] == nan_result and status & 1 == 0           # quiet NaN: no invalid
     zero_equal = {0: 1, 1: 0, 2: 0, 3: 0, 4: 1, 5: 1}[cmode]            # +0 and -0 compare equal
@@ -193,9 +176,7 @@ def test_status_is_the_or_of_valid_element_flags_only():
     m = Machine()
     m.write_tile(0, 1, "FP32", np.array([[0x3F800000, 0]]), valid_col=1)
     m.write_tile(0, 2, "FP32", np.array([[0, 0]]), valid_col=1)
-    r = execute_or_unsupported(m, blk("TDIV", "FP32", [1, 2], 3, vc=1, col=2, cap=8))
-    if r is None:
-        return
+    r = m.execute(blk("TDIV", "FP32", [1, 2], 3, vc=1, col=2, cap=8))
     assert r.status == {0: 2} and m.status(0) == 2
     assert m.read_tile(0, 3).bits[0, 0] == 0x7F800000
 
@@ -209,8 +190,8 @@ def test_invalid_source_encoding_rejects_before_effects():
     assert exc.value.reason == "INVALID_ENCODING" and "[0,1]" in exc.value.message and m.digest() == before
     m.write_tile(0, 3, "TF32", np.array([[0x3F800000, 0x3F800001]]), valid_col=1)
     # outside the valid rectangle the bad encoding is not read
-    r = execute_or_unsupported(m, blk("TABS", "TF32", [3], 4, vc=1, col=2, cap=8))
-    assert r is None or m.read_tile(0, 4).bits[0, 0] == 0x3F800000
+    m.execute(blk("TABS", "TF32", [3], 4, vc=1, col=2, cap=8))
+    assert m.read_tile(0, 4).bits[0, 0] == 0x3F800000
     # copies move encodings exactly without interpreting them
     m.execute(blk("TEXTRACT", "TF32", [1], 5, vc=2))
     assert m.read_tile(0, 5).bits.tolist() == [[0x3F800000, 0x3F800001]]
@@ -220,13 +201,11 @@ def test_tcvt_to_and_from_packed_x2_types_keeps_one_element_per_nibble():
     m = Machine()
     vals = np.array([[0, 1, 15, 16, 17, 255, 128]], np.uint64)
     m.write_tile(0, 1, "U8", vals)
-    if execute_or_unsupported(m, blk("TCVT", "U8", [1], 2, vc=7, DataType=24)) is None:
-        return
+    m.execute(blk("TCVT", "U8", [1], 2, vc=7, DataType=24))
     v = m.read_tile(0, 2)
     narrowed = [int(x) % 16 for x in vals[0]]                   # modulo the destination width
     assert v.dtype == "U4X2" and v.bits[0].tolist() == narrowed and v.capacity == 4
     assert v.payload == bytes([narrowed[0] | narrowed[1] << 4, narrowed[2] | narrowed[3] << 4,
                                narrowed[4] | narrowed[5] << 4, narrowed[6]])
-    if execute_or_unsupported(m, blk("TCVT", "U4X2", [2], 3, vc=7, DataType=23)) is None:
-        return
+    m.execute(blk("TCVT", "U4X2", [2], 3, vc=7, DataType=23))
     assert m.read_tile(0, 3).bits[0].tolist() == narrowed
