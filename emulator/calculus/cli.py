@@ -38,12 +38,12 @@ def _case_path(out: str, k: int) -> str:
 
 
 def run_regions(args) -> int:
-    from emulator.commands.run import _machine, _save
+    from emulator.commands.run import initial_machine, write_state
     try:
         program = load_file(args.stream)
     except RegionError as exc:
         raise CommandError(f"{args.stream}: {exc}") from None
-    machine = _machine(args)
+    machine = initial_machine(args)
     failure = None
     res = None
     try:
@@ -61,9 +61,9 @@ def run_regions(args) -> int:
                 except OSError as exc:
                     raise CommandError(f"{out}: cannot write: {exc}") from None
         else:
-            _save(machines[0], out)
+            write_state(machines[0], out)
             for k, m in enumerate(machines[1:], start=1):
-                _save(m, _case_path(out, k))
+                write_state(m, _case_path(out, k))
     if failure is not None:
         print(f"tile-emu run: {args.stream}: {failure}", file=sys.stderr)
         if out and not out.endswith(".json"):

@@ -21,7 +21,7 @@ def add_arguments(parser):
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
 
 
-def _machine(args):
+def initial_machine(args):
     from emulator import Machine
     from emulator.stateio import StateFileError
     from kernels.numeric.profiles import PROFILES
@@ -37,7 +37,8 @@ def _machine(args):
     return m
 
 
-def _save(m, path):
+def write_state(m, path):
+    """Save `m` to `path`; an unwritable path is a one-line CommandError."""
     from emulator.stateio import save_state
     try:
         save_state(m, path)
@@ -54,10 +55,10 @@ def run(args) -> int:
             data = f.read()
     except OSError as exc:
         raise CommandError(f"{args.stream}: cannot read: {exc}") from None
-    m = _machine(args)
+    m = initial_machine(args)
     result = m.run(data)
     if args.out:
-        _save(m, args.out)
+        write_state(m, args.out)
     err = result.error
     if err is not None:
         where = f"block {err.index}" + ("" if err.offset is None else f" (byte offset {err.offset})")
