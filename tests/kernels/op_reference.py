@@ -20,7 +20,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from . import oracles as O
+import oracles as O
 
 NV, DZ, OF, UF, NX = O.NV, O.DZ, O.OF, O.UF, O.NX
 

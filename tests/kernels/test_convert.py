@@ -16,7 +16,7 @@ from kernels.numeric import flags as FL
 from kernels.numeric.convert import InvalidEncoding
 from kernels.numeric.errors import UnsupportedOperation
 
-from . import oracles as O
+import oracles as O
 
 ALL = [d.name for d in DATATYPES]
 SMALL_SOURCES = [n for n in ALL if (n in O.SPECS and O.SPECS[n][6] == 8 or n in O.SPECS and O.SPECS[n][6] == 4)

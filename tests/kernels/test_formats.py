@@ -7,7 +7,7 @@ import pytest
 from kernels import numeric
 from kernels.numeric import formats as F
 
-from . import oracles as O
+import oracles as O
 
 CLS = {"zero": F.ZERO, "finite": F.FINITE, "inf": F.INF, "nan": None}
 

@@ -14,7 +14,7 @@ import pytest
 from kernels.numeric import fast, ops_float, transcendental
 from kernels.numeric.profiles import PROFILES
 
-from .test_ops_float import edge_and_random
+from test_ops_float import edge_and_random
 
 REF = {"TADD": ops_float.tadd, "TSUB": ops_float.tsub, "TMUL": ops_float.tmul, "TFMA": ops_float.tfma,
        "TEXP": transcendental.texp}

@@ -14,7 +14,7 @@ import softfloatpy as sf
 from kernels import numeric
 from kernels.numeric import flags as F
 
-from . import op_reference as R
+import op_reference as R
 
 EIGHT = ("E4M3", "E5M2")
 ARITH = ("TADD", "TSUB", "TMUL", "TDIV", "TREM")

@@ -6,8 +6,8 @@ import pytest
 from kernels import numeric
 from kernels.numeric import flags as F
 
-from . import op_reference as R
-from .test_ops_float import all_pairs, assert_same, every_code, operand_sets
+import op_reference as R
+from test_ops_float import all_pairs, assert_same, every_code, operand_sets
 
 
 @pytest.mark.parametrize("name", ("E4M3", "E5M2"))

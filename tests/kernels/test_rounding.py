@@ -13,7 +13,7 @@ from kernels.numeric import flags as FL
 from kernels.numeric.errors import UnsupportedOperation
 from kernels.numeric.rounding import RHB_DESTINATIONS, RMODES, bitlen, round_pack, round_to_int
 
-from . import oracles as O
+import oracles as O
 
 MODES = [m for m in RMODES if m != "RHB"]
 

@@ -19,9 +19,9 @@ from kernels.numeric import flags as F
 from kernels.numeric import transcendental as T
 from kernels.numeric.profiles import PROFILES
 
-from . import op_reference as R
-from .test_ops_float import edge_and_random
-from . import oracles as O
+import op_reference as R
+from test_ops_float import edge_and_random
+import oracles as O
 
 MPFR = {"TEXP": gmpy2.exp, "TLOG": gmpy2.log, "TRSQRT": gmpy2.rec_sqrt}
 OPS = tuple(MPFR)
