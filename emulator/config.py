@@ -7,7 +7,9 @@ from isa.fields import GPR_BITS, GPR_COUNT, NUM_PES
 
 DEFAULT_LOCAL_BYTES = 256 * 1024    # per-PE Local tile store
 DEFAULT_MATRIX_BYTES = 64 * 1024    # per-PE Matrix-location store (TIMG2COL source/destination)
-MAX_STORE_BYTES = 1 << 32           # configurations beyond 4 GiB per store are refused
+# Bounds what an untrusted state file can make one block allocate: the largest destination is
+# 64 MiB per PE (at most 128 Mi nibble elements), so a block's working arrays stay a few GiB.
+MAX_STORE_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -24,7 +26,7 @@ class MachineConfig:
         for name in ("local_bytes", "matrix_bytes"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= MAX_STORE_BYTES:
-                raise ValueError(f"MachineConfig.{name}={v!r}: must be an int in [0, 2^32]")
+                raise ValueError(f"MachineConfig.{name}={v!r}: must be an int in [0, {MAX_STORE_BYTES}]")
 
     def store_bytes(self, location: str) -> int:
         return self.local_bytes if location == "Local" else self.matrix_bytes

@@ -132,6 +132,7 @@ def test_gpr_values_in_metadata_are_checked(tmp_path):
     ({"local_bytes": 1.5}, "local_bytes"),
     ({"local_bytes": True}, "local_bytes"),
     ({"matrix_bytes": "4096"}, "matrix_bytes"),
+    ({"local_bytes": 1 << 32}, "local_bytes"),     # a huge store would let one block allocate without bound
 ])
 def test_malformed_config_in_metadata_is_rejected_on_load(tmp_path, config, fragment):
     import json
