@@ -56,12 +56,18 @@ class StreamError(Exception):
     """A stream stopped at block `index` (byte `offset`; None for a Block sequence) by `cause`
     (IllegalBlockException or isa.DecodeError).  State is that of the last committed block."""
 
-    def __init__(self, index: int, offset: int | None, cause: Exception):
-        where = f"block {index}" + ("" if offset is None else f" at byte offset {offset}")
-        super().__init__(f"{where}: {cause}")
+    def __init__(self, index: int, offset: int | None, cause: Exception, whole_stream: bool = False):
         self.index = index
         self.offset = offset
         self.cause = cause
+        self.whole_stream = whole_stream     # the header or total length is wrong: no block ran
+        super().__init__(f"{self.where}: {cause}")
+
+    @property
+    def where(self) -> str:
+        """'block 3 (byte offset 136)', or 'stream header (byte offset 0)' for a whole-stream fault."""
+        what = "stream header" if self.whole_stream else f"block {self.index}"
+        return what + ("" if self.offset is None else f" (byte offset {self.offset})")
 
     @property
     def reason(self) -> str:
@@ -137,7 +143,12 @@ class Machine:
         """Execute blocks in order; stop at the first block that fails to decode or execute."""
         if isinstance(stream, (bytes, bytearray, memoryview)):
             from isa import encoding
-            items = encoding.iter_blocks(bytes(stream))
+            data = bytes(stream)
+            try:
+                encoding.check_header(data)
+            except DecodeError as exc:
+                return RunResult([], StreamError(0, exc.offset, exc, whole_stream=True))
+            items = encoding.iter_blocks(data)
         else:
             items = ((None, b) for b in stream)
         results: list[BlockResult] = []

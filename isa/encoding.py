@@ -256,6 +256,12 @@ def _word(word: int, offset: int) -> tuple[WordSpec, object]:
     return hit
 
 
+def check_header(data) -> tuple[int, int]:
+    """(block_count, word_count) of a `.tbs` stream whose header and total length are sound;
+    DecodeError otherwise.  A fault here concerns the whole stream, not any one block."""
+    return _header(memoryview(data).cast("B"))
+
+
 def iter_blocks(data) -> Iterator[tuple[int, Block]]:
     """Yield (byte offset of BSTART, Block) for each block of a `.tbs` stream, in order.
 

@@ -61,7 +61,7 @@ def run(args) -> int:
         write_state(m, args.out)
     err = result.error
     if err is not None:
-        where = f"block {err.index}" + ("" if err.offset is None else f" (byte offset {err.offset})")
+        where = err.where
         cause = err.cause if hasattr(err.cause, "field") else f"{err.reason}: {getattr(err.cause, 'reason', err.cause)}"
         print(f"tile-emu run: {args.stream}: {where}: {cause}", file=sys.stderr)
         if args.out:

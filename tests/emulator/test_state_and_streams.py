@@ -271,6 +271,16 @@ def test_run_reports_decode_errors_after_the_committed_prefix():
     r = m.run(data[:-3])
     assert not r.ok and r.error.reason == "DECODE_ERROR" and r.executed == 0
     assert r.error.offset is not None
+    assert r.error.whole_stream and r.error.where.startswith("stream header")   # no block is blamed
+
+
+def test_a_fault_inside_a_block_names_that_block():
+    m = _stream_machine()
+    data = bytearray(encoding.encode([blk("TEXTRACT", "U32", [1], 2, vr=2)] * 2))
+    second = [off for off, _ in encoding.iter_blocks(bytes(data))][1]
+    data[second] = 0xEE                                  # unknown word tag where block 1 starts
+    r = m.run(bytes(data))
+    assert r.executed == 1 and not r.error.whole_stream and r.error.where == f"block 1 (byte offset {second})"
 
 
 def test_run_accepts_block_sequences():
