@@ -60,17 +60,9 @@ def _typed(kind: str, name: str):
     return check
 
 
-def _int2(name, op):
-    check = _typed("int", name)
-
-    def f(a, b):
-        check(a, b)
-        return op(a, b)
-    return f
-
-
-def _f64_2(name, op):
-    check = _typed("float", name)
+def _binary(kind: str, name: str, op):
+    """`op` on two values, both required to be of `kind` (int, float or str)."""
+    check = _typed(kind, name)
 
     def f(a, b):
         check(a, b)
@@ -113,9 +105,6 @@ def _fadd(a, b):
     return _QNAN if r != r else r
 
 
-def _concat(a, b):
-    _typed("str", "concat")(a, b)
-    return a + b
 
 
 def _f64(x):
@@ -134,24 +123,24 @@ def _select(p, a, b):
 
 
 BUILTINS: dict[str, Function] = {f.name: f for f in (
-    Function("add", 2, "merge", _int2("add", lambda a, b: a + b), True, True, identity=0,
+    Function("add", 2, "merge", _binary("int", "add", lambda a, b: a + b), True, True, identity=0,
              doc="exact integer addition"),
-    Function("mul", 2, "merge", _int2("mul", lambda a, b: a * b), True, True, identity=1,
+    Function("mul", 2, "merge", _binary("int", "mul", lambda a, b: a * b), True, True, identity=1,
              doc="exact integer multiplication"),
-    Function("max", 2, "merge", _int2("max", max), True, True, doc="integer maximum"),
-    Function("min", 2, "merge", _int2("min", min), True, True, doc="integer minimum"),
-    Function("sub", 2, "update", _int2("sub", lambda a, b: a - b),
+    Function("max", 2, "merge", _binary("int", "max", max), True, True, doc="integer maximum"),
+    Function("min", 2, "merge", _binary("int", "min", min), True, True, doc="integer minimum"),
+    Function("sub", 2, "update", _binary("int", "sub", lambda a, b: a - b),
              doc="integer subtraction: an update, not a merge"),
-    Function("fadd", 2, "merge", _f64_2("fadd", _fadd), False, True, regroup=True, identity=-0.0,
+    Function("fadd", 2, "merge", _binary("float", "fadd", _fadd), False, True, regroup=True, identity=-0.0,
              doc="binary64 addition (RNE; a NaN result is the default quiet NaN): commutative, not associative; the tree policy may regroup it"),
-    Function("fmul", 2, "merge", _f64_2("fmul", _fmul), False, True, regroup=True, identity=1.0,
+    Function("fmul", 2, "merge", _binary("float", "fmul", _fmul), False, True, regroup=True, identity=1.0,
              doc="binary64 multiplication (RNE); the tree policy may regroup it"),
-    Function("fmax", 2, "merge", _f64_2("fmax", _fmax), True, True,
+    Function("fmax", 2, "merge", _binary("float", "fmax", _fmax), True, True,
              doc="binary64 maxNum (two NaNs: the default quiet NaN; +0 beats -0)"),
-    Function("fmin", 2, "merge", _f64_2("fmin", _fmin), True, True,
+    Function("fmin", 2, "merge", _binary("float", "fmin", _fmin), True, True,
              doc="binary64 minNum (two NaNs: the default quiet NaN; -0 beats +0)"),
-    Function("fsub", 2, "update", _f64_2("fsub", lambda a, b: a - b), doc="binary64 subtraction: an update"),
-    Function("concat", 2, "merge", _concat, True, False, identity="",
+    Function("fsub", 2, "update", _binary("float", "fsub", lambda a, b: a - b), doc="binary64 subtraction: an update"),
+    Function("concat", 2, "merge", _binary("str", "concat", lambda a, b: a + b), True, False, identity="",
              doc="string concatenation: associative, not commutative"),
     Function("f64", 1, "map", _f64, doc="int or float -> binary64, round to nearest even"),
     Function("select", 3, "map", _select, doc="select(p, a, b) = a if p else b"),
