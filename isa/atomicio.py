@@ -1,0 +1,72 @@
+"""Atomic output files: every writer of the project goes through `atomic_path`.
+
+A file is written under a temporary name in its destination's folder and renamed over the
+destination only once the writer has finished without error, so a failed or interrupted run
+(a full disk, a file-size limit, an exception, Ctrl-C) never leaves a truncated file under the
+final name and never damages an existing one.  `os.replace` is atomic within one file system,
+which the same-folder temporary guarantees.
+
+It lives in `isa`, the bottom package, only because every layer above writes files.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import tempfile
+from typing import Iterator
+
+
+class OutputPathError(ValueError):
+    """An output path that cannot be written (empty, a folder, a missing parent folder)."""
+
+
+def check_output_path(path) -> pathlib.Path:
+    """The path as a Path, or OutputPathError saying in one line why it cannot be an output."""
+    text = os.fspath(path) if path is not None else ""
+    if text == "":
+        raise OutputPathError("output path is empty")
+    p = pathlib.Path(text)
+    if p.is_dir():
+        raise OutputPathError(f"output path {quote(text)} is a folder")
+    parent = p.parent if str(p.parent) else pathlib.Path(".")
+    if not parent.is_dir():
+        raise OutputPathError(f"output folder {quote(str(parent))} does not exist")
+    return p
+
+
+@contextlib.contextmanager
+def atomic_path(path) -> Iterator[str]:
+    """Yield a temporary path beside `path`; on normal exit rename it onto `path`, on any
+    exception (including KeyboardInterrupt) delete it and leave `path` untouched."""
+    dest = check_output_path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent if str(dest.parent) else ".")
+    os.close(fd)
+    try:
+        yield tmp
+        os.replace(tmp, dest)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_open(path, mode: str = "wb", **kwargs):
+    """`open()` for writing, atomically (see `atomic_path`)."""
+    if not any(m in mode for m in "wx"):
+        raise ValueError("atomic_open is for writing ('w' or 'x' modes)")
+    with atomic_path(path) as tmp:
+        with open(tmp, mode.replace("x", "w"), **kwargs) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def quote(text: str, limit: int = 80) -> str:
+    """`text` for an error message: escaped (no control bytes reach the terminal) and cut to
+    about `limit` characters with the total length named, so a 1 MB input never floods a message."""
+    r = repr(str(text))
+    if len(r) <= limit:
+        return r
+    return f"{r[: limit - 1]}...' ({len(text)} characters)"
