@@ -23,7 +23,7 @@ from isa import fields
 from isa import instructions as instrs
 from isa.datatypes import DataType, Kind
 
-from . import fast, ops_float, ops_int, tables, transcendental
+from . import fast, fastvec, ops_float, ops_int, tables, transcendental
 from .errors import UnsupportedOperation
 from .profiles import Profile, profile as resolve_profile
 
@@ -56,10 +56,13 @@ def _chunked(fn, dt, operands, **kw):
 
 
 def _float_impl(op: str, fn) -> Impl:
-    """Hot (op, format) pairs run compiled (fast.py, falling back to `fn` element-wise where it
-    does not settle a result); formats of <= 8 bits and unary ops on <= 16 bits read an exact
+    """Hot (op, format) pairs run compiled: FP32/BF16 add/sub/mul/fma in profile ieee as SIMD
+    loops (fastvec.py), the others in fast.py, each falling back element-wise where it does not
+    settle a result (fastvec -> fast -> `fn`); formats of <= 8 bits and unary ops on <= 16 bits read an exact
     table of `fn`; everything else runs `fn`, the NumPy reference, in cache-sized chunks."""
     def run(dt, operands, prof, cmode):
+        if fastvec.serves(op, dt.name, prof):
+            return fastvec.run(op, dt.name, operands, prof, fn)
         if fast.serves(op, dt.name):
             return fast.run(op, dt.name, operands, prof, fn)
         if tables.applies(op, dt.name, len(operands)):
@@ -171,5 +174,7 @@ def elementwise(op: str, dtype, *operands, profile: str | Profile = "ieee", cmod
         bits, flags = impl(dt, flat, prof, mode)
     out_dtype = np.uint8 if ins.mnemonic == "TCMP" else np.dtype(dt.raw_dtype)
     bits = np.asarray(bits).astype(out_dtype, copy=False).reshape(shape)
-    flags = np.broadcast_to(np.asarray(flags, np.uint8).reshape(-1), (bits.size,)).reshape(shape)
-    return bits, flags.copy()
+    flags = np.asarray(flags, np.uint8).reshape(-1)
+    if flags.size != bits.size or not flags.flags.writeable:   # a scalar or a broadcast view
+        flags = np.broadcast_to(flags, (bits.size,)).copy()
+    return bits, flags.reshape(shape)

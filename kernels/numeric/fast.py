@@ -2,7 +2,7 @@
 
 Served here: TADD, TSUB, TMUL, TFMA on FP32, TF32, HF32, FP16, BF16 (and TFMA on E4M3/E5M2,
 whose binary ops use 256 x 256 tables), and TEXP on FP32, TF32, HF32.  One fused pass per
-element, parallel over the array; every element whose result this code does not settle
+element, parallel over the array when it is large (`Twin`, PARALLEL_MIN); every element whose result this code does not settle
 (non-finite operands, exp results near a rounding boundary or in the subnormal range) is marked
 and recomputed by the reference implementation, so results are bit-identical to the reference
 by construction of the cases handled here and by test (tests/kernels/test_ops_fast.py compares
@@ -34,6 +34,37 @@ OPS = {"TADD": 0, "TSUB": 1, "TMUL": 2}
 WIDE = ("FP32", "TF32", "HF32", "FP16", "BF16")
 FORMATS_FMA = WIDE + ("E4M3", "E5M2")
 FORMATS_EXP = ("FP32", "TF32", "HF32")
+
+# Inputs below this many elements never enter a Numba parallel region: starting and joining the
+# thread pool costs tens of microseconds on a quiet machine and milliseconds on a busy one
+# (measured: a 1,024-element TADD FP32 took 16 ms with 2 threads, 82 us with one), while one
+# core covers 2^18 elements of these loops in 0.1-0.3 ms.
+PARALLEL_MIN = 1 << 18
+
+
+class Twin:
+    """One compiled loop built twice, serial and parallel (prange is range in the serial build);
+    a call runs the serial build unless the last argument (every loop's output or index array)
+    has at least PARALLEL_MIN elements and Numba has more than one thread.  `calls` counts the
+    builds run, so tests can see which one a call took."""
+    calls = {"serial": 0, "parallel": 0}
+
+    def __init__(self, fn, **jit):
+        self.py_func = fn
+        self.serial = nb.njit(cache=True, **jit)(fn)
+        self.parallel = nb.njit(parallel=True, cache=True, **jit)(fn)
+        self.__name__ = self.__qualname__ = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __call__(self, *args):
+        par = args[-1].shape[0] >= PARALLEL_MIN and nb.get_num_threads() > 1
+        Twin.calls["parallel" if par else "serial"] += 1
+        return (self.parallel if par else self.serial)(*args)
+
+
+def twin(fn=None, **jit):
+    return Twin(fn, **jit) if fn is not None else (lambda f: Twin(f, **jit))
+
 
 # parameter vector layout (int64): one row of the format table, as the kernels need it
 T_, EMIN, MAXMAG, OVF, OVF_SIGN, SIGNBIT, SHIFT, FTZ, LUT, DSHIFT, FIELD = range(11)
@@ -175,7 +206,7 @@ def _fma(x, y, z, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
     return round_rne(s, d, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
 
 
-@nb.njit(parallel=True, cache=True)
+@twin
 def binary_bits(op, a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
     for i in nb.prange(a.shape[0]):
         x = _daz(_from_bits(a[i], field, dshift), ftz, mn)
@@ -183,7 +214,7 @@ def binary_bits(op, a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, f
         bits[i], flags[i] = _binary(op, x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
 
 
-@nb.njit(parallel=True, cache=True)
+@twin
 def gather(V, a):
     """V[a] (a separate loop: see above).  V is binary32: every FP16/E4M3/E5M2 value is one, and
     half the bytes of binary64 measured several times faster here."""
@@ -193,7 +224,7 @@ def gather(V, a):
     return out
 
 
-@nb.njit(parallel=True, cache=True)
+@twin
 def binary_vals(op, a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bits, flags):
     for i in nb.prange(a.shape[0]):
         x = _daz(np.float64(a[i]), ftz, mn)
@@ -201,7 +232,7 @@ def binary_vals(op, a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, m
         bits[i], flags[i] = _binary(op, x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
 
 
-@nb.njit(parallel=True, cache=True)
+@twin
 def fma_bits(a, b, c, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
     for i in nb.prange(a.shape[0]):
         x = _daz(_from_bits(a[i], field, dshift), ftz, mn)
@@ -210,7 +241,7 @@ def fma_bits(a, b, c, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field
         bits[i], flags[i] = _fma(x, y, z, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
 
 
-@nb.njit(parallel=True, cache=True)
+@twin
 def fma_vals(a, b, c, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bits, flags):
     for i in nb.prange(a.shape[0]):
         x = _daz(np.float64(a[i]), ftz, mn)
@@ -219,7 +250,7 @@ def fma_vals(a, b, c, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, b
         bits[i], flags[i] = _fma(x, y, z, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
 
 
-@nb.njit(parallel=True, cache=True)
+@twin
 def lookup1(bt, ft, a, bits, flags):
     """Unary table read: bits[i], flags[i] = bt[a[i]], ft[a[i]]."""
     for i in nb.prange(a.shape[0]):
@@ -227,7 +258,7 @@ def lookup1(bt, ft, a, bits, flags):
         flags[i] = ft[a[i]]
 
 
-@nb.njit(parallel=True, cache=True)
+@twin
 def lookup2(bt, ft, a, b, bits, flags):
     """Binary 8-bit table read at (a << 8) | b."""
     for i in nb.prange(a.shape[0]):
@@ -265,7 +296,7 @@ def exp_approx(x, c1, c2, inv, T):
     return out
 
 
-@nb.njit(parallel=True, cache=True)
+@twin
 def exp_bits(a, t, emin, maxmag, ovf, shift, ftz, field, c1, c2, inv, T, bits, flags):
     """exp(x) in binary64 with relative error < 2^-51 (table 2^(j/64), degree-6 polynomial);
     the result is rounded where no rounding boundary of the destination lies within 2^-46 of

@@ -1,0 +1,263 @@
+"""Vectorisable fast paths: TADD, TSUB, TMUL, TFMA on FP32 and BF16, profile `ieee` (RNE).
+
+fast.py rounds with integer code written for one element at a time (~1.2 ns/element); these
+kernels let the hardware's own binary32/binary64 rounding do the work on the common path, so LLVM
+turns each loop into SIMD code (AVX2: 0.2-0.6 ns/element) and NVVM into a few instructions.
+Every element they cannot settle this way is marked (flags 0xFF) and recomputed by fast.py
+(which hands non-finite operands on to the reference), so the results are the reference's by
+construction of the cases settled here, and by test (tests/kernels/test_fastvec.py).
+
+Why each settled result is the single correctly rounded one (x, y, z finite format values):
+  FP32 add/sub  s = x + y in binary32 is RN24 of the exact sum; TwoSum's error e is exact
+                (gradual underflow, no overflow), so NX = (e != 0); OF when s overflows (then
+                e is NaN, NX too); never UF: a sum in the subnormal range is exact.
+  FP32 mul      r = x * y in binary32, its exact error by Dekker's TwoProduct (Veltkamp split),
+                settled only for |x|, |y|, |r| < 2^100 and |r| > 2^-100 (or an operand zero):
+                there the split cannot overflow and the error term cannot underflow, and the
+                result is neither tiny nor overflowing, so the flags are NX = (e != 0) alone.
+  FMA           x*y is exact in binary64 (FP32: 48 bits) or in binary32 (BF16: 16 bits, normal
+                range), s = RN(p + z) with TwoSum's error e; settled when s is zero or in the
+                destination's normal range (then never UF; OF only by BF16's last rounding)
+                and either e == 0 (s is exact, rounded once more) or, FP32, s is not exactly
+                halfway between two binary32 values: only there could e change RN24(s).
+  BF16 add/sub  s = RN24(x + y) in binary32, then RN8 by the carry trick: RN8(RN24(v)) = RN8(v)
+                for a sum of two 8-bit values since 24 >= 2*8 + 2 (double-rounding theorem, the
+                subnormal range included: a sum there is exact); NX = e != 0 or dropped bits.
+  BF16 mul      x * y (16 bits) is exact in binary32 when |x*y| >= 2^-125 (or an operand is
+                zero), then rounded once by the carry trick; other products are marked.
+Zeros: an exact zero s has the sign IEEE 754 gives x + y, x * y or x*y + z in RNE, as the
+reference does.
+
+The scalar routines use arithmetic, comparisons and bit casts only, with `mul_rn`/`add_rn`
+wherever a product feeds a sum: Numba compiles them for the CPU (plain fmul/fadd, which LLVM never
+contracts without fast-math) and Numba-CUDA for the GPU (the `.rn` NVVM intrinsics, which ptxas
+never fuses into `fma`).  kernels/numeric/cuda.py compiles these same routines into CUDA kernels.
+"""
+from __future__ import annotations
+
+
+import numba as nb
+import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+
+from . import fast
+from .fast import bits_f64, f64_bits  # noqa: F401  (re-exported for cuda.py)
+from .flags import NX, OF
+
+FALLBACK = np.uint8(0xFF)
+OPS = ("TADD", "TSUB", "TMUL", "TFMA")
+FORMATS = ("FP32", "BF16")
+
+_MAX64 = 1.7976931348623157e308
+_F32_MAX = np.float32(3.4028234663852886e38)
+_F32_MAX64 = 3.4028234663852886e38
+_NORMAL32 = 2.0 ** -126              # FP32 and BF16 share the normal range
+
+
+# ---------------------------------------------------------------- target-specific pieces
+
+def _rn(cpu_op: str, nvvm: str):
+    """a op b rounded to nearest, never contracted with a neighbouring operation."""
+    @intrinsic
+    def op(typingctx, a, b):
+        if not (isinstance(a, types.Float) and a == b):
+            return None
+
+        def codegen(context, builder, sig, args):
+            if "CUDA" in type(context).__name__:
+                kind = "d" if sig.return_type == types.float64 else "f"
+                fnty = ir.FunctionType(args[0].type, [args[0].type, args[1].type])
+                fn = cgutils.get_or_insert_function(builder.module, fnty, f"llvm.nvvm.{nvvm}.rn.{kind}")
+                return builder.call(fn, args)
+            return getattr(builder, cpu_op)(*args)
+        return a(a, b), codegen
+    return op
+
+
+mul_rn = _rn("fmul", "mul")
+add_rn = _rn("fadd", "add")
+
+
+@intrinsic
+def f32_bits(typingctx, x):
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+    return types.uint32(types.float32), codegen
+
+
+@intrinsic
+def bits_f32(typingctx, x):
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.FloatType())
+    return types.float32(types.uint32), codegen
+
+
+# ---------------------------------------------------------------- scalar routines
+
+@nb.njit(inline="always")
+def _two_sum(a, b):
+    s = add_rn(a, b)
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+@nb.njit(inline="always")
+def _flags(nx, of):
+    return np.uint8(nx) * np.uint8(NX) | np.uint8(of) * np.uint8(OF)
+
+
+@nb.njit(inline="always")
+def _finite32(x):
+    return abs(x) <= _F32_MAX          # False for NaN and infinities; a compare, so it vectorises
+
+
+_SPLIT32 = np.float32(4097.0)          # 2^12 + 1: Veltkamp's constant for binary32
+_BIG32 = np.float32(2.0 ** 100)
+_SMALL32 = np.float32(2.0 ** -100)
+
+
+@nb.njit(inline="always")
+def _split32(a):
+    c = mul_rn(_SPLIT32, a)
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+@nb.njit(inline="always")
+def fp32_add(a, b):
+    """(binary32 result, flags) of a + b for binary32 values a, b."""
+    s, e = _two_sum(a, b)
+    f = _flags(e != 0, abs(s) > _F32_MAX)                  # overflow: e is NaN, so NX too
+    return s, f if _finite32(a) & _finite32(b) else FALLBACK
+
+
+@nb.njit(inline="always")
+def fp32_sub(a, b):
+    return fp32_add(a, -b)
+
+
+@nb.njit(inline="always")
+def fp32_mul(a, b):
+    r = mul_rn(a, b)
+    ah, al = _split32(a)
+    bh, bl = _split32(b)
+    e = add_rn(add_rn(add_rn(mul_rn(ah, bh) - r, mul_rn(ah, bl)), mul_rn(al, bh)), mul_rn(al, bl))
+    ar = abs(r)
+    ok = ((abs(a) < _BIG32) & (abs(b) < _BIG32) & (ar < _BIG32)
+          & ((ar > _SMALL32) | (a == 0) | (b == 0)))
+    return r, _flags(e != 0, False) if ok else FALLBACK
+
+
+@nb.njit(inline="always")
+def fp32_fma(a, b, c):
+    z = np.float64(c)
+    s, e = _two_sum(mul_rn(np.float64(a), np.float64(b)), z)     # x*y exact in binary64
+    r = np.float32(s)
+    m = abs(s)
+    # RN24(s) = RN24(s + e) unless s is exactly halfway between two binary32 neighbours (the
+    # 29 bits binary64 keeps below binary32's are 1000...0) and e != 0 decides the tie
+    tie = (f64_bits(s) & np.uint64(0x1FFFFFFF)) == np.uint64(0x10000000)
+    # NaN or infinite operands make s NaN or infinite, so the range test also marks them
+    ok = (((m >= _NORMAL32) & (m <= _F32_MAX64)) | (s == 0)) & ((e == 0) | (not tie))
+    return r, _flags((np.float64(r) != s) | (e != 0), False) if ok else FALLBACK
+
+
+@nb.njit(inline="always")
+def _bf16(u):
+    return bits_f32(np.uint32(u) << np.uint32(16))
+
+
+@nb.njit(inline="always")
+def _rne_bf16(w):
+    """(BF16 code, dropped bits nonzero, overflowed) of binary32 pattern w rounded to nearest
+    even by the carry trick (a carry out of the top code is infinity: 0x7F80 | sign)."""
+    code = (w + np.uint32(0x7FFF) + ((w >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+    of = (code & np.uint32(0x7FFF)) == np.uint32(0x7F80)
+    return np.uint16(code), (w & np.uint32(0xFFFF)) != np.uint32(0), of
+
+
+@nb.njit(inline="always")
+def bf16_add(a, b):
+    """(BF16 code, flags) of a + b for BF16 codes a, b."""
+    x = _bf16(a)
+    y = _bf16(b)
+    s, e = _two_sum(x, y)
+    code, dropped, of = _rne_bf16(f32_bits(s))
+    f = _flags((e != 0) | dropped | of, of)
+    return code, f if _finite32(x) & _finite32(y) else FALLBACK
+
+
+@nb.njit(inline="always")
+def bf16_sub(a, b):
+    return bf16_add(a, b ^ np.uint16(0x8000))
+
+
+@nb.njit(inline="always")
+def bf16_mul(a, b):
+    x = _bf16(a)
+    y = _bf16(b)
+    p = mul_rn(x, y)
+    code, dropped, of = _rne_bf16(f32_bits(p))
+    ok = _finite32(x) & _finite32(y) & ((abs(p) >= np.float32(2.0 ** -125)) | (x == 0) | (y == 0))
+    return code, _flags(dropped | of, of) if ok else FALLBACK
+
+
+@nb.njit(inline="always")
+def bf16_fma(a, b, c):
+    x = _bf16(a)
+    y = _bf16(b)
+    p = mul_rn(x, y)
+    s, e = _two_sum(p, _bf16(c))
+    code, dropped, of = _rne_bf16(f32_bits(s))
+    m = abs(s)
+    exact_p = (abs(p) >= np.float32(_NORMAL32)) | (x == 0) | (y == 0)
+    ok = (e == 0) & exact_p & (((m >= np.float32(_NORMAL32)) & (m <= _F32_MAX)) | (s == 0))
+    return code, _flags(dropped | of, of) if ok else FALLBACK
+
+
+# ---------------------------------------------------------------- CPU loops
+
+def _loops(fn, arity):
+    """The compiled loop (serial and parallel builds, fast.Twin) applying scalar routine `fn`
+    over 1-D arrays.  No reduction inside (a running count of marked elements cost 40 % more
+    than the loop itself): the caller looks for marks with one flags.max()."""
+    if arity == 2:
+        def loop(a, b, out, flags):
+            for i in nb.prange(a.shape[0]):
+                out[i], flags[i] = fn(a[i], b[i])
+    else:
+        def loop(a, b, c, out, flags):
+            for i in nb.prange(a.shape[0]):
+                out[i], flags[i] = fn(a[i], b[i], c[i])
+    return fast.Twin(loop, error_model="numpy")     # serial below fast.PARALLEL_MIN elements
+
+
+SCALAR = {("FP32", "TADD"): fp32_add, ("FP32", "TSUB"): fp32_sub, ("FP32", "TMUL"): fp32_mul,
+          ("FP32", "TFMA"): fp32_fma, ("BF16", "TADD"): bf16_add, ("BF16", "TSUB"): bf16_sub,
+          ("BF16", "TMUL"): bf16_mul, ("BF16", "TFMA"): bf16_fma}
+LOOPS = {key: _loops(fn, 3 if key[1] == "TFMA" else 2) for key, fn in SCALAR.items()}
+
+
+def serves(op: str, name: str, prof) -> bool:
+    return op in OPS and name in FORMATS and not prof.ftz
+
+
+def run(op, name, operands, prof, reference):
+    """(bits, flags) of `op` on container-dtype 1-D operands; marked elements go to fast.py
+    (and from there, if non-finite, to `reference`)."""
+    n = operands[0].shape[0]
+    if name == "FP32":
+        args = tuple(x.view(np.float32) for x in operands)
+        out = np.empty(n, np.float32)
+    else:
+        args = operands
+        out = np.empty(n, np.uint16)
+    flags = np.empty(n, np.uint8)
+    LOOPS[(name, op)](*args, out, flags)
+    bits = out.view(np.uint32) if name == "FP32" else out
+    if n and flags.max() == FALLBACK:
+        todo = np.flatnonzero(flags == FALLBACK)
+        bits[todo], flags[todo] = fast.run(op, name, [x[todo] for x in operands], prof, reference)
+    return bits, flags

@@ -1,0 +1,159 @@
+"""The SIMD fast paths (kernels/numeric/fastvec.py: TADD/TSUB/TMUL/TFMA on FP32 and BF16, profile
+ieee) give the correctly rounded result and flags, and small inputs stay out of parallel regions.
+
+Independent references: Berkeley SoftFloat (softfloatpy) for FP32 and the exact-rational
+reference of op_reference.py for BF16, on random codes over the whole range (NaNs, infinities,
+subnormals) and on the cases each shortcut of fastvec.py must get right or mark: FMA results
+exactly halfway between two binary32 values with a nonzero error term, products at the 2^+-100
+limits of the TwoProduct shortcut, BF16 products below 2^-125, overflow by the last rounding,
+zeros of both signs.  Millions of random operands are also compared with ops_float, itself
+checked against the same references in test_ops_float.py.
+"""
+import numpy as np
+import pytest
+
+import op_reference as R
+from kernels import numeric
+from kernels.numeric import fast, fastvec, ops_float
+from kernels.numeric.profiles import PROFILES
+from test_ops_float import assert_same, edge_and_random, softfloat
+
+IEEE = PROFILES["ieee"]
+REF = {"TADD": ops_float.tadd, "TSUB": ops_float.tsub, "TMUL": ops_float.tmul, "TFMA": ops_float.tfma}
+CASES = [(op, name) for name in fastvec.FORMATS for op in fastvec.OPS]
+
+
+def arity(op):
+    return 3 if op == "TFMA" else 2
+
+
+def f32(x):
+    return np.asarray(x, np.float32).view(np.uint32)
+
+
+def run(op, name, *ops):
+    return fastvec.run(op, name, [np.asarray(x) for x in ops], IEEE, REF[op])
+
+
+def independent(op, name, *ops):
+    return softfloat(op, name, *ops) if name == "FP32" else R.reference(op, name, *ops)
+
+
+def fma_ties(n, seed):
+    """a*b + c whose binary64 sum s is exactly halfway between two binary32 values while the
+    exact value is not: c = m * 2^E (odd and even m), a*b = 2^(E-24) * (1 +- 2^-46)."""
+    rng = np.random.default_rng(seed)
+    E = rng.integers(-90, 100, n)
+    m = rng.integers(1 << 23, 1 << 24, n).astype(np.float64)
+    c = m * np.exp2(E - 23.0)
+    k = rng.integers(-20, 20, n)
+    up = rng.random(n) < 0.5
+    a = (1 + 2.0 ** -23) * np.exp2(k.astype(float))
+    b = np.where(up, 1 + 2.0 ** -23, 1 - 2.0 ** -23) * np.exp2((E - 24 - k).astype(float))
+    sign = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    return f32(a * sign), f32(b), f32(c * sign)
+
+
+def mul_limits(n, seed):
+    """Products and operands around 2^+-100 and 2^+-126, and huge-by-tiny products."""
+    rng = np.random.default_rng(seed)
+    ea = rng.integers(-140, 128, n)
+    eb = np.clip(rng.choice([-100, 100, -126, 0, -1, 1, 127, -149], n) - ea + rng.integers(-2, 3, n), -149, 127)
+    a = rng.uniform(1, 2, n) * np.exp2(ea.astype(float))
+    b = rng.uniform(1, 2, n) * np.exp2(eb.astype(float))
+    return f32(a), f32(b)
+
+
+@pytest.mark.parametrize("op,name", CASES)
+def test_random_codes_match_the_independent_reference(op, name):
+    ops = [edge_and_random(name, 3000, 11 + k) for k in range(arity(op))]
+    rng = np.random.default_rng(5)
+    ops = [ops[0]] + [x[rng.permutation(len(x))] for x in ops[1:]]
+    assert_same(f"{op}.{name}", run(op, name, *ops), independent(op, name, *ops), ops)
+
+
+@pytest.mark.parametrize("op,name", CASES)
+def test_edge_cross_product_matches_the_independent_reference(op, name):
+    e = edge_and_random(name, 0, 0)
+    if op == "TFMA":
+        e = e[::2]                                     # one sign of each edge: 28^3 triples
+    grids = [g.ravel() for g in np.meshgrid(*([e] * arity(op)), indexing="ij")]
+    assert_same(f"{op}.{name}", run(op, name, *grids), independent(op, name, *grids), grids)
+
+
+def test_fp32_fma_halfway_sums_with_a_nonzero_error_round_by_the_error():
+    a, b, c = fma_ties(2000, 1)
+    assert_same("TFMA.FP32 ties", run("TFMA", "FP32", a, b, c), softfloat("TFMA", "FP32", a, b, c), (a, b, c))
+
+
+def test_fp32_products_at_the_limits_of_the_two_product_shortcut():
+    a, b = mul_limits(4000, 2)
+    assert_same("TMUL.FP32 limits", run("TMUL", "FP32", a, b), softfloat("TMUL", "FP32", a, b), (a, b))
+
+
+def test_bf16_products_below_the_normal_range_and_sums_that_overflow():
+    rng = np.random.default_rng(3)
+    a32, b32 = mul_limits(3000, 4)
+    a = (a32 >> np.uint32(16)).astype(np.uint16)
+    b = (b32 >> np.uint32(16)).astype(np.uint16)
+    assert_same("TMUL.BF16 limits", run("TMUL", "BF16", a, b), R.reference("TMUL", "BF16", a, b), (a, b))
+    big = (0x7F00 + rng.integers(0, 0x80, 2000)).astype(np.uint16) | np.where(rng.random(2000) < 0.5, 0x8000, 0).astype(np.uint16)
+    other = big[rng.permutation(2000)] ^ np.where(rng.random(2000) < 0.5, 0x8000, 0).astype(np.uint16)
+    for op in ("TADD", "TSUB"):
+        assert_same(f"{op}.BF16 overflow", run(op, "BF16", big, other), R.reference(op, "BF16", big, other), (big, other))
+
+
+@pytest.mark.parametrize("name", fastvec.FORMATS)
+def test_zero_results_carry_the_ieee_sign(name):
+    z, nz = (0, 0x80000000) if name == "FP32" else (0, 0x8000)
+    one = 0x3F800000 if name == "FP32" else 0x3F80
+    dt = np.uint32 if name == "FP32" else np.uint16
+    a = np.array([z, nz, nz, one, one | nz, z, nz], dt)
+    b = np.array([z, nz, z, one | nz, one, nz, z], dt)
+    for op in ("TADD", "TSUB", "TMUL"):
+        assert_same(f"{op}.{name} zeros", run(op, name, a, b), independent(op, name, a, b), (a, b))
+    c = b[::-1].copy()
+    assert_same(f"TFMA.{name} zeros", run("TFMA", name, a, b, c), independent("TFMA", name, a, b, c), (a, b, c))
+
+
+@pytest.mark.parametrize("op,name", CASES)
+def test_many_random_operands_match_ops_float(op, name):
+    rng = np.random.default_rng(hash((op, name, 9)) % 2 ** 32)
+    raw = np.uint32 if name == "FP32" else np.uint16
+    n = 1 << 17
+    ops = []
+    for _ in range(arity(op)):
+        vals = rng.standard_normal(n) * np.exp2(rng.integers(-30, 30, n).astype(float))
+        codes = f32(vals) if name == "FP32" else (f32(vals) >> np.uint32(16)).astype(raw)
+        codes[: n // 8] = rng.integers(0, np.iinfo(raw).max, n // 8, dtype=np.uint64).astype(raw)
+        ops.append(codes)
+    with np.errstate(all="ignore"):
+        want = REF[op](name, *ops, prof=IEEE)
+    assert_same(f"{op}.{name}", run(op, name, *ops), want, ops)
+
+
+def test_ftz_profile_and_other_formats_are_not_served_here():
+    assert not fastvec.serves("TADD", "FP32", PROFILES["ftz"])
+    assert not fastvec.serves("TADD", "FP16", IEEE) and not fastvec.serves("TDIV", "FP32", IEEE)
+    assert all(fastvec.serves(op, name, IEEE) for op, name in CASES)
+
+
+def test_a_small_input_never_enters_a_parallel_region():
+    before = dict(fast.Twin.calls)
+    for size in (1, 1024, fast.PARALLEL_MIN - 1):
+        x = np.full(size, 0x3F800000, np.uint32)
+        numeric.elementwise("TADD", "FP32", x, x)
+        numeric.elementwise("TADD", "FP16", x.astype(np.uint16), x.astype(np.uint16))
+        numeric.elementwise("TADD", "E4M3", x.astype(np.uint8), x.astype(np.uint8))
+    assert fast.Twin.calls["parallel"] == before["parallel"]
+    assert fast.Twin.calls["serial"] >= before["serial"] + 9
+
+
+def test_a_large_input_runs_the_parallel_build_when_numba_has_threads():
+    import numba
+    x = np.full(fast.PARALLEL_MIN, 0x3F800000, np.uint32)
+    before = dict(fast.Twin.calls)
+    bits, _ = numeric.elementwise("TADD", "FP32", x, x)
+    assert (bits == 0x40000000).all()
+    grew = fast.Twin.calls["parallel"] - before["parallel"]
+    assert grew == (1 if numba.get_num_threads() > 1 else 0)
