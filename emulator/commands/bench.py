@@ -35,15 +35,19 @@ class Case:
 # ---------------------------------------------------------------- numeric cases
 
 _ML = {"E4M3": "float8_e4m3fn", "BF16": "bfloat16"}
-_TARGET = {"E4M3": 4.0, "BF16": 0.5}
+# minimum ratios (issue 9): FP32 TADD/TMUL/TFMA 0.5x NumPy, BF16 TADD/TMUL 1x the ml_dtypes round
+# trip (0.5x for TFMA/TEXP), FP16 2x NumPy float16, 8-bit 4x ml_dtypes, FP32 TEXP 0.25x
+_TARGET = {"E4M3": 4.0, "BF16": 0.5, "FP16": 2.0}
+_TARGET_OP = {("TADD", "BF16"): 1.0, ("TMUL", "BF16"): 1.0, ("TADD", "FP32"): 0.5, ("TMUL", "FP32"): 0.5,
+              ("TFMA", "FP32"): 0.5, ("TEXP", "FP32"): 0.25}
 
 
 def _values(fmt: str, n: int, op: str, seed: int):
     """Typical data: normal(0, 1) values (TEXP: uniform in [-8, 8]) as the format's encodings."""
     rng = np.random.default_rng(seed)
     x = rng.uniform(-8, 8, n) if op == "TEXP" else rng.standard_normal(n)
-    if fmt == "FP32":
-        return x.astype(np.float32)
+    if fmt in ("FP32", "FP16"):
+        return x.astype(np.float32 if fmt == "FP32" else np.float16)
     import ml_dtypes
     return x.astype(np.float32).astype(getattr(ml_dtypes, _ML[fmt]))
 
@@ -58,24 +62,24 @@ def _numeric_case(op: str, fmt: str) -> Case:
         vals = [_values(fmt, n, op, seed) for seed in range(arity)]
         bits = [v.view(f"u{v.dtype.itemsize}") for v in vals]
         ours = lambda: numeric.elementwise(op, fmt, *bits)            # noqa: E731
-        if fmt == "FP32":
+        if fmt in ("FP32", "FP16"):                                    # NumPy's own dtype
             base = lambda: plain(*vals)                                # noqa: E731
         else:                                                          # ml_dtypes round trip
             base = lambda: plain(*(v.astype(np.float32) for v in vals)).astype(vals[0].dtype)  # noqa: E731
         return ours, base
 
-    if fmt == "FP32":
-        what = "NumPy float32 exp (not correctly rounded)" if op == "TEXP" else \
-            "NumPy float32 " + ("a*b+c, two roundings" if op == "TFMA" else op[1:].lower())
-        target = 0.25 if op == "TEXP" else None
+    if fmt in ("FP32", "FP16"):
+        np_name = "float32" if fmt == "FP32" else "float16"
+        what = f"NumPy {np_name} exp (not correctly rounded)" if op == "TEXP" else \
+            f"NumPy {np_name} " + ("a*b+c, two roundings" if op == "TFMA" else op[1:].lower())
     else:
         what = f"ml_dtypes {_ML[fmt]} round trip through float32"
-        target = _TARGET[fmt]
-    return Case(f"numeric.{op}.{fmt}", what, setup, target, None if fmt == "FP32" else "ml_dtypes")
+    target = _TARGET_OP.get((op, fmt), _TARGET.get(fmt))
+    return Case(f"numeric.{op}.{fmt}", what, setup, target, None if fmt in ("FP32", "FP16") else "ml_dtypes")
 
 
 CASES: list[Case] = [_numeric_case(op, fmt) for op in ("TADD", "TMUL", "TFMA", "TEXP")
-                     for fmt in ("E4M3", "BF16", "FP32")]
+                     for fmt in ("E4M3", "BF16", "FP16", "FP32")]
 
 
 # ---------------------------------------------------------------- runner

@@ -1,4 +1,5 @@
-"""Vectorisable fast paths: TADD, TSUB, TMUL, TFMA on FP32 and BF16, profile `ieee` (RNE).
+"""Vectorisable fast paths: TADD, TSUB, TMUL, TFMA on FP32 and BF16, TADD, TSUB, TMUL on FP16,
+profile `ieee` (RNE).
 
 fast.py rounds with integer code written for one element at a time (~1.2 ns/element); these
 kernels let the hardware's own binary32/binary64 rounding do the work on the common path, so LLVM
@@ -25,6 +26,9 @@ Why each settled result is the single correctly rounded one (x, y, z finite form
                 subnormal range included: a sum there is exact); NX = e != 0 or dropped bits.
   BF16 mul      x * y (16 bits) is exact in binary32 when |x*y| >= 2^-125 (or an operand is
                 zero), then rounded once by the carry trick; other products are marked.
+  FP16          as BF16 (24 >= 2*11 + 2; a product of 22 bits >= 2^-48 is exact in binary32),
+                with its own encoder (`_rne_fp16`) and UF from the binary32 sum or product,
+                which is exact wherever it is near FP16's tininess threshold.
 Zeros: an exact zero s has the sign IEEE 754 gives x + y, x * y or x*y + z in RNE, as the
 reference does.
 
@@ -44,11 +48,11 @@ from numba.extending import intrinsic
 
 from . import fast
 from .fast import bits_f64, f64_bits  # noqa: F401  (re-exported for cuda.py)
-from .flags import NX, OF
+from .flags import NX, OF, UF
 
 FALLBACK = np.uint8(0xFF)
 OPS = ("TADD", "TSUB", "TMUL", "TFMA")
-FORMATS = ("FP32", "BF16")
+FORMATS = ("FP32", "BF16", "FP16")     # FP16: TADD, TSUB, TMUL (its TFMA stays on fast.py)
 
 _MAX64 = 1.7976931348623157e308
 _F32_MAX = np.float32(3.4028234663852886e38)
@@ -217,6 +221,75 @@ def bf16_fma(a, b, c):
     return code, _flags(dropped | of, of) if ok else FALLBACK
 
 
+# FP16: decoded with the scaling trick (exponent field moved into binary32 and multiplied by
+# 2^112, which is exact and also places subnormals), encoded by the integer carry trick in the
+# normal range and by hardware addition of 0.5 (whose RNE drops exactly the bits FP16 subnormals
+# cannot hold) below it (F. Giesen's float_to_half_fast3_rtne).
+_F16_SCALE = np.float32(2.0 ** 112)
+_F16_MIN_NORMAL = 113 << 23           # binary32 pattern of 2^-14
+_F16_OVERFLOW = 143 << 23             # binary32 pattern of 2^16: at or above, infinity
+_F16_TINY = np.float32(2.0 ** -14 - 2.0 ** -26)   # tiny after rounding below this (ties: even)
+
+
+@nb.njit(inline="always")
+def _fp16(h):
+    """(binary32 value, finite) of FP16 code h."""
+    u = np.uint32(h)
+    v = mul_rn(bits_f32((u & np.uint32(0x7FFF)) << np.uint32(13)), _F16_SCALE)
+    v = bits_f32(f32_bits(v) | ((u & np.uint32(0x8000)) << np.uint32(16)))
+    return v, (u & np.uint32(0x7C00)) != np.uint32(0x7C00)
+
+
+@nb.njit(inline="always")
+def _rne_fp16(r):
+    """(FP16 code, dropped bits nonzero, overflowed) of binary32 r rounded to nearest even."""
+    w = f32_bits(r)
+    f = w & np.uint32(0x7FFFFFFF)
+    odd = (f >> np.uint32(13)) & np.uint32(1)
+    normal = (f - np.uint32(112 << 23) + np.uint32(0xFFF) + odd) >> np.uint32(13)
+    t = add_rn(bits_f32(f), np.float32(0.5))
+    sub = f32_bits(t) - np.uint32(126 << 23)
+    low = f < np.uint32(_F16_MIN_NORMAL)
+    code = sub if low else normal
+    code = np.uint32(0x7C00) if f >= np.uint32(_F16_OVERFLOW) else code
+    dropped = (t - np.float32(0.5) != bits_f32(f)) if low else (f & np.uint32(0x1FFF)) != np.uint32(0)
+    of = code == np.uint32(0x7C00)
+    return np.uint16(code | ((w >> np.uint32(16)) & np.uint32(0x8000))), dropped, of
+
+
+@nb.njit(inline="always")
+def _fp16_flags(nx, r, of):
+    uf = nx & (abs(r) < _F16_TINY)
+    return np.uint8(nx) * np.uint8(NX) | np.uint8(uf) * np.uint8(UF) | np.uint8(of) * np.uint8(OF)
+
+
+@nb.njit(inline="always")
+def fp16_add(a, b):
+    """s = RN24(x + y) and RN11(RN24(v)) = RN11(v) for a sum of 11-bit values (24 >= 2*11 + 2);
+    near the tininess threshold such a sum is exact in binary32, so |s| decides tininess."""
+    x, fx = _fp16(a)
+    y, fy = _fp16(b)
+    s, e = _two_sum(x, y)
+    code, dropped, of = _rne_fp16(s)
+    nx = (e != 0) | dropped | of
+    return code, _fp16_flags(nx, s, of) if fx & fy else FALLBACK
+
+
+@nb.njit(inline="always")
+def fp16_sub(a, b):
+    return fp16_add(a, b ^ np.uint16(0x8000))
+
+
+@nb.njit(inline="always")
+def fp16_mul(a, b):
+    """x*y (22 bits, >= 2^-48) is exact in binary32: one rounding."""
+    x, fx = _fp16(a)
+    y, fy = _fp16(b)
+    p = mul_rn(x, y)
+    code, dropped, of = _rne_fp16(p)
+    return code, _fp16_flags(dropped | of, p, of) if fx & fy else FALLBACK
+
+
 # ---------------------------------------------------------------- CPU loops
 
 def _loops(fn, arity):
@@ -236,12 +309,13 @@ def _loops(fn, arity):
 
 SCALAR = {("FP32", "TADD"): fp32_add, ("FP32", "TSUB"): fp32_sub, ("FP32", "TMUL"): fp32_mul,
           ("FP32", "TFMA"): fp32_fma, ("BF16", "TADD"): bf16_add, ("BF16", "TSUB"): bf16_sub,
-          ("BF16", "TMUL"): bf16_mul, ("BF16", "TFMA"): bf16_fma}
+          ("BF16", "TMUL"): bf16_mul, ("BF16", "TFMA"): bf16_fma, ("FP16", "TADD"): fp16_add,
+          ("FP16", "TSUB"): fp16_sub, ("FP16", "TMUL"): fp16_mul}
 LOOPS = {key: _loops(fn, 3 if key[1] == "TFMA" else 2) for key, fn in SCALAR.items()}
 
 
 def serves(op: str, name: str, prof) -> bool:
-    return op in OPS and name in FORMATS and not prof.ftz
+    return (name, op) in SCALAR and not prof.ftz
 
 
 def run(op, name, operands, prof, reference):
@@ -253,7 +327,7 @@ def run(op, name, operands, prof, reference):
         out = np.empty(n, np.float32)
     else:
         args = operands
-        out = np.empty(n, np.uint16)
+        out = np.empty(n, operands[0].dtype)
     flags = np.empty(n, np.uint8)
     LOOPS[(name, op)](*args, out, flags)
     bits = out.view(np.uint32) if name == "FP32" else out

@@ -1,11 +1,12 @@
-"""The SIMD fast paths (kernels/numeric/fastvec.py: TADD/TSUB/TMUL/TFMA on FP32 and BF16, profile
-ieee) give the correctly rounded result and flags, and small inputs stay out of parallel regions.
+"""The SIMD fast paths (kernels/numeric/fastvec.py: TADD/TSUB/TMUL/TFMA on FP32 and BF16,
+TADD/TSUB/TMUL on FP16, profile ieee) give the correctly rounded result and flags, and small inputs stay out of parallel regions.
 
-Independent references: Berkeley SoftFloat (softfloatpy) for FP32 and the exact-rational
+Independent references: Berkeley SoftFloat (softfloatpy) for FP32 and FP16, the exact-rational
 reference of op_reference.py for BF16, on random codes over the whole range (NaNs, infinities,
 subnormals) and on the cases each shortcut of fastvec.py must get right or mark: FMA results
 exactly halfway between two binary32 values with a nonzero error term, products at the 2^+-100
-limits of the TwoProduct shortcut, BF16 products below 2^-125, overflow by the last rounding,
+limits of the TwoProduct shortcut, BF16 products below 2^-125, FP16 results around its
+subnormal range and tininess threshold, overflow by the last rounding,
 zeros of both signs.  Millions of random operands are also compared with ops_float, itself
 checked against the same references in test_ops_float.py.
 """
@@ -20,7 +21,8 @@ from test_ops_float import assert_same, edge_and_random, softfloat
 
 IEEE = PROFILES["ieee"]
 REF = {"TADD": ops_float.tadd, "TSUB": ops_float.tsub, "TMUL": ops_float.tmul, "TFMA": ops_float.tfma}
-CASES = [(op, name) for name in fastvec.FORMATS for op in fastvec.OPS]
+CASES = [(op, name) for name, op in fastvec.SCALAR]
+RAW = {"FP32": np.uint32, "BF16": np.uint16, "FP16": np.uint16}
 
 
 def arity(op):
@@ -36,7 +38,7 @@ def run(op, name, *ops):
 
 
 def independent(op, name, *ops):
-    return softfloat(op, name, *ops) if name == "FP32" else R.reference(op, name, *ops)
+    return R.reference(op, name, *ops) if name == "BF16" else softfloat(op, name, *ops)
 
 
 def fma_ties(n, seed):
@@ -103,15 +105,27 @@ def test_bf16_products_below_the_normal_range_and_sums_that_overflow():
         assert_same(f"{op}.BF16 overflow", run(op, "BF16", big, other), R.reference(op, "BF16", big, other), (big, other))
 
 
+def test_fp16_results_around_the_subnormal_range_and_the_tininess_threshold():
+    rng = np.random.default_rng(6)
+    small = np.concatenate([np.arange(0, 3 << 10), np.arange(0x8000, 0x8000 + (3 << 10))]).astype(np.uint16)
+    a = small[rng.integers(0, small.size, 20000)]
+    b = np.where(rng.random(20000) < 0.5, small[rng.integers(0, small.size, 20000)],
+                 rng.integers(0x3000, 0x4000, 20000) | np.where(rng.random(20000) < 0.5, 0x8000, 0)).astype(np.uint16)
+    for op in ("TADD", "TSUB", "TMUL"):
+        assert_same(f"{op}.FP16 small", run(op, "FP16", a, b), softfloat(op, "FP16", a, b), (a, b))
+
+
 @pytest.mark.parametrize("name", fastvec.FORMATS)
 def test_zero_results_carry_the_ieee_sign(name):
     z, nz = (0, 0x80000000) if name == "FP32" else (0, 0x8000)
-    one = 0x3F800000 if name == "FP32" else 0x3F80
-    dt = np.uint32 if name == "FP32" else np.uint16
+    one = {"FP32": 0x3F800000, "BF16": 0x3F80, "FP16": 0x3C00}[name]
+    dt = RAW[name]
     a = np.array([z, nz, nz, one, one | nz, z, nz], dt)
     b = np.array([z, nz, z, one | nz, one, nz, z], dt)
     for op in ("TADD", "TSUB", "TMUL"):
         assert_same(f"{op}.{name} zeros", run(op, name, a, b), independent(op, name, a, b), (a, b))
+    if not fastvec.serves("TFMA", name, IEEE):
+        return
     c = b[::-1].copy()
     assert_same(f"TFMA.{name} zeros", run("TFMA", name, a, b, c), independent("TFMA", name, a, b, c), (a, b, c))
 
@@ -119,12 +133,13 @@ def test_zero_results_carry_the_ieee_sign(name):
 @pytest.mark.parametrize("op,name", CASES)
 def test_many_random_operands_match_ops_float(op, name):
     rng = np.random.default_rng(hash((op, name, 9)) % 2 ** 32)
-    raw = np.uint32 if name == "FP32" else np.uint16
+    raw = RAW[name]
     n = 1 << 17
     ops = []
     for _ in range(arity(op)):
         vals = rng.standard_normal(n) * np.exp2(rng.integers(-30, 30, n).astype(float))
-        codes = f32(vals) if name == "FP32" else (f32(vals) >> np.uint32(16)).astype(raw)
+        codes = {"FP32": lambda: f32(vals), "BF16": lambda: (f32(vals) >> np.uint32(16)).astype(raw),
+                 "FP16": lambda: vals.astype(np.float16).view(raw)}[name]()
         codes[: n // 8] = rng.integers(0, np.iinfo(raw).max, n // 8, dtype=np.uint64).astype(raw)
         ops.append(codes)
     with np.errstate(all="ignore"):
@@ -134,7 +149,7 @@ def test_many_random_operands_match_ops_float(op, name):
 
 def test_ftz_profile_and_other_formats_are_not_served_here():
     assert not fastvec.serves("TADD", "FP32", PROFILES["ftz"])
-    assert not fastvec.serves("TADD", "FP16", IEEE) and not fastvec.serves("TDIV", "FP32", IEEE)
+    assert not fastvec.serves("TFMA", "FP16", IEEE) and not fastvec.serves("TDIV", "FP32", IEEE)
     assert all(fastvec.serves(op, name, IEEE) for op, name in CASES)
 
 
