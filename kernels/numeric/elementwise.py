@@ -81,6 +81,7 @@ for _op, _fn in {**ops_float.OPS, **transcendental.OPS}.items():
     TABLE[(_op, Kind.FLOAT)] = _float_impl(_op, _fn)
 
 OPERATIONS = frozenset(op for op, _ in TABLE)
+REFERENCE = {**ops_float.OPS, **transcendental.OPS}      # the floating reference of each op
 
 
 # ---------------------------------------------------------------- lookup
@@ -156,14 +157,44 @@ def _as_raw(x, dt: DataType, where: str) -> np.ndarray:
                     f"({raw.name}), got dtype {arr.dtype}")
 
 
+def _device_elementwise(ins, dt, impl, operands, prof, mode, xp=None):
+    """CuPy operands: computed on the device (kernels/numeric/cuda.py), CuPy results.  (xp=numpy
+    runs this same code on NumPy arrays under the CUDA simulator: tests/kernels/test_cuda_sim.py.)"""
+    from .. import device
+    from . import cuda
+    xp = xp if xp is not None else device.array_module(*operands)
+    raw = np.dtype(dt.raw_dtype)
+    arrays = []
+    for i, x in enumerate(operands):
+        a = xp.asarray(x)
+        if a.dtype != raw:
+            if not (a.dtype.kind == "u" and a.dtype.itemsize <= raw.itemsize):
+                raise TypeError(f"{ins.mnemonic} operand {i} ({ins.sources[i]}): expected an unsigned-integer "
+                                f"array of raw {dt.name} encodings ({raw.name}), got dtype {a.dtype}")
+            a = a.astype(raw)
+        arrays.append(a)
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    except ValueError:
+        raise ValueError(f"{ins.mnemonic}: operand shapes {[a.shape for a in arrays]} do not broadcast") from None
+    flat = tuple(xp.ascontiguousarray(a if a.shape == shape else xp.broadcast_to(a, shape)).reshape(-1)
+                 for a in arrays)
+    bits, flags = cuda.elementwise_device(ins.mnemonic, dt, flat, prof, mode, impl, fn=REFERENCE.get(ins.mnemonic), xp=xp)
+    out_dtype = np.uint8 if ins.mnemonic == "TCMP" else raw
+    return bits.astype(out_dtype, copy=False).reshape(shape), flags.reshape(shape)
+
+
 def elementwise(op: str, dtype, *operands, profile: str | Profile = "ieee", cmode=None):
-    """Apply instruction `op` element-wise to raw encodings of `dtype`: (bits, flags)."""
+    """Apply instruction `op` element-wise to raw encodings of `dtype`: (bits, flags).  CuPy
+    operands are computed on their device and give CuPy results (kernels/numeric/cuda.py)."""
     ins, dt, impl = _resolve(op, dtype)
     prof = resolve_profile(profile)
     mode = _cmode(ins.mnemonic, cmode)
     if len(operands) != ins.arity:
         raise TypeError(f"{ins.mnemonic} takes {ins.arity} operand(s) ({', '.join(ins.sources)}), "
                         f"got {len(operands)}")
+    if any(type(x).__module__.startswith("cupy") for x in operands):
+        return _device_elementwise(ins, dt, impl, operands, prof, mode)
     arrays = [_as_raw(x, dt, f"{ins.mnemonic} operand {i} ({ins.sources[i]})") for i, x in enumerate(operands)]
     try:
         shape = np.broadcast_shapes(*(a.shape for a in arrays))

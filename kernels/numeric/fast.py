@@ -28,6 +28,7 @@ from numba.extending import intrinsic
 
 from . import formats
 from .flags import NX, OF, UF
+from .rn import mul_rn
 
 FALLBACK = np.uint8(0xFF)          # flags value marking "recompute with the reference"
 OPS = {"TADD": 0, "TSUB": 1, "TMUL": 2}
@@ -72,8 +73,9 @@ _ONE = np.uint64(1)
 
 
 # ---------------------------------------------------------------- bit casts
-# The only target-specific pieces: LLVM bitcasts on the CPU (a CUDA port maps them to libdevice's
-# __double_as_longlong / __int_as_float).  Scalar .view() would allocate a 0-d array per call.
+# LLVM bitcasts, which Numba compiles for the CPU and Numba-CUDA for the GPU alike (rn.py has the
+# binary32 ones and the never-contracted mul_rn/add_rn).  Scalar .view() would allocate a 0-d
+# array per call.
 
 def _bitcast(src, dst, bits):
     @intrinsic
@@ -187,12 +189,12 @@ def _two_sum_dir(a, b):
 @nb.njit(inline="always")
 def _binary(op, x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
     """(code, flags) of x op y, or flags FALLBACK for a non-finite operand."""
-    if not (np.isfinite(x) and np.isfinite(y)):
+    if not (math.isfinite(x) and math.isfinite(y)):
         return np.uint64(0), np.uint8(0xFF)
     if op == 1:
         y = -y
     if op == 2:
-        s, d = x * y, np.int64(0)                    # exact: 2p <= 48 bits
+        s, d = mul_rn(x, y), np.int64(0)             # exact: 2p <= 48 bits
     else:
         s, d = _two_sum_dir(x, y)
     return round_rne(s, d, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
@@ -200,9 +202,9 @@ def _binary(op, x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
 
 @nb.njit(inline="always")
 def _fma(x, y, z, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
-    if not (np.isfinite(x) and np.isfinite(y) and np.isfinite(z)):
+    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
         return np.uint64(0), np.uint8(0xFF)
-    s, d = _two_sum_dir(x * y, z)                    # x*y exact, TwoSum exact
+    s, d = _two_sum_dir(mul_rn(x, y), z)             # x*y exact, TwoSum exact (mul_rn: never an fma)
     return round_rne(s, d, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
 
 

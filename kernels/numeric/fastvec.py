@@ -42,12 +42,9 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
-from llvmlite import ir
-from numba.core import cgutils, types
-from numba.extending import intrinsic
-
 from . import fast
-from .fast import bits_f64, f64_bits  # noqa: F401  (re-exported for cuda.py)
+from .fast import f64_bits
+from .rn import add_rn, bits_f32, f32_bits, mul_rn
 from .flags import NX, OF, UF
 
 FALLBACK = np.uint8(0xFF)
@@ -58,44 +55,6 @@ _MAX64 = 1.7976931348623157e308
 _F32_MAX = np.float32(3.4028234663852886e38)
 _F32_MAX64 = 3.4028234663852886e38
 _NORMAL32 = 2.0 ** -126              # FP32 and BF16 share the normal range
-
-
-# ---------------------------------------------------------------- target-specific pieces
-
-def _rn(cpu_op: str, nvvm: str):
-    """a op b rounded to nearest, never contracted with a neighbouring operation."""
-    @intrinsic
-    def op(typingctx, a, b):
-        if not (isinstance(a, types.Float) and a == b):
-            return None
-
-        def codegen(context, builder, sig, args):
-            if "CUDA" in type(context).__name__:
-                kind = "d" if sig.return_type == types.float64 else "f"
-                fnty = ir.FunctionType(args[0].type, [args[0].type, args[1].type])
-                fn = cgutils.get_or_insert_function(builder.module, fnty, f"llvm.nvvm.{nvvm}.rn.{kind}")
-                return builder.call(fn, args)
-            return getattr(builder, cpu_op)(*args)
-        return a(a, b), codegen
-    return op
-
-
-mul_rn = _rn("fmul", "mul")
-add_rn = _rn("fadd", "add")
-
-
-@intrinsic
-def f32_bits(typingctx, x):
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], ir.IntType(32))
-    return types.uint32(types.float32), codegen
-
-
-@intrinsic
-def bits_f32(typingctx, x):
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], ir.FloatType())
-    return types.float32(types.uint32), codegen
 
 
 # ---------------------------------------------------------------- scalar routines

@@ -1,0 +1,67 @@
+"""Every CUDA kernel of the numeric layer compiles to PTX without what bit-exactness forbids.
+
+No GPU is needed: numba.cuda.compile_ptx runs NVVM from the pip wheels (numba-cuda,
+nvidia-cuda-nvcc-cu12; the `test` extra).  NVVM contracts a separate multiply and add into
+`fma` even without fast-math, so the kernels route every product through rn.mul_rn (PTX
+`mul.rn`, never fused); this test rejects any `fma`, any flush-to-zero (`.ftz`) and any
+approximate division, reciprocal, square root or exponential (`approx`).
+"""
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba_cuda", reason="numba-cuda is not installed (pip install -e '.[test]')")
+
+from numba import cuda, types  # noqa: E402
+
+from kernels.numeric import cuda as kcuda, fastconvert  # noqa: E402
+
+FORBIDDEN = {
+    "fused multiply-add": re.compile(r"\bfma\.|\bmad\.(rn\.)?f(16|32|64)\b"),
+    "flush to zero": re.compile(r"\.ftz\b"),
+    "approximate math": re.compile(r"\bapprox\b"),
+}
+CC = (8, 0)
+
+
+def kernels():
+    kcuda._numba_cuda()
+    fastconvert._cuda_kernel()                      # binds fastconvert's numba.cuda global
+    out = []
+    for name, (src, sigs) in kcuda.kernel_sources().items():
+        out += [(f"{name}[{i}]", src, sig) for i, sig in enumerate(sigs)]
+    u64, i64 = types.uint64[::1], types.int64[::1]
+    for src_t, dst_t in ((types.uint32, types.uint16), (types.uint64, types.uint32)):
+        out.append((f"fastconvert.cvt[{src_t}->{dst_t}]", fastconvert._cvt_kernel_body,
+                    (src_t[::1], dst_t[::1], types.uint8[::1], i64)))
+    del u64
+    return out
+
+
+KERNELS = kernels()
+
+
+@pytest.mark.parametrize("name,src,sig", KERNELS, ids=[k[0] for k in KERNELS])
+def test_kernel_ptx_has_no_contraction_ftz_or_approximation(name, src, sig):
+    ptx, _ = cuda.compile_ptx(src, sig, cc=CC)
+    assert ".entry" in ptx
+    for what, pattern in FORBIDDEN.items():
+        hits = sorted({m.group(0) for m in pattern.finditer(ptx)})
+        assert not hits, f"{name}: {what} in PTX: {hits}"
+
+
+def test_the_check_catches_a_contracted_multiply_add():
+    def naive(a, b, c, out):
+        i = cuda.grid(1)
+        if i < a.shape[0]:
+            out[i] = a[i] * b[i] + c[i]
+    ptx, _ = cuda.compile_ptx(naive, (types.float64[::1],) * 4, cc=CC)
+    assert FORBIDDEN["fused multiply-add"].search(ptx)
+
+
+def test_every_device_kernel_is_checked():
+    names = {k[0].split("[")[0] for k in KERNELS}
+    assert {f"fastvec.{n}.{op}" for n, op in kcuda.fastvec.SCALAR} <= names
+    assert {"fast.binary_bits", "fast.binary_vals", "fast.fma_bits", "fast.fma_vals"} <= names
+    assert np.all([len(k[2]) > 0 for k in KERNELS])
