@@ -54,6 +54,14 @@ def to_device(x, xp):
     return x if xp is np else xp.asarray(x)
 
 
+def from_cuda(x, xp):
+    """A numba.cuda device array as an array of module xp: a zero-copy CuPy view
+    (__cuda_array_interface__), or a host copy for NumPy (the CUDA simulator)."""
+    if xp is np:
+        return x.copy_to_host() if hasattr(x, "copy_to_host") else np.asarray(x)
+    return xp.asarray(x)
+
+
 @lru_cache(maxsize=1)
 def gpu_status() -> tuple[bool, str]:
     """(usable, description): the device and library versions, or why no GPU can be used."""

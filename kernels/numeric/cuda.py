@@ -8,14 +8,15 @@ What runs where, per (op, DataType):
 
   * fastvec.py's SIMD routines (FP32/BF16 add/sub/mul/fma, FP16 add/sub/mul, profile ieee) and
     fast.py's rounding routines (TADD/TSUB/TMUL/TFMA on TF32, HF32, FP16, BF16, FP32 in any
-    profile, TFMA on E4M3/E5M2) are compiled unchanged into CUDA kernels (`KERNELS`), one thread
-    per element: the same Python source the CPU loops compile, so the same bits.
+    profile, TFMA on E4M3/E5M2, TEXP on FP32/TF32/HF32) are compiled unchanged into CUDA kernels
+    (`kernel_sources()`), one thread per element: the same Python source the CPU loops compile,
+    so the same bits.
   * Table-driven pairs (8-bit binary and <= 16-bit unary operations, tables.py) gather from the
     reference's exact tables copied to the device once.
   * Elements a kernel marks (flags 0xFF: NaN/infinite operands, results outside a shortcut's
-    range) are gathered, settled on the host by the CPU path (which hands its own rare cases to
-    the NumPy/MPFR reference) and scattered back, so the result equals the CPU's element for
-    element.
+    range, exp results within 2^-46 of a rounding boundary) are gathered, settled on the host
+    by the CPU path (which hands its own rare cases to the NumPy/MPFR reference) and scattered
+    back, so the result equals the CPU's element for element.
   * Everything else (integer operations, division, square root, remainder, transcendental
     functions other than the tables, FP64) runs on the host: operands are copied down, the CPU
     path computes, results are copied back.  `placement(op, dt, prof, arity)` says which.
@@ -113,6 +114,19 @@ def fast_fma_vals(a, b, c, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, 
         flags[i] = f
 
 
+def fast_exp_bits(a, t, emin, maxmag, ovf, shift, ftz, field, c1, c2, inv, T, bits, flags):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        x, ok = fast.exp_input(a[i], ftz, field, emin)
+        if ok:
+            k, p = fast._exp_reduced(x, c1, c2, inv)
+            r, f = fast.exp_round(T[k & 63], p, k, t, emin, maxmag, ovf, shift)
+            bits[i] = r
+            flags[i] = f
+        else:
+            flags[i] = 0xFF
+
+
 def _signatures():
     """name -> (python kernel, [argument type tuples]) for every kernel this module launches;
     the PTX test compiles each one."""
@@ -130,6 +144,7 @@ def _signatures():
     table["fast.binary_vals"] = (fast_binary_vals, [(i64, f32, f32) + fmt + (f64, c, u8) for c in (u16, u8)])
     table["fast.fma_bits"] = (fast_fma_bits, [(c, c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
     table["fast.fma_vals"] = (fast_fma_vals, [(f32, f32, f32) + fmt + (f64, c, u8) for c in (u16, u8)])
+    table["fast.exp_bits"] = (fast_exp_bits, [(u32,) + (i64,) * 7 + (f64, f64, f64, T.float64[::1], u32, u8)])
     return table
 
 
@@ -156,7 +171,7 @@ def placement(op: str, dt: DataType, prof, arity: int) -> str:
         return "host"
     if fastvec.serves(op, dt.name, prof):
         return "fastvec"
-    if fast.serves(op, dt.name) and op != "TEXP":
+    if fast.serves(op, dt.name):
         return "fast"
     if tables.applies(op, dt.name, arity):
         return "table"
@@ -208,6 +223,11 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
                 _launch("fast.fma_vals", n, *vals, *fmt, mn, bits, flags)
             else:
                 _launch("fast.binary_vals", n, fast.OPS[op], *vals, *fmt, mn, bits, flags)
+        elif op == "TEXP":
+            t, emin, maxmag, ovf, _, _, shift, ftz = fmt
+            K, T = fast._exp_constants()
+            _launch("fast.exp_bits", n, operands[0], t, emin, maxmag, ovf, shift, ftz, dec[0], K[0], K[1], K[2],
+                    device.to_device(T, xp), bits, flags)
         elif op == "TFMA":
             _launch("fast.fma_bits", n, *operands, *fmt, *dec, mn, bits, flags)
         else:

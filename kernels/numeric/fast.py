@@ -282,9 +282,15 @@ def _exp_constants():
 def _exp_reduced(x, c1, c2, inv):
     """(k, p) with exp(x) ~ 2^(k/64) * p: k = round(64 x / ln2), r = x - k ln2/64 (k*c1 exact,
     |r| <= ln2/128), p = 1 + r + ... + r^6/720 (truncation < 2^-65)."""
-    kf = (x * inv + 6755399441055744.0) - 6755399441055744.0   # round to nearest integer
-    r = (x - kf * c1) - kf * c2
-    p = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6 + r * (1.0 / 24 + r * (1.0 / 120 + r * (1.0 / 720))))))
+    # mul_rn: every product rounded on its own, as analysed (on CUDA a plain a*b+c became fma)
+    kf = (mul_rn(x, inv) + 6755399441055744.0) - 6755399441055744.0   # round to nearest integer
+    r = (x - mul_rn(kf, c1)) - mul_rn(kf, c2)
+    p = 1.0 / 120 + mul_rn(r, 1.0 / 720)
+    p = 1.0 / 24 + mul_rn(r, p)
+    p = 1.0 / 6 + mul_rn(r, p)
+    p = 0.5 + mul_rn(r, p)
+    p = 1.0 + mul_rn(r, p)
+    p = 1.0 + mul_rn(r, p)
     return np.int64(kf), p
 
 
@@ -298,37 +304,47 @@ def exp_approx(x, c1, c2, inv, T):
     return out
 
 
+@nb.njit(inline="always")
+def exp_input(a, ftz, field, emin):
+    """(x, settled here?) for the exp kernels: specials, zero/subnormal and the overflow and
+    underflow edges are left to the reference."""
+    x = _daz(_from_bits(a, field, 0), ftz, bits_f64(np.uint64(emin + 1023) << np.uint64(52)))
+    return x, math.isfinite(x) and x != 0.0 and x >= -80.0 and x <= 89.0
+
+
+@nb.njit(inline="always")
+def exp_round(tk, p, k, t, emin, maxmag, ovf, shift):
+    """(code, flags) of 2^(k >> 6) * tk * p (tk = 2^((k & 63)/64)) rounded at t trailing bits,
+    or flags 0xFF when a rounding boundary lies within 2^-46 of it (the reference decides)."""
+    drop = 52 - t
+    half = np.uint64(1) << np.uint64(drop - 1)
+    low_mask = (np.uint64(1) << np.uint64(drop)) - np.uint64(1)
+    rebias = 1023 - (1 - emin)
+    u = f64_bits(mul_rn(tk, p)) + (np.uint64(k >> 6) << np.uint64(52))   # * 2^(k >> 6), exact
+    low = u & low_mask
+    if (low > half and low - half <= np.uint64(64)) or (low <= half and half - low <= np.uint64(64)):
+        return np.uint64(0), np.uint8(0xFF)
+    # RNE at t trailing bits on the binary64 pattern, then rebias (normal range: E >= 1)
+    v = (u + half - np.uint64(1) + ((u >> np.uint64(drop)) & np.uint64(1))) >> np.uint64(drop)
+    code = v - (np.uint64(rebias) << np.uint64(t))
+    if code > np.uint64(maxmag):
+        return np.uint64(ovf) << np.uint64(shift), np.uint8(OF | NX)
+    return code << np.uint64(shift), np.uint8(NX)
+
+
 @twin
 def exp_bits(a, t, emin, maxmag, ovf, shift, ftz, field, c1, c2, inv, T, bits, flags):
     """exp(x) in binary64 with relative error < 2^-51 (table 2^(j/64), degree-6 polynomial);
     the result is rounded where no rounding boundary of the destination lies within 2^-46 of
-    it, in the normal range; every other element is marked for the reference."""
-    mn = bits_f64(np.uint64(emin + 1023) << np.uint64(52))
-    drop = 52 - t
-    half = np.uint64(1) << np.uint64(drop - 1)
-    low_mask = (np.uint64(1) << np.uint64(drop)) - np.uint64(1)
-    tmask = (np.uint64(1) << np.uint64(t)) - np.uint64(1)
-    rebias = 1023 - (1 - emin)
+    it, in the normal range; every other element is marked for the reference.  (The scalar
+    routines are shared with the CUDA kernel, kernels/numeric/cuda.py.)"""
     for i in nb.prange(a.shape[0]):
-        x = _daz(_from_bits(a[i], field, 0), ftz, mn)
-        if not np.isfinite(x) or x == 0.0 or x < -80.0 or x > 89.0:
-            flags[i] = 0xFF                               # specials, subnormal/zero and overflow edges
+        x, ok = exp_input(a[i], ftz, field, emin)
+        if not ok:
+            flags[i] = 0xFF
             continue
         k, p = _exp_reduced(x, c1, c2, inv)
-        u = f64_bits(T[k & 63] * p) + (np.uint64(k >> 6) << np.uint64(52))   # * 2^(k >> 6), exact
-        low = u & low_mask
-        if (low > half and low - half <= np.uint64(64)) or (low <= half and half - low <= np.uint64(64)):
-            flags[i] = 0xFF                               # within 2^-46 of a rounding boundary
-            continue
-        # RNE at t trailing bits on the binary64 pattern, then rebias (normal range: E >= 1)
-        v = (u + half - np.uint64(1) + ((u >> np.uint64(drop)) & np.uint64(1))) >> np.uint64(drop)
-        code = v - (np.uint64(rebias) << np.uint64(t))
-        if code > np.uint64(maxmag):
-            bits[i] = np.uint64(ovf) << np.uint64(shift)
-            flags[i] = OF | NX
-        else:
-            bits[i] = code << np.uint64(shift)
-            flags[i] = NX
+        bits[i], flags[i] = exp_round(T[k & 63], p, k, t, emin, maxmag, ovf, shift)
 
 
 # ---------------------------------------------------------------- entry points
