@@ -95,7 +95,20 @@ def _instruction(op: str) -> instrs.Instruction:
     return instrs.lookup(name)
 
 
+_RESOLVED: dict = {}          # (op, dtype) -> _resolve's answer: a hot path pays one dict lookup
+
+
 def _resolve(op: str, dtype) -> tuple[instrs.Instruction, DataType, Impl]:
+    key = (op, dtype) if isinstance(dtype, str) else None
+    hit = _RESOLVED.get(key) if key else None
+    if hit is None:
+        hit = _resolve_uncached(op, dtype)
+        if key and len(_RESOLVED) < 4096:
+            _RESOLVED[key] = hit
+    return hit
+
+
+def _resolve_uncached(op: str, dtype) -> tuple[instrs.Instruction, DataType, Impl]:
     ins = _instruction(op)
     try:
         dt = dts.datatype(dtype)
@@ -193,14 +206,16 @@ def elementwise(op: str, dtype, *operands, profile: str | Profile = "ieee", cmod
     if len(operands) != ins.arity:
         raise TypeError(f"{ins.mnemonic} takes {ins.arity} operand(s) ({', '.join(ins.sources)}), "
                         f"got {len(operands)}")
-    if any(type(x).__module__.startswith("cupy") for x in operands):
+    if not all(isinstance(x, np.ndarray) for x in operands) and \
+            any(type(x).__module__.startswith("cupy") for x in operands):
         return _device_elementwise(ins, dt, impl, operands, prof, mode)
     arrays = [_as_raw(x, dt, f"{ins.mnemonic} operand {i} ({ins.sources[i]})") for i, x in enumerate(operands)]
     try:
         shape = np.broadcast_shapes(*(a.shape for a in arrays))
     except ValueError:
         raise ValueError(f"{ins.mnemonic}: operand shapes {[a.shape for a in arrays]} do not broadcast") from None
-    flat = tuple(np.broadcast_to(a, shape).reshape(-1) for a in arrays)   # copies only if broadcast
+    flat = tuple(a.reshape(-1) if a.shape == shape else np.broadcast_to(a, shape).reshape(-1)
+                 for a in arrays)                                    # copies only if broadcast
     with np.errstate(all="ignore"):
         bits, flags = impl(dt, flat, prof, mode)
     out_dtype = np.uint8 if ins.mnemonic == "TCMP" else np.dtype(dt.raw_dtype)

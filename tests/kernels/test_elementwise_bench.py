@@ -8,15 +8,18 @@ from emulator.commands.bench import CASES
 def test_case_table_names_every_numeric_target():
     names = {c.name for c in CASES}
     for op in ("TADD", "TMUL", "TFMA", "TEXP"):
-        for fmt in ("E4M3", "BF16", "FP32"):
+        for fmt in ("E4M3", "BF16", "FP16", "FP32"):
             assert f"numeric.{op}.{fmt}" in names
-    assert next(c for c in CASES if c.name == "numeric.TEXP.FP32").target == 0.25
+    target = {c.name: c.target for c in CASES}
+    assert target["numeric.TEXP.FP32"] == 0.25 and target["numeric.TADD.FP32"] == 0.5
+    assert target["numeric.TMUL.BF16"] == 1.0 and target["numeric.TADD.FP16"] == 2.0
 
 
 def test_quick_run_prints_rates_and_ratios(capsys):
     assert main(["bench", "--quick", "--n", "256", "--repeat", "1", "--case", "numeric.TADD", "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [r["case"] for r in rows] == ["numeric.TADD.E4M3", "numeric.TADD.BF16", "numeric.TADD.FP32"]
+    assert [r["case"] for r in rows] == ["numeric.TADD.E4M3", "numeric.TADD.BF16", "numeric.TADD.FP16",
+                                         "numeric.TADD.FP32"]
     assert all(r["elements"] == 256 and r["elements_per_s"] > 0 and r["ratio"] > 0 for r in rows)
 
 
@@ -27,3 +30,14 @@ def test_list_and_unknown_case(capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no benchmark case" in err
     assert main(["bench", "--n", "0"]) == 2
+
+
+def test_gpu_backend_lists_its_cases_and_refuses_without_a_gpu(capsys):
+    from kernels.device import gpu_status
+    assert main(["bench", "--backend", "gpu", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "gpu.TADD.FP32" in out and "gpu.TCVT.FP32-E4M3.sat" in out and "copy" in out
+    if not gpu_status()[0]:
+        assert main(["bench", "--backend", "gpu"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "no usable GPU" in err
