@@ -114,13 +114,13 @@ def fast_fma_vals(a, b, c, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, 
         flags[i] = f
 
 
-def fast_exp_bits(a, t, emin, maxmag, ovf, shift, ftz, field, c1, c2, inv, T, bits, flags):
+def fast_exp_bits(a, t, emin, maxmag, ovf, shift, ftz, field, c1, c2, inv, bits, flags):
     i = cuda.grid(1)
     if i < a.shape[0]:
         x, ok = fast.exp_input(a[i], ftz, field, emin)
         if ok:
             k, p = fast._exp_reduced(x, c1, c2, inv)
-            r, f = fast.exp_round(T[k & 63], p, k, t, emin, maxmag, ovf, shift)
+            r, f = fast.exp_round(fast.EXP2_64[k & 63], p, k, t, emin, maxmag, ovf, shift)
             bits[i] = r
             flags[i] = f
         else:
@@ -144,7 +144,7 @@ def _signatures():
     table["fast.binary_vals"] = (fast_binary_vals, [(i64, f32, f32) + fmt + (f64, c, u8) for c in (u16, u8)])
     table["fast.fma_bits"] = (fast_fma_bits, [(c, c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
     table["fast.fma_vals"] = (fast_fma_vals, [(f32, f32, f32) + fmt + (f64, c, u8) for c in (u16, u8)])
-    table["fast.exp_bits"] = (fast_exp_bits, [(u32,) + (i64,) * 7 + (f64, f64, f64, T.float64[::1], u32, u8)])
+    table["fast.exp_bits"] = (fast_exp_bits, [(u32,) + (i64,) * 7 + (f64, f64, f64, u32, u8)])
     return table
 
 
@@ -225,9 +225,9 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
                 _launch("fast.binary_vals", n, fast.OPS[op], *vals, *fmt, mn, bits, flags)
         elif op == "TEXP":
             t, emin, maxmag, ovf, _, _, shift, ftz = fmt
-            K, T = fast._exp_constants()
+            K, _ = fast._exp_constants()
             _launch("fast.exp_bits", n, operands[0], t, emin, maxmag, ovf, shift, ftz, dec[0], K[0], K[1], K[2],
-                    device.to_device(T, xp), bits, flags)
+                    bits, flags)
         elif op == "TFMA":
             _launch("fast.fma_bits", n, *operands, *fmt, *dec, mn, bits, flags)
         else:

@@ -271,6 +271,30 @@ def lookup2(bt, ft, a, b, bits, flags):
 
 # ---------------------------------------------------------------- exp for the 24-bit formats
 
+# RN(2^(j/64)), j = 0..63, as written by transcendental._constants() from MPFR at 400 bits (a
+# test recomputes them).  A module-level array is a constant of the compiled code: read from an
+# array argument inside the loop, the same table cost 20 ns an element (the compiler must assume
+# it may alias the outputs).
+EXP2_64 = np.array([float.fromhex(h) for h in (
+    "0x1.0000000000000p+0", "0x1.02c9a3e778061p+0", "0x1.059b0d3158574p+0", "0x1.0874518759bc8p+0",
+    "0x1.0b5586cf9890fp+0", "0x1.0e3ec32d3d1a2p+0", "0x1.11301d0125b51p+0", "0x1.1429aaea92de0p+0",
+    "0x1.172b83c7d517bp+0", "0x1.1a35beb6fcb75p+0", "0x1.1d4873168b9aap+0", "0x1.2063b88628cd6p+0",
+    "0x1.2387a6e756238p+0", "0x1.26b4565e27cddp+0", "0x1.29e9df51fdee1p+0", "0x1.2d285a6e4030bp+0",
+    "0x1.306fe0a31b715p+0", "0x1.33c08b26416ffp+0", "0x1.371a7373aa9cbp+0", "0x1.3a7db34e59ff7p+0",
+    "0x1.3dea64c123422p+0", "0x1.4160a21f72e2ap+0", "0x1.44e086061892dp+0", "0x1.486a2b5c13cd0p+0",
+    "0x1.4bfdad5362a27p+0", "0x1.4f9b2769d2ca7p+0", "0x1.5342b569d4f82p+0", "0x1.56f4736b527dap+0",
+    "0x1.5ab07dd485429p+0", "0x1.5e76f15ad2148p+0", "0x1.6247eb03a5585p+0", "0x1.6623882552225p+0",
+    "0x1.6a09e667f3bcdp+0", "0x1.6dfb23c651a2fp+0", "0x1.71f75e8ec5f74p+0", "0x1.75feb564267c9p+0",
+    "0x1.7a11473eb0187p+0", "0x1.7e2f336cf4e62p+0", "0x1.82589994cce13p+0", "0x1.868d99b4492edp+0",
+    "0x1.8ace5422aa0dbp+0", "0x1.8f1ae99157736p+0", "0x1.93737b0cdc5e5p+0", "0x1.97d829fde4e50p+0",
+    "0x1.9c49182a3f090p+0", "0x1.a0c667b5de565p+0", "0x1.a5503b23e255dp+0", "0x1.a9e6b5579fdbfp+0",
+    "0x1.ae89f995ad3adp+0", "0x1.b33a2b84f15fbp+0", "0x1.b7f76f2fb5e47p+0", "0x1.bcc1e904bc1d2p+0",
+    "0x1.c199bdd85529cp+0", "0x1.c67f12e57d14bp+0", "0x1.cb720dcef9069p+0", "0x1.d072d4a07897cp+0",
+    "0x1.d5818dcfba487p+0", "0x1.da9e603db3285p+0", "0x1.dfc97337b9b5fp+0", "0x1.e502ee78b3ff6p+0",
+    "0x1.ea4afa2a490dap+0", "0x1.efa1bee615a27p+0", "0x1.f50765b6e4540p+0", "0x1.fa7c1819e90d8p+0",
+)])
+
+
 @lru_cache(maxsize=None)
 def _exp_constants():
     from .transcendental import _constants
@@ -322,18 +346,18 @@ def exp_round(tk, p, k, t, emin, maxmag, ovf, shift):
     rebias = 1023 - (1 - emin)
     u = f64_bits(mul_rn(tk, p)) + (np.uint64(k >> 6) << np.uint64(52))   # * 2^(k >> 6), exact
     low = u & low_mask
-    if (low > half and low - half <= np.uint64(64)) or (low <= half and half - low <= np.uint64(64)):
-        return np.uint64(0), np.uint8(0xFF)
+    near = (low - half if low > half else half - low) <= np.uint64(64)   # selects, not branches
     # RNE at t trailing bits on the binary64 pattern, then rebias (normal range: E >= 1)
     v = (u + half - np.uint64(1) + ((u >> np.uint64(drop)) & np.uint64(1))) >> np.uint64(drop)
     code = v - (np.uint64(rebias) << np.uint64(t))
-    if code > np.uint64(maxmag):
-        return np.uint64(ovf) << np.uint64(shift), np.uint8(OF | NX)
-    return code << np.uint64(shift), np.uint8(NX)
+    over = code > np.uint64(maxmag)
+    code = (np.uint64(ovf) if over else code) << np.uint64(shift)
+    f = np.uint8(OF | NX) if over else np.uint8(NX)
+    return code, np.uint8(0xFF) if near else f
 
 
 @twin
-def exp_bits(a, t, emin, maxmag, ovf, shift, ftz, field, c1, c2, inv, T, bits, flags):
+def exp_bits(a, t, emin, maxmag, ovf, shift, ftz, field, c1, c2, inv, bits, flags):
     """exp(x) in binary64 with relative error < 2^-51 (table 2^(j/64), degree-6 polynomial);
     the result is rounded where no rounding boundary of the destination lies within 2^-46 of
     it, in the normal range; every other element is marked for the reference.  (The scalar
@@ -344,7 +368,7 @@ def exp_bits(a, t, emin, maxmag, ovf, shift, ftz, field, c1, c2, inv, T, bits, f
             flags[i] = 0xFF
             continue
         k, p = _exp_reduced(x, c1, c2, inv)
-        bits[i], flags[i] = exp_round(T[k & 63], p, k, t, emin, maxmag, ovf, shift)
+        bits[i], flags[i] = exp_round(EXP2_64[k & 63], p, k, t, emin, maxmag, ovf, shift)
 
 
 # ---------------------------------------------------------------- entry points
@@ -379,10 +403,10 @@ def fma(name, a, b, c, prof):
 
 def exp(name, a, prof):
     (t, emin, maxmag, ovf, _, _, shift, ftz), _, _, (field, _), _ = _scalars(name, prof.ftz)
-    K, T = _exp_constants()
+    K, _ = _exp_constants()
     bits = np.zeros(a.shape[0], a.dtype)
     flags = np.zeros(a.shape[0], np.uint8)
-    exp_bits(a, t, emin, maxmag, ovf, shift, ftz, field, K[0], K[1], K[2], T, bits, flags)
+    exp_bits(a, t, emin, maxmag, ovf, shift, ftz, field, K[0], K[1], K[2], bits, flags)
     return bits, flags
 
 
