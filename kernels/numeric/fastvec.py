@@ -12,15 +12,16 @@ Why each settled result is the single correctly rounded one (x, y, z finite form
   FP32 add/sub  s = x + y in binary32 is RN24 of the exact sum; TwoSum's error e is exact
                 (gradual underflow, no overflow), so NX = (e != 0); OF when s overflows (then
                 e is NaN, NX too); never UF: a sum in the subnormal range is exact.
-  FP32 mul      r = x * y in binary32, its exact error by Dekker's TwoProduct (Veltkamp split),
-                settled only for |x|, |y|, |r| < 2^100 and |r| > 2^-100 (or an operand zero):
-                there the split cannot overflow and the error term cannot underflow, and the
-                result is neither tiny nor overflowing, so the flags are NX = (e != 0) alone.
-  FMA           x*y is exact in binary64 (FP32: 48 bits) or in binary32 (BF16: 16 bits, normal
-                range), s = RN(p + z) with TwoSum's error e; settled when s is zero or in the
-                destination's normal range (then never UF; OF only by BF16's last rounding)
-                and either e == 0 (s is exact, rounded once more) or, FP32, s is not exactly
-                halfway between two binary32 values: only there could e change RN24(s).
+  FP32 mul      r = x * y in binary32, its exact error e = x*y - r by rn.prod_err (one fused
+                multiply-add on the CPU, binary64 arithmetic on CUDA), settled for
+                2^-100 <= |r| <= max (or a zero operand times a finite one): there e cannot
+                underflow and the result is neither tiny nor overflowing: NX = (e != 0).
+  FP32 fma      r = fma(x, y, z), the hardware's single rounding (rn.fma_rn32); s + e = x*y + z
+                exactly (x*y exact in binary64, TwoSum), so NX = (s != r or e != 0); settled
+                when s is zero or |s| >= 2^-126 and r is finite: then never UF or OF.
+  BF16 fma      x*y is exact in binary32 (16 bits, normal range), s = RN24(p + z) with TwoSum's
+                error e; settled when e == 0 (s exact, rounded once by the carry trick) and s
+                is zero or in the normal range (never UF; OF only by that last rounding).
   BF16 add/sub  s = RN24(x + y) in binary32, then RN8 by the carry trick: RN8(RN24(v)) = RN8(v)
                 for a sum of two 8-bit values since 24 >= 2*8 + 2 (double-rounding theorem, the
                 subnormal range included: a sum there is exact); NX = e != 0 or dropped bits.
@@ -32,8 +33,8 @@ Why each settled result is the single correctly rounded one (x, y, z finite form
 Zeros: an exact zero s has the sign IEEE 754 gives x + y, x * y or x*y + z in RNE, as the
 reference does.
 
-The scalar routines use arithmetic, comparisons and bit casts only, with `mul_rn`/`add_rn`
-wherever a product feeds a sum: Numba compiles them for the CPU (plain fmul/fadd, which LLVM never
+The scalar routines use arithmetic, comparisons and bit casts only (plus rn.py's prod_err and
+fma_rn32 where named above), with `mul_rn`/`add_rn` wherever a product feeds a sum: Numba compiles them for the CPU (plain fmul/fadd, which LLVM never
 contracts without fast-math) and Numba-CUDA for the GPU (the `.rn` NVVM intrinsics, which ptxas
 never fuses into `fma`).  kernels/numeric/cuda.py compiles these same routines into CUDA kernels.
 """
@@ -44,7 +45,7 @@ import numba as nb
 import numpy as np
 from . import fast
 from .fast import f64_bits
-from .rn import add_rn, bits_f32, f32_bits, mul_rn
+from .rn import add_rn, bits_f32, f32_bits, fma_rn32, mul_rn, prod_err
 from .flags import NX, OF, UF
 
 FALLBACK = np.uint8(0xFF)
@@ -76,16 +77,7 @@ def _finite32(x):
     return abs(x) <= _F32_MAX          # False for NaN and infinities; a compare, so it vectorises
 
 
-_SPLIT32 = np.float32(4097.0)          # 2^12 + 1: Veltkamp's constant for binary32
-_BIG32 = np.float32(2.0 ** 100)
 _SMALL32 = np.float32(2.0 ** -100)
-
-
-@nb.njit(inline="always")
-def _split32(a):
-    c = mul_rn(_SPLIT32, a)
-    hi = c - (c - a)
-    return hi, a - hi
 
 
 @nb.njit(inline="always")
@@ -104,26 +96,20 @@ def fp32_sub(a, b):
 @nb.njit(inline="always")
 def fp32_mul(a, b):
     r = mul_rn(a, b)
-    ah, al = _split32(a)
-    bh, bl = _split32(b)
-    e = add_rn(add_rn(add_rn(mul_rn(ah, bh) - r, mul_rn(ah, bl)), mul_rn(al, bh)), mul_rn(al, bl))
+    e = prod_err(a, b, r)
     ar = abs(r)
-    ok = ((abs(a) < _BIG32) & (abs(b) < _BIG32) & (ar < _BIG32)
-          & ((ar > _SMALL32) | (a == 0) | (b == 0)))
+    # exact error and no UF/OF for 2^-100 <= |r| <= max; a zero product of a zero operand (not
+    # inf * 0, whose r is NaN) is exact
+    ok = ((ar >= _SMALL32) & (ar <= _F32_MAX)) | ((r == 0) & ((a == 0) | (b == 0)))
     return r, _flags(e != 0, False) if ok else FALLBACK
 
 
 @nb.njit(inline="always")
 def fp32_fma(a, b, c):
-    z = np.float64(c)
-    s, e = _two_sum(mul_rn(np.float64(a), np.float64(b)), z)     # x*y exact in binary64
-    r = np.float32(s)
-    m = abs(s)
-    # RN24(s) = RN24(s + e) unless s is exactly halfway between two binary32 neighbours (the
-    # 29 bits binary64 keeps below binary32's are 1000...0) and e != 0 decides the tie
-    tie = (f64_bits(s) & np.uint64(0x1FFFFFFF)) == np.uint64(0x10000000)
+    r = fma_rn32(a, b, c)                                          # the result: one rounding
+    s, e = _two_sum(mul_rn(np.float64(a), np.float64(b)), np.float64(c))   # s + e = a*b + c
     # NaN or infinite operands make s NaN or infinite, so the range test also marks them
-    ok = (((m >= _NORMAL32) & (m <= _F32_MAX64)) | (s == 0)) & ((e == 0) | (not tie))
+    ok = ((abs(s) >= _NORMAL32) & (abs(r) <= _F32_MAX)) | (s == 0)
     return r, _flags((np.float64(r) != s) | (e != 0), False) if ok else FALLBACK
 
 

@@ -7,6 +7,10 @@ intrinsics, which become `mul.rn` / `add.rn` in PTX and which ptxas never fuses.
 plain `a * b + c` into `fma.rn` even without fast-math: docs/numerics.md, "GPU".)  Every product
 whose rounding the reference performs separately from a following sum goes through `mul_rn`.
 
+`prod_err(a, b, r)`: the exact error a*b - r of a binary32 product (CPU: one llvm.fma; CUDA:
+binary64 arithmetic, no fma).  `fma_rn32(a, b, c)`: an explicit single-rounding binary32 fma, for
+FP32 TFMA only, whose reference rounds once.
+
 `f32_bits` / `bits_f32`: binary32 <-> uint32 bit casts (LLVM bitcasts, on both targets).
 """
 from __future__ import annotations
@@ -49,3 +53,45 @@ def bits_f32(typingctx, x):
     def codegen(context, builder, sig, args):
         return builder.bitcast(args[0], ir.FloatType())
     return types.float32(types.uint32), codegen
+
+
+@intrinsic
+def prod_err(typingctx, a, b, r):
+    """a*b - r for binary32 a, b and r = RN(a*b): the exact error of the product whenever it is
+    representable (no underflow or overflow; callers check the range).  CPU: one fused
+    multiply-add (llvm.fma.f32, a single instruction where the CPU has FMA) -- an explicit
+    error-free transformation, not a contraction.  CUDA: a*b exactly in binary64 (48 bits) minus
+    r, with the .rn intrinsics, so the PTX holds no fma at all."""
+    if not (a == b == r == types.float32):
+        return None
+
+    def codegen(context, builder, sig, args):
+        x, y, rr = args
+        if "CUDA" in type(context).__name__:
+            d = ir.DoubleType()
+            fnty = ir.FunctionType(d, [d, d])
+            mul = cgutils.get_or_insert_function(builder.module, fnty, "llvm.nvvm.mul.rn.d")
+            add = cgutils.get_or_insert_function(builder.module, fnty, "llvm.nvvm.add.rn.d")
+            p = builder.call(mul, [builder.fpext(x, d), builder.fpext(y, d)])
+            minus_r = builder.fsub(ir.Constant(d, -0.0), builder.fpext(rr, d))   # NVVM's IR has no fneg
+            e = builder.call(add, [p, minus_r])
+            return builder.fptrunc(e, x.type)
+        fnty = ir.FunctionType(x.type, [x.type] * 3)
+        fma = cgutils.get_or_insert_function(builder.module, fnty, "llvm.fma.f32")
+        return builder.call(fma, [x, y, builder.fneg(rr)])
+    return types.float32(types.float32, types.float32, types.float32), codegen
+
+
+@intrinsic
+def fma_rn32(typingctx, a, b, c):
+    """a*b + c rounded once (binary32, RNE, no flush to zero): the FP32 TFMA result itself.
+    An explicit fused multiply-add (llvm.fma.f32 on the CPU, PTX fma.rn.f32 on CUDA), used only
+    where the reference rounds once; tests/kernels/test_cuda_ptx.py allows exactly these."""
+    if not (a == b == c == types.float32):
+        return None
+
+    def codegen(context, builder, sig, args):
+        name = "llvm.nvvm.fma.rn.f" if "CUDA" in type(context).__name__ else "llvm.fma.f32"
+        fnty = ir.FunctionType(args[0].type, [args[0].type] * 3)
+        return builder.call(cgutils.get_or_insert_function(builder.module, fnty, name), list(args))
+    return types.float32(types.float32, types.float32, types.float32), codegen
