@@ -18,6 +18,7 @@ comparisons and bit casts, the subset Numba compiles for both the CPU and CUDA.
 from __future__ import annotations
 
 import math
+import os
 from functools import lru_cache
 
 import numba as nb
@@ -43,11 +44,21 @@ FORMATS_EXP = ("FP32", "TF32", "HF32")
 PARALLEL_MIN = 1 << 18
 
 
+def idle_core() -> bool:
+    """Whether the machine has a core to spare: the 1-minute load average leaves at least one
+    CPU idle.  On a 2-core machine shared with other jobs, a second Numba thread that has to
+    wait for a core made 2^20-element calls 10-100x slower (docs/performance.md)."""
+    try:
+        return os.getloadavg()[0] <= (os.cpu_count() or 1) - 1
+    except OSError:
+        return True
+
+
 class Twin:
     """One compiled loop built twice, serial and parallel (prange is range in the serial build);
     a call runs the serial build unless the last argument (every loop's output or index array)
-    has at least PARALLEL_MIN elements and Numba has more than one thread.  `calls` counts the
-    builds run, so tests can see which one a call took."""
+    has at least PARALLEL_MIN elements, Numba has more than one thread and a core is idle
+    (`idle_core`).  `calls` counts the builds run, so tests can see which one a call took."""
     calls = {"serial": 0, "parallel": 0}
 
     def __init__(self, fn, **jit):
@@ -58,7 +69,7 @@ class Twin:
         self.__doc__ = fn.__doc__
 
     def __call__(self, *args):
-        par = args[-1].shape[0] >= PARALLEL_MIN and nb.get_num_threads() > 1
+        par = args[-1].shape[0] >= PARALLEL_MIN and nb.get_num_threads() > 1 and idle_core()
         Twin.calls["parallel" if par else "serial"] += 1
         return (self.parallel if par else self.serial)(*args)
 

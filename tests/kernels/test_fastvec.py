@@ -164,11 +164,13 @@ def test_a_small_input_never_enters_a_parallel_region():
     assert fast.Twin.calls["serial"] >= before["serial"] + 9
 
 
-def test_a_large_input_runs_the_parallel_build_when_numba_has_threads():
+@pytest.mark.parametrize("idle", (True, False))
+def test_a_large_input_runs_the_parallel_build_only_with_threads_and_an_idle_core(monkeypatch, idle):
     import numba
+    monkeypatch.setattr(fast, "idle_core", lambda: idle)
     x = np.full(fast.PARALLEL_MIN, 0x3F800000, np.uint32)
     before = dict(fast.Twin.calls)
     bits, _ = numeric.elementwise("TADD", "FP32", x, x)
     assert (bits == 0x40000000).all()
     grew = fast.Twin.calls["parallel"] - before["parallel"]
-    assert grew == (1 if numba.get_num_threads() > 1 else 0)
+    assert grew == (1 if idle and numba.get_num_threads() > 1 else 0)
