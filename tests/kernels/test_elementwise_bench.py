@@ -41,3 +41,23 @@ def test_gpu_backend_lists_its_cases_and_refuses_without_a_gpu(capsys):
         assert main(["bench", "--backend", "gpu"]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "no usable GPU" in err
+
+
+def test_gpu_case_setup_runs_on_a_numpy_stand_in_for_cupy(monkeypatch):
+    """The GPU cases' setup (operands, the equal-bytes copy baseline) is plain array code: with
+    NumPy standing in for CuPy it runs here, on the CPU path."""
+    import sys
+    import types
+
+    import numpy as np
+
+    from emulator.commands.bench import GPU_CASES
+    fake = types.ModuleType("cupy")
+    fake.asarray, fake.empty, fake.empty_like, fake.copyto, fake.uint8 = (
+        np.asarray, np.empty, np.empty_like, np.copyto, np.uint8)
+    fake.cuda = types.SimpleNamespace(Device=lambda: types.SimpleNamespace(synchronize=lambda: None))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    for case in GPU_CASES:
+        ours, copy = case.setup(512)
+        ours()
+        copy()
