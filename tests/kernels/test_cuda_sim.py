@@ -74,3 +74,65 @@ def test_device_elementwise_and_convert_match_the_cpu_path_under_the_simulator()
     seen = dict(eval(r.stdout.split("SEEN", 1)[1].split("BAD")[0]))
     assert seen.get("fastvec") == 11 and seen.get("fast", 0) >= 20 and seen.get("table", 0) >= 40, seen
     assert seen.get("convert", 0) >= 400, seen
+
+
+FAKE_CUPY = textwrap.dedent("""
+    # NumPy dressed as CuPy: arrays whose type lives in a module named "cupy", so the public API
+    # takes its device branch (kernels under the simulator, the device glue on NumPy arrays)
+    import numpy as _np
+    class ndarray(_np.ndarray):
+        pass
+    ndarray.__module__ = "cupy"
+    def asarray(x, dtype=None):
+        return _np.asarray(x, dtype).view(ndarray)
+    def asnumpy(x):
+        return _np.asarray(x).view(_np.ndarray)
+    def __getattr__(name):
+        return getattr(_np, name)
+""")
+
+PUBLIC_API = textwrap.dedent("""
+    import importlib
+    import numpy as np, cupy
+    from isa.datatypes import datatype
+    from kernels import numeric
+    from kernels.numeric import cuda as kcuda
+    cv = importlib.import_module("kernels.numeric.convert")
+    calls = []
+    def counted(fn):
+        def wrapper(*a, **k):
+            calls.append(fn.__name__)
+            return fn(*a, **k)
+        return wrapper
+    kcuda.elementwise_device = counted(kcuda.elementwise_device)
+    cv.convert_device = counted(cv.convert_device)
+    rng = np.random.default_rng(1)
+    bad = []
+    def codes(name, shape):
+        raw = np.dtype(datatype(name).raw_dtype)
+        x = rng.integers(0, 1 << (8 * raw.itemsize), shape, dtype=np.uint64).astype(raw)
+        return x & raw.type(0xFFFFE000) if name == "TF32" else x
+    for op, dt, n in (("TADD", "FP32", 2), ("TFMA", "BF16", 3), ("TMUL", "TF32", 2), ("TEXP", "FP32", 1),
+                      ("TADD", "E4M3", 2), ("TDIV", "FP32", 2), ("TADD", "S32", 2), ("TCMP", "FP16", 2)):
+        ops = [codes(dt, (5, 8)) for _ in range(n)]
+        kw = {"cmode": "LT"} if op == "TCMP" else {}
+        want = numeric.elementwise(op, dt, *ops, **kw)
+        got = numeric.elementwise(op, dt, *[cupy.asarray(o) for o in ops], **kw)
+        if not all(np.array_equal(cupy.asnumpy(g), w) and g.shape == w.shape for g, w in zip(got, want)):
+            bad.append((op, dt))
+    for s, d in (("FP32", "FP16"), ("FP32", "E4M3"), ("FP16", "FP32"), ("S32", "FP32"), ("FP64", "BF16")):
+        x = codes(s, 40)
+        want, got = numeric.convert(x, s, d), numeric.convert(cupy.asarray(x), s, d)
+        if not all(np.array_equal(cupy.asnumpy(g), w) for g, w in zip(got, want)):
+            bad.append(("TCVT", s, d))
+    print("BAD", bad, "CALLS", sorted(set(calls)), len(calls))
+    raise SystemExit(1 if bad or len(calls) != 13 else 0)
+""")
+
+
+def test_the_public_api_takes_the_device_branch_for_cupy_arrays(tmp_path):
+    (tmp_path / "cupy.py").write_text(FAKE_CUPY)
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONWARNINGS="ignore",
+               PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", PUBLIC_API], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-3000:])
