@@ -206,7 +206,7 @@ def elementwise(op: str, dtype, *operands, profile: str | Profile = "ieee", cmod
     if len(operands) != ins.arity:
         raise TypeError(f"{ins.mnemonic} takes {ins.arity} operand(s) ({', '.join(ins.sources)}), "
                         f"got {len(operands)}")
-    if not all(isinstance(x, np.ndarray) for x in operands) and \
+    if not all(type(x) is np.ndarray for x in operands) and \
             any(type(x).__module__.startswith("cupy") for x in operands):
         return _device_elementwise(ins, dt, impl, operands, prof, mode)
     arrays = [_as_raw(x, dt, f"{ins.mnemonic} operand {i} ({ins.sources[i]})") for i, x in enumerate(operands)]
