@@ -33,7 +33,7 @@ step() {    # step SECONDS NAME COMMAND...: run with a time limit, log it, statu
     echo "== $name: exit $rc, $(( $(date +%s) - start )) s" | tee -a "$log"
     [ "$rc" = 0 ] || status=1
 }
-step 390 numeric python3 benchmarks/gpu_numeric.py --out "$out"
+step 360 numeric python3 benchmarks/gpu_numeric.py --out "$out"
 step 90 vcg python3 benchmarks/gpu_vcg.py
 rm -f "$out/.rc"
 echo "gpu_check: exit $status" | tee -a "$log"
