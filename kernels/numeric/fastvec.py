@@ -16,9 +16,10 @@ Why each settled result is the single correctly rounded one (x, y, z finite form
                 multiply-add on the CPU, binary64 arithmetic on CUDA), settled for
                 2^-100 <= |r| <= max (or a zero operand times a finite one): there e cannot
                 underflow and the result is neither tiny nor overflowing: NX = (e != 0).
-  FP32 fma      r = fma(x, y, z), the hardware's single rounding (rn.fma_rn32); s + e = x*y + z
-                exactly (x*y exact in binary64, TwoSum), so NX = (s != r or e != 0); settled
-                when s is zero or |s| >= 2^-126 and r is finite: then never UF or OF.
+  FP32 fma      r = fma(x, y, z), the hardware's single rounding (rn.fma_rn); w = x*y + (z - r)
+                rounded once in binary64 (z - r exact while their exponents differ by <= 29)
+                is zero exactly when r is exact: NX = (w != 0); settled when 2^-126 <= |r| <=
+                max (never UF or OF) or r and w are zero.
   BF16 fma      x*y is exact in binary32 (16 bits, normal range), s = RN24(p + z) with TwoSum's
                 error e; settled when e == 0 (s exact, rounded once by the carry trick) and s
                 is zero or in the normal range (never UF; OF only by that last rounding).
@@ -34,8 +35,8 @@ Zeros: an exact zero s has the sign IEEE 754 gives x + y, x * y or x*y + z in RN
 reference does.
 
 The scalar routines use arithmetic, comparisons and bit casts only (plus rn.py's prod_err and
-fma_rn32 where named above), with `mul_rn`/`add_rn` wherever a product feeds a sum: Numba compiles them for the CPU (plain fmul/fadd, which LLVM never
-contracts without fast-math) and Numba-CUDA for the GPU (the `.rn` NVVM intrinsics, which ptxas
+fma_rn where named above), with `mul_rn`/`add_rn` wherever a product feeds a sum: Numba
+compiles them for the CPU (plain fmul/fadd, which LLVM never contracts without fast-math) and Numba-CUDA for the GPU (the `.rn` NVVM intrinsics, which ptxas
 never fuses into `fma`).  kernels/numeric/cuda.py compiles these same routines into CUDA kernels.
 """
 from __future__ import annotations
@@ -45,7 +46,7 @@ import numba as nb
 import numpy as np
 from . import fast
 from .fast import f64_bits
-from .rn import add_rn, bits_f32, f32_bits, fma_rn32, mul_rn, prod_err
+from .rn import add_rn, bits_f32, f32_bits, fma_rn, mul_rn, prod_err
 from .flags import NX, OF, UF
 
 FALLBACK = np.uint8(0xFF)
@@ -104,13 +105,21 @@ def fp32_mul(a, b):
     return r, _flags(e != 0, False) if ok else FALLBACK
 
 
+_GAP = np.float32(2.0 ** 29)
+
+
 @nb.njit(inline="always")
 def fp32_fma(a, b, c):
-    r = fma_rn32(a, b, c)                                          # the result: one rounding
-    s, e = _two_sum(mul_rn(np.float64(a), np.float64(b)), np.float64(c))   # s + e = a*b + c
-    # NaN or infinite operands make s NaN or infinite, so the range test also marks them
-    ok = ((abs(s) >= _NORMAL32) & (abs(r) <= _F32_MAX)) | (s == 0)
-    return r, _flags((np.float64(r) != s) | (e != 0), False) if ok else FALLBACK
+    r = fma_rn(a, b, c)                                            # the result: one rounding
+    # a*b + (c - r) in one binary64 rounding is zero exactly when r is exact; c - r is exact in
+    # binary64 while their exponents differ by at most 29 (or either is zero)
+    w = fma_rn(np.float64(a), np.float64(b), np.float64(c) - np.float64(r))
+    ar = abs(r)
+    ac = abs(c)
+    gap = (ac <= ar * _GAP) & (ar <= ac * _GAP) | (ac == 0) | (ar == 0)
+    # |r| >= 2^-126: never tiny; finite r: no overflow; NaN/infinite operands fail both
+    ok = (((ar >= np.float32(_NORMAL32)) & (ar <= _F32_MAX)) | ((r == 0) & (w == 0))) & gap
+    return r, _flags(w != 0, False) if ok else FALLBACK
 
 
 @nb.njit(inline="always")

@@ -8,8 +8,8 @@ plain `a * b + c` into `fma.rn` even without fast-math: docs/numerics.md, "GPU".
 whose rounding the reference performs separately from a following sum goes through `mul_rn`.
 
 `prod_err(a, b, r)`: the exact error a*b - r of a binary32 product (CPU: one llvm.fma; CUDA:
-binary64 arithmetic, no fma).  `fma_rn32(a, b, c)`: an explicit single-rounding binary32 fma, for
-FP32 TFMA only, whose reference rounds once.
+binary64 arithmetic, no fma).  `fma_rn(a, b, c)`: an explicit single-rounding fma, for
+FP32 TFMA only (`fma_rn`, binary32 for the result and binary64 for its exactness test).
 
 `f32_bits` / `bits_f32`: binary32 <-> uint32 bit casts (LLVM bitcasts, on both targets).
 """
@@ -83,15 +83,19 @@ def prod_err(typingctx, a, b, r):
 
 
 @intrinsic
-def fma_rn32(typingctx, a, b, c):
-    """a*b + c rounded once (binary32, RNE, no flush to zero): the FP32 TFMA result itself.
-    An explicit fused multiply-add (llvm.fma.f32 on the CPU, PTX fma.rn.f32 on CUDA), used only
-    where the reference rounds once; tests/kernels/test_cuda_ptx.py allows exactly these."""
-    if not (a == b == c == types.float32):
+def fma_rn(typingctx, a, b, c):
+    """a*b + c rounded once (RNE, no flush to zero), binary32 or binary64: an explicit fused
+    multiply-add (llvm.fma on the CPU, PTX fma.rn on CUDA), used only where one rounding is what
+    the algorithm needs; tests/kernels/test_cuda_ptx.py allows exactly these."""
+    if not (isinstance(a, types.Float) and a == b == c):
         return None
 
     def codegen(context, builder, sig, args):
-        name = "llvm.nvvm.fma.rn.f" if "CUDA" in type(context).__name__ else "llvm.fma.f32"
+        wide = sig.return_type == types.float64
+        if "CUDA" in type(context).__name__:
+            name = "llvm.nvvm.fma.rn." + ("d" if wide else "f")
+        else:
+            name = "llvm.fma." + ("f64" if wide else "f32")
         fnty = ir.FunctionType(args[0].type, [args[0].type] * 3)
         return builder.call(cgutils.get_or_insert_function(builder.module, fnty, name), list(args))
-    return types.float32(types.float32, types.float32, types.float32), codegen
+    return a(a, b, c), codegen

@@ -88,6 +88,20 @@ def test_fp32_fma_halfway_sums_with_a_nonzero_error_round_by_the_error():
     assert_same("TFMA.FP32 ties", run("TFMA", "FP32", a, b, c), softfloat("TFMA", "FP32", a, b, c), (a, b, c))
 
 
+def test_fp32_fma_cancellation_and_far_apart_addends():
+    """c = -RN(a*b) leaves r = the product's tiny error (c and r 2^24 and more apart: marked);
+    c far below or above a*b makes c - r inexact in binary64 unless marked."""
+    rng = np.random.default_rng(8)
+    n = 3000
+    a = rng.standard_normal(n).astype(np.float32) * np.exp2(rng.integers(-60, 60, n)).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    p = (a.astype(np.float64) * b).astype(np.float32)
+    kind = rng.integers(0, 3, n)
+    c = np.where(kind == 0, -p, np.where(kind == 1, p * np.float32(2.0 ** -40), p * np.float32(2.0 ** 40)))
+    ops = (f32(a), f32(b), f32(c.astype(np.float32)))
+    assert_same("TFMA.FP32 cancel", run("TFMA", "FP32", *ops), softfloat("TFMA", "FP32", *ops), ops)
+
+
 def test_fp32_products_at_the_limits_of_the_two_product_shortcut():
     a, b = mul_limits(4000, 2)
     assert_same("TMUL.FP32 limits", run("TMUL", "FP32", a, b), softfloat("TMUL", "FP32", a, b), (a, b))
