@@ -238,9 +238,9 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
 
 def _settle(dt, operands, prof, cmode, bits, flags, impl, xp):
     """Elements the kernel marked: computed on the host by the CPU path, written back in place."""
-    todo = xp.flatnonzero(flags == FALLBACK)
-    if int(todo.size) == 0:
+    if flags.size == 0 or int(flags.max()) != FALLBACK:      # one reduction; usually nothing to do
         return
+    todo = xp.flatnonzero(flags == FALLBACK)
     hb, hf = impl(dt, tuple(np.ascontiguousarray(device.to_host(x[todo])) for x in operands), prof, cmode)
     bits[todo] = device.to_device(np.asarray(hb, bits.dtype), xp)
     flags[todo] = device.to_device(np.asarray(hf, np.uint8), xp)
