@@ -125,12 +125,23 @@ PUBLIC_API = textwrap.dedent("""
         want, got = numeric.convert(x, s, d), numeric.convert(cupy.asarray(x), s, d)
         if not all(np.array_equal(cupy.asnumpy(g), w) for g, w in zip(got, want)):
             bad.append(("TCVT", s, d))
+    for name in ("E4M3", "FP16", "BF16", "FP32", "TF32", "S8", "U16", "HiF8"):
+        x = codes(name, 40)
+        for fn in (numeric.decode, numeric.valid_encoding):
+            want, got = fn(x, name), fn(cupy.asarray(x), name)
+            if not np.array_equal(cupy.asnumpy(got), want, equal_nan=got.dtype.kind == "f"):
+                bad.append((fn.__name__, name))
+    v = rng.standard_normal(40) * 100
+    if not np.array_equal(cupy.asnumpy(numeric.encode(cupy.asarray(v), "E4M3")), numeric.encode(v, "E4M3")):
+        bad.append(("encode", "E4M3"))
     print("BAD", bad, "CALLS", sorted(set(calls)), len(calls))
-    raise SystemExit(1 if bad or len(calls) != 13 else 0)
+    raise SystemExit(1 if bad or len(calls) != 14 else 0)
 """)
 
 
 def test_the_public_api_takes_the_device_branch_for_cupy_arrays(tmp_path):
+    """elementwise/convert reach the device code; decode/valid_encoding/encode run their array
+    code (written against `xp`) on the CuPy-typed arrays with the same results."""
     (tmp_path / "cupy.py").write_text(FAKE_CUPY)
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONWARNINGS="ignore",
                PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
