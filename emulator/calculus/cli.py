@@ -38,7 +38,7 @@ def _case_path(out: str, k: int) -> str:
 
 
 def run_regions(args) -> int:
-    from emulator.commands.run import initial_machine, write_state
+    from emulator.commands.machinefiles import initial_machine, write_state
     try:
         program = load_file(args.stream)
     except RegionError as exc:

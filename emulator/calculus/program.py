@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from .errors import ReductionPolicyError, RegionError
 from .expr import Call, Expr, Load, Stmt, Var, walk
 from .functions import BUILTINS, Function
+from .reduction import check_policy
+from .tilelaws import check_tile_merge
 
 POLICIES = ("fold_left", "fold_right", "ordered_tree", "unordered_tree")
 DEFAULT_POLICY = "unordered_tree"      # "The source default is unordered_tree."
@@ -378,7 +380,6 @@ class _Checker:
             for ref, key in ((node.into, "into"), (node.value, "value")):
                 for f_ in ("pe", "tile"):
                     self.expr(getattr(ref, f_), inner, f"{path}.{key}.{f_}", pure=True, what="a tile reference")
-            from .tiles import check_tile_merge   # the tile laws live with the tile leaves
             check_tile_merge(node)
             return
         if not isinstance(node.value, Expr):
@@ -397,7 +398,6 @@ class _Checker:
 
 def check_reducer(program: Program, node: Reduce) -> Function:
     """The policy/combine compatibility the seed requires: diagnosed, never an invented algebra."""
-    from .reduction import check_policy
     path = node.path
     f = program.function(node.combine)
     if f is None:

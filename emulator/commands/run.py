@@ -8,9 +8,10 @@ program and is handed to emulator.calculus.cli.run_regions.
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 
 from emulator.cli import CommandError
+
+from .machinefiles import initial_machine, write_state
 
 
 def add_arguments(parser):
@@ -19,31 +20,6 @@ def add_arguments(parser):
     parser.add_argument("--out", help="write the final state here (.arrow)")
     parser.add_argument("--profile", default=None, help="numeric profile (default: the init file's, else ieee)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
-
-
-def initial_machine(args):
-    from emulator import Machine
-    from emulator.stateio import StateFileError
-    from kernels.numeric.profiles import PROFILES
-
-    if args.profile is not None and args.profile not in PROFILES:
-        raise CommandError(f"unknown profile {args.profile!r}; known: {', '.join(sorted(PROFILES))}", 2)
-    try:
-        m = Machine.load(args.init) if args.init else Machine()
-    except StateFileError as exc:
-        raise CommandError(str(exc)) from None
-    if args.profile is not None:
-        m.config = replace(m.config, profile=args.profile)
-    return m
-
-
-def write_state(m, path):
-    """Save `m` to `path`; an unwritable path is a one-line CommandError."""
-    from emulator.stateio import save_state
-    try:
-        save_state(m, path)
-    except OSError as exc:
-        raise CommandError(f"{path}: cannot write: {exc}") from None
 
 
 def run(args) -> int:
