@@ -17,6 +17,7 @@ import sys
 
 from emulator.cli import CommandError
 
+from .budget import DEFAULT_DEADLINE, DEFAULT_MAX_COST, check_budget
 from .errors import RegionError, RegionRuntimeError
 from .interp import run
 from .loader import _nest, load_file
@@ -37,17 +38,22 @@ def _case_path(out: str, k: int) -> str:
     return str(p.with_name(f"{p.stem}.case{k}{p.suffix}"))
 
 
-def run_regions(args) -> int:
-    from emulator.commands.machinefiles import initial_machine, write_state
+def run_regions(args, initial_machine, write_state) -> int:
+    """`initial_machine(args)` and `write_state(machine, path)` are the run command's own (it
+    calls this), so block streams and region programs start and end the same way."""
+    max_cost = getattr(args, "max_cost", None) or DEFAULT_MAX_COST
+    deadline = getattr(args, "deadline", None) or DEFAULT_DEADLINE
     try:
         program = load_file(args.stream)
+        check_budget(program, max_cost)
     except RegionError as exc:
         raise CommandError(f"{args.stream}: {exc}") from None
     machine = initial_machine(args)
     failure = None
     res = None
     try:
-        res = run(program, machines=[machine], validate=True, batch_template=machine.copy())
+        res = run(program, machines=[machine], validate=True, batch_template=machine.copy(),
+                  max_cost=None, deadline=deadline)     # the budget was checked above
         machines = res.machines
     except RegionRuntimeError as exc:
         failure = exc

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .budget import DEFAULT_MAX_COST, check_budget
 from .cells import DATA, Access, describe
 from .errors import RegionError, format_coords
 from .expr import EvalError, Load, Var, as_index, truth, walk
@@ -354,11 +355,14 @@ def root_env(walker: Walker) -> _SEnv:
 
 
 def events(program: Program, node: Node | None = None, *, gprs: dict | None = None,
-           renamed: bool = True, env: dict | None = None, machines: list | None = None) -> list[Event]:
+           renamed: bool = True, env: dict | None = None, machines: list | None = None,
+           max_cost: int | None = DEFAULT_MAX_COST) -> list[Event]:
     """The events of `node` (default: the whole body) in source order.  `env` binds the
     coordinates of enclosing domains when `node` is not the root; `machines` are the initial
     states tile leaves start from (descriptors and GPR offsets); `renamed` models each tile
-    destination as fresh storage (versions), so only true (RAW) dependences link tile blocks."""
+    destination as fresh storage (versions), so only true (RAW) dependences link tile blocks.
+    A program whose static cost exceeds `max_cost` is refused first (budget.BudgetError)."""
+    check_budget(program, max_cost, node, env)
     w = Walker(program, gprs=gprs, renamed=renamed, machines=machines)
     e = root_env(w)
     if env:

@@ -8,10 +8,9 @@ program and is handed to emulator.calculus.cli.run_regions.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 from emulator.cli import CommandError
-
-from .machinefiles import initial_machine, write_state
 
 
 def add_arguments(parser):
@@ -20,12 +19,59 @@ def add_arguments(parser):
     parser.add_argument("--out", help="write the final state here (.arrow)")
     parser.add_argument("--profile", default=None, help="numeric profile (default: the init file's, else ieee)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    add_region_arguments(parser)
+
+
+def _positive(kind):
+    def parse(text):
+        try:
+            v = kind(text)
+        except ValueError:
+            v = None
+        if v is None or not 0 < v < float("inf"):
+            import argparse
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {text[:40]!r}")
+        return v
+    return parse
+
+
+def add_region_arguments(parser):
+    parser.add_argument("--max-cost", type=_positive(int), default=None, metavar="N",
+                        help="region programs: refuse, before running, a program whose static cost exceeds N "
+                             "units (default 4194304; docs/regions.md 'Budgets')")
+    parser.add_argument("--deadline", type=_positive(float), default=None, metavar="S",
+                        help="region programs: stop a run still going after S seconds (default 60)")
+
+
+def initial_machine(args):
+    from emulator import Machine
+    from emulator.stateio import StateFileError
+    from kernels.numeric.profiles import PROFILES
+
+    if args.profile is not None and args.profile not in PROFILES:
+        raise CommandError(f"unknown profile {args.profile!r}; known: {', '.join(sorted(PROFILES))}", 2)
+    try:
+        m = Machine.load(args.init) if args.init else Machine()
+    except StateFileError as exc:
+        raise CommandError(str(exc)) from None
+    if args.profile is not None:
+        m.config = replace(m.config, profile=args.profile)
+    return m
+
+
+def write_state(m, path):
+    """Save `m` to `path`; an unwritable path is a one-line CommandError."""
+    from emulator.stateio import save_state
+    try:
+        save_state(m, path)
+    except OSError as exc:
+        raise CommandError(f"{path}: cannot write: {exc}") from None
 
 
 def run(args) -> int:
     if args.stream.endswith(".regions.json"):
         from emulator.calculus.cli import run_regions
-        return run_regions(args)
+        return run_regions(args, initial_machine, write_state)
     try:
         with open(args.stream, "rb") as f:
             data = f.read()
