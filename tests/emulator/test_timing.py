@@ -65,8 +65,14 @@ def test_shipped_description_is_the_example_and_package_data():
 
 
 def test_shipped_description_passes_fabric_check(capsys):
-    assert main(["fabric", "check", str(EXAMPLE), "-q"]) == 0
-    assert capsys.readouterr().err == ""
+    assert main(["fabric", "check", str(EXAMPLE)]) == 0
+    out = capsys.readouterr()
+    assert out.err == ""
+    # one behaviour key per (instruction, DataType): VEC 11 x 16 (TADD TSUB TMUL TMAX TMIN TCMP
+    # TABS TNEG TRELU TSEL TFMA) + 6 x 8 integer-only + TCVT 25 x 25 = 849; SFU 2 x 16 (TDIV
+    # TREM) + 5 x 8 floating + 2 x 24 (TEXTRACT TINSERT) + 9 (TIMG2COL) = 129
+    assert "Finite: 849 canonical behaviour key(s)" in out.out
+    assert "Finite: 129 canonical behaviour key(s)" in out.out
 
 
 def test_each_engine_lists_the_instructions_the_seed_assigns_it(pe_doc):
