@@ -267,3 +267,69 @@ def test_cli_bad_fabric_is_one_line(tmp_path, capsys):
     assert main(["run", str(s), "--init", str(init), "--timing", "--fabric", str(bad)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(bad) in err[0]
+
+
+# ---------------------------------------------------------------- the engine families in fabric
+
+def _sfu_op(pe_doc, edit=lambda n: None):
+    from fabric.io import load_document
+    d = copy.deepcopy(pe_doc)
+    node = next(n for fu in d["fus"] for n in fu["nodes"] if n["name"] == "sfu")
+    edit(node)
+    fab = load_document(d)
+    return next(n.op for fu in fab.fus for n in fu.ops() if n.op.family == "TileSfuEngine")
+
+
+def _codes(op):
+    from fabric.verify import verify_op
+    return [(d.code.name, d.path.split("nodes[0].")[-1]) for d in verify_op(op)]
+
+
+def test_a_datatype_no_enabled_instruction_uses_is_an_orphan(pe_doc):
+    # HiF4X2 is supported only by TCVT (Decision 080), which is a VEC instruction
+    op = _sfu_op(pe_doc, lambda n: n["hw_params"]["datatypes"].append("HiF4X2"))
+    assert ("OrphanDeclaration", "hw_params.datatypes[24]") in _codes(op)
+
+
+def test_an_instruction_of_the_other_engine_is_outside_the_family(pe_doc):
+    op = _sfu_op(pe_doc, lambda n: n["op_list"].append("tile.TADD"))
+    assert ("OpListMemberOutsideFamily", "op_list[10]") in _codes(op)
+
+
+def test_a_port_too_narrow_for_a_beat_makes_the_wide_types_unreachable(pe_doc):
+    def narrow(n):   # 4 lanes x 32 bits: FP64/S64/U64 beats need 256 bits
+        n["ports"] = {"inputs": ["bits<128>", "bits<128>"], "results": ["bits<128>"]}
+    op = _sfu_op(pe_doc, narrow)
+    orphans = {p for c, p in _codes(op) if c == "OrphanDeclaration"}
+    assert orphans == {"hw_params.datatypes[0]", "hw_params.datatypes[14]", "hw_params.datatypes[19]"}
+
+
+def test_the_block_actor_is_a_valid_schema_instance_only_inside_the_instructions_set():
+    from fabric.schemas import ActorInvalid, check_actor
+    from fabric.tile_engine import block_actor
+    from fabric.types import I1, IntegerType
+    from isa.instructions import lookup
+    a = block_actor(lookup("TSEL"), "FP16")
+    assert a.inputs == (I1, IntegerType(16), IntegerType(16)) and a.results == (IntegerType(16),)
+    assert block_actor(lookup("TCMP"), "S8").results == (I1,)
+    assert block_actor(lookup("TCVT"), "FP32", "E2M1X2").results == (IntegerType(4),)
+    check_actor(a)
+    with pytest.raises(ActorInvalid, match="TAND does not support DataType FP32"):
+        check_actor(block_actor(lookup("TAND"), "FP32"))
+
+
+def test_behaviour_key_datatype_component_round_trips_and_rejects_unassigned_codes():
+    from fabric import codec
+    key = codec.encode_behavior_key("TileVecEngine", "TCVT", [("datatype", "FP32"), ("datatype", "U4X2")])
+    assert key.endswith(bytes.fromhex("00000001" "00000018"))         # field codes 1 and 24
+    lay = {"TCVT": (("datatype", None), ("datatype", None))}
+    assert codec.decode_behavior_key(key, "TileVecEngine", lay) == ("TCVT", (("datatype", "FP32"), ("datatype", "U4X2")))
+    with pytest.raises(codec.CodecError, match="DataType code 25 is not assigned"):
+        codec.decode_behavior_key(key[:-4] + bytes.fromhex("00000019"), "TileVecEngine", lay)
+
+
+def test_pipelined_beats_contract_round_trips():
+    from fabric.contract import decode_contract, encode_contract, pipelined_beats
+    rec = pipelined_beats(12)
+    assert rec.timings[0].ranks == (0, 1, 12) and rec.states[0].capacity == 12
+    assert decode_contract(encode_contract(rec)) == rec
