@@ -79,7 +79,8 @@ class PEEngines:
         try:
             return cls.from_fabric(load(path))
         except FormatError as exc:
-            raise EngineModelError(f"{path}: {exc}") from None
+            where = "" if exc.path == str(path) else f"{exc.path}: "
+            raise EngineModelError(f"{path}: {where}{exc.reason}") from None
         except EngineModelError as exc:
             raise EngineModelError(f"{path}: {exc}") from None
 

@@ -387,7 +387,7 @@ def adm_shuffle(op, rec, a, corr):
 def adm_tile_engine(op, rec, a, corr):
     for role, d in (("datatype", a.attr("datatype")), ("destination_datatype", a.attr("destination_datatype"))):
         _need(d is None or d in _s(rec.datatypes), Rejection.ParameterNotAdmitted,
-              f"{a.schema} {role} {d} is not in this engine's datatypes {list(_s(rec.datatypes))}")
+              f"{a.schema} {role} {d} is not in this engine's datatypes")
     # one beat moves `lanes` elements of every operand through its port at once
     for t, port, where in [(t, op.inputs[i], f"operand {i}") for i, t in enumerate(a.inputs)] + \
                           [(t, op.results[j], f"result {j}") for j, t in enumerate(a.results)]:

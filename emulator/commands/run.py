@@ -65,6 +65,8 @@ def print_timing(data: bytes, executed: int, start) -> None:
 
 def run(args) -> int:
     if args.stream.endswith(".regions.json"):
+        if args.timing or args.fabric:
+            raise CommandError("--timing and --fabric apply to .tbs block streams, not region programs", 2)
         from emulator.calculus.cli import run_regions
         return run_regions(args)
     try:
@@ -81,7 +83,7 @@ def run(args) -> int:
             raise CommandError(str(exc)) from None
     start = m.copy() if args.timing else None
     result = m.run(data)
-    if args.timing and not args.quiet:
+    if args.timing and not args.quiet and (result.executed or result.ok):
         print_timing(data, result.executed, start)
     if args.out:
         write_state(m, args.out)

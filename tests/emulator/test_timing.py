@@ -333,3 +333,21 @@ def test_pipelined_beats_contract_round_trips():
     rec = pipelined_beats(12)
     assert rec.timings[0].ranks == (0, 1, 12) and rec.states[0].capacity == 12
     assert decode_contract(encode_contract(rec)) == rec
+
+
+def test_timing_reports_the_blocks_committed_before_a_rejection(tmp_path, capsys, pe_doc):
+    d = copy.deepcopy(pe_doc)
+    d["fus"][0]["nodes"][0]["op_list"].remove("tile.TMUL")
+    fab = tmp_path / "novecmul.json"
+    fab.write_text(json.dumps(d))
+    s, init = _stream(tmp_path, [b("TADD", [1, 2], 3), b("TMUL", [3, 2], 4)])
+    assert main(["run", str(s), "--init", str(init), "--timing", "--fabric", str(fab)]) == 1
+    out = capsys.readouterr()
+    assert "total cycles 8" in out.out and "TMUL" not in out.out
+    assert "block 1" in out.err and "ENGINE_CAPABILITY" in out.err
+
+
+def test_timing_does_not_apply_to_region_programs(capsys):
+    prog = ROOT / "examples" / "regions" / "pointwise.regions.json"
+    assert main(["run", str(prog), "--timing"]) == 2
+    assert "block streams" in capsys.readouterr().err
