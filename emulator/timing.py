@@ -15,7 +15,6 @@ Nothing here touches architectural state: timing is computed after (and apart fr
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -131,56 +130,51 @@ class StreamTiming:
         return self.busy.get((pe, engine), 0) / self.total if self.total else 0.0
 
 
-_SEQ = re.compile(r"\.seq\[(\d+)\]$")
-
-
-def _block_index(path: str) -> int:
-    """Stream position of a block leaf of the sequence program `stream_timing` builds."""
-    return int(_SEQ.search(path).group(1))
-
-
 def stream_timing(blocks, initial, engines: PEEngines) -> StreamTiming:
     """Issue/complete cycles of `blocks` (the executed prefix of a stream, in order) run from
     machine state `initial` on `engines`.  Dependences are the calculus's effect sets with
-    renamed destinations: a block waits for the block that wrote each tile version it reads."""
+    renamed destinations: a block waits for the block that wrote each tile version it reads.
+    The effects are walked one block at a time and dropped once used, so memory stays that of
+    one block's read/write sets plus one entry per tile version."""
     from isa.legality import resolve
 
     from .calculus import builder as B
-    from .calculus.effects import events
+    from .calculus.effects import Walker, root_env
 
     blocks = list(blocks)
     rbs = [resolve(b) for b in blocks]
-    evs = events(B.program(B.seq(*[B.block(b) for b in blocks])), machines=[initial]) if blocks else []
     writer: dict[str, tuple[int, int]] = {}          # tile version key -> (block, complete)
     free: dict[tuple[int, str], int] = {}            # (pe, engine) -> first cycle it accepts a beat
     busy: dict[tuple[int, str], int] = {}
-    per_block: dict[int, list] = {}
-    for ev in evs:
-        i = _block_index(ev.path)
-        instr = rbs[i].instr
-        eng = engines.engines[instr.engine]
-        reads = [a for a in ev.accesses if not a.write and len(a.cells)]
-        writes = [a for a in ev.accesses if a.write]
-        elements = sum(len(a.cells) for a in writes)
-        beats = -(-elements // eng.lanes)
-        deps = [writer[a.key] for a in reads if a.key in writer]
-        ready = max((c for _, c in deps), default=0)
-        slot = (ev.pe, instr.engine)
-        issue = max(free.get(slot, 0), ready)         # in order on its engine, after its producers
-        free[slot] = issue + beats
-        busy[slot] = busy.get(slot, 0) + beats
-        complete = issue + beats + eng.latency
-        for a in writes:
-            writer[a.key] = (i, complete)
-        per_block.setdefault(i, []).append((ev.pe, beats, issue, complete, {j for j, _ in deps}))
     out = []
+    if blocks:
+        program = B.program(B.seq(*[B.block(b) for b in blocks]))
+        walker = Walker(program, machines=[initial])   # renamed destinations: true dependences only
+        env = root_env(walker)
+        leaves = program.body.items
     for i, rb in enumerate(rbs):
-        rows = per_block.get(i, [])
+        instr = rb.instr
+        eng = engines.engines[instr.engine]
+        walker.walk(leaves[i], env, {})
+        rows = []
+        for ev in walker.events:                     # one event per selected PE
+            writes = [a for a in ev.accesses if a.write]
+            beats = -(-sum(len(a.cells) for a in writes) // eng.lanes)
+            deps = [writer[a.key] for a in ev.accesses if not a.write and len(a.cells) and a.key in writer]
+            slot = (ev.pe, instr.engine)
+            issue = max(free.get(slot, 0), max((c for _, c in deps), default=0))   # in order, after producers
+            free[slot] = issue + beats
+            busy[slot] = busy.get(slot, 0) + beats
+            complete = issue + beats + eng.latency
+            for a in writes:
+                writer[a.key] = (i, complete)
+            rows.append((ev.pe, beats, issue, complete, {j for j, _ in deps}))
+        walker.events.clear()
         out.append(BlockTiming(
-            i, rb.instr.mnemonic, rb.instr.engine, tuple(r[0] for r in rows),
+            i, instr.mnemonic, instr.engine, tuple(r[0] for r in rows),
             max((r[1] for r in rows), default=0),
             min((r[2] for r in rows), default=None), max((r[3] for r in rows), default=None),
-            tuple(sorted(set().union(*(r[4] for r in rows)))) if rows else ()))
+            tuple(sorted(set().union(*(r[4] for r in rows))))))
     total = max((b.complete for b in out if b.complete is not None), default=0)
     return StreamTiming(out, busy, total, engines)
 
