@@ -154,7 +154,9 @@ def stream_timing(blocks, initial, engines: PEEngines) -> StreamTiming:
         leaves = program.body.items
     for i, rb in enumerate(rbs):
         instr = rb.instr
-        eng = engines.engines[instr.engine]
+        eng = engines.engines.get(instr.engine)
+        if eng is None:        # admission rejects such blocks, so a run never gets here
+            raise EngineModelError(f"block {i} ({instr.mnemonic}) needs the {instr.engine} engine, which the fabric lacks")
         walker.walk(leaves[i], env, {})
         rows = []
         for ev in walker.events:                     # one event per selected PE

@@ -247,9 +247,11 @@ def encode_component(kind: str, value) -> bytes:
         return frame(encode_type(FloatType(value)))
     if kind == "datatype":
         try:
+            if not isinstance(value, str):
+                raise TypeError
             return u32(tile_datatype(value).code)
         except (UnknownDataType, TypeError):
-            raise CodecError(f"{value!r} is not a tile DataType") from None
+            raise CodecError(f"{value!r} is not a tile DataType name") from None
     if kind == "lanes":
         img: LaneImage = value
         seen = set()

@@ -351,3 +351,11 @@ def test_timing_does_not_apply_to_region_programs(capsys):
     prog = ROOT / "examples" / "regions" / "pointwise.regions.json"
     assert main(["run", str(prog), "--timing"]) == 2
     assert "block streams" in capsys.readouterr().err
+
+
+def test_timing_without_the_blocks_engine_says_so(pe_doc):
+    d = copy.deepcopy(pe_doc)
+    d["fus"] = [fu for fu in d["fus"] if fu["name"] != "sfu"]
+    eng = PEEngines.from_fabric(load_document(d))
+    with pytest.raises(EngineModelError, match="block 0 .TEXP. needs the SFU engine"):
+        stream_timing([b("TEXP", [1], 3)], machine(), eng)
