@@ -388,12 +388,11 @@ def adm_tile_engine(op, rec, a, corr):
     for role, d in (("datatype", a.attr("datatype")), ("destination_datatype", a.attr("destination_datatype"))):
         _need(d is None or d in _s(rec.datatypes), Rejection.ParameterNotAdmitted,
               f"{a.schema} {role} {d} is not in this engine's datatypes")
-    # one beat moves `lanes` elements of every operand through its port at once
-    for t, port, where in [(t, op.inputs[i], f"operand {i}") for i, t in enumerate(a.inputs)] + \
-                          [(t, op.results[j], f"result {j}") for j, t in enumerate(a.results)]:
+    # one beat moves `lanes` elements of every operand and of the result through its port at once
+    for t, port in list(zip(a.inputs, op.inputs)) + list(zip(a.results, op.results)):
         need = (rec.lanes or 0) * payload_bits(t)
         _need(need <= port.width, Rejection.PortWidthInsufficient,
-              f"{where}: a beat of {rec.lanes} x {t} needs {need} bits, {port} carries {port.width}")
+              f"a beat of {rec.lanes} x {t} needs {need} bits; {port} carries {port.width}")
 
 
 ADMISSION = {
