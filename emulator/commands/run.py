@@ -65,7 +65,7 @@ def print_timing(data: bytes, executed: int, start) -> None:
 
 def run(args) -> int:
     if args.stream.endswith(".regions.json"):
-        if args.timing or args.fabric:
+        if args.timing or args.fabric is not None:
             raise CommandError("--timing and --fabric apply to .tbs block streams, not region programs", 2)
         from emulator.calculus.cli import run_regions
         return run_regions(args)
@@ -75,7 +75,7 @@ def run(args) -> int:
     except OSError as exc:
         raise CommandError(f"{args.stream}: cannot read: {exc}") from None
     m = initial_machine(args)
-    if args.fabric or args.timing:
+    if args.fabric is not None or args.timing:
         from emulator.timing import EngineModelError, PEEngines
         try:
             m.engines = PEEngines.load(args.fabric)
