@@ -75,6 +75,8 @@ class PEEngines:
         from fabric.io import load
 
         path = DEFAULT_FABRIC if path is None else path
+        if not str(path):
+            raise EngineModelError("an empty path names no fabric description")
         try:
             return cls.from_fabric(load(path))
         except FormatError as exc:
