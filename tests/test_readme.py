@@ -1,5 +1,6 @@
 """README.md is what a new user runs first: its Python example prints what the README says it
 prints, every path it names is a file of this repository, and the CLI tour writes outside it."""
+import functools
 import os
 import pathlib
 import re
@@ -32,6 +33,7 @@ def path_tokens(text: str) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=None)            # each snippet runs once per session (a subprocess)
 def run_snippet(code: str) -> str:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
@@ -89,6 +91,30 @@ def test_the_cli_tour_writes_only_under_tmp_and_the_names_are_ignored_anyway():
     ignored = {line.strip() for line in (ROOT / ".gitignore").read_text().splitlines()}
     for name in ("saxpy.tbs", "final.arrow", "out.arrow"):
         assert f"/{name}" in ignored or name in ignored, name
+
+
+def test_the_cli_tour_runs_with_the_exit_status_it_states(tmp_path, capsys):
+    """Every tour command, run in process with its /tmp outputs redirected to a private folder;
+    a command whose comment says 'exit 1' must exit 1, every other 0.  (bench is timing, skipped.)"""
+    import shlex
+
+    from emulator.cli import main
+    shell = "\n".join(b[1] for b in BLOCKS if b[0] == "" and "tile-emu" in b[1]).replace("\\\n", " ")
+    ran = 0
+    for line in shell.splitlines():
+        words = shlex.split(line.replace("/tmp/", f"{tmp_path}/"), comments=True)
+        if words[:1] != ["tile-emu"] or words[1:2] == ["bench"]:
+            continue
+        comment = line[len(line.split("  #", 1)[0]):]
+        cwd = os.getcwd()
+        try:
+            os.chdir(ROOT)
+            rc = main(words[1:])
+        finally:
+            os.chdir(cwd)
+        assert rc == (1 if "exit 1" in comment else 0), (line, capsys.readouterr().err)
+        ran += 1
+    assert ran >= 14 and (tmp_path / "final.arrow").exists() and (tmp_path / "out.arrow").exists()
 
 
 def test_the_readme_documents_the_exit_status_of_every_outcome():
