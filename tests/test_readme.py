@@ -93,12 +93,13 @@ def test_the_cli_tour_writes_only_under_tmp_and_the_names_are_ignored_anyway():
         assert f"/{name}" in ignored or name in ignored, name
 
 
-def test_the_cli_tour_runs_with_the_exit_status_it_states(tmp_path, capsys):
+def test_the_cli_tour_runs_with_the_exit_status_it_states(tmp_path, capsys, monkeypatch):
     """Every tour command, run in process with its /tmp outputs redirected to a private folder;
     a command whose comment says 'exit 1' must exit 1, every other 0.  (bench is timing, skipped.)"""
     import shlex
 
     from emulator.cli import main
+    monkeypatch.chdir(ROOT)                          # the tour runs from the repository root
     shell = "\n".join(b[1] for b in BLOCKS if b[0] == "" and "tile-emu" in b[1]).replace("\\\n", " ")
     ran = 0
     for line in shell.splitlines():
@@ -106,12 +107,7 @@ def test_the_cli_tour_runs_with_the_exit_status_it_states(tmp_path, capsys):
         if words[:1] != ["tile-emu"] or words[1:2] == ["bench"]:
             continue
         comment = line[len(line.split("  #", 1)[0]):]
-        cwd = os.getcwd()
-        try:
-            os.chdir(ROOT)
-            rc = main(words[1:])
-        finally:
-            os.chdir(cwd)
+        rc = main(words[1:])
         assert rc == (1 if "exit 1" in comment else 0), (line, capsys.readouterr().err)
         ran += 1
     assert ran >= 14 and (tmp_path / "final.arrow").exists() and (tmp_path / "out.arrow").exists()
