@@ -28,7 +28,8 @@ from .program import GprOp, If, Op, Parallel, Pipeline, Program, Reduce, Seq, Se
 
 DEFAULT_MAX_COST = 1 << 22     # about 10 s of interpretation on a 2-core development box
 DEFAULT_DEADLINE = 60.0        # seconds
-BLOCK_COST = 8192              # a tile block: one instruction on the emulator (~20 ms measured)
+BLOCK_COST = 8192              # a tile block run on the emulator (~20 ms measured)
+WALK_BLOCK_COST = 32           # a tile block's effects in the static walker (effects.events; ~50-100 us)
 INSTANCE_COST = 2              # entering one instance: its coordinates and scope
 MAX_INSTANCES = 1 << 20        # the interpreter's per-domain limit (interp.MAX_INSTANCES)
 _CAP = 1 << 62                 # costs saturate here: a bound, never a giant integer
@@ -131,8 +132,9 @@ class _Intervals:
 class StaticCost:
     """The static cost of a program (see the module docstring); `cost[node]` after `total()`."""
 
-    def __init__(self, program: Program):
+    def __init__(self, program: Program, block_cost: int = BLOCK_COST):
         self.p = program
+        self.block_cost = block_cost
         self.iv = _Intervals(program)
         self.fn: dict[str, int] = {}
         self.cost: dict[int, int] = {}           # id(node) -> its cost (for the refusal's path)
@@ -210,7 +212,7 @@ class StaticCost:
             c = _add(c, self.exprs(node.reads), self.exprs(node.writes))
             return c, visible + sum(isinstance(s.target, Var) for s in node.stmts)
         if isinstance(node, TileOp):
-            return _add(BLOCK_COST, self.exprs([e for _, e in node.holes])), visible
+            return _add(self.block_cost, self.exprs([e for _, e in node.holes])), visible
         if isinstance(node, GprOp):
             return _add(1, self.exprs([node.pe, node.index, node.value])), visible
         if isinstance(node, Seq):
@@ -237,7 +239,7 @@ class StaticCost:
             if node.tiles:
                 refs = [node.into.pe, node.into.tile, node.value.pe, node.value.tile] \
                     if isinstance(node.into, TileRef) and isinstance(node.value, TileRef) else []
-                per = _add(BLOCK_COST, self.exprs(refs))
+                per = _add(self.block_cost, self.exprs(refs))
             else:
                 merge = _add(self.function(node.combine), self.function(node.lift) if node.lift else 0)
                 per = _add(self.expr(node.value), self.exprs(node.group), merge)
@@ -261,15 +263,15 @@ class StaticCost:
             node = max(over, key=lambda ch: self.cost[id(ch)])
 
 
-def static_cost(program: Program, node=None, env: dict | None = None) -> int:
-    return StaticCost(program).total(node, env)
+def static_cost(program: Program, node=None, env: dict | None = None, block_cost: int = BLOCK_COST) -> int:
+    return StaticCost(program, block_cost).total(node, env)
 
 
 def check_budget(program: Program, max_cost: int | None = DEFAULT_MAX_COST, node=None,
-                 env: dict | None = None) -> int:
+                 env: dict | None = None, block_cost: int = BLOCK_COST) -> int:
     """The program's static cost; BudgetError (one line, naming the node that dominates it) when
     it exceeds `max_cost`.  None disables the check."""
-    sc = StaticCost(program)
+    sc = StaticCost(program, block_cost)
     total = sc.total(node, env)
     if max_cost is not None and total > max_cost:
         root = program.body if node is None else node
@@ -278,6 +280,6 @@ def check_budget(program: Program, max_cost: int | None = DEFAULT_MAX_COST, node
         what = f"{own}" if own < _CAP else f"at least {_CAP}"
         raise BudgetError(where.path, f"static cost {what} exceeds the budget of {max_cost} units "
                                       f"(instances x work per instance, docs/regions.md 'Budgets'); "
-                                      f"refused before running. Raise it with tile-emu run --max-cost N "
-                                      f"or run(..., max_cost=N)")
+                                      f"refused before running. Raise it with tile-emu run --max-cost N, "
+                                      f"or max_cost=N in Python (run, events)")
     return total

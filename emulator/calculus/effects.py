@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .budget import DEFAULT_MAX_COST, check_budget
+from .budget import DEFAULT_MAX_COST, WALK_BLOCK_COST, check_budget
 from .cells import DATA, Access, describe
 from .errors import RegionError, format_coords
 from .expr import EvalError, Load, Var, as_index, truth, walk
@@ -362,7 +362,7 @@ def events(program: Program, node: Node | None = None, *, gprs: dict | None = No
     states tile leaves start from (descriptors and GPR offsets); `renamed` models each tile
     destination as fresh storage (versions), so only true (RAW) dependences link tile blocks.
     A program whose static cost exceeds `max_cost` is refused first (budget.BudgetError)."""
-    check_budget(program, max_cost, node, env)
+    check_budget(program, max_cost, node, env, WALK_BLOCK_COST)
     w = Walker(program, gprs=gprs, renamed=renamed, machines=machines)
     e = root_env(w)
     if env:
