@@ -459,7 +459,13 @@ class _NonInterference:
 
 def _pipeline_hazard(interp, node: Pipeline, events, n, s, coords, fp) -> None:
     t = n * node.ii + s
-    for (n1, s1, c1, f1) in events:
+    # Only stages of the last (S - 1) // ii iterations can issue at or after t (n1*ii + s1 >= t
+    # with s1 < S), so the check looks back that far and no further: linear in the iterations.
+    first = n - (len(node.stages) - 1) // node.ii
+    start = len(events)
+    while start and events[start - 1][0] >= first:
+        start -= 1
+    for (n1, s1, c1, f1) in events[start:]:
         if n1 == n or n1 * node.ii + s1 < t:
             continue
         cells = (f1.writes & (fp.reads | fp.writes)) | (fp.writes & f1.reads)

@@ -116,3 +116,16 @@ def test_the_cli_refuses_in_one_line_and_says_how_to_raise_the_budget(tmp_path, 
     assert main(["run", str(path), "--max-cost", str(1 << 40), "--deadline", "0.2"]) == 1
     err = capsys.readouterr().err.strip()
     assert "deadline" in err and len(err.splitlines()) == 1
+
+
+def test_a_long_pipeline_is_validated_in_time_linear_in_its_iterations():
+    # Stage s of iteration n issues at n*ii + s, so only the last (stages - 1) // ii iterations can
+    # overlap the current one; the hazard check once compared every pair of iterations.
+    n = 20_000
+    p = B.program(B.pipeline([("i", n)], [B.op("x[i] = i"), B.op("y[i] = x[i] + 1")]),
+                  arrays={"x": B.array([n]), "y": B.array([n])})
+    assert run(p, validate=True).array("y")[-1] == n
+    clash = B.program(B.pipeline([("i", 1, n)], [B.op("x[i] = y[i - 1]"), B.op("y[i] = x[i]")]),
+                      arrays={"x": B.array([n]), "y": B.array([n], fill=0)})
+    with pytest.raises(RegionRuntimeError, match="issues at time"):
+        run(clash, validate=True)
