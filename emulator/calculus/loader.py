@@ -38,6 +38,7 @@ _TOP_KEYS = {"format", "params", "arrays", "functions", "body"}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _HOLE = re.compile(r"\$\{([^{}]*)\}")
 MAX_ELEMENTS = 1 << 24            # an array declaration larger than this is refused, not allocated
+MAX_TEXT = 1 << 22                # characters of program text; loading is linear in them (docs/regions.md)
 
 
 def _type(v) -> str:
@@ -495,6 +496,8 @@ def load(doc: Any, source: str | None = None) -> Program:
 
 
 def loads(text: str) -> Program:
+    if len(text) > MAX_TEXT:
+        raise RegionError("$", f"the program text has {len(text)} characters; at most {MAX_TEXT} are read")
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -129,3 +129,10 @@ def test_a_long_pipeline_is_validated_in_time_linear_in_its_iterations():
                       arrays={"x": B.array([n]), "y": B.array([n], fill=0)})
     with pytest.raises(RegionRuntimeError, match="issues at time"):
         run(clash, validate=True)
+
+
+def test_a_program_text_beyond_the_size_limit_is_refused_before_parsing():
+    from emulator.calculus.loader import MAX_TEXT
+    doc = json.dumps({"body": {"seq": [{"op": "x[0] = 1"}]}, "arrays": X})
+    with pytest.raises(RegionError, match=f"at most {MAX_TEXT}"):
+        loads(doc + " " * MAX_TEXT)
