@@ -39,6 +39,33 @@ class BudgetError(RegionError):
     """A program whose static cost exceeds the budget: refused before it runs."""
 
 
+# Loading parses every expression, statement and block text of the program (a few microseconds
+# per character); this bounds that work.  Data (params, array contents) is not code.
+MAX_CODE = 1 << 20
+
+
+def check_code_size(doc) -> int:
+    """Characters of code (strings under `body` and `functions`) in a program document; a
+    BudgetError beyond MAX_CODE, found in one pass before anything is parsed."""
+    if not isinstance(doc, dict):
+        return 0
+    n, stack = 0, [doc.get("body"), doc.get("functions")]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            n += len(v)
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+    if n > MAX_CODE:
+        raise BudgetError("$.body", f"{n} characters of code (expressions, statements, block text) exceed the "
+                                    f"{MAX_CODE} a program may hold (budget.MAX_CODE); repeat work with a "
+                                    f"parallel/serial loop, or build block leaves in Python from Block objects")
+    return n
+
+
 def _add(*xs: int) -> int:
     return min(_CAP, sum(xs))
 

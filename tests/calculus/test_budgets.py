@@ -136,3 +136,13 @@ def test_a_program_text_beyond_the_size_limit_is_refused_before_parsing():
     doc = json.dumps({"body": {"seq": [{"op": "x[0] = 1"}]}, "arrays": X})
     with pytest.raises(RegionError, match=f"at most {MAX_TEXT}"):
         loads(doc + " " * MAX_TEXT)
+
+
+def test_more_code_than_the_code_budget_is_refused_before_any_of_it_is_parsed():
+    from emulator.calculus.budget import MAX_CODE
+    n = MAX_CODE // len("x[0] = x[0] + 1") + 1
+    doc = {"arrays": X, "body": {"seq": [{"op": "x[0] = x[0] + 1"}] * n}}
+    with pytest.raises(BudgetError, match="characters of code"):
+        loads(json.dumps(doc))
+    data = {"arrays": {"y": {"shape": [1 << 18], "init": [1] * (1 << 18)}}, "body": {"op": "y[0] = 2"}}
+    assert run(loads(json.dumps(data))).arrays["y"][:2] == [2, 1]     # data is not code
