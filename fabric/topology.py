@@ -86,6 +86,10 @@ class Template:
     def select(self, node: str):
         return dict(self.selects).get(node)
 
+    @cached_property
+    def active(self) -> frozenset:
+        return frozenset(self.nodes)
+
 
 @dataclass(frozen=True)
 class FU:
@@ -108,7 +112,14 @@ class FU:
         return self._by_name.get(name)
 
     def template(self, name: str):
-        return next((t for t in self.templates if t.name == name), None)
+        return self._templates_by_name.get(name)
+
+    @cached_property
+    def _templates_by_name(self) -> dict:
+        index: dict = {}
+        for t in self.templates:
+            index.setdefault(t.name, t)      # a repeated name resolves to its first template
+        return index
 
     def ops(self) -> list[OpNode]:
         return [n for n in self.nodes if isinstance(n, OpNode)]
@@ -121,7 +132,14 @@ class Fabric:
     mapping: object = None
 
     def fu(self, name: str):
-        return next((f for f in self.fus if f.name == name), None)
+        return self._fus_by_name.get(name)
+
+    @cached_property
+    def _fus_by_name(self) -> dict:
+        index: dict = {}
+        for f in self.fus:
+            index.setdefault(f.name, f)      # a repeated name resolves to its first FU
+        return index
 
     def op(self, ref: str):
         """Resolve "fu/node" to (FU, OpNode) or None."""
@@ -375,7 +393,7 @@ def route(fu: FU, t: Template, src: tuple[str, int], dst: tuple[str, int]):
     segments = [n.operand_type(port)]
     for _ in range(len(fu.nodes) + 1):
         pn, k = split_ref(ref)
-        if pn == FU_INPUT or pn not in t.nodes:
+        if pn == FU_INPUT or pn not in t.active:
             return None
         producer = fu.node(pn)
         segments.append(producer.result_type(k))
