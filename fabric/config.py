@@ -22,7 +22,7 @@ from .capability import (FabricOp, InactivePortGuarantee, PhysicalRefinementDoma
 from .errors import Diagnostic, DiagnosticCode as C, FabricError
 from .relation import UnsupportedActor
 from .schemas import Actor
-from .topology import Fabric, route
+from .topology import Fabric, Router
 from .types import payload_bits
 from .verify import resolve_op
 
@@ -205,6 +205,7 @@ def derive_fields(fabric: Fabric, mapping: Mapping, strict: bool = True) -> tupl
 
 
 def _check_edges(fabric, mapping, uses, templates, diags, admitted):
+    routers: dict = {}                    # FU name -> Router of its selected template
     for i, e in enumerate(mapping.edges):
         p = f"{mapping.path}.edges[{i}]"
         a, b = uses.get(e.src[0]), uses.get(e.dst[0])
@@ -220,18 +221,20 @@ def _check_edges(fabric, mapping, uses, templates, diags, admitted):
         t = templates.get(fa)
         segs = None
         if fa == fb and t is not None and fabric.op(a.op) and fabric.op(b.op):
-            fu = fabric.fu(fa)
-            segs = route(fu, t, (a.op.split("/", 1)[1], a.corr.results[e.src[1]]),
-                         (b.op.split("/", 1)[1], b.corr.operands[e.dst[1]]))
+            if fa not in routers:
+                routers[fa] = Router(fabric.fu(fa), t)
+            router = routers[fa]
+            segs = router.cells((a.op.split("/", 1)[1], a.corr.results[e.src[1]]),
+                                (b.op.split("/", 1)[1], b.corr.operands[e.dst[1]]))
         if segs is None:
             diags.append(Diagnostic(C.EdgeAbsorbedByColocation, p,
                                     f"{e.src[0]} -> {e.dst[0]} is claimed internal, but no selected configured-FU "
                                     "route witnesses it; co-location never absorbs an edge"))
             continue
         need = payload_bits(a.actor.results[e.src[1]], a.corr.index_width)
-        narrow = [s for s in segs if s.width < need]
-        if narrow:
-            diags.append(Diagnostic(C.PortWidthInsufficient, p, f"segment {narrow[0]} is narrower than the "
+        narrow = router.first_narrower(segs, need)
+        if narrow is not None:
+            diags.append(Diagnostic(C.PortWidthInsufficient, p, f"segment {narrow} is narrower than the "
                                                                 f"{need}-bit semantic value"))
 
 

@@ -384,26 +384,97 @@ def check_fu(fu: FU, templates: bool = True) -> list[Diagnostic]:
     return diags
 
 
+class Router:
+    """The selected routes of one template, for many edges: each value's way back to the op
+    result that produces it is followed once and shared (a linked list of port types, each cell
+    knowing the narrowest width behind it), so E edges over routes of length L cost about
+    E + L, not E x L."""
+
+    def __init__(self, fu: FU, t: Template):
+        self.fu, self.t = fu, t
+        self.sel = dict(t.selects)
+        self.memo: dict = {}          # ref -> (producing op result | None, cell | None)
+        self.narrow: dict = {}        # (id(cell), need) -> first segment narrower than need | None
+
+    def _hop(self, ref):
+        """(port types of this hop, the next ref, the op result ending the route); a dead end
+        (inactive, unselected, an FU input) is (None, None, None)."""
+        pn, k = split_ref(ref)
+        if pn == FU_INPUT or pn not in self.t.active:
+            return None, None, None
+        producer = self.fu.node(pn)
+        if isinstance(producer, OpNode):
+            return [producer.result_type(k)], None, (pn, k)
+        s = self.sel.get(pn)
+        if isinstance(producer, MuxNode):
+            nxt = producer.operands[s] if s is not None and 0 <= s < len(producer.operands) else None
+        else:
+            nxt = producer.operand if s == k else None
+        if nxt is None:
+            return None, None, None
+        return [producer.result_type(k), producer.operand_type(0)], nxt, None
+
+    def trace(self, ref):
+        """(the op result that `ref` comes from along the selected routes, or None; its cells)."""
+        chain, seen, r = [], set(), ref
+        while r not in self.memo and r not in seen:
+            seen.add(r)
+            segs, nxt, end = self._hop(r)
+            if segs is None:
+                self.memo[r] = (None, None)
+                break
+            chain.append((r, segs, nxt, end))
+            if nxt is None:
+                break
+            r = nxt
+        for r, segs, nxt, end in reversed(chain):      # a cycle of routes never reaches an op
+            producer, cell = (end, None) if nxt is None else self.memo.get(nxt, (None, None))
+            if producer is None:
+                self.memo[r] = (None, None)
+                continue
+            for seg in reversed(segs):
+                cell = (seg, cell, seg.width if cell is None else min(seg.width, cell[2]))
+            self.memo[r] = (producer, cell)
+        return self.memo.get(ref, (None, None))
+
+    def cells(self, src: tuple[str, int], dst: tuple[str, int]):
+        """The route from op result `src` to op input `dst` as a cell list starting at dst's own
+        port type, or None when the selected routes do not lead from src to dst."""
+        node, port = dst
+        n = self.fu.node(node)
+        producer, cell = self.trace(n.operands[port])
+        if producer != src:
+            return None
+        seg = n.operand_type(port)
+        return (seg, cell, seg.width if cell is None else min(seg.width, cell[2]))
+
+    def first_narrower(self, cell, need: int):
+        """The first port type along `cell` narrower than `need` bits, or None (memoised per
+        width asked, so each cell is walked once per distinct width)."""
+        walked, found = [], None
+        while cell is not None and cell[2] < need:
+            key = (id(cell), need)
+            if key in self.narrow:
+                found = self.narrow[key][0]
+                break
+            walked.append((key, cell))
+            if cell[0].width < need:
+                found = cell[0]
+                break
+            cell = cell[1]
+        for key, c in walked:
+            self.narrow[key] = (found, c)         # the cell is kept alive, so its id stays its own
+        return found
+
+
 def route(fu: FU, t: Template, src: tuple[str, int], dst: tuple[str, int]):
     """Follow the selected routes from op input `dst` = (node, port) back to a producer;
     returns the port types along the path when it starts at op result `src`, else None."""
-    node, port = dst
-    n = fu.node(node)
-    ref = n.operands[port]
-    segments = [n.operand_type(port)]
-    for _ in range(len(fu.nodes) + 1):
-        pn, k = split_ref(ref)
-        if pn == FU_INPUT or pn not in t.active:
-            return None
-        producer = fu.node(pn)
-        segments.append(producer.result_type(k))
-        if isinstance(producer, OpNode):
-            return segments if (pn, k) == src else None
-        if isinstance(producer, MuxNode):
-            ref = producer.operands[t.select(pn)]
-        elif t.select(pn) == k:
-            ref = producer.operand
-        else:
-            return None
-        segments.append(producer.operand_type(0))
-    return None
+    cell = Router(fu, t).cells(src, dst)
+    if cell is None:
+        return None
+    out = []
+    while cell is not None:
+        out.append(cell[0])
+        cell = cell[1]
+    return out

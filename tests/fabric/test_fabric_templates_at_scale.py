@@ -173,3 +173,90 @@ def test_template_work_counts_what_each_template_activates():
     g = copy.deepcopy(wide_routing(1, 8))
     g["fus"][0]["yield"][0] = "in.0"
     assert template_work(load_document(g).fus[0]) == 8 * (1 + 2 + 2 + 2 + 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Internal edges: the route from an op result to an op input through the selected muxes and
+# demuxes, each segment at least the semantic width (§3).  Routes are followed once per template
+# and shared between edges.
+
+def reference_route(fu, t, src, dst):
+    """The route, one hop at a time: dst's port type, then per hop the producer's result type
+    (and a routing node's input type) until an op result; None if it is not `src`."""
+    node, port = dst
+    n = _node(fu, node)
+    ref, segments = n.operands[port], [n.operand_type(port)]
+    for _ in range(len(fu.nodes) + 1):
+        pn, k = split_ref(ref)
+        if pn == "in" or pn not in t.nodes:
+            return None
+        producer = _node(fu, pn)
+        segments.append(producer.result_type(k))
+        if not isinstance(producer, (MuxNode, DemuxNode)):
+            return segments if (pn, k) == src else None
+        if isinstance(producer, MuxNode):
+            ref = producer.operands[dict(t.selects)[pn]]
+        elif dict(t.selects)[pn] == k:
+            ref = producer.operand
+        else:
+            return None
+        segments.append(producer.operand_type(0))
+    return None
+
+
+def _routing_fu(rng: random.Random):
+    values = ["in.0", "add.0", "mul.0", "m.0", "n.0", "d.0", "d.1"]
+    pick = lambda: rng.choice(values)                                   # noqa: E731
+    add, mul = ADD([pick(), pick()]), MUL([pick(), pick()])
+    width = lambda: f"bits<{rng.choice([8, 16, 32])}>"                  # noqa: E731
+    nodes = [add, mul,
+             {"kind": "mux", "name": "m", "operands": [pick(), pick()], "type": width()},
+             {"kind": "mux", "name": "n", "operands": [pick(), pick(), pick()], "type": width()},
+             {"kind": "demux", "name": "d", "operand": pick(), "results": 2, "type": width()}]
+    active = rng.sample(["add", "mul", "m", "n", "d"], rng.randint(2, 5))
+    selects = {"m": rng.randint(0, 1), "n": rng.randint(0, 2), "d": rng.randint(0, 1)}
+    t = {"name": "t", "nodes": active, "selects": {k: v for k, v in selects.items() if k in active}}
+    return fu_doc(nodes, ["add.0"], [t], inputs=["bits<32>"])
+
+
+def test_shared_routes_give_the_routes_and_narrow_segments_of_hop_by_hop_following():
+    from fabric.topology import Router
+    rng = random.Random(11)
+    routed = 0
+    for _ in range(300):
+        fu = load_document(doc([_routing_fu(rng)])).fus[0]
+        t = fu.templates[0]
+        router = Router(fu, t)
+        for src in (("add", 0), ("mul", 0)):
+            for dst in (("add", 0), ("add", 1), ("mul", 0), ("mul", 1)):
+                want = reference_route(fu, t, src, dst)
+                cell = router.cells(src, dst)
+                got = None
+                if cell is not None:
+                    got, c = [], cell
+                    while c is not None:
+                        got.append(c[0])
+                        c = c[1]
+                assert got == want, (fu, src, dst)
+                if want is not None:
+                    routed += 1
+                    for need in (8, 16, 24, 32, 33):
+                        first = next((s for s in want if s.width < need), None)
+                        assert router.first_narrower(cell, need) == first
+    assert routed > 50
+
+
+def test_many_internal_edges_over_one_long_route_are_checked_once_per_hop():
+    from fabric.topology import Router
+    n = 4000                             # a chain of n muxes between two ops, 1000 edges over it
+    nodes = [{"kind": "mux", "name": f"m{i}", "operands": ["add.0" if i == 0 else f"m{i - 1}.0", "in.0"],
+              "type": "bits<32>"} for i in range(n)]
+    nodes += [ADD(["in.0", "in.1"]), MUL([f"m{n - 1}.0", "in.1"])]
+    t = {"name": "t", "nodes": [x["name"] for x in nodes], "selects": {f"m{i}": 0 for i in range(n)}}
+    fu = load_document(doc([fu_doc(nodes, ["mul.0"], [t])])).fus[0]
+    router = Router(fu, fu.templates[0])
+    for _ in range(1000):
+        cell = router.cells(("add", 0), ("mul", 0))
+        assert cell is not None and router.first_narrower(cell, 32) is None
+        assert router.first_narrower(cell, 33) is not None
+    assert len(router.memo) == n + 1
