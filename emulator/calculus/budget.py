@@ -165,7 +165,6 @@ class StaticCost:
         self.iv = _Intervals(program)
         self.fn: dict[str, int] = {}
         self.cost: dict[int, int] = {}           # id(node) -> its cost (for the refusal's path)
-        self.nodes: dict[int, object] = {}
 
     def function(self, name: str) -> int:
         """Evaluation size of one call: the body with every call expanded (memoised; user
@@ -218,7 +217,6 @@ class StaticCost:
         what entering a scope costs the interpreter."""
         c, visible = self._node(node, env, visible)
         self.cost[id(node)] = c
-        self.nodes[id(node)] = node
         return c, visible
 
     def _loop(self, node, env, visible, bodies, per_instance=0) -> int:
@@ -299,7 +297,10 @@ def check_budget(program: Program, max_cost: int | None = DEFAULT_MAX_COST, node
     """The program's static cost; BudgetError (one line, naming the node that dominates it) when
     it exceeds `max_cost`.  None disables the check."""
     sc = StaticCost(program, block_cost)
-    total = sc.total(node, env)
+    try:
+        total = sc.total(node, env)
+    except RecursionError:
+        raise BudgetError("$.body", "region nesting too deep to price (and to run)") from None
     if max_cost is not None and total > max_cost:
         root = program.body if node is None else node
         where = sc.culprit(root, max_cost)

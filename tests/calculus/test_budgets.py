@@ -146,3 +146,11 @@ def test_more_code_than_the_code_budget_is_refused_before_any_of_it_is_parsed():
         loads(json.dumps(doc))
     data = {"arrays": {"y": {"shape": [1 << 18], "init": [1] * (1 << 18)}}, "body": {"op": "y[0] = 2"}}
     assert run(loads(json.dumps(data))).arrays["y"][:2] == [2, 1]     # data is not code
+
+
+def test_nesting_too_deep_to_price_is_a_region_error_not_a_traceback():
+    node = {"op": "x[0] = 1"}
+    for k in range(480):
+        node = {"parallel": [[f"i{k}", 1]], "body": node}
+    with pytest.raises(RegionError):
+        run(loads(json.dumps({"arrays": X, "body": node})))
