@@ -83,10 +83,6 @@ def _check_budget(args, g) -> None:
         raise CommandError("sim needs --cycles N (the cycle limit)", 2)
     if not 1 <= n <= MAX_CYCLES:
         raise CommandError(f"--cycles {n} is outside [1, 2^40]", 2)
-    if n * len(g.outputs) * OUTPUT_TOKEN_BYTES > MAX_OUTPUT_BYTES:
-        raise CommandError(f"--cycles {n}: the outputs of {len(g.outputs)} stream(s) could need "
-                           f"{n * len(g.outputs) * OUTPUT_TOKEN_BYTES >> 20} MiB, more than the "
-                           f"{MAX_OUTPUT_BYTES >> 20} MiB limit", 2)
     widths = [e.width for e in g.edges]
     for kind, path in (("arrow", args.trace), ("vcd", args.vcd)):
         if path is None:
@@ -97,6 +93,10 @@ def _check_budget(args, g) -> None:
             raise CommandError(f"--cycles {n}: the {'trace' if kind == 'arrow' else 'waveform'} {quote(path)} could "
                                f"need {need >> 20} MiB, more than the {room >> 20} MiB available "
                                f"(limit {MAX_TRACE_BYTES >> 20} MiB); lower --cycles", 2)
+    if n * len(g.outputs) * OUTPUT_TOKEN_BYTES > MAX_OUTPUT_BYTES:
+        raise CommandError(f"--cycles {n}: the outputs of {len(g.outputs)} stream(s) could need "
+                           f"{n * len(g.outputs) * OUTPUT_TOKEN_BYTES >> 20} MiB, more than the "
+                           f"{MAX_OUTPUT_BYTES >> 20} MiB limit; lower --cycles", 2)
 
 
 def _fmt_token(v) -> str:
