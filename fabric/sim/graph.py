@@ -41,6 +41,7 @@ class GraphCode(enum.Enum):
     CombinationalLoop = "a cycle of elastic-transparent resources with no registered stage"
     CapabilityInadmissible = "a required activity-definedness proof is missing"
     DuplicateName = "two actors, inputs or outputs share a name"
+    SharedResource = "two actors are mapped onto one fabric.op: resource sharing has no cycle model"
 
 
 @dataclass(frozen=True)
@@ -290,6 +291,13 @@ def load_graph_document(doc, fabric) -> Graph:
                 diags.append(_d(GraphCode.CapabilityInadmissible, p,
                                 f"{u.actor.schema} {a!r}: no activity-definedness proof for operand(s) "
                                 f"{', '.join(f'{a}.{k}' for k in missing)} (list them in activity_defined)"))
+    owner: dict = {}
+    for a in actors.values():
+        if a.use.op in owner:
+            diags.append(_d(GraphCode.SharedResource, "$.actors",
+                            f"actors {owner[a.use.op]!r} and {a.name!r} both run on {a.use.op}: this model gives "
+                            f"each actor its own spatial resource and has no cycle model for sharing one"))
+        owner.setdefault(a.use.op, a.name)
     for u in fabric.mapping.uses:
         if u.name not in seen:
             diags.append(_d(GraphCode.UnusedMapping, "$.actors",

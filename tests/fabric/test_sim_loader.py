@@ -203,3 +203,42 @@ def test_cli_writes_a_parseable_vcd_and_an_arrow_trace(tmp_path, cli):
                                         t.column("actor").to_pylist()) if e == "fire" and a == "add"]
     assert [c for c, _ in fires] == [1, 2, 3]
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+# --- static routing: fabric.mux / fabric.demux ------------------------------------------------------
+
+EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "examples" / "fabric"
+
+
+def _mac(template="mul-add"):
+    doc = json.loads((EXAMPLES / "mac.fabric.json").read_text())
+    doc["mapping"]["templates"]["mac"] = template
+    graph = (EXAMPLES / "mac.graph.json").read_text()
+    return load_graph_text(graph, load_document(doc))
+
+
+def test_internal_edge_through_the_selected_static_route_runs_at_one_item_per_cycle():
+    g = _mac()
+    assert [e.realization for e in g.edges if e.label == "p.0->s.0"] == ["internal"]
+    from fabric.sim.engine import Simulator
+
+    res = Simulator(g).run(100)
+    assert res.outputs["y"] == [105, 212, 321, 432]       # x * w + b
+    assert res.cycles == 4 + 2                             # mul at 0..3, add at 1..4, last output at 5
+
+
+def test_template_selecting_the_other_branch_cannot_realize_the_edge():
+    """Mutually exclusive branches need the explicit demux/mux selection: with the mul-max
+    template the configured add is not on the route, so the fabric does not verify."""
+    with pytest.raises(GraphError) as exc:
+        _mac("mul-max")
+    assert exc.value.diagnostics[0].code is GraphCode.FabricInvalid
+
+
+def test_two_actors_on_one_fabric_op_are_rejected():
+    fab = configured_fabric("fab", [ADD])
+    second = dict(fab["mapping"]["uses"][0], name="add2")
+    fab["mapping"]["uses"].append(second)
+    g = graph_document("g", "fab", [ADD, ("add2",) + ADD[1:]], [],
+                       [("a", ["add.0", "add.1", "add2.0", "add2.1"], [1])], [("y", "add.0"), ("z", "add2.0")])
+    assert GraphCode.SharedResource in codes(lambda: load_graph_document(g, load_document(fab)))
