@@ -13,7 +13,6 @@ and the ratio to the reference engine.
 import time
 
 import numpy as np
-import pytest
 
 from fabric.io import load_document
 from fabric.sim.engine import Simulator

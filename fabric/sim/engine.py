@@ -233,6 +233,14 @@ class Simulator:
         self.t += 1
         return fired, handoffs, stalls, valid, R, data
 
+    def reset(self):
+        """Reset every resource: held results, claims, pending groups and loop state are dropped
+        and every pending handoff bit is cleared.  Input streams are outside the fabric and
+        continue from their position; initial tokens are not re-created."""
+        for r in self.res:
+            r.reset()
+        self.taken = [False] * len(self.taken)
+
     # --- a whole run ---------------------------------------------------------------------------------
 
     def quiet_window(self) -> int:

@@ -49,10 +49,6 @@ def _stateless(use):
     return R.Elastic(fn, len(a.inputs), len(a.results))
 
 
-def _zero(t):
-    return tuple(0 for _ in range(t.num_elements)) if isinstance(t, VectorType) else 0
-
-
 def _stream(use):
     a = use.actor
     return R.Stream(a.attr("step_kind"), a.attr("predicate"), a.inputs[0].width)

@@ -13,6 +13,7 @@ commits).  Per cycle t the engine calls, any number of times while it settles th
                         consumer edge has taken, or takes now, the visible token; transparent:
                         every consumer edge can accept now)
   apply(t, ins, done)   once, with the settled values: the state transition
+  reset()               back to the initial state (held results, claims, loop state dropped)
 
 The wrapped `fabric.elastic` classes (one-cycle elastic scalar resource, LoopCarry, the
 parallelize/serialize adapters) run unchanged: `decide` predicts exactly what their `step`
@@ -79,6 +80,9 @@ class Elastic:
     def apply(self, t, ins, done):
         return self.r.step(t, ins, done).accepted
 
+    def reset(self):
+        self.r.reset()
+
     @property
     def busy(self):
         return self.r.held is not None
@@ -128,6 +132,9 @@ class Routed:
             self.held = (0, ins[1 + sel]) if self.kind == "mux" else (self._selected(sel, self.n_out), ins[1])
             self.publish_at = t + 1
         return d.fire
+
+    def reset(self):
+        self.held = None
 
     @property
     def busy(self):
@@ -198,6 +205,9 @@ class Stream:
                 self._publish(t, start)
         return d.fire
 
+    def reset(self):
+        self.running, self.held, self.pending = False, None, set()
+
     @property
     def busy(self):
         return self.held is not None or self.running
@@ -233,6 +243,9 @@ class Carry:
 
     def apply(self, t, ins, done):
         return self.r.step(t, *ins, ready=done[0]).accepted
+
+    def reset(self):
+        self.r.state = "Init"
 
     @property
     def busy(self):
@@ -274,6 +287,9 @@ class Invariant:
                 self.state, self.stored = "Init", None
         return d.fire
 
+    def reset(self):
+        self.state, self.stored = "Init", None
+
     @property
     def busy(self):
         return self.state != "Init"
@@ -310,6 +326,9 @@ class Gate:
             self.body = bool(ins[0])
         return d.fire
 
+    def reset(self):
+        self.body = False
+
     @property
     def busy(self):
         return self.body
@@ -335,6 +354,9 @@ class _AdapterBase:
             return t >= c.commit_at
         last = c.index == len(c.groups) - 1
         return last and t >= c.visible_at and all(done[j] for j in c.pending)
+
+    def reset(self):
+        self.r.reset()
 
     @property
     def busy(self):

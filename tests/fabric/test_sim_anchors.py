@@ -119,3 +119,24 @@ def test_missing_activity_definedness_rejects_before_a_fabric_use_exists():
         load([par], [], [("e", ["par.0"], [5]), ("p", ["par.1"], [0])],
              [("vec", "par.0"), ("mask", "par.1"), ("gp", "par.2")])
     assert exc.value.diagnostics[0].code is GraphCode.CapabilityInadmissible
+
+
+def test_reset_during_drain_clears_the_slot_and_the_continuation():
+    """A partial close holds its claim while the slow consumer drains the true group; a reset
+    then drops both the held group and the pending false group, and the adapter accepts anew."""
+    from fabric.sim.engine import Simulator
+
+    v, m = "vector<4xi8>", "vector<4xi1>"
+    par = ("par", "dataflow.parallelize", ["i8", "i1"], [v, m, "i1"], {})
+    g = load([par], [], [("e", ["par.0"], [5, 6, 7]), ("p", ["par.1"], [1, 1, 0, 1])],
+             [("vec", "par.0", 10), ("mask", "par.1", 10), ("gp", "par.2", 10)], defined=["par.1"])
+    sim = Simulator(g)
+    for _ in range(4):   # 5, 6 accumulated; close accepted at 2; partial group visible, stalled
+        sim.step()
+    assert sim.res[0].busy
+    sim.reset()
+    assert not sim.res[0].busy
+    res = sim.run(200)
+    assert res.outputs["vec"] == []          # neither the partial group nor the false group
+    assert res.status == "starved"            # 7 accumulated: the adapter is mid-transaction again
+    assert sim.res[0].r.buffer == [7]

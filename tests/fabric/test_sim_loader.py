@@ -9,7 +9,7 @@ from fabric.io import load_document
 from fabric.sim.graph import GraphCode, GraphError, load_graph_document, load_graph_text
 from fabric.sim.models import CYCLE_MODELS, NO_CYCLE_MODEL
 from fabric.sim.synth import configured_fabric, graph_document
-from sim_fixtures import STREAM, load, run, sum_loop
+from sim_fixtures import load, run, sum_loop
 
 ADD = ("add", "arith.addi", ["i32", "i32"], ["i32"], {})
 
