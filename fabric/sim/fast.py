@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ..types import IntegerType
 from .graph import Graph
@@ -313,13 +313,13 @@ def _run_one(b, n_cycles, op, width, mask, in_edge, order, out_ptr, out_list, sr
     return t, pending
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def _run(n_cycles, B, op, width, mask, in_edge, order, out_ptr, out_list, src_ptr, src_list,
          e_kind, e_src, e_dkind, e_dst, init_val, has_init, every, quiet,
          tok_ptr, tok_len, tok_vals, out_buf, out_cnt, out_sum, fires, last_active):
     ran = np.zeros(B, np.int64)
     pending = np.zeros(B, np.bool_)
-    for b in prange(B):
+    for b in range(B):
         ran[b], pending[b] = _run_one(b, n_cycles, op, width, mask, in_edge, order, out_ptr, out_list, src_ptr,
                                       src_list, e_kind, e_src, e_dkind, e_dst, init_val, has_init, every, quiet,
                                       tok_ptr, tok_len, tok_vals, out_buf, out_cnt, out_sum, fires, last_active)
@@ -503,14 +503,14 @@ def _run_word(wd, B, n_cycles, op, width, mask, in_edge, order, out_ptr, out_lis
     return t, pend
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def _run_words(n_cycles, B, op, width, mask, in_edge, order, out_ptr, out_list, src_ptr, src_list,
                e_kind, e_src, e_dkind, e_dst, init_val, has_init, every, quiet,
                tok_ptr, tok_len, tok_vals, out_buf, out_cnt, out_sum, fires, last_active):
     W = (B + 63) // 64
     ran = np.zeros(B, np.int64)
     pending = np.zeros(B, np.bool_)
-    for wd in prange(W):
+    for wd in range(W):
         t, pend = _run_word(wd, B, n_cycles, op, width, mask, in_edge, order, out_ptr, out_list, src_ptr,
                             src_list, e_kind, e_src, e_dkind, e_dst, init_val, has_init, every, quiet,
                             tok_ptr, tok_len, tok_vals, out_buf, out_cnt, out_sum, fires, last_active)
