@@ -78,3 +78,23 @@ def test_same_pipeline_with_a_fast_consumer_is_bounded_by_the_groups():
     assert res.status == "complete"
     assert rec.cycles_handing_off("ser.0->out")[:4] == [7, 8, 9, 10]  # one lane per cycle
     assert res.cycles < 27
+
+
+def test_sync_constant_pack_and_unpack():
+    """sync waits for both lanes and passes them on together; a constant answers each none
+    trigger; pack/unpack reinterpret lanes as one integer, lane 0 least significant; each is
+    one-cycle elastic, so the chain unpack(pack(v)) takes two cycles per stage."""
+    actors = [("sy", "dataflow.sync", ["i8", "none"], ["i8", "none"], {}),
+              ("k", "dataflow.constant", ["none"], ["i16"], {"value": 0x1234}),
+              ("pk", "dataflow.pack", ["vector<2xi8>"], ["i16"], {}),
+              ("up", "dataflow.unpack", ["i16"], ["vector<2xi8>"], {})]
+    edges = [("sy.1", "k.0"), ("pk.0", "up.0")]
+    inputs = [("a", ["sy.0"], [7, 8]), ("go", ["sy.1"], [0, 0]), ("v", ["pk.0"], [[0x34, 0x12], [1, 2]])]
+    outputs = [("a_out", "sy.0"), ("c", "k.0"), ("lanes", "up.0"), ("packed", "pk.0")]
+    res, rec = run(actors, edges, inputs, outputs)
+    assert res.status == "complete"
+    assert res.outputs["a_out"] == [7, 8] and res.outputs["c"] == [0x1234, 0x1234]
+    assert res.outputs["packed"] == [0x1234, 0x0201]
+    assert res.outputs["lanes"] == [(0x34, 0x12), (1, 2)]
+    assert rec.cycles_handing_off("up.0->lanes") == [2, 3]
+    assert rec.cycles_handing_off("k.0->c") == [2, 3]
