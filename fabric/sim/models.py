@@ -35,18 +35,28 @@ def _vector_elementwise(use):
     return lambda x, y: (tuple(f(p, q) for p, q in zip(x, y)),)
 
 
-def _stateless(use):
+def _vector_float_sign(use):
+    from ..schemas import make_actor
+    vt = use.actor.inputs[0]
+    f = kernel_for(make_actor(use.actor.schema, [vt.element], [vt.element]))
+    return None if f is None else (lambda v: (tuple(f(x)[0] for x in v),))
+
+
+def stateless_function(use):
+    """The semantic kernel of a stateless use, or None when this model has none for its exact types."""
     a = use.actor
     if a.schema in ("arith.index_cast", "arith.index_castui"):
-        fn = _index_cast(use)
-    elif isinstance(a.inputs[0], VectorType) and a.schema in ("arith.addi", "arith.subi", "arith.andi",
-                                                              "arith.ori", "arith.xori", "llvm.or"):
-        fn = _vector_elementwise(use)
-    else:
-        fn = kernel_for(a)
-    if fn is None:
-        return None
-    return R.Elastic(fn, len(a.inputs), len(a.results))
+        return _index_cast(use)
+    if use.family in ("FixedVectorIntegerAddSub", "FixedVectorIntegerLogic"):
+        return _vector_elementwise(use)
+    if use.family == "FixedVectorFloatSign":
+        return _vector_float_sign(use)
+    return kernel_for(a)
+
+
+def _stateless(use):
+    a = use.actor
+    return R.Elastic(stateless_function(use), len(a.inputs), len(a.results))
 
 
 def _stream(use):
@@ -76,9 +86,13 @@ _SCALAR_INTEGER = ("ScalarIntegerAddSub", "ScalarIntegerSaturatingAddSub", "Scal
                    "ScalarSignedIntegerDivRem", "ScalarUnsignedIntegerDivRem",
                    "FixedVectorIntegerAddSub", "FixedVectorIntegerLogic",
                    "FixedVectorPack", "FixedVectorUnpack", "TokenConstant", "TokenSync")
+_FLOATING = ("ScalarFloatSign", "ScalarFloatAddSub", "ScalarFloatCompareMinMax", "ScalarFloatWidthCast",
+             "ScalarIntegerToFloat", "ScalarFloatToInteger", "ScalarFloatMultiply", "ScalarFloatFma",
+             "ScalarFloatDivide", "ScalarMathSqrt", "ScalarMathRsqrt", "ScalarMathExp", "ScalarMathLog",
+             "FixedVectorFloatSign")
 
 CYCLE_MODELS = {
-    **{f: _stateless for f in _SCALAR_INTEGER},
+    **{f: _stateless for f in _SCALAR_INTEGER + _FLOATING},
     "LoopStream": _stream,
     "LoopCarry": lambda use: R.Carry(),
     "LoopInvariant": lambda use: R.Invariant(),
@@ -89,26 +103,32 @@ CYCLE_MODELS = {
     "FixedVectorSerialize": _serialize,
 }
 
-_FLOAT = "no bit-exact floating-point kernel is wired into the cycle model yet"
 NO_CYCLE_MODEL = {
-    **{f: _FLOAT for f in FAMILIES if f.startswith(("ScalarFloat", "ScalarMath")) or f in (
-        "ScalarIntegerToFloat", "ScalarFloatToInteger", "FixedVectorFloatSign")},
+    **{f: "no correctly rounded kernel for this function is wired in" for f in FAMILIES
+       if f.startswith("ScalarMath") and f not in _FLOATING},
+    "ScalarFloatRemainder": "arith.remf is fmod; the ISA's TREM is floor modulo, so no kernel is wired in",
     "FixedVectorSliceAlignMerge": "vector.extract/insert have no cycle model yet",
     "FixedVectorShuffle": "vector.shuffle has no cycle model yet",
 }
 
 
 def no_kernel_reason(use) -> str | None:
-    """Why a use of a family with a cycle model still cannot run (its exact types), or None."""
-    a = use.actor
-    if use.family in ("ScalarBitReinterpret",) or a.schema in ("arith.index_cast", "arith.index_castui"):
+    """Why a use of a family with a cycle model still cannot run (its exact types, its rounding
+    mode), or None."""
+    if CYCLE_MODELS.get(use.family) is not _stateless:
         return None
-    if use.family in _SCALAR_INTEGER and use.family not in ("TokenConstant", "TokenSync", "FixedVectorPack",
-                                                            "FixedVectorUnpack", "ScalarValueSelect"):
-        t = a.inputs[0]
-        ok = isinstance(t, IntegerType) or (isinstance(t, VectorType) and isinstance(t.element, IntegerType))
-        if not ok or isinstance(t, IndexType):
-            return f"{a.schema} on {t} has no cycle model (integer kernels only)"
+    a = use.actor
+    if use.family in ("FixedVectorPack", "FixedVectorUnpack", "TokenConstant", "TokenSync", "ScalarBitReinterpret",
+                      "ScalarValueSelect"):
+        return None
+    t = a.inputs[0]
+    if isinstance(t, IndexType) or (use.family in _SCALAR_INTEGER and not (
+            isinstance(t, IntegerType) or (isinstance(t, VectorType) and isinstance(t.element, IntegerType)))):
+        if a.schema not in ("arith.index_cast", "arith.index_castui"):
+            return f"{a.schema} on {t}: no cycle model (integer kernels take iN operands)"
+    if stateless_function(use) is None:
+        return (f"{a.schema} on {t}" + (f" with rounding {a.attr('rounding_mode')}" if a.attr("rounding_mode") else "")
+                + ": no kernel in this model (ieee profile, round to nearest even; integer conversions of 8 to 64 bits)")
     return None
 
 

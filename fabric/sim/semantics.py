@@ -9,15 +9,23 @@ Results that the registered schema leaves undefined (poison) get one fixed, docu
 hardware value, which is a valid refinement: division by zero gives all ones (quotient) or
 the dividend (remainder); signed INT_MIN / -1 gives INT_MIN and remainder 0; a shift by at
 least the width gives 0 (or all sign bits for an arithmetic right shift); ctlz/cttz of zero
-gives the width.  Floating-point, special-math and vector-structure schemas have no kernel
-here: their families are rejected by the graph loader ("no cycle model", docs/fabric-graph.md).
+gives the width.
+
+Floating-point kernels are the bit-exact element-wise operations of `kernels.numeric` under the
+`ieee` profile (every result rounded once, round to nearest even; NaN results are the format's
+canonical quiet NaN - any NaN is a valid refinement of the registered schemas).  An actor asking
+for another rounding mode, and arith.remf (fmod, not the ISA's floor modulo), have no kernel;
+nor have the special-math functions other than sqrt, rsqrt, exp and log, or the vector-structure
+schemas: their uses are rejected by the graph loader ("no cycle model", docs/fabric-graph.md).
 """
 from __future__ import annotations
 
 from typing import Callable
 
-from ..schemas import Actor
-from ..types import IntegerType, VectorType, payload_bits
+import numpy as np
+
+from ..schemas import Actor, effective_rounding
+from ..types import FloatType, IntegerType, VectorType, payload_bits
 
 
 def _signed(v: int, w: int) -> int:
@@ -176,10 +184,105 @@ def _unpack(a: Actor) -> Callable:
     return lambda x: tuple((x >> (i * ew)) & m for i in range(n))
 
 
+# --- floating point: kernels.numeric under the ieee profile ------------------------------------------
+
+DTYPE = {"f16": "FP16", "bf16": "BF16", "f32": "FP32", "f64": "FP64"}
+FLOAT_LAYOUT = {"f16": (5, 10), "bf16": (8, 7), "f32": (8, 23), "f64": (11, 52)}
+CANONICAL_NAN = {"f16": 0x7E00, "bf16": 0x7FC0, "f32": 0x7FC00000, "f64": 0x7FF8000000000000}
+FLOAT_BINARY = {"arith.addf": "TADD", "arith.subf": "TSUB", "arith.mulf": "TMUL", "arith.divf": "TDIV",
+                "arith.maxnumf": "TMAX", "arith.minnumf": "TMIN"}
+FLOAT_UNARY = {"arith.negf": "TNEG", "math.absf": "TABS", "math.sqrt": "TSQRT", "math.rsqrt": "TRSQRT",
+               "math.exp": "TEXP", "math.log": "TLOG"}
+ROUNDED = {"arith.addf", "arith.subf", "arith.mulf", "arith.divf", "math.fma", "arith.truncf"}
+# arith.cmpf predicate -> (TCMP cmode or None, value when unordered)
+CMPF = {"oeq": ("EQ", 0), "ogt": ("GT", 0), "oge": ("GE", 0), "olt": ("LT", 0), "ole": ("LE", 0),
+        "one": ("NE", 0), "ueq": ("EQ", 1), "ugt": ("GT", 1), "uge": ("GE", 1), "ult": ("LT", 1),
+        "ule": ("LE", 1), "une": ("NE", 1), "ord": (None, 0), "uno": (None, 1), "true": (None, 1),
+        "false": (None, 0)}
+
+
+def is_nan(x: int, fmt: str) -> bool:
+    e, m = FLOAT_LAYOUT[fmt]
+    return (x >> m) & ((1 << e) - 1) == (1 << e) - 1 and x & ((1 << m) - 1) != 0
+
+
+def _ew(op: str, fmt: str, **kw):
+    from kernels.numeric.elementwise import elementwise
+    dt = DTYPE[fmt]
+    return lambda *xs: int(elementwise(op, dt, *(np.uint64(x) for x in xs), **kw)[0])
+
+
+def _cmpf(predicate: str, fmt: str):
+    cmode, unordered = CMPF[predicate]
+    test = _ew("TCMP", fmt, cmode=cmode) if cmode else None
+
+    def f(x, y):
+        if is_nan(x, fmt) or is_nan(y, fmt):
+            return unordered
+        if cmode is None:
+            return int(predicate in ("ord", "true"))
+        return test(x, y)
+    return f
+
+
+def _ieee_minmax(op: str, fmt: str):
+    pick = _ew(op, fmt)
+    return lambda x, y: CANONICAL_NAN[fmt] if is_nan(x, fmt) or is_nan(y, fmt) else pick(x, y)
+
+
+def _convert(src: str, dst: str):
+    from kernels.numeric.convert import convert
+    return lambda x: int(convert(np.asarray([x], dtype=np.uint64).astype(_raw(src)), src, dst)[0][0])
+
+
+def _raw(dtype: str):
+    from isa.datatypes import BY_NAME
+    return BY_NAME[dtype].raw_dtype
+
+
+def _int_dtype(t, signed: bool) -> str | None:
+    if isinstance(t, IntegerType) and t.width in (8, 16, 32, 64):
+        return f"{'S' if signed else 'U'}{t.width}"
+    return None
+
+
+def float_kernel(a: Actor) -> Callable | None:
+    s = a.schema
+    if s in ROUNDED and effective_rounding(a) != "to_nearest_even":
+        return None
+    t = a.inputs[0]
+    fmt = t.format if isinstance(t, FloatType) else None
+    if s in FLOAT_BINARY and fmt:
+        return _ew(FLOAT_BINARY[s], fmt)
+    if s in FLOAT_UNARY and fmt:
+        return _ew(FLOAT_UNARY[s], fmt)
+    if s == "math.fma" and fmt:
+        return _ew("TFMA", fmt)
+    if s in ("arith.maximumf", "arith.minimumf") and fmt:
+        return _ieee_minmax("TMAX" if s == "arith.maximumf" else "TMIN", fmt)
+    if s == "arith.cmpf" and fmt:
+        return _cmpf(a.attr("predicate"), fmt)
+    r = a.results[0]
+    if s in ("arith.extf", "arith.truncf") and fmt:
+        return _convert(DTYPE[fmt], DTYPE[r.format])
+    if s in ("arith.sitofp", "arith.uitofp") and isinstance(r, FloatType):
+        src = _int_dtype(t, s == "arith.sitofp")
+        return _convert(src, DTYPE[r.format]) if src else None
+    if s in ("arith.fptosi", "arith.fptoui", "llvm.fptosi.sat", "llvm.fptoui.sat") and fmt:
+        dst = _int_dtype(r, s in ("arith.fptosi", "llvm.fptosi.sat"))
+        # round toward zero, saturating, NaN -> 0: the .sat schema exactly, a refinement of the plain one
+        return _convert(DTYPE[fmt], dst) if dst else None
+    return None
+
+
 def kernel_for(a: Actor) -> Callable | None:
     """The function of a stateless actor's operand values, returning the result tuple; None
     when this model has no kernel for the schema (or for its types)."""
     s = a.schema
+    f = float_kernel(a)
+    if f is not None:
+        n = len(a.inputs)
+        return (lambda x: (f(x),)) if n == 1 else (lambda x, y: (f(x, y),)) if n == 2 else (lambda x, y, z: (f(x, y, z),))
     if s in INTEGER_BINARY and isinstance(a.inputs[0], IntegerType):
         f = INTEGER_BINARY[s](a.inputs[0].width)
         return lambda x, y: (f(x, y),)

@@ -19,7 +19,41 @@ def _w(t) -> int:
     return payload_bits(parse_type(t))
 
 
+def _behavior(nan: str) -> dict:
+    return {"rounding_modes": ["to_nearest_even"], "nan_behaviors": [nan], "subnormal_behaviors": ["preserve"],
+            "signed_zero_behaviors": ["preserve"], "required_fast_math": []}
+
+
+def _fmt(t: str) -> str:
+    p = parse_type(t)
+    return (p.element if isinstance(p, VectorType) else p).format
+
+
+def _float_hw(family: str, schema: str, ins, outs, attrs) -> dict | None:
+    if family in ("ScalarFloatSign", "ScalarFloatAddSub", "ScalarFloatMultiply", "ScalarFloatFma",
+                  "ScalarFloatDivide", "ScalarFloatRemainder"):
+        return {"formats": [_fmt(ins[0])], "behavior": _behavior("ieee")}
+    if family == "FixedVectorFloatSign":
+        return {"formats": [_fmt(ins[0])], "behavior": _behavior("ieee"), "max_payload_bits": _w(ins[0])}
+    if family == "ScalarFloatCompareMinMax":
+        nan = "number_preferred" if schema in ("arith.minnumf", "arith.maxnumf") else "ieee"
+        return {"formats": [_fmt(ins[0])], "comparison_predicates": [attrs["predicate"]] if "predicate" in attrs else [],
+                "behavior": _behavior(nan)}
+    if family == "ScalarFloatWidthCast":
+        return {"format_pairs": [[_fmt(ins[0]), _fmt(outs[0])]], "behavior": _behavior("ieee")}
+    if family == "ScalarIntegerToFloat":
+        return {"format_pairs": [[_w(ins[0]), _fmt(outs[0])]]}
+    if family == "ScalarFloatToInteger":
+        return {"format_pairs": [[_w(outs[0]), _fmt(ins[0])]]}
+    if family.startswith("ScalarMath"):
+        return {"formats": [_fmt(ins[0])], "behavior": _behavior("ieee"), "accuracy_guarantee": "correctly_rounded"}
+    return None
+
+
 def _hw(family: str, schema: str, ins, outs, attrs) -> dict:
+    fl = _float_hw(family, schema, ins, outs, attrs)
+    if fl is not None:
+        return fl
     t0 = parse_type(ins[0]) if ins else None
     w = _w(ins[0]) if ins else _w(outs[0])
     if family == "ScalarIntegerAddSub":
@@ -65,7 +99,9 @@ def configured_fabric(name: str, actors, family_override: dict | None = None) ->
     fus, uses = [], []
     for (an, schema, ins, outs, attrs) in actors:
         fam = (family_override or {}).get(an) or family_for(schema)
-        if any(isinstance(parse_type(t), VectorType) for t in ins) and schema.startswith("arith."):
+        if schema in ("arith.negf", "math.absf") and isinstance(parse_type(ins[0]), VectorType):
+            fam = "FixedVectorFloatSign"
+        elif any(isinstance(parse_type(t), VectorType) for t in ins) and schema.startswith("arith."):
             fam = {"arith.addi": "FixedVectorIntegerAddSub", "arith.subi": "FixedVectorIntegerAddSub"}.get(
                 schema, "FixedVectorIntegerLogic")
         d = FAMILIES[fam]

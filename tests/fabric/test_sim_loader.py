@@ -26,17 +26,23 @@ def test_every_registered_family_runs_or_is_named_without_a_cycle_model():
 
 
 def test_family_without_a_cycle_model_is_rejected_by_name():
-    addf = ("f", "arith.addf", ["f32", "f32"], ["f32"], {})
-    fab = configured_fabric("fab", [addf])
-    fab["fus"][0]["nodes"][0]["hw_params"] = {
-        "formats": ["f32"], "behavior": {"rounding_modes": ["to_nearest_even"], "nan_behaviors": ["ieee"],
-                                         "subnormal_behaviors": ["preserve"], "signed_zero_behaviors": ["preserve"],
-                                         "required_fast_math": []}}
-    g = graph_document("g", "fab", [addf], [], [("a", ["f.0"], [0]), ("b", ["f.1"], [0])], [("y", "f.0")])
+    sin = ("f", "math.sin", ["f32"], ["f32"], {"accuracy": "correctly_rounded"})
+    fab = configured_fabric("fab", [sin])
+    g = graph_document("g", "fab", [sin], [], [("a", ["f.0"], [0])], [("y", "f.0")])
     with pytest.raises(GraphError) as exc:
         load_graph_document(g, load_document(fab))
     d = exc.value.diagnostics[0]
-    assert d.code is GraphCode.NoCycleModel and "ScalarFloatAddSub" in str(d) and "no cycle model" in str(d)
+    assert d.code is GraphCode.NoCycleModel and "ScalarMathSin" in str(d) and "no cycle model" in str(d)
+
+
+def test_rounding_mode_without_a_kernel_is_rejected():
+    addf = ("f", "arith.addf", ["f32", "f32"], ["f32"], {"rounding_mode": "upward"})
+    fab = configured_fabric("fab", [addf])
+    fab["fus"][0]["nodes"][0]["hw_params"]["behavior"]["rounding_modes"] = ["upward"]
+    g = graph_document("g", "fab", [addf], [], [("a", ["f.0", "f.1"], [0])], [("y", "f.0")])
+    with pytest.raises(GraphError) as exc:
+        load_graph_document(g, load_document(fab))
+    assert exc.value.diagnostics[0].code is GraphCode.NoCycleModel and "upward" in str(exc.value)
 
 
 def test_unmapped_actor_and_unused_use():

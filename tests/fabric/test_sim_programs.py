@@ -98,3 +98,41 @@ def test_sync_constant_pack_and_unpack():
     assert res.outputs["lanes"] == [(0x34, 0x12), (1, 2)]
     assert rec.cycles_handing_off("up.0->lanes") == [2, 3]
     assert rec.cycles_handing_off("k.0->c") == [2, 3]
+
+
+def test_floating_point_actors_against_numpy_ieee_arithmetic():
+    """f32 add, multiply, sqrt and maxnum, an unordered compare, conversions and a vector
+    negate, checked against NumPy's IEEE single-rounding float32 arithmetic and the schemas'
+    definitions (NaN: any NaN; fptosi: toward zero, saturating, NaN -> 0)."""
+    import numpy as np
+
+    def bits(x):
+        return int(np.float32(x).view(np.uint32))
+
+    def val(b):
+        return np.uint32(b).view(np.float32)
+
+    a = [1.5, float("nan"), -3.25, 1e30, 0.1]
+    b = [2.25, 3.0, 0.5, 1e30, 0.2]
+    actors = [("add", "arith.addf", ["f32", "f32"], ["f32"], {}),
+              ("mul", "arith.mulf", ["f32", "f32"], ["f32"], {}),
+              ("q", "math.sqrt", ["f32"], ["f32"], {"accuracy": "correctly_rounded"}),
+              ("c", "arith.cmpf", ["f32", "f32"], ["i1"], {"predicate": "ult"}),
+              ("mx", "arith.maxnumf", ["f32", "f32"], ["f32"], {}),
+              ("i", "arith.fptosi", ["f32"], ["i8"], {}),
+              ("n", "arith.negf", ["vector<2xf16>"], ["vector<2xf16>"], {})]
+    edges = [("add.0", "mul.0"), ("mul.0", "q.0")]
+    inputs = [("a", ["add.0", "c.0", "mx.0", "i.0"], [bits(x) for x in a]),
+              ("b", ["add.1", "mul.1", "c.1", "mx.1"], [bits(x) for x in b]),
+              ("v", ["n.0"], [[0x3C00, 0x8000]] * 5)]
+    outputs = [("sq", "q.0"), ("lt", "c.0"), ("m", "mx.0"), ("ii", "i.0"), ("nn", "n.0")]
+    res, _ = run(actors, edges, inputs, outputs)
+    assert res.status == "complete"
+    with np.errstate(all="ignore"):
+        want_sq = [np.sqrt((np.float32(x) + np.float32(y)) * np.float32(y)) for x, y in zip(a, b)]
+    for got, want in zip(res.outputs["sq"], want_sq):
+        assert (np.isnan(want) and np.isnan(val(got))) or got == bits(want)
+    assert res.outputs["lt"] == [int(not (x >= y)) for x, y in zip(a, b)]       # unordered or less
+    assert res.outputs["m"] == [bits(y if np.isnan(x) else max(np.float32(x), np.float32(y))) for x, y in zip(a, b)]
+    assert res.outputs["ii"] == [0 if np.isnan(x) else max(-128, min(127, int(x))) & 255 for x in a]
+    assert res.outputs["nn"] == [(0xBC00, 0x0000)] * 5
