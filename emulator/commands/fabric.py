@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 
 from emulator.cli import CommandError
-from isa.atomicio import quote
+from isa.atomicio import OutputPathError, check_output_path, quote
 
 
 def add_arguments(parser):
@@ -87,6 +87,10 @@ def _check_budget(args, g) -> None:
     for kind, path in (("arrow", args.trace), ("vcd", args.vcd)):
         if path is None:
             continue
+        try:
+            check_output_path(path)
+        except OutputPathError as exc:
+            raise CommandError(str(exc), 1) from None
         need = estimate_bytes(kind, n, len(g.actors), widths)
         room = min(MAX_TRACE_BYTES, _free_bytes(path))
         if need > room:
@@ -111,7 +115,7 @@ def run_sim(args) -> int:
     from fabric.sim.engine import Simulator
     from fabric.sim.graph import GraphError, load_graph
     from fabric.sim.trace import ArrowTrace, VcdTrace, fan_out
-    from isa.atomicio import OutputPathError, atomic_path
+    from isa.atomicio import atomic_path
 
     if not args.fabric:
         raise CommandError("sim needs --fabric FABRIC (the configured fabric description)", 2)

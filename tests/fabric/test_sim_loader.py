@@ -248,3 +248,12 @@ def test_two_actors_on_one_fabric_op_are_rejected():
     g = graph_document("g", "fab", [ADD, ("add2",) + ADD[1:]], [],
                        [("a", ["add.0", "add.1", "add2.0", "add2.1"], [1])], [("y", "add.0"), ("z", "add2.0")])
     assert GraphCode.SharedResource in codes(lambda: load_graph_document(g, load_document(fab)))
+
+
+def test_cli_rejects_unwritable_output_paths_before_running(tmp_path, cli):
+    g, f = _files(tmp_path, *sum_loop([1]))
+    for opt in ("--vcd", "--trace"):
+        r = cli(g, "--fabric", f, "--cycles", "10", opt, str(tmp_path / "missing" / "x"))
+        assert r.returncode == 1 and "does not exist" in r.stderr and r.stdout == ""
+        r = cli(g, "--fabric", f, "--cycles", "10", opt, "")
+        assert r.returncode == 1 and "empty" in r.stderr
