@@ -31,6 +31,33 @@ def sum_loop():
     return actors, edges, inputs, outputs
 
 
+def branch():
+    """y = x * x where s is 0, x + x where s is 1: a runtime demux, two ops, a runtime mux."""
+    actors = [("split", "dataflow.demux", ["i1", "i16"], ["i16", "i16"], {}),
+              ("sq", "arith.muli", ["i16", "i16"], ["i16"], {}),
+              ("dbl", "arith.addi", ["i16", "i16"], ["i16"], {}),
+              ("join", "dataflow.mux", ["i1", "i16", "i16"], ["i16"], {})]
+    edges = [("split.0", "sq.0"), ("split.0", "sq.1"), ("split.1", "dbl.0"), ("split.1", "dbl.1"),
+             ("sq.0", "join.1"), ("dbl.0", "join.2")]
+    inputs = [("s", ["split.0", "join.0"], [0, 1, 1, 0]), ("x", ["split.1"], [2, 3, 4, 5])]
+    return actors, edges, inputs, [("y", "join.0")]
+
+
+def vector_pipeline():
+    """parallelize -> vector add -> serialize, with a consumer that accepts every third cycle."""
+    v, m = "vector<4xi16>", "vector<4xi1>"
+    actors = [("par", "dataflow.parallelize", ["i16", "i1"], [v, m, "i1"], {}),
+              ("vadd", "arith.addi", [v, v], [v], {}),
+              ("dv", "dataflow.demux", ["i1", v], [v, v], {}),
+              ("dm", "dataflow.demux", ["i1", m], [m, m], {}),
+              ("ser", "dataflow.serialize", [v, m, "i1"], ["i16", "i1"], {})]
+    edges = [("par.0", "vadd.0"), ("par.0", "vadd.1"), ("vadd.0", "dv.1"), ("par.1", "dm.1"),
+             ("par.2", "dv.0"), ("par.2", "dm.0"), ("par.2", "ser.2"), ("dv.1", "ser.0"), ("dm.1", "ser.1")]
+    inputs = [("e", ["par.0"], [1, 2, 3, 4, 5, 6]), ("phase", ["par.1"], [1, 1, 1, 1, 1, 1, 0])]
+    outputs = [("out", "ser.0", 3), ("out_phase", "ser.1", 3), ("drop_v", "dv.0"), ("drop_m", "dm.0")]
+    return actors, edges, inputs, outputs, ["par.1", "ser.1", "ser.2"]
+
+
 def write(name, actors, edges, inputs, outputs, activity_defined=()):
     fab = configured_fabric(f"{name}-fabric", actors)
     (HERE / f"{name}.fabric.json").write_text(dump(load_document(fab)))
@@ -40,3 +67,5 @@ def write(name, actors, edges, inputs, outputs, activity_defined=()):
 
 if __name__ == "__main__":
     write("sum-loop", *sum_loop())
+    write("branch", *branch())
+    write("vector-pipeline", *vector_pipeline())

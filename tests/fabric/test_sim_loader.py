@@ -257,3 +257,13 @@ def test_cli_rejects_unwritable_output_paths_before_running(tmp_path, cli):
         assert r.returncode == 1 and "does not exist" in r.stderr and r.stdout == ""
         r = cli(g, "--fabric", f, "--cycles", "10", opt, "")
         assert r.returncode == 1 and "empty" in r.stderr
+
+
+@pytest.mark.parametrize("name, cycles, output, tokens", [
+    ("sum-loop", 11, "sum", [31]), ("branch", 13, "y", [4, 6, 8, 25]),
+    ("vector-pipeline", 27, "out", [2, 4, 6, 8, 10, 12, 0]), ("mac", 6, "y", [105, 212, 321, 432])])
+def test_shipped_examples_run_as_documented(tmp_path, cli, name, cycles, output, tokens):
+    r = cli(str(EXAMPLES / f"{name}.graph.json"), "--fabric", str(EXAMPLES / f"{name}.fabric.json"), "--cycles", "1000")
+    assert r.returncode == 0, r.stderr
+    assert f"status: complete, {cycles} cycle(s)" in r.stdout
+    assert f"output {output}: {len(tokens)} token(s): [{', '.join(map(str, tokens))}]" in r.stdout
