@@ -13,6 +13,7 @@ import json
 import numpy as np
 import pyarrow as pa
 
+from isa import jsontext
 from isa.datatypes import BY_NAME
 from isa.fields import GPR_COUNT, NUM_PES
 
@@ -112,11 +113,9 @@ def _meta(path, table: pa.Table) -> dict:
     if raw is None:
         raise StateFileError(f"{path}: schema metadata has no {META_KEY.decode()!r} key")
     try:
-        meta = json.loads(raw)
-    except ValueError as exc:
+        meta = jsontext.loads(raw)
+    except jsontext.JsonTextError as exc:
         raise StateFileError(f"{path}: metadata {META_KEY.decode()!r} is not JSON ({exc})") from None
-    except RecursionError:
-        raise StateFileError(f"{path}: metadata {META_KEY.decode()!r} nests too deeply") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise StateFileError(f"{path}: metadata format is not {FORMAT!r}")
     if meta.get("version") != VERSION:

@@ -70,3 +70,13 @@ def quote(text: str, limit: int = 80) -> str:
     if len(r) <= limit:
         return r
     return f"{r[: limit - 1]}...' ({len(text)} characters)"
+
+
+def shown(text, limit: int = 80) -> str:
+    """A file name or token for a message: as it is when it is printable, has no surrounding
+    space and fits in `limit` characters (so `examples/x.s:3:1:` stays editor-clickable),
+    else `quote(text)`."""
+    text = str(text)
+    if len(text) <= limit and text.isprintable() and text == text.strip() and text:
+        return text
+    return quote(text, limit)
