@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from isa import jsontext
+from isa.atomicio import atomic_path
 from isa.datatypes import BY_NAME
 from isa.fields import GPR_COUNT, NUM_PES
 
@@ -88,8 +89,9 @@ def state_table(machine) -> pa.Table:
 
 
 def save_state(machine, path) -> None:
+    """Write `machine` to `path` atomically: a failed write leaves an existing file as it was."""
     table = state_table(machine)
-    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+    with atomic_path(path) as tmp, pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
 
 

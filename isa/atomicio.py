@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
-import tempfile
+import secrets
 from typing import Iterator
 
 
@@ -35,13 +35,26 @@ def check_output_path(path) -> pathlib.Path:
     return p
 
 
+def _create_temporary(dest: pathlib.Path) -> str:
+    """An empty new file beside `dest`, created with mode 0o666 less the umask (as open() would
+    create `dest`; tempfile.mkstemp's 0o600 would make every output private)."""
+    folder = dest.parent if str(dest.parent) else pathlib.Path(".")
+    for _ in range(100):
+        tmp = folder / f".{dest.name}.{secrets.token_hex(4)}.tmp"
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        return str(tmp)
+    raise FileExistsError(f"no free temporary name beside {quote(str(dest))}")
+
+
 @contextlib.contextmanager
 def atomic_path(path) -> Iterator[str]:
     """Yield a temporary path beside `path`; on normal exit rename it onto `path`, on any
     exception (including KeyboardInterrupt) delete it and leave `path` untouched."""
     dest = check_output_path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent if str(dest.parent) else ".")
-    os.close(fd)
+    tmp = _create_temporary(dest)
     try:
         yield tmp
         os.replace(tmp, dest)

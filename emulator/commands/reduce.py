@@ -7,6 +7,8 @@ import sys
 import numpy as np
 
 from emulator.cli import CommandError
+from emulator.commands import cannot_write, output_path
+from isa.atomicio import OutputPathError
 from fabric.vcg.arrow_io import FlitFileError, output_table, read_flits, write_table
 from fabric.vcg.errors import MappingError, VcgError
 from fabric.vcg.reduce import BACKENDS, OPS, check_op, plan_reduce, reduce_flits
@@ -18,7 +20,7 @@ def add_arguments(parser):
     parser.add_argument("input", metavar="IN.arrow", help="input flits (Arrow IPC file)")
     parser.add_argument("--mapping", required=True, metavar="M.json", help="mapping file")
     parser.add_argument("--op", required=True, choices=sorted(OPS), help="reduce op")
-    parser.add_argument("--out", required=True, metavar="OUT.arrow", help="output file")
+    parser.add_argument("--out", required=True, type=output_path, metavar="OUT.arrow", help="output file")
     parser.add_argument("--backend", choices=BACKENDS, default="numba",
                         help="numba (CPU, default), numpy, cuda (Numba-CUDA), cupy; all give the same bits")
     parser.add_argument("--dtype", help="reinterpret same-width raw flit bits, e.g. float16 for uint16")
@@ -64,8 +66,8 @@ def run(args) -> int:
     meta = {"mapping": spec.to_dict(), "op": args.op, "dtype": str(x8.dtype)}
     try:
         write_table(args.out, output_table(out, out_valid, meta))
-    except OSError as exc:
-        raise CommandError(f"{args.out}: cannot write: {exc}") from None
+    except (OSError, OutputPathError) as exc:
+        raise CommandError(cannot_write(args.out, exc)) from None
     print(f"{args.op} over {spec.reduce}: {s} slices x {t} steps of {x8.dtype} -> "
           f"{s} x {plan.out_steps} output flits ({spec.narrow}, {args.backend}) -> {args.out}")
     return 0

@@ -11,12 +11,14 @@ import sys
 from dataclasses import replace
 
 from emulator.cli import CommandError
+from emulator.commands import cannot_write, output_path
+from isa.atomicio import OutputPathError, shown
 
 
 def add_arguments(parser):
     parser.add_argument("stream", help=".tbs binary block stream (or a .regions.json calculus program)")
     parser.add_argument("--init", help="initial state (.arrow); default: an empty machine")
-    parser.add_argument("--out", help="write the final state here (.arrow)")
+    parser.add_argument("--out", type=output_path, help="write the final state here (.arrow)")
     parser.add_argument("--profile", default=None, help="numeric profile (default: the init file's, else ieee)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
 
@@ -42,8 +44,8 @@ def write_state(m, path):
     from emulator.stateio import save_state
     try:
         save_state(m, path)
-    except OSError as exc:
-        raise CommandError(f"{path}: cannot write: {exc}") from None
+    except (OSError, OutputPathError) as exc:
+        raise CommandError(cannot_write(path, exc)) from None
 
 
 def run(args) -> int:
@@ -54,7 +56,7 @@ def run(args) -> int:
         with open(args.stream, "rb") as f:
             data = f.read()
     except OSError as exc:
-        raise CommandError(f"{args.stream}: cannot read: {exc}") from None
+        raise CommandError(f"{shown(args.stream)}: cannot read: {exc.strerror or exc}") from None
     m = initial_machine(args)
     result = m.run(data)
     if args.out:

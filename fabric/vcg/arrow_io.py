@@ -17,6 +17,8 @@ import json
 import numpy as np
 import pyarrow as pa
 
+from isa.atomicio import atomic_path
+
 from .reduce import SUPPORTED_DTYPES
 
 META_KEY = b"tile-emu.vcg"
@@ -136,7 +138,8 @@ def _with_meta(table: pa.Table, meta: dict | None) -> pa.Table:
 
 
 def write_table(path, table: pa.Table) -> None:
-    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
+    """Write `table` as an Arrow IPC file, atomically (isa.atomicio)."""
+    with atomic_path(path) as tmp, pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
         w.write_table(table)
 
 
