@@ -87,3 +87,37 @@ def test_huge_unknown_keys_and_axis_names_in_a_mapping_file(tmp_path, capsys):
 def test_a_file_name_with_control_bytes_is_escaped(tmp_path, capsys):
     err = _short_error(capsys, main(["vcg", "--mapping", str(tmp_path / "a\x1b[2Jb.json")]))
     assert "\x1b" not in err and "\\x1b" in err
+
+
+# ----------------------------------------------------------------------------- flit files
+
+def _flit_file(path, names, swap=None):
+    import numpy as np
+    import pyarrow as pa
+    from fabric.vcg.arrow_io import input_table
+    t = input_table(np.zeros((4, 8), np.int32), np.full(4, 8, np.uint8))
+    cols = [t.column("flit"), t.column("valid_size"), t.column("valid_size")][:len(names)]
+    t = pa.Table.from_arrays(cols, names=names)
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, t.schema) as w:
+        w.write_table(t)
+    if swap:
+        path.write_bytes(path.read_bytes().replace(*swap))
+    return path
+
+
+@pytest.mark.parametrize("names,swap,words", [
+    (["flit", "QQQQQQQQ"], (b"QQQQQQQQ", b"QQQ\xffQQQQ"), "a column name is not UTF-8 text"),
+    (["flit", "valid_size", "valid_size"], None, "column 'valid_size' appears more than once"),
+    (["flit", "valid_sise"], None, "unknown column(s) 'valid_sise'"),
+])
+def test_malformed_flit_file_columns_are_one_line(tmp_path, capsys, names, swap, words):
+    from fabric.vcg.arrow_io import FlitFileError, read_flits
+    path = _flit_file(tmp_path / "f.arrow", names, swap)
+    with pytest.raises(FlitFileError) as e:
+        read_flits(path)
+    assert words in str(e.value)
+    m = tmp_path / "m.json"
+    m.write_text('{"axes": "R = 8", "time": "R # 32 / 8", "packet": "R # 32 % 8", "reduce": "R"}')
+    rc = main(["reduce", str(path), "--mapping", str(m), "--op", "Max", "--out", str(tmp_path / "o.arrow")])
+    err = capsys.readouterr().err
+    assert rc == 1 and words in err and "Traceback" not in err
