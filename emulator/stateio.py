@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from isa import jsontext
-from isa.atomicio import atomic_path, quote, shown
+from isa.atomicio import atomic_path, quote, shown, why
 from isa.datatypes import BY_NAME
 from isa.fields import GPR_COUNT, NUM_PES
 
@@ -103,12 +103,12 @@ def _read_table(path) -> pa.Table:
     except FileNotFoundError:
         raise StateFileError(f"{shown(path)}: no such file") from None
     except (pa.ArrowException, OSError, ValueError) as exc:
-        raise StateFileError(f"{shown(path)}: not an Arrow IPC file ({exc})") from None
+        raise StateFileError(f"{shown(path)}: not an Arrow IPC file ({why(exc)})") from None
     _column_names(path, table)    # before validate(), which decodes the names too
     try:   # IPC reads trust buffer offsets; a corrupt offset would abort the process later
         table.validate(full=True)
     except pa.ArrowException as exc:
-        raise StateFileError(f"{shown(path)}: corrupt Arrow data ({exc})") from None
+        raise StateFileError(f"{shown(path)}: corrupt Arrow data ({why(exc)})") from None
     return table
 
 

@@ -93,3 +93,12 @@ def shown(text, limit: int = 80) -> str:
     if len(text) <= limit and text.isprintable() and text == text.strip() and text:
         return text
     return quote(text, limit)
+
+
+def why(exc: BaseException, limit: int = 160) -> str:
+    """The reason an exception gives, for a message: the OS's words when it carries an errno
+    (pyarrow's and Python's texts repeat the whole file name), else its text via `shown`."""
+    errno = getattr(exc, "errno", None)
+    if isinstance(errno, int) and errno > 0:
+        return os.strerror(errno)
+    return shown(str(exc), limit)

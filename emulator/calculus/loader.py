@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from isa import jsontext
-from isa.atomicio import quote, shown
+from isa.atomicio import quote, shown, why
 
 from .errors import RegionError
 from .expr import (Call, Const, EvalError, Expr, ExprSyntaxError, Load, Var, parse_expr, parse_stmt,
@@ -515,7 +515,7 @@ def load_file(path) -> Program:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except OSError as exc:
-        raise RegionError("$", f"cannot read {shown(path)}: {exc.strerror or exc}") from None
+        raise RegionError("$", f"cannot read {shown(path)}: {why(exc)}") from None
     except UnicodeDecodeError as exc:
         raise RegionError("$", f"cannot read {shown(path)}: not UTF-8 text (byte {exc.start})") from None
     return loads(text)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from isa.atomicio import shown
+from isa.atomicio import quote, shown, why
 
 
 def count(text: str) -> int:
@@ -11,7 +11,7 @@ def count(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        raise argparse.ArgumentTypeError(f"{quote(text)} is not an integer") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"{value} is negative")
     return value
@@ -27,4 +27,4 @@ def output_path(text: str) -> str:
 
 def cannot_write(path, exc) -> str:
     """One line for a failed write: the path (escaped when it needs it) and why."""
-    return f"{shown(path)}: cannot write: {getattr(exc, 'strerror', None) or exc}"
+    return f"{shown(path)}: cannot write: {why(exc)}"

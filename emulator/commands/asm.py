@@ -5,7 +5,7 @@ import sys
 
 from emulator.cli import CommandError
 from emulator.commands import cannot_write, output_path
-from isa.atomicio import OutputPathError, atomic_open, shown
+from isa.atomicio import OutputPathError, atomic_open, shown, why
 from isa import encoding
 from isa.assembly import parse
 from isa.errors import AsmError, IllegalBlockException
@@ -26,7 +26,7 @@ def _read_text(path: str) -> tuple[str, str]:
         with open(path, encoding="utf-8") as f:
             return f.read(), shown(path)
     except OSError as exc:
-        raise CommandError(f"{shown(path)}: cannot read: {exc.strerror or exc}") from None
+        raise CommandError(f"{shown(path)}: cannot read: {why(exc)}") from None
     except UnicodeDecodeError as exc:
         raise CommandError(f"{shown(path)}: cannot read: not UTF-8 text (byte {exc.start})") from None
 

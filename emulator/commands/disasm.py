@@ -5,7 +5,7 @@ import sys
 
 from emulator.cli import CommandError
 from emulator.commands import cannot_write, output_path
-from isa.atomicio import OutputPathError, atomic_open, shown
+from isa.atomicio import OutputPathError, atomic_open, shown, why
 from isa.assembly import disassemble
 from isa.errors import DecodeError
 
@@ -24,7 +24,7 @@ def run(args) -> int:
             with open(args.input, "rb") as f:
                 data = f.read()
     except OSError as exc:
-        raise CommandError(f"{name}: cannot read: {exc.strerror or exc}") from None
+        raise CommandError(f"{name}: cannot read: {why(exc)}") from None
     try:
         text = disassemble(data)
     except DecodeError as exc:

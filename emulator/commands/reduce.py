@@ -8,7 +8,7 @@ import numpy as np
 
 from emulator.cli import CommandError
 from emulator.commands import cannot_write, output_path
-from isa.atomicio import OutputPathError
+from isa.atomicio import OutputPathError, shown
 from fabric.vcg.arrow_io import FlitFileError, output_table, read_flits, write_table
 from fabric.vcg.errors import MappingError, VcgError
 from fabric.vcg.reduce import BACKENDS, OPS, check_op, plan_reduce, reduce_flits
@@ -32,21 +32,21 @@ def run(args) -> int:
         cfg = spec.compile()
     except MappingError as exc:
         print(exc.caret(), file=sys.stderr)
-        raise CommandError(f"{args.mapping}: {exc}") from None
+        raise CommandError(f"{shown(args.mapping)}: {exc}") from None
     except (VcgError, SpecError) as exc:
-        raise CommandError(f"{args.mapping}: {exc}") from None
+        raise CommandError(f"{shown(args.mapping)}: {exc}") from None
     m = spec.mapping
     try:
         x8, tagged = read_flits(args.input, args.dtype)
     except FlitFileError as exc:
-        raise CommandError(f"{args.input}: {exc}") from None
+        raise CommandError(f"{shown(args.input)}: {exc}") from None
     try:
         check_op(args.op, x8.dtype)
     except (TypeError, ValueError) as exc:
         raise CommandError(str(exc)) from None
     s, t = m.num_slices, m.num_steps
     if x8.shape[0] != s * t:
-        raise CommandError(f"{args.input}: {x8.shape[0]} flits, but the mapping has "
+        raise CommandError(f"{shown(args.input)}: {x8.shape[0]} flits, but the mapping has "
                            f"{s} slices x {t} time steps = {s * t}")
     try:
         vs = valid_size_matrix(cfg, s, t).reshape(-1)
@@ -54,7 +54,7 @@ def run(args) -> int:
         raise CommandError(str(exc)) from None
     if tagged is not None and not np.array_equal(tagged, vs):
         row = int(np.flatnonzero(tagged != vs)[0])
-        raise CommandError(f"{args.input}: valid_size {int(tagged[row])} at row {row} (slice {row // t}, "
+        raise CommandError(f"{shown(args.input)}: valid_size {int(tagged[row])} at row {row} (slice {row // t}, "
                            f"t = {row % t}) disagrees with the VCG's {int(vs[row])}")
     plan = plan_reduce(m, spec.reduce, spec.narrow)
     try:

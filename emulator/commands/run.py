@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from emulator.cli import CommandError
 from emulator.commands import cannot_write, output_path
-from isa.atomicio import OutputPathError, shown
+from isa.atomicio import OutputPathError, quote, shown, why
 
 
 def add_arguments(parser):
@@ -29,7 +29,7 @@ def initial_machine(args):
     from kernels.numeric.profiles import PROFILES
 
     if args.profile is not None and args.profile not in PROFILES:
-        raise CommandError(f"unknown profile {args.profile!r}; known: {', '.join(sorted(PROFILES))}", 2)
+        raise CommandError(f"unknown profile {quote(args.profile)}; known: {', '.join(sorted(PROFILES))}", 2)
     try:
         m = Machine.load(args.init) if args.init else Machine()
     except StateFileError as exc:
@@ -56,7 +56,7 @@ def run(args) -> int:
         with open(args.stream, "rb") as f:
             data = f.read()
     except OSError as exc:
-        raise CommandError(f"{shown(args.stream)}: cannot read: {exc.strerror or exc}") from None
+        raise CommandError(f"{shown(args.stream)}: cannot read: {why(exc)}") from None
     m = initial_machine(args)
     result = m.run(data)
     if args.out:
@@ -65,9 +65,9 @@ def run(args) -> int:
     if err is not None:
         where = err.where
         cause = err.cause if hasattr(err.cause, "field") else f"{err.reason}: {getattr(err.cause, 'reason', err.cause)}"
-        print(f"tile-emu run: {args.stream}: {where}: {cause}", file=sys.stderr)
+        print(f"tile-emu run: {shown(args.stream)}: {where}: {cause}", file=sys.stderr)
         if args.out:
-            print(f"tile-emu run: state after {result.executed} committed block(s) written to {args.out}",
+            print(f"tile-emu run: state after {result.executed} committed block(s) written to {shown(args.out)}",
                   file=sys.stderr)
         return 1
     if not args.quiet:

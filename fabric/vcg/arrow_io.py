@@ -17,7 +17,7 @@ import json
 import numpy as np
 import pyarrow as pa
 
-from isa.atomicio import atomic_path, quote, shown
+from isa.atomicio import atomic_path, quote, shown, why
 
 from .reduce import SUPPORTED_DTYPES
 
@@ -74,7 +74,7 @@ def read_table(path) -> pa.Table:
     try:
         source = pa.memory_map(str(path), "r")
     except (OSError, FileNotFoundError) as e:
-        raise FlitFileError(f"cannot open {shown(path)}: {e.strerror or e}") from None
+        raise FlitFileError(f"cannot open {shown(path)}: {why(e)}") from None
     try:
         try:
             reader = pa.ipc.open_file(source)
@@ -87,7 +87,7 @@ def read_table(path) -> pa.Table:
         table.validate(full=True)
         return table
     except (pa.ArrowException, OSError) as e:
-        raise FlitFileError(f"{shown(path)} is not a valid Arrow IPC file or stream: {e}") from None
+        raise FlitFileError(f"{shown(path)} is not a valid Arrow IPC file or stream: {why(e)}") from None
     except ValueError as e:          # from column_names
         raise FlitFileError(f"{shown(path)}: {e}") from None
 

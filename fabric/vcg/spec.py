@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from isa.atomicio import quote, shown
+from isa.atomicio import quote, shown, why
 from isa.jsontext import JsonTextError, loads
 
 from .config import AUTO, VcgConfig, compile_vcg, real_lanes
@@ -87,7 +87,7 @@ def load_spec(path) -> Spec:
         with open(path, "rb") as f:
             obj = loads(f.read())
     except OSError as e:
-        raise SpecError(f"cannot read {shown(path)}: {e.strerror or e}") from None
+        raise SpecError(f"cannot read {shown(path)}: {why(e)}") from None
     except JsonTextError as e:
         raise SpecError(f"{shown(path)} is not valid JSON: {e}") from None
     return spec_from_dict(obj)
