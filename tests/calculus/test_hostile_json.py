@@ -48,3 +48,11 @@ def test_control_bytes_in_a_key_are_escaped():
     with pytest.raises(RegionError) as e:
         loads('{"body": {"seq": []}, "a\\u001b[2Jb": 1}')
     assert "\x1b" not in str(e.value) and "\\x1b" in str(e.value)
+
+
+@pytest.mark.parametrize("stmt,words", [
+    ("u = " + "9" * 5000, "integer literal of 5000 characters (the limit is 4300)"),
+    ("u = 1 " + "y" * 60_000, "(60000 characters)"),
+])
+def test_hostile_expression_text_is_one_short_line(tmp_path, capsys, stmt, words):
+    assert words in _run(tmp_path, capsys, '{"body": {"op": "%s"}}' % stmt)
