@@ -117,10 +117,15 @@ class Machine:
     def __init__(self, config: MachineConfig | None = None):
         self.config = config or MachineConfig()
         self._pes = [PEState() for _ in range(NUM_PES)]
+        # Optional fabric model of each PE's engines (emulator.timing.PEEngines): when set, every
+        # block is admitted through its Supports check right after stateless legality.
+        self.engines = None
 
     # ------------------------------------------------------------ blocks and streams
     def execute(self, block: Block) -> BlockResult:
         rb = resolve(block)
+        if self.engines is not None:
+            self.engines.admit(rb)
         mn = rb.instr.mnemonic
         if rb.PE_MASK == 0:                     # strict no-op: after stateless legality only
             return BlockResult(mn, (), rb.dest.tile, {})
@@ -279,6 +284,7 @@ class Machine:
     def copy(self) -> "Machine":
         m = Machine(self.config)
         m._pes = [PEState(dict(pe.tiles), pe.gprs.copy(), pe.status) for pe in self._pes]
+        m.engines = self.engines
         return m
 
     def __deepcopy__(self, memo):

@@ -41,6 +41,9 @@ REASONS: dict[str, str] = {
     "DESCRIPTOR_INVALID": "the TIMG2COL feature-map descriptor is invalid",
     "INVALID_ENCODING": "a source element's encoding is invalid for the operation/profile",
     "UNSUPPORTED_IN_BUILD": "the numeric layer of this build does not implement this operation/type",
+    # capability admission (a fabric model of the PE's engines is given: docs/timing.md)
+    "ENGINE_CAPABILITY": "the engine resource of the fabric model does not support the block "
+                         "(its op_list lacks the instruction or its hw_params the DataType)",
 }
 
 
