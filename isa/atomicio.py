@@ -6,6 +6,10 @@ destination only once the writer has finished without error, so a failed or inte
 final name and never damages an existing one.  `os.replace` is atomic within one file system,
 which the same-folder temporary guarantees.
 
+Messages that name user text go through `quote` (escaped, cut to about 80 characters),
+`shown` (a file name as it is when harmless, else quoted) and `why` (an exception's reason
+without the file name pyarrow and the OS repeat in it).
+
 It lives in `isa`, the bottom package, only because every layer above writes files.
 """
 from __future__ import annotations

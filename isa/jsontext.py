@@ -26,7 +26,11 @@ def _parse_int(text: str) -> int:
     digits = len(text.lstrip("-"))
     if digits > MAX_INT_DIGITS:
         raise JsonTextError(f"integer {text[:24]}... has {digits} digits (the limit is {MAX_INT_DIGITS})")
-    return int(text)
+    try:
+        return int(text)
+    except ValueError:   # PYTHONINTMAXSTRDIGITS set below the default
+        raise JsonTextError(f"integer {text[:24]}... has {digits} digits (more than this Python "
+                            f"converts: PYTHONINTMAXSTRDIGITS)") from None
 
 
 def loads(text, **kwargs):
