@@ -90,9 +90,10 @@ def state_table(machine) -> pa.Table:
 
 
 def save_state(machine, path) -> None:
-    """Write `machine` to `path` atomically: a failed write leaves an existing file as it was."""
+    """Write `machine` to `path` atomically: a failed write leaves an existing file as it was.
+    An Arrow IPC file needs a regular file: a device path (/dev/null) is an OutputPathError."""
     table = state_table(machine)
-    with atomic_path(path) as tmp, pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+    with atomic_path(path, devices=False) as tmp, pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
 
 

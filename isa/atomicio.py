@@ -18,6 +18,7 @@ import contextlib
 import os
 import pathlib
 import secrets
+import stat
 from typing import Iterator
 
 
@@ -54,10 +55,20 @@ def _create_temporary(dest: pathlib.Path) -> str:
 
 
 @contextlib.contextmanager
-def atomic_path(path) -> Iterator[str]:
+def atomic_path(path, devices: bool = True) -> Iterator[str]:
     """Yield a temporary path beside `path`; on normal exit rename it onto `path`, on any
-    exception (including KeyboardInterrupt) delete it and leave `path` untouched."""
+    exception (including KeyboardInterrupt) delete it and leave `path` untouched.
+
+    An existing device or FIFO (/dev/stdout, /dev/null) has nothing to rename over (renaming
+    would replace the device node itself): it is yielded to be written in place, or refused
+    with OutputPathError when `devices` is false (formats that need a seekable file)."""
     dest = check_output_path(path)
+    if dest.exists() and not dest.is_file():
+        if not devices:
+            raise OutputPathError(f"output path {quote(str(dest))} is not a regular file")
+        yield str(dest)
+        return
+    dest = pathlib.Path(os.path.realpath(dest))   # a symlink keeps pointing at the new file
     tmp = _create_temporary(dest)
     try:
         yield tmp
@@ -77,7 +88,8 @@ def atomic_open(path, mode: str = "wb", **kwargs):
         with open(tmp, mode.replace("x", "w"), **kwargs) as f:
             yield f
             f.flush()
-            os.fsync(f.fileno())
+            if stat.S_ISREG(os.fstat(f.fileno()).st_mode):   # devices (/dev/null) refuse fsync
+                os.fsync(f.fileno())
 
 
 def quote(text: str, limit: int = 80) -> str:

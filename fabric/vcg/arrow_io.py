@@ -170,8 +170,9 @@ def _with_meta(table: pa.Table, meta: dict | None) -> pa.Table:
 
 
 def write_table(path, table: pa.Table) -> None:
-    """Write `table` as an Arrow IPC file, atomically (isa.atomicio)."""
-    with atomic_path(path) as tmp, pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
+    """Write `table` as an Arrow IPC file, atomically (isa.atomicio); an IPC file's footer
+    needs a regular file, so a device path is an OutputPathError."""
+    with atomic_path(path, devices=False) as tmp, pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
         w.write_table(table)
 
 
