@@ -37,7 +37,7 @@ def initial_machine(args):
     if args.profile is not None and args.profile not in PROFILES:
         raise CommandError(f"unknown profile {quote(args.profile)}; known: {', '.join(sorted(PROFILES))}", 2)
     try:
-        m = Machine.load(args.init) if args.init else Machine()
+        m = Machine.load(args.init) if args.init is not None else Machine()   # --init "" is an error, not "empty"
     except StateFileError as exc:
         raise CommandError(str(exc)) from None
     if args.profile is not None:

@@ -151,3 +151,8 @@ def test_an_arrow_output_onto_a_device_is_one_line(tbs, capsys, argv):
     err = capsys.readouterr().err
     assert "/dev/null' is not a regular file" in err and "Traceback" not in err
     assert os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
+
+
+def test_an_empty_init_path_is_an_error_not_an_empty_machine(tbs, capsys):
+    assert main(["run", str(tbs), "--init", "", "-q"]) == 1
+    assert "'': no such file" in capsys.readouterr().err
