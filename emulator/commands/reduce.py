@@ -33,13 +33,15 @@ def run(args) -> int:
     except MappingError as exc:
         print(exc.caret(), file=sys.stderr)
         raise CommandError(f"{shown(args.mapping)}: {exc}") from None
-    except (VcgError, SpecError) as exc:
+    except SpecError as exc:              # names the file already
+        raise CommandError(str(exc)) from None
+    except VcgError as exc:
         raise CommandError(f"{shown(args.mapping)}: {exc}") from None
     m = spec.mapping
     try:
         x8, tagged = read_flits(args.input, args.dtype)
-    except FlitFileError as exc:
-        raise CommandError(f"{shown(args.input)}: {exc}") from None
+    except FlitFileError as exc:          # names the file already
+        raise CommandError(str(exc)) from None
     try:
         check_op(args.op, x8.dtype)
     except (TypeError, ValueError) as exc:

@@ -11,6 +11,7 @@ import sys
 
 from emulator.cli import CommandError
 from emulator.commands import cannot_write, output_path
+from isa.atomicio import shown
 from fabric.vcg.config import AUTO
 from fabric.vcg.errors import MappingError, VcgError
 from fabric.vcg.heatmap import render_text, write_png
@@ -55,13 +56,16 @@ def _spec(args):
 
 
 def run(args) -> int:
+    where = f"{shown(args.mapping)}: " if args.mapping else ""   # SpecErrors name the file already
     try:
         spec = _spec(args)
         cfg = spec.compile()
     except MappingError as exc:
         print(exc.caret(), file=sys.stderr)
-        raise CommandError(str(exc)) from None
-    except (VcgError, SpecError) as exc:
+        raise CommandError(f"{where}{exc}") from None
+    except VcgError as exc:
+        raise CommandError(f"{where}{exc}") from None
+    except SpecError as exc:
         raise CommandError(str(exc)) from None
     m = spec.mapping
     try:

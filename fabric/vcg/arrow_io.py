@@ -115,16 +115,24 @@ def column_names(table: pa.Table) -> list[str]:
 
 
 def read_flits(path, dtype=None) -> tuple[np.ndarray, np.ndarray | None]:
-    """(x8 [N, 8] view, valid_size [N] uint8 view or None) from an input flit file."""
+    """(x8 [N, 8] view, valid_size [N] uint8 view or None) from an input flit file; every
+    FlitFileError names the file."""
     table = read_table(path)
+    try:
+        return _flits(table, dtype)
+    except FlitFileError as e:
+        raise FlitFileError(f"{shown(path)}: {e}") from None
+
+
+def _flits(table: pa.Table, dtype) -> tuple[np.ndarray, np.ndarray | None]:
     names = table.schema.names       # read_table checked them
     if "flit" not in names:
-        raise FlitFileError(f"{shown(path)} has no 'flit' column (columns: {shown(', '.join(names)) or 'none'})")
+        raise FlitFileError(f"no 'flit' column (columns: {shown(', '.join(names)) or 'none'})")
     # An unknown column is refused, not ignored: a misspelt `valid_sise` would otherwise turn
     # a tagged file into an untagged one without a word.
     unknown = [n for n in names if n not in INPUT_COLUMNS]
     if unknown:
-        raise FlitFileError(f"{shown(path)}: unknown column(s) {quote(', '.join(unknown))}; an input "
+        raise FlitFileError(f"unknown column(s) {quote(', '.join(unknown))}; an input "
                             f"flit file has only {' and '.join(INPUT_COLUMNS)}")
     x8 = flit_view(table.column("flit"), 8, dtype)
     valid = None

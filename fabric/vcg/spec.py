@@ -83,6 +83,8 @@ def spec_from_dict(obj) -> Spec:
 
 
 def load_spec(path) -> Spec:
+    """The Spec of a mapping file; every SpecError names the file (MappingError and VcgError
+    point into the mapping text instead)."""
     try:
         with open(path, "rb") as f:
             obj = loads(f.read())
@@ -90,7 +92,10 @@ def load_spec(path) -> Spec:
         raise SpecError(f"cannot read {shown(path)}: {why(e)}") from None
     except JsonTextError as e:
         raise SpecError(f"{shown(path)} is not valid JSON: {e}") from None
-    return spec_from_dict(obj)
+    try:
+        return spec_from_dict(obj)
+    except SpecError as e:
+        raise SpecError(f"{shown(path)}: {e}") from None
 
 
 __all__ = ["Spec", "SpecError", "MappingError", "load_spec", "spec_from_dict", "default_narrow"]
