@@ -53,8 +53,10 @@ class BlockResult:
 
 
 class StreamError(Exception):
-    """A stream stopped at block `index` (byte `offset`; None for a Block sequence) by `cause`
-    (IllegalBlockException or isa.DecodeError).  State is that of the last committed block."""
+    """A stream stopped at block `index` by `cause` (IllegalBlockException or isa.DecodeError).
+    `offset` is the byte offset of that block's BSTART (None for a Block sequence; for a header
+    fault, the header field's); a decode fault's own word offset stays in `cause.offset`, and
+    `detail` names it.  State is that of the last committed block."""
 
     def __init__(self, index: int, offset: int | None, cause: Exception, whole_stream: bool = False):
         self.index = index
@@ -73,6 +75,14 @@ class StreamError(Exception):
     def reason(self) -> str:
         """The IllegalBlockException reason code, or DECODE_ERROR for a malformed stream."""
         return self.cause.reason if isinstance(self.cause, IllegalBlockException) else "DECODE_ERROR"
+
+    @property
+    def detail(self) -> str:
+        """The cause as one line to follow `where`: 'SOURCE_MISSING at B.IOT[1]: ...', or
+        'DECODE_ERROR at byte offset 72: ...' naming the offending word (or header field)."""
+        if isinstance(self.cause, DecodeError):
+            return f"DECODE_ERROR at byte offset {self.cause.offset}: {self.cause.reason}"
+        return str(self.cause)
 
 
 @dataclass
@@ -166,7 +176,8 @@ class Machine:
                     return RunResult(results, StreamError(index, offset, exc))
                 index += 1
         except DecodeError as exc:
-            return RunResult(results, StreamError(index, exc.offset, exc))
+            block = exc.offset if exc.block_offset is None else exc.block_offset
+            return RunResult(results, StreamError(index, block, exc))
         return RunResult(results)
 
     # ------------------------------------------------------------ GPRs and status

@@ -21,7 +21,9 @@ def add_arguments(parser):
     parser.add_argument("stream", help=".tbs binary block stream (or a .regions.json calculus program)")
     parser.add_argument("--init", help="initial state (.arrow); default: an empty machine")
     parser.add_argument("--out", type=output_path, help="write the final state here (.arrow)")
-    parser.add_argument("--profile", default=None, help="numeric profile (default: the init file's, else ieee)")
+    from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES
+    parser.add_argument("--profile", default=None, choices=sorted(PROFILES),
+                        help=f"numeric profile (default: the init file's, else {DEFAULT_PROFILE})")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     parser.add_argument("--timing", action="store_true", help="print per-block issue/complete cycles, "
                         "engine utilisation and total cycles (docs/timing.md)")
@@ -92,7 +94,7 @@ def run(args) -> int:
     err = result.error
     if err is not None:
         where = err.where
-        cause = err.cause if hasattr(err.cause, "field") else f"{err.reason}: {getattr(err.cause, 'reason', err.cause)}"
+        cause = err.detail
         print(f"tile-emu run: {shown(args.stream)}: {where}: {cause}", file=sys.stderr)
         if args.out:
             print(f"tile-emu run: state after {result.executed} committed block(s) written to {shown(args.out)}",
