@@ -36,7 +36,20 @@ def test_a_hostile_file_name_is_escaped_and_cut(capsys, command, bad):
     assert max(len(line) for line in err.splitlines()) < 400, err[:400]
 
 
-def test_an_unknown_profile_is_quoted(capsys):
-    assert main(["run", str(EX / "saxpy.s"), "--profile", "p\x1b" * 50_000]) == 2
+@pytest.mark.parametrize("argv", [
+    ["run", str(EX / "saxpy.s"), "--profile", "p\x1b" * 50_000],        # argparse: invalid choice
+    ["run", str(EX / "saxpy.s"), "extra", "a\x1b[2J" * 20_000],          # argparse: unrecognized
+    ["show", "s.arrow", "--max", "9\x1b" * 50_000],                      # a count argument
+])
+def test_argparse_errors_are_bounded_and_escaped(capsys, argv):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
     err = capsys.readouterr().err
-    assert "\x1b" not in err and len(err) < 400
+    assert e.value.code == 2 and "\x1b" not in err.replace("\\x1b", "")
+    assert max(len(line) for line in err.splitlines()) < 400, err[:400]
+
+
+def test_an_unknown_command_is_quoted(capsys):
+    assert main(["x\x1b" * 50_000]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err.replace("\\x1b", "") and len(err) < 400
