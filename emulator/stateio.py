@@ -93,7 +93,8 @@ def save_state(machine, path) -> None:
     """Write `machine` to `path` atomically: a failed write leaves an existing file as it was.
     An Arrow IPC file needs a regular file: a device path (/dev/null) is an OutputPathError."""
     table = state_table(machine)
-    with atomic_path(path, devices=False) as tmp, pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+    with atomic_path(path, devices=False) as tmp, pa.OSFile(tmp, "wb") as sink, \
+            pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
 
 
@@ -124,7 +125,8 @@ def _meta(path, table: pa.Table) -> dict:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise StateFileError(f"{shown(path)}: metadata format is not {FORMAT!r}")
     if meta.get("version") != VERSION:
-        raise StateFileError(f"{shown(path)}: state format version {shown(repr(meta.get('version')))} (this build reads {VERSION})")
+        raise StateFileError(f"{shown(path)}: state format version {shown(repr(meta.get('version')))} "
+                             f"(this build reads {VERSION})")
     pes = meta.get("pes")
     if not isinstance(pes, list) or len(pes) != NUM_PES:
         raise StateFileError(f"{shown(path)}: metadata 'pes' must list {NUM_PES} PEs")
@@ -138,7 +140,8 @@ def _meta(path, table: pa.Table) -> dict:
             except ValueError:
                 v = None
             if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < 1 << 64:
-                raise StateFileError(f"{shown(path)}: metadata pes[{p}].gprs[{i}] = {shown(repr(g))} is not a 64-bit value")
+                raise StateFileError(f"{shown(path)}: metadata pes[{p}].gprs[{i}] = {shown(repr(g))} "
+                                     "is not a 64-bit value")
         st = pe.get("status")
         if not isinstance(st, int) or isinstance(st, bool) or not 0 <= st < 32:
             raise StateFileError(f"{shown(path)}: metadata pes[{p}].status = {shown(repr(st))} is not a 5-bit flag set")
