@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 
 from emulator.cli import CommandError
+from isa.atomicio import shown
 
 
 def add_arguments(parser):
@@ -30,8 +31,8 @@ def run(args) -> int:
     try:
         f = load(args.file)
     except FormatError as exc:
-        where = "" if exc.path == str(args.file) else f"{exc.path}: "
-        raise CommandError(f"{args.file}: {where}{exc.reason}", 1) from None
+        where = "" if exc.path == str(args.file) else f"{shown(exc.path)}: "
+        raise CommandError(f"{shown(args.file)}: {where}{exc.reason}", 1) from None
     if args.action == "format":
         sys.stdout.write(dump(f))
         return 0
@@ -39,8 +40,8 @@ def run(args) -> int:
     if not args.quiet or not rep.ok:
         print("\n".join(render(rep, args.full_keys)))
     for d in rep.diagnostics:
-        print(f"tile-emu fabric: {args.file}: {d}", file=sys.stderr)
+        print(f"tile-emu fabric: {shown(args.file)}: {d}", file=sys.stderr)
     if not rep.ok:
-        print(f"tile-emu fabric: {args.file}: invalid ({len(rep.diagnostics)} diagnostic(s))", file=sys.stderr)
+        print(f"tile-emu fabric: {shown(args.file)}: invalid ({len(rep.diagnostics)} diagnostic(s))", file=sys.stderr)
         return 1
     return 0
