@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 
 from emulator.cli import CommandError
-from isa.atomicio import OutputPathError, check_output_path, quote
+from isa.atomicio import OutputPathError, check_output_path, quote, shown, why
 
 
 def add_arguments(parser):
@@ -43,8 +43,8 @@ def run(args) -> int:
     try:
         f = load(args.file)
     except FormatError as exc:
-        where = "" if exc.path == str(args.file) else f"{exc.path}: "
-        raise CommandError(f"{args.file}: {where}{exc.reason}", 1) from None
+        where = "" if exc.path == str(args.file) else f"{shown(exc.path)}: "
+        raise CommandError(f"{shown(args.file)}: {where}{exc.reason}", 1) from None
     if args.action == "format":
         sys.stdout.write(dump(f))
         return 0
@@ -52,9 +52,9 @@ def run(args) -> int:
     if not args.quiet or not rep.ok:
         print("\n".join(render(rep, args.full_keys)))
     for d in rep.diagnostics:
-        print(f"tile-emu fabric: {args.file}: {d}", file=sys.stderr)
+        print(f"tile-emu fabric: {shown(args.file)}: {d}", file=sys.stderr)
     if not rep.ok:
-        print(f"tile-emu fabric: {args.file}: invalid ({len(rep.diagnostics)} diagnostic(s))", file=sys.stderr)
+        print(f"tile-emu fabric: {shown(args.file)}: invalid ({len(rep.diagnostics)} diagnostic(s))", file=sys.stderr)
         return 1
     return 0
 
@@ -122,22 +122,22 @@ def run_sim(args) -> int:
     try:
         f = load(args.fabric)
     except FormatError as exc:
-        where = "" if exc.path == str(args.fabric) else f"{exc.path}: "
-        raise CommandError(f"{args.fabric}: {where}{exc.reason}", 1) from None
+        where = "" if exc.path == str(args.fabric) else f"{shown(exc.path)}: "
+        raise CommandError(f"{shown(args.fabric)}: {where}{exc.reason}", 1) from None
     try:
         g = load_graph(args.file, f)
     except FormatError as exc:
-        where = "" if exc.path == str(args.file) else f"{exc.path}: "
-        raise CommandError(f"{args.file}: {where}{exc.reason}", 1) from None
+        where = "" if exc.path == str(args.file) else f"{shown(exc.path)}: "
+        raise CommandError(f"{shown(args.file)}: {where}{exc.reason}", 1) from None
     except GraphError as exc:
         for d in exc.diagnostics[1:]:
-            print(f"tile-emu fabric: {args.file}: {d}", file=sys.stderr)
-        raise CommandError(f"{args.file}: {exc.diagnostics[0]}", 1) from None
+            print(f"tile-emu fabric: {shown(args.file)}: {d}", file=sys.stderr)
+        raise CommandError(f"{shown(args.file)}: {exc.diagnostics[0]}", 1) from None
     _check_budget(args, g)
     try:
         sim = Simulator(g)
     except GraphError as exc:
-        raise CommandError(f"{args.file}: {exc.diagnostics[0]}", 1) from None
+        raise CommandError(f"{shown(args.file)}: {exc.diagnostics[0]}", 1) from None
     try:
         with contextlib.ExitStack() as stack:
             tracers = []
@@ -155,7 +155,7 @@ def run_sim(args) -> int:
     except OutputPathError as exc:
         raise CommandError(str(exc), 1) from None
     except OSError as exc:
-        raise CommandError(f"cannot write the trace: {exc.strerror or exc}", 1) from None
+        raise CommandError(f"cannot write the trace: {why(exc)}", 1) from None
     print(f"graph {g.name} on fabric {f.name}: {len(g.actors)} actor(s), {len(g.edges)} edge(s)")
     print(f"status: {res.status}, {res.cycles} cycle(s)" + (f" ({res.message})" if res.message and res.status
                                                            in ("complete", "cycle_limit") else ""))
@@ -167,5 +167,5 @@ def run_sim(args) -> int:
         c = res.counters[a.name]
         print(f"{a.name:<{w}}  {a.family:<24} {c.fires:>8} {c.stalls:>8} {c.waits:>8}")
     if res.status in ("deadlock", "starved", "fault"):
-        raise CommandError(f"{args.file}: {res.message}", 1)
+        raise CommandError(f"{shown(args.file)}: {res.message}", 1)
     return 0

@@ -109,6 +109,10 @@ NO_CYCLE_MODEL = {
     "ScalarFloatRemainder": "arith.remf is fmod; the ISA's TREM is floor modulo, so no kernel is wired in",
     "FixedVectorSliceAlignMerge": "vector.extract/insert have no cycle model yet",
     "FixedVectorShuffle": "vector.shuffle has no cycle model yet",
+    # the PE's tile engines run whole blocks; their timing is the block-stream timing mode
+    # (emulator timing, docs/timing.md), not a dataflow actor transition
+    "TileVecEngine": "a PE tile engine is timed per block by `tile-emu run --timing`, not as a dataflow actor",
+    "TileSfuEngine": "a PE tile engine is timed per block by `tile-emu run --timing`, not as a dataflow actor",
 }
 
 
