@@ -110,6 +110,8 @@ def _fmt_token(v) -> str:
 def run_sim(args) -> int:
     import contextlib
 
+    import pyarrow as pa
+
     from fabric.errors import FormatError
     from fabric.io import load
     from fabric.sim.engine import Simulator
@@ -142,7 +144,7 @@ def run_sim(args) -> int:
         with contextlib.ExitStack() as stack:
             tracers = []
             if args.trace is not None:
-                tmp = stack.enter_context(atomic_path(args.trace))
+                tmp = stack.enter_context(atomic_path(args.trace, devices=False))  # the IPC file format seeks
                 tr = ArrowTrace(tmp, sim)
                 stack.callback(tr.close)  # runs before the rename: the file is complete when renamed
                 tracers.append(tr)
@@ -154,7 +156,7 @@ def run_sim(args) -> int:
             res = sim.run(args.cycles, fan_out(*tracers))
     except OutputPathError as exc:
         raise CommandError(str(exc), 1) from None
-    except OSError as exc:
+    except (OSError, pa.ArrowException) as exc:
         raise CommandError(f"cannot write the trace: {why(exc)}", 1) from None
     print(f"graph {g.name} on fabric {f.name}: {len(g.actors)} actor(s), {len(g.edges)} edge(s)")
     print(f"status: {res.status}, {res.cycles} cycle(s)" + (f" ({res.message})" if res.message and res.status

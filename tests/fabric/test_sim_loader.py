@@ -267,3 +267,11 @@ def test_shipped_examples_run_as_documented(tmp_path, cli, name, cycles, output,
     assert r.returncode == 0, r.stderr
     assert f"status: complete, {cycles} cycle(s)" in r.stdout
     assert f"output {output}: {len(tokens)} token(s): [{', '.join(map(str, tokens))}]" in r.stdout
+
+
+def test_cli_refuses_a_device_as_arrow_trace_and_writes_a_waveform_to_one(tmp_path, cli):
+    g, f = _files(tmp_path, *sum_loop([1]))
+    r = cli(g, "--fabric", f, "--cycles", "10", "--trace", "/dev/null")
+    assert r.returncode == 1 and "not a regular file" in r.stderr
+    r = cli(g, "--fabric", f, "--cycles", "10", "--vcd", "/dev/null")
+    assert r.returncode == 0, r.stderr
