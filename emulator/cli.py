@@ -47,6 +47,11 @@ def version() -> str:
             return tomllib.load(f)["project"]["version"]
 
 
+def _quote(text: str) -> str:
+    from isa.atomicio import quote
+    return quote(text)
+
+
 class CommandError(Exception):
     """A user-facing failure: printed as one line, exit status `status`."""
 
@@ -55,8 +60,18 @@ class CommandError(Exception):
         self.status = status
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose error line is bounded: an invalid 1 MB argument (argparse echoes it whole,
+    control bytes included) is escaped and cut like every other message."""
+
+    def error(self, message):
+        from isa.atomicio import shown
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {shown(message, 240)}\n")
+
+
 def _top_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="tile-emu", description="Bit-exact tile ISA emulator.",
         epilog="exit status: " + "; ".join(f"{k} {v}" for k, v in EXIT_CODES.items()))
     p.add_argument("--version", action="store_true", help="print the version and exit")
@@ -75,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         top = _top_parser()
         if argv and argv[0] not in ("-h", "--help"):
             top.print_usage(sys.stderr)
-            print(f"tile-emu: error: unknown command {argv[0]!r}", file=sys.stderr)
+            print(f"tile-emu: error: unknown command {_quote(argv[0])}", file=sys.stderr)
             return 2
         top.print_help()
         return 0 if argv else 2
@@ -88,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"tile-emu {name}: not available in this build", file=sys.stderr)
             return 2
         raise
-    parser = argparse.ArgumentParser(prog=f"tile-emu {name}", description=help_)
+    parser = _Parser(prog=f"tile-emu {name}", description=help_)
     module.add_arguments(parser)
     args = parser.parse_args(rest)
     try:

@@ -18,6 +18,7 @@ import pathlib
 import sys
 
 from emulator.cli import CommandError
+from isa.atomicio import OutputPathError, atomic_open, shown, why
 
 from .budget import DEFAULT_DEADLINE, DEFAULT_MAX_COST, check_budget
 from .errors import RegionError, RegionRuntimeError
@@ -64,7 +65,7 @@ def run_regions(args, initial_machine, write_state) -> int:
             program = load_file(args.stream)
             check_budget(program, max_cost)
     except RegionError as exc:
-        raise CommandError(f"{args.stream}: {exc}") from None
+        raise CommandError(f"{shown(args.stream)}: {exc}") from None
     machine = initial_machine(args)
     failure = None
     res = None
@@ -80,17 +81,18 @@ def run_regions(args, initial_machine, write_state) -> int:
         if out.endswith(".json"):
             if res is not None:
                 try:
-                    pathlib.Path(out).write_text(json.dumps(_arrays_json(res), indent=1) + "\n")
-                except OSError as exc:
-                    raise CommandError(f"{out}: cannot write: {exc}") from None
+                    with atomic_open(out, "w", encoding="utf-8") as f:
+                        f.write(json.dumps(_arrays_json(res), indent=1) + "\n")
+                except (OSError, OutputPathError) as exc:
+                    raise CommandError(f"{shown(out)}: cannot write: {why(exc)}") from None
         else:
             write_state(machines[0], out)
             for k, m in enumerate(machines[1:], start=1):
                 write_state(m, _case_path(out, k))
     if failure is not None:
-        print(f"tile-emu run: {args.stream}: {failure}", file=sys.stderr)
+        print(f"tile-emu run: {shown(args.stream)}: {failure}", file=sys.stderr)
         if out and not out.endswith(".json"):
-            print(f"tile-emu run: the state when it stopped was written to {out}", file=sys.stderr)
+            print(f"tile-emu run: the state when it stopped was written to {shown(out)}", file=sys.stderr)
         return 1
     if not getattr(args, "quiet", False):
         if res.arrays:

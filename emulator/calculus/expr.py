@@ -22,6 +22,8 @@ from __future__ import annotations
 import math
 import re
 
+from isa.atomicio import quote
+
 __all__ = ["Expr", "Const", "Var", "Load", "Call", "Bin", "Un", "Stmt", "ExprSyntaxError",
            "EvalError", "parse_expr", "parse_stmt", "walk"]
 
@@ -123,6 +125,7 @@ def _kind(v) -> str:
     return type(v).__name__
 
 
+MAX_LITERAL = 4300            # Python's int-string limit (isa.jsontext.MAX_INT_DIGITS)
 MAX_INT_BITS = 4096          # values are bounded so a hostile program cannot exhaust memory
 MAX_STR_LEN = 1 << 16
 
@@ -375,6 +378,8 @@ class _Parser:
     def atom(self):
         kind, text, col = self.take()
         if kind == "int":
+            if len(text) > MAX_LITERAL:     # int() refuses longer decimal strings
+                raise ExprSyntaxError(col, f"integer literal of {len(text)} characters (the limit is {MAX_LITERAL})")
             return Const(int(text, 0))
         if kind == "float":
             return Const(float(text))
@@ -416,7 +421,7 @@ class _Parser:
 
 
 def _show(kind: str, text: str) -> str:
-    return "end of text" if kind == "end" else repr(text)
+    return "end of text" if kind == "end" else quote(text)
 
 
 MAX_TEXT = 1 << 16

@@ -13,12 +13,14 @@ import sys
 from dataclasses import replace
 
 from emulator.cli import CommandError
+from emulator.commands import cannot_write, output_path
+from isa.atomicio import OutputPathError, quote, shown, why
 
 
 def add_arguments(parser):
     parser.add_argument("stream", help=".tbs binary block stream (or a .regions.json calculus program)")
     parser.add_argument("--init", help="initial state (.arrow); default: an empty machine")
-    parser.add_argument("--out", help="write the final state here (.arrow)")
+    parser.add_argument("--out", type=output_path, help="write the final state here (.arrow)")
     from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES
     parser.add_argument("--profile", default=None, choices=sorted(PROFILES),
                         help=f"numeric profile (default: the init file's, else {DEFAULT_PROFILE})")
@@ -38,7 +40,7 @@ def _positive(kind):
             v = None
         if v is None or not 0 < v < float("inf"):
             import argparse
-            raise argparse.ArgumentTypeError(f"expected a positive number, got {text[:40]!r}")
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {quote(text)}")
         return v
     return parse
 
@@ -57,9 +59,9 @@ def initial_machine(args):
     from kernels.numeric.profiles import PROFILES
 
     if args.profile is not None and args.profile not in PROFILES:
-        raise CommandError(f"unknown profile {args.profile!r}; known: {', '.join(sorted(PROFILES))}", 2)
+        raise CommandError(f"unknown profile {quote(args.profile)}; known: {', '.join(sorted(PROFILES))}", 2)
     try:
-        m = Machine.load(args.init) if args.init else Machine()
+        m = Machine.load(args.init) if args.init is not None else Machine()   # --init "" is an error, not "empty"
     except StateFileError as exc:
         raise CommandError(str(exc)) from None
     if args.profile is not None:
@@ -72,8 +74,8 @@ def write_state(m, path):
     from emulator.stateio import save_state
     try:
         save_state(m, path)
-    except OSError as exc:
-        raise CommandError(f"{path}: cannot write: {exc}") from None
+    except (OSError, OutputPathError) as exc:
+        raise CommandError(cannot_write(path, exc)) from None
 
 
 def print_timing(data: bytes, executed: int, start) -> None:
@@ -97,7 +99,7 @@ def run(args) -> int:
         with open(args.stream, "rb") as f:
             data = f.read()
     except OSError as exc:
-        raise CommandError(f"{args.stream}: cannot read: {exc}") from None
+        raise CommandError(f"{shown(args.stream)}: cannot read: {why(exc)}") from None
     m = initial_machine(args)
     if args.fabric is not None or args.timing:
         from emulator.timing import EngineModelError, PEEngines
@@ -115,9 +117,9 @@ def run(args) -> int:
     if err is not None:
         where = err.where
         cause = err.detail
-        print(f"tile-emu run: {args.stream}: {where}: {cause}", file=sys.stderr)
+        print(f"tile-emu run: {shown(args.stream)}: {where}: {cause}", file=sys.stderr)
         if args.out:
-            print(f"tile-emu run: state after {result.executed} committed block(s) written to {args.out}",
+            print(f"tile-emu run: state after {result.executed} committed block(s) written to {shown(args.out)}",
                   file=sys.stderr)
         return 1
     if not args.quiet:
