@@ -26,7 +26,8 @@ from .atoms import (CONSTANT_FLOAT_PREDICATES, FLOAT_FORMATS, NNAN_NORMAL_FLOAT_
                     SIGNED_INTEGER_PREDICATES)
 from .capability import (FabricOp, PortCorrespondence, Rejection, default_correspondence, lane_class,
                          supports)
-from .errors import Diagnostic, DiagnosticCode, FabricError
+from .direct import derive_direct
+from .errors import Diagnostic, DiagnosticCode, FabricError, UnsupportedActor
 from .families import FAIL_CLOSED_MEMBERS, FAMILIES
 from .schemas import Actor, effective_rounding, fastmath, make_actor
 from .tile_engine import gen_tile_engine, tile_roles
@@ -625,12 +626,6 @@ def admitted_image(op: FabricOp) -> list[Candidate]:
 
 # --- relations ----------------------------------------------------------------------------
 
-class UnsupportedActor(ValueError):
-    def __init__(self, verdict):
-        self.verdict = verdict
-        super().__init__(f"{verdict.rejection.name}: {verdict.message}")
-
-
 @dataclass
 class NoneRelation:
     op: FabricOp
@@ -763,7 +758,6 @@ def derive_relation(op: FabricOp):
                                      "llvm.getelementptr has no bounded address-generation carrier: "
                                      "finalisation stays fail-closed"))
     if desc.relation.startswith("direct_"):
-        from .direct import derive_direct
         return derive_direct(op)
     image = admitted_image(op)
     if not image:

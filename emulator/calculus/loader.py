@@ -13,6 +13,7 @@ from typing import Any
 from isa import jsontext
 from isa.atomicio import quote, shown, why
 
+from .budget import check_code_size
 from .errors import RegionError
 from .expr import (Call, Const, EvalError, Expr, ExprSyntaxError, Load, Var, parse_expr, parse_stmt,
                    walk)
@@ -40,6 +41,7 @@ _TOP_KEYS = {"format", "params", "arrays", "functions", "body"}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _HOLE = re.compile(r"\$\{([^{}]*)\}")
 MAX_ELEMENTS = 1 << 24            # an array declaration larger than this is refused, not allocated
+MAX_TEXT = 1 << 23                # characters of program text, data included (docs/regions.md 'Budgets')
 
 
 def _type(v) -> str:
@@ -484,6 +486,7 @@ def _closure(args, body, params, known):
 def load(doc: Any, source: str | None = None) -> Program:
     """A Program from parsed JSON (a dict), checked; RegionError on anything malformed."""
     _need(doc, dict, "$", "a region program is a JSON object")
+    check_code_size(doc)
     _keys(doc, _TOP_KEYS, "$", ("body",))
     fmt = doc.get("format", FORMAT)
     if fmt != FORMAT:
@@ -503,6 +506,8 @@ def load(doc: Any, source: str | None = None) -> Program:
 
 
 def loads(text: str) -> Program:
+    if len(text) > MAX_TEXT:
+        raise RegionError("$", f"the program text has {len(text)} characters; at most {MAX_TEXT} are read")
     try:
         doc = jsontext.loads(text)
     except jsontext.JsonTextError as exc:

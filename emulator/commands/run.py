@@ -29,6 +29,28 @@ def add_arguments(parser):
                         "engine utilisation and total cycles (docs/timing.md)")
     parser.add_argument("--fabric", help="fabric description of the PE engines that admits every block "
                         "(default with --timing: the shipped pe.json)")
+    add_region_arguments(parser)
+
+
+def _positive(kind):
+    def parse(text):
+        try:
+            v = kind(text)
+        except ValueError:
+            v = None
+        if v is None or not 0 < v < float("inf"):
+            import argparse
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {quote(text)}")
+        return v
+    return parse
+
+
+def add_region_arguments(parser):
+    parser.add_argument("--max-cost", type=_positive(int), default=None, metavar="N",
+                        help="region programs: refuse, before running, a program whose static cost exceeds N "
+                             "units (default 4194304; docs/regions.md 'Budgets')")
+    parser.add_argument("--deadline", type=_positive(float), default=None, metavar="S",
+                        help="region programs: stop a run still going after S seconds (default 60)")
 
 
 def initial_machine(args):
@@ -72,7 +94,7 @@ def run(args) -> int:
         if args.timing or args.fabric is not None:
             raise CommandError("--timing and --fabric apply to .tbs block streams, not region programs", 2)
         from emulator.calculus.cli import run_regions
-        return run_regions(args)
+        return run_regions(args, initial_machine, write_state)
     try:
         with open(args.stream, "rb") as f:
             data = f.read()

@@ -251,7 +251,7 @@ def test_run_hands_regions_programs_to_the_calculus(monkeypatch, tmp_path):
     import types
     seen = []
     fake = types.ModuleType("emulator.calculus.cli")
-    fake.run_regions = lambda args: seen.append(args.stream) or 0
+    fake.run_regions = lambda args, *_: seen.append(args.stream) or 0
     monkeypatch.setitem(sys.modules, "emulator.calculus.cli", fake)
     path = str(tmp_path / "p.regions.json")
     assert main(["run", path]) == 0 and seen == [path]
