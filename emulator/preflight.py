@@ -50,6 +50,7 @@ class Plan:
     row_offset: np.ndarray             # int64 [P]: low 16 bits of RegSrc0 (zeros without B.IOR)
     col_offset: np.ndarray
     profile: str
+    status: np.ndarray                 # uint8 [P]: each selected PE's numeric status before the block
 
 
 def illegal(reason: str, field: str, message: str):
@@ -238,7 +239,8 @@ def plan(machine, rb: ResolvedBlock, pes: tuple[int, ...]) -> Plan:
             tiles.append(t)
         sources.append(tiles)
     _check_allocation(machine, rb, pes, dest)
-    return Plan(rb, pes, sources, dest, row_off, col_off, machine.config.profile)
+    status = np.array([machine._pes[pe].status for pe in pes], np.uint8)
+    return Plan(rb, pes, sources, dest, row_off, col_off, machine.config.profile, status)
 
 
 def _check_allocation(machine, rb: ResolvedBlock, pes, dest: Descriptor):

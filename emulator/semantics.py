@@ -2,6 +2,7 @@
 
 Every executor takes the preflight Plan and returns an Outcome: the destination's logical
 (P, Row, Col) raw bits and definedness for the P selected PEs, and the per-PE numeric status.
+Data-movement instructions (TSEL, TEXTRACT, TINSERT, TIMG2COL) publish the status unchanged.
 It first snapshots exactly the source elements the block reads (stacked with a leading PE
 axis), checks the element-data rules on them (definedness, integer zero divisors, encodings),
 and only then computes -- all before Machine commits anything.  Arithmetic is never done here:
@@ -27,7 +28,7 @@ from .tiles import Descriptor, Tile, element_dtype, index_grid
 class Outcome:
     bits: np.ndarray      # (P, Row, Col) logical raw encodings of the destination
     defined: np.ndarray   # (P, Row, Col) bool
-    status: np.ndarray    # (P,) uint8: OR of the valid elements' numeric flags
+    status: np.ndarray    # (P,) uint8: OR of the valid elements' numeric flags (or kept as it was)
 
 
 # ---------------------------------------------------------------- snapshots
@@ -138,6 +139,15 @@ def require_encodings(plan: Plan, role: int, bits: np.ndarray, dtype: DataType):
                 f"PE{plan.pes[k]}: element [{r},{c}] = {int(bits[k, r, c]):#x} is not a valid {dtype.name} encoding")
 
 
+def status_kept(plan: Plan) -> np.ndarray:
+    """The status a data-movement instruction publishes: each PE's status as it was.  TSEL
+    "performs no ... floating-status update" (Decision 079); TEXTRACT, TINSERT and TIMG2COL copy
+    encodings exactly as well, and their commit lists (Decisions 126-128: contents, definedness,
+    descriptor) name no numeric status, unlike every instruction that evaluates (TEXP ... TFMA,
+    TCVT: "result, numeric status, ...")."""
+    return plan.status.copy()
+
+
 def status_of(flags: np.ndarray, P: int) -> np.ndarray:
     flags = np.asarray(flags, np.uint8)
     if flags.size == 0:
@@ -199,7 +209,7 @@ def ex_select(plan: Plan) -> Outcome:
     """TSEL: mask bit i selects the true source's encoding (1) or the false source's (0)."""
     mask, true, false = _read_checked(plan)
     bits = np.where(mask.astype(bool), true, false)
-    return padded(plan, bits, np.zeros(len(plan.pes), np.uint8), plan.rb.dtype.name)
+    return padded(plan, bits, status_kept(plan), plan.rb.dtype.name)
 
 
 def ex_convert(plan: Plan) -> Outcome:
@@ -219,7 +229,7 @@ def ex_extract(plan: Plan) -> Outcome:
     rb = plan.rb
     bits, defined = read_window(plan.sources[0], plan.row_offset, plan.col_offset, rb.ValidRow, rb.ValidCol)
     require_defined(plan, 0, defined, r0=plan.row_offset, c0=plan.col_offset)
-    return padded(plan, bits, np.zeros(len(plan.pes), np.uint8), rb.dtype.name)
+    return padded(plan, bits, status_kept(plan), rb.dtype.name)
 
 
 def ex_insert(plan: Plan) -> Outcome:
@@ -239,7 +249,7 @@ def ex_insert(plan: Plan) -> Outcome:
     require_defined(plan, 1, ins_def, where=inside, r0=-plan.row_offset, c0=-plan.col_offset)
     bits = np.where(inside, ins_bits, old_bits)
     defined = np.where(inside, True, old_def)
-    return Outcome(bits, defined, np.zeros(P, np.uint8))
+    return Outcome(bits, defined, status_kept(plan))
 
 
 def ex_img2col(plan: Plan) -> Outcome:
@@ -279,7 +289,7 @@ def ex_img2col(plan: Plan) -> Outcome:
     defined = np.zeros((P, d.Row, d.Col), bool)
     bits[:, : d.ValidRow, : d.ValidCol] = valid
     defined[:, : d.ValidRow, : d.ValidCol] = True
-    return Outcome(bits, defined, np.zeros(P, np.uint8))
+    return Outcome(bits, defined, status_kept(plan))
 
 
 SCHEMA_EXECUTORS = {

@@ -344,3 +344,42 @@ def test_tinsert_insertion_may_alias_the_old_destination_and_observes_old_values
 def test_write_tile_refuses_a_capacity_beyond_the_store_before_allocating():
     with pytest.raises(ValueError, match="does not fit"):
         Machine().write_tile(0, 1, "U8", np.zeros((1, 1), np.uint8), capacity=1 << 40)
+
+
+# ---------------------------------------------------------------- numeric status
+
+def _status_then(m, block):
+    """Give PE0 and PE2 different nonzero statuses (FP32 1/3 is inexact, 1/0 divides by zero),
+    then run `block` on both: the statuses they had must survive it unchanged."""
+    one, three, zero = 0x3F800000, 0x40400000, 0
+    for pe, den in ((0, three), (2, zero)):
+        m.write_tile(pe, 90, "FP32", np.full((1, 4), one, np.uint64))
+        m.write_tile(pe, 91, "FP32", np.full((1, 4), den, np.uint64))
+    m.execute(blk("TDIV", "FP32", [90, 91], 92, mask=0b0101))
+    before = {0: m.status(0), 2: m.status(2)}
+    assert before == {0: 16, 2: 2}                         # NX, DZ
+    r = m.execute(block)
+    assert r.status == before and {0: m.status(0), 2: m.status(2)} == before
+    return m
+
+
+def test_tsel_performs_no_floating_status_update():
+    """Decision 079: selection "performs no numeric conversion, rounding, saturation, NaN
+    canonicalization, or floating-status update": each selected PE keeps its status."""
+    m = Machine()
+    everywhere(m, 1, None, np.ones((1, 4), int), pes=(0, 2), kind="predicate")
+    everywhere(m, 2, "FP32", rand((1, 4)), pes=(0, 2))
+    _status_then(m, blk("TSEL", "FP32", [1, 2, 2], 3, mask=0b0101))
+
+
+def test_textract_tinsert_timg2col_copy_encodings_and_keep_the_status():
+    """Decisions 126-128 copy source encodings exactly and publish contents, definedness and
+    descriptor only -- no numeric status, unlike every evaluating instruction."""
+    m = Machine()
+    everywhere(m, 1, "FP16", rand((2, 4), 16), pes=(0, 2))
+    _status_then(m, blk("TEXTRACT", "FP16", [1], 3, mask=0b0101, vc=2))
+    _status_then(m, blk("TINSERT", "FP16", [1, 3], 4, mask=0b0101, vc=4, vr=2))
+    fm = FeatureMap("NC1HWC0", N=1, C1=1, H=2, W=2, C0=2, filterH=1, filterW=1, channels=2)
+    for pe in (0, 2):
+        write_fmap(m, pe, 5, "FP16", fm, rand(8, 16))
+    _status_then(m, blk("TIMG2COL", "FP16", [5], 6, mask=0b0101, vc=2, vr=4))
