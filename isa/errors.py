@@ -22,7 +22,6 @@ REASONS: dict[str, str] = {
     "DIM_RANGE": "a B.DIM value exceeds 16 bits or ValidCol exceeds Col",
     "FIELD_NOT_APPLICABLE": "an explicit nondefault value in a B.DATR field the instruction does not consume",
     "FIELD_RESERVED": "a B.DATR field holds a reserved code",
-    "RMODE_UNSUPPORTED": "the rounding mode is not defined for the destination DataType",
     "CANONICALIZE_LAYOUT": "Canonicalize=1 requires Layout=NORM",
     "IOR_NOT_ALLOWED": "B.IOR on an instruction that takes no B.IOR",
     "IOR_NONZERO": "B.IOR.RegSrc2 or B.IOR.RegDst is nonzero",

@@ -85,6 +85,26 @@ def test_tcvt_float_to_int_default_is_rtz_and_rne_when_asked():
         assert got == [fn(Fraction(float(np.float32(x)))) for x in xs], rmode
 
 
+def test_tcvt_rhb_is_accepted_for_every_destination_ties_away_where_it_rounds():
+    """Decision 080: RMode code 7 selects RHB, for every destination.  docs/numerics.md: ties
+    away from zero where the conversion rounds; an exact conversion ignores the mode."""
+    xs = [2.5, -2.5, 3.5, -0.75, 1e9, 7.999]
+    m = Machine()
+    m.write_tile(0, 1, "FP32", _fp32(xs))
+    m.execute(blk("TCVT", "FP32", [1], 2, vc=len(xs), DataType=16, RMode=7))      # -> S32
+    got = [x - 2**32 if x >= 2**31 else x for x in m.read_tile(0, 2).bits[0].tolist()]
+    away = [int(Fraction(float(np.float32(x))) + (Fraction(1, 2) if x > 0 else -Fraction(1, 2))) for x in xs]
+    assert got == away == [3, -3, 4, -1, 1000000000, 8]
+    r = m.execute(blk("TCVT", "FP32", [1], 3, vc=len(xs), RMode=7))                # FP32 -> FP32
+    assert m.read_tile(0, 3).bits.tolist() == _fp32(xs).tolist() and r.status == {0: 0}
+    m.write_tile(0, 4, "S32", np.array([[5, 2**32 - 7, 2**31 - 1, 0]], np.uint64))
+    r = m.execute(blk("TCVT", "S32", [4], 5, vc=4, RMode=7))                       # S32 -> S32
+    assert m.read_tile(0, 5).bits.tolist() == m.read_tile(0, 4).bits.tolist() and r.status == {0: 0}
+    m.write_tile(0, 6, "FP32", np.array([[0x3F801000, 0xBF803000]], np.uint64))    # FP16 ties
+    m.execute(blk("TCVT", "FP32", [6], 7, vc=2, DataType=4, RMode=7))
+    assert m.read_tile(0, 7).bits.tolist() == [[0x3C01, 0xBC02]]
+
+
 def test_tcvt_fp32_to_fp16_rounds_to_nearest_even_once():
     bits = rng.integers(0x33000000, 0x47800000, 64, dtype=np.uint64)      # FP16 range incl. subnormals
     bits[:4] = [0x3F801000, 0x3F803000, 0x33000000, 0x477FF000]            # ties and the edges
