@@ -126,7 +126,7 @@ class Machine:
             return BlockResult(mn, (), rb.dest.tile, {})
         pes = tuple(p for p in range(NUM_PES) if rb.PE_MASK >> p & 1)
         staged = []
-        for group in preflight.pe_groups(self, rb, pes):   # one group unless TCMP rows differ
+        for group in preflight.pe_groups(self, rb, pes):   # one group unless TCMP/TCVT source rows differ
             plan = preflight.plan(self, rb, group)
             out = semantics.EXECUTORS[mn](plan)
             bits = to_physical(plan.dest, out.bits)
@@ -352,13 +352,8 @@ def validate_tile(t: Tile, config: MachineConfig, pe: int = 0, tile: int = 0, us
         return "Row and Col must be nonzero"
     if not (1 <= d.ValidRow <= d.Row and 1 <= d.ValidCol <= d.Col):
         return f"valid {d.ValidRow}x{d.ValidCol} must be nonzero and within {d.Row}x{d.Col}"
-    if d.capacity < d.payload_nbytes:
+    if d.capacity < d.payload_nbytes:       # Row need not be capacity-derived: TCVT keeps its source's
         return f"capacity {d.capacity} is below the {d.payload_nbytes} payload bytes"
-    if d.representation == "standard" and d.kind == "numeric":
-        derived = d.capacity * 8 // (d.Col * d.container)
-        if derived != d.Row:
-            return (f"Row {d.Row} differs from the {derived} physical rows capacity {d.capacity} "
-                    f"derives for Col {d.Col}")
     if d.fmap is not None:
         if d.location != "Matrix":
             return "only Matrix-location tiles carry a feature-map descriptor"

@@ -78,7 +78,7 @@ MALFORMED = [
     ("defined bitmap too long", _set("defined", 0, b"\xff" * 9), "column 'defined'"),
     ("nonzero trailing payload nibble", _set("payload", 4, b"\xff" * 8), "column 'payload'"),
     ("reserved layout code", _set("layout", 0, 13), "reserved"),
-    ("row not derived from capacity", _set("capacity", 0, 200), "physical rows"),
+    ("capacity below the payload", _set("capacity", 0, 1), "payload bytes"),
     ("valid rectangle beyond the tile", _set("valid_row", 0, 9), "valid"),
     ("unknown location", _set("location", 0, "Global"), "location"),
     ("huge Row does not allocate", _set("row", 0, 2**31), "column 'payload'"),
