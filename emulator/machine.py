@@ -21,7 +21,7 @@ import numpy as np
 from isa.block import Block
 from isa.datatypes import datatype
 from isa.errors import DecodeError, IllegalBlockException
-from isa.fields import GPR_COUNT, LAYOUTS, NUM_PES
+from isa.fields import GPR_COUNT, LAYOUTS, NUM_PES, ZERO_GPR
 from isa.legality import resolve
 
 from . import preflight, semantics
@@ -166,15 +166,20 @@ class Machine:
 
     # ------------------------------------------------------------ GPRs and status
     def set_gpr(self, pe: int, index: int, value: int) -> None:
+        """Set GPR r<index>; r0 is the hard-wired zero (docs/assembly.md "GPR index 0")."""
         self._check_pe(pe)
         if not 0 <= index < GPR_COUNT:
             raise ValueError(f"GPR index {index} out of range 0..{GPR_COUNT - 1}")
         if not -(1 << 63) <= value <= GPR_MASK:
             raise ValueError(f"GPR value {value} does not fit 64 bits")
+        if index == ZERO_GPR and value & GPR_MASK:
+            raise ValueError(f"r0 is the hard-wired zero register; it cannot hold {value:#x}")
         self._pes[pe].gprs[index] = np.uint64(value & GPR_MASK)
 
     def gpr(self, pe: int, index: int) -> int:
         self._check_pe(pe)
+        if index == ZERO_GPR:
+            return 0
         return int(self._pes[pe].gprs[index])
 
     def status(self, pe: int) -> int:

@@ -328,6 +328,8 @@ def _desc(walker, m, pe, tile):
 
 
 def _gpr(walker, m, pe, idx):
+    if idx == 0:                                        # r0 is the hard-wired zero
+        return 0
     v = walker.gprs.get((m, pe, idx))
     if v is not None:
         return v
