@@ -6,13 +6,13 @@ Data-movement instructions (TSEL, TEXTRACT, TINSERT, TIMG2COL) publish the statu
 It first snapshots exactly the source elements the block reads (stacked with a leading PE
 axis), checks the element-data rules on them (definedness, integer zero divisors, encodings),
 and only then computes -- all before Machine commits anything.  Arithmetic is never done here:
-values go to kernels.numeric, which owns every numeric rule.
+values go to kernels.numeric, which owns every numeric rule.  The executors import it where they
+call it: the package loads Numba (~0.3 s), which commands that never compute (`tile-emu asm`,
+`show`, `diff`) should not pay for.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-import inspect
-from importlib import import_module
 
 import numpy as np
 
@@ -107,32 +107,13 @@ def require_nonzero_divisor(plan: Plan, role: int, bits: np.ndarray):
                 f"PE{plan.pes[k]}: integer divisor element [{r},{c}] is zero")
 
 
-def numeric_api(name: str):
-    """A kernels.numeric entry point, or UNSUPPORTED_IN_BUILD when this build lacks it."""
-    try:
-        fn = getattr(import_module("kernels.numeric"), name)
-        # Once a submodule of the same name (kernels.numeric.convert) has been imported, the
-        # package attribute is that module rather than the lazily exported function.
-        return getattr(fn, name) if inspect.ismodule(fn) else fn
-    except (ImportError, AttributeError) as exc:
-        illegal("UNSUPPORTED_IN_BUILD", "BSTART", f"kernels.numeric.{name} is not available: {exc}")
-
-
-def call_numeric(name: str, *args, **kwargs):
-    from kernels.numeric import UnsupportedOperation
-    fn = numeric_api(name)
-    try:
-        return fn(*args, **kwargs)
-    except UnsupportedOperation as exc:
-        illegal("UNSUPPORTED_IN_BUILD", "BSTART", str(exc))
-
-
 def require_encodings(plan: Plan, role: int, bits: np.ndarray, dtype: DataType):
     """INVALID_ENCODING when a read element is not an encoding of `dtype` (e.g. bits set outside
     a TF32/FP6 field).  Integer containers have no invalid encodings."""
     if dtype.is_int:
         return
-    ok = np.asarray(call_numeric("valid_encoding", bits, dtype.name))
+    from kernels.numeric import valid_encoding
+    ok = np.asarray(valid_encoding(bits, dtype.name))
     if not ok.all():
         k, r, c = (int(x) for x in np.argwhere(~ok)[0])
         illegal("INVALID_ENCODING", f"B.IOT[{role}]",
@@ -189,7 +170,8 @@ def ex_numeric(plan: Plan) -> Outcome:
         require_nonzero_divisor(plan, 1, ops[1])
     for role, bits in enumerate(ops):
         require_encodings(plan, role, bits, rb.dtype)
-    bits, flags = call_numeric("elementwise", rb.instr.mnemonic, rb.dtype.name, *ops, profile=plan.profile)
+    from kernels.numeric import elementwise
+    bits, flags = elementwise(rb.instr.mnemonic, rb.dtype.name, *ops, profile=plan.profile)
     bits = np.broadcast_to(np.asarray(bits), ops[0].shape).astype(element_dtype(plan.dest), copy=False)
     return padded(plan, bits, status_of(np.broadcast_to(flags, ops[0].shape), len(plan.pes)), rb.dtype.name)
 
@@ -200,7 +182,8 @@ def ex_compare(plan: Plan) -> Outcome:
     ops = _read_checked(plan)
     for role, bits in enumerate(ops):
         require_encodings(plan, role, bits, rb.dtype)
-    bits, flags = call_numeric("elementwise", "TCMP", rb.dtype.name, *ops, profile=plan.profile, cmode=rb.CMode)
+    from kernels.numeric import elementwise
+    bits, flags = elementwise("TCMP", rb.dtype.name, *ops, profile=plan.profile, cmode=rb.CMode)
     bits = (np.broadcast_to(np.asarray(bits), ops[0].shape) != 0).astype(np.uint8)
     return padded(plan, bits, status_of(np.broadcast_to(flags, ops[0].shape), len(plan.pes)), None)
 
@@ -218,8 +201,9 @@ def ex_convert(plan: Plan) -> Outcome:
     rb = plan.rb
     (src,) = _read_checked(plan)
     require_encodings(plan, 0, src, rb.dtype)
-    bits, flags = call_numeric("convert", src, rb.dtype.name, rb.dst_dtype.name, rmode=rb.RMode,
-                               sat=rb.Sat, profile=plan.profile)
+    from kernels.numeric import convert
+    bits, flags = convert(src, rb.dtype.name, rb.dst_dtype.name, rmode=rb.RMode, sat=rb.Sat,
+                          profile=plan.profile)
     bits = np.broadcast_to(np.asarray(bits), src.shape).astype(element_dtype(plan.dest), copy=False)
     return padded(plan, bits, status_of(np.broadcast_to(flags, src.shape), len(plan.pes)), rb.dst_dtype.name)
 

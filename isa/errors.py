@@ -39,7 +39,6 @@ REASONS: dict[str, str] = {
     "OFFSET_RANGE": "a TEXTRACT/TINSERT/TIMG2COL window exceeds its source or result extent",
     "DESCRIPTOR_INVALID": "the TIMG2COL feature-map descriptor is invalid",
     "INVALID_ENCODING": "a source element's encoding is invalid for the operation/profile",
-    "UNSUPPORTED_IN_BUILD": "the numeric layer of this build does not implement this operation/type",
 }
 
 

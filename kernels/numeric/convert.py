@@ -32,7 +32,8 @@ import numpy as np
 from isa.datatypes import DataType, Kind, datatype
 
 from .flags import NV
-from .formats import FORMATS, INF, QNAN, SNAN, _xp, inf_bits, max_bits, nan_bits, unpack, valid_encoding
+from .formats import (FORMATS, INF, QNAN, SNAN, _xp, field_mask, inf_bits, max_bits, nan_bits, unpack,
+                      valid_encoding)
 from .profiles import profile as _profile
 from .rounding import RHB_RULE, check_rmode, int_bits_of, int_range, round_pack, round_to_int
 
@@ -270,5 +271,11 @@ def convert(src_bits, src_dtype, dst_dtype, rmode="DEFAULT", sat: bool = False, 
 
 
 def valid_mask_hex(s: DataType) -> str:
-    from .formats import field_mask
     return hex(field_mask(s))
+
+
+def encode(values, dtype, rmode: str = "RNE", sat: bool = False, profile="ieee"):
+    """Raw encodings of float64 `values` in `dtype`: the TCVT FP64 -> dtype conversion."""
+    xp = _xp(values)
+    v = xp.asarray(values, dtype=np.float64)
+    return convert(v.view(np.uint64), "FP64", dtype, rmode=rmode, sat=sat, profile=profile)[0]
