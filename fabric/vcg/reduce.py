@@ -201,8 +201,9 @@ def _out_valid(plan: ReducePlan, xp):
 def reduce_xp(x8, v8, plan: ReducePlan, op: str, xp=np, dtype=None):
     """The vectorised reference backend, written against the common NumPy/CuPy API.
 
-    dtype: the element type when x8 holds its raw bits (bfloat16 on CuPy); the result then is
-    raw bits too.  16-bit floats fold as exact binary64 values rounded per Add (fold.py)."""
+    dtype: the element type when x8 holds its raw bits (float16/bfloat16 on CuPy); a bfloat16
+    result on CuPy is raw uint16 bits too.  16-bit floats fold as exact binary64 values rounded
+    per Add (fold.py)."""
     dt = np.dtype(dtype or x8.dtype)
     nf = NARROW.get(dt)
     with np.errstate(all="ignore"):
@@ -223,7 +224,7 @@ def reduce_xp(x8, v8, plan: ReducePlan, op: str, xp=np, dtype=None):
             acc = canonicalize_nan(acc, xp)
         if nf is not None:
             acc = encode_narrow(acc, nf, CANONICAL_NAN_BITS[dt], xp)
-            if xp is np or dtype is None:
+            if xp is np or dt != BF16:                 # CuPy has float16 but no bfloat16
                 acc = acc.view(dt)
         if plan.r_in_packet:
             out = xp.zeros(acc_shape + (4,), dtype=acc.dtype)
