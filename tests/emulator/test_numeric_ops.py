@@ -10,7 +10,6 @@ import pytest
 
 from emu_helpers import FMT, Machine, blk, fdecode, round_rne
 from isa.datatypes import datatype
-from isa.errors import IllegalBlockException
 
 rng = np.random.default_rng(2024)
 INTS = ["S8", "S16", "S32", "S64", "U8", "U16", "U32", "U64"]

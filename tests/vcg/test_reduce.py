@@ -12,7 +12,7 @@ import pytest
 from fabric.vcg import (Mapping, compile_vcg, plan_reduce, reduce_flits, valid_size_matrix,
                         vector_narrow_split, vector_narrow_trim, vector_widen_concat)
 from fabric.vcg.reduce import SUPPORTED_DTYPES, identity
-from vcg_reference import BF16, is_float, round_sixteen, scalar_op, seed_value, to_bits
+from vcg_reference import BF16, is_float, scalar_op, seed_value, to_bits
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
