@@ -298,8 +298,13 @@ class Machine:
 
     @classmethod
     def load(cls, path, config: MachineConfig | None = None) -> "Machine":
-        from .stateio import load_state
-        return load_state(path, config)
+        from .stateio import StateFileError, load_state
+        m = load_state(path, config)
+        for p, pe in enumerate(m._pes):
+            if pe.gprs[ZERO_GPR]:           # r0 holds nothing: a value there is not a machine state
+                raise StateFileError(f"{path}: metadata pes[{p}].gprs[0] = {int(pe.gprs[ZERO_GPR]):#x}: "
+                                     f"r0 is the hard-wired zero register")
+        return m
 
     def _check_pe(self, pe: int) -> None:
         if not (isinstance(pe, (int, np.integer)) and 0 <= pe < NUM_PES):

@@ -397,6 +397,15 @@ def test_gpr_index_0_is_the_hard_wired_zero():
     assert [m.gpr(p, 0) for p in range(4)] == [0, 0, 0, 0]
 
 
+def test_a_state_file_with_a_nonzero_r0_is_rejected(tmp_path):
+    from emulator.stateio import StateFileError
+    m = Machine()
+    m._pes[2].gprs[0] = 7                  # what a hand-made state file could hold
+    m.save(tmp_path / "s.arrow")
+    with pytest.raises(StateFileError, match=r"pes\[2\]\.gprs\[0\] = 0x7: r0 is the hard-wired zero"):
+        Machine.load(tmp_path / "s.arrow")
+
+
 def test_an_omitted_regsrc0_reads_offset_zero_like_an_omitted_ior():
     from isa.assembly import assemble_blocks
     m = Machine()
