@@ -118,7 +118,7 @@ def combine(op: str, a, b, xp=np, nf: NarrowFloat | None = None):
     """op(a, b) elementwise with the module's numeric rules (arrays of one dtype); nf: the
     operands are exact binary64 values of that 16-bit format and Add rounds to it."""
     dt = a.dtype
-    if dt.kind == "f":
+    if is_float(dt):
         if op == "Add":
             if nf is not None:
                 return round_narrow(*two_sum_dir(a, b, xp), nf, xp)
@@ -148,7 +148,7 @@ def combine(op: str, a, b, xp=np, nf: NarrowFloat | None = None):
 
 
 def canonicalize_nan(a, xp=np):
-    if a.dtype.kind != "f":
+    if not is_float(a.dtype):
         return a
     u = _uview(a, xp)
     nan = xp.asarray(CANONICAL_NAN_BITS[a.dtype], dtype=u.dtype)
@@ -202,17 +202,25 @@ def reduce_xp(x8, v8, plan: ReducePlan, op: str, xp=np, dtype=None):
     """The vectorised reference backend, written against the common NumPy/CuPy API.
 
     dtype: the element type when x8 holds its raw bits (float16/bfloat16 on CuPy); a bfloat16
-    result on CuPy is raw uint16 bits too.  16-bit floats fold as exact binary64 values rounded
-    per Add (fold.py)."""
+    result on CuPy is raw uint16 bits too.
+
+    16-bit floats: where the array module has the type (NumPy: float16 and ml_dtypes' bfloat16;
+    CuPy: float16) the fold uses its arithmetic, which adds through binary32 and rounds to the
+    format -- the correctly rounded sum, since binary32 has p = 24 >= 2p + 2 for both formats
+    (double rounding is then innocuous: Figueroa, "When is double rounding innocuous?", 1995).
+    Elsewhere (bfloat16 on CuPy) it folds exact binary64 values rounded per Add (fold.py), the
+    arithmetic of the compiled kernels.  The tests hold every route to one exact fold."""
     dt = np.dtype(dtype or x8.dtype)
-    nf = NARROW.get(dt)
+    nf = NARROW.get(dt) if (xp is not np and dt == BF16) else None
     with np.errstate(all="ignore"):
         if nf is not None:
             x8 = decode_narrow(x8.view(raw_dtype(dt)), nf, xp)
+        elif dtype is not None:
+            x8 = x8.view(dt)
         x4, v4 = narrow(x8, v8, plan.narrow)
         fiber = xp.asarray(plan.fiber)
         acc_shape = (plan.num_slices, plan.out_steps) + (() if plan.r_in_packet else (4,))
-        acc = xp.broadcast_to(xp.asarray(identity(op, fold_dtype(dt))), acc_shape).copy()
+        acc = xp.broadcast_to(xp.asarray(identity(op, x8.dtype)), acc_shape).copy()
         if plan.r_in_packet:
             contrib, ok = tree4(op, x4, v4, xp, nf), v4 > 0                   # [S, T4]
         else:
@@ -223,9 +231,7 @@ def reduce_xp(x8, v8, plan: ReducePlan, op: str, xp=np, dtype=None):
         if op == "Add":
             acc = canonicalize_nan(acc, xp)
         if nf is not None:
-            acc = encode_narrow(acc, nf, CANONICAL_NAN_BITS[dt], xp)
-            if xp is np or dt != BF16:                 # CuPy has float16 but no bfloat16
-                acc = acc.view(dt)
+            acc = encode_narrow(acc, nf, CANONICAL_NAN_BITS[dt], xp)   # raw bits: CuPy lacks bfloat16
         if plan.r_in_packet:
             out = xp.zeros(acc_shape + (4,), dtype=acc.dtype)
             out[..., 0] = acc

@@ -387,3 +387,25 @@ def test_the_hardware_fold_is_a_tree_the_calculus_admits():
     assert ours == reduction.realize_tree(add, tree, xs, -0.0)
     assert reduction.admits("unordered_tree", add, -0.0, xs, ours)
     assert ours == 1.0 and reduction.fold_left(add, -0.0, xs) == 2.0   # the order is part of the contract
+
+
+class _NotNumpy:
+    """NumPy under another name: reduce_xp then takes its CuPy route for bfloat16 (raw bits in,
+    the binary64 fold of fold.py, raw bits out), which CI cannot run on CuPy itself."""
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+def test_the_cupy_bfloat16_route_equals_the_independent_fold():
+    from fabric.vcg.reduce import reduce_xp
+    spec = ("A = 3, R = 37", "A", "R # 40 / 4", "R # 40 % 4 # 8")
+    m = Mapping.parse(*spec)
+    vs = valid_size_matrix(compile_vcg(m, "R"), m.num_slices, m.num_steps)
+    raw = sixteen_inputs(np.random.default_rng(5), vs.size)["bfloat16"]
+    for narrow in ("trim", "split"):
+        plan = plan_reduce(m, "R", narrow)
+        for op in ("Add", "Min", "Max"):
+            out, _ = reduce_xp(raw.reshape(m.num_slices, m.num_steps, 8), vs, plan, op, _NotNumpy(), dtype=BF16)
+            assert out.dtype == np.uint16
+            want = independent_fold(raw.view(BF16), vs.reshape(-1), m, narrow, op, BF16)
+            assert np.array_equal(out, want), (narrow, op)
