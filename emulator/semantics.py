@@ -9,6 +9,7 @@ values go to kernels.numeric, which owns every numeric rule.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 import inspect
 from importlib import import_module
@@ -32,6 +33,29 @@ class Outcome:
 
 # ---------------------------------------------------------------- snapshots
 
+class TileStack(Sequence):
+    """P source tiles of one geometry (layout, Row, Col, elements) whose payloads are already
+    stacked as (P, elements) arrays: how the batched engine (emulator/batch.py) hands a role
+    of many machines to an executor without building P Tile objects.  Tile k's descriptor is
+    `descs[k // per]` (PE-major order: `per` machines share each PE's descriptor)."""
+
+    def __init__(self, descs, per: int, elems, defined):
+        self.descs = tuple(descs)
+        self.desc = self.descs[0]
+        self.per = per
+        self.elems = elems
+        self.defined = defined
+
+    def __len__(self) -> int:
+        return self.elems.shape[0]
+
+    def __getitem__(self, k):
+        k = range(len(self))[k]       # IndexError past the end ends iteration
+        if isinstance(k, range):
+            return [self[i] for i in k]
+        return Tile(self.descs[k // self.per], self.elems[k], self.defined[k])
+
+
 def gather(tiles: list[Tile], r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Logical elements (r[p, ...], c[p, ...]) of tile p, for every selected PE p at once.
 
@@ -43,6 +67,10 @@ def gather(tiles: list[Tile], r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray,
     P = len(tiles)
     r, c = np.broadcast_arrays(np.asarray(r, np.int64), np.asarray(c, np.int64))
     expand = (slice(None),) + (None,) * (r.ndim - 1)
+    if isinstance(tiles, TileStack):             # one geometry: index the stacked payloads
+        idx = index_grid(tiles.desc)[r, c]
+        pe = np.arange(P, dtype=np.int64)[expand]
+        return tiles.elems[pe, idx], tiles.defined[pe, idx]
     sizes = np.array([t.desc.elements for t in tiles], np.int64)
     base = (np.cumsum(sizes) - sizes)[expand]
     keys = [(t.desc.layout_key, t.desc.Row, t.desc.Col) for t in tiles]
@@ -65,9 +93,17 @@ def gather(tiles: list[Tile], r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray,
 
 def read_window(tiles: list[Tile], r0, c0, nr: int, nc: int) -> tuple[np.ndarray, np.ndarray]:
     """The nr x nc logical window at (r0[p], c0[p]) of every PE's tile: (P, nr, nc) arrays."""
-    d0 = tiles[0].desc
-    same = all(t.desc == d0 for t in tiles)
     zero = not np.any(r0) and not np.any(c0)
+    if isinstance(tiles, TileStack):
+        d0 = tiles.desc
+        if zero and d0.layout_key == 0:          # row-major views of the stacked payloads
+            n, P = d0.Row * d0.Col, len(tiles)
+            return (tiles.elems[:, :n].reshape(P, d0.Row, d0.Col)[:, :nr, :nc],
+                    tiles.defined[:, :n].reshape(P, d0.Row, d0.Col)[:, :nr, :nc])
+        same = False
+    else:
+        d0 = tiles[0].desc
+        same = all(t.desc == d0 for t in tiles)
     if same and zero and d0.layout_key == 0:   # the common case: stack row-major views
         n = d0.Row * d0.Col
         bits = np.stack([t.elems[:n].reshape(d0.Row, d0.Col)[:nr, :nc] for t in tiles])
@@ -129,13 +165,21 @@ def call_numeric(name: str, *args, **kwargs):
 def require_encodings(plan: Plan, role: int, bits: np.ndarray, dtype: DataType):
     """INVALID_ENCODING when a read element is not an encoding of `dtype` (e.g. bits set outside
     a TF32/FP6 field).  Integer containers have no invalid encodings."""
-    if dtype.is_int:
+    if dtype.is_int or _every_pattern_valid(dtype, bits):
         return
     ok = np.asarray(call_numeric("valid_encoding", bits, dtype.name))
     if not ok.all():
         k, r, c = (int(x) for x in np.argwhere(~ok)[0])
         illegal("INVALID_ENCODING", f"B.IOT[{role}]",
                 f"PE{plan.pes[k]}: element [{r},{c}] = {int(bits[k, r, c]):#x} is not a valid {dtype.name} encoding")
+
+
+def _every_pattern_valid(dtype: DataType, bits) -> bool:
+    """True when every value `bits`' dtype can hold encodes `dtype` (FP32, FP16, BF16, FP8 in
+    their containers): the per-element check would only confirm it."""
+    from kernels.numeric.formats import field_mask
+    width = 8 * np.dtype(bits.dtype).itemsize
+    return bits.dtype.kind == "u" and width <= dtype.container and field_mask(dtype.name) == (1 << width) - 1
 
 
 def status_of(flags: np.ndarray, P: int) -> np.ndarray:
