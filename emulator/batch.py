@@ -95,6 +95,21 @@ class Cohort:
         self.status = status            # (n, 4) uint8
         self.xp = xp
         self._pes = [SimpleNamespace(tiles=s) for s in slots]
+        self._restack()
+
+    def _restack(self) -> None:
+        """Hold each tile id that every PE has (same element count and dtype) as one (4, n,
+        elements) array, so that a block over all PEs reads it without copying."""
+        every = tuple(range(NUM_PES))
+        for tid in self.slots[0]:
+            slots = [pe.get(tid) for pe in self.slots]
+            if any(s is None or s.stack is not None for s in slots) or \
+                    len({(s.elems.shape, s.elems.dtype) for s in slots}) != 1:
+                continue
+            e = _readonly(self.xp.stack([s.elems for s in slots]))
+            d = _readonly(self.xp.stack([s.defined for s in slots]))
+            for p, s in enumerate(slots):
+                self.slots[p][tid] = Slot(s.desc, e[p], d[p], (e, d, every, p))
 
     def __len__(self) -> int:
         return len(self.ids)

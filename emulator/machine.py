@@ -293,8 +293,13 @@ class Machine:
 
     @classmethod
     def load(cls, path, config: MachineConfig | None = None) -> "Machine":
-        from .stateio import load_state
-        return load_state(path, config)
+        from .batchio import load_machines
+        from .stateio import StateFileError
+        machines = load_machines(path, config)
+        if len(machines) != 1:
+            raise StateFileError(f"{path}: holds {len(machines)} machines; load it with MachineBatch.load "
+                                 f"or emulator.batchio.load_machines")
+        return machines[0]
 
     def _check_pe(self, pe: int) -> None:
         if not (isinstance(pe, (int, np.integer)) and 0 <= pe < NUM_PES):

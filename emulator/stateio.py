@@ -158,9 +158,14 @@ def _config(path, meta: dict) -> MachineConfig:
 
 
 def load_state(path, config: MachineConfig | None = None):
+    return load_table(path, _read_table(path), config)
+
+
+def load_table(path, table: pa.Table, config: MachineConfig | None = None):
+    """The machine one state table holds (`path` names it in messages); emulator/batchio.py
+    hands it one machine's rows of a multi-machine file."""
     from .machine import Machine, validate_tile
 
-    table = _read_table(path)
     meta = _meta(path, table)
     for f in SCHEMA:
         if f.name not in table.column_names:
