@@ -195,6 +195,9 @@ def padded(plan: Plan, valid_bits: np.ndarray, status: np.ndarray, pad_dtype: st
     """The full destination: valid results, then PadValue outside ValidRow x ValidCol."""
     d: Descriptor = plan.dest
     P = len(plan.pes)
+    if (d.ValidRow, d.ValidCol) == (d.Row, d.Col):     # nothing to pad: the results are the tile
+        bits = np.ascontiguousarray(np.broadcast_to(valid_bits, (P, d.Row, d.Col)), element_dtype(d))
+        return Outcome(bits, np.ones((P, d.Row, d.Col), bool), status)
     bits = np.zeros((P, d.Row, d.Col), element_dtype(d))
     defined = np.zeros((P, d.Row, d.Col), bool)
     pad_outside(bits, defined, d.ValidRow, d.ValidCol, plan.rb.PadValue, pad_dtype)
