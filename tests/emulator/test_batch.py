@@ -253,3 +253,43 @@ def test_run_with_a_gpu_backend_and_no_gpu_is_one_line_and_writes_nothing(batch_
     err = capsys.readouterr().err
     assert rc == 1 and "no usable GPU" in err and len(err.strip().splitlines()) == 1
     assert not (d / "out.arrow").exists()
+
+
+# ---------------------------------------------------------------- the gpu engine's logic, on NumPy
+
+class HostArrays:
+    """An array module that is not numpy itself but computes with it: the engine's code paths
+    for a device module (crossing to the host, the memory check) run here without a GPU."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def asnumpy(a):
+        return np.array(a)
+
+
+def test_the_device_path_of_the_engine_matches_the_reference(monkeypatch):
+    import emulator.backends as backends
+    import emulator.batch as batch_module
+    asked = []
+    monkeypatch.setattr(batch_module, "resolve_backend", lambda name: ("gpu", HostArrays(), "gpu backend (test)"))
+    monkeypatch.setattr(backends, "check_device_memory", lambda need: asked.append(need))
+    machines = [s32_machine(d, (1, d)) for d in (3, 0, 5, 1)]
+    stream = STREAM + [blk("TEXTRACT", "S32", [1], 6, mask=15, vc=2, vr=1, ior=BIor(0, 1))]
+    batch = MachineBatch(machines, "gpu")
+    assert batch.backend == "gpu" and asked and asked[0] > 0
+    result = batch.run(stream)
+    for k, m in enumerate(machines):
+        alone, ref = run_alone(m, stream)
+        assert batch.machine(k).digest() == alone.digest()
+        assert str(result.errors[k]) == str(ref.error)
+
+
+def test_a_batch_too_big_for_the_device_says_how_much_it_needs_and_has(monkeypatch):
+    import sys
+    import types
+    from emulator.backends import check_device_memory
+    monkeypatch.setitem(sys.modules, "kernels.device", types.SimpleNamespace(free_bytes=lambda: 1000))
+    with pytest.raises(BackendError, match="needs 4096 bytes of device memory; 1000 bytes are free"):
+        check_device_memory(4096)
