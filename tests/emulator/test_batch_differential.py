@@ -104,14 +104,19 @@ def assert_batch_matches_reference(machines, stream, backend="cpu"):
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=6), st.lists(blocks(), min_size=1, max_size=6),
-       st.booleans())
-def test_a_batch_ends_where_each_machine_ends_alone_on_the_reference(seeds, stream, as_bytes):
+       st.booleans(), st.none() | st.integers(0, 400))
+def test_a_batch_ends_where_each_machine_ends_alone_on_the_reference(seeds, stream, as_bytes, cut):
     machines = [machine(s) for s in seeds]
     if as_bytes:                  # byte streams also check the offsets the errors carry
         try:
             stream = encoding.encode(stream)
         except EncodeError:
             pass
+        else:
+            if cut is not None:   # a damaged word: a decode fault at that block (or the header)
+                data = bytearray(stream)
+                data[(cut * 7) % len(data)] ^= 0xA5
+                stream = bytes(data)
     assert_batch_matches_reference(machines, stream)
 
 
