@@ -38,15 +38,18 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from isa import instructions as I
 from isa.block import Block
 from isa.errors import DecodeError, IllegalBlockException
 from isa.fields import GPR_COUNT, NUM_PES
 from isa.legality import ResolvedBlock, resolve
+from kernels.numeric.flags import NAMES
 
 from . import preflight, semantics
 from .backends import resolve_backend
 from .config import MachineConfig
 from .machine import Machine, StreamError
+from .padding import pad_encoding
 from .tiles import Descriptor, element_dtype, make_tile, to_physical
 
 
@@ -183,9 +186,66 @@ def _host(xp):
     return (lambda a: a) if xp is np else xp.asnumpy
 
 
+# ---------------------------------------------------------------- array-module executors
+
+def _refuse(reason: str, role: int) -> None:
+    # Only accept/refuse matters here: a refused member's exact error comes from the reference.
+    raise IllegalBlockException(reason, f"B.IOT[{role}]", "refused by the batched executor")
+
+
+def _status(flags, P: int, xp):
+    """Per tile: the OR of its elements' flags, one any() per flag bit (portable to CuPy)."""
+    f = flags.reshape(P, -1)
+    out = xp.zeros(P, np.uint8)
+    for bit in NAMES:                                  # NV DZ OF UF NX
+        out |= (xp.bitwise_and(f, bit) != 0).any(axis=1).astype(np.uint8) * np.uint8(bit)
+    return out
+
+
+def xp_pointwise(plan: preflight.Plan, xp) -> semantics.Outcome:
+    """TADD ... TFMA (binary, unary, ternary) over stacked tiles, written once for NumPy and
+    CuPy: the same rules as semantics.ex_numeric (every read element defined, no integer zero
+    divisor, valid encodings) and the same numeric call, padding and status; a refusal only
+    says that some member failed (the engine then finds which, and their exact errors)."""
+    rb, d = plan.rb, plan.dest
+    P, vr, vc = len(plan.pes), rb.ValidRow, rb.ValidCol
+    ops = []
+    for role, ts in enumerate(plan.sources):           # preflight: NORM, the destination's shape
+        n = d.Row * d.Col
+        if not bool(ts.defined[:, :n].reshape(P, d.Row, d.Col)[:, :vr, :vc].all()):
+            _refuse("SOURCE_UNDEFINED", role)
+        ops.append(ts.elems[:, :n].reshape(P, d.Row, d.Col)[:, :vr, :vc])
+    if rb.instr.int_zero_check and rb.dtype.is_int and bool((ops[1] == 0).any()):
+        _refuse("INT_DIVIDE_BY_ZERO", 1)
+    if not rb.dtype.is_int:
+        for role, bits in enumerate(ops):
+            if not semantics._every_pattern_valid(rb.dtype, bits) and \
+                    not bool(semantics.call_numeric("valid_encoding", bits, rb.dtype.name).all()):
+                _refuse("INVALID_ENCODING", role)
+    out, flags = semantics.call_numeric("elementwise", rb.instr.mnemonic, rb.dtype.name, *ops, profile=plan.profile)
+    shape = (P, vr, vc)
+    out = xp.broadcast_to(xp.asarray(out), shape).astype(element_dtype(d), copy=False)
+    status = _status(xp.broadcast_to(xp.asarray(flags, np.uint8), shape), P, xp)
+    if (vr, vc) == (d.Row, d.Col):
+        return semantics.Outcome(xp.ascontiguousarray(out), xp.ones((P, d.Row, d.Col), bool), status)
+    outside = np.ones((d.Row, d.Col), bool)
+    outside[:vr, :vc] = False
+    outside = xp.asarray(outside)
+    enc = pad_encoding(rb.PadValue, rb.dtype.name)
+    bits = xp.full((P, d.Row, d.Col), 0 if enc is None else enc, element_dtype(d))
+    bits[:, :vr, :vc] = out
+    defined = xp.broadcast_to(~outside if enc is None else xp.ones((d.Row, d.Col), bool), (P, d.Row, d.Col))
+    return semantics.Outcome(bits, xp.ascontiguousarray(defined), status)
+
+
+# schema -> executor(plan, xp) the engine runs on the batch's own arrays; every other schema
+# runs semantics.EXECUTORS on host arrays.
+XP_EXECUTORS = {I.BINARY: xp_pointwise, I.UNARY: xp_pointwise, I.TERNARY: xp_pointwise}
+
+
 # ---------------------------------------------------------------- one block on one cohort
 
-def _stack_role(c: Cohort, tile: int, group: tuple[int, ...], sel):
+def _stack_role(c: Cohort, tile: int, group: tuple[int, ...], sel, host_only: bool = True):
     """The role's tiles on PEs `group` of members `sel` (None: all), PE-major: a TileStack, or
     a list of Tiles when the PEs' tiles differ in geometry (rare: TEXTRACT/TINSERT sources)."""
     slots = [c.slots[p][tile] for p in group]
@@ -214,9 +274,8 @@ def _stack_role(c: Cohort, tile: int, group: tuple[int, ...], sel):
         else:
             elems = defined = None
     if len(geometry) == 1:
-        # The executors are NumPy code: device payloads cross to the host for the call (the
-        # numeric layer's CuPy kernels are not yet reached from here; docs/machine.md, Batches).
-        host = _host(xp)
+        # semantics.EXECUTORS are NumPy code: for them device payloads cross to the host.
+        host = _host(xp) if host_only else (lambda a: a)
         return semantics.TileStack(descs, m, host(elems), host(defined))
     sel_ = range(len(c)) if sel is None else sel
     host = _host(xp)
@@ -263,14 +322,19 @@ def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None):
     fails on any of them."""
     staged = []
     m = len(c) if sel is None else len(sel)
+    xp_ex = XP_EXECUTORS.get(rb.instr.schema)
     for group, plan0 in plans:
-        sources = [_stack_role(c, b.tile, group, sel) for b in rb.sources]
+        sources = [_stack_role(c, b.tile, group, sel, xp_ex is None) for b in rb.sources]
         r0, c0 = _offsets(c, rb, group, sel)
         pes = tuple(np.repeat(np.array(group), m).tolist())
         plan = preflight.Plan(rb, pes, sources, plan0.dest, r0, c0, plan0.profile)
-        out = semantics.EXECUTORS[rb.instr.mnemonic](plan)
-        bits = to_physical(plan.dest, out.bits)
-        defined = to_physical(plan.dest, out.defined, fill=False)
+        if xp_ex is not None:     # NORM destination (preflight): physical order is logical order
+            out = xp_ex(plan, c.xp)
+            bits, defined = out.bits.reshape(len(pes), -1), out.defined.reshape(len(pes), -1)
+        else:
+            out = semantics.EXECUTORS[rb.instr.mnemonic](plan)
+            bits = to_physical(plan.dest, out.bits)
+            defined = to_physical(plan.dest, out.defined, fill=False)
         S = len(group)
         staged.append((group, plan.dest, c.xp.asarray(bits).reshape(S, m, -1),
                        c.xp.asarray(defined).reshape(S, m, -1), c.xp.asarray(out.status).reshape(S, m)))

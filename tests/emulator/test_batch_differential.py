@@ -16,6 +16,7 @@ from isa.instructions import INSTRUCTIONS
 CONFIG = MachineConfig(local_bytes=4096, matrix_bytes=2048)
 # DataType code -> the tile of that type every machine starts with
 TYPED = {1: 1, 16: 2, 23: 3, 4: 5, 18: 7}
+PARTIAL = {1: 9, 16: 10}    # the same, 2x4 tiles with a 1x3 valid rectangle
 
 
 def machine(seed: int) -> Machine:
@@ -35,6 +36,9 @@ def machine(seed: int) -> Machine:
                      fmap=FeatureMap("NC1HWC0", N=1, C1=1, H=4, W=4, C0=4, filterH=2, filterW=2, channels=3))
         m.write_tile(p, 7, "S8", rng.integers(0, 256, (2, 4)), layout=3 if rng.random() < 0.1 else 0)
         m.write_tile(p, 8, "FP32", rng.integers(0, 2**32, (2, 4)), representation="cube")
+        # tiles whose valid rectangle (1x3) is smaller than the tile (2x4): padding is exercised
+        m.write_tile(p, 9, "FP32", rng.integers(0, 2**32, (2, 4), dtype=np.uint64), valid_row=1, valid_col=3)
+        m.write_tile(p, 10, "S32", rng.integers(0, 2**31, (2, 4), dtype=np.uint64), valid_row=1, valid_col=3)
         for r in range(4):
             m.set_gpr(p, r, int(rng.integers(0, 3)) | (int(rng.integers(0, 8) == 0) << 20))
         if rng.random() < 0.03:
@@ -53,24 +57,27 @@ def blocks(draw):
     row = draw(st.sampled_from(INSTRUCTIONS))
     codes = sorted(datatype(n).code for n in row.dtypes)
     usual = [c for c in TYPED if c in codes]
-    dtype = draw(st.sampled_from(usual) if usual and draw(st.integers(0, 9)) else st.sampled_from(codes))
+    partial = [c for c in PARTIAL if c in codes] if draw(st.integers(0, 3)) == 0 else []
+    dtype = draw(st.sampled_from(partial or usual) if (partial or usual) and draw(st.integers(0, 9))
+                 else st.sampled_from(codes))
+    typed = PARTIAL if partial else TYPED
     mask = draw(st.sampled_from([1, 3, 15, 15, 15, 6, 0]) | st.integers(0, 15))
 
     def source(role):
         if draw(st.integers(0, 9)) == 0:
-            return draw(st.integers(1, 12))
+            return draw(st.integers(1, 14))
         if role == "mask":
             return 4
         if role == "feature_map":
             return 6
         if row.mnemonic == "TCVT" and draw(st.integers(0, 3)) == 0:
             return 8
-        return TYPED.get(dtype, 1)
+        return typed.get(dtype, 1)
 
-    tiles = [source(role) for role in row.sources] + [draw(st.integers(9, 12) | st.integers(1, 8))]
-    cap = draw(st.integers(0, 300)) if draw(st.integers(0, 9)) == 0 else None
+    tiles = [source(role) for role in row.sources] + [draw(st.integers(11, 14) | st.integers(1, 10))]
+    cap = draw(st.integers(0, 300)) if draw(st.integers(0, 9)) == 0 else (32 if partial else None)
     iot = tuple(TileBinding(t, mask, cap if i == len(tiles) - 1 else None) for i, t in enumerate(tiles))
-    dim = BDim(4, 2) if draw(st.integers(0, 9)) else \
+    dim = (BDim(3, 1, 4) if partial else BDim(4, 2)) if draw(st.integers(0, 9)) else \
         BDim(draw(st.integers(1, 5)), draw(opt(st.integers(1, 4))), draw(opt(st.integers(4, 8))))
     fields = {}
     for name in row.datr:
