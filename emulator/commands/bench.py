@@ -91,22 +91,18 @@ def batch_setup(n: int, backend: str = "cpu"):
     from isa.instructions import lookup
 
     rows, cols = BATCH_TILE
-    machines = max(1, n // (4 * rows * cols))
+    count = max(1, n // (4 * rows * cols))
     rng = np.random.default_rng(0)
-    a = (rng.random((machines, 4, rows, cols), dtype=np.float32) + 1)
-    b = (rng.random((machines, 4, rows, cols), dtype=np.float32) + 1)
-    proto = Machine()
-    for p in range(4):
-        proto.write_tile(p, 1, "FP32", a[0, p].view(np.uint32))
-        proto.write_tile(p, 2, "FP32", b[0, p].view(np.uint32))
-    batch = MachineBatch([proto] * machines, backend)
-    for c in batch._cohorts:        # give every machine its own values: one stacked write, no per-machine loop
+    a = (rng.random((count, 4, rows, cols), dtype=np.float32) + 1)
+    b = (rng.random((count, 4, rows, cols), dtype=np.float32) + 1)
+    machines = []
+    for k in range(count):
+        m = Machine()
         for p in range(4):
-            for tid, src in ((1, a), (2, b)):
-                slot = c.slots[p][tid]
-                c.slots[p][tid] = type(slot)(slot.desc, c.xp.asarray(src[:, p].reshape(machines, -1).view(np.uint32)),
-                                             slot.defined)
-        c._restack()
+            m.write_tile(p, 1, "FP32", a[k, p].view(np.uint32))
+            m.write_tile(p, 2, "FP32", b[k, p].view(np.uint32))
+        machines.append(m)
+    batch = MachineBatch(machines, backend)
     row = lookup("TADD")
     block = Block(BStart(row.mode, row.function, 1, row.engine),
                   (TileBinding(1, 15), TileBinding(2, 15), TileBinding(3, 15)), BDim(cols, rows))
