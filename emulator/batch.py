@@ -203,11 +203,13 @@ def _status(flags, P: int, xp):
 
 
 def xp_pointwise(plan: preflight.Plan, xp) -> semantics.Outcome:
-    """TADD ... TFMA (binary, unary, ternary) over stacked tiles, written once for NumPy and
-    CuPy: the same rules as semantics.ex_numeric (every read element defined, no integer zero
-    divisor, valid encodings) and the same numeric call, padding and status; a refusal only
-    says that some member failed (the engine then finds which, and their exact errors)."""
+    """TADD ... TFMA (binary, unary, ternary) and TCMP over stacked tiles, written once for
+    NumPy and CuPy: the same rules as semantics.ex_numeric / ex_compare (every read element
+    defined, no integer zero divisor, valid encodings) and the same numeric call, padding and
+    status; a refusal only says that some member failed (the engine then finds which, and
+    their exact errors)."""
     rb, d = plan.rb, plan.dest
+    compare = rb.instr.schema == I.COMPARE       # a predicate: one 0/1 bit per element
     P, vr, vc = len(plan.pes), rb.ValidRow, rb.ValidCol
     ops = []
     for role, ts in enumerate(plan.sources):           # preflight: NORM, the destination's shape
@@ -222,16 +224,19 @@ def xp_pointwise(plan: preflight.Plan, xp) -> semantics.Outcome:
             if not semantics._every_pattern_valid(rb.dtype, bits) and \
                     not bool(semantics.call_numeric("valid_encoding", bits, rb.dtype.name).all()):
                 _refuse("INVALID_ENCODING", role)
-    out, flags = semantics.call_numeric("elementwise", rb.instr.mnemonic, rb.dtype.name, *ops, profile=plan.profile)
+    extra = {"cmode": rb.CMode} if compare else {}
+    out, flags = semantics.call_numeric("elementwise", rb.instr.mnemonic, rb.dtype.name, *ops,
+                                        profile=plan.profile, **extra)
     shape = (P, vr, vc)
-    out = xp.broadcast_to(xp.asarray(out), shape).astype(element_dtype(d), copy=False)
+    out = xp.broadcast_to(xp.asarray(out), shape)
+    out = (out != 0).astype(np.uint8) if compare else out.astype(element_dtype(d), copy=False)
     status = _status(xp.broadcast_to(xp.asarray(flags, np.uint8), shape), P, xp)
     if (vr, vc) == (d.Row, d.Col):
         return semantics.Outcome(xp.ascontiguousarray(out), xp.ones((P, d.Row, d.Col), bool), status)
     outside = np.ones((d.Row, d.Col), bool)
     outside[:vr, :vc] = False
     outside = xp.asarray(outside)
-    enc = pad_encoding(rb.PadValue, rb.dtype.name)
+    enc = pad_encoding(rb.PadValue, None if compare else rb.dtype.name)
     bits = xp.full((P, d.Row, d.Col), 0 if enc is None else enc, element_dtype(d))
     bits[:, :vr, :vc] = out
     defined = xp.broadcast_to(~outside if enc is None else xp.ones((d.Row, d.Col), bool), (P, d.Row, d.Col))
@@ -240,7 +245,8 @@ def xp_pointwise(plan: preflight.Plan, xp) -> semantics.Outcome:
 
 # schema -> executor(plan, xp) the engine runs on the batch's own arrays; every other schema
 # runs semantics.EXECUTORS on host arrays.
-XP_EXECUTORS = {I.BINARY: xp_pointwise, I.UNARY: xp_pointwise, I.TERNARY: xp_pointwise}
+XP_EXECUTORS = {I.BINARY: xp_pointwise, I.UNARY: xp_pointwise, I.TERNARY: xp_pointwise,
+                I.COMPARE: xp_pointwise}
 
 
 # ---------------------------------------------------------------- one block on one cohort

@@ -293,3 +293,23 @@ def test_a_batch_too_big_for_the_device_says_how_much_it_needs_and_has(monkeypat
     monkeypatch.setitem(sys.modules, "kernels.device", types.SimpleNamespace(free_bytes=lambda: 1000))
     with pytest.raises(BackendError, match="needs 4096 bytes of device memory; 1000 bytes are free"):
         check_device_memory(4096)
+
+
+@pytest.mark.parametrize("pad", [None, 0, 1, 2, 3])
+@pytest.mark.parametrize("mnemonic", ["TCMP", "TADD"])
+def test_padding_outside_a_partial_valid_rectangle_matches_the_reference(pad, mnemonic):
+    machines = []
+    for k in range(3):
+        m = Machine(CONFIG)
+        for p in range(4):
+            m.write_tile(p, 1, "S32", (np.arange(8).reshape(2, 4) * (k + 1)) % 5, valid_row=1, valid_col=3)
+            m.write_tile(p, 2, "S32", np.full((2, 4), 2), valid_row=1, valid_col=3)
+        machines.append(m)
+    extra = {"CMode": 2} if mnemonic == "TCMP" else {}
+    stream = [blk(mnemonic, "S32", [1, 2], 3, mask=15, vc=3, vr=1, col=4, cap=32, PadValueOrByteId=pad, **extra)]
+    batch = MachineBatch(machines, "cpu")
+    result = batch.run(stream)
+    assert result.ok
+    for k, m in enumerate(machines):
+        alone, ref = run_alone(m, stream)
+        assert ref.ok and batch.machine(k).digest() == alone.digest()

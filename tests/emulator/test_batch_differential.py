@@ -17,6 +17,8 @@ CONFIG = MachineConfig(local_bytes=4096, matrix_bytes=2048)
 # DataType code -> the tile of that type every machine starts with
 TYPED = {1: 1, 16: 2, 23: 3, 4: 5, 18: 7}
 PARTIAL = {1: 9, 16: 10}    # the same, 2x4 tiles with a 1x3 valid rectangle
+# Every schema as likely as the many pointwise instructions together (TCMP, TSEL, TCVT, ...)
+ONE_PER_SCHEMA = list({row.schema: row for row in INSTRUCTIONS}.values())
 
 
 def machine(seed: int) -> Machine:
@@ -54,7 +56,7 @@ opt = lambda s: st.none() | s  # noqa: E731
 @st.composite
 def blocks(draw):
     """Mostly blocks that pass the stateless rules, reading the typed tiles or earlier results."""
-    row = draw(st.sampled_from(INSTRUCTIONS))
+    row = draw(st.sampled_from(INSTRUCTIONS) | st.sampled_from(ONE_PER_SCHEMA))
     codes = sorted(datatype(n).code for n in row.dtypes)
     usual = [c for c in TYPED if c in codes]
     partial = [c for c in PARTIAL if c in codes] if draw(st.integers(0, 3)) == 0 else []
