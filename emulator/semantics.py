@@ -55,6 +55,26 @@ class TileStack(Sequence):
             return [self[i] for i in k]
         return Tile(self.descs[k // self.per], self.elems[k], self.defined[k])
 
+    def __iter__(self):               # executors iterating for descriptors: no Tile per member
+        per, descs = self.per, self.descs
+        return (_Member(self, k, descs[k // per]) for k in range(len(self)))
+
+
+class _Member:
+    """Tile k of a TileStack as iteration yields it: its descriptor, payload views on demand."""
+    __slots__ = ("stack", "k", "desc")
+
+    def __init__(self, stack: TileStack, k: int, desc: Descriptor):
+        self.stack, self.k, self.desc = stack, k, desc
+
+    @property
+    def elems(self):
+        return self.stack.elems[self.k]
+
+    @property
+    def defined(self):
+        return self.stack.defined[self.k]
+
 
 def gather(tiles: list[Tile], r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Logical elements (r[p, ...], c[p, ...]) of tile p, for every selected PE p at once.
