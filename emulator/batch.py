@@ -17,10 +17,11 @@ How (the `cpu` engine; `reference` just runs one Machine per machine):
     GPRs read as 0); GPR-offset windows checked for every machine at once
     (preflight.window_bounds); then one executor call over every selected PE of every
     machine, the sources handed over as semantics.TileStack (P = PEs x machines, PE-major).
-  * A descriptor rule that fails fails for the whole cohort, with one error.  When the stacked
-    executor raises (an element rule failed on some machines), the cohort is bisected to the
-    failing machines; each of those runs the block on a materialized reference Machine, which
-    gives its exact exception (the rare path), and leaves the cohort.  A machine whose window
+  * A descriptor rule that fails fails for the whole cohort, with one error.  When an element
+    rule fails on some machines, the array-module executors (element-wise schemas) name them
+    (Refused); for the other executors, which raise on the first failure, bisection finds
+    them.  Each of those runs the block on a materialized reference Machine, which gives its
+    exact exception (the rare path), and leaves the cohort.  A machine whose window
     check fails takes the same rare path.  Were the reference ever to accept a block the
     engine rejected, that machine would carry on, detached, on the reference: correctness
     never depends on the fast path agreeing.
@@ -188,9 +189,19 @@ def _host(xp):
 
 # ---------------------------------------------------------------- array-module executors
 
-def _refuse(reason: str, role: int) -> None:
-    # Only accept/refuse matters here: a refused member's exact error comes from the reference.
-    raise IllegalBlockException(reason, f"B.IOT[{role}]", "refused by the batched executor")
+class Refused(Exception):
+    """Element rules failed on `members` (indices into the executed selection of machines);
+    only who failed matters here: each one's exact error comes from the reference."""
+
+    def __init__(self, members: np.ndarray):
+        super().__init__(f"element rules failed on {len(members)} machine(s)")
+        self.members = members
+
+
+def _refuse_members(bad, m: int, xp) -> None:
+    """Raise Refused when any tile of the (P,) mask `bad` failed (tile k is machine k % m)."""
+    if bool(bad.any()):
+        raise Refused(np.unique(np.flatnonzero(_host(xp)(bad)) % m))
 
 
 def _status(flags, P: int, xp):
@@ -212,18 +223,19 @@ def xp_pointwise(plan: preflight.Plan, xp) -> semantics.Outcome:
     compare = rb.instr.schema == I.COMPARE       # a predicate: one 0/1 bit per element
     P, vr, vc = len(plan.pes), rb.ValidRow, rb.ValidCol
     ops = []
+    bad = xp.zeros(P, bool)                            # per tile: an element rule failed
     for role, ts in enumerate(plan.sources):           # preflight: NORM, the destination's shape
         n = d.Row * d.Col
-        if not bool(ts.defined[:, :n].reshape(P, d.Row, d.Col)[:, :vr, :vc].all()):
-            _refuse("SOURCE_UNDEFINED", role)
+        bad |= ~ts.defined[:, :n].reshape(P, d.Row, d.Col)[:, :vr, :vc].reshape(P, -1).all(axis=1)
         ops.append(ts.elems[:, :n].reshape(P, d.Row, d.Col)[:, :vr, :vc])
-    if rb.instr.int_zero_check and rb.dtype.is_int and bool((ops[1] == 0).any()):
-        _refuse("INT_DIVIDE_BY_ZERO", 1)
+    if rb.instr.int_zero_check and rb.dtype.is_int:
+        bad |= (ops[1] == 0).reshape(P, -1).any(axis=1)
     if not rb.dtype.is_int:
-        for role, bits in enumerate(ops):
-            if not semantics._every_pattern_valid(rb.dtype, bits) and \
-                    not bool(semantics.call_numeric("valid_encoding", bits, rb.dtype.name).all()):
-                _refuse("INVALID_ENCODING", role)
+        for bits in ops:
+            if not semantics._every_pattern_valid(rb.dtype, bits):
+                valid = xp.asarray(semantics.call_numeric("valid_encoding", bits, rb.dtype.name))
+                bad |= ~valid.reshape(P, -1).all(axis=1)
+    _refuse_members(bad, plan.sources[0].per, xp)
     extra = {"cmode": rb.CMode} if compare else {}
     out, flags = semantics.call_numeric("elementwise", rb.instr.mnemonic, rb.dtype.name, *ops,
                                         profile=plan.profile, **extra)
@@ -324,8 +336,8 @@ def _windows_ok(c: Cohort, rb: ResolvedBlock, plans) -> np.ndarray:
 
 def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None):
     """Execute the block on members `sel` (None: all): staged (group, dest, bits, defined,
-    status) per PE group, each (S, m, ...).  Raises IllegalBlockException when an element rule
-    fails on any of them."""
+    status) per PE group, each (S, m, ...).  Raises Refused (naming them) or IllegalBlockException
+    when an element rule fails on any of them."""
     staged = []
     m = len(c) if sel is None else len(sel)
     xp_ex = XP_EXECUTORS.get(rb.instr.schema)
@@ -352,6 +364,8 @@ def _failing(c: Cohort, rb: ResolvedBlock, plans, sel: np.ndarray) -> list[int]:
     try:
         _attempt(c, rb, plans, sel)
         return []
+    except Refused as exc:
+        return [int(sel[j]) for j in exc.members]
     except IllegalBlockException:
         if len(sel) == 1:
             return [int(sel[0])]
@@ -549,18 +563,20 @@ class MachineBatch:
             try:
                 staged = _attempt(c, rb, plans)
                 break
-            except IllegalBlockException:
+            except Refused as exc:                 # the executor named them
+                bad = [int(j) for j in exc.members]
+            except IllegalBlockException:          # find them by bisection
                 every = np.arange(len(c))
                 h = len(c) // 2
                 bad = [0] if len(c) == 1 else \
                     _failing(c, rb, plans, every[:h]) + _failing(c, rb, plans, every[h:])
-                if not bad:                     # not reproducible in parts: settle every member alone
-                    bad = list(range(len(c)))
-                for j in bad:
-                    self._rare(c, j, block, index, offset, errors, live_host)
-                c = c.take(np.setdiff1d(np.arange(len(c)), bad))
-                if not len(c):
-                    return None
+            if not bad:                            # not reproducible in parts: settle each alone
+                bad = list(range(len(c)))
+            for j in bad:
+                self._rare(c, j, block, index, offset, errors, live_host)
+            c = c.take(np.setdiff1d(np.arange(len(c)), bad))
+            if not len(c):
+                return None
         _commit(c, rb, staged)
         return c
 
