@@ -174,7 +174,8 @@ def _rewrite(src, dst, meta_edit=None, table_edit=None):
 def _set_column(name, values, type_=None):
     def edit(t):
         i = t.column_names.index(name)
-        return t.set_column(i, pa.field(name, type_ or t.schema.field(name).type), pa.array(values, type_ or t.schema.field(name).type))
+        type_of = type_ or t.schema.field(name).type
+        return t.set_column(i, pa.field(name, type_of), pa.array(values, type_of))
     return edit
 
 
