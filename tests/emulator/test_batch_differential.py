@@ -4,6 +4,7 @@ equal committed-block counts and equal StreamErrors (index, offset, reason, fiel
 Streams mix every schema, DataTypes, descriptors, PE masks, GPR offsets, capacities, illegal
 blocks, undefined elements and zero divisors."""
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -143,3 +144,10 @@ def test_a_second_stream_restarts_every_machine_like_the_reference(seeds, first,
         ref = alone.run(second)
         assert error_key(result.errors[k]) == error_key(ref.error)
         assert batch.machine(k).digest() == alone.digest()
+
+
+@pytest.mark.slow
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=12), st.lists(blocks(), min_size=1, max_size=10))
+def test_longer_streams_on_bigger_batches_match_the_reference(seeds, stream):
+    assert_batch_matches_reference([machine(s) for s in seeds], stream)
