@@ -51,7 +51,7 @@ from .backends import resolve_backend
 from .config import MachineConfig
 from .machine import Machine, StreamError
 from .padding import pad_encoding
-from .tiles import Descriptor, element_dtype, make_tile, to_physical
+from .tiles import Descriptor, element_dtype, index_grid, make_tile, to_physical
 
 
 @dataclass
@@ -205,29 +205,46 @@ def _refuse_members(bad, m: int, xp) -> None:
 
 
 def _status(flags, P: int, xp):
-    """Per tile: the OR of its elements' flags, one any() per flag bit (portable to CuPy)."""
+    """Per tile: the OR of its elements' flags (on a device: one any() per flag bit)."""
     f = flags.reshape(P, -1)
+    if xp is np:
+        return np.bitwise_or.reduce(f, axis=1).astype(np.uint8)
     out = xp.zeros(P, np.uint8)
     for bit in NAMES:                                  # NV DZ OF UF NX
         out |= (xp.bitwise_and(f, bit) != 0).any(axis=1).astype(np.uint8) * np.uint8(bit)
     return out
 
 
-def xp_pointwise(plan: preflight.Plan, xp) -> semantics.Outcome:
-    """TADD ... TFMA (binary, unary, ternary) and TCMP over stacked tiles, written once for
-    NumPy and CuPy: the same rules as semantics.ex_numeric / ex_compare (every read element
-    defined, no integer zero divisor, valid encodings) and the same numeric call, padding and
-    status; a refusal only says that some member failed (the engine then finds which, and
-    their exact errors)."""
-    rb, d = plan.rb, plan.dest
-    compare = rb.instr.schema == I.COMPARE       # a predicate: one 0/1 bit per element
-    P, vr, vc = len(plan.pes), rb.ValidRow, rb.ValidCol
-    ops = []
-    bad = xp.zeros(P, bool)                            # per tile: an element rule failed
-    for role, ts in enumerate(plan.sources):           # preflight: NORM, the destination's shape
+def _xp_valid(ts: semantics.TileStack, vr: int, vc: int, xp):
+    """(P, vr, vc) payload and definedness of every tile's valid rectangle: views of the
+    stacked storage for NORM tiles, one gather through the layout's index grid otherwise."""
+    d, P = ts.desc, len(ts)
+    if d.layout_key == 0:
         n = d.Row * d.Col
-        bad |= ~ts.defined[:, :n].reshape(P, d.Row, d.Col)[:, :vr, :vc].reshape(P, -1).all(axis=1)
-        ops.append(ts.elems[:, :n].reshape(P, d.Row, d.Col)[:, :vr, :vc])
+        return (ts.elems[:, :n].reshape(P, d.Row, d.Col)[:, :vr, :vc],
+                ts.defined[:, :n].reshape(P, d.Row, d.Col)[:, :vr, :vc])
+    idx = xp.asarray(index_grid(d)[:vr, :vc])
+    return ts.elems[:, idx], ts.defined[:, idx]
+
+
+def _xp_physical(d: Descriptor, logical, xp, fill):
+    """(P, Row, Col) logical -> (P, elements) physical order (tiles.to_physical for xp)."""
+    P = logical.shape[0]
+    flat = logical.reshape(P, d.Row * d.Col)
+    if d.layout_key == 0 and d.elements == d.Row * d.Col:
+        return flat
+    out = xp.full((P, d.elements), fill, logical.dtype)
+    out[:, xp.asarray(index_grid(d).ravel())] = flat
+    return out
+
+
+def _xp_rules(plan, ops, defined, xp) -> None:
+    """Refused naming every member one of whose tiles breaks an element rule: an undefined
+    element read, an integer zero divisor, an invalid encoding (semantics' rules)."""
+    rb, P = plan.rb, len(plan.pes)
+    bad = xp.zeros(P, bool)
+    for dm in defined:
+        bad |= ~dm.reshape(P, -1).all(axis=1)
     if rb.instr.int_zero_check and rb.dtype.is_int:
         bad |= (ops[1] == 0).reshape(P, -1).any(axis=1)
     if not rb.dtype.is_int:
@@ -236,29 +253,62 @@ def xp_pointwise(plan: preflight.Plan, xp) -> semantics.Outcome:
                 valid = xp.asarray(semantics.call_numeric("valid_encoding", bits, rb.dtype.name))
                 bad |= ~valid.reshape(P, -1).all(axis=1)
     _refuse_members(bad, plan.sources[0].per, xp)
-    extra = {"cmode": rb.CMode} if compare else {}
-    out, flags = semantics.call_numeric("elementwise", rb.instr.mnemonic, rb.dtype.name, *ops,
-                                        profile=plan.profile, **extra)
+
+
+def _xp_outcome(plan, out, flags, pad_dtype: str | None, xp) -> semantics.Outcome:
+    """The destination from the valid results: PadValue outside the valid rectangle (NULL:
+    undefined), the OR of the valid elements' flags as each tile's status (semantics.padded)."""
+    rb, d = plan.rb, plan.dest
+    P, vr, vc = len(plan.pes), rb.ValidRow, rb.ValidCol
     shape = (P, vr, vc)
-    out = xp.broadcast_to(xp.asarray(out), shape)
-    out = (out != 0).astype(np.uint8) if compare else out.astype(element_dtype(d), copy=False)
     status = _status(xp.broadcast_to(xp.asarray(flags, np.uint8), shape), P, xp)
+    out = xp.broadcast_to(out, shape).astype(element_dtype(d), copy=False)
     if (vr, vc) == (d.Row, d.Col):
         return semantics.Outcome(xp.ascontiguousarray(out), xp.ones((P, d.Row, d.Col), bool), status)
     outside = np.ones((d.Row, d.Col), bool)
     outside[:vr, :vc] = False
     outside = xp.asarray(outside)
-    enc = pad_encoding(rb.PadValue, None if compare else rb.dtype.name)
+    enc = pad_encoding(rb.PadValue, pad_dtype)
     bits = xp.full((P, d.Row, d.Col), 0 if enc is None else enc, element_dtype(d))
     bits[:, :vr, :vc] = out
     defined = xp.broadcast_to(~outside if enc is None else xp.ones((d.Row, d.Col), bool), (P, d.Row, d.Col))
     return semantics.Outcome(bits, xp.ascontiguousarray(defined), status)
 
 
-# schema -> executor(plan, xp) the engine runs on the batch's own arrays; every other schema
-# runs semantics.EXECUTORS on host arrays.
+def xp_pointwise(plan: preflight.Plan, xp) -> semantics.Outcome:
+    """TADD ... TFMA (binary, unary, ternary) and TCMP over stacked tiles, written once for
+    NumPy and CuPy: semantics.ex_numeric / ex_compare's rules, numeric call, padding and
+    status.  A failed rule raises Refused naming the members (their exact errors come from
+    the reference)."""
+    rb = plan.rb
+    compare = rb.instr.schema == I.COMPARE       # a predicate: one 0/1 bit per element
+    read = [_xp_valid(ts, rb.ValidRow, rb.ValidCol, xp) for ts in plan.sources]
+    ops = [b for b, _ in read]
+    _xp_rules(plan, ops, [dm for _, dm in read], xp)
+    extra = {"cmode": rb.CMode} if compare else {}
+    out, flags = semantics.call_numeric("elementwise", rb.instr.mnemonic, rb.dtype.name, *ops,
+                                        profile=plan.profile, **extra)
+    out = xp.asarray(out)
+    if compare:
+        out = (out != 0).astype(np.uint8)
+    return _xp_outcome(plan, out, flags, None if compare else rb.dtype.name, xp)
+
+
+def xp_convert(plan: preflight.Plan, xp) -> semantics.Outcome:
+    """TCVT over stacked tiles (semantics.ex_convert's rules, call and padding): the source
+    through its layout or the private CUBE representation, the destination in B.DATR.Layout."""
+    rb = plan.rb
+    src, defined = _xp_valid(plan.sources[0], rb.ValidRow, rb.ValidCol, xp)
+    _xp_rules(plan, [src], [defined], xp)
+    out, flags = semantics.call_numeric("convert", src, rb.dtype.name, rb.dst_dtype.name, rmode=rb.RMode,
+                                        sat=rb.Sat, profile=plan.profile)
+    return _xp_outcome(plan, xp.asarray(out), flags, rb.dst_dtype.name, xp)
+
+
+# schema -> executor(plan, xp) the engine runs on the batch's own arrays (when every source is
+# one TileStack); every other schema runs semantics.EXECUTORS on host arrays.
 XP_EXECUTORS = {I.BINARY: xp_pointwise, I.UNARY: xp_pointwise, I.TERNARY: xp_pointwise,
-                I.COMPARE: xp_pointwise}
+                I.COMPARE: xp_pointwise, I.CONVERT: xp_convert}
 
 
 # ---------------------------------------------------------------- one block on one cohort
@@ -346,9 +396,10 @@ def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None):
         r0, c0 = _offsets(c, rb, group, sel)
         pes = tuple(np.repeat(np.array(group), m).tolist())
         plan = preflight.Plan(rb, pes, sources, plan0.dest, r0, c0, plan0.profile)
-        if xp_ex is not None:     # NORM destination (preflight): physical order is logical order
+        if xp_ex is not None and all(isinstance(t, semantics.TileStack) for t in sources):
             out = xp_ex(plan, c.xp)
-            bits, defined = out.bits.reshape(len(pes), -1), out.defined.reshape(len(pes), -1)
+            bits = _xp_physical(plan.dest, out.bits, c.xp, 0)
+            defined = _xp_physical(plan.dest, out.defined, c.xp, False)
         else:
             out = semantics.EXECUTORS[rb.instr.mnemonic](plan)
             bits = to_physical(plan.dest, out.bits)

@@ -314,3 +314,28 @@ def test_padding_outside_a_partial_valid_rectangle_matches_the_reference(pad, mn
     for k, m in enumerate(machines):
         alone, ref = run_alone(m, stream)
         assert ref.ok and batch.machine(k).digest() == alone.digest()
+
+
+@pytest.mark.parametrize("dst, sat, layout, cube", [
+    ("E4M3", 1, 0, False), ("E4M3", 0, 0, False), ("FP16", 1, 3, False), ("BF16", 0, 5, False),
+    ("E4M3", 1, 0, True), ("S8", 1, 0, False),
+])
+def test_conversions_with_sat_layouts_and_cube_sources_match_the_reference(dst, sat, layout, cube):
+    from isa.datatypes import datatype
+    rng = np.random.default_rng(7)
+    machines = []
+    for k in range(4):
+        m = Machine(MachineConfig(local_bytes=1 << 16))
+        for p in range(4):
+            values = (rng.standard_normal((16, 16)) * 10.0 ** rng.integers(-3, 6)).astype(np.float32)
+            m.write_tile(p, 1, "FP32", values.view(np.uint32), representation="cube" if cube else "standard")
+        machines.append(m)
+    stream = [blk("TCVT", "FP32", [1], 2, mask=15, vc=16, vr=16, DataType=datatype(dst).code, Sat=sat,
+                  Layout=layout, Canonicalize=int(cube))]
+    batch = MachineBatch(machines, "cpu")
+    result = batch.run(stream)
+    for k, m in enumerate(machines):
+        alone, ref = run_alone(m, stream)
+        assert str(result.errors[k]) == str(ref.error)
+        assert batch.machine(k).digest() == alone.digest()
+    assert result.executed == [1, 1, 1, 1]
