@@ -339,3 +339,25 @@ def test_conversions_with_sat_layouts_and_cube_sources_match_the_reference(dst, 
         assert str(result.errors[k]) == str(ref.error)
         assert batch.machine(k).digest() == alone.digest()
     assert result.executed == [1, 1, 1, 1]
+
+
+def test_status_flags_on_the_device_path_match_the_reference(monkeypatch):
+    import emulator.backends as backends
+    import emulator.batch as batch_module
+    monkeypatch.setattr(batch_module, "resolve_backend", lambda name: ("gpu", HostArrays(), "gpu backend (test)"))
+    monkeypatch.setattr(backends, "check_device_memory", lambda need: None)
+    rng = np.random.default_rng(3)
+    machines = []
+    for k in range(3):
+        m = Machine(CONFIG)
+        for p in range(4):
+            m.write_tile(p, 1, "FP32", (rng.standard_normal((2, 4)) * 1e30).astype(np.float32).view(np.uint32))
+        machines.append(m)
+    stream = [blk("TMUL", "FP32", [1, 1], 2, mask=15, vr=2),          # inexact, overflowing
+              blk("TCVT", "FP32", [1], 3, mask=0b0101, vr=2, DataType=4, Sat=1)]   # to FP16
+    batch = MachineBatch(machines, "gpu")
+    assert batch.run(stream).ok
+    for k, m in enumerate(machines):
+        alone, _ = run_alone(m, stream)
+        assert any(alone.status(p) for p in range(4))
+        assert batch.machine(k).digest() == alone.digest()

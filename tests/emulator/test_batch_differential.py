@@ -151,3 +151,29 @@ def test_a_second_stream_restarts_every_machine_like_the_reference(seeds, first,
 @given(st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=12), st.lists(blocks(), min_size=1, max_size=10))
 def test_longer_streams_on_bigger_batches_match_the_reference(seeds, stream):
     assert_batch_matches_reference([machine(s) for s in seeds], stream)
+
+
+class HostArrays:
+    """An array module that is not numpy itself but computes with it: the engine's branches for
+    a device module (status per flag bit, payloads crossing to the host for NumPy executors)."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def asnumpy(a):
+        return np.array(a)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=4), st.lists(blocks(), min_size=1, max_size=5))
+def test_the_engine_on_a_device_array_module_matches_the_reference(seeds, stream):
+    import emulator.backends as backends
+    import emulator.batch as batch_module
+    resolve, check = batch_module.resolve_backend, backends.check_device_memory
+    batch_module.resolve_backend = lambda name: ("gpu", HostArrays(), "gpu backend (NumPy stand-in)")
+    backends.check_device_memory = lambda need: None
+    try:
+        assert_batch_matches_reference([machine(s) for s in seeds], stream, backend="gpu")
+    finally:
+        batch_module.resolve_backend, backends.check_device_memory = resolve, check
