@@ -305,10 +305,28 @@ def xp_convert(plan: preflight.Plan, xp) -> semantics.Outcome:
     return _xp_outcome(plan, xp.asarray(out), flags, rb.dst_dtype.name, xp)
 
 
+def xp_extract(plan: preflight.Plan, xp) -> semantics.Outcome:
+    """TEXTRACT over stacked tiles (semantics.ex_extract): destination [r, c] = source
+    [row_offset + r, column_offset + c], each tile at its own PE's offsets; encodings move
+    unchecked, every element read must be defined, status 0."""
+    rb, ts = plan.rb, plan.sources[0]
+    P, vr, vc = len(ts), rb.ValidRow, rb.ValidCol
+    if not plan.row_offset.any() and not plan.col_offset.any():
+        bits, defined = _xp_valid(ts, vr, vc, xp)
+    else:
+        r = xp.asarray(plan.row_offset)[:, None, None] + xp.arange(vr)[None, :, None]
+        c = xp.asarray(plan.col_offset)[:, None, None] + xp.arange(vc)[None, None, :]
+        idx = xp.asarray(index_grid(ts.desc))[r, c]
+        k = xp.arange(P)[:, None, None]
+        bits, defined = ts.elems[k, idx], ts.defined[k, idx]
+    _refuse_members(~defined.reshape(P, -1).all(axis=1), ts.per, xp)
+    return _xp_outcome(plan, bits, 0, rb.dtype.name, xp)
+
+
 # schema -> executor(plan, xp) the engine runs on the batch's own arrays (when every source is
 # one TileStack); every other schema runs semantics.EXECUTORS on host arrays.
 XP_EXECUTORS = {I.BINARY: xp_pointwise, I.UNARY: xp_pointwise, I.TERNARY: xp_pointwise,
-                I.COMPARE: xp_pointwise, I.CONVERT: xp_convert}
+                I.COMPARE: xp_pointwise, I.CONVERT: xp_convert, I.EXTRACT: xp_extract}
 
 
 # ---------------------------------------------------------------- one block on one cohort

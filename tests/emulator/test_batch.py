@@ -361,3 +361,25 @@ def test_status_flags_on_the_device_path_match_the_reference(monkeypatch):
         alone, _ = run_alone(m, stream)
         assert any(alone.status(p) for p in range(4))
         assert batch.machine(k).digest() == alone.digest()
+
+
+@pytest.mark.parametrize("src_layout, dst_layout", [(0, 0), (3, 0), (5, 6), (0, 9)])
+def test_extraction_through_layouts_at_per_machine_offsets_matches_the_reference(src_layout, dst_layout):
+    rng = np.random.default_rng(11)
+    machines = []
+    for k in range(5):
+        m = Machine(MachineConfig(local_bytes=1 << 16))
+        for p in range(4):
+            m.write_tile(p, 1, "U8", rng.integers(0, 256, (32, 32)), layout=src_layout,
+                         defined=rng.random((32, 32)) > 0.0003)
+            m.set_gpr(p, 0, int(rng.integers(0, 17)))
+            m.set_gpr(p, 1, 17 if (k, p) == (4, 2) else int(rng.integers(0, 17)))   # machine 4 reaches past
+        machines.append(m)
+    stream = [blk("TEXTRACT", "U8", [1], 2, mask=15, vc=16, vr=16, ior=BIor(0, 1), Layout=dst_layout)]
+    batch = MachineBatch(machines, "cpu")
+    result = batch.run(stream)
+    assert result.executed.count(1) >= 2 and result.errors[4].reason == "OFFSET_RANGE"
+    for k, m in enumerate(machines):
+        alone, ref = run_alone(m, stream)
+        assert str(result.errors[k]) == str(ref.error)
+        assert batch.machine(k).digest() == alone.digest()
