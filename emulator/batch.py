@@ -323,10 +323,32 @@ def xp_extract(plan: preflight.Plan, xp) -> semantics.Outcome:
     return _xp_outcome(plan, bits, 0, rb.dtype.name, xp)
 
 
+def xp_insert(plan: preflight.Plan, xp) -> semantics.Outcome:
+    """TINSERT over stacked tiles (semantics.ex_insert): the old destination with each
+    insertion's valid rectangle written at its PE's offsets; everything else, definedness
+    included, preserved; the inserted elements must be defined, status 0."""
+    d = plan.dest
+    old, ins = plan.sources
+    P = len(old)
+    old_bits, old_def = _xp_valid(old, d.Row, d.Col, xp)
+    per_tile = lambda name: xp.asarray(np.repeat([getattr(t, name) for t in ins.descs], ins.per))[:, None, None]  # noqa: E731
+    ivr, ivc = per_tile("ValidRow"), per_tile("ValidCol")
+    r = xp.arange(d.Row)[None, :, None] - xp.asarray(plan.row_offset)[:, None, None]
+    c = xp.arange(d.Col)[None, None, :] - xp.asarray(plan.col_offset)[:, None, None]
+    inside = (r >= 0) & (r < ivr) & (c >= 0) & (c < ivc)
+    idx = xp.asarray(index_grid(ins.desc))[xp.clip(r, 0, ivr - 1), xp.clip(c, 0, ivc - 1)]
+    k = xp.arange(P)[:, None, None]
+    ins_bits, ins_def = ins.elems[k, idx], ins.defined[k, idx]
+    _refuse_members((inside & ~ins_def).reshape(P, -1).any(axis=1), ins.per, xp)
+    return semantics.Outcome(xp.where(inside, ins_bits, old_bits), xp.where(inside, True, old_def),
+                             xp.zeros(P, np.uint8))
+
+
 # schema -> executor(plan, xp) the engine runs on the batch's own arrays (when every source is
 # one TileStack); every other schema runs semantics.EXECUTORS on host arrays.
 XP_EXECUTORS = {I.BINARY: xp_pointwise, I.UNARY: xp_pointwise, I.TERNARY: xp_pointwise,
-                I.COMPARE: xp_pointwise, I.CONVERT: xp_convert, I.EXTRACT: xp_extract}
+                I.COMPARE: xp_pointwise, I.CONVERT: xp_convert, I.EXTRACT: xp_extract,
+                I.INSERT: xp_insert}
 
 
 # ---------------------------------------------------------------- one block on one cohort

@@ -383,3 +383,29 @@ def test_extraction_through_layouts_at_per_machine_offsets_matches_the_reference
         alone, ref = run_alone(m, stream)
         assert str(result.errors[k]) == str(ref.error)
         assert batch.machine(k).digest() == alone.digest()
+
+
+@pytest.mark.parametrize("old_layout, ins_layout, dst_layout", [(0, 0, 0), (3, 5, 0), (0, 3, 6)])
+def test_insertion_through_layouts_at_per_machine_offsets_matches_the_reference(old_layout, ins_layout, dst_layout):
+    rng = np.random.default_rng(5)
+    machines = []
+    for k in range(5):
+        m = Machine(MachineConfig(local_bytes=1 << 16))
+        for p in range(4):
+            m.write_tile(p, 1, "U8", rng.integers(0, 256, (32, 32)), layout=old_layout,
+                         defined=rng.random((32, 32)) > 0.05)
+            size = (8, 8) if p % 2 else (8, 4)                  # insertion rectangles differ by PE
+            m.write_tile(p, 2, "U8", rng.integers(0, 256, (16, 16)), layout=ins_layout,
+                         valid_row=size[0], valid_col=size[1], defined=rng.random((16, 16)) > 0.003 * k)
+            m.set_gpr(p, 0, int(rng.integers(0, 25)))
+            m.set_gpr(p, 1, 25 if (k, p) == (4, 1) else int(rng.integers(0, 25)))   # machine 4 reaches past
+        machines.append(m)
+    stream = [blk("TINSERT", "U8", [1, 2], 1, mask=15, vc=32, vr=32, ior=BIor(0, 1), Layout=dst_layout)]
+    batch = MachineBatch(machines, "cpu")
+    result = batch.run(stream)
+    reasons = [e and e.reason for e in result.errors]
+    assert reasons.count(None) >= 2 and "SOURCE_UNDEFINED" in reasons and reasons[4] == "OFFSET_RANGE"
+    for k, m in enumerate(machines):
+        alone, ref = run_alone(m, stream)
+        assert str(result.errors[k]) == str(ref.error)
+        assert batch.machine(k).digest() == alone.digest()
