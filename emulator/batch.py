@@ -17,10 +17,12 @@ How (the `cpu` engine; `reference` just runs one Machine per machine):
     GPRs read as 0); GPR-offset windows checked for every machine at once
     (preflight.window_bounds); then one executor call over every selected PE of every
     machine, the sources handed over as semantics.TileStack (P = PEs x machines, PE-major).
+    XP_EXECUTORS (element-wise, TCVT, TEXTRACT, TINSERT) are written once against the array
+    module `xp` (NumPy, or CuPy on the gpu backend); TSEL and TIMG2COL run the NumPy
+    semantics.EXECUTORS.
   * A descriptor rule that fails fails for the whole cohort, with one error.  When an element
-    rule fails on some machines, the array-module executors (element-wise schemas) name them
-    (Refused); for the other executors, which raise on the first failure, bisection finds
-    them.  Each of those runs the block on a materialized reference Machine, which gives its
+    rule fails on some machines, the array-module executors name them (Refused); for the
+    NumPy executors, which raise on the first failure, bisection finds them.  Each of those runs the block on a materialized reference Machine, which gives its
     exact exception (the rare path), and leaves the cohort.  A machine whose window
     check fails takes the same rare path.  Were the reference ever to accept a block the
     engine rejected, that machine would carry on, detached, on the reference: correctness
