@@ -174,10 +174,6 @@ class Cohort:
         return Cohort(a.config, np.concatenate([a.ids, b.ids]), slots, xp.concatenate([a.gprs, b.gprs]),
                       xp.concatenate([a.status, b.status]), xp)
 
-    def nbytes(self) -> int:
-        return sum(s.elems.nbytes + s.defined.nbytes for pe in self.slots for s in pe.values()) \
-            + self.gprs.nbytes + self.status.nbytes
-
 
 def _readonly(a):
     if isinstance(a, np.ndarray):
