@@ -315,13 +315,13 @@ class Machine:
 
     @classmethod
     def load(cls, path, config: MachineConfig | None = None) -> "Machine":
-        from .stateio import StateFileError, load_state
-        m = load_state(path, config)
-        for p, pe in enumerate(m._pes):
-            if pe.gprs[ZERO_GPR]:           # r0 holds nothing: a value there is not a machine state
-                raise StateFileError(f"{path}: metadata pes[{p}].gprs[0] = {int(pe.gprs[ZERO_GPR]):#x}: "
-                                     f"r0 is the hard-wired zero register")
-        return m
+        from .batchio import load_machines
+        from .stateio import StateFileError
+        machines = load_machines(path, config)
+        if len(machines) != 1:
+            raise StateFileError(f"{path}: holds {len(machines)} machines; load it with MachineBatch.load "
+                                 f"or emulator.batchio.load_machines")
+        return machines[0]
 
     def _check_pe(self, pe: int) -> None:
         if not (isinstance(pe, (int, np.integer)) and 0 <= pe < NUM_PES):
