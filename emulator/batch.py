@@ -100,7 +100,9 @@ class Cohort:
         self.gprs = gprs                # (n, 4, 32) uint64
         self.status = status            # (n, 4) uint8
         self.xp = xp
-        self._pes = [SimpleNamespace(tiles=s) for s in slots]
+        # preflight.plan reads tiles and a status here; the engine replaces the status by every
+        # member's own (_attempt) before an executor sees the plan
+        self._pes = [SimpleNamespace(tiles=s, status=0) for s in slots]
         self._restack()
 
     def _restack(self) -> None:
@@ -248,7 +250,8 @@ def _xp_rules(plan, ops, defined, xp) -> None:
     if not rb.dtype.is_int:
         for bits in ops:
             if not semantics._every_pattern_valid(rb.dtype, bits):
-                valid = xp.asarray(semantics.call_numeric("valid_encoding", bits, rb.dtype.name))
+                from kernels import numeric      # here, not at import: it loads Numba
+                valid = xp.asarray(numeric.valid_encoding(bits, rb.dtype.name))
                 bad |= ~valid.reshape(P, -1).all(axis=1)
     _refuse_members(bad, plan.sources[0].per, xp)
 
@@ -284,8 +287,9 @@ def xp_pointwise(plan: preflight.Plan, xp) -> semantics.Outcome:
     ops = [b for b, _ in read]
     _xp_rules(plan, ops, [dm for _, dm in read], xp)
     extra = {"cmode": rb.CMode} if compare else {}
-    out, flags = semantics.call_numeric("elementwise", rb.instr.mnemonic, rb.dtype.name, *ops,
-                                        profile=plan.profile, **extra)
+    from kernels import numeric
+    out, flags = numeric.elementwise(rb.instr.mnemonic, rb.dtype.name, *ops,
+                                     profile=plan.profile, **extra)
     out = xp.asarray(out)
     if compare:
         out = (out != 0).astype(np.uint8)
@@ -298,15 +302,16 @@ def xp_convert(plan: preflight.Plan, xp) -> semantics.Outcome:
     rb = plan.rb
     src, defined = _xp_valid(plan.sources[0], rb.ValidRow, rb.ValidCol, xp)
     _xp_rules(plan, [src], [defined], xp)
-    out, flags = semantics.call_numeric("convert", src, rb.dtype.name, rb.dst_dtype.name, rmode=rb.RMode,
-                                        sat=rb.Sat, profile=plan.profile)
+    from kernels import numeric
+    out, flags = numeric.convert(src, rb.dtype.name, rb.dst_dtype.name, rmode=rb.RMode,
+                                 sat=rb.Sat, profile=plan.profile)
     return _xp_outcome(plan, xp.asarray(out), flags, rb.dst_dtype.name, xp)
 
 
 def xp_extract(plan: preflight.Plan, xp) -> semantics.Outcome:
     """TEXTRACT over stacked tiles (semantics.ex_extract): destination [r, c] = source
     [row_offset + r, column_offset + c], each tile at its own PE's offsets; encodings move
-    unchecked, every element read must be defined, status 0."""
+    unchecked, every element read must be defined, each PE's status kept."""
     rb, ts = plan.rb, plan.sources[0]
     P, vr, vc = len(ts), rb.ValidRow, rb.ValidCol
     if not plan.row_offset.any() and not plan.col_offset.any():
@@ -318,13 +323,14 @@ def xp_extract(plan: preflight.Plan, xp) -> semantics.Outcome:
         k = xp.arange(P)[:, None, None]
         bits, defined = ts.elems[k, idx], ts.defined[k, idx]
     _refuse_members(~defined.reshape(P, -1).all(axis=1), ts.per, xp)
-    return _xp_outcome(plan, bits, 0, rb.dtype.name, xp)
+    out = _xp_outcome(plan, bits, 0, rb.dtype.name, xp)
+    return semantics.Outcome(out.bits, out.defined, xp.asarray(semantics.status_kept(plan)))
 
 
 def xp_insert(plan: preflight.Plan, xp) -> semantics.Outcome:
     """TINSERT over stacked tiles (semantics.ex_insert): the old destination with each
     insertion's valid rectangle written at its PE's offsets; everything else, definedness
-    included, preserved; the inserted elements must be defined, status 0."""
+    included, preserved; the inserted elements must be defined, each PE's status kept."""
     d = plan.dest
     old, ins = plan.sources
     P = len(old)
@@ -339,7 +345,7 @@ def xp_insert(plan: preflight.Plan, xp) -> semantics.Outcome:
     ins_bits, ins_def = ins.elems[k, idx], ins.defined[k, idx]
     _refuse_members((inside & ~ins_def).reshape(P, -1).any(axis=1), ins.per, xp)
     return semantics.Outcome(xp.where(inside, ins_bits, old_bits), xp.where(inside, True, old_def),
-                             xp.zeros(P, np.uint8))
+                             xp.asarray(semantics.status_kept(plan)))
 
 
 # schema -> executor(plan, xp) the engine runs on the batch's own arrays (when every source is
@@ -433,7 +439,9 @@ def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None):
         sources = [_stack_role(c, b.tile, group, sel, xp_ex is None) for b in rb.sources]
         r0, c0 = _offsets(c, rb, group, sel)
         pes = tuple(np.repeat(np.array(group), m).tolist())
-        plan = preflight.Plan(rb, pes, sources, plan0.dest, r0, c0, plan0.profile)
+        members = c.status if sel is None else c.status[c.xp.asarray(sel)]
+        status = _host(c.xp)(members[:, list(group)]).T.reshape(-1).astype(np.uint8)   # PE-major, as pes
+        plan = preflight.Plan(rb, pes, sources, plan0.dest, r0, c0, plan0.profile, status)
         if xp_ex is not None and all(isinstance(t, semantics.TileStack) for t in sources):
             out = xp_ex(plan, c.xp)
             bits = _xp_physical(plan.dest, out.bits, c.xp, 0)
@@ -576,7 +584,7 @@ class MachineBatch:
                 index += 1
         except DecodeError as exc:
             for k in self._live(live_host):
-                errors[k] = StreamError(index, exc.offset, exc)
+                errors[k] = StreamError.undecodable(index, exc)
         executed = [index if e is None else e.index for e in errors]
         return BatchResult(executed, errors)
 

@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
-from isa.atomicio import atomic_path
+from isa.atomicio import Shown, atomic_path, shown
 
 from .config import MachineConfig
 from .stateio import FORMAT, META_KEY, SCHEMA, VERSION, StateFileError, _read_table, _rows, load_table
@@ -85,22 +85,22 @@ def machine_count(path) -> int:
 
 def _machines_meta(path, table: pa.Table, meta) -> list:
     if meta is None or meta.get("format") != FORMAT:
-        raise StateFileError(f"{path}: metadata {META_KEY.decode()!r} is not a {FORMAT!r} JSON object")
+        raise StateFileError(f"{shown(path)}: metadata {META_KEY.decode()!r} is not a {FORMAT!r} JSON object")
     if meta.get("version") != VERSION:
-        raise StateFileError(f"{path}: state format version {meta.get('version')!r} (this build reads {VERSION})")
+        raise StateFileError(f"{shown(path)}: state format version {shown(repr(meta.get('version')))} (this build reads {VERSION})")
     entries = meta.get("machines")
     if not isinstance(entries, list) or not 1 <= len(entries) <= MAX_MACHINES:
-        raise StateFileError(f"{path}: metadata 'machines' must list 1..{MAX_MACHINES} machines "
+        raise StateFileError(f"{shown(path)}: metadata 'machines' must list 1..{MAX_MACHINES} machines "
                              f"(a multi-machine file has a {MACHINE_COLUMN!r} column)")
     if "pes" in meta:
-        raise StateFileError(f"{path}: metadata has both 'pes' (one machine) and 'machines' (many)")
+        raise StateFileError(f"{shown(path)}: metadata has both 'pes' (one machine) and 'machines' (many)")
     if MACHINE_COLUMN not in table.column_names:
-        raise StateFileError(f"{path}: metadata lists machines but column {MACHINE_COLUMN!r} is missing")
+        raise StateFileError(f"{shown(path)}: metadata lists machines but column {MACHINE_COLUMN!r} is missing")
     col = table.column(MACHINE_COLUMN)
     if col.type != pa.uint32():
-        raise StateFileError(f"{path}: column {MACHINE_COLUMN!r} has type {col.type}, expected uint32")
+        raise StateFileError(f"{shown(path)}: column {MACHINE_COLUMN!r} has type {col.type}, expected uint32")
     if col.null_count:
-        raise StateFileError(f"{path}: column {MACHINE_COLUMN!r} holds nulls (the format uses none)")
+        raise StateFileError(f"{shown(path)}: column {MACHINE_COLUMN!r} holds nulls (the format uses none)")
     return entries
 
 
@@ -114,7 +114,7 @@ def load_machines(path, config: MachineConfig | None = None) -> list:
     ids = table.column(MACHINE_COLUMN).to_numpy(zero_copy_only=False).astype(np.int64)
     if ids.size and ids.max() >= len(entries):
         row = int(np.argmax(ids >= len(entries)))
-        raise StateFileError(f"{path}: row {row} column {MACHINE_COLUMN!r}: machine {int(ids[row])} is not "
+        raise StateFileError(f"{shown(path)}: row {row} column {MACHINE_COLUMN!r}: machine {int(ids[row])} is not "
                              f"among the {len(entries)} the metadata lists")
     order = np.argsort(ids, kind="stable")
     bounds = np.searchsorted(ids[order], np.arange(len(entries) + 1))
@@ -126,5 +126,5 @@ def load_machines(path, config: MachineConfig | None = None) -> list:
             one["config"] = meta["config"]
         part = rows.slice(int(bounds[k]), int(bounds[k + 1] - bounds[k]))
         part = part.replace_schema_metadata({META_KEY: json.dumps(one).encode()})
-        machines.append(load_table(f"{path}: machine {k}", part, config))
+        machines.append(load_table(Shown(f"{shown(path)}: machine {k}"), part, config))
     return machines

@@ -65,6 +65,11 @@ class StreamError(Exception):
         self.whole_stream = whole_stream     # the header or total length is wrong: no block ran
         super().__init__(f"{self.where}: {cause}")
 
+    @classmethod
+    def undecodable(cls, index: int, exc: DecodeError) -> "StreamError":
+        """Block `index` does not decode: named by its BSTART offset (the word's is in `detail`)."""
+        return cls(index, exc.offset if exc.block_offset is None else exc.block_offset, exc)
+
     @property
     def where(self) -> str:
         """'block 3 (byte offset 136)', or 'stream header (byte offset 0)' for a whole-stream fault."""
@@ -176,8 +181,7 @@ class Machine:
                     return RunResult(results, StreamError(index, offset, exc))
                 index += 1
         except DecodeError as exc:
-            block = exc.offset if exc.block_offset is None else exc.block_offset
-            return RunResult(results, StreamError(index, block, exc))
+            return RunResult(results, StreamError.undecodable(index, exc))
         return RunResult(results)
 
     # ------------------------------------------------------------ GPRs and status

@@ -22,8 +22,8 @@ def s32_machine(divisor, gprs=(0, 0)) -> Machine:
     for p in range(4):
         m.write_tile(p, 1, "S32", np.arange(8).reshape(2, 4) + 10 * p)
         m.write_tile(p, 2, "S32", np.full((2, 4), divisor))
-        m.set_gpr(p, 0, gprs[0])
-        m.set_gpr(p, 1, gprs[1])
+        m.set_gpr(p, 1, gprs[0])             # r0 is the hard-wired zero: offsets live in r1, r2
+        m.set_gpr(p, 2, gprs[1])
     return m
 
 
@@ -75,9 +75,9 @@ def test_many_machines_a_few_faulting_are_isolated():
 
 
 def test_offset_windows_are_checked_per_machine():
-    # TEXTRACT of a 1x2 window at (row r0, column r1): machine 1's column offset 3 leaves the source
+    # TEXTRACT of a 1x2 window at (row r1, column r2): machine 1's column offset 3 leaves the source
     machines = [s32_machine(1, (1, 2)), s32_machine(1, (0, 3)), s32_machine(1, (1, 0))]
-    stream = [blk("TEXTRACT", "S32", [1], 6, mask=15, vc=2, vr=1, ior=BIor(0, 1)),
+    stream = [blk("TEXTRACT", "S32", [1], 6, mask=15, vc=2, vr=1, ior=BIor(1, 2)),
               blk("TADD", "S32", [1, 2], 7, mask=15, vr=2)]
     batch = MachineBatch(machines, "cpu")
     result = batch.run(stream)
@@ -277,7 +277,7 @@ def test_the_device_path_of_the_engine_matches_the_reference(monkeypatch):
     monkeypatch.setattr(batch_module, "resolve_backend", lambda name: ("gpu", HostArrays(), "gpu backend (test)"))
     monkeypatch.setattr(backends, "check_device_memory", lambda need: asked.append(need))
     machines = [s32_machine(d, (1, d)) for d in (3, 0, 5, 1)]
-    stream = STREAM + [blk("TEXTRACT", "S32", [1], 6, mask=15, vc=2, vr=1, ior=BIor(0, 1))]
+    stream = STREAM + [blk("TEXTRACT", "S32", [1], 6, mask=15, vc=2, vr=1, ior=BIor(1, 2))]
     batch = MachineBatch(machines, "gpu")
     assert batch.backend == "gpu" and asked and asked[0] > 0
     result = batch.run(stream)
@@ -372,10 +372,10 @@ def test_extraction_through_layouts_at_per_machine_offsets_matches_the_reference
         for p in range(4):
             m.write_tile(p, 1, "U8", rng.integers(0, 256, (32, 32)), layout=src_layout,
                          defined=rng.random((32, 32)) > 0.0003)
-            m.set_gpr(p, 0, int(rng.integers(0, 17)))
-            m.set_gpr(p, 1, 17 if (k, p) == (4, 2) else int(rng.integers(0, 17)))   # machine 4 reaches past
+            m.set_gpr(p, 1, int(rng.integers(0, 17)))
+            m.set_gpr(p, 2, 17 if (k, p) == (4, 2) else int(rng.integers(0, 17)))   # machine 4 reaches past
         machines.append(m)
-    stream = [blk("TEXTRACT", "U8", [1], 2, mask=15, vc=16, vr=16, ior=BIor(0, 1), Layout=dst_layout)]
+    stream = [blk("TEXTRACT", "U8", [1], 2, mask=15, vc=16, vr=16, ior=BIor(1, 2), Layout=dst_layout)]
     batch = MachineBatch(machines, "cpu")
     result = batch.run(stream)
     assert result.executed.count(1) >= 2 and result.errors[4].reason == "OFFSET_RANGE"
@@ -397,10 +397,10 @@ def test_insertion_through_layouts_at_per_machine_offsets_matches_the_reference(
             size = (8, 8) if p % 2 else (8, 4)                  # insertion rectangles differ by PE
             m.write_tile(p, 2, "U8", rng.integers(0, 256, (16, 16)), layout=ins_layout,
                          valid_row=size[0], valid_col=size[1], defined=rng.random((16, 16)) > 0.003 * k)
-            m.set_gpr(p, 0, int(rng.integers(0, 25)))
-            m.set_gpr(p, 1, 25 if (k, p) == (4, 1) else int(rng.integers(0, 25)))   # machine 4 reaches past
+            m.set_gpr(p, 1, int(rng.integers(0, 25)))
+            m.set_gpr(p, 2, 25 if (k, p) == (4, 1) else int(rng.integers(0, 25)))   # machine 4 reaches past
         machines.append(m)
-    stream = [blk("TINSERT", "U8", [1, 2], 1, mask=15, vc=32, vr=32, ior=BIor(0, 1), Layout=dst_layout)]
+    stream = [blk("TINSERT", "U8", [1, 2], 1, mask=15, vc=32, vr=32, ior=BIor(1, 2), Layout=dst_layout)]
     batch = MachineBatch(machines, "cpu")
     result = batch.run(stream)
     reasons = [e and e.reason for e in result.errors]
