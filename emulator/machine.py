@@ -21,7 +21,7 @@ import numpy as np
 from isa.block import Block
 from isa.datatypes import datatype
 from isa.errors import DecodeError, IllegalBlockException
-from isa.fields import GPR_COUNT, LAYOUTS, NUM_PES
+from isa.fields import GPR_COUNT, LAYOUTS, NUM_PES, ZERO_GPR
 from isa.legality import resolve
 
 from . import preflight, semantics
@@ -53,8 +53,10 @@ class BlockResult:
 
 
 class StreamError(Exception):
-    """A stream stopped at block `index` (byte `offset`; None for a Block sequence) by `cause`
-    (IllegalBlockException or isa.DecodeError).  State is that of the last committed block."""
+    """A stream stopped at block `index` by `cause` (IllegalBlockException or isa.DecodeError).
+    `offset` is the byte offset of that block's BSTART (None for a Block sequence; for a header
+    fault, the header field's); a decode fault's own word offset stays in `cause.offset`, and
+    `detail` names it.  State is that of the last committed block."""
 
     def __init__(self, index: int, offset: int | None, cause: Exception, whole_stream: bool = False):
         self.index = index
@@ -62,6 +64,11 @@ class StreamError(Exception):
         self.cause = cause
         self.whole_stream = whole_stream     # the header or total length is wrong: no block ran
         super().__init__(f"{self.where}: {cause}")
+
+    @classmethod
+    def undecodable(cls, index: int, exc: DecodeError) -> "StreamError":
+        """Block `index` does not decode: named by its BSTART offset (the word's is in `detail`)."""
+        return cls(index, exc.offset if exc.block_offset is None else exc.block_offset, exc)
 
     @property
     def where(self) -> str:
@@ -73,6 +80,14 @@ class StreamError(Exception):
     def reason(self) -> str:
         """The IllegalBlockException reason code, or DECODE_ERROR for a malformed stream."""
         return self.cause.reason if isinstance(self.cause, IllegalBlockException) else "DECODE_ERROR"
+
+    @property
+    def detail(self) -> str:
+        """The cause as one line to follow `where`: 'SOURCE_MISSING at B.IOT[1]: ...', or
+        'DECODE_ERROR at byte offset 72: ...' naming the offending word (or header field)."""
+        if isinstance(self.cause, DecodeError):
+            return f"DECODE_ERROR at byte offset {self.cause.offset}: {self.cause.reason}"
+        return str(self.cause)
 
 
 @dataclass
@@ -117,16 +132,21 @@ class Machine:
     def __init__(self, config: MachineConfig | None = None):
         self.config = config or MachineConfig()
         self._pes = [PEState() for _ in range(NUM_PES)]
+        # Optional fabric model of each PE's engines (emulator.timing.PEEngines): when set, every
+        # block is admitted through its Supports check right after stateless legality.
+        self.engines = None
 
     # ------------------------------------------------------------ blocks and streams
     def execute(self, block: Block) -> BlockResult:
         rb = resolve(block)
+        if self.engines is not None:
+            self.engines.admit(rb)
         mn = rb.instr.mnemonic
         if rb.PE_MASK == 0:                     # strict no-op: after stateless legality only
             return BlockResult(mn, (), rb.dest.tile, {})
         pes = tuple(p for p in range(NUM_PES) if rb.PE_MASK >> p & 1)
         staged = []
-        for group in preflight.pe_groups(self, rb, pes):   # one group unless TCMP rows differ
+        for group in preflight.pe_groups(self, rb, pes):   # one group unless TCMP/TCVT source rows differ
             plan = preflight.plan(self, rb, group)
             out = semantics.EXECUTORS[mn](plan)
             bits = to_physical(plan.dest, out.bits)
@@ -161,20 +181,25 @@ class Machine:
                     return RunResult(results, StreamError(index, offset, exc))
                 index += 1
         except DecodeError as exc:
-            return RunResult(results, StreamError(index, exc.offset, exc))
+            return RunResult(results, StreamError.undecodable(index, exc))
         return RunResult(results)
 
     # ------------------------------------------------------------ GPRs and status
     def set_gpr(self, pe: int, index: int, value: int) -> None:
+        """Set GPR r<index>; r0 is the hard-wired zero (docs/assembly.md "GPR index 0")."""
         self._check_pe(pe)
         if not 0 <= index < GPR_COUNT:
             raise ValueError(f"GPR index {index} out of range 0..{GPR_COUNT - 1}")
         if not -(1 << 63) <= value <= GPR_MASK:
             raise ValueError(f"GPR value {value} does not fit 64 bits")
+        if index == ZERO_GPR and value & GPR_MASK:
+            raise ValueError(f"r0 is the hard-wired zero register; it cannot hold {value:#x}")
         self._pes[pe].gprs[index] = np.uint64(value & GPR_MASK)
 
     def gpr(self, pe: int, index: int) -> int:
         self._check_pe(pe)
+        if index == ZERO_GPR:
+            return 0
         return int(self._pes[pe].gprs[index])
 
     def status(self, pe: int) -> int:
@@ -279,6 +304,7 @@ class Machine:
     def copy(self) -> "Machine":
         m = Machine(self.config)
         m._pes = [PEState(dict(pe.tiles), pe.gprs.copy(), pe.status) for pe in self._pes]
+        m.engines = self.engines
         return m
 
     def __deepcopy__(self, memo):
@@ -293,8 +319,13 @@ class Machine:
 
     @classmethod
     def load(cls, path, config: MachineConfig | None = None) -> "Machine":
-        from .stateio import load_state
-        return load_state(path, config)
+        from .batchio import load_machines
+        from .stateio import StateFileError
+        machines = load_machines(path, config)
+        if len(machines) != 1:
+            raise StateFileError(f"{path}: holds {len(machines)} machines; load it with MachineBatch.load "
+                                 f"or emulator.batchio.load_machines")
+        return machines[0]
 
     def _check_pe(self, pe: int) -> None:
         if not (isinstance(pe, (int, np.integer)) and 0 <= pe < NUM_PES):
@@ -352,13 +383,8 @@ def validate_tile(t: Tile, config: MachineConfig, pe: int = 0, tile: int = 0, us
         return "Row and Col must be nonzero"
     if not (1 <= d.ValidRow <= d.Row and 1 <= d.ValidCol <= d.Col):
         return f"valid {d.ValidRow}x{d.ValidCol} must be nonzero and within {d.Row}x{d.Col}"
-    if d.capacity < d.payload_nbytes:
+    if d.capacity < d.payload_nbytes:       # Row need not be capacity-derived: TCVT keeps its source's
         return f"capacity {d.capacity} is below the {d.payload_nbytes} payload bytes"
-    if d.representation == "standard" and d.kind == "numeric":
-        derived = d.capacity * 8 // (d.Col * d.container)
-        if derived != d.Row:
-            return (f"Row {d.Row} differs from the {derived} physical rows capacity {d.capacity} "
-                    f"derives for Col {d.Col}")
     if d.fmap is not None:
         if d.location != "Matrix":
             return "only Matrix-location tiles carry a feature-map descriptor"
