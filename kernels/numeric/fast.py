@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import types as types_
 from functools import lru_cache
 
 import numba as nb
@@ -64,7 +65,13 @@ class Twin:
     def __init__(self, fn, **jit):
         self.py_func = fn
         self.serial = nb.njit(cache=True, **jit)(fn)
-        self.parallel = nb.njit(parallel=True, cache=True, **jit)(fn)
+        # Numba's on-disk cache keys a function by its name, bytecode and signature, not by its
+        # options: the parallel build gets its own name, or a cached serial build would be
+        # loaded for it (and the other way round)
+        name = fn.__name__ + "__parallel"
+        code = fn.__code__.replace(co_name=name, co_qualname=fn.__qualname__ + "__parallel")
+        par = types_.FunctionType(code, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+        self.parallel = nb.njit(parallel=True, cache=True, **jit)(par)
         self.__name__ = self.__qualname__ = fn.__name__
         self.__doc__ = fn.__doc__
 

@@ -246,26 +246,75 @@ def fp16_mul(a, b):
 
 # ---------------------------------------------------------------- CPU loops
 
-def _loops(fn, arity):
-    """The compiled loop (serial and parallel builds, fast.Twin) applying scalar routine `fn`
-    over 1-D arrays.  No reduction inside (a running count of marked elements cost 40 % more
-    than the loop itself): the caller looks for marks with one flags.max()."""
-    if arity == 2:
-        def loop(a, b, out, flags):
-            for i in nb.prange(a.shape[0]):
-                out[i], flags[i] = fn(a[i], b[i])
-    else:
-        def loop(a, b, c, out, flags):
-            for i in nb.prange(a.shape[0]):
-                out[i], flags[i] = fn(a[i], b[i], c[i])
-    return fast.Twin(loop, error_model="numpy")     # serial below fast.PARALLEL_MIN elements
+# The compiled loops, one per (format, op), written out: Numba's on-disk cache cannot key a
+# closure over the scalar routine reproducibly (it pickles the closure's cells), so a generated
+# loop would be recompiled -- and its cache index rewritten -- in every process.  Each loop runs
+# its scalar routine over 1-D arrays; no reduction inside (a running count of marked elements
+# cost 40 % more than the loop itself): the caller looks for marks with one flags.max().
+
+def _fp32_add(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp32_add(a[i], b[i])
+
+
+def _fp32_sub(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp32_sub(a[i], b[i])
+
+
+def _fp32_mul(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp32_mul(a[i], b[i])
+
+
+def _fp32_fma(a, b, c, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp32_fma(a[i], b[i], c[i])
+
+
+def _bf16_add(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = bf16_add(a[i], b[i])
+
+
+def _bf16_sub(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = bf16_sub(a[i], b[i])
+
+
+def _bf16_mul(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = bf16_mul(a[i], b[i])
+
+
+def _bf16_fma(a, b, c, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = bf16_fma(a[i], b[i], c[i])
+
+
+def _fp16_add(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp16_add(a[i], b[i])
+
+
+def _fp16_sub(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp16_sub(a[i], b[i])
+
+
+def _fp16_mul(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp16_mul(a[i], b[i])
 
 
 SCALAR = {("FP32", "TADD"): fp32_add, ("FP32", "TSUB"): fp32_sub, ("FP32", "TMUL"): fp32_mul,
           ("FP32", "TFMA"): fp32_fma, ("BF16", "TADD"): bf16_add, ("BF16", "TSUB"): bf16_sub,
           ("BF16", "TMUL"): bf16_mul, ("BF16", "TFMA"): bf16_fma, ("FP16", "TADD"): fp16_add,
           ("FP16", "TSUB"): fp16_sub, ("FP16", "TMUL"): fp16_mul}
-LOOPS = {key: _loops(fn, 3 if key[1] == "TFMA" else 2) for key, fn in SCALAR.items()}
+_LOOP_SOURCES = (_fp32_add, _fp32_sub, _fp32_mul, _fp32_fma, _bf16_add, _bf16_sub, _bf16_mul, _bf16_fma,
+                 _fp16_add, _fp16_sub, _fp16_mul)
+# serial below fast.PARALLEL_MIN elements (fast.Twin)
+LOOPS = {key: fast.Twin(loop, error_model="numpy") for key, loop in zip(SCALAR, _LOOP_SOURCES)}
 
 
 def serves(op: str, name: str, prof) -> bool:

@@ -188,3 +188,10 @@ def test_a_large_input_runs_the_parallel_build_only_with_threads_and_an_idle_cor
     assert (bits == 0x40000000).all()
     grew = fast.Twin.calls["parallel"] - before["parallel"]
     assert grew == (1 if idle and numba.get_num_threads() > 1 else 0)
+
+
+def test_each_loop_runs_its_own_scalar_routine_and_caches_apart_from_its_parallel_build():
+    for (name, op), twin in fastvec.LOOPS.items():
+        assert twin.py_func.__name__ == f"_{name.lower()}_{op[1:].lower()}"
+        # Numba's disk cache keys by name and bytecode, not by parallel=True: distinct names
+        assert twin.parallel.py_func.__qualname__ != twin.serial.py_func.__qualname__
