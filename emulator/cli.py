@@ -1,14 +1,17 @@
 """`tile-emu` command line: a table of subcommands, each loaded only when it runs.
 
 Each command module exposes `add_arguments(parser)` and `run(args) -> int`.  User errors are
-reported as one line on stderr with exit status 2 (usage) or 1 (the input was rejected); a
-traceback means a bug in tile-emu.
+reported as one line on stderr; a traceback means a bug in tile-emu.  Exit status (EXIT_CODES,
+also in `tile-emu --help` and the README): 0 success; 1 the command's negative answer (the input
+was rejected, a block faulted, the states differ); 2 the command could not run as asked (usage
+errors; `diff` also uses 2 for any error, so that its 1 always means "the states differ").
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
+from pathlib import Path
 
 # name: (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -26,6 +29,31 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+EXIT_CODES = {
+    0: "success (diff: the states are equal)",
+    1: "the command's negative answer: the input was rejected (one line says what, where, why), "
+       "a block faulted, a fabric description is invalid, the states differ",
+    2: "the command could not run as asked: unknown command or option, bad or conflicting option "
+       "values; diff: any error (an unreadable or invalid state file)",
+}
+
+
+def version() -> str:
+    """The installed distribution's version; from a source tree without one, pyproject's."""
+    from importlib import metadata
+    try:
+        return metadata.version("tile-emu")
+    except metadata.PackageNotFoundError:
+        import tomllib
+        with open(Path(__file__).resolve().parents[1] / "pyproject.toml", "rb") as f:
+            return tomllib.load(f)["project"]["version"]
+
+
+def _quote(text: str) -> str:
+    from isa.atomicio import quote
+    return quote(text)
+
+
 class CommandError(Exception):
     """A user-facing failure: printed as one line, exit status `status`."""
 
@@ -34,8 +62,21 @@ class CommandError(Exception):
         self.status = status
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose error line is bounded: an invalid 1 MB argument (argparse echoes it whole,
+    control bytes included) is escaped and cut like every other message."""
+
+    def error(self, message):
+        from isa.atomicio import shown
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {shown(message, 240)}\n")
+
+
 def _top_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tile-emu", description="Bit-exact tile ISA emulator.")
+    p = _Parser(
+        prog="tile-emu", description="Bit-exact tile ISA emulator.",
+        epilog="exit status: " + "; ".join(f"{k} {v}" for k, v in EXIT_CODES.items()))
+    p.add_argument("--version", action="store_true", help="print the version and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, help_) in COMMANDS.items():
         sub.add_parser(name, help=help_, add_help=False)
@@ -44,11 +85,14 @@ def _top_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--version"]:
+        print(f"tile-emu {version()}")
+        return 0
     if not argv or argv[0] not in COMMANDS:
         top = _top_parser()
         if argv and argv[0] not in ("-h", "--help"):
             top.print_usage(sys.stderr)
-            print(f"tile-emu: error: unknown command {argv[0]!r}", file=sys.stderr)
+            print(f"tile-emu: error: unknown command {_quote(argv[0])}", file=sys.stderr)
             return 2
         top.print_help()
         return 0 if argv else 2
@@ -61,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"tile-emu {name}: not available in this build", file=sys.stderr)
             return 2
         raise
-    parser = argparse.ArgumentParser(prog=f"tile-emu {name}", description=help_)
+    parser = _Parser(prog=f"tile-emu {name}", description=help_)
     module.add_arguments(parser)
     args = parser.parse_args(rest)
     try:

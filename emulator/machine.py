@@ -53,8 +53,10 @@ class BlockResult:
 
 
 class StreamError(Exception):
-    """A stream stopped at block `index` (byte `offset`; None for a Block sequence) by `cause`
-    (IllegalBlockException or isa.DecodeError).  State is that of the last committed block."""
+    """A stream stopped at block `index` by `cause` (IllegalBlockException or isa.DecodeError).
+    `offset` is the byte offset of that block's BSTART (None for a Block sequence; for a header
+    fault, the header field's); a decode fault's own word offset stays in `cause.offset`, and
+    `detail` names it.  State is that of the last committed block."""
 
     def __init__(self, index: int, offset: int | None, cause: Exception, whole_stream: bool = False):
         self.index = index
@@ -73,6 +75,14 @@ class StreamError(Exception):
     def reason(self) -> str:
         """The IllegalBlockException reason code, or DECODE_ERROR for a malformed stream."""
         return self.cause.reason if isinstance(self.cause, IllegalBlockException) else "DECODE_ERROR"
+
+    @property
+    def detail(self) -> str:
+        """The cause as one line to follow `where`: 'SOURCE_MISSING at B.IOT[1]: ...', or
+        'DECODE_ERROR at byte offset 72: ...' naming the offending word (or header field)."""
+        if isinstance(self.cause, DecodeError):
+            return f"DECODE_ERROR at byte offset {self.cause.offset}: {self.cause.reason}"
+        return str(self.cause)
 
 
 @dataclass
@@ -117,10 +127,15 @@ class Machine:
     def __init__(self, config: MachineConfig | None = None):
         self.config = config or MachineConfig()
         self._pes = [PEState() for _ in range(NUM_PES)]
+        # Optional fabric model of each PE's engines (emulator.timing.PEEngines): when set, every
+        # block is admitted through its Supports check right after stateless legality.
+        self.engines = None
 
     # ------------------------------------------------------------ blocks and streams
     def execute(self, block: Block) -> BlockResult:
         rb = resolve(block)
+        if self.engines is not None:
+            self.engines.admit(rb)
         mn = rb.instr.mnemonic
         if rb.PE_MASK == 0:                     # strict no-op: after stateless legality only
             return BlockResult(mn, (), rb.dest.tile, {})
@@ -161,7 +176,8 @@ class Machine:
                     return RunResult(results, StreamError(index, offset, exc))
                 index += 1
         except DecodeError as exc:
-            return RunResult(results, StreamError(index, exc.offset, exc))
+            block = exc.offset if exc.block_offset is None else exc.block_offset
+            return RunResult(results, StreamError(index, block, exc))
         return RunResult(results)
 
     # ------------------------------------------------------------ GPRs and status
@@ -279,6 +295,7 @@ class Machine:
     def copy(self) -> "Machine":
         m = Machine(self.config)
         m._pes = [PEState(dict(pe.tiles), pe.gprs.copy(), pe.status) for pe in self._pes]
+        m.engines = self.engines
         return m
 
     def __deepcopy__(self, memo):

@@ -8,11 +8,14 @@ StateFileError naming the row and column; it never raises anything else for bad 
 """
 from __future__ import annotations
 
+import collections
 import json
 
 import numpy as np
 import pyarrow as pa
 
+from isa import jsontext
+from isa.atomicio import atomic_path, quote, shown, why
 from isa.datatypes import BY_NAME
 from isa.fields import GPR_COUNT, NUM_PES
 
@@ -87,8 +90,11 @@ def state_table(machine) -> pa.Table:
 
 
 def save_state(machine, path) -> None:
+    """Write `machine` to `path` atomically: a failed write leaves an existing file as it was.
+    An Arrow IPC file needs a regular file: a device path (/dev/null) is an OutputPathError."""
     table = state_table(machine)
-    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+    with atomic_path(path, devices=False) as tmp, pa.OSFile(tmp, "wb") as sink, \
+            pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
 
 
@@ -97,47 +103,48 @@ def _read_table(path) -> pa.Table:
         with pa.memory_map(str(path), "r") as src:
             table = pa.ipc.open_file(src).read_all()
     except FileNotFoundError:
-        raise StateFileError(f"{path}: no such file") from None
+        raise StateFileError(f"{shown(path)}: no such file") from None
     except (pa.ArrowException, OSError, ValueError) as exc:
-        raise StateFileError(f"{path}: not an Arrow IPC file ({exc})") from None
+        raise StateFileError(f"{shown(path)}: not an Arrow IPC file ({why(exc)})") from None
+    _column_names(path, table)    # before validate(), which decodes the names too
     try:   # IPC reads trust buffer offsets; a corrupt offset would abort the process later
         table.validate(full=True)
     except pa.ArrowException as exc:
-        raise StateFileError(f"{path}: corrupt Arrow data ({exc})") from None
+        raise StateFileError(f"{shown(path)}: corrupt Arrow data ({why(exc)})") from None
     return table
 
 
 def _meta(path, table: pa.Table) -> dict:
     raw = (table.schema.metadata or {}).get(META_KEY)
     if raw is None:
-        raise StateFileError(f"{path}: schema metadata has no {META_KEY.decode()!r} key")
+        raise StateFileError(f"{shown(path)}: schema metadata has no {META_KEY.decode()!r} key")
     try:
-        meta = json.loads(raw)
-    except ValueError as exc:
-        raise StateFileError(f"{path}: metadata {META_KEY.decode()!r} is not JSON ({exc})") from None
-    except RecursionError:
-        raise StateFileError(f"{path}: metadata {META_KEY.decode()!r} nests too deeply") from None
+        meta = jsontext.loads(raw)
+    except jsontext.JsonTextError as exc:
+        raise StateFileError(f"{shown(path)}: metadata {META_KEY.decode()!r} is not JSON ({exc})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise StateFileError(f"{path}: metadata format is not {FORMAT!r}")
+        raise StateFileError(f"{shown(path)}: metadata format is not {FORMAT!r}")
     if meta.get("version") != VERSION:
-        raise StateFileError(f"{path}: state format version {meta.get('version')!r} (this build reads {VERSION})")
+        raise StateFileError(f"{shown(path)}: state format version {shown(repr(meta.get('version')))} "
+                             f"(this build reads {VERSION})")
     pes = meta.get("pes")
     if not isinstance(pes, list) or len(pes) != NUM_PES:
-        raise StateFileError(f"{path}: metadata 'pes' must list {NUM_PES} PEs")
+        raise StateFileError(f"{shown(path)}: metadata 'pes' must list {NUM_PES} PEs")
     for p, pe in enumerate(pes):
         gprs = pe.get("gprs") if isinstance(pe, dict) else None
         if not isinstance(gprs, list) or len(gprs) != GPR_COUNT:
-            raise StateFileError(f"{path}: metadata pes[{p}].gprs must list {GPR_COUNT} values")
+            raise StateFileError(f"{shown(path)}: metadata pes[{p}].gprs must list {GPR_COUNT} values")
         for i, g in enumerate(gprs):
             try:
                 v = int(g, 0) if isinstance(g, str) else g
             except ValueError:
                 v = None
             if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < 1 << 64:
-                raise StateFileError(f"{path}: metadata pes[{p}].gprs[{i}] = {g!r} is not a 64-bit value")
+                raise StateFileError(f"{shown(path)}: metadata pes[{p}].gprs[{i}] = {shown(repr(g))} "
+                                     "is not a 64-bit value")
         st = pe.get("status")
         if not isinstance(st, int) or isinstance(st, bool) or not 0 <= st < 32:
-            raise StateFileError(f"{path}: metadata pes[{p}].status = {st!r} is not a 5-bit flag set")
+            raise StateFileError(f"{shown(path)}: metadata pes[{p}].status = {shown(repr(st))} is not a 5-bit flag set")
     return meta
 
 
@@ -146,15 +153,34 @@ def _config(path, meta: dict) -> MachineConfig:
 
     cfg = meta.get("config", {})
     if not isinstance(cfg, dict):
-        raise StateFileError(f"{path}: metadata config must be an object, not {type(cfg).__name__}")
+        raise StateFileError(f"{shown(path)}: metadata config must be an object, not {type(cfg).__name__}")
     profile = cfg.get("profile", MachineConfig.profile)
     if not isinstance(profile, str) or profile not in PROFILES:
-        raise StateFileError(f"{path}: metadata config: unknown profile {profile!r} "
+        raise StateFileError(f"{shown(path)}: metadata config: unknown profile {shown(repr(profile))} "
                              f"(known: {', '.join(sorted(PROFILES))})")
     try:   # MachineConfig checks the store sizes' types and ranges
         return MachineConfig(**{k: cfg[k] for k in ("local_bytes", "matrix_bytes") if k in cfg}, profile=profile)
     except (TypeError, ValueError) as exc:
-        raise StateFileError(f"{path}: metadata config: {exc}") from None
+        raise StateFileError(f"{shown(path)}: metadata config: {exc}") from None
+
+
+def _column_names(path, table: pa.Table) -> list[str]:
+    """The column names, each UTF-8 and none repeated."""
+    try:
+        names = table.schema.names
+    except UnicodeDecodeError as exc:
+        raise StateFileError(f"{shown(path)}: a column name is not UTF-8 text (byte {exc.start} of a name)") from None
+    repeated = [n for n, k in collections.Counter(names).items() if k > 1]
+    if repeated:
+        raise StateFileError(f"{shown(path)}: column {quote(repeated[0])} appears more than once")
+    return names
+
+
+def _type_text(t: pa.DataType) -> str:
+    try:
+        return str(t)
+    except UnicodeDecodeError:     # a nested field name that is not UTF-8
+        return "(a type whose nested field name is not UTF-8)"
 
 
 def load_state(path, config: MachineConfig | None = None):
@@ -162,14 +188,21 @@ def load_state(path, config: MachineConfig | None = None):
 
     table = _read_table(path)
     meta = _meta(path, table)
+    names = table.column_names      # _read_table checked them
+    # An unknown column is refused rather than ignored, so one state has exactly one file
+    # image and `diff` never calls two different files the same.
+    unknown = [n for n in names if n not in SCHEMA.names]
+    if unknown:
+        raise StateFileError(f"{shown(path)}: unknown column(s) {quote(', '.join(unknown))} "
+                             f"(a state file has exactly the columns of docs/state-format.md)")
     for f in SCHEMA:
-        if f.name not in table.column_names:
-            raise StateFileError(f"{path}: column {f.name!r} is missing")
+        if f.name not in names:
+            raise StateFileError(f"{shown(path)}: column {f.name!r} is missing")
         got = table.schema.field(f.name).type
         if got != f.type:
-            raise StateFileError(f"{path}: column {f.name!r} has type {got}, expected {f.type}")
+            raise StateFileError(f"{shown(path)}: column {f.name!r} has type {_type_text(got)}, expected {f.type}")
         if table.column(f.name).null_count:
-            raise StateFileError(f"{path}: column {f.name!r} holds nulls (the format uses none)")
+            raise StateFileError(f"{shown(path)}: column {f.name!r} holds nulls (the format uses none)")
     m = Machine(config or _config(path, meta))
     for p, pe in enumerate(meta["pes"]):
         for i, g in enumerate(pe["gprs"]):
@@ -182,7 +215,7 @@ def load_state(path, config: MachineConfig | None = None):
     used: dict[tuple[int, str], int] = {}
     for i in range(table.num_rows):
         def bad(column, why):
-            raise StateFileError(f"{path}: row {i} column {column!r}: {why}")
+            raise StateFileError(f"{shown(path)}: row {i} column {column!r}: {why}")
         pe, tid = cols["pe"][i], cols["tile"][i]
         if pe >= NUM_PES:
             bad("pe", f"PE {pe} out of range 0..{NUM_PES - 1}")
@@ -196,7 +229,7 @@ def load_state(path, config: MachineConfig | None = None):
             code = None
         else:
             if name not in BY_NAME:
-                bad("datatype", f"{name!r} is not an assigned DataType name")
+                bad("datatype", f"{quote(name)} is not an assigned DataType name")
             code = BY_NAME[name].code
         fm = None
         if cols["fmap_layout"][i]:
@@ -205,14 +238,16 @@ def load_state(path, config: MachineConfig | None = None):
                 bad("fmap_params", f"{len(params)} values; expected {len(FMAP_PARAMS)} ({', '.join(FMAP_PARAMS)})")
             fm = FeatureMap(cols["fmap_layout"][i], *params, pad_bits=cols["fmap_pad_bits"][i],
                             transposed=cols["fmap_transposed"][i])
-        elif cols["fmap_params"][i]:
-            bad("fmap_params", "values given without fmap_layout")
+        else:   # no descriptor: its columns hold their documented empty values, so one file is one state
+            for column, empty in (("fmap_params", []), ("fmap_pad_bits", 0), ("fmap_transposed", False)):
+                if cols[column][i] != empty:
+                    bad(column, f"{shown(repr(cols[column][i]))} without fmap_layout (no feature map: {empty!r})")
         desc = Descriptor(cols["location"][i], kind, code, cols["row"][i], cols["col"][i], cols["valid_row"][i],
                           cols["valid_col"][i], cols["layout"][i], cols["representation"][i], cols["capacity"][i], fm)
         # Structural checks before touching the payload, so a huge Row cannot allocate memory.
         if desc.location not in ("Local", "Matrix") or kind not in ("numeric", "predicate") \
                 or desc.representation not in ("standard", "cube"):
-            bad("location/kind/representation", f"{desc.location!r}/{kind!r}/{desc.representation!r}")
+            bad("location/kind/representation", f"{quote(desc.location)}/{quote(kind)}/{quote(desc.representation)}")
         if desc.Row == 0 or desc.Col == 0:
             bad("row/col", "Row and Col must be nonzero")
         payload = payloads[i].as_buffer()

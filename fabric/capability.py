@@ -20,7 +20,8 @@ from .types import (FloatType, IndexType, IntegerType, PointerType, PortType,
 
 # --- typed constraints ------------------------------------------------------------------------
 
-CONTRACT_KINDS = ("one_cycle_elastic", "elastic_transparent", "loop_stream", "ordered_cardinality_adapter")
+CONTRACT_KINDS = ("one_cycle_elastic", "elastic_transparent", "loop_stream", "ordered_cardinality_adapter",
+                  "pipelined_beats")
 REFINEMENT_KINDS = ("pipeline_depth",)
 
 
@@ -383,6 +384,17 @@ def adm_shuffle(op, rec, a, corr):
     _need(r.shape[0] <= (rec.max_result_blocks or 0), Rejection.CapacityExceeded, "result blocks exceed max_result_blocks")
 
 
+def adm_tile_engine(op, rec, a, corr):
+    for role, d in (("datatype", a.attr("datatype")), ("destination_datatype", a.attr("destination_datatype"))):
+        _need(d is None or d in _s(rec.datatypes), Rejection.ParameterNotAdmitted,
+              f"{a.schema} {role} {d} is not in this engine's datatypes")
+    # one beat moves `lanes` elements of every operand and of the result through its port at once
+    for t, port in list(zip(a.inputs, op.inputs)) + list(zip(a.results, op.results)):
+        need = (rec.lanes or 0) * payload_bits(t)
+        _need(need <= port.width, Rejection.PortWidthInsufficient,
+              f"a beat of {rec.lanes} x {t} needs {need} bits; {port} carries {port.width}")
+
+
 ADMISSION = {
     "int_uniform": adm_int_uniform, "int_compare": adm_int_compare, "int_cast": adm_int_cast,
     "select": adm_select, "bitcast": adm_bitcast, "float_uniform": adm_float_uniform,
@@ -391,7 +403,7 @@ ADMISSION = {
     "special_math": adm_special_math, "vector_int": adm_vector_int, "vector_float": adm_vector_float,
     "loop_stream": adm_loop_stream, "token_plane": adm_token_plane, "adapter": adm_adapter,
     "token_constant": adm_token_constant, "routed_token": adm_routed_token,
-    "slice": adm_slice, "shuffle": adm_shuffle,
+    "slice": adm_slice, "shuffle": adm_shuffle, "tile_engine": adm_tile_engine,
 }
 
 

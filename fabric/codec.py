@@ -12,6 +12,8 @@ import struct
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from isa.datatypes import UnknownDataType, datatype as tile_datatype
+
 from .atoms import FLOAT_FORMATS, FLOAT_PREDICATES, INTEGER_PREDICATES, ROUNDING_MODES
 from .errors import CodecError
 from .types import (FloatType, IndexType, IntegerType, NoneType, PointerType, TaggedType,
@@ -228,7 +230,8 @@ class LaneImage:
 
 # A component is (slot_kind, value): ("width", int) | ("int_predicate", str) |
 # ("float_predicate", str) | ("rounding", str) | ("float_format", str) | ("lanes", LaneImage)
-SLOT_KINDS = ("width", "int_predicate", "float_predicate", "rounding", "float_format", "lanes")
+# | ("datatype", str): a tile DataType as u32be(its isa field code)
+SLOT_KINDS = ("width", "int_predicate", "float_predicate", "rounding", "float_format", "lanes", "datatype")
 
 
 def encode_component(kind: str, value) -> bytes:
@@ -242,6 +245,13 @@ def encode_component(kind: str, value) -> bytes:
         if value not in FLOAT_FORMATS:
             raise CodecError(f"{value!r} is not a floating format")
         return frame(encode_type(FloatType(value)))
+    if kind == "datatype":
+        try:
+            if not isinstance(value, str):
+                raise TypeError
+            return u32(tile_datatype(value).code)
+        except (UnknownDataType, TypeError):
+            raise CodecError(f"{value!r} is not a tile DataType name") from None
     if kind == "lanes":
         img: LaneImage = value
         seen = set()
@@ -290,6 +300,12 @@ def decode_behavior_key(data: bytes, family: str, layouts: dict[str, tuple]) -> 
             if not isinstance(t, FloatType):
                 raise CodecError("operation behaviour key: format component is not a float type")
             comps.append((kind, t.format))
+        elif kind == "datatype":
+            code = r.u32("DataType code")
+            try:
+                comps.append((kind, tile_datatype(code).name))
+            except UnknownDataType:
+                raise CodecError(f"operation behaviour key: DataType code {code} is not assigned") from None
         elif kind == "lanes":
             n = r.u32("lane count")
             if n > bound:

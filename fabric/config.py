@@ -22,7 +22,7 @@ from .capability import (FabricOp, InactivePortGuarantee, PhysicalRefinementDoma
 from .errors import Diagnostic, DiagnosticCode as C, FabricError
 from .relation import UnsupportedActor
 from .schemas import Actor
-from .topology import Fabric, route
+from .topology import Fabric, Router
 from .types import payload_bits
 from .verify import resolve_op
 
@@ -142,7 +142,7 @@ def derive_fields(fabric: Fabric, mapping: Mapping, strict: bool = True) -> tupl
         if t is None:
             diags.append(Diagnostic(C.UnknownReference, p + ".op", f"FU {fu.name} has no selected template"))
             continue
-        if node.name not in t.nodes:
+        if node.name not in t.active:
             diags.append(Diagnostic(C.IncoherentRoute, p + ".op", f"{u.op} is inactive in template {t.name}"))
             continue
         if u.op not in relations:
@@ -160,8 +160,8 @@ def derive_fields(fabric: Fabric, mapping: Mapping, strict: bool = True) -> tupl
             diags.append(Diagnostic(code, p, f"{u.op} rejects {u.actor}: {v.rejection.name}: {v.message}"))
             continue
         for side, phys, bound in (("inputs", op.inputs, u.corr.operands), ("results", op.results, u.corr.results)):
-            for q in range(len(phys)):
-                if q not in bound and not _inactive_ok(op, side, q, u.actor):
+            for q in sorted(set(range(len(phys))).difference(bound)):     # one set operation, not a scan per port
+                if not _inactive_ok(op, side, q, u.actor):
                     diags.append(Diagnostic(C.ImplicitTokenSink, p, f"{u.op} {side[:-1]} port {q} is unbound and "
                                                                     "the capability guarantees no inactivity"))
         try:
@@ -190,11 +190,14 @@ def derive_fields(fabric: Fabric, mapping: Mapping, strict: bool = True) -> tupl
         if prior != r.value:
             diags.append(Diagnostic(C.ConflictingAssignment, p, f"two {r.kind} refinements of {r.op} disagree"))
     _check_edges(fabric, mapping, uses, templates, diags, set(proj.values))
+    by_op: dict = {}
+    for (o, k), v in refinements.items():
+        by_op.setdefault(o, []).append((k, v))
     for fu in fabric.fus:
         for node in fu.ops():
             ref = f"{fu.name}/{node.name}"
             if ref in slot_values:
-                refs = tuple(sorted((k, v) for (o, k), v in refinements.items() if o == ref))
+                refs = tuple(sorted(by_op.get(ref, ())))
                 proj.configurations[ref] = Active(slot_values[ref][0], refs)
             else:
                 proj.configurations[ref] = Disabled()
@@ -202,6 +205,7 @@ def derive_fields(fabric: Fabric, mapping: Mapping, strict: bool = True) -> tupl
 
 
 def _check_edges(fabric, mapping, uses, templates, diags, admitted):
+    routers: dict = {}                    # FU name -> Router of its selected template
     for i, e in enumerate(mapping.edges):
         p = f"{mapping.path}.edges[{i}]"
         a, b = uses.get(e.src[0]), uses.get(e.dst[0])
@@ -217,18 +221,20 @@ def _check_edges(fabric, mapping, uses, templates, diags, admitted):
         t = templates.get(fa)
         segs = None
         if fa == fb and t is not None and fabric.op(a.op) and fabric.op(b.op):
-            fu = fabric.fu(fa)
-            segs = route(fu, t, (a.op.split("/", 1)[1], a.corr.results[e.src[1]]),
-                         (b.op.split("/", 1)[1], b.corr.operands[e.dst[1]]))
+            if fa not in routers:
+                routers[fa] = Router(fabric.fu(fa), t)
+            router = routers[fa]
+            segs = router.cells((a.op.split("/", 1)[1], a.corr.results[e.src[1]]),
+                                (b.op.split("/", 1)[1], b.corr.operands[e.dst[1]]))
         if segs is None:
             diags.append(Diagnostic(C.EdgeAbsorbedByColocation, p,
                                     f"{e.src[0]} -> {e.dst[0]} is claimed internal, but no selected configured-FU "
                                     "route witnesses it; co-location never absorbs an edge"))
             continue
         need = payload_bits(a.actor.results[e.src[1]], a.corr.index_width)
-        narrow = [s for s in segs if s.width < need]
-        if narrow:
-            diags.append(Diagnostic(C.PortWidthInsufficient, p, f"segment {narrow[0]} is narrower than the "
+        narrow = router.first_narrower(segs, need)
+        if narrow is not None:
+            diags.append(Diagnostic(C.PortWidthInsufficient, p, f"segment {narrow} is narrower than the "
                                                                 f"{need}-bit semantic value"))
 
 

@@ -200,6 +200,14 @@ def loop_stream(step_kind: str) -> ResourceContractRecord:
         (TimingContract(0, (0, 1, n)),), (0,), (0,), (UsePattern(0, 0, 0, 0, 0, 0, 1, 2, (Claim(0, 0, 0, 1),)),))
 
 
+def pipelined_beats(latency: int) -> ResourceContractRecord:
+    """A tile engine: each beat (`lanes` elements of one block) is accepted at 0, frees the
+    issue slot at 1 and publishes at the pipeline latency; `latency` beats are in flight."""
+    return ResourceContractRecord(
+        (ResourceState(0, latency, 0),), (0,), None, ("Accept", "Release", "Publish"),
+        (TimingContract(0, (0, 1, latency)),), (0,), (0,), (UsePattern(0, 0, 0, 0, 0, 0, 2, 1, (Claim(0, 0, 0, 1),)),))
+
+
 # canonical ActorHandshakeCases: (case name, internal transaction slots as a function of M)
 PARALLELIZE_CASES = (("accumulate", 0), ("full", 1), ("empty_close", 1), ("partial_close", 2))
 SERIALIZE_CASES = (("active_group", None), ("close", 1))
@@ -231,6 +239,8 @@ def contract_for(op) -> ResourceContractRecord:
         return elastic_transparent()
     if kind == "loop_stream":
         return loop_stream(op.hw_params.step_kind)
+    if kind == "pipelined_beats":
+        return pipelined_beats(op.hw_params.pipeline_latency)
     rec = op.hw_params
     if op.family == "FixedVectorSerialize":
         # M: the exact maximum reachable lane count of the sealed capability

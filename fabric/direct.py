@@ -13,7 +13,7 @@ from .atoms import FLOAT_FORMATS
 from .capability import FabricOp, PortCorrespondence, constant_carrier_bits, default_correspondence, supports
 from .codec import (U32_MAX, CodecError, cardinality_bits, checked, decode_carrier, encode_carrier,
                     inclusive_bits, pack_fields, unpack_fields)
-from .errors import Diagnostic, DiagnosticCode, FabricError
+from .errors import Diagnostic, DiagnosticCode, FabricError, UnsupportedActor
 from .schemas import Actor, slice_geometry
 from .types import VectorType, payload_bits
 
@@ -49,7 +49,6 @@ class DirectRelation:
         return value
 
     def _admit(self, a: Actor, corr):
-        from .relation import UnsupportedActor
         v = supports(self.op, a, corr)
         if not v:
             raise UnsupportedActor(v)

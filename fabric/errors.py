@@ -101,3 +101,10 @@ def closed_object(v, path: str, required=(), optional=(), what: str = "") -> dic
     return v
 
 
+class UnsupportedActor(ValueError):
+    """An actor the concrete capability does not support under its correspondence (the verdict
+    says why).  It lives here, below relation.py and direct.py, because both raise it."""
+
+    def __init__(self, verdict):
+        self.verdict = verdict
+        super().__init__(f"{verdict.rejection.name}: {verdict.message}")

@@ -14,11 +14,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from isa.instructions import ENGINES, INSTRUCTIONS
+
 from . import params as P
+from .schemas import tile_schema_id
 
 MATH_FUNCTIONS = ("Sin", "Cos", "Tan", "Sinh", "Cosh", "Tanh", "Exp", "Exp2", "ExpM1", "Log",
                   "Log2", "Log10", "Log1p", "Floor", "Ceil", "Round", "Trunc", "RoundEven",
                   "Sqrt", "Rsqrt", "Erf", "Pow")
+# A PE's tile engine per seed engine (ADR 0080 assigns each instruction to VEC or SFU); its
+# members are that engine's rows of the instruction table, its inputs the widest arity there.
+TILE_ENGINE_FAMILIES = {"VEC": "TileVecEngine", "SFU": "TileSfuEngine"}
 MATH_SCHEMA = {"ExpM1": "math.expm1", "Log1p": "math.log1p", "RoundEven": "math.roundeven",
                "Pow": "math.powf"}
 
@@ -122,6 +128,11 @@ FAMILIES: dict[str, ImplementationFamilyDescriptor] = {d.keyword: d for d in [
        shape="token", tagged=True),
     _f("TokenDemux", ["dataflow.demux"], P.RoutedTokenParams, "routed_token", "finite", ("demux",),
        shape="token", tagged=True),
+    # tile engines: one block beat per cycle through a fixed-latency pipeline (docs/timing.md)
+    *[_f(TILE_ENGINE_FAMILIES[e], [tile_schema_id(i) for i in INSTRUCTIONS if i.engine == e],
+         P.TileEngineParams, "tile_engine", "finite",
+         ("exact", max(i.arity for i in INSTRUCTIONS if i.engine == e), 1),
+         contract="pipelined_beats", shape="tile") for e in ENGINES],
 ]}
 
 # llvm.getelementptr is an optional ScalarIntegerAddSub member: eligible by HSG, but its

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from isa.datatypes import DATATYPES as _TILE_DATATYPES
+
 from .atoms import (ACCURACY_TIERS, FAST_MATH_FLAGS, FLOAT_FORMATS, FLOAT_PREDICATES,
                     INTEGER_PREDICATES, INTEGER_WIDTHS, NAN_BEHAVIORS, RESOLVED_INDEX_WIDTHS,
                     ROUNDING_MODES, SIGNED_ZERO_BEHAVIORS, STEP_KINDS, SUBNORMAL_BEHAVIORS)
@@ -61,6 +63,8 @@ def _u32(minimum):
 _WIDTH = _int_in(INTEGER_WIDTHS, "an IntegerWidth")
 _FORMAT = _member(tuple(FLOAT_FORMATS), "a FloatFormat")
 _INDEX = _int_in(RESOLVED_INDEX_WIDTHS, "a ResolvedIndexWidth")
+# Tile DataType names in isa field-code order (the canonical print order of a DataType set)
+TILE_DATATYPE_NAMES: tuple[str, ...] = tuple(d.name for d in _TILE_DATATYPES)
 
 
 def _pair(a, b, what):
@@ -97,6 +101,7 @@ ATOM_KINDS = {
     "width_pairs": (True, *_pair(_WIDTH, _WIDTH, "a width pair [source, destination]")),
     "format_pairs": (True, *_pair(_FORMAT, _FORMAT, "a format pair [source, destination]")),
     "int_float_pairs": (True, *_pair(_WIDTH, _FORMAT, "an integer/float pair [width, format]")),
+    "tile_datatypes": (True, *_member(TILE_DATATYPE_NAMES, "a tile DataType")),
     "pointer_formats": (True, _pointer_format, lambda p: (p.address_space, p.representation_bits, p.address_bits)),
     "positive": (False, _u32(1), None),
     "nonneg": (False, _u32(0), None),
@@ -285,6 +290,17 @@ class FixedVectorShuffleParams:
     max_result_blocks: int | None = None
 
 
+@_record
+class TileEngineParams:
+    """A PE's VEC or SFU tile engine: the DataTypes its datapath implements (one set for
+    every enabled instruction and both TCVT endpoints), the elements it accepts per cycle
+    (one beat) and the cycles from a beat's acceptance to its result (docs/timing.md)."""
+    FIELDS = {"datatypes": "tile_datatypes", "lanes": "positive", "pipeline_latency": "positive"}
+    datatypes: tuple | None = None
+    lanes: int | None = None
+    pipeline_latency: int | None = None
+
+
 RECORDS = {c.__name__: c for c in (
     ScalarIntegerAddSubParams, ScalarIntegerParams, ScalarIntegerCompareMinMaxParams,
     ScalarIntegerCastParams, ScalarValueSelectParams, ScalarBitReinterpretParams,
@@ -292,7 +308,7 @@ RECORDS = {c.__name__: c for c in (
     ScalarIntegerFloatConversionParams, ScalarSpecialMathParams, FixedVectorIntegerParams,
     FixedVectorFloatParams, LoopStreamParams, TokenPlaneParams, PayloadCapacityParams,
     RoutedTokenParams, FixedVectorAdapterParams, FixedVectorSliceAlignMergeParams,
-    FixedVectorShuffleParams)}
+    FixedVectorShuffleParams, TileEngineParams)}
 
 
 # --- JSON <-> record -------------------------------------------------------------------------------

@@ -26,9 +26,11 @@ from .atoms import (CONSTANT_FLOAT_PREDICATES, FLOAT_FORMATS, NNAN_NORMAL_FLOAT_
                     SIGNED_INTEGER_PREDICATES)
 from .capability import (FabricOp, PortCorrespondence, Rejection, default_correspondence, lane_class,
                          supports)
-from .errors import Diagnostic, DiagnosticCode, FabricError
+from .direct import derive_direct
+from .errors import Diagnostic, DiagnosticCode, FabricError, UnsupportedActor
 from .families import FAIL_CLOSED_MEMBERS, FAMILIES
 from .schemas import Actor, effective_rounding, fastmath, make_actor
+from .tile_engine import gen_tile_engine, tile_roles
 from .types import (I1, FloatType, IndexType, IntegerType, NoneType, VectorType, element_of)
 
 
@@ -81,6 +83,8 @@ SLOTS = {
     "rounding_mode": ("rounding", lambda a, c: effective_rounding(a)),
     "integer_predicate": ("int_predicate", lambda a, c: a.attr("predicate")),
     "float_predicate": ("float_predicate", lambda a, c: a.attr("predicate")),
+    "datatype": ("datatype", lambda a, c: a.attr("datatype")),
+    "destination_datatype": ("datatype", lambda a, c: a.attr("destination_datatype") or a.attr("datatype")),
 }
 
 
@@ -116,6 +120,7 @@ ROLES: dict[str, dict[str, tuple[str, tuple]]] = {
     "ScalarFloatDivide": {"arith.divf": ("", FMT_RND)},
     "ScalarFloatRemainder": {"arith.remf": ("", FMT)},
     **{k: {d.admitted[0]: ("", FMT)} for k, d in FAMILIES.items() if d.admission == "special_math"},
+    **{k: tile_roles(d) for k, d in FAMILIES.items() if d.admission == "tile_engine"},
 }
 
 MINMAX_INT = {"arith.minsi": ("SignedMin", W), "arith.maxsi": ("SignedMax", W),
@@ -214,7 +219,7 @@ DESCRIBE = {
     "int_cast": _describe_int_cast, "float_compare": _describe_float_compare,
     "float_width_cast": _describe_float_width_cast, "int_to_float": _describe_int_to_float,
     "float_to_int": _describe_float_to_int, "loop_stream": _describe_loop_stream,
-    "adapter": _describe_adapter, "routed_token": _describe_routed,
+    "adapter": _describe_adapter, "routed_token": _describe_routed, "tile_engine": _describe_table,
 }
 
 
@@ -548,7 +553,7 @@ GENERATE = {
     "int_to_float": gen_int_to_float, "float_to_int": gen_float_to_int,
     "special_math": gen_special_math, "vector_int": gen_vector_int, "vector_float": gen_vector_float,
     "loop_stream": gen_loop_stream, "adapter": gen_adapter, "token_plane": gen_token_plane,
-    "routed_token": gen_routed_token,
+    "routed_token": gen_routed_token, "tile_engine": gen_tile_engine,
 }
 
 
@@ -620,12 +625,6 @@ def admitted_image(op: FabricOp) -> list[Candidate]:
 
 
 # --- relations ----------------------------------------------------------------------------
-
-class UnsupportedActor(ValueError):
-    def __init__(self, verdict):
-        self.verdict = verdict
-        super().__init__(f"{verdict.rejection.name}: {verdict.message}")
-
 
 @dataclass
 class NoneRelation:
@@ -759,7 +758,6 @@ def derive_relation(op: FabricOp):
                                      "llvm.getelementptr has no bounded address-generation carrier: "
                                      "finalisation stays fail-closed"))
     if desc.relation.startswith("direct_"):
-        from .direct import derive_direct
         return derive_direct(op)
     image = admitted_image(op)
     if not image:

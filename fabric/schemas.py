@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Callable
 
+from isa import datatypes as _dt
+from isa.instructions import INSTRUCTIONS as _TILE_INSTRUCTIONS
+
 from . import codec
 from .atoms import (ACCURACY_TIERS, FAST_MATH_FLAGS, FLOAT_PREDICATES, INTEGER_PREDICATES,
                     ROUNDING_MODES, STEP_KINDS)
@@ -127,6 +130,7 @@ ATTRIBUTE_KINDS: dict[str, Callable] = {
     "value": _raw_bits,
     "static_position": _positions,
     "mask": _mask,
+    "tile_datatype": _member_of(tuple(d.name for d in _dt.DATATYPES)),
 }
 
 # attribute name -> (kind, required)
@@ -408,6 +412,48 @@ def shuffle_rule(a: Actor):
     _need(all(-1 <= m < n for m in mask), f"shuffle mask entries are -1 (poison) or in [0, {n})")
 
 
+# --- tile instructions (isa.instructions): one schema per row, `tile.<MNEMONIC>` -----------------
+# A tile actor is one element of a block: each operand and the result is the raw encoding of one
+# element (i<container bits>; i1 for a packed-predicate mask or TCMP result), and the `datatype`
+# attribute (BSTART's DataType) owns its interpretation, since Fabric's float formats cannot
+# spell TF32, E4M3, ...  TCVT's optional `destination_datatype` is B.DATR.DataType (absent =
+# inherit).  The instruction row owns the exact DataType set; the engine resource restricts it.
+
+def tile_schema_id(instr) -> str:
+    return f"tile.{instr.mnemonic}"
+
+
+def tile_operand_types(instr, dtype: str, destination: str | None = None) -> tuple[tuple, tuple]:
+    """(inputs, results) of the element actor of `instr` on `dtype` (TCVT: to `destination`)."""
+    elem = IntegerType(_dt.datatype(dtype).container)
+    ins = tuple(I1 if role == "mask" else elem for role in instr.sources)
+    if instr.dest_kind == "predicate":
+        out = I1
+    elif destination is not None:
+        out = IntegerType(_dt.datatype(destination).container)
+    else:
+        out = elem
+    return ins, (out,)
+
+
+def _tile_rule(instr):
+    def rule(a: Actor):
+        d, e = a.attr("datatype"), a.attr("destination_datatype")
+        _need(d in instr.dtypes, f"{instr.mnemonic} does not support DataType {d}")
+        _need(e is None or e in instr.dtypes, f"{instr.mnemonic} does not produce DataType {e}")
+        ins, outs = tile_operand_types(instr, d, e)
+        _need(a.inputs == ins and a.results == outs,
+              f"{a.schema} on {d} is ({', '.join(map(str, ins))}) -> ({', '.join(map(str, outs))})")
+    return rule
+
+
+def _tile_attributes(instr) -> dict:
+    a = {"datatype": ("tile_datatype", True)}
+    if "DataType" in instr.datr:
+        a["destination_datatype"] = ("tile_datatype", False)
+    return a
+
+
 def gep_rule(a: Actor):
     _need(len(a.inputs) >= 1 and isinstance(a.inputs[0], PointerType) and len(a.results) == 1
           and a.results[0] == a.inputs[0], "llvm.getelementptr maps (ptr, indices...) to ptr")
@@ -512,6 +558,8 @@ SCHEMAS: dict[str, OperationSchema] = {s.id: s for s in [
     _row("vector.insert", insert_rule, {"static_position": ("static_position", True)},
          "(slice, vector, index x d) -> vector"),
     _row("vector.shuffle", shuffle_rule, {"mask": ("mask", True)}, "(vector<L..>, vector<M..>) -> vector<R..>"),
+    *[_row(tile_schema_id(i), _tile_rule(i), _tile_attributes(i), f"tile block element, {i.engine} engine")
+      for i in _TILE_INSTRUCTIONS],
 ]}
 
 

@@ -12,7 +12,9 @@ an implicit token sink.  `route` proves (or refuses) an internal edge between tw
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .capability import FabricOp
 from .errors import Diagnostic, DiagnosticCode as C
@@ -84,6 +86,10 @@ class Template:
     def select(self, node: str):
         return dict(self.selects).get(node)
 
+    @cached_property
+    def active(self) -> frozenset:
+        return frozenset(self.nodes)
+
 
 @dataclass(frozen=True)
 class FU:
@@ -95,11 +101,25 @@ class FU:
     templates: tuple[Template, ...] = ()
     path: str = ""
 
+    @cached_property
+    def _by_name(self) -> dict:
+        index: dict = {}
+        for n in self.nodes:
+            index.setdefault(n.name, n)     # a duplicated name resolves to its first node
+        return index
+
     def node(self, name: str):
-        return next((n for n in self.nodes if n.name == name), None)
+        return self._by_name.get(name)
 
     def template(self, name: str):
-        return next((t for t in self.templates if t.name == name), None)
+        return self._templates_by_name.get(name)
+
+    @cached_property
+    def _templates_by_name(self) -> dict:
+        index: dict = {}
+        for t in self.templates:
+            index.setdefault(t.name, t)      # a repeated name resolves to its first template
+        return index
 
     def ops(self) -> list[OpNode]:
         return [n for n in self.nodes if isinstance(n, OpNode)]
@@ -112,7 +132,14 @@ class Fabric:
     mapping: object = None
 
     def fu(self, name: str):
-        return next((f for f in self.fus if f.name == name), None)
+        return self._fus_by_name.get(name)
+
+    @cached_property
+    def _fus_by_name(self) -> dict:
+        index: dict = {}
+        for f in self.fus:
+            index.setdefault(f.name, f)      # a repeated name resolves to its first FU
+        return index
 
     def op(self, ref: str):
         """Resolve "fu/node" to (FU, OpNode) or None."""
@@ -207,71 +234,126 @@ def _edge_kinds(fu: FU, w: _Wiring, diags: list):
                                         "exchanged implicitly"))
 
 
-def delivered(fu: FU, t: Template, ref: str) -> bool:
-    """Does value `ref` carry tokens in template `t`?"""
-    node, k = split_ref(ref)
-    if node == FU_INPUT:
-        return True
-    if node not in t.nodes:
-        return False
-    n = fu.node(node)
-    return not isinstance(n, DemuxNode) or t.select(node) == k
+# Per-template checking costs time in proportion to what the template activates: for each
+# listed node, the operands it consumes and the results it delivers (a mux or demux: one of
+# each; an op: all of them), plus the FU inputs that are both yielded and wired to a node
+# (live in every template).  `template_work` is that sum; the verifier refuses a description
+# whose total exceeds MAX_TEMPLATE_WORK (docs/fabric-format.md, "Implementation limits").
+MAX_TEMPLATE_WORK = 1 << 22
+# An invalid FU can be wrong in every template; past this many diagnostics its remaining
+# templates are not checked (one CapacityLimit diagnostic says so).
+MAX_FU_DIAGNOSTICS = 1000
 
 
-def consumes(fu: FU, t: Template, node: str, i: int) -> bool:
-    """Does consumer (node, operand i) take tokens in template `t`?"""
-    if node == "yield":
-        return True
-    if node not in t.nodes:
-        return False
-    n = fu.node(node)
-    return not isinstance(n, MuxNode) or t.select(node) == i
+def _node_work(n) -> int:
+    if isinstance(n, OpNode):
+        return len(n.operands) + n.n_results
+    return 2
 
 
-def _check_template(fu: FU, w: _Wiring, t: Template, p: str, diags: list):
+class _Sinks:
+    """Template-independent facts the per-template checks share (built once per FU)."""
+
+    def __init__(self, fu: FU, w: _Wiring):
+        self.rank = {ref: r for r, ref in enumerate(w.consumers)}     # diagnostics in wiring order
+        self.slots: dict = {}                  # node name -> {operand ordinal: [ref]} over same-named nodes
+        self.yielded: Counter = Counter()      # ref -> number of FU outputs it feeds
+        for ref, uses in w.consumers.items():
+            for c, i in uses:
+                if c == "yield":
+                    self.yielded[ref] += 1
+                else:
+                    self.slots.setdefault(c, {}).setdefault(i, []).append(ref)
+        # One value may be spelled several ways (`m.0`, `m.00`): uses are per spelling.
+        self.spellings: dict = {}              # (node, k) -> [ref, ...]
+        for ref in w.consumers:
+            self.spellings.setdefault(split_ref(ref), []).append(ref)
+        # FU inputs that feed an output are live in every template; only those that also feed a
+        # node can be sunk somewhere.
+        self.always_live = [ref for ref in self.yielded
+                            if split_ref(ref)[0] == FU_INPUT and len(w.consumers[ref]) > self.yielded[ref]]
+
+
+def template_work(fu: FU) -> int:
+    """The per-template checking cost of `fu` (see MAX_TEMPLATE_WORK), from sizes alone."""
+    yielded_inputs = {r for r in fu.yields if r.startswith(FU_INPUT + ".")}
+    work = 0
+    for t in fu.templates:
+        work += 1 + len(t.nodes) + len(yielded_inputs)
+        for name in t.nodes:
+            n = fu.node(name)
+            if n is not None:
+                work += _node_work(n)
+    return work
+
+
+def _check_template(fu: FU, w: _Wiring, t: Template, p: str, diags: list, sinks: _Sinks):
     before = len(diags)
     for name in t.nodes:
         if fu.node(name) is None:
             diags.append(Diagnostic(C.UnknownReference, p + ".nodes", f"template names no node {name!r}"))
             return
-    routing = {n.name for n in fu.nodes if isinstance(n, (MuxNode, DemuxNode))}
+    active = set(t.nodes)
+    sel = dict(t.selects)
     for name, s in t.selects:
         n = fu.node(name)
-        if name not in routing:
+        if not isinstance(n, (MuxNode, DemuxNode)):
             diags.append(Diagnostic(C.UnknownReference, f"{p}.selects.{name}", f"{name!r} is not a mux or demux"))
-        elif name not in t.nodes:
+        elif name not in active:
             diags.append(Diagnostic(C.IncoherentRoute, f"{p}.selects.{name}",
                                     f"{name} is inactive: an irrelevant route selection is not canonical"))
         elif not 0 <= s < (len(n.operands) if isinstance(n, MuxNode) else n.results):
             diags.append(Diagnostic(C.IncoherentRoute, f"{p}.selects.{name}", f"route {s} does not exist"))
     for name in t.nodes:
         n = fu.node(name)
-        if isinstance(n, (MuxNode, DemuxNode)) and t.select(name) is None:
+        if isinstance(n, (MuxNode, DemuxNode)) and name not in sel:
             diags.append(Diagnostic(C.IncoherentRoute, f"{p}.selects", f"active {name} has no selected route"))
     if len(diags) > before:
         return  # route selections are malformed: coherence is not decidable
+
+    def is_delivered(ref):
+        node, k = split_ref(ref)
+        if node == FU_INPUT:
+            return True
+        if node not in active:
+            return False
+        return not isinstance(fu.node(node), DemuxNode) or sel[node] == k
+
     # coherence: what an active resource consumes must be delivered in this template
     for name in t.nodes:
         n = fu.node(name)
-        for i, ref in enumerate(n.operands):
-            if consumes(fu, t, name, i) and not delivered(fu, t, ref):
+        consumed = ((sel[name], n.operands[sel[name]]),) if isinstance(n, MuxNode) else enumerate(n.operands)
+        for _, ref in consumed:
+            if not is_delivered(ref):
                 diags.append(Diagnostic(C.IncoherentRoute, p, f"active {name} consumes {ref}, which the template "
                                                               "does not deliver"))
-    # no implicit token sink: every consumer of a live value takes its tokens
-    for ref, uses in w.consumers.items():
-        node, _ = split_ref(ref)
-        live = delivered(fu, t, ref) and (node != FU_INPUT or any(consumes(fu, t, c, i) for c, i in uses))
-        if not live:
-            continue
-        for c, i in uses:
-            if not consumes(fu, t, c, i):
-                what = (f"unselected input {i} of mux {c}" if c in t.nodes else f"inactive {c}")
+    # no implicit token sink: every consumer of a live value takes its tokens.  Count the uses
+    # that do take tokens (yields, and the consumed operand slots of active nodes); a live value
+    # with fewer than all its uses counted is sunk somewhere, and only then are its uses listed.
+    taking: Counter = Counter()
+    live = set(sinks.always_live)
+    for name in active:
+        n = fu.node(name)
+        slots = sinks.slots.get(name, {})
+        for refs in ((slots.get(sel[name], ()),) if isinstance(n, MuxNode) else slots.values()):
+            for ref in refs:
+                taking[ref] += 1
+                if split_ref(ref)[0] == FU_INPUT:
+                    live.add(ref)                  # an FU input an active node consumes is live
+        for k in ((sel[name],) if isinstance(n, DemuxNode) else range(n.n_results)):
+            live.update(sinks.spellings.get((name, k), ()))    # what an active node delivers is live
+    sunk = [ref for ref in live if taking[ref] + sinks.yielded[ref] < len(w.consumers[ref])]
+    for ref in sorted(sunk, key=sinks.rank.__getitem__):
+        for c, i in w.consumers[ref]:
+            if c != "yield" and not (c in active and (not isinstance(fu.node(c), MuxNode) or sel[c] == i)):
+                what = (f"unselected input {i} of mux {c}" if c in active else f"inactive {c}")
                 diags.append(Diagnostic(C.ImplicitTokenSink, p,
                                         f"{ref} is live and broadcast to {what}: route mutually exclusive "
                                         "datapaths through explicit fabric.demux/fabric.mux"))
 
 
-def check_fu(fu: FU) -> list[Diagnostic]:
+def check_fu(fu: FU, templates: bool = True) -> list[Diagnostic]:
+    """Wiring, port kinds and (unless `templates` is False) every capability template of `fu`."""
     diags: list[Diagnostic] = []
     w = _wire(fu, diags)
     if w is None:
@@ -280,38 +362,119 @@ def check_fu(fu: FU) -> list[Diagnostic]:
     if fu.nodes and not fu.templates:
         diags.append(Diagnostic(C.IncompleteRelation, fu.path + ".templates",
                                 "an FU exposes a finite, nonempty inventory of capability templates"))
-    seen = []
+    if not templates:
+        return diags
+    sinks = _Sinks(fu, w)
+    seen_keys, seen_names = set(), set()
     for j, t in enumerate(fu.templates):
         p = f"{fu.path}.templates[{j}]"
         key = (frozenset(t.nodes), t.selects)
-        if key in seen or t.name in [x.name for x in fu.templates[:j]]:
+        if key in seen_keys or t.name in seen_names:
             diags.append(Diagnostic(C.DuplicateDeclaration, p, f"template {t.name!r} repeats another template"))
+            seen_names.add(t.name)
             continue
-        seen.append(key)
-        _check_template(fu, w, t, p, diags)
+        seen_keys.add(key)
+        seen_names.add(t.name)
+        _check_template(fu, w, t, p, diags, sinks)
+        if len(diags) >= MAX_FU_DIAGNOSTICS and j + 1 < len(fu.templates):
+            diags.append(Diagnostic(C.CapacityLimit, f"{fu.path}.templates",
+                                    f"{len(diags)} diagnostics by template {j}; the remaining "
+                                    f"{len(fu.templates) - j - 1} templates are not checked"))
+            break
     return diags
+
+
+class Router:
+    """The selected routes of one template, for many edges: each value's way back to the op
+    result that produces it is followed once and shared (a linked list of port types, each cell
+    knowing the narrowest width behind it), so E edges over routes of length L cost about
+    E + L, not E x L."""
+
+    def __init__(self, fu: FU, t: Template):
+        self.fu, self.t = fu, t
+        self.sel = dict(t.selects)
+        self.memo: dict = {}          # ref -> (producing op result | None, cell | None)
+        self.narrow: dict = {}        # (id(cell), need) -> first segment narrower than need | None
+
+    def _hop(self, ref):
+        """(port types of this hop, the next ref, the op result ending the route); a dead end
+        (inactive, unselected, an FU input) is (None, None, None)."""
+        pn, k = split_ref(ref)
+        if pn == FU_INPUT or pn not in self.t.active:
+            return None, None, None
+        producer = self.fu.node(pn)
+        if isinstance(producer, OpNode):
+            return [producer.result_type(k)], None, (pn, k)
+        s = self.sel.get(pn)
+        if isinstance(producer, MuxNode):
+            nxt = producer.operands[s] if s is not None and 0 <= s < len(producer.operands) else None
+        else:
+            nxt = producer.operand if s == k else None
+        if nxt is None:
+            return None, None, None
+        return [producer.result_type(k), producer.operand_type(0)], nxt, None
+
+    def trace(self, ref):
+        """(the op result that `ref` comes from along the selected routes, or None; its cells)."""
+        chain, seen, r = [], set(), ref
+        while r not in self.memo and r not in seen:
+            seen.add(r)
+            segs, nxt, end = self._hop(r)
+            if segs is None:
+                self.memo[r] = (None, None)
+                break
+            chain.append((r, segs, nxt, end))
+            if nxt is None:
+                break
+            r = nxt
+        for r, segs, nxt, end in reversed(chain):      # a cycle of routes never reaches an op
+            producer, cell = (end, None) if nxt is None else self.memo.get(nxt, (None, None))
+            if producer is None:
+                self.memo[r] = (None, None)
+                continue
+            for seg in reversed(segs):
+                cell = (seg, cell, seg.width if cell is None else min(seg.width, cell[2]))
+            self.memo[r] = (producer, cell)
+        return self.memo.get(ref, (None, None))
+
+    def cells(self, src: tuple[str, int], dst: tuple[str, int]):
+        """The route from op result `src` to op input `dst` as a cell list starting at dst's own
+        port type, or None when the selected routes do not lead from src to dst."""
+        node, port = dst
+        n = self.fu.node(node)
+        producer, cell = self.trace(n.operands[port])
+        if producer != src:
+            return None
+        seg = n.operand_type(port)
+        return (seg, cell, seg.width if cell is None else min(seg.width, cell[2]))
+
+    def first_narrower(self, cell, need: int):
+        """The first port type along `cell` narrower than `need` bits, or None (memoised per
+        width asked, so each cell is walked once per distinct width)."""
+        walked, found = [], None
+        while cell is not None and cell[2] < need:
+            key = (id(cell), need)
+            if key in self.narrow:
+                found = self.narrow[key][0]
+                break
+            walked.append((key, cell))
+            if cell[0].width < need:
+                found = cell[0]
+                break
+            cell = cell[1]
+        for key, c in walked:
+            self.narrow[key] = (found, c)         # the cell is kept alive, so its id stays its own
+        return found
 
 
 def route(fu: FU, t: Template, src: tuple[str, int], dst: tuple[str, int]):
     """Follow the selected routes from op input `dst` = (node, port) back to a producer;
     returns the port types along the path when it starts at op result `src`, else None."""
-    node, port = dst
-    n = fu.node(node)
-    ref = n.operands[port]
-    segments = [n.operand_type(port)]
-    for _ in range(len(fu.nodes) + 1):
-        pn, k = split_ref(ref)
-        if pn == FU_INPUT or pn not in t.nodes:
-            return None
-        producer = fu.node(pn)
-        segments.append(producer.result_type(k))
-        if isinstance(producer, OpNode):
-            return segments if (pn, k) == src else None
-        if isinstance(producer, MuxNode):
-            ref = producer.operands[t.select(pn)]
-        elif t.select(pn) == k:
-            ref = producer.operand
-        else:
-            return None
-        segments.append(producer.operand_type(0))
-    return None
+    cell = Router(fu, t).cells(src, dst)
+    if cell is None:
+        return None
+    out = []
+    while cell is not None:
+        out.append(cell[0])
+        cell = cell[1]
+    return out

@@ -15,7 +15,7 @@ from .contract import ResourceContractRecord, contract_for, encode_contract
 from .errors import Diagnostic, DiagnosticCode as C
 from .params import record_to_json
 from .relation import derive_relation
-from .topology import Fabric, check_fu
+from .topology import MAX_TEMPLATE_WORK, Fabric, check_fu, template_work
 from .verify import verify_op
 
 
@@ -58,11 +58,17 @@ class Report:
 def check_fabric(f: Fabric) -> Report:
     rep = Report(f)
     names = set()
+    work = sum(template_work(fu) for fu in f.fus)
+    templates = work <= MAX_TEMPLATE_WORK
+    if not templates:
+        rep.diagnostics.append(Diagnostic(C.CapacityLimit, "fus", f"checking the capability templates would take "
+                                          f"{work} steps (the templates' active nodes with their ports); the "
+                                          f"limit is {MAX_TEMPLATE_WORK}"))
     for i, fu in enumerate(f.fus):
         if fu.name in names:
             rep.diagnostics.append(Diagnostic(C.DuplicateName, f"fus[{i}].name", f"FU name {fu.name!r} is taken"))
         names.add(fu.name)
-        rep.diagnostics += check_fu(fu)
+        rep.diagnostics += check_fu(fu, templates)
         for node in fu.ops():
             d = verify_op(node.op)
             rep.diagnostics += d

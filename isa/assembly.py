@@ -23,6 +23,7 @@ from typing import NamedTuple
 from . import datatypes as dt
 from . import encoding as enc
 from . import fields as F
+from .atomicio import quote, shown
 from .block import BDatr, BDim, BIor, BIos, Block, BStart, TileBinding
 from .errors import AsmError
 from .instructions import CARRIER, by_carrier, BY_MNEMONIC, ENGINES
@@ -47,6 +48,7 @@ _SPEC = {w.name: w for w in enc.WORDS}
 _WIDTH = {(w.name, f.name): f.width for w in enc.WORDS for f in w.fields}
 _RAW_OPCODE = re.compile(r"M(\d+)\.F(\d+)\Z", re.IGNORECASE)
 _NUMBER = re.compile(r"(0[xX][0-9a-fA-F]+|0[bB][01]+|0[oO][0-7]+|[0-9]+)\Z")
+_BASES = {"0x": 16, "0b": 2, "0o": 8}
 _LABEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _TOKEN = re.compile(r"(?P<ws>\s+)|(?P<arrow>->)|(?P<num>[0-9][0-9A-Za-z_]*)"
                     r"|(?P<word>[A-Za-z_][A-Za-z0-9_.]*)|(?P<punct>[,=@:])|(?P<bad>.)", re.S)
@@ -78,7 +80,7 @@ class _Line:
         for m in _TOKEN.finditer(body):
             kind = m.lastgroup
             if kind == "bad":
-                self.fail(m.start() + 1, f"unexpected character {m.group()!r}")
+                self.fail(m.start() + 1, f"unexpected character {quote(m.group())}")
             if kind != "ws":
                 self.toks.append(_Tok(kind, m.group(), m.start() + 1))
         pos = len(body)
@@ -120,9 +122,12 @@ class _Line:
         tok = tok or self.next()
         if tok.kind != "num" or not _NUMBER.match(tok.text):
             self.fail(tok.col, f"expected an integer for {what}, found {_show(tok)}")
-        value = int(tok.text, 0) if tok.text[:2].lower() in ("0x", "0b", "0o") else int(tok.text, 10)
-        if value >= 1 << width:
-            self.fail(tok.col, f"{what} {value} does not fit its {width}-bit field")
+        base = _BASES.get(tok.text[:2].lower(), 10)
+        # A value of `width` bits has at most `width` significant digits in any base; a longer
+        # literal cannot fit, and is refused before int() spends time on (or refuses) it.
+        digits = (tok.text if base == 10 else tok.text[2:]).lstrip("0") or "0"
+        if len(digits) > width or (value := int(digits, base)) >= 1 << width:
+            self.fail(tok.col, f"{what} {shown(tok.text, 24)} does not fit its {width}-bit field")
         return value
 
     def prefixed(self, prefix: str, what: str, width: int) -> int:
@@ -143,13 +148,13 @@ class _Line:
             for code, name in names.items():
                 if name.upper() == upper:
                     return code
-            self.fail(tok.col, f"unknown {what} {tok.text!r} (one of {', '.join(names.values())}, "
+            self.fail(tok.col, f"unknown {what} {quote(tok.text)} (one of {', '.join(names.values())}, "
                                f"or a raw integer)")
         return self.integer(what, width)
 
 
 def _show(tok: _Tok) -> str:
-    return "end of line" if tok.kind == "end" else repr(tok.text)
+    return "end of line" if tok.kind == "end" else quote(tok.text)
 
 
 def _fields(line: _Line, keys: dict[str, str], parse_value, descriptor: str) -> dict[str, int]:
@@ -165,7 +170,7 @@ def _fields(line: _Line, keys: dict[str, str], parse_value, descriptor: str) -> 
                                f"found {_show(tok)}")
         if field in out:
             line.fail(tok.col, f"{descriptor}.{field} given twice")
-        line.expect("=", f"'=' after {tok.text}")
+        line.expect("=", f"'=' after {shown(tok.text)}")
         out[field] = parse_value(field)
         if not line.accept(","):
             line.end()
@@ -178,7 +183,7 @@ def _bstart(line: _Line, head: _Tok) -> BStart:
     spelling = head.text.split(".", 1)[1].upper() if "." in head.text else ""
     eng_col = head.col + len("BSTART.")
     if spelling not in SPELLINGS:
-        line.fail(eng_col, f"unknown engine spelling BSTART.{spelling or '?'} (one of "
+        line.fail(eng_col, f"unknown engine spelling {quote('BSTART.' + (spelling or '?'))} (one of "
                            f"{', '.join('BSTART.' + s for s in SPELLINGS)})")
     op = line.next()
     if op.kind != "word":
@@ -191,7 +196,7 @@ def _bstart(line: _Line, head: _Tok) -> BStart:
     else:
         row = BY_MNEMONIC.get(op.text.upper())
         if row is None:
-            line.fail(op.col, f"unknown instruction {op.text!r} (write an unassigned carrier "
+            line.fail(op.col, f"unknown instruction {quote(op.text)} (write an unassigned carrier "
                               f"opcode as M<mode>.F<function>)")
         mode, function = row.mode, row.function
     if row is None and spelling != CARRIER:
@@ -293,11 +298,11 @@ class _Builder:
         if tok.kind == "word" and line.peek().text == ":":
             line.next()
             if not _LABEL.match(tok.text):
-                line.fail(tok.col, f"label {tok.text!r} must be a plain identifier")
+                line.fail(tok.col, f"label {quote(tok.text)} must be a plain identifier")
             if tok.text in self.labels:
-                line.fail(tok.col, f"label {tok.text!r} already names the block on line {self.labels[tok.text]}")
+                line.fail(tok.col, f"label {quote(tok.text)} already names the block on line {self.labels[tok.text]}")
             if self.pending_label:
-                line.fail(tok.col, f"label {tok.text!r} follows label {self.pending_label[0]!r} "
+                line.fail(tok.col, f"label {quote(tok.text)} follows label {quote(self.pending_label[0])} "
                                    f"with no block between them")
             self.labels[tok.text] = line.lineno
             self.pending_label = (tok.text, line.lineno, tok.col)
@@ -318,7 +323,7 @@ class _Builder:
             line.fail(tok.col, f"{word} before any BSTART: a descriptor belongs to the block above it")
         if self.pending_label:
             name, lno, col = self.pending_label
-            raise AsmError(lno, col, f"label {name!r} must be followed by a BSTART, not {word}", self.source)
+            raise AsmError(lno, col, f"label {quote(name)} must be followed by a BSTART, not {word}", self.source)
         if word in self._seen:
             line.fail(tok.col, f"{word} given twice in the block starting on line "
                                f"{self.current['_line']} (first on line {self._seen[word]})")
@@ -335,7 +340,7 @@ def parse(text: str, source: str | None = None) -> list[AsmBlock]:
         builder.statement(_Line(raw, lineno, source))
     if builder.pending_label:
         name, lno, col = builder.pending_label
-        raise AsmError(lno, col, f"label {name!r} names no block", source)
+        raise AsmError(lno, col, f"label {quote(name)} names no block", source)
     builder.finish()
     return builder.out
 

@@ -6,6 +6,10 @@ destination only once the writer has finished without error, so a failed or inte
 final name and never damages an existing one.  `os.replace` is atomic within one file system,
 which the same-folder temporary guarantees.
 
+Messages that name user text go through `quote` (escaped, cut to about 80 characters),
+`shown` (a file name as it is when harmless, else quoted) and `why` (an exception's reason
+without the file name pyarrow and the OS repeat in it).
+
 It lives in `isa`, the bottom package, only because every layer above writes files.
 """
 from __future__ import annotations
@@ -13,7 +17,8 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
-import tempfile
+import secrets
+import stat
 from typing import Iterator
 
 
@@ -35,13 +40,36 @@ def check_output_path(path) -> pathlib.Path:
     return p
 
 
+def _create_temporary(dest: pathlib.Path) -> str:
+    """An empty new file beside `dest`, created with mode 0o666 less the umask (as open() would
+    create `dest`; tempfile.mkstemp's 0o600 would make every output private)."""
+    folder = dest.parent if str(dest.parent) else pathlib.Path(".")
+    for _ in range(100):
+        tmp = folder / f".{dest.name}.{secrets.token_hex(4)}.tmp"
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        return str(tmp)
+    raise FileExistsError(f"no free temporary name beside {quote(str(dest))}")
+
+
 @contextlib.contextmanager
-def atomic_path(path) -> Iterator[str]:
+def atomic_path(path, devices: bool = True) -> Iterator[str]:
     """Yield a temporary path beside `path`; on normal exit rename it onto `path`, on any
-    exception (including KeyboardInterrupt) delete it and leave `path` untouched."""
+    exception (including KeyboardInterrupt) delete it and leave `path` untouched.
+
+    An existing device or FIFO (/dev/stdout, /dev/null) has nothing to rename over (renaming
+    would replace the device node itself): it is yielded to be written in place, or refused
+    with OutputPathError when `devices` is false (formats that need a seekable file)."""
     dest = check_output_path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent if str(dest.parent) else ".")
-    os.close(fd)
+    if dest.exists() and not dest.is_file():
+        if not devices:
+            raise OutputPathError(f"output path {quote(str(dest))} is not a regular file")
+        yield str(dest)
+        return
+    dest = pathlib.Path(os.path.realpath(dest))   # a symlink keeps pointing at the new file
+    tmp = _create_temporary(dest)
     try:
         yield tmp
         os.replace(tmp, dest)
@@ -60,7 +88,8 @@ def atomic_open(path, mode: str = "wb", **kwargs):
         with open(tmp, mode.replace("x", "w"), **kwargs) as f:
             yield f
             f.flush()
-            os.fsync(f.fileno())
+            if stat.S_ISREG(os.fstat(f.fileno()).st_mode):   # devices (/dev/null) refuse fsync
+                os.fsync(f.fileno())
 
 
 def quote(text: str, limit: int = 80) -> str:
@@ -70,3 +99,22 @@ def quote(text: str, limit: int = 80) -> str:
     if len(r) <= limit:
         return r
     return f"{r[: limit - 1]}...' ({len(text)} characters)"
+
+
+def shown(text, limit: int = 80) -> str:
+    """A file name or token for a message: as it is when it is printable, has no surrounding
+    space and fits in `limit` characters (so `examples/x.s:3:1:` stays editor-clickable),
+    else `quote(text)`."""
+    text = str(text)
+    if len(text) <= limit and text.isprintable() and text == text.strip() and text:
+        return text
+    return quote(text, limit)
+
+
+def why(exc: BaseException, limit: int = 160) -> str:
+    """The reason an exception gives, for a message: the OS's words when it carries an errno
+    (pyarrow's and Python's texts repeat the whole file name), else its text via `shown`."""
+    errno = getattr(exc, "errno", None)
+    if isinstance(errno, int) and errno > 0:
+        return os.strerror(errno)
+    return shown(str(exc), limit)

@@ -172,8 +172,8 @@ def encode(blocks: Iterable[Block]) -> bytes:
 
 # ---------------------------------------------------------------------------------- decoding
 
-def _fail(offset: int, reason: str):
-    raise DecodeError(offset, reason)
+def _fail(offset: int, reason: str, block_offset: int | None = None):
+    raise DecodeError(offset, reason, block_offset)
 
 
 def _header(data: memoryview) -> tuple[int, int]:
@@ -279,24 +279,28 @@ def iter_blocks(data) -> Iterator[tuple[int, Block]]:
     parts: dict = {}
     rank = 0
     for word in _words(data, nwords):
-        spec, obj = _word(word, offset)
+        owner = block_off if pending else offset     # the BSTART of the block this word is in
+        try:
+            spec, obj = _word(word, offset)
+        except DecodeError as exc:
+            raise DecodeError(exc.offset, exc.reason, owner) from None
         if spec.tag == TAG_BSTART:
             if pending:
                 _fail(offset, f"BSTART inside the block at byte {block_off}, which declares "
-                              f"{pending} more descriptor word(s)")
+                              f"{pending} more descriptor word(s)", owner)
             if seen == blocks:
-                _fail(offset, f"more blocks than the {blocks} the header declares")
+                _fail(offset, f"more blocks than the {blocks} the header declares", owner)
             pending = (word >> COUNT_LSB) & MAX_DESCRIPTORS
             head, parts, rank, block_off = obj, {"iot": []}, 0, offset
             seen += 1
         else:
             if not pending:
                 _fail(offset, f"{spec.name} word outside a block (expected BSTART"
-                              + (f"; the block at byte {block_off} has ended)" if head else ")"))
+                              + (f"; the block at byte {block_off} has ended)" if head else ")"), owner)
             if spec.rank < rank or (spec.rank == rank and not spec.repeatable):
                 what = "duplicate" if spec.rank == rank else "out of canonical order"
                 _fail(offset, f"{spec.name} {what} in the block at byte {block_off} "
-                              f"(canonical order: {_CANONICAL_ORDER})")
+                              f"(canonical order: {_CANONICAL_ORDER})", owner)
             rank = spec.rank
             if spec.repeatable:
                 parts[spec.attr].append(obj)
@@ -309,9 +313,9 @@ def iter_blocks(data) -> Iterator[tuple[int, Block]]:
             yield block_off, Block(head, **parts)
     if pending:
         _fail(offset, f"stream ends inside the block at byte {block_off}, "
-                      f"{pending} declared descriptor word(s) missing")
+                      f"{pending} declared descriptor word(s) missing", block_off)
     if seen != blocks:
-        _fail(offset, f"stream ends after {seen} blocks, header declares {blocks}")
+        _fail(offset, f"stream ends after {seen} blocks, header declares {blocks}", offset)
 
 
 def decode(data) -> list[Block]:

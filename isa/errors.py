@@ -41,6 +41,9 @@ REASONS: dict[str, str] = {
     "DESCRIPTOR_INVALID": "the TIMG2COL feature-map descriptor is invalid",
     "INVALID_ENCODING": "a source element's encoding is invalid for the operation/profile",
     "UNSUPPORTED_IN_BUILD": "the numeric layer of this build does not implement this operation/type",
+    # capability admission (a fabric model of the PE's engines is given: docs/timing.md)
+    "ENGINE_CAPABILITY": "the engine resource of the fabric model does not support the block "
+                         "(its op_list lacks the instruction or its hw_params the DataType)",
 }
 
 
@@ -56,12 +59,16 @@ class IllegalBlockException(Exception):
 
 
 class DecodeError(ValueError):
-    """Bytes that are not a well-formed block stream; `offset` is the byte offset of the fault."""
+    """Bytes that are not a well-formed block stream; `offset` is the byte offset of the fault
+    (the offending header field or word).  `block_offset` is the byte offset of the BSTART of
+    the block the fault lies in (where the next block would start, for a fault between blocks);
+    None for a header or stream-length fault, which no block owns."""
 
-    def __init__(self, offset: int, reason: str):
+    def __init__(self, offset: int, reason: str, block_offset: int | None = None):
         super().__init__(f"byte offset {offset}: {reason}")
         self.offset = offset
         self.reason = reason
+        self.block_offset = block_offset
 
 
 class AsmError(ValueError):

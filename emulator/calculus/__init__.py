@@ -4,6 +4,7 @@ policies, refinement-witness checkers, the Hidet task product, and the planner-f
 docs/regions.md documents the text form; docs/calculus.md the semantics and the witnesses.
 """
 from . import builder  # noqa: F401
+from .budget import BudgetError, check_budget, static_cost  # noqa: F401
 from .errors import (InterferenceError, PipelineHazardError, ReductionPolicyError, RegionError,  # noqa: F401
                      RegionRuntimeError, UndecidedError)
 from .interp import RunResult, run  # noqa: F401

@@ -20,34 +20,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .budget import DEFAULT_MAX_COST, WALK_BLOCK_COST, check_budget
+from .cells import DATA, Access, describe
 from .errors import RegionError, format_coords
 from .expr import EvalError, Load, Var, as_index, truth, walk
 from .program import (GprOp, If, Node, Op, Parallel, Pipeline, Program, Reduce, Seq, Serial, TileOp,
                       children)
+from .tiles import walk_gpr_op, walk_tile_op, walk_tile_reduce
 
 KEY_SHIFT = 40
 MAX_INSTANCES = 1 << 20
 CELL_MASK = (1 << KEY_SHIFT) - 1
 
 
-class _Data:
-    def __repr__(self):
-        return "<data>"
-
-
-DATA = _Data()                   # a value known only at run time
-
-
 class _Impure(Exception):
     pass
-
-
-@dataclass
-class Access:
-    key: str
-    write: bool
-    cells: np.ndarray                      # int64 cell ids
-    points: np.ndarray | None = None       # per cell: the element instance (pointwise coordinate)
 
 
 @dataclass
@@ -100,31 +87,6 @@ class Keys:
             c = self.code[key] = len(self.names)
             self.names.append(key)
         return c
-
-
-def describe(program: Program | None, key: str, cell: int) -> str:
-    """A human name for one cell: `x[1, 2]`, `PE1 t3 (version 2) [0, 5]`, `PE0 GPR 3`."""
-    if key.startswith("tile:"):
-        _, m, pe, t = key.split(":")
-        tile, _, ver = t.partition("@")
-        mach = "" if m == "m0" else f"machine {m[1:]} "
-        v = f" (version {ver[1:]})" if ver else ""
-        return f"{mach}{pe.upper()} tile {tile}{v} element [{cell >> 16}, {cell & 0xFFFF}]"
-    if key.startswith("gpr:"):
-        _, m, pe = key.split(":")
-        mach = "" if m == "m0" else f"machine {m[1:]} "
-        return f"{mach}{pe.upper()} GPR {cell}"
-    if program is not None and key in program.arrays:
-        idx, rest = [], cell
-        shape = program.arrays[key].shape
-        strides = [1] * len(shape)
-        for d in range(len(shape) - 2, -1, -1):
-            strides[d] = strides[d + 1] * shape[d + 1]
-        for s in strides:
-            idx.append(rest // s)
-            rest %= s
-        return f"{key}[{', '.join(map(str, idx))}]"
-    return f"{key}#{cell}"
 
 
 class _SEnv:
@@ -338,7 +300,6 @@ class Walker:
 
     def _reduce(self, node: Reduce, env, coords):
         if node.tiles:
-            from .tiles import walk_tile_reduce
             walk_tile_reduce(self, node, env, coords)
             return
         # A contribution reads its value and writes a private pseudo cell `red:<path>` (its slot in
@@ -383,11 +344,9 @@ class Walker:
                       extra={"node": node})
 
     def _tileop(self, node: TileOp, env, coords):
-        from .tiles import walk_tile_op
         walk_tile_op(self, node, env, coords)
 
     def _gprop(self, node: GprOp, env, coords):
-        from .tiles import walk_gpr_op
         walk_gpr_op(self, node, env, coords)
 
 
@@ -396,11 +355,14 @@ def root_env(walker: Walker) -> _SEnv:
 
 
 def events(program: Program, node: Node | None = None, *, gprs: dict | None = None,
-           renamed: bool = True, env: dict | None = None, machines: list | None = None) -> list[Event]:
+           renamed: bool = True, env: dict | None = None, machines: list | None = None,
+           max_cost: int | None = DEFAULT_MAX_COST) -> list[Event]:
     """The events of `node` (default: the whole body) in source order.  `env` binds the
     coordinates of enclosing domains when `node` is not the root; `machines` are the initial
     states tile leaves start from (descriptors and GPR offsets); `renamed` models each tile
-    destination as fresh storage (versions), so only true (RAW) dependences link tile blocks."""
+    destination as fresh storage (versions), so only true (RAW) dependences link tile blocks.
+    A program whose static cost exceeds `max_cost` is refused first (budget.BudgetError)."""
+    check_budget(program, max_cost, node, env, WALK_BLOCK_COST)
     w = Walker(program, gprs=gprs, renamed=renamed, machines=machines)
     e = root_env(w)
     if env:

@@ -22,6 +22,8 @@ from __future__ import annotations
 import math
 import re
 
+from isa.atomicio import quote
+
 __all__ = ["Expr", "Const", "Var", "Load", "Call", "Bin", "Un", "Stmt", "ExprSyntaxError",
            "EvalError", "parse_expr", "parse_stmt", "walk"]
 
@@ -123,6 +125,7 @@ def _kind(v) -> str:
     return type(v).__name__
 
 
+MAX_LITERAL = 4300            # Python's int-string limit (isa.jsontext.MAX_INT_DIGITS)
 MAX_INT_BITS = 4096          # values are bounded so a hostile program cannot exhaust memory
 MAX_STR_LEN = 1 << 16
 
@@ -278,6 +281,7 @@ _TOKEN = re.compile(r"""
 """, re.VERBOSE)
 
 _COMPARE = ("==", "!=", "<", "<=", ">", ">=")
+_ARITH = {"&": 1, "|": 1, "^": 1, "<<": 2, ">>": 2, "+": 3, "-": 3, "*": 4, "/": 4, "//": 4, "%": 4}
 _KEYWORDS = ("and", "or", "not")
 _CONSTS = {"inf": math.inf, "nan": math.nan, "true": True, "false": False}
 
@@ -341,25 +345,25 @@ class _Parser:
         return self.cmp()
 
     def cmp(self):
-        e = self.bits()
+        e = self.arith()
         if self.at(*_COMPARE):
             op = self.take()[1]
-            e = Bin(op, e, self.bits())
+            e = Bin(op, e, self.arith())
             if self.at(*_COMPARE):
                 raise ExprSyntaxError(self.peek()[2], "chained comparisons are not allowed; use 'and'")
         return e
 
-    def bits(self):
-        return self.binary(("&", "|", "^"), self.shift)
-
-    def shift(self):
-        return self.binary(("<<", ">>"), self.sum)
-
-    def sum(self):
-        return self.binary(("+", "-"), self.term)
-
-    def term(self):
-        return self.binary(("*", "/", "//", "%"), self.unary)
+    def arith(self, min_level: int = 1):
+        """bit, shift, sum and term: left-associative levels parsed by precedence climbing (one
+        loop instead of a call per level per operand: parsing is linear and cheap per token)."""
+        e = self.unary()
+        while True:
+            kind, text, _ = self.toks[self.i]
+            level = _ARITH.get(text, 0) if kind == "op" else 0
+            if level < min_level:
+                return e
+            self.i += 1
+            e = Bin(text, e, self.arith(level + 1))
 
     def unary(self):
         if self.at("-", "~"):
@@ -374,6 +378,8 @@ class _Parser:
     def atom(self):
         kind, text, col = self.take()
         if kind == "int":
+            if len(text) > MAX_LITERAL:     # int() refuses longer decimal strings
+                raise ExprSyntaxError(col, f"integer literal of {len(text)} characters (the limit is {MAX_LITERAL})")
             return Const(int(text, 0))
         if kind == "float":
             return Const(float(text))
@@ -415,7 +421,7 @@ class _Parser:
 
 
 def _show(kind: str, text: str) -> str:
-    return "end of text" if kind == "end" else repr(text)
+    return "end of text" if kind == "end" else quote(text)
 
 
 MAX_TEXT = 1 << 16

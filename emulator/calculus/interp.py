@@ -19,16 +19,18 @@ Undefined elements (no init) are an error to read, like undefined tile elements.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .budget import DEFAULT_DEADLINE, DEFAULT_MAX_COST, MAX_INSTANCES, check_budget
 from .errors import InterferenceError, PipelineHazardError, RegionRuntimeError
 from .expr import EvalError, Var, as_index, truth
 from .program import (GprOp, If, Op, Parallel, Pipeline, Program, Reduce, Seq, Serial, TileOp,
                       check_reducer)
 from . import reduction as red
 
-MAX_INSTANCES = 1 << 20       # a domain larger than this is refused rather than enumerated
+# A domain larger than MAX_INSTANCES is refused rather than enumerated (budget.py).
 MAX_STEPS = 1 << 23           # leaf instances one run may execute (a runaway program stops, not hangs)
 
 
@@ -89,7 +91,7 @@ class RunResult:
 class Interpreter:
     def __init__(self, program: Program, *, init: dict | None = None, validate: bool = False,
                  machines: list | None = None, realize: Callable | None = None,
-                 parallel_order: str = "lex", batch_template=None):
+                 parallel_order: str = "lex", batch_template=None, deadline: float | None = DEFAULT_DEADLINE):
         if parallel_order not in ("lex", "reverse"):
             raise ValueError(f"parallel_order is 'lex' or 'reverse', got {parallel_order!r}")
         self.program = program
@@ -109,6 +111,8 @@ class Interpreter:
         self.batch_template = batch_template       # batch cases beyond `machines` start as its copies
         self.steps = 0
         self.max_steps = MAX_STEPS
+        self.deadline = deadline
+        self.stop_at = None if deadline is None else time.monotonic() + deadline
         self.blocks_executed = 0
         self.reductions: list = []
 
@@ -192,8 +196,12 @@ class Interpreter:
         """Active coordinates in lexicographic order (bounds may use earlier axes)."""
         out: list[dict] = []
         axes = domain.axes
+        seen = [0]
 
         def rec(k: int, cur: dict, e: Env):
+            seen[0] += 1
+            if not seen[0] & 0xFFF:
+                self.tick(path, e.coords)
             if k == len(axes):
                 if domain.where is None or truth(self.ev(domain.where, e, path)):
                     out.append(dict(cur))
@@ -213,11 +221,20 @@ class Interpreter:
         return out
 
     # ---- nodes ---------------------------------------------------------------------------------
+    def tick(self, path: str, coords=None) -> None:
+        """The wall-clock backstop (budget.py): checked every 256 steps and enumerated instances."""
+        if self.stop_at is not None and time.monotonic() > self.stop_at:
+            raise RegionRuntimeError(path, f"still running after the {self.deadline:g} s deadline; the run is "
+                                           f"stopped. Raise it with tile-emu run --deadline S or "
+                                           f"run(..., deadline=S)", coords)
+
     def exec(self, node, env: Env) -> None:
         self.steps += 1
         if self.steps > self.max_steps:
             raise RegionRuntimeError(node.path, f"more than {self.max_steps} node executions; "
                                                 f"the run is stopped", env.coords)
+        if not self.steps & 0xFF:
+            self.tick(node.path, env.coords)
         m = _DISPATCH.get(type(node))
         if m is None:
             raise RegionRuntimeError(node.path, f"not a region node: {type(node).__name__}")
@@ -442,7 +459,13 @@ class _NonInterference:
 
 def _pipeline_hazard(interp, node: Pipeline, events, n, s, coords, fp) -> None:
     t = n * node.ii + s
-    for (n1, s1, c1, f1) in events:
+    # Only stages of the last (S - 1) // ii iterations can issue at or after t (n1*ii + s1 >= t
+    # with s1 < S), so the check looks back that far and no further: linear in the iterations.
+    first = n - (len(node.stages) - 1) // node.ii
+    start = len(events)
+    while start and events[start - 1][0] >= first:
+        start -= 1
+    for (n1, s1, c1, f1) in events[start:]:
         if n1 == n or n1 * node.ii + s1 < t:
             continue
         cells = (f1.writes & (fp.reads | fp.writes)) | (fp.writes & f1.reads)
@@ -483,16 +506,22 @@ def truth_at(v, path, env) -> bool:
 
 def run(program: Program, *, init: dict | None = None, validate: bool = False,
         machines: list | None = None, realize: Callable | None = None,
-        parallel_order: str = "lex", batch_template=None) -> RunResult:
+        parallel_order: str = "lex", batch_template=None, max_cost: int | None = DEFAULT_MAX_COST,
+        deadline: float | None = DEFAULT_DEADLINE) -> RunResult:
     """Interpret `program` from its declared (or `init`-overridden) arrays and the given machines.
 
     `realize(node, f, seed, fiber, lift) -> value` replaces the canonical tree result of a
     reduction (to model another realization; validate mode checks the policy admits it);
     `parallel_order="reverse"` runs parallel instances in reverse lexicographic order;
     instance k of a `batch` parallel runs on machines[k], created as a copy of `batch_template`
-    when fewer machines were given."""
+    when fewer machines were given.
+
+    Budgets (budget.py): a program whose static cost exceeds `max_cost` is refused before it
+    runs (BudgetError); a run still going after `deadline` seconds is stopped
+    (RegionRuntimeError).  None disables either."""
+    check_budget(program, max_cost)
     it = Interpreter(program, init=init, validate=validate, machines=machines, realize=realize,
-                     parallel_order=parallel_order, batch_template=batch_template)
+                     parallel_order=parallel_order, batch_template=batch_template, deadline=deadline)
     params = {k: v for k, v in program.params.items() if isinstance(v, int)}
     env = Env(it, dict(params), {}, "$.body")
     it.exec(program.body, env)

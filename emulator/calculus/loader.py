@@ -6,11 +6,14 @@ Every rejection is a RegionError naming the JSON path of the offending value and
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from typing import Any
 
+from isa import jsontext
+from isa.atomicio import quote, shown, why
+
+from .budget import check_code_size
 from .errors import RegionError
 from .expr import (Call, Const, EvalError, Expr, ExprSyntaxError, Load, Var, parse_expr, parse_stmt,
                    walk)
@@ -38,6 +41,7 @@ _TOP_KEYS = {"format", "params", "arrays", "functions", "body"}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _HOLE = re.compile(r"\$\{([^{}]*)\}")
 MAX_ELEMENTS = 1 << 24            # an array declaration larger than this is refused, not allocated
+MAX_TEXT = 1 << 23                # characters of program text, data included (docs/regions.md 'Budgets')
 
 
 def _type(v) -> str:
@@ -55,10 +59,16 @@ def _flat(types):
     return types if isinstance(types, tuple) else (types,)
 
 
+def _key(k) -> str:
+    """An object key as a JSON-path segment: as it is when it is a short identifier, else
+    quoted and cut (a key is untrusted text: it may be huge or hold control characters)."""
+    return k if isinstance(k, str) and len(k) <= 64 and _NAME.match(k) else quote(k, 40)
+
+
 def _keys(obj: dict, allowed: set, path: str, required=()):
     for k in obj:
         if not isinstance(k, str) or k not in allowed:
-            raise RegionError(f"{path}.{k}", f"unknown key (expected one of: {', '.join(sorted(allowed))})")
+            raise RegionError(f"{path}.{_key(k)}", f"unknown key (expected one of: {', '.join(sorted(allowed))})")
     for k in required:
         if k not in obj:
             raise RegionError(path, f"missing required key '{k}'")
@@ -66,7 +76,7 @@ def _keys(obj: dict, allowed: set, path: str, required=()):
 
 def _name(v, path, what="a name"):
     if not isinstance(v, str) or not _NAME.match(v):
-        raise RegionError(path, f"{what} must be an identifier [A-Za-z_][A-Za-z0-9_]*, got {v!r}")
+        raise RegionError(path, f"{what} must be an identifier [A-Za-z_][A-Za-z0-9_]*, got {shown(repr(v))}")
     return v
 
 
@@ -81,7 +91,7 @@ def expr(v, path) -> Expr:
     try:
         return parse_expr(v)
     except ExprSyntaxError as exc:
-        raise RegionError(path, f"{exc} in {v!r}") from None
+        raise RegionError(path, f"{exc} in {quote(v)}") from None
 
 
 def _stmt(v, path):
@@ -90,13 +100,13 @@ def _stmt(v, path):
     try:
         return parse_stmt(v)
     except ExprSyntaxError as exc:
-        raise RegionError(path, f"{exc} in {v!r}") from None
+        raise RegionError(path, f"{exc} in {quote(v)}") from None
 
 
 def _access(v, path) -> Load:
     e = expr(v, path)
     if not isinstance(e, Load):
-        raise RegionError(path, f"an effect is an element access 'name[index, ...]', got {v!r}")
+        raise RegionError(path, f"an effect is an element access 'name[index, ...]', got {quote(v)}")
     return e
 
 
@@ -106,7 +116,7 @@ def _domain(v, where, path: str, where_path: str) -> Domain:
     for i, ax in enumerate(v):
         p = f"{path}[{i}]"
         if not isinstance(ax, list) or len(ax) not in (2, 3):
-            raise RegionError(p, f"an axis is [name, hi] or [name, lo, hi], got {ax!r}")
+            raise RegionError(p, f"an axis is [name, hi] or [name, lo, hi], got {shown(repr(ax))}")
         name = _name(ax[0], f"{p}[0]", "an axis name")
         if name in seen:
             raise RegionError(f"{p}[0]", f"axis '{name}' appears twice in this domain")
@@ -251,7 +261,7 @@ def _carries(v, key, path):
     _need(m, dict, f"{path}.{key}", f"'{key}' is an object name -> expression")
     out = {}
     for k, e in m.items():
-        _name(k, f"{path}.{key}.{k}", "a carried value")
+        _name(k, f"{path}.{key}.{_key(k)}", "a carried value")
         out[k] = expr(e, f"{path}.{key}.{k}")
     return out
 
@@ -316,7 +326,7 @@ def _params(v, path) -> dict:
     _need(v, dict, path, "'params' is an object name -> integer or integer table")
     out = {}
     for k, val in v.items():
-        p = f"{path}.{k}"
+        p = f"{path}.{_key(k)}"
         _name(k, p, "a parameter name")
         if isinstance(val, int) and not isinstance(val, bool):
             out[k] = val
@@ -358,7 +368,7 @@ def _param_int(e: Expr, params: dict, path: str) -> int:
     except EvalError as exc:
         raise RegionError(path, str(exc)) from None
     if isinstance(v, bool) or not isinstance(v, int):
-        raise RegionError(path, f"must be an integer, got {v!r}")
+        raise RegionError(path, f"must be an integer, got {shown(repr(v))}")
     return v
 
 
@@ -372,7 +382,7 @@ def _arrays(v, params, path) -> dict:
     _need(v, dict, path, "'arrays' is an object name -> {shape, init?, fill?}")
     out = {}
     for name, decl in v.items():
-        p = f"{path}.{name}"
+        p = f"{path}.{_key(name)}"
         _name(name, p, "an array name")
         _need(decl, dict, p, "an array declaration is an object {shape, init?, fill?}")
         _keys(decl, {"shape", "init", "fill"}, p, ("shape",))
@@ -412,7 +422,7 @@ def _functions(v, params, path) -> dict:
     _need(v, dict, path, "'functions' is an object name -> {args, body, kind?, laws}")
     out: dict[str, Function] = {}
     for name, d in v.items():
-        p = f"{path}.{name}"
+        p = f"{path}.{_key(name)}"
         _name(name, p, "a function name")
         if name in BUILTINS:
             raise RegionError(p, f"'{name}' is a builtin function")
@@ -426,18 +436,18 @@ def _functions(v, params, path) -> dict:
         body = expr(d["body"], f"{p}.body")
         for n in walk(body):
             if isinstance(n, Var) and n.name not in args and not isinstance(params.get(n.name), int):
-                raise RegionError(f"{p}.body", f"unknown name '{n.name}' (not an argument or integer parameter)")
+                raise RegionError(f"{p}.body", f"unknown name {quote(n.name)} (not an argument or integer parameter)")
             if isinstance(n, Load):
                 raise RegionError(f"{p}.body", "a function body cannot load from arrays")
             if isinstance(n, Call):
                 callee = out.get(n.name) or BUILTINS.get(n.name)
                 if callee is None:
-                    raise RegionError(f"{p}.body", f"'{n.name}' is not a builtin or an earlier function")
+                    raise RegionError(f"{p}.body", f"{quote(n.name)} is not a builtin or an earlier function")
                 if callee.arity != len(n.args):
-                    raise RegionError(f"{p}.body", f"{n.name} takes {callee.arity} argument(s)")
+                    raise RegionError(f"{p}.body", f"{quote(n.name)} takes {callee.arity} argument(s)")
         kind = d.get("kind", "merge" if len(args) == 2 else "map")
         if kind not in ("merge", "update", "rupdate", "map"):
-            raise RegionError(f"{p}.kind", f"kind is merge, update, rupdate or map, got {kind!r}")
+            raise RegionError(f"{p}.kind", f"kind is merge, update, rupdate or map, got {shown(repr(kind))}")
         if kind != "map" and len(args) != 2:
             raise RegionError(f"{p}.kind", f"a {kind} takes two arguments")
         laws = {}
@@ -476,10 +486,11 @@ def _closure(args, body, params, known):
 def load(doc: Any, source: str | None = None) -> Program:
     """A Program from parsed JSON (a dict), checked; RegionError on anything malformed."""
     _need(doc, dict, "$", "a region program is a JSON object")
+    check_code_size(doc)
     _keys(doc, _TOP_KEYS, "$", ("body",))
     fmt = doc.get("format", FORMAT)
     if fmt != FORMAT:
-        raise RegionError("$.format", f"unsupported format {fmt!r}; this reader reads {FORMAT!r}")
+        raise RegionError("$.format", f"unsupported format {shown(repr(fmt))}; this reader reads {FORMAT!r}")
     params = _params(doc.get("params", {}), "$.params")
     arrays = _arrays(doc.get("arrays", {}), params, "$.arrays")
     functions = _functions(doc.get("functions", {}), params, "$.functions")
@@ -495,12 +506,12 @@ def load(doc: Any, source: str | None = None) -> Program:
 
 
 def loads(text: str) -> Program:
+    if len(text) > MAX_TEXT:
+        raise RegionError("$", f"the program text has {len(text)} characters; at most {MAX_TEXT} are read")
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RegionError("$", f"not JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    except RecursionError:
-        raise RegionError("$", "JSON nesting too deep") from None
+        doc = jsontext.loads(text)
+    except jsontext.JsonTextError as exc:
+        raise RegionError("$", f"not JSON: {exc}") from None
     return load(doc)
 
 
@@ -508,8 +519,10 @@ def load_file(path) -> Program:
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RegionError("$", f"cannot read {path}: {exc}") from None
+    except OSError as exc:
+        raise RegionError("$", f"cannot read {shown(path)}: {why(exc)}") from None
+    except UnicodeDecodeError as exc:
+        raise RegionError("$", f"cannot read {shown(path)}: not UTF-8 text (byte {exc.start})") from None
     return loads(text)
 
 

@@ -33,6 +33,7 @@ import numpy as np
 from .effects import CELL_MASK, KEY_SHIFT, Event, Keys, describe, events as source_events_of
 from .errors import RegionError
 from .program import Program
+from .tilelaws import merge_laws
 from .witnesses import MergeTreeWitness, Verdict, _Fail, check_merge_tree
 
 STEP_KINDS = ("serial", "parallel", "fused", "merge")
@@ -284,7 +285,6 @@ def _combine(program, node, res, group):
     from .functions import Function
     if not node.tiles:
         return program.function(node.combine)
-    from .tiles import merge_laws
     from isa.datatypes import datatype
     dt = res.extra.get("dtypes", {}).get(group)
     kind = "int" if dt is not None and datatype(dt).is_int else "float"

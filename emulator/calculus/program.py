@@ -11,11 +11,14 @@ enumerator and the witness checkers can then rely on a well-formed tree.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .errors import ReductionPolicyError, RegionError
 from .expr import Call, Expr, Load, Stmt, Var, walk
 from .functions import BUILTINS, Function
+from .reduction import check_policy
+from .tilelaws import check_tile_merge
 
 POLICIES = ("fold_left", "fold_right", "ordered_tree", "unordered_tree")
 DEFAULT_POLICY = "unordered_tree"      # "The source default is unordered_tree."
@@ -211,17 +214,43 @@ def find(program: Program, path: str) -> Node:
 # ---------------------------------------------------------------------------------------------
 # Static check: names, ranks, arities, policies.
 
-@dataclass
 class _Scope:
-    coords: set = field(default_factory=set)
-    carries: set = field(default_factory=set)
-    locals: set = field(default_factory=set)
+    """The names in scope while the checker walks the tree: one table for the whole walk, with a
+    frame per open scope (`nested`), so opening a scope costs nothing however many names are
+    visible and a lookup is one dict access (a program of n nodes is checked in time ~n).
+    A name maps to its bindings, innermost last, each (frame, kind); kind is coord, carry or local."""
 
-    def child(self) -> "_Scope":
-        return _Scope(set(self.coords), set(self.carries), set(self.locals))
+    def __init__(self):
+        self.names: dict[str, list[tuple[int, str]]] = {}
+        self.frames: list[list[str]] = [[]]
 
-    def bound(self) -> set:
-        return self.coords | self.carries | self.locals
+    @property
+    def depth(self) -> int:
+        return len(self.frames)
+
+    def kind(self, name: str, below: int | None = None) -> str | None:
+        """How `name` is bound (innermost binding, or only those of frames below `below`: an enclosing
+        scope), or None."""
+        kinds = [k for f, k in self.names.get(name, ()) if below is None or f < below]
+        if not kinds:
+            return None
+        return "coord" if "coord" in kinds else kinds[-1]      # a coordinate reads as one wherever bound
+
+    def add(self, name: str, kind: str) -> None:
+        self.names.setdefault(name, []).append((len(self.frames) - 1, kind))
+        self.frames[-1].append(name)
+
+    @contextmanager
+    def nested(self):
+        self.frames.append([])
+        try:
+            yield self
+        finally:
+            for name in reversed(self.frames.pop()):
+                bindings = self.names[name]
+                bindings.pop()
+                if not bindings:
+                    del self.names[name]
 
 
 def table_rank(v) -> int:
@@ -240,12 +269,14 @@ class _Checker:
         self.ints = {k for k, v in program.params.items() if isinstance(v, int)}
         self.tables = {k: table_rank(v) for k, v in program.params.items() if not isinstance(v, int)}
 
-    def expr(self, e: Expr, scope: _Scope, path: str, pure: bool = False, what: str = "expression"):
+    def expr(self, e: Expr, scope: _Scope, path: str, pure: bool = False, what: str = "expression",
+             below: int | None = None):
         for n in walk(e):
             if isinstance(n, Var):
-                if n.name in self.ints or n.name in scope.coords:
+                kind = scope.kind(n.name, below)
+                if n.name in self.ints or kind == "coord":
                     continue
-                if n.name in scope.carries or n.name in scope.locals:
+                if kind is not None:
                     if pure:
                         raise RegionError(path, f"{what} must be a pure index expression; "
                                                 f"'{n.name}' is a data value")
@@ -275,19 +306,21 @@ class _Checker:
                     raise RegionError(path, f"{what} must be a pure index expression; "
                                             f"it calls '{n.name}'")
 
-    def domain(self, d: Domain, scope: _Scope, path: str) -> _Scope:
-        inner = scope.child()
+    def taken(self, name: str, scope: _Scope) -> bool:
+        return scope.kind(name) is not None or name in self.ints or name in self.tables
+
+    def domain(self, d: Domain, scope: _Scope, path: str) -> None:
+        """Bind the domain's coordinates in the innermost (just opened) frame of `scope`."""
         for i, ax in enumerate(d.axes):
             p = f"{path}[{i}]"
-            if ax.name in inner.bound() or ax.name in self.ints or ax.name in self.tables:
+            if self.taken(ax.name, scope):
                 raise RegionError(p, f"axis '{ax.name}' shadows a name already in scope")
-            self.expr(ax.lo, inner, p, pure=True, what="a domain bound")
-            self.expr(ax.hi, inner, p, pure=True, what="a domain bound")
-            inner.coords.add(ax.name)
+            self.expr(ax.lo, scope, p, pure=True, what="a domain bound")
+            self.expr(ax.hi, scope, p, pure=True, what="a domain bound")
+            scope.add(ax.name, "coord")
         if d.where is not None:
-            self.expr(d.where, inner, path.rsplit(".", 1)[0] + ".where", pure=True,
+            self.expr(d.where, scope, path.rsplit(".", 1)[0] + ".where", pure=True,
                       what="an active-domain predicate")
-        return inner
 
     def node(self, node: Node, scope: _Scope) -> None:
         path = node.path
@@ -301,10 +334,10 @@ class _Checker:
                         raise RegionError(p, f"parameter table '{t.name}' is read-only")
                     self.expr(t, scope, p)
                 else:
-                    if t.name in scope.bound() or t.name in self.ints or t.name in self.tables:
+                    if self.taken(t.name, scope):
                         raise RegionError(p, f"'{t.name}' is already bound in this scope; a local "
                                              f"is assigned once (use a carried value for a recurrence)")
-                    scope.locals.add(t.name)
+                    scope.add(t.name, "local")
             for key, accs in (("reads", node.reads), ("writes", node.writes)):
                 for i, a in enumerate(accs):
                     if a.name not in self.p.arrays:
@@ -321,11 +354,15 @@ class _Checker:
                 self.node(item, scope)
         elif isinstance(node, If):
             self.expr(node.pred, scope, f"{path}.if")
-            self.node(node.then, scope.child())
+            with scope.nested():
+                self.node(node.then, scope)
             if node.else_ is not None:
-                self.node(node.else_, scope.child())
+                with scope.nested():
+                    self.node(node.else_, scope)
         elif isinstance(node, Parallel):
-            self.node(node.body, self.domain(node.domain, scope, f"{path}.parallel"))
+            with scope.nested():
+                self.domain(node.domain, scope, f"{path}.parallel")
+                self.node(node.body, scope)
         elif isinstance(node, Serial):
             self.serial(node, scope)
         elif isinstance(node, Pipeline):
@@ -333,9 +370,10 @@ class _Checker:
                 raise RegionError(f"{path}.ii", f"the initiation interval must be a positive integer, got {node.ii!r}")
             if not node.stages:
                 raise RegionError(f"{path}.stages", "a pipeline needs at least one stage")
-            inner = self.domain(node.domain, scope, f"{path}.pipeline")
-            for st in node.stages:
-                self.node(st, inner)
+            with scope.nested():
+                self.domain(node.domain, scope, f"{path}.pipeline")
+                for st in node.stages:
+                    self.node(st, scope)
         elif isinstance(node, Reduce):
             self.reduce(node, scope)
         else:
@@ -344,19 +382,22 @@ class _Checker:
     def serial(self, node: Serial, scope: _Scope) -> None:
         path = node.path
         for name, e in node.carry.items():
-            if name in scope.bound() or name in self.ints or name in self.tables:
+            if self.taken(name, scope):
                 raise RegionError(f"{path}.carry.{name}", f"'{name}' is already bound in this scope")
             self.expr(e, scope, f"{path}.carry.{name}")
-        inner = self.domain(node.domain, scope, f"{path}.serial")
-        inner.carries |= set(node.carry)
-        for name in node.next:
-            if name not in node.carry:
-                raise RegionError(f"{path}.next.{name}", f"'{name}' is not a carried value (declare it in 'carry')")
-        body_scope = inner.child()
-        self.node(node.body, body_scope)
-        for name, e in node.next.items():
-            self.expr(e, body_scope, f"{path}.next.{name}")
-        scope.carries |= set(node.carry)      # final values are visible after the loop
+        with scope.nested():
+            self.domain(node.domain, scope, f"{path}.serial")
+            for name in node.carry:
+                scope.add(name, "carry")
+            for name in node.next:
+                if name not in node.carry:
+                    raise RegionError(f"{path}.next.{name}", f"'{name}' is not a carried value (declare it in 'carry')")
+            with scope.nested():
+                self.node(node.body, scope)
+                for name, e in node.next.items():
+                    self.expr(e, scope, f"{path}.next.{name}")
+        for name in node.carry:
+            scope.add(name, "carry")          # final values are visible after the loop
 
     def reduce(self, node: Reduce, scope: _Scope) -> None:
         path = node.path
@@ -364,21 +405,27 @@ class _Checker:
             raise RegionError(f"{path}.policy", f"unknown policy {node.policy!r}; one of {', '.join(POLICIES)}")
         if node.seed_side not in ("left", "right"):
             raise RegionError(f"{path}.seed_side", f"must be 'left' or 'right', got {node.seed_side!r}")
-        inner = self.domain(node.domain, scope, f"{path}.reduce")
-        body_scope = inner.child()
+        with scope.nested():
+            self.domain(node.domain, scope, f"{path}.reduce")
+            inner = scope.depth              # key, group and tile references see the domain, not the body
+            with scope.nested():
+                self._reduce_parts(node, scope, inner)
+
+    def _reduce_parts(self, node: Reduce, scope: _Scope, inner: int) -> None:
+        path = node.path
         if node.body is not None:
-            self.node(node.body, body_scope)
+            self.node(node.body, scope)
         if node.mask is not None:
-            self.expr(node.mask, body_scope, f"{path}.mask")
+            self.expr(node.mask, scope, f"{path}.mask")
         for i, k in enumerate(node.key or ()):
-            self.expr(k, inner, f"{path}.key[{i}]", pure=True, what="a contribution key")
+            self.expr(k, scope, f"{path}.key[{i}]", pure=True, what="a contribution key", below=inner)
         if node.tiles:
             if not isinstance(node.value, TileRef):
                 raise RegionError(f"{path}.value", "a tile reduction contributes a tile {pe, tile}")
             for ref, key in ((node.into, "into"), (node.value, "value")):
                 for f_ in ("pe", "tile"):
-                    self.expr(getattr(ref, f_), inner, f"{path}.{key}.{f_}", pure=True, what="a tile reference")
-            from .tiles import check_tile_merge   # the tile laws live with the tile leaves
+                    self.expr(getattr(ref, f_), scope, f"{path}.{key}.{f_}", pure=True, what="a tile reference",
+                              below=inner)
             check_tile_merge(node)
             return
         if not isinstance(node.value, Expr):
@@ -390,14 +437,13 @@ class _Checker:
             raise RegionError(f"{path}.group", f"g(r) gives {len(node.group)} coordinate(s); "
                                                f"'{node.into}' has rank {rank}")
         for i, g in enumerate(node.group):
-            self.expr(g, inner, f"{path}.group[{i}]", pure=True, what="the grouping map g")
-        self.expr(node.value, body_scope, f"{path}.value")
+            self.expr(g, scope, f"{path}.group[{i}]", pure=True, what="the grouping map g", below=inner)
+        self.expr(node.value, scope, f"{path}.value")
         check_reducer(self.p, node)
 
 
 def check_reducer(program: Program, node: Reduce) -> Function:
     """The policy/combine compatibility the seed requires: diagnosed, never an invented algebra."""
-    from .reduction import check_policy
     path = node.path
     f = program.function(node.combine)
     if f is None:

@@ -32,26 +32,13 @@ from isa.block import BDim, Block, BStart, TileBinding
 from isa.errors import IllegalBlockException
 from isa.legality import resolve
 
-from .effects import DATA, Access
+from .cells import DATA, Access, describe
 from .errors import ReductionPolicyError, RegionError, RegionRuntimeError
 from .expr import EvalError
 from .functions import Function
+from .tilelaws import merge_laws
 
 ELEMENTWISE = (I.BINARY, I.UNARY, I.TERNARY, I.COMPARE, I.SELECT, I.CONVERT)
-
-# Laws of the binary tile instructions as reduction merges, per DataType kind:
-# (associative, commutative, regroup) -- exact laws, and whether the tree policy may regroup.
-# Integer arithmetic wraps modulo 2^W (kernels/numeric/ops_int.py): an exact commutative monoid.
-MERGE_LAWS: dict[str, dict[str, tuple[bool, bool, bool]]] = {
-    "TADD": {"int": (True, True, False), "float": (False, True, True)},
-    "TMUL": {"int": (True, True, False), "float": (False, True, True)},
-    "TMAX": {"int": (True, True, False), "float": (False, True, True)},
-    "TMIN": {"int": (True, True, False), "float": (False, True, True)},
-    "TAND": {"int": (True, True, False)},
-    "TOR": {"int": (True, True, False)},
-    "TXOR": {"int": (True, True, False)},
-}
-NO_LAWS = (False, False, False)    # TSUB, TDIV, TREM, TSHL, TSHR: strict folds only
 
 
 def tile_key(m: int, pe: int, tile: int, version: int | None = None) -> str:
@@ -64,7 +51,6 @@ def gpr_key(m: int, pe: int) -> str:
 
 def describe_tile_cell(key: str, cell: int) -> str:
     """Tile-granular cells (cell -1) as `PE1 tile 3`; element cells as effects.describe."""
-    from .effects import describe
     if cell == -1 and key.startswith("tile:"):
         _, m, pe, t = key.split(":")
         return f"{'' if m == 'm0' else f'machine {m[1:]} '}{pe.upper()} tile {t.partition('@')[0][1:]}"
@@ -173,28 +159,6 @@ class TileValue:
     def __repr__(self):
         d = self.desc
         return f"<tile {d.datatype.name if d.dtype is not None else 'predicate'} {d.ValidRow}x{d.ValidCol}>"
-
-
-def merge_laws(mnemonic: str, kind: str) -> tuple[bool, bool, bool]:
-    return MERGE_LAWS.get(mnemonic, {}).get(kind, NO_LAWS)
-
-
-def _binary_row(mnemonic: str):
-    row = I.BY_MNEMONIC.get(mnemonic)
-    return row if row is not None and row.schema == I.BINARY else None
-
-
-def check_tile_merge(node) -> None:
-    """Load-time check of a tile reduction: a binary tile instruction whose declared laws allow
-    the policy for every DataType it supports (diagnosed, never assumed)."""
-    from .reduction import check_policy
-    row = _binary_row(node.combine)
-    if row is None:
-        names = ", ".join(r.mnemonic for r in I.INSTRUCTIONS if r.schema == I.BINARY)
-        raise RegionError(f"{node.path}.combine", f"a tile reduction combines with a binary tile instruction "
-                                                  f"({names}); {node.combine!r} is not one")
-    for kind, (a, c, g) in MERGE_LAWS.get(node.combine, {"int": NO_LAWS, "float": NO_LAWS}).items():
-        check_policy(node.policy, Function(node.combine, 2, "merge", None, a, c, g), f"{node.path}.policy")
 
 
 def tile_merge_function(mnemonic: str, dtype_name: str, config) -> Function:

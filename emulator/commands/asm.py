@@ -4,6 +4,8 @@ from __future__ import annotations
 import sys
 
 from emulator.cli import CommandError
+from emulator.commands import cannot_write, output_path
+from isa.atomicio import OutputPathError, atomic_open, shown, why
 from isa import encoding
 from isa.assembly import parse
 from isa.errors import AsmError, IllegalBlockException
@@ -12,7 +14,7 @@ from isa.legality import resolve
 
 def add_arguments(parser):
     parser.add_argument("input", help="block text file, or - for stdin")
-    parser.add_argument("-o", "--output", required=True, help=".tbs file to write, or - for stdout")
+    parser.add_argument("-o", "--output", required=True, type=output_path, help=".tbs file to write, or - for stdout")
     parser.add_argument("--check", action="store_true",
                         help="also apply the stateless legality rules (isa.legality.resolve) to every block")
 
@@ -22,9 +24,11 @@ def _read_text(path: str) -> tuple[str, str]:
         return sys.stdin.read(), "<stdin>"
     try:
         with open(path, encoding="utf-8") as f:
-            return f.read(), path
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CommandError(f"{path}: cannot read: {exc}") from None
+            return f.read(), shown(path)
+    except OSError as exc:
+        raise CommandError(f"{shown(path)}: cannot read: {why(exc)}") from None
+    except UnicodeDecodeError as exc:
+        raise CommandError(f"{shown(path)}: cannot read: not UTF-8 text (byte {exc.start})") from None
 
 
 def run(args) -> int:
@@ -45,8 +49,8 @@ def run(args) -> int:
             sys.stdout.buffer.write(data)
             sys.stdout.buffer.flush()
         else:
-            with open(args.output, "wb") as f:
+            with atomic_open(args.output, "wb") as f:
                 f.write(data)
-    except OSError as exc:
-        raise CommandError(f"{args.output}: cannot write: {exc}") from None
+    except (OSError, OutputPathError) as exc:
+        raise CommandError(cannot_write(args.output, exc)) from None
     return 0

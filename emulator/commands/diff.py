@@ -1,4 +1,9 @@
-"""`tile-emu diff A.arrow B.arrow`: compare two states tile by tile; exit 1 when they differ."""
+"""`tile-emu diff A.arrow B.arrow`: compare two states tile by tile.
+
+Exit status as cmp(1) and diff(1): 0 the states are equal, 1 they differ, 2 trouble (a file that
+cannot be read or is not a valid state file, bad arguments), so a script can tell "different"
+from "could not compare".
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +12,12 @@ from emulator.cli import CommandError
 from emulator.commands import count
 
 
+EXIT_SAME, EXIT_DIFFERENT, EXIT_TROUBLE = 0, 1, 2
+
+
 def add_arguments(parser):
+    parser.epilog = (f"exit status: {EXIT_SAME} the states are equal, {EXIT_DIFFERENT} they differ, "
+                     f"{EXIT_TROUBLE} error (unreadable or invalid state file, bad arguments)")
     parser.add_argument("a", help="state file (.arrow)")
     parser.add_argument("b", help="state file (.arrow)")
     parser.add_argument("--max", type=count, default=8, metavar="N", help="list at most N differing elements per tile")
@@ -53,12 +63,12 @@ def run(args) -> int:
     try:
         a, b = Machine.load(args.a), Machine.load(args.b)
     except StateFileError as exc:
-        raise CommandError(str(exc)) from None
+        raise CommandError(str(exc), EXIT_TROUBLE) from None
     lines = differences(a, b, args.max)
     if a.config != b.config:
         lines.insert(0, f"config {a.config} != {b.config}")
     if not lines:
         print(f"{args.a} and {args.b}: same state")
-        return 0
+        return EXIT_SAME
     print("\n".join(lines))
-    return 1
+    return EXIT_DIFFERENT

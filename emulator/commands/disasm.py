@@ -4,17 +4,19 @@ from __future__ import annotations
 import sys
 
 from emulator.cli import CommandError
+from emulator.commands import cannot_write, output_path
+from isa.atomicio import OutputPathError, atomic_open, shown, why
 from isa.assembly import disassemble
 from isa.errors import DecodeError
 
 
 def add_arguments(parser):
     parser.add_argument("input", help=".tbs file, or - for stdin")
-    parser.add_argument("-o", "--output", default="-", help="text file to write (default: stdout)")
+    parser.add_argument("-o", "--output", default="-", type=output_path, help="text file to write (default: stdout)")
 
 
 def run(args) -> int:
-    name = "<stdin>" if args.input == "-" else args.input
+    name = "<stdin>" if args.input == "-" else shown(args.input)
     try:
         if args.input == "-":
             data = sys.stdin.buffer.read()
@@ -22,7 +24,7 @@ def run(args) -> int:
             with open(args.input, "rb") as f:
                 data = f.read()
     except OSError as exc:
-        raise CommandError(f"{name}: cannot read: {exc}") from None
+        raise CommandError(f"{name}: cannot read: {why(exc)}") from None
     try:
         text = disassemble(data)
     except DecodeError as exc:
@@ -31,8 +33,8 @@ def run(args) -> int:
         if args.output == "-":
             sys.stdout.write(text)
         else:
-            with open(args.output, "w", encoding="utf-8") as f:
+            with atomic_open(args.output, "w", encoding="utf-8") as f:
                 f.write(text)
-    except OSError as exc:
-        raise CommandError(f"{args.output}: cannot write: {exc}") from None
+    except (OSError, OutputPathError) as exc:
+        raise CommandError(cannot_write(args.output, exc)) from None
     return 0

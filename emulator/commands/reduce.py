@@ -7,6 +7,8 @@ import sys
 import numpy as np
 
 from emulator.cli import CommandError
+from emulator.commands import cannot_write, output_path
+from isa.atomicio import OutputPathError, shown
 from fabric.vcg.arrow_io import FlitFileError, output_table, read_flits, write_table
 from fabric.vcg.errors import MappingError, VcgError
 from fabric.vcg.reduce import BACKENDS, OPS, check_op, plan_reduce, reduce_flits
@@ -18,7 +20,7 @@ def add_arguments(parser):
     parser.add_argument("input", metavar="IN.arrow", help="input flits (Arrow IPC file)")
     parser.add_argument("--mapping", required=True, metavar="M.json", help="mapping file")
     parser.add_argument("--op", required=True, choices=sorted(OPS), help="reduce op")
-    parser.add_argument("--out", required=True, metavar="OUT.arrow", help="output file")
+    parser.add_argument("--out", required=True, type=output_path, metavar="OUT.arrow", help="output file")
     parser.add_argument("--backend", choices=BACKENDS, default="numba",
                         help="numba (CPU, default), numpy, cuda (Numba-CUDA), cupy; all give the same bits")
     parser.add_argument("--dtype", help="reinterpret same-width raw flit bits, e.g. float16 for uint16")
@@ -30,21 +32,23 @@ def run(args) -> int:
         cfg = spec.compile()
     except MappingError as exc:
         print(exc.caret(), file=sys.stderr)
-        raise CommandError(f"{args.mapping}: {exc}") from None
-    except (VcgError, SpecError) as exc:
-        raise CommandError(f"{args.mapping}: {exc}") from None
+        raise CommandError(f"{shown(args.mapping)}: {exc}") from None
+    except SpecError as exc:              # names the file already
+        raise CommandError(str(exc)) from None
+    except VcgError as exc:
+        raise CommandError(f"{shown(args.mapping)}: {exc}") from None
     m = spec.mapping
     try:
         x8, tagged = read_flits(args.input, args.dtype)
-    except FlitFileError as exc:
-        raise CommandError(f"{args.input}: {exc}") from None
+    except FlitFileError as exc:          # names the file already
+        raise CommandError(str(exc)) from None
     try:
         check_op(args.op, x8.dtype)
     except (TypeError, ValueError) as exc:
         raise CommandError(str(exc)) from None
     s, t = m.num_slices, m.num_steps
     if x8.shape[0] != s * t:
-        raise CommandError(f"{args.input}: {x8.shape[0]} flits, but the mapping has "
+        raise CommandError(f"{shown(args.input)}: {x8.shape[0]} flits, but the mapping has "
                            f"{s} slices x {t} time steps = {s * t}")
     try:
         vs = valid_size_matrix(cfg, s, t).reshape(-1)
@@ -52,7 +56,7 @@ def run(args) -> int:
         raise CommandError(str(exc)) from None
     if tagged is not None and not np.array_equal(tagged, vs):
         row = int(np.flatnonzero(tagged != vs)[0])
-        raise CommandError(f"{args.input}: valid_size {int(tagged[row])} at row {row} (slice {row // t}, "
+        raise CommandError(f"{shown(args.input)}: valid_size {int(tagged[row])} at row {row} (slice {row // t}, "
                            f"t = {row % t}) disagrees with the VCG's {int(vs[row])}")
     plan = plan_reduce(m, spec.reduce, spec.narrow)
     try:
@@ -64,8 +68,8 @@ def run(args) -> int:
     meta = {"mapping": spec.to_dict(), "op": args.op, "dtype": str(x8.dtype)}
     try:
         write_table(args.out, output_table(out, out_valid, meta))
-    except OSError as exc:
-        raise CommandError(f"{args.out}: cannot write: {exc}") from None
+    except (OSError, OutputPathError) as exc:
+        raise CommandError(cannot_write(args.out, exc)) from None
     print(f"{args.op} over {spec.reduce}: {s} slices x {t} steps of {x8.dtype} -> "
           f"{s} x {plan.out_steps} output flits ({spec.narrow}, {args.backend}) -> {args.out}")
     return 0

@@ -1,9 +1,11 @@
-"""`tile-emu run STREAM.tbs --init INIT.arrow --out FINAL.arrow [--profile ieee]`.
+"""`tile-emu run STREAM.tbs --init INIT.arrow --out FINAL.arrow [--profile ieee] [--timing] [--fabric F]`.
 
 Runs a binary block stream from an initial state (an empty machine without --init).  On a
 failing block it prints the block index, byte offset and reason, still writes the state of
 the last committed block to --out, and exits 1.  A `.regions.json` input is an execution-calculus
-program and is handed to emulator.calculus.cli.run_regions.
+program and is handed to emulator.calculus.cli.run_regions.  --fabric admits every block through
+a fabric model of the PE engines; --timing (default model: the shipped pe.json) also prints each
+block's issue/complete cycles, engine utilisation and total cycles (docs/timing.md).
 """
 from __future__ import annotations
 
@@ -11,14 +13,44 @@ import sys
 from dataclasses import replace
 
 from emulator.cli import CommandError
+from emulator.commands import cannot_write, output_path
+from isa.atomicio import OutputPathError, quote, shown, why
 
 
 def add_arguments(parser):
     parser.add_argument("stream", help=".tbs binary block stream (or a .regions.json calculus program)")
     parser.add_argument("--init", help="initial state (.arrow); default: an empty machine")
-    parser.add_argument("--out", help="write the final state here (.arrow)")
-    parser.add_argument("--profile", default=None, help="numeric profile (default: the init file's, else ieee)")
+    parser.add_argument("--out", type=output_path, help="write the final state here (.arrow)")
+    from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES
+    parser.add_argument("--profile", default=None, choices=sorted(PROFILES),
+                        help=f"numeric profile (default: the init file's, else {DEFAULT_PROFILE})")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    parser.add_argument("--timing", action="store_true", help="print per-block issue/complete cycles, "
+                        "engine utilisation and total cycles (docs/timing.md)")
+    parser.add_argument("--fabric", help="fabric description of the PE engines that admits every block "
+                        "(default with --timing: the shipped pe.json)")
+    add_region_arguments(parser)
+
+
+def _positive(kind):
+    def parse(text):
+        try:
+            v = kind(text)
+        except ValueError:
+            v = None
+        if v is None or not 0 < v < float("inf"):
+            import argparse
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {quote(text)}")
+        return v
+    return parse
+
+
+def add_region_arguments(parser):
+    parser.add_argument("--max-cost", type=_positive(int), default=None, metavar="N",
+                        help="region programs: refuse, before running, a program whose static cost exceeds N "
+                             "units (default 4194304; docs/regions.md 'Budgets')")
+    parser.add_argument("--deadline", type=_positive(float), default=None, metavar="S",
+                        help="region programs: stop a run still going after S seconds (default 60)")
 
 
 def initial_machine(args):
@@ -27,9 +59,9 @@ def initial_machine(args):
     from kernels.numeric.profiles import PROFILES
 
     if args.profile is not None and args.profile not in PROFILES:
-        raise CommandError(f"unknown profile {args.profile!r}; known: {', '.join(sorted(PROFILES))}", 2)
+        raise CommandError(f"unknown profile {quote(args.profile)}; known: {', '.join(sorted(PROFILES))}", 2)
     try:
-        m = Machine.load(args.init) if args.init else Machine()
+        m = Machine.load(args.init) if args.init is not None else Machine()   # --init "" is an error, not "empty"
     except StateFileError as exc:
         raise CommandError(str(exc)) from None
     if args.profile is not None:
@@ -42,30 +74,52 @@ def write_state(m, path):
     from emulator.stateio import save_state
     try:
         save_state(m, path)
-    except OSError as exc:
-        raise CommandError(f"{path}: cannot write: {exc}") from None
+    except (OSError, OutputPathError) as exc:
+        raise CommandError(cannot_write(path, exc)) from None
+
+
+def print_timing(data: bytes, executed: int, start) -> None:
+    """The timing report of the `executed` blocks that committed, run from state `start`."""
+    from itertools import islice
+
+    from isa.encoding import iter_blocks
+    from emulator.timing import render, stream_timing
+
+    blocks = [b for _, b in islice(iter_blocks(data), executed)]
+    print("\n".join(render(stream_timing(blocks, start, start.engines))))
 
 
 def run(args) -> int:
     if args.stream.endswith(".regions.json"):
+        if args.timing or args.fabric is not None:
+            raise CommandError("--timing and --fabric apply to .tbs block streams, not region programs", 2)
         from emulator.calculus.cli import run_regions
-        return run_regions(args)
+        return run_regions(args, initial_machine, write_state)
     try:
         with open(args.stream, "rb") as f:
             data = f.read()
     except OSError as exc:
-        raise CommandError(f"{args.stream}: cannot read: {exc}") from None
+        raise CommandError(f"{shown(args.stream)}: cannot read: {why(exc)}") from None
     m = initial_machine(args)
+    if args.fabric is not None or args.timing:
+        from emulator.timing import EngineModelError, PEEngines
+        try:
+            m.engines = PEEngines.load(args.fabric)
+        except EngineModelError as exc:
+            raise CommandError(str(exc)) from None
+    start = m.copy() if args.timing else None
     result = m.run(data)
+    if args.timing and not args.quiet and (result.executed or result.ok):
+        print_timing(data, result.executed, start)
     if args.out:
         write_state(m, args.out)
     err = result.error
     if err is not None:
         where = err.where
-        cause = err.cause if hasattr(err.cause, "field") else f"{err.reason}: {getattr(err.cause, 'reason', err.cause)}"
-        print(f"tile-emu run: {args.stream}: {where}: {cause}", file=sys.stderr)
+        cause = err.detail
+        print(f"tile-emu run: {shown(args.stream)}: {where}: {cause}", file=sys.stderr)
         if args.out:
-            print(f"tile-emu run: state after {result.executed} committed block(s) written to {args.out}",
+            print(f"tile-emu run: state after {result.executed} committed block(s) written to {shown(args.out)}",
                   file=sys.stderr)
         return 1
     if not args.quiet:

@@ -10,6 +10,8 @@ import json
 import sys
 
 from emulator.cli import CommandError
+from emulator.commands import cannot_write, output_path
+from isa.atomicio import shown
 from fabric.vcg.config import AUTO
 from fabric.vcg.errors import MappingError, VcgError
 from fabric.vcg.heatmap import render_text, write_png
@@ -32,7 +34,7 @@ def add_arguments(parser):
                         help="narrow applied before the reduce (checks vector_narrow_trim's v <= 4)")
     parser.add_argument("--json", action="store_true",
                         help="print config and the full valid_size[slice][time] matrix as JSON")
-    parser.add_argument("--heatmap", metavar="OUT.png", help="also write the heatmap as a PNG")
+    parser.add_argument("--heatmap", type=output_path, metavar="OUT.png", help="also write the heatmap as a PNG")
     parser.add_argument("--cell", type=int, default=8, help="PNG pixels per flit (default 8)")
     parser.add_argument("--max-cols", type=int, default=64,
                         help="wider than this many slices the text heatmap shows slice classes")
@@ -54,24 +56,27 @@ def _spec(args):
 
 
 def run(args) -> int:
+    where = f"{shown(args.mapping)}: " if args.mapping else ""   # SpecErrors name the file already
     try:
         spec = _spec(args)
         cfg = spec.compile()
     except MappingError as exc:
         print(exc.caret(), file=sys.stderr)
-        raise CommandError(str(exc)) from None
-    except (VcgError, SpecError) as exc:
+        raise CommandError(f"{where}{exc}") from None
+    except VcgError as exc:
+        raise CommandError(f"{where}{exc}") from None
+    except SpecError as exc:
         raise CommandError(str(exc)) from None
     m = spec.mapping
     try:
         vs = valid_size_matrix(cfg, m.num_slices, m.num_steps)
     except ValueError as exc:
         raise CommandError(str(exc)) from None
-    if args.heatmap:
+    if args.heatmap is not None:
         try:
             write_png(args.heatmap, vs, max(1, args.cell))
-        except (OSError, ValueError) as exc:
-            raise CommandError(f"{args.heatmap}: {exc}") from None
+        except (OSError, ValueError) as exc:   # ValueError: OutputPathError, or too many pixels
+            raise CommandError(cannot_write(args.heatmap, exc)) from None
     if args.json:
         if vs.size > MAX_JSON_CELLS:
             raise CommandError(f"{vs.shape[0]} x {vs.shape[1]} flits is too many for --json "

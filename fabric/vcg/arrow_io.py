@@ -17,9 +17,12 @@ import json
 import numpy as np
 import pyarrow as pa
 
+from isa.atomicio import atomic_path, quote, shown, why
+
 from .reduce import SUPPORTED_DTYPES
 
 META_KEY = b"tile-emu.vcg"
+INPUT_COLUMNS = ("flit", "valid_size")     # every column an input flit file may have
 
 
 class FlitFileError(ValueError):
@@ -32,7 +35,7 @@ def _np_dtype(t: pa.DataType) -> np.dtype:
     except (NotImplementedError, TypeError):
         dt = None
     if dt is None or dt not in SUPPORTED_DTYPES:
-        raise FlitFileError(f"flit element type {t} is not supported "
+        raise FlitFileError(f"flit element type {type_text(t)} is not supported "
                             f"(use one of {', '.join(map(str, SUPPORTED_DTYPES))})")
     return dt
 
@@ -51,7 +54,7 @@ def flit_view(col, lanes: int = 8, dtype=None) -> np.ndarray:
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
     if not pa.types.is_fixed_size_list(col.type) or col.type.list_size != lanes:
-        raise FlitFileError(f"column type {col.type} is not fixed_size_list<_>[{lanes}]")
+        raise FlitFileError(f"column type {type_text(col.type)} is not fixed_size_list<_>[{lanes}]")
     if col.null_count:
         raise FlitFileError(f"{col.null_count} null flits; flits must be non-null")
     flat = col.flatten()
@@ -60,7 +63,7 @@ def flit_view(col, lanes: int = 8, dtype=None) -> np.ndarray:
         try:
             dt = np.dtype(dtype)
         except TypeError:
-            raise FlitFileError(f"unknown element type {dtype!r}") from None
+            raise FlitFileError(f"unknown element type {quote(dtype)}") from None
         if dt not in SUPPORTED_DTYPES or dt.itemsize != view.dtype.itemsize:
             raise FlitFileError(f"cannot reinterpret {view.dtype} flits as {dt}")
         view = view.view(dt)
@@ -71,7 +74,7 @@ def read_table(path) -> pa.Table:
     try:
         source = pa.memory_map(str(path), "r")
     except (OSError, FileNotFoundError) as e:
-        raise FlitFileError(f"cannot open {path}: {e.strerror or e}") from None
+        raise FlitFileError(f"cannot open {shown(path)}: {why(e)}") from None
     try:
         try:
             reader = pa.ipc.open_file(source)
@@ -79,26 +82,65 @@ def read_table(path) -> pa.Table:
             source.seek(0)
             reader = pa.ipc.open_stream(source)
         table = reader.read_all()
+        column_names(table)          # before validate(), which decodes the names too
         # IPC reads trust the file's lengths and offsets; check them before any view is taken.
         table.validate(full=True)
         return table
     except (pa.ArrowException, OSError) as e:
-        raise FlitFileError(f"{path} is not a valid Arrow IPC file or stream: {e}") from None
+        raise FlitFileError(f"{shown(path)} is not a valid Arrow IPC file or stream: {why(e)}") from None
+    except ValueError as e:          # from column_names
+        raise FlitFileError(f"{shown(path)}: {e}") from None
+
+
+def type_text(t: pa.DataType) -> str:
+    """str(t) for a message; a nested field name that is not UTF-8 cannot be shown."""
+    try:
+        return str(t)
+    except UnicodeDecodeError:
+        return "(a type whose nested field name is not UTF-8)"
+
+
+def column_names(table: pa.Table) -> list[str]:
+    """The table's column names, each UTF-8 and none repeated; ValueError says which and why."""
+    try:
+        names = table.schema.names
+    except UnicodeDecodeError as e:      # a ValueError too: say which kind
+        raise ValueError(f"a column name is not UTF-8 text (byte {e.start} of a name)") from None
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            raise ValueError(f"column {quote(n)} appears more than once")
+        seen.add(n)
+    return names
 
 
 def read_flits(path, dtype=None) -> tuple[np.ndarray, np.ndarray | None]:
-    """(x8 [N, 8] view, valid_size [N] uint8 view or None) from an input flit file."""
+    """(x8 [N, 8] view, valid_size [N] uint8 view or None) from an input flit file; every
+    FlitFileError names the file."""
     table = read_table(path)
-    names = table.schema.names
+    try:
+        return _flits(table, dtype)
+    except FlitFileError as e:
+        raise FlitFileError(f"{shown(path)}: {e}") from None
+
+
+def _flits(table: pa.Table, dtype) -> tuple[np.ndarray, np.ndarray | None]:
+    names = table.schema.names       # read_table checked them
     if "flit" not in names:
-        raise FlitFileError(f"{path} has no 'flit' column (columns: {', '.join(names) or 'none'})")
+        raise FlitFileError(f"no 'flit' column (columns: {shown(', '.join(names)) or 'none'})")
+    # An unknown column is refused, not ignored: a misspelt `valid_sise` would otherwise turn
+    # a tagged file into an untagged one without a word.
+    unknown = [n for n in names if n not in INPUT_COLUMNS]
+    if unknown:
+        raise FlitFileError(f"unknown column(s) {quote(', '.join(unknown))}; an input "
+                            f"flit file has only {' and '.join(INPUT_COLUMNS)}")
     x8 = flit_view(table.column("flit"), 8, dtype)
     valid = None
     if "valid_size" in names:
         col = table.column("valid_size")
         col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
         if col.type != pa.uint8():
-            raise FlitFileError(f"valid_size column has type {col.type}, expected uint8")
+            raise FlitFileError(f"valid_size column has type {type_text(col.type)}, expected uint8")
         valid = primitive_view(col, np.dtype(np.uint8))
         if valid.size and int(valid.max()) > 8:
             row = int(np.flatnonzero(valid > 8)[0])
@@ -136,7 +178,9 @@ def _with_meta(table: pa.Table, meta: dict | None) -> pa.Table:
 
 
 def write_table(path, table: pa.Table) -> None:
-    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
+    """Write `table` as an Arrow IPC file, atomically (isa.atomicio); an IPC file's footer
+    needs a regular file, so a device path is an OutputPathError."""
+    with atomic_path(path, devices=False) as tmp, pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
         w.write_table(table)
 
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from isa.atomicio import quote
+
 from .errors import VcgError
 from .mapping import FLIT_LANES, Mapping, Term, dim_digits
 
@@ -305,7 +307,7 @@ def _time_filter(m: Mapping, axis: str) -> TimeFilterConfig:
 
 def _check_reduce_axis(m: Mapping, reduce: str) -> None:
     if reduce not in m.axis_sizes:
-        raise VcgError("reduce-axis", f"REDUCE_LABEL {reduce} is not a declared axis")
+        raise VcgError("reduce-axis", f"REDUCE_LABEL {quote(reduce)} is not a declared axis")
     if not m.factors(reduce):
         raise VcgError("reduce-axis", f"{reduce} is not placed in Slice, Time or Packet")
     if not m.is_complete(reduce):
@@ -367,7 +369,7 @@ def tracked_axes(m: Mapping, reduce: str, track=AUTO) -> list[str]:
             if a == reduce or a in extra:
                 continue
             if a not in m.axis_sizes:
-                raise VcgError("incomplete-axis", f"tracked axis {a} is not declared")
+                raise VcgError("incomplete-axis", f"tracked axis {quote(a)} is not declared")
             if _placement(m, a)[2]:
                 raise VcgError("packet-track", f"{a} has a sub-expression in Packet")
             if not m.factors(a) or not m.is_complete(a):
@@ -424,7 +426,7 @@ def real_lanes(m: Mapping) -> np.ndarray:
 
 def check_narrow(m: Mapping, reduce: str, narrow: str) -> None:
     if narrow not in NARROW_MODES:
-        raise ValueError(f"narrow must be one of {NARROW_MODES}, not {narrow!r}")
+        raise ValueError(f"narrow must be one of {NARROW_MODES}, not {quote(narrow)}")
     if narrow == "trim":
         lanes = np.flatnonzero(real_lanes(m))
         if lanes.size and lanes.max() >= 4:

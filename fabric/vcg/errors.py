@@ -6,6 +6,9 @@
 from __future__ import annotations
 
 
+CARET_WINDOW = 80          # characters of source text a caret line shows at most
+
+
 class MappingError(ValueError):
     """Malformed axis declaration or mapping expression, located in its source text."""
 
@@ -22,8 +25,20 @@ class MappingError(ValueError):
         return f"{where}column {self.pos + 1}: {self.message}"
 
     def caret(self) -> str:
-        """Two lines: the source text and a caret under the offending token."""
-        return f"  {self.text}\n  {' ' * self.pos}{'^' * self.length}"
+        """Two lines: the source text and a caret under the offending token.  A long text is
+        cut to a window of CARET_WINDOW characters around the token, and unprintable
+        characters show as '?', so neither a 100 KB expression nor control bytes reach the
+        terminal (the column in the message stays exact)."""
+        text, pos = self.text, self.pos
+        lead = tail = ""
+        if len(text) > CARET_WINDOW:
+            start = max(0, min(pos - CARET_WINDOW // 3, len(text) - CARET_WINDOW))
+            lead = "..." if start else ""
+            tail = "..." if start + CARET_WINDOW < len(text) else ""
+            text, pos = text[start:start + CARET_WINDOW], pos - start
+        text = "".join(c if c.isprintable() else "?" for c in text)
+        width = max(1, min(self.length, len(text) - pos))
+        return f"  {lead}{text}{tail}\n  {' ' * (len(lead) + pos)}{'^' * width}"
 
     def pretty(self) -> str:
         return f"{self}\n{self.caret()}"

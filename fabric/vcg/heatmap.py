@@ -14,6 +14,8 @@ import zlib
 
 import numpy as np
 
+from isa.atomicio import atomic_open
+
 from .config import TimeFilterMode, VcgConfig
 from .mapping import Mapping, dim_digits, format_terms
 from .valid import EQUAL, LESS, slice_classes, time_open
@@ -145,5 +147,5 @@ def png_bytes(vs: np.ndarray, cell: int = 8) -> bytes:
 
 def write_png(path, vs: np.ndarray, cell: int = 8) -> None:
     data = png_bytes(vs, cell)
-    with open(path, "wb") as f:
+    with atomic_open(path, "wb") as f:
         f.write(data)

@@ -24,9 +24,13 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from isa.atomicio import quote, shown
+
 from .errors import MappingError
 
 MAX_INT = 1 << 40            # literal bound: keeps every derived size a small exact integer
+MAX_INT_DIGITS = len(str(MAX_INT))   # longer literals are refused before int() sees them
+MAX_NAME = 64                # axis-name bound: every message that names an axis stays one short line
 FLIT_LANES = 8               # elements per 8-way flit (the Packet dimension)
 
 _TOKEN = re.compile(r"\s*(?:(?P<op>m!\[|axes!\[|[#/%,=\]\[])|(?P<int>\d+)|(?P<ident>[A-Za-z_][A-Za-z0-9_]*))")
@@ -55,6 +59,10 @@ def _tokens(text: str, where: str) -> list[Token]:
     return out
 
 
+def _found(t: Token) -> str:
+    return "end of input" if t.kind == "end" else quote(t.text)
+
+
 class _Cursor:
     def __init__(self, text: str, where: str):
         self.text, self.where = text, where
@@ -77,13 +85,12 @@ class _Cursor:
     def expect_int(self, what: str) -> tuple[int, Token]:
         t = self.tok
         if t.kind != "int":
-            found = "end of input" if t.kind == "end" else repr(t.text)
-            raise self.error(f"expected {what} (an integer), found {found}")
+            raise self.error(f"expected {what} (an integer), found {_found(t)}")
         self.next()
-        v = int(t.text)
-        if v > MAX_INT:
-            raise self.error(f"{what} {t.text} is too large (limit 2**40)", t)
-        return v, t
+        # Length first: int() refuses (or is slow on) literals of thousands of digits.
+        if len(t.text.lstrip("0")) > MAX_INT_DIGITS or int(t.text) > MAX_INT:
+            raise self.error(f"{what} {shown(t.text, 24)} is too large (limit 2**40)", t)
+        return int(t.text), t
 
     def strip_wrapper(self, prefix: str) -> bool:
         """Accept an optional `m![ ... ]` / `axes![ ... ]` wrapper around the whole list."""
@@ -98,7 +105,7 @@ class _Cursor:
                 raise self.error("expected ']' closing the list")
             self.next()
         if self.tok.kind != "end":
-            raise self.error(f"unexpected {self.tok.text!r} after the end of the list")
+            raise self.error(f"unexpected {_found(self.tok)} after the end of the list")
 
 
 # ----------------------------------------------------------------------------- axes
@@ -115,14 +122,16 @@ def parse_axes(text: str) -> dict[str, int]:
         if t.kind != "ident":
             raise cur.error("expected an axis name")
         cur.next()
+        if len(t.text) > MAX_NAME:
+            raise cur.error(f"axis name {quote(t.text, 24)} is longer than {MAX_NAME} characters", t)
         if t.text in axes:
-            raise cur.error(f"axis {t.text} is declared twice", t)
+            raise cur.error(f"axis {shown(t.text)} is declared twice", t)
         if not (cur.tok.kind == "op" and cur.tok.text == "="):
-            raise cur.error(f"expected '=' after axis name {t.text}")
+            raise cur.error(f"expected '=' after axis name {shown(t.text)}")
         cur.next()
-        size, st = cur.expect_int(f"size of axis {t.text}")
+        size, st = cur.expect_int(f"size of axis {shown(t.text)}")
         if size < 1:
-            raise cur.error(f"axis {t.text} must have size >= 1", st)
+            raise cur.error(f"axis {shown(t.text)} must have size >= 1", st)
         axes[t.text] = size
         if cur.tok.kind == "op" and cur.tok.text == ",":
             cur.next()
@@ -180,16 +189,15 @@ def _parse_term(cur: _Cursor, axes: dict[str, int], where: str) -> Term:
     t = cur.tok
     if t.kind == "ident":
         if t.text not in axes:
-            known = ", ".join(axes) or "none declared"
-            raise cur.error(f"unknown axis {t.text!r} (declared: {known})")
+            known = shown(", ".join(axes)) or "none declared"
+            raise cur.error(f"unknown axis {quote(t.text)} (declared: {known})")
         axis, n = t.text, axes[t.text]
     elif t.kind == "int":
         if t.text != "1":
-            raise cur.error(f"the only numeric atom is the identity 1, found {t.text}")
+            raise cur.error(f"the only numeric atom is the identity 1, found {shown(t.text, 24)}")
         axis, n = None, 1
     else:
-        found = "end of input" if t.kind == "end" else repr(t.text)
-        raise cur.error(f"expected an axis name or 1, found {found}")
+        raise cur.error(f"expected an axis name or 1, found {_found(t)}")
     cur.next()
     stride, size, dim, padded, split = 1, n, None, n, False
     ops: list[Op] = []
@@ -340,15 +348,17 @@ class Mapping:
             for _, _, t in fs[1:]:
                 if t.padded != first.padded:
                     raise MappingError(
-                        f"{name} is padded to {t.padded} here but to {first.padded} in "
-                        f"{first.where} term '{first}'", t.source, t.pos, t.end - t.pos, t.where)
+                        f"{shown(name)} is padded to {t.padded} here but to {first.padded} in "
+                        f"{first.where} term {quote(str(first))}", t.source, t.pos, t.end - t.pos, t.where)
             # digits must not overlap: sorted by stride, each starts at or above the previous end
-            digits = sorted((t.stride, t.size, t) for _, _, t in fs if t.size > 1)
+            # Sorted by (stride, size) only: two terms with equal keys overlap, and a Term
+            # itself has no order.
+            digits = sorted(((t.stride, t.size, t) for _, _, t in fs if t.size > 1), key=lambda d: d[:2])
             for (s0, k0, t0), (s1, _, t1) in zip(digits, digits[1:]):
                 if s1 < s0 * k0 or s1 % (s0 * k0):
                     raise MappingError(
-                        f"'{t1}' (stride {s1}) overlaps '{t0}' (stride {s0}, size {k0}): "
-                        f"a digit of {name} would be placed twice", t1.source, t1.pos, t1.end - t1.pos, t1.where)
+                        f"{quote(str(t1))} (stride {s1}) overlaps {quote(str(t0))} (stride {s0}, size {k0}): "
+                        f"a digit of {shown(name)} would be placed twice", t1.source, t1.pos, t1.end - t1.pos, t1.where)
         if self.packet_size > FLIT_LANES:
             t = self.packet[-1] if self.packet else None
             raise MappingError(f"Packet holds {self.packet_size} positions; a flit has {FLIT_LANES}",

@@ -8,12 +8,14 @@
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
+
+from isa.atomicio import quote, shown, why
+from isa.jsontext import JsonTextError, loads
 
 from .config import AUTO, VcgConfig, compile_vcg, real_lanes
 from .errors import MappingError
-from .mapping import Mapping, parse_axes
+from .mapping import MAX_INT, MAX_NAME, Mapping, parse_axes
 
 KEYS = ("axes", "slice", "time", "packet", "reduce", "narrow", "track")
 
@@ -55,14 +57,15 @@ def spec_from_dict(obj) -> Spec:
         raise SpecError("a mapping file holds one JSON object")
     unknown = sorted(set(obj) - set(KEYS))
     if unknown:
-        raise SpecError(f"unknown key(s) {', '.join(map(repr, unknown))}; known: {', '.join(KEYS)}")
+        raise SpecError(f"unknown key(s) {quote(', '.join(map(str, unknown)))}; known: {', '.join(KEYS)}")
     axes = obj.get("axes")
     if isinstance(axes, str):
         axes = parse_axes(axes)
     elif isinstance(axes, dict):
         for k, v in axes.items():
-            if not (isinstance(k, str) and k.isidentifier()) or type(v) is not int or v < 1:
-                raise SpecError(f"axes entry {k!r}: {v!r} must be NAME: SIZE with an integer size >= 1")
+            if not (isinstance(k, str) and k.isidentifier() and len(k) <= MAX_NAME) or type(v) is not int or not 1 <= v <= MAX_INT:
+                raise SpecError(f"axes entry {quote(k, 40)}: {shown(repr(v), 40)} must be NAME: SIZE with an integer size >= 1 "
+                                f"and <= 2**40 (a name of at most {MAX_NAME} characters)")
         axes = dict(axes)
     else:
         raise SpecError("'axes' must be an object {NAME: SIZE} or a text 'A = 8, R = 12' (required)")
@@ -70,7 +73,7 @@ def spec_from_dict(obj) -> Spec:
     reduce = _text(obj, "reduce")
     narrow = _text(obj, "narrow", "auto")
     if narrow not in ("auto", "trim", "split"):
-        raise SpecError(f"'narrow' must be auto, trim or split, not {narrow!r}")
+        raise SpecError(f"'narrow' must be auto, trim or split, not {quote(narrow)}")
     if narrow == "auto":
         narrow = default_narrow(m)
     track = obj.get("track", AUTO)
@@ -80,16 +83,19 @@ def spec_from_dict(obj) -> Spec:
 
 
 def load_spec(path) -> Spec:
+    """The Spec of a mapping file; every SpecError names the file (MappingError and VcgError
+    point into the mapping text instead)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            obj = json.load(f)
+        with open(path, "rb") as f:
+            obj = loads(f.read())
     except OSError as e:
-        raise SpecError(f"cannot read {path}: {e.strerror or e}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise SpecError(f"{path} is not valid JSON: {e}") from None
-    except RecursionError:
-        raise SpecError(f"{path}: the JSON nests too deeply") from None
-    return spec_from_dict(obj)
+        raise SpecError(f"cannot read {shown(path)}: {why(e)}") from None
+    except JsonTextError as e:
+        raise SpecError(f"{shown(path)} is not valid JSON: {e}") from None
+    try:
+        return spec_from_dict(obj)
+    except SpecError as e:
+        raise SpecError(f"{shown(path)}: {e}") from None
 
 
 __all__ = ["Spec", "SpecError", "MappingError", "load_spec", "spec_from_dict", "default_narrow"]

@@ -115,6 +115,18 @@ def test_run_reports_a_truncated_stream(tmp_path, capsys):
     assert rc == 1 and "DECODE_ERROR" in capsys.readouterr().err
 
 
+def test_run_names_the_failing_blocks_bstart_and_the_offending_word(tmp_path, capsys):
+    from isa import encoding
+    data = bytearray(assemble((EX / "saxpy.s").read_text()))
+    start = [off for off, _ in encoding.iter_blocks(bytes(data))][0]
+    data[start + 16] = 0xEE                              # the block's second descriptor word: bad tag
+    (tmp_path / "bad.tbs").write_bytes(bytes(data))
+    rc = main(["run", str(tmp_path / "bad.tbs"), "--init", str(EX / "saxpy.init.arrow")])
+    err = capsys.readouterr().err
+    assert rc == 1 and err.count("\n") == 1
+    assert f"block 0 (byte offset {start}): DECODE_ERROR at byte offset {start + 16}: unknown word tag" in err
+
+
 def test_show_prints_descriptors_values_definedness_gprs_and_status(capsys):
     assert main(["show", str(EX / "window.init.arrow"), "--pe", "2"]) == 0
     out = capsys.readouterr().out
@@ -146,10 +158,78 @@ def test_diff_exit_status_and_element_report(tmp_path, capsys):
     assert "PE1 tile 1: 1 element(s) differ" in out and "[1,1] 0x11 != 0x0" in out and "PE3: r1 0x9 != 0x63" in out
 
 
-@pytest.mark.parametrize("cmd", ["show", "diff"])
-def test_show_and_diff_reject_missing_files(cmd, tmp_path, capsys):
+@pytest.mark.parametrize("cmd,status", [("show", 1), ("diff", 2)])
+def test_show_and_diff_reject_missing_files(cmd, status, tmp_path, capsys):
+    """show: the input was rejected (1); diff: trouble (2), as cmp and diff, since its 1 means "differ"."""
     args = [cmd, str(tmp_path / "missing.arrow")] + ([str(tmp_path / "missing.arrow")] if cmd == "diff" else [])
-    assert main(args) == 1 and "no such file" in capsys.readouterr().err
+    assert main(args) == status and "no such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad", [b"", b"nope", None])
+def test_diff_exit_status_separates_equal_different_and_trouble(bad, tmp_path, capsys):
+    """cmp/diff convention: 0 the states are equal, 1 they differ, 2 the files could not be compared."""
+    init = str(EX / "saxpy.init.arrow")
+    assert main(["diff", init, init]) == 0
+    m = Machine.load(init)
+    m.set_gpr(0, 1, 7)
+    m.save(tmp_path / "changed.arrow")
+    assert main(["diff", init, str(tmp_path / "changed.arrow")]) == 1
+    broken = tmp_path / "broken.arrow"
+    if bad is None:
+        broken.write_bytes((EX / "saxpy.init.arrow").read_bytes()[:100])      # truncated
+    else:
+        broken.write_bytes(bad)
+    capsys.readouterr()
+    assert main(["diff", init, str(broken)]) == 2
+    assert main(["diff", str(broken), init]) == 2
+    assert capsys.readouterr().err.count("\n") == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["diff", init])                                                  # a missing argument
+    assert exc.value.code == 2
+
+
+def test_diff_help_documents_its_exit_status(capsys):
+    with pytest.raises(SystemExit):
+        main(["diff", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "0 the states are equal, 1 they differ, 2 error" in out
+
+
+def test_version_is_the_package_version(capsys):
+    import tomllib
+    want = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"tile-emu {want}\n"
+
+
+def test_version_falls_back_to_pyproject_without_installed_metadata(monkeypatch, capsys):
+    import tomllib
+    from importlib import metadata
+
+    def not_installed(name):
+        raise metadata.PackageNotFoundError(name)
+    monkeypatch.setattr(metadata, "version", not_installed)
+    want = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert main(["--version"]) == 0 and capsys.readouterr().out == f"tile-emu {want}\n"
+
+
+def test_top_level_help_lists_version_and_exit_status(capsys):
+    assert main(["--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--version" in out and "exit status: 0 success" in out and "2 the command could not run" in out
+
+
+def test_run_profile_lists_every_profile_from_the_table(capsys):
+    from kernels.numeric.profiles import PROFILES
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    out = capsys.readouterr().out
+    assert "{" + ",".join(sorted(PROFILES)) + "}" in out
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "x.tbs", "--profile", "nonsense"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "invalid choice: 'nonsense'" in err
+    assert all(f"'{name}'" in err for name in PROFILES)
 
 
 @pytest.mark.parametrize("args,words", [
@@ -171,7 +251,7 @@ def test_run_hands_regions_programs_to_the_calculus(monkeypatch, tmp_path):
     import types
     seen = []
     fake = types.ModuleType("emulator.calculus.cli")
-    fake.run_regions = lambda args: seen.append(args.stream) or 0
+    fake.run_regions = lambda args, *_: seen.append(args.stream) or 0
     monkeypatch.setitem(sys.modules, "emulator.calculus.cli", fake)
     path = str(tmp_path / "p.regions.json")
     assert main(["run", path]) == 0 and seen == [path]

@@ -283,6 +283,21 @@ def test_a_fault_inside_a_block_names_that_block():
     assert r.executed == 1 and not r.error.whole_stream and r.error.where == f"block 1 (byte offset {second})"
 
 
+def test_a_decode_fault_is_reported_at_the_blocks_bstart_and_names_the_offending_word():
+    """docs/assembly.md: the emulator reports a failing block by its BSTART offset (what disasm
+    prints as '# block i, byte N'); the decode fault itself names the word's own offset."""
+    m = _stream_machine()
+    two = encoding.encode([blk("TEXTRACT", "U32", [1], 2, vr=2)] * 2)
+    second = [off for off, _ in encoding.iter_blocks(two)][1]
+    data = bytearray(two)
+    word = second + 8                                    # block 1's first descriptor word
+    data[word] = 0xEE                                    # unknown word tag
+    r = m.run(bytes(data))
+    assert r.executed == 1 and r.error.index == 1 and r.error.offset == second
+    assert r.error.where == f"block 1 (byte offset {second})" and r.error.cause.offset == word
+    assert r.error.detail.startswith(f"DECODE_ERROR at byte offset {word}: unknown word tag")
+
+
 def test_run_accepts_block_sequences():
     m = _stream_machine()
     r = m.run([blk("TEXTRACT", "U32", [1], 2, vr=2), blk("TEXTRACT", "U32", [7], 3)])

@@ -290,6 +290,37 @@ def test_fault_stream_ends_inside_a_block():
     assert e.offset == 32 and "ends inside" in e.reason
 
 
+# ---- which block a fault belongs to: DecodeError.block_offset is that block's BSTART offset
+
+def _words(*words) -> bytes:
+    return b"".join(w.to_bytes(8, "little") for w in words)
+
+
+TWO_BLOCKS = [bstart(1, 0, 0, 4), iot(1, 1)]          # block 0 at byte 16, block 1 starts at byte 32
+
+
+@pytest.mark.parametrize("data,word,block", [
+    # a fault inside block 1 (BSTART at 32): the word's offset, and block 1's BSTART
+    (stream(TWO_BLOCKS, [bstart(2, 0, 0, 4), iot(1, 1), 0x07]), 48, 32),             # unknown tag
+    (stream(TWO_BLOCKS, [bstart(2, 0, 0, 4), iot(1, 1) | 1 << 13, iot(2, 1)]), 40, 32),  # reserved bit
+    (stream(TWO_BLOCKS, [bstart(2, 0, 0, 4), 0x04, 0x03]), 48, 32),                  # canonical order
+    (stream(TWO_BLOCKS, [bstart(2, 0, 0, 4), iot(1, 1), bstart(0, 0, 0, 4)]), 48, 32),  # BSTART inside
+    (header(2, 4) + _words(*TWO_BLOCKS, bstart(3, 0, 0, 4), iot(1, 1)), 48, 32),     # ends inside
+    # between blocks: where the next block would start
+    (header(1, 3) + _words(*TWO_BLOCKS, iot(2, 1)), 32, 32),                         # word after the end
+    (header(1, 3) + _words(*TWO_BLOCKS, bstart(0, 0, 0, 4)), 32, 32),                # an extra BSTART
+    (header(2, 2) + _words(*TWO_BLOCKS), 32, 32),                                    # too few blocks
+])
+def test_a_decode_fault_names_the_word_and_the_block_it_lies_in(data, word, block):
+    e = fault(data)
+    assert (e.offset, e.block_offset) == (word, block)
+
+
+def test_a_header_fault_belongs_to_no_block():
+    assert fault(GOOD[:4] + b"\x02\x00" + GOOD[6:]).block_offset is None
+    assert fault(GOOD[:-1]).block_offset is None
+
+
 def test_iter_blocks_yields_the_blocks_before_a_fault():
     body = [bstart(0, 0, 0, 4), bstart(0, 0, 1, 4), 0x07]
     data = header(3, 3) + b"".join(x.to_bytes(8, "little") for x in body)

@@ -40,7 +40,8 @@ def values(name, codes):
     if cont <= 16:
         v = O.value_table(name)[2][c.astype(np.int64)]
     elif cont == 32:
-        v = (c << np.uint64(shift)).astype(np.uint32).view(np.float32).astype(np.float64)
+        with np.errstate(invalid="ignore"):   # widening a signalling NaN raises invalid; it stays a NaN
+            v = (c << np.uint64(shift)).astype(np.uint32).view(np.float32).astype(np.float64)
     else:
         v = c.view(np.float64)
     E = (c >> np.uint64(t)) & np.uint64((1 << eb) - 1)

@@ -1,6 +1,8 @@
 """`tile-emu bench` (emulator/commands/bench.py): the case table runs and reports; errors are one line."""
 import json
 
+import pytest
+
 from emulator.cli import main
 from emulator.commands.bench import CASES
 
@@ -27,3 +29,60 @@ def test_list_and_unknown_case(capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no benchmark case" in err
     assert main(["bench", "--n", "0"]) == 2
+
+
+class ScriptedClock:
+    """A clock that advances only when a scripted callable 'runs', by that call's duration."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def callable(self, durations):
+        calls = iter(durations)
+
+        def run():
+            self.now += next(calls, durations[-1])
+        return run
+
+
+def scripted_case(clock, ours, base, target=None):
+    from emulator.commands.bench import Case
+    return Case("fake.case", "scripted", lambda n: (clock.callable(ours), clock.callable(base)), target)
+
+
+def test_timing_starts_only_after_the_first_calls_have_settled(monkeypatch):
+    """Compilation and lazily built paths slow the first calls: they are run untimed."""
+    from emulator.commands import bench
+    clock = ScriptedClock()
+    monkeypatch.setattr(bench, "clock", clock)
+    case = scripted_case(clock, ours=[0.4, 0.2, 0.08, 0.04, 0.04], base=[0.12, 0.04, 0.04])
+    r = bench.measure(case, 100, repeat=2)
+    assert r["elements_per_s"] == pytest.approx(2500) and r["baseline_elements_per_s"] == pytest.approx(2500)
+    assert r["ratio"] == pytest.approx(1.0)
+
+
+def test_a_missed_target_is_marked_and_strict_makes_it_exit_1(monkeypatch, capsys):
+    from emulator.commands import bench
+    clock = ScriptedClock()
+    monkeypatch.setattr(bench, "clock", clock)
+    monkeypatch.setattr(bench, "CASES", [scripted_case(clock, ours=[0.02], base=[0.01], target=4.0)])
+    assert main(["bench", "--n", "10", "--repeat", "1"]) == 0          # targets are informational
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("fake.case"))
+    assert " 0.50 " in row and "MISSED 4.00" in row and "1 case(s) MISSED" in out
+    assert main(["bench", "--n", "10", "--repeat", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["missed"] is True
+    assert main(["bench", "--n", "10", "--repeat", "1", "--strict"]) == 1
+
+
+def test_a_met_target_is_not_marked(monkeypatch, capsys):
+    from emulator.commands import bench
+    clock = ScriptedClock()
+    monkeypatch.setattr(bench, "clock", clock)
+    monkeypatch.setattr(bench, "CASES", [scripted_case(clock, ours=[0.01], base=[0.04], target=4.0)])
+    assert main(["bench", "--n", "10", "--repeat", "1", "--strict"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("fake.case"))
+    assert "MISSED" not in row and "4.00" in row

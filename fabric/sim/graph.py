@@ -1,0 +1,469 @@
+"""Dataflow graphs mapped onto a configured fabric (docs/fabric-graph.md): load and validate.
+
+`load_graph_text(text, fabric)` returns a `Graph` or raises `FormatError(path, why)` for a
+malformed document and `GraphError` (one typed `GraphDiagnostic` per problem) for a
+well-formed graph that does not fit its fabric: an unmapped actor, a mismatched fabric,
+a family with no cycle model, an unbound operand, a dangling result, a type mismatch, a
+cycle with no initial token, a combinational loop.  No Python exception escapes.
+"""
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass, field
+
+from ..elastic import DEFINEDNESS_REQUIRED
+from ..errors import FabricError, FormatError, closed_object as _obj, json_kind as _kind
+from ..topology import split_ref
+from ..types import NoneType, TaggedType, TypeWidthError, VectorType, payload_bits
+from .models import CYCLE_MODELS, NO_CYCLE_MODEL, build, no_kernel_reason
+
+FORMAT = "tile-emu-fabric-graph/1"
+MAX_BYTES = 8 << 20
+MAX_ITEMS = 1 << 16
+MAX_TOKENS = 1 << 20          # tokens per input stream
+MAX_VALUE_BITS = 4096         # widest token this model carries
+
+
+class GraphCode(enum.Enum):
+    FabricInvalid = "the fabric description does not verify"
+    MismatchedFabric = "the graph names another fabric, or the fabric has no mapping"
+    UnmappedActor = "a graph actor has no use in the fabric's mapping"
+    UnusedMapping = "a configured use or internal edge of the mapping is absent from the graph"
+    NoCycleModel = "the actor's implementation family (or exact type) has no cycle model"
+    UnknownEndpoint = "an endpoint names no actor, operand or result"
+    UnboundOperand = "an operand has no driver"
+    MultipleDrivers = "an operand has more than one driver"
+    DanglingResult = "a result has no consumer, so its token would never be delivered"
+    TypeMismatch = "an edge joins values of different types"
+    BadToken = "a token is not a value of its type"
+    CycleWithoutInitialToken = "a cycle on which no actor can ever fire first"
+    CombinationalLoop = "a cycle of elastic-transparent resources with no registered stage"
+    CapabilityInadmissible = "a required activity-definedness proof is missing"
+    DuplicateName = "two actors, inputs or outputs share a name"
+    SharedResource = "two actors are mapped onto one fabric.op: resource sharing has no cycle model"
+
+
+@dataclass(frozen=True)
+class GraphDiagnostic:
+    code: GraphCode
+    path: str
+    message: str
+
+    def __str__(self):
+        return f"{self.path}: {self.code.name}: {self.message}"
+
+
+class GraphError(Exception):
+    def __init__(self, diagnostics):
+        self.diagnostics = list(diagnostics)
+        super().__init__("; ".join(map(str, self.diagnostics)))
+
+
+@dataclass
+class Actor:
+    name: str
+    use: object                      # fabric.config.Use
+    family: str
+    fabric_op: object                # fabric.capability.FabricOp
+    in_types: tuple
+    out_types: tuple
+    widths_in: tuple
+    widths_out: tuple
+
+    @property
+    def actor(self):
+        return self.use.actor
+
+    @property
+    def corr(self):
+        return self.use.corr
+
+
+@dataclass
+class Edge:
+    src: tuple                       # (actor name, result) or ("@input", input index)
+    dst: tuple                       # (actor name, operand) or ("@output", output index)
+    width: int
+    initial: object = None
+    realization: str = "external"
+    label: str = ""
+
+
+@dataclass
+class Graph:
+    name: str
+    fabric: object
+    actors: list
+    edges: list
+    inputs: list = field(default_factory=list)    # [(name, [tokens], type)]
+    outputs: list = field(default_factory=list)   # [(name, ready_every, type)]
+
+
+def _d(code, path, msg):
+    return GraphDiagnostic(code, path, msg)
+
+
+def _str(v, path):
+    if not isinstance(v, str) or not v:
+        raise FormatError(path, f"expected a nonempty string, found {_kind(v)}")
+    return v
+
+
+def _list(v, path, limit=MAX_ITEMS):
+    if not isinstance(v, list):
+        raise FormatError(path, f"expected a list, found {_kind(v)}")
+    if len(v) > limit:
+        raise FormatError(path, f"{len(v)} entries exceed the limit of {limit}")
+    return v
+
+
+def _ref(v, path):
+    s = _str(v, path)
+    r = split_ref(s)
+    if r is None:
+        raise FormatError(path, f"{s!r} is not an endpoint (actor.K)")
+    return r
+
+
+def _int(v, path, lo, hi):
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise FormatError(path, f"expected an integer, found {_kind(v)}")
+    if not lo <= v <= hi:
+        raise FormatError(path, f"{v} is outside [{lo}, {hi}]")
+    return v
+
+
+def token_value(v, t, width: int, path: str):
+    """A JSON token as the raw value the simulator carries for type `t`, or a BadToken diagnostic."""
+    if isinstance(t, NoneType):
+        if v != 0 or isinstance(v, bool):
+            return _d(GraphCode.BadToken, path, "a none token is written 0")
+        return 0
+    if isinstance(t, VectorType):
+        ew = t.element.width
+        if not isinstance(v, list) or len(v) != t.num_elements or not all(
+                isinstance(x, int) and not isinstance(x, bool) and 0 <= x < (1 << ew) for x in v):
+            return _d(GraphCode.BadToken, path, f"a {t} token is a list of {t.num_elements} raw {ew}-bit lanes")
+        return tuple(v)
+    if isinstance(t, TaggedType):
+        tw = t.tag.width
+        if not (isinstance(v, list) and len(v) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+                and 0 <= v[0] < (1 << width) and 0 <= v[1] < (1 << tw)):
+            return _d(GraphCode.BadToken, path, f"a {t} token is [raw {width}-bit value, raw {tw}-bit tag]")
+        return (v[0], v[1])
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < (1 << width):
+        return _d(GraphCode.BadToken, path, f"a {t} token is a raw integer in [0, 2^{width})")
+    return v
+
+
+def _width(t, iw, path, diags):
+    try:
+        w = payload_bits(t, iw)
+    except TypeWidthError as exc:
+        diags.append(_d(GraphCode.NoCycleModel, path, str(exc)))
+        return 0
+    if w > MAX_VALUE_BITS:
+        diags.append(_d(GraphCode.NoCycleModel, path, f"{t} is wider than the {MAX_VALUE_BITS} bits this model carries"))
+    return w
+
+
+# --- document -> graph ---------------------------------------------------------------------------
+
+def _no_duplicate_keys(pairs):
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise FormatError("$", f"duplicate key {k!r} in one object")
+        out[k] = v
+    return out
+
+
+def parse_json(text) -> object:
+    if isinstance(text, (bytes, bytearray)):
+        if len(text) > MAX_BYTES:
+            raise FormatError("$", f"the graph exceeds {MAX_BYTES} bytes")
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FormatError("$", f"not UTF-8 text (byte {exc.start})") from None
+    if len(text) > MAX_BYTES:
+        raise FormatError("$", f"the graph exceeds {MAX_BYTES} bytes")
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicate_keys,
+                          parse_constant=lambda c: (_ for _ in ()).throw(FormatError("$", f"{c} is not JSON")))
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"$ (line {exc.lineno}, column {exc.colno})", f"malformed JSON: {exc.msg}") from None
+    except RecursionError:
+        raise FormatError("$", "the JSON nests too deeply") from None
+    except ValueError as exc:
+        if isinstance(exc, FormatError):
+            raise
+        raise FormatError("$", f"malformed JSON: {exc}") from None
+
+
+def load_graph_text(text, fabric) -> Graph:
+    return load_graph_document(parse_json(text), fabric)
+
+
+def load_graph(path, fabric) -> Graph:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise FormatError(str(path), f"cannot read: {exc.strerror}") from None
+    return load_graph_text(data, fabric)
+
+
+def load_graph_document(doc, fabric) -> Graph:
+    from ..view import check_fabric
+
+    _obj(doc, "$", required=("format", "name", "fabric", "actors", "edges"),
+         optional=("inputs", "outputs", "activity_defined"))
+    if doc["format"] != FORMAT:
+        raise FormatError("$.format", f"expected {FORMAT!r}, found {doc['format']!r}")
+    name = _str(doc["name"], "$.name")
+    fname = _str(doc["fabric"], "$.fabric")
+    actor_names = [_str(a, f"$.actors[{i}]") for i, a in enumerate(_list(doc["actors"], "$.actors"))]
+    raw_edges = []
+    for i, e in enumerate(_list(doc["edges"], "$.edges")):
+        p = f"$.edges[{i}]"
+        _obj(e, p, required=("from", "to"), optional=("initial",))
+        raw_edges.append((_ref(e["from"], p + ".from"), _ref(e["to"], p + ".to"), e.get("initial"), p))
+    raw_inputs = []
+    for i, x in enumerate(_list(doc.get("inputs", []), "$.inputs")):
+        p = f"$.inputs[{i}]"
+        _obj(x, p, required=("name", "to", "tokens"))
+        raw_inputs.append((_str(x["name"], p + ".name"),
+                           [_ref(r, f"{p}.to[{k}]") for k, r in enumerate(_list(x["to"], p + ".to"))],
+                           _list(x["tokens"], p + ".tokens", MAX_TOKENS), p))
+    raw_outputs = []
+    for i, x in enumerate(_list(doc.get("outputs", []), "$.outputs")):
+        p = f"$.outputs[{i}]"
+        _obj(x, p, required=("name", "from"), optional=("ready_every",))
+        raw_outputs.append((_str(x["name"], p + ".name"), _ref(x["from"], p + ".from"),
+                            _int(x.get("ready_every", 1), p + ".ready_every", 1, 1 << 20), p))
+    proofs = {_ref(r, f"$.activity_defined[{i}]") for i, r in enumerate(_list(doc.get("activity_defined", []),
+                                                                                "$.activity_defined"))}
+
+    # --- the fabric: verified, named, mapped ---
+    if fabric.name != fname:
+        raise GraphError([_d(GraphCode.MismatchedFabric, "$.fabric",
+                             f"the graph runs on fabric {fname!r}, the description is {fabric.name!r}")])
+    if fabric.mapping is None:
+        raise GraphError([_d(GraphCode.MismatchedFabric, "$.fabric",
+                             f"fabric {fabric.name!r} has no mapping to configure it")])
+    rep = check_fabric(fabric)
+    if not rep.ok:
+        raise GraphError([_d(GraphCode.FabricInvalid, "fabric", str(d)) for d in rep.diagnostics])
+
+    diags: list = []
+    uses = {u.name: u for u in fabric.mapping.uses}
+    actors, seen = {}, set()
+    for i, a in enumerate(actor_names):
+        p = f"$.actors[{i}]"
+        if a in seen:
+            diags.append(_d(GraphCode.DuplicateName, p, f"actor {a!r} is listed twice"))
+            continue
+        seen.add(a)
+        u = uses.get(a)
+        if u is None:
+            diags.append(_d(GraphCode.UnmappedActor, p, f"actor {a!r} has no use in fabric {fabric.name!r}'s mapping"))
+            continue
+        _, node = fabric.op(u.op)
+        op = node.op
+        if op.family not in CYCLE_MODELS:
+            why = NO_CYCLE_MODEL.get(op.family, "unregistered family")
+            diags.append(_d(GraphCode.NoCycleModel, p, f"{u.actor.schema} on {op.family}: no cycle model ({why})"))
+            continue
+        iw = u.corr.index_width
+        win = tuple(_width(t, iw, p, diags) for t in u.actor.inputs)
+        wout = tuple(_width(t, iw, p, diags) for t in u.actor.results)
+        actors[a] = Actor(a, u, op.family, op, u.actor.inputs, u.actor.results, win, wout)
+        u_ext = actors[a]
+        why = no_kernel_reason(_UseView(u_ext))
+        if why:
+            diags.append(_d(GraphCode.NoCycleModel, p, why))
+            del actors[a]
+        elif op.family in DEFINEDNESS_REQUIRED:
+            missing = [k for k in DEFINEDNESS_REQUIRED[op.family] if (a, k) not in proofs]
+            if missing:
+                diags.append(_d(GraphCode.CapabilityInadmissible, p,
+                                f"{u.actor.schema} {a!r}: no activity-definedness proof for operand(s) "
+                                f"{', '.join(f'{a}.{k}' for k in missing)} (list them in activity_defined)"))
+    owner: dict = {}
+    for a in actors.values():
+        if a.use.op in owner:
+            diags.append(_d(GraphCode.SharedResource, "$.actors",
+                            f"actors {owner[a.use.op]!r} and {a.name!r} both run on {a.use.op}: this model gives "
+                            f"each actor its own spatial resource and has no cycle model for sharing one"))
+        owner.setdefault(a.use.op, a.name)
+    for u in fabric.mapping.uses:
+        if u.name not in seen:
+            diags.append(_d(GraphCode.UnusedMapping, "$.actors",
+                            f"use {u.name!r} is configured on {u.op} but is not an actor of the graph"))
+    if diags:
+        raise GraphError(diags)
+
+    drivers: dict = {}
+    consumers: dict = {}
+    edges = []
+
+    def operand(ref, path):
+        a, k = ref
+        if a not in actors or k >= len(actors[a].in_types):
+            diags.append(_d(GraphCode.UnknownEndpoint, path, f"{a}.{k} is not an operand of a graph actor"))
+            return None
+        if ref in drivers:
+            diags.append(_d(GraphCode.MultipleDrivers, path, f"{a}.{k} is already driven by {drivers[ref]}"))
+            return None
+        drivers[ref] = path
+        return actors[a].in_types[k]
+
+    def result(ref, path):
+        a, k = ref
+        if a not in actors or k >= len(actors[a].out_types):
+            diags.append(_d(GraphCode.UnknownEndpoint, path, f"{a}.{k} is not a result of a graph actor"))
+            return None
+        consumers.setdefault(ref, []).append(path)
+        return actors[a].out_types[k]
+
+    internal = {(e.src, e.dst): e.realization for e in fabric.mapping.edges}
+    for src, dst, init, p in raw_edges:
+        ts, td = result(src, p + ".from"), operand(dst, p + ".to")
+        if ts is None or td is None:
+            continue
+        if ts != td:
+            diags.append(_d(GraphCode.TypeMismatch, p, f"{src[0]}.{src[1]} is {ts}, {dst[0]}.{dst[1]} takes {td}"))
+            continue
+        w = actors[src[0]].widths_out[src[1]]
+        iv = None
+        if init is not None:
+            iv = token_value(init, ts, w, p + ".initial")
+            if isinstance(iv, GraphDiagnostic):
+                diags.append(iv)
+                continue
+        edges.append(Edge(src, dst, w, iv, internal.pop((src, dst), "external"),
+                          f"{src[0]}.{src[1]}->{dst[0]}.{dst[1]}"))
+    for (src, dst), _ in internal.items():
+        diags.append(_d(GraphCode.UnusedMapping, "mapping.edges",
+                        f"the mapping realizes edge {src[0]}.{src[1]} -> {dst[0]}.{dst[1]}, which the graph lacks"))
+    names = set()
+    inputs = []
+    for ii, (nm, tos, toks, p) in enumerate(raw_inputs):
+        if nm in names:
+            diags.append(_d(GraphCode.DuplicateName, p + ".name", f"{nm!r} is taken"))
+        names.add(nm)
+        types = [operand(r, f"{p}.to[{k}]") for k, r in enumerate(tos)]
+        types = [t for t in types if t is not None]
+        if not tos:
+            diags.append(_d(GraphCode.DanglingResult, p + ".to", f"input {nm!r} drives no operand"))
+            continue
+        if not types:
+            continue
+        if any(t != types[0] for t in types):
+            diags.append(_d(GraphCode.TypeMismatch, p + ".to", f"input {nm!r} drives operands of different types"))
+            continue
+        a, k = tos[0]
+        w = actors[a].widths_in[k]
+        vals = []
+        for j, v in enumerate(toks):
+            tv = token_value(v, types[0], w, f"{p}.tokens[{j}]")
+            if isinstance(tv, GraphDiagnostic):
+                diags.append(tv)
+                break
+            vals.append(tv)
+        inputs.append((nm, vals, types[0]))
+        for r in tos:
+            edges.append(Edge(("@input", ii), r, w, None, "external", f"{nm}->{r[0]}.{r[1]}"))
+    outputs = []
+    for oi, (nm, src, every, p) in enumerate(raw_outputs):
+        if nm in names:
+            diags.append(_d(GraphCode.DuplicateName, p + ".name", f"{nm!r} is taken"))
+        names.add(nm)
+        t = result(src, p + ".from")
+        if t is None:
+            continue
+        outputs.append((nm, every, t))
+        edges.append(Edge(src, ("@output", len(outputs) - 1), actors[src[0]].widths_out[src[1]], None, "external",
+                          f"{src[0]}.{src[1]}->{nm}"))
+    for a in actors.values():
+        for k in range(len(a.in_types)):
+            if (a.name, k) not in drivers:
+                diags.append(_d(GraphCode.UnboundOperand, "$.edges", f"operand {a.name}.{k} ({a.in_types[k]}) has no driver"))
+        for k in range(len(a.out_types)):
+            if (a.name, k) not in consumers:
+                diags.append(_d(GraphCode.DanglingResult, "$.edges",
+                                f"result {a.name}.{k} has no consumer (add an edge or an output)"))
+    if diags:
+        raise GraphError(diags)
+    g = Graph(name, fabric, list(actors.values()), edges, inputs, outputs)
+    _check_cycles(g, diags)
+    if diags:
+        raise GraphError(diags)
+    return g
+
+
+class _UseView:
+    """A mapped use with its family and fabric.op attached, as `models.build` expects."""
+
+    def __init__(self, a: Actor):
+        self.name, self.actor, self.corr, self.family, self.fabric_op = a.name, a.actor, a.corr, a.family, a.fabric_op
+
+
+def build_resources(g: Graph) -> list:
+    out = []
+    for a in g.actors:
+        try:
+            out.append(build(_UseView(a)))
+        except FabricError as exc:  # e.g. an adapter contract the portable provider rejects
+            raise GraphError([_d(GraphCode.NoCycleModel, f"actor {a.name}", str(d)) for d in exc.diagnostics]) from None
+    return out
+
+
+# --- static liveness: cycles ------------------------------------------------------------------------
+
+def _find_cycle(nodes, succ):
+    """One directed cycle (list of nodes) of the graph, or None (iterative DFS)."""
+    color = {n: 0 for n in nodes}
+    for root in nodes:
+        if color[root]:
+            continue
+        stack = [(root, iter(succ.get(root, ())))]
+        color[root] = 1
+        while stack:
+            n, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                color[n] = 2
+                stack.pop()
+                continue
+            if color.get(nxt, 2) == 1:
+                path = [m for m, _ in stack]
+                return path[path.index(nxt):] + [nxt]
+            if color.get(nxt) == 0:
+                color[nxt] = 1
+                stack.append((nxt, iter(succ.get(nxt, ()))))
+    return None
+
+
+def _check_cycles(g: Graph, diags: list):
+    res = {a.name: build(_UseView(a)) for a in g.actors}
+    dead, comb = {}, {}
+    for e in g.edges:
+        s, d = e.src[0], e.dst[0]
+        if s.startswith("@") or d.startswith("@"):
+            continue
+        # an operand every transition needs, with no initial token: its producer must fire first
+        if res[d].required[e.dst[1]] and e.initial is None:
+            dead.setdefault(s, set()).add(d)
+        if res[s].transparent and res[d].transparent:
+            comb.setdefault(s, set()).add(d)
+    for succ, code, why in ((dead, GraphCode.CycleWithoutInitialToken,
+                             "every actor on it waits for a token only the cycle can produce; put an initial "
+                             "token on one of its edges"),
+                            (comb, GraphCode.CombinationalLoop,
+                             "forwarding adds no registered cycle, so valid would depend on itself")):
+        cyc = _find_cycle(sorted(succ), {k: sorted(v) for k, v in succ.items()})
+        if cyc:
+            diags.append(_d(code, "$.edges", f"{' -> '.join(cyc)}: {why}"))

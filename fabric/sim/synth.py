@@ -1,0 +1,132 @@
+"""Build a configured fabric description for a dataflow graph: one FU per actor, each with one
+`fabric.op` whose capability admits exactly that actor, and the mapping that configures it.
+
+Used by the examples, the fuzz tests and the benchmark; the documents it returns are ordinary
+descriptions (docs/fabric-format.md, docs/fabric-graph.md) that go through the same loaders.
+An actor is `(name, schema, input types, result types, attributes)` with types spelled as in
+the description format.
+"""
+from __future__ import annotations
+
+from ..families import FAMILIES, families_for
+from ..types import parse_type, payload_bits, VectorType
+
+_CONTRACT = {"one_cycle_elastic": "one_cycle_elastic", "elastic_transparent": "elastic_transparent",
+             "loop_stream": "loop_stream", "ordered_cardinality_adapter": "ordered_cardinality_adapter"}
+
+
+def _w(t) -> int:
+    return payload_bits(parse_type(t))
+
+
+def _behavior(nan: str) -> dict:
+    return {"rounding_modes": ["to_nearest_even"], "nan_behaviors": [nan], "subnormal_behaviors": ["preserve"],
+            "signed_zero_behaviors": ["preserve"], "required_fast_math": []}
+
+
+def _fmt(t: str) -> str:
+    p = parse_type(t)
+    return (p.element if isinstance(p, VectorType) else p).format
+
+
+def _float_hw(family: str, schema: str, ins, outs, attrs) -> dict | None:
+    if family in ("ScalarFloatSign", "ScalarFloatAddSub", "ScalarFloatMultiply", "ScalarFloatFma",
+                  "ScalarFloatDivide", "ScalarFloatRemainder"):
+        return {"formats": [_fmt(ins[0])], "behavior": _behavior("ieee")}
+    if family == "FixedVectorFloatSign":
+        return {"formats": [_fmt(ins[0])], "behavior": _behavior("ieee"), "max_payload_bits": _w(ins[0])}
+    if family == "ScalarFloatCompareMinMax":
+        nan = "number_preferred" if schema in ("arith.minnumf", "arith.maxnumf") else "ieee"
+        return {"formats": [_fmt(ins[0])], "comparison_predicates": [attrs["predicate"]] if "predicate" in attrs else [],
+                "behavior": _behavior(nan)}
+    if family == "ScalarFloatWidthCast":
+        return {"format_pairs": [[_fmt(ins[0]), _fmt(outs[0])]], "behavior": _behavior("ieee")}
+    if family == "ScalarIntegerToFloat":
+        return {"format_pairs": [[_w(ins[0]), _fmt(outs[0])]]}
+    if family == "ScalarFloatToInteger":
+        return {"format_pairs": [[_w(outs[0]), _fmt(ins[0])]]}
+    if family.startswith("ScalarMath"):
+        return {"formats": [_fmt(ins[0])], "behavior": _behavior("ieee"), "accuracy_guarantee": "correctly_rounded"}
+    return None
+
+
+def _hw(family: str, schema: str, ins, outs, attrs) -> dict:
+    fl = _float_hw(family, schema, ins, outs, attrs)
+    if fl is not None:
+        return fl
+    t0 = parse_type(ins[0]) if ins else None
+    w = _w(ins[0]) if ins else _w(outs[0])
+    if family == "ScalarIntegerAddSub":
+        return {"integer_widths": [w], "pointer_formats": []}
+    if family == "ScalarIntegerCompareMinMax":
+        return {"operand_widths": [w], "comparison_predicates": [attrs["predicate"]] if "predicate" in attrs else []}
+    if family in ("ScalarValueSelect", "ScalarBitReinterpret"):
+        w = _w(ins[-1])
+        return {"integer_widths": [w], "float_formats": []}
+    if family == "ScalarIntegerCast":
+        return {"width_pairs": [[w, _w(outs[0])]], "resolved_index_widths": []}
+    if family == "LoopStream":
+        return {"step_kind": attrs["step_kind"], "integer_widths": [w], "continuation_predicates": [attrs["predicate"]]}
+    if family in ("LoopCarry", "LoopInvariant", "LoopGate"):
+        return {"max_payload_bits": _w(outs[-1])}
+    if family in ("TokenMux", "TokenDemux", "TokenSync"):
+        fan = max(len(ins), len(outs))
+        return {"max_payload_bits": max(_w(t) for t in list(ins[1:] if family != "TokenSync" else ins) + list(outs)),
+                "max_fan": fan}
+    if family == "TokenConstant":
+        return {"max_payload_bits": _w(outs[0])}
+    if family in ("FixedVectorIntegerAddSub", "FixedVectorIntegerLogic"):
+        return {"integer_element_widths": [t0.element.width], "max_payload_bits": w}
+    if family.startswith("FixedVector") and family in ("FixedVectorPack", "FixedVectorUnpack",
+                                                        "FixedVectorParallelize", "FixedVectorSerialize"):
+        vt = next(parse_type(t) for t in list(ins) + list(outs) if isinstance(parse_type(t), VectorType))
+        return {"integer_element_widths": [vt.element.width], "float_element_formats": [],
+                "max_payload_bits": payload_bits(vt)}
+    return {"integer_widths": [w]}
+
+
+def _port(t) -> str:
+    return f"bits<{_w(t)}>"
+
+
+def family_for(schema: str) -> str:
+    fams = [f for f in families_for(schema) if not f.startswith("FixedVector") or schema.startswith("dataflow.")]
+    return (fams or families_for(schema))[0]
+
+
+def configured_fabric(name: str, actors, family_override: dict | None = None) -> dict:
+    """A fabric description document with one FU per actor and its mapping."""
+    fus, uses = [], []
+    for (an, schema, ins, outs, attrs) in actors:
+        fam = (family_override or {}).get(an) or family_for(schema)
+        if schema in ("arith.negf", "math.absf") and isinstance(parse_type(ins[0]), VectorType):
+            fam = "FixedVectorFloatSign"
+        elif any(isinstance(parse_type(t), VectorType) for t in ins) and schema.startswith("arith."):
+            fam = {"arith.addi": "FixedVectorIntegerAddSub", "arith.subi": "FixedVectorIntegerAddSub"}.get(
+                schema, "FixedVectorIntegerLogic")
+        d = FAMILIES[fam]
+        op = {"kind": "op", "name": "op", "implementation_family": fam, "op_list": [schema],
+              "hw_params": _hw(fam, schema, ins, outs, attrs),
+              "operands": [f"in.{k}" for k in range(len(ins))],
+              "ports": {"inputs": [_port(t) for t in ins], "results": [_port(t) for t in outs]},
+              "constraints": [{"resource_contract": _CONTRACT[d.contract]}]}
+        fus.append({"name": an, "inputs": [_port(t) for t in ins], "outputs": [_port(t) for t in outs],
+                    "nodes": [op], "yield": [f"op.{k}" for k in range(len(outs))],
+                    "templates": [{"name": "t", "nodes": ["op"]}]})
+        uses.append({"name": an, "op": f"{an}/op",
+                     "actor": {"schema": schema, "inputs": list(ins), "results": list(outs), "attributes": dict(attrs)},
+                     "operands": list(range(len(ins))), "results": list(range(len(outs)))})
+    return {"format": "tile-emu-fabric/1", "name": name, "fus": fus,
+            "mapping": {"templates": {a[0]: "t" for a in actors}, "uses": uses, "edges": []}}
+
+
+def graph_document(name: str, fabric_name: str, actors, edges, inputs=(), outputs=(), activity_defined=()) -> dict:
+    """edges: (from "a.K", to "b.K"[, initial]); inputs: (name, [to...], tokens); outputs: (name, from[, every])."""
+    doc = {"format": "tile-emu-fabric-graph/1", "name": name, "fabric": fabric_name,
+           "actors": [a[0] for a in actors],
+           "edges": [{"from": e[0], "to": e[1], **({"initial": e[2]} if len(e) > 2 else {})} for e in edges],
+           "inputs": [{"name": n, "to": list(to), "tokens": list(toks)} for n, to, toks in inputs],
+           "outputs": [{"name": o[0], "from": o[1], **({"ready_every": o[2]} if len(o) > 2 else {})} for o in outputs]}
+    if activity_defined:
+        doc["activity_defined"] = list(activity_defined)
+    return doc

@@ -1,0 +1,58 @@
+"""Hostile region-program text: one clear line through `tile-emu run`, never a traceback, and
+never the whole offending input echoed back."""
+import pytest
+
+from emulator.calculus.errors import RegionError
+from emulator.calculus.loader import loads
+from emulator.cli import main
+
+NINES = "9" * 5000            # longer than Python's 4,300-digit int-string limit
+
+
+def _run(tmp_path, capsys, text):
+    prog = tmp_path / "p.regions.json"
+    prog.write_text(text)
+    rc = main(["run", str(prog), "-q"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "Traceback" not in err and len(err.splitlines()) == 1
+    assert len(err) < 400, err[:400]
+    return err
+
+
+@pytest.mark.parametrize("text", [
+    '{"params": {"n": %s}, "body": {"seq": []}}' % NINES,
+    '{"arrays": {"a": {"shape": [1], "fill": -%s}}, "body": {"seq": []}}' % NINES,
+])
+def test_a_5000_digit_integer_is_one_line(tmp_path, capsys, text):
+    assert "5000 digits (the limit is 4300)" in _run(tmp_path, capsys, text)
+
+
+def test_a_4300_digit_integer_is_still_an_integer():
+    p = loads('{"params": {"n": %s}, "body": {"seq": []}}' % ("9" * 4300))
+    assert p.params["n"] == 10 ** 4300 - 1
+
+
+@pytest.mark.parametrize("text,words", [
+    ('{"body": {"op": "u = %s"}}' % ("(" * 1000 + "1" + ")" * 1000 + " +" * 20000), "in '"),
+    ('{"params": {"%s-": 1}, "body": {"seq": []}}' % ("p" * 100_000), "a parameter name must be"),
+    ('{"body": {"seq": []}, "%s": 1}' % ("k" * 100_000), "unknown key"),
+    ('{"body": {"parallel": [["i", 4, 5, %s]], "body": {"seq": []}}}' % ",".join(["1"] * 50_000),
+     "an axis is [name, hi]"),
+    ('{"format": "%s", "body": {"seq": []}}' % ("f" * 100_000), "unsupported format"),
+])
+def test_long_offending_text_is_cut(tmp_path, capsys, text, words):
+    assert words in _run(tmp_path, capsys, text)
+
+
+def test_control_bytes_in_a_key_are_escaped():
+    with pytest.raises(RegionError) as e:
+        loads('{"body": {"seq": []}, "a\\u001b[2Jb": 1}')
+    assert "\x1b" not in str(e.value) and "\\x1b" in str(e.value)
+
+
+@pytest.mark.parametrize("stmt,words", [
+    ("u = " + "9" * 5000, "integer literal of 5000 characters (the limit is 4300)"),
+    ("u = 1 " + "y" * 60_000, "(60000 characters)"),
+])
+def test_hostile_expression_text_is_one_short_line(tmp_path, capsys, stmt, words):
+    assert words in _run(tmp_path, capsys, '{"body": {"op": "%s"}}' % stmt)
