@@ -20,7 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from isa import fields as F, instructions as I
-from isa.atomicio import atomic_open, atomic_path, quote
+from isa import jsontext
+from isa.atomicio import atomic_open, atomic_path, quote, shown, why
 from isa.datatypes import datatype
 from isa.errors import EncodeError
 from kernels.numeric.profiles import profile as numeric_profile
@@ -269,20 +270,14 @@ def read_manifest(folder) -> dict:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise GoldenError(f"{quote(str(path))}: cannot read the manifest ({exc.__class__.__name__})") from None
+        raise GoldenError(f"{shown(path)}: cannot read the manifest ({why(exc)})") from None
     try:
-        m = json.loads(text, parse_int=_bounded_int)
-    except (ValueError, RecursionError) as exc:
-        raise GoldenError(f"{quote(str(path))}: not valid JSON ({str(exc)[:80]})") from None
+        m = jsontext.loads(text)
+    except jsontext.JsonTextError as exc:
+        raise GoldenError(f"{shown(path)}: not valid JSON ({exc})") from None
     if not isinstance(m, dict) or m.get("format") != FORMAT or m.get("format_version") != FORMAT_VERSION:
-        raise GoldenError(f"{quote(str(path))}: not a {FORMAT} version {FORMAT_VERSION} manifest")
+        raise GoldenError(f"{shown(path)}: not a {FORMAT} version {FORMAT_VERSION} manifest")
     return m
-
-
-def _bounded_int(text: str) -> int:
-    if len(text) > 40:
-        raise ValueError(f"integer of {len(text)} digits")
-    return int(text)
 
 
 def check_files(folder, m: dict) -> list[tuple[dict, dict]]:
@@ -314,20 +309,20 @@ def check_files(folder, m: dict) -> list[tuple[dict, dict]]:
 def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool) -> None:
     """--out must be empty (or hold this same generation, with --resume)."""
     if folder.exists() and not folder.is_dir():
-        raise GoldenError(f"--out {quote(str(folder))} is not a folder")
+        raise GoldenError(f"--out {shown(folder)} is not a folder")
     entries = [e for e in folder.iterdir()] if folder.exists() else []
     if entries and not resume:
-        raise GoldenError(f"--out {quote(str(folder))} is not empty; use --resume to continue an interrupted run "
+        raise GoldenError(f"--out {shown(folder)} is not empty; use --resume to continue an interrupted run "
                           "or choose an empty folder")
     if entries and resume:
         try:
-            prev = Params.from_json(json.loads((folder / PARAMS).read_text()))
+            prev = Params.from_json(jsontext.loads((folder / PARAMS).read_text()))
         except (OSError, ValueError, GoldenError):
-            raise GoldenError(f"--resume: {quote(str(folder))} holds no readable {PARAMS} of an earlier run") from None
+            raise GoldenError(f"--resume: {shown(folder)} holds no readable {PARAMS} of an earlier run") from None
         if prev != p:
-            raise GoldenError(f"--resume: {quote(str(folder))} was generated with other parameters "
+            raise GoldenError(f"--resume: {shown(folder)} was generated with other parameters "
                               f"({PARAMS}); resume with the same command")
     folder.mkdir(parents=True, exist_ok=True)
     if not os.access(folder, os.W_OK):
-        raise GoldenError(f"--out {quote(str(folder))} is not writable")
+        raise GoldenError(f"--out {shown(folder)} is not writable")
     write_json(folder / PARAMS, p.to_json())

@@ -8,6 +8,8 @@ import sys
 import time
 from typing import Callable
 
+from isa.atomicio import quote
+
 from .dataset import GoldenError
 
 SCHEDULER_TIMEOUT_S = 10
@@ -59,7 +61,7 @@ def run(tasks: list[tuple], fn: Callable, on_done: Callable[[tuple, dict], None]
             try:
                 client = Client(scheduler, timeout=SCHEDULER_TIMEOUT_S)
             except (OSError, TimeoutError) as exc:
-                raise GoldenError(f"--scheduler {scheduler!r:.80}: no Dask scheduler answered within "
+                raise GoldenError(f"--scheduler {quote(scheduler)}: no Dask scheduler answered within "
                                   f"{SCHEDULER_TIMEOUT_S} s ({exc.__class__.__name__})") from None
         else:
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
