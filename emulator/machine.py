@@ -21,7 +21,7 @@ import numpy as np
 from isa.block import Block
 from isa.datatypes import datatype
 from isa.errors import DecodeError, IllegalBlockException
-from isa.fields import GPR_COUNT, LAYOUTS, NUM_PES
+from isa.fields import GPR_COUNT, LAYOUTS, NUM_PES, ZERO_GPR
 from isa.legality import resolve
 
 from . import preflight, semantics
@@ -141,7 +141,7 @@ class Machine:
             return BlockResult(mn, (), rb.dest.tile, {})
         pes = tuple(p for p in range(NUM_PES) if rb.PE_MASK >> p & 1)
         staged = []
-        for group in preflight.pe_groups(self, rb, pes):   # one group unless TCMP rows differ
+        for group in preflight.pe_groups(self, rb, pes):   # one group unless TCMP/TCVT source rows differ
             plan = preflight.plan(self, rb, group)
             out = semantics.EXECUTORS[mn](plan)
             bits = to_physical(plan.dest, out.bits)
@@ -182,15 +182,20 @@ class Machine:
 
     # ------------------------------------------------------------ GPRs and status
     def set_gpr(self, pe: int, index: int, value: int) -> None:
+        """Set GPR r<index>; r0 is the hard-wired zero (docs/assembly.md "GPR index 0")."""
         self._check_pe(pe)
         if not 0 <= index < GPR_COUNT:
             raise ValueError(f"GPR index {index} out of range 0..{GPR_COUNT - 1}")
         if not -(1 << 63) <= value <= GPR_MASK:
             raise ValueError(f"GPR value {value} does not fit 64 bits")
+        if index == ZERO_GPR and value & GPR_MASK:
+            raise ValueError(f"r0 is the hard-wired zero register; it cannot hold {value:#x}")
         self._pes[pe].gprs[index] = np.uint64(value & GPR_MASK)
 
     def gpr(self, pe: int, index: int) -> int:
         self._check_pe(pe)
+        if index == ZERO_GPR:
+            return 0
         return int(self._pes[pe].gprs[index])
 
     def status(self, pe: int) -> int:
@@ -310,8 +315,13 @@ class Machine:
 
     @classmethod
     def load(cls, path, config: MachineConfig | None = None) -> "Machine":
-        from .stateio import load_state
-        return load_state(path, config)
+        from .stateio import StateFileError, load_state
+        m = load_state(path, config)
+        for p, pe in enumerate(m._pes):
+            if pe.gprs[ZERO_GPR]:           # r0 holds nothing: a value there is not a machine state
+                raise StateFileError(f"{path}: metadata pes[{p}].gprs[0] = {int(pe.gprs[ZERO_GPR]):#x}: "
+                                     f"r0 is the hard-wired zero register")
+        return m
 
     def _check_pe(self, pe: int) -> None:
         if not (isinstance(pe, (int, np.integer)) and 0 <= pe < NUM_PES):
@@ -369,13 +379,8 @@ def validate_tile(t: Tile, config: MachineConfig, pe: int = 0, tile: int = 0, us
         return "Row and Col must be nonzero"
     if not (1 <= d.ValidRow <= d.Row and 1 <= d.ValidCol <= d.Col):
         return f"valid {d.ValidRow}x{d.ValidCol} must be nonzero and within {d.Row}x{d.Col}"
-    if d.capacity < d.payload_nbytes:
+    if d.capacity < d.payload_nbytes:       # Row need not be capacity-derived: TCVT keeps its source's
         return f"capacity {d.capacity} is below the {d.payload_nbytes} payload bytes"
-    if d.representation == "standard" and d.kind == "numeric":
-        derived = d.capacity * 8 // (d.Col * d.container)
-        if derived != d.Row:
-            return (f"Row {d.Row} differs from the {derived} physical rows capacity {d.capacity} "
-                    f"derives for Col {d.Col}")
     if d.fmap is not None:
         if d.location != "Matrix":
             return "only Matrix-location tiles carry a feature-map descriptor"

@@ -50,6 +50,7 @@ class Plan:
     row_offset: np.ndarray             # int64 [P]: low 16 bits of RegSrc0 (zeros without B.IOR)
     col_offset: np.ndarray
     profile: str
+    status: np.ndarray                 # uint8 [P]: each selected PE's numeric status before the block
 
 
 def illegal(reason: str, field: str, message: str):
@@ -60,11 +61,20 @@ def _binding(i: int) -> str:
     return f"B.IOT[{i}]"
 
 
+def row_follows_source(instr: I.Instruction) -> bool:
+    """Whether the destination's physical Row is its first source's rather than capacity-derived:
+    TCMP's predicate retains its sources' Row, and TCVT's source and destination "have equal
+    logical Row, Col, ValidRow, and ValidCol" with capacities that need only "contain their
+    complete physical representations" (Decision 080) -- for a 4-bit X2 destination with Col=1
+    no capacity derives an odd Row."""
+    return instr.dest_kind == "predicate" or instr.schema == I.CONVERT
+
+
 def pe_groups(machine, rb: ResolvedBlock, pes: tuple[int, ...]) -> list[tuple[int, ...]]:
     """Selected PEs that share one destination descriptor.  Every destination is a function of
-    the block alone except TCMP's predicate, which retains its sources' physical Row: PEs whose
-    left source differs in Row execute as separate groups (each PE is independent)."""
-    if rb.instr.dest_kind != "predicate":
+    the block alone except where its Row follows the source (TCMP, TCVT): PEs whose first
+    source differs in Row execute as separate groups (each PE is independent)."""
+    if not row_follows_source(rb.instr):
         return [pes]
     groups: dict[int, list[int]] = {}
     for pe in pes:
@@ -78,21 +88,22 @@ def dest_descriptor(rb: ResolvedBlock, source_rows: int | None = None) -> Descri
 
     Numeric destinations: physical rows derive from the destination capacity, Col and the
     DataType's container width; an omitted capacity is the smallest one holding ValidRow rows.
-    Predicate destinations (TCMP) retain the sources' Row; capacity must hold ceil(Row*Col/8)
-    bytes and defaults to exactly that.
+    TCMP's predicate and TCVT's destination retain the source's Row (`row_follows_source`); the
+    capacity must hold ceil(Row*Col*bits/8) bytes and defaults to exactly that.
     """
     row = rb.instr
     predicate = row.dest_kind == "predicate"
     width = 1 if predicate else rb.dst_dtype.container
     cap = rb.dest.capacity
     field = f"{_binding(len(rb.sources))}.capacity"
-    if predicate:
+    if row_follows_source(row):
         rows = max(source_rows or rb.ValidRow, 1)
-        need = (rows * rb.Col + 7) // 8
+        need = (rows * rb.Col * width + 7) // 8
         cap = need if cap is None else cap
         if not isinstance(cap, int) or cap < need:
-            illegal("CAPACITY", field, f"capacity {cap!r} is below ceil(Row*Col/8) = {need} bytes "
-                                       f"for a {rows}x{rb.Col} predicate")
+            what = "predicate" if predicate else f"{rb.dst_dtype.name} tile"
+            illegal("CAPACITY", field, f"capacity {cap!r} is below ceil(Row*Col*{width}/8) = {need} bytes "
+                                       f"for a {rows}x{rb.Col} {what}")
     else:
         if cap is None:
             cap = (rb.ValidRow * rb.Col * width + 7) // 8
@@ -207,7 +218,7 @@ def check_fmap(t: Tile, pe: int, tile_id: int):
 
 def plan(machine, rb: ResolvedBlock, pes: tuple[int, ...]) -> Plan:
     src_rows = None
-    if rb.instr.dest_kind == "predicate":
+    if row_follows_source(rb.instr):
         t = machine._pes[pes[0]].tiles.get(rb.sources[0].tile)
         src_rows = None if t is None else t.desc.Row
     dest = dest_descriptor(rb, src_rows)
@@ -238,7 +249,8 @@ def plan(machine, rb: ResolvedBlock, pes: tuple[int, ...]) -> Plan:
             tiles.append(t)
         sources.append(tiles)
     _check_allocation(machine, rb, pes, dest)
-    return Plan(rb, pes, sources, dest, row_off, col_off, machine.config.profile)
+    status = np.array([machine._pes[pe].status for pe in pes], np.uint8)
+    return Plan(rb, pes, sources, dest, row_off, col_off, machine.config.profile, status)
 
 
 def _check_allocation(machine, rb: ResolvedBlock, pes, dest: Descriptor):

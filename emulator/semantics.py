@@ -2,16 +2,17 @@
 
 Every executor takes the preflight Plan and returns an Outcome: the destination's logical
 (P, Row, Col) raw bits and definedness for the P selected PEs, and the per-PE numeric status.
+Data-movement instructions (TSEL, TEXTRACT, TINSERT, TIMG2COL) publish the status unchanged.
 It first snapshots exactly the source elements the block reads (stacked with a leading PE
 axis), checks the element-data rules on them (definedness, integer zero divisors, encodings),
 and only then computes -- all before Machine commits anything.  Arithmetic is never done here:
-values go to kernels.numeric, which owns every numeric rule.
+values go to kernels.numeric, which owns every numeric rule.  The executors import it where they
+call it: the package loads Numba (~0.3 s), which commands that never compute (`tile-emu asm`,
+`show`, `diff`) should not pay for.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-import inspect
-from importlib import import_module
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from .tiles import Descriptor, Tile, element_dtype, index_grid
 class Outcome:
     bits: np.ndarray      # (P, Row, Col) logical raw encodings of the destination
     defined: np.ndarray   # (P, Row, Col) bool
-    status: np.ndarray    # (P,) uint8: OR of the valid elements' numeric flags
+    status: np.ndarray    # (P,) uint8: OR of the valid elements' numeric flags (or kept as it was)
 
 
 # ---------------------------------------------------------------- snapshots
@@ -106,36 +107,26 @@ def require_nonzero_divisor(plan: Plan, role: int, bits: np.ndarray):
                 f"PE{plan.pes[k]}: integer divisor element [{r},{c}] is zero")
 
 
-def numeric_api(name: str):
-    """A kernels.numeric entry point, or UNSUPPORTED_IN_BUILD when this build lacks it."""
-    try:
-        fn = getattr(import_module("kernels.numeric"), name)
-        # Once a submodule of the same name (kernels.numeric.convert) has been imported, the
-        # package attribute is that module rather than the lazily exported function.
-        return getattr(fn, name) if inspect.ismodule(fn) else fn
-    except (ImportError, AttributeError) as exc:
-        illegal("UNSUPPORTED_IN_BUILD", "BSTART", f"kernels.numeric.{name} is not available: {exc}")
-
-
-def call_numeric(name: str, *args, **kwargs):
-    from kernels.numeric import UnsupportedOperation
-    fn = numeric_api(name)
-    try:
-        return fn(*args, **kwargs)
-    except UnsupportedOperation as exc:
-        illegal("UNSUPPORTED_IN_BUILD", "BSTART", str(exc))
-
-
 def require_encodings(plan: Plan, role: int, bits: np.ndarray, dtype: DataType):
     """INVALID_ENCODING when a read element is not an encoding of `dtype` (e.g. bits set outside
     a TF32/FP6 field).  Integer containers have no invalid encodings."""
     if dtype.is_int:
         return
-    ok = np.asarray(call_numeric("valid_encoding", bits, dtype.name))
+    from kernels.numeric import valid_encoding
+    ok = np.asarray(valid_encoding(bits, dtype.name))
     if not ok.all():
         k, r, c = (int(x) for x in np.argwhere(~ok)[0])
         illegal("INVALID_ENCODING", f"B.IOT[{role}]",
                 f"PE{plan.pes[k]}: element [{r},{c}] = {int(bits[k, r, c]):#x} is not a valid {dtype.name} encoding")
+
+
+def status_kept(plan: Plan) -> np.ndarray:
+    """The status a data-movement instruction publishes: each PE's status as it was.  TSEL
+    "performs no ... floating-status update" (Decision 079); TEXTRACT, TINSERT and TIMG2COL copy
+    encodings exactly as well, and their commit lists (Decisions 126-128: contents, definedness,
+    descriptor) name no numeric status, unlike every instruction that evaluates (TEXP ... TFMA,
+    TCVT: "result, numeric status, ...")."""
+    return plan.status.copy()
 
 
 def status_of(flags: np.ndarray, P: int) -> np.ndarray:
@@ -179,7 +170,8 @@ def ex_numeric(plan: Plan) -> Outcome:
         require_nonzero_divisor(plan, 1, ops[1])
     for role, bits in enumerate(ops):
         require_encodings(plan, role, bits, rb.dtype)
-    bits, flags = call_numeric("elementwise", rb.instr.mnemonic, rb.dtype.name, *ops, profile=plan.profile)
+    from kernels.numeric import elementwise
+    bits, flags = elementwise(rb.instr.mnemonic, rb.dtype.name, *ops, profile=plan.profile)
     bits = np.broadcast_to(np.asarray(bits), ops[0].shape).astype(element_dtype(plan.dest), copy=False)
     return padded(plan, bits, status_of(np.broadcast_to(flags, ops[0].shape), len(plan.pes)), rb.dtype.name)
 
@@ -190,7 +182,8 @@ def ex_compare(plan: Plan) -> Outcome:
     ops = _read_checked(plan)
     for role, bits in enumerate(ops):
         require_encodings(plan, role, bits, rb.dtype)
-    bits, flags = call_numeric("elementwise", "TCMP", rb.dtype.name, *ops, profile=plan.profile, cmode=rb.CMode)
+    from kernels.numeric import elementwise
+    bits, flags = elementwise("TCMP", rb.dtype.name, *ops, profile=plan.profile, cmode=rb.CMode)
     bits = (np.broadcast_to(np.asarray(bits), ops[0].shape) != 0).astype(np.uint8)
     return padded(plan, bits, status_of(np.broadcast_to(flags, ops[0].shape), len(plan.pes)), None)
 
@@ -199,7 +192,7 @@ def ex_select(plan: Plan) -> Outcome:
     """TSEL: mask bit i selects the true source's encoding (1) or the false source's (0)."""
     mask, true, false = _read_checked(plan)
     bits = np.where(mask.astype(bool), true, false)
-    return padded(plan, bits, np.zeros(len(plan.pes), np.uint8), plan.rb.dtype.name)
+    return padded(plan, bits, status_kept(plan), plan.rb.dtype.name)
 
 
 def ex_convert(plan: Plan) -> Outcome:
@@ -208,8 +201,9 @@ def ex_convert(plan: Plan) -> Outcome:
     rb = plan.rb
     (src,) = _read_checked(plan)
     require_encodings(plan, 0, src, rb.dtype)
-    bits, flags = call_numeric("convert", src, rb.dtype.name, rb.dst_dtype.name, rmode=rb.RMode,
-                               sat=rb.Sat, profile=plan.profile)
+    from kernels.numeric import convert
+    bits, flags = convert(src, rb.dtype.name, rb.dst_dtype.name, rmode=rb.RMode, sat=rb.Sat,
+                          profile=plan.profile)
     bits = np.broadcast_to(np.asarray(bits), src.shape).astype(element_dtype(plan.dest), copy=False)
     return padded(plan, bits, status_of(np.broadcast_to(flags, src.shape), len(plan.pes)), rb.dst_dtype.name)
 
@@ -219,7 +213,7 @@ def ex_extract(plan: Plan) -> Outcome:
     rb = plan.rb
     bits, defined = read_window(plan.sources[0], plan.row_offset, plan.col_offset, rb.ValidRow, rb.ValidCol)
     require_defined(plan, 0, defined, r0=plan.row_offset, c0=plan.col_offset)
-    return padded(plan, bits, np.zeros(len(plan.pes), np.uint8), rb.dtype.name)
+    return padded(plan, bits, status_kept(plan), rb.dtype.name)
 
 
 def ex_insert(plan: Plan) -> Outcome:
@@ -239,7 +233,7 @@ def ex_insert(plan: Plan) -> Outcome:
     require_defined(plan, 1, ins_def, where=inside, r0=-plan.row_offset, c0=-plan.col_offset)
     bits = np.where(inside, ins_bits, old_bits)
     defined = np.where(inside, True, old_def)
-    return Outcome(bits, defined, np.zeros(P, np.uint8))
+    return Outcome(bits, defined, status_kept(plan))
 
 
 def ex_img2col(plan: Plan) -> Outcome:
@@ -279,7 +273,7 @@ def ex_img2col(plan: Plan) -> Outcome:
     defined = np.zeros((P, d.Row, d.Col), bool)
     bits[:, : d.ValidRow, : d.ValidCol] = valid
     defined[:, : d.ValidRow, : d.ValidCol] = True
-    return Outcome(bits, defined, np.zeros(P, np.uint8))
+    return Outcome(bits, defined, status_kept(plan))
 
 
 SCHEMA_EXECUTORS = {

@@ -22,7 +22,6 @@ REASONS: dict[str, str] = {
     "DIM_RANGE": "a B.DIM value exceeds 16 bits or ValidCol exceeds Col",
     "FIELD_NOT_APPLICABLE": "an explicit nondefault value in a B.DATR field the instruction does not consume",
     "FIELD_RESERVED": "a B.DATR field holds a reserved code",
-    "RMODE_UNSUPPORTED": "the rounding mode is not defined for the destination DataType",
     "CANONICALIZE_LAYOUT": "Canonicalize=1 requires Layout=NORM",
     "IOR_NOT_ALLOWED": "B.IOR on an instruction that takes no B.IOR",
     "IOR_NONZERO": "B.IOR.RegSrc2 or B.IOR.RegDst is nonzero",
@@ -40,7 +39,6 @@ REASONS: dict[str, str] = {
     "OFFSET_RANGE": "a TEXTRACT/TINSERT/TIMG2COL window exceeds its source or result extent",
     "DESCRIPTOR_INVALID": "the TIMG2COL feature-map descriptor is invalid",
     "INVALID_ENCODING": "a source element's encoding is invalid for the operation/profile",
-    "UNSUPPORTED_IN_BUILD": "the numeric layer of this build does not implement this operation/type",
     # capability admission (a fabric model of the PE's engines is given: docs/timing.md)
     "ENGINE_CAPABILITY": "the engine resource of the fabric model does not support the block "
                          "(its op_list lacks the instruction or its hw_params the DataType)",

@@ -38,5 +38,6 @@ LAYOUT_NORM = 0
 DATR_FIELDS = ("PadValueOrByteId", "CMode", "Sat", "Canonicalize", "DataType", "RMode", "Layout")
 
 GPR_COUNT = 32                  # private general-purpose registers per PE
+ZERO_GPR = 0                    # index 0 is the hard-wired zero: reads 0, holds nothing (docs/assembly.md)
 GPR_BITS = 64
 GPR_INDEX_BITS = 5

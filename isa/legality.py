@@ -18,9 +18,6 @@ from .instructions import Instruction, by_carrier
 
 U16 = 0xFFFF
 
-# Rounding modes defined only for some destination DataTypes (RMode code -> destination names).
-RMODE_DESTINATIONS: dict[int, frozenset[str]] = {7: frozenset({"HiF8"})}
-
 # The value each B.DATR field takes when it is not consumed: an explicit value equal to it is
 # accepted ("explicit nondefault values are illegal").  None = only omission is accepted.
 _NOT_CONSUMED_DEFAULT = {
@@ -174,11 +171,7 @@ def resolve(block: Block) -> ResolvedBlock:
         dst_dtype = _datatype(datr.DataType, "B.DATR.DataType")
     rmode = None
     if "RMode" in row.datr:
-        code = datr.RMode or 0
-        allowed = RMODE_DESTINATIONS.get(code)
-        if allowed is not None and dst_dtype.name not in allowed:
-            _illegal("RMODE_UNSUPPORTED", "B.DATR.RMode",
-                     f"{F.RMODES[code]} is defined only for {', '.join(sorted(allowed))} destinations")
+        code = datr.RMode or 0          # codes 1-7 are assigned for every destination (Decision 080)
         rmode = default_rmode(dtype, dst_dtype) if code == 0 else F.RMODES[code]
     layout = datr.Layout or F.LAYOUT_NORM
     canon = bool(datr.Canonicalize)

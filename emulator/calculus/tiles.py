@@ -292,6 +292,8 @@ def _desc(walker, m, pe, tile):
 
 
 def _gpr(walker, m, pe, idx):
+    if idx == 0:                                        # r0 is the hard-wired zero
+        return 0
     v = walker.gprs.get((m, pe, idx))
     if v is not None:
         return v
@@ -306,7 +308,7 @@ def _version(walker, m, pe, tile) -> int | None:
 
 
 def walk_tile_op(walker, node, env, coords) -> None:
-    from emulator.preflight import dest_descriptor
+    from emulator.preflight import dest_descriptor, row_follows_source
     block = leaf_block(node, lambda e: walker.pure(e, env, f"{node.path}.block"))
     try:
         rb = resolve(block)
@@ -320,10 +322,11 @@ def walk_tile_op(walker, node, env, coords) -> None:
         notes: list[str] = []
         srcs = [_desc(walker, m, pe, s.tile) for s in rb.sources]
         src_rows = None
-        if rb.instr.dest_kind == "predicate":
+        if row_follows_source(rb.instr):
             if srcs[0] is None:
                 raise RegionError(node.path, f"PE{pe} tile {rb.sources[0].tile}: its descriptor is unknown "
-                                             f"(give the initial machine) and TCMP's destination rows derive from it")
+                                             f"(give the initial machine) and {rb.instr.mnemonic}'s destination "
+                                             f"rows derive from it")
             src_rows = srcs[0].Row
         try:
             dest = dest_descriptor(rb, src_rows)

@@ -1,14 +1,16 @@
 """Arrow flit files (docs/vcg.md "Arrow schemas"): zero-copy views in, zero-copy arrays out.
 
 Input  (one row per 8-way flit, [slice][time] order):
-    flit        fixed_size_list<item: T>[8]   T in reduce.SUPPORTED_DTYPES, no nulls
+    flit        fixed_size_list<item: T>[8]   T in fold.SUPPORTED_DTYPES, no nulls (bfloat16, which
+                                              Arrow lacks: uint16 bits, read with dtype="bfloat16")
     valid_size  uint8 (optional)              VCG tag; checked against the mapping when present
 Output (one row per 4-way output flit, [slice][out_time] order):
     slice       uint32
     out_time    uint32
     flit        fixed_size_list<item: T>[4]
     valid_size  uint8                         1 when R was in Packet (lane 0), else 4
-Schema metadata key b"tile-emu.vcg" holds JSON: mapping, reduce, op, narrow.
+Schema metadata key b"tile-emu.vcg" holds JSON: mapping, reduce, op, narrow (and dtype).
+Element type names are NumPy's: int8 ... uint64, float16, bfloat16, float32, float64.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import pyarrow as pa
 
 from isa.atomicio import atomic_path, quote, shown, why
 
-from .reduce import SUPPORTED_DTYPES
+from .fold import BF16, SUPPORTED_DTYPES, raw_dtype
 
 META_KEY = b"tile-emu.vcg"
 INPUT_COLUMNS = ("flit", "valid_size")     # every column an input flit file may have
@@ -149,8 +151,11 @@ def _flits(table: pa.Table, dtype) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def flit_array(x: np.ndarray) -> pa.FixedSizeListArray:
-    """[N, L] NumPy -> fixed_size_list<T>[L], sharing the NumPy buffer when contiguous."""
+    """[N, L] NumPy -> fixed_size_list<T>[L], sharing the NumPy buffer when contiguous; bfloat16
+    (no Arrow type) as its uint16 bits."""
     x = np.ascontiguousarray(x)
+    if x.dtype == BF16:
+        x = x.view(raw_dtype(x.dtype))
     return pa.FixedSizeListArray.from_arrays(pa.array(x.reshape(-1)), x.shape[-1])
 
 

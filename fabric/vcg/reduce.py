@@ -18,7 +18,8 @@ The fold this module realises (the contract; docs/vcg.md "Reduction order"):
 * Numerics: AddSat saturates at every step (tree nodes included); integer Add wraps; float Add
   is IEEE binary add rounded to nearest even at every step, a NaN result is the canonical quiet
   NaN; float Max/Min follow TMAX/TMIN: one NaN selects the other operand, two NaNs give the
-  canonical NaN, a +0/-0 tie gives +0 (Max) / -0 (Min).
+  canonical NaN, a +0/-0 tie gives +0 (Max) / -0 (Min).  The same for float16 and bfloat16,
+  folded through exact binary64 values with one rounding per Add (fold.py).
 
 Backends: "numpy" (vectorised over slices x slots x lanes, a Python loop over the fiber length
 only), "numba" (compiled CPU loop, parallel over slices), "cuda" (Numba-CUDA kernel), "cupy"
@@ -27,68 +28,17 @@ only), "numba" (compiled CPU loop, parallel over slices), "cuda" (Numba-CUDA ker
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from .config import check_narrow
 from .errors import VcgError
+from .fold import (BF16, CANONICAL_NAN_BITS, NARROW, OP_CODES, OPS, SUPPORTED_DTYPES,  # noqa: F401
+                   NarrowFloat, ReducePlan, check_op, decode_narrow, encode_narrow, fold_dtype,
+                   identity, is_float, kind, raw_dtype, round_narrow, two_sum_dir)
 from .mapping import Mapping
 
-SUPPORTED_DTYPES = tuple(np.dtype(t) for t in (
-    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64"))
-# op name -> element kinds it is defined for (seed: IntraSliceReduceOpI32 / OpF32, plus integer Add)
-OPS: dict[str, tuple[str, ...]] = {"AddSat": ("int",), "Add": ("int", "float"),
-                                   "Min": ("int", "float"), "Max": ("int", "float")}
-OP_CODES = {"AddSat": 0, "Add": 1, "Min": 2, "Max": 3}
-CANONICAL_NAN_BITS = {2: 0x7E00, 4: 0x7FC00000, 8: 0x7FF8000000000000}
 BACKENDS = ("numpy", "numba", "cuda", "cupy")
-
-
-def kind(dtype) -> str:
-    dt = np.dtype(dtype)
-    if dt not in SUPPORTED_DTYPES:
-        raise TypeError(f"element type {dt} is not supported; use one of "
-                        f"{', '.join(map(str, SUPPORTED_DTYPES))}")
-    return "float" if dt.kind == "f" else "int"
-
-
-def check_op(op: str, dtype) -> None:
-    if op not in OPS:
-        raise ValueError(f"unknown reduce op {op!r}; known: {', '.join(OPS)}")
-    if kind(dtype) not in OPS[op]:
-        raise ValueError(f"reduce op {op} is not defined for {np.dtype(dtype)} "
-                         f"(float ops: Add, Min, Max; integer ops: AddSat, Add, Min, Max)")
-
-
-def identity(op: str, dtype):
-    """The seed of the fold: the op's identity element as a 0-d array of `dtype`."""
-    dt = np.dtype(dtype)
-    if dt.kind == "f":
-        return np.array({"Add": -0.0, "Max": -np.inf, "Min": np.inf}[op], dtype=dt)
-    info = np.iinfo(dt)
-    return np.array({"AddSat": 0, "Add": 0, "Max": info.min, "Min": info.max}[op], dtype=dt)
-
-
-# ----------------------------------------------------------------------------- plan
-
-@dataclass(frozen=True)
-class ReducePlan:
-    num_slices: int
-    num_steps: int            # 8-way time steps per slice
-    narrow: str               # 'trim' | 'split'
-    r_in_packet: bool         # True: tree-reduce lanes, OutPacket = m![1 # 4]
-    fiber: np.ndarray         # int64[O, J]: 4-way time steps folded into slot o, in order
-
-    @property
-    def out_steps(self) -> int:
-        return self.fiber.shape[0]
-
-    @property
-    def out_lanes(self) -> int:
-        """Valid lanes of each output 4-way flit."""
-        return 1 if self.r_in_packet else 4
 
 
 def plan_reduce(m: Mapping, reduce: str, narrow: str = "trim") -> ReducePlan:
@@ -161,14 +111,17 @@ def _xp(a):
 # ----------------------------------------------------------------------------- elementwise ops
 
 def _uview(a, xp):
-    return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
+    return a.view(raw_dtype(a.dtype))
 
 
-def combine(op: str, a, b, xp=np):
-    """op(a, b) elementwise with the module's numeric rules (arrays of one dtype)."""
+def combine(op: str, a, b, xp=np, nf: NarrowFloat | None = None):
+    """op(a, b) elementwise with the module's numeric rules (arrays of one dtype); nf: the
+    operands are exact binary64 values of that 16-bit format and Add rounds to it."""
     dt = a.dtype
-    if dt.kind == "f":
+    if is_float(dt):
         if op == "Add":
+            if nf is not None:
+                return round_narrow(*two_sum_dir(a, b, xp), nf, xp)
             return a + b
         an, bn = xp.isnan(a), xp.isnan(b)
         ua, ub = _uview(a, xp), _uview(b, xp)
@@ -176,7 +129,7 @@ def combine(op: str, a, b, xp=np):
             pick = xp.where(a > b, ua, xp.where(b > a, ub, ua & ub))   # +0/-0 tie -> +0
         else:
             pick = xp.where(a < b, ua, xp.where(b < a, ub, ua | ub))   # +0/-0 tie -> -0
-        nan = xp.asarray(CANONICAL_NAN_BITS[dt.itemsize], dtype=pick.dtype)
+        nan = xp.asarray(CANONICAL_NAN_BITS[dt], dtype=pick.dtype)
         pick = xp.where(an & bn, nan, xp.where(an, ub, xp.where(bn, ua, pick)))
         return pick.view(dt)
     if op == "Add":
@@ -195,19 +148,19 @@ def combine(op: str, a, b, xp=np):
 
 
 def canonicalize_nan(a, xp=np):
-    if a.dtype.kind != "f":
+    if not is_float(a.dtype):
         return a
     u = _uview(a, xp)
-    nan = xp.asarray(CANONICAL_NAN_BITS[a.dtype.itemsize], dtype=u.dtype)
+    nan = xp.asarray(CANONICAL_NAN_BITS[a.dtype], dtype=u.dtype)
     return xp.where(xp.isnan(a), nan, u).view(a.dtype)
 
 
-def tree4(op: str, x4, v4, xp=np):
+def tree4(op: str, x4, v4, xp=np, nf: NarrowFloat | None = None):
     """op(op(x0, x1), op(x2, x3)) over the valid prefix of each 4-way flit ([..., 4], [...])."""
     a, b, c, d = (x4[..., i] for i in range(4))
-    ab = xp.where(v4 >= 2, combine(op, a, b, xp), a)
-    cd = xp.where(v4 >= 4, combine(op, c, d, xp), c)
-    return xp.where(v4 >= 3, combine(op, ab, cd, xp), ab)
+    ab = xp.where(v4 >= 2, combine(op, a, b, xp, nf), a)
+    cd = xp.where(v4 >= 4, combine(op, c, d, xp, nf), c)
+    return xp.where(v4 >= 3, combine(op, ab, cd, xp, nf), ab)
 
 
 # ----------------------------------------------------------------------------- reduce
@@ -229,42 +182,58 @@ def reduce_flits(x8, v8, plan: ReducePlan, op: str, backend: str = "numpy"):
     v8 = v8.reshape(s, t)
     if backend == "numba":
         from .jit import reduce_numba
-        out = reduce_numba(x8, v8, plan, op)
-        if out is not None:
-            return out, _out_valid(plan, np)
-        backend = "numpy"                     # float16 has no Numba CPU arithmetic
+        return reduce_numba(x8, v8, plan, op), _out_valid(plan, np)
     if backend == "cuda":
         from .gpu import reduce_cuda
         return reduce_cuda(x8, v8, plan, op)
-    xp = np
     if backend == "cupy":
-        import cupy as xp                     # noqa: F811 - same code on device arrays
-        x8, v8 = xp.asarray(x8), xp.asarray(v8)
-    return reduce_xp(x8, v8, plan, op, xp)
+        import cupy
+        dt = x8.dtype                         # bfloat16 crosses as its raw bits (CuPy lacks the type)
+        raw = x8.view(raw_dtype(dt)) if dt in NARROW else x8
+        return reduce_xp(cupy.asarray(raw), cupy.asarray(v8), plan, op, cupy, dtype=dt)
+    return reduce_xp(x8, v8, plan, op, np)
 
 
 def _out_valid(plan: ReducePlan, xp):
     return xp.full((plan.num_slices, plan.out_steps), plan.out_lanes, dtype=np.uint8)
 
 
-def reduce_xp(x8, v8, plan: ReducePlan, op: str, xp=np):
-    """The vectorised reference backend, written against the common NumPy/CuPy API."""
+def reduce_xp(x8, v8, plan: ReducePlan, op: str, xp=np, dtype=None):
+    """The vectorised reference backend, written against the common NumPy/CuPy API.
+
+    dtype: the element type when x8 holds its raw bits (float16/bfloat16 on CuPy); a bfloat16
+    result on CuPy is raw uint16 bits too.
+
+    16-bit floats: where the array module has the type (NumPy: float16 and ml_dtypes' bfloat16;
+    CuPy: float16) the fold uses its arithmetic, which adds through binary32 and rounds to the
+    format -- the correctly rounded sum, since binary32 has p = 24 >= 2p + 2 for both formats
+    (double rounding is then innocuous: Figueroa, "When is double rounding innocuous?", 1995).
+    Elsewhere (bfloat16 on CuPy) it folds exact binary64 values rounded per Add (fold.py), the
+    arithmetic of the compiled kernels.  The tests hold every route to one exact fold."""
+    dt = np.dtype(dtype or x8.dtype)
+    nf = NARROW.get(dt) if (xp is not np and dt == BF16) else None
     with np.errstate(all="ignore"):
+        if nf is not None:
+            x8 = decode_narrow(x8.view(raw_dtype(dt)), nf, xp)
+        elif dtype is not None:
+            x8 = x8.view(dt)
         x4, v4 = narrow(x8, v8, plan.narrow)
         fiber = xp.asarray(plan.fiber)
         acc_shape = (plan.num_slices, plan.out_steps) + (() if plan.r_in_packet else (4,))
         acc = xp.broadcast_to(xp.asarray(identity(op, x8.dtype)), acc_shape).copy()
         if plan.r_in_packet:
-            contrib, ok = tree4(op, x4, v4, xp), v4 > 0                       # [S, T4]
+            contrib, ok = tree4(op, x4, v4, xp, nf), v4 > 0                   # [S, T4]
         else:
             contrib, ok = x4, xp.arange(4)[None, None, :] < v4[..., None]     # [S, T4, 4]
         for j in range(plan.fiber.shape[1]):
             steps = fiber[:, j]
-            acc = xp.where(ok[:, steps], combine(op, acc, contrib[:, steps], xp), acc)
+            acc = xp.where(ok[:, steps], combine(op, acc, contrib[:, steps], xp, nf), acc)
         if op == "Add":
             acc = canonicalize_nan(acc, xp)
+        if nf is not None:
+            acc = encode_narrow(acc, nf, CANONICAL_NAN_BITS[dt], xp)   # raw bits: CuPy lacks bfloat16
         if plan.r_in_packet:
-            out = xp.zeros(acc_shape + (4,), dtype=x8.dtype)
+            out = xp.zeros(acc_shape + (4,), dtype=acc.dtype)
             out[..., 0] = acc
         else:
             out = acc

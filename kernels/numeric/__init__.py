@@ -16,7 +16,7 @@ _EXPORTS = {
     "elementwise": ".elementwise",
     "convert": ".convert",
     "decode": ".formats",
-    "encode": ".formats",
+    "encode": ".convert",
     "info": ".formats",
     "valid_encoding": ".formats",
     "supports": ".elementwise",

@@ -6,7 +6,8 @@ Raw encodings in (one element per logical element, X2 types one nibble 0..15 eac
 encodings of the destination out plus per-element NV/OF/UF/NX flags.  The value rules
 (docs/numerics.md, "Conversion"):
 
-- RMode DEFAULT is RTZ for floating (incl. E8M0) -> integer, RNE otherwise; RHB only for HiF8.
+- RMode DEFAULT is RTZ for floating (incl. E8M0) -> integer, RNE otherwise; RHB is
+  rounding.RHB_RULE (ties away) for every destination; exact conversions ignore the mode.
 - float -> float: the exact source value rounded once (rounding.round_pack); infinities and
   NaNs per the special-class table; NaN payloads propagate left-aligned, sNaN -> qNaN with NV.
 - float -> integer: rounded per RMode, out of range (and +-inf) -> the nearest bound with NV,
@@ -31,9 +32,10 @@ import numpy as np
 from isa.datatypes import DataType, Kind, datatype
 
 from .flags import NV
-from .formats import FORMATS, INF, QNAN, SNAN, _xp, inf_bits, max_bits, nan_bits, unpack, valid_encoding
+from .formats import (FORMATS, INF, QNAN, SNAN, _xp, field_mask, inf_bits, max_bits, nan_bits, unpack,
+                      valid_encoding)
 from .profiles import profile as _profile
-from .rounding import check_rmode, int_bits_of, int_range, round_pack, round_to_int
+from .rounding import RHB_RULE, check_rmode, int_bits_of, int_range, round_pack, round_to_int
 
 _RMODE_CODES = {0: "DEFAULT", 1: "RNE", 2: "RTZ", 3: "RTM", 4: "RTP", 5: "RNA", 6: "RTO", 7: "RHB"}
 
@@ -47,7 +49,8 @@ def is_floating(d: DataType) -> bool:
 
 
 def resolve_rmode(rmode, src, dst) -> str:
-    """RMode name (or field code 0..7) -> the concrete mode; DEFAULT is RTZ for float -> int."""
+    """RMode name (or field code 0..7) -> the concrete mode; DEFAULT is RTZ for float -> int,
+    RHB is its one rule RHB_RULE (so RHB and that mode share tables and compiled paths)."""
     s, d = datatype(src), datatype(dst)
     if isinstance(rmode, (int, np.integer)):
         try:
@@ -57,7 +60,8 @@ def resolve_rmode(rmode, src, dst) -> str:
     rmode = "DEFAULT" if rmode is None else str(rmode).upper()
     if rmode == "DEFAULT":
         rmode = "RTZ" if is_floating(s) and d.is_int else "RNE"
-    return check_rmode(rmode, d.name)
+    check_rmode(rmode)
+    return RHB_RULE if rmode == "RHB" else rmode
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,7 +225,7 @@ def convert(src_bits, src_dtype, dst_dtype, rmode="DEFAULT", sat: bool = False, 
     """TCVT src_dtype -> dst_dtype on raw encodings; returns (bits, flags).
 
     Raises InvalidEncoding when a source element has bits outside its format,
-    UnsupportedOperation for RHB outside HiF8 destinations, ValueError for unknown modes.
+    ValueError for unknown modes.
     """
     s, d = datatype(src_dtype), datatype(dst_dtype)
     prof = _profile(profile)
@@ -267,5 +271,11 @@ def convert(src_bits, src_dtype, dst_dtype, rmode="DEFAULT", sat: bool = False, 
 
 
 def valid_mask_hex(s: DataType) -> str:
-    from .formats import field_mask
     return hex(field_mask(s))
+
+
+def encode(values, dtype, rmode: str = "RNE", sat: bool = False, profile="ieee"):
+    """Raw encodings of float64 `values` in `dtype`: the TCVT FP64 -> dtype conversion."""
+    xp = _xp(values)
+    v = xp.asarray(values, dtype=np.float64)
+    return convert(v.view(np.uint64), "FP64", dtype, rmode=rmode, sat=sat, profile=profile)[0]

@@ -5,7 +5,10 @@ exact rounding error, so that the operation's exact result equals s + e.  They a
 classical algorithms (Knuth's TwoSum, Dekker's FastTwoSum and TwoProduct with Veltkamp's
 split), exact under these conditions, which every caller in this package guarantees:
 
-- two_sum(a, b): exact whenever a + b does not overflow (subnormals included).
+- two_sum(a, b): exact whenever no intermediate overflows (subnormals included).  A finite
+  a + b is not enough in binary64: s - a can overflow (a = -max/2, b = max) and e is then NaN;
+  ops_float._two_sum_scaled detects a non-finite e and repeats on halved operands.  Operands
+  below 2^1022 in magnitude (every format narrower than FP64) never overflow.
 - two_prod(a, b): exact when |a|, |b| < 2^995 and the product's low part does not underflow,
   i.e. e_a + e_b >= -1022 + 53 (callers pass frexp-normalised significands or values of the
   narrow formats, whose products stay far inside the normal range).

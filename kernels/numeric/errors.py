@@ -2,7 +2,6 @@
 
 
 class UnsupportedOperation(ValueError):
-    """The (op, DataType[, profile, rounding mode]) combination is not implemented or not defined.
-
-    The emulator turns this into IllegalBlockException('UNSUPPORTED_IN_BUILD') before any effect.
-    """
+    """The (op, DataType[, profile]) combination is not defined.  The emulator never meets it:
+    every DataType an instruction's row admits is implemented (tests/emulator/test_numeric_ops.py
+    checks), so isa.legality's DATATYPE_UNSUPPORTED is the only rejection of a type."""

@@ -21,10 +21,7 @@ import numpy as np
 from isa.datatypes import DataType, Kind, datatype
 
 from . import hif8 as _hif8
-
-# Class codes of unpack (int8).  N2's operations use exactly these names.
-ZERO, FINITE, INF, QNAN, SNAN = 0, 1, 2, 3, 4
-CLASS_NAMES = {ZERO: "ZERO", FINITE: "FINITE", INF: "INF", QNAN: "QNAN", SNAN: "SNAN"}
+from .classes import CLASS_NAMES, FINITE, INF, QNAN, SNAN, ZERO  # noqa: F401  (unpack's class codes)
 
 
 @dataclass(frozen=True)
@@ -303,14 +300,6 @@ def decode(bits, dtype):
     mag = xp.where(cls == INF, np.inf, mag)
     mag = xp.where((cls == QNAN) | (cls == SNAN), np.nan, mag)
     return xp.where(sign != 0, -mag, mag)
-
-
-def encode(values, dtype, rmode: str = "RNE", sat: bool = False, profile="ieee"):
-    """Raw encodings of float64 `values` in `dtype`: the TCVT FP64 -> dtype conversion."""
-    from .convert import convert
-    xp = _xp(values)
-    v = xp.asarray(values, dtype=np.float64)
-    return convert(v.view(np.uint64), "FP64", dtype, rmode=rmode, sat=sat, profile=profile)[0]
 
 
 def field_mask(dtype) -> int:

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .classes import FINITE, INF, QNAN, ZERO
+
 EMIN_DENORMAL = -22          # smallest binade (0x01 = 2^-22)
 EMIN_NORMAL = -15            # min normal 2^-15
 EMAX = 15                    # max finite 2^15
@@ -77,7 +79,6 @@ def _decode_fields():
 
 def code_tables():
     """(cls, sign, exp, sig) per code, in formats.unpack's convention (value = sig * 2^exp)."""
-    from .formats import ZERO, FINITE, INF, QNAN  # class codes live with the codec
     is_nan, is_inf, is_zero, sign, e, w, mant = _decode_fields()
     cls = np.select([is_zero, is_nan, is_inf], [ZERO, QNAN, INF], FINITE).astype(np.int8)
     sig = np.where(is_zero | is_nan | is_inf, 0, (1 << w) + mant).astype(np.uint64)

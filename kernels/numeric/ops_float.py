@@ -13,13 +13,14 @@ sign d in {-1, 0, +1} that is too small to move x across any rounding boundary o
 Exactness comes from error-free transformations (eft.py) on frexp-normalised significands, so
 the same algorithm serves FP64 (whose products and quotients would leave binary64's range) and
 the narrow formats:
-  add/sub  TwoSum: s + e = a + b exactly (FP64 overflow: both halved, scale 1)
+  add/sub  TwoSum: s + e = a + b exactly (FP64: where an intermediate overflows, both halved,
+           scale 1 -- see _two_sum_scaled)
   mul      TwoProduct of the significands: p + e = ma * mb exactly, scale ea + eb
   div      q = RN(ma / mb); the remainder ma - q*mb is exact (Sterbenz + TwoProduct): d = its sign
   sqrt     q = RN(sqrt(m)); the remainder m - q^2 is exact the same way
   fma      narrow formats: a*b is exact in binary64, TwoSum adds c; FP64: significand product
            as a double-double plus the scaled addend, summed exactly with a TwoSum cascade
-  rem      fmod is exact; the floor-modulo adjustment r + b is one TwoSum
+  rem      fmod is exact; the floor-modulo adjustment r + b is one (scaled) TwoSum
 Special operands (NaN, infinity, zero divisors, invalid operations) take `special` lanes that
 follow IEEE 754 with the results docs/numerics.md ("Operations") lists: every NaN result is the
 format's canonical quiet NaN, an infinite result of a format without infinity is its documented
@@ -161,13 +162,27 @@ def finish(dt, prof, res, special, hw, sflags, snan, nv):
 
 # ---------------------------------------------------------------- exact evaluations (finite lanes)
 
-def _add(x, y):
+def _two_sum_scaled(x, y):
+    """(s, e, k): s + e = (x + y) / 2^k exactly, k in {0, 1}, for all finite x, y.
+
+    TwoSum is exact unless an intermediate overflows, and that happens with a finite sum too:
+    b' = s - x can round past the largest finite value (x = -max/2, y = max: s = max/2 and
+    s - x = max + half an ulp).  Any overflow inside TwoSum leaves e non-finite (an infinity
+    meets its negative or propagates), so e is the one test.  Overflow needs the exact
+    |s - x| or |x + y| to reach max + ulp(max)/2 = max + 2^970, so both operands are then at
+    least 2^970 in magnitude (binary64 only: every narrower format stays below 2^129): halving
+    them is exact, and the halved TwoSum's intermediates stay below max."""
     s, e = two_sum(x, y)
-    scale = np.zeros(s.shape, np.int64)
-    over = np.isinf(s)                          # FP64 only: halving is exact at this magnitude
-    if over.any():
+    k = np.zeros(np.shape(s), np.int64)
+    bad = ~np.isfinite(e)
+    if bad.any():
         s2, e2 = two_sum(x * 0.5, y * 0.5)
-        s, e, scale = np.where(over, s2, s), np.where(over, e2, e), np.where(over, 1, scale)
+        s, e, k = np.where(bad, s2, s), np.where(bad, e2, e), np.where(bad, 1, k)
+    return s, e, k
+
+
+def _add(x, y):
+    s, e, scale = _two_sum_scaled(x, y)
     return s, e, 0.0, scale
 
 
@@ -241,9 +256,10 @@ def _rem(x, y):
     """Floor modulo x - floor(x/y)*y: fmod (exact, sign of x), then + y when the signs differ."""
     r = np.fmod(x, y)
     adjust = (r != 0) & (np.signbit(r) != np.signbit(y))
-    s, e = two_sum(r, y)
+    # r + y is finite (|r| < |y|) but TwoSum's s - r can still overflow near max: scaled form
+    s, e, k = _two_sum_scaled(r, y)
     h = np.where(adjust, s, np.where(r == 0, np.copysign(0.0, y), r))
-    return h, np.where(adjust, e, 0.0), 0.0, 0
+    return h, np.where(adjust, e, 0.0), 0.0, np.where(adjust, k, 0)
 
 
 # ---------------------------------------------------------------- operations

@@ -25,30 +25,24 @@ import numpy as np
 from isa.datatypes import Kind, datatype
 
 from . import hif8 as _hif8
-from .errors import UnsupportedOperation
 from .flags import NV, NX, OF, UF
 from .formats import FORMATS, _xp, float_format
 
 RMODES = ("RNE", "RTZ", "RTM", "RTP", "RNA", "RTO", "RHB")
 NEAREST = frozenset({"RNE", "RNA", "RHB"})
-# RHB (Huawei hybrid rounding) is defined only for these destinations; isa.legality's
-# RMODE_DESTINATIONS[7] must name the same set (a test checks they agree).
-RHB_DESTINATIONS = frozenset({"HiF8"})
-# Profile ieee 1.0 defines RHB on HiF8 as the published HiF8 codecs' TA rounding (round to
-# nearest, ties away from zero); see docs/numerics.md "RHB" for the sources and the reasoning.
+# RMode 7 (RHB, "hybrid") is assigned for every TCVT destination (Decision 080).  Profile ieee
+# 1.0 gives it one definition for all of them: the published HiF8 codecs' TA rounding (round to
+# nearest, ties away from zero); docs/numerics.md "RHB" gives the sources and the reasoning.
 RHB_RULE = "RNA"
 
 _U1 = np.uint64(1)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
-def check_rmode(rmode: str, dst_name: str) -> str:
-    """Validate a resolved rounding mode for a destination; returns the mode."""
+def check_rmode(rmode: str) -> str:
+    """Validate a resolved rounding mode (every mode is defined for every destination)."""
     if rmode not in RMODES:
         raise ValueError(f"unknown rounding mode {rmode!r}; expected one of {RMODES}")
-    if rmode == "RHB" and dst_name not in RHB_DESTINATIONS:
-        raise UnsupportedOperation(
-            f"RHB (hybrid rounding) is defined only for {sorted(RHB_DESTINATIONS)} destinations, not {dst_name}")
     return rmode
 
 
@@ -256,7 +250,7 @@ def round_pack(sign, exp, sig, sticky, dtype, rmode: str = "RNE", sat: bool = Fa
     2^-127 give 0x00 (2^-127) with UF|NX.
     """
     f = float_format(dtype)
-    check_rmode(rmode, f.name)
+    check_rmode(rmode)
     xp = _xp(sig)
     sign, exp, sig, sticky = _as_arrays(sign, exp, sig, sticky, xp)
     e = exp + bitlen(sig, xp) - 1
@@ -292,12 +286,12 @@ def round_to_int(sign, exp, sig, sticky, dtype, rmode: str = "RTZ"):
     """Round v (as in round_pack) to an integer of `dtype`; returns (bits, flags).
 
     In range: the rounded integer, NX when inexact.  Out of range (after rounding): the nearest
-    bound (min or max; unsigned negatives -> 0) with NV only.  RHB is not defined here.
+    bound (min or max; unsigned negatives -> 0) with NV only.  RHB rounds as RHB_RULE.
     """
     d = datatype(dtype)
     if not d.is_int:
         raise ValueError(f"{d.name} is not an integer DataType")
-    check_rmode(rmode, d.name)
+    check_rmode(rmode)
     xp = _xp(sig)
     sign, exp, sig, sticky = _as_arrays(sign, exp, sig, sticky, xp)
     n, lo, hi = int_range(d)
@@ -320,4 +314,4 @@ def round_to_int(sign, exp, sig, sticky, dtype, rmode: str = "RTZ"):
     return bits.astype(d.raw_dtype), flags.astype(np.uint8)
 
 
-__all__ = ["round_pack", "round_to_int", "RMODES", "RHB_DESTINATIONS", "FORMATS"]
+__all__ = ["round_pack", "round_to_int", "RMODES", "RHB_RULE", "FORMATS"]

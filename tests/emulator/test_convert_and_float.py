@@ -85,6 +85,26 @@ def test_tcvt_float_to_int_default_is_rtz_and_rne_when_asked():
         assert got == [fn(Fraction(float(np.float32(x)))) for x in xs], rmode
 
 
+def test_tcvt_rhb_is_accepted_for_every_destination_ties_away_where_it_rounds():
+    """Decision 080: RMode code 7 selects RHB, for every destination.  docs/numerics.md: ties
+    away from zero where the conversion rounds; an exact conversion ignores the mode."""
+    xs = [2.5, -2.5, 3.5, -0.75, 1e9, 7.999]
+    m = Machine()
+    m.write_tile(0, 1, "FP32", _fp32(xs))
+    m.execute(blk("TCVT", "FP32", [1], 2, vc=len(xs), DataType=16, RMode=7))      # -> S32
+    got = [x - 2**32 if x >= 2**31 else x for x in m.read_tile(0, 2).bits[0].tolist()]
+    away = [int(Fraction(float(np.float32(x))) + (Fraction(1, 2) if x > 0 else -Fraction(1, 2))) for x in xs]
+    assert got == away == [3, -3, 4, -1, 1000000000, 8]
+    r = m.execute(blk("TCVT", "FP32", [1], 3, vc=len(xs), RMode=7))                # FP32 -> FP32
+    assert m.read_tile(0, 3).bits.tolist() == _fp32(xs).tolist() and r.status == {0: 0}
+    m.write_tile(0, 4, "S32", np.array([[5, 2**32 - 7, 2**31 - 1, 0]], np.uint64))
+    r = m.execute(blk("TCVT", "S32", [4], 5, vc=4, RMode=7))                       # S32 -> S32
+    assert m.read_tile(0, 5).bits.tolist() == m.read_tile(0, 4).bits.tolist() and r.status == {0: 0}
+    m.write_tile(0, 6, "FP32", np.array([[0x3F801000, 0xBF803000]], np.uint64))    # FP16 ties
+    m.execute(blk("TCVT", "FP32", [6], 7, vc=2, DataType=4, RMode=7))
+    assert m.read_tile(0, 7).bits.tolist() == [[0x3C01, 0xBC02]]
+
+
 def test_tcvt_fp32_to_fp16_rounds_to_nearest_even_once():
     bits = rng.integers(0x33000000, 0x47800000, 64, dtype=np.uint64)      # FP16 range incl. subnormals
     bits[:4] = [0x3F801000, 0x3F803000, 0x33000000, 0x477FF000]            # ties and the edges
@@ -209,3 +229,72 @@ def test_tcvt_to_and_from_packed_x2_types_keeps_one_element_per_nibble():
                                narrowed[4] | narrowed[5] << 4, narrowed[6]])
     m.execute(blk("TCVT", "U4X2", [2], 3, vc=7, DataType=23))
     assert m.read_tile(0, 3).bits[0].tolist() == narrowed
+
+
+# ---------------------------------------------------------------- TCVT into packed X2 types
+
+# Exactly representable values and their codes, from the formats' definitions (docs/numerics.md):
+# E2M1 = {0, 0.5, 1, 1.5, 2, 3, 4, 6}; E1M2 and HiF4 (1-1-2, bias 1, no specials) = k/4 for
+# k = 0..3 (subnormal) then 1 + k/4; integers: the nibble is the two's-complement value.
+_X2_VALUES = {
+    "E2M1X2": ("FP32", [0, 0.5, 1, 1.5, 2, 3, 4, 6]),
+    "E1M2X2": ("FP32", [0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75]),
+    "HiF4X2": ("FP32", [0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75]),
+    "U4X2": ("U8", list(range(16))),
+    "S4X2": ("S8", list(range(-8, 8))),
+}
+
+
+def _x2_case(dst, n):
+    """(source DataType, source bits (n,), expected destination nibbles (n,))."""
+    src, vals = _X2_VALUES[dst]
+    idx = rng.integers(0, len(vals), n)
+    if src == "FP32":
+        signs = rng.integers(0, 2, n)
+        v = np.array([vals[i] * (-1.0 if s else 1.0) for i, s in zip(idx, signs)])
+        bits = v.astype(np.float32).view(np.uint32).astype(np.uint64)
+        return src, bits, idx | (signs << 3)                   # the sign bit is the nibble's top bit
+    v = np.array([vals[i] for i in idx])
+    return src, (v % 256).astype(np.uint64), v % 16
+
+
+@pytest.mark.parametrize("dst", list(_X2_VALUES))
+@pytest.mark.parametrize("rows,cols", [(1, 1), (3, 1), (5, 1), (7, 1), (3, 3)])
+def test_tcvt_into_x2_keeps_the_sources_odd_row(dst, rows, cols):
+    """Decision 080: source and destination have equal logical Row, Col, ValidRow, ValidCol;
+    capacity need only contain the representation (ceil(Row*Col/2) bytes for X2).  A
+    capacity-derived Row would always be even for Col=1."""
+    from isa.datatypes import datatype
+    src, bits, want = _x2_case(dst, rows * cols)
+    need = (rows * cols + 1) // 2
+    for cap in (None, need, need + 5):
+        m = Machine()
+        m.write_tile(0, 1, src, bits.reshape(rows, cols))
+        assert m.read_tile(0, 1).Row == rows
+        m.execute(blk("TCVT", src, [1], 2, vc=cols, vr=rows, cap=cap, DataType=datatype(dst).code))
+        v = m.read_tile(0, 2)
+        assert (v.Row, v.Col, v.ValidRow, v.ValidCol, v.capacity) == (rows, cols, rows, cols, need if cap is None else cap)
+        assert v.bits.ravel().tolist() == want.tolist() and v.defined.all()
+    m.execute(blk("TCVT", dst, [2], 3, vc=cols, vr=rows, DataType=datatype(src).code))   # and back
+    assert m.read_tile(0, 3).bits.ravel().tolist() == bits.tolist()
+
+
+@pytest.mark.parametrize("dst", list(_X2_VALUES))
+def test_tcvt_x2_capacity_below_the_representation_rejects(dst):
+    from isa.datatypes import datatype
+    src, bits, _ = _x2_case(dst, 5)
+    m = Machine()
+    m.write_tile(0, 1, src, bits.reshape(5, 1))
+    before = m.digest()
+    with pytest.raises(IllegalBlockException) as e:
+        m.execute(blk("TCVT", src, [1], 2, vc=1, vr=5, cap=2, DataType=datatype(dst).code))
+    assert e.value.reason == "CAPACITY" and m.digest() == before
+
+
+def test_odd_row_x2_tile_round_trips_through_a_state_file(tmp_path):
+    m = Machine()
+    m.write_tile(0, 1, "U8", np.arange(3, dtype=np.uint64).reshape(3, 1))
+    m.execute(blk("TCVT", "U8", [1], 2, vc=1, vr=3, DataType=24))
+    m.save(tmp_path / "s.arrow")
+    m2 = Machine.load(tmp_path / "s.arrow")
+    assert m2.digest() == m.digest() and m2.read_tile(0, 2).Row == 3

@@ -135,9 +135,9 @@ def test_textract_reads_any_source_layout_and_places_by_the_layout_field(src_lay
     m = Machine()
     src = rand((20, 18), 16)
     m.write_tile(0, 1, "FP16", src, layout=src_layout)
-    m.set_gpr(0, 0, 3)
+    m.set_gpr(0, 5, 3)
     m.set_gpr(0, 1, 1)
-    m.execute(blk("TEXTRACT", "FP16", [1], 2, vc=17, vr=17, ior=BIor(0, 1), Layout=dst_layout))
+    m.execute(blk("TEXTRACT", "FP16", [1], 2, vc=17, vr=17, ior=BIor(5, 1), Layout=dst_layout))
     v = m.read_tile(0, 2)
     assert v.Layout == dst_layout and np.array_equal(v.bits, src[3:20, 1:18])
     from isa import layouts
@@ -151,8 +151,8 @@ def test_textract_heterogeneous_sources_per_pe():
     a, b = rand((4, 4), 8), rand((7, 9), 8)
     m.write_tile(0, 1, "S8", a)
     m.write_tile(1, 1, "S8", b, layout=3)
-    m.set_gpr(1, 0, 5)
-    m.execute(blk("TEXTRACT", "S8", [1], 2, mask=0b0011, vc=2, vr=2, ior=BIor(0, 0)))
+    m.set_gpr(1, 3, 5)
+    m.execute(blk("TEXTRACT", "S8", [1], 2, mask=0b0011, vc=2, vr=2, ior=BIor(3, 3)))
     assert np.array_equal(m.read_tile(0, 2).bits, a[:2, :2])
     assert np.array_equal(m.read_tile(1, 2).bits, b[5:7, 5:7])
 
@@ -310,8 +310,8 @@ def test_source_may_alias_the_destination_read_old_write_new():
     m = Machine()
     src = rand((4, 4), 8)
     m.write_tile(0, 1, "U8", src)
-    m.set_gpr(0, 0, 1)
-    m.execute(blk("TEXTRACT", "U8", [1], 1, vc=3, vr=3, ior=BIor(0, 0)))
+    m.set_gpr(0, 9, 1)
+    m.execute(blk("TEXTRACT", "U8", [1], 1, vc=3, vr=3, ior=BIor(9, 9)))
     assert np.array_equal(m.read_tile(0, 1).bits, src[1:, 1:])
 
 
@@ -332,10 +332,10 @@ def test_tinsert_insertion_may_alias_the_old_destination_and_observes_old_values
     d = np.ones((4, 4), bool)
     d[3] = False
     m.write_tile(0, 1, "U8", old, valid_row=2, valid_col=2, defined=d)
-    m.set_gpr(0, 0, 1)
+    m.set_gpr(0, 9, 1)
     from isa.errors import IllegalBlockException
     with pytest.raises(IllegalBlockException, match="OFFSET_RANGE"):
-        m.execute(blk("TINSERT", "U8", [1, 1], 1, vc=2, vr=2, col=4, cap=16, ior=BIor(0, 0)))
+        m.execute(blk("TINSERT", "U8", [1, 1], 1, vc=2, vr=2, col=4, cap=16, ior=BIor(9, 9)))
     m.execute(blk("TINSERT", "U8", [1, 1], 1, vc=2, vr=2, col=4, cap=16))
     v = m.read_tile(0, 1)
     assert np.array_equal(v.bits[:3], old[:3]) and np.array_equal(v.defined, d)
@@ -344,3 +344,76 @@ def test_tinsert_insertion_may_alias_the_old_destination_and_observes_old_values
 def test_write_tile_refuses_a_capacity_beyond_the_store_before_allocating():
     with pytest.raises(ValueError, match="does not fit"):
         Machine().write_tile(0, 1, "U8", np.zeros((1, 1), np.uint8), capacity=1 << 40)
+
+
+# ---------------------------------------------------------------- numeric status
+
+def _status_then(m, block):
+    """Give PE0 and PE2 different nonzero statuses (FP32 1/3 is inexact, 1/0 divides by zero),
+    then run `block` on both: the statuses they had must survive it unchanged."""
+    one, three, zero = 0x3F800000, 0x40400000, 0
+    for pe, den in ((0, three), (2, zero)):
+        m.write_tile(pe, 90, "FP32", np.full((1, 4), one, np.uint64))
+        m.write_tile(pe, 91, "FP32", np.full((1, 4), den, np.uint64))
+    m.execute(blk("TDIV", "FP32", [90, 91], 92, mask=0b0101))
+    before = {0: m.status(0), 2: m.status(2)}
+    assert before == {0: 16, 2: 2}                         # NX, DZ
+    r = m.execute(block)
+    assert r.status == before and {0: m.status(0), 2: m.status(2)} == before
+    return m
+
+
+def test_tsel_performs_no_floating_status_update():
+    """Decision 079: selection "performs no numeric conversion, rounding, saturation, NaN
+    canonicalization, or floating-status update": each selected PE keeps its status."""
+    m = Machine()
+    everywhere(m, 1, None, np.ones((1, 4), int), pes=(0, 2), kind="predicate")
+    everywhere(m, 2, "FP32", rand((1, 4)), pes=(0, 2))
+    _status_then(m, blk("TSEL", "FP32", [1, 2, 2], 3, mask=0b0101))
+
+
+def test_textract_tinsert_timg2col_copy_encodings_and_keep_the_status():
+    """Decisions 126-128 copy source encodings exactly and publish contents, definedness and
+    descriptor only -- no numeric status, unlike every evaluating instruction."""
+    m = Machine()
+    everywhere(m, 1, "FP16", rand((2, 4), 16), pes=(0, 2))
+    _status_then(m, blk("TEXTRACT", "FP16", [1], 3, mask=0b0101, vc=2))
+    _status_then(m, blk("TINSERT", "FP16", [1, 3], 4, mask=0b0101, vc=4, vr=2))
+    fm = FeatureMap("NC1HWC0", N=1, C1=1, H=2, W=2, C0=2, filterH=1, filterW=1, channels=2)
+    for pe in (0, 2):
+        write_fmap(m, pe, 5, "FP16", fm, rand(8, 16))
+    _status_then(m, blk("TIMG2COL", "FP16", [5], 6, mask=0b0101, vc=2, vr=4))
+
+
+# ---------------------------------------------------------------- GPR index 0
+
+def test_gpr_index_0_is_the_hard_wired_zero():
+    """RegSrc2/RegDst "MUST be zero" and an omitted B.IOR "supplies zero": index 0 names no
+    register and reads 0 (docs/assembly.md "GPR index 0")."""
+    m = Machine()
+    with pytest.raises(ValueError, match="hard-wired zero"):
+        m.set_gpr(0, 0, 5)
+    m.set_gpr(0, 0, 0)                                     # writing zero is harmless
+    assert [m.gpr(p, 0) for p in range(4)] == [0, 0, 0, 0]
+
+
+def test_a_state_file_with_a_nonzero_r0_is_rejected(tmp_path):
+    from emulator.stateio import StateFileError
+    m = Machine()
+    m._pes[2].gprs[0] = 7                  # what a hand-made state file could hold
+    m.save(tmp_path / "s.arrow")
+    with pytest.raises(StateFileError, match=r"pes\[2\]\.gprs\[0\] = 0x7: r0 is the hard-wired zero"):
+        Machine.load(tmp_path / "s.arrow")
+
+
+def test_an_omitted_regsrc0_reads_offset_zero_like_an_omitted_ior():
+    from isa.assembly import assemble_blocks
+    m = Machine()
+    src = rand((4, 6), 16)
+    m.write_tile(0, 1, "FP16", src)
+    m.set_gpr(0, 4, 2)
+    m._pes[0].gprs[0] = 3             # even a stray stored value (e.g. an old state file) reads 0
+    (b,) = assemble_blocks("BSTART.SFU TEXTRACT, FP16\n B.IOT t1@0b0001 -> t2@0b0001\n B.DIM LB0=3, LB1=2\n"
+                           " B.IOR RegSrc1=r4")
+    m.execute(b)
+    assert np.array_equal(m.read_tile(0, 2).bits, src[0:2, 2:5])

@@ -21,7 +21,7 @@ def rich_machine() -> Machine:
     m.write_tile(0, 5, "U8", rng.integers(0, 256, (8, 8)), location="Matrix", fmap=fm)
     m.write_tile(0, 6, "U64", np.array([[2**64 - 1, 0, 2**63]], dtype=np.uint64))
     m.set_gpr(1, 31, 2**64 - 1)
-    m.set_gpr(3, 0, -2)
+    m.set_gpr(3, 30, -2)
     m._pes[2].status = 0b10101
     return m
 
@@ -31,7 +31,7 @@ def test_state_file_round_trip_is_exact(tmp_path):
     m.save(tmp_path / "s.arrow")
     m2 = Machine.load(tmp_path / "s.arrow")
     assert m2.digest() == m.digest() and m2.config == m.config
-    assert m2.gpr(3, 0) == 2**64 - 2 and m2.status(2) == 0b10101
+    assert m2.gpr(3, 30) == 2**64 - 2 and m2.status(2) == 0b10101
     for p in range(4):
         for t in m.tiles(p):
             a, b = m.read_tile(p, t), m2.read_tile(p, t)
@@ -78,7 +78,7 @@ MALFORMED = [
     ("defined bitmap too long", _set("defined", 0, b"\xff" * 9), "column 'defined'"),
     ("nonzero trailing payload nibble", _set("payload", 4, b"\xff" * 8), "column 'payload'"),
     ("reserved layout code", _set("layout", 0, 13), "reserved"),
-    ("row not derived from capacity", _set("capacity", 0, 200), "physical rows"),
+    ("capacity below the payload", _set("capacity", 0, 1), "payload bytes"),
     ("valid rectangle beyond the tile", _set("valid_row", 0, 9), "valid"),
     ("unknown location", _set("location", 0, "Global"), "location"),
     ("huge Row does not allocate", _set("row", 0, 2**31), "column 'payload'"),
@@ -222,7 +222,7 @@ def test_copy_is_independent_and_digest_tracks_every_part_of_state():
     m = rich_machine()
     c = m.copy()
     assert c.digest() == m.digest()
-    c.set_gpr(0, 0, 1)
+    c.set_gpr(0, 1, 1)
     assert c.digest() != m.digest()
     c = m.copy()
     c._pes[0].status = 1

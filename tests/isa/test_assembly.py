@@ -190,3 +190,20 @@ def test_every_example_in_docs_assembly_md_assembles_legally_and_round_trips():
         assert assemble(disassemble(data)) == data
     from isa.instructions import INSTRUCTIONS
     assert schemas == {row.schema for row in INSTRUCTIONS}      # one example per schema at least
+
+
+def test_gpr_index_0_spelled_or_omitted_is_one_block_and_disassembles_as_omitted():
+    """r0 is the hard-wired zero (docs/assembly.md "GPR index 0"): an unwritten RegSrc0, `r0`
+    and `0` are the same field value, decode to it, and canonical text leaves it out."""
+    from isa.encoding import decode
+    from isa.fields import ZERO_GPR
+    from isa.legality import resolve
+    head = "BSTART.SFU TEXTRACT, FP32\n    B.IOT t1@0b0001 -> t2@0b0001\n    B.DIM LB0=2\n"
+    spellings = ["B.IOR RegSrc1=r4", "B.IOR RegSrc0=r0, RegSrc1=r4",
+                 "B.IOR RegSrc0=0, RegSrc1=4, RegSrc2=r0, RegDst=0"]
+    blocks = [assemble_blocks(head + "    " + s)[0] for s in spellings]
+    assert ZERO_GPR == 0 and all(b == blocks[0] for b in blocks)
+    assert blocks[0].ior == BIor(RegSrc0=ZERO_GPR, RegSrc1=4)
+    assert decode(encode(blocks)) == blocks[:1] * 3
+    assert "B.IOR RegSrc1=r4" in disassemble(encode(blocks[:1])).splitlines()[-1]
+    assert resolve(blocks[0]).offset_regs == (ZERO_GPR, 4)

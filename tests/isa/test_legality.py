@@ -102,8 +102,6 @@ CASES = [
     ("FIELD_RESERVED", "B.DATR.Layout", one(T("TINSERT", extra="B.DATR LAYOUT=15")), "reserved values reject"),
     ("FIELD_RESERVED", "B.DATR.Sat", with_("TCVT", datr=BDatr(Sat=2)), "Sat is one bit"),
     ("FIELD_RESERVED", "B.IOR.RegSrc0", with_("TEXTRACT", ior=BIor(RegSrc0=32)), "32 private GPRs"),
-    ("RMODE_UNSUPPORTED", "B.DATR.RMode", one(T("TCVT", extra="B.DATR RMODE=RHB, DTYPE=FP16")),
-     "RHB is defined only for HiF8 destinations (isa.legality.RMODE_DESTINATIONS)"),
     ("CANONICALIZE_LAYOUT", "B.DATR.Layout", one(T("TCVT", extra="B.DATR CANON=1, LAYOUT=NZ")),
      "Canonicalize=1 ... requires Layout=NORM"),
     ("IOR_NOT_ALLOWED", "B.IOR", one(T("TADD", extra="B.IOR RegSrc0=r1")), "B.IOS and B.IOR are illegal for this operation"),
@@ -120,7 +118,7 @@ CASES = [
 # The stateless part of isa.errors.REASONS (the emulator's preflight owns the rest).
 STATELESS = ["UNASSIGNED_OPCODE", "ENGINE_SPELLING", "DATATYPE_RESERVED", "DATATYPE_UNSUPPORTED",
              "BINDING_COUNT", "PE_MASK_MISMATCH", "PE_MASK_RANGE", "SOURCE_CAPACITY", "DIM_MISSING",
-             "DIM_ZERO", "DIM_RANGE", "FIELD_NOT_APPLICABLE", "FIELD_RESERVED", "RMODE_UNSUPPORTED",
+             "DIM_ZERO", "DIM_RANGE", "FIELD_NOT_APPLICABLE", "FIELD_RESERVED",
              "CANONICALIZE_LAYOUT", "IOR_NOT_ALLOWED", "IOR_NONZERO", "IOS_NOT_ALLOWED"]
 
 
@@ -212,6 +210,17 @@ def test_tcvt_rmode_zero_or_omitted_is_the_operation_default(src, dst, rmode):
     for extra in (f"B.DATR DTYPE={dst}", f"B.DATR DTYPE={dst}, RMODE=0"):
         assert resolve(one(legal_text("TCVT", src, extra=extra))).RMode == rmode
     assert resolve(one(legal_text("TCVT", src, extra=f"B.DATR DTYPE={dst}, RMODE=RTP"))).RMode == "RTP"
+
+
+@pytest.mark.parametrize("src", ["FP32", "FP16", "S32", "U8", "HiF8"])
+def test_tcvt_every_rmode_code_is_legal_for_every_destination(src):
+    # "codes two through seven select RTZ, RTM, RTP, RNA, RTO, and RHB respectively" -- for every
+    # destination, exact conversions (FP32 -> FP32, S32 -> S32) included
+    from isa.datatypes import DATATYPES
+    for d in DATATYPES:
+        for code, name in ((1, "RNE"), (5, "RNA"), (7, "RHB")):
+            r = resolve(one(legal_text("TCVT", src, extra=f"B.DATR DTYPE={d.name}, RMODE={code}")))
+            assert (r.dst_dtype.name, r.RMode) == (d.name, name)
 
 
 def test_tcvt_sat_omitted_or_zero_disables_saturation():

@@ -14,7 +14,6 @@ from isa.datatypes import DATATYPES
 from kernels import numeric
 from kernels.numeric import flags as FL
 from kernels.numeric.convert import InvalidEncoding
-from kernels.numeric.errors import UnsupportedOperation
 
 import oracles as O
 
@@ -539,15 +538,42 @@ def test_ftz_profile_reads_subnormals_as_zero_and_flushes_results():
     assert list(b) == [0, 0x8000] and list(f) == [FL.UF | FL.NX] * 2
 
 
-def test_rhb_is_defined_for_hif8_only_and_is_ties_away_there():
+def test_rhb_on_hif8_is_ties_away():
     x = f64(1.0625, 15.5, 40960.0, -1.0625)
-    assert np.array_equal(numeric.convert(x, "FP64", "HiF8", rmode="RHB")[0],
-                          numeric.convert(x, "FP64", "HiF8", rmode="RNA")[0])
     assert list(numeric.convert(x, "FP64", "HiF8", rmode="RHB")[0]) == [0x09, 0x40, 0x6F, 0x89]
-    with pytest.raises(UnsupportedOperation):
-        numeric.convert(x, "FP64", "E4M3", rmode="RHB")
-    with pytest.raises(UnsupportedOperation):
-        numeric.convert(x, "FP64", "S32", rmode=7)
+
+
+@pytest.mark.parametrize("src", SMALL_SOURCES + ["FP16", "BF16", "S16", "U16"])
+def test_rhb_is_accepted_for_every_destination_and_rounds_ties_away(src):
+    """Decision 080 assigns RMode 7 (RHB) with no destination restriction; docs/numerics.md
+    defines it as round to nearest, ties away, for every format: the oracle's RNA rule."""
+    codes = all_codes(src)
+    for dst in ALL:
+        for sat in ((False, True) if len(codes) <= 256 else (False,)):
+            got_b, got_f = numeric.convert(codes, src, dst, rmode="RHB", sat=sat)
+            want_b, want_f = expected(src, codes, dst, "RNA", sat)
+            bad = np.flatnonzero((got_b.astype(np.uint64) != want_b) | (got_f != want_f))
+            assert bad.size == 0, (src, dst, sat, hex(int(codes[bad[0]])))
+        assert np.array_equal(numeric.convert(codes, src, dst, rmode=7)[0], want_b if not sat else
+                              expected(src, codes, dst, "RNA", False)[0])
+
+
+@pytest.mark.parametrize("src,dst", [("FP32", "FP32"), ("FP16", "FP32"), ("BF16", "FP64"), ("FP64", "FP64"),
+                                     ("S8", "S32"), ("S32", "S8"), ("U64", "S16"), ("S16", "FP32"), ("E4M3", "FP16"),
+                                     ("HiF8", "FP32"), ("U4X2", "FP16")])
+def test_exact_conversions_ignore_the_mode_rhb_included(src, dst):
+    rng = np.random.default_rng(5)
+    from isa.datatypes import datatype
+    s = datatype(src)
+    codes = (all_codes(src) if s.bits <= 16 else
+             rng.integers(0, 1 << 62, 4000, dtype=np.uint64).astype(s.raw_dtype) if s.bits == 64 else
+             rng.integers(0, 1 << s.bits, 4000, dtype=np.uint64).astype(s.raw_dtype))
+    if src == "FP32":
+        codes = codes[~np.isnan(codes.view(np.float32))]       # NaN payload rules are tested elsewhere
+    results = [numeric.convert(codes, src, dst, rmode=m) for m in ("RHB", "RNE", "RTZ", "RTM", "RTO")]
+    for b, f in results[1:]:
+        assert np.array_equal(b, results[0][0]) and np.array_equal(f, results[0][1])
+    assert not (results[0][1] & FL.NX).any()
 
 
 def test_invalid_source_encodings_are_rejected():

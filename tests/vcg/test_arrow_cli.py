@@ -304,3 +304,24 @@ def test_unavailable_gpu_backends_are_reported(tmp_path, capsys):
                "--op", "Max", "--out", str(tmp_path / "o.arrow"), "--backend", "cupy"])
     err = capsys.readouterr().err
     assert rc == 1 and "backend cupy" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_reduce_bfloat16_flits_stored_as_uint16_bits(tmp_path, capsys, backend):
+    """Arrow has no bfloat16 type: flits travel as uint16 bits, `--dtype bfloat16` reads them, and
+    the output flits are uint16 bits again, with dtype bfloat16 in the metadata."""
+    from fabric.vcg.fold import BF16
+    hcw = json.loads((EXAMPLES / "hcw.json").read_text())
+    t = read_table(EXAMPLES / "hcw_input.arrow")
+    vs = np.asarray(t.column("valid_size").to_numpy(), np.uint8)
+    x8 = (np.random.default_rng(4).standard_normal((vs.size, 8)) * 100).astype(BF16)
+    write_table(tmp_path / "in.arrow", input_table(x8.view(np.uint16), vs))
+    assert main(["reduce", str(tmp_path / "in.arrow"), "--mapping", str(EXAMPLES / "hcw.json"), "--op", "Add",
+                 "--dtype", "bfloat16", "--out", str(tmp_path / "o.arrow"), "--backend", backend]) == 0
+    out = read_table(tmp_path / "o.arrow")
+    assert out.schema.field("flit").type.value_type == pa.uint16()
+    assert json.loads(out.schema.metadata[b"tile-emu.vcg"])["dtype"] == "bfloat16"
+    axes = ", ".join(f"{k} = {v}" for k, v in hcw["axes"].items())
+    m = Mapping.parse(axes, hcw["slice"], hcw["time"], hcw["packet"])
+    want, _ = reduce_flits(x8, vs, plan_reduce(m, hcw["reduce"], hcw["narrow"]), "Add")
+    assert np.array_equal(flit_view(out.column("flit"), 4), want.view(np.uint16).reshape(-1, 4))

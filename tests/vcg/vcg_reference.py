@@ -7,15 +7,47 @@ the references below work from the structure only:
 * brute_valid: for every flit and lane, decode (slice, time, lane) into digits, rebuild each axis
   index, and count the real elements -- no sequencers, masks or thresholds.
 * reference_reduce: the contract of fabric.vcg.reduce written again as plain Python over the
-  logical tensor with Python-int / Python-float arithmetic rounded per step (float32/float16 via
-  one rounding of the exact-in-double sum: p >= 2q + 2).
+  logical tensor with Python-int / Python-float arithmetic rounded per step (float32 via one
+  rounding of the sum in double: p >= 2q + 2; float16 and bfloat16 by rounding the exact
+  rational sum to the format's grid, written here from the IEEE definition).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
+import ml_dtypes
 import numpy as np
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+# 16-bit formats: (trailing significand bits, emin, emax)
+SIXTEEN = {np.dtype(np.float16): (10, -14, 15), BF16: (7, -126, 127)}
+NAN_BITS = {np.dtype(np.float16): 0x7E00, BF16: 0x7FC0, np.dtype(np.float32): 0x7FC00000,
+            np.dtype(np.float64): 0x7FF8000000000000}
+
+
+def is_float(dtype) -> bool:
+    return np.dtype(dtype).kind == "f" or np.dtype(dtype) == BF16
+
+
+def round_sixteen(x: Fraction, dtype) -> float:
+    """The exact rational x rounded to nearest, ties to even, in a 16-bit format (inf on
+    overflow), as a Python float.  Signed zero results are the caller's business."""
+    t, emin, emax = SIXTEEN[np.dtype(dtype)]
+    if x == 0:
+        return 0.0
+    a = abs(x)
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    if Fraction(2) ** e > a:
+        e -= 1
+    q = Fraction(2) ** (max(e, emin) - t)            # the grid spacing of x's binade
+    n, r = divmod(a, q)
+    if r > q / 2 or (r == q / 2 and n % 2 == 1):
+        n += 1
+    v = n * q
+    out = math.inf if v > (2 - Fraction(1, 2 ** t)) * Fraction(2) ** emax else float(v)
+    return -out if x < 0 else out
 
 
 @dataclass(frozen=True)
@@ -124,9 +156,16 @@ def _round(x: float, dtype) -> float:
 
 def scalar_op(op: str, a, b, dtype):
     dt = np.dtype(dtype)
-    if dt.kind == "f":
+    if is_float(dt):
         if op == "Add":
-            return _round(a + b, dt) if not (math.isnan(a) or math.isnan(b)) else math.nan
+            if math.isnan(a) or math.isnan(b) or (math.isinf(a) and math.isinf(b) and a != b):
+                return math.nan
+            if dt in SIXTEEN and not (math.isinf(a) or math.isinf(b)):
+                s = round_sixteen(Fraction(a) + Fraction(b), dt)
+                if s == 0 and Fraction(a) + Fraction(b) == 0:      # exact zero: -0 only for -0 + -0
+                    return -0.0 if math.copysign(1, a) < 0 and math.copysign(1, b) < 0 else 0.0
+                return s
+            return _round(a + b, dt)
         if math.isnan(a) and math.isnan(b):
             return math.nan
         if math.isnan(a):
@@ -152,7 +191,7 @@ def scalar_op(op: str, a, b, dtype):
 
 def seed_value(op: str, dtype):
     dt = np.dtype(dtype)
-    if dt.kind == "f":
+    if is_float(dt):
         return {"Add": -0.0, "Max": -math.inf, "Min": math.inf}[op]
     info = np.iinfo(dt)
     return {"AddSat": 0, "Add": 0, "Max": int(info.min), "Min": int(info.max)}[op]
@@ -169,9 +208,9 @@ def tree(op: str, vals: list, dtype):
 
 def to_bits(value, dtype) -> int:
     dt = np.dtype(dtype)
-    if dt.kind == "f" and math.isnan(value):
-        return {2: 0x7E00, 4: 0x7FC00000, 8: 0x7FF8000000000000}[dt.itemsize]
-    a = np.array(value, dtype=dt)
+    if is_float(dt) and math.isnan(value):
+        return NAN_BITS[dt]
+    a = np.array(value, dtype=dt)          # exact: value is representable
     return int(a.view(f"u{dt.itemsize}"))
 
 
