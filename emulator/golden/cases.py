@@ -203,7 +203,6 @@ MUTATIONS = {
     "DIM_RANGE": lambda g, rng: replace(g, block=replace(g.block, dim=replace(g.block.dim, LB2=g.variant.vcol - 1))),
     "FIELD_NOT_APPLICABLE": _not_applicable,
     "FIELD_RESERVED": _reserved_field,
-    "RMODE_UNSUPPORTED": lambda g, rng: replace(g, block=_datr(g, RMode=7)),
     "CANONICALIZE_LAYOUT": lambda g, rng: replace(g, block=_datr(g, Canonicalize=1, Layout=1)),
     "IOR_NOT_ALLOWED": _m_block(ior=BIor()),
     "IOS_NOT_ALLOWED": _m_block(ios=BIos(0)),

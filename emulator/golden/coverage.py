@@ -361,7 +361,6 @@ CLASSES: tuple[CoverageClass, ...] = (
     _illegal("FIELD_NOT_APPLICABLE", "an explicit nondefault field the instruction does not consume",
              lambda c: "CMode" not in c.op.datr or "RMode" not in c.op.datr),
     _illegal("FIELD_RESERVED", "a reserved B.DATR code", lambda c: bool({"CMode", "Layout"} & c.op.datr)),
-    _illegal("RMODE_UNSUPPORTED", "a rounding mode the destination does not define", lambda c: "RMode" in c.op.datr),
     _illegal("CANONICALIZE_LAYOUT", "Canonicalize=1 with a non-NORM layout", lambda c: "Canonicalize" in c.op.datr),
     _illegal("IOR_NOT_ALLOWED", "B.IOR on an instruction without offsets", lambda c: not c.op.uses_ior),
     _illegal("IOS_NOT_ALLOWED", "B.IOS present"),
