@@ -65,6 +65,11 @@ class StreamError(Exception):
         self.whole_stream = whole_stream     # the header or total length is wrong: no block ran
         super().__init__(f"{self.where}: {cause}")
 
+    @classmethod
+    def undecodable(cls, index: int, exc: DecodeError) -> "StreamError":
+        """Block `index` does not decode: named by its BSTART offset (the word's is in `detail`)."""
+        return cls(index, exc.offset if exc.block_offset is None else exc.block_offset, exc)
+
     @property
     def where(self) -> str:
         """'block 3 (byte offset 136)', or 'stream header (byte offset 0)' for a whole-stream fault."""
@@ -176,8 +181,7 @@ class Machine:
                     return RunResult(results, StreamError(index, offset, exc))
                 index += 1
         except DecodeError as exc:
-            block = exc.offset if exc.block_offset is None else exc.block_offset
-            return RunResult(results, StreamError(index, block, exc))
+            return RunResult(results, StreamError.undecodable(index, exc))
         return RunResult(results)
 
     # ------------------------------------------------------------ GPRs and status
@@ -315,13 +319,13 @@ class Machine:
 
     @classmethod
     def load(cls, path, config: MachineConfig | None = None) -> "Machine":
-        from .stateio import StateFileError, load_state
-        m = load_state(path, config)
-        for p, pe in enumerate(m._pes):
-            if pe.gprs[ZERO_GPR]:           # r0 holds nothing: a value there is not a machine state
-                raise StateFileError(f"{path}: metadata pes[{p}].gprs[0] = {int(pe.gprs[ZERO_GPR]):#x}: "
-                                     f"r0 is the hard-wired zero register")
-        return m
+        from .batchio import load_machines
+        from .stateio import StateFileError
+        machines = load_machines(path, config)
+        if len(machines) != 1:
+            raise StateFileError(f"{path}: holds {len(machines)} machines; load it with MachineBatch.load "
+                                 f"or emulator.batchio.load_machines")
+        return machines[0]
 
     def _check_pe(self, pe: int) -> None:
         if not (isinstance(pe, (int, np.integer)) and 0 <= pe < NUM_PES):

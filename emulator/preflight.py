@@ -170,6 +170,21 @@ def _check_window(i: int, role: str, t: Tile, pe: int, r0: int, c0: int, rows: i
                 f"PE{pe}: column offset {c0} + {cols} columns exceeds ValidCol {limit_cols} ({role})")
 
 
+def window_bounds(rb: ResolvedBlock, shape: str, d: Descriptor, dest: Descriptor):
+    """(rows, cols, limit_rows, limit_cols) of a GPR-offset window role: offset + rows must stay
+    within limit_rows (columns likewise); None for roles read without offsets.  Shared with the
+    batched engine (emulator/batch.py), which checks every machine's offsets at once.  A fmap
+    role's descriptor must have passed check_fmap."""
+    if shape == "fmap":
+        _, _, m_ext, k_ext = fmap_extents(d.fmap)
+        return dest.ValidRow, dest.ValidCol, m_ext, k_ext
+    if shape != "window":
+        return None
+    if rb.instr.schema == I.EXTRACT:       # the destination window inside the source
+        return dest.ValidRow, dest.ValidCol, d.ValidRow, d.ValidCol
+    return d.ValidRow, d.ValidCol, dest.ValidRow, dest.ValidCol   # the insertion inside the result
+
+
 def fmap_extents(fm) -> tuple[int, int, int, int]:
     """(outH, outW, M, K) of a feature-map descriptor (Decision 128)."""
     out_h = (fm.H + fm.padTop + fm.padBottom - fm.dilationH * (fm.filterH - 1) - 1) // fm.strideH + 1
@@ -235,17 +250,9 @@ def plan(machine, rb: ResolvedBlock, pes: tuple[int, ...]) -> Plan:
             _check_source(i, role, shapes[i], t, pe, rb, dest)
             if shapes[i] == "fmap":
                 check_fmap(t, pe, binding.tile)
-                _, _, m_ext, k_ext = fmap_extents(t.desc.fmap)
-                _check_window(i, role, t, pe, int(row_off[k]), int(col_off[k]), dest.ValidRow, dest.ValidCol,
-                              m_ext, k_ext, rb)
-            elif shapes[i] == "window":
-                d = t.desc
-                if rb.instr.schema == I.EXTRACT:   # the destination window inside the source
-                    _check_window(i, role, t, pe, int(row_off[k]), int(col_off[k]), dest.ValidRow,
-                                  dest.ValidCol, d.ValidRow, d.ValidCol, rb)
-                else:                              # the insertion rectangle inside the result
-                    _check_window(i, role, t, pe, int(row_off[k]), int(col_off[k]), d.ValidRow,
-                                  d.ValidCol, dest.ValidRow, dest.ValidCol, rb)
+            bounds = window_bounds(rb, shapes[i], t.desc, dest)
+            if bounds is not None:
+                _check_window(i, role, t, pe, int(row_off[k]), int(col_off[k]), *bounds, rb)
             tiles.append(t)
         sources.append(tiles)
     _check_allocation(machine, rb, pes, dest)

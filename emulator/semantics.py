@@ -12,6 +12,7 @@ call it: the package loads Numba (~0.3 s), which commands that never compute (`t
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +34,49 @@ class Outcome:
 
 # ---------------------------------------------------------------- snapshots
 
+class TileStack(Sequence):
+    """P source tiles of one geometry (layout, Row, Col, elements) whose payloads are already
+    stacked as (P, elements) arrays: how the batched engine (emulator/batch.py) hands a role
+    of many machines to an executor without building P Tile objects.  Tile k's descriptor is
+    `descs[k // per]` (PE-major order: `per` machines share each PE's descriptor)."""
+
+    def __init__(self, descs, per: int, elems, defined):
+        self.descs = tuple(descs)
+        self.desc = self.descs[0]
+        self.per = per
+        self.elems = elems
+        self.defined = defined
+
+    def __len__(self) -> int:
+        return self.elems.shape[0]
+
+    def __getitem__(self, k):
+        k = range(len(self))[k]       # IndexError past the end ends iteration
+        if isinstance(k, range):
+            return [self[i] for i in k]
+        return Tile(self.descs[k // self.per], self.elems[k], self.defined[k])
+
+    def __iter__(self):               # executors iterating for descriptors: no Tile per member
+        per, descs = self.per, self.descs
+        return (_Member(self, k, descs[k // per]) for k in range(len(self)))
+
+
+class _Member:
+    """Tile k of a TileStack as iteration yields it: its descriptor, payload views on demand."""
+    __slots__ = ("stack", "k", "desc")
+
+    def __init__(self, stack: TileStack, k: int, desc: Descriptor):
+        self.stack, self.k, self.desc = stack, k, desc
+
+    @property
+    def elems(self):
+        return self.stack.elems[self.k]
+
+    @property
+    def defined(self):
+        return self.stack.defined[self.k]
+
+
 def gather(tiles: list[Tile], r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Logical elements (r[p, ...], c[p, ...]) of tile p, for every selected PE p at once.
 
@@ -44,6 +88,10 @@ def gather(tiles: list[Tile], r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray,
     P = len(tiles)
     r, c = np.broadcast_arrays(np.asarray(r, np.int64), np.asarray(c, np.int64))
     expand = (slice(None),) + (None,) * (r.ndim - 1)
+    if isinstance(tiles, TileStack):             # one geometry: index the stacked payloads
+        idx = index_grid(tiles.desc)[r, c]
+        pe = np.arange(P, dtype=np.int64)[expand]
+        return tiles.elems[pe, idx], tiles.defined[pe, idx]
     sizes = np.array([t.desc.elements for t in tiles], np.int64)
     base = (np.cumsum(sizes) - sizes)[expand]
     keys = [(t.desc.layout_key, t.desc.Row, t.desc.Col) for t in tiles]
@@ -66,9 +114,17 @@ def gather(tiles: list[Tile], r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray,
 
 def read_window(tiles: list[Tile], r0, c0, nr: int, nc: int) -> tuple[np.ndarray, np.ndarray]:
     """The nr x nc logical window at (r0[p], c0[p]) of every PE's tile: (P, nr, nc) arrays."""
-    d0 = tiles[0].desc
-    same = all(t.desc == d0 for t in tiles)
     zero = not np.any(r0) and not np.any(c0)
+    if isinstance(tiles, TileStack):
+        d0 = tiles.desc
+        if zero and d0.layout_key == 0:          # row-major views of the stacked payloads
+            n, P = d0.Row * d0.Col, len(tiles)
+            return (tiles.elems[:, :n].reshape(P, d0.Row, d0.Col)[:, :nr, :nc],
+                    tiles.defined[:, :n].reshape(P, d0.Row, d0.Col)[:, :nr, :nc])
+        same = False
+    else:
+        d0 = tiles[0].desc
+        same = all(t.desc == d0 for t in tiles)
     if same and zero and d0.layout_key == 0:   # the common case: stack row-major views
         n = d0.Row * d0.Col
         bits = np.stack([t.elems[:n].reshape(d0.Row, d0.Col)[:nr, :nc] for t in tiles])
@@ -110,7 +166,7 @@ def require_nonzero_divisor(plan: Plan, role: int, bits: np.ndarray):
 def require_encodings(plan: Plan, role: int, bits: np.ndarray, dtype: DataType):
     """INVALID_ENCODING when a read element is not an encoding of `dtype` (e.g. bits set outside
     a TF32/FP6 field).  Integer containers have no invalid encodings."""
-    if dtype.is_int:
+    if dtype.is_int or _every_pattern_valid(dtype, bits):
         return
     from kernels.numeric import valid_encoding
     ok = np.asarray(valid_encoding(bits, dtype.name))
@@ -129,6 +185,14 @@ def status_kept(plan: Plan) -> np.ndarray:
     return plan.status.copy()
 
 
+def _every_pattern_valid(dtype: DataType, bits) -> bool:
+    """True when every value `bits`' dtype can hold encodes `dtype` (FP32, FP16, BF16, FP8 in
+    their containers): the per-element check would only confirm it."""
+    from kernels.numeric.formats import field_mask
+    width = 8 * np.dtype(bits.dtype).itemsize
+    return bits.dtype.kind == "u" and width <= dtype.container and field_mask(dtype.name) == (1 << width) - 1
+
+
 def status_of(flags: np.ndarray, P: int) -> np.ndarray:
     flags = np.asarray(flags, np.uint8)
     if flags.size == 0:
@@ -142,6 +206,9 @@ def padded(plan: Plan, valid_bits: np.ndarray, status: np.ndarray, pad_dtype: st
     """The full destination: valid results, then PadValue outside ValidRow x ValidCol."""
     d: Descriptor = plan.dest
     P = len(plan.pes)
+    if (d.ValidRow, d.ValidCol) == (d.Row, d.Col):     # nothing to pad: the results are the tile
+        bits = np.ascontiguousarray(np.broadcast_to(valid_bits, (P, d.Row, d.Col)), element_dtype(d))
+        return Outcome(bits, np.ones((P, d.Row, d.Col), bool), status)
     bits = np.zeros((P, d.Row, d.Col), element_dtype(d))
     defined = np.zeros((P, d.Row, d.Col), bool)
     pad_outside(bits, defined, d.ValidRow, d.ValidCol, plan.rb.PadValue, pad_dtype)

@@ -17,7 +17,7 @@ import pyarrow as pa
 from isa import jsontext
 from isa.atomicio import atomic_path, quote, shown, why
 from isa.datatypes import BY_NAME
-from isa.fields import GPR_COUNT, NUM_PES
+from isa.fields import GPR_COUNT, NUM_PES, ZERO_GPR
 
 from .config import MachineConfig
 from .tiles import Descriptor, FeatureMap, make_tile, pack_defined, pack_elements, trailing_bits_zero, \
@@ -142,6 +142,9 @@ def _meta(path, table: pa.Table) -> dict:
             if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < 1 << 64:
                 raise StateFileError(f"{shown(path)}: metadata pes[{p}].gprs[{i}] = {shown(repr(g))} "
                                      "is not a 64-bit value")
+            if i == ZERO_GPR and v:           # r0 holds nothing: a value there is no machine state
+                raise StateFileError(f"{shown(path)}: metadata pes[{p}].gprs[0] = {v:#x}: "
+                                     f"r0 is the hard-wired zero register")
         st = pe.get("status")
         if not isinstance(st, int) or isinstance(st, bool) or not 0 <= st < 32:
             raise StateFileError(f"{shown(path)}: metadata pes[{p}].status = {shown(repr(st))} is not a 5-bit flag set")
@@ -184,9 +187,14 @@ def _type_text(t: pa.DataType) -> str:
 
 
 def load_state(path, config: MachineConfig | None = None):
+    return load_table(path, _read_table(path), config)
+
+
+def load_table(path, table: pa.Table, config: MachineConfig | None = None):
+    """The machine one state table holds (`path` names it in messages); emulator/batchio.py
+    hands it one machine's rows of a multi-machine file."""
     from .machine import Machine, validate_tile
 
-    table = _read_table(path)
     meta = _meta(path, table)
     names = table.column_names      # _read_table checked them
     # An unknown column is refused rather than ignored, so one state has exactly one file

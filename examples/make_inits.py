@@ -62,14 +62,36 @@ def img2col() -> Machine:
     return m
 
 
+def saxpy_batch() -> list[Machine]:
+    """16 saxpy machines with different a, x and y; machine 5 has one undefined y element, so the
+    batch example shows one machine stopping (SOURCE_UNDEFINED) while the others run on."""
+    rng = np.random.default_rng(9)
+    machines = []
+    for k in range(16):
+        m = Machine()
+        for p in range(4):
+            m.write_tile(p, 1, "FP32", f32(np.full((4, 16), rng.integers(-8, 9) / 4)))
+            m.write_tile(p, 2, "FP32", f32(rng.integers(-512, 512, (4, 16)) / 64))
+            defined = np.ones((4, 16), bool)
+            if k == 5 and p == 2:
+                defined[1, 7] = False
+            m.write_tile(p, 3, "FP32", f32(rng.integers(-512, 512, (4, 16)) / 64), defined=defined)
+        machines.append(m)
+    return machines
+
+
 INITS = {"saxpy": saxpy, "absdiff": absdiff, "window": window, "img2col": img2col}
 
 
 def main() -> None:
+    from emulator.batchio import save_machines
     for name, build in INITS.items():
         path = HERE / f"{name}.init.arrow"
         build().save(path)
         print(f"wrote {path.relative_to(HERE.parent)}")
+    path = HERE / "saxpy.batch.arrow"
+    save_machines(saxpy_batch(), path)
+    print(f"wrote {path.relative_to(HERE.parent)}")
 
 
 if __name__ == "__main__":

@@ -101,10 +101,17 @@ def quote(text: str, limit: int = 80) -> str:
     return f"{r[: limit - 1]}...' ({len(text)} characters)"
 
 
+class Shown(str):
+    """Text already made safe for a message (e.g. `shown(path) + ": machine 3"`): shown() passes
+    it through unchanged, so a label built from a long path keeps its suffix."""
+
+
 def shown(text, limit: int = 80) -> str:
     """A file name or token for a message: as it is when it is printable, has no surrounding
     space and fits in `limit` characters (so `examples/x.s:3:1:` stays editor-clickable),
     else `quote(text)`."""
+    if isinstance(text, Shown):
+        return text
     text = str(text)
     if len(text) <= limit and text.isprintable() and text == text.strip() and text:
         return text

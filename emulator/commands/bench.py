@@ -84,6 +84,43 @@ CASES: list[Case] = [_numeric_case(op, fmt) for op in ("TADD", "TMUL", "TFMA", "
                      for fmt in ("E4M3", "BF16", "FP32")]
 
 
+# ---------------------------------------------------------------- batch cases
+
+BATCH_TILE = (16, 16)      # 4 PEs x 16x16 FP32 per machine: 1,024 elements per machine-block
+
+
+def batch_setup(n: int, backend: str = "cpu"):
+    """TADD FP32 over n // 1024 machines (4 PEs x 16x16 tiles each) as one MachineBatch block,
+    against np.add of the same stacked (machines * 4, 16, 16) float32 arrays."""
+    from emulator import Machine, MachineBatch
+    from isa import BDim, Block, BStart, TileBinding
+    from isa.instructions import lookup
+
+    rows, cols = BATCH_TILE
+    count = max(1, n // (4 * rows * cols))
+    rng = np.random.default_rng(0)
+    a = (rng.random((count, 4, rows, cols), dtype=np.float32) + 1)
+    b = (rng.random((count, 4, rows, cols), dtype=np.float32) + 1)
+    machines = []
+    for k in range(count):
+        m = Machine()
+        for p in range(4):
+            m.write_tile(p, 1, "FP32", a[k, p].view(np.uint32))
+            m.write_tile(p, 2, "FP32", b[k, p].view(np.uint32))
+        machines.append(m)
+    batch = MachineBatch(machines, backend)
+    row = lookup("TADD")
+    block = Block(BStart(row.mode, row.function, 1, row.engine),
+                  (TileBinding(1, 15), TileBinding(2, 15), TileBinding(3, 15)), BDim(cols, rows))
+    stream = [block]
+    fa, fb = a.reshape(-1, rows, cols), b.reshape(-1, rows, cols)
+    return (lambda: batch.run(stream)), (lambda: np.add(fa, fb))
+
+
+CASES.append(Case("batch.TADD.FP32.16x16", "NumPy float32 add of the same stacked tiles "
+                  "(n // 1024 machines x 4 PEs x 16x16; --n 4194304 = 4,096 machines)", batch_setup))
+
+
 # ---------------------------------------------------------------- runner
 
 clock = time.perf_counter      # the timer of warm_up and measure (tests substitute a scripted one)

@@ -2,7 +2,8 @@
 
 Exit status as cmp(1) and diff(1): 0 the states are equal, 1 they differ, 2 trouble (a file that
 cannot be read or is not a valid state file, bad arguments), so a script can tell "different"
-from "could not compare".
+from "could not compare".  Files of many machines are compared machine by machine, each line
+naming its machine.
 """
 from __future__ import annotations
 
@@ -58,15 +59,20 @@ def differences(a, b, limit: int = 8) -> list[str]:
 
 
 def run(args) -> int:
-    from emulator import Machine
+    from emulator.batchio import load_machines
     from emulator.stateio import StateFileError
     try:
-        a, b = Machine.load(args.a), Machine.load(args.b)
+        ma, mb = load_machines(args.a), load_machines(args.b)
     except StateFileError as exc:
         raise CommandError(str(exc), EXIT_TROUBLE) from None
-    lines = differences(a, b, args.max)
-    if a.config != b.config:
-        lines.insert(0, f"config {a.config} != {b.config}")
+    lines = []
+    if ma[0].config != mb[0].config:
+        lines.append(f"config {ma[0].config} != {mb[0].config}")
+    if len(ma) != len(mb):
+        lines.append(f"A holds {len(ma)} machine(s), B {len(mb)}; comparing the first {min(len(ma), len(mb))}")
+    many = max(len(ma), len(mb)) > 1
+    for k, (a, b) in enumerate(zip(ma, mb)):
+        lines += [f"machine {k}: {line}" if many else line for line in differences(a, b, args.max)]
     if not lines:
         print(f"{args.a} and {args.b}: same state")
         return EXIT_SAME

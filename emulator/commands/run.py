@@ -1,11 +1,17 @@
-"""`tile-emu run STREAM.tbs --init INIT.arrow --out FINAL.arrow [--profile ieee] [--timing] [--fabric F]`.
+"""`tile-emu run STREAM.tbs --init INIT.arrow --out FINAL.arrow [--profile ieee] [--backend B]
+[--timing] [--fabric F]`.
 
 Runs a binary block stream from an initial state (an empty machine without --init).  On a
 failing block it prints the block index, byte offset and reason, still writes the state of
-the last committed block to --out, and exits 1.  A `.regions.json` input is an execution-calculus
-program and is handed to emulator.calculus.cli.run_regions.  --fabric admits every block through
-a fabric model of the PE engines; --timing (default model: the shipped pe.json) also prints each
-block's issue/complete cycles, engine utilisation and total cycles (docs/timing.md).
+the last committed block to --out, and exits 1.  An --init file of many machines runs them as
+a MachineBatch (docs/machine.md, "Batches"): each machine stops at its own first failing block,
+every message names the machine, --out holds every machine's committed state, and the exit
+status is 1 when any machine faulted.  --backend: reference | cpu | gpu | auto (default:
+reference for one machine, cpu for many).  --fabric admits every block through a fabric model
+of the PE engines; --timing (default model: the shipped pe.json) also prints each block's
+issue/complete cycles, engine utilisation and total cycles (docs/timing.md); both run one
+machine on the reference.  A `.regions.json` input is an execution-calculus program and is
+handed to emulator.calculus.cli.run_regions.
 """
 from __future__ import annotations
 
@@ -29,6 +35,8 @@ def add_arguments(parser):
                         "engine utilisation and total cycles (docs/timing.md)")
     parser.add_argument("--fabric", help="fabric description of the PE engines that admits every block "
                         "(default with --timing: the shipped pe.json)")
+    parser.add_argument("--backend", choices=("reference", "cpu", "gpu", "auto"), default=None,
+                        help="execution backend (default: reference for one machine, cpu for many)")
     add_region_arguments(parser)
 
 
@@ -100,6 +108,8 @@ def run(args) -> int:
             data = f.read()
     except OSError as exc:
         raise CommandError(f"{shown(args.stream)}: cannot read: {why(exc)}") from None
+    if not (args.timing or args.fabric) and (args.init or args.backend not in (None, "reference")):
+        return run_batch(args, data)
     m = initial_machine(args)
     if args.fabric is not None or args.timing:
         from emulator.timing import EngineModelError, PEEngines
@@ -127,4 +137,58 @@ def run(args) -> int:
         status = " ".join(f"PE{p}={describe(m.status(p))}" for p in range(m.config.num_pes))
         print(f"{args.stream}: {result.executed} block(s) executed; status {status}"
               + (f"; final state {args.out}" if args.out else ""))
+    return 0
+
+
+def run_batch(args, data: bytes) -> int:
+    """Every machine of --init (one or many) through a MachineBatch on the chosen backend."""
+    from emulator import Machine, MachineBatch
+    from emulator.backends import BackendError
+    from emulator.batchio import load_machines, save_machines
+    from emulator.stateio import StateFileError
+    from isa.atomicio import OutputPathError
+
+    try:
+        machines = load_machines(args.init) if args.init else [Machine()]
+    except StateFileError as exc:
+        raise CommandError(str(exc)) from None
+    if args.profile is not None:
+        for m in machines:
+            m.config = replace(m.config, profile=args.profile)
+    backend = args.backend or ("reference" if len(machines) == 1 else "cpu")
+    try:
+        batch = MachineBatch(machines, backend)
+    except BackendError as exc:
+        raise CommandError(str(exc)) from None
+    many = len(machines) > 1
+    if args.backend == "auto" and not args.quiet:
+        print(f"tile-emu run: {batch.why}", file=sys.stderr)
+    result = batch.run(data)
+    if args.out:
+        try:
+            save_machines([batch.machine(k) for k in range(len(batch))], args.out)
+        except (OSError, OutputPathError) as exc:
+            raise CommandError(f"{shown(args.out)}: cannot write: {why(exc)}") from None
+    for k in result.faulted:
+        err = result.errors[k]
+        who = f"machine {k}: " if many else ""
+        print(f"tile-emu run: {shown(args.stream)}: {who}{err.where}: {err.detail}", file=sys.stderr)
+    if not result.ok:
+        if args.out:
+            counts = sorted(set(result.executed))
+            what = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}..{counts[-1]}"
+            print(f"tile-emu run: state after {what} committed block(s)"
+                  + (f" per machine ({len(result.faulted)} of {len(batch)} faulted)" if many else "")
+                  + f" written to {shown(args.out)}", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        from kernels.numeric.flags import describe
+        if many:
+            print(f"{args.stream}: {len(batch)} machines, {result.executed[0]} block(s) executed on each "
+                  f"({batch.backend} backend)" + (f"; final states {args.out}" if args.out else ""))
+        else:
+            m = batch.machine(0)
+            status = " ".join(f"PE{p}={describe(m.status(p))}" for p in range(m.config.num_pes))
+            print(f"{args.stream}: {result.executed[0]} block(s) executed; status {status}"
+                  + (f"; final state {args.out}" if args.out else ""))
     return 0

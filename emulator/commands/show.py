@@ -1,5 +1,6 @@
 """`tile-emu show FINAL.arrow`: every PE's GPRs and numeric status, every tile's descriptor and
-logical elements (decoded values; `--hex` for raw encodings; `?` = undefined)."""
+logical elements (decoded values; `--hex` for raw encodings; `?` = undefined).  A file of many
+machines prints each under a `machine K` heading; `--machine K` picks some."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,6 +16,8 @@ def add_arguments(parser):
     parser.add_argument("--pe", type=int, action="append", choices=range(NUM_PES), metavar="PE",
                         help="only this PE, 0..3 (repeatable)")
     parser.add_argument("--tile", type=count, action="append", help="only this tile id (repeatable)")
+    parser.add_argument("--machine", type=count, action="append", metavar="K",
+                        help="only machine K of a multi-machine file (repeatable)")
     parser.add_argument("--max", type=count, default=16, metavar="N",
                         help="print at most N rows and N columns per tile (default 16; 0 = all)")
 
@@ -104,11 +107,19 @@ def render(m, hex_=False, pes=None, tiles=None, limit=16) -> str:
 
 
 def run(args) -> int:
-    from emulator import Machine
+    from emulator.batchio import load_machines
     from emulator.stateio import StateFileError
     try:
-        m = Machine.load(args.state)
+        machines = load_machines(args.state)
     except StateFileError as exc:
         raise CommandError(str(exc)) from None
-    print(render(m, args.hex, args.pe, args.tile, args.max))
+    chosen = sorted(set(args.machine or range(len(machines))))
+    if chosen[-1] >= len(machines):
+        raise CommandError(f"{args.state}: no machine {chosen[-1]}; the file holds {len(machines)} "
+                           f"(0..{len(machines) - 1})", 2)
+    if len(machines) == 1:
+        print(render(machines[0], args.hex, args.pe, args.tile, args.max))
+        return 0
+    print("\n".join(f"machine {k}:\n" + render(machines[k], args.hex, args.pe, args.tile, args.max)
+                    for k in chosen))
     return 0

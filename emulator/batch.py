@@ -1,0 +1,695 @@
+"""MachineBatch: N independent machines running one block stream, tiles stacked per machine.
+
+    batch = MachineBatch([Machine.load(p) for p in paths], backend="cpu")
+    result = batch.run(stream)          # per machine: committed blocks, StreamError or None
+    batch.machine(3).digest()           # == running machine 3 alone on the reference
+
+Every machine keeps the exact single-machine semantics (docs/machine.md, "Batches"): a block
+illegal on machine k rejects on k alone with the StreamError the reference gives, k keeps the
+state of its last commit and its stream stops there; the others go on.
+
+How (the `cpu` engine; `reference` just runs one Machine per machine):
+  * Machines whose architectural *shape* agrees (per PE: tile id -> descriptor) form a cohort.
+    A cohort stores each (PE, tile id) as stacked arrays (machines, elements) of payload and
+    definedness, plus GPRs (machines, 4, 32) and status (machines, 4).
+  * Per block: isa.legality.resolve once; the descriptor-level preflight once per cohort (its
+    descriptors are those of every member; preflight.plan runs on the cohort itself, whose
+    GPRs read as 0); GPR-offset windows checked for every machine at once
+    (preflight.window_bounds); then one executor call over every selected PE of every
+    machine, the sources handed over as semantics.TileStack (P = PEs x machines, PE-major).
+    XP_EXECUTORS (element-wise, TCVT, TEXTRACT, TINSERT) are written once against the array
+    module `xp` (NumPy, or CuPy on the gpu backend); TSEL and TIMG2COL run the NumPy
+    semantics.EXECUTORS.
+  * A descriptor rule that fails fails for the whole cohort, with one error.  When an element
+    rule fails on some machines, the array-module executors name them (Refused); for the
+    NumPy executors, which raise on the first failure, bisection finds them.  Each of those runs the block on a materialized reference Machine, which gives its
+    exact exception (the rare path), and leaves the cohort.  A machine whose window
+    check fails takes the same rare path.  Were the reference ever to accept a block the
+    engine rejected, that machine would carry on, detached, on the reference: correctness
+    never depends on the fast path agreeing.
+  * Commit: each selected PE's slot of the destination id becomes a row view of the stacked
+    result, which the next block reads back without copying.
+
+Slot arrays are never written in place (a commit replaces them), so materialized machines and
+views stay valid.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from isa import instructions as I
+from isa.block import Block
+from isa.errors import DecodeError, IllegalBlockException
+from isa.fields import GPR_COUNT, NUM_PES
+from isa.legality import ResolvedBlock, resolve
+from kernels.numeric.flags import NAMES
+
+from . import preflight, semantics
+from .backends import resolve_backend
+from .config import MachineConfig
+from .machine import Machine, StreamError
+from .padding import pad_encoding
+from .tiles import Descriptor, element_dtype, index_grid, make_tile, to_physical
+
+
+@dataclass
+class BatchResult:
+    """Per machine k: `executed[k]` blocks committed, `errors[k]` the StreamError that stopped
+    it (None when it ran the whole stream)."""
+    executed: list[int]
+    errors: list[StreamError | None]
+
+    @property
+    def ok(self) -> bool:
+        return all(e is None for e in self.errors)
+
+    @property
+    def faulted(self) -> list[int]:
+        return [k for k, e in enumerate(self.errors) if e is not None]
+
+    def __len__(self) -> int:
+        return len(self.errors)
+
+
+@dataclass
+class Slot:
+    """One (PE, tile id) of every machine of a cohort: stacked payload and definedness."""
+    desc: Descriptor
+    elems: Any                          # (machines, elements), read-only
+    defined: Any                        # (machines, elements) bool
+    stack: tuple | None = field(default=None, repr=False)   # (elems, defined, pes, s) of a commit
+
+
+def _signature(m: Machine) -> tuple:
+    return tuple(tuple(sorted((tid, t.desc) for tid, t in pe.tiles.items())) for pe in m._pes)
+
+
+class Cohort:
+    """Machines of one architectural shape, state stacked along a leading machine axis.  It is
+    also the `machine` preflight.plan reads: tiles by id (descriptors), store use, config; its
+    GPRs read 0 there (the engine checks every machine's offsets itself)."""
+
+    def __init__(self, config: MachineConfig, ids: np.ndarray, slots: list[dict[int, Slot]], gprs, status, xp):
+        self.config = config
+        self.ids = ids                  # batch index of each member
+        self.slots = slots              # per PE: tile id -> Slot
+        self.gprs = gprs                # (n, 4, 32) uint64
+        self.status = status            # (n, 4) uint8
+        self.xp = xp
+        # preflight.plan reads tiles and a status here; the engine replaces the status by every
+        # member's own (_attempt) before an executor sees the plan
+        self._pes = [SimpleNamespace(tiles=s, status=0) for s in slots]
+        self._restack()
+
+    def _restack(self) -> None:
+        """Hold each tile id that every PE has (same element count and dtype) as one (4, n,
+        elements) array, so that a block over all PEs reads it without copying."""
+        every = tuple(range(NUM_PES))
+        for tid in self.slots[0]:
+            slots = [pe.get(tid) for pe in self.slots]
+            if any(s is None or s.stack is not None for s in slots) or \
+                    len({(s.elems.shape, s.elems.dtype) for s in slots}) != 1:
+                continue
+            e = _readonly(self.xp.stack([s.elems for s in slots]))
+            d = _readonly(self.xp.stack([s.defined for s in slots]))
+            for p, s in enumerate(slots):
+                self.slots[p][tid] = Slot(s.desc, e[p], d[p], (e, d, every, p))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def signature(self) -> tuple:
+        return tuple(tuple(sorted((tid, s.desc) for tid, s in pe.items())) for pe in self.slots)
+
+    @classmethod
+    def of(cls, config, ids, machines: Sequence[Machine], xp=np) -> "Cohort":
+        """Stack machines of one shape."""
+        first = machines[0]
+        slots = []
+        for p in range(NUM_PES):
+            slots.append({tid: Slot(t.desc,
+                                    _readonly(xp.asarray(np.stack([m._pes[p].tiles[tid].elems for m in machines])
+                                                         .astype(element_dtype(t.desc), copy=False))),
+                                    _readonly(xp.asarray(np.stack([m._pes[p].tiles[tid].defined for m in machines]))))
+                          for tid, t in first._pes[p].tiles.items()})
+        gprs = xp.asarray(np.stack([[pe.gprs for pe in m._pes] for m in machines]).astype(np.uint64))
+        status = xp.asarray(np.array([[pe.status for pe in m._pes] for m in machines], np.uint8))
+        return cls(config, np.asarray(ids, np.int64), slots, gprs, status, xp)
+
+    def gpr(self, pe: int, index: int) -> int:
+        return 0
+
+    def used_bytes(self, pe: int, location: str, exclude: int | None = None) -> int:
+        return sum(s.desc.capacity for k, s in self.slots[pe].items() if s.desc.location == location and k != exclude)
+
+    def machine(self, j: int) -> Machine:
+        """Member j as a host Machine (its tiles, GPRs, status)."""
+        m = Machine(self.config)
+        host = _host(self.xp)
+        for p in range(NUM_PES):
+            pe = m._pes[p]
+            for tid, s in self.slots[p].items():
+                pe.tiles[tid] = make_tile(s.desc, host(s.elems[j]), host(s.defined[j]))
+            pe.gprs = np.array(host(self.gprs[j, p]), np.uint64)
+            pe.status = int(self.status[j, p])
+        return m
+
+    def take(self, keep) -> "Cohort":
+        """The cohort of members `keep` (indices, in order)."""
+        keep = np.asarray(keep, np.int64)
+        k = self.xp.asarray(keep)
+        slots = [{tid: Slot(s.desc, _readonly(s.elems[k]), _readonly(s.defined[k])) for tid, s in pe.items()}
+                 for pe in self.slots]
+        return Cohort(self.config, self.ids[keep], slots, self.gprs[k], self.status[k], self.xp)
+
+    @staticmethod
+    def merge(a: "Cohort", b: "Cohort") -> "Cohort":
+        xp = a.xp
+        slots = [{tid: Slot(s.desc, _readonly(xp.concatenate([s.elems, b.slots[p][tid].elems])),
+                            _readonly(xp.concatenate([s.defined, b.slots[p][tid].defined])))
+                  for tid, s in pe.items()} for p, pe in enumerate(a.slots)]
+        return Cohort(a.config, np.concatenate([a.ids, b.ids]), slots, xp.concatenate([a.gprs, b.gprs]),
+                      xp.concatenate([a.status, b.status]), xp)
+
+
+def _readonly(a):
+    if isinstance(a, np.ndarray):
+        a.flags.writeable = False
+    return a
+
+
+def _host(xp):
+    return (lambda a: a) if xp is np else xp.asnumpy
+
+
+# ---------------------------------------------------------------- array-module executors
+
+class Refused(Exception):
+    """Element rules failed on `members` (indices into the executed selection of machines);
+    only who failed matters here: each one's exact error comes from the reference."""
+
+    def __init__(self, members: np.ndarray):
+        super().__init__(f"element rules failed on {len(members)} machine(s)")
+        self.members = members
+
+
+def _refuse_members(bad, m: int, xp) -> None:
+    """Raise Refused when any tile of the (P,) mask `bad` failed (tile k is machine k % m)."""
+    if bool(bad.any()):
+        raise Refused(np.unique(np.flatnonzero(_host(xp)(bad)) % m))
+
+
+def _status(flags, P: int, xp):
+    """Per tile: the OR of its elements' flags (on a device: one any() per flag bit)."""
+    f = flags.reshape(P, -1)
+    if xp is np:
+        return np.bitwise_or.reduce(f, axis=1).astype(np.uint8)
+    out = xp.zeros(P, np.uint8)
+    for bit in NAMES:                                  # NV DZ OF UF NX
+        out |= (xp.bitwise_and(f, bit) != 0).any(axis=1).astype(np.uint8) * np.uint8(bit)
+    return out
+
+
+def _xp_valid(ts: semantics.TileStack, vr: int, vc: int, xp):
+    """(P, vr, vc) payload and definedness of every tile's valid rectangle: views of the
+    stacked storage for NORM tiles, one gather through the layout's index grid otherwise."""
+    d, P = ts.desc, len(ts)
+    if d.layout_key == 0:
+        n = d.Row * d.Col
+        return (ts.elems[:, :n].reshape(P, d.Row, d.Col)[:, :vr, :vc],
+                ts.defined[:, :n].reshape(P, d.Row, d.Col)[:, :vr, :vc])
+    idx = xp.asarray(index_grid(d)[:vr, :vc])
+    return ts.elems[:, idx], ts.defined[:, idx]
+
+
+def _xp_physical(d: Descriptor, logical, xp, fill):
+    """(P, Row, Col) logical -> (P, elements) physical order (tiles.to_physical for xp)."""
+    P = logical.shape[0]
+    flat = logical.reshape(P, d.Row * d.Col)
+    if d.layout_key == 0 and d.elements == d.Row * d.Col:
+        return flat
+    out = xp.full((P, d.elements), fill, logical.dtype)
+    out[:, xp.asarray(index_grid(d).ravel())] = flat
+    return out
+
+
+def _xp_rules(plan, ops, defined, xp) -> None:
+    """Refused naming every member one of whose tiles breaks an element rule: an undefined
+    element read, an integer zero divisor, an invalid encoding (semantics' rules)."""
+    rb, P = plan.rb, len(plan.pes)
+    bad = xp.zeros(P, bool)
+    for dm in defined:
+        bad |= ~dm.reshape(P, -1).all(axis=1)
+    if rb.instr.int_zero_check and rb.dtype.is_int:
+        bad |= (ops[1] == 0).reshape(P, -1).any(axis=1)
+    if not rb.dtype.is_int:
+        for bits in ops:
+            if not semantics._every_pattern_valid(rb.dtype, bits):
+                from kernels import numeric      # here, not at import: it loads Numba
+                valid = xp.asarray(numeric.valid_encoding(bits, rb.dtype.name))
+                bad |= ~valid.reshape(P, -1).all(axis=1)
+    _refuse_members(bad, plan.sources[0].per, xp)
+
+
+def _xp_outcome(plan, out, flags, pad_dtype: str | None, xp) -> semantics.Outcome:
+    """The destination from the valid results: PadValue outside the valid rectangle (NULL:
+    undefined), the OR of the valid elements' flags as each tile's status (semantics.padded)."""
+    rb, d = plan.rb, plan.dest
+    P, vr, vc = len(plan.pes), rb.ValidRow, rb.ValidCol
+    shape = (P, vr, vc)
+    status = _status(xp.broadcast_to(xp.asarray(flags, np.uint8), shape), P, xp)
+    out = xp.broadcast_to(out, shape).astype(element_dtype(d), copy=False)
+    if (vr, vc) == (d.Row, d.Col):
+        return semantics.Outcome(xp.ascontiguousarray(out), xp.ones((P, d.Row, d.Col), bool), status)
+    outside = np.ones((d.Row, d.Col), bool)
+    outside[:vr, :vc] = False
+    outside = xp.asarray(outside)
+    enc = pad_encoding(rb.PadValue, pad_dtype)
+    bits = xp.full((P, d.Row, d.Col), 0 if enc is None else enc, element_dtype(d))
+    bits[:, :vr, :vc] = out
+    defined = xp.broadcast_to(~outside if enc is None else xp.ones((d.Row, d.Col), bool), (P, d.Row, d.Col))
+    return semantics.Outcome(bits, xp.ascontiguousarray(defined), status)
+
+
+def xp_pointwise(plan: preflight.Plan, xp) -> semantics.Outcome:
+    """TADD ... TFMA (binary, unary, ternary) and TCMP over stacked tiles, written once for
+    NumPy and CuPy: semantics.ex_numeric / ex_compare's rules, numeric call, padding and
+    status.  A failed rule raises Refused naming the members (their exact errors come from
+    the reference)."""
+    rb = plan.rb
+    compare = rb.instr.schema == I.COMPARE       # a predicate: one 0/1 bit per element
+    read = [_xp_valid(ts, rb.ValidRow, rb.ValidCol, xp) for ts in plan.sources]
+    ops = [b for b, _ in read]
+    _xp_rules(plan, ops, [dm for _, dm in read], xp)
+    extra = {"cmode": rb.CMode} if compare else {}
+    from kernels import numeric
+    out, flags = numeric.elementwise(rb.instr.mnemonic, rb.dtype.name, *ops,
+                                     profile=plan.profile, **extra)
+    out = xp.asarray(out)
+    if compare:
+        out = (out != 0).astype(np.uint8)
+    return _xp_outcome(plan, out, flags, None if compare else rb.dtype.name, xp)
+
+
+def xp_convert(plan: preflight.Plan, xp) -> semantics.Outcome:
+    """TCVT over stacked tiles (semantics.ex_convert's rules, call and padding): the source
+    through its layout or the private CUBE representation, the destination in B.DATR.Layout."""
+    rb = plan.rb
+    src, defined = _xp_valid(plan.sources[0], rb.ValidRow, rb.ValidCol, xp)
+    _xp_rules(plan, [src], [defined], xp)
+    from kernels import numeric
+    out, flags = numeric.convert(src, rb.dtype.name, rb.dst_dtype.name, rmode=rb.RMode,
+                                 sat=rb.Sat, profile=plan.profile)
+    return _xp_outcome(plan, xp.asarray(out), flags, rb.dst_dtype.name, xp)
+
+
+def xp_extract(plan: preflight.Plan, xp) -> semantics.Outcome:
+    """TEXTRACT over stacked tiles (semantics.ex_extract): destination [r, c] = source
+    [row_offset + r, column_offset + c], each tile at its own PE's offsets; encodings move
+    unchecked, every element read must be defined, each PE's status kept."""
+    rb, ts = plan.rb, plan.sources[0]
+    P, vr, vc = len(ts), rb.ValidRow, rb.ValidCol
+    if not plan.row_offset.any() and not plan.col_offset.any():
+        bits, defined = _xp_valid(ts, vr, vc, xp)
+    else:
+        r = xp.asarray(plan.row_offset)[:, None, None] + xp.arange(vr)[None, :, None]
+        c = xp.asarray(plan.col_offset)[:, None, None] + xp.arange(vc)[None, None, :]
+        idx = xp.asarray(index_grid(ts.desc))[r, c]
+        k = xp.arange(P)[:, None, None]
+        bits, defined = ts.elems[k, idx], ts.defined[k, idx]
+    _refuse_members(~defined.reshape(P, -1).all(axis=1), ts.per, xp)
+    out = _xp_outcome(plan, bits, 0, rb.dtype.name, xp)
+    return semantics.Outcome(out.bits, out.defined, xp.asarray(semantics.status_kept(plan)))
+
+
+def xp_insert(plan: preflight.Plan, xp) -> semantics.Outcome:
+    """TINSERT over stacked tiles (semantics.ex_insert): the old destination with each
+    insertion's valid rectangle written at its PE's offsets; everything else, definedness
+    included, preserved; the inserted elements must be defined, each PE's status kept."""
+    d = plan.dest
+    old, ins = plan.sources
+    P = len(old)
+    old_bits, old_def = _xp_valid(old, d.Row, d.Col, xp)
+    per_tile = lambda name: xp.asarray(np.repeat([getattr(t, name) for t in ins.descs], ins.per))[:, None, None]  # noqa: E731
+    ivr, ivc = per_tile("ValidRow"), per_tile("ValidCol")
+    r = xp.arange(d.Row)[None, :, None] - xp.asarray(plan.row_offset)[:, None, None]
+    c = xp.arange(d.Col)[None, None, :] - xp.asarray(plan.col_offset)[:, None, None]
+    inside = (r >= 0) & (r < ivr) & (c >= 0) & (c < ivc)
+    idx = xp.asarray(index_grid(ins.desc))[xp.clip(r, 0, ivr - 1), xp.clip(c, 0, ivc - 1)]
+    k = xp.arange(P)[:, None, None]
+    ins_bits, ins_def = ins.elems[k, idx], ins.defined[k, idx]
+    _refuse_members((inside & ~ins_def).reshape(P, -1).any(axis=1), ins.per, xp)
+    return semantics.Outcome(xp.where(inside, ins_bits, old_bits), xp.where(inside, True, old_def),
+                             xp.asarray(semantics.status_kept(plan)))
+
+
+# schema -> executor(plan, xp) the engine runs on the batch's own arrays (when every source is
+# one TileStack); every other schema runs semantics.EXECUTORS on host arrays.
+XP_EXECUTORS = {I.BINARY: xp_pointwise, I.UNARY: xp_pointwise, I.TERNARY: xp_pointwise,
+                I.COMPARE: xp_pointwise, I.CONVERT: xp_convert, I.EXTRACT: xp_extract,
+                I.INSERT: xp_insert}
+
+
+# ---------------------------------------------------------------- one block on one cohort
+
+def _stack_role(c: Cohort, tile: int, group: tuple[int, ...], sel, host_only: bool = True):
+    """The role's tiles on PEs `group` of members `sel` (None: all), PE-major: a TileStack, or
+    a list of Tiles when the PEs' tiles differ in geometry (rare: TEXTRACT/TINSERT sources)."""
+    slots = [c.slots[p][tile] for p in group]
+    descs = [s.desc for s in slots]
+    m = len(c) if sel is None else len(sel)
+    geometry = {(d.layout_key, d.Row, d.Col, d.elements) for d in descs}
+    xp = c.xp
+    if sel is None:
+        st = slots[0].stack
+        if len(slots) == 1:
+            elems, defined = slots[0].elems, slots[0].defined
+        elif st is not None and st[2] == group and all(s.stack is not None and s.stack[0] is st[0]
+                                                        and s.stack[3] == i for i, s in enumerate(slots)):
+            elems, defined = st[0].reshape(len(group) * m, -1), st[1].reshape(len(group) * m, -1)
+        elif len(geometry) == 1:
+            elems = xp.concatenate([s.elems for s in slots])
+            defined = xp.concatenate([s.defined for s in slots])
+        else:
+            elems = defined = None
+    else:
+        k = xp.asarray(sel)
+        parts = [(s.elems[k], s.defined[k]) for s in slots]
+        if len(geometry) == 1:
+            elems = xp.concatenate([e for e, _ in parts])
+            defined = xp.concatenate([d for _, d in parts])
+        else:
+            elems = defined = None
+    if len(geometry) == 1:
+        # semantics.EXECUTORS are NumPy code: for them device payloads cross to the host.
+        host = _host(xp) if host_only else (lambda a: a)
+        return semantics.TileStack(descs, m, host(elems), host(defined))
+    sel_ = range(len(c)) if sel is None else sel
+    host = _host(xp)
+    return [make_tile(s.desc, host(s.elems[j]), host(s.defined[j])) for s in slots for j in sel_]
+
+
+def _offsets(c: Cohort, rb: ResolvedBlock, group, sel) -> tuple[np.ndarray, np.ndarray]:
+    """Row/column offsets (low 16 bits of RegSrc0/RegSrc1), PE-major over (group, sel)."""
+    m = len(c) if sel is None else len(sel)
+    if rb.offset_regs is None:
+        z = np.zeros(len(group) * m, np.int64)
+        return z, z.copy()
+    g = c.gprs if sel is None else c.gprs[c.xp.asarray(sel)]
+    host = _host(c.xp)
+    pes = list(group)
+    out = []
+    for r in rb.offset_regs:
+        v = host(g[:, pes, r] & np.uint64(0xFFFF)).astype(np.int64)     # (m, S)
+        out.append(np.ascontiguousarray(v.T).reshape(-1))
+    return out[0], out[1]
+
+
+def _windows_ok(c: Cohort, rb: ResolvedBlock, plans) -> np.ndarray:
+    """Per member: every GPR-offset window of the block inside its limits (preflight's rule)."""
+    ok = np.ones(len(c), bool)
+    if rb.offset_regs is None:
+        return ok
+    shapes = preflight.SOURCE_SHAPES[rb.instr.schema]
+    for group, plan in plans:
+        r0, c0 = _offsets(c, rb, group, None)
+        r0, c0 = r0.reshape(len(group), -1), c0.reshape(len(group), -1)
+        for i, binding in enumerate(rb.sources):
+            for s, p in enumerate(group):
+                b = preflight.window_bounds(rb, shapes[i], c.slots[p][binding.tile].desc, plan.dest)
+                if b is not None:
+                    rows, cols, lr, lc = b
+                    ok &= (r0[s] + rows <= lr) & (c0[s] + cols <= lc)
+    return ok
+
+
+def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None):
+    """Execute the block on members `sel` (None: all): staged (group, dest, bits, defined,
+    status) per PE group, each (S, m, ...).  Raises Refused (naming them) or IllegalBlockException
+    when an element rule fails on any of them."""
+    staged = []
+    m = len(c) if sel is None else len(sel)
+    xp_ex = XP_EXECUTORS.get(rb.instr.schema)
+    for group, plan0 in plans:
+        sources = [_stack_role(c, b.tile, group, sel, xp_ex is None) for b in rb.sources]
+        r0, c0 = _offsets(c, rb, group, sel)
+        pes = tuple(np.repeat(np.array(group), m).tolist())
+        members = c.status if sel is None else c.status[c.xp.asarray(sel)]
+        status = _host(c.xp)(members[:, list(group)]).T.reshape(-1).astype(np.uint8)   # PE-major, as pes
+        plan = preflight.Plan(rb, pes, sources, plan0.dest, r0, c0, plan0.profile, status)
+        if xp_ex is not None and all(isinstance(t, semantics.TileStack) for t in sources):
+            out = xp_ex(plan, c.xp)
+            bits = _xp_physical(plan.dest, out.bits, c.xp, 0)
+            defined = _xp_physical(plan.dest, out.defined, c.xp, False)
+        else:
+            out = semantics.EXECUTORS[rb.instr.mnemonic](plan)
+            bits = to_physical(plan.dest, out.bits)
+            defined = to_physical(plan.dest, out.defined, fill=False)
+        S = len(group)
+        staged.append((group, plan.dest, c.xp.asarray(bits).reshape(S, m, -1),
+                       c.xp.asarray(defined).reshape(S, m, -1), c.xp.asarray(out.status).reshape(S, m)))
+    return staged
+
+
+def _failing(c: Cohort, rb: ResolvedBlock, plans, sel: np.ndarray) -> list[int]:
+    """Members of `sel` on which the stacked executor raises (bisection)."""
+    try:
+        _attempt(c, rb, plans, sel)
+        return []
+    except Refused as exc:
+        return [int(sel[j]) for j in exc.members]
+    except IllegalBlockException:
+        if len(sel) == 1:
+            return [int(sel[0])]
+    h = len(sel) // 2
+    return _failing(c, rb, plans, sel[:h]) + _failing(c, rb, plans, sel[h:])
+
+
+def _commit(c: Cohort, rb: ResolvedBlock, staged) -> None:
+    for group, dest, bits, defined, status in staged:
+        _readonly(bits)
+        _readonly(defined)
+        for s, p in enumerate(group):
+            c.slots[p][rb.dest.tile] = Slot(dest, bits[s], defined[s], (bits, defined, group, s))
+            c.status[:, p] = status[s]
+
+
+# ---------------------------------------------------------------- the batch
+
+class MachineBatch:
+    """N independent machines that execute the same block stream (see the module doc)."""
+
+    def __init__(self, machines: Iterable[Machine], backend: str = "cpu"):
+        machines = [m for m in machines]
+        if not machines:
+            raise ValueError("a batch needs at least one machine")
+        for k, m in enumerate(machines):
+            if not isinstance(m, Machine):
+                raise TypeError(f"machine {k}: expected an emulator.Machine, got {type(m).__name__}")
+        config = machines[0].config
+        for k, m in enumerate(machines):
+            if m.config != config:
+                raise ValueError(f"machine {k}: configuration {m.config} differs from machine 0's {config}; "
+                                 f"a batch shares one configuration")
+        self.config = config
+        self.backend, self.xp, self.why = resolve_backend(backend)
+        self._n = len(machines)
+        self._host: dict[int, Machine] = {}      # machines outside every cohort (reference path)
+        self._cohorts: list[Cohort] = []
+        if self.backend == "reference":
+            self._host = {k: m.copy() for k, m in enumerate(machines)}
+        else:
+            self._build(dict(enumerate(machines)))
+
+    @classmethod
+    def load(cls, path, backend: str = "cpu", config: MachineConfig | None = None) -> "MachineBatch":
+        from .batchio import load_machines
+        return cls(load_machines(path, config), backend)
+
+    def save(self, path) -> None:
+        from .batchio import save_machines
+        save_machines([self.machine(k) for k in range(self._n)], path)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def machine(self, k: int) -> Machine:
+        """Machine k's state as a new host Machine (a copy: changing it leaves the batch alone)."""
+        if not (isinstance(k, (int, np.integer)) and 0 <= k < self._n):
+            raise IndexError(f"machine {k!r} out of range 0..{self._n - 1}")
+        k = int(k)
+        if k in self._host:
+            return self._host[k].copy()
+        for c in self._cohorts:
+            j = np.flatnonzero(c.ids == k)
+            if j.size:
+                return c.machine(int(j[0]))
+        raise AssertionError(f"machine {k} is nowhere")   # pragma: no cover
+
+    def digests(self) -> list[bytes]:
+        return [self.machine(k).digest() for k in range(self._n)]
+
+    # ------------------------------------------------------------ layout
+    def _build(self, machines: dict[int, Machine]) -> None:
+        """Put host machines into cohorts (merging with an existing cohort of the same shape)."""
+        from .backends import check_device_memory
+        groups: dict[tuple, list[int]] = {}
+        for k, m in machines.items():
+            groups.setdefault(_signature(m), []).append(k)
+        if self.xp is not np:
+            need = sum(_machine_bytes(m) for m in machines.values())
+            check_device_memory(need)
+        by_sig = {c.signature: i for i, c in enumerate(self._cohorts)}
+        for sig, ks in groups.items():
+            new = Cohort.of(self.config, ks, [machines[k] for k in ks], self.xp)
+            if sig in by_sig:
+                self._cohorts[by_sig[sig]] = Cohort.merge(self._cohorts[by_sig[sig]], new)
+            else:
+                by_sig[sig] = len(self._cohorts)
+                self._cohorts.append(new)
+        for k in machines:
+            self._host.pop(k, None)
+
+    # ------------------------------------------------------------ streams
+    def run(self, stream: bytes | bytearray | memoryview | Sequence[Block] | Iterable[Block]) -> BatchResult:
+        """Run the stream on every machine; each stops at its first failing block."""
+        if self.backend == "reference":
+            return self._run_reference(stream)
+        if self._host:           # machines stopped by an earlier stream start this one in a cohort
+            self._build(dict(self._host))
+        errors: list[StreamError | None] = [None] * self._n
+        live_host: set[int] = set()
+        if isinstance(stream, (bytes, bytearray, memoryview)):
+            from isa import encoding
+            data = bytes(stream)
+            try:
+                encoding.check_header(data)
+            except DecodeError as exc:
+                err = StreamError(0, exc.offset, exc, whole_stream=True)
+                return BatchResult([0] * self._n, [err] * self._n)
+            items = encoding.iter_blocks(data)
+        else:
+            items = ((None, b) for b in stream)
+        index = 0
+        try:
+            for offset, block in items:
+                if not self._cohorts and not live_host:
+                    break
+                self._step(block, index, offset, errors, live_host)
+                index += 1
+        except DecodeError as exc:
+            for k in self._live(live_host):
+                errors[k] = StreamError.undecodable(index, exc)
+        executed = [index if e is None else e.index for e in errors]
+        return BatchResult(executed, errors)
+
+    def _live(self, live_host) -> list[int]:
+        return sorted([int(k) for c in self._cohorts for k in c.ids] + list(live_host))
+
+    def _stop(self, k: int, m: Machine, err: StreamError, errors, live_host) -> None:
+        self._host[k] = m
+        errors[k] = err
+        live_host.discard(k)
+
+    def _step(self, block: Block, index: int, offset, errors, live_host: set[int]) -> None:
+        try:
+            rb = resolve(block)
+        except IllegalBlockException as exc:     # stateless: every live machine stops here
+            err = StreamError(index, offset, exc)
+            for c in self._cohorts:
+                for j, k in enumerate(c.ids):
+                    self._stop(int(k), c.machine(j), err, errors, live_host)
+            for k in list(live_host):
+                self._stop(k, self._host[k], err, errors, live_host)
+            self._cohorts = []
+            return
+        for k in list(live_host):                # detached machines: the reference, block by block
+            try:
+                self._host[k].execute(block)
+            except IllegalBlockException as exc:
+                self._stop(k, self._host[k], StreamError(index, offset, exc), errors, live_host)
+        if rb.PE_MASK == 0:                      # strict no-op after the stateless rules
+            return
+        pes = tuple(p for p in range(NUM_PES) if rb.PE_MASK >> p & 1)
+        cohorts = []
+        for c in self._cohorts:
+            c = self._step_cohort(c, rb, block, pes, index, offset, errors, live_host)
+            if c is not None and len(c):
+                cohorts.append(c)
+        self._cohorts = cohorts
+
+    def _rare(self, c: Cohort, j: int, block: Block, index, offset, errors, live_host) -> None:
+        """Member j runs the block on the reference: a fault stops it, success detaches it."""
+        k = int(c.ids[j])
+        m = c.machine(j)
+        try:
+            m.execute(block)
+        except IllegalBlockException as exc:
+            self._stop(k, m, StreamError(index, offset, exc), errors, live_host)
+            return
+        self._host[k] = m
+        live_host.add(k)
+
+    def _step_cohort(self, c: Cohort, rb, block, pes, index, offset, errors, live_host) -> Cohort | None:
+        plans = []
+        for g in preflight.pe_groups(c, rb, pes):
+            try:
+                plans.append((g, preflight.plan(c, rb, g)))
+            except IllegalBlockException as exc:
+                if rb.offset_regs is None and not plans:   # descriptors only: one fault for all
+                    err = StreamError(index, offset, exc)
+                    for j, k in enumerate(c.ids):
+                        self._stop(int(k), c.machine(j), err, errors, live_host)
+                else:   # a window, or an earlier group's element rule, may fault first on some members
+                    for j in range(len(c)):
+                        self._rare(c, j, block, index, offset, errors, live_host)
+                return None
+        ok = _windows_ok(c, rb, plans)
+        if not ok.all():
+            for j in np.flatnonzero(~ok):
+                self._rare(c, int(j), block, index, offset, errors, live_host)
+            c = c.take(np.flatnonzero(ok))
+            if not len(c):
+                return None
+        while True:
+            try:
+                staged = _attempt(c, rb, plans)
+                break
+            except Refused as exc:                 # the executor named them
+                bad = [int(j) for j in exc.members]
+            except IllegalBlockException:          # find them by bisection
+                every = np.arange(len(c))
+                h = len(c) // 2
+                bad = [0] if len(c) == 1 else \
+                    _failing(c, rb, plans, every[:h]) + _failing(c, rb, plans, every[h:])
+            if not bad:                            # not reproducible in parts: settle each alone
+                bad = list(range(len(c)))
+            for j in bad:
+                self._rare(c, j, block, index, offset, errors, live_host)
+            c = c.take(np.setdiff1d(np.arange(len(c)), bad))
+            if not len(c):
+                return None
+        _commit(c, rb, staged)
+        return c
+
+    def _run_reference(self, stream) -> BatchResult:
+        if isinstance(stream, (bytes, bytearray, memoryview)):
+            stream = bytes(stream)
+        else:
+            stream = list(stream)
+        executed, errors = [], []
+        for k in range(self._n):
+            r = self._host[k].run(stream)
+            executed.append(r.executed)
+            errors.append(r.error)
+        return BatchResult(executed, errors)
+
+
+def _machine_bytes(m: Machine) -> int:
+    return sum(t.elems.nbytes + t.defined.nbytes for pe in m._pes for t in pe.tiles.values()) \
+        + NUM_PES * (GPR_COUNT * 8 + 1)

@@ -1,0 +1,179 @@
+"""A batch of machines that differ in state, running one random stream on the batched engine,
+ends exactly where each machine ends when run alone on the reference Machine: equal digests,
+equal committed-block counts and equal StreamErrors (index, offset, reason, field, message).
+Streams mix every schema, DataTypes, descriptors, PE masks, GPR offsets, capacities, illegal
+blocks, undefined elements and zero divisors."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from emulator import FeatureMap, Machine, MachineBatch, MachineConfig
+from isa import BDatr, BDim, BIor, Block, BStart, TileBinding, encoding
+from isa.datatypes import datatype
+from isa.errors import EncodeError
+from isa.instructions import INSTRUCTIONS
+
+CONFIG = MachineConfig(local_bytes=4096, matrix_bytes=2048)
+# DataType code -> the tile of that type every machine starts with
+TYPED = {1: 1, 16: 2, 23: 3, 4: 5, 18: 7}
+PARTIAL = {1: 9, 16: 10}    # the same, 2x4 tiles with a 1x3 valid rectangle
+# Every schema as likely as the many pointwise instructions together (TCMP, TSEL, TCVT, ...)
+ONE_PER_SCHEMA = list({row.schema: row for row in INSTRUCTIONS}.values())
+
+
+def machine(seed: int) -> Machine:
+    """A machine of the common shape with its own values, holes in definedness, zero divisors
+    and GPR offsets; now and then a PE lacks a tile or holds one of another shape (so the batch
+    splits into several cohorts)."""
+    rng = np.random.default_rng(seed)
+    m = Machine(CONFIG)
+    for p in range(4):
+        holes = lambda shape, rate: rng.random(shape) > rate  # noqa: E731
+        m.write_tile(p, 1, "FP32", rng.integers(0, 2**32, (2, 4), dtype=np.uint64), defined=holes((2, 4), 0.01))
+        m.write_tile(p, 2, "S32", rng.integers(0, 2**31, (2, 4), dtype=np.uint64) * (rng.random((2, 4)) > 0.05))
+        m.write_tile(p, 3, "U8", rng.integers(0, 256, (2, 4)), defined=holes((2, 4), 0.02))
+        m.write_tile(p, 4, None, rng.integers(0, 2, (2, 4)), kind="predicate")
+        m.write_tile(p, 5, "FP16", rng.integers(0, 2**16, (2, 4)), defined=holes((2, 4), 0.02))
+        m.write_tile(p, 6, "FP16", rng.integers(0, 2**16, (16, 4)), location="Matrix",
+                     fmap=FeatureMap("NC1HWC0", N=1, C1=1, H=4, W=4, C0=4, filterH=2, filterW=2, channels=3))
+        m.write_tile(p, 7, "S8", rng.integers(0, 256, (2, 4)), layout=3 if rng.random() < 0.1 else 0)
+        m.write_tile(p, 8, "FP32", rng.integers(0, 2**32, (2, 4)), representation="cube")
+        # tiles whose valid rectangle (1x3) is smaller than the tile (2x4): padding is exercised
+        m.write_tile(p, 9, "FP32", rng.integers(0, 2**32, (2, 4), dtype=np.uint64), valid_row=1, valid_col=3)
+        m.write_tile(p, 10, "S32", rng.integers(0, 2**31, (2, 4), dtype=np.uint64), valid_row=1, valid_col=3)
+        for r in range(1, 4):                 # r0 is the hard-wired zero (blocks still read it)
+            m.set_gpr(p, r, int(rng.integers(0, 3)) | (int(rng.integers(0, 8) == 0) << 20))
+        if rng.random() < 0.03:
+            m.delete_tile(p, int(rng.integers(1, 9)))
+        if rng.random() < 0.03:
+            m.write_tile(p, 1, "FP32", rng.integers(0, 2**32, (4, 4), dtype=np.uint64))
+    return m
+
+
+opt = lambda s: st.none() | s  # noqa: E731
+
+
+@st.composite
+def blocks(draw):
+    """Mostly blocks that pass the stateless rules, reading the typed tiles or earlier results."""
+    row = draw(st.sampled_from(INSTRUCTIONS) | st.sampled_from(ONE_PER_SCHEMA))
+    codes = sorted(datatype(n).code for n in row.dtypes)
+    usual = [c for c in TYPED if c in codes]
+    partial = [c for c in PARTIAL if c in codes] if draw(st.integers(0, 3)) == 0 else []
+    dtype = draw(st.sampled_from(partial or usual) if (partial or usual) and draw(st.integers(0, 9))
+                 else st.sampled_from(codes))
+    typed = PARTIAL if partial else TYPED
+    mask = draw(st.sampled_from([1, 3, 15, 15, 15, 6, 0]) | st.integers(0, 15))
+
+    def source(role):
+        if draw(st.integers(0, 9)) == 0:
+            return draw(st.integers(1, 14))
+        if role == "mask":
+            return 4
+        if role == "feature_map":
+            return 6
+        if row.mnemonic == "TCVT" and draw(st.integers(0, 3)) == 0:
+            return 8
+        return typed.get(dtype, 1)
+
+    tiles = [source(role) for role in row.sources] + [draw(st.integers(11, 14) | st.integers(1, 10))]
+    cap = draw(st.integers(0, 300)) if draw(st.integers(0, 9)) == 0 else (32 if partial else None)
+    iot = tuple(TileBinding(t, mask, cap if i == len(tiles) - 1 else None) for i, t in enumerate(tiles))
+    dim = (BDim(3, 1, 4) if partial else BDim(4, 2)) if draw(st.integers(0, 9)) else \
+        BDim(draw(st.integers(1, 5)), draw(opt(st.integers(1, 4))), draw(opt(st.integers(4, 8))))
+    fields = {}
+    for name in row.datr:
+        fields[name] = draw(opt({"PadValueOrByteId": st.integers(0, 3), "CMode": st.integers(0, 5),
+                                 "Sat": st.integers(0, 1), "Canonicalize": st.integers(0, 1),
+                                 "DataType": st.sampled_from([1, 4, 16, 18, 23, 5, 0]),
+                                 "RMode": st.integers(0, 6), "Layout": st.integers(0, 12)}[name]))
+    datr = BDatr(**fields) if fields else None
+    ior = draw(opt(st.builds(BIor, st.integers(0, 3), st.integers(0, 3), st.just(0), st.just(0)))) \
+        if row.uses_ior else None
+    return Block(BStart(row.mode, row.function, dtype, row.engine), iot, dim, datr, ior, None)
+
+
+def error_key(err):
+    if err is None:
+        return None
+    return (err.index, err.offset, err.whole_stream, err.reason, getattr(err.cause, "field", None), str(err.cause))
+
+
+def assert_batch_matches_reference(machines, stream, backend="cpu"):
+    batch = MachineBatch(machines, backend)
+    result = batch.run(stream)
+    for k, m in enumerate(machines):
+        alone = m.copy()
+        ref = alone.run(stream)
+        assert result.executed[k] == ref.executed, f"machine {k}"
+        assert error_key(result.errors[k]) == error_key(ref.error), f"machine {k}"
+        assert batch.machine(k).digest() == alone.digest(), f"machine {k}"
+    return batch, result
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=6), st.lists(blocks(), min_size=1, max_size=6),
+       st.booleans(), st.none() | st.integers(0, 400))
+def test_a_batch_ends_where_each_machine_ends_alone_on_the_reference(seeds, stream, as_bytes, cut):
+    machines = [machine(s) for s in seeds]
+    if as_bytes:                  # byte streams also check the offsets the errors carry
+        try:
+            stream = encoding.encode(stream)
+        except EncodeError:
+            pass
+        else:
+            if cut is not None:   # a damaged word: a decode fault at that block (or the header)
+                data = bytearray(stream)
+                data[(cut * 7) % len(data)] ^= 0xA5
+                stream = bytes(data)
+    assert_batch_matches_reference(machines, stream)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=4), st.lists(blocks(), min_size=1, max_size=4),
+       st.lists(blocks(), min_size=1, max_size=4))
+def test_a_second_stream_restarts_every_machine_like_the_reference(seeds, first, second):
+    machines = [machine(s) for s in seeds]
+    batch = MachineBatch(machines, "cpu")
+    batch.run(first)
+    result = batch.run(second)
+    for k, m in enumerate(machines):
+        alone = m.copy()
+        alone.run(first)
+        ref = alone.run(second)
+        assert error_key(result.errors[k]) == error_key(ref.error)
+        assert batch.machine(k).digest() == alone.digest()
+
+
+@pytest.mark.slow
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=12), st.lists(blocks(), min_size=1, max_size=10))
+def test_longer_streams_on_bigger_batches_match_the_reference(seeds, stream):
+    assert_batch_matches_reference([machine(s) for s in seeds], stream)
+
+
+class HostArrays:
+    """An array module that is not numpy itself but computes with it: the engine's branches for
+    a device module (status per flag bit, payloads crossing to the host for NumPy executors)."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def asnumpy(a):
+        return np.array(a)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=4), st.lists(blocks(), min_size=1, max_size=5))
+def test_the_engine_on_a_device_array_module_matches_the_reference(seeds, stream):
+    import emulator.backends as backends
+    import emulator.batch as batch_module
+    resolve, check = batch_module.resolve_backend, backends.check_device_memory
+    batch_module.resolve_backend = lambda name: ("gpu", HostArrays(), "gpu backend (NumPy stand-in)")
+    backends.check_device_memory = lambda need: None
+    try:
+        assert_batch_matches_reference([machine(s) for s in seeds], stream, backend="gpu")
+    finally:
+        batch_module.resolve_backend, backends.check_device_memory = resolve, check
