@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 from emulator.cli import CommandError
+from emulator.backends import BackendError
 from emulator.golden.dataset import GoldenError
 
 
 def add_arguments(p) -> None:
     p.add_argument("dataset", help="a golden dataset folder (tile-emu golden --out)")
-    p.add_argument("--backend", default="reference", choices=["reference"],
-                   help="the engine that recomputes each case")
+    p.add_argument("--backend", default="cpu", choices=["reference", "cpu", "gpu", "auto"],
+                   help="the engine that recomputes each case (default cpu: the batch engine)")
     p.add_argument("--max-report", type=int, default=20, help="mismatches to print before stopping")
     p.add_argument("--quiet", action="store_true", help="no progress line")
 
@@ -24,6 +25,8 @@ def run(args) -> int:
         rows, bad = verify(args.dataset, args.backend, progress=lambda k: progress.add(k, 0),
                            limit=max(args.max_report, 1))
         progress.close()
+    except BackendError as exc:
+        raise CommandError(str(exc), 1) from None
     except GoldenError as exc:
         raise CommandError(str(exc), 1) from None
     for b in bad:

@@ -257,46 +257,40 @@ def build_group(cls: CoverageClass, ctx: Context, n: int, rng: np.random.Generat
 
 # ---------------------------------------------------------------------------- execution
 
-def execute(g: Group, backend: str = "reference") -> Outcome:
-    """Run the group's block on every case.  Each case is one machine holding exactly the
-    group's tiles; the result is that machine's outcome as the reference Machine defines it."""
-    from ..machine import Machine
-    from ..tiles import make_tile
+def execute(g: Group, backend: str = "cpu") -> Outcome:
+    """Run the group's block on every case through the batch engine: each case is one machine
+    of a MachineBatch holding exactly the group's tiles, so its outcome is the one the
+    reference Machine defines (the batch is differential-tested against it)."""
+    from ..batch import MachineBatch
     n = g.n
-    committed = np.zeros(n, bool)
+    tiles = {(pe, t.tile): (t.desc, t.elems[:, j], t.defined[:, j]) for t in g.tiles for j, pe in enumerate(t.pes)}
+    batch = MachineBatch.from_stacks(g.config, n, tiles, backend)
+    result = batch.run([g.block])
+    committed = np.array([e is None for e in result.errors], bool)
     reason = np.full(n, "", object)
     field = np.full(n, "", object)
     message = np.full(n, "", object)
-    status = np.zeros((n, 4), np.uint8)
-    dest_id = g.block.iot[-1].tile if g.block.iot else DEST_TILE
-    pes: tuple[int, ...] = ()
-    dest = None
-    elems = defined = None
-    for i in range(n):
-        m = Machine(g.config)
-        for t in g.tiles:
-            for j, pe in enumerate(t.pes):
-                m._pes[pe].tiles[t.tile] = make_tile(t.desc, t.elems[i, j], t.defined[i, j])
-        try:
-            r = m.execute(g.block)
-        except IllegalBlockException as exc:
-            reason[i], field[i], message[i] = exc.reason, exc.field, exc.message
-            continue
-        committed[i] = True
-        if dest is None and r.pes:
-            pes = r.pes
-            dest = m._pes[pes[0]].tiles[dest_id].desc
-            elems = np.zeros((n, len(pes), dest.elements), m._pes[pes[0]].tiles[dest_id].elems.dtype)
-            defined = np.zeros((n, len(pes), dest.elements), bool)
+    for k in np.flatnonzero(~committed):
+        cause = result.errors[k].cause
+        reason[k], field[k], message[k] = cause.reason, cause.field, cause.message
+    dest, pes = None, ()
+    elems = np.zeros((n, 0, 0), np.uint8)
+    defined = np.zeros((n, 0, 0), bool)
+    if committed.any():
+        dest_binding = g.block.iot[-1]
+        pes = tuple(p for p in range(4) if dest_binding.PE_MASK >> p & 1)
         for j, pe in enumerate(pes):
-            t = m._pes[pe].tiles[dest_id]
-            elems[i, j] = t.elems
-            defined[i, j] = t.defined
-        status[i] = [m.status(p) for p in range(4)]
-    if elems is None:
-        elems = np.zeros((n, 0, 0), np.uint8)
-        defined = np.zeros((n, 0, 0), bool)
-    return Outcome(committed, reason, field, message, dest, pes, elems, defined, status)
+            for ids, desc, e, d in batch.stacks(pe, dest_binding.tile):
+                keep = committed[ids]
+                if not keep.any():
+                    continue
+                if dest is None:
+                    dest = desc
+                    elems = np.zeros((n, len(pes), desc.elements), e.dtype)
+                    defined = np.zeros((n, len(pes), desc.elements), bool)
+                elems[ids[keep], j] = e[keep]
+                defined[ids[keep], j] = d[keep]
+    return Outcome(committed, reason, field, message, dest, pes, elems, defined, batch.statuses())
 
 
 def stream_of(block: Block) -> tuple[bytes, str]:

@@ -190,7 +190,7 @@ def classes_for(part: Partition) -> tuple[list[C.CoverageClass], list[str]]:
     return [c for c in ok if isinstance(c, C.CoverageClass)], [c if isinstance(c, str) else c.name for c in na]
 
 
-def chunk_table(p: Params, part: Partition, chunk: int, n: int, backend: str = "reference") -> pa.Table:
+def chunk_table(p: Params, part: Partition, chunk: int, n: int, backend: str = "cpu") -> pa.Table:
     ctx = part.context()
     classes, _ = classes_for(part)
     rng = _rng(p.seed, part, chunk)
@@ -209,7 +209,7 @@ def file_name(chunk: int) -> str:
     return f"part-{chunk:05d}.parquet"
 
 
-def write_chunk(out_dir: str, params: dict, part: dict, chunk: int, n: int, backend: str = "reference") -> dict:
+def write_chunk(out_dir: str, params: dict, part: dict, chunk: int, n: int, backend: str = "cpu") -> dict:
     """Generate and write one file (a Dask task: plain arguments, plain result)."""
     p = Params.from_json(params)
     pt = Partition(**part)

@@ -146,7 +146,7 @@ def _show(v) -> str:
     return repr(v)
 
 
-def verify(folder, backend: str = "reference", progress=None, limit: int = 20) -> tuple[int, list[Mismatch]]:
+def verify(folder, backend: str = "cpu", progress=None, limit: int = 20) -> tuple[int, list[Mismatch]]:
     """(rows replayed, mismatches) for the whole dataset."""
     m = read_manifest(folder)
     files = check_files(folder, m)
