@@ -508,7 +508,7 @@ class MachineBatch:
 
     @classmethod
     def load(cls, path, backend: str = "cpu", config: MachineConfig | None = None) -> "MachineBatch":
-        from .batchio import load_machines
+        from .machine import load_machines
         return cls(load_machines(path, config), backend)
 
     def save(self, path) -> None:

@@ -60,7 +60,7 @@ def batch_table(machines: Sequence) -> pa.Table:
 def save_machines(machines: Sequence, path) -> None:
     """Write the machines' states to `path` atomically (a temporary file renamed when complete)."""
     table = batch_table(list(machines))
-    with atomic_path(path) as tmp:
+    with atomic_path(path, devices=False) as tmp:
         with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table)
 
@@ -104,8 +104,9 @@ def _machines_meta(path, table: pa.Table, meta) -> list:
     return entries
 
 
-def load_machines(path, config: MachineConfig | None = None) -> list:
-    """Every machine of a single- or multi-machine state file, in order."""
+def load_states(path, config: MachineConfig | None = None) -> list:
+    """Every machine state (emulator.state.MachineState) of a single- or multi-machine state
+    file, in order; emulator.machine.load_machines wraps each in a Machine."""
     table = _read_table(path)
     meta = _raw_meta(path, table)
     if MACHINE_COLUMN not in table.column_names and not (meta and "machines" in meta):

@@ -20,6 +20,7 @@ from isa.datatypes import BY_NAME
 from isa.fields import GPR_COUNT, NUM_PES, ZERO_GPR
 
 from .config import MachineConfig
+from .state import MachineState, validate_tile
 from .tiles import Descriptor, FeatureMap, make_tile, pack_defined, pack_elements, trailing_bits_zero, \
     unpack_defined, unpack_elements
 
@@ -186,15 +187,13 @@ def _type_text(t: pa.DataType) -> str:
         return "(a type whose nested field name is not UTF-8)"
 
 
-def load_state(path, config: MachineConfig | None = None):
+def load_state(path, config: MachineConfig | None = None) -> MachineState:
     return load_table(path, _read_table(path), config)
 
 
-def load_table(path, table: pa.Table, config: MachineConfig | None = None):
-    """The machine one state table holds (`path` names it in messages); emulator/batchio.py
+def load_table(path, table: pa.Table, config: MachineConfig | None = None) -> MachineState:
+    """The machine state one state table holds (`path` names it in messages); emulator/batchio.py
     hands it one machine's rows of a multi-machine file."""
-    from .machine import Machine, validate_tile
-
     meta = _meta(path, table)
     names = table.column_names      # _read_table checked them
     # An unknown column is refused rather than ignored, so one state has exactly one file
@@ -211,7 +210,7 @@ def load_table(path, table: pa.Table, config: MachineConfig | None = None):
             raise StateFileError(f"{shown(path)}: column {f.name!r} has type {_type_text(got)}, expected {f.type}")
         if table.column(f.name).null_count:
             raise StateFileError(f"{shown(path)}: column {f.name!r} holds nulls (the format uses none)")
-    m = Machine(config or _config(path, meta))
+    m = MachineState(config or _config(path, meta))
     for p, pe in enumerate(meta["pes"]):
         for i, g in enumerate(pe["gprs"]):
             m._pes[p].gprs[i] = np.uint64(int(g, 0) if isinstance(g, str) else g)

@@ -30,13 +30,6 @@ def test_no_package_imports_upward():
 # Inside each package, modules read bottom-up: no import cycle between modules, counting imports
 # inside functions too (a deferred import is still a dependency a reader has to follow).
 
-# Cycles other branches are untangling at the same time.  The integrator removes each entry once
-# its fix is merged; nothing may be added here.
-KNOWN_CYCLES = [
-    {"emulator.machine", "emulator.stateio"},
-]
-
-
 def _module_name(path: pathlib.Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
@@ -133,6 +126,5 @@ def test_the_cycle_finder_sees_function_level_imports():
 
 
 def test_no_import_cycle_inside_a_package():
-    cycles = [sorted(c) for c in import_cycles(module_graph())
-              if not any(c <= known for known in KNOWN_CYCLES)]
+    cycles = [sorted(c) for c in import_cycles(module_graph())]
     assert not cycles, f"import cycles: {cycles}"

@@ -59,7 +59,7 @@ def differences(a, b, limit: int = 8) -> list[str]:
 
 
 def run(args) -> int:
-    from emulator.batchio import load_machines
+    from emulator.machine import load_machines
     from emulator.stateio import StateFileError
     try:
         ma, mb = load_machines(args.a), load_machines(args.b)

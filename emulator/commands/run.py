@@ -144,7 +144,8 @@ def run_batch(args, data: bytes) -> int:
     """Every machine of --init (one or many) through a MachineBatch on the chosen backend."""
     from emulator import Machine, MachineBatch
     from emulator.backends import BackendError
-    from emulator.batchio import load_machines, save_machines
+    from emulator.batchio import save_machines
+    from emulator.machine import load_machines
     from emulator.stateio import StateFileError
     from isa.atomicio import OutputPathError
 

@@ -107,7 +107,7 @@ def render(m, hex_=False, pes=None, tiles=None, limit=16) -> str:
 
 
 def run(args) -> int:
-    from emulator.batchio import load_machines
+    from emulator.machine import load_machines
     from emulator.stateio import StateFileError
     try:
         machines = load_machines(args.state)

@@ -9,7 +9,8 @@ from emu_helpers import BIor, blk
 
 from emulator import Machine, MachineBatch, MachineConfig
 from emulator.backends import BackendError
-from emulator.batchio import load_machines, machine_count, save_machines
+from emulator.batchio import machine_count, save_machines
+from emulator.machine import load_machines
 from emulator.cli import main
 from emulator.stateio import META_KEY, StateFileError
 from isa import encoding
