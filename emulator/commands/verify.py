@@ -21,7 +21,7 @@ def run(args) -> int:
         from emulator.golden.dataset import read_manifest
         m = read_manifest(args.dataset)
         total = sum(f["rows"] for p in m["partitions"] for f in p["files"])
-        progress = Progress(total, 0, enabled=not args.quiet)
+        progress = Progress(total, 0, enabled=not args.quiet, label="verify")
         rows, bad = verify(args.dataset, args.backend, progress=lambda k: progress.add(k, 0),
                            limit=max(args.max_report, 1))
         progress.close()

@@ -18,8 +18,9 @@ SCHEDULER_TIMEOUT_S = 10
 class Progress:
     """One status line on stderr: files and cases done, cases/s (redrawn at most every 0.5 s)."""
 
-    def __init__(self, total_cases: int, total_files: int, stream=sys.stderr, enabled: bool = True):
-        self.total, self.files_total = total_cases, total_files
+    def __init__(self, total_cases: int, total_files: int, stream=sys.stderr, enabled: bool = True,
+                 label: str = "golden"):
+        self.total, self.files_total, self.label = total_cases, total_files, label
         self.done = self.files = 0
         self.t0 = self.last = time.monotonic()
         self.stream, self.enabled = stream, enabled
@@ -28,15 +29,15 @@ class Progress:
         self.done += cases
         self.files += files
         now = time.monotonic()
-        if self.enabled and (now - self.last >= 0.5 or self.files == self.files_total):
+        if self.enabled and (now - self.last >= 0.5 or self.done >= self.total):
             self.last = now
             rate = self.done / max(now - self.t0, 1e-9)
-            self.stream.write(f"\rgolden: {self.files}/{self.files_total} files, "
-                              f"{self.done:,}/{self.total:,} cases, {rate:,.0f} cases/s")
+            files = f"{self.files}/{self.files_total} files, " if self.files_total else ""
+            self.stream.write(f"\r{self.label}: {files}{self.done:,}/{self.total:,} cases, {rate:,.0f} cases/s")
             self.stream.flush()
 
     def close(self) -> None:
-        if self.enabled and self.files_total:
+        if self.enabled and self.done:
             self.stream.write("\n")
 
     @property
