@@ -532,11 +532,13 @@ class MachineBatch:
         raise AssertionError(f"machine {k} is nowhere")   # pragma: no cover
 
     @classmethod
-    def from_stacks(cls, config: MachineConfig, n: int, tiles: dict, backend: str = "cpu") -> "MachineBatch":
+    def from_stacks(cls, config: MachineConfig, n: int, tiles: dict, backend: str = "cpu",
+                    gprs: np.ndarray | None = None) -> "MachineBatch":
         """n machines of one shape straight from stacked arrays, without a host Machine each:
-        `tiles` maps (PE, tile id) -> (Descriptor, elems (n, elements), defined (n, elements)).
-        GPRs and status start at zero.  The tiles must be valid architectural state (as
-        validate_tile accepts); the golden generator builds them so."""
+        `tiles` maps (PE, tile id) -> (Descriptor, elems (n, elements), defined (n, elements));
+        `gprs` (n, 4, 32) uint64 or None (all zero; r0 must be 0).  Status starts at zero.  The
+        tiles must be valid architectural state (as validate_tile accepts); the golden
+        generator builds them so."""
         batch = cls.__new__(cls)
         batch.config = config
         batch.backend, batch.xp, batch.why = resolve_backend(backend)
@@ -546,13 +548,16 @@ class MachineBatch:
                 m = Machine(config)
                 for (p, tid), (desc, elems, defined) in tiles.items():
                     m._pes[p].tiles[tid] = make_tile(desc, elems[k], defined[k])
+                if gprs is not None:
+                    for p in range(NUM_PES):
+                        m._pes[p].gprs = np.array(gprs[k, p], np.uint64)
                 batch._host[k] = m
             return batch
         xp = batch.xp
         slots = [{} for _ in range(NUM_PES)]
         for (p, tid), (desc, elems, defined) in tiles.items():
             slots[p][tid] = Slot(desc, _readonly(xp.asarray(elems)), _readonly(xp.asarray(defined)))
-        gprs = xp.zeros((n, NUM_PES, GPR_COUNT), np.uint64)
+        gprs = xp.zeros((n, NUM_PES, GPR_COUNT), np.uint64) if gprs is None else xp.asarray(gprs, np.uint64)
         status = xp.zeros((n, NUM_PES), np.uint8)
         batch._cohorts = [Cohort(config, np.arange(n, dtype=np.int64), slots, gprs, status, xp)]
         return batch

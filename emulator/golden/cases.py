@@ -15,14 +15,15 @@ import numpy as np
 from isa import encoding, fields as F, instructions as I
 from isa.assembly import disassemble
 from isa.block import BDatr, BDim, BIor, BIos, Block, BStart, TileBinding
-from isa.datatypes import ELEMENTWISE, datatype
+from isa.datatypes import DATATYPES, datatype
 from isa.errors import IllegalBlockException
 
 from ..config import MachineConfig
-from ..tiles import Descriptor
+from ..tiles import Descriptor, index_grid
 from .coverage import CoverageClass, Context, Variant, _random
 
 DEST_TILE = 9          # the destination's tile id (sources are 1, 2, 3)
+OFFSET_REGS = (1, 2)   # TEXTRACT/TINSERT: row offset in r1, column offset in r2 (r0 is the zero register)
 
 
 @dataclass
@@ -43,6 +44,7 @@ class Group:
     block: Block
     config: MachineConfig
     tiles: list[TileSpec]
+    gprs: np.ndarray | None = None     # (n, 4, 32) uint64 (TEXTRACT/TINSERT offsets); None: all zero
 
     @property
     def n(self) -> int:
@@ -68,14 +70,15 @@ def _capacity(kind: str, width: int, rows: int, cols: int) -> int:
     return (rows * cols * (1 if kind == "predicate" else width) + 7) // 8
 
 
-def _desc(dtype_name: str | None, rows: int, cols: int, vrow: int, vcol: int, location="Local") -> Descriptor:
+def _desc(dtype_name: str | None, rows: int, cols: int, vrow: int, vcol: int, location="Local",
+          layout: int = 0) -> Descriptor:
     if dtype_name is None:
         return Descriptor(location, "predicate", None, rows, cols, vrow, vcol, 0, "standard",
                           _capacity("predicate", 1, rows, cols))
     d = datatype(dtype_name)
     cap = _capacity("numeric", d.container, rows, cols)
     phys = cap * 8 // (cols * d.container)      # 4-bit types: the rows the capacity derives
-    return Descriptor(location, "numeric", d.code, phys, cols, vrow, vcol, 0, "standard", cap)
+    return Descriptor(location, "numeric", d.code, phys, cols, vrow, vcol, layout, "standard", cap)
 
 
 def _roles(ctx: Context) -> list[str | None]:
@@ -86,9 +89,9 @@ def _roles(ctx: Context) -> list[str | None]:
 
 
 def _other_dtype(name: str) -> str:
-    """Another element-wise DataType of the same container width (SOURCE_DATATYPE)."""
+    """Another DataType of the same container width (SOURCE_DATATYPE)."""
     c = datatype(name).container
-    return next(n for n in sorted(ELEMENTWISE) if n != name and datatype(n).container == c)
+    return next(d.name for d in DATATYPES if d.name != name and d.container == c)
 
 
 # ---------------------------------------------------------------------------- blocks
@@ -117,9 +120,12 @@ def _block(ctx: Context, v: Variant, src_rows: int) -> Block:
             datr.update(Canonicalize=0, Layout=0)
     if op.schema == I.COMPARE and v.explicit:
         datr["CMode"] = 0
+    if ctx.movement and (v.layout or v.explicit):
+        datr["Layout"] = v.layout
     bdatr = BDatr(**datr) if datr else None
+    ior = BIor(RegSrc0=OFFSET_REGS[0], RegSrc1=OFFSET_REGS[1]) if ctx.movement and v.offsets != "none" else None
     return Block(BStart(op.mode, op.function, datatype(ctx.src.name).code, op.engine),
-                 srcs + (dest,), dim, bdatr, None, None)
+                 srcs + (dest,), dim, bdatr, ior, None)
 
 
 # ---------------------------------------------------------------------------- mutations
@@ -148,8 +154,16 @@ def _tile(g: Group, role: int, **changes) -> Group:
 
 
 def _undefine_one(g: Group, rng) -> Group:
+    """One element the block reads, undefined on the last selected PE: inside the valid
+    rectangle, or for TEXTRACT/TINSERT the first element of the window source's window."""
     t = g.tiles[-1]
     d = t.defined.copy()
+    if g.ctx.movement:
+        r = c = 0
+        if g.ctx.op.schema == I.EXTRACT and g.gprs is not None:
+            r, c = (int(x) for x in g.gprs[0, t.pes[-1], list(OFFSET_REGS)])
+        d[:, -1, index_grid(t.desc)[r, c]] = False
+        return _tile(g, len(g.tiles) - 1, defined=d)
     r, c = rng.integers(0, t.desc.ValidRow), rng.integers(0, t.desc.ValidCol)
     d[:, -1, r * t.desc.Col + c] = False
     return _tile(g, len(g.tiles) - 1, defined=d)
@@ -215,20 +229,57 @@ MUTATIONS = {
     "ALLOCATION": _allocation,
     "SOURCE_UNDEFINED": _undefine_one,
     "INT_DIVIDE_BY_ZERO": _zero_divisor,
+    "OFFSET_RANGE": lambda g, rng: g,            # build_group places the window one past the edge
+    "IOR_NONZERO": lambda g, rng: replace(g, block=replace(g.block, ior=replace(g.block.ior or BIor(), RegSrc2=3))),
 }
 
 
 # ---------------------------------------------------------------------------- building
+
+def _window_geometry(ctx: Context, v: Variant) -> tuple[list[tuple], tuple[int, int]]:
+    """TEXTRACT/TINSERT: each source role's (rows, cols, valid rows, valid cols, layout) and the
+    largest legal (row, column) offsets.  TEXTRACT reads a vrow x vcol window of a bigger source;
+    TINSERT writes a smaller insertion into the old destination's valid rectangle."""
+    if ctx.op.schema == I.EXTRACT:
+        sr, sc = v.vrow + 3, v.vcol + 4
+        return [(sr, sc, sr, sc, v.src_layout)], (sr - v.vrow, sc - v.vcol)
+    ir, ic = max(1, v.vrow - 1), max(1, v.vcol - 3)
+    return [(v.rows, v.cols, v.vrow, v.vcol, 0), (ir, ic, ir, ic, v.src_layout)], (v.vrow - ir, v.vcol - ic)
+
+
+def _offset_gprs(v: Variant, n: int, pes, limit: tuple[int, int], rng) -> np.ndarray | None:
+    """(n, 4, 32) GPRs holding each selected PE's window offsets in OFFSET_REGS."""
+    if v.offsets == "none":
+        return None
+    g = np.zeros((n, 4, 32), np.uint64)
+    for reg, hi in zip(OFFSET_REGS, limit):
+        if v.offsets == "edge":
+            vals = np.full((n, len(pes)), hi, np.uint64)
+        else:
+            vals = rng.integers(0, hi + 1, (n, len(pes))).astype(np.uint64)
+        g[:, list(pes), reg] = vals
+    if v.offsets == "beyond":                      # one past the edge on the last selected PE
+        g[:, pes[-1], OFFSET_REGS[1]] = limit[1] + 1
+    return g
+
 
 def build_group(cls: CoverageClass, ctx: Context, n: int, rng: np.random.Generator) -> Group:
     """n cases of class `cls` for the partition `ctx`."""
     v = cls.variant(ctx, rng) if cls.variant else Variant()
     if cls.kind == "illegal":                       # mutate a case with room for every rule
         v = replace(v, vcol=8, cols=8, pe_mask=0b0011)
+    if cls.kind == "illegal" and cls.reason == "OFFSET_RANGE":
+        v = replace(v, offsets="beyond")
     pes = tuple(p for p in range(4) if v.pe_mask >> p & 1)
     roles = _roles(ctx)
-    descs = [_desc(name, v.rows, v.cols, v.vrow, v.vcol) for name in roles]
-    elements = descs[-1].elements
+    gprs = None
+    if ctx.movement:
+        shapes, limit = _window_geometry(ctx, v)
+        descs = [_desc(name, *shape[:4], layout=shape[4]) for name, shape in zip(roles, shapes)]
+        gprs = _offset_gprs(v, n, pes, limit, rng)
+    else:
+        descs = [_desc(name, v.rows, v.cols, v.vrow, v.vcol) for name in roles]
+    elements = max(d.elements for d in descs)
     gen = cls.gen if cls.gen is not None else _random
     m = n * len(pes) * elements
     operands = gen(ctx, rng, m)
@@ -243,12 +294,13 @@ def build_group(cls: CoverageClass, ctx: Context, n: int, rng: np.random.Generat
             if elems.shape[2] < desc.elements:     # 4-bit types: capacity-derived spare rows
                 elems = np.pad(elems, ((0, 0), (0, 0), (0, desc.elements - elems.shape[2])))
         defined = np.ones(elems.shape, bool)
-        if v.undefined_outside:
+        if v.undefined_outside and desc.Layout == 0:
             grid = np.zeros((desc.Row, desc.Col), bool)
             grid[: desc.ValidRow, : desc.ValidCol] = True
             defined &= grid.reshape(-1)[None, None, :]
         tiles.append(TileSpec(i + 1, desc, pes, elems, defined))
-    g = Group(cls, ctx, v, _block(ctx, v, descs[0].Row), MachineConfig(), tiles)
+    src_rows = v.rows if ctx.movement else descs[0].Row
+    g = Group(cls, ctx, v, _block(ctx, v, src_rows), MachineConfig(), tiles, gprs)
     if v.mutation is not None:
         g = MUTATIONS[v.mutation](g, rng)
     # run exactly what the stream says (raises EncodeError for a block a stream cannot carry)
@@ -264,7 +316,7 @@ def execute(g: Group, backend: str = "cpu") -> Outcome:
     from ..batch import MachineBatch
     n = g.n
     tiles = {(pe, t.tile): (t.desc, t.elems[:, j], t.defined[:, j]) for t in g.tiles for j, pe in enumerate(t.pes)}
-    batch = MachineBatch.from_stacks(g.config, n, tiles, backend)
+    batch = MachineBatch.from_stacks(g.config, n, tiles, backend, gprs=g.gprs)
     result = batch.run([g.block])
     committed = np.array([e is None for e in result.errors], bool)
     reason = np.full(n, "", object)

@@ -31,6 +31,7 @@ FAMILY = {
     "TSHL": "shift", "TSHR": "shift", "TSEL": "select", "TCVT": "convert",
     "TABS": "unary", "TNEG": "unary", "TRELU": "unary", "TEXP": "unary", "TLOG": "unary",
     "TRECIP": "unary", "TSQRT": "unary", "TRSQRT": "unary",
+    "TEXTRACT": "move", "TINSERT": "move",
 }
 
 
@@ -49,6 +50,11 @@ class Context:
     @property
     def is_float(self) -> bool:
         return self.src.kind == "float"
+
+    @property
+    def movement(self) -> bool:
+        """TEXTRACT/TINSERT: encodings move unchanged through a GPR-offset window."""
+        return self.op.schema in (I.EXTRACT, I.INSERT)
 
     @property
     def value_arity(self) -> int:
@@ -70,6 +76,10 @@ class Variant:
     dest_capacity: int | None = None   # explicit destination capacity (None: omitted)
     mutation: str | None = None   # illegal classes: the name of the mutation (cases.MUTATIONS)
     undefined_outside: bool = False    # elements outside the valid rectangle are undefined
+    # TEXTRACT / TINSERT: where the window sits (GPR offsets through B.IOR) and the layouts
+    offsets: str = "random"       # none (B.IOR omitted) | random | edge (largest legal) | beyond
+    layout: int = 0               # B.DATR.Layout of the destination
+    src_layout: int = 0           # layout of the window source (TEXTRACT source, TINSERT insertion)
 
 
 Gen = Callable[[Context, np.random.Generator, int], list]
@@ -273,6 +283,10 @@ def _int(ctx):
     return not ctx.is_float and ctx.src.kind in ("sint", "uint")
 
 
+def _movement(ctx):
+    return ctx.movement
+
+
 def _has_pad(ctx):
     return "PadValueOrByteId" in ctx.op.datr
 
@@ -297,8 +311,9 @@ def _pad(code):
 
 # ---------------------------------------------------------------------------- the table
 
-def _value(name, doc, applies, gen):
-    return CoverageClass(name, "value", doc, applies, gen=gen)
+def _value(name, doc, applies, gen, movement=False):
+    """A value class; for TEXTRACT/TINSERT, which compute nothing, only those marked `movement`."""
+    return CoverageClass(name, "value", doc, lambda c: applies(c) and (movement or not c.movement), gen=gen)
 
 
 def _shape(name, doc, applies, variant):
@@ -312,9 +327,9 @@ def _illegal(reason, doc, applies=_always, mutation=None):
 
 CLASSES: tuple[CoverageClass, ...] = (
     # ---- values
-    _value("random", "uniformly random encodings", _always, _random),
+    _value("random", "uniformly random encodings", _always, _random, movement=True),
     _value("specials", "pairs of special values (zeros, extremes, infinities, NaNs, one)", _always,
-           _pool_class("special")),
+           _pool_class("special"), movement=True),
     _value("zeros", "signed zeros", _float_has("zero"), _pool_class("zero")),
     _value("min_subnormal", "the smallest subnormals", _float_has("min_subnormal"), _pool_class("min_subnormal")),
     _value("max_subnormal", "the largest subnormals", _float_has("max_subnormal"), _pool_class("max_subnormal")),
@@ -351,6 +366,11 @@ CLASSES: tuple[CoverageClass, ...] = (
     _shape("partial_pe_mask", "a PE_MASK selecting some of the PEs", _always, _pe_partial),
     _shape("all_pes", "PE_MASK = 0b1111", _always, _v(pe_mask=0b1111, rows=2, vrow=2)),
     _shape("dest_aliases_source", "the destination renames a source", _always, _v(alias=True)),
+    _shape("offset_none", "B.IOR omitted: both offsets 0", _movement, _v(offsets="none")),
+    _shape("offset_edge", "the window at the largest legal offsets", _movement, _v(offsets="edge")),
+    _shape("layout_dn", "destination Layout DN", _movement, _v(layout=1)),
+    _shape("layout_fractal", "destination in a fractal layout (NZ)", _movement, _v(layout=2)),
+    _shape("source_layout", "the window source in a fractal layout (ZN)", _movement, _v(src_layout=3)),
     # ---- one class per MUST-reject rule a one-block case can break
     _illegal("BINDING_COUNT", "B.IOT binds one tile too few"),
     _illegal("PE_MASK_MISMATCH", "two bindings carry different PE_MASKs", lambda c: c.op.arity >= 1),
@@ -372,6 +392,8 @@ CLASSES: tuple[CoverageClass, ...] = (
     _illegal("ALLOCATION", "a tile store without room for the destination"),
     _illegal("SOURCE_UNDEFINED", "an undefined element inside the valid rectangle"),
     _illegal("INT_DIVIDE_BY_ZERO", "an integer zero divisor", lambda c: c.op.int_zero_check and _int(c)),
+    _illegal("OFFSET_RANGE", "a window one past the edge", _movement),
+    _illegal("IOR_NONZERO", "B.IOR.RegSrc2 nonzero", _movement),
 )
 
 BY_NAME = {c.name: c for c in CLASSES}

@@ -22,7 +22,7 @@ from ..config import MachineConfig
 from ..tiles import element_dtype
 from .cases import Group, TileSpec, execute
 from .dataset import GoldenError, check_files, read_manifest
-from .rows import SCHEMA, binary_block, descriptor_at, pack_rows, tiles_of, unpack_rows
+from .rows import SCHEMA, binary_block, descriptor_at, gprs_of, pack_rows, tiles_of, unpack_rows
 
 
 @dataclass
@@ -48,6 +48,13 @@ def _uniform(t: pa.Table, name: str) -> bool:
     return len(t) == 0 or pc.all(pc.equal(col, col[0])).as_py()
 
 
+def _entries(arr: pa.Array, n: int, k: int, sl: slice) -> np.ndarray | None:
+    """(n, entries of `sl`, B) bytes of list entries sl of every row (k entries per row), or
+    None when their sizes differ."""
+    idx = (np.arange(n)[:, None] * k + np.arange(sl.start, sl.stop)[None, :]).reshape(-1)
+    return binary_block(arr.take(pa.array(idx)), n, sl.stop - sl.start)
+
+
 def _rebuild(t: pa.Table) -> Group | None:
     """The group of rows t, or None when they do not share a block and descriptors."""
     n = len(t)
@@ -70,10 +77,6 @@ def _rebuild(t: pa.Table) -> Group | None:
         col = f[name].to_numpy(zero_copy_only=False).reshape(n, k)
         if not np.all(col == col[:1]):
             return None
-    payload = binary_block(f["payload"], n, k)
-    defined = binary_block(f["defined"], n, k)
-    if payload is None or defined is None:
-        return None
     entries = [descriptor_at(f, j) for j in range(k)]
     tiles, j = [], 0
     while j < k:
@@ -82,17 +85,26 @@ def _rebuild(t: pa.Table) -> Group | None:
         while j + len(pes) < k and entries[j + len(pes)][1:] == (tid, desc):
             pes.append(entries[j + len(pes)][0])
         sl = slice(j, j + len(pes))
-        if payload.shape[2] != desc.payload_nbytes or defined.shape[2] != (desc.elements + 7) // 8:
+        payload = _entries(f["payload"], n, k, sl)
+        defined = _entries(f["defined"], n, k, sl)
+        if payload is None or defined is None or payload.shape[2] != desc.payload_nbytes \
+                or defined.shape[2] != (desc.elements + 7) // 8:
             return None
-        elems = unpack_rows(payload[:, sl], desc.elements, desc.container)
+        elems = unpack_rows(payload, desc.elements, desc.container)
         tiles.append(TileSpec(tid, desc, tuple(pes), elems.astype(element_dtype(desc)),
-                              unpack_rows(defined[:, sl], desc.elements, 1).astype(bool)))
+                              unpack_rows(defined, desc.elements, 1).astype(bool)))
         j += len(pes)
     try:
         config = MachineConfig(int(t.column("local_bytes")[0].as_py()), int(t.column("matrix_bytes")[0].as_py()))
     except ValueError as exc:
         raise GoldenError(f"case {t.column('case')[0].as_py()}: {exc}") from None
-    return Group(None, None, None, blocks[0], config, tiles)
+    try:
+        gprs = gprs_of(t.column("gprs"), n)
+    except ValueError as exc:
+        raise GoldenError(f"case {t.column('case')[0].as_py()}: {exc}") from None
+    if gprs is not None and np.any(gprs[:, :, 0]):
+        return None                                   # r0 holds nothing: not a machine state
+    return Group(None, None, None, blocks[0], config, tiles, gprs)
 
 
 def _compare(file: str, t: pa.Table, g: Group, backend: str) -> list[Mismatch]:

@@ -115,6 +115,36 @@ def _tiles_array(n: int, descs: list[tuple[Descriptor, int, tuple[int, ...]]], p
     return pa.ListArray.from_arrays(pa.array(offsets), flat)
 
 
+def gprs_array(gprs: np.ndarray | None, n: int) -> pa.Array:
+    """list<struct<pe, index, value>> of every nonzero GPR of each case (none: an empty list)."""
+    if gprs is None:
+        return pa.array([[]] * n, pa.list_(GPR))
+    case, pe, index = np.nonzero(gprs)
+    flat = pa.StructArray.from_arrays(
+        [pa.array(pe.astype(np.uint8)), pa.array(index.astype(np.uint8)), pa.array(gprs[case, pe, index])],
+        fields=list(GPR))
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(np.bincount(case, minlength=n), out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), flat)
+
+
+def gprs_of(col, n: int) -> np.ndarray | None:
+    """(n, 4, 32) uint64 GPRs from a gprs column (None when every list is empty)."""
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    offsets = col.offsets.to_numpy()
+    if offsets[-1] == offsets[0]:
+        return None
+    flat = col.values.slice(offsets[0], offsets[-1] - offsets[0])
+    case = np.repeat(np.arange(n), np.diff(offsets))
+    g = np.zeros((n, 4, 32), np.uint64)
+    pe = flat.field("pe").to_numpy().astype(np.int64)
+    index = flat.field("index").to_numpy().astype(np.int64)
+    if pe.size and (pe.max() >= 4 or index.max() >= 32):
+        raise ValueError("a GPR entry names a PE or register out of range")
+    g[case, pe, index] = flat.field("value").to_numpy()
+    return g
+
+
 def _repeat(value, n: int, typ) -> pa.Array:
     """n copies of one value (numpy would strip a bytes value's trailing NUL bytes)."""
     return pa.array([value], typ).take(pa.array(np.zeros(n, np.int64)))
@@ -145,7 +175,7 @@ def group_table(g: Group, out: Outcome, first_case: int, group_index: int) -> pa
         "local_bytes": pa.array(np.full(n, g.config.local_bytes, np.uint32)),
         "matrix_bytes": pa.array(np.full(n, g.config.matrix_bytes, np.uint32)),
         "pe_mask": pa.array(np.full(n, mask & 0xFF, np.uint8)),
-        "gprs": pa.array([[]] * n, pa.list_(GPR)),
+        "gprs": gprs_array(g.gprs, n),
         "inputs": ins,
         "outcome": pa.array(np.where(out.committed, "commit", "reject").astype(object), pa.string()),
         "reason": pa.array(out.reason, pa.string()),
