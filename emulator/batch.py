@@ -531,6 +531,62 @@ class MachineBatch:
                 return c.machine(int(j[0]))
         raise AssertionError(f"machine {k} is nowhere")   # pragma: no cover
 
+    @classmethod
+    def from_stacks(cls, config: MachineConfig, n: int, tiles: dict, backend: str = "cpu",
+                    gprs: np.ndarray | None = None) -> "MachineBatch":
+        """n machines of one shape straight from stacked arrays, without a host Machine each:
+        `tiles` maps (PE, tile id) -> (Descriptor, elems (n, elements), defined (n, elements));
+        `gprs` (n, 4, 32) uint64 or None (all zero; r0 must be 0).  Status starts at zero.  The
+        tiles must be valid architectural state (as validate_tile accepts); the golden
+        generator builds them so."""
+        batch = cls.__new__(cls)
+        batch.config = config
+        batch.backend, batch.xp, batch.why = resolve_backend(backend)
+        batch._n, batch._host, batch._cohorts = n, {}, []
+        if batch.backend == "reference":
+            for k in range(n):
+                m = Machine(config)
+                for (p, tid), (desc, elems, defined) in tiles.items():
+                    m._pes[p].tiles[tid] = make_tile(desc, elems[k], defined[k])
+                if gprs is not None:
+                    for p in range(NUM_PES):
+                        m._pes[p].gprs = np.array(gprs[k, p], np.uint64)
+                batch._host[k] = m
+            return batch
+        xp = batch.xp
+        slots = [{} for _ in range(NUM_PES)]
+        for (p, tid), (desc, elems, defined) in tiles.items():
+            slots[p][tid] = Slot(desc, _readonly(xp.asarray(elems)), _readonly(xp.asarray(defined)))
+        gprs = xp.zeros((n, NUM_PES, GPR_COUNT), np.uint64) if gprs is None else xp.asarray(gprs, np.uint64)
+        status = xp.zeros((n, NUM_PES), np.uint8)
+        batch._cohorts = [Cohort(config, np.arange(n, dtype=np.int64), slots, gprs, status, xp)]
+        return batch
+
+    def stacks(self, pe: int, tile: int) -> list[tuple[np.ndarray, Descriptor, Any, Any]]:
+        """Tile `tile` of PE `pe` on every machine that holds it, as (machine indices, descriptor,
+        elems (m, elements), defined (m, elements)) per group of machines sharing a descriptor,
+        host arrays, without materializing Machines for cohort members."""
+        out = []
+        for c in self._cohorts:
+            s = c.slots[pe].get(tile)
+            if s is not None:
+                host = _host(c.xp)
+                out.append((c.ids.copy(), s.desc, host(s.elems), host(s.defined)))
+        for k, m in sorted(self._host.items()):
+            t = m._pes[pe].tiles.get(tile)
+            if t is not None:
+                out.append((np.array([k], np.int64), t.desc, t.elems[None], t.defined[None]))
+        return out
+
+    def statuses(self) -> np.ndarray:
+        """(machines, 4) uint8: every machine's per-PE numeric status."""
+        out = np.zeros((self._n, NUM_PES), np.uint8)
+        for c in self._cohorts:
+            out[c.ids] = _host(c.xp)(c.status)
+        for k, m in self._host.items():
+            out[k] = [pe.status for pe in m._pes]
+        return out
+
     def digests(self) -> list[bytes]:
         return [self.machine(k).digest() for k in range(self._n)]
 

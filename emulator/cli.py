@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "vcg": ("emulator.commands.vcg", "compile a VCG mapping: config, valid_size matrix, heatmap"),
     "reduce": ("emulator.commands.reduce", "run a VCG-tagged intra-slice reduction over an Arrow flit file"),
     "bench": ("emulator.commands.bench", "measure throughput against a plain-library baseline"),
+    "golden": ("emulator.commands.golden", "generate golden vectors (Parquet), print coverage, export TestFloat"),
+    "verify": ("emulator.commands.verify", "replay a golden dataset and compare every case"),
 }
 
 

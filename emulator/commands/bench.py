@@ -163,6 +163,44 @@ CASES.append(Case("batch.TADD.FP32.16x16", "NumPy float32 add of the same stacke
                   "(n // 1024 machines x 4 PEs x 16x16; --n 4194304 = 4,096 machines)", batch_setup))
 
 
+# ---------------------------------------------------------------- golden cases
+
+def golden_setup(op: str, dtype: str, dst: str | None = None, sat: bool = False):
+    """n golden cases of one partition generated and written as Parquet (the whole pipeline of
+    `tile-emu golden`, in-process), against pyarrow writing the same rows to Parquet alone."""
+    def setup(n: int):
+        import shutil
+        import tempfile
+
+        import pyarrow.parquet as pq
+
+        from emulator.golden import dataset as D
+        p = D.Params(ops=(op,), dtypes=(dtype,), cases=n, seed=1, dst_dtypes=(dst,) if dst else (),
+                     rmodes=("RNE",), sat=(int(sat),))
+        part = D.partitions(p)[0]
+        chunks = D.chunks(p)
+        folder = tempfile.mkdtemp(prefix="tile-emu-bench-golden-")
+        table = D.chunk_table(p, part, 0, min(n, p.chunk_cases))
+        copies = -(-n // len(table))
+
+        def ours():
+            shutil.rmtree(folder, ignore_errors=True)
+            for pt, chunk, k in chunks:
+                D.write_chunk(folder, p.to_json(), vars(pt), chunk, k)
+
+        def base():
+            for i in range(copies):
+                pq.write_table(table, f"{folder}.base.parquet", compression="zstd", write_statistics=False)
+        return ours, base
+    return setup
+
+
+CASES.append(Case("golden.TADD.FP16", "pyarrow writing the same rows to Parquet (n = cases)",
+                  golden_setup("TADD", "FP16")))
+CASES.append(Case("golden.TCVT.FP32.E4M3.sat", "pyarrow writing the same rows to Parquet (n = cases)",
+                  golden_setup("TCVT", "FP32", "E4M3", sat=True)))
+
+
 # ---------------------------------------------------------------- runner
 
 clock = time.perf_counter      # the timer of warm_up and measure (tests substitute a scripted one)

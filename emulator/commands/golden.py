@@ -1,0 +1,154 @@
+"""tile-emu golden: coverage-driven golden vectors as a partitioned Parquet dataset.
+
+    tile-emu golden --ops TADD,TCVT --dtypes FP16,E4M3 --cases 100000 --seed 7 --out vectors/
+    tile-emu golden ... --workers 4 | --scheduler tcp://host:8786 | --resume
+    tile-emu golden --coverage vectors/
+    tile-emu golden export vectors/ --format testfloat --op TADD --dtype FP32 > f32_add.txt
+"""
+from __future__ import annotations
+
+import pathlib
+import sys
+
+from emulator.cli import CommandError
+from emulator.golden import dataset as D
+from emulator.golden.dataset import GoldenError
+from isa.atomicio import quote
+
+
+def add_arguments(p) -> None:
+    p.add_argument("action", nargs="?", choices=["export"], help="export: write another tool's format")
+    p.add_argument("dataset", nargs="?", help="the dataset folder (export)")
+    g = p.add_argument_group("generate")
+    g.add_argument("--ops", help="comma-separated instructions, e.g. TADD,TDIV,TCVT")
+    g.add_argument("--dtypes", help="comma-separated DataTypes (TCVT: source and, by default, destination types)")
+    g.add_argument("--dst-dtypes", help="TCVT destination DataTypes (default: --dtypes)")
+    g.add_argument("--rmodes", default=",".join(D.RMODE_NAMES), help="TCVT rounding modes (default: all)")
+    g.add_argument("--sat", default="0,1", help="TCVT Sat values (default: 0,1)")
+    g.add_argument("--cases", type=int, help="cases per partition")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--profile", default="ieee", help="numeric profile (default ieee)")
+    g.add_argument("--out", help="output folder (must be empty unless --resume)")
+    g.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
+    g.add_argument("--workers", type=int, help="run on a local Dask cluster of N worker processes")
+    g.add_argument("--scheduler", help="run on an existing Dask cluster (tcp://host:port)")
+    g.add_argument("--quiet", action="store_true", help="no progress line")
+    p.add_argument("--coverage", metavar="DIR", help="print coverage classes x partitions of a dataset")
+    e = p.add_argument_group("export")
+    e.add_argument("--format", choices=["testfloat"], help="export format")
+    e.add_argument("--op", help="export: the instruction")
+    e.add_argument("--dtype", help="export: the DataType (TCVT: the source)")
+    e.add_argument("--dst", help="export: TCVT destination DataType")
+    e.add_argument("--rmode", help="export: TCVT rounding mode (default RNE)")
+
+
+def run(args) -> int:
+    try:
+        if args.action == "export":
+            return _export(args)
+        if args.coverage:
+            print(coverage_table(args.coverage))
+            return 0
+        return _generate(args)
+    except GoldenError as exc:
+        raise CommandError(str(exc), 1) from None
+
+
+def _params(args) -> D.Params:
+    missing = [f"--{n}" for n in ("ops", "dtypes", "cases", "out") if getattr(args, n) in (None, "")]
+    if missing:
+        raise CommandError(f"missing {', '.join(missing)} (see tile-emu golden --help)", 2)
+    if args.cases <= 0:
+        raise CommandError("--cases must be positive", 2)
+    if args.workers is not None and args.workers <= 0:
+        raise CommandError("--workers must be positive", 2)
+    if args.workers and args.scheduler:
+        raise CommandError("--workers and --scheduler exclude each other", 2)
+    try:
+        sat = tuple(int(s) for s in D.parse_list(args.sat, "sat"))
+    except ValueError:
+        raise CommandError(f"--sat {quote(args.sat)}: a list of 0/1", 2) from None
+    if any(s not in (0, 1) for s in sat):
+        raise CommandError(f"--sat {quote(args.sat)}: a list of 0/1", 2)
+    from kernels.numeric.profiles import PROFILES
+    if args.profile not in PROFILES:
+        raise CommandError(f"--profile {quote(args.profile)}: one of {', '.join(PROFILES)}", 2)
+    p = D.Params(
+        ops=tuple(o.upper() for o in D.parse_list(args.ops, "ops")), dtypes=D.parse_list(args.dtypes, "dtypes"),
+        cases=args.cases, seed=args.seed,
+        dst_dtypes=D.parse_list(args.dst_dtypes, "dst-dtypes") if args.dst_dtypes else (),
+        rmodes=tuple(r.upper() for r in D.parse_list(args.rmodes, "rmodes")), sat=sat, profile=args.profile)
+    D.partitions(p)             # validates names and (op, DataType) pairs before anything is written
+    return p
+
+
+def _generate(args) -> int:
+    from emulator.golden.dataset import file_name, file_record, write_chunk
+    from emulator.golden.runner import Progress, run as run_tasks
+    p = _params(args)
+    out = pathlib.Path(args.out)
+    D.params_match_or_fail(out, p, args.resume)
+    tasks, records = [], []
+    for part, chunk, n in D.chunks(p):
+        path = out / part.path / file_name(chunk)
+        if args.resume and path.is_file():
+            records.append(file_record(out, path))
+            continue
+        tasks.append((str(out), p.to_json(), _part_dict(part), chunk, n))
+    total = sum(t[4] for t in tasks)
+    progress = Progress(total, len(tasks), enabled=not args.quiet)
+    run_tasks(tasks, write_chunk, lambda task, rec: (records.append(rec), progress.add(task[4])),
+              workers=args.workers, scheduler=args.scheduler)
+    progress.close()
+    D.write_json(out / D.MANIFEST, D.manifest(p, records))
+    rows = sum(r["rows"] for r in records)
+    size = sum(r["bytes"] for r in records)
+    print(f"{rows:,} cases in {len(records)} files ({size / 1e6:.1f} MB) -> {out}"
+          + (f"; {progress.rate:,.0f} cases/s" if total else ""))
+    return 0
+
+
+def _part_dict(part: D.Partition) -> dict:
+    return {"op": part.op, "dtype": part.dtype, "dst": part.dst, "rmode": part.rmode, "sat": part.sat}
+
+
+def coverage_table(folder) -> str:
+    """Classes x partitions: case counts, 'n/a' where a partition cannot have the class."""
+    from emulator.golden.coverage import CLASSES
+    m = D.read_manifest(folder)
+    cols = []
+    for part in m["partitions"]:
+        label = f"{part['op']}.{part['dtype']}" + (f">{part['dst']}.{part['rmode']}{'.sat' if part['sat'] else ''}"
+                                                  if part.get("dst") else "")
+        counts: dict[str, int] = {}
+        for f in part["files"]:
+            for c, k in f.get("classes", {}).items():
+                counts[c] = counts.get(c, 0) + k
+        cols.append((label, counts, set(part.get("not_applicable", []))))
+    name_w = max(len(c.name) for c in CLASSES)
+    widths = [max(len(label), 7) for label, _, _ in cols]
+    lines = [" " * name_w + "  " + "  ".join(label.rjust(w) for (label, _, _), w in zip(cols, widths))]
+    for cls in CLASSES:
+        cells = []
+        for (label, counts, na), w in zip(cols, widths):
+            cell = "n/a" if cls.name in na else f"{counts.get(cls.name, 0):,}"
+            cells.append(cell.rjust(w))
+        lines.append(cls.name.ljust(name_w) + "  " + "  ".join(cells))
+    missing = sum(1 for cls in CLASSES for label, counts, na in cols if cls.name not in na and not counts.get(cls.name))
+    lines.append(f"{len(cols)} partition(s); {missing} applicable class cell(s) without cases"
+                 + ("" if missing else " (complete)"))
+    return "\n".join(lines)
+
+
+def _export(args) -> int:
+    from emulator.golden.export import ROUNDING, function_name, lines
+    if not args.dataset or not args.format or not args.op or not args.dtype:
+        raise CommandError("export needs DATASET --format testfloat --op OP --dtype DTYPE", 2)
+    name = function_name(args.op.upper(), args.dtype.upper() if len(args.dtype) <= 4 else args.dtype, args.dst)
+    out = sys.stdout.buffer
+    for block in lines(args.dataset, args.op, args.dtype, args.dst, args.rmode):
+        out.write(block)
+    out.flush()
+    mode = ROUNDING.get((args.rmode or "RNE").upper(), "-rnear_even")
+    print(f"# check with: testfloat_ver {name} {mode} -tininessafter < FILE", file=sys.stderr)
+    return 0

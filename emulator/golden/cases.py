@@ -1,0 +1,352 @@
+"""Groups of golden cases: one block and one geometry, many machines' worth of tile data.
+
+A group is what one batched execution runs: every case of it holds the same block (so the same
+`.tbs` bytes) and the same tile descriptors, and differs only in tile payloads and
+definedness.  `build_group` draws a group of one coverage class; `execute` runs it and returns
+each case's outcome; `cases_table` lays inputs and outcomes out as the Arrow rows of
+docs/golden-format.md.  Every step is vectorised over the cases.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from isa import encoding, fields as F, instructions as I
+from isa.assembly import disassemble
+from isa.block import BDatr, BDim, BIor, BIos, Block, BStart, TileBinding
+from isa.datatypes import DATATYPES, datatype
+from isa.errors import IllegalBlockException
+
+from ..config import MachineConfig
+from ..tiles import Descriptor, index_grid
+from .coverage import CoverageClass, Context, Variant, _random
+
+DEST_TILE = 9          # the destination's tile id (sources are 1, 2, 3)
+OFFSET_REGS = (1, 2)   # TEXTRACT/TINSERT: row offset in r1, column offset in r2 (r0 is the zero register)
+
+
+@dataclass
+class TileSpec:
+    """One source role's tile on each PE that holds it, for all cases of a group."""
+    tile: int
+    desc: Descriptor
+    pes: tuple[int, ...]
+    elems: np.ndarray       # (n, len(pes), desc.elements) raw encodings (element dtype)
+    defined: np.ndarray     # (n, len(pes), desc.elements) bool
+
+
+@dataclass
+class Group:
+    cls: CoverageClass
+    ctx: Context
+    variant: Variant
+    block: Block
+    config: MachineConfig
+    tiles: list[TileSpec]
+    gprs: np.ndarray | None = None     # (n, 4, 32) uint64 (TEXTRACT/TINSERT offsets); None: all zero
+
+    @property
+    def n(self) -> int:
+        return self.tiles[0].elems.shape[0] if self.tiles else 0
+
+
+@dataclass
+class Outcome:
+    committed: np.ndarray        # (n,) bool
+    reason: np.ndarray           # (n,) object: reason code, "" when committed
+    field: np.ndarray
+    message: np.ndarray
+    dest: Descriptor | None      # the destination descriptor of the committed cases
+    pes: tuple[int, ...]         # selected PEs (the destination exists on each)
+    elems: np.ndarray            # (n, len(pes), dest.elements); meaningful where committed
+    defined: np.ndarray
+    status: np.ndarray           # (n, 4) uint8: every PE's numeric status after the block
+
+
+# ---------------------------------------------------------------------------- geometry
+
+def _capacity(kind: str, width: int, rows: int, cols: int) -> int:
+    return (rows * cols * (1 if kind == "predicate" else width) + 7) // 8
+
+
+def _desc(dtype_name: str | None, rows: int, cols: int, vrow: int, vcol: int, location="Local",
+          layout: int = 0) -> Descriptor:
+    if dtype_name is None:
+        return Descriptor(location, "predicate", None, rows, cols, vrow, vcol, 0, "standard",
+                          _capacity("predicate", 1, rows, cols))
+    d = datatype(dtype_name)
+    cap = _capacity("numeric", d.container, rows, cols)
+    phys = cap * 8 // (cols * d.container)      # 4-bit types: the rows the capacity derives
+    return Descriptor(location, "numeric", d.code, phys, cols, vrow, vcol, layout, "standard", cap)
+
+
+def _roles(ctx: Context) -> list[str | None]:
+    """Each source role's DataType name (None = predicate)."""
+    if ctx.op.schema == I.SELECT:
+        return [None, ctx.src.name, ctx.src.name]
+    return [ctx.src.name] * ctx.op.arity
+
+
+def _other_dtype(name: str) -> str:
+    """Another DataType of the same container width (SOURCE_DATATYPE)."""
+    c = datatype(name).container
+    return next(d.name for d in DATATYPES if d.name != name and d.container == c)
+
+
+# ---------------------------------------------------------------------------- blocks
+
+def _block(ctx: Context, v: Variant, src_rows: int) -> Block:
+    op = ctx.op
+    pe = v.pe_mask
+    srcs = tuple(TileBinding(i + 1, pe) for i in range(op.arity))
+    dest_kind = op.dest_kind
+    width = datatype(ctx.dst.name).container
+    cap = None
+    if v.dest_capacity is not None or src_rows != v.vrow or v.explicit:
+        cap = _capacity(dest_kind, width, src_rows, v.cols)
+    dest = TileBinding(1 if v.alias else DEST_TILE, pe, cap)
+    dim = BDim(LB0=v.vcol,
+               LB1=v.vrow if (v.vrow != 1 or v.explicit) else None,
+               LB2=v.cols if (v.cols != v.vcol or v.explicit) else None)
+    datr = {}
+    if "PadValueOrByteId" in op.datr and (v.pad is not None or v.explicit):
+        datr["PadValueOrByteId"] = 0b11 if v.pad is None else v.pad
+    if op.schema == I.CONVERT:
+        datr["DataType"] = datatype(ctx.dst.name).code
+        datr["RMode"] = {name: code for code, name in F.RMODES.items()}[ctx.rmode or "DEFAULT"]
+        datr["Sat"] = int(ctx.sat)
+        if v.explicit:
+            datr.update(Canonicalize=0, Layout=0)
+    if op.schema == I.COMPARE and v.explicit:
+        datr["CMode"] = 0
+    if ctx.movement and (v.layout or v.explicit):
+        datr["Layout"] = v.layout
+    bdatr = BDatr(**datr) if datr else None
+    ior = BIor(RegSrc0=OFFSET_REGS[0], RegSrc1=OFFSET_REGS[1]) if ctx.movement and v.offsets != "none" else None
+    return Block(BStart(op.mode, op.function, datatype(ctx.src.name).code, op.engine),
+                 srcs + (dest,), dim, bdatr, ior, None)
+
+
+# ---------------------------------------------------------------------------- mutations
+
+def _m_block(**changes):
+    def apply(g: Group, rng) -> Group:
+        return replace(g, block=replace(g.block, **changes))
+    return apply
+
+
+def _binding(g: Group, index: int, **changes) -> Block:
+    iot = list(g.block.iot)
+    iot[index] = replace(iot[index], **changes)
+    return replace(g.block, iot=tuple(iot))
+
+
+def _datr(g: Group, **changes) -> Block:
+    base = g.block.datr or BDatr()
+    return replace(g.block, datr=replace(base, **changes))
+
+
+def _tile(g: Group, role: int, **changes) -> Group:
+    tiles = list(g.tiles)
+    tiles[role] = replace(tiles[role], **changes)
+    return replace(g, tiles=tiles)
+
+
+def _undefine_one(g: Group, rng) -> Group:
+    """One element the block reads, undefined on the last selected PE: inside the valid
+    rectangle, or for TEXTRACT/TINSERT the first element of the window source's window."""
+    t = g.tiles[-1]
+    d = t.defined.copy()
+    if g.ctx.movement:
+        r = c = 0
+        if g.ctx.op.schema == I.EXTRACT and g.gprs is not None:
+            r, c = (int(x) for x in g.gprs[0, t.pes[-1], list(OFFSET_REGS)])
+        d[:, -1, index_grid(t.desc)[r, c]] = False
+        return _tile(g, len(g.tiles) - 1, defined=d)
+    r, c = rng.integers(0, t.desc.ValidRow), rng.integers(0, t.desc.ValidCol)
+    d[:, -1, r * t.desc.Col + c] = False
+    return _tile(g, len(g.tiles) - 1, defined=d)
+
+
+def _zero_divisor(g: Group, rng) -> Group:
+    t = g.tiles[1]
+    e = t.elems.copy()
+    e[:, -1, rng.integers(0, t.desc.ValidCol)] = 0
+    return _tile(g, 1, elems=e)
+
+
+def _missing(g: Group, rng) -> Group:
+    t = g.tiles[0]
+    return _tile(g, 0, pes=t.pes[:-1], elems=t.elems[:, :-1], defined=t.defined[:, :-1])
+
+
+def _wrong_dtype(g: Group, rng) -> Group:
+    t = g.tiles[-1]
+    other = datatype(_other_dtype(t.desc.datatype.name)).code
+    return _tile(g, len(g.tiles) - 1, desc=replace(t.desc, dtype=other))
+
+
+def _allocation(g: Group, rng) -> Group:
+    used = sum(t.desc.capacity for t in g.tiles if t.desc.location == "Local")
+    return replace(g, config=replace(g.config, local_bytes=used))
+
+
+def _capacity_short(g: Group, rng) -> Group:
+    d = g.block.iot[-1]
+    need = _capacity(g.ctx.op.dest_kind, datatype(g.ctx.dst.name).container, g.variant.vrow, g.variant.cols)
+    return replace(g, block=_binding(g, len(g.block.iot) - 1, capacity=max(need - 1, 0)))
+
+
+def _reserved_field(g: Group, rng) -> Group:
+    if "CMode" in g.ctx.op.datr:
+        return replace(g, block=_datr(g, CMode=max(F.CMODES) + 1))
+    return replace(g, block=_datr(g, Layout=max(F.LAYOUTS) + 1))
+
+
+def _not_applicable(g: Group, rng) -> Group:
+    return replace(g, block=_datr(g, CMode=1) if "CMode" not in g.ctx.op.datr else _datr(g, RMode=1))
+
+
+MUTATIONS = {
+    "BINDING_COUNT": lambda g, rng: replace(g, block=replace(g.block, iot=g.block.iot[1:])),
+    "PE_MASK_MISMATCH": lambda g, rng: replace(g, block=_binding(g, 0, PE_MASK=g.block.iot[0].PE_MASK ^ 0b0010)),
+    "SOURCE_CAPACITY": lambda g, rng: replace(g, block=_binding(g, 0, capacity=g.tiles[0].desc.capacity)),
+    "DIM_MISSING": _m_block(dim=None),
+    "DIM_ZERO": lambda g, rng: replace(g, block=replace(g.block, dim=replace(g.block.dim, LB0=0))),
+    "DIM_RANGE": lambda g, rng: replace(g, block=replace(g.block, dim=replace(g.block.dim, LB2=g.variant.vcol - 1))),
+    "FIELD_NOT_APPLICABLE": _not_applicable,
+    "FIELD_RESERVED": _reserved_field,
+    "CANONICALIZE_LAYOUT": lambda g, rng: replace(g, block=_datr(g, Canonicalize=1, Layout=1)),
+    "IOR_NOT_ALLOWED": _m_block(ior=BIor()),
+    "IOS_NOT_ALLOWED": _m_block(ios=BIos(0)),
+    "SOURCE_MISSING": _missing,
+    "SOURCE_KIND": lambda g, rng: _tile(g, len(g.tiles) - 1, desc=replace(g.tiles[-1].desc, location="Matrix")),
+    "SOURCE_DATATYPE": _wrong_dtype,
+    "SHAPE_MISMATCH": lambda g, rng: _tile(g, len(g.tiles) - 1, desc=replace(
+        g.tiles[-1].desc, ValidCol=g.tiles[-1].desc.ValidCol - 1)),
+    "CAPACITY": _capacity_short,
+    "ALLOCATION": _allocation,
+    "SOURCE_UNDEFINED": _undefine_one,
+    "INT_DIVIDE_BY_ZERO": _zero_divisor,
+    "OFFSET_RANGE": lambda g, rng: g,            # build_group places the window one past the edge
+    "IOR_NONZERO": lambda g, rng: replace(g, block=replace(g.block, ior=replace(g.block.ior or BIor(), RegSrc2=3))),
+}
+
+
+# ---------------------------------------------------------------------------- building
+
+def _window_geometry(ctx: Context, v: Variant) -> tuple[list[tuple], tuple[int, int]]:
+    """TEXTRACT/TINSERT: each source role's (rows, cols, valid rows, valid cols, layout) and the
+    largest legal (row, column) offsets.  TEXTRACT reads a vrow x vcol window of a bigger source;
+    TINSERT writes a smaller insertion into the old destination's valid rectangle."""
+    if ctx.op.schema == I.EXTRACT:
+        sr, sc = v.vrow + 3, v.vcol + 4
+        return [(sr, sc, sr, sc, v.src_layout)], (sr - v.vrow, sc - v.vcol)
+    ir, ic = max(1, v.vrow - 1), max(1, v.vcol - 3)
+    return [(v.rows, v.cols, v.vrow, v.vcol, 0), (ir, ic, ir, ic, v.src_layout)], (v.vrow - ir, v.vcol - ic)
+
+
+def _offset_gprs(v: Variant, n: int, pes, limit: tuple[int, int], rng) -> np.ndarray | None:
+    """(n, 4, 32) GPRs holding each selected PE's window offsets in OFFSET_REGS."""
+    if v.offsets == "none":
+        return None
+    g = np.zeros((n, 4, 32), np.uint64)
+    for reg, hi in zip(OFFSET_REGS, limit):
+        if v.offsets == "edge":
+            vals = np.full((n, len(pes)), hi, np.uint64)
+        else:
+            vals = rng.integers(0, hi + 1, (n, len(pes))).astype(np.uint64)
+        g[:, list(pes), reg] = vals
+    if v.offsets == "beyond":                      # one past the edge on the last selected PE
+        g[:, pes[-1], OFFSET_REGS[1]] = limit[1] + 1
+    return g
+
+
+def build_group(cls: CoverageClass, ctx: Context, n: int, rng: np.random.Generator) -> Group:
+    """n cases of class `cls` for the partition `ctx`."""
+    v = cls.variant(ctx, rng) if cls.variant else Variant()
+    if cls.kind == "illegal":                       # mutate a case with room for every rule
+        v = replace(v, vcol=8, cols=8, pe_mask=0b0011)
+    if cls.kind == "illegal" and cls.reason == "OFFSET_RANGE":
+        v = replace(v, offsets="beyond")
+    pes = tuple(p for p in range(4) if v.pe_mask >> p & 1)
+    roles = _roles(ctx)
+    gprs = None
+    if ctx.movement:
+        shapes, limit = _window_geometry(ctx, v)
+        descs = [_desc(name, *shape[:4], layout=shape[4]) for name, shape in zip(roles, shapes)]
+        gprs = _offset_gprs(v, n, pes, limit, rng)
+    else:
+        descs = [_desc(name, v.rows, v.cols, v.vrow, v.vcol) for name in roles]
+    elements = max(d.elements for d in descs)
+    gen = cls.gen if cls.gen is not None else _random
+    m = n * len(pes) * elements
+    operands = gen(ctx, rng, m)
+    tiles = []
+    numeric_roles = iter(operands)
+    for i, (name, desc) in enumerate(zip(roles, descs)):
+        if name is None:
+            elems = rng.integers(0, 2, (n, len(pes), desc.elements), dtype=np.uint8)
+        else:
+            raw = np.dtype(datatype(name).raw_dtype)
+            elems = np.asarray(next(numeric_roles)).astype(raw).reshape(n, len(pes), -1)[:, :, :desc.elements]
+            if elems.shape[2] < desc.elements:     # 4-bit types: capacity-derived spare rows
+                elems = np.pad(elems, ((0, 0), (0, 0), (0, desc.elements - elems.shape[2])))
+        defined = np.ones(elems.shape, bool)
+        if v.undefined_outside and desc.Layout == 0:
+            grid = np.zeros((desc.Row, desc.Col), bool)
+            grid[: desc.ValidRow, : desc.ValidCol] = True
+            defined &= grid.reshape(-1)[None, None, :]
+        tiles.append(TileSpec(i + 1, desc, pes, elems, defined))
+    src_rows = v.rows if ctx.movement else descs[0].Row
+    g = Group(cls, ctx, v, _block(ctx, v, src_rows), MachineConfig(), tiles, gprs)
+    if v.mutation is not None:
+        g = MUTATIONS[v.mutation](g, rng)
+    # run exactly what the stream says (raises EncodeError for a block a stream cannot carry)
+    return replace(g, block=encoding.decode(encoding.encode([g.block]))[0])
+
+
+# ---------------------------------------------------------------------------- execution
+
+def execute(g: Group, backend: str = "cpu") -> Outcome:
+    """Run the group's block on every case through the batch engine: each case is one machine
+    of a MachineBatch holding exactly the group's tiles, so its outcome is the one the
+    reference Machine defines (the batch is differential-tested against it)."""
+    from ..batch import MachineBatch
+    n = g.n
+    tiles = {(pe, t.tile): (t.desc, t.elems[:, j], t.defined[:, j]) for t in g.tiles for j, pe in enumerate(t.pes)}
+    batch = MachineBatch.from_stacks(g.config, n, tiles, backend, gprs=g.gprs)
+    result = batch.run([g.block])
+    committed = np.array([e is None for e in result.errors], bool)
+    reason = np.full(n, "", object)
+    field = np.full(n, "", object)
+    message = np.full(n, "", object)
+    for k in np.flatnonzero(~committed):
+        cause = result.errors[k].cause
+        reason[k], field[k], message[k] = cause.reason, cause.field, cause.message
+    dest, pes = None, ()
+    elems = np.zeros((n, 0, 0), np.uint8)
+    defined = np.zeros((n, 0, 0), bool)
+    if committed.any():
+        dest_binding = g.block.iot[-1]
+        pes = tuple(p for p in range(4) if dest_binding.PE_MASK >> p & 1)
+        for j, pe in enumerate(pes):
+            for ids, desc, e, d in batch.stacks(pe, dest_binding.tile):
+                keep = committed[ids]
+                if not keep.any():
+                    continue
+                if dest is None:
+                    dest = desc
+                    elems = np.zeros((n, len(pes), desc.elements), e.dtype)
+                    defined = np.zeros((n, len(pes), desc.elements), bool)
+                elems[ids[keep], j] = e[keep]
+                defined[ids[keep], j] = d[keep]
+    return Outcome(committed, reason, field, message, dest, pes, elems, defined, batch.statuses())
+
+
+def stream_of(block: Block) -> tuple[bytes, str]:
+    """The encoded one-block stream and its canonical text (no comment lines)."""
+    data = encoding.encode([block])
+    text = "\n".join(line for line in disassemble([block]).splitlines() if line and not line.startswith("#"))
+    return data, text

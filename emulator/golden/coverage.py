@@ -1,0 +1,412 @@
+"""Coverage classes: one row per class, each a small pure generator.
+
+A case belongs to exactly one class.  Value classes choose the operands' encodings (every
+element of the case's valid rectangle comes from the class); shape classes choose the block's
+geometry and fields; illegal classes apply one mutation that a MUST-reject rule of the seed
+rejects, and name the reason code they expect.  `applies(ctx)` says whether an (op, DataType)
+partition can have the class at all; `tile-emu golden --coverage` prints "n/a" there rather than
+a missing count.  The generator then checks each illegal class's expected reason on a probe
+case, so a class whose mutation is legal (or rejected for another reason) in a partition is
+reported as not applicable instead of mislabelling cases.  Rules a `.tbs` stream cannot break
+(PE_MASK_RANGE: the field has 4 bits; ENGINE_SPELLING: the spelling is not encoded) and rules of
+another instruction or DataType (UNASSIGNED_OPCODE, DATATYPE_UNSUPPORTED) have no class here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+import numpy as np
+
+from isa import instructions as I
+from kernels import numeric
+
+from .space import Space, nearest, negate, normal
+
+# Operation families for value construction: which arithmetic a class must aim at.
+FAMILY = {
+    "TADD": "add", "TSUB": "sub", "TMUL": "mul", "TDIV": "div", "TREM": "div",
+    "TMAX": "minmax", "TMIN": "minmax", "TCMP": "minmax", "TFMA": "fma",
+    "TAND": "bitwise", "TOR": "bitwise", "TXOR": "bitwise", "TNOT": "bitwise",
+    "TSHL": "shift", "TSHR": "shift", "TSEL": "select", "TCVT": "convert",
+    "TABS": "unary", "TNEG": "unary", "TRELU": "unary", "TEXP": "unary", "TLOG": "unary",
+    "TRECIP": "unary", "TSQRT": "unary", "TRSQRT": "unary",
+    "TEXTRACT": "move", "TINSERT": "move",
+}
+
+
+@dataclass(frozen=True)
+class Context:
+    op: I.Instruction
+    src: Space
+    dst: Space
+    rmode: str | None = None
+    sat: bool = False
+
+    @property
+    def family(self) -> str:
+        return FAMILY[self.op.mnemonic]
+
+    @property
+    def is_float(self) -> bool:
+        return self.src.kind == "float"
+
+    @property
+    def movement(self) -> bool:
+        """TEXTRACT/TINSERT: encodings move unchanged through a GPR-offset window."""
+        return self.op.schema in (I.EXTRACT, I.INSERT)
+
+    @property
+    def value_arity(self) -> int:
+        """Numeric source operands (TSEL's predicate mask is drawn separately)."""
+        return self.op.arity - (1 if self.op.schema == I.SELECT else 0)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A case's geometry and block fields (shared by every case of one group)."""
+    rows: int = 1                 # physical Row of the sources
+    cols: int = 8                 # physical Col
+    vrow: int = 1
+    vcol: int = 8
+    pe_mask: int = 0b0001
+    pad: int | None = None        # explicit PadValue code, None = omitted
+    explicit: bool = False        # write every optional field with its default value
+    alias: bool = False           # the destination renames source 0
+    dest_capacity: int | None = None   # explicit destination capacity (None: omitted)
+    mutation: str | None = None   # illegal classes: the name of the mutation (cases.MUTATIONS)
+    undefined_outside: bool = False    # elements outside the valid rectangle are undefined
+    # TEXTRACT / TINSERT: where the window sits (GPR offsets through B.IOR) and the layouts
+    offsets: str = "random"       # none (B.IOR omitted) | random | edge (largest legal) | beyond
+    layout: int = 0               # B.DATR.Layout of the destination
+    src_layout: int = 0           # layout of the window source (TEXTRACT source, TINSERT insertion)
+
+
+Gen = Callable[[Context, np.random.Generator, int], list]
+
+
+@dataclass(frozen=True)
+class CoverageClass:
+    name: str
+    kind: str                     # value | shape | illegal
+    doc: str
+    applies: Callable[[Context], bool]
+    gen: Gen | None = None        # value classes: operand encodings
+    variant: Callable[[Context, np.random.Generator], Variant] | None = None
+    reason: str | None = None     # illegal classes: the expected reason code
+
+
+# ---------------------------------------------------------------------------- value helpers
+
+def _swap(rng, a, b):
+    """Both operand orders: swap a and b on a random half of the elements."""
+    s = rng.random(len(a)) < 0.5
+    return np.where(s, b, a), np.where(s, a, b)
+
+
+def _signs(ctx: Context, rng, x):
+    return np.where(rng.random(len(x)) < 0.5, x, negate(ctx.src, x)) if ctx.is_float else x
+
+
+def _others(ctx: Context, rng, m: int, first: np.ndarray) -> list:
+    """The remaining operands of a case whose first operand is fixed: random normals."""
+    rest = [_signs(ctx, rng, normal(ctx.src, rng, m)) for _ in range(ctx.value_arity - 1)]
+    return [first] + rest
+
+
+def _pool_class(pool: str) -> Gen:
+    def gen(ctx: Context, rng, m):
+        ops = [np.where(rng.random(m) < 0.6, ctx.src.pick(rng, pool, m), ctx.src.random(rng, m))
+               for _ in range(ctx.value_arity)]
+        return _fix_divisors(ctx, ops)
+    return gen
+
+
+def _random(ctx: Context, rng, m):
+    return _fix_divisors(ctx, [ctx.src.random(rng, m) for _ in range(ctx.value_arity)])
+
+
+def _fix_divisors(ctx: Context, ops: list) -> list:
+    """Legal integer division cases never divide by zero (that is an illegal class of its own)."""
+    if ctx.family == "div" and not ctx.is_float:
+        ops[1] = np.where(ops[1] == 0, np.uint64(1), ops[1])
+    return ops
+
+
+def _exact(sp: Space, v, fallback):
+    enc, ok = sp.encode_exact(v)
+    return np.where(ok, enc, fallback)
+
+
+def _tie(neighbour: bool) -> Gen:
+    """Exact ties (and their neighbours) at a rounding boundary of the destination."""
+    def gen(ctx: Context, rng, m):
+        sp = ctx.src
+        x = normal(sp, rng, m)
+        fam = ctx.family
+        if fam == "convert":
+            d = normal(ctx.dst, rng, m)
+            v = ctx.dst.values(d)
+            mid = v + np.sign(v) * ctx.dst.half_ulp(d)
+            enc = _exact(sp, mid, sp.random(rng, m))
+            if neighbour:
+                enc = sp.step(enc, True) if rng.random() < 0.5 else sp.step(enc, False)
+            return [enc]
+        if fam == "mul":
+            k = _exact(sp, np.where(rng.random(m) < 0.5, 1.5, 0.75), sp.pick(rng, "one", m))
+            k = sp.step(k, rng.random() < 0.5) if neighbour else k
+            a, b = _swap(rng, x, _signs(ctx, rng, k))
+            return [a, b]
+        h = sp.half_ulp(x)
+        hb = _exact(sp, h, sp.pick(rng, "min_subnormal", m))
+        if neighbour:
+            hb = np.where(rng.random(m) < 0.5, sp.step(hb, True), sp.step(hb, False))
+        hb = _signs(ctx, rng, hb)
+        if fam == "fma":
+            return [x, sp.pick(rng, "one", m), hb]
+        a, b = _swap(rng, x, hb)
+        return [a, b]
+    return gen
+
+
+def _overflow(ctx: Context, rng, m):
+    """Operands whose exact result sits at, just below or just above the overflow threshold."""
+    sp = ctx.src
+    if ctx.family == "convert":
+        d = ctx.dst.pick(rng, "max_normal", m)
+        v = ctx.dst.values(d)
+        near = v + np.sign(v) * ctx.dst.half_ulp(d) * rng.choice([0.5, 1.0, 2.0, 4.0], m)
+        enc = _exact(sp, near, nearest(sp, near))
+        return [np.where(rng.random(m) < 0.25, sp.step(enc, True), enc)]
+    mx = sp.pick(rng, "max_normal", m)
+    if ctx.family == "mul":
+        one = sp.pick(rng, "one", m)
+        k = np.select([rng.random(m) < 0.33, rng.random(m) < 0.5], [sp.step(one, True), one],
+                      _exact(sp, np.full(m, 2.0), one))
+        return list(_swap(rng, mx, k))
+    h = _exact(sp, sp.half_ulp(mx) * np.sign(sp.values(mx)), sp.pick(rng, "max_normal", m))
+    h = np.select([rng.random(m) < 0.33, rng.random(m) < 0.5], [sp.step(h, True), sp.step(h, False)], h)
+    if ctx.family == "sub":
+        h = negate(sp, h)
+    if ctx.family == "fma":
+        return [mx, sp.pick(rng, "one", m), h]
+    return list(_swap(rng, mx, h))
+
+
+def _underflow(ctx: Context, rng, m):
+    """Results at the subnormal boundary: differences of close small values, products that fall
+    below the smallest normal."""
+    sp = ctx.src
+    if ctx.family == "convert":
+        d = np.where(rng.random(m) < 0.5, ctx.dst.pick(rng, "min_normal", m),
+                     ctx.dst.pick(rng, "min_subnormal", m))
+        v = ctx.dst.values(d) * rng.choice([0.5, 0.75, 1.0, 1.25, 0.25], m)
+        return [nearest(sp, v)]
+    small = np.where(rng.random(m) < 0.5, sp.pick(rng, "min_normal", m), sp.pick(rng, "max_subnormal", m))
+    if ctx.family == "mul":
+        frac = nearest(sp, rng.uniform(0.25, 1.0, m))
+        return list(_swap(rng, small, _signs(ctx, rng, frac)))
+    other = np.where(rng.random(m) < 0.5, sp.step(small, True), sp.step(small, False))
+    other = negate(sp, other) if ctx.family in ("add", "fma") else other
+    if ctx.family == "fma":
+        return [small, sp.pick(rng, "one", m), other]
+    return list(_swap(rng, small, other))
+
+
+def _cancel(ctx: Context, rng, m):
+    """Operand pairs that cancel exactly or to a few ulps."""
+    sp = ctx.src
+    x = normal(sp, rng, m)
+    y = np.select([rng.random(m) < 0.34, rng.random(m) < 0.5], [x, sp.step(x, True)], sp.step(x, False))
+    if ctx.family == "add":
+        y = negate(sp, y)
+    return list(_swap(rng, x, y))
+
+
+def _fma_straddle(ctx: Context, rng, m):
+    """TFMA addends at and around -(a*b): the product straddles the addend."""
+    sp = ctx.src
+    a, b = normal(sp, rng, m), nearest(sp, rng.uniform(0.5, 2.0, m))
+    raw = np.dtype(f"u{max(sp.container, 8) // 8}")
+    p, _ = numeric.elementwise("TMUL", sp.name, a.astype(raw), b.astype(raw))
+    p = np.asarray(p, np.uint64)
+    c = negate(sp, p)
+    c = np.select([rng.random(m) < 0.34, rng.random(m) < 0.5], [c, sp.step(c, True)], sp.step(c, False))
+    return [a, b, c]
+
+
+def _int_bounds(ctx: Context, rng, m):
+    return _fix_divisors(ctx, [ctx.src.pick(rng, "special", m) for _ in range(ctx.value_arity)])
+
+
+def _shift_counts(ctx: Context, rng, m):
+    w = ctx.src.width
+    counts = np.array([0, 1, w - 1, w, w + 1, 2 * w, (1 << w) - 1 if w < 64 else (1 << 63)], np.uint64)
+    counts &= np.uint64((1 << w) - 1) if w < 64 else np.uint64(0xFFFFFFFFFFFFFFFF)
+    return [ctx.src.random(rng, m), counts[rng.integers(0, len(counts), m)]]
+
+
+def _min_div_minus_one(ctx: Context, rng, m):
+    return [ctx.src.pick(rng, "min", m), ctx.src.pick(rng, "minus_one", m)]
+
+
+# ---------------------------------------------------------------------------- applicability
+
+def _float(ctx):
+    return ctx.is_float
+
+
+def _float_has(*pools):
+    return lambda ctx: ctx.is_float and all(ctx.src.has(p) for p in pools)
+
+
+def _fam(*fams, float_only=True):
+    return lambda ctx: (ctx.is_float or not float_only) and ctx.family in fams
+
+
+def _convert_float(ctx):
+    return ctx.family == "convert" and ctx.is_float and ctx.dst.kind == "float"
+
+
+def _rounds(ctx):
+    """Ties exist where a result can fall exactly between two representable values."""
+    if ctx.family == "convert":
+        return _convert_float(ctx) and ctx.src.width > ctx.dst.width
+    return ctx.is_float and ctx.family in ("add", "sub", "mul", "fma")
+
+
+def _always(ctx):
+    return True
+
+
+def _int(ctx):
+    return not ctx.is_float and ctx.src.kind in ("sint", "uint")
+
+
+def _movement(ctx):
+    return ctx.movement
+
+
+def _has_pad(ctx):
+    return "PadValueOrByteId" in ctx.op.datr
+
+
+# ---------------------------------------------------------------------------- shape variants
+
+def _v(**kw):
+    return lambda ctx, rng: Variant(**kw)
+
+
+def _pe_partial(ctx, rng):
+    return Variant(pe_mask=int(rng.choice([0b0010, 0b0101, 0b1010, 0b0110, 0b1101, 0b0111])))
+
+
+def _capacity_limit(ctx, rng):
+    return Variant(rows=2, vrow=2, dest_capacity=-1)      # -1: exactly the minimal capacity
+
+
+def _pad(code):
+    return lambda ctx, rng: Variant(cols=8, vcol=5, pad=code, undefined_outside=True)
+
+
+# ---------------------------------------------------------------------------- the table
+
+def _value(name, doc, applies, gen, movement=False):
+    """A value class; for TEXTRACT/TINSERT, which compute nothing, only those marked `movement`."""
+    return CoverageClass(name, "value", doc, lambda c: applies(c) and (movement or not c.movement), gen=gen)
+
+
+def _shape(name, doc, applies, variant):
+    return CoverageClass(name, "shape", doc, applies, variant=variant)
+
+
+def _illegal(reason, doc, applies=_always, mutation=None):
+    return CoverageClass(f"illegal_{reason.lower()}", "illegal", doc, applies,
+                         variant=_v(mutation=mutation or reason), reason=reason)
+
+
+CLASSES: tuple[CoverageClass, ...] = (
+    # ---- values
+    _value("random", "uniformly random encodings", _always, _random, movement=True),
+    _value("specials", "pairs of special values (zeros, extremes, infinities, NaNs, one)", _always,
+           _pool_class("special"), movement=True),
+    _value("zeros", "signed zeros", _float_has("zero"), _pool_class("zero")),
+    _value("min_subnormal", "the smallest subnormals", _float_has("min_subnormal"), _pool_class("min_subnormal")),
+    _value("max_subnormal", "the largest subnormals", _float_has("max_subnormal"), _pool_class("max_subnormal")),
+    _value("min_normal", "the smallest normals", _float_has("min_normal"), _pool_class("min_normal")),
+    _value("max_normal", "the largest finite values", _float_has("max_normal"), _pool_class("max_normal")),
+    _value("infinities", "infinities", _float_has("inf"), _pool_class("inf")),
+    _value("quiet_nan", "quiet NaNs with payloads", _float_has("qnan"), _pool_class("qnan")),
+    _value("signalling_nan", "signalling NaNs with payloads", _float_has("snan"), _pool_class("snan")),
+    _value("tie", "exact ties at a rounding boundary", _rounds, _tie(False)),
+    _value("tie_neighbour", "the neighbours of exact ties", _rounds, _tie(True)),
+    _value("overflow", "results at and around the overflow threshold",
+           lambda c: _fam("add", "sub", "mul", "fma")(c) or _convert_float(c), _overflow),
+    _value("underflow", "results at and around the underflow threshold",
+           lambda c: _fam("add", "sub", "mul", "fma")(c) or _convert_float(c), _underflow),
+    _value("cancel", "operand pairs that cancel", _fam("add", "sub"), _cancel),
+    _value("fma_straddle", "TFMA products that straddle the addend", _fam("fma"), _fma_straddle),
+    _value("int_bounds", "integer min, max, -1, 0, 1", _int, _int_bounds),
+    _value("shift_counts", "shift counts at and beyond the width",
+           lambda c: _int(c) and c.family == "shift", _shift_counts),
+    _value("min_div_minus_one", "MIN / -1", lambda c: _int(c) and c.family == "div" and c.src.kind == "sint",
+           _min_div_minus_one),
+    # ---- shapes and fields (random values)
+    _shape("valid_col_1", "ValidCol = 1", _always, _v(cols=1, vcol=1)),
+    _shape("valid_row_lt_row", "ValidRow < Row", _always, _v(rows=4, vrow=2, dest_capacity=-2)),
+    _shape("col_gt_validcol", "Col > ValidCol, undefined elements outside the valid rectangle",
+           _always, _v(cols=8, vcol=3, undefined_outside=True)),
+    _shape("capacity_limit", "destination capacity exactly the minimum", _always, _capacity_limit),
+    _shape("pad_zero", "PadValue Zero", _has_pad, _pad(0b00)),
+    _shape("pad_max", "PadValue Max", _has_pad, _pad(0b01)),
+    _shape("pad_min", "PadValue Min", _has_pad, _pad(0b10)),
+    _shape("pad_null", "PadValue Null, explicit", _has_pad, _pad(0b11)),
+    _shape("omitted_fields", "every optional field omitted", _always, _v(cols=8, vcol=8)),
+    _shape("explicit_fields", "every optional field explicit with its default", _always, _v(explicit=True)),
+    _shape("partial_pe_mask", "a PE_MASK selecting some of the PEs", _always, _pe_partial),
+    _shape("all_pes", "PE_MASK = 0b1111", _always, _v(pe_mask=0b1111, rows=2, vrow=2)),
+    _shape("dest_aliases_source", "the destination renames a source", _always, _v(alias=True)),
+    _shape("offset_none", "B.IOR omitted: both offsets 0", _movement, _v(offsets="none")),
+    _shape("offset_edge", "the window at the largest legal offsets", _movement, _v(offsets="edge")),
+    _shape("layout_dn", "destination Layout DN", _movement, _v(layout=1)),
+    _shape("layout_fractal", "destination in a fractal layout (NZ)", _movement, _v(layout=2)),
+    _shape("source_layout", "the window source in a fractal layout (ZN)", _movement, _v(src_layout=3)),
+    # ---- one class per MUST-reject rule a one-block case can break
+    _illegal("BINDING_COUNT", "B.IOT binds one tile too few"),
+    _illegal("PE_MASK_MISMATCH", "two bindings carry different PE_MASKs", lambda c: c.op.arity >= 1),
+    _illegal("SOURCE_CAPACITY", "a source binding carries a capacity"),
+    _illegal("DIM_MISSING", "B.DIM omitted"),
+    _illegal("DIM_ZERO", "LB0 = 0"),
+    _illegal("DIM_RANGE", "ValidCol exceeds Col"),
+    _illegal("FIELD_NOT_APPLICABLE", "an explicit nondefault field the instruction does not consume",
+             lambda c: "CMode" not in c.op.datr or "RMode" not in c.op.datr),
+    _illegal("FIELD_RESERVED", "a reserved B.DATR code", lambda c: bool({"CMode", "Layout"} & c.op.datr)),
+    _illegal("CANONICALIZE_LAYOUT", "Canonicalize=1 with a non-NORM layout", lambda c: "Canonicalize" in c.op.datr),
+    _illegal("IOR_NOT_ALLOWED", "B.IOR on an instruction without offsets", lambda c: not c.op.uses_ior),
+    _illegal("IOS_NOT_ALLOWED", "B.IOS present"),
+    _illegal("SOURCE_MISSING", "a source tile absent on one selected PE"),
+    _illegal("SOURCE_KIND", "a source of the wrong storage kind"),
+    _illegal("SOURCE_DATATYPE", "a source of another DataType", lambda c: c.op.schema != I.CONVERT),
+    _illegal("SHAPE_MISMATCH", "a source whose valid shape differs"),
+    _illegal("CAPACITY", "a destination capacity below the representation"),
+    _illegal("ALLOCATION", "a tile store without room for the destination"),
+    _illegal("SOURCE_UNDEFINED", "an undefined element inside the valid rectangle"),
+    _illegal("INT_DIVIDE_BY_ZERO", "an integer zero divisor", lambda c: c.op.int_zero_check and _int(c)),
+    _illegal("OFFSET_RANGE", "a window one past the edge", _movement),
+    _illegal("IOR_NONZERO", "B.IOR.RegSrc2 nonzero", _movement),
+)
+
+BY_NAME = {c.name: c for c in CLASSES}
+assert len(BY_NAME) == len(CLASSES)
+
+
+def applicable(ctx: Context) -> list[CoverageClass]:
+    return [c for c in CLASSES if c.applies(ctx)]
+
+
+def default_variant() -> Variant:
+    return Variant()
+
+
+def with_pe_mask(v: Variant, mask: int) -> Variant:
+    return replace(v, pe_mask=mask)

@@ -1,0 +1,218 @@
+"""Golden rows <-> groups: the Arrow layout of docs/golden-format.md, built and read back
+with array operations over whole groups (no per-element Python)."""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from isa.datatypes import datatype
+
+from ..tiles import Descriptor
+from .cases import Group, Outcome, stream_of
+
+DESC_FIELDS = [("pe", pa.uint8()), ("tile", pa.uint32()), ("location", pa.string()), ("kind", pa.string()),
+               ("dtype", pa.string()), ("Row", pa.uint32()), ("Col", pa.uint32()), ("ValidRow", pa.uint32()),
+               ("ValidCol", pa.uint32()), ("Layout", pa.uint8()), ("capacity", pa.uint64()),
+               ("payload", pa.binary()), ("defined", pa.binary())]
+TILE = pa.struct(DESC_FIELDS)
+OUT_TILE = pa.struct(DESC_FIELDS + [("status", pa.uint8())])
+GPR = pa.struct([("pe", pa.uint8()), ("index", pa.uint8()), ("value", pa.uint64())])
+
+SCHEMA = pa.schema([
+    ("case", pa.uint64()),
+    ("class", pa.string()),
+    ("group", pa.uint32()),
+    ("stream", pa.binary()),
+    ("asm", pa.string()),
+    ("local_bytes", pa.uint32()),
+    ("matrix_bytes", pa.uint32()),
+    ("pe_mask", pa.uint8()),
+    ("gprs", pa.list_(GPR)),
+    ("inputs", pa.list_(TILE)),
+    ("outcome", pa.string()),
+    ("reason", pa.string()),
+    ("field", pa.string()),
+    ("message", pa.string()),
+    ("outputs", pa.list_(OUT_TILE)),
+    ("status", pa.list_(pa.uint8(), 4)),
+])
+
+
+# ---------------------------------------------------------------------------- byte images
+
+def pack_rows(elems: np.ndarray, container: int) -> np.ndarray:
+    """(..., E) physical elements -> (..., bytes) tile-store images (tiles.pack_elements, batched)."""
+    if container == 1:
+        return np.packbits(elems.astype(np.uint8), axis=-1, bitorder="little")
+    if container == 4:
+        e = elems.astype(np.uint8)
+        if e.shape[-1] % 2:
+            e = np.concatenate([e, np.zeros(e.shape[:-1] + (1,), np.uint8)], axis=-1)
+        return e[..., 0::2] | (e[..., 1::2] << 4)
+    le = elems.astype(np.dtype(f"<u{container // 8}"))
+    return le.view(np.uint8).reshape(elems.shape[:-1] + (-1,))
+
+
+def unpack_rows(data: np.ndarray, count: int, container: int) -> np.ndarray:
+    if container == 1:
+        return np.unpackbits(data, axis=-1, bitorder="little", count=count)
+    if container == 4:
+        out = np.empty(data.shape[:-1] + (data.shape[-1] * 2,), np.uint8)
+        out[..., 0::2] = data & 0xF
+        out[..., 1::2] = data >> 4
+        return out[..., :count]
+    return np.ascontiguousarray(data).view(np.dtype(f"<u{container // 8}")).astype(f"u{container // 8}")
+
+
+def _binary(chunks: list[np.ndarray]) -> pa.Array:
+    """A binary array from per-entry byte blocks: chunks[s] is (n, k_s, B_s); entries are
+    ordered case-major, then s, then k."""
+    n = chunks[0].shape[0]
+    sizes = np.concatenate([np.full(c.shape[1], c.shape[2], np.int64) for c in chunks])
+    data = np.concatenate([c.reshape(n, -1) for c in chunks], axis=1).reshape(-1)
+    per_case = np.tile(sizes, n)
+    offsets = np.zeros(len(per_case) + 1, np.int64)
+    np.cumsum(per_case, out=offsets[1:])
+    return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(per_case),
+                                            [None, pa.py_buffer(offsets), pa.py_buffer(data)]).cast(pa.binary())
+
+
+def _tiles_array(n: int, descs: list[tuple[Descriptor, int, tuple[int, ...]]], payloads, defineds,
+                 status: np.ndarray | None = None, present: np.ndarray | None = None) -> pa.Array:
+    """list<tile struct> with the same k entries per case (or none where `present` is False)."""
+    k = sum(len(pes) for _, _, pes in descs)
+    def rep(values, typ):
+        per_case = np.concatenate([np.full(len(pes), v) if not isinstance(v, tuple) else np.array(v)
+                                   for v, (_, _, pes) in zip(values, descs)]) if k else np.array([])
+        return pa.array(np.tile(per_case, n), typ) if typ != pa.string() else \
+            pa.array(np.tile(per_case.astype(object), n), typ)
+    d = [x[0] for x in descs]
+    fields = {
+        "pe": rep([tuple(pes) for _, _, pes in descs], pa.uint8()),
+        "tile": rep([tid for _, tid, _ in descs], pa.uint32()),
+        "location": rep([x.location for x in d], pa.string()),
+        "kind": rep([x.kind for x in d], pa.string()),
+        "dtype": rep(["" if x.dtype is None else x.datatype.name for x in d], pa.string()),
+        "Row": rep([x.Row for x in d], pa.uint32()), "Col": rep([x.Col for x in d], pa.uint32()),
+        "ValidRow": rep([x.ValidRow for x in d], pa.uint32()),
+        "ValidCol": rep([x.ValidCol for x in d], pa.uint32()),
+        "Layout": rep([x.Layout for x in d], pa.uint8()),
+        "capacity": rep([x.capacity for x in d], pa.uint64()),
+        "payload": _binary(payloads) if k else pa.array([], pa.binary()),
+        "defined": _binary(defineds) if k else pa.array([], pa.binary()),
+    }
+    typ = TILE
+    if status is not None:
+        fields["status"] = pa.array(status.reshape(-1), pa.uint8())
+        typ = OUT_TILE
+    flat = pa.StructArray.from_arrays(list(fields.values()), fields=list(typ))
+    counts = np.full(n, k, np.int64) if present is None else np.where(present, k, 0)
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    if present is not None and not present.all():     # drop the entries of absent cases
+        keep = np.repeat(present, k)
+        flat = flat.filter(pa.array(keep))
+    return pa.ListArray.from_arrays(pa.array(offsets), flat)
+
+
+def gprs_array(gprs: np.ndarray | None, n: int) -> pa.Array:
+    """list<struct<pe, index, value>> of every nonzero GPR of each case (none: an empty list)."""
+    if gprs is None:
+        return pa.array([[]] * n, pa.list_(GPR))
+    case, pe, index = np.nonzero(gprs)
+    flat = pa.StructArray.from_arrays(
+        [pa.array(pe.astype(np.uint8)), pa.array(index.astype(np.uint8)), pa.array(gprs[case, pe, index])],
+        fields=list(GPR))
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(np.bincount(case, minlength=n), out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), flat)
+
+
+def gprs_of(col, n: int) -> np.ndarray | None:
+    """(n, 4, 32) uint64 GPRs from a gprs column (None when every list is empty)."""
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    offsets = col.offsets.to_numpy()
+    if offsets[-1] == offsets[0]:
+        return None
+    flat = col.values.slice(offsets[0], offsets[-1] - offsets[0])
+    case = np.repeat(np.arange(n), np.diff(offsets))
+    g = np.zeros((n, 4, 32), np.uint64)
+    pe = flat.field("pe").to_numpy().astype(np.int64)
+    index = flat.field("index").to_numpy().astype(np.int64)
+    if pe.size and (pe.max() >= 4 or index.max() >= 32):
+        raise ValueError("a GPR entry names a PE or register out of range")
+    g[case, pe, index] = flat.field("value").to_numpy()
+    return g
+
+
+def _repeat(value, n: int, typ) -> pa.Array:
+    """n copies of one value (numpy would strip a bytes value's trailing NUL bytes)."""
+    return pa.array([value], typ).take(pa.array(np.zeros(n, np.int64)))
+
+
+def group_table(g: Group, out: Outcome, first_case: int, group_index: int) -> pa.Table:
+    n = g.n
+    data, text = stream_of(g.block)
+    ins = _tiles_array(
+        n, [(t.desc, t.tile, t.pes) for t in g.tiles],
+        [pack_rows(t.elems, t.desc.container) for t in g.tiles],
+        [np.packbits(t.defined, axis=-1, bitorder="little") for t in g.tiles])
+    if out.dest is not None:
+        dest_id = g.block.iot[-1].tile
+        st = out.status[:, list(out.pes)]
+        outs = _tiles_array(n, [(out.dest, dest_id, out.pes)], [pack_rows(out.elems, out.dest.container)],
+                            [np.packbits(out.defined, axis=-1, bitorder="little")], status=st,
+                            present=out.committed)
+    else:
+        outs = pa.array([[]] * n, pa.list_(OUT_TILE))
+    mask = g.block.iot[-1].PE_MASK if g.block.iot else 0
+    cols = {
+        "case": pa.array(np.arange(first_case, first_case + n, dtype=np.uint64)),
+        "class": _repeat(g.cls.name, n, pa.string()),
+        "group": pa.array(np.full(n, group_index, np.uint32)),
+        "stream": _repeat(data, n, pa.binary()),
+        "asm": _repeat(text, n, pa.string()),
+        "local_bytes": pa.array(np.full(n, g.config.local_bytes, np.uint32)),
+        "matrix_bytes": pa.array(np.full(n, g.config.matrix_bytes, np.uint32)),
+        "pe_mask": pa.array(np.full(n, mask & 0xFF, np.uint8)),
+        "gprs": gprs_array(g.gprs, n),
+        "inputs": ins,
+        "outcome": pa.array(np.where(out.committed, "commit", "reject").astype(object), pa.string()),
+        "reason": pa.array(out.reason, pa.string()),
+        "field": pa.array(out.field, pa.string()),
+        "message": pa.array(out.message, pa.string()),
+        "outputs": outs,
+        "status": pa.FixedSizeListArray.from_arrays(pa.array(out.status.reshape(-1), pa.uint8()), 4),
+    }
+    return pa.Table.from_arrays(list(cols.values()), schema=SCHEMA)
+
+
+# ---------------------------------------------------------------------------- reading back
+
+def tiles_of(col: pa.ListArray):
+    """(counts per row, dict of flat numpy/Arrow field arrays) of a list<tile> column."""
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    offsets = col.offsets.to_numpy()
+    flat = col.values.slice(offsets[0], offsets[-1] - offsets[0]) if len(col) else col.values
+    fields = {f.name: flat.field(f.name) for f in flat.type}
+    return np.diff(offsets), fields
+
+
+def binary_block(arr: pa.Array, n: int, k: int) -> np.ndarray | None:
+    """(n, k, B) bytes of a binary column whose entries all have one size B (else None)."""
+    arr = arr.cast(pa.large_binary())
+    offs = np.frombuffer(arr.buffers()[1], np.int64)[arr.offset: arr.offset + len(arr) + 1]
+    sizes = np.diff(offs)
+    if len(sizes) == 0 or not np.all(sizes == sizes[0]):
+        return None if len(sizes) else np.zeros((n, k, 0), np.uint8)
+    data = np.frombuffer(arr.buffers()[2], np.uint8)[offs[0]: offs[-1]]
+    return data.reshape(n, k, int(sizes[0]))
+
+
+def descriptor_at(fields: dict, i: int) -> tuple[int, int, Descriptor]:
+    """(pe, tile, Descriptor) of entry i: one entry, read once per group."""
+    v = {name: fields[name][i].as_py() for name in fields if name not in ("payload", "defined", "status")}
+    dt = v["dtype"]
+    desc = Descriptor(v["location"], v["kind"], None if dt == "" else datatype(dt).code, v["Row"], v["Col"],
+                      v["ValidRow"], v["ValidCol"], v["Layout"], "standard", v["capacity"])
+    return v["pe"], v["tile"], desc

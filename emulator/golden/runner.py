@@ -1,0 +1,77 @@
+"""Where the chunks of a golden dataset run: in this process, on a local Dask cluster
+(`--workers N`), or on an existing one (`--scheduler ADDRESS`).  Scale-out goes through Dask
+only; every task is `dataset.write_chunk` with plain arguments, so all three write the same
+bytes."""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Callable
+
+from isa.atomicio import quote
+
+from .dataset import GoldenError
+
+SCHEDULER_TIMEOUT_S = 10
+
+
+class Progress:
+    """One status line on stderr: files and cases done, cases/s (redrawn at most every 0.5 s)."""
+
+    def __init__(self, total_cases: int, total_files: int, stream=sys.stderr, enabled: bool = True,
+                 label: str = "golden"):
+        self.total, self.files_total, self.label = total_cases, total_files, label
+        self.done = self.files = 0
+        self.t0 = self.last = time.monotonic()
+        self.stream, self.enabled = stream, enabled
+
+    def add(self, cases: int, files: int = 1) -> None:
+        self.done += cases
+        self.files += files
+        now = time.monotonic()
+        if self.enabled and (now - self.last >= 0.5 or self.done >= self.total):
+            self.last = now
+            rate = self.done / max(now - self.t0, 1e-9)
+            files = f"{self.files}/{self.files_total} files, " if self.files_total else ""
+            self.stream.write(f"\r{self.label}: {files}{self.done:,}/{self.total:,} cases, {rate:,.0f} cases/s")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled and self.done:
+            self.stream.write("\n")
+
+    @property
+    def rate(self) -> float:
+        return self.done / max(time.monotonic() - self.t0, 1e-9)
+
+
+def run(tasks: list[tuple], fn: Callable, on_done: Callable[[tuple, dict], None],
+        workers: int | None = None, scheduler: str | None = None) -> None:
+    """Run fn(*task) for every task; on_done(task, result) as each completes."""
+    if not workers and not scheduler:
+        for task in tasks:
+            on_done(task, fn(*task))
+        return
+    try:
+        from distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise GoldenError("--workers/--scheduler need Dask: pip install 'tile-emu[dask]'") from None
+    cluster = None
+    try:
+        if scheduler:
+            try:
+                client = Client(scheduler, timeout=SCHEDULER_TIMEOUT_S)
+            except (OSError, TimeoutError) as exc:
+                raise GoldenError(f"--scheduler {quote(scheduler)}: no Dask scheduler answered within "
+                                  f"{SCHEDULER_TIMEOUT_S} s ({exc.__class__.__name__})") from None
+        else:
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                   host="127.0.0.1", dashboard_address=None)
+            client = Client(cluster)
+        with client:
+            futures = {client.submit(fn, *task, pure=False): task for task in tasks}
+            for fut in as_completed(futures):
+                on_done(futures[fut], fut.result())
+    finally:
+        if cluster is not None:
+            cluster.close()
