@@ -3,11 +3,12 @@
     python -m pytest benchmarks/bench_numeric.py -q --benchmark-only -s
 
 The cases are the `numeric.*` rows of `tile-emu bench` (emulator/commands/bench.py): TADD, TMUL,
-TFMA, TEXP on E4M3, BF16 and FP32, 2^20 elements of typical data (normal(0, 1); TEXP uniform in
-[-8, 8]).  Baselines, timed in the same run: the ml_dtypes round trip through float32 for E4M3
-and BF16, NumPy's float32 operation for FP32 (its exp is not correctly rounded, its a*b+c rounds
-twice).  extra_info records elements/s of both and ratio = baseline time / our time.  Targets
-(issue 3): 8-bit >= 4x, BF16 >= 0.5x, FP32 TEXP >= 0.25x.
+TFMA, TEXP on E4M3, BF16, FP16 and FP32, 2^20 elements of typical data (normal(0, 1); TEXP
+uniform in [-8, 8]).  Baselines, timed in the same run: the ml_dtypes round trip through float32
+for E4M3 and BF16, NumPy's own float16/float32 operation for FP16/FP32 (its exp is not correctly
+rounded, its a*b+c rounds twice).  extra_info records elements/s of both and ratio = baseline
+time / our time.  Targets (each case's `target`, issue 9): 8-bit >= 4x, BF16 TADD/TMUL >= 1x
+(other BF16 0.5x), FP16 >= 2x, FP32 TADD/TMUL/TFMA >= 0.5x, FP32 TEXP >= 0.25x.
 """
 import timeit
 

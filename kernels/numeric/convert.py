@@ -22,6 +22,7 @@ FP32/TF32/HF32 sources to 8-bit-or-smaller floating destinations use a 2^17-entr
 by the high 16 bits plus "low 16 bits nonzero" (valid because every such destination rounds
 above bit 16; verified when the table is built); everything else runs the vectorised generic
 path (or its Numba twin, kernels/numeric/fastconvert.py, for wide IEEE pairs on the CPU).
+CuPy sources stay on their device (`convert_device`) and give CuPy results.
 """
 from __future__ import annotations
 
@@ -249,25 +250,58 @@ def convert(src_bits, src_dtype, dst_dtype, rmode="DEFAULT", sat: bool = False, 
             raise InvalidEncoding(f"{s.name} source element {bad} has bits outside the format "
                                   f"({int(bits.ravel()[bad]):#x}; field mask {valid_mask_hex(s)})")
     ftz = prof.ftz
+    if xp is not np:
+        return convert_device(bits, s, d, rm, sat, ftz, xp)
     if s.bits <= 16:
         tb, tf = conversion_table(s.name, d.name, rm, sat, ftz)
         idx = bits.astype(np.intp) if bits.dtype.itemsize > 2 else bits
-        if xp is np:
-            return tb[idx], tf[idx]
-        return xp.asarray(tb)[idx], xp.asarray(tf)[idx]
+        return tb[idx], tf[idx]
     if _hi16_eligible(s, d):
         t = hi16_table(s.name, d.name, rm, sat, ftz)
         if t is not None:
-            if xp is np:
-                from . import fastconvert
-                return fastconvert.gather_hi16(bits, t[0], t[1])
-            idx = hi16_index(bits, xp)
-            return xp.asarray(t[0])[idx], xp.asarray(t[1])[idx]
-    if xp is np:
-        from . import fastconvert
-        if fastconvert.supports(s, d):
-            return fastconvert.convert_ieee(bits, s, d, rm, sat, ftz)
+            from . import fastconvert
+            return fastconvert.gather_hi16(bits, t[0], t[1])
+    from . import fastconvert
+    if fastconvert.supports(s, d):
+        return fastconvert.convert_ieee(bits, s, d, rm, sat, ftz)
     return convert_generic(bits, s, d, rm, sat, ftz, xp)
+
+
+@lru_cache(maxsize=128)
+def _device_table(kind: str, key: tuple, xp_name: str):
+    """A conversion table copied to the device once (kind 'full' or 'hi16')."""
+    from .. import device
+    t = conversion_table(*key) if kind == "full" else hi16_table(*key)
+    if t is None:
+        return None
+    xp = np if xp_name == "numpy" else device._cupy()
+    return device.to_device(t[0], xp), device.to_device(t[1], xp)
+
+
+def convert_device(bits, s: DataType, d: DataType, rm: str, sat: bool, ftz: bool, xp):
+    """TCVT of a device array (CuPy; NumPy under the CUDA simulator, tests/kernels/
+    test_cuda_sim.py): sources of <= 16 bits and FP32/TF32/HF32 -> 8-bit floats gather from the
+    tables on the device, IEEE -> IEEE pairs run fastconvert's Numba-CUDA kernel (the CPU
+    loop's per-element function), the remaining pairs (integer sources or destinations,
+    FP64 -> 8-bit, ...) are computed on the host and copied back."""
+    from .. import device
+    from . import fastconvert
+    key = (s.name, d.name, rm, sat, ftz)
+    if s.bits <= 16:
+        tb, tf = _device_table("full", key, xp.__name__)
+        return tb[bits], tf[bits]
+    if _hi16_eligible(s, d):
+        t = _device_table("hi16", key, xp.__name__)
+        if t is not None:
+            idx = hi16_index(bits, xp)
+            return t[0][idx], t[1][idx]
+    if fastconvert.supports(s, d):
+        shape = bits.shape
+        ob, of = fastconvert.cuda_convert_ieee(xp.ascontiguousarray(bits).reshape(-1), s, d, rm, sat, ftz)
+        return device.from_cuda(ob, xp).reshape(shape), device.from_cuda(of, xp).reshape(shape)
+    host = device.to_host(bits)
+    hb, hf = convert_generic(host, s, d, rm, sat, ftz, np)
+    return device.to_device(hb, xp), device.to_device(hf, xp)
 
 
 def valid_mask_hex(s: DataType) -> str:

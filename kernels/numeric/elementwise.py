@@ -23,7 +23,7 @@ from isa import fields
 from isa import instructions as instrs
 from isa.datatypes import DataType, Kind
 
-from . import fast, ops_float, ops_int, tables, transcendental
+from . import fast, fastvec, ops_float, ops_int, tables, transcendental
 from .errors import UnsupportedOperation
 from .profiles import Profile, profile as resolve_profile
 
@@ -56,10 +56,13 @@ def _chunked(fn, dt, operands, **kw):
 
 
 def _float_impl(op: str, fn) -> Impl:
-    """Hot (op, format) pairs run compiled (fast.py, falling back to `fn` element-wise where it
-    does not settle a result); formats of <= 8 bits and unary ops on <= 16 bits read an exact
+    """Hot (op, format) pairs run compiled: FP32/BF16 add/sub/mul/fma in profile ieee as SIMD
+    loops (fastvec.py), the others in fast.py, each falling back element-wise where it does not
+    settle a result (fastvec -> fast -> `fn`); formats of <= 8 bits and unary ops on <= 16 bits read an exact
     table of `fn`; everything else runs `fn`, the NumPy reference, in cache-sized chunks."""
     def run(dt, operands, prof, cmode):
+        if fastvec.serves(op, dt.name, prof):
+            return fastvec.run(op, dt.name, operands, prof, fn)
         if fast.serves(op, dt.name):
             return fast.run(op, dt.name, operands, prof, fn)
         if tables.applies(op, dt.name, len(operands)):
@@ -78,6 +81,7 @@ for _op, _fn in {**ops_float.OPS, **transcendental.OPS}.items():
     TABLE[(_op, Kind.FLOAT)] = _float_impl(_op, _fn)
 
 OPERATIONS = frozenset(op for op, _ in TABLE)
+REFERENCE = {**ops_float.OPS, **transcendental.OPS}      # the floating reference of each op
 
 
 # ---------------------------------------------------------------- lookup
@@ -91,7 +95,20 @@ def _instruction(op: str) -> instrs.Instruction:
     return instrs.lookup(name)
 
 
+_RESOLVED: dict = {}          # (op, dtype) -> _resolve's answer: a hot path pays one dict lookup
+
+
 def _resolve(op: str, dtype) -> tuple[instrs.Instruction, DataType, Impl]:
+    key = (op, dtype) if isinstance(dtype, str) else None
+    hit = _RESOLVED.get(key) if key else None
+    if hit is None:
+        hit = _resolve_uncached(op, dtype)
+        if key and len(_RESOLVED) < 4096:
+            _RESOLVED[key] = hit
+    return hit
+
+
+def _resolve_uncached(op: str, dtype) -> tuple[instrs.Instruction, DataType, Impl]:
     ins = _instruction(op)
     try:
         dt = dts.datatype(dtype)
@@ -153,23 +170,57 @@ def _as_raw(x, dt: DataType, where: str) -> np.ndarray:
                     f"({raw.name}), got dtype {arr.dtype}")
 
 
+def _device_elementwise(ins, dt, impl, operands, prof, mode, xp=None):
+    """CuPy operands: computed on the device (kernels/numeric/cuda.py), CuPy results.  (xp=numpy
+    runs this same code on NumPy arrays under the CUDA simulator: tests/kernels/test_cuda_sim.py.)"""
+    from .. import device
+    from . import cuda
+    xp = xp if xp is not None else device.array_module(*operands)
+    raw = np.dtype(dt.raw_dtype)
+    arrays = []
+    for i, x in enumerate(operands):
+        a = xp.asarray(x)
+        if a.dtype != raw:
+            if not (a.dtype.kind == "u" and a.dtype.itemsize <= raw.itemsize):
+                raise TypeError(f"{ins.mnemonic} operand {i} ({ins.sources[i]}): expected an unsigned-integer "
+                                f"array of raw {dt.name} encodings ({raw.name}), got dtype {a.dtype}")
+            a = a.astype(raw)
+        arrays.append(a)
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    except ValueError:
+        raise ValueError(f"{ins.mnemonic}: operand shapes {[a.shape for a in arrays]} do not broadcast") from None
+    flat = tuple(xp.ascontiguousarray(a if a.shape == shape else xp.broadcast_to(a, shape)).reshape(-1)
+                 for a in arrays)
+    bits, flags = cuda.elementwise_device(ins.mnemonic, dt, flat, prof, mode, impl, fn=REFERENCE.get(ins.mnemonic), xp=xp)
+    out_dtype = np.uint8 if ins.mnemonic == "TCMP" else raw
+    return bits.astype(out_dtype, copy=False).reshape(shape), flags.reshape(shape)
+
+
 def elementwise(op: str, dtype, *operands, profile: str | Profile = "ieee", cmode=None):
-    """Apply instruction `op` element-wise to raw encodings of `dtype`: (bits, flags)."""
+    """Apply instruction `op` element-wise to raw encodings of `dtype`: (bits, flags).  CuPy
+    operands are computed on their device and give CuPy results (kernels/numeric/cuda.py)."""
     ins, dt, impl = _resolve(op, dtype)
     prof = resolve_profile(profile)
     mode = _cmode(ins.mnemonic, cmode)
     if len(operands) != ins.arity:
         raise TypeError(f"{ins.mnemonic} takes {ins.arity} operand(s) ({', '.join(ins.sources)}), "
                         f"got {len(operands)}")
+    if not all(type(x) is np.ndarray for x in operands) and \
+            any(type(x).__module__.startswith("cupy") for x in operands):
+        return _device_elementwise(ins, dt, impl, operands, prof, mode)
     arrays = [_as_raw(x, dt, f"{ins.mnemonic} operand {i} ({ins.sources[i]})") for i, x in enumerate(operands)]
     try:
         shape = np.broadcast_shapes(*(a.shape for a in arrays))
     except ValueError:
         raise ValueError(f"{ins.mnemonic}: operand shapes {[a.shape for a in arrays]} do not broadcast") from None
-    flat = tuple(np.broadcast_to(a, shape).reshape(-1) for a in arrays)   # copies only if broadcast
+    flat = tuple(a.reshape(-1) if a.shape == shape else np.broadcast_to(a, shape).reshape(-1)
+                 for a in arrays)                                    # copies only if broadcast
     with np.errstate(all="ignore"):
         bits, flags = impl(dt, flat, prof, mode)
     out_dtype = np.uint8 if ins.mnemonic == "TCMP" else np.dtype(dt.raw_dtype)
     bits = np.asarray(bits).astype(out_dtype, copy=False).reshape(shape)
-    flags = np.broadcast_to(np.asarray(flags, np.uint8).reshape(-1), (bits.size,)).reshape(shape)
-    return bits, flags.copy()
+    flags = np.asarray(flags, np.uint8).reshape(-1)
+    if flags.size != bits.size or not flags.flags.writeable:   # a scalar or a broadcast view
+        flags = np.broadcast_to(flags, (bits.size,)).copy()
+    return bits, flags.reshape(shape)

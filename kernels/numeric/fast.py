@@ -2,7 +2,7 @@
 
 Served here: TADD, TSUB, TMUL, TFMA on FP32, TF32, HF32, FP16, BF16 (and TFMA on E4M3/E5M2,
 whose binary ops use 256 x 256 tables), and TEXP on FP32, TF32, HF32.  One fused pass per
-element, parallel over the array; every element whose result this code does not settle
+element, parallel over the array when it is large (`Twin`, PARALLEL_MIN); every element whose result this code does not settle
 (non-finite operands, exp results near a rounding boundary or in the subnormal range) is marked
 and recomputed by the reference implementation, so results are bit-identical to the reference
 by construction of the cases handled here and by test (tests/kernels/test_ops_fast.py compares
@@ -18,6 +18,8 @@ comparisons and bit casts, the subset Numba compiles for both the CPU and CUDA.
 from __future__ import annotations
 
 import math
+import os
+import types as types_
 from functools import lru_cache
 
 import numba as nb
@@ -28,6 +30,7 @@ from numba.extending import intrinsic
 
 from . import formats
 from .flags import NX, OF, UF
+from .rn import mul_rn
 
 FALLBACK = np.uint8(0xFF)          # flags value marking "recompute with the reference"
 OPS = {"TADD": 0, "TSUB": 1, "TMUL": 2}
@@ -35,14 +38,62 @@ WIDE = ("FP32", "TF32", "HF32", "FP16", "BF16")
 FORMATS_FMA = WIDE + ("E4M3", "E5M2")
 FORMATS_EXP = ("FP32", "TF32", "HF32")
 
+# Inputs below this many elements never enter a Numba parallel region: starting and joining the
+# thread pool costs tens of microseconds on a quiet machine and milliseconds on a busy one
+# (measured: a 1,024-element TADD FP32 took 16 ms with 2 threads, 82 us with one), while one
+# core covers 2^18 elements of these loops in 0.1-0.3 ms.
+PARALLEL_MIN = 1 << 18
+
+
+def idle_core() -> bool:
+    """Whether the machine has a core to spare: the 1-minute load average leaves at least one
+    CPU idle.  On a 2-core machine shared with other jobs, a second Numba thread that has to
+    wait for a core made 2^20-element calls 10-100x slower (docs/performance.md)."""
+    try:
+        return os.getloadavg()[0] <= (os.cpu_count() or 1) - 1
+    except OSError:
+        return True
+
+
+class Twin:
+    """One compiled loop built twice, serial and parallel (prange is range in the serial build);
+    a call runs the serial build unless the last argument (every loop's output or index array)
+    has at least PARALLEL_MIN elements, Numba has more than one thread and a core is idle
+    (`idle_core`).  `calls` counts the builds run, so tests can see which one a call took."""
+    calls = {"serial": 0, "parallel": 0}
+
+    def __init__(self, fn, **jit):
+        self.py_func = fn
+        self.serial = nb.njit(cache=True, **jit)(fn)
+        # Numba's on-disk cache keys a function by its name, bytecode and signature, not by its
+        # options: the parallel build gets its own name, or a cached serial build would be
+        # loaded for it (and the other way round)
+        name = fn.__name__ + "__parallel"
+        code = fn.__code__.replace(co_name=name, co_qualname=fn.__qualname__ + "__parallel")
+        par = types_.FunctionType(code, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+        self.parallel = nb.njit(parallel=True, cache=True, **jit)(par)
+        self.__name__ = self.__qualname__ = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __call__(self, *args):
+        par = args[-1].shape[0] >= PARALLEL_MIN and nb.get_num_threads() > 1 and idle_core()
+        Twin.calls["parallel" if par else "serial"] += 1
+        return (self.parallel if par else self.serial)(*args)
+
+
+def twin(fn=None, **jit):
+    return Twin(fn, **jit) if fn is not None else (lambda f: Twin(f, **jit))
+
+
 # parameter vector layout (int64): one row of the format table, as the kernels need it
 T_, EMIN, MAXMAG, OVF, OVF_SIGN, SIGNBIT, SHIFT, FTZ, LUT, DSHIFT, FIELD = range(11)
 _ONE = np.uint64(1)
 
 
 # ---------------------------------------------------------------- bit casts
-# The only target-specific pieces: LLVM bitcasts on the CPU (a CUDA port maps them to libdevice's
-# __double_as_longlong / __int_as_float).  Scalar .view() would allocate a 0-d array per call.
+# LLVM bitcasts, which Numba compiles for the CPU and Numba-CUDA for the GPU alike (rn.py has the
+# binary32 ones and the never-contracted mul_rn/add_rn).  Scalar .view() would allocate a 0-d
+# array per call.
 
 def _bitcast(src, dst, bits):
     @intrinsic
@@ -156,12 +207,12 @@ def _two_sum_dir(a, b):
 @nb.njit(inline="always")
 def _binary(op, x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
     """(code, flags) of x op y, or flags FALLBACK for a non-finite operand."""
-    if not (np.isfinite(x) and np.isfinite(y)):
+    if not (math.isfinite(x) and math.isfinite(y)):
         return np.uint64(0), np.uint8(0xFF)
     if op == 1:
         y = -y
     if op == 2:
-        s, d = x * y, np.int64(0)                    # exact: 2p <= 48 bits
+        s, d = mul_rn(x, y), np.int64(0)             # exact: 2p <= 48 bits
     else:
         s, d = _two_sum_dir(x, y)
     return round_rne(s, d, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
@@ -169,13 +220,13 @@ def _binary(op, x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
 
 @nb.njit(inline="always")
 def _fma(x, y, z, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
-    if not (np.isfinite(x) and np.isfinite(y) and np.isfinite(z)):
+    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
         return np.uint64(0), np.uint8(0xFF)
-    s, d = _two_sum_dir(x * y, z)                    # x*y exact, TwoSum exact
+    s, d = _two_sum_dir(mul_rn(x, y), z)             # x*y exact, TwoSum exact (mul_rn: never an fma)
     return round_rne(s, d, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
 
 
-@nb.njit(parallel=True, cache=True)
+@twin
 def binary_bits(op, a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
     for i in nb.prange(a.shape[0]):
         x = _daz(_from_bits(a[i], field, dshift), ftz, mn)
@@ -183,7 +234,7 @@ def binary_bits(op, a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, f
         bits[i], flags[i] = _binary(op, x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
 
 
-@nb.njit(parallel=True, cache=True)
+@twin
 def gather(V, a):
     """V[a] (a separate loop: see above).  V is binary32: every FP16/E4M3/E5M2 value is one, and
     half the bytes of binary64 measured several times faster here."""
@@ -193,7 +244,7 @@ def gather(V, a):
     return out
 
 
-@nb.njit(parallel=True, cache=True)
+@twin
 def binary_vals(op, a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bits, flags):
     for i in nb.prange(a.shape[0]):
         x = _daz(np.float64(a[i]), ftz, mn)
@@ -201,7 +252,7 @@ def binary_vals(op, a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, m
         bits[i], flags[i] = _binary(op, x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
 
 
-@nb.njit(parallel=True, cache=True)
+@twin
 def fma_bits(a, b, c, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
     for i in nb.prange(a.shape[0]):
         x = _daz(_from_bits(a[i], field, dshift), ftz, mn)
@@ -210,7 +261,7 @@ def fma_bits(a, b, c, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field
         bits[i], flags[i] = _fma(x, y, z, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
 
 
-@nb.njit(parallel=True, cache=True)
+@twin
 def fma_vals(a, b, c, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bits, flags):
     for i in nb.prange(a.shape[0]):
         x = _daz(np.float64(a[i]), ftz, mn)
@@ -219,7 +270,7 @@ def fma_vals(a, b, c, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, b
         bits[i], flags[i] = _fma(x, y, z, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
 
 
-@nb.njit(parallel=True, cache=True)
+@twin
 def lookup1(bt, ft, a, bits, flags):
     """Unary table read: bits[i], flags[i] = bt[a[i]], ft[a[i]]."""
     for i in nb.prange(a.shape[0]):
@@ -227,7 +278,7 @@ def lookup1(bt, ft, a, bits, flags):
         flags[i] = ft[a[i]]
 
 
-@nb.njit(parallel=True, cache=True)
+@twin
 def lookup2(bt, ft, a, b, bits, flags):
     """Binary 8-bit table read at (a << 8) | b."""
     for i in nb.prange(a.shape[0]):
@@ -237,6 +288,30 @@ def lookup2(bt, ft, a, b, bits, flags):
 
 
 # ---------------------------------------------------------------- exp for the 24-bit formats
+
+# RN(2^(j/64)), j = 0..63, as written by transcendental._constants() from MPFR at 400 bits (a
+# test recomputes them).  A module-level array is a constant of the compiled code: read from an
+# array argument inside the loop, the same table cost 20 ns an element (the compiler must assume
+# it may alias the outputs).
+EXP2_64 = np.array([float.fromhex(h) for h in (
+    "0x1.0000000000000p+0", "0x1.02c9a3e778061p+0", "0x1.059b0d3158574p+0", "0x1.0874518759bc8p+0",
+    "0x1.0b5586cf9890fp+0", "0x1.0e3ec32d3d1a2p+0", "0x1.11301d0125b51p+0", "0x1.1429aaea92de0p+0",
+    "0x1.172b83c7d517bp+0", "0x1.1a35beb6fcb75p+0", "0x1.1d4873168b9aap+0", "0x1.2063b88628cd6p+0",
+    "0x1.2387a6e756238p+0", "0x1.26b4565e27cddp+0", "0x1.29e9df51fdee1p+0", "0x1.2d285a6e4030bp+0",
+    "0x1.306fe0a31b715p+0", "0x1.33c08b26416ffp+0", "0x1.371a7373aa9cbp+0", "0x1.3a7db34e59ff7p+0",
+    "0x1.3dea64c123422p+0", "0x1.4160a21f72e2ap+0", "0x1.44e086061892dp+0", "0x1.486a2b5c13cd0p+0",
+    "0x1.4bfdad5362a27p+0", "0x1.4f9b2769d2ca7p+0", "0x1.5342b569d4f82p+0", "0x1.56f4736b527dap+0",
+    "0x1.5ab07dd485429p+0", "0x1.5e76f15ad2148p+0", "0x1.6247eb03a5585p+0", "0x1.6623882552225p+0",
+    "0x1.6a09e667f3bcdp+0", "0x1.6dfb23c651a2fp+0", "0x1.71f75e8ec5f74p+0", "0x1.75feb564267c9p+0",
+    "0x1.7a11473eb0187p+0", "0x1.7e2f336cf4e62p+0", "0x1.82589994cce13p+0", "0x1.868d99b4492edp+0",
+    "0x1.8ace5422aa0dbp+0", "0x1.8f1ae99157736p+0", "0x1.93737b0cdc5e5p+0", "0x1.97d829fde4e50p+0",
+    "0x1.9c49182a3f090p+0", "0x1.a0c667b5de565p+0", "0x1.a5503b23e255dp+0", "0x1.a9e6b5579fdbfp+0",
+    "0x1.ae89f995ad3adp+0", "0x1.b33a2b84f15fbp+0", "0x1.b7f76f2fb5e47p+0", "0x1.bcc1e904bc1d2p+0",
+    "0x1.c199bdd85529cp+0", "0x1.c67f12e57d14bp+0", "0x1.cb720dcef9069p+0", "0x1.d072d4a07897cp+0",
+    "0x1.d5818dcfba487p+0", "0x1.da9e603db3285p+0", "0x1.dfc97337b9b5fp+0", "0x1.e502ee78b3ff6p+0",
+    "0x1.ea4afa2a490dap+0", "0x1.efa1bee615a27p+0", "0x1.f50765b6e4540p+0", "0x1.fa7c1819e90d8p+0",
+)])
+
 
 @lru_cache(maxsize=None)
 def _exp_constants():
@@ -249,9 +324,15 @@ def _exp_constants():
 def _exp_reduced(x, c1, c2, inv):
     """(k, p) with exp(x) ~ 2^(k/64) * p: k = round(64 x / ln2), r = x - k ln2/64 (k*c1 exact,
     |r| <= ln2/128), p = 1 + r + ... + r^6/720 (truncation < 2^-65)."""
-    kf = (x * inv + 6755399441055744.0) - 6755399441055744.0   # round to nearest integer
-    r = (x - kf * c1) - kf * c2
-    p = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6 + r * (1.0 / 24 + r * (1.0 / 120 + r * (1.0 / 720))))))
+    # mul_rn: every product rounded on its own, as analysed (on CUDA a plain a*b+c became fma)
+    kf = (mul_rn(x, inv) + 6755399441055744.0) - 6755399441055744.0   # round to nearest integer
+    r = (x - mul_rn(kf, c1)) - mul_rn(kf, c2)
+    p = 1.0 / 120 + mul_rn(r, 1.0 / 720)
+    p = 1.0 / 24 + mul_rn(r, p)
+    p = 1.0 / 6 + mul_rn(r, p)
+    p = 0.5 + mul_rn(r, p)
+    p = 1.0 + mul_rn(r, p)
+    p = 1.0 + mul_rn(r, p)
     return np.int64(kf), p
 
 
@@ -265,37 +346,47 @@ def exp_approx(x, c1, c2, inv, T):
     return out
 
 
-@nb.njit(parallel=True, cache=True)
-def exp_bits(a, t, emin, maxmag, ovf, shift, ftz, field, c1, c2, inv, T, bits, flags):
-    """exp(x) in binary64 with relative error < 2^-51 (table 2^(j/64), degree-6 polynomial);
-    the result is rounded where no rounding boundary of the destination lies within 2^-46 of
-    it, in the normal range; every other element is marked for the reference."""
-    mn = bits_f64(np.uint64(emin + 1023) << np.uint64(52))
+@nb.njit(inline="always")
+def exp_input(a, ftz, field, emin):
+    """(x, settled here?) for the exp kernels: specials, zero/subnormal and the overflow and
+    underflow edges are left to the reference."""
+    x = _daz(_from_bits(a, field, 0), ftz, bits_f64(np.uint64(emin + 1023) << np.uint64(52)))
+    return x, math.isfinite(x) and x != 0.0 and x >= -80.0 and x <= 89.0
+
+
+@nb.njit(inline="always")
+def exp_round(tk, p, k, t, emin, maxmag, ovf, shift):
+    """(code, flags) of 2^(k >> 6) * tk * p (tk = 2^((k & 63)/64)) rounded at t trailing bits,
+    or flags 0xFF when a rounding boundary lies within 2^-46 of it (the reference decides)."""
     drop = 52 - t
     half = np.uint64(1) << np.uint64(drop - 1)
     low_mask = (np.uint64(1) << np.uint64(drop)) - np.uint64(1)
-    tmask = (np.uint64(1) << np.uint64(t)) - np.uint64(1)
     rebias = 1023 - (1 - emin)
+    u = f64_bits(mul_rn(tk, p)) + (np.uint64(k >> 6) << np.uint64(52))   # * 2^(k >> 6), exact
+    low = u & low_mask
+    near = (low - half if low > half else half - low) <= np.uint64(64)   # selects, not branches
+    # RNE at t trailing bits on the binary64 pattern, then rebias (normal range: E >= 1)
+    v = (u + half - np.uint64(1) + ((u >> np.uint64(drop)) & np.uint64(1))) >> np.uint64(drop)
+    code = v - (np.uint64(rebias) << np.uint64(t))
+    over = code > np.uint64(maxmag)
+    code = (np.uint64(ovf) if over else code) << np.uint64(shift)
+    f = np.uint8(OF | NX) if over else np.uint8(NX)
+    return code, np.uint8(0xFF) if near else f
+
+
+@twin
+def exp_bits(a, t, emin, maxmag, ovf, shift, ftz, field, c1, c2, inv, bits, flags):
+    """exp(x) in binary64 with relative error < 2^-51 (table 2^(j/64), degree-6 polynomial);
+    the result is rounded where no rounding boundary of the destination lies within 2^-46 of
+    it, in the normal range; every other element is marked for the reference.  (The scalar
+    routines are shared with the CUDA kernel, kernels/numeric/cuda.py.)"""
     for i in nb.prange(a.shape[0]):
-        x = _daz(_from_bits(a[i], field, 0), ftz, mn)
-        if not np.isfinite(x) or x == 0.0 or x < -80.0 or x > 89.0:
-            flags[i] = 0xFF                               # specials, subnormal/zero and overflow edges
+        x, ok = exp_input(a[i], ftz, field, emin)
+        if not ok:
+            flags[i] = 0xFF
             continue
         k, p = _exp_reduced(x, c1, c2, inv)
-        u = f64_bits(T[k & 63] * p) + (np.uint64(k >> 6) << np.uint64(52))   # * 2^(k >> 6), exact
-        low = u & low_mask
-        if (low > half and low - half <= np.uint64(64)) or (low <= half and half - low <= np.uint64(64)):
-            flags[i] = 0xFF                               # within 2^-46 of a rounding boundary
-            continue
-        # RNE at t trailing bits on the binary64 pattern, then rebias (normal range: E >= 1)
-        v = (u + half - np.uint64(1) + ((u >> np.uint64(drop)) & np.uint64(1))) >> np.uint64(drop)
-        code = v - (np.uint64(rebias) << np.uint64(t))
-        if code > np.uint64(maxmag):
-            bits[i] = np.uint64(ovf) << np.uint64(shift)
-            flags[i] = OF | NX
-        else:
-            bits[i] = code << np.uint64(shift)
-            flags[i] = NX
+        bits[i], flags[i] = exp_round(EXP2_64[k & 63], p, k, t, emin, maxmag, ovf, shift)
 
 
 # ---------------------------------------------------------------- entry points
@@ -330,10 +421,10 @@ def fma(name, a, b, c, prof):
 
 def exp(name, a, prof):
     (t, emin, maxmag, ovf, _, _, shift, ftz), _, _, (field, _), _ = _scalars(name, prof.ftz)
-    K, T = _exp_constants()
+    K, _ = _exp_constants()
     bits = np.zeros(a.shape[0], a.dtype)
     flags = np.zeros(a.shape[0], np.uint8)
-    exp_bits(a, t, emin, maxmag, ovf, shift, ftz, field, K[0], K[1], K[2], T, bits, flags)
+    exp_bits(a, t, emin, maxmag, ovf, shift, ftz, field, K[0], K[1], K[2], bits, flags)
     return bits, flags
 
 

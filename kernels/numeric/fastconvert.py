@@ -8,7 +8,8 @@ slower than one thread (and golden-vector generation parallelises over processes
   FP64/FP32/TF32/HF32/FP16/BF16), every rounding mode, Sat, ftz, NaN payloads, flags.
 
 The per-element function `_cvt_one` (and its helpers) is plain integer arithmetic on scalars,
-registered with numba's `register_jitable`, so the same source is compiled into the CPU loop
+compiled with numba's `njit(inline="always")` (inlined, so Numba-CUDA needs no device to
+compile it), so the same source is compiled into the CPU loop
 below and into the CUDA kernel of `cuda_convert_ieee` (tested under NUMBA_ENABLE_CUDASIM=1);
 the NumPy reference (convert.convert_generic) stays the definition and tests hold them equal.
 """
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
-from numba.core.extending import register_jitable
 
 from isa.datatypes import DataType
 
@@ -51,7 +51,7 @@ def gather_hi16(bits, tb, tf):
 # ---------------------------------------------------------------------------------------------
 # IEEE -> IEEE, one element
 # ---------------------------------------------------------------------------------------------
-@register_jitable
+@njit(inline="always")
 def _bitlen(x):
     n = 0
     while x > 0:
@@ -60,7 +60,7 @@ def _bitlen(x):
     return n
 
 
-@register_jitable
+@njit(inline="always")
 def _increment(R, S, odd, sign, mode):
     """0/1 increment; R, S, odd, sign are 0/1 ints (bitwise, no data-dependent branches)."""
     if mode == 0:
@@ -76,7 +76,7 @@ def _increment(R, S, odd, sign, mode):
     return (R | S) & (1 - odd)                           # RTO
 
 
-@register_jitable
+@njit(inline="always")
 def _split(sig, exp, q):
     """(m, R, S) of sig * 2^exp at quantum 2^q as ints (R, S in 0/1); sig < 2^62, no sticky."""
     shift = q - exp
@@ -90,7 +90,7 @@ def _split(sig, exp, q):
     return m, R, (low | -low) >> 63 & 1
 
 
-@register_jitable
+@njit(inline="always")
 def _cvt_one(u, s_ebits, s_t, s_bias, s_shift, s_width,
              d_ebits, d_t, d_bias, d_shift, d_width, mode, sat, ftz):
     """(bits uint64, flags) of one IEEE-family encoding converted to an IEEE-family format

@@ -26,8 +26,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import gmpy2
 import numpy as np
+
+try:
+    import gmpy2
+except ImportError:      # a declared dependency; optional only where TEXP/TLOG/TRSQRT never run
+    gmpy2 = None         # (e.g. a GPU check machine without it): those then raise, nothing else
 
 from . import formats
 from .eft import fast_two_sum, two_prod, two_sum
@@ -63,8 +67,15 @@ def _cut(v, bits: int) -> float:
     return float(np.ldexp(np.floor(np.ldexp(m, bits)), int(e) - bits))
 
 
+def _need_gmpy2():
+    if gmpy2 is None:
+        raise ImportError("TEXP/TLOG/TRSQRT need gmpy2 (MPFR) for their constants and exact fallback: "
+                          "pip install gmpy2")
+
+
 @lru_cache(maxsize=None)
 def _constants():
+    _need_gmpy2()
     with gmpy2.context(gmpy2.get_context(), precision=400):
         ln2 = gmpy2.log(2)
         ln2_64 = ln2 / 64
@@ -178,7 +189,7 @@ def _decide(dt, prof, h, l, scale, eps):
     return b_lo, f_lo, (b_lo == b_hi) & (f_lo == f_hi)
 
 
-_MPFR = {"TEXP": gmpy2.exp, "TLOG": gmpy2.log, "TRSQRT": gmpy2.rec_sqrt}
+_MPFR = {"TEXP": "exp", "TLOG": "log", "TRSQRT": "rec_sqrt"}     # gmpy2 function names
 
 
 def mpfr_round(op, x, dt, prof):
@@ -188,9 +199,11 @@ def mpfr_round(op, x, dt, prof):
     sign = np.zeros(n, bool)
     exp = np.zeros(n, np.int64)
     sig = np.zeros(n, np.uint64)
+    _need_gmpy2()
+    fn = getattr(gmpy2, _MPFR[op])
     with gmpy2.context(gmpy2.get_context(), precision=MPFR_BITS, emin=-(1 << 30), emax=1 << 30):
         for i, v in enumerate(x.tolist()):
-            r = _MPFR[op](gmpy2.mpfr(v))
+            r = fn(gmpy2.mpfr(v))
             man, ex = r.as_mantissa_exp()
             sign[i] = man < 0
             man = abs(int(man))

@@ -10,15 +10,18 @@ from emulator.commands.bench import CASES
 def test_case_table_names_every_numeric_target():
     names = {c.name for c in CASES}
     for op in ("TADD", "TMUL", "TFMA", "TEXP"):
-        for fmt in ("E4M3", "BF16", "FP32"):
+        for fmt in ("E4M3", "BF16", "FP16", "FP32"):
             assert f"numeric.{op}.{fmt}" in names
-    assert next(c for c in CASES if c.name == "numeric.TEXP.FP32").target == 0.25
+    target = {c.name: c.target for c in CASES}
+    assert target["numeric.TEXP.FP32"] == 0.25 and target["numeric.TADD.FP32"] == 0.5
+    assert target["numeric.TMUL.BF16"] == 1.0 and target["numeric.TADD.FP16"] == 2.0
 
 
 def test_quick_run_prints_rates_and_ratios(capsys):
     assert main(["bench", "--quick", "--n", "256", "--repeat", "1", "--case", "numeric.TADD", "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [r["case"] for r in rows] == ["numeric.TADD.E4M3", "numeric.TADD.BF16", "numeric.TADD.FP32"]
+    assert [r["case"] for r in rows] == ["numeric.TADD.E4M3", "numeric.TADD.BF16", "numeric.TADD.FP16",
+                                         "numeric.TADD.FP32"]
     assert all(r["elements"] == 256 and r["elements_per_s"] > 0 and r["ratio"] > 0 for r in rows)
 
 
@@ -86,3 +89,34 @@ def test_a_met_target_is_not_marked(monkeypatch, capsys):
     assert main(["bench", "--n", "10", "--repeat", "1", "--strict"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("fake.case"))
     assert "MISSED" not in row and "4.00" in row
+
+
+def test_gpu_backend_lists_its_cases_and_refuses_without_a_gpu(capsys):
+    from kernels.device import gpu_status
+    assert main(["bench", "--backend", "gpu", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "gpu.TADD.FP32" in out and "gpu.TCVT.FP32-E4M3.sat" in out and "copy" in out
+    if not gpu_status()[0]:
+        assert main(["bench", "--backend", "gpu"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "no usable GPU" in err
+
+
+def test_gpu_case_setup_runs_on_a_numpy_stand_in_for_cupy(monkeypatch):
+    """The GPU cases' setup (operands, the equal-bytes copy baseline) is plain array code: with
+    NumPy standing in for CuPy it runs here, on the CPU path."""
+    import sys
+    import types
+
+    import numpy as np
+
+    from emulator.commands.bench import GPU_CASES
+    fake = types.ModuleType("cupy")
+    fake.asarray, fake.empty, fake.empty_like, fake.copyto, fake.uint8 = (
+        np.asarray, np.empty, np.empty_like, np.copyto, np.uint8)
+    fake.cuda = types.SimpleNamespace(Device=lambda: types.SimpleNamespace(synchronize=lambda: None))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    for case in GPU_CASES:
+        ours, copy = case.setup(512)
+        ours()
+        copy()

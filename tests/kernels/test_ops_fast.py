@@ -81,11 +81,18 @@ def test_8bit_fma_every_triple(name, profile):
 
 def test_fp32_kernel_exp_error_bound():
     """The kernel's binary64 exp is within 2^-51 relative (it decides with a 2^-46 margin)."""
-    K, T = fast._exp_constants()
+    K, _ = fast._exp_constants()
     x = np.concatenate([np.random.default_rng(2).uniform(-80, 89, 20000), np.linspace(-1e-3, 1e-3, 2001)])
-    y = fast.exp_approx(x, K[0], K[1], K[2], T)
+    y = fast.exp_approx(x, K[0], K[1], K[2], fast.EXP2_64)
     worst = 0
     with gmpy2.context(gmpy2.get_context(), precision=200):
         for xi, yi in zip(x, y):
             worst = max(worst, abs(gmpy2.mpfr(float(yi)) / gmpy2.exp(gmpy2.mpfr(float(xi))) - 1))
     assert worst < 2.0 ** -51
+
+
+def test_the_kernels_2_to_the_j_over_64_table_is_mpfr_rounded_to_nearest():
+    with gmpy2.context(gmpy2.get_context(), precision=300):
+        want = [float(gmpy2.exp2(gmpy2.mpfr(j) / 64)) for j in range(64)]
+    assert fast.EXP2_64.tolist() == want
+    assert np.array_equal(fast.EXP2_64, fast._exp_constants()[1])

@@ -1,0 +1,246 @@
+"""Element-wise numerics on the GPU: the CPU's compiled scalar routines as Numba-CUDA kernels.
+
+    bits, flags = elementwise_device("TADD", datatype("BF16"), (a, b), prof, None, impl, xp=cupy)
+
+Operands are 1-D device arrays of raw encodings (CuPy; NumPy arrays under the CUDA simulator,
+NUMBA_ENABLE_CUDASIM=1, which the test suite uses), results are device arrays of the same module.
+What runs where, per (op, DataType):
+
+  * fastvec.py's SIMD routines (FP32/BF16 add/sub/mul/fma, FP16 add/sub/mul, profile ieee) and
+    fast.py's rounding routines (TADD/TSUB/TMUL/TFMA on TF32, HF32, FP16, BF16, FP32 in any
+    profile, TFMA on E4M3/E5M2, TEXP on FP32/TF32/HF32) are compiled unchanged into CUDA kernels
+    (`kernel_sources()`), one thread per element: the same Python source the CPU loops compile,
+    so the same bits.
+  * Table-driven pairs (8-bit binary and <= 16-bit unary operations, tables.py) gather from the
+    reference's exact tables copied to the device once.
+  * Elements a kernel marks (flags 0xFF: NaN/infinite operands, results outside a shortcut's
+    range, exp results within 2^-46 of a rounding boundary) are gathered, settled on the host
+    by the CPU path (which hands its own rare cases to the NumPy/MPFR reference) and scattered
+    back, so the result equals the CPU's element for element.
+  * Everything else (integer operations, division, square root, remainder, transcendental
+    functions other than the tables, FP64) runs on the host: operands are copied down, the CPU
+    path computes, results are copied back.  `placement(op, dt, prof, arity)` says which.
+
+Floating-point code generation: `mul_rn`/`add_rn` (rn.py) keep every product that the reference
+rounds on its own out of `fma`; tests/kernels/test_cuda_ptx.py compiles every kernel of
+`KERNELS` to PTX (no GPU needed) and rejects `fma`, `.ftz` and `approx`.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from isa.datatypes import DataType, Kind
+
+from .. import device
+from . import fast, fastvec, tables
+
+cuda = None          # numba.cuda, imported on first use (the simulator flag must be set first)
+THREADS = 256
+FALLBACK = 0xFF
+
+
+def _numba_cuda():
+    global cuda
+    if cuda is None:
+        from numba import cuda as _cuda
+        cuda = _cuda
+    return cuda
+
+
+# ---------------------------------------------------------------- kernel sources
+# Each kernel is a thin per-thread wrapper around a scalar routine the CPU loops also call.
+
+def _binary_kernel(fn):
+    def kernel(a, b, out, flags):
+        i = cuda.grid(1)
+        if i < a.shape[0]:
+            r, f = fn(a[i], b[i])
+            out[i] = r
+            flags[i] = f
+    return kernel
+
+
+def _ternary_kernel(fn):
+    def kernel(a, b, c, out, flags):
+        i = cuda.grid(1)
+        if i < a.shape[0]:
+            r, f = fn(a[i], b[i], c[i])
+            out[i] = r
+            flags[i] = f
+    return kernel
+
+
+def fast_binary_bits(op, a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
+        y = fast._daz(fast._from_bits(b[i], field, dshift), ftz, mn)
+        r, f = fast._binary(op, x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+        bits[i] = r
+        flags[i] = f
+
+
+def fast_binary_vals(op, a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bits, flags):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        x = fast._daz(np.float64(a[i]), ftz, mn)
+        y = fast._daz(np.float64(b[i]), ftz, mn)
+        r, f = fast._binary(op, x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+        bits[i] = r
+        flags[i] = f
+
+
+def fast_fma_bits(a, b, c, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
+        y = fast._daz(fast._from_bits(b[i], field, dshift), ftz, mn)
+        z = fast._daz(fast._from_bits(c[i], field, dshift), ftz, mn)
+        r, f = fast._fma(x, y, z, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+        bits[i] = r
+        flags[i] = f
+
+
+def fast_fma_vals(a, b, c, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bits, flags):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        x = fast._daz(np.float64(a[i]), ftz, mn)
+        y = fast._daz(np.float64(b[i]), ftz, mn)
+        z = fast._daz(np.float64(c[i]), ftz, mn)
+        r, f = fast._fma(x, y, z, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+        bits[i] = r
+        flags[i] = f
+
+
+def fast_exp_bits(a, t, emin, maxmag, ovf, shift, ftz, field, c1, c2, inv, bits, flags):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        x, ok = fast.exp_input(a[i], ftz, field, emin)
+        if ok:
+            k, p = fast._exp_reduced(x, c1, c2, inv)
+            r, f = fast.exp_round(fast.EXP2_64[k & 63], p, k, t, emin, maxmag, ovf, shift)
+            bits[i] = r
+            flags[i] = f
+        else:
+            flags[i] = 0xFF
+
+
+def _signatures():
+    """name -> (python kernel, [argument type tuples]) for every kernel this module launches;
+    the PTX test compiles each one."""
+    from numba import types as T
+    u8, u16, u32, f32, i64, f64 = T.uint8[::1], T.uint16[::1], T.uint32[::1], T.float32[::1], T.int64, T.float64
+    ins = {"FP32": f32, "BF16": u16, "FP16": u16}
+    outs = {"FP32": f32, "BF16": u16, "FP16": u16}
+    table = {}
+    for (name, op), fn in fastvec.SCALAR.items():
+        n_in = 3 if op == "TFMA" else 2
+        src = (_ternary_kernel if n_in == 3 else _binary_kernel)(fn)
+        table[f"fastvec.{name}.{op}"] = (src, [(ins[name],) * n_in + (outs[name], u8)])
+    fmt = (i64,) * 8
+    table["fast.binary_bits"] = (fast_binary_bits, [(i64, c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
+    table["fast.binary_vals"] = (fast_binary_vals, [(i64, f32, f32) + fmt + (f64, c, u8) for c in (u16, u8)])
+    table["fast.fma_bits"] = (fast_fma_bits, [(c, c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
+    table["fast.fma_vals"] = (fast_fma_vals, [(f32, f32, f32) + fmt + (f64, c, u8) for c in (u16, u8)])
+    table["fast.exp_bits"] = (fast_exp_bits, [(u32,) + (i64,) * 7 + (f64, f64, f64, u32, u8)])
+    return table
+
+
+@lru_cache(maxsize=1)
+def kernel_sources():
+    return _signatures()
+
+
+@lru_cache(maxsize=None)
+def _kernel(name):
+    return _numba_cuda().jit(kernel_sources()[name][0])
+
+
+def _launch(name, n, *args):
+    if n:
+        _kernel(name)[(n + THREADS - 1) // THREADS, THREADS](*args)
+
+
+# ---------------------------------------------------------------- placement
+
+def placement(op: str, dt: DataType, prof, arity: int) -> str:
+    """Where elementwise_device computes (op, dt): 'fastvec', 'fast', 'table' (device) or 'host'."""
+    if dt.kind is not Kind.FLOAT:
+        return "host"
+    if fastvec.serves(op, dt.name, prof):
+        return "fastvec"
+    if fast.serves(op, dt.name):
+        return "fast"
+    if tables.applies(op, dt.name, arity):
+        return "table"
+    return "host"
+
+
+@lru_cache(maxsize=None)
+def _device_table(op, name, prof, cmode, fn, arity, xp_name):
+    bt, ft = tables.table(op, name, prof, cmode, fn, arity)
+    xp = np if xp_name == "numpy" else device._cupy()
+    return device.to_device(bt, xp), device.to_device(ft, xp)
+
+
+# ---------------------------------------------------------------- entry point
+
+def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=None, xp=None):
+    """(bits, flags) device arrays of `op` on 1-D container-dtype device operands.
+
+    `impl(dt, host_operands, prof, cmode)` is the CPU path (kernels.numeric.elementwise.TABLE),
+    used for host-placed operations and for marked elements; `fn` the reference function (for
+    table placement)."""
+    xp = xp if xp is not None else device.array_module(*operands)
+    where = placement(op, dt, prof, len(operands))
+    n = operands[0].shape[0]
+    if where == "host":
+        hb, hf = impl(dt, tuple(device.to_host(x) for x in operands), prof, cmode)
+        return device.to_device(np.ascontiguousarray(hb), xp), device.to_device(np.ascontiguousarray(hf), xp)
+    flags = xp.empty(n, np.uint8)
+    if where == "table":
+        bt, ft = _device_table(op, dt.name, prof, cmode, fn, len(operands), xp.__name__)
+        if len(operands) == 1:
+            idx = operands[0]
+        else:
+            idx = (operands[0].astype(np.uint16) << np.uint16(8)) | operands[1]
+        return bt[idx], ft[idx]
+    if where == "fastvec":
+        raw = np.dtype(dt.raw_dtype)
+        args = [x.view(np.float32) for x in operands] if dt.name == "FP32" else list(operands)
+        out = xp.empty(n, np.float32 if dt.name == "FP32" else raw)
+        _launch(f"fastvec.{dt.name}.{op}", n, *args, out, flags)
+        bits = out.view(raw)
+    else:
+        bits = xp.empty(n, dt.raw_dtype)
+        fmt, lut, V, dec, mn = fast._scalars(dt.name, prof.ftz)
+        if lut:
+            Vd = device.to_device(V, xp)
+            vals = [Vd[x] for x in operands]
+            if op == "TFMA":
+                _launch("fast.fma_vals", n, *vals, *fmt, mn, bits, flags)
+            else:
+                _launch("fast.binary_vals", n, fast.OPS[op], *vals, *fmt, mn, bits, flags)
+        elif op == "TEXP":
+            t, emin, maxmag, ovf, _, _, shift, ftz = fmt
+            K, _ = fast._exp_constants()
+            _launch("fast.exp_bits", n, operands[0], t, emin, maxmag, ovf, shift, ftz, dec[0], K[0], K[1], K[2],
+                    bits, flags)
+        elif op == "TFMA":
+            _launch("fast.fma_bits", n, *operands, *fmt, *dec, mn, bits, flags)
+        else:
+            _launch("fast.binary_bits", n, fast.OPS[op], *operands, *fmt, *dec, mn, bits, flags)
+    _settle(dt, operands, prof, cmode, bits, flags, impl, xp)
+    return bits, flags
+
+
+def _settle(dt, operands, prof, cmode, bits, flags, impl, xp):
+    """Elements the kernel marked: computed on the host by the CPU path, written back in place."""
+    if flags.size == 0 or int(flags.max()) != FALLBACK:      # one reduction; usually nothing to do
+        return
+    todo = xp.flatnonzero(flags == FALLBACK)
+    hb, hf = impl(dt, tuple(np.ascontiguousarray(device.to_host(x[todo])) for x in operands), prof, cmode)
+    bits[todo] = device.to_device(np.asarray(hb, bits.dtype), xp)
+    flags[todo] = device.to_device(np.asarray(hf, np.uint8), xp)

@@ -1,0 +1,340 @@
+"""Vectorisable fast paths: TADD, TSUB, TMUL, TFMA on FP32 and BF16, TADD, TSUB, TMUL on FP16,
+profile `ieee` (RNE).
+
+fast.py rounds with integer code written for one element at a time (~1.2 ns/element); these
+kernels let the hardware's own binary32/binary64 rounding do the work on the common path, so LLVM
+turns each loop into SIMD code (AVX2: 0.2-0.6 ns/element) and NVVM into a few instructions.
+Every element they cannot settle this way is marked (flags 0xFF) and recomputed by fast.py
+(which hands non-finite operands on to the reference), so the results are the reference's by
+construction of the cases settled here, and by test (tests/kernels/test_fastvec.py).
+
+Why each settled result is the single correctly rounded one (x, y, z finite format values):
+  FP32 add/sub  s = x + y in binary32 is RN24 of the exact sum; TwoSum's error e is exact
+                (gradual underflow, no overflow), so NX = (e != 0); OF when s overflows (then
+                e is NaN, NX too); never UF: a sum in the subnormal range is exact.
+  FP32 mul      r = x * y in binary32, its exact error e = x*y - r by rn.prod_err (one fused
+                multiply-add on the CPU, binary64 arithmetic on CUDA), settled for
+                2^-100 <= |r| <= max (or a zero operand times a finite one): there e cannot
+                underflow and the result is neither tiny nor overflowing: NX = (e != 0).
+  FP32 fma      r = fma(x, y, z), the hardware's single rounding (rn.fma_rn); w = x*y + (z - r)
+                rounded once in binary64 (z - r exact while their exponents differ by <= 29)
+                is zero exactly when r is exact: NX = (w != 0); settled when 2^-126 <= |r| <=
+                max (never UF or OF) or r and w are zero.
+  BF16 fma      x*y is exact in binary32 (16 bits, normal range), s = RN24(p + z) with TwoSum's
+                error e; settled when e == 0 (s exact, rounded once by the carry trick) and s
+                is zero or in the normal range (never UF; OF only by that last rounding).
+  BF16 add/sub  s = RN24(x + y) in binary32, then RN8 by the carry trick: RN8(RN24(v)) = RN8(v)
+                for a sum of two 8-bit values since 24 >= 2*8 + 2 (double-rounding theorem, the
+                subnormal range included: a sum there is exact); NX = e != 0 or dropped bits.
+  BF16 mul      x * y (16 bits) is exact in binary32 when |x*y| >= 2^-125 (or an operand is
+                zero), then rounded once by the carry trick; other products are marked.
+  FP16          as BF16 (24 >= 2*11 + 2; a product of 22 bits >= 2^-48 is exact in binary32),
+                with its own encoder (`_rne_fp16`) and UF from the binary32 sum or product,
+                which is exact wherever it is near FP16's tininess threshold.
+Zeros: an exact zero s has the sign IEEE 754 gives x + y, x * y or x*y + z in RNE, as the
+reference does.
+
+The scalar routines use arithmetic, comparisons and bit casts only (plus rn.py's prod_err and
+fma_rn where named above), with `mul_rn`/`add_rn` wherever a product feeds a sum: Numba
+compiles them for the CPU (plain fmul/fadd, which LLVM never contracts without fast-math) and Numba-CUDA for the GPU (the `.rn` NVVM intrinsics, which ptxas
+never fuses into `fma`).  kernels/numeric/cuda.py compiles these same routines into CUDA kernels.
+"""
+from __future__ import annotations
+
+
+import numba as nb
+import numpy as np
+from . import fast
+from .fast import f64_bits
+from .rn import add_rn, bits_f32, f32_bits, fma_rn, mul_rn, prod_err
+from .flags import NX, OF, UF
+
+FALLBACK = np.uint8(0xFF)
+OPS = ("TADD", "TSUB", "TMUL", "TFMA")
+FORMATS = ("FP32", "BF16", "FP16")     # FP16: TADD, TSUB, TMUL (its TFMA stays on fast.py)
+
+_MAX64 = 1.7976931348623157e308
+_F32_MAX = np.float32(3.4028234663852886e38)
+_F32_MAX64 = 3.4028234663852886e38
+_NORMAL32 = 2.0 ** -126              # FP32 and BF16 share the normal range
+
+
+# ---------------------------------------------------------------- scalar routines
+
+@nb.njit(inline="always")
+def _two_sum(a, b):
+    s = add_rn(a, b)
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+@nb.njit(inline="always")
+def _flags(nx, of):
+    return np.uint8(nx) * np.uint8(NX) | np.uint8(of) * np.uint8(OF)
+
+
+@nb.njit(inline="always")
+def _finite32(x):
+    return abs(x) <= _F32_MAX          # False for NaN and infinities; a compare, so it vectorises
+
+
+_SMALL32 = np.float32(2.0 ** -100)
+
+
+@nb.njit(inline="always")
+def fp32_add(a, b):
+    """(binary32 result, flags) of a + b for binary32 values a, b."""
+    s, e = _two_sum(a, b)
+    f = _flags(e != 0, abs(s) > _F32_MAX)                  # overflow: e is NaN, so NX too
+    return s, f if _finite32(a) & _finite32(b) else FALLBACK
+
+
+@nb.njit(inline="always")
+def fp32_sub(a, b):
+    return fp32_add(a, -b)
+
+
+@nb.njit(inline="always")
+def fp32_mul(a, b):
+    r = mul_rn(a, b)
+    e = prod_err(a, b, r)
+    ar = abs(r)
+    # exact error and no UF/OF for 2^-100 <= |r| <= max; a zero product of a zero operand (not
+    # inf * 0, whose r is NaN) is exact
+    ok = ((ar >= _SMALL32) & (ar <= _F32_MAX)) | ((r == 0) & ((a == 0) | (b == 0)))
+    return r, _flags(e != 0, False) if ok else FALLBACK
+
+
+_GAP = np.float32(2.0 ** 29)
+
+
+@nb.njit(inline="always")
+def fp32_fma(a, b, c):
+    r = fma_rn(a, b, c)                                            # the result: one rounding
+    # a*b + (c - r) in one binary64 rounding is zero exactly when r is exact; c - r is exact in
+    # binary64 while their exponents differ by at most 29 (or either is zero)
+    w = fma_rn(np.float64(a), np.float64(b), np.float64(c) - np.float64(r))
+    ar = abs(r)
+    ac = abs(c)
+    gap = (ac <= ar * _GAP) & (ar <= ac * _GAP) | (ac == 0) | (ar == 0)
+    # |r| >= 2^-126: never tiny; finite r: no overflow; NaN/infinite operands fail both
+    ok = (((ar >= np.float32(_NORMAL32)) & (ar <= _F32_MAX)) | ((r == 0) & (w == 0))) & gap
+    return r, _flags(w != 0, False) if ok else FALLBACK
+
+
+@nb.njit(inline="always")
+def _bf16(u):
+    return bits_f32(np.uint32(u) << np.uint32(16))
+
+
+@nb.njit(inline="always")
+def _rne_bf16(w):
+    """(BF16 code, dropped bits nonzero, overflowed) of binary32 pattern w rounded to nearest
+    even by the carry trick (a carry out of the top code is infinity: 0x7F80 | sign)."""
+    code = (w + np.uint32(0x7FFF) + ((w >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+    of = (code & np.uint32(0x7FFF)) == np.uint32(0x7F80)
+    return np.uint16(code), (w & np.uint32(0xFFFF)) != np.uint32(0), of
+
+
+@nb.njit(inline="always")
+def bf16_add(a, b):
+    """(BF16 code, flags) of a + b for BF16 codes a, b."""
+    x = _bf16(a)
+    y = _bf16(b)
+    s, e = _two_sum(x, y)
+    code, dropped, of = _rne_bf16(f32_bits(s))
+    f = _flags((e != 0) | dropped | of, of)
+    return code, f if _finite32(x) & _finite32(y) else FALLBACK
+
+
+@nb.njit(inline="always")
+def bf16_sub(a, b):
+    return bf16_add(a, b ^ np.uint16(0x8000))
+
+
+@nb.njit(inline="always")
+def bf16_mul(a, b):
+    x = _bf16(a)
+    y = _bf16(b)
+    p = mul_rn(x, y)
+    code, dropped, of = _rne_bf16(f32_bits(p))
+    ok = _finite32(x) & _finite32(y) & ((abs(p) >= np.float32(2.0 ** -125)) | (x == 0) | (y == 0))
+    return code, _flags(dropped | of, of) if ok else FALLBACK
+
+
+@nb.njit(inline="always")
+def bf16_fma(a, b, c):
+    x = _bf16(a)
+    y = _bf16(b)
+    p = mul_rn(x, y)
+    s, e = _two_sum(p, _bf16(c))
+    code, dropped, of = _rne_bf16(f32_bits(s))
+    m = abs(s)
+    exact_p = (abs(p) >= np.float32(_NORMAL32)) | (x == 0) | (y == 0)
+    ok = (e == 0) & exact_p & (((m >= np.float32(_NORMAL32)) & (m <= _F32_MAX)) | (s == 0))
+    return code, _flags(dropped | of, of) if ok else FALLBACK
+
+
+# FP16: decoded with the scaling trick (exponent field moved into binary32 and multiplied by
+# 2^112, which is exact and also places subnormals), encoded by the integer carry trick in the
+# normal range and by hardware addition of 0.5 (whose RNE drops exactly the bits FP16 subnormals
+# cannot hold) below it (F. Giesen's float_to_half_fast3_rtne).
+_F16_SCALE = np.float32(2.0 ** 112)
+_F16_MIN_NORMAL = 113 << 23           # binary32 pattern of 2^-14
+_F16_OVERFLOW = 143 << 23             # binary32 pattern of 2^16: at or above, infinity
+_F16_TINY = np.float32(2.0 ** -14 - 2.0 ** -26)   # tiny after rounding below this (ties: even)
+
+
+@nb.njit(inline="always")
+def _fp16(h):
+    """(binary32 value, finite) of FP16 code h."""
+    u = np.uint32(h)
+    v = mul_rn(bits_f32((u & np.uint32(0x7FFF)) << np.uint32(13)), _F16_SCALE)
+    v = bits_f32(f32_bits(v) | ((u & np.uint32(0x8000)) << np.uint32(16)))
+    return v, (u & np.uint32(0x7C00)) != np.uint32(0x7C00)
+
+
+@nb.njit(inline="always")
+def _rne_fp16(r):
+    """(FP16 code, dropped bits nonzero, overflowed) of binary32 r rounded to nearest even."""
+    w = f32_bits(r)
+    f = w & np.uint32(0x7FFFFFFF)
+    odd = (f >> np.uint32(13)) & np.uint32(1)
+    normal = (f - np.uint32(112 << 23) + np.uint32(0xFFF) + odd) >> np.uint32(13)
+    t = add_rn(bits_f32(f), np.float32(0.5))
+    sub = f32_bits(t) - np.uint32(126 << 23)
+    low = f < np.uint32(_F16_MIN_NORMAL)
+    code = sub if low else normal
+    code = np.uint32(0x7C00) if f >= np.uint32(_F16_OVERFLOW) else code
+    dropped = (t - np.float32(0.5) != bits_f32(f)) if low else (f & np.uint32(0x1FFF)) != np.uint32(0)
+    of = code == np.uint32(0x7C00)
+    return np.uint16(code | ((w >> np.uint32(16)) & np.uint32(0x8000))), dropped, of
+
+
+@nb.njit(inline="always")
+def _fp16_flags(nx, r, of):
+    uf = nx & (abs(r) < _F16_TINY)
+    return np.uint8(nx) * np.uint8(NX) | np.uint8(uf) * np.uint8(UF) | np.uint8(of) * np.uint8(OF)
+
+
+@nb.njit(inline="always")
+def fp16_add(a, b):
+    """s = RN24(x + y) and RN11(RN24(v)) = RN11(v) for a sum of 11-bit values (24 >= 2*11 + 2);
+    near the tininess threshold such a sum is exact in binary32, so |s| decides tininess."""
+    x, fx = _fp16(a)
+    y, fy = _fp16(b)
+    s, e = _two_sum(x, y)
+    code, dropped, of = _rne_fp16(s)
+    nx = (e != 0) | dropped | of
+    return code, _fp16_flags(nx, s, of) if fx & fy else FALLBACK
+
+
+@nb.njit(inline="always")
+def fp16_sub(a, b):
+    return fp16_add(a, b ^ np.uint16(0x8000))
+
+
+@nb.njit(inline="always")
+def fp16_mul(a, b):
+    """x*y (22 bits, >= 2^-48) is exact in binary32: one rounding."""
+    x, fx = _fp16(a)
+    y, fy = _fp16(b)
+    p = mul_rn(x, y)
+    code, dropped, of = _rne_fp16(p)
+    return code, _fp16_flags(dropped | of, p, of) if fx & fy else FALLBACK
+
+
+# ---------------------------------------------------------------- CPU loops
+
+# The compiled loops, one per (format, op), written out: Numba's on-disk cache cannot key a
+# closure over the scalar routine reproducibly (it pickles the closure's cells), so a generated
+# loop would be recompiled -- and its cache index rewritten -- in every process.  Each loop runs
+# its scalar routine over 1-D arrays; no reduction inside (a running count of marked elements
+# cost 40 % more than the loop itself): the caller looks for marks with one flags.max().
+
+def _fp32_add(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp32_add(a[i], b[i])
+
+
+def _fp32_sub(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp32_sub(a[i], b[i])
+
+
+def _fp32_mul(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp32_mul(a[i], b[i])
+
+
+def _fp32_fma(a, b, c, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp32_fma(a[i], b[i], c[i])
+
+
+def _bf16_add(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = bf16_add(a[i], b[i])
+
+
+def _bf16_sub(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = bf16_sub(a[i], b[i])
+
+
+def _bf16_mul(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = bf16_mul(a[i], b[i])
+
+
+def _bf16_fma(a, b, c, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = bf16_fma(a[i], b[i], c[i])
+
+
+def _fp16_add(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp16_add(a[i], b[i])
+
+
+def _fp16_sub(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp16_sub(a[i], b[i])
+
+
+def _fp16_mul(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp16_mul(a[i], b[i])
+
+
+SCALAR = {("FP32", "TADD"): fp32_add, ("FP32", "TSUB"): fp32_sub, ("FP32", "TMUL"): fp32_mul,
+          ("FP32", "TFMA"): fp32_fma, ("BF16", "TADD"): bf16_add, ("BF16", "TSUB"): bf16_sub,
+          ("BF16", "TMUL"): bf16_mul, ("BF16", "TFMA"): bf16_fma, ("FP16", "TADD"): fp16_add,
+          ("FP16", "TSUB"): fp16_sub, ("FP16", "TMUL"): fp16_mul}
+_LOOP_SOURCES = (_fp32_add, _fp32_sub, _fp32_mul, _fp32_fma, _bf16_add, _bf16_sub, _bf16_mul, _bf16_fma,
+                 _fp16_add, _fp16_sub, _fp16_mul)
+# serial below fast.PARALLEL_MIN elements (fast.Twin)
+LOOPS = {key: fast.Twin(loop, error_model="numpy") for key, loop in zip(SCALAR, _LOOP_SOURCES)}
+
+
+def serves(op: str, name: str, prof) -> bool:
+    return (name, op) in SCALAR and not prof.ftz
+
+
+def run(op, name, operands, prof, reference):
+    """(bits, flags) of `op` on container-dtype 1-D operands; marked elements go to fast.py
+    (and from there, if non-finite, to `reference`)."""
+    n = operands[0].shape[0]
+    if name == "FP32":
+        args = tuple(x.view(np.float32) for x in operands)
+        out = np.empty(n, np.float32)
+    else:
+        args = operands
+        out = np.empty(n, operands[0].dtype)
+    flags = np.empty(n, np.uint8)
+    LOOPS[(name, op)](*args, out, flags)
+    bits = out.view(np.uint32) if name == "FP32" else out
+    if n and flags.max() == FALLBACK:
+        todo = np.flatnonzero(flags == FALLBACK)
+        bits[todo], flags[todo] = fast.run(op, name, [x[todo] for x in operands], prof, reference)
+    return bits, flags

@@ -1,0 +1,101 @@
+"""Target-neutral scalar primitives for the compiled numeric routines (Numba CPU and Numba-CUDA).
+
+`mul_rn(a, b)` / `add_rn(a, b)`: one IEEE operation rounded to nearest even, never contracted
+with a neighbouring one.  On the CPU they are plain fmul/fadd (LLVM contracts only under
+fast-math, which no kernel here enables); on CUDA they are the `llvm.nvvm.mul.rn` / `add.rn`
+intrinsics, which become `mul.rn` / `add.rn` in PTX and which ptxas never fuses.  (NVVM fuses a
+plain `a * b + c` into `fma.rn` even without fast-math: docs/numerics.md, "GPU".)  Every product
+whose rounding the reference performs separately from a following sum goes through `mul_rn`.
+
+`prod_err(a, b, r)`: the exact error a*b - r of a binary32 product (CPU: one llvm.fma; CUDA:
+binary64 arithmetic, no fma).  `fma_rn(a, b, c)`: an explicit single-rounding fma, for
+FP32 TFMA only (`fma_rn`, binary32 for the result and binary64 for its exactness test).
+
+`f32_bits` / `bits_f32`: binary32 <-> uint32 bit casts (LLVM bitcasts, on both targets).
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+
+
+def _rn(cpu_op: str, nvvm: str):
+    @intrinsic
+    def op(typingctx, a, b):
+        if not (isinstance(a, types.Float) and a == b):
+            return None
+
+        def codegen(context, builder, sig, args):
+            if "CUDA" in type(context).__name__:
+                kind = "d" if sig.return_type == types.float64 else "f"
+                fnty = ir.FunctionType(args[0].type, [args[0].type, args[1].type])
+                fn = cgutils.get_or_insert_function(builder.module, fnty, f"llvm.nvvm.{nvvm}.rn.{kind}")
+                return builder.call(fn, args)
+            return getattr(builder, cpu_op)(*args)
+        return a(a, b), codegen
+    return op
+
+
+mul_rn = _rn("fmul", "mul")
+add_rn = _rn("fadd", "add")
+
+
+@intrinsic
+def f32_bits(typingctx, x):
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+    return types.uint32(types.float32), codegen
+
+
+@intrinsic
+def bits_f32(typingctx, x):
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.FloatType())
+    return types.float32(types.uint32), codegen
+
+
+@intrinsic
+def prod_err(typingctx, a, b, r):
+    """a*b - r for binary32 a, b and r = RN(a*b): the exact error of the product whenever it is
+    representable (no underflow or overflow; callers check the range).  CPU: one fused
+    multiply-add (llvm.fma.f32, a single instruction where the CPU has FMA) -- an explicit
+    error-free transformation, not a contraction.  CUDA: a*b exactly in binary64 (48 bits) minus
+    r, with the .rn intrinsics, so the PTX holds no fma at all."""
+    if not (a == b == r == types.float32):
+        return None
+
+    def codegen(context, builder, sig, args):
+        x, y, rr = args
+        if "CUDA" in type(context).__name__:
+            d = ir.DoubleType()
+            fnty = ir.FunctionType(d, [d, d])
+            mul = cgutils.get_or_insert_function(builder.module, fnty, "llvm.nvvm.mul.rn.d")
+            add = cgutils.get_or_insert_function(builder.module, fnty, "llvm.nvvm.add.rn.d")
+            p = builder.call(mul, [builder.fpext(x, d), builder.fpext(y, d)])
+            minus_r = builder.fsub(ir.Constant(d, -0.0), builder.fpext(rr, d))   # NVVM's IR has no fneg
+            e = builder.call(add, [p, minus_r])
+            return builder.fptrunc(e, x.type)
+        fnty = ir.FunctionType(x.type, [x.type] * 3)
+        fma = cgutils.get_or_insert_function(builder.module, fnty, "llvm.fma.f32")
+        return builder.call(fma, [x, y, builder.fneg(rr)])
+    return types.float32(types.float32, types.float32, types.float32), codegen
+
+
+@intrinsic
+def fma_rn(typingctx, a, b, c):
+    """a*b + c rounded once (RNE, no flush to zero), binary32 or binary64: an explicit fused
+    multiply-add (llvm.fma on the CPU, PTX fma.rn on CUDA), used only where one rounding is what
+    the algorithm needs; tests/kernels/test_cuda_ptx.py allows exactly these."""
+    if not (isinstance(a, types.Float) and a == b == c):
+        return None
+
+    def codegen(context, builder, sig, args):
+        wide = sig.return_type == types.float64
+        if "CUDA" in type(context).__name__:
+            name = "llvm.nvvm.fma.rn." + ("d" if wide else "f")
+        else:
+            name = "llvm.fma." + ("f64" if wide else "f32")
+        fnty = ir.FunctionType(args[0].type, [args[0].type] * 3)
+        return builder.call(cgutils.get_or_insert_function(builder.module, fnty, name), list(args))
+    return a(a, b, c), codegen

@@ -1,0 +1,77 @@
+"""Every CUDA kernel of the numeric layer compiles to PTX without what bit-exactness forbids.
+
+No GPU is needed: numba.cuda.compile_ptx runs NVVM from the pip wheels (numba-cuda,
+nvidia-cuda-nvcc-cu12; the `test` extra).  NVVM contracts a separate multiply and add into
+`fma` even without fast-math, so the kernels route every product through rn.mul_rn (PTX
+`mul.rn`, never fused); this test rejects any `fma` (but the two explicit ones of the FP32
+TFMA kernel, whose reference rounds once), any flush-to-zero (`.ftz`) and any approximate
+division, reciprocal, square root or exponential (`approx`).
+"""
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba_cuda", reason="numba-cuda is not installed (pip install -e '.[test]')")
+
+from numba import cuda, types  # noqa: E402
+
+from kernels.numeric import cuda as kcuda, fastconvert  # noqa: E402
+
+FORBIDDEN = {
+    "fused multiply-add": re.compile(r"\bfma\.[\w.]+|\bmad\.(rn\.)?f(16|32|64)\b"),
+    "flush to zero": re.compile(r"\.ftz\b"),
+    "approximate math": re.compile(r"\bapprox\b"),
+}
+CC = (8, 0)
+
+
+def kernels():
+    kcuda._numba_cuda()
+    fastconvert._cuda_kernel()                      # binds fastconvert's numba.cuda global
+    out = []
+    for name, (src, sigs) in kcuda.kernel_sources().items():
+        out += [(f"{name}[{i}]", src, sig) for i, sig in enumerate(sigs)]
+    u64, i64 = types.uint64[::1], types.int64[::1]
+    for src_t, dst_t in ((types.uint32, types.uint16), (types.uint64, types.uint32)):
+        out.append((f"fastconvert.cvt[{src_t}->{dst_t}]", fastconvert._cvt_kernel_body,
+                    (src_t[::1], dst_t[::1], types.uint8[::1], i64)))
+    del u64
+    return out
+
+
+KERNELS = kernels()
+
+
+# FP32 TFMA rounds once in the reference, so its kernel asks for exactly two explicit fmas
+# (rn.fma_rn): the binary32 result and the binary64 exactness test a*b + (c - r); any
+# contraction would add a third and fail.
+EXPLICIT_FMA = {"fastvec.FP32.TFMA": ["fma.rn.f32", "fma.rn.f64"]}
+
+
+@pytest.mark.parametrize("name,src,sig", KERNELS, ids=[k[0] for k in KERNELS])
+def test_kernel_ptx_has_no_contraction_ftz_or_approximation(name, src, sig):
+    ptx, _ = cuda.compile_ptx(src, sig, cc=CC)
+    assert ".entry" in ptx
+    for what, pattern in FORBIDDEN.items():
+        hits = [m.group(0) for m in pattern.finditer(ptx)]
+        if what == "fused multiply-add":
+            assert sorted(hits) == EXPLICIT_FMA.get(name.split("[")[0], []), f"{name}: {what} in PTX: {hits}"
+        else:
+            assert not hits, f"{name}: {what} in PTX: {sorted(set(hits))}"
+
+
+def test_the_check_catches_a_contracted_multiply_add():
+    def naive(a, b, c, out):
+        i = cuda.grid(1)
+        if i < a.shape[0]:
+            out[i] = a[i] * b[i] + c[i]
+    ptx, _ = cuda.compile_ptx(naive, (types.float64[::1],) * 4, cc=CC)
+    assert FORBIDDEN["fused multiply-add"].search(ptx)
+
+
+def test_every_device_kernel_is_checked():
+    names = {k[0].split("[")[0] for k in KERNELS}
+    assert {f"fastvec.{n}.{op}" for n, op in kcuda.fastvec.SCALAR} <= names
+    assert {"fast.binary_bits", "fast.binary_vals", "fast.fma_bits", "fast.fma_vals"} <= names
+    assert np.all([len(k[2]) > 0 for k in KERNELS])
