@@ -31,6 +31,8 @@ from .tiles import (FMAP_LAYOUTS, KINDS, LOCATIONS, REPRESENTATIONS, Descriptor,
                     element_dtype, make_tile, pack_defined, pack_elements, to_logical, to_physical)
 
 GPR_MASK = (1 << 64) - 1
+# PE_MASK -> the selected PEs in order
+SELECTED_PES = tuple(tuple(p for p in range(NUM_PES) if mask >> p & 1) for mask in range(1 << NUM_PES))
 
 
 @dataclass(frozen=True)
@@ -137,20 +139,24 @@ class Machine:
         mn = rb.instr.mnemonic
         if rb.PE_MASK == 0:                     # strict no-op: after stateless legality only
             return BlockResult(mn, (), rb.dest.tile, {})
-        pes = tuple(p for p in range(NUM_PES) if rb.PE_MASK >> p & 1)
+        pes = SELECTED_PES[rb.PE_MASK]
         staged = []
-        for group in preflight.pe_groups(self, rb, pes):   # one group unless TCMP/TCVT source rows differ
+        groups = preflight.pe_groups(self, rb, pes)    # one group unless TCMP/TCVT source rows differ
+        for group in groups:
             plan = preflight.plan(self, rb, group)
             out = semantics.EXECUTORS[mn](plan)
             bits = to_physical(plan.dest, out.bits)
             defined = to_physical(plan.dest, out.defined, fill=False)
-            staged += [(p, Tile(plan.dest, bits[k], defined[k]), int(out.status[k]))
+            bits.flags.writeable = defined.flags.writeable = False
+            stack = (bits, defined)
+            staged += [(p, Tile(plan.dest, bits[k], defined[k], stack + (k,)), int(out.status[k]))
                        for k, p in enumerate(group)]
         # ---- commit: nothing below can fail
         for p, tile, status in staged:
             self._pes[p].tiles[rb.dest.tile] = tile
             self._pes[p].status = status
-        return BlockResult(mn, pes, rb.dest.tile, {p: s for p, _, s in sorted(staged, key=lambda x: x[0])})
+        status = {p: s for p, _, s in staged}
+        return BlockResult(mn, pes, rb.dest.tile, status if len(groups) == 1 else dict(sorted(status.items())))
 
     def run(self, stream: bytes | bytearray | memoryview | Sequence[Block] | Iterable[Block]) -> RunResult:
         """Execute blocks in order; stop at the first block that fails to decode or execute."""
@@ -206,8 +212,12 @@ class Machine:
 
     def used_bytes(self, pe: int, location: str, exclude: int | None = None) -> int:
         """Bytes of PE `pe`'s `location` store held by its tiles (other than tile `exclude`)."""
-        return sum(t.desc.capacity for k, t in self._pes[pe].tiles.items()
-                   if t.desc.location == location and k != exclude)
+        used = 0
+        for k, t in self._pes[pe].tiles.items():     # a plain loop: preflight asks on every block
+            d = t.desc
+            if d.location == location and k != exclude:
+                used += d.capacity
+        return used
 
     def write_tile(self, pe: int, tile: int, dtype, data, *, valid_row=None, valid_col=None, col=None,
                    capacity=None, kind="numeric", location="Local", layout=0, defined=None,

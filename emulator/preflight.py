@@ -243,14 +243,17 @@ def plan(machine, rb: ResolvedBlock, pes: tuple[int, ...]) -> Plan:
     for i, binding in enumerate(rb.sources):
         role = rb.instr.sources[i]
         tiles = []
+        checked = None        # a descriptor that passed: PEs with an equal one pass too
         for k, pe in enumerate(pes):
             t = machine._pes[pe].tiles.get(binding.tile)
             if t is None:
                 illegal("SOURCE_MISSING", _binding(i), f"{role} tile {binding.tile} does not exist on PE{pe}")
-            _check_source(i, role, shapes[i], t, pe, rb, dest)
-            if shapes[i] == "fmap":
-                check_fmap(t, pe, binding.tile)
-            bounds = window_bounds(rb, shapes[i], t.desc, dest)
+            if t.desc is not checked and t.desc != checked:
+                _check_source(i, role, shapes[i], t, pe, rb, dest)
+                if shapes[i] == "fmap":
+                    check_fmap(t, pe, binding.tile)
+                bounds = window_bounds(rb, shapes[i], t.desc, dest)
+                checked = t.desc
             if bounds is not None:
                 _check_window(i, role, t, pe, int(row_off[k]), int(col_off[k]), *bounds, rb)
             tiles.append(t)

@@ -9,7 +9,7 @@ same arrays and rollback is free.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -118,6 +118,10 @@ class Tile:
     desc: Descriptor
     elems: np.ndarray        # physical elements, shape (desc.elements,), read-only
     defined: np.ndarray      # bool, same shape, read-only
+    # (elems, defined, k) when this tile is row k of the (P, elements) arrays one block committed
+    # on P PEs at once: a later block over the same PEs reads those rows without stacking a copy
+    # (emulator/semantics.py read_window).  None for a tile made alone.
+    stack: tuple | None = field(default=None, repr=False)
 
     def __post_init__(self):
         for a in (self.elems, self.defined):
