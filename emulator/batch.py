@@ -562,21 +562,32 @@ class MachineBatch:
         batch._cohorts = [Cohort(config, np.arange(n, dtype=np.int64), slots, gprs, status, xp)]
         return batch
 
-    def stacks(self, pe: int, tile: int) -> list[tuple[np.ndarray, Descriptor, Any, Any]]:
-        """Tile `tile` of PE `pe` on every machine that holds it, as (machine indices, descriptor,
-        elems (m, elements), defined (m, elements)) per group of machines sharing a descriptor,
-        host arrays, without materializing Machines for cohort members."""
+    def tile_arrays(self, pe: int, tile: int) -> list[tuple[np.ndarray, Descriptor, Any, Any]]:
+        """Tile `tile` of PE `pe` on every machine that holds it, as the engine stores it, without
+        a copy: (machine indices, descriptor, elems (m, elements), defined (m, elements)) per
+        group of machines sharing a descriptor, payloads in physical order (docs/machine.md).
+        On the gpu backend the arrays are CuPy device arrays (`__cuda_array_interface__`,
+        `__dlpack__`), else NumPy (`__dlpack__`, the buffer protocol).  Read-only: NumPy's are
+        flagged so; a CuPy array has no such flag, and writing one corrupts the batch.  They
+        stay valid as later blocks run (a commit replaces a slot's arrays, never writes them)."""
+        if not (isinstance(pe, (int, np.integer)) and 0 <= pe < NUM_PES):
+            raise ValueError(f"PE {pe!r} out of range 0..{NUM_PES - 1}")
         out = []
         for c in self._cohorts:
             s = c.slots[pe].get(tile)
             if s is not None:
-                host = _host(c.xp)
-                out.append((c.ids.copy(), s.desc, host(s.elems), host(s.defined)))
+                out.append((c.ids.copy(), s.desc, s.elems, s.defined))
         for k, m in sorted(self._host.items()):
             t = m._pes[pe].tiles.get(tile)
             if t is not None:
                 out.append((np.array([k], np.int64), t.desc, t.elems[None], t.defined[None]))
         return out
+
+    def stacks(self, pe: int, tile: int) -> list[tuple[np.ndarray, Descriptor, Any, Any]]:
+        """tile_arrays as host (NumPy) arrays: a device-to-host copy on the gpu backend, the
+        engine's own read-only arrays otherwise; without materializing Machines."""
+        host = _host(self.xp)
+        return [(ids, d, host(e), host(f)) for ids, d, e, f in self.tile_arrays(pe, tile)]
 
     def statuses(self) -> np.ndarray:
         """(machines, 4) uint8: every machine's per-PE numeric status."""

@@ -25,6 +25,7 @@ from isa.fields import GPR_COUNT, LAYOUTS, NUM_PES, ZERO_GPR
 from isa.legality import resolve
 
 from . import preflight, semantics
+from .backends import resolve_backend
 from .config import MachineConfig
 from .state import TILE_ID_LIMIT, MachineState, PEState, validate_tile  # noqa: F401  (re-exported)
 from .tiles import (FMAP_LAYOUTS, KINDS, LOCATIONS, REPRESENTATIONS, Descriptor, FeatureMap, Tile,
@@ -124,15 +125,23 @@ class TileView:
 
 
 class Machine:
-    def __init__(self, config: MachineConfig | None = None):
+    def __init__(self, config: MachineConfig | None = None, backend: str = "reference"):
         self.config = config or MachineConfig()
         self._pes = [PEState() for _ in range(NUM_PES)]
         # Optional fabric model of each PE's engines (emulator.timing.PEEngines): when set, every
         # block is admitted through its Supports check right after stateless legality.
         self.engines = None
+        # Where execute/run compute (emulator/backends.py): `reference` here, block by block;
+        # `cpu`/`gpu`/`auto` through a one-machine MachineBatch (see _OnBatch).
+        self.backend, _, self.why = resolve_backend(backend)
 
     # ------------------------------------------------------------ blocks and streams
     def execute(self, block: Block) -> BlockResult:
+        if self.backend != "reference":
+            run = self.run([block])
+            if run.error is not None:
+                raise run.error.cause
+            return run.results[0]
         rb = resolve(block)
         if self.engines is not None:
             self.engines.admit(rb)
@@ -170,17 +179,22 @@ class Machine:
             items = encoding.iter_blocks(data)
         else:
             items = ((None, b) for b in stream)
+        on_batch = None if self.backend == "reference" else _OnBatch(self)
+        execute = self.execute if on_batch is None else on_batch.execute
         results: list[BlockResult] = []
         index = 0
         try:
             for offset, block in items:
                 try:
-                    results.append(self.execute(block))
+                    results.append(execute(block))
                 except IllegalBlockException as exc:
                     return RunResult(results, StreamError(index, offset, exc))
                 index += 1
         except DecodeError as exc:
             return RunResult(results, StreamError.undecodable(index, exc))
+        finally:
+            if on_batch is not None:
+                on_batch.adopt()
         return RunResult(results)
 
     # ------------------------------------------------------------ GPRs and status
@@ -304,10 +318,14 @@ class Machine:
                 h.update(pack_defined(t.defined))
         return h.digest()
 
-    def copy(self) -> "Machine":
-        m = Machine(self.config)
+    def copy(self, backend: str | None = None) -> "Machine":
+        """An independent machine with this state (tiles are immutable, so they are shared), on
+        this machine's backend or on `backend`."""
+        m = Machine(self.config, "reference" if backend is None else backend)
         m._pes = [PEState(dict(pe.tiles), pe.gprs.copy(), pe.status) for pe in self._pes]
         m.engines = self.engines
+        if backend is None:
+            m.backend, m.why = self.backend, self.why
         return m
 
     def __deepcopy__(self, memo):
@@ -321,14 +339,14 @@ class Machine:
         save_state(self, path)
 
     @classmethod
-    def from_state(cls, state: MachineState) -> "Machine":
+    def from_state(cls, state: MachineState, backend: str = "reference") -> "Machine":
         """A machine running on `state` (loaded from a file; not copied)."""
-        m = cls(state.config)
+        m = cls(state.config, backend)
         m._pes = state._pes
         return m
 
     @classmethod
-    def load(cls, path, config: MachineConfig | None = None) -> "Machine":
+    def load(cls, path, config: MachineConfig | None = None, backend: str = "reference") -> "Machine":
         """The one machine of a state file (a file of many: MachineBatch.load or load_machines)."""
         from .batchio import load_states
         from .stateio import StateFileError
@@ -336,11 +354,36 @@ class Machine:
         if len(states) != 1:
             raise StateFileError(f"{path}: holds {len(states)} machines; load it with MachineBatch.load "
                                  f"or emulator.machine.load_machines")
-        return cls.from_state(states[0])
+        return cls.from_state(states[0], backend)
 
     def _check_pe(self, pe: int) -> None:
         if not (isinstance(pe, (int, np.integer)) and 0 <= pe < NUM_PES):
             raise ValueError(f"PE {pe!r} out of range 0..{NUM_PES - 1}")
+
+
+class _OnBatch:
+    """Machine.run on a batched backend: for one stream the machine's state lives in a
+    one-machine MachineBatch (on the gpu backend its tiles stay on the device) and comes back
+    when the stream ends or stops.  Each block's BlockResult reads back the 4 status bytes."""
+
+    def __init__(self, machine: "Machine"):
+        from .batch import MachineBatch
+        self.machine = machine
+        self.batch = MachineBatch([machine], backend=machine.backend)
+
+    def execute(self, block: Block) -> BlockResult:
+        rb = resolve(block)                     # the stateless rules raise here, as on the reference
+        if self.machine.engines is not None:
+            self.machine.engines.admit(rb)
+        error = self.batch.run([block]).errors[0]
+        if error is not None:
+            raise error.cause                   # the reference's exception: state is the last commit's
+        pes = SELECTED_PES[rb.PE_MASK]
+        status = self.batch.statuses()[0] if pes else ()
+        return BlockResult(rb.instr.mnemonic, pes, rb.dest.tile, {p: int(status[p]) for p in pes})
+
+    def adopt(self) -> None:
+        self.machine._pes = self.batch.machine(0)._pes
 
 
 def _as_raw(data: np.ndarray) -> np.ndarray:
