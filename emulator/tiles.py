@@ -124,12 +124,30 @@ class Tile:
     stack: tuple | None = field(default=None, repr=False)
 
     def __post_init__(self):
-        for a in (self.elems, self.defined):
-            a.flags.writeable = False
+        if self.stack is None:       # rows of a stack are views of its read-only arrays already
+            for a in (self.elems, self.defined):
+                a.flags.writeable = False
 
 
 def make_tile(desc: Descriptor, elems: np.ndarray, defined: np.ndarray) -> Tile:
-    return Tile(desc, np.ascontiguousarray(elems), np.ascontiguousarray(defined, dtype=bool))
+    return Tile(intern(desc), np.ascontiguousarray(elems), np.ascontiguousarray(defined, dtype=bool))
+
+
+_INTERNED: dict[str, Descriptor] = {}
+
+
+def intern(desc: Descriptor) -> Descriptor:
+    """One object per distinct descriptor (they are immutable): the tiles of one shape on the
+    four PEs then share it, and per-block checks that compare descriptors find them identical
+    before comparing fields.  Keyed by repr, not equality: 64, np.int64(64) and 64.0 are equal
+    but validate and digest differently, and repr tells them apart."""
+    key = repr(desc)
+    got = _INTERNED.get(key)
+    if got is None:
+        if len(_INTERNED) >= 4096:
+            _INTERNED.clear()
+        _INTERNED[key] = got = desc
+    return got
 
 
 # ---------------------------------------------------------------- byte images
