@@ -1,0 +1,76 @@
+"""The batch engine's fusion planner: which runs of consecutive blocks may execute as one pass.
+
+A *chain* is a maximal run of consecutive blocks that are element-wise (binary, unary,
+ternary schemas), read no GPR offsets (no B.IOR) and share PE_MASK, ValidRow and ValidCol: a
+dependence between two of them can then only join the same element point of the same PE.
+Whether running a chain as one fused scope refines the source program is not assumed here:
+`admitted` asks `emulator.calculus.check_plan` (docs/calculus.md, "The planner-facing check")
+for the plan with one `fused` step holding every event of the chain, on the cohort's own
+descriptors, and the engine fuses only what it admits.  TEXTRACT, TINSERT and every other
+schema never enter a chain (their reads cross element points once offsets move them, which
+check_plan rejects as "Dep ⊆ diagonal").
+
+Verdicts are cached by (the chain's blocks, the machines' shape), so a batch run asks once
+per distinct chain; chains are cut at MAX_CHAIN blocks, which bounds each check's cost.
+"""
+from __future__ import annotations
+
+from isa import instructions as I
+from isa.errors import IllegalBlockException
+from isa.legality import ResolvedBlock
+
+from .calculus.errors import RegionError
+from .calculus.plan import Plan, Step, check_plan, source_events, stream_program
+from .calculus.witnesses import Verdict
+
+POINTWISE = frozenset({I.BINARY, I.UNARY, I.TERNARY})
+MAX_CHAIN = 16           # blocks per fused chain: bounds one check_plan call (events x cells)
+CACHE_LIMIT = 1024       # verdicts kept before the cache starts afresh
+
+_verdicts: dict[tuple, bool] = {}
+
+
+def _key(rb: ResolvedBlock | None):
+    """The chain-compatibility key of a block, or None when it never fuses."""
+    if rb is None or rb.instr.schema not in POINTWISE or rb.offset_regs is not None or rb.PE_MASK == 0:
+        return None
+    return (rb.PE_MASK, rb.ValidRow, rb.ValidCol)
+
+
+def chains(resolved: list[ResolvedBlock | None]) -> list[tuple[int, int]]:
+    """[start, stop) of every run of >= 2 consecutive fusible blocks with one key, at most
+    MAX_CHAIN long (`resolved[i]` is None for a block that failed the stateless rules)."""
+    out, start = [], 0
+    keys = [_key(rb) for rb in resolved] + [None]
+    for i in range(1, len(keys)):
+        if keys[i] is None or keys[i] != keys[start] or i - start == MAX_CHAIN:
+            if keys[start] is not None and i - start >= 2:
+                out.append((start, i))
+            start = i
+    return out
+
+
+def admitted(blocks, machine, shape) -> bool:
+    """Whether running `blocks` as one fused step refines them, on `machine` (whose tile
+    descriptors are those of every machine of shape `shape`): check_plan's verdict, cached."""
+    key = (tuple(blocks), shape)
+    ok = _verdicts.get(key)
+    if ok is None:
+        ok = bool(verdict(blocks, machine))
+        if len(_verdicts) >= CACHE_LIMIT:
+            _verdicts.clear()
+        _verdicts[key] = ok
+    return ok
+
+
+def verdict(blocks, machine) -> Verdict:
+    """check_plan's verdict on one `fused` step holding every event of `blocks`, in source order."""
+    program = stream_program(list(blocks))
+    try:
+        evs = source_events(program, machines=[machine])
+    except (RegionError, IllegalBlockException) as exc:     # e.g. a block illegal on this machine
+        return Verdict("Plan", False, "effects known", str(exc))
+    if not evs:
+        return Verdict("Plan", False, "events exist", "the blocks have no events")
+    plan = Plan([Step("fused", [e.ordinal for e in evs])])
+    return check_plan(program, plan, machines=[machine], events=evs)
