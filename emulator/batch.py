@@ -260,11 +260,13 @@ def _xp_rules(plan, ops, defined, xp) -> None:
 
 def _xp_outcome(plan, out, flags, pad_dtype: str | None, xp) -> semantics.Outcome:
     """The destination from the valid results: PadValue outside the valid rectangle (NULL:
-    undefined), the OR of the valid elements' flags as each tile's status (semantics.padded)."""
+    undefined), the OR of the valid elements' flags as each tile's status (semantics.padded;
+    flags None: a status nobody reads, zeros)."""
     rb, d = plan.rb, plan.dest
     P, vr, vc = len(plan.pes), rb.ValidRow, rb.ValidCol
     shape = (P, vr, vc)
-    status = _status(xp.broadcast_to(xp.asarray(flags, np.uint8), shape), P, xp)
+    status = xp.zeros(P, np.uint8) if flags is None else \
+        _status(xp.broadcast_to(xp.asarray(flags, np.uint8), shape), P, xp)
     out = xp.broadcast_to(out, shape).astype(element_dtype(d), copy=False)
     if (vr, vc) == (d.Row, d.Col):
         return semantics.Outcome(xp.ascontiguousarray(out), xp.ones((P, d.Row, d.Col), bool), status)
@@ -510,6 +512,7 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
     xp, m = c.xp, len(c)
     shadow = _shadow(c)
     made: dict[int, tuple] = {}          # tile id -> (rb, dest, logical (P, vr, vc) result)
+    read: dict[int, Any] = {}            # tile id -> its checked valid rectangle, for tiles from before the chain
     last_flags = None
     for rb in rbs:
         try:
@@ -527,9 +530,12 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
                 bits = made[b.tile][2]
                 if bits.shape != (P, vr, vc):
                     raise _Unfused("a chain result read with another rectangle")
+            elif b.tile in read:
+                bits = read[b.tile]
             else:
                 bits, defined = _xp_valid(_stack_role(c, b.tile, pes, None, False), vr, vc, xp)
                 _refuse_members(~defined.reshape(P, -1).all(axis=1), m, xp)     # an undefined element read
+                read[b.tile] = bits
             ops.append(bits)
         if rb.instr.int_zero_check and rb.dtype.is_int:
             _refuse_members((ops[1] == 0).reshape(P, -1).any(axis=1), m, xp)   # a zero divisor
@@ -551,7 +557,7 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
     staged = []
     for tid, (rb, dest, out) in made.items():
         plan = SimpleNamespace(rb=rb, dest=dest, pes=range(len(pes) * m))
-        flags = last_flags if rb is rbs[-1] else 0     # each block replaces the status: the last one's stays
+        flags = last_flags if rb is rbs[-1] else None  # each block replaces the status: the last one's stays
         o = _xp_outcome(plan, out, flags, rb.dtype.name, xp)
         S = len(pes)
         staged.append((rb, pes, dest, _xp_physical(dest, o.bits, xp, 0).reshape(S, m, -1),
@@ -798,7 +804,7 @@ class MachineBatch:
         pes = tuple(p for p in range(NUM_PES) if rbs[0].PE_MASK >> p & 1)
         done, rest = [], []
         for c in self._cohorts:
-            if not fusion.admitted(blocks, c.machine(0), c.signature):
+            if not fusion.admitted(blocks, c.signature, lambda: c.machine(0)):
                 rest.append(c)
                 continue
             for _ in range(3):                 # members that fault leave; the others retry

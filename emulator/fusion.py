@@ -50,13 +50,14 @@ def chains(resolved: list[ResolvedBlock | None]) -> list[tuple[int, int]]:
     return out
 
 
-def admitted(blocks, machine, shape) -> bool:
-    """Whether running `blocks` as one fused step refines them, on `machine` (whose tile
-    descriptors are those of every machine of shape `shape`): check_plan's verdict, cached."""
+def admitted(blocks, shape, machine) -> bool:
+    """Whether running `blocks` as one fused step refines them on machines of shape `shape`
+    (per PE: tile id -> descriptor): check_plan's verdict on `machine()`, one machine of that
+    shape (called only when the verdict is not cached yet)."""
     key = (tuple(blocks), shape)
     ok = _verdicts.get(key)
     if ok is None:
-        ok = bool(verdict(blocks, machine))
+        ok = bool(verdict(blocks, machine()))
         if len(_verdicts) >= CACHE_LIMIT:
             _verdicts.clear()
         _verdicts[key] = ok

@@ -171,3 +171,23 @@ def test_a_fused_run_on_a_device_array_module_matches_the_reference(seeds, strea
         assert_fused_matches_reference([machine(s) for s in seeds], stream, backend="gpu")
     finally:
         batch_module.resolve_backend, backends.check_device_memory = resolve_, check
+
+
+def test_tile_emu_run_fuse_writes_the_states_the_unfused_run_writes(tmp_path, capsys):
+    from emulator.batchio import save_machines
+    from emulator.cli import main
+    from emulator.machine import load_machines
+    machines = [clean(s) for s in range(3)]
+    machines[1].write_tile(0, 2, "S32", np.zeros((2, 4), np.uint64))       # TDIV faults at block 3
+    save_machines(machines, tmp_path / "init.arrow")
+    (tmp_path / "prog.tbs").write_bytes(encoding.encode(CHAIN))
+    runs = {}
+    for flags in ([], ["--fuse"]):
+        out = tmp_path / f"out{len(flags)}.arrow"
+        rc = main(["run", str(tmp_path / "prog.tbs"), "--init", str(tmp_path / "init.arrow"), "--out", str(out)]
+                  + flags)
+        err = capsys.readouterr().err.replace(out.name, "OUT")
+        runs[len(flags)] = (rc, err, [m.digest() for m in load_machines(out)])
+    assert runs[0] == runs[1] and runs[1][0] == 1 and "machine 1: block 3" in runs[1][1]
+    assert main(["run", str(tmp_path / "prog.tbs"), "--fuse", "--backend", "reference"]) == 2
+    assert "--fuse needs a batch backend" in capsys.readouterr().err
