@@ -11,7 +11,8 @@ schema never enter a chain (their reads cross element points once offsets move t
 check_plan rejects as "Dep ⊆ diagonal").
 
 Verdicts are cached by (the chain's blocks, the machines' shape), so a batch run asks once
-per distinct chain; chains are cut at MAX_CHAIN blocks, which bounds each check's cost.
+per distinct chain; chains are cut at MAX_CHAIN blocks and CHECK_POINTS element points, which
+bounds each check's cost (blocks of large tiles do not fuse: they gain least from it).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from .calculus.witnesses import Verdict
 
 POINTWISE = frozenset({I.BINARY, I.UNARY, I.TERNARY})
 MAX_CHAIN = 16           # blocks per fused chain: bounds one check_plan call (events x cells)
+CHECK_POINTS = 1 << 16   # element points (blocks x PEs x ValidRow x ValidCol) one check may cover
 CACHE_LIMIT = 1024       # verdicts kept before the cache starts afresh
 
 _verdicts: dict[tuple, bool] = {}
@@ -37,13 +39,24 @@ def _key(rb: ResolvedBlock | None):
     return (rb.PE_MASK, rb.ValidRow, rb.ValidCol)
 
 
+def _longest(key) -> int:
+    """The longest chain of blocks with this key whose check stays within CHECK_POINTS
+    (check_plan's cost grows with the element points it joins: about 0.5 s for 8 blocks of
+    4 x 128x128 on the development box)."""
+    if key is None:
+        return 0
+    mask, vr, vc = key
+    return min(MAX_CHAIN, CHECK_POINTS // (bin(mask).count("1") * vr * vc))
+
+
 def chains(resolved: list[ResolvedBlock | None]) -> list[tuple[int, int]]:
     """[start, stop) of every run of >= 2 consecutive fusible blocks with one key, at most
-    MAX_CHAIN long (`resolved[i]` is None for a block that failed the stateless rules)."""
+    MAX_CHAIN long and within CHECK_POINTS (`resolved[i]` is None for a block that failed the
+    stateless rules)."""
     out, start = [], 0
     keys = [_key(rb) for rb in resolved] + [None]
     for i in range(1, len(keys)):
-        if keys[i] is None or keys[i] != keys[start] or i - start == MAX_CHAIN:
+        if keys[i] is None or keys[i] != keys[start] or i - start >= _longest(keys[start]):
             if keys[start] is not None and i - start >= 2:
                 out.append((start, i))
             start = i

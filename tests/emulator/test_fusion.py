@@ -191,3 +191,11 @@ def test_tile_emu_run_fuse_writes_the_states_the_unfused_run_writes(tmp_path, ca
     assert runs[0] == runs[1] and runs[1][0] == 1 and "machine 1: block 3" in runs[1][1]
     assert main(["run", str(tmp_path / "prog.tbs"), "--fuse", "--backend", "reference"]) == 2
     assert "--fuse needs a batch backend" in capsys.readouterr().err
+
+
+def test_a_chain_stays_within_the_points_one_check_may_cover():
+    big = resolve(block("TADD", 1, (1, 1, 11), dim=BDim(128, 64)))        # 4 PEs x 64 x 128 points
+    per_block = 4 * 64 * 128
+    n = fusion.CHECK_POINTS // per_block
+    got = fusion.chains([big] * 5)
+    assert all(z - a <= n for a, z in got) and (n >= 2) == bool(got)
