@@ -533,7 +533,10 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
             elif b.tile in read:
                 bits = read[b.tile]
             else:
-                bits, defined = _xp_valid(_stack_role(c, b.tile, pes, None, False), vr, vc, xp)
+                ts = _stack_role(c, b.tile, pes, None, False)
+                if not isinstance(ts, semantics.TileStack):
+                    raise _Unfused("the PEs' source tiles differ in geometry")
+                bits, defined = _xp_valid(ts, vr, vc, xp)
                 _refuse_members(~defined.reshape(P, -1).all(axis=1), m, xp)     # an undefined element read
                 read[b.tile] = bits
             ops.append(bits)
@@ -742,15 +745,17 @@ class MachineBatch:
         return BatchResult(executed, errors)
 
     def _run_fused(self, stream) -> BatchResult:
-        """run(fuse=True): the stream decoded up front (a decode fault stops every machine still
-        live at that block, as in run), then each admitted chain in one pass, the rest block by
-        block."""
+        """run(fuse=True): the stream read through a window of the next fusion.MAX_CHAIN
+        blocks (memory stays bounded); a chain that starts the window runs in one pass
+        (_chain), any other block alone (_step), exactly as run would; a decode fault stops
+        every machine still live at that block, as in run."""
+        from collections import deque
+
         from . import fusion
         if self._host:
             self._build(dict(self._host))
         errors: list[StreamError | None] = [None] * self._n
         live_host: set[int] = set()
-        items, undecodable = [], None
         if isinstance(stream, (bytes, bytearray, memoryview)):
             from isa import encoding
             data = bytes(stream)
@@ -759,48 +764,50 @@ class MachineBatch:
             except DecodeError as exc:
                 err = StreamError(0, exc.offset, exc, whole_stream=True)
                 return BatchResult([0] * self._n, [err] * self._n)
-            try:
-                for item in encoding.iter_blocks(data):
-                    items.append(item)
-            except DecodeError as exc:
-                undecodable = exc
+            source = iter(encoding.iter_blocks(data))
         else:
-            items = [(None, b) for b in stream]
-        resolved = []
-        for _, b in items:
-            try:
-                resolved.append(resolve(b))
-            except IllegalBlockException:
-                resolved.append(None)
-        starts = {a: z for a, z in fusion.chains(resolved)}
+            source = ((None, b) for b in stream)
+        window: deque = deque()          # (offset, block, resolved or None) of the next blocks
+        ended, undecodable = False, None
         fused: list[tuple[int, int]] = []
         index = 0
-        while index < len(items):
-            if not self._cohorts and not live_host:
+        while True:
+            while not ended and len(window) < fusion.MAX_CHAIN:
+                try:
+                    offset, block = next(source)
+                except StopIteration:
+                    ended = True
+                except DecodeError as exc:
+                    ended, undecodable = True, exc
+                else:
+                    window.append((offset, block, _resolved(block)))
+            if not window or (not self._cohorts and not live_host):
                 break
-            stop = starts.get(index)
-            if stop is not None and self._cohorts:
-                if self._chain(items, resolved, index, stop, errors, live_host):
-                    fused.append((index, stop))
-                index = stop
-                continue
-            offset, block = items[index]
-            self._step(block, index, offset, errors, live_host)
-            index += 1
-        if undecodable is not None and index == len(items):
+            first = fusion.chains([w[2] for w in window])[:1]
+            if first and first[0][0] == 0 and self._cohorts:
+                stop = first[0][1]
+                if self._chain([window.popleft() for _ in range(stop)], index, errors, live_host):
+                    fused.append((index, index + stop))
+                index += stop
+            else:
+                offset, block, _ = window.popleft()
+                self._step(block, index, offset, errors, live_host)
+                index += 1
+        if undecodable is not None and not window:
             for k in self._live(live_host):
                 errors[k] = StreamError.undecodable(index, undecodable)
         executed = [index if e is None else e.index for e in errors]
         return BatchResult(executed, errors, fused)
 
-    def _chain(self, items, resolved, start: int, stop: int, errors, live_host) -> bool:
-        """Blocks [start, stop) of a chain: each cohort for which check_plan admits the fused
-        step and whose fused pass meets no fault commits it at once; every other cohort and
-        every detached machine runs the blocks one by one (so a fault inside the chain stops a
-        machine exactly where the unfused run stops it).  True when some cohort ran fused."""
+    def _chain(self, items, start: int, errors, live_host) -> bool:
+        """The chain `items` ((offset, block, resolved) of blocks start, start + 1, ...): each
+        cohort for which check_plan admits the fused step and whose fused pass meets no fault
+        commits it at once; every other cohort and every detached machine runs the blocks one
+        by one (so a fault inside the chain stops a machine exactly where the unfused run stops
+        it).  True when some cohort ran fused."""
         from . import fusion
-        rbs = resolved[start:stop]
-        blocks = [b for _, b in items[start:stop]]
+        rbs = [rb for _, _, rb in items]
+        blocks = [b for _, b, _ in items]
         pes = tuple(p for p in range(NUM_PES) if rbs[0].PE_MASK >> p & 1)
         done, rest = [], []
         for c in self._cohorts:
@@ -823,10 +830,9 @@ class MachineBatch:
             if c is not None:
                 rest.append(c)
         self._cohorts = rest
-        for index in range(start, stop):
+        for index, (offset, block, _) in enumerate(items, start):
             if not self._cohorts and not live_host:
                 break
-            offset, block = items[index]
             self._step(block, index, offset, errors, live_host)
         for c, staged in done:
             _commit_fused(c, staged)
@@ -933,6 +939,15 @@ class MachineBatch:
             executed.append(r.executed)
             errors.append(r.error)
         return BatchResult(executed, errors)
+
+
+def _resolved(block) -> ResolvedBlock | None:
+    """The block resolved, or None when it fails the stateless rules (or is no block at all):
+    then it fuses with nothing, and its own step raises what it raises, in its turn."""
+    try:
+        return resolve(block)
+    except Exception:
+        return None
 
 
 def _machine_bytes(m: Machine) -> int:
