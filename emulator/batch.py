@@ -30,6 +30,11 @@ How (the `cpu` engine; `reference` just runs one Machine per machine):
   * Commit: each selected PE's slot of the destination id becomes a row view of the stacked
     result, which the next block reads back without copying.
 
+  * Fusion (run(..., fuse=True)): a chain of element-wise blocks that emulator.fusion plans
+    and emulator.calculus.check_plan admits runs in one pass per cohort (_fused_attempt):
+    results stay (P, ValidRow, ValidCol) arrays between its blocks and commit once; members
+    with a fault anywhere in the chain run it block by block, as above.
+
 Slot arrays are never written in place (a commit replaces them), so materialized machines and
 views stay valid.
 """

@@ -199,3 +199,12 @@ def test_a_chain_stays_within_the_points_one_check_may_cover():
     n = fusion.CHECK_POINTS // per_block
     got = fusion.chains([big] * 5)
     assert all(z - a <= n for a, z in got) and (n >= 2) == bool(got)
+
+
+def test_a_fused_chain_pads_outside_the_valid_rectangle_as_each_block_does():
+    datr = BDatr(PadValueOrByteId=2)                           # PadValue 2 outside the valid rectangle
+    part = dict(dim=BDim(3, 1, 4), cap=32, datr=datr)          # 1x3 valid in 2x4 tiles (tile 9)
+    stream = [block("TADD", 1, (9, 9, 11), **part), block("TMUL", 1, (11, 9, 12), **part),
+              block("TSUB", 1, (12, 11, 11), **{**part, "datr": None})]
+    result = assert_fused_matches_reference([machine(s) for s in range(4)], stream)
+    assert result.fused == [(0, 3)] and result.ok
