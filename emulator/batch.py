@@ -505,7 +505,7 @@ def _shadow(c: Cohort) -> Cohort:
 
 
 def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
-    """The chain `rbs` (fusion.chains: element-wise, one PE set and valid rectangle, no GPR
+    """The chain `rbs` (fusion.chains: element-wise or TCMP, one PE set and valid rectangle, no GPR
     offsets) on every member of c in one pass: each block's preflight on the descriptors its
     predecessors leave, its rules, its numeric call on the (P, ValidRow, ValidCol) results of
     earlier blocks kept as arrays; then the staged commit of each destination's last version,
@@ -552,11 +552,16 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
                 if not semantics._every_pattern_valid(rb.dtype, bits):
                     valid = xp.asarray(numeric.valid_encoding(bits, rb.dtype.name))
                     _refuse_members(~valid.reshape(P, -1).all(axis=1), m, xp)  # an invalid encoding read
+        compare = rb.instr.schema == I.COMPARE       # a predicate: one 0/1 bit per element
         try:
-            out, flags = numeric.elementwise(rb.instr.mnemonic, rb.dtype.name, *ops, profile=plan0.profile)
+            out, flags = numeric.elementwise(rb.instr.mnemonic, rb.dtype.name, *ops, profile=plan0.profile,
+                                             **({"cmode": rb.CMode} if compare else {}))
         except IllegalBlockException as exc:
             raise _Unfused(str(exc)) from exc
-        out = xp.broadcast_to(xp.asarray(out), (P, vr, vc)).astype(element_dtype(plan0.dest), copy=False)
+        out = xp.asarray(out)
+        if compare:
+            out = (out != 0).astype(np.uint8)
+        out = xp.broadcast_to(out, (P, vr, vc)).astype(element_dtype(plan0.dest), copy=False)
         made.pop(rb.dest.tile, None)     # keep insertion order = order of each tile's last write
         made[rb.dest.tile] = (rb, plan0.dest, out)
         last_flags = flags
@@ -566,7 +571,7 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
     for tid, (rb, dest, out) in made.items():
         plan = SimpleNamespace(rb=rb, dest=dest, pes=range(len(pes) * m))
         flags = last_flags if rb is rbs[-1] else None  # each block replaces the status: the last one's stays
-        o = _xp_outcome(plan, out, flags, rb.dtype.name, xp)
+        o = _xp_outcome(plan, out, flags, None if rb.instr.schema == I.COMPARE else rb.dtype.name, xp)
         S = len(pes)
         staged.append((rb, pes, dest, _xp_physical(dest, o.bits, xp, 0).reshape(S, m, -1),
                        _xp_physical(dest, o.defined, xp, False).reshape(S, m, -1), xp.asarray(o.status).reshape(S, m)))

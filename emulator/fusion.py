@@ -1,7 +1,7 @@
 """The batch engine's fusion planner: which runs of consecutive blocks may execute as one pass.
 
 A *chain* is a maximal run of consecutive blocks that are element-wise (binary, unary,
-ternary schemas), read no GPR offsets (no B.IOR) and share PE_MASK, ValidRow and ValidCol: a
+ternary schemas, and TCMP, whose predicate holds one bit per element point), read no GPR offsets (no B.IOR) and share PE_MASK, ValidRow and ValidCol: a
 dependence between two of them can then only join the same element point of the same PE.
 Whether running a chain as one fused scope refines the source program is not assumed here:
 `admitted` asks `emulator.calculus.check_plan` (docs/calculus.md, "The planner-facing check")
@@ -24,7 +24,7 @@ from .calculus.errors import RegionError
 from .calculus.plan import Plan, Step, check_plan, source_events, stream_program
 from .calculus.witnesses import Verdict
 
-POINTWISE = frozenset({I.BINARY, I.UNARY, I.TERNARY})
+POINTWISE = frozenset({I.BINARY, I.UNARY, I.TERNARY, I.COMPARE})
 MAX_CHAIN = 16           # blocks per fused chain: bounds one check_plan call (events x cells)
 CHECK_POINTS = 1 << 16   # element points (blocks x PEs x ValidRow x ValidCol) one check may cover
 CACHE_LIMIT = 1024       # verdicts kept before the cache starts afresh

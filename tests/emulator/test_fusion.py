@@ -17,7 +17,7 @@ from isa.legality import resolve
 
 from test_batch_differential import PARTIAL, TYPED, HostArrays, blocks, error_key, machine
 
-POINTWISE = [r for r in INSTRUCTIONS if r.schema in (I.BINARY, I.UNARY, I.TERNARY)]
+POINTWISE = [r for r in INSTRUCTIONS if r.schema in (I.BINARY, I.UNARY, I.TERNARY, I.COMPARE)]
 ROW = {r.mnemonic: r for r in INSTRUCTIONS}
 
 
@@ -45,8 +45,8 @@ def chain(draw):
         dtype = draw(st.sampled_from(codes))
         srcs = [draw(st.sampled_from([typed[dtype]] * 3 + [11, 12, 13, 14])) for _ in row.sources]
         dest = draw(st.integers(11, 14))
-        datr = BDatr(**{n: draw(st.none() | st.integers(0, 3)) for n in row.datr
-                        if n == "PadValueOrByteId"}) if "PadValueOrByteId" in row.datr else None
+        datr = BDatr(**{n: draw(st.none() | st.integers(0, {"CMode": 5}.get(n, 3))) for n in row.datr
+                        if n in ("PadValueOrByteId", "CMode")}) if row.datr else None
         out.append(block(row.mnemonic, dtype, srcs + [dest], mask, dim, cap, datr))
     return out
 
@@ -208,3 +208,10 @@ def test_a_fused_chain_pads_outside_the_valid_rectangle_as_each_block_does():
               block("TSUB", 1, (12, 11, 11), **{**part, "datr": None})]
     result = assert_fused_matches_reference([machine(s) for s in range(4)], stream)
     assert result.fused == [(0, 3)] and result.ok
+
+
+def test_a_tcmp_ends_a_fused_chain_with_its_predicate():
+    cmp_ = block("TCMP", 1, (11, 1, 13), datr=BDatr(CMode=2))
+    stream = CHAIN[:3] + [cmp_]
+    result = assert_fused_matches_reference([clean(s) for s in range(3)], stream)
+    assert result.fused == [(0, 4)] and result.ok
