@@ -821,7 +821,7 @@ class MachineBatch:
         pes = tuple(p for p in range(NUM_PES) if rbs[0].PE_MASK >> p & 1)
         done, rest = [], []
         for c in self._cohorts:
-            if not fusion.admitted(blocks, c.signature, lambda: c.machine(0)):
+            if not fusion.admitted(blocks, (c.config, c.signature), lambda: c.machine(0)):
                 rest.append(c)
                 continue
             for _ in range(3):                 # members that fault leave; the others retry

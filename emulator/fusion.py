@@ -65,8 +65,8 @@ def chains(resolved: list[ResolvedBlock | None]) -> list[tuple[int, int]]:
 
 def admitted(blocks, shape, machine) -> bool:
     """Whether running `blocks` as one fused step refines them on machines of shape `shape`
-    (per PE: tile id -> descriptor): check_plan's verdict on `machine()`, one machine of that
-    shape (called only when the verdict is not cached yet)."""
+    (their configuration and, per PE, tile id -> descriptor): check_plan's verdict on
+    `machine()`, one machine of that shape (called only when the verdict is not cached yet)."""
     key = (tuple(blocks), shape)
     ok = _verdicts.get(key)
     if ok is None:
