@@ -1,14 +1,15 @@
 """The batch engine's fusion planner: which runs of consecutive blocks may execute as one pass.
 
 A *chain* is a maximal run of consecutive blocks that are element-wise (binary, unary,
-ternary schemas, and TCMP, whose predicate holds one bit per element point), read no GPR offsets (no B.IOR) and share PE_MASK, ValidRow and ValidCol: a
-dependence between two of them can then only join the same element point of the same PE.
-Whether running a chain as one fused scope refines the source program is not assumed here:
-`admitted` asks `emulator.calculus.check_plan` (docs/calculus.md, "The planner-facing check")
-for the plan with one `fused` step holding every event of the chain, on the cohort's own
-descriptors, and the engine fuses only what it admits.  TEXTRACT, TINSERT and every other
-schema never enter a chain (their reads cross element points once offsets move them, which
-check_plan rejects as "Dep ⊆ diagonal").
+ternary schemas, and TCMP, whose predicate holds one bit per element point), read no GPR
+offsets (no B.IOR) and share PE_MASK, ValidRow and ValidCol: a dependence between two of them
+can then only join the same element point of the same PE.  Whether running a chain as one
+fused scope refines the source program is not assumed here: `admitted` asks
+`emulator.calculus.check_plan` (docs/calculus.md, "The planner-facing check") for the plan
+with one `fused` step holding every event of the chain, on the cohort's own descriptors, and
+the engine fuses only what it admits.  TEXTRACT and TINSERT never enter a chain (once offsets
+move their reads, those cross element points, which check_plan rejects as "Dep ⊆
+diagonal"); nor do TCVT, TSEL and TIMG2COL, which the fused pass does not implement.
 
 Verdicts are cached by (the chain's blocks, the machines' shape), so a batch run asks once
 per distinct chain; chains are cut at MAX_CHAIN blocks and CHECK_POINTS element points, which
