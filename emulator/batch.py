@@ -30,6 +30,11 @@ How (the `cpu` engine; `reference` just runs one Machine per machine):
   * Commit: each selected PE's slot of the destination id becomes a row view of the stacked
     result, which the next block reads back without copying.
 
+  * Fusion (run(..., fuse=True)): a chain of element-wise blocks that emulator.fusion plans
+    and emulator.calculus.check_plan admits runs in one pass per cohort (_fused_attempt):
+    results stay (P, ValidRow, ValidCol) arrays between its blocks and commit once; members
+    with a fault anywhere in the chain run it block by block, as above.
+
 Slot arrays are never written in place (a commit replaces them), so materialized machines and
 views stay valid.
 """
@@ -62,6 +67,8 @@ class BatchResult:
     it (None when it ran the whole stream)."""
     executed: list[int]
     errors: list[StreamError | None]
+    fused: list[tuple[int, int]] = field(default_factory=list)   # [start, stop) run as one pass
+
 
     @property
     def ok(self) -> bool:
@@ -258,11 +265,13 @@ def _xp_rules(plan, ops, defined, xp) -> None:
 
 def _xp_outcome(plan, out, flags, pad_dtype: str | None, xp) -> semantics.Outcome:
     """The destination from the valid results: PadValue outside the valid rectangle (NULL:
-    undefined), the OR of the valid elements' flags as each tile's status (semantics.padded)."""
+    undefined), the OR of the valid elements' flags as each tile's status (semantics.padded;
+    flags None: a status nobody reads, zeros)."""
     rb, d = plan.rb, plan.dest
     P, vr, vc = len(plan.pes), rb.ValidRow, rb.ValidCol
     shape = (P, vr, vc)
-    status = _status(xp.broadcast_to(xp.asarray(flags, np.uint8), shape), P, xp)
+    status = xp.zeros(P, np.uint8) if flags is None else \
+        _status(xp.broadcast_to(xp.asarray(flags, np.uint8), shape), P, xp)
     out = xp.broadcast_to(out, shape).astype(element_dtype(d), copy=False)
     if (vr, vc) == (d.Row, d.Col):
         return semantics.Outcome(xp.ascontiguousarray(out), xp.ones((P, d.Row, d.Col), bool), status)
@@ -479,6 +488,101 @@ def _commit(c: Cohort, rb: ResolvedBlock, staged) -> None:
             c.status[:, p] = status[s]
 
 
+# ---------------------------------------------------------------- a fused chain on one cohort
+
+class _Unfused(Exception):
+    """The fused pass cannot stand for the chain on this cohort (a fault, or a shape it does
+    not handle): the cohort runs the chain block by block instead."""
+
+
+def _shadow(c: Cohort) -> Cohort:
+    """A stand-in of c for preflight: the same descriptors, slots replaceable without touching c."""
+    s = Cohort.__new__(Cohort)
+    s.config, s.ids, s.gprs, s.status, s.xp = c.config, c.ids, c.gprs, c.status, c.xp
+    s.slots = [dict(pe) for pe in c.slots]
+    s._pes = [SimpleNamespace(tiles=t, status=0) for t in s.slots]
+    return s
+
+
+def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
+    """The chain `rbs` (fusion.chains: element-wise or TCMP, one PE set and valid rectangle, no GPR
+    offsets) on every member of c in one pass: each block's preflight on the descriptors its
+    predecessors leave, its rules, its numeric call on the (P, ValidRow, ValidCol) results of
+    earlier blocks kept as arrays; then the staged commit of each destination's last version,
+    the last block's status last.  An element rule that fails raises Refused naming the
+    members (they run the chain unfused, the rest try again); any other fault raises _Unfused
+    (the cohort runs the chain unfused).  Either way each machine ends exactly as the unfused
+    run ends it (blocks before its fault committed, then its StreamError)."""
+    from kernels import numeric
+    xp, m = c.xp, len(c)
+    shadow = _shadow(c)
+    made: dict[int, tuple] = {}          # tile id -> (rb, dest, logical (P, vr, vc) result)
+    read: dict[int, Any] = {}            # tile id -> its checked valid rectangle, for tiles from before the chain
+    last_flags = None
+    for rb in rbs:
+        try:
+            groups = preflight.pe_groups(shadow, rb, pes)
+            if len(groups) != 1:
+                raise _Unfused("PE groups differ")
+            plan0 = preflight.plan(shadow, rb, groups[0])
+        except IllegalBlockException as exc:
+            raise _Unfused(str(exc)) from exc
+        vr, vc = rb.ValidRow, rb.ValidCol
+        P = len(pes) * m
+        ops = []
+        for b in rb.sources:
+            if b.tile in made:           # a result of this chain: every valid element defined
+                bits = made[b.tile][2]
+                if bits.shape != (P, vr, vc):
+                    raise _Unfused("a chain result read with another rectangle")
+            elif b.tile in read:
+                bits = read[b.tile]
+            else:
+                ts = _stack_role(c, b.tile, pes, None, False)
+                if not isinstance(ts, semantics.TileStack):
+                    raise _Unfused("the PEs' source tiles differ in geometry")
+                bits, defined = _xp_valid(ts, vr, vc, xp)
+                _refuse_members(~defined.reshape(P, -1).all(axis=1), m, xp)     # an undefined element read
+                read[b.tile] = bits
+            ops.append(bits)
+        if rb.instr.int_zero_check and rb.dtype.is_int:
+            _refuse_members((ops[1] == 0).reshape(P, -1).any(axis=1), m, xp)   # a zero divisor
+        if not rb.dtype.is_int:
+            for bits in ops:
+                if not semantics._every_pattern_valid(rb.dtype, bits):
+                    valid = xp.asarray(numeric.valid_encoding(bits, rb.dtype.name))
+                    _refuse_members(~valid.reshape(P, -1).all(axis=1), m, xp)  # an invalid encoding read
+        compare = rb.instr.schema == I.COMPARE       # a predicate: one 0/1 bit per element
+        try:
+            out, flags = numeric.elementwise(rb.instr.mnemonic, rb.dtype.name, *ops, profile=plan0.profile,
+                                             **({"cmode": rb.CMode} if compare else {}))
+        except IllegalBlockException as exc:
+            raise _Unfused(str(exc)) from exc
+        out = xp.asarray(out)
+        if compare:
+            out = (out != 0).astype(np.uint8)
+        out = xp.broadcast_to(out, (P, vr, vc)).astype(element_dtype(plan0.dest), copy=False)
+        made.pop(rb.dest.tile, None)     # keep insertion order = order of each tile's last write
+        made[rb.dest.tile] = (rb, plan0.dest, out)
+        last_flags = flags
+        for p in pes:
+            shadow.slots[p][rb.dest.tile] = Slot(plan0.dest, None, None)
+    staged = []
+    for tid, (rb, dest, out) in made.items():
+        plan = SimpleNamespace(rb=rb, dest=dest, pes=range(len(pes) * m))
+        flags = last_flags if rb is rbs[-1] else None  # each block replaces the status: the last one's stays
+        o = _xp_outcome(plan, out, flags, None if rb.instr.schema == I.COMPARE else rb.dtype.name, xp)
+        S = len(pes)
+        staged.append((rb, pes, dest, _xp_physical(dest, o.bits, xp, 0).reshape(S, m, -1),
+                       _xp_physical(dest, o.defined, xp, False).reshape(S, m, -1), xp.asarray(o.status).reshape(S, m)))
+    return staged
+
+
+def _commit_fused(c: Cohort, staged) -> None:
+    for rb, group, dest, bits, defined, status in staged:
+        _commit(c, rb, [(group, dest, bits, defined, status)])
+
+
 # ---------------------------------------------------------------- the batch
 
 class MachineBatch:
@@ -623,10 +727,16 @@ class MachineBatch:
             self._host.pop(k, None)
 
     # ------------------------------------------------------------ streams
-    def run(self, stream: bytes | bytearray | memoryview | Sequence[Block] | Iterable[Block]) -> BatchResult:
-        """Run the stream on every machine; each stops at its first failing block."""
+    def run(self, stream: bytes | bytearray | memoryview | Sequence[Block] | Iterable[Block],
+            fuse: bool = False) -> BatchResult:
+        """Run the stream on every machine; each stops at its first failing block.  With `fuse`,
+        chains of consecutive element-wise blocks that emulator.calculus.check_plan admits run
+        as one pass per cohort (emulator.fusion; the result's `fused` lists them); the states,
+        counts and errors are those of the unfused run."""
         if self.backend == "reference":
             return self._run_reference(stream)
+        if fuse:
+            return self._run_fused(stream)
         if self._host:           # machines stopped by an earlier stream start this one in a cohort
             self._build(dict(self._host))
         errors: list[StreamError | None] = [None] * self._n
@@ -654,6 +764,101 @@ class MachineBatch:
                 errors[k] = StreamError.undecodable(index, exc)
         executed = [index if e is None else e.index for e in errors]
         return BatchResult(executed, errors)
+
+    def _run_fused(self, stream) -> BatchResult:
+        """run(fuse=True): the stream read through a window of the next fusion.MAX_CHAIN
+        blocks (memory stays bounded); a chain that starts the window runs in one pass
+        (_chain), any other block alone (_step), exactly as run would; a decode fault stops
+        every machine still live at that block, as in run."""
+        from collections import deque
+
+        from . import fusion
+        if self._host:
+            self._build(dict(self._host))
+        errors: list[StreamError | None] = [None] * self._n
+        live_host: set[int] = set()
+        if isinstance(stream, (bytes, bytearray, memoryview)):
+            from isa import encoding
+            data = bytes(stream)
+            try:
+                encoding.check_header(data)
+            except DecodeError as exc:
+                err = StreamError(0, exc.offset, exc, whole_stream=True)
+                return BatchResult([0] * self._n, [err] * self._n)
+            source = iter(encoding.iter_blocks(data))
+        else:
+            source = ((None, b) for b in stream)
+        window: deque = deque()          # (offset, block, resolved or None) of the next blocks
+        ended, undecodable = False, None
+        fused: list[tuple[int, int]] = []
+        index = 0
+        while True:
+            while not ended and len(window) < fusion.MAX_CHAIN:
+                try:
+                    offset, block = next(source)
+                except StopIteration:
+                    ended = True
+                except DecodeError as exc:
+                    ended, undecodable = True, exc
+                else:
+                    window.append((offset, block, _resolved(block)))
+            if not window or (not self._cohorts and not live_host):
+                break
+            first = fusion.chains([w[2] for w in window])[:1]
+            if first and first[0][0] == 0 and self._cohorts:
+                stop = first[0][1]
+                if self._chain([window.popleft() for _ in range(stop)], index, errors, live_host):
+                    fused.append((index, index + stop))
+                index += stop
+            else:
+                offset, block, _ = window.popleft()
+                self._step(block, index, offset, errors, live_host)
+                index += 1
+        if undecodable is not None and not window:
+            for k in self._live(live_host):
+                errors[k] = StreamError.undecodable(index, undecodable)
+        executed = [index if e is None else e.index for e in errors]
+        return BatchResult(executed, errors, fused)
+
+    def _chain(self, items, start: int, errors, live_host) -> bool:
+        """The chain `items` ((offset, block, resolved) of blocks start, start + 1, ...): each
+        cohort for which check_plan admits the fused step and whose fused pass meets no fault
+        commits it at once; every other cohort and every detached machine runs the blocks one
+        by one (so a fault inside the chain stops a machine exactly where the unfused run stops
+        it).  True when some cohort ran fused."""
+        from . import fusion
+        rbs = [rb for _, _, rb in items]
+        blocks = [b for _, b, _ in items]
+        pes = tuple(p for p in range(NUM_PES) if rbs[0].PE_MASK >> p & 1)
+        done, rest = [], []
+        for c in self._cohorts:
+            if not fusion.admitted(blocks, (c.config, c.signature), lambda: c.machine(0)):
+                rest.append(c)
+                continue
+            for _ in range(3):                 # members that fault leave; the others retry
+                try:
+                    done.append((c, _fused_attempt(c, rbs, pes)))
+                    c = None
+                    break
+                except _Unfused:
+                    break
+                except Refused as exc:
+                    rest.append(c.take(exc.members))
+                    c = c.take(np.setdiff1d(np.arange(len(c)), exc.members))
+                    if not len(c):
+                        c = None
+                        break
+            if c is not None:
+                rest.append(c)
+        self._cohorts = rest
+        for index, (offset, block, _) in enumerate(items, start):
+            if not self._cohorts and not live_host:
+                break
+            self._step(block, index, offset, errors, live_host)
+        for c, staged in done:
+            _commit_fused(c, staged)
+            self._cohorts.append(c)
+        return bool(done)
 
     def _live(self, live_host) -> list[int]:
         return sorted([int(k) for c in self._cohorts for k in c.ids] + list(live_host))
@@ -755,6 +960,15 @@ class MachineBatch:
             executed.append(r.executed)
             errors.append(r.error)
         return BatchResult(executed, errors)
+
+
+def _resolved(block) -> ResolvedBlock | None:
+    """The block resolved, or None when it fails the stateless rules (or is no block at all):
+    then it fuses with nothing, and its own step raises what it raises, in its turn."""
+    try:
+        return resolve(block)
+    except Exception:
+        return None
 
 
 def _machine_bytes(m: Machine) -> int:

@@ -118,4 +118,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m emulator.cli`: run the importable module's main, so that the CommandError the
+    # commands raise (emulator.cli.CommandError) is the class main catches, not __main__'s twin
+    from emulator.cli import main as _main
+    sys.exit(_main())

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+from isa import jsontext
+
 from .capability import (CONTRACT_KINDS, REFINEMENT_KINDS, FabricOp, InactivePortGuarantee,
                          PhysicalRefinementDomain, PortCorrespondence, ResourceContractConstraint)
 from .config import Mapping, MappedEdge, RefinementAssignment, Use
@@ -232,28 +234,30 @@ def _no_duplicate_keys(pairs):
     return out
 
 
-def load_text(text) -> Fabric:
+def parse_json(text, what: str = "the description", max_bytes: int = MAX_BYTES) -> object:
+    """A JSON document (str or UTF-8 bytes) of at most `max_bytes`, or FormatError: duplicate
+    keys, NaN/Infinity constants, malformed text, deep nesting and over-long integers (through
+    isa.jsontext) are all one-line errors.  Shared by fabric descriptions and dataflow graphs."""
     if isinstance(text, (bytes, bytearray)):
-        if len(text) > MAX_BYTES:
-            raise FormatError("$", f"the description exceeds {MAX_BYTES} bytes")
+        if len(text) > max_bytes:
+            raise FormatError("$", f"{what} exceeds {max_bytes} bytes")
         try:
             text = bytes(text).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise FormatError("$", f"not UTF-8 text (byte {exc.start})") from None
-    if len(text) > MAX_BYTES:
-        raise FormatError("$", f"the description exceeds {MAX_BYTES} bytes")
+    if len(text) > max_bytes:
+        raise FormatError("$", f"{what} exceeds {max_bytes} bytes")
     try:
-        doc = json.loads(text, object_pairs_hook=_no_duplicate_keys,
-                         parse_constant=lambda c: (_ for _ in ()).throw(FormatError("$", f"{c} is not JSON")))
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"$ (line {exc.lineno}, column {exc.colno})", f"malformed JSON: {exc.msg}") from None
-    except RecursionError:
-        raise FormatError("$", "the JSON nests too deeply") from None
-    except ValueError as exc:  # e.g. int too large to convert
-        if isinstance(exc, FormatError):
-            raise
+        return jsontext.loads(text, object_pairs_hook=_no_duplicate_keys,
+                              parse_constant=lambda c: (_ for _ in ()).throw(FormatError("$", f"{c} is not JSON")))
+    except FormatError:
+        raise
+    except jsontext.JsonTextError as exc:
         raise FormatError("$", f"malformed JSON: {exc}") from None
-    return load_document(doc)
+
+
+def load_text(text) -> Fabric:
+    return load_document(parse_json(text))
 
 
 def load_document(doc) -> Fabric:

@@ -1,5 +1,5 @@
 """`tile-emu run STREAM.tbs --init INIT.arrow --out FINAL.arrow [--profile ieee] [--backend B]
-[--timing] [--fabric F]`.
+[--timing] [--fabric F] [--fuse]`.
 
 Runs a binary block stream from an initial state (an empty machine without --init).  On a
 failing block it prints the block index, byte offset and reason, still writes the state of
@@ -7,7 +7,9 @@ the last committed block to --out, and exits 1.  An --init file of many machines
 a MachineBatch (docs/machine.md, "Batches"): each machine stops at its own first failing block,
 every message names the machine, --out holds every machine's committed state, and the exit
 status is 1 when any machine faulted.  --backend: reference | cpu | gpu | auto (default:
-reference for one machine, cpu for many).  --fabric admits every block through a fabric model
+reference for one machine, cpu for many).  --fuse runs chains of consecutive element-wise
+blocks that emulator.calculus.check_plan admits as one pass per cohort (emulator.fusion;
+same states, counts and errors; default backend cpu).  --fabric admits every block through a fabric model
 of the PE engines; --timing (default model: the shipped pe.json) also prints each block's
 issue/complete cycles, engine utilisation and total cycles (docs/timing.md); both run one
 machine on the reference.  A `.regions.json` input is an execution-calculus program and is
@@ -37,6 +39,9 @@ def add_arguments(parser):
                         "(default with --timing: the shipped pe.json)")
     parser.add_argument("--backend", choices=("reference", "cpu", "gpu", "auto"), default=None,
                         help="execution backend (default: reference for one machine, cpu for many)")
+    parser.add_argument("--fuse", action="store_true",
+                        help="batch backends: run chains of element-wise blocks that the calculus's check_plan "
+                             "admits as one pass (same results; docs/machine.md 'Batches')")
     add_region_arguments(parser)
 
 
@@ -99,8 +104,8 @@ def print_timing(data: bytes, executed: int, start) -> None:
 
 def run(args) -> int:
     if args.stream.endswith(".regions.json"):
-        if args.timing or args.fabric is not None:
-            raise CommandError("--timing and --fabric apply to .tbs block streams, not region programs", 2)
+        if args.timing or args.fabric is not None or args.fuse:
+            raise CommandError("--timing, --fabric and --fuse apply to .tbs block streams, not region programs", 2)
         from emulator.calculus.cli import run_regions
         return run_regions(args, initial_machine, write_state)
     try:
@@ -108,7 +113,10 @@ def run(args) -> int:
             data = f.read()
     except OSError as exc:
         raise CommandError(f"{shown(args.stream)}: cannot read: {why(exc)}") from None
-    if not (args.timing or args.fabric) and (args.init or args.backend not in (None, "reference")):
+    if args.fuse and (args.timing or args.fabric is not None or args.backend == "reference"):
+        raise CommandError("--fuse needs a batch backend (cpu, gpu, auto); --timing, --fabric and "
+                           "--backend reference run block by block", 2)
+    if not (args.timing or args.fabric) and (args.init or args.fuse or args.backend not in (None, "reference")):
         return run_batch(args, data)
     m = initial_machine(args)
     if args.fabric is not None or args.timing:
@@ -156,7 +164,7 @@ def run_batch(args, data: bytes) -> int:
     if args.profile is not None:
         for m in machines:
             m.config = replace(m.config, profile=args.profile)
-    backend = args.backend or ("reference" if len(machines) == 1 else "cpu")
+    backend = args.backend or ("reference" if len(machines) == 1 and not args.fuse else "cpu")
     try:
         batch = MachineBatch(machines, backend)
     except BackendError as exc:
@@ -164,7 +172,7 @@ def run_batch(args, data: bytes) -> int:
     many = len(machines) > 1
     if args.backend == "auto" and not args.quiet:
         print(f"tile-emu run: {batch.why}", file=sys.stderr)
-    result = batch.run(data)
+    result = batch.run(data, fuse=args.fuse)
     if args.out:
         try:
             save_machines([batch.machine(k) for k in range(len(batch))], args.out)

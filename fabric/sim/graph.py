@@ -9,11 +9,11 @@ cycle with no initial token, a combinational loop.  No Python exception escapes.
 from __future__ import annotations
 
 import enum
-import json
 from dataclasses import dataclass, field
 
 from ..elastic import DEFINEDNESS_REQUIRED
 from ..errors import FabricError, FormatError, closed_object as _obj, json_kind as _kind
+from ..io import parse_json as parse_document
 from ..topology import split_ref
 from ..types import NoneType, TaggedType, TypeWidthError, VectorType, payload_bits
 from .models import CYCLE_MODELS, NO_CYCLE_MODEL, build, no_kernel_reason
@@ -170,36 +170,8 @@ def _width(t, iw, path, diags):
 
 # --- document -> graph ---------------------------------------------------------------------------
 
-def _no_duplicate_keys(pairs):
-    out = {}
-    for k, v in pairs:
-        if k in out:
-            raise FormatError("$", f"duplicate key {k!r} in one object")
-        out[k] = v
-    return out
-
-
 def parse_json(text) -> object:
-    if isinstance(text, (bytes, bytearray)):
-        if len(text) > MAX_BYTES:
-            raise FormatError("$", f"the graph exceeds {MAX_BYTES} bytes")
-        try:
-            text = bytes(text).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise FormatError("$", f"not UTF-8 text (byte {exc.start})") from None
-    if len(text) > MAX_BYTES:
-        raise FormatError("$", f"the graph exceeds {MAX_BYTES} bytes")
-    try:
-        return json.loads(text, object_pairs_hook=_no_duplicate_keys,
-                          parse_constant=lambda c: (_ for _ in ()).throw(FormatError("$", f"{c} is not JSON")))
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"$ (line {exc.lineno}, column {exc.colno})", f"malformed JSON: {exc.msg}") from None
-    except RecursionError:
-        raise FormatError("$", "the JSON nests too deeply") from None
-    except ValueError as exc:
-        if isinstance(exc, FormatError):
-            raise
-        raise FormatError("$", f"malformed JSON: {exc}") from None
+    return parse_document(text, "the graph", MAX_BYTES)
 
 
 def load_graph_text(text, fabric) -> Graph:

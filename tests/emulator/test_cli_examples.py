@@ -271,3 +271,12 @@ def test_show_text_of_raw_encodings_matches_python_formatting(dtype):
     if d.is_int:
         signed = [v - (1 << w) if d.signed and v >= 1 << (w - 1) else v for v in vals]
         assert decode_values(bits, dtype, False).ravel().tolist() == [str(v) for v in signed]
+
+
+def test_python_dash_m_reports_errors_in_one_line_like_the_console_script():
+    """`python -m emulator.cli` loads the module as __main__ too; its errors are still one line."""
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "emulator.cli", "show", "/nonexistent/x.arrow"],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1
