@@ -53,10 +53,11 @@ from isa.fields import GPR_COUNT, NUM_PES
 from isa.legality import ResolvedBlock, resolve
 from kernels.numeric.flags import NAMES
 
+from . import machine as machine_module
 from . import preflight, semantics
 from .backends import resolve_backend
 from .config import MachineConfig
-from .machine import Machine, StreamError
+from .machine import SELECTED_PES, BlockResult, Machine, StreamError
 from .padding import pad_encoding
 from .tiles import Descriptor, element_dtype, index_grid, make_tile, to_physical
 
@@ -974,3 +975,32 @@ def _resolved(block) -> ResolvedBlock | None:
 def _machine_bytes(m: Machine) -> int:
     return sum(t.elems.nbytes + t.defined.nbytes for pe in m._pes for t in pe.tiles.values()) \
         + NUM_PES * (GPR_COUNT * 8 + 1)
+
+
+# ---------------------------------------------------------------- Machine(backend=...)
+
+class OnBatch:
+    """Machine.run on a batched backend: for one stream the machine's state lives in a
+    one-machine MachineBatch (on the gpu backend its tiles stay on the device) and comes back
+    when the stream ends or stops.  Each block's BlockResult reads back the 4 status bytes."""
+
+    def __init__(self, machine: Machine):
+        self.machine = machine
+        self.batch = MachineBatch([machine], backend=machine.backend)
+
+    def execute(self, block: Block) -> BlockResult:
+        rb = resolve(block)                     # the stateless rules raise here, as on the reference
+        if self.machine.engines is not None:
+            self.machine.engines.admit(rb)
+        error = self.batch.run([block]).errors[0]
+        if error is not None:
+            raise error.cause                   # the reference's exception; state: the last commit's
+        pes = SELECTED_PES[rb.PE_MASK]
+        status = self.batch.statuses()[0] if pes else ()
+        return BlockResult(rb.instr.mnemonic, pes, rb.dest.tile, {p: int(status[p]) for p in pes})
+
+    def adopt(self) -> None:
+        self.machine._pes = self.batch.machine(0)._pes
+
+
+machine_module.BATCHED_RUN = OnBatch

@@ -32,6 +32,9 @@ from .tiles import (FMAP_LAYOUTS, KINDS, LOCATIONS, REPRESENTATIONS, Descriptor,
                     element_dtype, make_tile, pack_defined, pack_elements, to_logical, to_physical)
 
 GPR_MASK = (1 << 64) - 1
+# Machine.run on a non-reference backend: emulator.batch sets this to its one-machine adapter
+# (batch.OnBatch) when it loads -- the package imports it -- since batch imports this module.
+BATCHED_RUN = None
 # PE_MASK -> the selected PEs in order
 SELECTED_PES = tuple(tuple(p for p in range(NUM_PES) if mask >> p & 1) for mask in range(1 << NUM_PES))
 
@@ -132,7 +135,7 @@ class Machine:
         # block is admitted through its Supports check right after stateless legality.
         self.engines = None
         # Where execute/run compute (emulator/backends.py): `reference` here, block by block;
-        # `cpu`/`gpu`/`auto` through a one-machine MachineBatch (see _OnBatch).
+        # `cpu`/`gpu`/`auto` through a one-machine MachineBatch (batch.OnBatch).
         self.backend, _, self.why = resolve_backend(backend)
 
     # ------------------------------------------------------------ blocks and streams
@@ -179,7 +182,7 @@ class Machine:
             items = encoding.iter_blocks(data)
         else:
             items = ((None, b) for b in stream)
-        on_batch = None if self.backend == "reference" else _OnBatch(self)
+        on_batch = None if self.backend == "reference" else BATCHED_RUN(self)
         execute = self.execute if on_batch is None else on_batch.execute
         results: list[BlockResult] = []
         index = 0
@@ -359,31 +362,6 @@ class Machine:
     def _check_pe(self, pe: int) -> None:
         if not (isinstance(pe, (int, np.integer)) and 0 <= pe < NUM_PES):
             raise ValueError(f"PE {pe!r} out of range 0..{NUM_PES - 1}")
-
-
-class _OnBatch:
-    """Machine.run on a batched backend: for one stream the machine's state lives in a
-    one-machine MachineBatch (on the gpu backend its tiles stay on the device) and comes back
-    when the stream ends or stops.  Each block's BlockResult reads back the 4 status bytes."""
-
-    def __init__(self, machine: "Machine"):
-        from .batch import MachineBatch
-        self.machine = machine
-        self.batch = MachineBatch([machine], backend=machine.backend)
-
-    def execute(self, block: Block) -> BlockResult:
-        rb = resolve(block)                     # the stateless rules raise here, as on the reference
-        if self.machine.engines is not None:
-            self.machine.engines.admit(rb)
-        error = self.batch.run([block]).errors[0]
-        if error is not None:
-            raise error.cause                   # the reference's exception: state is the last commit's
-        pes = SELECTED_PES[rb.PE_MASK]
-        status = self.batch.statuses()[0] if pes else ()
-        return BlockResult(rb.instr.mnemonic, pes, rb.dest.tile, {p: int(status[p]) for p in pes})
-
-    def adopt(self) -> None:
-        self.machine._pes = self.batch.machine(0)._pes
 
 
 def _as_raw(data: np.ndarray) -> np.ndarray:
