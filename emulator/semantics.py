@@ -225,7 +225,7 @@ def status_of(flags: np.ndarray, P: int) -> np.ndarray:
     flags = np.asarray(flags, np.uint8)
     if flags.size == 0:
         return np.zeros(P, np.uint8)
-    return np.bitwise_or.reduce(flags.reshape(P, -1), axis=1).astype(np.uint8)
+    return np.bitwise_or.reduce(flags.reshape(P, -1), axis=1)
 
 
 # ---------------------------------------------------------------- destination assembly
@@ -236,13 +236,22 @@ def _shaped(a, shape) -> np.ndarray:
     return a if a.shape == shape else np.broadcast_to(a, shape)
 
 
+@lru_cache(maxsize=64)
+def all_defined(shape: tuple[int, ...]) -> np.ndarray:
+    """A read-only all-True definedness array: a whole-tile result is defined everywhere, and
+    tiles never write their arrays, so blocks of one shape can share it."""
+    a = np.ones(shape, bool)
+    a.flags.writeable = False
+    return a
+
+
 def padded(plan: Plan, valid_bits: np.ndarray, status: np.ndarray, pad_dtype: str | None) -> Outcome:
     """The full destination: valid results, then PadValue outside ValidRow x ValidCol."""
     d: Descriptor = plan.dest
     P = len(plan.pes)
     if (d.ValidRow, d.ValidCol) == (d.Row, d.Col):     # nothing to pad: the results are the tile
         bits = np.ascontiguousarray(_shaped(valid_bits, (P, d.Row, d.Col)), element_dtype(d))
-        return Outcome(bits, np.ones((P, d.Row, d.Col), bool), status)
+        return Outcome(bits, all_defined((P, d.Row, d.Col)), status)
     bits = np.zeros((P, d.Row, d.Col), element_dtype(d))
     defined = np.zeros((P, d.Row, d.Col), bool)
     pad_outside(bits, defined, d.ValidRow, d.ValidCol, plan.rb.PadValue, pad_dtype)

@@ -108,9 +108,14 @@ class Descriptor:
 
 
 def element_dtype(desc: Descriptor) -> np.dtype:
-    if desc.kind == "predicate":
+    return _element_dtype(desc.kind, desc.dtype)
+
+
+@lru_cache(maxsize=None)
+def _element_dtype(kind: str, code) -> np.dtype:
+    if kind == "predicate":
         return np.dtype(np.uint8)
-    return np.dtype(desc.datatype.raw_dtype)
+    return np.dtype(datatype(code).raw_dtype)
 
 
 @dataclass(frozen=True, eq=False)
