@@ -3,8 +3,17 @@ NumPy operation on the same stacked data, measured in the same run.
 
     python -m pytest benchmarks/test_bench_machine.py -q --benchmark-only
 The ratio (baseline time / machine time) is stored in each benchmark's extra_info["ratio"].
+
+Issue 9's machine targets, reported by the last two benchmarks (extra_info):
+  * fixed cost of one block on one machine <= 50 us: TADD FP32 on 4 x 1x16 tiles
+    ("fixed_cost_us", "target_us");
+  * one block on 4 x 128x128 costs at most 1.5x the numeric call on the same data: TADD FP32
+    against kernels.numeric.elementwise on the same stacked (4, 128, 128) operands
+    ("machine_over_numeric", "target": 1.5), with sources written by write_tile (the machine
+    stacks them) and with sources a previous block committed (read in place: "committed").
 """
 import pathlib
+import statistics
 import sys
 import timeit
 
@@ -64,3 +73,35 @@ def test_block_throughput(benchmark, case, shape):
     per_block = benchmark.stats.stats.median
     benchmark.extra_info.update(elements=4 * rows * cols, baseline_s=base, ratio=base / per_block,
                                 elements_per_s=4 * rows * cols / per_block)
+
+
+def _committed(m, rows, cols):
+    """Tiles 11 and 12: copies of 1 and 2 made by blocks, so each is one stacked commit."""
+    for src, dst in ((1, 11), (2, 12)):
+        m.execute(blk("TEXTRACT", "FP32", [src], dst, mask=15, vc=cols, vr=rows))
+    return 11, 12
+
+
+@pytest.mark.parametrize("sources", ["written", "committed"])
+def test_fixed_cost_of_one_block(benchmark, sources):
+    m = _machine(1, 16)
+    a, b = (1, 2) if sources == "written" else _committed(m, 1, 16)
+    block = blk("TADD", "FP32", [a, b], 9, mask=15, vc=16, vr=1)
+    m.execute(block)
+    benchmark(m.execute, block)
+    benchmark.extra_info.update(fixed_cost_us=benchmark.stats.stats.median * 1e6, target_us=50.0)
+
+
+@pytest.mark.parametrize("sources", ["written", "committed"])
+def test_128x128_block_against_the_numeric_call(benchmark, sources):
+    from kernels.numeric import elementwise
+    m = _machine(128, 128)
+    a, b = (1, 2) if sources == "written" else _committed(m, 128, 128)
+    block = blk("TADD", "FP32", [a, b], 9, mask=15, vc=128, vr=128)
+    m.execute(block)
+    x, y = _stack(m, a, np.uint32), _stack(m, b, np.uint32)
+    n = 30
+    numeric = statistics.median(timeit.repeat(lambda: elementwise("TADD", "FP32", x, y), number=n, repeat=5)) / n
+    benchmark(m.execute, block)
+    per_block = benchmark.stats.stats.median
+    benchmark.extra_info.update(numeric_s=numeric, machine_over_numeric=per_block / numeric, target=1.5)

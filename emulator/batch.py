@@ -53,10 +53,11 @@ from isa.fields import GPR_COUNT, NUM_PES
 from isa.legality import ResolvedBlock, resolve
 from kernels.numeric.flags import NAMES
 
+from . import machine as machine_module
 from . import preflight, semantics
 from .backends import resolve_backend
 from .config import MachineConfig
-from .machine import Machine, StreamError
+from .machine import SELECTED_PES, BlockResult, Machine, StreamError
 from .padding import pad_encoding
 from .tiles import Descriptor, element_dtype, index_grid, make_tile, to_physical
 
@@ -666,21 +667,32 @@ class MachineBatch:
         batch._cohorts = [Cohort(config, np.arange(n, dtype=np.int64), slots, gprs, status, xp)]
         return batch
 
-    def stacks(self, pe: int, tile: int) -> list[tuple[np.ndarray, Descriptor, Any, Any]]:
-        """Tile `tile` of PE `pe` on every machine that holds it, as (machine indices, descriptor,
-        elems (m, elements), defined (m, elements)) per group of machines sharing a descriptor,
-        host arrays, without materializing Machines for cohort members."""
+    def tile_arrays(self, pe: int, tile: int) -> list[tuple[np.ndarray, Descriptor, Any, Any]]:
+        """Tile `tile` of PE `pe` on every machine that holds it, as the engine stores it, without
+        a copy: (machine indices, descriptor, elems (m, elements), defined (m, elements)) per
+        group of machines sharing a descriptor, payloads in physical order (docs/machine.md).
+        On the gpu backend the arrays are CuPy device arrays (`__cuda_array_interface__`,
+        `__dlpack__`), else NumPy (`__dlpack__`, the buffer protocol).  Read-only: NumPy's are
+        flagged so; a CuPy array has no such flag, and writing one corrupts the batch.  They
+        stay valid as later blocks run (a commit replaces a slot's arrays, never writes them)."""
+        if not (isinstance(pe, (int, np.integer)) and 0 <= pe < NUM_PES):
+            raise ValueError(f"PE {pe!r} out of range 0..{NUM_PES - 1}")
         out = []
         for c in self._cohorts:
             s = c.slots[pe].get(tile)
             if s is not None:
-                host = _host(c.xp)
-                out.append((c.ids.copy(), s.desc, host(s.elems), host(s.defined)))
+                out.append((c.ids.copy(), s.desc, s.elems, s.defined))
         for k, m in sorted(self._host.items()):
             t = m._pes[pe].tiles.get(tile)
             if t is not None:
                 out.append((np.array([k], np.int64), t.desc, t.elems[None], t.defined[None]))
         return out
+
+    def stacks(self, pe: int, tile: int) -> list[tuple[np.ndarray, Descriptor, Any, Any]]:
+        """tile_arrays as host (NumPy) arrays: a device-to-host copy on the gpu backend, the
+        engine's own read-only arrays otherwise; without materializing Machines."""
+        host = _host(self.xp)
+        return [(ids, d, host(e), host(f)) for ids, d, e, f in self.tile_arrays(pe, tile)]
 
     def statuses(self) -> np.ndarray:
         """(machines, 4) uint8: every machine's per-PE numeric status."""
@@ -963,3 +975,32 @@ def _resolved(block) -> ResolvedBlock | None:
 def _machine_bytes(m: Machine) -> int:
     return sum(t.elems.nbytes + t.defined.nbytes for pe in m._pes for t in pe.tiles.values()) \
         + NUM_PES * (GPR_COUNT * 8 + 1)
+
+
+# ---------------------------------------------------------------- Machine(backend=...)
+
+class OnBatch:
+    """Machine.run on a batched backend: for one stream the machine's state lives in a
+    one-machine MachineBatch (on the gpu backend its tiles stay on the device) and comes back
+    when the stream ends or stops.  Each block's BlockResult reads back the 4 status bytes."""
+
+    def __init__(self, machine: Machine):
+        self.machine = machine
+        self.batch = MachineBatch([machine], backend=machine.backend)
+
+    def execute(self, block: Block) -> BlockResult:
+        rb = resolve(block)                     # the stateless rules raise here, as on the reference
+        if self.machine.engines is not None:
+            self.machine.engines.admit(rb)
+        error = self.batch.run([block]).errors[0]
+        if error is not None:
+            raise error.cause                   # the reference's exception; state: the last commit's
+        pes = SELECTED_PES[rb.PE_MASK]
+        status = self.batch.statuses()[0] if pes else ()
+        return BlockResult(rb.instr.mnemonic, pes, rb.dest.tile, {p: int(status[p]) for p in pes})
+
+    def adopt(self) -> None:
+        self.machine._pes = self.batch.machine(0)._pes
+
+
+machine_module.BATCHED_RUN = OnBatch

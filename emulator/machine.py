@@ -25,12 +25,18 @@ from isa.fields import GPR_COUNT, LAYOUTS, NUM_PES, ZERO_GPR
 from isa.legality import resolve
 
 from . import preflight, semantics
+from .backends import resolve_backend
 from .config import MachineConfig
 from .state import TILE_ID_LIMIT, MachineState, PEState, validate_tile  # noqa: F401  (re-exported)
 from .tiles import (FMAP_LAYOUTS, KINDS, LOCATIONS, REPRESENTATIONS, Descriptor, FeatureMap, Tile,
                     element_dtype, make_tile, pack_defined, pack_elements, to_logical, to_physical)
 
 GPR_MASK = (1 << 64) - 1
+# Machine.run on a non-reference backend: emulator.batch sets this to its one-machine adapter
+# (batch.OnBatch) when it loads -- the package imports it -- since batch imports this module.
+BATCHED_RUN = None
+# PE_MASK -> the selected PEs in order
+SELECTED_PES = tuple(tuple(p for p in range(NUM_PES) if mask >> p & 1) for mask in range(1 << NUM_PES))
 
 
 @dataclass(frozen=True)
@@ -122,35 +128,47 @@ class TileView:
 
 
 class Machine:
-    def __init__(self, config: MachineConfig | None = None):
+    def __init__(self, config: MachineConfig | None = None, backend: str = "reference"):
         self.config = config or MachineConfig()
         self._pes = [PEState() for _ in range(NUM_PES)]
         # Optional fabric model of each PE's engines (emulator.timing.PEEngines): when set, every
         # block is admitted through its Supports check right after stateless legality.
         self.engines = None
+        # Where execute/run compute (emulator/backends.py): `reference` here, block by block;
+        # `cpu`/`gpu`/`auto` through a one-machine MachineBatch (batch.OnBatch).
+        self.backend, _, self.why = resolve_backend(backend)
 
     # ------------------------------------------------------------ blocks and streams
     def execute(self, block: Block) -> BlockResult:
+        if self.backend != "reference":
+            run = self.run([block])
+            if run.error is not None:
+                raise run.error.cause
+            return run.results[0]
         rb = resolve(block)
         if self.engines is not None:
             self.engines.admit(rb)
         mn = rb.instr.mnemonic
         if rb.PE_MASK == 0:                     # strict no-op: after stateless legality only
             return BlockResult(mn, (), rb.dest.tile, {})
-        pes = tuple(p for p in range(NUM_PES) if rb.PE_MASK >> p & 1)
+        pes = SELECTED_PES[rb.PE_MASK]
         staged = []
-        for group in preflight.pe_groups(self, rb, pes):   # one group unless TCMP/TCVT source rows differ
+        groups = preflight.pe_groups(self, rb, pes)    # one group unless TCMP/TCVT source rows differ
+        for group in groups:
             plan = preflight.plan(self, rb, group)
             out = semantics.EXECUTORS[mn](plan)
             bits = to_physical(plan.dest, out.bits)
             defined = to_physical(plan.dest, out.defined, fill=False)
-            staged += [(p, Tile(plan.dest, bits[k], defined[k]), int(out.status[k]))
+            bits.flags.writeable = defined.flags.writeable = False
+            stack = (bits, defined)
+            staged += [(p, Tile(plan.dest, bits[k], defined[k], stack + (k,)), int(out.status[k]))
                        for k, p in enumerate(group)]
         # ---- commit: nothing below can fail
         for p, tile, status in staged:
             self._pes[p].tiles[rb.dest.tile] = tile
             self._pes[p].status = status
-        return BlockResult(mn, pes, rb.dest.tile, {p: s for p, _, s in sorted(staged, key=lambda x: x[0])})
+        status = {p: s for p, _, s in staged}
+        return BlockResult(mn, pes, rb.dest.tile, status if len(groups) == 1 else dict(sorted(status.items())))
 
     def run(self, stream: bytes | bytearray | memoryview | Sequence[Block] | Iterable[Block]) -> RunResult:
         """Execute blocks in order; stop at the first block that fails to decode or execute."""
@@ -164,17 +182,22 @@ class Machine:
             items = encoding.iter_blocks(data)
         else:
             items = ((None, b) for b in stream)
+        on_batch = None if self.backend == "reference" else BATCHED_RUN(self)
+        execute = self.execute if on_batch is None else on_batch.execute
         results: list[BlockResult] = []
         index = 0
         try:
             for offset, block in items:
                 try:
-                    results.append(self.execute(block))
+                    results.append(execute(block))
                 except IllegalBlockException as exc:
                     return RunResult(results, StreamError(index, offset, exc))
                 index += 1
         except DecodeError as exc:
             return RunResult(results, StreamError.undecodable(index, exc))
+        finally:
+            if on_batch is not None:
+                on_batch.adopt()
         return RunResult(results)
 
     # ------------------------------------------------------------ GPRs and status
@@ -206,8 +229,12 @@ class Machine:
 
     def used_bytes(self, pe: int, location: str, exclude: int | None = None) -> int:
         """Bytes of PE `pe`'s `location` store held by its tiles (other than tile `exclude`)."""
-        return sum(t.desc.capacity for k, t in self._pes[pe].tiles.items()
-                   if t.desc.location == location and k != exclude)
+        used = 0
+        for k, t in self._pes[pe].tiles.items():     # a plain loop: preflight asks on every block
+            d = t.desc
+            if d.location == location and k != exclude:
+                used += d.capacity
+        return used
 
     def write_tile(self, pe: int, tile: int, dtype, data, *, valid_row=None, valid_col=None, col=None,
                    capacity=None, kind="numeric", location="Local", layout=0, defined=None,
@@ -294,10 +321,14 @@ class Machine:
                 h.update(pack_defined(t.defined))
         return h.digest()
 
-    def copy(self) -> "Machine":
-        m = Machine(self.config)
+    def copy(self, backend: str | None = None) -> "Machine":
+        """An independent machine with this state (tiles are immutable, so they are shared), on
+        this machine's backend or on `backend`."""
+        m = Machine(self.config, "reference" if backend is None else backend)
         m._pes = [PEState(dict(pe.tiles), pe.gprs.copy(), pe.status) for pe in self._pes]
         m.engines = self.engines
+        if backend is None:
+            m.backend, m.why = self.backend, self.why
         return m
 
     def __deepcopy__(self, memo):
@@ -311,14 +342,14 @@ class Machine:
         save_state(self, path)
 
     @classmethod
-    def from_state(cls, state: MachineState) -> "Machine":
+    def from_state(cls, state: MachineState, backend: str = "reference") -> "Machine":
         """A machine running on `state` (loaded from a file; not copied)."""
-        m = cls(state.config)
+        m = cls(state.config, backend)
         m._pes = state._pes
         return m
 
     @classmethod
-    def load(cls, path, config: MachineConfig | None = None) -> "Machine":
+    def load(cls, path, config: MachineConfig | None = None, backend: str = "reference") -> "Machine":
         """The one machine of a state file (a file of many: MachineBatch.load or load_machines)."""
         from .batchio import load_states
         from .stateio import StateFileError
@@ -326,7 +357,7 @@ class Machine:
         if len(states) != 1:
             raise StateFileError(f"{path}: holds {len(states)} machines; load it with MachineBatch.load "
                                  f"or emulator.machine.load_machines")
-        return cls.from_state(states[0])
+        return cls.from_state(states[0], backend)
 
     def _check_pe(self, pe: int) -> None:
         if not (isinstance(pe, (int, np.integer)) and 0 <= pe < NUM_PES):

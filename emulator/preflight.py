@@ -17,7 +17,7 @@ from isa import instructions as I
 from isa.errors import IllegalBlockException
 from isa.legality import ResolvedBlock
 
-from .tiles import Descriptor, Tile
+from .tiles import Descriptor, Tile, intern
 
 # The shape relation each schema requires of each source role (in B.IOT order).
 #   same:  physical Row/Col, ValidRow/ValidCol equal to the destination, row-major (NORM) layout
@@ -231,26 +231,46 @@ def check_fmap(t: Tile, pe: int, tile_id: int):
         bad(f"output extent outH={out_h}, outW={out_w} is not positive")
 
 
+# (id(rb), source rows) -> (rb, destination descriptor): the destination is a function of the
+# resolved block alone (and of the source's Row for TCMP/TCVT); rb is kept alive by the entry,
+# and only descriptors that passed are kept, so a CAPACITY rejection is raised afresh.
+_DESTS: dict[tuple, tuple] = {}
+
+
+def _dest(rb: ResolvedBlock, src_rows: int | None) -> Descriptor:
+    hit = _DESTS.get((id(rb), src_rows))
+    if hit is not None and hit[0] is rb:
+        return hit[1]
+    dest = intern(dest_descriptor(rb, src_rows))
+    if len(_DESTS) >= 4096:
+        _DESTS.clear()
+    _DESTS[(id(rb), src_rows)] = (rb, dest)
+    return dest
+
+
 def plan(machine, rb: ResolvedBlock, pes: tuple[int, ...]) -> Plan:
     src_rows = None
     if row_follows_source(rb.instr):
         t = machine._pes[pes[0]].tiles.get(rb.sources[0].tile)
         src_rows = None if t is None else t.desc.Row
-    dest = dest_descriptor(rb, src_rows)
+    dest = _dest(rb, src_rows)
     shapes = SOURCE_SHAPES[rb.instr.schema]
     row_off, col_off = _offsets(machine, rb, pes)
     sources: list[list[Tile]] = []
     for i, binding in enumerate(rb.sources):
         role = rb.instr.sources[i]
         tiles = []
+        checked = None        # a descriptor that passed: PEs with an equal one pass too
         for k, pe in enumerate(pes):
             t = machine._pes[pe].tiles.get(binding.tile)
             if t is None:
                 illegal("SOURCE_MISSING", _binding(i), f"{role} tile {binding.tile} does not exist on PE{pe}")
-            _check_source(i, role, shapes[i], t, pe, rb, dest)
-            if shapes[i] == "fmap":
-                check_fmap(t, pe, binding.tile)
-            bounds = window_bounds(rb, shapes[i], t.desc, dest)
+            if t.desc is not checked and t.desc != checked:
+                _check_source(i, role, shapes[i], t, pe, rb, dest)
+                if shapes[i] == "fmap":
+                    check_fmap(t, pe, binding.tile)
+                bounds = window_bounds(rb, shapes[i], t.desc, dest)
+                checked = t.desc
             if bounds is not None:
                 _check_window(i, role, t, pe, int(row_off[k]), int(col_off[k]), *bounds, rb)
             tiles.append(t)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -112,9 +113,23 @@ def gather(tiles: list[Tile], r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray,
     return flat_bits[idx], flat_def[idx]
 
 
+def _stacked(tiles: list[Tile]):
+    """The (P, elements) payload and definedness arrays whose rows are `tiles` in order, when one
+    commit made them so (Tile.stack): no copy.  None otherwise."""
+    first = tiles[0].stack
+    if first is None or first[0].shape[0] != len(tiles):
+        return None
+    e = first[0]
+    for k, t in enumerate(tiles):
+        if t.stack is None or t.stack[0] is not e or t.stack[2] != k:
+            return None
+    return e, first[1]
+
+
 def read_window(tiles: list[Tile], r0, c0, nr: int, nc: int) -> tuple[np.ndarray, np.ndarray]:
-    """The nr x nc logical window at (r0[p], c0[p]) of every PE's tile: (P, nr, nc) arrays."""
-    zero = not np.any(r0) and not np.any(c0)
+    """The nr x nc logical window at (r0[p], c0[p]) of every PE's tile: (P, nr, nc) arrays.
+    r0 = c0 = None reads at offset zero.  The arrays may be the tiles' own (read-only) storage."""
+    zero = r0 is None or not (r0.any() or c0.any())
     if isinstance(tiles, TileStack):
         d0 = tiles.desc
         if zero and d0.layout_key == 0:          # row-major views of the stacked payloads
@@ -124,20 +139,26 @@ def read_window(tiles: list[Tile], r0, c0, nr: int, nc: int) -> tuple[np.ndarray
         same = False
     else:
         d0 = tiles[0].desc
-        same = all(t.desc == d0 for t in tiles)
-    if same and zero and d0.layout_key == 0:   # the common case: stack row-major views
-        n = d0.Row * d0.Col
-        bits = np.stack([t.elems[:n].reshape(d0.Row, d0.Col)[:nr, :nc] for t in tiles])
-        defined = np.stack([t.defined[:n].reshape(d0.Row, d0.Col)[:nr, :nc] for t in tiles])
+        same = all(t.desc is d0 or t.desc == d0 for t in tiles)
+    if same and zero and d0.layout_key == 0:   # the common case: row-major views, stacked once
+        P, shape = len(tiles), (len(tiles), d0.Row, d0.Col)
+        both = _stacked(tiles)
+        if both is None:
+            both = (np.concatenate([t.elems for t in tiles]), np.concatenate([t.defined for t in tiles]))
+        bits, defined = both[0].reshape(shape), both[1].reshape(shape)
+        if (nr, nc) != (d0.Row, d0.Col):
+            bits = np.ascontiguousarray(bits[:, :nr, :nc])
+            defined = np.ascontiguousarray(defined[:, :nr, :nc])
         return bits, defined
+    if zero:
+        r0 = c0 = np.zeros(len(tiles), np.int64)
     r = np.asarray(r0, np.int64)[:, None, None] + np.arange(nr, dtype=np.int64)[None, :, None]
     c = np.asarray(c0, np.int64)[:, None, None] + np.arange(nc, dtype=np.int64)[None, None, :]
     return gather(tiles, r, c)
 
 
 def read_valid(plan: Plan, role: int):
-    z = np.zeros(len(plan.pes), np.int64)
-    return read_window(plan.sources[role], z, z, plan.rb.ValidRow, plan.rb.ValidCol)
+    return read_window(plan.sources[role], None, None, plan.rb.ValidRow, plan.rb.ValidCol)
 
 
 # ---------------------------------------------------------------- element-data rules
@@ -145,6 +166,8 @@ def read_valid(plan: Plan, role: int):
 def require_defined(plan: Plan, role: int, defined: np.ndarray, where: np.ndarray | None = None,
                     r0=None, c0=None):
     """SOURCE_UNDEFINED unless every element read (where `where`) is defined."""
+    if where is None and defined.all():
+        return
     bad = ~defined if where is None else (~defined & where)
     if bad.any():
         k, r, c = (int(x) for x in np.argwhere(bad)[0])
@@ -188,27 +211,47 @@ def status_kept(plan: Plan) -> np.ndarray:
 def _every_pattern_valid(dtype: DataType, bits) -> bool:
     """True when every value `bits`' dtype can hold encodes `dtype` (FP32, FP16, BF16, FP8 in
     their containers): the per-element check would only confirm it."""
+    return _all_patterns_valid(dtype.name, dtype.container, bits.dtype)
+
+
+@lru_cache(maxsize=None)
+def _all_patterns_valid(name: str, container: int, np_dtype: np.dtype) -> bool:
     from kernels.numeric.formats import field_mask
-    width = 8 * np.dtype(bits.dtype).itemsize
-    return bits.dtype.kind == "u" and width <= dtype.container and field_mask(dtype.name) == (1 << width) - 1
+    width = 8 * np_dtype.itemsize
+    return np_dtype.kind == "u" and width <= container and field_mask(name) == (1 << width) - 1
 
 
 def status_of(flags: np.ndarray, P: int) -> np.ndarray:
     flags = np.asarray(flags, np.uint8)
     if flags.size == 0:
         return np.zeros(P, np.uint8)
-    return np.bitwise_or.reduce(flags.reshape(P, -1), axis=1).astype(np.uint8)
+    return np.bitwise_or.reduce(flags.reshape(P, -1), axis=1)
 
 
 # ---------------------------------------------------------------- destination assembly
+
+def _shaped(a, shape) -> np.ndarray:
+    """`a` (an array or scalar result) broadcast to `shape`; as it is when it already has it."""
+    a = np.asarray(a)
+    return a if a.shape == shape else np.broadcast_to(a, shape)
+
+
+@lru_cache(maxsize=64)
+def all_defined(shape: tuple[int, ...]) -> np.ndarray:
+    """A read-only all-True definedness array: a whole-tile result is defined everywhere, and
+    tiles never write their arrays, so blocks of one shape can share it."""
+    a = np.ones(shape, bool)
+    a.flags.writeable = False
+    return a
+
 
 def padded(plan: Plan, valid_bits: np.ndarray, status: np.ndarray, pad_dtype: str | None) -> Outcome:
     """The full destination: valid results, then PadValue outside ValidRow x ValidCol."""
     d: Descriptor = plan.dest
     P = len(plan.pes)
     if (d.ValidRow, d.ValidCol) == (d.Row, d.Col):     # nothing to pad: the results are the tile
-        bits = np.ascontiguousarray(np.broadcast_to(valid_bits, (P, d.Row, d.Col)), element_dtype(d))
-        return Outcome(bits, np.ones((P, d.Row, d.Col), bool), status)
+        bits = np.ascontiguousarray(_shaped(valid_bits, (P, d.Row, d.Col)), element_dtype(d))
+        return Outcome(bits, all_defined((P, d.Row, d.Col)), status)
     bits = np.zeros((P, d.Row, d.Col), element_dtype(d))
     defined = np.zeros((P, d.Row, d.Col), bool)
     pad_outside(bits, defined, d.ValidRow, d.ValidCol, plan.rb.PadValue, pad_dtype)
@@ -239,8 +282,8 @@ def ex_numeric(plan: Plan) -> Outcome:
         require_encodings(plan, role, bits, rb.dtype)
     from kernels.numeric import elementwise
     bits, flags = elementwise(rb.instr.mnemonic, rb.dtype.name, *ops, profile=plan.profile)
-    bits = np.broadcast_to(np.asarray(bits), ops[0].shape).astype(element_dtype(plan.dest), copy=False)
-    return padded(plan, bits, status_of(np.broadcast_to(flags, ops[0].shape), len(plan.pes)), rb.dtype.name)
+    bits = _shaped(bits, ops[0].shape).astype(element_dtype(plan.dest), copy=False)
+    return padded(plan, bits, status_of(_shaped(flags, ops[0].shape), len(plan.pes)), rb.dtype.name)
 
 
 def ex_compare(plan: Plan) -> Outcome:

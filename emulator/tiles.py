@@ -9,7 +9,7 @@ same arrays and rollback is free.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -108,9 +108,14 @@ class Descriptor:
 
 
 def element_dtype(desc: Descriptor) -> np.dtype:
-    if desc.kind == "predicate":
+    return _element_dtype(desc.kind, desc.dtype)
+
+
+@lru_cache(maxsize=None)
+def _element_dtype(kind: str, code) -> np.dtype:
+    if kind == "predicate":
         return np.dtype(np.uint8)
-    return np.dtype(desc.datatype.raw_dtype)
+    return np.dtype(datatype(code).raw_dtype)
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,14 +123,36 @@ class Tile:
     desc: Descriptor
     elems: np.ndarray        # physical elements, shape (desc.elements,), read-only
     defined: np.ndarray      # bool, same shape, read-only
+    # (elems, defined, k) when this tile is row k of the (P, elements) arrays one block committed
+    # on P PEs at once: a later block over the same PEs reads those rows without stacking a copy
+    # (emulator/semantics.py read_window).  None for a tile made alone.
+    stack: tuple | None = field(default=None, repr=False)
 
     def __post_init__(self):
-        for a in (self.elems, self.defined):
-            a.flags.writeable = False
+        if self.stack is None:       # rows of a stack are views of its read-only arrays already
+            for a in (self.elems, self.defined):
+                a.flags.writeable = False
 
 
 def make_tile(desc: Descriptor, elems: np.ndarray, defined: np.ndarray) -> Tile:
-    return Tile(desc, np.ascontiguousarray(elems), np.ascontiguousarray(defined, dtype=bool))
+    return Tile(intern(desc), np.ascontiguousarray(elems), np.ascontiguousarray(defined, dtype=bool))
+
+
+_INTERNED: dict[str, Descriptor] = {}
+
+
+def intern(desc: Descriptor) -> Descriptor:
+    """One object per distinct descriptor (they are immutable): the tiles of one shape on the
+    four PEs then share it, and per-block checks that compare descriptors find them identical
+    before comparing fields.  Keyed by repr, not equality: 64, np.int64(64) and 64.0 are equal
+    but validate and digest differently, and repr tells them apart."""
+    key = repr(desc)
+    got = _INTERNED.get(key)
+    if got is None:
+        if len(_INTERNED) >= 4096:
+            _INTERNED.clear()
+        _INTERNED[key] = got = desc
+    return got
 
 
 # ---------------------------------------------------------------- byte images

@@ -156,7 +156,29 @@ def default_rmode(src: DataType, dst: DataType) -> str:
     return "RTZ" if float_src and dst.is_int else "RNE"
 
 
+# Resolutions of Block objects seen recently, by identity: a Block is frozen, so its resolution
+# never changes, and a stream or benchmark that executes one Block object many times (or on many
+# machines) resolves it once.  Keyed by id() and confirmed by `rb.block is block` (the entry keeps
+# the block alive, so its id cannot be reused): equality would not do, since BStart.spelling is
+# not compared and 64 == np.int64(64) == 64.0 resolve differently.  Only accepted blocks are kept,
+# so every rejection is raised afresh, identically.
+_RESOLVED: dict[int, "ResolvedBlock"] = {}
+_RESOLVED_LIMIT = 4096
+
+
 def resolve(block: Block) -> ResolvedBlock:
+    rb = _RESOLVED.get(id(block))
+    if rb is not None and rb.block is block:
+        return rb
+    rb = _resolve(block)
+    if type(block.iot) is tuple:       # a list could change under the cache
+        if len(_RESOLVED) >= _RESOLVED_LIMIT:
+            _RESOLVED.clear()
+        _RESOLVED[id(block)] = rb
+    return rb
+
+
+def _resolve(block: Block) -> ResolvedBlock:
     row = _instruction(block)
     dtype = _datatype(block.bstart.DataType, "BSTART.DataType")
     if dtype.name not in row.dtypes:

@@ -163,6 +163,34 @@ CASES.append(Case("batch.TADD.FP32.16x16", "NumPy float32 add of the same stacke
                   "(n // 1024 machines x 4 PEs x 16x16; --n 4194304 = 4,096 machines)", batch_setup))
 
 
+# ---------------------------------------------------------------- machine cases
+
+def machine_setup(n: int):
+    """One TADD FP32 block on one Machine, 4 PEs x (n // 512) x 128 tiles (--n 65536: the
+    4 x 128x128 of issue 9's target), against kernels.numeric.elementwise on the same stacked
+    operands: ratio = numeric time / block time (issue 9: the block costs <= 1.5x, ratio >= 0.67)."""
+    from emulator import Machine, MachineConfig
+    from isa import BDim, Block, BStart, TileBinding
+    from isa.instructions import lookup
+    from kernels.numeric import elementwise
+
+    rows, cols = max(1, n // (4 * 128)), 128
+    rng = np.random.default_rng(0)
+    data = [(rng.random((4, rows, cols), dtype=np.float32) + 1).view(np.uint32) for _ in range(2)]
+    m = Machine(MachineConfig(local_bytes=4 * rows * cols * 4))
+    for p in range(4):
+        m.write_tile(p, 1, "FP32", data[0][p])
+        m.write_tile(p, 2, "FP32", data[1][p])
+    row = lookup("TADD")
+    block = Block(BStart(row.mode, row.function, 1, row.engine),
+                  (TileBinding(1, 15), TileBinding(2, 15), TileBinding(3, 15)), BDim(cols, rows))
+    return (lambda: m.execute(block)), (lambda: elementwise("TADD", "FP32", *data))
+
+
+CASES.append(Case("machine.TADD.FP32", "kernels.numeric.elementwise on the same stacked operands "
+                  "(4 PEs x n//512 x 128 tiles; --n 65536 = 4 x 128x128)", machine_setup, 1 / 1.5))
+
+
 # ---------------------------------------------------------------- golden cases
 
 def golden_setup(op: str, dtype: str, dst: str | None = None, sat: bool = False):
