@@ -5,11 +5,14 @@
 #    computed on the device (CuPy arrays in, CuPy arrays out) and compared bit for bit with the
 #    CPU path, then the `tile-emu bench --backend gpu` cases as fractions of the device copy
 #    bandwidth measured in the same run -> $OUT/gpu_numeric.json and $OUT/gpu_numeric.txt.
-# 2. benchmarks/gpu_vcg.py: the VCG reduce kernels (JSON lines).
+# 2. benchmarks/gpu_golden.sh: the batch engine on the device for every instruction the golden
+#    generator covers (element-wise, TCVT, TEXTRACT, TINSERT; every DataType): cases generated on
+#    the CPU, every one replayed with `tile-emu verify --backend gpu` and compared field by field.
+# 3. benchmarks/gpu_vcg.py: the VCG reduce kernels (JSON lines).
 # Everything goes to $OUT (the device tool's output folder; /tmp/gpu_check without it):
 # gpu_check.txt is the whole console log.  No network; needs numpy, numba, numba-cuda, cupy;
 # gmpy2 is optional (without it TEXP/TLOG/TRSQRT are reported as skipped).  Budget: under
-# 8 minutes on one H200 (each step has its own timeout).  Exit 1 on any mismatch or failure.
+# 8 minutes on one H200; the step time limits (360 + 100 + 90 s) cap it at 9 min 10 s.  Exit 1 on any mismatch or failure.
 set -u
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
@@ -34,6 +37,7 @@ step() {    # step SECONDS NAME COMMAND...: run with a time limit, log it, statu
     [ "$rc" = 0 ] || status=1
 }
 step 360 numeric python3 benchmarks/gpu_numeric.py --out "$out"
+step 100 batch-engine sh benchmarks/gpu_golden.sh "$out/golden" 32
 step 90 vcg python3 benchmarks/gpu_vcg.py
 rm -f "$out/.rc"
 echo "gpu_check: exit $status" | tee -a "$log"
