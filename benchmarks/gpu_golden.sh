@@ -22,4 +22,5 @@ run integer --ops TAND,TOR,TXOR,TSHL,TSHR,TNOT --dtypes S64,S32,S16,S8,U64,U32,U
 run convert --ops TCVT --dtypes FP64,FP32,FP16,BF16,HiF8,E4M3,E2M1X2,S8,U4X2 --rmodes RNE,RTZ --sat 0,1
 run movement --ops TEXTRACT,TINSERT \
     --dtypes FP64,FP32,TF32,HF32,FP16,BF16,HiF8,E4M3,E5M2,E3M2,E2M3,E2M1X2,E1M2X2,E8M0,S64,S32,S16,S8,S4X2,U64,U32,U16,U8,U4X2
+run img2col --ops TIMG2COL --dtypes FP32,FP16,BF16,S32,S16,S8,U32,U16,U8   # isa.datatypes.IMG2COL
 echo "gpu_golden: every case matches on $backend"

@@ -19,11 +19,15 @@ from isa.datatypes import DATATYPES, datatype
 from isa.errors import IllegalBlockException
 
 from ..config import MachineConfig
-from ..tiles import Descriptor, index_grid
+from ..preflight import fmap_extents
+from ..tiles import Descriptor, FeatureMap, index_grid
 from .coverage import CoverageClass, Context, Variant, _random
 
 DEST_TILE = 9          # the destination's tile id (sources are 1, 2, 3)
-OFFSET_REGS = (1, 2)   # TEXTRACT/TINSERT: row offset in r1, column offset in r2 (r0 is the zero register)
+OFFSET_REGS = (1, 2)   # TEXTRACT/TINSERT/TIMG2COL: row offset (posM) in r1, column offset (posK) in r2
+                       # (r0 is the zero register)
+FMAP_BYTES_C0 = 32     # TIMG2COL: C0 spans 32 bytes of the DataType (16 FP16, 8 FP32, 32 S8)
+MIN_FMAP_M = 4         # TIMG2COL: N*D*outH*outW covers the tallest variant (ValidRow <= 4)
 
 
 @dataclass
@@ -120,7 +124,7 @@ def _block(ctx: Context, v: Variant, src_rows: int) -> Block:
             datr.update(Canonicalize=0, Layout=0)
     if op.schema == I.COMPARE and v.explicit:
         datr["CMode"] = 0
-    if ctx.movement and (v.layout or v.explicit):
+    if ctx.window and (v.layout or v.explicit):
         datr["Layout"] = v.layout
     bdatr = BDatr(**datr) if datr else None
     ior = BIor(RegSrc0=OFFSET_REGS[0], RegSrc1=OFFSET_REGS[1]) if ctx.movement and v.offsets != "none" else None
@@ -155,9 +159,13 @@ def _tile(g: Group, role: int, **changes) -> Group:
 
 def _undefine_one(g: Group, rng) -> Group:
     """One element the block reads, undefined on the last selected PE: inside the valid
-    rectangle, or for TEXTRACT/TINSERT the first element of the window source's window."""
+    rectangle, for TEXTRACT/TINSERT the first element of the window source's window, for
+    TIMG2COL the whole feature map (its illegal groups read the map in every window)."""
     t = g.tiles[-1]
     d = t.defined.copy()
+    if g.ctx.img2col:      # the whole map on that PE: some element of the window is inside it
+        d[:, -1] = False
+        return _tile(g, 0, defined=d)
     if g.ctx.movement:
         r = c = 0
         if g.ctx.op.schema == I.EXTRACT and g.gprs is not None:
@@ -188,8 +196,10 @@ def _wrong_dtype(g: Group, rng) -> Group:
 
 
 def _allocation(g: Group, rng) -> Group:
-    used = sum(t.desc.capacity for t in g.tiles if t.desc.location == "Local")
-    return replace(g, config=replace(g.config, local_bytes=used))
+    """The destination's store (Local, or Matrix for TIMG2COL) holds exactly the sources."""
+    store = g.ctx.op.location
+    used = sum(t.desc.capacity for t in g.tiles if t.desc.location == store)
+    return replace(g, config=replace(g.config, **{f"{store.lower()}_bytes": used}))
 
 
 def _capacity_short(g: Group, rng) -> Group:
@@ -221,7 +231,8 @@ MUTATIONS = {
     "IOR_NOT_ALLOWED": _m_block(ior=BIor()),
     "IOS_NOT_ALLOWED": _m_block(ios=BIos(0)),
     "SOURCE_MISSING": _missing,
-    "SOURCE_KIND": lambda g, rng: _tile(g, len(g.tiles) - 1, desc=replace(g.tiles[-1].desc, location="Matrix")),
+    "SOURCE_KIND": lambda g, rng: _tile(g, len(g.tiles) - 1, desc=replace(
+        g.tiles[-1].desc, location="Local" if g.tiles[-1].desc.location == "Matrix" else "Matrix")),
     "SOURCE_DATATYPE": _wrong_dtype,
     "SHAPE_MISMATCH": lambda g, rng: _tile(g, len(g.tiles) - 1, desc=replace(
         g.tiles[-1].desc, ValidCol=g.tiles[-1].desc.ValidCol - 1)),
@@ -231,6 +242,8 @@ MUTATIONS = {
     "INT_DIVIDE_BY_ZERO": _zero_divisor,
     "OFFSET_RANGE": lambda g, rng: g,            # build_group places the window one past the edge
     "IOR_NONZERO": lambda g, rng: replace(g, block=replace(g.block, ior=replace(g.block.ior or BIor(), RegSrc2=3))),
+    "DESCRIPTOR_INVALID": lambda g, rng: _tile(g, 0, desc=replace(g.tiles[0].desc, fmap=replace(
+        g.tiles[0].desc.fmap, channels=g.tiles[0].desc.fmap.C1 * g.tiles[0].desc.fmap.C0 + 1))),
 }
 
 
@@ -245,6 +258,36 @@ def _window_geometry(ctx: Context, v: Variant) -> tuple[list[tuple], tuple[int, 
         return [(sr, sc, sr, sc, v.src_layout)], (sr - v.vrow, sc - v.vcol)
     ir, ic = max(1, v.vrow - 1), max(1, v.vcol - 3)
     return [(v.rows, v.cols, v.vrow, v.vcol, 0), (ir, ic, ir, ic, v.src_layout)], (v.vrow - ir, v.vcol - ic)
+
+
+def _feature_map(ctx: Context, rng, dense: bool) -> FeatureMap:
+    """TIMG2COL: a small random feature map (scalar draws, once per group) whose output covers
+    at least MIN_FMAP_M rows.  Illegal groups (`dense`) get no padding and every channel, so
+    every window reads the map (SOURCE_UNDEFINED then always finds an undefined element)."""
+    c0 = FMAP_BYTES_C0 * 8 // datatype(ctx.src.name).container
+    while True:
+        layout = "NDC1HWC0" if rng.random() < 0.25 else "NC1HWC0"
+        r = lambda lo, hi: int(rng.integers(lo, hi + 1))  # noqa: E731
+        pads = [0] * 4 if dense else [r(0, 1) for _ in range(4)]
+        c1 = r(1, 2)
+        fm = FeatureMap(layout, N=r(1, 2), D=r(1, 2) if layout == "NDC1HWC0" else 1, C1=c1, H=r(3, 6), W=r(3, 6),
+                        C0=c0, filterH=r(2, 3), filterW=r(2, 3), strideH=r(1, 2), strideW=r(1, 2),
+                        dilationH=r(1, 2), dilationW=r(1, 2), padLeft=pads[0], padRight=pads[1],
+                        padTop=pads[2], padBottom=pads[3], channels=c1 * c0 if dense else r(1, c1 * c0),
+                        pad_bits=int(ctx.src.random(rng, 1)[0]))
+        out_h, out_w, m, _ = fmap_extents(fm)
+        if out_h > 0 and out_w > 0 and m >= MIN_FMAP_M:
+            return fm
+
+
+def _fmap_geometry(ctx: Context, v: Variant, rng, dense: bool) -> tuple[list[Descriptor], tuple[int, int]]:
+    """TIMG2COL: the feature-map source (a Matrix NORM (N*D*C1*H*W) x C0 tile, whole rectangle
+    valid) and the largest legal (posM, posK)."""
+    fm = _feature_map(ctx, rng, dense)
+    desc = _desc(ctx.src.name, fm.N * fm.D * fm.C1 * fm.H * fm.W, fm.C0, fm.N * fm.D * fm.C1 * fm.H * fm.W,
+                 fm.C0, location="Matrix")
+    _, _, m, k = fmap_extents(fm)
+    return [replace(desc, fmap=fm)], (m - v.vrow, k - v.vcol)
 
 
 def _offset_gprs(v: Variant, n: int, pes, limit: tuple[int, int], rng) -> np.ndarray | None:
@@ -273,7 +316,10 @@ def build_group(cls: CoverageClass, ctx: Context, n: int, rng: np.random.Generat
     pes = tuple(p for p in range(4) if v.pe_mask >> p & 1)
     roles = _roles(ctx)
     gprs = None
-    if ctx.movement:
+    if ctx.img2col:
+        descs, limit = _fmap_geometry(ctx, v, rng, cls.kind == "illegal")
+        gprs = _offset_gprs(v, n, pes, limit, rng)
+    elif ctx.movement:
         shapes, limit = _window_geometry(ctx, v)
         descs = [_desc(name, *shape[:4], layout=shape[4]) for name, shape in zip(roles, shapes)]
         gprs = _offset_gprs(v, n, pes, limit, rng)

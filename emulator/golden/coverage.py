@@ -31,7 +31,7 @@ FAMILY = {
     "TSHL": "shift", "TSHR": "shift", "TSEL": "select", "TCVT": "convert",
     "TABS": "unary", "TNEG": "unary", "TRELU": "unary", "TEXP": "unary", "TLOG": "unary",
     "TRECIP": "unary", "TSQRT": "unary", "TRSQRT": "unary",
-    "TEXTRACT": "move", "TINSERT": "move",
+    "TEXTRACT": "move", "TINSERT": "move", "TIMG2COL": "move",
 }
 
 
@@ -53,8 +53,18 @@ class Context:
 
     @property
     def movement(self) -> bool:
-        """TEXTRACT/TINSERT: encodings move unchanged through a GPR-offset window."""
+        """TEXTRACT/TINSERT/TIMG2COL: encodings move unchanged through GPR offsets (posM, posK)."""
+        return self.op.schema in (I.EXTRACT, I.INSERT, I.IMG2COL)
+
+    @property
+    def window(self) -> bool:
+        """TEXTRACT/TINSERT: a window of a tile, placed by B.DATR.Layout."""
         return self.op.schema in (I.EXTRACT, I.INSERT)
+
+    @property
+    def img2col(self) -> bool:
+        """TIMG2COL: the source is a Matrix feature map carrying its descriptor."""
+        return self.op.schema == I.IMG2COL
 
     @property
     def value_arity(self) -> int:
@@ -76,7 +86,7 @@ class Variant:
     dest_capacity: int | None = None   # explicit destination capacity (None: omitted)
     mutation: str | None = None   # illegal classes: the name of the mutation (cases.MUTATIONS)
     undefined_outside: bool = False    # elements outside the valid rectangle are undefined
-    # TEXTRACT / TINSERT: where the window sits (GPR offsets through B.IOR) and the layouts
+    # TEXTRACT / TINSERT / TIMG2COL: where the window sits (GPR offsets through B.IOR) and the layouts
     offsets: str = "random"       # none (B.IOR omitted) | random | edge (largest legal) | beyond
     layout: int = 0               # B.DATR.Layout of the destination
     src_layout: int = 0           # layout of the window source (TEXTRACT source, TINSERT insertion)
@@ -287,6 +297,14 @@ def _movement(ctx):
     return ctx.movement
 
 
+def _window(ctx):
+    return ctx.window
+
+
+def _img2col(ctx):
+    return ctx.img2col
+
+
 def _has_pad(ctx):
     return "PadValueOrByteId" in ctx.op.datr
 
@@ -368,9 +386,9 @@ CLASSES: tuple[CoverageClass, ...] = (
     _shape("dest_aliases_source", "the destination renames a source", _always, _v(alias=True)),
     _shape("offset_none", "B.IOR omitted: both offsets 0", _movement, _v(offsets="none")),
     _shape("offset_edge", "the window at the largest legal offsets", _movement, _v(offsets="edge")),
-    _shape("layout_dn", "destination Layout DN", _movement, _v(layout=1)),
-    _shape("layout_fractal", "destination in a fractal layout (NZ)", _movement, _v(layout=2)),
-    _shape("source_layout", "the window source in a fractal layout (ZN)", _movement, _v(src_layout=3)),
+    _shape("layout_dn", "destination Layout DN", _window, _v(layout=1)),
+    _shape("layout_fractal", "destination in a fractal layout (NZ)", _window, _v(layout=2)),
+    _shape("source_layout", "the window source in a fractal layout (ZN)", _window, _v(src_layout=3)),
     # ---- one class per MUST-reject rule a one-block case can break
     _illegal("BINDING_COUNT", "B.IOT binds one tile too few"),
     _illegal("PE_MASK_MISMATCH", "two bindings carry different PE_MASKs", lambda c: c.op.arity >= 1),
@@ -394,6 +412,7 @@ CLASSES: tuple[CoverageClass, ...] = (
     _illegal("INT_DIVIDE_BY_ZERO", "an integer zero divisor", lambda c: c.op.int_zero_check and _int(c)),
     _illegal("OFFSET_RANGE", "a window one past the edge", _movement),
     _illegal("IOR_NONZERO", "B.IOR.RegSrc2 nonzero", _movement),
+    _illegal("DESCRIPTOR_INVALID", "a feature map whose channel count exceeds C1*C0", _img2col),
 )
 
 BY_NAME = {c.name: c for c in CLASSES}

@@ -37,7 +37,6 @@ CHUNK_CASES = 1 << 16
 GROUP_CASES = 4096
 MANIFEST = "manifest.json"
 PARAMS = "generation.json"
-SUPPORTED_SCHEMAS = (I.BINARY, I.UNARY, I.TERNARY, I.COMPARE, I.SELECT, I.CONVERT, I.EXTRACT, I.INSERT)
 RMODE_NAMES = tuple(F.RMODES.values())
 # Class shares of each chunk: value classes carry most cases; every applicable class gets >= 1.
 KIND_SHARE = {"value": 0.75, "shape": 0.20, "illegal": 0.05}
@@ -110,9 +109,6 @@ def partitions(p: Params) -> list[Partition]:
         except KeyError:
             raise GoldenError(f"unknown op {quote(op_name)}; ops: "
                               + ", ".join(i.mnemonic for i in I.INSTRUCTIONS)) from None
-        if op.schema not in SUPPORTED_SCHEMAS:
-            raise GoldenError(f"{op.mnemonic}: golden generation covers the element-wise schemas, TCVT, "
-                              f"TEXTRACT and TINSERT; {op.mnemonic} ({op.schema}) is not generated yet")
         for dt_name in p.dtypes:
             dt = _dtype(dt_name)
             if dt not in op.dtypes:

@@ -74,10 +74,16 @@ def _rebuild(t: pa.Table) -> Group | None:
     for name in f:
         if name in ("payload", "defined"):
             continue
-        col = f[name].to_numpy(zero_copy_only=False).reshape(n, k)
+        col = f[name]
+        if name == "fmap_params":                     # a list per entry: compare its text
+            col = pa.array([str(x) for x in col.to_pylist()], pa.string())
+        col = col.to_numpy(zero_copy_only=False).reshape(n, k)
         if not np.all(col == col[:1]):
             return None
-    entries = [descriptor_at(f, j) for j in range(k)]
+    try:
+        entries = [descriptor_at(f, j) for j in range(k)]
+    except ValueError as exc:
+        raise GoldenError(f"case {t.column('case')[0].as_py()}: inputs: {exc}") from None
     tiles, j = [], 0
     while j < k:
         pe0, tid, desc = entries[j]

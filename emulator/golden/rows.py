@@ -7,13 +7,16 @@ import pyarrow as pa
 
 from isa.datatypes import datatype
 
-from ..tiles import Descriptor
+from ..tiles import Descriptor, FeatureMap
 from .cases import Group, Outcome, stream_of
 
 DESC_FIELDS = [("pe", pa.uint8()), ("tile", pa.uint32()), ("location", pa.string()), ("kind", pa.string()),
                ("dtype", pa.string()), ("Row", pa.uint32()), ("Col", pa.uint32()), ("ValidRow", pa.uint32()),
                ("ValidCol", pa.uint32()), ("Layout", pa.uint8()), ("capacity", pa.uint64()),
-               ("payload", pa.binary()), ("defined", pa.binary())]
+               ("payload", pa.binary()), ("defined", pa.binary()),
+               # TIMG2COL's feature-map descriptor, as docs/state-format.md's columns ("" = none)
+               ("fmap_layout", pa.string()), ("fmap_params", pa.list_(pa.int64())),
+               ("fmap_pad_bits", pa.uint64()), ("fmap_transposed", pa.bool_())]
 TILE = pa.struct(DESC_FIELDS)
 OUT_TILE = pa.struct(DESC_FIELDS + [("status", pa.uint8())])
 GPR = pa.struct([("pe", pa.uint8()), ("index", pa.uint8()), ("value", pa.uint64())])
@@ -100,6 +103,7 @@ def _tiles_array(n: int, descs: list[tuple[Descriptor, int, tuple[int, ...]]], p
         "capacity": rep([x.capacity for x in d], pa.uint64()),
         "payload": _binary(payloads) if k else pa.array([], pa.binary()),
         "defined": _binary(defineds) if k else pa.array([], pa.binary()),
+        **_fmap_fields(n, descs),
     }
     typ = TILE
     if status is not None:
@@ -113,6 +117,19 @@ def _tiles_array(n: int, descs: list[tuple[Descriptor, int, tuple[int, ...]]], p
         keep = np.repeat(present, k)
         flat = flat.filter(pa.array(keep))
     return pa.ListArray.from_arrays(pa.array(offsets), flat)
+
+
+def _fmap_fields(n: int, descs: list[tuple[Descriptor, int, tuple[int, ...]]]) -> dict:
+    """The fmap_* fields of n cases' tile entries: the descriptors are per group, so one case's
+    entries are built (a few per group, not per element) and tiled n times."""
+    fms = [d.fmap for d, _, pes in descs for _ in pes]
+    params = [[] if f is None else list(f.params()) for f in fms]
+    return {
+        "fmap_layout": pa.array(["" if f is None else f.layout for f in fms] * n, pa.string()),
+        "fmap_params": pa.array(params * n, pa.list_(pa.int64())),
+        "fmap_pad_bits": pa.array([0 if f is None else f.pad_bits for f in fms] * n, pa.uint64()),
+        "fmap_transposed": pa.array([False if f is None else f.transposed for f in fms] * n, pa.bool_()),
+    }
 
 
 def gprs_array(gprs: np.ndarray | None, n: int) -> pa.Array:
@@ -214,5 +231,19 @@ def descriptor_at(fields: dict, i: int) -> tuple[int, int, Descriptor]:
     v = {name: fields[name][i].as_py() for name in fields if name not in ("payload", "defined", "status")}
     dt = v["dtype"]
     desc = Descriptor(v["location"], v["kind"], None if dt == "" else datatype(dt).code, v["Row"], v["Col"],
-                      v["ValidRow"], v["ValidCol"], v["Layout"], "standard", v["capacity"])
+                      v["ValidRow"], v["ValidCol"], v["Layout"], "standard", v["capacity"], _fmap(v))
     return v["pe"], v["tile"], desc
+
+
+def _fmap(v: dict) -> FeatureMap | None:
+    """The entry's feature-map descriptor (None without one); ValueError when malformed."""
+    if not v.get("fmap_layout"):
+        if v.get("fmap_params") or v.get("fmap_pad_bits") or v.get("fmap_transposed"):
+            raise ValueError("fmap_params, fmap_pad_bits or fmap_transposed set without fmap_layout")
+        return None
+    params = v.get("fmap_params") or []
+    if len(params) != len(FeatureMap.PARAMS):
+        raise ValueError(f"fmap_params holds {len(params)} values; expected {len(FeatureMap.PARAMS)} "
+                         f"({', '.join(FeatureMap.PARAMS)})")
+    return FeatureMap(v["fmap_layout"], *params, pad_bits=v.get("fmap_pad_bits") or 0,
+                      transposed=bool(v.get("fmap_transposed")))

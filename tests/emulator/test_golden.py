@@ -184,6 +184,85 @@ def test_textract_cases_copy_the_window_their_gprs_name(tmp_path):
     assert main(["verify", str(out), "--quiet"]) == 0
 
 
+def _img2col_reference(fm: dict, fmap: np.ndarray, pad: int, pos_m: int, pos_k: int, vrow: int, vcol: int):
+    """Decision 128 (docs/machine.md), element by element: m = posM + r -> (n, d, outRow, outCol),
+    k = posK + c -> (c1, kernelRow, kernelCol, c0); the input position outRow*strideH +
+    kernelRow*dilationH - padTop (columns likewise) outside the map, or a channel c1*C0 + c0 at or
+    beyond `channels`, reads the padding value."""
+    out_h = (fm["H"] + fm["padTop"] + fm["padBottom"] - fm["dilationH"] * (fm["filterH"] - 1) - 1) // fm["strideH"] + 1
+    out_w = (fm["W"] + fm["padLeft"] + fm["padRight"] - fm["dilationW"] * (fm["filterW"] - 1) - 1) // fm["strideW"] + 1
+    x = fmap.reshape(fm["N"], fm["D"], fm["C1"], fm["H"], fm["W"], fm["C0"])
+    want = np.zeros((vrow, vcol), fmap.dtype)
+    for r in range(vrow):
+        m = pos_m + r
+        n, d, oh, ow = m // (fm["D"] * out_h * out_w), m // (out_h * out_w) % fm["D"], m // out_w % out_h, m % out_w
+        for c in range(vcol):
+            k = pos_k + c
+            c1, kr = k // (fm["filterH"] * fm["filterW"] * fm["C0"]), k // (fm["filterW"] * fm["C0"]) % fm["filterH"]
+            kc, c0 = k // fm["C0"] % fm["filterW"], k % fm["C0"]
+            ih = oh * fm["strideH"] + kr * fm["dilationH"] - fm["padTop"]
+            iw = ow * fm["strideW"] + kc * fm["dilationW"] - fm["padLeft"]
+            inside = 0 <= ih < fm["H"] and 0 <= iw < fm["W"] and c1 * fm["C0"] + c0 < fm["channels"]
+            want[r, c] = x[n, d, c1, ih, iw, c0] if inside else pad
+    return want, fm["N"] * fm["D"] * out_h * out_w, fm["C1"] * fm["filterH"] * fm["filterW"] * fm["C0"]
+
+
+def test_timg2col_cases_follow_decision_128(tmp_path):
+    """TIMG2COL golden rows: each committed case's valid rectangle equals Decision 128's formula
+    computed here from the row's own feature-map descriptor, payload and offsets (r1 = posM,
+    r2 = posK); the feature-map descriptor round-trips through the rows (verify replays them)."""
+    from emulator.tiles import FeatureMap
+    out = tmp_path / "x"
+    assert main(["golden", "--ops", "TIMG2COL", "--dtypes", "FP16,S8", *ARGS, "--out", str(out)]) == 0
+    checked = {"NC1HWC0": 0, "NDC1HWC0": 0}
+    for part, raw in (("op=TIMG2COL/dtype=FP16", "<u2"), ("op=TIMG2COL/dtype=S8", "u1")):
+        for r in rows(out, part):
+            if r["outcome"] != "commit":
+                continue
+            regs = {(g["pe"], g["index"]): g["value"] for g in r["gprs"]}
+            for o in r["outputs"]:
+                src = next(t for t in r["inputs"] if t["pe"] == o["pe"])
+                fm = dict(zip(FeatureMap.PARAMS, src["fmap_params"]))
+                assert src["location"] == "Matrix" and (src["Row"], src["Col"]) == (
+                    fm["N"] * fm["D"] * fm["C1"] * fm["H"] * fm["W"], fm["C0"])
+                pos_m, pos_k = regs.get((o["pe"], 1), 0) & 0xFFFF, regs.get((o["pe"], 2), 0) & 0xFFFF
+                vr, vc = o["ValidRow"], o["ValidCol"]
+                want, m_ext, k_ext = _img2col_reference(fm, np.frombuffer(src["payload"], raw), src["fmap_pad_bits"],
+                                                        pos_m, pos_k, vr, vc)
+                assert pos_m + vr <= m_ext and pos_k + vc <= k_ext
+                d = np.frombuffer(o["payload"], raw).reshape(o["Row"], o["Col"])
+                assert (d[:vr, :vc] == want).all(), (r["case"], r["class"])
+                assert o["location"] == "Matrix" and o["Layout"] == 0 and o["fmap_layout"] == ""
+                checked[src["fmap_layout"]] += 1
+        reasons = {r["class"]: r["reason"] for r in rows(out, part) if r["class"].startswith("illegal_")}
+        assert reasons["illegal_descriptor_invalid"] == "DESCRIPTOR_INVALID"
+        assert reasons["illegal_offset_range"] == "OFFSET_RANGE"
+    assert checked["NC1HWC0"] > 50
+    for backend in ("cpu", "reference"):
+        assert main(["verify", str(out), "--backend", backend, "--quiet"]) == 0
+
+
+def test_a_feature_map_descriptor_edited_in_the_rows_is_a_mismatch(tmp_path, capsys):
+    """The replay rebuilds the feature map from the rows: a changed padding value is caught."""
+    import pyarrow as pa
+    out = tmp_path / "x"
+    assert main(["golden", "--ops", "TIMG2COL", "--dtypes", "FP16", *ARGS, "--out", str(out)]) == 0
+    f = out / "op=TIMG2COL/dtype=FP16/part-00000.parquet"
+    t = pq.read_table(f).to_pylist()
+    for r in t:
+        for tile in r["inputs"]:
+            tile["fmap_pad_bits"] ^= 1
+            tile["fmap_params"][-1] = 1              # channels = 1: most reads become padding
+    pq.write_table(pa.Table.from_pylist(t, schema=pq.read_schema(f)), f)
+    m = json.loads((out / "manifest.json").read_text())
+    for p in m["partitions"]:
+        for rec in p["files"]:
+            rec["sha256"], rec["bytes"] = D.sha256(out / rec["path"]), f.stat().st_size
+    (out / "manifest.json").write_text(json.dumps(m))
+    assert main(["verify", str(out), "--quiet"]) == 1
+    assert "outputs.payload" in capsys.readouterr().out
+
+
 # ---------------------------------------------------------------------------- TestFloat
 
 TF_FLAGS = [(sf.ExceptionFlag.INEXACT, 1), (sf.ExceptionFlag.UNDERFLOW, 2), (sf.ExceptionFlag.OVERFLOW, 4),
@@ -245,7 +324,7 @@ def test_testfloat_conversion_lines_match_softfloat(tmp_path, capsysbinary):
     (["--ops", "TFOO", "--dtypes", "FP16"], "unknown op 'TFOO'"),
     (["--ops", "TADD", "--dtypes", "FP99"], "unknown DataType 'FP99'"),
     (["--ops", "TAND", "--dtypes", "FP16"], "TAND does not support FP16; supported: S16, S32"),
-    (["--ops", "TIMG2COL", "--dtypes", "FP16"], "not generated yet"),
+    (["--ops", "TIMG2COL", "--dtypes", "FP64"], "TIMG2COL does not support FP64"),
 ])
 def test_bad_names_are_one_line_errors(tmp_path, capsys, argv, message):
     assert main(["golden", *argv, "--cases", "5", "--out", str(tmp_path / "x")]) == 1
