@@ -742,17 +742,9 @@ class MachineBatch:
             self._build(dict(self._host))
         errors: list[StreamError | None] = [None] * self._n
         live_host: set[int] = set()
-        if isinstance(stream, (bytes, bytearray, memoryview)):
-            from isa import encoding
-            data = bytes(stream)
-            try:
-                encoding.check_header(data)
-            except DecodeError as exc:
-                err = StreamError(0, exc.offset, exc, whole_stream=True)
-                return BatchResult([0] * self._n, [err] * self._n)
-            items = encoding.iter_blocks(data)
-        else:
-            items = ((None, b) for b in stream)
+        items = self._items(stream)
+        if isinstance(items, BatchResult):
+            return items
         index = 0
         try:
             for offset, block in items:
@@ -766,6 +758,20 @@ class MachineBatch:
         executed = [index if e is None else e.index for e in errors]
         return BatchResult(executed, errors)
 
+    def _items(self, stream):
+        """(byte offset or None, Block) pairs of a stream, or the BatchResult of a stream whose
+        header or length is wrong (no block runs on any machine)."""
+        if not isinstance(stream, (bytes, bytearray, memoryview)):
+            return ((None, b) for b in stream)
+        from isa import encoding
+        data = bytes(stream)
+        try:
+            encoding.check_header(data)
+        except DecodeError as exc:
+            err = StreamError(0, exc.offset, exc, whole_stream=True)
+            return BatchResult([0] * self._n, [err] * self._n)
+        return iter(encoding.iter_blocks(data))
+
     def _run_fused(self, stream) -> BatchResult:
         """run(fuse=True): the stream read through a window of the next fusion.MAX_CHAIN
         blocks (memory stays bounded); a chain that starts the window runs in one pass
@@ -778,17 +784,9 @@ class MachineBatch:
             self._build(dict(self._host))
         errors: list[StreamError | None] = [None] * self._n
         live_host: set[int] = set()
-        if isinstance(stream, (bytes, bytearray, memoryview)):
-            from isa import encoding
-            data = bytes(stream)
-            try:
-                encoding.check_header(data)
-            except DecodeError as exc:
-                err = StreamError(0, exc.offset, exc, whole_stream=True)
-                return BatchResult([0] * self._n, [err] * self._n)
-            source = iter(encoding.iter_blocks(data))
-        else:
-            source = ((None, b) for b in stream)
+        source = self._items(stream)
+        if isinstance(source, BatchResult):
+            return source
         window: deque = deque()          # (offset, block, resolved or None) of the next blocks
         ended, undecodable = False, None
         fused: list[tuple[int, int]] = []
