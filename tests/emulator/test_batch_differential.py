@@ -3,6 +3,8 @@ ends exactly where each machine ends when run alone on the reference Machine: eq
 equal committed-block counts and equal StreamErrors (index, offset, reason, field, message).
 Streams mix every schema, DataTypes, descriptors, PE masks, GPR offsets, capacities, illegal
 blocks, undefined elements and zero divisors."""
+import contextlib
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -165,15 +167,23 @@ class HostArrays:
         return np.array(a)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=4), st.lists(blocks(), min_size=1, max_size=5))
-def test_the_engine_on_a_device_array_module_matches_the_reference(seeds, stream):
+@contextlib.contextmanager
+def device_stand_in():
+    """The `gpu` backend on HostArrays (NumPy dressed as a device module), no memory check;
+    a context manager, since hypothesis tests cannot take function-scoped fixtures."""
     import emulator.backends as backends
     import emulator.batch as batch_module
     resolve, check = batch_module.resolve_backend, backends.check_device_memory
     batch_module.resolve_backend = lambda name: ("gpu", HostArrays(), "gpu backend (NumPy stand-in)")
     backends.check_device_memory = lambda need: None
     try:
-        assert_batch_matches_reference([machine(s) for s in seeds], stream, backend="gpu")
+        yield
     finally:
         batch_module.resolve_backend, backends.check_device_memory = resolve, check
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=4), st.lists(blocks(), min_size=1, max_size=5))
+def test_the_engine_on_a_device_array_module_matches_the_reference(seeds, stream):
+    with device_stand_in():
+        assert_batch_matches_reference([machine(s) for s in seeds], stream, backend="gpu")

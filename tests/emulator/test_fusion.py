@@ -15,7 +15,7 @@ from isa.errors import EncodeError
 from isa.instructions import INSTRUCTIONS
 from isa.legality import resolve
 
-from test_batch_differential import PARTIAL, TYPED, HostArrays, blocks, error_key, machine
+from test_batch_differential import PARTIAL, TYPED, blocks, device_stand_in, error_key, machine
 
 POINTWISE = [r for r in INSTRUCTIONS if r.schema in (I.BINARY, I.UNARY, I.TERNARY, I.COMPARE)]
 ROW = {r.mnemonic: r for r in INSTRUCTIONS}
@@ -162,15 +162,8 @@ def test_chains_are_cut_at_the_bound_and_split_where_masks_or_rectangles_differ(
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=4), streams)
 def test_a_fused_run_on_a_device_array_module_matches_the_reference(seeds, stream):
-    import emulator.backends as backends
-    import emulator.batch as batch_module
-    resolve_, check = batch_module.resolve_backend, backends.check_device_memory
-    batch_module.resolve_backend = lambda name: ("gpu", HostArrays(), "gpu backend (NumPy stand-in)")
-    backends.check_device_memory = lambda need: None
-    try:
+    with device_stand_in():
         assert_fused_matches_reference([machine(s) for s in seeds], stream, backend="gpu")
-    finally:
-        batch_module.resolve_backend, backends.check_device_memory = resolve_, check
 
 
 def test_tile_emu_run_fuse_writes_the_states_the_unfused_run_writes(tmp_path, capsys):
