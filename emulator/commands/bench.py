@@ -197,6 +197,8 @@ def golden_setup(op: str, dtype: str, dst: str | None = None, sat: bool = False)
     """n golden cases of one partition generated and written as Parquet (the whole pipeline of
     `tile-emu golden`, in-process), against pyarrow writing the same rows to Parquet alone."""
     def setup(n: int):
+        import atexit
+        import os
         import shutil
         import tempfile
 
@@ -207,7 +209,9 @@ def golden_setup(op: str, dtype: str, dst: str | None = None, sat: bool = False)
                      rmodes=("RNE",), sat=(int(sat),))
         part = D.partitions(p)[0]
         chunks = D.chunks(p)
-        folder = tempfile.mkdtemp(prefix="tile-emu-bench-golden-")
+        scratch = tempfile.mkdtemp(prefix="tile-emu-bench-golden-")   # scratch, not an output:
+        atexit.register(shutil.rmtree, scratch, True)                 # removed when bench ends
+        folder = os.path.join(scratch, "dataset")
         table = D.chunk_table(p, part, 0, min(n, p.chunk_cases))
         copies = -(-n // len(table))
 
@@ -218,7 +222,8 @@ def golden_setup(op: str, dtype: str, dst: str | None = None, sat: bool = False)
 
         def base():
             for i in range(copies):
-                pq.write_table(table, f"{folder}.base.parquet", compression="zstd", write_statistics=False)
+                pq.write_table(table, os.path.join(scratch, "base.parquet"), compression="zstd",
+                               write_statistics=False)
         return ours, base
     return setup
 
