@@ -18,6 +18,19 @@ cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
 out=${OUT:-/tmp/gpu_check}
 mkdir -p "$out"
+# The GPU machine has no registry and does not install this package: wheels of what it lacks
+# (gmpy2, softfloatpy) travel in the git-ignored .whl/ (device tool: carry [".whl"]; fetch them
+# with the `pip download` line in docs/performance.md, "GPU"), and `tile-emu` runs as a module.
+if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/tile-emu-site .whl/*.whl && export PYTHONPATH="$PYTHONPATH:/tmp/tile-emu-site"
+fi
+if ! command -v tile-emu >/dev/null 2>&1; then
+    mkdir -p /tmp/tile-emu-bin
+    printf '#!/bin/sh\nexec python3 -m emulator.cli "$@"\n' >/tmp/tile-emu-bin/tile-emu
+    chmod +x /tmp/tile-emu-bin/tile-emu
+    export PATH="/tmp/tile-emu-bin:$PATH"
+fi
 log=$out/gpu_check.txt
 : >"$log"
 status=0

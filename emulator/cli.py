@@ -115,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
         return exc.status
     except BrokenPipeError:
         return 0
+    except ImportError as exc:     # an optional library this run needs (gmpy2, cupy, distributed)
+        print(f"tile-emu {name}: cannot run: {str(exc).splitlines()[0] if str(exc) else exc!r}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
