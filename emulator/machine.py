@@ -29,7 +29,8 @@ from .backends import resolve_backend
 from .config import MachineConfig
 from .state import TILE_ID_LIMIT, MachineState, PEState, validate_tile  # noqa: F401  (re-exported)
 from .tiles import (FMAP_LAYOUTS, KINDS, LOCATIONS, REPRESENTATIONS, Descriptor, FeatureMap, Tile,
-                    element_dtype, make_tile, pack_defined, pack_elements, to_logical, to_physical)
+                    element_dtype, make_tile, pack_defined, pack_elements, rows_of_one_stack, stacked_tiles,
+                    to_logical, to_physical)
 
 GPR_MASK = (1 << 64) - 1
 # Machine.run on a non-reference backend: emulator.batch sets this to its one-machine adapter
@@ -156,19 +157,51 @@ class Machine:
         groups = preflight.pe_groups(self, rb, pes)    # one group unless TCMP/TCVT source rows differ
         for group in groups:
             plan = preflight.plan(self, rb, group)
+            if len(group) > 1:
+                self._restack(rb, plan)
             out = semantics.EXECUTORS[mn](plan)
             bits = to_physical(plan.dest, out.bits)
             defined = to_physical(plan.dest, out.defined, fill=False)
-            bits.flags.writeable = defined.flags.writeable = False
-            stack = (bits, defined)
-            staged += [(p, Tile(plan.dest, bits[k], defined[k], stack + (k,)), int(out.status[k]))
-                       for k, p in enumerate(group)]
+            # a whole-tile result is defined everywhere, in physical order too when no layout
+            # adds unused elements: its tiles' definedness memo needs no scan
+            known = defined.size == out.defined.size and semantics.is_all_defined(out.defined)
+            tiles = stacked_tiles(plan.dest, bits, defined, known)
+            staged.append((group, tiles, out.status.tolist()))
         # ---- commit: nothing below can fail
-        for p, tile, status in staged:
-            self._pes[p].tiles[rb.dest.tile] = tile
-            self._pes[p].status = status
-        status = {p: s for p, _, s in staged}
-        return BlockResult(mn, pes, rb.dest.tile, status if len(groups) == 1 else dict(sorted(status.items())))
+        dest, status = rb.dest.tile, {}
+        for group, tiles, flags in staged:
+            for p, tile, s in zip(group, tiles, flags):
+                pe = self._pes[p]
+                pe.tiles[dest] = tile
+                pe.status = s
+                status[p] = s
+        return BlockResult(mn, pes, dest, status if len(groups) == 1 else dict(sorted(status.items())))
+
+    def _restack(self, rb, plan) -> None:
+        """Hold each source the block reads on several PEs, when its tiles there share one
+        descriptor but are not rows of one stack (write_tile and state files make tiles one by
+        one), as rows of one (P, elements) copy, and re-point this machine's tiles at them: the
+        same descriptor and bytes, so no architectural change (digest, read_tile and every rule
+        see the same tile), and this block and later ones over these PEs read the source in
+        place instead of stacking a copy each time.  Runs after preflight.plan, on tiles it
+        found; the arrays are read-only like every tile's."""
+        done = {}
+        for role, binding in enumerate(rb.sources):
+            tid = binding.tile
+            if tid in done:
+                plan.sources[role] = done[tid]
+                continue
+            tiles = plan.sources[role]
+            d0 = tiles[0].desc
+            if rows_of_one_stack(tiles) is not None or any(t.desc is not d0 for t in tiles):
+                continue
+            elems = np.stack([t.elems for t in tiles])
+            defined = np.stack([t.defined for t in tiles])
+            known = all(t.__dict__.get("fully_defined", False) for t in tiles)
+            new = stacked_tiles(d0, elems, defined, known)
+            for p, t in zip(plan.pes, new):
+                self._pes[p].tiles[tid] = t
+            plan.sources[role] = done[tid] = new
 
     def run(self, stream: bytes | bytearray | memoryview | Sequence[Block] | Iterable[Block]) -> RunResult:
         """Execute blocks in order; stop at the first block that fails to decode or execute."""

@@ -23,7 +23,7 @@ from isa.datatypes import DataType
 
 from .padding import pad_outside
 from .preflight import Plan, fmap_extents, illegal
-from .tiles import Descriptor, Tile, element_dtype, index_grid
+from .tiles import Descriptor, Tile, element_dtype, index_grid, rows_of_one_stack
 
 
 @dataclass
@@ -105,25 +105,13 @@ def gather(tiles: list[Tile], r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray,
             sel = np.array([k == key for k in keys])
             idx[sel] = index_grid(tiles[first].desc)[r[sel], c[sel]]
     idx = idx + base
-    if P == 1:
-        flat_bits, flat_def = tiles[0].elems, tiles[0].defined
+    both = rows_of_one_stack(tiles) if len(groups) == 1 else None
+    if both is not None:                       # rows of one stack: flat without a copy (or one)
+        flat_bits, flat_def = both[0].reshape(-1), both[1].reshape(-1)
     else:
         flat_bits = np.concatenate([t.elems for t in tiles])
         flat_def = np.concatenate([t.defined for t in tiles])
     return flat_bits[idx], flat_def[idx]
-
-
-def _stacked(tiles: list[Tile]):
-    """The (P, elements) payload and definedness arrays whose rows are `tiles` in order, when one
-    commit made them so (Tile.stack): no copy.  None otherwise."""
-    first = tiles[0].stack
-    if first is None or first[0].shape[0] != len(tiles):
-        return None
-    e = first[0]
-    for k, t in enumerate(tiles):
-        if t.stack is None or t.stack[0] is not e or t.stack[2] != k:
-            return None
-    return e, first[1]
 
 
 def read_window(tiles: list[Tile], r0, c0, nr: int, nc: int) -> tuple[np.ndarray, np.ndarray]:
@@ -142,7 +130,7 @@ def read_window(tiles: list[Tile], r0, c0, nr: int, nc: int) -> tuple[np.ndarray
         same = all(t.desc is d0 or t.desc == d0 for t in tiles)
     if same and zero and d0.layout_key == 0:   # the common case: row-major views, stacked once
         P, shape = len(tiles), (len(tiles), d0.Row, d0.Col)
-        both = _stacked(tiles)
+        both = rows_of_one_stack(tiles)
         if both is None:
             both = (np.concatenate([t.elems for t in tiles]), np.concatenate([t.defined for t in tiles]))
         bits, defined = both[0].reshape(shape), both[1].reshape(shape)
@@ -245,6 +233,12 @@ def all_defined(shape: tuple[int, ...]) -> np.ndarray:
     return a
 
 
+def is_all_defined(defined: np.ndarray) -> bool:
+    """True when `defined` is a shared all-defined array of `all_defined` (a whole-tile result):
+    its tiles' definedness memo can be set without a scan.  False says nothing."""
+    return not defined.flags.writeable and defined is all_defined(defined.shape)
+
+
 def padded(plan: Plan, valid_bits: np.ndarray, status: np.ndarray, pad_dtype: str | None) -> Outcome:
     """The full destination: valid results, then PadValue outside ValidRow x ValidCol."""
     d: Descriptor = plan.dest
@@ -260,12 +254,24 @@ def padded(plan: Plan, valid_bits: np.ndarray, status: np.ndarray, pad_dtype: st
     return Outcome(bits, defined, status)
 
 
+def known_defined(tiles) -> bool:
+    """True when every tile of a role is wholly defined by its memo (Tile.fully_defined), so no
+    window of it can hold an undefined element; False means "look at the elements read"."""
+    if isinstance(tiles, TileStack):
+        return False
+    for t in tiles:
+        if not t.fully_defined:
+            return False
+    return True
+
+
 def _read_checked(plan: Plan) -> list[np.ndarray]:
     """Snapshot every source's valid rectangle, requiring each element defined."""
     out = []
     for role in range(len(plan.sources)):
         bits, defined = read_valid(plan, role)
-        require_defined(plan, role, defined)
+        if not known_defined(plan.sources[role]):
+            require_defined(plan, role, defined)
         out.append(bits)
     return out
 
@@ -280,10 +286,11 @@ def ex_numeric(plan: Plan) -> Outcome:
         require_nonzero_divisor(plan, 1, ops[1])
     for role, bits in enumerate(ops):
         require_encodings(plan, role, bits, rb.dtype)
-    from kernels.numeric import elementwise
-    bits, flags = elementwise(rb.instr.mnemonic, rb.dtype.name, *ops, profile=plan.profile)
+    from kernels.numeric import elementwise_status
+    bits, status = elementwise_status(rb.instr.mnemonic, rb.dtype.name, *ops, groups=len(plan.pes),
+                                      profile=plan.profile)
     bits = _shaped(bits, ops[0].shape).astype(element_dtype(plan.dest), copy=False)
-    return padded(plan, bits, status_of(_shaped(flags, ops[0].shape), len(plan.pes)), rb.dtype.name)
+    return padded(plan, bits, status, rb.dtype.name)
 
 
 def ex_compare(plan: Plan) -> Outcome:

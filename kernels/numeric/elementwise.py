@@ -224,3 +224,27 @@ def elementwise(op: str, dtype, *operands, profile: str | Profile = "ieee", cmod
     if flags.size != bits.size or not flags.flags.writeable:   # a scalar or a broadcast view
         flags = np.broadcast_to(flags, (bits.size,)).copy()
     return bits, flags.reshape(shape)
+
+
+def elementwise_status(op: str, dtype, *operands, groups: int, profile: str | Profile = "ieee", cmode=None):
+    """(bits, status): `elementwise`'s bits, and for flags the OR of its per-element flags over
+    each of `groups` equal consecutive parts of the elements in C order (uint8 [groups]): the
+    numeric status of each PE of a block whose operands are stacked with a leading PE axis.
+    Bit-identical to elementwise followed by that reduction, which is what runs unless the
+    operands are NumPy arrays of one shape, already in the container dtype, of an op fastvec
+    serves: then the compiled loop runs without elementwise's per-call argument handling and
+    one pass over the flags gives both the status and the elements left to settle."""
+    ins, dt, impl = _resolve(op, dtype)
+    prof = resolve_profile(profile)
+    if cmode is None and len(operands) == ins.arity and fastvec.serves(ins.mnemonic, dt.name, prof):
+        raw = np.dtype(dt.raw_dtype)
+        shape = operands[0].shape
+        if all(type(x) is np.ndarray and x.dtype == raw and x.shape == shape for x in operands):
+            bits, status = fastvec.run_status(ins.mnemonic, dt.name, tuple(x.reshape(-1) for x in operands),
+                                              prof, REFERENCE[ins.mnemonic], groups)
+            return bits.reshape(shape), status
+    bits, flags = elementwise(op, dtype, *operands, profile=profile, cmode=cmode)
+    flags = np.asarray(flags, np.uint8)
+    if flags.size == 0:
+        return bits, np.zeros(groups, np.uint8)
+    return bits, np.bitwise_or.reduce(flags.reshape(groups, -1), axis=1)

@@ -321,9 +321,8 @@ def serves(op: str, name: str, prof) -> bool:
     return (name, op) in SCALAR and not prof.ftz
 
 
-def run(op, name, operands, prof, reference):
-    """(bits, flags) of `op` on container-dtype 1-D operands; marked elements go to fast.py
-    (and from there, if non-finite, to `reference`)."""
+def _marked(op, name, operands):
+    """(bits, flags) of the compiled loop alone: elements it cannot settle carry FALLBACK."""
     n = operands[0].shape[0]
     if name == "FP32":
         args = tuple(x.view(np.float32) for x in operands)
@@ -333,8 +332,36 @@ def run(op, name, operands, prof, reference):
         out = np.empty(n, operands[0].dtype)
     flags = np.empty(n, np.uint8)
     LOOPS[(name, op)](*args, out, flags)
-    bits = out.view(np.uint32) if name == "FP32" else out
-    if n and flags.max() == FALLBACK:
-        todo = np.flatnonzero(flags == FALLBACK)
-        bits[todo], flags[todo] = fast.run(op, name, [x[todo] for x in operands], prof, reference)
+    return (out.view(np.uint32) if name == "FP32" else out), flags
+
+
+def _settle(op, name, operands, prof, reference, bits, flags):
+    """Recompute the FALLBACK-marked elements with fast.py (in place)."""
+    todo = np.flatnonzero(flags == FALLBACK)
+    bits[todo], flags[todo] = fast.run(op, name, [x[todo] for x in operands], prof, reference)
+
+
+def run(op, name, operands, prof, reference):
+    """(bits, flags) of `op` on container-dtype 1-D operands; marked elements go to fast.py
+    (and from there, if non-finite, to `reference`)."""
+    bits, flags = _marked(op, name, operands)
+    if bits.shape[0] and flags.max() == FALLBACK:
+        _settle(op, name, operands, prof, reference, bits, flags)
     return bits, flags
+
+
+# Set in FALLBACK and in no flag (NV DZ OF UF NX are bits 0-4): an OR of flags that has it
+# covers a marked element.
+_MARK_BIT = np.uint8(0x80)
+
+
+def run_status(op, name, operands, prof, reference, groups: int):
+    """`run`'s bits and, instead of its flags, their OR over each of `groups` equal consecutive
+    parts: one pass over the flags both finds marked elements and gives the status."""
+    bits, flags = _marked(op, name, operands)
+    status = np.bitwise_or.reduce(flags.reshape(groups, -1), axis=1)
+    if (status & _MARK_BIT).any():
+        with np.errstate(all="ignore"):          # as elementwise runs the reference
+            _settle(op, name, operands, prof, reference, bits, flags)
+        status = np.bitwise_or.reduce(flags.reshape(groups, -1), axis=1)
+    return bits, status
