@@ -319,6 +319,18 @@ def plan(machine, rb: ResolvedBlock, pes: tuple[int, ...]) -> Plan:
     return Plan(rb, pes, sources, dest, row_off, col_off, machine.config.profile, status)
 
 
+def replan(machine, rb: ResolvedBlock, pes: tuple[int, ...], dest: Descriptor, sources: list) -> Plan:
+    """The plan of a block whose sources on `pes` are the very tiles (same objects) a previous
+    `plan` of the same resolved block accepted, with destination `dest`, and which reads no
+    B.IOR offsets: every descriptor rule is a function of those and passes again, so only the
+    rules that depend on the rest of the state -- the destination's allocation -- are checked,
+    and each PE's status is read afresh."""
+    _check_allocation(machine, rb, pes, dest)
+    status = np.array([machine._pes[pe].status for pe in pes], np.uint8)
+    z = _zeros(len(pes))
+    return Plan(rb, pes, sources, dest, z, z, machine.config.profile, status)
+
+
 def _check_allocation(machine, rb: ResolvedBlock, pes, dest: Descriptor):
     """The old tile under the destination's name is released only at commit (it may be a
     source), so the new one must fit beside everything the store holds now."""

@@ -39,14 +39,18 @@ class TileStack(Sequence):
     """P source tiles of one geometry (layout, Row, Col, elements) whose payloads are already
     stacked as (P, elements) arrays: how the batched engine (emulator/batch.py) hands a role
     of many machines to an executor without building P Tile objects.  Tile k's descriptor is
-    `descs[k // per]` (PE-major order: `per` machines share each PE's descriptor)."""
+    `descs[k // per]` (PE-major order: `per` machines share each PE's descriptor).  Machine
+    hands its sources over the same way (one descriptor, per = P), with `fully_defined` True
+    when every member tile is wholly defined (Tile.fully_defined): no element read can be
+    undefined."""
 
-    def __init__(self, descs, per: int, elems, defined):
+    def __init__(self, descs, per: int, elems, defined, fully_defined: bool = False):
         self.descs = tuple(descs)
         self.desc = self.descs[0]
         self.per = per
         self.elems = elems
         self.defined = defined
+        self.fully_defined = fully_defined
 
     def __len__(self) -> int:
         return self.elems.shape[0]
@@ -121,9 +125,12 @@ def read_window(tiles: list[Tile], r0, c0, nr: int, nc: int) -> tuple[np.ndarray
     if isinstance(tiles, TileStack):
         d0 = tiles.desc
         if zero and d0.layout_key == 0:          # row-major views of the stacked payloads
-            n, P = d0.Row * d0.Col, len(tiles)
-            return (tiles.elems[:, :n].reshape(P, d0.Row, d0.Col)[:, :nr, :nc],
-                    tiles.defined[:, :n].reshape(P, d0.Row, d0.Col)[:, :nr, :nc])
+            e, d = tiles.elems, tiles.defined
+            shape = (e.shape[0], d0.Row, d0.Col)
+            if nr == d0.Row and nc == d0.Col:     # the whole tile (elements = Row*Col: NORM)
+                return e.reshape(shape), d.reshape(shape)
+            n = d0.Row * d0.Col
+            return e[:, :n].reshape(shape)[:, :nr, :nc], d[:, :n].reshape(shape)[:, :nr, :nc]
         same = False
     else:
         d0 = tiles[0].desc
@@ -258,7 +265,7 @@ def known_defined(tiles) -> bool:
     """True when every tile of a role is wholly defined by its memo (Tile.fully_defined), so no
     window of it can hold an undefined element; False means "look at the elements read"."""
     if isinstance(tiles, TileStack):
-        return False
+        return tiles.fully_defined
     for t in tiles:
         if not t.fully_defined:
             return False
@@ -284,13 +291,13 @@ def ex_numeric(plan: Plan) -> Outcome:
     ops = _read_checked(plan)
     if rb.instr.int_zero_check and rb.dtype.is_int:
         require_nonzero_divisor(plan, 1, ops[1])
-    for role, bits in enumerate(ops):
-        require_encodings(plan, role, bits, rb.dtype)
+    if not all(_every_pattern_valid(rb.dtype, bits) for bits in ops):
+        for role, bits in enumerate(ops):
+            require_encodings(plan, role, bits, rb.dtype)
     from kernels.numeric import elementwise_status
     bits, status = elementwise_status(rb.instr.mnemonic, rb.dtype.name, *ops, groups=len(plan.pes),
                                       profile=plan.profile)
-    bits = _shaped(bits, ops[0].shape).astype(element_dtype(plan.dest), copy=False)
-    return padded(plan, bits, status, rb.dtype.name)
+    return padded(plan, _shaped(bits, ops[0].shape), status, rb.dtype.name)
 
 
 def ex_compare(plan: Plan) -> Outcome:

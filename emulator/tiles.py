@@ -147,11 +147,11 @@ def stacked_tiles(desc: Descriptor, elems: np.ndarray, defined: np.ndarray,
     `fully_defined` True seeds each tile's memo (the caller knows every element is defined)."""
     elems.flags.writeable = defined.flags.writeable = False
     out = []
-    for k, (e, d) in enumerate(zip(elems, defined)):
-        # what Tile(desc, e, d, (elems, defined, k)) builds, without the frozen dataclass's
-        # per-field object.__setattr__: a block makes one tile per selected PE
+    for k in range(elems.shape[0]):
+        # what Tile(desc, elems[k], defined[k], (elems, defined, k)) builds, without the frozen
+        # dataclass's per-field object.__setattr__: a block makes one tile per selected PE
         t = _new_tile(Tile)
-        t.__dict__.update(desc=desc, elems=e, defined=d, stack=(elems, defined, k))
+        t.__dict__.update(desc=desc, elems=elems[k], defined=defined[k], stack=(elems, defined, k))
         if fully_defined:
             t.__dict__["fully_defined"] = True     # what the cached_property would compute
         out.append(t)

@@ -234,17 +234,44 @@ def elementwise_status(op: str, dtype, *operands, groups: int, profile: str | Pr
     operands are NumPy arrays of one shape, already in the container dtype, of an op fastvec
     serves: then the compiled loop runs without elementwise's per-call argument handling and
     one pass over the flags gives both the status and the elements left to settle."""
-    ins, dt, impl = _resolve(op, dtype)
-    prof = resolve_profile(profile)
-    if cmode is None and len(operands) == ins.arity and fastvec.serves(ins.mnemonic, dt.name, prof):
-        raw = np.dtype(dt.raw_dtype)
-        shape = operands[0].shape
-        if all(type(x) is np.ndarray and x.dtype == raw and x.shape == shape for x in operands):
-            bits, status = fastvec.run_status(ins.mnemonic, dt.name, tuple(x.reshape(-1) for x in operands),
-                                              prof, REFERENCE[ins.mnemonic], groups)
-            return bits.reshape(shape), status
+    direct = None
+    if cmode is None and isinstance(dtype, str) and isinstance(profile, str):
+        key = (op, dtype, profile)
+        direct = _DIRECT.get(key)
+        if direct is None:
+            direct = _direct(op, dtype, profile)
+            if len(_DIRECT) < 4096:
+                _DIRECT[key] = direct
+    if direct:
+        mnemonic, name, raw, prof, reference, arity = direct
+        if len(operands) == arity:
+            shape = operands[0].shape
+            flat = []
+            for x in operands:
+                if type(x) is not np.ndarray or x.dtype != raw or x.shape != shape:
+                    break
+                flat.append(x.reshape(-1))
+            else:
+                bits, status = fastvec.run_status(mnemonic, name, flat, prof, reference, groups)
+                return bits.reshape(shape), status
     bits, flags = elementwise(op, dtype, *operands, profile=profile, cmode=cmode)
     flags = np.asarray(flags, np.uint8)
     if flags.size == 0:
         return bits, np.zeros(groups, np.uint8)
     return bits, np.bitwise_or.reduce(flags.reshape(groups, -1), axis=1)
+
+
+# (op, dtype name, profile name) -> what elementwise_status's compiled path needs, or False when
+# fastvec does not serve it (or the names are not valid: elementwise then raises as it does)
+_DIRECT: dict = {}
+
+
+def _direct(op: str, dtype: str, profile: str):
+    try:
+        ins, dt, _ = _resolve(op, dtype)
+        prof = resolve_profile(profile)
+    except (UnsupportedOperation, ValueError):
+        return False
+    if not fastvec.serves(ins.mnemonic, dt.name, prof):
+        return False
+    return ins.mnemonic, dt.name, np.dtype(dt.raw_dtype), prof, REFERENCE[ins.mnemonic], ins.arity

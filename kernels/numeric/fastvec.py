@@ -352,7 +352,7 @@ def run(op, name, operands, prof, reference):
 
 # Set in FALLBACK and in no flag (NV DZ OF UF NX are bits 0-4): an OR of flags that has it
 # covers a marked element.
-_MARK_BIT = np.uint8(0x80)
+_MARK_BIT = 0x80
 
 
 def run_status(op, name, operands, prof, reference, groups: int):
@@ -360,7 +360,8 @@ def run_status(op, name, operands, prof, reference, groups: int):
     parts: one pass over the flags both finds marked elements and gives the status."""
     bits, flags = _marked(op, name, operands)
     status = np.bitwise_or.reduce(flags.reshape(groups, -1), axis=1)
-    if (status & _MARK_BIT).any():
+    # a block's few PEs: Python's max of a short list is cheaper than a NumPy call
+    if (max(status.tolist()) if groups <= 8 else int(status.max())) & _MARK_BIT:
         with np.errstate(all="ignore"):          # as elementwise runs the reference
             _settle(op, name, operands, prof, reference, bits, flags)
         status = np.bitwise_or.reduce(flags.reshape(groups, -1), axis=1)
