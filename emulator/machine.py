@@ -188,7 +188,7 @@ class Machine:
         last = self._last
         if last is not None and last[0] is rb and last[1] == pes and last[2] is self.config:
             stores = [self._pes[p].tiles for p in pes]
-            if all(store.get(b.tile) is t for b, held in zip(rb.sources, last[3]) for store, t in zip(stores, held)):
+            if _holds(stores, rb.sources, last[3]):
                 return preflight.replan(self, rb, pes, last[5], list(last[4]))
         plan = preflight.plan(self, rb, pes)
         self._stack_sources(rb, plan)
@@ -423,6 +423,17 @@ class Machine:
     def _check_pe(self, pe: int) -> None:
         if not (isinstance(pe, (int, np.integer)) and 0 <= pe < NUM_PES):
             raise ValueError(f"PE {pe!r} out of range 0..{NUM_PES - 1}")
+
+
+def _holds(stores, bindings, held) -> bool:
+    """Whether each store (one per PE) still holds, under each binding's tile id, the very tile
+    object `held[role][k]`."""
+    for b, tiles in zip(bindings, held):
+        tid = b.tile
+        for store, t in zip(stores, tiles):
+            if store.get(tid) is not t:
+                return False
+    return True
 
 
 def _as_raw(data: np.ndarray) -> np.ndarray:

@@ -250,9 +250,13 @@ def padded(plan: Plan, valid_bits: np.ndarray, status: np.ndarray, pad_dtype: st
     """The full destination: valid results, then PadValue outside ValidRow x ValidCol."""
     d: Descriptor = plan.dest
     P = len(plan.pes)
-    if (d.ValidRow, d.ValidCol) == (d.Row, d.Col):     # nothing to pad: the results are the tile
-        bits = np.ascontiguousarray(_shaped(valid_bits, (P, d.Row, d.Col)), element_dtype(d))
-        return Outcome(bits, all_defined((P, d.Row, d.Col)), status)
+    if d.ValidRow == d.Row and d.ValidCol == d.Col:     # nothing to pad: the results are the tile
+        shape, dtype = (P, d.Row, d.Col), element_dtype(d)
+        bits = valid_bits
+        if not (type(bits) is np.ndarray and bits.shape == shape and bits.dtype == dtype
+                and bits.flags.c_contiguous):
+            bits = np.ascontiguousarray(_shaped(bits, shape), dtype)
+        return Outcome(bits, all_defined(shape), status)
     bits = np.zeros((P, d.Row, d.Col), element_dtype(d))
     defined = np.zeros((P, d.Row, d.Col), bool)
     pad_outside(bits, defined, d.ValidRow, d.ValidCol, plan.rb.PadValue, pad_dtype)
@@ -297,7 +301,7 @@ def ex_numeric(plan: Plan) -> Outcome:
     from kernels.numeric import elementwise_status
     bits, status = elementwise_status(rb.instr.mnemonic, rb.dtype.name, *ops, groups=len(plan.pes),
                                       profile=plan.profile)
-    return padded(plan, _shaped(bits, ops[0].shape), status, rb.dtype.name)
+    return padded(plan, bits if bits.shape == ops[0].shape else _shaped(bits, ops[0].shape), status, rb.dtype.name)
 
 
 def ex_compare(plan: Plan) -> Outcome:
