@@ -282,9 +282,8 @@ def to_physical(desc: Descriptor, logical: np.ndarray, fill=0) -> np.ndarray:
     """Place a (..., Row, Col) logical array into (..., elements) physical order."""
     lead = logical.shape[:-2]
     flat = logical.reshape(lead + (desc.Row * desc.Col,))
-    if desc.layout_key == 0:
-        if desc.elements == desc.Row * desc.Col:
-            return flat
+    if desc.Layout == 0 and desc.representation == "standard":   # NORM: row-major, Row*Col elements
+        return flat
     out = np.full(lead + (desc.elements,), fill, dtype=logical.dtype)
     out[..., index_grid(desc).ravel()] = flat
     return out

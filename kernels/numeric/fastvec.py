@@ -327,7 +327,7 @@ def _marked(op, name, operands, flags=None):
     `flags`: a uint8 buffer of the elements' count to write them into (default: a new one)."""
     n = operands[0].shape[0]
     if name == "FP32":
-        args = tuple(x.view(np.float32) for x in operands)
+        args = [x.view(np.float32) for x in operands]
         out = np.empty(n, np.float32)
     else:
         args = operands
