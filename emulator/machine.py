@@ -163,9 +163,10 @@ class Machine:
             out = semantics.EXECUTORS[mn](plan)
             bits = to_physical(plan.dest, out.bits)
             defined = to_physical(plan.dest, out.defined, fill=False)
-            # a whole-tile result is defined everywhere, in physical order too when no layout
-            # adds unused elements: its tiles' definedness memo needs no scan
-            known = defined.size == out.defined.size and semantics.is_all_defined(out.defined)
+            # a whole-tile NORM result is defined everywhere, in physical order too (the same
+            # elements): its tiles' definedness memo needs no scan
+            d = plan.dest
+            known = d.Layout == 0 and d.representation == "standard" and semantics.is_all_defined(out.defined)
             tiles = stacked_tiles(plan.dest, bits, defined, known)
             staged.append((group, tiles, out.status.tolist()))
         # ---- commit: nothing below can fail

@@ -107,6 +107,18 @@ def test_the_definedness_memo_agrees_with_the_mask_for_every_tile_a_stream_leave
             assert t.fully_defined == bool(t.defined.all())
 
 
+@pytest.mark.parametrize("layout", range(13))
+def test_the_definedness_memo_of_a_result_in_any_layout_agrees_with_its_mask(layout):
+    m = machine(rows=16, cols=16)
+    assert same_as_rebuilt(m, blk("TEXTRACT", "FP32", [1], 3, mask=15, vc=16, vr=16, Layout=layout))[0] == "ok"
+    assert same_as_rebuilt(m, blk("TEXTRACT", "FP32", [1], 4, mask=15, vc=8, vr=8, col=16, cap=1024,
+                                  Layout=layout))[0] == "ok"           # padded: partly undefined
+    for pe in m._pes:
+        for tid in (3, 4):
+            t = pe.tiles[tid]
+            assert t.fully_defined == bool(t.defined.all())
+
+
 def test_a_window_inside_a_partly_defined_tile_is_still_read_and_checked_element_by_element():
     m = machine()
     defined = np.ones((2, 8), bool)
