@@ -120,10 +120,22 @@ def dest_descriptor(rb: ResolvedBlock, source_rows: int | None = None) -> Descri
         representation="standard", capacity=cap)
 
 
+_ZEROS: dict[int, np.ndarray] = {}
+
+
+def _zeros(n: int) -> np.ndarray:
+    """A shared read-only int64 zero vector: the offsets of every block without B.IOR."""
+    z = _ZEROS.get(n)
+    if z is None:
+        z = _ZEROS[n] = np.zeros(n, np.int64)
+        z.flags.writeable = False
+    return z
+
+
 def _offsets(machine, rb: ResolvedBlock, pes) -> tuple[np.ndarray, np.ndarray]:
     if rb.offset_regs is None:
-        z = np.zeros(len(pes), np.int64)
-        return z, z.copy()
+        z = _zeros(len(pes))
+        return z, z
     r0, r1 = rb.offset_regs
     return (np.array([machine.gpr(p, r0) & 0xFFFF for p in pes], np.int64),
             np.array([machine.gpr(p, r1) & 0xFFFF for p in pes], np.int64))
@@ -248,6 +260,34 @@ def _dest(rb: ResolvedBlock, src_rows: int | None) -> Descriptor:
     return dest
 
 
+# (id(rb), role, id(source descriptor), id(dest)) -> (rb, descriptor, dest, window bounds): a
+# source descriptor that passed every descriptor rule of that role of that block.  Those rules
+# (_check_source, check_fmap, window_bounds) are functions of exactly these objects, all
+# immutable and kept alive by the entry (so their ids are not reused); the PE and tile id only
+# name the tile in a rejection's message.  So an identical descriptor passes again without the
+# checks; only passes are kept, so every rejection is raised afresh, and the GPR-offset windows
+# (_check_window), the allocation and the status are checked on every block.
+_PASSED: dict[tuple, tuple] = {}
+
+
+def _source_passes(i: int, role: str, shape: str, t, pe: int, tile_id: int, rb: ResolvedBlock,
+                   dest: Descriptor):
+    """Check tile `t`'s descriptor as source role `i`: its window bounds (None: no window)."""
+    d = t.desc
+    key = (id(rb), i, id(d), id(dest))
+    hit = _PASSED.get(key)
+    if hit is not None and hit[0] is rb and hit[1] is d and hit[2] is dest:
+        return hit[3]
+    _check_source(i, role, shape, t, pe, rb, dest)
+    if shape == "fmap":
+        check_fmap(t, pe, tile_id)
+    bounds = window_bounds(rb, shape, d, dest)
+    if len(_PASSED) >= 4096:
+        _PASSED.clear()
+    _PASSED[key] = (rb, d, dest, bounds)
+    return bounds
+
+
 def plan(machine, rb: ResolvedBlock, pes: tuple[int, ...]) -> Plan:
     src_rows = None
     if row_follows_source(rb.instr):
@@ -256,28 +296,39 @@ def plan(machine, rb: ResolvedBlock, pes: tuple[int, ...]) -> Plan:
     dest = _dest(rb, src_rows)
     shapes = SOURCE_SHAPES[rb.instr.schema]
     row_off, col_off = _offsets(machine, rb, pes)
+    stores = [machine._pes[pe].tiles for pe in pes]
     sources: list[list[Tile]] = []
     for i, binding in enumerate(rb.sources):
-        role = rb.instr.sources[i]
+        tid = binding.tile
         tiles = []
         checked = None        # a descriptor that passed: PEs with an equal one pass too
-        for k, pe in enumerate(pes):
-            t = machine._pes[pe].tiles.get(binding.tile)
+        for k, store in enumerate(stores):
+            t = store.get(tid)
             if t is None:
-                illegal("SOURCE_MISSING", _binding(i), f"{role} tile {binding.tile} does not exist on PE{pe}")
+                illegal("SOURCE_MISSING", _binding(i), f"{rb.instr.sources[i]} tile {tid} does not exist "
+                                                       f"on PE{pes[k]}")
             if t.desc is not checked and t.desc != checked:
-                _check_source(i, role, shapes[i], t, pe, rb, dest)
-                if shapes[i] == "fmap":
-                    check_fmap(t, pe, binding.tile)
-                bounds = window_bounds(rb, shapes[i], t.desc, dest)
+                bounds = _source_passes(i, rb.instr.sources[i], shapes[i], t, pes[k], tid, rb, dest)
                 checked = t.desc
             if bounds is not None:
-                _check_window(i, role, t, pe, int(row_off[k]), int(col_off[k]), *bounds, rb)
+                _check_window(i, rb.instr.sources[i], t, pes[k], int(row_off[k]), int(col_off[k]), *bounds, rb)
             tiles.append(t)
         sources.append(tiles)
     _check_allocation(machine, rb, pes, dest)
     status = np.array([machine._pes[pe].status for pe in pes], np.uint8)
     return Plan(rb, pes, sources, dest, row_off, col_off, machine.config.profile, status)
+
+
+def replan(machine, rb: ResolvedBlock, pes: tuple[int, ...], dest: Descriptor, sources: list) -> Plan:
+    """The plan of a block whose sources on `pes` are the very tiles (same objects) a previous
+    `plan` of the same resolved block accepted, with destination `dest`, and which reads no
+    B.IOR offsets: every descriptor rule is a function of those and passes again, so only the
+    rules that depend on the rest of the state -- the destination's allocation -- are checked,
+    and each PE's status is read afresh."""
+    _check_allocation(machine, rb, pes, dest)
+    status = np.array([machine._pes[pe].status for pe in pes], np.uint8)
+    z = _zeros(len(pes))
+    return Plan(rb, pes, sources, dest, z, z, machine.config.profile, status)
 
 
 def _check_allocation(machine, rb: ResolvedBlock, pes, dest: Descriptor):

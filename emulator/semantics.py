@@ -23,7 +23,7 @@ from isa.datatypes import DataType
 
 from .padding import pad_outside
 from .preflight import Plan, fmap_extents, illegal
-from .tiles import Descriptor, Tile, element_dtype, index_grid
+from .tiles import Descriptor, Tile, element_dtype, index_grid, rows_of_one_stack
 
 
 @dataclass
@@ -39,14 +39,18 @@ class TileStack(Sequence):
     """P source tiles of one geometry (layout, Row, Col, elements) whose payloads are already
     stacked as (P, elements) arrays: how the batched engine (emulator/batch.py) hands a role
     of many machines to an executor without building P Tile objects.  Tile k's descriptor is
-    `descs[k // per]` (PE-major order: `per` machines share each PE's descriptor)."""
+    `descs[k // per]` (PE-major order: `per` machines share each PE's descriptor).  Machine
+    hands its sources over the same way (one descriptor, per = P), with `fully_defined` True
+    when every member tile is wholly defined (Tile.fully_defined): no element read can be
+    undefined."""
 
-    def __init__(self, descs, per: int, elems, defined):
+    def __init__(self, descs, per: int, elems, defined, fully_defined: bool = False):
         self.descs = tuple(descs)
         self.desc = self.descs[0]
         self.per = per
         self.elems = elems
         self.defined = defined
+        self.fully_defined = fully_defined
 
     def __len__(self) -> int:
         return self.elems.shape[0]
@@ -105,25 +109,13 @@ def gather(tiles: list[Tile], r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray,
             sel = np.array([k == key for k in keys])
             idx[sel] = index_grid(tiles[first].desc)[r[sel], c[sel]]
     idx = idx + base
-    if P == 1:
-        flat_bits, flat_def = tiles[0].elems, tiles[0].defined
+    both = rows_of_one_stack(tiles) if len(groups) == 1 else None
+    if both is not None:                       # rows of one stack: flat without a copy (or one)
+        flat_bits, flat_def = both[0].reshape(-1), both[1].reshape(-1)
     else:
         flat_bits = np.concatenate([t.elems for t in tiles])
         flat_def = np.concatenate([t.defined for t in tiles])
     return flat_bits[idx], flat_def[idx]
-
-
-def _stacked(tiles: list[Tile]):
-    """The (P, elements) payload and definedness arrays whose rows are `tiles` in order, when one
-    commit made them so (Tile.stack): no copy.  None otherwise."""
-    first = tiles[0].stack
-    if first is None or first[0].shape[0] != len(tiles):
-        return None
-    e = first[0]
-    for k, t in enumerate(tiles):
-        if t.stack is None or t.stack[0] is not e or t.stack[2] != k:
-            return None
-    return e, first[1]
 
 
 def read_window(tiles: list[Tile], r0, c0, nr: int, nc: int) -> tuple[np.ndarray, np.ndarray]:
@@ -133,16 +125,19 @@ def read_window(tiles: list[Tile], r0, c0, nr: int, nc: int) -> tuple[np.ndarray
     if isinstance(tiles, TileStack):
         d0 = tiles.desc
         if zero and d0.layout_key == 0:          # row-major views of the stacked payloads
-            n, P = d0.Row * d0.Col, len(tiles)
-            return (tiles.elems[:, :n].reshape(P, d0.Row, d0.Col)[:, :nr, :nc],
-                    tiles.defined[:, :n].reshape(P, d0.Row, d0.Col)[:, :nr, :nc])
+            e, d = tiles.elems, tiles.defined
+            shape = (e.shape[0], d0.Row, d0.Col)
+            if nr == d0.Row and nc == d0.Col:     # the whole tile (elements = Row*Col: NORM)
+                return e.reshape(shape), d.reshape(shape)
+            n = d0.Row * d0.Col
+            return e[:, :n].reshape(shape)[:, :nr, :nc], d[:, :n].reshape(shape)[:, :nr, :nc]
         same = False
     else:
         d0 = tiles[0].desc
         same = all(t.desc is d0 or t.desc == d0 for t in tiles)
     if same and zero and d0.layout_key == 0:   # the common case: row-major views, stacked once
         P, shape = len(tiles), (len(tiles), d0.Row, d0.Col)
-        both = _stacked(tiles)
+        both = rows_of_one_stack(tiles)
         if both is None:
             both = (np.concatenate([t.elems for t in tiles]), np.concatenate([t.defined for t in tiles]))
         bits, defined = both[0].reshape(shape), both[1].reshape(shape)
@@ -245,13 +240,23 @@ def all_defined(shape: tuple[int, ...]) -> np.ndarray:
     return a
 
 
+def is_all_defined(defined: np.ndarray) -> bool:
+    """True when `defined` is a shared all-defined array of `all_defined` (a whole-tile result):
+    its tiles' definedness memo can be set without a scan.  False says nothing."""
+    return not defined.flags.writeable and defined is all_defined(defined.shape)
+
+
 def padded(plan: Plan, valid_bits: np.ndarray, status: np.ndarray, pad_dtype: str | None) -> Outcome:
     """The full destination: valid results, then PadValue outside ValidRow x ValidCol."""
     d: Descriptor = plan.dest
     P = len(plan.pes)
-    if (d.ValidRow, d.ValidCol) == (d.Row, d.Col):     # nothing to pad: the results are the tile
-        bits = np.ascontiguousarray(_shaped(valid_bits, (P, d.Row, d.Col)), element_dtype(d))
-        return Outcome(bits, all_defined((P, d.Row, d.Col)), status)
+    if d.ValidRow == d.Row and d.ValidCol == d.Col:     # nothing to pad: the results are the tile
+        shape, dtype = (P, d.Row, d.Col), element_dtype(d)
+        bits = valid_bits
+        if not (type(bits) is np.ndarray and bits.shape == shape and bits.dtype == dtype
+                and bits.flags.c_contiguous):
+            bits = np.ascontiguousarray(_shaped(bits, shape), dtype)
+        return Outcome(bits, all_defined(shape), status)
     bits = np.zeros((P, d.Row, d.Col), element_dtype(d))
     defined = np.zeros((P, d.Row, d.Col), bool)
     pad_outside(bits, defined, d.ValidRow, d.ValidCol, plan.rb.PadValue, pad_dtype)
@@ -260,12 +265,24 @@ def padded(plan: Plan, valid_bits: np.ndarray, status: np.ndarray, pad_dtype: st
     return Outcome(bits, defined, status)
 
 
+def known_defined(tiles) -> bool:
+    """True when every tile of a role is wholly defined by its memo (Tile.fully_defined), so no
+    window of it can hold an undefined element; False means "look at the elements read"."""
+    if isinstance(tiles, TileStack):
+        return tiles.fully_defined
+    for t in tiles:
+        if not t.fully_defined:
+            return False
+    return True
+
+
 def _read_checked(plan: Plan) -> list[np.ndarray]:
     """Snapshot every source's valid rectangle, requiring each element defined."""
     out = []
     for role in range(len(plan.sources)):
         bits, defined = read_valid(plan, role)
-        require_defined(plan, role, defined)
+        if not known_defined(plan.sources[role]):
+            require_defined(plan, role, defined)
         out.append(bits)
     return out
 
@@ -278,12 +295,13 @@ def ex_numeric(plan: Plan) -> Outcome:
     ops = _read_checked(plan)
     if rb.instr.int_zero_check and rb.dtype.is_int:
         require_nonzero_divisor(plan, 1, ops[1])
-    for role, bits in enumerate(ops):
-        require_encodings(plan, role, bits, rb.dtype)
-    from kernels.numeric import elementwise
-    bits, flags = elementwise(rb.instr.mnemonic, rb.dtype.name, *ops, profile=plan.profile)
-    bits = _shaped(bits, ops[0].shape).astype(element_dtype(plan.dest), copy=False)
-    return padded(plan, bits, status_of(_shaped(flags, ops[0].shape), len(plan.pes)), rb.dtype.name)
+    if not all(_every_pattern_valid(rb.dtype, bits) for bits in ops):
+        for role, bits in enumerate(ops):
+            require_encodings(plan, role, bits, rb.dtype)
+    from kernels.numeric import elementwise_status
+    bits, status = elementwise_status(rb.instr.mnemonic, rb.dtype.name, *ops, groups=len(plan.pes),
+                                      profile=plan.profile)
+    return padded(plan, bits if bits.shape == ops[0].shape else _shaped(bits, ops[0].shape), status, rb.dtype.name)
 
 
 def ex_compare(plan: Plan) -> Outcome:

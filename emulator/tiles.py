@@ -10,7 +10,7 @@ same arrays and rollback is free.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -133,6 +133,62 @@ class Tile:
             for a in (self.elems, self.defined):
                 a.flags.writeable = False
 
+    @cached_property
+    def fully_defined(self) -> bool:
+        """Every physical element is defined.  Memoised: a tile's definedness never changes
+        (its arrays are read-only), so a block reading it need not rescan the mask."""
+        return bool(self.defined.all())
+
+
+def stacked_tiles(desc: Descriptor, elems: np.ndarray, defined: np.ndarray,
+                  fully_defined: bool = False) -> list[Tile]:
+    """Tiles that are the rows of read-only (P, elements) arrays `elems` and `defined`, each
+    with `stack` set so that a block over the same PEs reads them in place (no copy).
+    `fully_defined` True seeds each tile's memo (the caller knows every element is defined)."""
+    elems.flags.writeable = defined.flags.writeable = False
+    out = []
+    for k in range(elems.shape[0]):
+        # what Tile(desc, elems[k], defined[k], (elems, defined, k)) builds, without the frozen
+        # dataclass's per-field object.__setattr__: a block makes one tile per selected PE
+        t = _new_tile(Tile)
+        t.__dict__.update(desc=desc, elems=elems[k], defined=defined[k], stack=(elems, defined, k))
+        if fully_defined:
+            t.__dict__["fully_defined"] = True     # what the cached_property would compute
+        out.append(t)
+    return out
+
+
+_new_tile = object.__new__
+
+
+def rows_of_one_stack(tiles) -> tuple[np.ndarray, np.ndarray] | None:
+    """(P, elements) payload and definedness arrays whose rows are `tiles` in order, as views
+    (no copy), when the tiles are rows of one stack at evenly spaced, increasing row indices
+    (every PE, or a PE_MASK subset of those one block committed; a lone tile is its own stack
+    of one).  None otherwise: the caller stacks a copy."""
+    first = tiles[0].stack
+    if first is None:
+        if len(tiles) == 1:
+            t = tiles[0]
+            return t.elems[None], t.defined[None]
+        return None
+    e, d, k0 = first
+    n = len(tiles)
+    if n == 1:
+        return e[k0:k0 + 1], d[k0:k0 + 1]
+    second = tiles[1].stack
+    step = 0 if second is None else second[2] - k0
+    if step <= 0:
+        return None
+    for i in range(1, n):
+        st = tiles[i].stack
+        if st is None or st[0] is not e or st[2] != k0 + i * step:
+            return None
+    if k0 == 0 and step == 1 and n == e.shape[0]:      # the whole stack (the common case)
+        return e, d
+    stop = k0 + (n - 1) * step + 1
+    return e[k0:stop:step], d[k0:stop:step]
+
 
 def make_tile(desc: Descriptor, elems: np.ndarray, defined: np.ndarray) -> Tile:
     return Tile(intern(desc), np.ascontiguousarray(elems), np.ascontiguousarray(defined, dtype=bool))
@@ -226,9 +282,8 @@ def to_physical(desc: Descriptor, logical: np.ndarray, fill=0) -> np.ndarray:
     """Place a (..., Row, Col) logical array into (..., elements) physical order."""
     lead = logical.shape[:-2]
     flat = logical.reshape(lead + (desc.Row * desc.Col,))
-    if desc.layout_key == 0:
-        if desc.elements == desc.Row * desc.Col:
-            return flat
+    if desc.Layout == 0 and desc.representation == "standard":   # NORM: row-major, Row*Col elements
+        return flat
     out = np.full(lead + (desc.elements,), fill, dtype=logical.dtype)
     out[..., index_grid(desc).ravel()] = flat
     return out

@@ -20,6 +20,7 @@ _EXPORTS = {
     "info": ".formats",
     "valid_encoding": ".formats",
     "supports": ".elementwise",
+    "elementwise_status": ".elementwise",
     "round_pack": ".rounding",
 }
 
@@ -37,5 +38,5 @@ def __dir__():
 # Importing a submodule sets the package attribute of the same name to the module object,
 # which would shadow the lazily resolved function of the same name (`elementwise` lives in
 # elementwise.py).  Binding the function eagerly keeps `numeric.elementwise(...)` callable.
-from .elementwise import elementwise, supports  # noqa: E402,F401
+from .elementwise import elementwise, elementwise_status, supports  # noqa: E402,F401
 from .convert import convert  # noqa: E402,F401  (same reason: convert.py defines convert)

@@ -224,3 +224,54 @@ def elementwise(op: str, dtype, *operands, profile: str | Profile = "ieee", cmod
     if flags.size != bits.size or not flags.flags.writeable:   # a scalar or a broadcast view
         flags = np.broadcast_to(flags, (bits.size,)).copy()
     return bits, flags.reshape(shape)
+
+
+def elementwise_status(op: str, dtype, *operands, groups: int, profile: str | Profile = "ieee", cmode=None):
+    """(bits, status): `elementwise`'s bits, and for flags the OR of its per-element flags over
+    each of `groups` equal consecutive parts of the elements in C order (uint8 [groups]): the
+    numeric status of each PE of a block whose operands are stacked with a leading PE axis.
+    Bit-identical to elementwise followed by that reduction, which is what runs unless the
+    operands are NumPy arrays of one shape, already in the container dtype, of an op fastvec
+    serves: then the compiled loop runs without elementwise's per-call argument handling and
+    one pass over the flags gives both the status and the elements left to settle."""
+    direct = None
+    if cmode is None and isinstance(dtype, str) and isinstance(profile, str):
+        key = (op, dtype, profile)
+        direct = _DIRECT.get(key)
+        if direct is None:
+            direct = _direct(op, dtype, profile)
+            if len(_DIRECT) < 4096:
+                _DIRECT[key] = direct
+    if direct:
+        mnemonic, name, raw, prof, reference, arity = direct
+        if len(operands) == arity:
+            shape = operands[0].shape
+            flat = []
+            for x in operands:
+                if type(x) is not np.ndarray or x.dtype != raw or x.shape != shape:
+                    break
+                flat.append(x.reshape(-1))
+            else:
+                bits, status = fastvec.run_status(mnemonic, name, flat, prof, reference, groups)
+                return bits.reshape(shape), status
+    bits, flags = elementwise(op, dtype, *operands, profile=profile, cmode=cmode)
+    flags = np.asarray(flags, np.uint8)
+    if flags.size == 0:
+        return bits, np.zeros(groups, np.uint8)
+    return bits, np.bitwise_or.reduce(flags.reshape(groups, -1), axis=1)
+
+
+# (op, dtype name, profile name) -> what elementwise_status's compiled path needs, or False when
+# fastvec does not serve it (or the names are not valid: elementwise then raises as it does)
+_DIRECT: dict = {}
+
+
+def _direct(op: str, dtype: str, profile: str):
+    try:
+        ins, dt, _ = _resolve(op, dtype)
+        prof = resolve_profile(profile)
+    except (UnsupportedOperation, ValueError):
+        return False
+    if not fastvec.serves(ins.mnemonic, dt.name, prof):
+        return False
+    return ins.mnemonic, dt.name, np.dtype(dt.raw_dtype), prof, REFERENCE[ins.mnemonic], ins.arity

@@ -41,6 +41,7 @@ never fuses into `fma`).  kernels/numeric/cuda.py compiles these same routines i
 """
 from __future__ import annotations
 
+import threading
 
 import numba as nb
 import numpy as np
@@ -321,20 +322,66 @@ def serves(op: str, name: str, prof) -> bool:
     return (name, op) in SCALAR and not prof.ftz
 
 
-def run(op, name, operands, prof, reference):
-    """(bits, flags) of `op` on container-dtype 1-D operands; marked elements go to fast.py
-    (and from there, if non-finite, to `reference`)."""
+def _marked(op, name, operands, flags=None):
+    """(bits, flags) of the compiled loop alone: elements it cannot settle carry FALLBACK.
+    `flags`: a uint8 buffer of the elements' count to write them into (default: a new one)."""
     n = operands[0].shape[0]
     if name == "FP32":
-        args = tuple(x.view(np.float32) for x in operands)
+        args = [x.view(np.float32) for x in operands]
         out = np.empty(n, np.float32)
     else:
         args = operands
         out = np.empty(n, operands[0].dtype)
-    flags = np.empty(n, np.uint8)
+    if flags is None:
+        flags = np.empty(n, np.uint8)
     LOOPS[(name, op)](*args, out, flags)
-    bits = out.view(np.uint32) if name == "FP32" else out
-    if n and flags.max() == FALLBACK:
-        todo = np.flatnonzero(flags == FALLBACK)
-        bits[todo], flags[todo] = fast.run(op, name, [x[todo] for x in operands], prof, reference)
+    return (out.view(np.uint32) if name == "FP32" else out), flags
+
+
+def _settle(op, name, operands, prof, reference, bits, flags):
+    """Recompute the FALLBACK-marked elements with fast.py (in place)."""
+    todo = np.flatnonzero(flags == FALLBACK)
+    bits[todo], flags[todo] = fast.run(op, name, [x[todo] for x in operands], prof, reference)
+
+
+def run(op, name, operands, prof, reference):
+    """(bits, flags) of `op` on container-dtype 1-D operands; marked elements go to fast.py
+    (and from there, if non-finite, to `reference`)."""
+    bits, flags = _marked(op, name, operands)
+    if bits.shape[0] and flags.max() == FALLBACK:
+        _settle(op, name, operands, prof, reference, bits, flags)
     return bits, flags
+
+
+# Set in FALLBACK and in no flag (NV DZ OF UF NX are bits 0-4): an OR of flags that has it
+# covers a marked element.
+_MARK_BIT = 0x80
+
+
+# Per-thread flags buffer of run_status, whose flags never leave it: a fresh 64 KiB array per
+# call cost more than the TADD loop over 4 x 128x128 itself (allocation and first-touch page
+# faults, measured on the 2-core dev box).  Calls above SCRATCH_MAX elements allocate their own.
+_SCRATCH = threading.local()
+SCRATCH_MAX = 1 << 22
+
+
+def _scratch_flags(n: int) -> np.ndarray | None:
+    if n > SCRATCH_MAX:
+        return None
+    buf = getattr(_SCRATCH, "flags", None)
+    if buf is None or buf.shape[0] < n:
+        buf = _SCRATCH.flags = np.empty(max(n, 1 << 12), np.uint8)
+    return buf[:n]
+
+
+def run_status(op, name, operands, prof, reference, groups: int):
+    """`run`'s bits and, instead of its flags, their OR over each of `groups` equal consecutive
+    parts: one pass over the flags both finds marked elements and gives the status."""
+    bits, flags = _marked(op, name, operands, _scratch_flags(operands[0].shape[0]))
+    status = np.bitwise_or.reduce(flags.reshape(groups, -1), axis=1)
+    # a block's few PEs: Python's max of a short list is cheaper than a NumPy call
+    if (max(status.tolist()) if groups <= 8 else int(status.max())) & _MARK_BIT:
+        with np.errstate(all="ignore"):          # as elementwise runs the reference
+            _settle(op, name, operands, prof, reference, bits, flags)
+        status = np.bitwise_or.reduce(flags.reshape(groups, -1), axis=1)
+    return bits, status
