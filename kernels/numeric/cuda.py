@@ -34,7 +34,7 @@ import numpy as np
 from isa.datatypes import DataType, Kind
 
 from .. import device
-from . import fast, fastdiv, fastvec, tables
+from . import fast, fast64, fastdiv, fastvec, tables
 
 cuda = None          # numba.cuda, imported on first use (the simulator flag must be set first)
 THREADS = 256
@@ -188,6 +188,8 @@ def _signatures():
         n_in = 3 if op == "TFMA" else 2
         src = (_ternary_kernel if n_in == 3 else _binary_kernel)(fn)
         table[f"fastvec.{name}.{op}"] = (src, [(ins[name],) * n_in + (outs[name], u8)])
+    for (name, op), fn in fast64.SCALAR.items():
+        table[f"fast64.{name}.{op}"] = (_binary_kernel(fn), [(T.float64[::1],) * 3 + (u8,)])
     for (name, op), fn in fastdiv.SCALAR.items():
         n_in = 2 if op == "TDIV" else 1
         src = (_binary_kernel if n_in == 2 else _unary_kernel)(fn)
@@ -223,12 +225,14 @@ def _launch(name, n, *args):
 # ---------------------------------------------------------------- placement
 
 def placement(op: str, dt: DataType, prof, arity: int) -> str:
-    """Where elementwise_device computes (op, dt): 'fastvec', 'fast', 'table', 'fastdiv' (device)
-    or 'host'."""
+    """Where elementwise_device computes (op, dt): 'fastvec', 'fast64', 'fast', 'table',
+    'fastdiv' (device) or 'host'."""
     if dt.kind is not Kind.FLOAT:
         return "host"
     if fastvec.serves(op, dt.name, prof):
         return "fastvec"
+    if fast64.serves(op, dt.name, prof):
+        return "fast64"
     if fast.serves(op, dt.name):
         return "fast"
     if tables.applies(op, dt.name, arity):
@@ -269,6 +273,10 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
         return bt[idx], ft[idx]
     if where == "fastdiv":
         bits = _fastdiv(op, dt, operands, prof, n, flags, xp)
+    elif where == "fast64":
+        out = xp.empty(n, np.float64)
+        _launch(f"fast64.{dt.name}.{op}", n, *(x.view(np.float64) for x in operands), out, flags)
+        bits = out.view(np.uint64)
     elif where == "fastvec":
         raw = np.dtype(dt.raw_dtype)
         args = [x.view(np.float32) for x in operands] if dt.name == "FP32" else list(operands)

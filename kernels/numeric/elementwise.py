@@ -23,7 +23,7 @@ from isa import fields
 from isa import instructions as instrs
 from isa.datatypes import DataType, Kind
 
-from . import fast, fastdiv, fastvec, ops_float, ops_int, tables, transcendental
+from . import fast, fast64, fastdiv, fastvec, ops_float, ops_int, tables, transcendental
 from .errors import UnsupportedOperation
 from .profiles import Profile, profile as resolve_profile
 
@@ -57,13 +57,15 @@ def _chunked(fn, dt, operands, **kw):
 
 def _float_impl(op: str, fn) -> Impl:
     """Hot (op, format) pairs run compiled: FP32/BF16 add/sub/mul/fma in profile ieee as SIMD
-    loops (fastvec.py), TDIV/TRECIP/TSQRT on the <= 32-bit IEEE formats in fastdiv.py (after
+    loops (fastvec.py), FP64 add/sub/mul in fast64.py, TDIV/TRECIP/TSQRT on the <= 32-bit IEEE formats in fastdiv.py (after
     the tables, which serve unary ops on FP16/BF16), the others in fast.py, each falling back element-wise where it does not
     settle a result (fastvec -> fast -> `fn`); formats of <= 8 bits and unary ops on <= 16 bits read an exact
     table of `fn`; everything else runs `fn`, the NumPy reference, in cache-sized chunks."""
     def run(dt, operands, prof, cmode):
         if fastvec.serves(op, dt.name, prof):
             return fastvec.run(op, dt.name, operands, prof, fn)
+        if fast64.serves(op, dt.name, prof):
+            return fast64.run(op, dt.name, operands, prof, fn)
         if fast.serves(op, dt.name):
             return fast.run(op, dt.name, operands, prof, fn)
         if tables.applies(op, dt.name, len(operands)):

@@ -6,7 +6,8 @@ nvidia-cuda-nvcc-cu12; the `test` extra).  NVVM contracts a separate multiply an
 `mul.rn`, never fused); this test rejects any `fma` (but the two explicit ones of the FP32
 TFMA kernel, whose reference rounds once), any flush-to-zero (`.ftz`) and any approximate
 division, reciprocal, square root or exponential (`approx`): fastdiv's kernels must divide and
-take roots with `div.rn.f64` / `sqrt.rn.f64`.
+take roots with `div.rn.f64` / `sqrt.rn.f64`, and fast64's FP64 TMUL gets its exact product error
+from Dekker's TwoProduct (mul.rn/add.rn), not from an fma.
 """
 import re
 
@@ -86,5 +87,6 @@ def test_every_device_kernel_is_checked():
     assert {f"fastvec.{n}.{op}" for n, op in kcuda.fastvec.SCALAR} <= names
     assert {"fast.binary_bits", "fast.binary_vals", "fast.fma_bits", "fast.fma_vals"} <= names
     assert {f"fastdiv.{n}.{op}" for n, op in kcuda.fastdiv.SCALAR} <= names
+    assert {f"fast64.{n}.{op}" for n, op in kcuda.fast64.SCALAR} <= names
     assert {"fastdiv.div_bits", "fastdiv.div_vals", "fastdiv.unary_bits", "fastdiv.unary_vals"} <= names
     assert np.all([len(k[2]) > 0 for k in KERNELS])
