@@ -6,9 +6,11 @@ Operands are 1-D device arrays of raw encodings (CuPy; NumPy arrays under the CU
 NUMBA_ENABLE_CUDASIM=1, which the test suite uses), results are device arrays of the same module.
 What runs where, per (op, DataType):
 
-  * fastvec.py's SIMD routines (FP32/BF16 add/sub/mul/fma, FP16 add/sub/mul, profile ieee) and
-    fast.py's rounding routines (TADD/TSUB/TMUL/TFMA on TF32, HF32, FP16, BF16, FP32 in any
-    profile, TFMA on E4M3/E5M2, TEXP on FP32/TF32/HF32) are compiled unchanged into CUDA kernels
+  * fastvec.py's SIMD routines (FP32/BF16 add/sub/mul/fma, FP16 add/sub/mul, profile ieee),
+    fast64.py's (FP64 add/sub/mul, profile ieee; Dekker's TwoProduct instead of the CPU's fma),
+    fastdiv.py's (TDIV/TRECIP/TSQRT on FP32/TF32/HF32 and TDIV on FP16/BF16, both profiles)
+    and fast.py's rounding routines (TADD/TSUB/TMUL/TFMA on TF32, HF32, FP16, BF16, FP32 in
+    any profile, TFMA on E4M3/E5M2, TEXP on FP32/TF32/HF32) are compiled unchanged into CUDA kernels
     (`kernel_sources()`), one thread per element: the same Python source the CPU loops compile,
     so the same bits.
   * Table-driven pairs (8-bit binary and <= 16-bit unary operations, tables.py) gather from the
@@ -17,9 +19,9 @@ What runs where, per (op, DataType):
     range, exp results within 2^-46 of a rounding boundary) are gathered, settled on the host
     by the CPU path (which hands its own rare cases to the NumPy/MPFR reference) and scattered
     back, so the result equals the CPU's element for element.
-  * Everything else (integer operations, division, square root, remainder, transcendental
-    functions other than the tables, FP64) runs on the host: operands are copied down, the CPU
-    path computes, results are copied back.  `placement(op, dt, prof, arity)` says which.
+  * Everything else (integer operations, remainder, transcendental functions other than the
+    tables, FP64 but add/sub/mul in profile ieee) runs on the host: operands are copied down,
+    the CPU path computes, results are copied back.  `placement(op, dt, prof, arity)` says which.
 
 Floating-point code generation: `mul_rn`/`add_rn` (rn.py) keep every product that the reference
 rounds on its own out of `fma`; tests/kernels/test_cuda_ptx.py compiles every kernel of
