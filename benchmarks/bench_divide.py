@@ -38,7 +38,8 @@ def operands(op, name, n=N, seed=0):
         return [x.view(np.uint64) for x in v], v
     f32 = [x.astype(np.float32) for x in v]
     if name == "FP16":
-        return [x.astype(np.float16).view(np.uint16) for x in v], f32
+        f16 = [x.astype(np.float16) for x in v]
+        return [x.view(np.uint16) for x in f16], f16
     bits = [x.view(np.uint32) for x in f32]
     if name == "BF16":
         return [(b >> np.uint32(16)).astype(np.uint16) for b in bits], f32

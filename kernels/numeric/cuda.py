@@ -309,12 +309,16 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
 
 
 def _fastdiv(op, dt, operands, prof, n, flags, xp):
-    """TDIV/TRECIP/TSQRT: fastdiv.py's SIMD tier for FP32 in profile ieee, its round_rne tier
-    otherwise (FP16 operands as binary32 values gathered from the device's value table)."""
-    if fastdiv.simd(op, dt.name, prof):
+    """TDIV/TRECIP/TSQRT: fastdiv.py's SIMD tier in profile ieee (FP32; BF16/FP16 TDIV), its
+    round_rne tier otherwise (FP16 operands as binary32 values gathered from the device's value table)."""
+    if fastdiv.simd(op, dt.name, prof) and dt.name == "FP32":
         out = xp.empty(n, np.float32)
         _launch(f"fastdiv.FP32.{op}", n, *(x.view(np.float32) for x in operands), out, flags)
         return out.view(np.uint32)
+    if fastdiv.simd(op, dt.name, prof):
+        bits = xp.empty(n, dt.raw_dtype)
+        _launch(f"fastdiv.{dt.name}.{op}", n, *operands, bits, flags)
+        return bits
     bits = xp.empty(n, dt.raw_dtype)
     fmt, lut, V, dec, mn = fast._scalars(dt.name, prof.ftz)
     if lut:

@@ -4,7 +4,7 @@ Two tiers, each marking (flags 0xFF) every element it does not settle for the ne
 results are the reference's (ops_float.tdiv/trecip/tsqrt) by construction of the settled cases
 and by test (tests/kernels/test_fastdiv.py, against exact rationals, SoftFloat and MPFR):
 
-1. SIMD, FP32 in profile ieee (`fp32_div`, `fp32_recip`, `fp32_sqrt`): the quotient or root
+1. SIMD, profile ieee: FP32 (`fp32_div`, `fp32_recip`, `fp32_sqrt`): the quotient or root
    in binary64, q = RN53(v), then one hardware conversion r = RN24(q).  Double rounding is
    innocuous here: for +, -, *, / and sqrt of p-bit operands, RN_p(RN_q(v)) = RN_p(v) whenever
    q >= 2p + 2 (S. A. Figueroa, "When is double rounding innocuous?", ACM SIGNUM Newsletter
@@ -19,6 +19,10 @@ and by test (tests/kernels/test_fastdiv.py, against exact rationals, SoftFloat a
    operands, nonzero divisor, and |q| > 2^-126 (so v > 2^-126: never tiny, never UF) or a zero
    dividend (an exact zero of the xor sign); the root: 0 <= x finite (sqrt(-0) = -0; a root
    is never tiny or overflowing).  Everything else goes to tier 2.
+   BF16 and FP16 TDIV the same way (`bf16_div`, `fp16_div`): r = RN24(RN53(v)) = RN24(v), then
+   fastvec's exact encoders round r to 8 or 11 bits, RN_p(RN24(v)) = RN_p(v) since 24 >= 2p + 2
+   (the same theorem, unbounded exponent: overflow is decided right); NX from the exact product
+   of the p-bit result and y (or overflow); settled above the format's normal threshold.
 
 2. Scalar, all five formats, both profiles (`div_bits`/`div_vals`, `unary_bits`/`unary_vals`):
    q = RN53(v) handed with the direction of v - q to fast.round_rne, the rounding routine that
@@ -48,9 +52,9 @@ import numpy as np
 
 from . import fast
 from .fast import bits_f64, f64_bits, round_rne
-from .fastvec import _F32_MAX, _finite32, _flags
+from .fastvec import _F32_MAX, _bf16, _finite32, _flags, _fp16, _rne_bf16, _rne_fp16
 from .flags import NX
-from .rn import mul_rn
+from .rn import f32_bits, mul_rn
 
 FALLBACK = np.uint8(0xFF)
 OPS = ("TDIV", "TRECIP", "TSQRT")
@@ -58,6 +62,7 @@ FORMATS = ("FP32", "TF32", "HF32", "FP16", "BF16")
 UNARY = {"TRECIP": 0, "TSQRT": 1}
 
 _NORMAL32 = 2.0 ** -126
+_NORMAL16 = 2.0 ** -14
 _HIGH26 = np.uint64(0xFFFFFFFFF8000000)       # sign, exponent and the top 25 stored bits
 _LOW27 = np.uint64((1 << 27) - 1)
 
@@ -90,6 +95,33 @@ def fp32_sqrt(x):
     return r, _flags(mul_rn(rd, rd) != xd, False) if ok else FALLBACK
 
 
+@nb.njit(inline="always")
+def bf16_div(a, b):
+    """(BF16 code, flags) of x / y: RN8(RN24(RN53(v))) = RN8(v) (53 >= 2*24 + 2, 24 >= 2*8 + 2),
+    the last rounding by fastvec's carry trick; NX from the exact 16-bit product r*y."""
+    x = _bf16(a)
+    y = _bf16(b)
+    q = np.float64(x) / np.float64(y)
+    code, _, of = _rne_bf16(f32_bits(np.float32(q)))
+    nx = (mul_rn(np.float64(_bf16(code)), np.float64(y)) != np.float64(x)) | of
+    ok = _finite32(x) & _finite32(y) & (y != 0) & ((abs(q) > _NORMAL32) | (x == 0))
+    return code, _flags(nx, of) if ok else FALLBACK
+
+
+@nb.njit(inline="always")
+def fp16_div(a, b):
+    """As bf16_div for FP16 (24 >= 2*11 + 2), settled above FP16's normal threshold 2^-14 (never
+    tiny); an overflow is NX even when the infinite code's stand-in value times y gives x."""
+    x, fx = _fp16(a)
+    y, fy = _fp16(b)
+    q = np.float64(x) / np.float64(y)
+    code, _, of = _rne_fp16(np.float32(q))
+    r, _ = _fp16(code)
+    nx = (mul_rn(np.float64(r), np.float64(y)) != np.float64(x)) | of
+    ok = fx & fy & (y != 0) & ((abs(q) > _NORMAL16) | (x == 0))
+    return code, _flags(nx, of) if ok else FALLBACK
+
+
 def _fp32_div(a, b, out, flags):
     for i in nb.prange(a.shape[0]):
         out[i], flags[i] = fp32_div(a[i], b[i])
@@ -105,9 +137,20 @@ def _fp32_sqrt(a, out, flags):
         out[i], flags[i] = fp32_sqrt(a[i])
 
 
-SCALAR = {("FP32", "TDIV"): fp32_div, ("FP32", "TRECIP"): fp32_recip, ("FP32", "TSQRT"): fp32_sqrt}
+def _bf16_div(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = bf16_div(a[i], b[i])
+
+
+def _fp16_div(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp16_div(a[i], b[i])
+
+
+SCALAR = {("FP32", "TDIV"): fp32_div, ("FP32", "TRECIP"): fp32_recip, ("FP32", "TSQRT"): fp32_sqrt,
+          ("BF16", "TDIV"): bf16_div, ("FP16", "TDIV"): fp16_div}
 LOOPS = {key: fast.Twin(loop, error_model="numpy")
-         for key, loop in zip(SCALAR, (_fp32_div, _fp32_recip, _fp32_sqrt))}
+         for key, loop in zip(SCALAR, (_fp32_div, _fp32_recip, _fp32_sqrt, _bf16_div, _fp16_div))}
 
 
 # ---------------------------------------------------------------- tier 2: fast.round_rne
@@ -226,7 +269,12 @@ def run(op, name, operands, prof, reference):
     if not simd(op, name, prof):
         return _tier2(op, name, operands, prof, reference)
     n = operands[0].shape[0]
-    out = np.empty(n, np.float32)
     flags = np.empty(n, np.uint8)
-    LOOPS[(name, op)](*(x.view(np.float32) for x in operands), out, flags)
-    return _settle(op, name, operands, prof, reference, out.view(np.uint32), flags, _tier2)
+    if name == "FP32":
+        out = np.empty(n, np.float32)
+        LOOPS[(name, op)](*(x.view(np.float32) for x in operands), out, flags)
+        bits = out.view(np.uint32)
+    else:
+        bits = np.empty(n, np.uint16)
+        LOOPS[(name, op)](*operands, bits, flags)
+    return _settle(op, name, operands, prof, reference, bits, flags, _tier2)

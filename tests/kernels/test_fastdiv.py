@@ -163,6 +163,35 @@ def test_each_tier_settles_only_correct_results(op):
     assert np.array_equal(marked2, must)                       # tier 2 marks exactly the specials
 
 
+@pytest.mark.parametrize("name", ("BF16", "FP16"))
+def test_16_bit_quotients_settled_by_the_simd_tier_are_correct(name):
+    """BF16/FP16 TDIV's binary32 shortcut alone, on random codes and on quotients near the
+    normal threshold and the overflow threshold of the format (exact rationals)."""
+    a, b = operands("TDIV", name, 20000, 12)
+    rng = np.random.default_rng(13)
+    top = {"BF16": 0x7F7F, "FP16": 0x7BFF}[name]
+    big = (top - rng.integers(0, 64, 4000)).astype(np.uint16)
+    near1 = (0x3F80 if name == "BF16" else 0x3C00) + rng.integers(-8, 8, 4000)
+    small = {"BF16": 0x0080, "FP16": 0x0400}[name] + rng.integers(-4, 64, 4000)
+    a = np.concatenate([a, big, small.astype(np.uint16)])
+    b = np.concatenate([b, near1.astype(np.uint16), near1.astype(np.uint16)])
+    want = R.reference("TDIV", name, a, b)
+    bits, flags = np.empty(a.size, np.uint16), np.empty(a.size, np.uint8)
+    with np.errstate(all="ignore"):
+        fastdiv.LOOPS[(name, "TDIV")](a, b, bits, flags)
+    done = flags != fastdiv.FALLBACK
+    assert done.mean() > 0.5 and ((flags[done] & F.OF) != 0).any()
+    assert_same(f"TDIV.{name} tier 1", (bits[done], flags[done]), (want[0][done], want[1][done]), (a[done], b[done]))
+    assert_same(f"TDIV.{name}", run("TDIV", name, a, b), want, (a, b))
+
+
+def test_an_fp16_quotient_of_exactly_2_to_16_overflows_inexactly():
+    """1 / 2^-16 = 65536 is exact but above the max: OF|NX, +inf (the stand-in value of the
+    infinite code times y must not make it look exact)."""
+    bits, flags = run("TDIV", "FP16", np.array([0x3C00], np.uint16), np.array([0x0100], np.uint16))
+    assert (int(bits[0]), int(flags[0])) == (0x7C00, F.OF | F.NX)
+
+
 @pytest.mark.parametrize("op", ("TRECIP", "TSQRT"))
 @pytest.mark.parametrize("name", ("FP16", "BF16"))
 @pytest.mark.parametrize("profile", ("ieee", "ftz"))
@@ -186,7 +215,7 @@ def test_every_fp16_dividend_over_chosen_divisors():
 @pytest.mark.slow
 def test_every_fp16_dividend_over_every_256th_divisor():
     """All 2^16 dividends times 256 divisors spread over every binade of both signs (all 2^32
-    pairs would keep the rational reference busy for hours); about 3 minutes on the dev box."""
+    pairs would keep the rational reference busy for hours); 3-5 minutes on the 2-core dev box."""
     for k in range(0, 256, 16):
         fp16_dividends_over((np.arange(k, k + 16) * 256 + 0x5B) & 0xFFFF)
 
