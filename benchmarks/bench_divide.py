@@ -1,4 +1,4 @@
-"""Throughput of the compiled TDIV/TRECIP/TSQRT (fastdiv.py) and FP64 TADD/TSUB/TMUL (fast64.py)
+"""Throughput of the compiled TDIV/TRECIP/TSQRT (fastdiv.py) and FP64 arithmetic (fast64.py)
 against the NumPy reference path they replace and against NumPy's own operation.
 
     NUMBA_NUM_THREADS=1 python benchmarks/bench_divide.py          # a table, about 30 s
@@ -24,8 +24,8 @@ from kernels.numeric.profiles import PROFILES
 N = 1 << 20
 elementwise = importlib.import_module("kernels.numeric.elementwise")    # the package re-exports a function of that name
 CASES = [("TDIV", "FP32"), ("TRECIP", "FP32"), ("TSQRT", "FP32"), ("TDIV", "TF32"), ("TDIV", "BF16"),
-         ("TDIV", "FP16"), ("TADD", "FP64"), ("TMUL", "FP64")]
-NUMPY = {"TDIV": np.divide, "TRECIP": lambda x: np.float32(1) / x, "TSQRT": np.sqrt, "TADD": np.add, "TMUL": np.multiply}
+         ("TDIV", "FP16"), ("TADD", "FP64"), ("TMUL", "FP64"), ("TDIV", "FP64"), ("TSQRT", "FP64")]
+NUMPY = {"TDIV": np.divide, "TRECIP": lambda x: 1 / x, "TSQRT": np.sqrt, "TADD": np.add, "TMUL": np.multiply}
 
 
 def operands(op, name, n=N, seed=0):

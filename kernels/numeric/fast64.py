@@ -1,7 +1,7 @@
-"""Compiled TADD, TSUB, TMUL on FP64 (both profiles' `ieee` semantics; profile ftz excluded).
+"""Compiled TADD, TSUB, TMUL, TDIV, TRECIP, TSQRT on FP64, profile ieee (ftz is not served).
 
-The hardware's binary64 addition and multiplication are the reference's single RNE rounding of
-the exact result, subnormals included; what remains is the exact flags, from error-free
+The hardware's binary64 addition, multiplication, division and square root are the reference's
+single RNE rounding of the exact result, subnormals included; what remains is the exact flags, from error-free
 transformations (x, y finite binary64):
 
   add/sub  s = x + y and Knuth's TwoSum error e (6 operations, no branch): s + e = x + y exactly
@@ -22,13 +22,24 @@ transformations (x, y finite binary64):
            an operand is zero and the other finite (exact zero, sign xor, flags 0); then never
            UF or OF, NX = (e != 0).  The CPU's fma needs less, but both targets mark the same
            elements.
-Everything else (NaN/infinite operands, products near the underflow or overflow thresholds,
-operands at or above 2^1022 for sums) is marked (flags 0xFF) and computed by the reference
+  div      q = x / y, the hardware's correctly rounded quotient (div.rn.f64 on CUDA); exact iff
+           q*y = x, i.e. iff x - p == e for the TwoProduct q*y = p + e above (x - p is exact by
+           Sterbenz's lemma: p is within 2^-52 of x).  Settled when q and y are in the
+           TwoProduct range, |q| > 2^-1022 (strictly: a quotient rounding up to 2^-1022 itself may
+           be tiny) and 2^-960 <= |p| <= 2^1020, or x = 0 (exact zero); then never UF or OF.
+           TRECIP is 1 / y.
+  sqrt     s = sqrt(x) correctly rounded by the hardware (sqrt.rn.f64); exact iff s*s = x, i.e.
+           p == x and e == 0 for TwoProduct s*s = p + e; settled for 2^-960 <= x <= 2^1020 and
+           x = +-0 (sqrt(-0) = -0); a root is never tiny or overflowing.
+Everything else (NaN/infinite operands, zero divisors, negative radicands, results near the
+underflow or overflow thresholds, operands at or above 2^1022 for sums) is marked (flags 0xFF) and computed by the reference
 (ops_float), so the results are the reference's by construction and by test
 (tests/kernels/test_fast64.py against SoftFloat and exact rationals, near-overflow sweeps in
 tests/kernels/test_ops_near_overflow.py).
 """
 from __future__ import annotations
+
+import math
 
 import numba as nb
 import numpy as np
@@ -41,7 +52,7 @@ from .flags import NX
 from .rn import add_rn, mul_rn
 
 FALLBACK = np.uint8(0xFF)
-OPS = ("TADD", "TSUB", "TMUL")
+OPS = ("TADD", "TSUB", "TMUL", "TDIV", "TRECIP", "TSQRT")
 
 _BIG = 2.0 ** 1022               # sums: operands below it never overflow inside TwoSum
 _SPLIT_MAX = 2.0 ** 995          # products: C*x stays finite
@@ -155,6 +166,43 @@ def fp64_mul(x, y):
     return r, (np.uint8(0) if zero else _nx(e)) if ok else FALLBACK
 
 
+@nb.njit(inline="always")
+def _in_split_range(v):
+    a = abs(v)
+    return (a >= _MIN_NORMAL) & (a <= _SPLIT_MAX)
+
+
+@nb.njit(inline="always")
+def fp64_div(x, y):
+    """q = x / y (the hardware's correctly rounded quotient); exact iff q*y = x, i.e. iff
+    x - p == e for TwoProduct q*y = p + e (x - p is exact by Sterbenz: p is within 2^-52 of x)."""
+    q = x / y
+    p = mul_rn(q, y)
+    e = prod_err64(q, y, p)
+    ap = abs(p)
+    # q > 2^-1022 (strictly: at 2^-1022 itself v may be tiny) keeps UF away; finite q, no OF
+    ok = _in_split_range(q) & (abs(q) > _MIN_NORMAL) & _in_split_range(y) & (ap >= _PROD_MIN) & (ap <= _PROD_MAX)
+    zero = (x == 0) & (y != 0) & (abs(y) <= _MAX)                 # an exact zero of the xor sign
+    return q, (np.uint8(0) if zero else _nx((x - p) - e)) if ok | zero else FALLBACK
+
+
+@nb.njit(inline="always")
+def fp64_recip(y):
+    return fp64_div(1.0, y)
+
+
+@nb.njit(inline="always")
+def fp64_sqrt(x):
+    """s = sqrt(x) correctly rounded by the hardware; exact iff s*s = x (TwoProduct p + e)."""
+    s = math.sqrt(x)
+    p = mul_rn(s, s)
+    e = prod_err64(s, s, p)
+    ok = (x >= _PROD_MIN) & (x <= _PROD_MAX) & (p >= _PROD_MIN) & (p <= _PROD_MAX)
+    zero = x == 0                                                  # sqrt(-0) = -0
+    inexact = (p != x) | (e != 0)
+    return s, (np.uint8(NX) if inexact & ~zero else np.uint8(0)) if ok | zero else FALLBACK
+
+
 def _fp64_add(a, b, out, flags):
     for i in nb.prange(a.shape[0]):
         out[i], flags[i] = fp64_add(a[i], b[i])
@@ -170,8 +218,25 @@ def _fp64_mul(a, b, out, flags):
         out[i], flags[i] = fp64_mul(a[i], b[i])
 
 
-SCALAR = {("FP64", "TADD"): fp64_add, ("FP64", "TSUB"): fp64_sub, ("FP64", "TMUL"): fp64_mul}
-LOOPS = {key: fast.Twin(loop, error_model="numpy") for key, loop in zip(SCALAR, (_fp64_add, _fp64_sub, _fp64_mul))}
+def _fp64_div(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp64_div(a[i], b[i])
+
+
+def _fp64_recip(a, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp64_recip(a[i])
+
+
+def _fp64_sqrt(a, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp64_sqrt(a[i])
+
+
+SCALAR = {("FP64", "TADD"): fp64_add, ("FP64", "TSUB"): fp64_sub, ("FP64", "TMUL"): fp64_mul,
+          ("FP64", "TDIV"): fp64_div, ("FP64", "TRECIP"): fp64_recip, ("FP64", "TSQRT"): fp64_sqrt}
+LOOPS = {key: fast.Twin(loop, error_model="numpy")
+         for key, loop in zip(SCALAR, (_fp64_add, _fp64_sub, _fp64_mul, _fp64_div, _fp64_recip, _fp64_sqrt))}
 
 
 def serves(op: str, name: str, prof) -> bool:

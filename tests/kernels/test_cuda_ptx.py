@@ -7,7 +7,7 @@ nvidia-cuda-nvcc-cu12; the `test` extra).  NVVM contracts a separate multiply an
 TFMA kernel, whose reference rounds once), any flush-to-zero (`.ftz`) and any approximate
 division, reciprocal, square root or exponential (`approx`): fastdiv's kernels must divide and
 take roots with `div.rn.f64` / `sqrt.rn.f64`, and fast64's FP64 TMUL gets its exact product error
-from Dekker's TwoProduct (mul.rn/add.rn), not from an fma.
+from Dekker's TwoProduct (mul.rn/add.rn), not from an fma (so do its TDIV/TRECIP/TSQRT, for NX).
 """
 import re
 
@@ -66,7 +66,9 @@ def test_kernel_ptx_has_no_contraction_ftz_or_approximation(name, src, sig):
 @pytest.mark.parametrize("name,wanted", [("fastdiv.FP32.TDIV", r"\bdiv\.rn\.f64\b"),
                                          ("fastdiv.FP32.TSQRT", r"\bsqrt\.rn\.f64\b"),
                                          ("fastdiv.unary_bits", r"\bsqrt\.rn\.f64\b"),
-                                         ("fastdiv.div_bits", r"\bdiv\.rn\.f64\b")])
+                                         ("fastdiv.div_bits", r"\bdiv\.rn\.f64\b"),
+                                         ("fast64.FP64.TDIV", r"\bdiv\.rn\.f64\b"),
+                                         ("fast64.FP64.TSQRT", r"\bsqrt\.rn\.f64\b")])
 def test_division_and_root_kernels_use_the_correctly_rounded_instructions(name, wanted):
     src, sigs = kcuda.kernel_sources()[name]
     ptx, _ = cuda.compile_ptx(src, sigs[0], cc=CC)

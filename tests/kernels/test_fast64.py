@@ -20,6 +20,8 @@ from kernels.numeric.profiles import PROFILES
 from test_ops_float import assert_same, edge_and_random, softfloat
 
 IEEE = PROFILES["ieee"]
+SUMS_PRODUCTS = ("TADD", "TSUB", "TMUL")
+QUOTIENTS = ("TDIV", "TRECIP", "TSQRT")
 
 
 def run(op, *ops):
@@ -27,12 +29,19 @@ def run(op, *ops):
         return fast64.run(op, "FP64", [np.asarray(x) for x in ops], IEEE, ops_float.OPS[op])
 
 
-def tier(op, a, b):
+def tier(op, *ops):
     """The compiled loop alone: (bits, flags) with 0xFF marks."""
-    out, flags = np.empty(a.shape[0]), np.empty(a.shape[0], np.uint8)
+    out, flags = np.empty(ops[0].shape[0]), np.empty(ops[0].shape[0], np.uint8)
     with np.errstate(all="ignore"):
-        fast64.LOOPS[("FP64", op)](a.view(np.float64), b.view(np.float64), out, flags)
+        fast64.LOOPS[("FP64", op)](*(x.view(np.float64) for x in ops), out, flags)
     return out.view(np.uint64), flags
+
+
+def independent(op, *ops):
+    """SoftFloat; TRECIP as 1 / x."""
+    if op == "TRECIP":
+        return softfloat("TDIV", "FP64", np.full_like(ops[0], 0x3FF0000000000000), ops[0])
+    return softfloat(op, "FP64", *ops)
 
 
 def f64(x):
@@ -53,21 +62,21 @@ def limits(n, seed):
         return f64(np.nan_to_num(a * sign, posinf=1.7976931348623157e308)), f64(np.nan_to_num(b, posinf=1e308))
 
 
-@pytest.mark.parametrize("op", fast64.OPS)
+@pytest.mark.parametrize("op", SUMS_PRODUCTS)
 def test_random_and_edge_codes_match_softfloat(op):
     a = edge_and_random("FP64", 4000, 3)
     b = a[np.random.default_rng(4).permutation(a.size)]
     assert_same(f"{op}.FP64", run(op, a, b), softfloat(op, "FP64", a, b), (a, b))
 
 
-@pytest.mark.parametrize("op", fast64.OPS)
+@pytest.mark.parametrize("op", SUMS_PRODUCTS)
 def test_edge_cross_product_matches_exact_rationals(op):
     e = edge_and_random("FP64", 0, 0)
     a, b = (g.ravel() for g in np.meshgrid(e, e, indexing="ij"))
     assert_same(f"{op}.FP64", run(op, a, b), R.reference(op, "FP64", a, b), (a, b))
 
 
-@pytest.mark.parametrize("op", fast64.OPS)
+@pytest.mark.parametrize("op", SUMS_PRODUCTS)
 def test_limits_of_the_settled_range_match_softfloat_and_the_loop_settles_only_correct_results(op):
     a, b = limits(6000, 5)
     want = softfloat(op, "FP64", a, b)
@@ -114,7 +123,7 @@ def test_zero_products_and_sums_keep_ieee_signs_and_raise_nothing():
     z, nz, one, big = 0.0, -0.0, 1.0, 2.0 ** 1000
     a = f64([z, nz, nz, z, one, big, nz])
     b = f64([nz, nz, one, big, -one, z, big])
-    for op in fast64.OPS:
+    for op in SUMS_PRODUCTS:
         assert_same(f"{op}.FP64 zeros", run(op, a, b), softfloat(op, "FP64", a, b), (a, b))
     assert not tier("TMUL", a, b)[1].any()
 
@@ -122,7 +131,71 @@ def test_zero_products_and_sums_keep_ieee_signs_and_raise_nothing():
 def test_elementwise_serves_fp64_compiled_and_small_inputs_stay_serial():
     a, b = limits(500, 8)
     before = dict(fast.Twin.calls)
-    for op in fast64.OPS:
+    for op in SUMS_PRODUCTS:
         assert_same(f"{op}.FP64", numeric.elementwise(op, "FP64", a, b), softfloat(op, "FP64", a, b), (a, b))
     assert fast.Twin.calls["serial"] >= before["serial"] + 3
     assert fast.Twin.calls["parallel"] == before["parallel"]
+
+
+# ---------------------------------------------------------------- division, reciprocal, root
+
+def quotient_limits(n, seed):
+    """Dividend/divisor pairs whose quotients sit near 2^-1074, 2^-1022, 2^-960, 1, 2^1020 and
+    the max, divisors near 2^995 and subnormal divisors, and exact quotients of small integers."""
+    rng = np.random.default_rng(seed)
+    target = rng.choice([-1074, -1023, -1022, -961, -960, 0, 1019, 1020, 1023], n)
+    ey = np.where(rng.random(n) < 0.3, rng.choice([995, 996, -1023, -1040], n), rng.integers(-1000, 1000, n))
+    ex = np.clip(target + ey, -1074, 1023)
+    x = rng.uniform(1, 2, n) * np.exp2(ex.astype(float)) * np.where(rng.random(n) < 0.5, -1, 1)
+    y = rng.uniform(1, 2, n) * np.exp2(ey.astype(float))
+    k = n // 4
+    qi, yi = rng.integers(1, 1 << 26, k).astype(float), rng.integers(1, 1 << 26, k).astype(float)
+    x[:k], y[:k] = qi * yi, yi                             # exact quotients qi
+    with np.errstate(over="ignore", under="ignore"):
+        return f64(np.nan_to_num(x, posinf=1e308, neginf=-1e308)), f64(np.nan_to_num(y, posinf=1e308))
+
+
+def root_limits(n, seed):
+    rng = np.random.default_rng(seed)
+    e = rng.choice([-1074, -1060, -1022, -961, -960, -959, 0, 1019, 1020, 1021, 1023], n)
+    x = rng.uniform(1, 2, n) * np.exp2(e.astype(float))
+    k = n // 4
+    r = rng.integers(1, 1 << 26, k).astype(float) * np.exp2(rng.integers(-400, 400, k).astype(float))
+    x[:k] = r * r                                          # perfect squares: exact roots
+    with np.errstate(over="ignore"):
+        return (f64(np.nan_to_num(x, posinf=1e308)),)
+
+
+@pytest.mark.parametrize("op", QUOTIENTS)
+def test_quotients_and_roots_of_random_and_edge_codes_match_softfloat(op):
+    a = edge_and_random("FP64", 4000, 13)
+    ops = (a, a[np.random.default_rng(14).permutation(a.size)])[: 2 if op == "TDIV" else 1]
+    assert_same(f"{op}.FP64", run(op, *ops), independent(op, *ops), ops)
+
+
+@pytest.mark.parametrize("op", ("TDIV", "TRECIP"))
+def test_quotient_edge_cross_product_matches_exact_rationals(op):
+    e = edge_and_random("FP64", 0, 0)
+    ops = [g.ravel() for g in np.meshgrid(e, e, indexing="ij")] if op == "TDIV" else [e]
+    assert_same(f"{op}.FP64", run(op, *ops), R.reference(op, "FP64", *ops), ops)
+
+
+@pytest.mark.parametrize("op", QUOTIENTS)
+def test_quotients_and_roots_at_the_limits_and_the_loop_settles_only_correct_results(op):
+    ops = {"TDIV": quotient_limits(6000, 15), "TRECIP": quotient_limits(6000, 16)[1:],
+           "TSQRT": root_limits(6000, 17)}[op]
+    want = independent(op, *ops)
+    assert_same(f"{op}.FP64 limits", run(op, *ops), want, ops)
+    bits, flags = tier(op, *ops)
+    done = flags != fast64.FALLBACK
+    assert done.any() and (~done).any()
+    assert_same(f"{op}.FP64 settled", (bits[done], flags[done]), (want[0][done], want[1][done]),
+                [x[done] for x in ops])
+    if op != "TRECIP":
+        assert (want[1][done][: 1500] == 0).any()              # exact quotients/roots among them
+
+
+def test_fp64_quotients_and_roots_through_elementwise():
+    a, b = quotient_limits(400, 18)
+    for op, ops in (("TDIV", (a, b)), ("TRECIP", (b,)), ("TSQRT", root_limits(400, 19))):
+        assert_same(f"{op}.FP64", numeric.elementwise(op, "FP64", *ops), independent(op, *ops), ops)
