@@ -1,8 +1,8 @@
 """Compiled TADD, TSUB, TMUL, TDIV, TRECIP, TSQRT on FP64, profile ieee (ftz is not served).
 
-The hardware's binary64 addition, multiplication, division and square root are the reference's
-single RNE rounding of the exact result, subnormals included; what remains is the exact flags, from error-free
-transformations (x, y finite binary64):
+The hardware's binary64 addition, multiplication, division and square root are the
+reference's single RNE rounding of the exact result, subnormals included; what remains is the
+exact flags, from error-free transformations (x, y finite binary64):
 
   add/sub  s = x + y and Knuth's TwoSum error e (6 operations, no branch): s + e = x + y exactly
            when no intermediate overflows, so NX = (e != 0).  Settled only when |x|, |y| <
@@ -32,10 +32,11 @@ transformations (x, y finite binary64):
            p == x and e == 0 for TwoProduct s*s = p + e; settled for 2^-960 <= x <= 2^1020 and
            x = +-0 (sqrt(-0) = -0); a root is never tiny or overflowing.
 Everything else (NaN/infinite operands, zero divisors, negative radicands, results near the
-underflow or overflow thresholds, operands at or above 2^1022 for sums) is marked (flags 0xFF) and computed by the reference
-(ops_float), so the results are the reference's by construction and by test
-(tests/kernels/test_fast64.py against SoftFloat and exact rationals, near-overflow sweeps in
-tests/kernels/test_ops_near_overflow.py).
+underflow or overflow thresholds, operands at or above 2^1022 for sums) is marked (flags 0xFF)
+and computed by the reference (ops_float), so the results are the reference's by construction
+and by test (tests/kernels/test_fast64.py against SoftFloat and exact rationals, near-overflow
+sweeps in tests/kernels/test_ops_near_overflow.py).  Loops are `fast.Twin`s: small inputs never
+enter a parallel region.
 """
 from __future__ import annotations
 
