@@ -6,9 +6,12 @@ Operands are 1-D device arrays of raw encodings (CuPy; NumPy arrays under the CU
 NUMBA_ENABLE_CUDASIM=1, which the test suite uses), results are device arrays of the same module.
 What runs where, per (op, DataType):
 
-  * fastvec.py's SIMD routines (FP32/BF16 add/sub/mul/fma, FP16 add/sub/mul, profile ieee) and
-    fast.py's rounding routines (TADD/TSUB/TMUL/TFMA on TF32, HF32, FP16, BF16, FP32 in any
-    profile, TFMA on E4M3/E5M2, TEXP on FP32/TF32/HF32) are compiled unchanged into CUDA kernels
+  * fastvec.py's SIMD routines (FP32/BF16 add/sub/mul/fma, FP16 add/sub/mul, profile ieee),
+    fast64.py's (FP64 add/sub/mul/div/recip/sqrt, profile ieee; Dekker's TwoProduct instead of
+    the CPU's fma),
+    fastdiv.py's (TDIV/TRECIP/TSQRT on FP32/TF32/HF32 and TDIV on FP16/BF16, both profiles)
+    and fast.py's rounding routines (TADD/TSUB/TMUL/TFMA on TF32, HF32, FP16, BF16, FP32 in
+    any profile, TFMA on E4M3/E5M2, TEXP on FP32/TF32/HF32) are compiled unchanged into CUDA kernels
     (`kernel_sources()`), one thread per element: the same Python source the CPU loops compile,
     so the same bits.
   * Table-driven pairs (8-bit binary and <= 16-bit unary operations, tables.py) gather from the
@@ -17,9 +20,9 @@ What runs where, per (op, DataType):
     range, exp results within 2^-46 of a rounding boundary) are gathered, settled on the host
     by the CPU path (which hands its own rare cases to the NumPy/MPFR reference) and scattered
     back, so the result equals the CPU's element for element.
-  * Everything else (integer operations, division, square root, remainder, transcendental
-    functions other than the tables, FP64) runs on the host: operands are copied down, the CPU
-    path computes, results are copied back.  `placement(op, dt, prof, arity)` says which.
+  * Everything else (integer operations, remainder, transcendental functions other than the
+    tables, the other FP64 operations and every FP64 operation in profile ftz) runs on the
+    host: operands are copied down, the CPU path computes, results are copied back.  `placement(op, dt, prof, arity)` says which.
 
 Floating-point code generation: `mul_rn`/`add_rn` (rn.py) keep every product that the reference
 rounds on its own out of `fma`; tests/kernels/test_cuda_ptx.py compiles every kernel of
@@ -34,7 +37,7 @@ import numpy as np
 from isa.datatypes import DataType, Kind
 
 from .. import device
-from . import fast, fastvec, tables
+from . import fast, fast64, fastdiv, fastvec, tables
 
 cuda = None          # numba.cuda, imported on first use (the simulator flag must be set first)
 THREADS = 256
@@ -127,6 +130,55 @@ def fast_exp_bits(a, t, emin, maxmag, ovf, shift, ftz, field, c1, c2, inv, bits,
             flags[i] = 0xFF
 
 
+def _unary_kernel(fn):
+    def kernel(a, out, flags):
+        i = cuda.grid(1)
+        if i < a.shape[0]:
+            r, f = fn(a[i])
+            out[i] = r
+            flags[i] = f
+    return kernel
+
+
+# fastdiv.py's tier 2: TDIV (div_*) and TRECIP/TSQRT (unary_*: op 0/1) rounded by fast.round_rne
+def fastdiv_div_bits(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
+        y = fast._daz(fast._from_bits(b[i], field, dshift), ftz, mn)
+        r, f = fastdiv.divide(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+        bits[i] = r
+        flags[i] = f
+
+
+def fastdiv_div_vals(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bits, flags):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        x = fast._daz(np.float64(a[i]), ftz, mn)
+        y = fast._daz(np.float64(b[i]), ftz, mn)
+        r, f = fastdiv.divide(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+        bits[i] = r
+        flags[i] = f
+
+
+def fastdiv_unary_bits(op, a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
+        r, f = fastdiv.unary(op, x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+        bits[i] = r
+        flags[i] = f
+
+
+def fastdiv_unary_vals(op, a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bits, flags):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        x = fast._daz(np.float64(a[i]), ftz, mn)
+        r, f = fastdiv.unary(op, x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+        bits[i] = r
+        flags[i] = f
+
+
 def _signatures():
     """name -> (python kernel, [argument type tuples]) for every kernel this module launches;
     the PTX test compiles each one."""
@@ -139,7 +191,19 @@ def _signatures():
         n_in = 3 if op == "TFMA" else 2
         src = (_ternary_kernel if n_in == 3 else _binary_kernel)(fn)
         table[f"fastvec.{name}.{op}"] = (src, [(ins[name],) * n_in + (outs[name], u8)])
+    for (name, op), fn in fast64.SCALAR.items():
+        n_in = 1 if op in ("TRECIP", "TSQRT") else 2
+        src = (_unary_kernel if n_in == 1 else _binary_kernel)(fn)
+        table[f"fast64.{name}.{op}"] = (src, [(T.float64[::1],) * (n_in + 1) + (u8,)])
+    for (name, op), fn in fastdiv.SCALAR.items():
+        n_in = 2 if op == "TDIV" else 1
+        src = (_binary_kernel if n_in == 2 else _unary_kernel)(fn)
+        table[f"fastdiv.{name}.{op}"] = (src, [(ins[name],) * n_in + (outs[name], u8)])
     fmt = (i64,) * 8
+    table["fastdiv.div_bits"] = (fastdiv_div_bits, [(c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
+    table["fastdiv.div_vals"] = (fastdiv_div_vals, [(f32, f32) + fmt + (f64, u16, u8)])
+    table["fastdiv.unary_bits"] = (fastdiv_unary_bits, [(i64, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
+    table["fastdiv.unary_vals"] = (fastdiv_unary_vals, [(i64, f32) + fmt + (f64, u16, u8)])
     table["fast.binary_bits"] = (fast_binary_bits, [(i64, c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
     table["fast.binary_vals"] = (fast_binary_vals, [(i64, f32, f32) + fmt + (f64, c, u8) for c in (u16, u8)])
     table["fast.fma_bits"] = (fast_fma_bits, [(c, c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
@@ -166,15 +230,20 @@ def _launch(name, n, *args):
 # ---------------------------------------------------------------- placement
 
 def placement(op: str, dt: DataType, prof, arity: int) -> str:
-    """Where elementwise_device computes (op, dt): 'fastvec', 'fast', 'table' (device) or 'host'."""
+    """Where elementwise_device computes (op, dt): 'fastvec', 'fast64', 'fast', 'table',
+    'fastdiv' (device) or 'host'."""
     if dt.kind is not Kind.FLOAT:
         return "host"
     if fastvec.serves(op, dt.name, prof):
         return "fastvec"
+    if fast64.serves(op, dt.name, prof):
+        return "fast64"
     if fast.serves(op, dt.name):
         return "fast"
     if tables.applies(op, dt.name, arity):
         return "table"
+    if fastdiv.serves(op, dt.name, prof):
+        return "fastdiv"
     return "host"
 
 
@@ -207,7 +276,13 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
         else:
             idx = (operands[0].astype(np.uint16) << np.uint16(8)) | operands[1]
         return bt[idx], ft[idx]
-    if where == "fastvec":
+    if where == "fastdiv":
+        bits = _fastdiv(op, dt, operands, prof, n, flags, xp)
+    elif where == "fast64":
+        out = xp.empty(n, np.float64)
+        _launch(f"fast64.{dt.name}.{op}", n, *(x.view(np.float64) for x in operands), out, flags)
+        bits = out.view(np.uint64)
+    elif where == "fastvec":
         raw = np.dtype(dt.raw_dtype)
         args = [x.view(np.float32) for x in operands] if dt.name == "FP32" else list(operands)
         out = xp.empty(n, np.float32 if dt.name == "FP32" else raw)
@@ -234,6 +309,31 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
             _launch("fast.binary_bits", n, fast.OPS[op], *operands, *fmt, *dec, mn, bits, flags)
     _settle(dt, operands, prof, cmode, bits, flags, impl, xp)
     return bits, flags
+
+
+def _fastdiv(op, dt, operands, prof, n, flags, xp):
+    """TDIV/TRECIP/TSQRT: fastdiv.py's SIMD tier in profile ieee (FP32; BF16/FP16 TDIV), its
+    round_rne tier otherwise (FP16 operands as binary32 values gathered from the device's value table)."""
+    if fastdiv.simd(op, dt.name, prof) and dt.name == "FP32":
+        out = xp.empty(n, np.float32)
+        _launch(f"fastdiv.FP32.{op}", n, *(x.view(np.float32) for x in operands), out, flags)
+        return out.view(np.uint32)
+    if fastdiv.simd(op, dt.name, prof):
+        bits = xp.empty(n, dt.raw_dtype)
+        _launch(f"fastdiv.{dt.name}.{op}", n, *operands, bits, flags)
+        return bits
+    bits = xp.empty(n, dt.raw_dtype)
+    fmt, lut, V, dec, mn = fast._scalars(dt.name, prof.ftz)
+    if lut:
+        Vd = device.to_device(V, xp)
+        args, kind = [Vd[x] for x in operands] + list(fmt), "vals"
+    else:
+        args, kind = list(operands) + list(fmt) + list(dec), "bits"
+    if op == "TDIV":
+        _launch(f"fastdiv.div_{kind}", n, *args, mn, bits, flags)
+    else:
+        _launch(f"fastdiv.unary_{kind}", n, fastdiv.UNARY[op], *args, mn, bits, flags)
+    return bits
 
 
 def _settle(dt, operands, prof, cmode, bits, flags, impl, xp):

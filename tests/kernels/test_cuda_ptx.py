@@ -5,7 +5,9 @@ nvidia-cuda-nvcc-cu12; the `test` extra).  NVVM contracts a separate multiply an
 `fma` even without fast-math, so the kernels route every product through rn.mul_rn (PTX
 `mul.rn`, never fused); this test rejects any `fma` (but the two explicit ones of the FP32
 TFMA kernel, whose reference rounds once), any flush-to-zero (`.ftz`) and any approximate
-division, reciprocal, square root or exponential (`approx`).
+division, reciprocal, square root or exponential (`approx`): fastdiv's kernels must divide and
+take roots with `div.rn.f64` / `sqrt.rn.f64`, and fast64's FP64 TMUL gets its exact product error
+from Dekker's TwoProduct (mul.rn/add.rn), not from an fma (so do its TDIV/TRECIP/TSQRT, for NX).
 """
 import re
 
@@ -61,6 +63,18 @@ def test_kernel_ptx_has_no_contraction_ftz_or_approximation(name, src, sig):
             assert not hits, f"{name}: {what} in PTX: {sorted(set(hits))}"
 
 
+@pytest.mark.parametrize("name,wanted", [("fastdiv.FP32.TDIV", r"\bdiv\.rn\.f64\b"),
+                                         ("fastdiv.FP32.TSQRT", r"\bsqrt\.rn\.f64\b"),
+                                         ("fastdiv.unary_bits", r"\bsqrt\.rn\.f64\b"),
+                                         ("fastdiv.div_bits", r"\bdiv\.rn\.f64\b"),
+                                         ("fast64.FP64.TDIV", r"\bdiv\.rn\.f64\b"),
+                                         ("fast64.FP64.TSQRT", r"\bsqrt\.rn\.f64\b")])
+def test_division_and_root_kernels_use_the_correctly_rounded_instructions(name, wanted):
+    src, sigs = kcuda.kernel_sources()[name]
+    ptx, _ = cuda.compile_ptx(src, sigs[0], cc=CC)
+    assert re.search(wanted, ptx), name
+
+
 def test_the_check_catches_a_contracted_multiply_add():
     def naive(a, b, c, out):
         i = cuda.grid(1)
@@ -74,4 +88,7 @@ def test_every_device_kernel_is_checked():
     names = {k[0].split("[")[0] for k in KERNELS}
     assert {f"fastvec.{n}.{op}" for n, op in kcuda.fastvec.SCALAR} <= names
     assert {"fast.binary_bits", "fast.binary_vals", "fast.fma_bits", "fast.fma_vals"} <= names
+    assert {f"fastdiv.{n}.{op}" for n, op in kcuda.fastdiv.SCALAR} <= names
+    assert {f"fast64.{n}.{op}" for n, op in kcuda.fast64.SCALAR} <= names
+    assert {"fastdiv.div_bits", "fastdiv.div_vals", "fastdiv.unary_bits", "fastdiv.unary_vals"} <= names
     assert np.all([len(k[2]) > 0 for k in KERNELS])

@@ -1,0 +1,257 @@
+"""Compiled TADD, TSUB, TMUL, TDIV, TRECIP, TSQRT on FP64, profile ieee (ftz is not served).
+
+The hardware's binary64 addition, multiplication, division and square root are the
+reference's single RNE rounding of the exact result, subnormals included; what remains is the
+exact flags, from error-free transformations (x, y finite binary64):
+
+  add/sub  s = x + y and Knuth's TwoSum error e (6 operations, no branch): s + e = x + y exactly
+           when no intermediate overflows, so NX = (e != 0).  Settled only when |x|, |y| <
+           2^1022: then |s|, |s - x| and every other intermediate stay below 2^1024 (issue 12:
+           near the largest finite value s - x overflowed and e became NaN; those sums, and
+           every real overflow, go to the reference with its halving guard).  A sum in the
+           subnormal range is exact (gradual underflow), so never UF; the sum of two operands
+           below 2^1022 never overflows.  Exact zeros: +0 unless both addends are -0, as the
+           hardware gives in RNE.
+  mul      r = x * y and its exact error e = x*y - r: on the CPU one fused multiply-add
+           (llvm.fma.f64, an explicit error-free transformation), on CUDA Dekker's TwoProduct with
+           Veltkamp's split (C = 2^27 + 1) in mul.rn/add.rn (no fma in the PTX).  Both are exact
+           when the split cannot overflow and no partial product underflows: settled when x and
+           y are normal, |x|, |y| <= 2^995 and 2^-960 <= |r| <= 2^1020 (so e_x + e_y >= -962 and
+           the smallest partial product xl*yl, of at most 52 bits, lies on binary64's grid; the
+           split parts exceed x and y by at most 2^-26 relative, so xh*yh stays finite), or when
+           an operand is zero and the other finite (exact zero, sign xor, flags 0); then never
+           UF or OF, NX = (e != 0).  The CPU's fma needs less, but both targets mark the same
+           elements.
+  div      q = x / y, the hardware's correctly rounded quotient (div.rn.f64 on CUDA); exact iff
+           q*y = x, i.e. iff x - p == e for the TwoProduct q*y = p + e above (x - p is exact by
+           Sterbenz's lemma: p is within 2^-52 of x).  Settled when q and y are in the
+           TwoProduct range, |q| > 2^-1022 (strictly: a quotient rounding up to 2^-1022 itself may
+           be tiny) and 2^-960 <= |p| <= 2^1020, or x = 0 (exact zero); then never UF or OF.
+           TRECIP is 1 / y.
+  sqrt     s = sqrt(x) correctly rounded by the hardware (sqrt.rn.f64); exact iff s*s = x, i.e.
+           p == x and e == 0 for TwoProduct s*s = p + e; settled for 2^-960 <= x <= 2^1020 and
+           x = +-0 (sqrt(-0) = -0); a root is never tiny or overflowing.
+Everything else (NaN/infinite operands, zero divisors, negative radicands, results near the
+underflow or overflow thresholds, operands at or above 2^1022 for sums) is marked (flags 0xFF)
+and computed by the reference (ops_float), so the results are the reference's by construction
+and by test (tests/kernels/test_fast64.py against SoftFloat and exact rationals, near-overflow
+sweeps in tests/kernels/test_ops_near_overflow.py).  Loops are `fast.Twin`s: small inputs never
+enter a parallel region.
+"""
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+
+from . import fast
+from .flags import NX
+from .rn import add_rn, mul_rn
+
+FALLBACK = np.uint8(0xFF)
+OPS = ("TADD", "TSUB", "TMUL", "TDIV", "TRECIP", "TSQRT")
+
+_BIG = 2.0 ** 1022               # sums: operands below it never overflow inside TwoSum
+_SPLIT_MAX = 2.0 ** 995          # products: C*x stays finite
+_PROD_MIN = 2.0 ** -960          # products: every partial product on binary64's grid
+_PROD_MAX = 2.0 ** 1020          # products: xh*yh (split parts up to 2^-26 above x, y) stays finite
+_MIN_NORMAL = 2.0 ** -1022
+_MAX = 1.7976931348623157e308
+
+
+def _arith(context, builder):
+    """(mul, add, sub) builders: the .rn intrinsics on CUDA (never fused by ptxas), plain
+    fmul/fadd/fsub on the CPU (LLVM contracts nothing without fast-math flags)."""
+    d = ir.DoubleType()
+    if "CUDA" in type(context).__name__:
+        fnty = ir.FunctionType(d, [d, d])
+        mul_f = cgutils.get_or_insert_function(builder.module, fnty, "llvm.nvvm.mul.rn.d")
+        add_f = cgutils.get_or_insert_function(builder.module, fnty, "llvm.nvvm.add.rn.d")
+
+        def add(u, v):
+            return builder.call(add_f, [u, v])
+        return (lambda u, v: builder.call(mul_f, [u, v]), add,
+                lambda u, v: add(u, builder.fsub(ir.Constant(d, -0.0), v)))     # NVVM's IR has no fneg
+    return builder.fmul, builder.fadd, builder.fsub
+
+
+def _dekker(context, builder, x, y, rr):
+    """x*y - rr by Dekker's TwoProduct with Veltkamp's split (C = 2^27 + 1), no fma."""
+    mul, add, sub = _arith(context, builder)
+
+    def split(v):
+        t = mul(ir.Constant(ir.DoubleType(), 134217729.0), v)
+        hi = sub(t, sub(t, v))
+        return hi, sub(v, hi)
+    xh, xl = split(x)
+    yh, yl = split(y)
+    e = add(sub(mul(xh, yh), rr), mul(xh, yl))
+    return add(add(e, mul(xl, yh)), mul(xl, yl))
+
+
+_F64 = types.float64(types.float64, types.float64, types.float64)
+
+
+@intrinsic
+def prod_err64(typingctx, a, b, r):
+    """a*b - r for binary64 a, b and r = RN(a*b), exact within the range fast64 settles.
+    CPU: llvm.fma.f64(a, b, -r).  CUDA: Dekker's TwoProduct (`_dekker`) with the .rn intrinsics."""
+    if not (a == b == r == types.float64):
+        return None
+
+    def codegen(context, builder, sig, args):
+        x, y, rr = args
+        if "CUDA" in type(context).__name__:
+            return _dekker(context, builder, x, y, rr)
+        fnty = ir.FunctionType(ir.DoubleType(), [ir.DoubleType()] * 3)
+        fma = cgutils.get_or_insert_function(builder.module, fnty, "llvm.fma.f64")
+        return builder.call(fma, [x, y, builder.fneg(rr)])
+    return _F64, codegen
+
+
+@intrinsic
+def dekker_err64(typingctx, a, b, r):
+    """The CUDA branch of prod_err64 on any target, so the CPU tests run the very IR the GPU
+    compiles (the CUDA simulator runs the CPU build, fma included)."""
+    if not (a == b == r == types.float64):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return _dekker(context, builder, *args)
+    return _F64, codegen
+
+
+@nb.njit(cache=True)
+def dekker_errors(a, b):
+    """(r, Dekker's error of r) per element: test hook for `dekker_err64`."""
+    r = np.empty(a.shape[0])
+    e = np.empty(a.shape[0])
+    for i in range(a.shape[0]):
+        r[i] = mul_rn(a[i], b[i])
+        e[i] = dekker_err64(a[i], b[i], r[i])
+    return r, e
+
+
+@nb.njit(inline="always")
+def _nx(e):
+    return np.uint8(NX) if e != 0 else np.uint8(0)
+
+
+@nb.njit(inline="always")
+def fp64_add(x, y):
+    """(binary64 result, flags) of x + y for binary64 values x, y."""
+    s = add_rn(x, y)
+    bb = s - x
+    e = (x - (s - bb)) + (y - bb)
+    ok = (abs(x) < _BIG) & (abs(y) < _BIG)                     # False for NaN and infinities
+    return s, _nx(e) if ok else FALLBACK
+
+
+@nb.njit(inline="always")
+def fp64_sub(x, y):
+    return fp64_add(x, -y)
+
+
+@nb.njit(inline="always")
+def fp64_mul(x, y):
+    r = mul_rn(x, y)
+    e = prod_err64(x, y, r)
+    ax, ay, ar = abs(x), abs(y), abs(r)
+    normal = (ax >= _MIN_NORMAL) & (ax <= _SPLIT_MAX) & (ay >= _MIN_NORMAL) & (ay <= _SPLIT_MAX)
+    zero = ((x == 0) & (ay <= _MAX)) | ((y == 0) & (ax <= _MAX))       # exact; e may be NaN on CUDA
+    ok = (normal & (ar >= _PROD_MIN) & (ar <= _PROD_MAX)) | zero
+    return r, (np.uint8(0) if zero else _nx(e)) if ok else FALLBACK
+
+
+@nb.njit(inline="always")
+def _in_split_range(v):
+    a = abs(v)
+    return (a >= _MIN_NORMAL) & (a <= _SPLIT_MAX)
+
+
+@nb.njit(inline="always")
+def fp64_div(x, y):
+    """q = x / y (the hardware's correctly rounded quotient); exact iff q*y = x, i.e. iff
+    x - p == e for TwoProduct q*y = p + e (x - p is exact by Sterbenz: p is within 2^-52 of x)."""
+    q = x / y
+    p = mul_rn(q, y)
+    e = prod_err64(q, y, p)
+    ap = abs(p)
+    # q > 2^-1022 (strictly: at 2^-1022 itself v may be tiny) keeps UF away; finite q, no OF
+    ok = _in_split_range(q) & (abs(q) > _MIN_NORMAL) & _in_split_range(y) & (ap >= _PROD_MIN) & (ap <= _PROD_MAX)
+    zero = (x == 0) & (y != 0) & (abs(y) <= _MAX)                 # an exact zero of the xor sign
+    return q, (np.uint8(0) if zero else _nx((x - p) - e)) if ok | zero else FALLBACK
+
+
+@nb.njit(inline="always")
+def fp64_recip(y):
+    return fp64_div(1.0, y)
+
+
+@nb.njit(inline="always")
+def fp64_sqrt(x):
+    """s = sqrt(x) correctly rounded by the hardware; exact iff s*s = x (TwoProduct p + e)."""
+    s = math.sqrt(x)
+    p = mul_rn(s, s)
+    e = prod_err64(s, s, p)
+    ok = (x >= _PROD_MIN) & (x <= _PROD_MAX) & (p >= _PROD_MIN) & (p <= _PROD_MAX)
+    zero = x == 0                                                  # sqrt(-0) = -0
+    inexact = (p != x) | (e != 0)
+    return s, (np.uint8(NX) if inexact & ~zero else np.uint8(0)) if ok | zero else FALLBACK
+
+
+def _fp64_add(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp64_add(a[i], b[i])
+
+
+def _fp64_sub(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp64_sub(a[i], b[i])
+
+
+def _fp64_mul(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp64_mul(a[i], b[i])
+
+
+def _fp64_div(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp64_div(a[i], b[i])
+
+
+def _fp64_recip(a, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp64_recip(a[i])
+
+
+def _fp64_sqrt(a, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp64_sqrt(a[i])
+
+
+SCALAR = {("FP64", "TADD"): fp64_add, ("FP64", "TSUB"): fp64_sub, ("FP64", "TMUL"): fp64_mul,
+          ("FP64", "TDIV"): fp64_div, ("FP64", "TRECIP"): fp64_recip, ("FP64", "TSQRT"): fp64_sqrt}
+LOOPS = {key: fast.Twin(loop, error_model="numpy")
+         for key, loop in zip(SCALAR, (_fp64_add, _fp64_sub, _fp64_mul, _fp64_div, _fp64_recip, _fp64_sqrt))}
+
+
+def serves(op: str, name: str, prof) -> bool:
+    return (name, op) in SCALAR and not prof.ftz
+
+
+def run(op, name, operands, prof, reference):
+    """(bits, flags) of `op` on uint64 1-D operands; marked elements go to `reference`."""
+    n = operands[0].shape[0]
+    out = np.empty(n, np.float64)
+    flags = np.empty(n, np.uint8)
+    LOOPS[(name, op)](*(x.view(np.float64) for x in operands), out, flags)
+    bits = out.view(np.uint64)
+    if n and flags.max() == FALLBACK:
+        todo = np.flatnonzero(flags == FALLBACK)
+        bits[todo], flags[todo] = reference(name, *(x[todo] for x in operands), prof=prof)
+    return bits, flags

@@ -1,0 +1,201 @@
+"""The compiled FP64 TADD, TSUB, TMUL (kernels/numeric/fast64.py) give the correctly rounded
+result and flags, settle nothing near binary64's overflow threshold (issue 12), and the fma-free
+TwoProduct the GPU runs (Dekker) is exact wherever the kernel relies on it.
+
+Independent references: Berkeley SoftFloat (softfloatpy) and exact rationals (op_reference.py,
+and Fractions for the product errors), on random codes over the whole range (NaN payloads,
+infinities, subnormals) and on operands chosen around each limit of the settled range: sums
+with an operand at 2^1022 and above, products near 2^-1022, 2^-960, 2^1020 and the largest
+finite value, operands near 2^995 and subnormal operands.
+"""
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import op_reference as R
+from kernels import numeric
+from kernels.numeric import fast, fast64, ops_float
+from kernels.numeric.profiles import PROFILES
+from test_ops_float import assert_same, edge_and_random, softfloat
+
+IEEE = PROFILES["ieee"]
+SUMS_PRODUCTS = ("TADD", "TSUB", "TMUL")
+QUOTIENTS = ("TDIV", "TRECIP", "TSQRT")
+
+
+def run(op, *ops):
+    with np.errstate(all="ignore"):
+        return fast64.run(op, "FP64", [np.asarray(x) for x in ops], IEEE, ops_float.OPS[op])
+
+
+def tier(op, *ops):
+    """The compiled loop alone: (bits, flags) with 0xFF marks."""
+    out, flags = np.empty(ops[0].shape[0]), np.empty(ops[0].shape[0], np.uint8)
+    with np.errstate(all="ignore"):
+        fast64.LOOPS[("FP64", op)](*(x.view(np.float64) for x in ops), out, flags)
+    return out.view(np.uint64), flags
+
+
+def independent(op, *ops):
+    """SoftFloat; TRECIP as 1 / x."""
+    if op == "TRECIP":
+        return softfloat("TDIV", "FP64", np.full_like(ops[0], 0x3FF0000000000000), ops[0])
+    return softfloat(op, "FP64", *ops)
+
+
+def f64(x):
+    return np.asarray(x, np.float64).view(np.uint64)
+
+
+def limits(n, seed):
+    """Operand pairs whose products or sums sit at the limits of the settled range."""
+    rng = np.random.default_rng(seed)
+    target = rng.choice([-1074, -1060, -1022, -1000, -961, -960, -959, 1019, 1020, 1021, 1023, 0], n)
+    ea = rng.integers(-1074, 1024, n)
+    ea = np.where(rng.random(n) < 0.3, rng.choice([995, 996, -1022, -1023, -1050, 1022, 1023], n), ea)
+    eb = np.clip(target - ea, -1074, 1023)
+    a = rng.uniform(1, 2, n) * np.exp2(ea.astype(float))
+    b = rng.uniform(1, 2, n) * np.exp2(eb.astype(float))
+    sign = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    with np.errstate(over="ignore", under="ignore"):
+        return f64(np.nan_to_num(a * sign, posinf=1.7976931348623157e308)), f64(np.nan_to_num(b, posinf=1e308))
+
+
+@pytest.mark.parametrize("op", SUMS_PRODUCTS)
+def test_random_and_edge_codes_match_softfloat(op):
+    a = edge_and_random("FP64", 4000, 3)
+    b = a[np.random.default_rng(4).permutation(a.size)]
+    assert_same(f"{op}.FP64", run(op, a, b), softfloat(op, "FP64", a, b), (a, b))
+
+
+@pytest.mark.parametrize("op", SUMS_PRODUCTS)
+def test_edge_cross_product_matches_exact_rationals(op):
+    e = edge_and_random("FP64", 0, 0)
+    a, b = (g.ravel() for g in np.meshgrid(e, e, indexing="ij"))
+    assert_same(f"{op}.FP64", run(op, a, b), R.reference(op, "FP64", a, b), (a, b))
+
+
+@pytest.mark.parametrize("op", SUMS_PRODUCTS)
+def test_limits_of_the_settled_range_match_softfloat_and_the_loop_settles_only_correct_results(op):
+    a, b = limits(6000, 5)
+    want = softfloat(op, "FP64", a, b)
+    assert_same(f"{op}.FP64 limits", run(op, a, b), want, (a, b))
+    bits, flags = tier(op, a, b)
+    done = flags != fast64.FALLBACK
+    assert done.any() and (~done).any()
+    assert_same(f"{op}.FP64 settled", (bits[done], flags[done]), (want[0][done], want[1][done]), (a[done], b[done]))
+
+
+@pytest.mark.parametrize("op", ("TADD", "TSUB"))
+def test_sums_with_an_operand_at_or_above_2_to_1022_are_never_settled(op):
+    """Issue 12: TwoSum's s - x can overflow while s is finite; such sums go to the reference."""
+    rng = np.random.default_rng(6)
+    big = rng.uniform(1, 2, 3000) * 2.0 ** 1022 * np.where(rng.random(3000) < 0.5, -1, 1)
+    other = rng.uniform(-1, 1, 3000) * np.exp2(rng.integers(900, 1024, 3000).astype(float))
+    a, b = f64(np.concatenate([big, other])), f64(np.concatenate([other, big]))
+    assert (tier(op, a, b)[1] == fast64.FALLBACK).all()
+    assert_same(f"{op}.FP64 big", run(op, a, b), softfloat(op, "FP64", a, b), (a, b))
+
+
+def test_dekker_two_product_is_exact_over_the_settled_range():
+    """The CUDA kernel's TwoProduct (no fma), run on the CPU from the same IR builder, equals
+    the exact error x*y - RN(x*y) computed with Fractions, at every corner the kernel settles."""
+    rng = np.random.default_rng(7)
+    n = 4000
+    ea = rng.integers(-1022, 996, n)
+    lo, hi = np.maximum(-960 - ea, -1022), np.minimum(1019 - ea, 995)
+    eb = lo + (rng.random(n) * (hi - lo + 1)).astype(np.int64)
+    corner = rng.random(n) < 0.3
+    eb = np.where(corner & (rng.random(n) < 0.5), lo, np.where(corner, hi, eb))
+    x = rng.uniform(1, 2, n) * np.exp2(ea.astype(float))
+    y = rng.uniform(1, 2, n) * np.exp2(eb.astype(float)) * np.where(rng.random(n) < 0.5, -1, 1)
+    x[:4] = [2.0 ** 995 * (2 - 2.0 ** -52), 2.0 ** -1022, 2.0 ** 995, 1 + 2.0 ** -52]
+    y[:4] = [2.0 ** 24 * (2 - 2.0 ** -52), 2.0 ** 62 * (1 + 2.0 ** -52), -(2 - 2.0 ** -52) * 2.0 ** 24, 1 - 2.0 ** -53]
+    r, e = fast64.dekker_errors(x, y)
+    settled = tier("TMUL", f64(x), f64(y))[1] != fast64.FALLBACK
+    assert settled.mean() > 0.75
+    for xi, yi, ri, ei in zip(x[settled], y[settled], r[settled], e[settled]):
+        assert Fraction(float(ei)) == Fraction(float(xi)) * Fraction(float(yi)) - Fraction(float(ri)), (xi, yi)
+
+
+def test_zero_products_and_sums_keep_ieee_signs_and_raise_nothing():
+    z, nz, one, big = 0.0, -0.0, 1.0, 2.0 ** 1000
+    a = f64([z, nz, nz, z, one, big, nz])
+    b = f64([nz, nz, one, big, -one, z, big])
+    for op in SUMS_PRODUCTS:
+        assert_same(f"{op}.FP64 zeros", run(op, a, b), softfloat(op, "FP64", a, b), (a, b))
+    assert not tier("TMUL", a, b)[1].any()
+
+
+def test_elementwise_serves_fp64_compiled_and_small_inputs_stay_serial():
+    a, b = limits(500, 8)
+    before = dict(fast.Twin.calls)
+    for op in SUMS_PRODUCTS:
+        assert_same(f"{op}.FP64", numeric.elementwise(op, "FP64", a, b), softfloat(op, "FP64", a, b), (a, b))
+    assert fast.Twin.calls["serial"] >= before["serial"] + 3
+    assert fast.Twin.calls["parallel"] == before["parallel"]
+
+
+# ---------------------------------------------------------------- division, reciprocal, root
+
+def quotient_limits(n, seed):
+    """Dividend/divisor pairs whose quotients sit near 2^-1074, 2^-1022, 2^-960, 1, 2^1020 and
+    the max, divisors near 2^995 and subnormal divisors, and exact quotients of small integers."""
+    rng = np.random.default_rng(seed)
+    target = rng.choice([-1074, -1023, -1022, -961, -960, 0, 1019, 1020, 1023], n)
+    ey = np.where(rng.random(n) < 0.3, rng.choice([995, 996, -1023, -1040], n), rng.integers(-1000, 1000, n))
+    ex = np.clip(target + ey, -1074, 1023)
+    x = rng.uniform(1, 2, n) * np.exp2(ex.astype(float)) * np.where(rng.random(n) < 0.5, -1, 1)
+    y = rng.uniform(1, 2, n) * np.exp2(ey.astype(float))
+    k = n // 4
+    qi, yi = rng.integers(1, 1 << 26, k).astype(float), rng.integers(1, 1 << 26, k).astype(float)
+    x[:k], y[:k] = qi * yi, yi                             # exact quotients qi
+    with np.errstate(over="ignore", under="ignore"):
+        return f64(np.nan_to_num(x, posinf=1e308, neginf=-1e308)), f64(np.nan_to_num(y, posinf=1e308))
+
+
+def root_limits(n, seed):
+    rng = np.random.default_rng(seed)
+    e = rng.choice([-1074, -1060, -1022, -961, -960, -959, 0, 1019, 1020, 1021, 1023], n)
+    x = rng.uniform(1, 2, n) * np.exp2(e.astype(float))
+    k = n // 4
+    r = rng.integers(1, 1 << 26, k).astype(float) * np.exp2(rng.integers(-400, 400, k).astype(float))
+    x[:k] = r * r                                          # perfect squares: exact roots
+    with np.errstate(over="ignore"):
+        return (f64(np.nan_to_num(x, posinf=1e308)),)
+
+
+@pytest.mark.parametrize("op", QUOTIENTS)
+def test_quotients_and_roots_of_random_and_edge_codes_match_softfloat(op):
+    a = edge_and_random("FP64", 4000, 13)
+    ops = (a, a[np.random.default_rng(14).permutation(a.size)])[: 2 if op == "TDIV" else 1]
+    assert_same(f"{op}.FP64", run(op, *ops), independent(op, *ops), ops)
+
+
+@pytest.mark.parametrize("op", ("TDIV", "TRECIP"))
+def test_quotient_edge_cross_product_matches_exact_rationals(op):
+    e = edge_and_random("FP64", 0, 0)
+    ops = [g.ravel() for g in np.meshgrid(e, e, indexing="ij")] if op == "TDIV" else [e]
+    assert_same(f"{op}.FP64", run(op, *ops), R.reference(op, "FP64", *ops), ops)
+
+
+@pytest.mark.parametrize("op", QUOTIENTS)
+def test_quotients_and_roots_at_the_limits_and_the_loop_settles_only_correct_results(op):
+    ops = {"TDIV": quotient_limits(6000, 15), "TRECIP": quotient_limits(6000, 16)[1:],
+           "TSQRT": root_limits(6000, 17)}[op]
+    want = independent(op, *ops)
+    assert_same(f"{op}.FP64 limits", run(op, *ops), want, ops)
+    bits, flags = tier(op, *ops)
+    done = flags != fast64.FALLBACK
+    assert done.any() and (~done).any()
+    assert_same(f"{op}.FP64 settled", (bits[done], flags[done]), (want[0][done], want[1][done]),
+                [x[done] for x in ops])
+    if op != "TRECIP":
+        assert (want[1][done][: 1500] == 0).any()              # exact quotients/roots among them
+
+
+def test_fp64_quotients_and_roots_through_elementwise():
+    a, b = quotient_limits(400, 18)
+    for op, ops in (("TDIV", (a, b)), ("TRECIP", (b,)), ("TSQRT", root_limits(400, 19))):
+        assert_same(f"{op}.FP64", numeric.elementwise(op, "FP64", *ops), independent(op, *ops), ops)
