@@ -14,14 +14,14 @@ pytest-benchmark.
 
 Both callables are warmed up untimed before timing (`warm_up`: until a call is no longer
 clearly faster than the one before), so compilation, table building and lazy kernel loads are
-not timed.  A case below its target is marked MISSED in the `target` column ("missed": true in
+not timed.  A timed repeat is a loop of calls lasting at least MIN_REPEAT_SECONDS; the result is
+the best repeat's time per call, ours and the baseline alternating repeat by repeat.  A case below its target is marked MISSED in the `target` column ("missed": true in
 --json); `--strict` makes any miss exit 1 (default: exit 0, the targets are informational).
 """
 from __future__ import annotations
 
 import json
 import time
-import timeit
 from dataclasses import dataclass
 from typing import Callable
 
@@ -259,14 +259,39 @@ def warm_up(fn: Callable[[], object]) -> int:
     return WARMUP_MAX_CALLS
 
 
+# A repeat is a loop of calls lasting at least this long, so that a call of tens of microseconds
+# is timed over many calls (its first, still-cold call does not decide the result) and timer
+# resolution does not matter.
+MIN_REPEAT_SECONDS = 0.02
+MAX_CALLS_PER_REPEAT = 10_000
+
+
+def _per_call(fn: Callable[[], object], number: int) -> float:
+    t0 = clock()
+    for _ in range(number):
+        fn()
+    return (clock() - t0) / number
+
+
+def _calls_per_repeat(fn: Callable[[], object]) -> int:
+    took = _per_call(fn, 1)
+    if took <= 0:
+        return MAX_CALLS_PER_REPEAT
+    return max(1, min(MAX_CALLS_PER_REPEAT, int(np.ceil(MIN_REPEAT_SECONDS / took))))
+
+
 def measure(case: Case, n: int, repeat: int) -> dict:
-    """Best-of-`repeat` seconds of ours and of the baseline, each timed after `warm_up`."""
+    """Best-of-`repeat` seconds per call of ours and of the baseline, each timed after `warm_up`;
+    the two alternate repeat by repeat, so both see the same machine (load, clock speed)."""
     ours, base = case.setup(n)
     with np.errstate(all="ignore"):
         warm_up(ours)
         warm_up(base)
-        t_ours = min(timeit.repeat(ours, number=1, repeat=repeat, timer=clock))
-        t_base = min(timeit.repeat(base, number=1, repeat=repeat, timer=clock))
+        n_ours, n_base = _calls_per_repeat(ours), _calls_per_repeat(base)
+        t_ours = t_base = float("inf")
+        for _ in range(repeat):
+            t_ours = min(t_ours, _per_call(ours, n_ours))
+            t_base = min(t_base, _per_call(base, n_base))
     ratio = t_base / t_ours
     return {"case": case.name, "elements": n, "elements_per_s": n / t_ours,
             "baseline_elements_per_s": n / t_base, "ratio": ratio, "target": case.target,
@@ -321,7 +346,7 @@ def add_arguments(parser):
     parser.add_argument("--quick", action="store_true", help="smoke run: 2^14 elements, best of 2")
     parser.add_argument("--case", action="append", metavar="PREFIX", help="run cases whose name starts with PREFIX")
     parser.add_argument("--n", type=int, help="elements per case (default 2^20; --quick 2^14)")
-    parser.add_argument("--repeat", type=int, help="best of this many runs (default 7; --quick 2)")
+    parser.add_argument("--repeat", type=int, help="best of this many repeats, each a loop of calls of at least 20 ms (default 7; --quick 2)")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     parser.add_argument("--json", action="store_true", help="one JSON object per case instead of the table")
     parser.add_argument("--strict", action="store_true", help="exit 1 when any case misses its target")

@@ -85,7 +85,7 @@ def test_a_met_target_is_not_marked(monkeypatch, capsys):
     from emulator.commands import bench
     clock = ScriptedClock()
     monkeypatch.setattr(bench, "clock", clock)
-    monkeypatch.setattr(bench, "CASES", [scripted_case(clock, ours=[0.01], base=[0.04], target=4.0)])
+    monkeypatch.setattr(bench, "CASES", [scripted_case(clock, ours=[0.008], base=[0.04], target=4.0)])
     assert main(["bench", "--n", "10", "--repeat", "1", "--strict"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("fake.case"))
     assert "MISSED" not in row and "4.00" in row
