@@ -24,13 +24,16 @@ from kernels.numeric.profiles import PROFILES
 N = 1 << 20
 elementwise = importlib.import_module("kernels.numeric.elementwise")    # the package re-exports a function of that name
 CASES = [("TDIV", "FP32"), ("TRECIP", "FP32"), ("TSQRT", "FP32"), ("TDIV", "TF32"), ("TDIV", "BF16"),
-         ("TDIV", "FP16"), ("TADD", "FP64"), ("TMUL", "FP64"), ("TDIV", "FP64"), ("TSQRT", "FP64")]
-NUMPY = {"TDIV": np.divide, "TRECIP": lambda x: 1 / x, "TSQRT": np.sqrt, "TADD": np.add, "TMUL": np.multiply}
+         ("TDIV", "FP16"), ("TADD", "FP64"), ("TMUL", "FP64"), ("TDIV", "FP64"), ("TSQRT", "FP64"), ("TFMA", "FP64")]
+# NumPy has no fused multiply-add: TFMA's baseline is a*b + c, two roundings
+NUMPY = {"TDIV": np.divide, "TRECIP": lambda x: 1 / x, "TSQRT": np.sqrt, "TADD": np.add, "TMUL": np.multiply,
+         "TFMA": lambda a, b, c: a * b + c}
+ARITY = {"TDIV": 2, "TADD": 2, "TMUL": 2, "TFMA": 3}
 
 
 def operands(op, name, n=N, seed=0):
     rng = np.random.default_rng(seed)
-    k = 2 if op in ("TDIV", "TADD", "TMUL") else 1
+    k = ARITY.get(op, 1)
     v = [rng.standard_normal(n) for _ in range(k)]
     if op == "TSQRT":
         v = [np.abs(x) for x in v]

@@ -7,8 +7,8 @@ NUMBA_ENABLE_CUDASIM=1, which the test suite uses), results are device arrays of
 What runs where, per (op, DataType):
 
   * fastvec.py's SIMD routines (FP32/BF16 add/sub/mul/fma, FP16 add/sub/mul, profile ieee),
-    fast64.py's (FP64 add/sub/mul/div/recip/sqrt, profile ieee; Dekker's TwoProduct instead of
-    the CPU's fma),
+    fast64.py's (FP64 add/sub/mul/fma/div/recip/sqrt, profile ieee; Dekker's TwoProduct instead
+    of the CPU's fma; TFMA's result is the one explicit `fma.rn.f64`),
     fastdiv.py's (TDIV/TRECIP/TSQRT on FP32/TF32/HF32 and TDIV on FP16/BF16, both profiles)
     and fast.py's rounding routines (TADD/TSUB/TMUL/TFMA on TF32, HF32, FP16, BF16, FP32 in
     any profile, TFMA on E4M3/E5M2, TEXP on FP32/TF32/HF32) are compiled unchanged into CUDA kernels
@@ -21,12 +21,13 @@ What runs where, per (op, DataType):
     by the CPU path (which hands its own rare cases to the NumPy/MPFR reference) and scattered
     back, so the result equals the CPU's element for element.
   * Everything else (integer operations, remainder, transcendental functions other than the
-    tables, the other FP64 operations and every FP64 operation in profile ftz) runs on the
+    tables, FP64 TREM/TMAX/TMIN/TCMP/... and every FP64 operation in profile ftz) runs on the
     host: operands are copied down, the CPU path computes, results are copied back.  `placement(op, dt, prof, arity)` says which.
 
 Floating-point code generation: `mul_rn`/`add_rn` (rn.py) keep every product that the reference
 rounds on its own out of `fma`; tests/kernels/test_cuda_ptx.py compiles every kernel of
-`KERNELS` to PTX (no GPU needed) and rejects `fma`, `.ftz` and `approx`.
+`KERNELS` to PTX (no GPU needed) and rejects `fma` (but the explicit rn.fma_rn of the FP32 and
+FP64 TFMA kernels), `.ftz` and `approx`.
 """
 from __future__ import annotations
 
@@ -191,9 +192,10 @@ def _signatures():
         n_in = 3 if op == "TFMA" else 2
         src = (_ternary_kernel if n_in == 3 else _binary_kernel)(fn)
         table[f"fastvec.{name}.{op}"] = (src, [(ins[name],) * n_in + (outs[name], u8)])
+    arity_kernel = {1: _unary_kernel, 2: _binary_kernel, 3: _ternary_kernel}
     for (name, op), fn in fast64.SCALAR.items():
-        n_in = 1 if op in ("TRECIP", "TSQRT") else 2
-        src = (_unary_kernel if n_in == 1 else _binary_kernel)(fn)
+        n_in = {"TRECIP": 1, "TSQRT": 1, "TFMA": 3}.get(op, 2)
+        src = arity_kernel[n_in](fn)
         table[f"fast64.{name}.{op}"] = (src, [(T.float64[::1],) * (n_in + 1) + (u8,)])
     for (name, op), fn in fastdiv.SCALAR.items():
         n_in = 2 if op == "TDIV" else 1

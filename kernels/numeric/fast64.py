@@ -1,4 +1,4 @@
-"""Compiled TADD, TSUB, TMUL, TDIV, TRECIP, TSQRT on FP64, profile ieee (ftz is not served).
+"""Compiled TADD, TSUB, TMUL, TFMA, TDIV, TRECIP, TSQRT on FP64, profile ieee (ftz is not served).
 
 The hardware's binary64 addition, multiplication, division and square root are the
 reference's single RNE rounding of the exact result, subnormals included; what remains is the
@@ -22,6 +22,20 @@ exact flags, from error-free transformations (x, y finite binary64):
            an operand is zero and the other finite (exact zero, sign xor, flags 0); then never
            UF or OF, NX = (e != 0).  The CPU's fma needs less, but both targets mark the same
            elements.
+  fma      r = fma(x, y, z), the hardware's single rounding of x*y + z (llvm.fma.f64 on the CPU,
+           PTX fma.rn.f64 on CUDA: rn.fma_rn, the one explicit fma the PTX test allows this
+           kernel).  Its exact error by Boldo and Muller's ErrFma ("Exact and approximated error
+           of the FMA", IEEE Trans. Computers 60(2), 2011, Algorithm 5 / Theorem 3): u1 + u2 =
+           x*y (TwoProduct above), (a1, a2) = TwoSum(z, u2), (b1, b2) = TwoSum(u1, a1),
+           g = RN(RN(b1 - r) + b2), (r2, r3) = FastTwoSum(g, a2); then x*y + z = r + r2 + r3
+           exactly when nothing underflows or overflows, so NX = (r2, r3) != 0.  Settled when
+           x*y is in the TwoProduct range above with 2^-900 <= |u1| <= 2^1020, z = 0 or
+           2^-900 <= |z| <= 2^1020, and r = 0 or 2^-900 <= |r| <= 2^1020: every value is then
+           a multiple of 2^-1005 (x*y's 106 bits, z's grid) below 2^1022, so no TwoSum
+           overflows, no error term underflows (the theorem's hypothesis), a zero r is an
+           exact zero (RN(v) = 0 only for v = 0 on that grid) and a nonzero r is normal (never
+           UF, never OF).  An operand x or y = 0 with the others finite gives the exact z (+-0
+           as IEEE's RNE signs it), flags 0.
   div      q = x / y, the hardware's correctly rounded quotient (div.rn.f64 on CUDA); exact iff
            q*y = x, i.e. iff x - p == e for the TwoProduct q*y = p + e above (x - p is exact by
            Sterbenz's lemma: p is within 2^-52 of x).  Settled when q and y are in the
@@ -50,15 +64,16 @@ from numba.extending import intrinsic
 
 from . import fast
 from .flags import NX
-from .rn import add_rn, mul_rn
+from .rn import add_rn, fma_rn, mul_rn
 
 FALLBACK = np.uint8(0xFF)
-OPS = ("TADD", "TSUB", "TMUL", "TDIV", "TRECIP", "TSQRT")
+OPS = ("TADD", "TSUB", "TMUL", "TFMA", "TDIV", "TRECIP", "TSQRT")
 
 _BIG = 2.0 ** 1022               # sums: operands below it never overflow inside TwoSum
 _SPLIT_MAX = 2.0 ** 995          # products: C*x stays finite
 _PROD_MIN = 2.0 ** -960          # products: every partial product on binary64's grid
 _PROD_MAX = 2.0 ** 1020          # products: xh*yh (split parts up to 2^-26 above x, y) stays finite
+_FMA_MIN = 2.0 ** -900           # fma: every term a multiple of 2^-1005, no error term underflows
 _MIN_NORMAL = 2.0 ** -1022
 _MAX = 1.7976931348623157e308
 
@@ -168,6 +183,39 @@ def fp64_mul(x, y):
 
 
 @nb.njit(inline="always")
+def _two_sum(a, b):
+    s = add_rn(a, b)
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+@nb.njit(inline="always")
+def _fma_term(v):
+    """v = 0 or 2^-900 <= |v| <= 2^1020 (False for NaN and infinities)."""
+    a = abs(v)
+    return (v == 0) | ((a >= _FMA_MIN) & (a <= _PROD_MAX))
+
+
+@nb.njit(inline="always")
+def fp64_fma(x, y, z):
+    """(binary64 result, flags) of x*y + z: the hardware fma, NX from ErrFma's exact error."""
+    r = fma_rn(x, y, z)
+    u1 = mul_rn(x, y)
+    u2 = prod_err64(x, y, u1)
+    a1, a2 = _two_sum(z, u2)
+    b1, b2 = _two_sum(u1, a1)
+    g = (b1 - r) + b2
+    r2 = g + a2                                                     # FastTwoSum(g, a2)
+    r3 = a2 - (r2 - g)
+    ax, ay = abs(x), abs(y)
+    normal = (ax >= _MIN_NORMAL) & (ax <= _SPLIT_MAX) & (ay >= _MIN_NORMAL) & (ay <= _SPLIT_MAX)
+    au = abs(u1)
+    ok = normal & (au >= _FMA_MIN) & (au <= _PROD_MAX) & _fma_term(z) & _fma_term(r)
+    zero = (((x == 0) & (ay <= _MAX)) | ((y == 0) & (ax <= _MAX))) & (abs(z) <= _MAX)
+    return r, (np.uint8(0) if zero else _nx(r2) | _nx(r3)) if ok | zero else FALLBACK
+
+
+@nb.njit(inline="always")
 def _in_split_range(v):
     a = abs(v)
     return (a >= _MIN_NORMAL) & (a <= _SPLIT_MAX)
@@ -219,6 +267,11 @@ def _fp64_mul(a, b, out, flags):
         out[i], flags[i] = fp64_mul(a[i], b[i])
 
 
+def _fp64_fma(a, b, c, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp64_fma(a[i], b[i], c[i])
+
+
 def _fp64_div(a, b, out, flags):
     for i in nb.prange(a.shape[0]):
         out[i], flags[i] = fp64_div(a[i], b[i])
@@ -235,9 +288,9 @@ def _fp64_sqrt(a, out, flags):
 
 
 SCALAR = {("FP64", "TADD"): fp64_add, ("FP64", "TSUB"): fp64_sub, ("FP64", "TMUL"): fp64_mul,
-          ("FP64", "TDIV"): fp64_div, ("FP64", "TRECIP"): fp64_recip, ("FP64", "TSQRT"): fp64_sqrt}
+          ("FP64", "TFMA"): fp64_fma, ("FP64", "TDIV"): fp64_div, ("FP64", "TRECIP"): fp64_recip, ("FP64", "TSQRT"): fp64_sqrt}
 LOOPS = {key: fast.Twin(loop, error_model="numpy")
-         for key, loop in zip(SCALAR, (_fp64_add, _fp64_sub, _fp64_mul, _fp64_div, _fp64_recip, _fp64_sqrt))}
+         for key, loop in zip(SCALAR, (_fp64_add, _fp64_sub, _fp64_mul, _fp64_fma, _fp64_div, _fp64_recip, _fp64_sqrt))}
 
 
 def serves(op: str, name: str, prof) -> bool:

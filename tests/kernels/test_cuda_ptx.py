@@ -4,7 +4,7 @@ No GPU is needed: numba.cuda.compile_ptx runs NVVM from the pip wheels (numba-cu
 nvidia-cuda-nvcc-cu12; the `test` extra).  NVVM contracts a separate multiply and add into
 `fma` even without fast-math, so the kernels route every product through rn.mul_rn (PTX
 `mul.rn`, never fused); this test rejects any `fma` (but the two explicit ones of the FP32
-TFMA kernel, whose reference rounds once), any flush-to-zero (`.ftz`) and any approximate
+TFMA kernel and the one of the FP64 TFMA kernel, whose reference rounds once), any flush-to-zero (`.ftz`) and any approximate
 division, reciprocal, square root or exponential (`approx`): fastdiv's kernels must divide and
 take roots with `div.rn.f64` / `sqrt.rn.f64`, and fast64's FP64 TMUL gets its exact product error
 from Dekker's TwoProduct (mul.rn/add.rn), not from an fma (so do its TDIV/TRECIP/TSQRT, for NX).
@@ -47,8 +47,9 @@ KERNELS = kernels()
 
 # FP32 TFMA rounds once in the reference, so its kernel asks for exactly two explicit fmas
 # (rn.fma_rn): the binary32 result and the binary64 exactness test a*b + (c - r); any
-# contraction would add a third and fail.
-EXPLICIT_FMA = {"fastvec.FP32.TFMA": ["fma.rn.f32", "fma.rn.f64"]}
+# contraction would add a third and fail.  FP64 TFMA asks for one, its result; its exactness
+# test (ErrFma) takes the product error from Dekker's TwoProduct, without fma.
+EXPLICIT_FMA = {"fastvec.FP32.TFMA": ["fma.rn.f32", "fma.rn.f64"], "fast64.FP64.TFMA": ["fma.rn.f64"]}
 
 
 @pytest.mark.parametrize("name,src,sig", KERNELS, ids=[k[0] for k in KERNELS])

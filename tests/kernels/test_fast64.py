@@ -1,5 +1,5 @@
-"""The compiled FP64 TADD, TSUB, TMUL (kernels/numeric/fast64.py) give the correctly rounded
-result and flags, settle nothing near binary64's overflow threshold (issue 12), and the fma-free
+"""The compiled FP64 TADD, TSUB, TMUL, TFMA, TDIV, TRECIP, TSQRT (kernels/numeric/fast64.py) give
+the correctly rounded result and flags, settle nothing near binary64's overflow threshold (issue 12), and the fma-free
 TwoProduct the GPU runs (Dekker) is exact wherever the kernel relies on it.
 
 Independent references: Berkeley SoftFloat (softfloatpy) and exact rationals (op_reference.py,
@@ -16,8 +16,9 @@ import pytest
 import op_reference as R
 from kernels import numeric
 from kernels.numeric import fast, fast64, ops_float
+from kernels.numeric.flags import OF, UF
 from kernels.numeric.profiles import PROFILES
-from test_ops_float import assert_same, edge_and_random, softfloat
+from test_ops_float import assert_same, edge_and_random, fma64_hard_cases, operand_sets, softfloat
 
 IEEE = PROFILES["ieee"]
 SUMS_PRODUCTS = ("TADD", "TSUB", "TMUL")
@@ -199,3 +200,82 @@ def test_fp64_quotients_and_roots_through_elementwise():
     a, b = quotient_limits(400, 18)
     for op, ops in (("TDIV", (a, b)), ("TRECIP", (b,)), ("TSQRT", root_limits(400, 19))):
         assert_same(f"{op}.FP64", numeric.elementwise(op, "FP64", *ops), independent(op, *ops), ops)
+
+
+# ---------------------------------------------------------------- fused multiply-add
+
+def fma_limits(n, seed):
+    """Triples whose product, addend and result sit at the limits of the settled range (2^-900,
+    2^1020, the underflow and overflow thresholds), with the addend cancelling the product
+    exactly, to a few ulps, or not at all, and zero operands."""
+    rng = np.random.default_rng(seed)
+    target = rng.choice([-1074, -1022, -1000, -902, -901, -900, -899, 0, 1019, 1020, 1021, 1023], n)
+    ea = rng.integers(-1000, 996, n)
+    ea = np.where(rng.random(n) < 0.2, rng.choice([995, 996, -1022, -1023], n), ea)
+    eb = np.clip(target - ea, -1074, 1023)
+    x = rng.uniform(1, 2, n) * np.exp2(ea.astype(float)) * np.where(rng.random(n) < 0.5, -1, 1)
+    y = rng.uniform(1, 2, n) * np.exp2(eb.astype(float))
+    with np.errstate(all="ignore"):
+        p = x * y
+        kind = rng.integers(0, 6, n)
+        ez = rng.choice([-1074, -960, -901, -900, -899, -500, 0, 500, 1019, 1020, 1021, 1023], n)
+        z = np.select([kind == 0, kind == 1, kind == 2, kind == 3],
+                      [-p, -p + np.spacing(p) * rng.integers(-3, 4, n), -np.nextafter(p, 0.0) * 0.5,
+                       np.zeros(n)],
+                      rng.uniform(-2, 2, n) * np.exp2(ez.astype(float)))
+        x[:50] = 0.0
+        x = np.nan_to_num(x, posinf=1e308, neginf=-1e308)
+        y = np.nan_to_num(y, posinf=1e308, neginf=-1e308)
+        z = np.nan_to_num(z, nan=1.0, posinf=1e308, neginf=-1e308)
+    return f64(x), f64(y), f64(z)
+
+
+def test_fma_random_and_edge_codes_match_softfloat():
+    ops = operand_sets("FP64", 3, 4000, 21)
+    assert_same("TFMA.FP64", run("TFMA", *ops), softfloat("TFMA", "FP64", *ops), ops)
+
+
+def test_fma_edge_cross_product_matches_exact_rationals():
+    e = edge_and_random("FP64", 0, 0)
+    ops = [g.ravel() for g in np.meshgrid(e, e, e, indexing="ij")]
+    assert_same("TFMA.FP64", run("TFMA", *ops), R.reference("TFMA", "FP64", *ops), ops)
+
+
+@pytest.mark.parametrize("cases", ("hard", "limits"))
+def test_fma_at_the_limits_and_the_loop_settles_only_correct_results(cases):
+    """Cancellations (ErrFma's hard cases: exact results, errors of one ulp and less) and the
+    edges of the settled range: every settled element is SoftFloat's, exact ones included."""
+    ops = fma64_hard_cases(6000, 22) if cases == "hard" else fma_limits(6000, 23)
+    want = softfloat("TFMA", "FP64", *ops)
+    assert_same(f"TFMA.FP64 {cases}", run("TFMA", *ops), want, ops)
+    bits, flags = tier("TFMA", *ops)
+    done = flags != fast64.FALLBACK
+    assert done.mean() > 0.1 and (~done).any()
+    assert_same(f"TFMA.FP64 settled {cases}", (bits[done], flags[done]), (want[0][done], want[1][done]),
+                [x[done] for x in ops])
+    assert (want[1][done] == 0).sum() > 100 and (want[1][done] != 0).sum() > 100
+
+
+def test_fma_settles_nothing_tiny_or_near_overflow():
+    """No settled element is tiny (UF) or overflows, and unless the product is an exact zero
+    (then the result is z), its product, addend and result are 0 or in [2^-900, 2^1020]."""
+    ops = fma_limits(6000, 24)
+    want = softfloat("TFMA", "FP64", *ops)
+    bits, flags = tier("TFMA", *ops)
+    done = flags != fast64.FALLBACK
+    assert not (want[1][done] & (UF | OF)).any()
+    x, y, z = (v.view(np.float64) for v in ops)
+    nonzero = done & (x != 0) & (y != 0)
+    assert nonzero.sum() > 300
+    with np.errstate(all="ignore"):
+        p = x * y
+    for w in (p, z, bits.view(np.float64)):
+        aw = np.abs(w[nonzero])
+        assert ((aw == 0) | ((aw >= 2.0 ** -900) & (aw <= 2.0 ** 1020))).all()
+
+
+def test_fp64_fma_through_elementwise_stays_serial_for_small_inputs():
+    ops = fma_limits(400, 25)
+    before = dict(fast.Twin.calls)
+    assert_same("TFMA.FP64", numeric.elementwise("TFMA", "FP64", *ops), softfloat("TFMA", "FP64", *ops), ops)
+    assert fast.Twin.calls["parallel"] == before["parallel"] and fast.Twin.calls["serial"] > before["serial"]
