@@ -1,4 +1,5 @@
-"""Throughput of the compiled TDIV/TRECIP/TSQRT (fastdiv.py) and FP64 arithmetic (fast64.py)
+"""Throughput of the compiled TDIV/TRECIP/TSQRT (fastdiv.py), FP64 arithmetic (fast64.py) and
+TRSQRT (fastfn.py)
 against the NumPy reference path they replace and against NumPy's own operation.
 
     NUMBA_NUM_THREADS=1 python benchmarks/bench_divide.py          # a table, about 30 s
@@ -18,16 +19,15 @@ import pytest
 
 from isa.datatypes import datatype
 from kernels import numeric
-from kernels.numeric import ops_float
 from kernels.numeric.profiles import PROFILES
 
 N = 1 << 20
 elementwise = importlib.import_module("kernels.numeric.elementwise")    # the package re-exports a function of that name
 CASES = [("TDIV", "FP32"), ("TRECIP", "FP32"), ("TSQRT", "FP32"), ("TDIV", "TF32"), ("TDIV", "BF16"),
-         ("TDIV", "FP16"), ("TADD", "FP64"), ("TMUL", "FP64"), ("TDIV", "FP64"), ("TSQRT", "FP64"), ("TFMA", "FP64")]
+         ("TDIV", "FP16"), ("TADD", "FP64"), ("TMUL", "FP64"), ("TDIV", "FP64"), ("TSQRT", "FP64"), ("TFMA", "FP64"), ("TRSQRT", "FP32"), ("TRSQRT", "TF32")]
 # NumPy has no fused multiply-add: TFMA's baseline is a*b + c, two roundings
 NUMPY = {"TDIV": np.divide, "TRECIP": lambda x: 1 / x, "TSQRT": np.sqrt, "TADD": np.add, "TMUL": np.multiply,
-         "TFMA": lambda a, b, c: a * b + c}
+         "TFMA": lambda a, b, c: a * b + c, "TRSQRT": lambda x: 1 / np.sqrt(x)}
 ARITY = {"TDIV": 2, "TADD": 2, "TMUL": 2, "TFMA": 3}
 
 
@@ -35,7 +35,7 @@ def operands(op, name, n=N, seed=0):
     rng = np.random.default_rng(seed)
     k = ARITY.get(op, 1)
     v = [rng.standard_normal(n) for _ in range(k)]
-    if op == "TSQRT":
+    if op in ("TSQRT", "TRSQRT"):
         v = [np.abs(x) for x in v]
     if name == "FP64":
         return [x.view(np.uint64) for x in v], v
@@ -53,7 +53,7 @@ def operands(op, name, n=N, seed=0):
 
 def runners(op, name):
     ops, vals = operands(op, name)
-    dt, prof, ref = datatype(name), PROFILES["ieee"], ops_float.OPS[op]
+    dt, prof, ref = datatype(name), PROFILES["ieee"], elementwise.REFERENCE[op]
     return {"ours": lambda: numeric.elementwise(op, name, *ops),
             "reference": lambda: elementwise._chunked(ref, dt, tuple(ops), prof=prof),
             "numpy": lambda: NUMPY[op](*vals)}

@@ -9,7 +9,8 @@ What runs where, per (op, DataType):
   * fastvec.py's SIMD routines (FP32/BF16 add/sub/mul/fma, FP16 add/sub/mul, profile ieee),
     fast64.py's (FP64 add/sub/mul/fma/div/recip/sqrt, profile ieee; Dekker's TwoProduct instead
     of the CPU's fma; TFMA's result is the one explicit `fma.rn.f64`),
-    fastdiv.py's (TDIV/TRECIP/TSQRT on FP32/TF32/HF32 and TDIV on FP16/BF16, both profiles)
+    fastdiv.py's (TDIV/TRECIP/TSQRT on FP32/TF32/HF32 and TDIV on FP16/BF16, both profiles),
+    fastfn.py's (TRSQRT on FP32/TF32/HF32, both profiles: binary64 value, rounding test)
     and fast.py's rounding routines (TADD/TSUB/TMUL/TFMA on TF32, HF32, FP16, BF16, FP32 in
     any profile, TFMA on E4M3/E5M2, TEXP on FP32/TF32/HF32) are compiled unchanged into CUDA kernels
     (`kernel_sources()`), one thread per element: the same Python source the CPU loops compile,
@@ -17,11 +18,12 @@ What runs where, per (op, DataType):
   * Table-driven pairs (8-bit binary and <= 16-bit unary operations, tables.py) gather from the
     reference's exact tables copied to the device once.
   * Elements a kernel marks (flags 0xFF: NaN/infinite operands, results outside a shortcut's
-    range, exp results within 2^-46 of a rounding boundary) are gathered, settled on the host
+    range, exp results within 2^-46 and rsqrt results within 4 binary64 ulps of a rounding
+    boundary) are gathered, settled on the host
     by the CPU path (which hands its own rare cases to the NumPy/MPFR reference) and scattered
     back, so the result equals the CPU's element for element.
-  * Everything else (integer operations, remainder, transcendental functions other than the
-    tables, FP64 TREM/TMAX/TMIN/TCMP/... and every FP64 operation in profile ftz) runs on the
+  * Everything else (integer operations, remainder, TLOG and FP64 TEXP/TRSQRT on formats
+    too wide for the tables, FP64 TREM/TMAX/TMIN/TCMP/... and every FP64 operation in profile ftz) runs on the
     host: operands are copied down, the CPU path computes, results are copied back.  `placement(op, dt, prof, arity)` says which.
 
 Floating-point code generation: `mul_rn`/`add_rn` (rn.py) keep every product that the reference
@@ -38,7 +40,7 @@ import numpy as np
 from isa.datatypes import DataType, Kind
 
 from .. import device
-from . import fast, fast64, fastdiv, fastvec, tables
+from . import fast, fast64, fastdiv, fastfn, fastvec, tables
 
 cuda = None          # numba.cuda, imported on first use (the simulator flag must be set first)
 THREADS = 256
@@ -180,6 +182,15 @@ def fastdiv_unary_vals(op, a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ft
         flags[i] = f
 
 
+def fastfn_rsqrt_bits(a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
+        r, f = fastfn.rsqrt(x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+        bits[i] = r
+        flags[i] = f
+
+
 def _signatures():
     """name -> (python kernel, [argument type tuples]) for every kernel this module launches;
     the PTX test compiles each one."""
@@ -206,6 +217,7 @@ def _signatures():
     table["fastdiv.div_vals"] = (fastdiv_div_vals, [(f32, f32) + fmt + (f64, u16, u8)])
     table["fastdiv.unary_bits"] = (fastdiv_unary_bits, [(i64, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
     table["fastdiv.unary_vals"] = (fastdiv_unary_vals, [(i64, f32) + fmt + (f64, u16, u8)])
+    table["fastfn.rsqrt_bits"] = (fastfn_rsqrt_bits, [(u32,) + fmt + (i64, i64, f64, u32, u8)])
     table["fast.binary_bits"] = (fast_binary_bits, [(i64, c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
     table["fast.binary_vals"] = (fast_binary_vals, [(i64, f32, f32) + fmt + (f64, c, u8) for c in (u16, u8)])
     table["fast.fma_bits"] = (fast_fma_bits, [(c, c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
@@ -233,7 +245,7 @@ def _launch(name, n, *args):
 
 def placement(op: str, dt: DataType, prof, arity: int) -> str:
     """Where elementwise_device computes (op, dt): 'fastvec', 'fast64', 'fast', 'table',
-    'fastdiv' (device) or 'host'."""
+    'fastdiv', 'fastfn' (device) or 'host'."""
     if dt.kind is not Kind.FLOAT:
         return "host"
     if fastvec.serves(op, dt.name, prof):
@@ -246,6 +258,8 @@ def placement(op: str, dt: DataType, prof, arity: int) -> str:
         return "table"
     if fastdiv.serves(op, dt.name, prof):
         return "fastdiv"
+    if fastfn.serves(op, dt.name, prof):
+        return "fastfn"
     return "host"
 
 
@@ -280,6 +294,10 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
         return bt[idx], ft[idx]
     if where == "fastdiv":
         bits = _fastdiv(op, dt, operands, prof, n, flags, xp)
+    elif where == "fastfn":
+        bits = xp.empty(n, dt.raw_dtype)
+        fmt, _, _, dec, mn = fast._scalars(dt.name, prof.ftz)
+        _launch("fastfn.rsqrt_bits", n, operands[0], *fmt, *dec, mn, bits, flags)
     elif where == "fast64":
         out = xp.empty(n, np.float64)
         _launch(f"fast64.{dt.name}.{op}", n, *(x.view(np.float64) for x in operands), out, flags)

@@ -23,7 +23,7 @@ from isa import fields
 from isa import instructions as instrs
 from isa.datatypes import DataType, Kind
 
-from . import fast, fast64, fastdiv, fastvec, ops_float, ops_int, tables, transcendental
+from . import fast, fast64, fastdiv, fastfn, fastvec, ops_float, ops_int, tables, transcendental
 from .errors import UnsupportedOperation
 from .profiles import Profile, profile as resolve_profile
 
@@ -59,8 +59,9 @@ def _float_impl(op: str, fn) -> Impl:
     """Hot (op, format) pairs run compiled: FP32/BF16 add/sub/mul/fma in profile ieee as SIMD
     loops (fastvec.py), FP64 add/sub/mul/fma/div/recip/sqrt in fast64.py, TDIV/TRECIP/TSQRT on the
     <= 32-bit IEEE formats in fastdiv.py (after the tables, which serve unary ops on FP16/BF16),
+    TRSQRT on FP32/TF32/HF32 in fastfn.py,
     the others in fast.py, each falling back element-wise where it does not settle a result
-    (fastvec -> fast -> `fn`, fast64 -> `fn`, fastdiv's two tiers -> `fn`); formats of <= 8 bits
+    (fastvec -> fast -> `fn`, fast64 -> `fn`, fastdiv's two tiers -> `fn`, fastfn -> `fn`); formats of <= 8 bits
     and unary ops on <= 16 bits read an exact table of `fn`; everything else runs `fn`, the NumPy
     reference, in cache-sized chunks."""
     def run(dt, operands, prof, cmode):
@@ -74,6 +75,8 @@ def _float_impl(op: str, fn) -> Impl:
             return tables.lookup(op, dt.name, prof, cmode, fn, operands)
         if fastdiv.serves(op, dt.name, prof):
             return fastdiv.run(op, dt.name, operands, prof, fn)
+        if fastfn.serves(op, dt.name, prof):
+            return fastfn.run(op, dt.name, operands, prof, fn)
         kw = {"prof": prof} if op != "TCMP" else {"prof": prof, "cmode": cmode}
         return _chunked(fn, dt, operands, **kw)
     run.__name__ = f"{op.lower()}_float"

@@ -6,7 +6,8 @@ nvidia-cuda-nvcc-cu12; the `test` extra).  NVVM contracts a separate multiply an
 `mul.rn`, never fused); this test rejects any `fma` (but the two explicit ones of the FP32
 TFMA kernel and the one of the FP64 TFMA kernel, whose reference rounds once), any flush-to-zero (`.ftz`) and any approximate
 division, reciprocal, square root or exponential (`approx`): fastdiv's kernels must divide and
-take roots with `div.rn.f64` / `sqrt.rn.f64`, and fast64's FP64 TMUL gets its exact product error
+take roots with `div.rn.f64` / `sqrt.rn.f64` (fastfn's TRSQRT: `sqrt.rn.f64`, then
+`rcp.rn.f64`, the IEEE-rounded reciprocal NVVM makes of 1/s), and fast64's FP64 TMUL gets its exact product error
 from Dekker's TwoProduct (mul.rn/add.rn), not from an fma (so do its TDIV/TRECIP/TSQRT, for NX).
 """
 import re
@@ -69,7 +70,9 @@ def test_kernel_ptx_has_no_contraction_ftz_or_approximation(name, src, sig):
                                          ("fastdiv.unary_bits", r"\bsqrt\.rn\.f64\b"),
                                          ("fastdiv.div_bits", r"\bdiv\.rn\.f64\b"),
                                          ("fast64.FP64.TDIV", r"\bdiv\.rn\.f64\b"),
-                                         ("fast64.FP64.TSQRT", r"\bsqrt\.rn\.f64\b")])
+                                         ("fast64.FP64.TSQRT", r"\bsqrt\.rn\.f64\b"),
+                                         ("fastfn.rsqrt_bits", r"\bsqrt\.rn\.f64\b"),
+                                         ("fastfn.rsqrt_bits", r"\brcp\.rn\.f64\b")])   # 1/s: IEEE reciprocal
 def test_division_and_root_kernels_use_the_correctly_rounded_instructions(name, wanted):
     src, sigs = kcuda.kernel_sources()[name]
     ptx, _ = cuda.compile_ptx(src, sigs[0], cc=CC)
@@ -92,4 +95,5 @@ def test_every_device_kernel_is_checked():
     assert {f"fastdiv.{n}.{op}" for n, op in kcuda.fastdiv.SCALAR} <= names
     assert {f"fast64.{n}.{op}" for n, op in kcuda.fast64.SCALAR} <= names
     assert {"fastdiv.div_bits", "fastdiv.div_vals", "fastdiv.unary_bits", "fastdiv.unary_vals"} <= names
+    assert "fastfn.rsqrt_bits" in names
     assert np.all([len(k[2]) > 0 for k in KERNELS])

@@ -1,0 +1,178 @@
+"""The compiled TRSQRT on FP32, TF32 and HF32 (kernels/numeric/fastfn.py) gives the correctly
+rounded 1/sqrt(x) with its flags in both profiles, settles nothing it cannot prove, and hands
+the rest to the reference.
+
+Independent reference: MPFR (gmpy2.rec_sqrt rounded once to the format's precision), for every
+positive finite TF32 and HF32 input, for FP32 samples over the whole range (subnormals
+included) and, behind `slow`, for every FP32 input in [1, 4): 1/sqrt(4x) = 1/sqrt(x) / 2 and
+the kernel's binary64 steps scale exactly too (checked below), so those 2^24 inputs stand for
+every positive FP32 input.  Specials (zeros, negatives, infinities, NaNs) follow the seed's
+table (Decision 077), checked by value.  The proof's two parts are also checked alone: the
+binary64 value's error bound (2.01 ulps) against MPFR, and the rounding test's window.
+"""
+import gmpy2
+import numba as nb
+import numpy as np
+import pytest
+
+from kernels import numeric
+from kernels.numeric import fast, fastfn, transcendental
+from kernels.numeric import flags as F
+from kernels.numeric.profiles import PROFILES
+from test_ops_float import assert_same
+
+SHIFT = {"FP32": 0, "TF32": 13, "HF32": 12}
+PREC = {"FP32": 24, "TF32": 11, "HF32": 12}
+HARD_FP32 = 0x403A18E3        # the one input in [1, 4) whose binary64 value is within 4 ulps of a midpoint
+
+
+def run(name, codes, profile="ieee"):
+    with np.errstate(all="ignore"):
+        return fastfn.run("TRSQRT", name, [codes], PROFILES[profile], transcendental.trsqrt)
+
+
+def mpfr(name, codes):
+    """(bits, flags) of 1/sqrt(x) for positive finite codes: one MPFR rounding to p bits (the
+    results are normal binary32 values, so the binary32 pattern of that value is the code);
+    NX unless x = 4^k."""
+    vals = codes.view(np.float32).astype(np.float64)
+    out = np.empty(vals.shape[0])
+    with gmpy2.context(gmpy2.get_context(), precision=PREC[name], emin=-1000, emax=1000):
+        for i, v in enumerate(vals.tolist()):
+            out[i] = float(gmpy2.rec_sqrt(gmpy2.mpfr(v)))
+    m, e = np.frexp(vals)
+    power4 = (m == 0.5) & ((e - 1) % 2 == 0)
+    return out.astype(np.float32).view(np.uint32), np.where(power4, 0, F.NX).astype(np.uint8)
+
+
+def positive_codes(name):
+    step = 1 << SHIFT[name]
+    return np.arange(step, 0x7F800000, step, dtype=np.uint32)
+
+
+@pytest.mark.parametrize("name", ("TF32", "HF32"))
+def test_every_positive_finite_input_matches_mpfr(name):
+    codes = positive_codes(name)
+    assert_same(f"TRSQRT.{name}", run(name, codes), mpfr(name, codes), (codes,))
+
+
+def fp32_samples(n, seed):
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(1, 0x7F800000, n, dtype=np.uint32)
+    codes[: n // 8] = rng.integers(1, 1 << 23, n // 8, dtype=np.uint32)           # subnormals
+    powers = (np.arange(1, 254, dtype=np.uint32) << np.uint32(23))                 # 2^-126 .. 2^127
+    tiny = np.uint32(1) << np.arange(23, dtype=np.uint32)                           # 2^-149 .. 2^-127
+    hard = (np.uint32(HARD_FP32) + (np.arange(-60, 61, 2, dtype=np.int64) << 23)).astype(np.uint32)  # x 4^k
+    return np.concatenate([codes, powers, tiny, hard, np.uint32([0x7F7FFFFF, 1, 0x00800000])])
+
+
+def test_fp32_samples_match_mpfr_exact_powers_of_4_included():
+    codes = fp32_samples(100_000, 1)
+    want = mpfr("FP32", codes)
+    assert_same("TRSQRT.FP32", run("FP32", codes), want, (codes,))
+    assert (want[1] == 0).sum() >= 127 + 11          # 4^k: 2^-148 .. 2^126
+
+
+@pytest.mark.parametrize("name", ("FP32", "TF32", "HF32"))
+def test_profile_ftz_reads_subnormals_as_zero_and_matches_mpfr_elsewhere(name):
+    codes = fp32_samples(20_000, 2) & np.uint32((0xFFFFFFFF << SHIFT[name]) & 0xFFFFFFFF)
+    codes = codes[codes != 0]
+    bits, flags = run(name, codes, "ftz")
+    sub = codes < 0x00800000
+    assert (bits[sub] == 0x7F800000).all() and (flags[sub] == F.DZ).all()     # +0 -> +inf, DZ
+    want = mpfr(name, codes[~sub])
+    assert_same(f"TRSQRT.{name}.ftz", (bits[~sub], flags[~sub]), want, (codes[~sub],))
+
+
+@pytest.mark.parametrize("profile", ("ieee", "ftz"))
+def test_specials_follow_decision_077(profile):
+    """+-0 -> +-inf with DZ, +inf -> +0, negative or -inf -> NaN with NV, a quiet NaN passes
+    without a flag, a signalling one raises NV; in ftz a negative subnormal is -0."""
+    pinf, ninf, qnan, snan = 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001
+    codes = np.uint32([0, 0x80000000, pinf, ninf, 0xBF800000, 0x80000001, qnan, snan])
+    bits, flags = run("FP32", codes, profile)
+    is_nan = ((bits & 0x7F800000) == 0x7F800000) & ((bits & 0x7FFFFF) != 0)
+    assert list(bits[:3]) == [pinf, ninf, 0] and list(flags[:3]) == [F.DZ, F.DZ, 0]
+    assert is_nan[[3, 4, 6, 7]].all() and list(flags[[3, 4, 6, 7]]) == [F.NV, F.NV, 0, F.NV]
+    if profile == "ftz":
+        assert bits[5] == ninf and flags[5] == F.DZ
+    else:
+        assert is_nan[5] and flags[5] == F.NV
+
+
+def test_the_binary64_value_is_within_2_01_ulps_of_the_true_reciprocal_root():
+    codes = fp32_samples(20_000, 3)
+    x = codes.view(np.float32).astype(np.float64)
+    y = fastfn.rsqrt_values(x)
+    assert np.array_equal(y, 1.0 / np.sqrt(x))       # RN(1 / RN(sqrt x)), as analysed
+    worst = 0.0
+    with gmpy2.context(gmpy2.get_context(), precision=200):
+        for xi, yi in zip(x.tolist(), y.tolist()):
+            v = gmpy2.rec_sqrt(gmpy2.mpfr(xi))
+            ulp = 2.0 ** (np.frexp(yi)[1] - 53)
+            worst = max(worst, float(abs(gmpy2.mpfr(yi) - v) / ulp))
+    assert worst <= 2.01, worst
+
+
+@nb.njit
+def _near(ys, t):
+    out = np.empty(ys.shape[0], np.bool_)
+    for i in range(ys.shape[0]):
+        out[i] = fastfn.near_boundary(ys[i], t)
+    return out
+
+
+@pytest.mark.parametrize("t", (23, 11, 10))
+def test_the_rounding_test_marks_values_within_4_ulps_of_a_midpoint(t):
+    """y = a midpoint of the t-bit grid plus j binary64 ulps: marked exactly for |j| <= 4;
+    grid points and values between them are not."""
+    rng = np.random.default_rng(t)
+    base = 1 + rng.integers(0, 1 << t, 200) * 2.0 ** -t
+    j = np.arange(-8, 9)
+    ys = (base[:, None] + 2.0 ** -(t + 1)) + j[None, :] * 2.0 ** -52
+    ys = ys * np.exp2(rng.integers(-60, 60, 200))[:, None]
+    near = _near(ys.ravel(), t).reshape(ys.shape)
+    assert (near == (np.abs(j) <= fastfn.NEAR_ULPS)[None, :]).all()
+    assert not _near(base, t).any()
+
+
+def test_a_value_near_a_midpoint_is_marked_and_settled_by_the_reference():
+    codes = (np.uint32(HARD_FP32) + (np.arange(-60, 61, 2, dtype=np.int64) << 23)).astype(np.uint32)
+    bits, flags = fastfn.marked("TRSQRT", "FP32", [codes], PROFILES["ieee"])
+    assert (flags == fastfn.FALLBACK).all()
+    assert_same("TRSQRT.FP32 hard", run("FP32", codes), mpfr("FP32", codes), (codes,))
+
+
+def test_results_scale_exactly_by_powers_of_4():
+    """The slow test's coverage argument: the kernel's result for 4^k x is its result for x
+    with the exponent lowered by k (and the same flags), subnormal inputs included (every
+    subnormal is 4^k times an FP32 value in [1, 4))."""
+    rng = np.random.default_rng(4)
+    x = rng.integers(0x3F800000, 0x40800000, 2000, dtype=np.uint32)       # [1, 4)
+    x[:1000] &= np.uint32(0xFFFFC000)                   # 10 bits: exact as subnormals down to 2^-140
+    base = fastfn.marked("TRSQRT", "FP32", [x], PROFILES["ieee"])
+    for k in (-70, -66, -63, -20, 1, 30, 63):
+        v = x.view(np.float32).astype(np.float64) * 4.0 ** k
+        exact = v.astype(np.float32) == v                 # 4^k x is an FP32 value (subnormal or not)
+        assert exact.sum() >= 1000
+        scaled = v[exact].astype(np.float32).view(np.uint32)
+        got = fastfn.marked("TRSQRT", "FP32", [scaled], PROFILES["ieee"])
+        want = (base[0][exact].view(np.float32) * np.float32(2.0 ** -k)).view(np.uint32)
+        assert np.array_equal(got[0], want) and np.array_equal(got[1], base[1][exact]), k
+
+
+def test_elementwise_serves_trsqrt_compiled_and_small_inputs_stay_serial():
+    codes = fp32_samples(300, 5)
+    before = dict(fast.Twin.calls)
+    for name in ("FP32", "TF32", "HF32"):
+        c = codes & np.uint32((0xFFFFFFFF << SHIFT[name]) & 0xFFFFFFFF)
+        c = c[c != 0]
+        assert_same(f"TRSQRT.{name}", numeric.elementwise("TRSQRT", name, c), mpfr(name, c), (c,))
+    assert fast.Twin.calls["serial"] >= before["serial"] + 3
+    assert fast.Twin.calls["parallel"] == before["parallel"]
+
+
+@pytest.mark.slow
+def test_every_fp32_input_in_1_to_4_matches_mpfr():
+    codes = np.arange(0x3F800000, 0x40800000, dtype=np.uint32)
+    assert_same("TRSQRT.FP32 [1,4)", run("FP32", codes), mpfr("FP32", codes), (codes,))
