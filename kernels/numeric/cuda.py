@@ -10,7 +10,8 @@ What runs where, per (op, DataType):
     fast64.py's (FP64 add/sub/mul/fma/div/recip/sqrt, profile ieee; Dekker's TwoProduct instead
     of the CPU's fma; TFMA's result is the one explicit `fma.rn.f64`),
     fastdiv.py's (TDIV/TRECIP/TSQRT on FP32/TF32/HF32 and TDIV on FP16/BF16, both profiles),
-    fastfn.py's (TRSQRT on FP32/TF32/HF32, both profiles: binary64 value, rounding test)
+    fastfn.py's (TRSQRT on FP32/TF32/HF32: binary64 value, rounding test; TREM on FP32/TF32/
+    HF32/BF16/FP16: integer fmod, then one rounding; both profiles)
     and fast.py's rounding routines (TADD/TSUB/TMUL/TFMA on TF32, HF32, FP16, BF16, FP32 in
     any profile, TFMA on E4M3/E5M2, TEXP on FP32/TF32/HF32) are compiled unchanged into CUDA kernels
     (`kernel_sources()`), one thread per element: the same Python source the CPU loops compile,
@@ -22,8 +23,8 @@ What runs where, per (op, DataType):
     boundary) are gathered, settled on the host
     by the CPU path (which hands its own rare cases to the NumPy/MPFR reference) and scattered
     back, so the result equals the CPU's element for element.
-  * Everything else (integer operations, remainder, TLOG and FP64 TEXP/TRSQRT on formats
-    too wide for the tables, FP64 TREM/TMAX/TMIN/TCMP/... and every FP64 operation in profile ftz) runs on the
+  * Everything else (integer operations, TLOG and FP64 TEXP/TRSQRT on formats too wide for
+    the tables, FP64 TREM/TMAX/TMIN/TCMP/... and every FP64 operation in profile ftz) runs on the
     host: operands are copied down, the CPU path computes, results are copied back.  `placement(op, dt, prof, arity)` says which.
 
 Floating-point code generation: `mul_rn`/`add_rn` (rn.py) keep every product that the reference
@@ -191,6 +192,26 @@ def fastfn_rsqrt_bits(a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, fi
         flags[i] = f
 
 
+def fastfn_rem_bits(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
+        y = fast._daz(fast._from_bits(b[i], field, dshift), ftz, mn)
+        r, f = fastfn.rem(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+        bits[i] = r
+        flags[i] = f
+
+
+def fastfn_rem_vals(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bits, flags):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        x = fast._daz(np.float64(a[i]), ftz, mn)
+        y = fast._daz(np.float64(b[i]), ftz, mn)
+        r, f = fastfn.rem(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+        bits[i] = r
+        flags[i] = f
+
+
 def _signatures():
     """name -> (python kernel, [argument type tuples]) for every kernel this module launches;
     the PTX test compiles each one."""
@@ -218,6 +239,8 @@ def _signatures():
     table["fastdiv.unary_bits"] = (fastdiv_unary_bits, [(i64, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
     table["fastdiv.unary_vals"] = (fastdiv_unary_vals, [(i64, f32) + fmt + (f64, u16, u8)])
     table["fastfn.rsqrt_bits"] = (fastfn_rsqrt_bits, [(u32,) + fmt + (i64, i64, f64, u32, u8)])
+    table["fastfn.rem_bits"] = (fastfn_rem_bits, [(c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
+    table["fastfn.rem_vals"] = (fastfn_rem_vals, [(f32, f32) + fmt + (f64, u16, u8)])
     table["fast.binary_bits"] = (fast_binary_bits, [(i64, c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
     table["fast.binary_vals"] = (fast_binary_vals, [(i64, f32, f32) + fmt + (f64, c, u8) for c in (u16, u8)])
     table["fast.fma_bits"] = (fast_fma_bits, [(c, c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
@@ -296,8 +319,14 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
         bits = _fastdiv(op, dt, operands, prof, n, flags, xp)
     elif where == "fastfn":
         bits = xp.empty(n, dt.raw_dtype)
-        fmt, _, _, dec, mn = fast._scalars(dt.name, prof.ftz)
-        _launch("fastfn.rsqrt_bits", n, operands[0], *fmt, *dec, mn, bits, flags)
+        fmt, lut, V, dec, mn = fast._scalars(dt.name, prof.ftz)
+        if op == "TRSQRT":
+            _launch("fastfn.rsqrt_bits", n, operands[0], *fmt, *dec, mn, bits, flags)
+        elif lut:                                     # FP16 TREM: values from the device's table
+            Vd = device.to_device(V, xp)
+            _launch("fastfn.rem_vals", n, *(Vd[x] for x in operands), *fmt, mn, bits, flags)
+        else:
+            _launch("fastfn.rem_bits", n, *operands, *fmt, *dec, mn, bits, flags)
     elif where == "fast64":
         out = xp.empty(n, np.float64)
         _launch(f"fast64.{dt.name}.{op}", n, *(x.view(np.float64) for x in operands), out, flags)

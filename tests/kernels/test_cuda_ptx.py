@@ -95,5 +95,5 @@ def test_every_device_kernel_is_checked():
     assert {f"fastdiv.{n}.{op}" for n, op in kcuda.fastdiv.SCALAR} <= names
     assert {f"fast64.{n}.{op}" for n, op in kcuda.fast64.SCALAR} <= names
     assert {"fastdiv.div_bits", "fastdiv.div_vals", "fastdiv.unary_bits", "fastdiv.unary_vals"} <= names
-    assert "fastfn.rsqrt_bits" in names
+    assert {"fastfn.rsqrt_bits", "fastfn.rem_bits", "fastfn.rem_vals"} <= names
     assert np.all([len(k[2]) > 0 for k in KERNELS])

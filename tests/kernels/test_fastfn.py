@@ -1,6 +1,10 @@
-"""The compiled TRSQRT on FP32, TF32 and HF32 (kernels/numeric/fastfn.py) gives the correctly
-rounded 1/sqrt(x) with its flags in both profiles, settles nothing it cannot prove, and hands
-the rest to the reference.
+"""The compiled TRSQRT on FP32, TF32 and HF32 and TREM on FP32, TF32, HF32, BF16 and FP16
+(kernels/numeric/fastfn.py) give the correctly rounded result with its flags in both profiles,
+settle nothing they cannot prove, and hand the rest to the reference.
+
+TREM's independent references: the exact-rational floor modulo of op_reference.py (Fractions,
+both profiles) on random and edge codes, their cross product, operand pairs 2^250 apart and
+every FP16/BF16 dividend over chosen divisors; the integer fmod alone against Fractions.
 
 Independent reference: MPFR (gmpy2.rec_sqrt rounded once to the format's precision), for every
 positive finite TF32 and HF32 input, for FP32 samples over the whole range (subnormals
@@ -15,11 +19,14 @@ import numba as nb
 import numpy as np
 import pytest
 
+from fractions import Fraction
+
+import op_reference as R
 from kernels import numeric
-from kernels.numeric import fast, fastfn, transcendental
+from kernels.numeric import fast, fastfn, ops_float, transcendental
 from kernels.numeric import flags as F
 from kernels.numeric.profiles import PROFILES
-from test_ops_float import assert_same
+from test_ops_float import assert_same, edge_and_random
 
 SHIFT = {"FP32": 0, "TF32": 13, "HF32": 12}
 PREC = {"FP32": 24, "TF32": 11, "HF32": 12}
@@ -176,3 +183,110 @@ def test_elementwise_serves_trsqrt_compiled_and_small_inputs_stay_serial():
 def test_every_fp32_input_in_1_to_4_matches_mpfr():
     codes = np.arange(0x3F800000, 0x40800000, dtype=np.uint32)
     assert_same("TRSQRT.FP32 [1,4)", run("FP32", codes), mpfr("FP32", codes), (codes,))
+
+
+# ---------------------------------------------------------------- TREM
+
+REM_FORMATS = fastfn.FORMATS["TREM"]
+
+
+def rem(name, a, b, profile="ieee"):
+    with np.errstate(all="ignore"):
+        return fastfn.run("TREM", name, [a, b], PROFILES[profile], ops_float.trem)
+
+
+@pytest.mark.parametrize("profile", ("ieee", "ftz"))
+@pytest.mark.parametrize("name", REM_FORMATS)
+def test_trem_random_and_edge_codes_match_exact_rationals(name, profile):
+    a = edge_and_random(name, 6000, 31)
+    b = a[np.random.default_rng(32).permutation(a.size)]
+    assert_same(f"TREM.{name}.{profile}", rem(name, a, b, profile), R.reference("TREM", name, a, b, ftz=profile == "ftz"),
+                (a, b))
+    e = edge_and_random(name, 0, 0)
+    x, y = (g.ravel() for g in np.meshgrid(e, e, indexing="ij"))
+    assert_same(f"TREM.{name}.{profile} edges", rem(name, x, y, profile),
+                R.reference("TREM", name, x, y, ftz=profile == "ftz"), (x, y))
+
+
+def f32(v):
+    with np.errstate(over="ignore", under="ignore"):
+        return np.asarray(v, np.float32).view(np.uint32)
+
+
+def far_apart(n, seed):
+    """Dividends up to 2^250 times the divisor (up to 276 binades apart: the integer loop's
+    longest), either sign, subnormal divisors included."""
+    rng = np.random.default_rng(seed)
+    ex = rng.integers(-149, 128, n)
+    ey = np.maximum(ex - rng.integers(0, 277, n), -149)
+    x = rng.uniform(1, 2, n) * np.exp2(ex.astype(float)) * np.where(rng.random(n) < 0.5, -1, 1)
+    y = rng.uniform(1, 2, n) * np.exp2(ey.astype(float)) * np.where(rng.random(n) < 0.5, -1, 1)
+    return f32(np.clip(x, -3.4e38, 3.4e38)), f32(y)
+
+
+@nb.njit
+def _fmod24(x, y):
+    out = np.empty(x.shape[0])
+    for i in range(x.shape[0]):
+        out[i] = fastfn.fmod24(x[i], y[i])
+    return out
+
+
+def test_the_integer_fmod_is_exact_far_apart_and_near():
+    a, b = far_apart(3000, 33)
+    x, y = (v.view(np.float32).astype(np.float64) for v in (a, b))
+    near = y[:500] * np.random.default_rng(34).integers(-1000, 1000, 500) + y[:500] * 0.25
+    x[:500] = near.astype(np.float32).astype(np.float64)        # binary32 values, a few y apart
+    got = _fmod24(x, y)
+    for xi, yi, gi in zip(x.tolist(), y.tolist(), got.tolist()):
+        fx, fy = Fraction(xi), Fraction(yi)
+        q = fx / fy
+        trunc = q.numerator // q.denominator if q >= 0 else -((-q.numerator) // q.denominator)
+        want = fx - trunc * fy
+        assert Fraction(gi) == want and (gi != 0 or np.signbit(gi) == np.signbit(xi)), (xi, yi)
+
+
+@pytest.mark.parametrize("profile", ("ieee", "ftz"))
+def test_trem_operands_far_apart_match_exact_rationals(profile):
+    a, b = far_apart(3000, 35)
+    assert_same(f"TREM.FP32.{profile} far", rem("FP32", a, b, profile), R.reference("TREM", "FP32", a, b, ftz=profile == "ftz"),
+                (a, b))
+
+
+def test_trem_rounds_minus_tiny_mod_1_up_to_the_divisor():
+    """The operations table's example: -1e-30 mod 1 = 1 - 1e-30, which rounds to 1.0 (NX); the
+    zero result takes the divisor's sign; a result of the divisor's sign is exact."""
+    a = f32([-1e-30, 6.0, -6.0, 7.5, -7.5])
+    b = f32([1.0, -3.0, 3.0, -2.0, 2.0])
+    bits, flags = rem("FP32", a, b)
+    assert list(bits) == list(f32([1.0, -0.0, 0.0, -0.5, 0.5]))
+    assert list(flags) == [F.NX, 0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("name", ("FP16", "BF16"))
+def test_trem_every_16_bit_dividend_over_two_divisors(name):
+    a = np.arange(1 << 16, dtype=np.uint16)
+    for d in (0x3C01 if name == "FP16" else 0x3F81, 0x8003):       # ~1 + ulp, a negative subnormal
+        b = np.full(a.size, d, np.uint16)
+        assert_same(f"TREM.{name} / {d:#x}", rem(name, a, b), R.reference("TREM", name, a, b), (a, b))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("profile", ("ieee", "ftz"))
+@pytest.mark.parametrize("name", ("FP16", "BF16"))
+def test_trem_every_16_bit_dividend_over_every_4096th_divisor(name, profile):
+    a = np.arange(1 << 16, dtype=np.uint16)
+    for d in range(3, 1 << 16, 4096):
+        b = np.full(a.size, d, np.uint16)
+        assert_same(f"TREM.{name}.{profile} / {d:#x}", rem(name, a, b, profile),
+                    R.reference("TREM", name, a, b, ftz=profile == "ftz"), (a, b))
+
+
+def test_elementwise_serves_trem_compiled_and_small_inputs_stay_serial():
+    before = dict(fast.Twin.calls)
+    for name in REM_FORMATS:
+        a = edge_and_random(name, 300, 36)
+        b = a[::-1].copy()
+        assert_same(f"TREM.{name}", numeric.elementwise("TREM", name, a, b), R.reference("TREM", name, a, b), (a, b))
+    assert fast.Twin.calls["serial"] >= before["serial"] + len(REM_FORMATS)
+    assert fast.Twin.calls["parallel"] == before["parallel"]
