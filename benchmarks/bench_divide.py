@@ -1,5 +1,5 @@
 """Throughput of the compiled TDIV/TRECIP/TSQRT (fastdiv.py), FP64 arithmetic (fast64.py) and
-TRSQRT/TREM (fastfn.py)
+TRSQRT/TLOG/TREM (fastfn.py)
 against the NumPy reference path they replace and against NumPy's own operation.
 
     NUMBA_NUM_THREADS=1 python benchmarks/bench_divide.py          # a table, about 30 s
@@ -25,11 +25,11 @@ N = 1 << 20
 elementwise = importlib.import_module("kernels.numeric.elementwise")    # the package re-exports a function of that name
 CASES = [("TDIV", "FP32"), ("TRECIP", "FP32"), ("TSQRT", "FP32"), ("TDIV", "TF32"), ("TDIV", "BF16"),
          ("TDIV", "FP16"), ("TADD", "FP64"), ("TMUL", "FP64"), ("TDIV", "FP64"), ("TSQRT", "FP64"), ("TFMA", "FP64"), ("TRSQRT", "FP32"), ("TRSQRT", "TF32"),
-         ("TREM", "FP32"), ("TREM", "BF16")]
+         ("TLOG", "FP32"), ("TLOG", "HF32"), ("TREM", "FP32"), ("TREM", "BF16")]
 # NumPy has no fused multiply-add: TFMA's baseline is a*b + c, two roundings
 NUMPY = {"TDIV": np.divide, "TRECIP": lambda x: 1 / x, "TSQRT": np.sqrt, "TADD": np.add, "TMUL": np.multiply,
          "TFMA": lambda a, b, c: a * b + c, "TRSQRT": lambda x: 1 / np.sqrt(x),
-         "TREM": np.mod}
+         "TREM": np.mod, "TLOG": np.log}
 ARITY = {"TDIV": 2, "TADD": 2, "TMUL": 2, "TFMA": 3, "TREM": 2}
 
 
@@ -37,7 +37,7 @@ def operands(op, name, n=N, seed=0):
     rng = np.random.default_rng(seed)
     k = ARITY.get(op, 1)
     v = [rng.standard_normal(n) for _ in range(k)]
-    if op in ("TSQRT", "TRSQRT"):
+    if op in ("TSQRT", "TRSQRT", "TLOG"):
         v = [np.abs(x) for x in v]
     if name == "FP64":
         return [x.view(np.uint64) for x in v], v

@@ -10,8 +10,8 @@ What runs where, per (op, DataType):
     fast64.py's (FP64 add/sub/mul/fma/div/recip/sqrt, profile ieee; Dekker's TwoProduct instead
     of the CPU's fma; TFMA's result is the one explicit `fma.rn.f64`),
     fastdiv.py's (TDIV/TRECIP/TSQRT on FP32/TF32/HF32 and TDIV on FP16/BF16, both profiles),
-    fastfn.py's (TRSQRT on FP32/TF32/HF32: binary64 value, rounding test; TREM on FP32/TF32/
-    HF32/BF16/FP16: integer fmod, then one rounding; both profiles)
+    fastfn.py's (TRSQRT and TLOG on FP32/TF32/HF32: binary64 value, rounding test; TREM on
+    FP32/TF32/HF32/BF16/FP16: integer fmod, then one rounding; both profiles)
     and fast.py's rounding routines (TADD/TSUB/TMUL/TFMA on TF32, HF32, FP16, BF16, FP32 in
     any profile, TFMA on E4M3/E5M2, TEXP on FP32/TF32/HF32) are compiled unchanged into CUDA kernels
     (`kernel_sources()`), one thread per element: the same Python source the CPU loops compile,
@@ -19,12 +19,11 @@ What runs where, per (op, DataType):
   * Table-driven pairs (8-bit binary and <= 16-bit unary operations, tables.py) gather from the
     reference's exact tables copied to the device once.
   * Elements a kernel marks (flags 0xFF: NaN/infinite operands, results outside a shortcut's
-    range, exp results within 2^-46 and rsqrt results within 4 binary64 ulps of a rounding
-    boundary) are gathered, settled on the host
+    range, exp results within 2^-46 and rsqrt/log results within 4/16 binary64 ulps of a
+    rounding boundary) are gathered, settled on the host
     by the CPU path (which hands its own rare cases to the NumPy/MPFR reference) and scattered
     back, so the result equals the CPU's element for element.
-  * Everything else (integer operations, TLOG and FP64 TEXP/TRSQRT on formats too wide for
-    the tables, FP64 TREM/TMAX/TMIN/TCMP/... and every FP64 operation in profile ftz) runs on the
+  * Everything else (integer operations, FP64 TEXP/TLOG/TRSQRT, FP64 TREM/TMAX/TMIN/TCMP/... and every FP64 operation in profile ftz) runs on the
     host: operands are copied down, the CPU path computes, results are copied back.  `placement(op, dt, prof, arity)` says which.
 
 Floating-point code generation: `mul_rn`/`add_rn` (rn.py) keep every product that the reference
@@ -192,6 +191,15 @@ def fastfn_rsqrt_bits(a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, fi
         flags[i] = f
 
 
+def fastfn_log_bits(a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
+        r, f = fastfn.log(x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+        bits[i] = r
+        flags[i] = f
+
+
 def fastfn_rem_bits(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
     i = cuda.grid(1)
     if i < a.shape[0]:
@@ -239,6 +247,7 @@ def _signatures():
     table["fastdiv.unary_bits"] = (fastdiv_unary_bits, [(i64, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
     table["fastdiv.unary_vals"] = (fastdiv_unary_vals, [(i64, f32) + fmt + (f64, u16, u8)])
     table["fastfn.rsqrt_bits"] = (fastfn_rsqrt_bits, [(u32,) + fmt + (i64, i64, f64, u32, u8)])
+    table["fastfn.log_bits"] = (fastfn_log_bits, [(u32,) + fmt + (i64, i64, f64, u32, u8)])
     table["fastfn.rem_bits"] = (fastfn_rem_bits, [(c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
     table["fastfn.rem_vals"] = (fastfn_rem_vals, [(f32, f32) + fmt + (f64, u16, u8)])
     table["fast.binary_bits"] = (fast_binary_bits, [(i64, c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
@@ -320,8 +329,8 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
     elif where == "fastfn":
         bits = xp.empty(n, dt.raw_dtype)
         fmt, lut, V, dec, mn = fast._scalars(dt.name, prof.ftz)
-        if op == "TRSQRT":
-            _launch("fastfn.rsqrt_bits", n, operands[0], *fmt, *dec, mn, bits, flags)
+        if op in ("TRSQRT", "TLOG"):
+            _launch(f"fastfn.{'rsqrt' if op == 'TRSQRT' else 'log'}_bits", n, operands[0], *fmt, *dec, mn, bits, flags)
         elif lut:                                     # FP16 TREM: values from the device's table
             Vd = device.to_device(V, xp)
             _launch("fastfn.rem_vals", n, *(Vd[x] for x in operands), *fmt, mn, bits, flags)

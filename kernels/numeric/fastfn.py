@@ -1,6 +1,7 @@
-"""Compiled TRSQRT on FP32, TF32 and HF32 and TREM on FP32, TF32, HF32, BF16 and FP16 (profiles
-ieee and ftz); every element a routine does not settle is marked (flags 0xFF) for the reference
-(transcendental.trsqrt, exact by its double-double + MPFR design; ops_float.trem).
+"""Compiled TRSQRT and TLOG on FP32, TF32 and HF32 and TREM on FP32, TF32, HF32, BF16 and FP16
+(profiles ieee and ftz); every element a routine does not settle is marked (flags 0xFF) for the
+reference (transcendental.trsqrt/tlog, exact by their double-double + MPFR design;
+ops_float.trem).
 
 TRSQRT: the binary64 value and a rounding test.
 Why a settled result is the correctly rounded one (x > 0 a finite binary32 value, read as the
@@ -25,6 +26,32 @@ zero of its sign in profile ftz when subnormal):
   midpoint).  So NX unless x's binary64 significand is 1 and its exponent even; never UF or
   OF.
 Marked besides: x <= 0 (zero: +-inf with DZ; negative: NaN with NV), infinities and NaNs.
+
+TLOG: a binary64 value of proven relative error < 2^-50 from this module's own polynomial (no
+libm log: the CPU's and CUDA's are different functions with different, test-measured errors),
+then the same rounding test with a 16-ulp window (x > 0 finite, x != 1):
+  x = m 2^e with m in (1/sqrt2, sqrt2] (the binary64 significand, halved when above sqrt2:
+  exact), f = m - 1 exact (Sterbenz), d = 2 + f exact (f is a multiple of 2^-24 below 1/2 in
+  magnitude: d has at most 26 bits), s = RN(f / d), |s| <= 0.1716, s^2 <= 0.02944.
+  log m = 2 atanh(s_true) = 2s_true + 2s_true^3 (1/3 + s_true^2/5 + ...); evaluated as
+  2s + lo, lo = 2s s^2 P(s^2), P the series' first ten terms (1/3 .. 1/21) by Horner:
+  - truncation: the terms from s^23 on are below 2|s| s^22 / 23 / (1 - s^2) < 2^-60 |2s|;
+  - s = s_true (1 + delta), |delta| <= 2^-53: d(2 atanh s)/ds = 2/(1 - s^2), so log m moves by
+    at most 1.031 * 2^-53 relative;
+  - P (positive terms, s^2 >= 0) carries at most 22 roundings, lo at most 27 (relative
+    27 * 2^-53), and |lo| <= 0.0101 |2s|: 0.28 * 2^-53 relative to log m (>= |2s|).
+  So 2s + lo is log m within 1.32 * 2^-53 relative before its own sum.
+  log x = e ln2 + log m with ln2 = L1 + L2 (L1 of 21 bits, so e L1 is exact for |e| <= 150;
+  |ln2 - L1 - L2| <= 2^-75): y = e L1 + (2s + (lo + e L2)).  For e = 0: relative error
+  <= (1.32 + 1 + 1) 2^-53.  Otherwise |log m| <= 0.3466 and |log x| >= ln2 - 0.3466 = 0.3465,
+  so the absolute errors (1.32 * 2^-53 * 0.3466, the inner sum's 2^-53 * 0.3475, e L2's
+  rounding below 2^-66, the outer sum's 2^-53 |y|) stay below 4.4 * 2^-53 |log x| < 2^-50.8
+  relative.  For y in [2^E, 2^(E+1)) that is below 8 binary64 ulps of y: the rounding test
+  marks y within 16 ulps of a midpoint (about 33 / 2^(52 - t) of the inputs), otherwise
+  RNE(log x) = RNE(y).  log x (x != 1 a positive rational) is transcendental, never exact: NX;
+  |log x| lies in [2^-25, 104]: normal, never UF or OF.
+  Marked besides: x <= 0, x = 1 (exactly +0), infinities and NaNs.
+  Every product feeding a sum goes through rn.mul_rn (never contracted into an fma on CUDA).
 
 TREM (Decision 061: floor modulo x - floor(x/y)*y, a nonzero result has the divisor's sign; not
 C's fmod), x, y finite format values (at most 24 significant bits), y != 0:
@@ -56,12 +83,15 @@ import numba as nb
 import numpy as np
 
 from . import fast
-from .fast import f64_bits, round_rne
+from .fast import bits_f64, f64_bits, round_rne
+from .rn import mul_rn
 
 FALLBACK = np.uint8(0xFF)
-FORMATS = {"TRSQRT": ("FP32", "TF32", "HF32"), "TREM": ("FP32", "TF32", "HF32", "BF16", "FP16")}
+FORMATS = {"TRSQRT": ("FP32", "TF32", "HF32"), "TLOG": ("FP32", "TF32", "HF32"),
+           "TREM": ("FP32", "TF32", "HF32", "BF16", "FP16")}
 
 NEAR_ULPS = 4                                   # > 2.01: the binary64 value's error bound
+NEAR_ULPS_LOG = 16                              # > 8: log's bound
 _MANT = np.uint64((1 << 52) - 1)
 _ONE = np.uint64(1)
 _HIDDEN = np.uint64(1 << 52)
@@ -74,14 +104,58 @@ def rsqrt_approx(x):
 
 
 @nb.njit(inline="always")
-def near_boundary(y, t):
-    """Whether a rounding boundary of a t-bit destination may lie within NEAR_ULPS binary64
-    ulps of the normal binary64 value y: its low 52 - t significand bits are that close to
-    the midpoint pattern 100...0."""
+def near_boundary(y, t, ulps=NEAR_ULPS):
+    """Whether a rounding boundary of a t-bit destination may lie within `ulps` binary64 ulps
+    of the normal binary64 value y: its low 52 - t significand bits are that close to the
+    midpoint pattern 100...0."""
     drop = np.uint64(52 - t)
     half = _ONE << (drop - _ONE)
     low = f64_bits(y) & ((_ONE << drop) - _ONE)
-    return (low - half if low > half else half - low) <= np.uint64(NEAR_ULPS)
+    return (low - half if low > half else half - low) <= np.uint64(ulps)
+
+
+_SQRT2 = 1.4142135623730951                    # RN(sqrt 2) < sqrt 2: m = RN(sqrt2) stays up
+_LN2_HI = float.fromhex("0x1.62e42p-1")        # ln2 cut to 21 bits (tests recompute both)
+_LN2_LO = float.fromhex("0x1.fdf473de6af28p-22")
+_INV = (1.0 / 3, 1.0 / 5, 1.0 / 7, 1.0 / 9, 1.0 / 11, 1.0 / 13, 1.0 / 15, 1.0 / 17, 1.0 / 19, 1.0 / 21)
+
+
+@nb.njit(inline="always")
+def log_approx(x):
+    """log(x) in binary64 within 2^-50 relative, for a positive normal binary64 x != 1 of at
+    most 24 significant bits (module doc)."""
+    u = f64_bits(x)
+    e = np.int64((u >> np.uint64(52)) & np.uint64(0x7FF)) - 1023
+    m = bits_f64((u & _MANT) | np.uint64(1023 << 52))
+    if m > _SQRT2:
+        m = m * 0.5
+        e += 1
+    f = m - 1.0
+    s = f / (2.0 + f)
+    z = mul_rn(s, s)
+    p = _INV[9]
+    p = _INV[8] + mul_rn(z, p)
+    p = _INV[7] + mul_rn(z, p)
+    p = _INV[6] + mul_rn(z, p)
+    p = _INV[5] + mul_rn(z, p)
+    p = _INV[4] + mul_rn(z, p)
+    p = _INV[3] + mul_rn(z, p)
+    p = _INV[2] + mul_rn(z, p)
+    p = _INV[1] + mul_rn(z, p)
+    p = _INV[0] + mul_rn(z, p)
+    two_s = s + s
+    lo = mul_rn(mul_rn(two_s, z), p)
+    ef = np.float64(e)
+    return mul_rn(ef, _LN2_HI) + (two_s + (lo + mul_rn(ef, _LN2_LO)))
+
+
+@nb.njit(inline="always")
+def log(x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
+    """(code, flags) of log(x) rounded to the format, or flags FALLBACK."""
+    ok = math.isfinite(x) and x > 0.0 and x != 1.0
+    y = log_approx(x if ok else 2.0)
+    code, f = round_rne(y, np.int64(1), t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+    return code, f if ok and not near_boundary(y, t, NEAR_ULPS_LOG) else FALLBACK
 
 
 @nb.njit(inline="always")
@@ -151,6 +225,12 @@ def _rem_vals(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bit
         bits[i], flags[i] = rem(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
 
 
+def _log_bits(a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
+    for i in nb.prange(a.shape[0]):
+        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
+        bits[i], flags[i] = log(x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+
+
 def _rsqrt_bits(a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
     for i in nb.prange(a.shape[0]):
         x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
@@ -159,6 +239,7 @@ def _rsqrt_bits(a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, d
 
 rsqrt_bits = fast.Twin(_rsqrt_bits, error_model="numpy")
 rem_bits = fast.Twin(_rem_bits, error_model="numpy")
+log_bits = fast.Twin(_log_bits, error_model="numpy")
 rem_vals = fast.Twin(_rem_vals, error_model="numpy")
 
 
@@ -168,6 +249,15 @@ def rsqrt_values(x):
     out = np.empty(x.shape[0])
     for i in range(x.shape[0]):
         out[i] = rsqrt_approx(x[i])
+    return out
+
+
+@nb.njit(cache=True)
+def log_values(x):
+    """log_approx over a float64 array (test hook for the error bound)."""
+    out = np.empty(x.shape[0])
+    for i in range(x.shape[0]):
+        out[i] = log_approx(x[i])
     return out
 
 
@@ -185,6 +275,8 @@ def marked(op, name, operands, prof):
     flags = np.zeros(n, np.uint8)
     if op == "TRSQRT":
         rsqrt_bits(operands[0], *fmt, *dec, mn, bits, flags)
+    elif op == "TLOG":
+        log_bits(operands[0], *fmt, *dec, mn, bits, flags)
     elif lut:                                        # FP16: binary32 values from the value table
         rem_vals(*(fast.gather(V, x) for x in operands), *fmt, mn, bits, flags)
     else:

@@ -72,7 +72,8 @@ def test_kernel_ptx_has_no_contraction_ftz_or_approximation(name, src, sig):
                                          ("fast64.FP64.TDIV", r"\bdiv\.rn\.f64\b"),
                                          ("fast64.FP64.TSQRT", r"\bsqrt\.rn\.f64\b"),
                                          ("fastfn.rsqrt_bits", r"\bsqrt\.rn\.f64\b"),
-                                         ("fastfn.rsqrt_bits", r"\brcp\.rn\.f64\b")])   # 1/s: IEEE reciprocal
+                                         ("fastfn.rsqrt_bits", r"\brcp\.rn\.f64\b"),    # 1/s: IEEE reciprocal
+                                         ("fastfn.log_bits", r"\bdiv\.rn\.f64\b")])
 def test_division_and_root_kernels_use_the_correctly_rounded_instructions(name, wanted):
     src, sigs = kcuda.kernel_sources()[name]
     ptx, _ = cuda.compile_ptx(src, sigs[0], cc=CC)
@@ -95,5 +96,5 @@ def test_every_device_kernel_is_checked():
     assert {f"fastdiv.{n}.{op}" for n, op in kcuda.fastdiv.SCALAR} <= names
     assert {f"fast64.{n}.{op}" for n, op in kcuda.fast64.SCALAR} <= names
     assert {"fastdiv.div_bits", "fastdiv.div_vals", "fastdiv.unary_bits", "fastdiv.unary_vals"} <= names
-    assert {"fastfn.rsqrt_bits", "fastfn.rem_bits", "fastfn.rem_vals"} <= names
+    assert {"fastfn.rsqrt_bits", "fastfn.log_bits", "fastfn.rem_bits", "fastfn.rem_vals"} <= names
     assert np.all([len(k[2]) > 0 for k in KERNELS])

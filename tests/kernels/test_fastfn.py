@@ -1,12 +1,16 @@
-"""The compiled TRSQRT on FP32, TF32 and HF32 and TREM on FP32, TF32, HF32, BF16 and FP16
-(kernels/numeric/fastfn.py) give the correctly rounded result with its flags in both profiles,
+"""The compiled TRSQRT and TLOG on FP32, TF32 and HF32 and TREM on FP32, TF32, HF32, BF16 and
+FP16 (kernels/numeric/fastfn.py) give the correctly rounded result with its flags in both profiles,
 settle nothing they cannot prove, and hand the rest to the reference.
 
 TREM's independent references: the exact-rational floor modulo of op_reference.py (Fractions,
 both profiles) on random and edge codes, their cross product, operand pairs 2^250 apart and
 every FP16/BF16 dividend over chosen divisors; the integer fmod alone against Fractions.
 
-Independent reference: MPFR (gmpy2.rec_sqrt rounded once to the format's precision), for every
+TLOG's: MPFR (gmpy2.log rounded once to p bits) for every positive finite TF32 and HF32 input,
+FP32 samples (every input within 2^-8 of 1 among them) and, behind `slow`, every FP32 input in
+[1/2, 2); the polynomial's error bound (2^-50.8) against MPFR; ln2's two parts recomputed.
+
+TRSQRT's independent reference: MPFR (gmpy2.rec_sqrt rounded once to the format's precision), for every
 positive finite TF32 and HF32 input, for FP32 samples over the whole range (subnormals
 included) and, behind `slow`, for every FP32 input in [1, 4): 1/sqrt(4x) = 1/sqrt(x) / 2 and
 the kernel's binary64 steps scale exactly too (checked below), so those 2^24 inputs stand for
@@ -290,3 +294,104 @@ def test_elementwise_serves_trem_compiled_and_small_inputs_stay_serial():
         assert_same(f"TREM.{name}", numeric.elementwise("TREM", name, a, b), R.reference("TREM", name, a, b), (a, b))
     assert fast.Twin.calls["serial"] >= before["serial"] + len(REM_FORMATS)
     assert fast.Twin.calls["parallel"] == before["parallel"]
+
+
+# ---------------------------------------------------------------- TLOG
+
+HARD_LOG = np.uint32([0x3FC55379, 0x3FD364D7, 0x3FDC4750])   # FP32 inputs in [1/2, 2) the window marks
+
+
+def run_log(name, codes, profile="ieee"):
+    with np.errstate(all="ignore"):
+        return fastfn.run("TLOG", name, [codes], PROFILES[profile], transcendental.tlog)
+
+
+def mpfr_log(name, codes):
+    """(bits, flags) of log(x), x > 0 finite and != 1: one MPFR rounding to p bits (a normal
+    binary32 value), NX."""
+    vals = codes.view(np.float32).astype(np.float64)
+    out = np.empty(vals.shape[0])
+    with gmpy2.context(gmpy2.get_context(), precision=PREC[name], emin=-1000, emax=1000):
+        for i, v in enumerate(vals.tolist()):
+            out[i] = float(gmpy2.log(gmpy2.mpfr(v)))
+    return out.astype(np.float32).view(np.uint32), np.full(vals.shape[0], F.NX, np.uint8)
+
+
+def without_one(name, codes):
+    one = np.uint32(0x3F800000)
+    mask = np.uint32((0xFFFFFFFF << SHIFT[name]) & 0xFFFFFFFF)
+    return codes[(codes & mask) != one]
+
+
+@pytest.mark.parametrize("name", ("TF32", "HF32"))
+def test_log_of_every_positive_finite_input_matches_mpfr(name):
+    codes = without_one(name, positive_codes(name))
+    assert_same(f"TLOG.{name}", run_log(name, codes), mpfr_log(name, codes), (codes,))
+
+
+def log_samples(n, seed):
+    near_one = np.arange(0x3F7F0000, 0x3F810000, 7, dtype=np.uint32)          # within 2^-8 of 1
+    return without_one("FP32", np.concatenate([fp32_samples(n, seed), near_one, HARD_LOG]))
+
+
+@pytest.mark.parametrize("profile", ("ieee", "ftz"))
+def test_log_fp32_samples_match_mpfr(profile):
+    codes = log_samples(60_000, 41)
+    bits, flags = run_log("FP32", codes, profile)
+    sub = codes < 0x00800000
+    want = mpfr_log("FP32", codes[~sub])
+    assert_same(f"TLOG.FP32.{profile}", (bits[~sub], flags[~sub]), want, (codes[~sub],))
+    if profile == "ftz":                                                        # read as +0
+        assert (bits[sub] == 0xFF800000).all() and (flags[sub] == F.DZ).all()
+    else:
+        assert_same("TLOG.FP32 subnormal", (bits[sub], flags[sub]), mpfr_log("FP32", codes[sub]), (codes[sub],))
+
+
+def test_log_values_near_a_midpoint_are_marked_and_settled_by_the_reference():
+    bits, flags = fastfn.marked("TLOG", "FP32", [HARD_LOG], PROFILES["ieee"])
+    assert (flags == fastfn.FALLBACK).all()
+    assert_same("TLOG.FP32 hard", run_log("FP32", HARD_LOG), mpfr_log("FP32", HARD_LOG), (HARD_LOG,))
+
+
+def test_log_specials_follow_decision_074():
+    """+1 -> +0 exactly, +-0 -> -inf with DZ, +inf -> +inf, negative -> NaN with NV."""
+    codes = np.uint32([0x3F800000, 0, 0x80000000, 0x7F800000, 0xBF800000, 0xFF800000])
+    bits, flags = run_log("FP32", codes)
+    assert list(bits[:4]) == [0, 0xFF800000, 0xFF800000, 0x7F800000]
+    assert list(flags) == [0, F.DZ, F.DZ, 0, F.NV, F.NV]
+    assert ((bits[4:] & 0x7F800000) == 0x7F800000).all() and ((bits[4:] & 0x7FFFFF) != 0).all()
+
+
+def test_the_log_polynomial_is_within_2_to_minus_50_8_of_the_true_log():
+    codes = log_samples(20_000, 42)
+    x = codes.view(np.float32).astype(np.float64)
+    y = fastfn.log_values(x)
+    worst = 0.0
+    with gmpy2.context(gmpy2.get_context(), precision=200):
+        for xi, yi in zip(x.tolist(), y.tolist()):
+            v = gmpy2.log(gmpy2.mpfr(xi))
+            worst = max(worst, float(abs((gmpy2.mpfr(yi) - v) / v)))
+    assert worst < 2.0 ** -50.8, np.log2(worst)
+
+
+def test_ln2_parts_and_series_coefficients():
+    with gmpy2.context(gmpy2.get_context(), precision=300):
+        ln2 = gmpy2.log(2)
+        hi = gmpy2.mpfr(int(gmpy2.floor(ln2 * 2 ** 21))) / 2 ** 21
+        assert fastfn._LN2_HI == float(hi) and fastfn._LN2_LO == float(ln2 - hi)
+        assert abs(ln2 - gmpy2.mpfr(fastfn._LN2_HI) - gmpy2.mpfr(fastfn._LN2_LO)) <= gmpy2.mpfr(2) ** -75
+    assert fastfn._INV == tuple(float(Fraction(1, 2 * j + 1)) for j in range(1, 11))
+
+
+def test_elementwise_serves_tlog_compiled():
+    codes = log_samples(300, 43)
+    for name in ("FP32", "TF32", "HF32"):
+        c = without_one(name, codes & np.uint32((0xFFFFFFFF << SHIFT[name]) & 0xFFFFFFFF))
+        c = c[c >= 0x00800000]
+        assert_same(f"TLOG.{name}", numeric.elementwise("TLOG", name, c), mpfr_log(name, c), (c,))
+
+
+@pytest.mark.slow
+def test_log_of_every_fp32_input_in_half_to_2_matches_mpfr():
+    codes = without_one("FP32", np.arange(0x3F000000, 0x40000000, dtype=np.uint32))
+    assert_same("TLOG.FP32 [1/2,2)", run_log("FP32", codes), mpfr_log("FP32", codes), (codes,))
