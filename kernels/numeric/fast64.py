@@ -1,4 +1,5 @@
-"""Compiled TADD, TSUB, TMUL, TFMA, TDIV, TRECIP, TSQRT on FP64, profile ieee (ftz is not served).
+"""Compiled TADD, TSUB, TMUL, TFMA, TDIV, TRECIP, TSQRT, TREM on FP64, profile ieee (ftz is not
+served).
 
 The hardware's binary64 addition, multiplication, division and square root are the
 reference's single RNE rounding of the exact result, subnormals included; what remains is the
@@ -45,6 +46,16 @@ exact flags, from error-free transformations (x, y finite binary64):
   sqrt     s = sqrt(x) correctly rounded by the hardware (sqrt.rn.f64); exact iff s*s = x, i.e.
            p == x and e == 0 for TwoProduct s*s = p + e; settled for 2^-960 <= x <= 2^1020 and
            x = +-0 (sqrt(-0) = -0); a root is never tiny or overflowing.
+  rem      floor modulo (Decision 061; not C's fmod): r = x - trunc(x/y)*y exactly in integers,
+           |x| = X 2^ex, |y| = Y 2^ey with 53-bit X, Y: r = x when ex < ey (then |x| < |y|),
+           else |r| = ((X 2^(ex-ey)) mod Y) 2^ey with x's sign, the power applied 11 bits at a
+           time ((R << 11) mod Y with R < 2^53 fits in 64 bits), at most 16 steps (ex - ey <=
+           176; farther operands are marked, so no element costs more than 16 divisions);
+           R 2^ey is exact (R < 2^53, and |r| < |y| is a multiple of y's quantum: a binary64
+           value, scaled in two steps below 2^-1000).  Then a zero r takes y's sign, an r of
+           y's sign is the result (exact), otherwise s = r + y, the hardware's RN with TwoSum's
+           error for NX (|s| < |y| < 2^1022: no overflow anywhere; a subnormal sum is exact,
+           never UF).  Settled: finite normal x or x = 0, normal y with |y| < 2^1022.
 Everything else (NaN/infinite operands, zero divisors, negative radicands, results near the
 underflow or overflow thresholds, operands at or above 2^1022 for sums) is marked (flags 0xFF)
 and computed by the reference (ops_float), so the results are the reference's by construction
@@ -67,7 +78,7 @@ from .flags import NX
 from .rn import add_rn, fma_rn, mul_rn
 
 FALLBACK = np.uint8(0xFF)
-OPS = ("TADD", "TSUB", "TMUL", "TFMA", "TDIV", "TRECIP", "TSQRT")
+OPS = ("TADD", "TSUB", "TMUL", "TFMA", "TDIV", "TRECIP", "TSQRT", "TREM")
 
 _BIG = 2.0 ** 1022               # sums: operands below it never overflow inside TwoSum
 _SPLIT_MAX = 2.0 ** 995          # products: C*x stays finite
@@ -252,6 +263,62 @@ def fp64_sqrt(x):
     return s, (np.uint8(NX) if inexact & ~zero else np.uint8(0)) if ok | zero else FALLBACK
 
 
+_MANT = np.uint64((1 << 52) - 1)
+_HIDDEN = np.uint64(1 << 52)
+_REM_STEP = 11                   # R < 2^53: R << 11 < 2^64
+_REM_STEPS = 16                  # at most 16 integer divisions per element (ex - ey <= 176)
+
+
+@nb.njit(inline="always")
+def _sig_exp(v):
+    """(X, e) with |v| = X 2^e, X in [2^52, 2^53), for a normal binary64 v."""
+    u = fast.f64_bits(v)
+    return (u & _MANT) | _HIDDEN, np.int64((u >> np.uint64(52)) & np.uint64(0x7FF)) - 1075
+
+
+@nb.njit(inline="always")
+def _pow2(e):
+    return fast.bits_f64(np.uint64(e + 1023) << np.uint64(52))
+
+
+@nb.njit(inline="always")
+def fmod53(x, y):
+    """(x - trunc(x/y)*y exactly, settled?) for normal (or zero) x and normal y; not settled
+    when the exponents are more than 176 apart."""
+    if x == 0.0:
+        return x, True
+    X, ex = _sig_exp(x)
+    Y, ey = _sig_exp(y)
+    k = ex - ey
+    if k < 0:
+        return x, True
+    if k > _REM_STEP * _REM_STEPS:
+        return x, False
+    R = X % Y
+    while k > 0 and R != 0:
+        step = min(k, _REM_STEP)
+        R = (R << np.uint64(step)) % Y
+        k -= step
+    if ey >= -1000:
+        mag = np.float64(R) * _pow2(ey)
+    else:
+        mag = (np.float64(R) * _pow2(ey + 64)) * _pow2(-64)        # both exact: |r| < |y|, on y's grid
+    return (-mag if x < 0 else mag), True
+
+
+@nb.njit(inline="always")
+def fp64_rem(x, y):
+    """(binary64 result, flags) of floor modulo x mod y."""
+    ax, ay = abs(x), abs(y)
+    ok = ((x == 0) | ((ax >= _MIN_NORMAL) & (ax <= _MAX))) & (ay >= _MIN_NORMAL) & (ay < _BIG)
+    r, done = fmod53(x if ok else 0.0, y if ok else 1.0)
+    s, e = _two_sum(r, y)
+    if not ((r != 0) & ((r < 0) != (y < 0))):
+        s = r if r != 0 else math.copysign(0.0, y)
+        e = 0.0
+    return s, _nx(e) if ok & done else FALLBACK
+
+
 def _fp64_add(a, b, out, flags):
     for i in nb.prange(a.shape[0]):
         out[i], flags[i] = fp64_add(a[i], b[i])
@@ -277,6 +344,11 @@ def _fp64_div(a, b, out, flags):
         out[i], flags[i] = fp64_div(a[i], b[i])
 
 
+def _fp64_rem(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp64_rem(a[i], b[i])
+
+
 def _fp64_recip(a, out, flags):
     for i in nb.prange(a.shape[0]):
         out[i], flags[i] = fp64_recip(a[i])
@@ -288,9 +360,11 @@ def _fp64_sqrt(a, out, flags):
 
 
 SCALAR = {("FP64", "TADD"): fp64_add, ("FP64", "TSUB"): fp64_sub, ("FP64", "TMUL"): fp64_mul,
-          ("FP64", "TFMA"): fp64_fma, ("FP64", "TDIV"): fp64_div, ("FP64", "TRECIP"): fp64_recip, ("FP64", "TSQRT"): fp64_sqrt}
+          ("FP64", "TFMA"): fp64_fma, ("FP64", "TDIV"): fp64_div, ("FP64", "TRECIP"): fp64_recip, ("FP64", "TSQRT"): fp64_sqrt,
+          ("FP64", "TREM"): fp64_rem}
 LOOPS = {key: fast.Twin(loop, error_model="numpy")
-         for key, loop in zip(SCALAR, (_fp64_add, _fp64_sub, _fp64_mul, _fp64_fma, _fp64_div, _fp64_recip, _fp64_sqrt))}
+         for key, loop in zip(SCALAR, (_fp64_add, _fp64_sub, _fp64_mul, _fp64_fma, _fp64_div, _fp64_recip, _fp64_sqrt,
+                                                _fp64_rem))}
 
 
 def serves(op: str, name: str, prof) -> bool:

@@ -16,7 +16,7 @@ import pytest
 import op_reference as R
 from kernels import numeric
 from kernels.numeric import fast, fast64, ops_float
-from kernels.numeric.flags import OF, UF
+from kernels.numeric.flags import NX, OF, UF
 from kernels.numeric.profiles import PROFILES
 from test_ops_float import assert_same, edge_and_random, fma64_hard_cases, operand_sets, softfloat
 
@@ -279,3 +279,87 @@ def test_fp64_fma_through_elementwise_stays_serial_for_small_inputs():
     before = dict(fast.Twin.calls)
     assert_same("TFMA.FP64", numeric.elementwise("TFMA", "FP64", *ops), softfloat("TFMA", "FP64", *ops), ops)
     assert fast.Twin.calls["parallel"] == before["parallel"] and fast.Twin.calls["serial"] > before["serial"]
+
+
+# ---------------------------------------------------------------- floor modulo
+
+def rem_cases(n, seed):
+    """Dividend/divisor pairs 0..200 binades apart (the loop settles up to 176), dividends a
+    few divisors away from a multiple (results near 0 and near the divisor), small dividends
+    of the divisor's opposite sign (r + y rounded), either sign,
+    divisors near 2^-1022 (subnormal results) and near 2^1022 (marked)."""
+    rng = np.random.default_rng(seed)
+    ey = rng.integers(-1022, 1022, n)
+    ey = np.where(rng.random(n) < 0.2, rng.choice([-1022, -1021, -1000, 1020, 1021, 1022], n), ey)
+    ex = np.clip(ey + rng.integers(-3, 200, n), -1074, 1023)
+    x = rng.uniform(1, 2, n) * np.exp2(ex.astype(float)) * np.where(rng.random(n) < 0.5, -1, 1)
+    y = rng.uniform(1, 2, n) * np.exp2(ey.astype(float)) * np.where(rng.random(n) < 0.5, -1, 1)
+    k = n // 4
+    with np.errstate(all="ignore"):
+        mult = y[:k] * rng.integers(-(1 << 20), 1 << 20, k)
+        x[:k] = mult + y[:k] * rng.choice([0.0, 2.0 ** -52, -(2.0 ** -40), 0.5], k)
+        # small dividends of the other sign: r + y keeps only y's last bits (inexact)
+        x[k:2 * k] = -y[k:2 * k] * rng.uniform(0.5, 1, k) * np.exp2(-rng.integers(1, 80, k).astype(float))
+        x = np.nan_to_num(x, posinf=1e308, neginf=-1e308)
+        y = np.nan_to_num(y, posinf=1e308, neginf=-1e308)
+    return f64(x), f64(y)
+
+
+def test_rem_random_and_edge_codes_match_exact_rationals():
+    a = edge_and_random("FP64", 4000, 51)
+    b = a[np.random.default_rng(52).permutation(a.size)]
+    assert_same("TREM.FP64", run("TREM", a, b), R.reference("TREM", "FP64", a, b), (a, b))
+    e = edge_and_random("FP64", 0, 0)
+    x, y = (g.ravel() for g in np.meshgrid(e, e, indexing="ij"))
+    assert_same("TREM.FP64 edges", run("TREM", x, y), R.reference("TREM", "FP64", x, y), (x, y))
+
+
+def test_rem_near_multiples_and_far_apart_and_the_loop_settles_only_correct_results():
+    a, b = rem_cases(6000, 53)
+    want = R.reference("TREM", "FP64", a, b)
+    assert_same("TREM.FP64 cases", run("TREM", a, b), want, (a, b))
+    bits, flags = tier("TREM", a, b)
+    done = flags != fast64.FALLBACK
+    assert done.mean() > 0.6 and (~done).any()
+    assert_same("TREM.FP64 settled", (bits[done], flags[done]), (want[0][done], want[1][done]), (a[done], b[done]))
+    assert (want[1][done] == 0).sum() > 1000 and (want[1][done] != 0).sum() > 100
+    gap = np.frexp(a.view(np.float64))[1] - np.frexp(b.view(np.float64))[1]
+    nonzero = a.view(np.float64) != 0                  # a zero dividend is settled at any divisor
+    assert not (done & nonzero & (gap > 178)).any() and (done & (gap > 150)).any()
+
+
+def test_the_fp64_integer_fmod_is_exact():
+    a, b = rem_cases(3000, 54)
+    x, y = a.view(np.float64), b.view(np.float64)
+    r, ok = _fmod53(x, y)
+    normal = (np.abs(x) >= 2.0 ** -1022) & (np.abs(y) >= 2.0 ** -1022)
+    assert ok[normal].mean() > 0.8
+    for xi, yi, ri in zip(x[normal & ok].tolist(), y[normal & ok].tolist(), r[normal & ok].tolist()):
+        q = Fraction(xi) / Fraction(yi)
+        trunc = q.numerator // q.denominator if q >= 0 else -((-q.numerator) // q.denominator)
+        assert Fraction(ri) == Fraction(xi) - trunc * Fraction(yi), (xi, yi)
+
+
+_fmod53_cache = {}
+
+
+def _fmod53(x, y):
+    import numba as nb
+    if "fn" not in _fmod53_cache:
+        @nb.njit
+        def loop(x, y):
+            r = np.empty(x.shape[0])
+            ok = np.empty(x.shape[0], np.bool_)
+            for i in range(x.shape[0]):
+                r[i], ok[i] = fast64.fmod53(x[i], y[i])
+            return r, ok
+        _fmod53_cache["fn"] = loop
+    return _fmod53_cache["fn"](x, y)
+
+
+def test_rem_zero_results_take_the_divisor_sign_and_opposite_signs_round_once():
+    a = f64([6.0, -6.0, -1e-300, 7.5, -7.5, 0.0, -0.0])
+    b = f64([-3.0, 3.0, 1.0, -2.0, 2.0, -5.0, 5.0])
+    bits, flags = run("TREM", a, b)
+    assert list(bits) == list(f64([-0.0, 0.0, 1.0, -0.5, 0.5, -0.0, 0.0]))
+    assert list(flags) == [0, 0, NX, 0, 0, 0, 0]
