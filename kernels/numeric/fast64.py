@@ -1,5 +1,5 @@
-"""Compiled TADD, TSUB, TMUL, TFMA, TDIV, TRECIP, TSQRT, TREM on FP64, profile ieee (ftz is not
-served).
+"""Compiled TADD, TSUB, TMUL, TFMA, TDIV, TRECIP, TSQRT, TREM, TRSQRT on FP64, profile ieee (ftz
+is not served).
 
 The hardware's binary64 addition, multiplication, division and square root are the
 reference's single RNE rounding of the exact result, subnormals included; what remains is the
@@ -56,6 +56,19 @@ exact flags, from error-free transformations (x, y finite binary64):
            y's sign is the result (exact), otherwise s = r + y, the hardware's RN with TwoSum's
            error for NX (|s| < |y| < 2^1022: no overflow anywhere; a subnormal sum is exact,
            never UF).  Settled: finite normal x or x = 0, normal y with |y| < 2^1022.
+  rsqrt    x = m 4^k with m in [1, 4) (subnormal x scaled by 2^108 first: exact), y0 =
+           RN(1 / RN(sqrt(m))) in (1/2, 1], within 2^-51.99 relative of v = 1/sqrt(m), so
+           |c| < 2^-50.98 for c = 1 - m y0^2, computed as ((1 - ah) - al) - m pl from the exact
+           TwoProducts y0 y0 = ph + pl and m ph = ah + al (1 - ah exact by Sterbenz) with an
+           error below 2^-101.  v = y0 (1 - c)^(-1/2) = y0 (1 + c/2 + 3c^2/8 + ...): corr =
+           RN(y0 c) / 2 leaves v - y0 - corr below y0 (2^-103.4 truncation + 2^-104 rounding +
+           2^-102 from c) < 2^-100.9 v.  (r, e) = TwoSum(y0, corr) is exact, so v lies within
+           2^-100 |r| of r + e; RN(v) = r whenever |e| stays farther than that from the
+           midpoint ulp(r)/2 (ulp(r)/4 below a power of two), tested as |e| / ulp(r) <
+           1/2 - 2^-40 (1/4 - 2^-40 below a power of two); otherwise the element is marked
+           (probability about 2^-40).  1/sqrt(x) is dyadic only for x = 4^k (then m = 1: y0 = 1,
+           c = 0, exact, flags 0); otherwise NX.  The result r 2^-k lies in (2^-512, 2^537]:
+           normal, never UF or OF.  x <= 0, infinities and NaNs are marked.
 Everything else (NaN/infinite operands, zero divisors, negative radicands, results near the
 underflow or overflow thresholds, operands at or above 2^1022 for sums) is marked (flags 0xFF)
 and computed by the reference (ops_float), so the results are the reference's by construction
@@ -319,6 +332,53 @@ def fp64_rem(x, y):
     return s, _nx(e) if ok & done else FALLBACK
 
 
+_SUB_SCALE = 2.0 ** 108          # = 4^54: subnormal radicands become normal, exactly
+_RSQRT_MARGIN = 2.0 ** -40       # v - (r + e) < 2^-100 |r| = 2^-48 ulp(r) at most
+
+
+@nb.njit(inline="always")
+def rsqrt_parts(m):
+    """(r, e) with r + e within 2^-100.9 relative of 1/sqrt(m), r = RN(r + e), m in [1, 4)."""
+    y0 = 1.0 / math.sqrt(m)
+    ph = mul_rn(y0, y0)
+    pl = prod_err64(y0, y0, ph)
+    ah = mul_rn(m, ph)
+    al = prod_err64(m, ph, ah)
+    c = ((1.0 - ah) - al) - mul_rn(m, pl)
+    corr = mul_rn(y0, c) * 0.5
+    return _two_sum(y0, corr)
+
+
+@nb.njit(inline="always")
+def rounds_to_r(r, e):
+    """Whether every value within 2^-100 |r| of r + e rounds to r (e = the exact rest of r's
+    TwoSum, r normal): |e| in units of ulp(r) below 1/2 - 2^-40, below 1/4 - 2^-40 when r
+    is a power of two and e negative (the midpoint below is half as far)."""
+    u = fast.f64_bits(r)
+    E = np.int64((u >> np.uint64(52)) & np.uint64(0x7FF))
+    w = abs(e) * _pow2(1075 - E - 23) * 2.0 ** 23        # |e| / ulp(r), exact (two powers of two)
+    lim = 0.25 if ((u & _MANT) == 0) & (e < 0) else 0.5
+    return w < lim - _RSQRT_MARGIN
+
+
+@nb.njit(inline="always")
+def fp64_rsqrt(x):
+    """(binary64 result, flags) of 1/sqrt(x)."""
+    ok = (x > 0) & (x <= _MAX)
+    xs = x if ok else 1.0
+    sub = xs < _MIN_NORMAL
+    xs = xs * _SUB_SCALE if sub else xs
+    u = fast.f64_bits(xs)
+    E = np.int64((u >> np.uint64(52)) & np.uint64(0x7FF)) - 1023
+    k = E >> 1                                                        # floor(E / 2)
+    m = fast.bits_f64((u & _MANT) | (np.uint64(E - 2 * k + 1023) << np.uint64(52)))   # [1, 4)
+    r, e = rsqrt_parts(m)
+    k = k - 54 if sub else k
+    res = r * _pow2(-k)                                               # exact: normal result
+    exact = m == 1.0
+    return res, (np.uint8(0) if exact else np.uint8(NX)) if ok & rounds_to_r(r, e) else FALLBACK
+
+
 def _fp64_add(a, b, out, flags):
     for i in nb.prange(a.shape[0]):
         out[i], flags[i] = fp64_add(a[i], b[i])
@@ -349,6 +409,11 @@ def _fp64_rem(a, b, out, flags):
         out[i], flags[i] = fp64_rem(a[i], b[i])
 
 
+def _fp64_rsqrt(a, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp64_rsqrt(a[i])
+
+
 def _fp64_recip(a, out, flags):
     for i in nb.prange(a.shape[0]):
         out[i], flags[i] = fp64_recip(a[i])
@@ -361,10 +426,10 @@ def _fp64_sqrt(a, out, flags):
 
 SCALAR = {("FP64", "TADD"): fp64_add, ("FP64", "TSUB"): fp64_sub, ("FP64", "TMUL"): fp64_mul,
           ("FP64", "TFMA"): fp64_fma, ("FP64", "TDIV"): fp64_div, ("FP64", "TRECIP"): fp64_recip, ("FP64", "TSQRT"): fp64_sqrt,
-          ("FP64", "TREM"): fp64_rem}
+          ("FP64", "TREM"): fp64_rem, ("FP64", "TRSQRT"): fp64_rsqrt}
 LOOPS = {key: fast.Twin(loop, error_model="numpy")
          for key, loop in zip(SCALAR, (_fp64_add, _fp64_sub, _fp64_mul, _fp64_fma, _fp64_div, _fp64_recip, _fp64_sqrt,
-                                                _fp64_rem))}
+                                                _fp64_rem, _fp64_rsqrt))}
 
 
 def serves(op: str, name: str, prof) -> bool:

@@ -73,7 +73,9 @@ def test_kernel_ptx_has_no_contraction_ftz_or_approximation(name, src, sig):
                                          ("fast64.FP64.TSQRT", r"\bsqrt\.rn\.f64\b"),
                                          ("fastfn.rsqrt_bits", r"\bsqrt\.rn\.f64\b"),
                                          ("fastfn.rsqrt_bits", r"\brcp\.rn\.f64\b"),    # 1/s: IEEE reciprocal
-                                         ("fastfn.log_bits", r"\bdiv\.rn\.f64\b")])
+                                         ("fastfn.log_bits", r"\bdiv\.rn\.f64\b"),
+                                         ("fast64.FP64.TRSQRT", r"\bsqrt\.rn\.f64\b"),
+                                         ("fast64.FP64.TRSQRT", r"\brcp\.rn\.f64\b")])
 def test_division_and_root_kernels_use_the_correctly_rounded_instructions(name, wanted):
     src, sigs = kcuda.kernel_sources()[name]
     ptx, _ = cuda.compile_ptx(src, sigs[0], cc=CC)

@@ -10,13 +10,15 @@ finite value, operands near 2^995 and subnormal operands.
 """
 from fractions import Fraction
 
+import gmpy2
+
 import numpy as np
 import pytest
 
 import op_reference as R
 from kernels import numeric
-from kernels.numeric import fast, fast64, ops_float
-from kernels.numeric.flags import NX, OF, UF
+from kernels.numeric import fast, fast64, ops_float, transcendental
+from kernels.numeric.flags import DZ, NV, NX, OF, UF
 from kernels.numeric.profiles import PROFILES
 from test_ops_float import assert_same, edge_and_random, fma64_hard_cases, operand_sets, softfloat
 
@@ -363,3 +365,112 @@ def test_rem_zero_results_take_the_divisor_sign_and_opposite_signs_round_once():
     bits, flags = run("TREM", a, b)
     assert list(bits) == list(f64([-0.0, 0.0, 1.0, -0.5, 0.5, -0.0, 0.0]))
     assert list(flags) == [0, 0, NX, 0, 0, 0, 0]
+
+
+# ---------------------------------------------------------------- reciprocal square root
+
+def rsqrt_mpfr(codes):
+    """(bits, flags) of 1/sqrt(x) for positive finite binary64 codes by MPFR (53 bits, one
+    rounding; every result is normal), NX unless x = 4^k."""
+    x = codes.view(np.float64)
+    out = np.empty(x.shape[0])
+    with gmpy2.context(gmpy2.get_context(), precision=53, emin=-2000, emax=2000):
+        for i, v in enumerate(x.tolist()):
+            out[i] = float(gmpy2.rec_sqrt(gmpy2.mpfr(v)))
+    m, e = np.frexp(x)
+    power4 = (m == 0.5) & ((e - 1) % 2 == 0)
+    return out.view(np.uint64), np.where(power4, 0, NX).astype(np.uint8)
+
+
+def rsqrt_samples(n, seed):
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(1, 0x7FF0000000000000, n, dtype=np.uint64)
+    codes[: n // 8] = rng.integers(1, 1 << 52, n // 8, dtype=np.uint64)                 # subnormals
+    powers = np.arange(1, 2047, dtype=np.uint64) << np.uint64(52)                       # 2^-1022 .. 2^1023
+    tiny = np.uint64(1) << np.arange(52, dtype=np.uint64)                               # 2^-1074 ..
+    return np.concatenate([codes, powers, tiny, np.uint64([0x7FEFFFFFFFFFFFFF, 0x3FEFFFFFFFFFFFFF, 0x4010000000000001])])
+
+
+def test_rsqrt_samples_match_mpfr_powers_of_4_exact():
+    codes = rsqrt_samples(20_000, 61)
+    want = rsqrt_mpfr(codes)
+    got = run_ref("TRSQRT", codes)
+    assert_same("TRSQRT.FP64", got, want, (codes,))
+    assert (want[1] == 0).sum() >= 1023 + 26
+    bits, flags = tier("TRSQRT", codes)
+    assert (flags != fast64.FALLBACK).all()                 # no positive finite input was undecided here
+
+
+def run_ref(op, *ops):
+    with np.errstate(all="ignore"):
+        return fast64.run(op, "FP64", [np.asarray(x) for x in ops], IEEE, transcendental.OPS[op])
+
+
+def test_rsqrt_specials_follow_decision_077():
+    codes = np.uint64([0, 1 << 63, 0x7FF0000000000000, 0xFFF0000000000000, 0xBFF0000000000000, 0x7FF8000000000000])
+    bits, flags = run_ref("TRSQRT", codes)
+    assert list(bits[:3]) == [0x7FF0000000000000, 0xFFF0000000000000, 0]
+    assert list(flags) == [DZ, DZ, 0, NV, NV, 0]
+    assert ((bits[3:] & 0x7FF0000000000000) == 0x7FF0000000000000).all() and ((bits[3:] & ((1 << 52) - 1)) != 0).all()
+
+
+def test_the_double_double_reciprocal_root_is_within_2_to_minus_100_9():
+    rng = np.random.default_rng(62)
+    m = np.concatenate([rng.uniform(1, 4, 3000), [1.0, 4 - 2.0 ** -50, 2.0, 2 - 2.0 ** -52, 1 + 2.0 ** -52]])
+    r, e = _rsqrt_parts(m)
+    with gmpy2.context(gmpy2.get_context(), precision=300):
+        for mi, ri, ei in zip(m.tolist(), r.tolist(), e.tolist()):
+            v = gmpy2.rec_sqrt(gmpy2.mpfr(mi))
+            assert abs(gmpy2.mpfr(ri) + gmpy2.mpfr(ei) - v) <= v * gmpy2.mpfr(2) ** -100.9, mi
+            assert float(gmpy2.mpfr(ri) + gmpy2.mpfr(ei)) == ri           # r = RN(r + e)
+
+
+def test_the_rounding_test_refuses_rests_near_a_midpoint():
+    """r + e with e at a fraction f of ulp(r): settled exactly for f < 1/2 - 2^-40 (1/4 - 2^-40
+    below a power of two)."""
+    rng = np.random.default_rng(63)
+    r = rng.uniform(0.5, 1, 400)
+    r[:100] = 1.0
+    r[100:200] = 0.5
+    ulp = np.spacing(r)
+    f = np.array([0.1, 0.2, 0.25 - 2.0 ** -38, 0.25 - 2.0 ** -41, 0.3, 0.5 - 2.0 ** -38, 0.5 - 2.0 ** -41, 0.5])
+    for sign in (1, -1):
+        e = sign * f[None, :] * ulp[:, None]
+        got = _rounds_to_r(np.repeat(r, f.size), e.ravel()).reshape(e.shape)
+        lim = np.where(((r == 1.0) | (r == 0.5))[:, None] & (sign < 0), 0.25, 0.5)
+        assert (got == (f[None, :] < lim - 2.0 ** -40)).all()
+
+
+_hooks = {}
+
+
+def _rsqrt_parts(m):
+    import numba as nb
+    if "parts" not in _hooks:
+        @nb.njit
+        def parts(m):
+            r = np.empty(m.shape[0])
+            e = np.empty(m.shape[0])
+            for i in range(m.shape[0]):
+                r[i], e[i] = fast64.rsqrt_parts(m[i])
+            return r, e
+        _hooks["parts"] = parts
+    return _hooks["parts"](m)
+
+
+def _rounds_to_r(r, e):
+    import numba as nb
+    if "round" not in _hooks:
+        @nb.njit
+        def rounds(r, e):
+            out = np.empty(r.shape[0], np.bool_)
+            for i in range(r.shape[0]):
+                out[i] = fast64.rounds_to_r(r[i], e[i])
+            return out
+        _hooks["round"] = rounds
+    return _hooks["round"](r, e)
+
+
+def test_fp64_rsqrt_through_elementwise():
+    codes = rsqrt_samples(300, 64)
+    assert_same("TRSQRT.FP64", numeric.elementwise("TRSQRT", "FP64", codes), rsqrt_mpfr(codes), (codes,))
