@@ -1,5 +1,5 @@
-"""Compiled TADD, TSUB, TMUL, TFMA, TDIV, TRECIP, TSQRT, TREM, TRSQRT on FP64, profile ieee (ftz
-is not served).
+"""Compiled TADD, TSUB, TMUL, TFMA, TDIV, TRECIP, TSQRT, TREM, TRSQRT, TEXP on FP64, profile ieee
+(ftz is not served).
 
 The hardware's binary64 addition, multiplication, division and square root are the
 reference's single RNE rounding of the exact result, subnormals included; what remains is the
@@ -69,6 +69,13 @@ exact flags, from error-free transformations (x, y finite binary64):
            (probability about 2^-40).  1/sqrt(x) is dyadic only for x = 4^k (then m = 1: y0 = 1,
            c = 0, exact, flags 0); otherwise NX.  The result r 2^-k lies in (2^-512, 2^537]:
            normal, never UF or OF.  x <= 0, infinities and NaNs are marked.
+  exp      transcendental.exp_dd's algorithm compiled (k = rint(64x/ln2), r = x - k ln2/64 in
+           double-double, expm1(r) by Horner in double-double, times 2^(j/64) from MPFR
+           constants written out here): (h + l) 2^scale within 2^-98 of exp(x) (that module's
+           analysis; the same operations, TwoProduct exact in this range on both targets);
+           the result h 2^scale when `rounds_to_r(h, l)` (2^-93 margin), else marked.  Settled
+           for 2^-60 <= |x|, -708 <= x <= 709 (exp(x) normal and finite: never UF or OF); NX
+           (exp of a nonzero binary64 is transcendental).
 Everything else (NaN/infinite operands, zero divisors, negative radicands, results near the
 underflow or overflow thresholds, operands at or above 2^1022 for sums) is marked (flags 0xFF)
 and computed by the reference (ops_float), so the results are the reference's by construction
@@ -332,6 +339,101 @@ def fp64_rem(x, y):
     return s, _nx(e) if ok & done else FALLBACK
 
 
+# ---------------------------------------------------------------- exp: constants
+# transcendental._constants() (MPFR at 400 bits), written out so that the compiled code needs
+# no gmpy2 and reads them as constants (tests/kernels/test_fast64.py recomputes every one):
+# T[j] = 2^(j/64) = fast.EXP2_64[j] + EXP2_64_LO[j]; 1/k! = INV_FACT[k] (hi, lo), k = 0..11;
+# ln2/64 = C1 + C2 + C3 (C1, C2 of 36 bits: k*C1, k*C2 exact for |k| < 2^17).
+EXP2_64_LO = np.array([float.fromhex(h) for h in (
+    "0x0.0p+0", "-0x1.19083535b085dp-56", "0x1.d73e2a475b465p-55", "0x1.186be4bb284ffp-57",
+    "0x1.8a62e4adc610bp-54", "0x1.03a1727c57b53p-59", "-0x1.6c51039449b3ap-54", "-0x1.32fbf9af1369ep-54",
+    "-0x1.19041b9d78a76p-55", "0x1.e5b4c7b4968e4p-55", "0x1.e016e00a2643cp-54", "0x1.dc775814a8495p-55",
+    "0x1.9b07eb6c70573p-54", "0x1.2bd339940e9d9p-55", "0x1.612e8afad1255p-55", "0x1.0024754db41d5p-54",
+    "0x1.6f46ad23182e4p-55", "0x1.32721843659a6p-54", "-0x1.63aeabf42eae2p-54", "-0x1.5e436d661f5e3p-56",
+    "0x1.ada0911f09ebcp-55", "-0x1.ef3691c309278p-58", "0x1.89b7a04ef80d0p-59", "0x1.3c1a3b69062f0p-56",
+    "0x1.d4397afec42e2p-56", "-0x1.4b309d25957e3p-54", "-0x1.07abe1db13cadp-55", "0x1.9bb2c011d93adp-54",
+    "0x1.6324c054647adp-54", "0x1.ba6f93080e65ep-54", "-0x1.383c17e40b497p-54", "-0x1.bb60987591c34p-54",
+    "-0x1.bdd3413b26456p-54", "-0x1.bbe3a683c88abp-57", "-0x1.16e4786887a99p-55", "-0x1.0245957316dd3p-54",
+    "-0x1.41577ee04992fp-55", "0x1.05d02ba15797ep-56", "-0x1.d4c1dd41532d8p-54", "-0x1.fc6f89bd4f6bap-54",
+    "0x1.6e9f156864b27p-54", "0x1.5cc13a2e3976cp-55", "-0x1.75fc781b57ebcp-57", "-0x1.d185b7c1b85d1p-54",
+    "0x1.c7c46b071f2bep-56", "-0x1.359495d1cd533p-54", "-0x1.d2f6edb8d41e1p-54", "0x1.0fac90ef7fd31p-54",
+    "0x1.7a1cd345dcc81p-54", "-0x1.2805e3084d708p-57", "-0x1.5584f7e54ac3bp-56", "0x1.23dd07a2d9e84p-55",
+    "0x1.11065895048ddp-55", "0x1.2884dff483cadp-54", "0x1.503cbd1e949dbp-56", "-0x1.cbc3743797a9cp-54",
+    "0x1.2ed02d75b3707p-55", "0x1.c2300696db532p-54", "-0x1.1a5cd4f184b5cp-54", "0x1.39e8980a9cc8fp-55",
+    "-0x1.e9c23179c2893p-54", "0x1.dc7f486a4b6b0p-54", "0x1.9d3e12dd8a18bp-54", "0x1.74853f3a5931ep-55",
+)])
+INV_FACT = np.array([(float.fromhex(a), float.fromhex(b)) for a, b in (
+    ("0x1.0000000000000p+0", "0x0.0p+0"), ("0x1.0000000000000p+0", "0x0.0p+0"),
+    ("0x1.0000000000000p-1", "0x0.0p+0"), ("0x1.5555555555555p-3", "0x1.5555555555555p-57"),
+    ("0x1.5555555555555p-5", "0x1.5555555555555p-59"), ("0x1.1111111111111p-7", "0x1.1111111111111p-63"),
+    ("0x1.6c16c16c16c17p-10", "-0x1.f49f49f49f49fp-65"), ("0x1.a01a01a01a01ap-13", "0x1.a01a01a01a01ap-73"),
+    ("0x1.a01a01a01a01ap-16", "0x1.a01a01a01a01ap-76"), ("0x1.71de3a556c734p-19", "-0x1.c154f8ddc6c00p-73"),
+    ("0x1.27e4fb7789f5cp-22", "0x1.cbbc05b4fa99ap-76"), ("0x1.ae64567f544e4p-26", "-0x1.c062e06d1f209p-80"),
+)])
+_C1 = float.fromhex("0x1.62e42fefa0000p-7")
+_C2 = float.fromhex("0x1.cf79abc9e0000p-46")
+_C3 = float.fromhex("0x1.d9cc01f97b57ap-85")
+_INV_LN2_64 = float.fromhex("0x1.71547652b82fep+6")
+_EXP_MIN, _EXP_MAX = -708.0, 709.0          # exp(x) normal and finite: 3.3e-308 .. 8.2e307
+_EXP_TINY = 2.0 ** -60                       # |x| below: exp(x) is 1 or its neighbour; marked
+
+
+@nb.njit(inline="always")
+def _fast_two_sum(a, b):
+    s = add_rn(a, b)
+    return s, b - (s - a)
+
+
+@nb.njit(inline="always")
+def _dd_add(ah, al, bh, bl):
+    s, e = _two_sum(ah, bh)
+    return _fast_two_sum(s, e + (al + bl))
+
+
+@nb.njit(inline="always")
+def _dd_mul(ah, al, bh, bl):
+    p = mul_rn(ah, bh)
+    return _fast_two_sum(p, prod_err64(ah, bh, p) + (mul_rn(ah, bl) + mul_rn(al, bh)))
+
+
+@nb.njit(inline="always")
+def exp_parts(x):
+    """(h, l, scale): exp(x) = (h + l) 2^scale within 2^-98 relative, h = RN(h + l), for
+    2^-60 <= |x| <= 709: transcendental.exp_dd's algorithm and constants, compiled (the same
+    operations, so its error analysis holds; TwoProduct by fma on the CPU, Dekker on CUDA)."""
+    kf = (mul_rn(x, _INV_LN2_64) + 6755399441055744.0) - 6755399441055744.0     # rint
+    t1 = x - mul_rn(kf, _C1)                                       # k*C1 exact, Sterbenz
+    rh, rl = _two_sum(t1, -mul_rn(kf, _C2))
+    rh, rl = _fast_two_sum(rh, rl - mul_rn(kf, _C3))
+    t = INV_FACT[11, 0]
+    t = INV_FACT[10, 0] + mul_rn(rh, t)
+    t = INV_FACT[9, 0] + mul_rn(rh, t)
+    t = INV_FACT[8, 0] + mul_rn(rh, t)
+    t = INV_FACT[7, 0] + mul_rn(rh, t)
+    p = mul_rn(rh, t)
+    sh, sl = _dd_add(INV_FACT[6, 0], INV_FACT[6, 1], p, prod_err64(rh, t, p))
+    for j in range(5, 0, -1):
+        sh, sl = _dd_mul(rh, rl, sh, sl)
+        sh, sl = _dd_add(INV_FACT[j, 0], INV_FACT[j, 1], sh, sl)
+    eh, el = _dd_mul(rh, rl, sh, sl)
+    k = np.int64(kf)
+    j = k & 63
+    oh, ol = _dd_add(1.0, 0.0, eh, el)
+    h, l = _dd_mul(fast.EXP2_64[j], EXP2_64_LO[j], oh, ol)
+    return h, l, k >> 6
+
+
+@nb.njit(inline="always")
+def fp64_exp(x):
+    """(binary64 result, flags) of exp(x): settled for 2^-60 <= |x| <= 709 and x >= -708 when
+    no midpoint lies within 2^-93 of (h + l) 2^scale; NX (exp(x) is transcendental for x != 0)."""
+    ax = abs(x)
+    ok = (ax >= _EXP_TINY) & (x <= _EXP_MAX) & (x >= _EXP_MIN)
+    h, l, scale = exp_parts(x if ok else 1.0)
+    res = h * _pow2(scale)                                          # exact: a normal result
+    return res, np.uint8(NX) if ok & rounds_to_r(h, l) else FALLBACK
+
+
 _SUB_SCALE = 2.0 ** 108          # = 4^54: subnormal radicands become normal, exactly
 _RSQRT_MARGIN = 2.0 ** -40       # v - (r + e) < 2^-100 |r| = 2^-48 ulp(r) at most
 
@@ -351,8 +453,8 @@ def rsqrt_parts(m):
 
 @nb.njit(inline="always")
 def rounds_to_r(r, e):
-    """Whether every value within 2^-100 |r| of r + e rounds to r (e = the exact rest of r's
-    TwoSum, r normal): |e| in units of ulp(r) below 1/2 - 2^-40, below 1/4 - 2^-40 when r
+    """Whether every value within 2^-93 |r| (2^-41 ulp(r)) of r + e rounds to r (e = the exact
+    rest of r's TwoSum, r normal): |e| in units of ulp(r) below 1/2 - 2^-40, below 1/4 - 2^-40 when r
     is a power of two and e negative (the midpoint below is half as far)."""
     u = fast.f64_bits(r)
     E = np.int64((u >> np.uint64(52)) & np.uint64(0x7FF))
@@ -414,6 +516,11 @@ def _fp64_rsqrt(a, out, flags):
         out[i], flags[i] = fp64_rsqrt(a[i])
 
 
+def _fp64_exp(a, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp64_exp(a[i])
+
+
 def _fp64_recip(a, out, flags):
     for i in nb.prange(a.shape[0]):
         out[i], flags[i] = fp64_recip(a[i])
@@ -426,10 +533,11 @@ def _fp64_sqrt(a, out, flags):
 
 SCALAR = {("FP64", "TADD"): fp64_add, ("FP64", "TSUB"): fp64_sub, ("FP64", "TMUL"): fp64_mul,
           ("FP64", "TFMA"): fp64_fma, ("FP64", "TDIV"): fp64_div, ("FP64", "TRECIP"): fp64_recip, ("FP64", "TSQRT"): fp64_sqrt,
-          ("FP64", "TREM"): fp64_rem, ("FP64", "TRSQRT"): fp64_rsqrt}
+          ("FP64", "TREM"): fp64_rem, ("FP64", "TRSQRT"): fp64_rsqrt,
+          ("FP64", "TEXP"): fp64_exp}
 LOOPS = {key: fast.Twin(loop, error_model="numpy")
          for key, loop in zip(SCALAR, (_fp64_add, _fp64_sub, _fp64_mul, _fp64_fma, _fp64_div, _fp64_recip, _fp64_sqrt,
-                                                _fp64_rem, _fp64_rsqrt))}
+                                                _fp64_rem, _fp64_rsqrt, _fp64_exp))}
 
 
 def serves(op: str, name: str, prof) -> bool:

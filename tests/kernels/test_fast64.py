@@ -474,3 +474,91 @@ def _rounds_to_r(r, e):
 def test_fp64_rsqrt_through_elementwise():
     codes = rsqrt_samples(300, 64)
     assert_same("TRSQRT.FP64", numeric.elementwise("TRSQRT", "FP64", codes), rsqrt_mpfr(codes), (codes,))
+
+
+# ---------------------------------------------------------------- exp
+
+def exp_mpfr(codes):
+    """(bits, NX) of exp(x) by MPFR, one rounding to binary64 (normal results only)."""
+    x = codes.view(np.float64)
+    out = np.empty(x.shape[0])
+    with gmpy2.context(gmpy2.get_context(), precision=53, emin=-2000, emax=2000):
+        for i, v in enumerate(x.tolist()):
+            out[i] = float(gmpy2.exp(gmpy2.mpfr(v)))
+    return out.view(np.uint64), np.full(x.shape[0], NX, np.uint8)
+
+
+def exp_samples(n, seed):
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([rng.uniform(-708, 709, n), rng.uniform(-1, 1, n // 4) * np.exp2(rng.integers(-60, 0, n // 4)),
+                        np.arange(-708, 710, dtype=float), [-708.0, 709.0, 2.0 ** -60, -(2.0 ** -60), 1e-3, -1e-3]])
+    return f64(x[x != 0])                                  # exp(0) = 1 exactly: the reference's
+
+
+def test_exp_samples_match_mpfr_and_the_loop_settles_all_from_2_to_minus_60():
+    codes = exp_samples(20_000, 71)
+    want = exp_mpfr(codes)
+    assert_same("TEXP.FP64", run_ref("TEXP", codes), want, (codes,))
+    settled = tier("TEXP", codes)[1] != fast64.FALLBACK
+    assert (settled == (np.abs(codes.view(np.float64)) >= 2.0 ** -60)).all()
+
+
+def test_exp_outside_the_settled_range_goes_to_the_reference():
+    """0 (exactly 1), |x| < 2^-60, x > 709 (overflow near), x < -708 (subnormal results), specials."""
+    x = [0.0, -0.0, 2.0 ** -61, -1e-300, 709.5, 709.8, 800.0, -708.5, -745.0, -746.0, np.inf, -np.inf, np.nan]
+    codes = f64(x)
+    assert (tier("TEXP", codes)[1] == fast64.FALLBACK).all()
+    bits, flags = run_ref("TEXP", codes)
+    assert list(bits[:2]) == list(f64([1.0, 1.0])) and list(flags[:2]) == [0, 0]
+    assert bits[6] == 0x7FF0000000000000 and flags[6] == OF | NX
+    assert bits[9] == 0 and flags[9] == UF | NX
+    assert list(bits[10:12]) == list(f64([np.inf, 0.0])) and list(flags[10:12]) == [0, 0]
+    finite = codes[2:9]
+    w = exp_mpfr(finite)
+    assert_same("TEXP.FP64 edges", (bits[2:9][:3], flags[2:9][:3]), (w[0][:3], w[1][:3]), (finite[:3],))
+
+
+def test_the_compiled_double_double_exp_is_within_2_to_minus_98():
+    x = exp_samples(3000, 72).view(np.float64)
+    h, l, scale = _exp_parts(x)
+    with gmpy2.context(gmpy2.get_context(), precision=300):
+        for xi, hi, li, si in zip(x.tolist(), h.tolist(), l.tolist(), scale.tolist()):
+            v = gmpy2.exp(gmpy2.mpfr(xi)) * gmpy2.mpfr(2) ** -si
+            assert abs(gmpy2.mpfr(hi) + gmpy2.mpfr(li) - v) <= v * gmpy2.mpfr(2) ** -98, xi
+            assert float(gmpy2.mpfr(hi) + gmpy2.mpfr(li)) == hi
+
+
+def test_exp_constants_are_mpfrs():
+    with gmpy2.context(gmpy2.get_context(), precision=400):
+        for j in range(64):
+            t = gmpy2.exp2(gmpy2.mpfr(j) / 64)
+            assert fast.EXP2_64[j] == float(t) and fast64.EXP2_64_LO[j] == float(t - fast.EXP2_64[j])
+        for k in range(12):
+            f = 1 / gmpy2.fac(k)
+            assert tuple(fast64.INV_FACT[k]) == (float(f), float(f - float(f)))
+        ln2_64 = gmpy2.log(2) / 64
+        assert fast64._C1 + fast64._C2 + fast64._C3 == float(ln2_64)
+        assert abs(ln2_64 - fast64._C1 - fast64._C2 - fast64._C3) < gmpy2.mpfr(2) ** -138
+        assert fast64._INV_LN2_64 == float(1 / ln2_64)
+    for c in (fast64._C1, fast64._C2):
+        assert float(np.ldexp(np.frexp(c)[0], 36)).is_integer()          # 36 bits: k*c exact
+
+
+def _exp_parts(x):
+    import numba as nb
+    if "exp" not in _hooks:
+        @nb.njit
+        def parts(x):
+            h = np.empty(x.shape[0])
+            l = np.empty(x.shape[0])
+            s = np.empty(x.shape[0], np.int64)
+            for i in range(x.shape[0]):
+                h[i], l[i], s[i] = fast64.exp_parts(x[i])
+            return h, l, s
+        _hooks["exp"] = parts
+    return _hooks["exp"](x)
+
+
+def test_fp64_exp_through_elementwise():
+    codes = exp_samples(300, 73)
+    assert_same("TEXP.FP64", numeric.elementwise("TEXP", "FP64", codes), exp_mpfr(codes), (codes,))
