@@ -26,7 +26,7 @@ elementwise = importlib.import_module("kernels.numeric.elementwise")    # the pa
 CASES = [("TDIV", "FP32"), ("TRECIP", "FP32"), ("TSQRT", "FP32"), ("TDIV", "TF32"), ("TDIV", "BF16"),
          ("TDIV", "FP16"), ("TADD", "FP64"), ("TMUL", "FP64"), ("TDIV", "FP64"), ("TSQRT", "FP64"), ("TFMA", "FP64"), ("TRSQRT", "FP32"), ("TRSQRT", "TF32"),
          ("TLOG", "FP32"), ("TLOG", "HF32"), ("TREM", "FP32"), ("TREM", "BF16"), ("TREM", "FP64"),
-         ("TRSQRT", "FP64"), ("TEXP", "FP64")]
+         ("TRSQRT", "FP64"), ("TEXP", "FP64"), ("TLOG", "FP64")]
 # NumPy has no fused multiply-add: TFMA's baseline is a*b + c, two roundings
 NUMPY = {"TDIV": np.divide, "TRECIP": lambda x: 1 / x, "TSQRT": np.sqrt, "TADD": np.add, "TMUL": np.multiply,
          "TFMA": lambda a, b, c: a * b + c, "TRSQRT": lambda x: 1 / np.sqrt(x),

@@ -7,7 +7,7 @@ NUMBA_ENABLE_CUDASIM=1, which the test suite uses), results are device arrays of
 What runs where, per (op, DataType):
 
   * fastvec.py's SIMD routines (FP32/BF16 add/sub/mul/fma, FP16 add/sub/mul, profile ieee),
-    fast64.py's (FP64 add/sub/mul/fma/div/recip/sqrt/rem/rsqrt/exp, profile ieee; Dekker's TwoProduct instead
+    fast64.py's (FP64 add/sub/mul/fma/div/recip/sqrt/rem/rsqrt/exp/log, profile ieee; Dekker's TwoProduct instead
     of the CPU's fma; TFMA's result is the one explicit `fma.rn.f64`),
     fastdiv.py's (TDIV/TRECIP/TSQRT on FP32/TF32/HF32 and TDIV on FP16/BF16, both profiles),
     fastfn.py's (TRSQRT and TLOG on FP32/TF32/HF32: binary64 value, rounding test; TREM on
@@ -23,7 +23,7 @@ What runs where, per (op, DataType):
     rounding boundary) are gathered, settled on the host
     by the CPU path (which hands its own rare cases to the NumPy/MPFR reference) and scattered
     back, so the result equals the CPU's element for element.
-  * Everything else (integer operations, FP64 TLOG/TMAX/TMIN/TCMP/... and every FP64 operation in profile ftz) runs on the
+  * Everything else (integer operations/TMAX/TMIN/TCMP/... and every FP64 operation in profile ftz) runs on the
     host: operands are copied down, the CPU path computes, results are copied back.  `placement(op, dt, prof, arity)` says which.
 
 Floating-point code generation: `mul_rn`/`add_rn` (rn.py) keep every product that the reference
@@ -234,7 +234,7 @@ def _signatures():
         table[f"fastvec.{name}.{op}"] = (src, [(ins[name],) * n_in + (outs[name], u8)])
     arity_kernel = {1: _unary_kernel, 2: _binary_kernel, 3: _ternary_kernel}
     for (name, op), fn in fast64.SCALAR.items():
-        n_in = {"TRECIP": 1, "TSQRT": 1, "TRSQRT": 1, "TEXP": 1, "TFMA": 3}.get(op, 2)
+        n_in = {"TRECIP": 1, "TSQRT": 1, "TRSQRT": 1, "TEXP": 1, "TLOG": 1, "TFMA": 3}.get(op, 2)
         src = arity_kernel[n_in](fn)
         table[f"fast64.{name}.{op}"] = (src, [(T.float64[::1],) * (n_in + 1) + (u8,)])
     for (name, op), fn in fastdiv.SCALAR.items():

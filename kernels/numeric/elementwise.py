@@ -57,7 +57,7 @@ def _chunked(fn, dt, operands, **kw):
 
 def _float_impl(op: str, fn) -> Impl:
     """Hot (op, format) pairs run compiled: FP32/BF16 add/sub/mul/fma in profile ieee as SIMD
-    loops (fastvec.py), FP64 add/sub/mul/fma/div/recip/sqrt/rem/rsqrt/exp in fast64.py, TDIV/TRECIP/TSQRT on the
+    loops (fastvec.py), FP64 add/sub/mul/fma/div/recip/sqrt/rem/rsqrt/exp/log in fast64.py, TDIV/TRECIP/TSQRT on the
     <= 32-bit IEEE formats in fastdiv.py (after the tables, which serve unary ops on FP16/BF16),
     TRSQRT on FP32/TF32/HF32 and TREM on FP32/TF32/HF32/BF16/FP16 in fastfn.py,
     the others in fast.py, each falling back element-wise where it does not settle a result

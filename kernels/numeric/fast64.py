@@ -1,5 +1,5 @@
-"""Compiled TADD, TSUB, TMUL, TFMA, TDIV, TRECIP, TSQRT, TREM, TRSQRT, TEXP on FP64, profile ieee
-(ftz is not served).
+"""Compiled TADD, TSUB, TMUL, TFMA, TDIV, TRECIP, TSQRT, TREM, TRSQRT, TEXP, TLOG on FP64,
+profile ieee (ftz is not served).
 
 The hardware's binary64 addition, multiplication, division and square root are the
 reference's single RNE rounding of the exact result, subnormals included; what remains is the
@@ -76,6 +76,13 @@ exact flags, from error-free transformations (x, y finite binary64):
            the result h 2^scale when `rounds_to_r(h, l)` (2^-93 margin), else marked.  Settled
            for 2^-60 <= |x|, -708 <= x <= 709 (exp(x) normal and finite: never UF or OF); NX
            (exp of a nonzero binary64 is transcendental).
+  log      transcendental.log_dd compiled: x = m 2^e, m in [1/sqrt2, sqrt2) (subnormal x scaled
+           by 2^54 first), y0 = fastfn.log_approx(m) (the same value on both targets; its
+           accuracy only sets the size of the correction), one Newton step with m - e^y0 in
+           double-double, + e ln2 in three parts; that module's per-element bound eps
+           (c^2 + 2^-50 |c| + 2^-97 (|y0| + |m - 1|)) / |h| + 2^-98.  Settled when eps <= 2^-93
+           and `rounds_to_r(h, l)`; NX (x != 1: log x is transcendental); |log x| is in
+           [2^-53, 745]: normal, never UF or OF.  x <= 0, x = 1, infinities, NaNs are marked.
 Everything else (NaN/infinite operands, zero divisors, negative radicands, results near the
 underflow or overflow thresholds, operands at or above 2^1022 for sums) is marked (flags 0xFF)
 and computed by the reference (ops_float), so the results are the reference's by construction
@@ -93,7 +100,7 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from . import fast
+from . import fast, fastfn
 from .flags import NX
 from .rn import add_rn, fma_rn, mul_rn
 
@@ -402,9 +409,27 @@ def exp_parts(x):
     2^-60 <= |x| <= 709: transcendental.exp_dd's algorithm and constants, compiled (the same
     operations, so its error analysis holds; TwoProduct by fma on the CPU, Dekker on CUDA)."""
     kf = (mul_rn(x, _INV_LN2_64) + 6755399441055744.0) - 6755399441055744.0     # rint
+    rh, rl = _reduce(x, kf)
+    eh, el = _expm1_reduced(rh, rl)
+    k = np.int64(kf)
+    j = k & 63
+    oh, ol = _dd_add(1.0, 0.0, eh, el)
+    h, l = _dd_mul(fast.EXP2_64[j], EXP2_64_LO[j], oh, ol)
+    return h, l, k >> 6
+
+
+@nb.njit(inline="always")
+def _reduce(x, kf):
+    """x - kf ln2/64 as a double-double (exact to ~2^-115 absolute for |kf| < 2^17)."""
     t1 = x - mul_rn(kf, _C1)                                       # k*C1 exact, Sterbenz
     rh, rl = _two_sum(t1, -mul_rn(kf, _C2))
-    rh, rl = _fast_two_sum(rh, rl - mul_rn(kf, _C3))
+    return _fast_two_sum(rh, rl - mul_rn(kf, _C3))
+
+
+@nb.njit(inline="always")
+def _expm1_reduced(rh, rl):
+    """expm1(r) for |r| <= ln2/128 (+ tiny) as a double-double, relative error < 2^-100
+    (transcendental._expm1_reduced, compiled)."""
     t = INV_FACT[11, 0]
     t = INV_FACT[10, 0] + mul_rn(rh, t)
     t = INV_FACT[9, 0] + mul_rn(rh, t)
@@ -415,12 +440,57 @@ def exp_parts(x):
     for j in range(5, 0, -1):
         sh, sl = _dd_mul(rh, rl, sh, sl)
         sh, sl = _dd_add(INV_FACT[j, 0], INV_FACT[j, 1], sh, sl)
-    eh, el = _dd_mul(rh, rl, sh, sl)
+    return _dd_mul(rh, rl, sh, sl)
+
+
+_LN2_1 = float.fromhex("0x1.62e42fefa3800p-1")      # ln2 in 42/42/53-bit parts: e*L1, e*L2 exact
+_LN2_2 = float.fromhex("0x1.ef35793c76000p-45")
+_LN2_3 = float.fromhex("0x1.cc01f97b57a08p-87")
+_RSQRT2 = 0.7071067811865476
+_LOG_EPS_MAX = 2.0 ** -93                            # rounds_to_r's margin
+
+
+@nb.njit(inline="always")
+def log_parts(x):
+    """(h, l, eps): log(x) = h + l within eps |h| (a per-element bound), h = RN(h + l), for a
+    positive finite x != 1: transcendental.log_dd compiled, its y0 = log(m) from fastfn's
+    own binary64 log (both targets compute the same y0; the Newton step and the bound do not
+    depend on y0's accuracy)."""
+    sub = x < _MIN_NORMAL
+    xs = mul_rn(x, 2.0 ** 54) if sub else x
+    u = fast.f64_bits(xs)
+    e = np.int64((u >> np.uint64(52)) & np.uint64(0x7FF)) - 1022                  # x = m 2^e, m in [1/2, 1)
+    m = fast.bits_f64((u & _MANT) | np.uint64(1022 << 52))
+    if m < _RSQRT2:
+        m = mul_rn(m, 2.0)
+        e -= 1
+    e = e - 54 if sub else e
+    y0 = fastfn.log_approx(m) if m != 1.0 else 0.0
+    kf = (mul_rn(y0, _INV_LN2_64) + 6755399441055744.0) - 6755399441055744.0      # |k| <= 33
+    rh, rl = _reduce(y0, kf)
+    eh, el = _expm1_reduced(rh, rl)
     k = np.int64(kf)
-    j = k & 63
-    oh, ol = _dd_add(1.0, 0.0, eh, el)
-    h, l = _dd_mul(fast.EXP2_64[j], EXP2_64_LO[j], oh, ol)
-    return h, l, k >> 6
+    sc = _pow2(k >> 6)                                                            # 1 or 1/2
+    th, tl = mul_rn(fast.EXP2_64[k & 63], sc), mul_rn(EXP2_64_LO[k & 63], sc)    # 2^(k/64), exact
+    ph, pl = _dd_mul(th, tl, eh, el)
+    gh, gl = _dd_add(th - 1.0, tl, ph, pl)                 # expm1(y0) = (T - 1) + T expm1(r)
+    dh, dl = _dd_add(m - 1.0, 0.0, -gh, -gl)               # m - e^y0
+    c = (dh + dl) / (1.0 + gh)                             # Newton correction m e^-y0 - 1
+    y1h, y1l = _two_sum(y0, c)
+    ef = np.float64(e)
+    a1, a2 = _two_sum(mul_rn(ef, _LN2_1), mul_rn(ef, _LN2_2))
+    h, l = _dd_add(a1, a2 + mul_rn(ef, _LN2_3), y1h, y1l)
+    err = mul_rn(c, c) + mul_rn(abs(c), 2.0 ** -50) + mul_rn(abs(y0) + abs(m - 1.0), 2.0 ** -97)
+    return h, l, err / abs(h) + 2.0 ** -98
+
+
+@nb.njit(inline="always")
+def fp64_log(x):
+    """(binary64 result, flags) of log(x): settled when the per-element bound is at most
+    2^-93 and no midpoint lies within it; NX (log x is transcendental for x != 1)."""
+    ok = (x > 0) & (x <= _MAX) & (x != 1.0)
+    h, l, eps = log_parts(x if ok else 2.0)
+    return h, np.uint8(NX) if ok & (eps <= _LOG_EPS_MAX) & rounds_to_r(h, l) else FALLBACK
 
 
 @nb.njit(inline="always")
@@ -459,7 +529,7 @@ def rounds_to_r(r, e):
     u = fast.f64_bits(r)
     E = np.int64((u >> np.uint64(52)) & np.uint64(0x7FF))
     w = abs(e) * _pow2(1075 - E - 23) * 2.0 ** 23        # |e| / ulp(r), exact (two powers of two)
-    lim = 0.25 if ((u & _MANT) == 0) & (e < 0) else 0.5
+    lim = 0.25 if ((u & _MANT) == 0) & ((e < 0) != (r < 0)) else 0.5   # e toward zero at 2^k
     return w < lim - _RSQRT_MARGIN
 
 
@@ -521,6 +591,11 @@ def _fp64_exp(a, out, flags):
         out[i], flags[i] = fp64_exp(a[i])
 
 
+def _fp64_log(a, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = fp64_log(a[i])
+
+
 def _fp64_recip(a, out, flags):
     for i in nb.prange(a.shape[0]):
         out[i], flags[i] = fp64_recip(a[i])
@@ -534,10 +609,11 @@ def _fp64_sqrt(a, out, flags):
 SCALAR = {("FP64", "TADD"): fp64_add, ("FP64", "TSUB"): fp64_sub, ("FP64", "TMUL"): fp64_mul,
           ("FP64", "TFMA"): fp64_fma, ("FP64", "TDIV"): fp64_div, ("FP64", "TRECIP"): fp64_recip, ("FP64", "TSQRT"): fp64_sqrt,
           ("FP64", "TREM"): fp64_rem, ("FP64", "TRSQRT"): fp64_rsqrt,
-          ("FP64", "TEXP"): fp64_exp}
+          ("FP64", "TEXP"): fp64_exp, ("FP64", "TLOG"): fp64_log}
 LOOPS = {key: fast.Twin(loop, error_model="numpy")
          for key, loop in zip(SCALAR, (_fp64_add, _fp64_sub, _fp64_mul, _fp64_fma, _fp64_div, _fp64_recip, _fp64_sqrt,
-                                                _fp64_rem, _fp64_rsqrt, _fp64_exp))}
+                                                _fp64_rem, _fp64_rsqrt, _fp64_exp,
+                                                _fp64_log))}
 
 
 def serves(op: str, name: str, prof) -> bool:

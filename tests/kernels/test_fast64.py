@@ -427,18 +427,19 @@ def test_the_double_double_reciprocal_root_is_within_2_to_minus_100_9():
 
 def test_the_rounding_test_refuses_rests_near_a_midpoint():
     """r + e with e at a fraction f of ulp(r): settled exactly for f < 1/2 - 2^-40 (1/4 - 2^-40
-    below a power of two)."""
+    when r is a power of two and e points toward zero), for either sign of r."""
     rng = np.random.default_rng(63)
     r = rng.uniform(0.5, 1, 400)
     r[:100] = 1.0
     r[100:200] = 0.5
     ulp = np.spacing(r)
     f = np.array([0.1, 0.2, 0.25 - 2.0 ** -38, 0.25 - 2.0 ** -41, 0.3, 0.5 - 2.0 ** -38, 0.5 - 2.0 ** -41, 0.5])
-    for sign in (1, -1):
-        e = sign * f[None, :] * ulp[:, None]
-        got = _rounds_to_r(np.repeat(r, f.size), e.ravel()).reshape(e.shape)
-        lim = np.where(((r == 1.0) | (r == 0.5))[:, None] & (sign < 0), 0.25, 0.5)
-        assert (got == (f[None, :] < lim - 2.0 ** -40)).all()
+    for rsign in (1, -1):
+        for sign in (1, -1):
+            e = sign * f[None, :] * ulp[:, None]
+            got = _rounds_to_r(np.repeat(rsign * r, f.size), e.ravel()).reshape(e.shape)
+            lim = np.where(((r == 1.0) | (r == 0.5))[:, None] & (sign != rsign), 0.25, 0.5)
+            assert (got == (f[None, :] < lim - 2.0 ** -40)).all()
 
 
 _hooks = {}
@@ -562,3 +563,80 @@ def _exp_parts(x):
 def test_fp64_exp_through_elementwise():
     codes = exp_samples(300, 73)
     assert_same("TEXP.FP64", numeric.elementwise("TEXP", "FP64", codes), exp_mpfr(codes), (codes,))
+
+
+# ---------------------------------------------------------------- log
+
+def log_mpfr(codes):
+    x = codes.view(np.float64)
+    out = np.empty(x.shape[0])
+    with gmpy2.context(gmpy2.get_context(), precision=53, emin=-2000, emax=2000):
+        for i, v in enumerate(x.tolist()):
+            out[i] = float(gmpy2.log(gmpy2.mpfr(v)))
+    return out.view(np.uint64), np.full(x.shape[0], NX, np.uint8)
+
+
+def log_samples(n, seed):
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(1, 0x7FF0000000000000, n, dtype=np.uint64)
+    codes[: n // 8] = rng.integers(1, 1 << 52, n // 8, dtype=np.uint64)                    # subnormals
+    near_one = (np.uint64(0x3FF0000000000000) + rng.integers(-(1 << 20), 1 << 20, n // 4)).astype(np.uint64)
+    edges = np.uint64([1, 0x000FFFFFFFFFFFFF, 0x0010000000000000, 0x7FEFFFFFFFFFFFFF, 0x3FEFFFFFFFFFFFFF,
+                       0x3FF0000000000001, 0x3FE6A09E667F3BCC, 0x3FE6A09E667F3BCD, 0x3FF6A09E667F3BCD])
+    codes = np.concatenate([codes, near_one, edges])
+    return codes[codes != 0x3FF0000000000000]                                               # log 1 = +0: the reference's
+
+
+def test_log_samples_match_mpfr_and_the_loop_settles_them_all():
+    codes = log_samples(20_000, 81)
+    assert_same("TLOG.FP64", run_ref("TLOG", codes), log_mpfr(codes), (codes,))
+    assert (tier("TLOG", codes)[1] != fast64.FALLBACK).all()
+
+
+def test_log_specials_follow_decision_074():
+    codes = np.uint64([0x3FF0000000000000, 0, 1 << 63, 0x7FF0000000000000, 0xBFF0000000000000, 0xFFF0000000000000])
+    assert (tier("TLOG", codes)[1] == fast64.FALLBACK).all()
+    bits, flags = run_ref("TLOG", codes)
+    assert list(bits[:4]) == [0, 0xFFF0000000000000, 0xFFF0000000000000, 0x7FF0000000000000]
+    assert list(flags) == [0, DZ, DZ, 0, NV, NV]
+
+
+def test_the_compiled_double_double_log_is_within_its_per_element_bound():
+    codes = log_samples(3000, 82)
+    x = codes.view(np.float64)
+    h, l, eps = _log_parts(x)
+    assert (eps <= 2.0 ** -93).all()
+    with gmpy2.context(gmpy2.get_context(), precision=300):
+        for xi, hi, li, ei in zip(x.tolist(), h.tolist(), l.tolist(), eps.tolist()):
+            v = gmpy2.log(gmpy2.mpfr(xi))
+            assert abs(gmpy2.mpfr(hi) + gmpy2.mpfr(li) - v) <= abs(v) * gmpy2.mpfr(ei), xi
+            assert float(gmpy2.mpfr(hi) + gmpy2.mpfr(li)) == hi
+
+
+def test_ln2_parts():
+    with gmpy2.context(gmpy2.get_context(), precision=400):
+        ln2 = gmpy2.log(2)
+        parts = (fast64._LN2_1, fast64._LN2_2, fast64._LN2_3)
+        assert abs(ln2 - sum(gmpy2.mpfr(p) for p in parts)) < gmpy2.mpfr(2) ** -140
+    for c in parts[:2]:
+        assert float(np.ldexp(np.frexp(c)[0], 42)).is_integer()         # 42 bits: e*c exact, |e| < 2^11
+
+
+def _log_parts(x):
+    import numba as nb
+    if "log" not in _hooks:
+        @nb.njit(error_model="numpy")
+        def parts(x):
+            h = np.empty(x.shape[0])
+            l = np.empty(x.shape[0])
+            e = np.empty(x.shape[0])
+            for i in range(x.shape[0]):
+                h[i], l[i], e[i] = fast64.log_parts(x[i])
+            return h, l, e
+        _hooks["log"] = parts
+    return _hooks["log"](x)
+
+
+def test_fp64_log_through_elementwise():
+    codes = log_samples(300, 83)
+    assert_same("TLOG.FP64", numeric.elementwise("TLOG", "FP64", codes), log_mpfr(codes), (codes,))
