@@ -26,7 +26,7 @@ exact flags, from error-free transformations (x, y finite binary64):
   fma      r = fma(x, y, z), the hardware's single rounding of x*y + z (llvm.fma.f64 on the CPU,
            PTX fma.rn.f64 on CUDA: rn.fma_rn, the one explicit fma the PTX test allows this
            kernel).  Its exact error by Boldo and Muller's ErrFma ("Exact and approximated error
-           of the FMA", IEEE Trans. Computers 60(2), 2011, Algorithm 5 / Theorem 3): u1 + u2 =
+           of the FMA", IEEE Trans. Computers 60(2), 2011, algorithm ErrFma): u1 + u2 =
            x*y (TwoProduct above), (a1, a2) = TwoSum(z, u2), (b1, b2) = TwoSum(u1, a1),
            g = RN(RN(b1 - r) + b2), (r2, r3) = FastTwoSum(g, a2); then x*y + z = r + r2 + r3
            exactly when nothing underflows or overflows, so NX = (r2, r3) != 0.  Settled when
@@ -235,8 +235,8 @@ def _fma_term(v):
 
 
 @nb.njit(inline="always")
-def fp64_fma(x, y, z):
-    """(binary64 result, flags) of x*y + z: the hardware fma, NX from ErrFma's exact error."""
+def err_fma(x, y, z):
+    """(r, r2, r3): r = RN(x*y + z) by the hardware, x*y + z = r + r2 + r3 (ErrFma)."""
     r = fma_rn(x, y, z)
     u1 = mul_rn(x, y)
     u2 = prod_err64(x, y, u1)
@@ -244,7 +244,14 @@ def fp64_fma(x, y, z):
     b1, b2 = _two_sum(u1, a1)
     g = (b1 - r) + b2
     r2 = g + a2                                                     # FastTwoSum(g, a2)
-    r3 = a2 - (r2 - g)
+    return r, r2, a2 - (r2 - g)
+
+
+@nb.njit(inline="always")
+def fp64_fma(x, y, z):
+    """(binary64 result, flags) of x*y + z: the hardware fma, NX from ErrFma's exact error."""
+    r, r2, r3 = err_fma(x, y, z)
+    u1 = mul_rn(x, y)
     ax, ay = abs(x), abs(y)
     normal = (ax >= _MIN_NORMAL) & (ax <= _SPLIT_MAX) & (ay >= _MIN_NORMAL) & (ay <= _SPLIT_MAX)
     au = abs(u1)

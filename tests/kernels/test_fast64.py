@@ -258,6 +258,36 @@ def test_fma_at_the_limits_and_the_loop_settles_only_correct_results(cases):
     assert (want[1][done] == 0).sum() > 100 and (want[1][done] != 0).sum() > 100
 
 
+def test_err_fma_gives_the_exact_error_wherever_the_kernel_settles():
+    """r + r2 + r3 = x*y + z exactly (Fractions), on hard cancellations and at the limits."""
+    for ops in (fma64_hard_cases(3000, 26), fma_limits(3000, 27)):
+        x, y, z = (v.view(np.float64) for v in ops)
+        settled = tier("TFMA", *ops)[1] != fast64.FALLBACK
+        zero_factor = (x == 0) | (y == 0)
+        r, r2, r3 = _err_fma(x, y, z)
+        idx = np.flatnonzero(settled & ~zero_factor)
+        assert idx.size > 300
+        for i in idx:
+            exact = Fraction(float(x[i])) * Fraction(float(y[i])) + Fraction(float(z[i]))
+            assert Fraction(float(r[i])) + Fraction(float(r2[i])) + Fraction(float(r3[i])) == exact, i
+
+
+_fma_hook = {}
+
+
+def _err_fma(x, y, z):
+    import numba as nb
+    if "fn" not in _fma_hook:
+        @nb.njit
+        def loop(x, y, z):
+            out = np.empty((3, x.shape[0]))
+            for i in range(x.shape[0]):
+                out[0, i], out[1, i], out[2, i] = fast64.err_fma(x[i], y[i], z[i])
+            return out
+        _fma_hook["fn"] = loop
+    return _fma_hook["fn"](x, y, z)
+
+
 def test_fma_settles_nothing_tiny_or_near_overflow():
     """No settled element is tiny (UF) or overflows, and unless the product is an exact zero
     (then the result is z), its product, addend and result are 0 or in [2^-900, 2^1020]."""
