@@ -1,11 +1,11 @@
-"""Throughput of the compiled TDIV/TRECIP/TSQRT (fastdiv.py), FP64 arithmetic (fast64.py) and
-TRSQRT/TLOG/TREM (fastfn.py)
-against the NumPy reference path they replace and against NumPy's own operation.
+"""Throughput of the compiled TDIV/TRECIP/TSQRT (fastdiv.py), FP64 arithmetic and functions
+(fast64.py) and TRSQRT/TLOG/TREM (fastfn.py) against the NumPy reference path they replace and
+against NumPy's own operation.
 
-    NUMBA_NUM_THREADS=1 python benchmarks/bench_divide.py          # a table, about 30 s
+    NUMBA_NUM_THREADS=1 python benchmarks/bench_divide.py          # a table, about a minute
     python -m pytest benchmarks/bench_divide.py -q --benchmark-only -s
 
-2^20 elements of typical data (normal(0, 1); square roots of |normal|), timed like `tile-emu
+2^20 elements of typical data (normal(0, 1); |normal| for square roots and logarithms), timed like `tile-emu
 bench` (untimed warm-up, then the minimum of repeated single calls).  Columns: ours (numeric.
 elementwise), the reference path (the NumPy code elementwise ran for these ops before, in the
 same cache-sized chunks), NumPy's float32/float64 operation (not a bit-exact emulation: no
