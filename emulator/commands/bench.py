@@ -27,7 +27,7 @@ from typing import Callable
 
 import numpy as np
 
-from emulator.cli import CommandError
+from emulator.cli import UNAVAILABLE, CommandError
 
 
 @dataclass(frozen=True)
@@ -326,7 +326,7 @@ def add_arguments(parser):
     parser.add_argument("--json", action="store_true", help="one JSON object per case instead of the table")
     parser.add_argument("--strict", action="store_true", help="exit 1 when any case misses its target")
     parser.epilog = ("A case below its target is marked MISSED.  Exit status: 0, or with --strict 1 when a "
-                     "target is missed; 2 for bad arguments.")
+                     "target is missed; 2 for bad arguments; 3 for --backend gpu without a usable GPU.")
     parser.add_argument("--backend", choices=("cpu", "gpu"), default="cpu",
                         help="cpu: NumPy/Numba on the host (default); gpu: CuPy arrays on the device, "
                              "ratios against the device copy bandwidth (default 2^24 elements)")
@@ -336,7 +336,7 @@ def _gpu_cases() -> list[Case]:
     from kernels.device import gpu_status
     ok, why = gpu_status()
     if not ok:
-        raise CommandError(f"--backend gpu: no usable GPU ({why})", 2)
+        raise CommandError(f"backend gpu: no usable GPU: {why}", UNAVAILABLE)
     return GPU_CASES
 
 

@@ -41,6 +41,41 @@ from .mapping import Mapping
 BACKENDS = ("numpy", "numba", "cuda", "cupy")
 
 
+class BackendUnavailable(RuntimeError):
+    """A known backend this machine cannot run (no CuPy, no CUDA device): one line, with why."""
+
+
+def backend_unavailable(backend: str) -> str | None:
+    """Why `backend` cannot run here, in one line, or None when it can.  "cuda" runs under the
+    CUDA simulator (NUMBA_ENABLE_CUDASIM=1) too; nothing here initialises a device context."""
+    if backend == "cupy":
+        try:
+            import cupy
+            n = cupy.cuda.runtime.getDeviceCount()
+        except ImportError as exc:
+            return f"CuPy is not installed ({exc}); pip install -e '.[gpu]'"
+        except Exception as exc:                       # a broken CUDA install raises here
+            return f"CuPy sees no CUDA device ({type(exc).__name__}: {_first_line(exc)})"
+        return None if n > 0 else "CuPy sees no CUDA device"
+    if backend == "cuda":
+        import os
+        if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+            return None
+        try:
+            from numba import cuda
+            if cuda.is_available():
+                return None
+        except ImportError as exc:
+            return f"numba-cuda is not installed ({exc}); pip install -e '.[gpu]'"
+        return "Numba-CUDA sees no usable device (no driver or no GPU; NUMBA_ENABLE_CUDASIM=1 runs the simulator)"
+    return None
+
+
+def _first_line(exc) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "no detail"
+
+
 def plan_reduce(m: Mapping, reduce: str, narrow: str = "trim") -> ReducePlan:
     """Fiber structure of the intra-slice reduce of `reduce` (VcgError if the narrow is illegal)."""
     check_narrow(m, reduce, narrow)
@@ -173,6 +208,9 @@ def reduce_flits(x8, v8, plan: ReducePlan, op: str, backend: str = "numpy"):
     """
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
+    why = backend_unavailable(backend)
+    if why is not None:
+        raise BackendUnavailable(f"backend {backend}: {why}")
     check_op(op, x8.dtype)
     s, t = plan.num_slices, plan.num_steps
     if x8.size != s * t * 8 or v8.size != s * t:
