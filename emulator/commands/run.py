@@ -64,6 +64,9 @@ def add_region_arguments(parser):
                              "units (default 4194304; docs/regions.md 'Budgets')")
     parser.add_argument("--deadline", type=_positive(float), default=None, metavar="S",
                         help="region programs: stop a run still going after S seconds (default 60)")
+    parser.add_argument("--max-code", type=_positive(int), default=None, metavar="N",
+                        help="region programs: refuse, before parsing, a program holding more than N characters "
+                             "of code (default 1048576; docs/regions.md 'Budgets')")
 
 
 def initial_machine(args):
