@@ -234,6 +234,37 @@ CASES.append(Case("golden.TCVT.FP32.E4M3.sat", "pyarrow writing the same rows to
                   golden_setup("TCVT", "FP32", "E4M3", sat=True)))
 
 
+# ---------------------------------------------------------------- VCG reduce cases
+
+VCG_STEPS = 64
+# placement: (axes with the slice count, Slice, Time, Packet) as in benchmarks/bench_vcg.py
+VCG_PLACEMENTS = {"packet": ("X = {slices}, R = 250", "X", "R # 256 / 4", "R # 256 % 4 # 8"),
+                  "lanes": ("X = {slices}, A = 4, R = 60", "X", "R # 64", "A # 8")}
+
+
+def vcg_setup(dtype: str, placement: str):
+    """Float Add over R of n // 512 slices x 64 steps of 8-way flits on the Numba CPU backend
+    (`tile-emu reduce`'s default) against the NumPy backend on the same flits, same bits."""
+    def setup(n: int):
+        from fabric.vcg import Mapping, compile_vcg, plan_reduce, reduce_flits, valid_size_matrix
+        slices = max(1, n // (VCG_STEPS * 8))
+        axes, *dims = VCG_PLACEMENTS[placement]
+        m = Mapping.parse(axes.format(slices=slices), *dims)
+        vs = valid_size_matrix(compile_vcg(m, "R"), slices, VCG_STEPS).reshape(-1)
+        plan = plan_reduce(m, "R", "trim")
+        x8 = _values({"float16": "FP16", "bfloat16": "BF16"}[dtype], slices * VCG_STEPS * 8, "TADD", 0)
+        x8 = x8.reshape(-1, 8)
+        return (lambda: reduce_flits(x8, vs, plan, "Add", "numba")), \
+            (lambda: reduce_flits(x8, vs, plan, "Add", "numpy"))
+    return setup
+
+
+CASES.extend(Case(f"vcg.Add.{fmt}.{placement}", f"the NumPy reduce backend on the same flits "
+                  f"(n elements = n // 512 slices x 64 steps x 8 lanes; {placement})",
+                  vcg_setup(dtype, placement), 1.0)
+             for fmt, dtype in (("FP16", "float16"), ("BF16", "bfloat16")) for placement in VCG_PLACEMENTS)
+
+
 # ---------------------------------------------------------------- runner
 
 clock = time.perf_counter      # the timer of warm_up and measure (tests substitute a scripted one)

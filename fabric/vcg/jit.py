@@ -5,7 +5,8 @@ documents the contract and holds the NumPy reference backend; `fold.py` the shar
 Element types: all integer widths, float32/float64, and the 16-bit floats float16/bfloat16,
 which the kernels read as raw uint16 bits, decode exactly to binary64 (`load`), fold in binary64
 with one rounding to the 16-bit format per Add (`round16`), and hand back as binary64 values the
-host encodes (fold.encode_narrow): the same arithmetic as fold.py's array functions.
+host encodes (fold.encode_narrow): the same results as fold.py's array functions (`_add16` says
+why it needs no TwoSum error term).
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import numba
 import numpy as np
 from numba.core import types
 from numba.extending import overload
+
+from kernels.numeric.fast import PARALLEL_MIN, Twin, idle_core
 
 from .fold import (CANONICAL_NAN_BITS, NARROW, NOT_NARROW, OP_CODES, ReducePlan, encode_narrow,
                    fold_dtype, identity, raw_dtype)
@@ -32,51 +35,97 @@ ADDSAT, ADD, MIN, MAX = (OP_CODES[k] for k in ("AddSat", "Add", "Min", "Max"))
 _POW2_OFF = 400
 _POW2 = np.ldexp(1.0, np.arange(-_POW2_OFF, _POW2_OFF + 1))      # 2^-400 .. 2^400, all normal
 
+# Both routines work on the binary64 encoding (a scalar `view`, which Numba compiles for the CPU
+# and CUDA alike) rather than through frexp/floor and data-dependent branches: the sign and the
+# round-up decision of random data are coin flips the CPU mispredicts, which made these folds
+# 5-10x slower than NumPy's float16 arithmetic.  The rare cases (zero, subnormal, Inf/NaN) keep
+# their branches, which are well predicted.
+
+_F64_BIAS, _F64_T = 1023, 52
+_F64_MAG = 0x7FFFFFFFFFFFFFFF
+_F64_INF = 0x7FF0000000000000
+_F64_QNAN = 0x7FF8000000000000
+
+
 def decode16(c, fmt):
     """Exact binary64 value of a 16-bit encoding (NaN payloads dropped: results are canonical)."""
     t, emin, emax, ebits, bias = fmt
+    if ebits == 8:                        # bfloat16: the top half of a binary32 encoding
+        return np.float64(np.uint32(np.int64(c) << 16).view(np.float32))
     c = np.int64(c)
     emask = (np.int64(1) << ebits) - 1
     E = (c >> t) & emask
     T = c & ((np.int64(1) << t) - 1)
-    if E == emask:
-        v = math.inf if T == 0 else math.nan
-    elif E == 0:
+    if E == 0:
         v = np.float64(T) * _POW2[_POW2_OFF + emin - t]
-    else:
-        v = np.float64(T + (np.int64(1) << t)) * _POW2[_POW2_OFF + E - bias - t]
-    if (c >> (t + ebits)) & 1:
-        v = -v
-    return v
+    elif E == emask:
+        v = np.int64(_F64_INF if T == 0 else _F64_QNAN).view(np.float64)
+    else:                                                  # a normal number: place its fields
+        v = np.int64(((E - bias + _F64_BIAS) << _F64_T) | (T << (_F64_T - t))).view(np.float64)
+    return v * np.float64(1 - 2 * ((c >> (t + ebits)) & 1))   # the sign, exactly, without a branch
 
 
-def round16(s, d, fmt):
-    """x = s + delta (delta of sign d, below half an ulp of s) rounded to nearest even in the
-    16-bit format, as binary64 (fold.round_narrow, one element)."""
+def round16(s, fmt):
+    """A binary64 value rounded to nearest even in the 16-bit format, as binary64 (overflow
+    gives infinity, as IEEE RNE does)."""
+    t, emin, emax, ebits, bias = fmt
+    b = np.float64(s).view(np.int64)
+    a = b & _F64_MAG
+    # one unsigned compare: the exponent field outside [emin + bias, 0x7FE] is 0, a value below
+    # 2^emin, Inf or NaN
+    if np.uint64((a >> _F64_T) - (emin + _F64_BIAS)) >= np.uint64(0x7FF - (emin + _F64_BIAS)):
+        return _round16_rare(s, fmt)
+    # RNE to t fraction bits on the encoding: add just under half of the dropped part, plus the
+    # kept part's last bit (ties to even), then truncate; a carry out of the fraction bumps the
+    # exponent, as rounding up to the next binade does
+    sh = _F64_T - t
+    r = ((a + ((np.int64(1) << (sh - 1)) - 1) + ((a >> sh) & 1)) >> sh) << sh
+    top = ((emax + _F64_BIAS) << _F64_T) | (((np.int64(1) << t) - 1) << sh)   # the format's max
+    r = r if r <= top else np.int64(_F64_INF)
+    return np.int64(r | (b ^ a)).view(np.float64)          # b ^ a: s's sign bit
+
+
+def _round16_rare(s, fmt):
+    """round16 of 0, Inf, NaN (themselves) and of |s| < 2^emin, where the quantum is fixed at
+    2^(emin - t)."""
     t, emin, emax, ebits, bias = fmt
     if s != s or s == 0.0 or math.isinf(s):
         return s
-    a = abs(s)
-    _, ex = math.frexp(a)
-    E = ex - 1
-    q = (E if E > emin else emin) - t
-    y = a * _POW2[_POW2_OFF - q]                          # exact, below 2^(t + 2)
+    q = emin - t
+    y = abs(s) * _POW2[_POW2_OFF - q]                     # exact, below 2^t
     m = np.int64(math.floor(y))
     frac = y - m
-    dm = -d if s < 0 else d
-    if frac > 0.5 or (frac == 0.5 and (dm > 0 or (dm == 0 and (m & 1) == 1))):
+    if frac > 0.5 or (frac == 0.5 and (m & 1) == 1):
         m += 1
     r = np.float64(m) * _POW2[_POW2_OFF + q]
-    if r > np.float64((np.int64(1) << (t + 1)) - 1) * _POW2[_POW2_OFF + emax - t]:   # above max
-        r = math.inf
     return -r if s < 0 else r
 
 
 def _add16(a, b, fmt):
-    s = a + b                                             # TwoSum: exact error e = a + b - s
-    bb = s - a
-    e = (a - (s - bb)) + (b - bb)
-    return round16(s, np.int64(e > 0) - np.int64(e < 0), fmt)
+    """IEEE add in the 16-bit format (RNE) of two of its values, given as binary64: the binary64
+    sum rounded once more.  That double rounding is innocuous -- binary64 has p = 53 >= 2p + 2
+    for both formats (Figueroa, 1995; reduce_xp relies on the same for binary32) -- and here
+    plainly so: an FP16 sum is always exact in binary64 (its values span 2^-24..2^16), and an
+    inexact BF16 sum has |smaller| < 2^-44 |larger|, so neither it nor its binary64 rounding is
+    near a midpoint of the format.  So no TwoSum error term is needed (fold.round_narrow, the
+    array twin, still takes one; the tests hold both to an exact-rational fold)."""
+    if fmt[3] == 8:
+        return _add_bf16(a, b)
+    return round16(a + b, fmt)
+
+
+def _add_bf16(a, b):
+    """bfloat16 add through binary32, whose encoding bfloat16 truncates: the binary32 sum
+    (exact operands; p = 24 >= 2 * 8 + 2, so rounding twice is innocuous, subnormals and overflow
+    included) rounded to nearest even on the top 16 bits, a carry running into the exponent --
+    binary32 overflow and the bfloat16 max + half an ulp both become infinity, as IEEE RNE does.
+    Fewer operations than the binary64 route, the same bits."""
+    s = np.float32(a) + np.float32(b)
+    if s != s:
+        return np.float64(s)
+    u = np.float32(s).view(np.uint32)
+    r = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
+    return np.float64(np.uint32(r).view(np.float32))
 
 
 def _narrow(fmt) -> bool:
@@ -107,13 +156,23 @@ def _decode16_typed(c, fmt):
 
 
 @overload(round16)
-def _round16_typed(s, d, fmt):
+def _round16_typed(s, fmt):
     return round16
+
+
+@overload(_round16_rare)
+def _round16_rare_typed(s, fmt):
+    return _round16_rare
 
 
 @overload(_add16)
 def _add16_typed(a, b, fmt):
     return _add16
+
+
+@overload(_add_bf16)
+def _add_bf16_typed(a, b):
+    return _add_bf16
 
 
 # ----------------------------------------------------------------------------- scalar ops
@@ -277,13 +336,22 @@ def _scalars(dt, op):
 _cell_cpu = numba.njit(cache=True)(cell)
 
 
-@numba.njit(parallel=True, cache=True)
 def _kernel_cpu(x8, v8, fiber, split, r_in_packet, op, seed, lo, hi, witness, fmt, canon, qnan, out):
     for s in numba.prange(out.shape[0]):
         for o in range(out.shape[1]):
             for lane in range(out.shape[2]):
                 out[s, o, lane] = _cell_cpu(s, o, lane, x8, v8, fiber, split, r_in_packet,
                                             op, seed, lo, hi, witness, fmt, canon, qnan)
+
+
+# built serial and parallel; a small reduce, or one on a machine without an idle core, never
+# enters the parallel region (kernels.numeric.fast's rule: on a busy 2-core box the second
+# thread's wait made a 2^14-element reduce 40x slower than the serial loop)
+_kernel_twin = Twin(_kernel_cpu)
+
+
+def _use_parallel(fold_steps: int) -> bool:
+    return fold_steps >= PARALLEL_MIN and numba.get_num_threads() > 1 and idle_core()
 
 
 def kernel_input(x8):
@@ -320,6 +388,6 @@ def _finish(acc, plan: ReducePlan, dtype, xp=np):
 def reduce_numba(x8, v8, plan: ReducePlan, op: str):
     """[S, T, 8], [S, T] -> out [S, O, 4] of x8's dtype."""
     acc = np.empty((plan.num_slices, plan.out_steps, plan.out_lanes), dtype=fold_dtype(x8.dtype))
-    _kernel_cpu(np.ascontiguousarray(kernel_input(x8)), np.ascontiguousarray(v8),
-                *_launch_args(x8, plan, op), acc)
+    kernel = _kernel_twin.parallel if _use_parallel(acc.size * plan.fiber.shape[1]) else _kernel_twin.serial
+    kernel(np.ascontiguousarray(kernel_input(x8)), np.ascontiguousarray(v8), *_launch_args(x8, plan, op), acc)
     return _finish(acc, plan, x8.dtype)

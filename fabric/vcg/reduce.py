@@ -22,8 +22,8 @@ The fold this module realises (the contract; docs/vcg.md "Reduction order"):
   folded through exact binary64 values with one rounding per Add (fold.py).
 
 Backends: "numpy" (vectorised over slices x slots x lanes, a Python loop over the fiber length
-only), "numba" (compiled CPU loop, parallel over slices), "cuda" (Numba-CUDA kernel), "cupy"
-(the numpy code on CuPy arrays).  Every backend returns the same bits.
+only), "numba" (compiled CPU loop, parallel over slices when large), "cuda" (Numba-CUDA kernel),
+"cupy" (the numpy code on CuPy arrays).  Every backend returns the same bits.
 """
 from __future__ import annotations
 

@@ -409,3 +409,12 @@ def test_the_cupy_bfloat16_route_equals_the_independent_fold():
             assert out.dtype == np.uint16
             want = independent_fold(raw.view(BF16), vs.reshape(-1), m, narrow, op, BF16)
             assert np.array_equal(out, want), (narrow, op)
+
+
+def test_a_small_numba_reduce_never_enters_a_parallel_region():
+    """On a busy 2-core machine a parallel region's waiting thread made a 2^14-element reduce 40x
+    slower than the serial loop: below kernels.numeric.fast.PARALLEL_MIN fold steps it runs serial."""
+    from kernels.numeric.fast import PARALLEL_MIN
+    from fabric.vcg import jit
+    assert not jit._use_parallel(PARALLEL_MIN - 1)
+    assert jit._use_parallel(PARALLEL_MIN) == (jit.numba.get_num_threads() > 1 and jit.idle_core())
