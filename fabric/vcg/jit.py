@@ -1,12 +1,13 @@
-"""Compiled reduce backend for the CPU (Numba, parallel over slices), and the scalar fold that
-`gpu.py` compiles again for CUDA: one definition of the fold for both targets.  `reduce.py`
-documents the contract and holds the NumPy reference backend; `fold.py` the shared pieces.
+"""Compiled reduce backend for the CPU (Numba, parallel over slices when large), and the scalar
+fold that `gpu.py` compiles again for CUDA: one definition of the fold for both targets.
+`reduce.py` documents the contract and holds the NumPy reference backend; `fold.py` the shared
+pieces.
 
 Element types: all integer widths, float32/float64, and the 16-bit floats float16/bfloat16,
-which the kernels read as raw uint16 bits, decode exactly to binary64 (`load`), fold in binary64
-with one rounding to the 16-bit format per Add (`round16`), and hand back as binary64 values the
-host encodes (fold.encode_narrow): the same results as fold.py's array functions (`_add16` says
-why it needs no TwoSum error term).
+which the kernels read as raw uint16 bits, decode exactly (`load`: float16 to binary64,
+bfloat16 to binary32), fold with one rounding to the 16-bit format per Add (`_add16`,
+`_add_bf16`), and hand back as values the host encodes (fold.encode_narrow): the same results
+as fold.py's array functions (`_add16` says why no TwoSum error term is needed).
 """
 from __future__ import annotations
 
@@ -19,16 +20,17 @@ from numba.extending import overload
 
 from kernels.numeric.fast import PARALLEL_MIN, Twin, idle_core
 
-from .fold import (CANONICAL_NAN_BITS, NARROW, NOT_NARROW, OP_CODES, ReducePlan, encode_narrow,
+from .fold import (BF16, CANONICAL_NAN_BITS, NARROW, NOT_NARROW, OP_CODES, ReducePlan, encode_narrow,
                    fold_dtype, identity, raw_dtype)
 
 ADDSAT, ADD, MIN, MAX = (OP_CODES[k] for k in ("AddSat", "Add", "Min", "Max"))
 
 
 # ----------------------------------------------------------------------------- 16-bit floats
-# fmt = (t, emin, emax, ebits, bias) of the 16-bit format; every other element type gets the
-# 1-tuple NOT_NARROW, so compiled code picks the arithmetic by fmt's *type* (tuple length) and
-# float32/float64 folds never see a binary64-widening branch.  Scaling by a power of two is a
+# fmt = (t, emin, emax, ebits, bias) of float16, which folds in binary64; bfloat16 gets the
+# 2-tuple BF16_FMT and folds in binary32 (whose encoding it truncates); every other element type
+# gets the 1-tuple NOT_NARROW, so compiled code picks the arithmetic by fmt's *type* (tuple
+# length) and float32/float64 folds never see a widening branch.  Scaling by a power of two is a
 # multiplication by an entry of _POW2 (exact; a 6 KB constant, small enough for CUDA constant
 # memory), which measured several times faster than math.ldexp in these loops.
 
@@ -50,8 +52,6 @@ _F64_QNAN = 0x7FF8000000000000
 def decode16(c, fmt):
     """Exact binary64 value of a 16-bit encoding (NaN payloads dropped: results are canonical)."""
     t, emin, emax, ebits, bias = fmt
-    if ebits == 8:                        # bfloat16: the top half of a binary32 encoding
-        return np.float64(np.uint32(np.int64(c) << 16).view(np.float32))
     c = np.int64(c)
     emask = (np.int64(1) << ebits) - 1
     E = (c >> t) & emask
@@ -108,34 +108,47 @@ def _add16(a, b, fmt):
     plainly so: an FP16 sum is always exact in binary64 (its values span 2^-24..2^16), and an
     inexact BF16 sum has |smaller| < 2^-44 |larger|, so neither it nor its binary64 rounding is
     near a midpoint of the format.  So no TwoSum error term is needed (fold.round_narrow, the
-    array twin, still takes one; the tests hold both to an exact-rational fold)."""
-    if fmt[3] == 8:
-        return _add_bf16(a, b)
+    array twin, still takes one; the tests hold both to an exact-rational fold).  The compiled
+    fold uses it for float16; bfloat16 takes the shorter `_add_bf16`."""
     return round16(a + b, fmt)
 
 
+BF16_FMT = (-2, -2)            # bfloat16's fmt: a 2-tuple, folded in binary32
+
+
+def decode_bf16(c):
+    """Exact binary32 value of a bfloat16 encoding: the top half of a binary32 one."""
+    return np.uint32(np.int64(c) << 16).view(np.float32)
+
+
 def _add_bf16(a, b):
-    """bfloat16 add through binary32, whose encoding bfloat16 truncates: the binary32 sum
-    (exact operands; p = 24 >= 2 * 8 + 2, so rounding twice is innocuous, subnormals and overflow
-    included) rounded to nearest even on the top 16 bits, a carry running into the exponent --
+    """bfloat16 add of two of its values held as binary32: the binary32 sum (operands exact;
+    p = 24 >= 2 * 8 + 2, so rounding twice is innocuous, subnormals and overflow included)
+    rounded to nearest even on the encoding's top 16 bits, a carry running into the exponent --
     binary32 overflow and the bfloat16 max + half an ulp both become infinity, as IEEE RNE does.
-    Fewer operations than the binary64 route, the same bits."""
-    s = np.float32(a) + np.float32(b)
+    A binary32 accumulator keeps the fold's dependent chain short: add, four integer operations."""
+    s = a + b
     if s != s:
-        return np.float64(s)
+        return s
     u = np.float32(s).view(np.uint32)
     r = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
-    return np.float64(np.uint32(r).view(np.float32))
+    return np.uint32(r).view(np.float32)
 
 
 def _narrow(fmt) -> bool:
     return len(fmt) == 5
 
 
+def _bf16(fmt) -> bool:
+    return len(fmt) == 2
+
+
 def load(x, fmt, witness):
     """An element as the fold computes with it: 16-bit float bits decoded, anything else as is."""
     if _narrow(fmt):
         return decode16(x, fmt)
+    if _bf16(fmt):
+        return decode_bf16(x)
     return x
 
 
@@ -143,11 +156,22 @@ def _is_narrow_type(fmt) -> bool:
     return isinstance(fmt, types.BaseTuple) and len(fmt) == 5
 
 
+def _is_bf16_type(fmt) -> bool:
+    return isinstance(fmt, types.BaseTuple) and len(fmt) == 2
+
+
 @overload(load)
 def _load_typed(x, fmt, witness):
     if _is_narrow_type(fmt):
         return lambda x, fmt, witness: decode16(x, fmt)
+    if _is_bf16_type(fmt):
+        return lambda x, fmt, witness: decode_bf16(x)
     return lambda x, fmt, witness: x
+
+
+@overload(decode_bf16)
+def _decode_bf16_typed(c):
+    return decode_bf16
 
 
 @overload(decode16)
@@ -181,6 +205,13 @@ def _add_bf16_typed(a, b):
 def _comb_float(op, a, b, lo, hi, witness, fmt):
     if op == ADD:
         return a + b
+    return _minmax_float(op, a, b, lo)
+
+
+def _comb_bf16(op, a, b, lo, hi, witness, fmt):
+    """bfloat16 as binary32 values: Add rounds once to the format."""
+    if op == ADD:
+        return _add_bf16(a, b)
     return _minmax_float(op, a, b, lo)
 
 
@@ -256,7 +287,8 @@ def comb(op, a, b, lo, hi, witness, fmt):
     """op(a, b).  `witness` is a zero of the type the fold computes in and selects the arithmetic:
     this Python body serves the CUDA simulator; compiled targets pick the same function by type
     (overload)."""
-    return _COMB[_comb_kind(np.asarray(witness).dtype, _narrow(fmt))](op, a, b, lo, hi, witness, fmt)
+    kind = "bf16" if _bf16(fmt) else _comb_kind(np.asarray(witness).dtype, _narrow(fmt))
+    return _COMB[kind](op, a, b, lo, hi, witness, fmt)
 
 
 def _comb_kind(dt, narrow: bool = False) -> str:
@@ -267,7 +299,7 @@ def _comb_kind(dt, narrow: bool = False) -> str:
     return "i64" if dt.kind == "i" else "u64"
 
 
-_COMB = {"float": _comb_float, "f16": _comb_f16, "small": _comb_small, "i64": _comb_i64, "u64": _comb_u64}
+_COMB = {"float": _comb_float, "f16": _comb_f16, "bf16": _comb_bf16, "small": _comb_small, "i64": _comb_i64, "u64": _comb_u64}
 
 
 @overload(_minmax_float)
@@ -278,6 +310,8 @@ def _minmax_float_typed(op, a, b, lo):
 @overload(comb)
 def _comb_typed(op, a, b, lo, hi, witness, fmt):
     if isinstance(witness, types.Float):
+        if _is_bf16_type(fmt):
+            return _comb_bf16
         return _comb_f16 if _is_narrow_type(fmt) else _comb_float
     if witness.bitwidth < 64:
         return _comb_small
@@ -320,7 +354,7 @@ def cell(s, o, lane, x8, v8, fiber, split, r_in_packet, op, seed, lo, hi, witnes
 
 
 def _scalars(dt, op):
-    """(seed, lo, hi, witness, qnan) for an element dtype (16-bit floats: binary64 values)."""
+    """(seed, lo, hi, witness, qnan) for an element dtype, of the type the fold computes in."""
     dt = fold_dtype(dt)
     seed, zero = identity(op, dt)[()], dt.type(0)
     if dt.kind == "f":
@@ -364,19 +398,25 @@ def _launch_args(x8, plan: ReducePlan, op: str):
     fmt, canon, qnan."""
     seed, lo, hi, witness, qnan = _scalars(x8.dtype, op)
     canon = op == "Add" and fold_dtype(x8.dtype).kind == "f"
-    nf = NARROW.get(x8.dtype)
-    fmt = NOT_NARROW if nf is None else nf.params
     return (np.ascontiguousarray(plan.fiber), plan.narrow == "split", plan.r_in_packet,
-            OP_CODES[op], seed, lo, hi, witness, tuple(np.int64(v) for v in fmt), canon, qnan)
+            OP_CODES[op], seed, lo, hi, witness, kernel_fmt(x8.dtype), canon, qnan)
+
+
+def kernel_fmt(dtype) -> tuple:
+    """The fmt argument of the compiled fold for an element dtype (see the 16-bit floats above)."""
+    dt = np.dtype(dtype)
+    fmt = BF16_FMT if dt == BF16 else NARROW[dt].params if dt in NARROW else NOT_NARROW
+    return tuple(np.int64(v) for v in fmt)
 
 
 def _finish(acc, plan: ReducePlan, dtype, xp=np):
-    """The kernels' accumulator [S, O, out_lanes] (binary64 for 16-bit floats) -> out [S, O, 4]."""
+    """The kernels' accumulator [S, O, out_lanes] (float16: binary64, bfloat16: binary32 values)
+    -> out [S, O, 4]."""
     dt = np.dtype(dtype)
     nf = NARROW.get(dt)
     if nf is not None:
         with np.errstate(all="ignore"):
-            acc = encode_narrow(acc, nf, CANONICAL_NAN_BITS[dt], xp).view(dt)
+            acc = encode_narrow(acc.astype(np.float64), nf, CANONICAL_NAN_BITS[dt], xp).view(dt)
     s, o = plan.num_slices, plan.out_steps
     if plan.r_in_packet:
         out = xp.zeros((s, o, 4), dtype=acc.dtype)

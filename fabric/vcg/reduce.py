@@ -18,8 +18,8 @@ The fold this module realises (the contract; docs/vcg.md "Reduction order"):
 * Numerics: AddSat saturates at every step (tree nodes included); integer Add wraps; float Add
   is IEEE binary add rounded to nearest even at every step, a NaN result is the canonical quiet
   NaN; float Max/Min follow TMAX/TMIN: one NaN selects the other operand, two NaNs give the
-  canonical NaN, a +0/-0 tie gives +0 (Max) / -0 (Min).  The same for float16 and bfloat16,
-  folded through exact binary64 values with one rounding per Add (fold.py).
+  canonical NaN, a +0/-0 tie gives +0 (Max) / -0 (Min).  The same for float16 and bfloat16:
+  exact values in a wider format, one rounding to the 16-bit format per Add (fold.py).
 
 Backends: "numpy" (vectorised over slices x slots x lanes, a Python loop over the fiber length
 only), "numba" (compiled CPU loop, parallel over slices when large), "cuda" (Numba-CUDA kernel),
@@ -246,8 +246,8 @@ def reduce_xp(x8, v8, plan: ReducePlan, op: str, xp=np, dtype=None):
     CuPy: float16) the fold uses its arithmetic, which adds through binary32 and rounds to the
     format -- the correctly rounded sum, since binary32 has p = 24 >= 2p + 2 for both formats
     (double rounding is then innocuous: Figueroa, "When is double rounding innocuous?", 1995).
-    Elsewhere (bfloat16 on CuPy) it folds exact binary64 values rounded per Add (fold.py), the
-    arithmetic of the compiled kernels.  The tests hold every route to one exact fold."""
+    Elsewhere (bfloat16 on CuPy) it folds exact binary64 values rounded per Add (fold.py).  The
+    tests hold every route to one exact fold."""
     dt = np.dtype(dtype or x8.dtype)
     nf = NARROW.get(dt) if (xp is not np and dt == BF16) else None
     with np.errstate(all="ignore"):
