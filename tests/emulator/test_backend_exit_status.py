@@ -1,6 +1,6 @@
 """One rule for backends, every command (README "exit status"; issue 9, "Bad input"): an unknown
 backend name is a usage error, exit 2; a known backend this machine cannot run (a GPU backend
-without a usable GPU) is exit 3.  Either way the failure is one line naming the backend, with no
+without a usable GPU, a batch larger than the device's free memory) is exit 3.  Either way the failure is one line naming the backend, with no
 traceback, and no output file is created."""
 import pathlib
 import sys
@@ -117,3 +117,24 @@ def test_reduce_flits_names_an_unusable_backend_in_one_line(no_gpu):
         with pytest.raises(BackendUnavailable, match=f"^backend {backend}: [^\n]+$"):
             reduce_flits(np.zeros((64, 8), np.int32), np.full(64, 4, np.uint8), plan, "Max", backend)
 
+
+
+class HostArrays:
+    """NumPy dressed as a device array module (not numpy itself), so the engine takes its
+    device path, memory check included, without a GPU."""
+
+    def __getattr__(self, name):
+        import numpy
+        return getattr(numpy, name)
+
+
+def test_a_batch_larger_than_the_free_device_memory_exits_3_before_allocating(files, capsys, monkeypatch):
+    import emulator.batch as batch_module
+    monkeypatch.setattr(batch_module, "resolve_backend", lambda name: ("gpu", HostArrays(), "gpu (stand-in)"))
+    monkeypatch.setitem(sys.modules, "kernels.device", types.SimpleNamespace(free_bytes=lambda: 1000))
+    out = files / "out.arrow"
+    assert main(["run", str(files / "s.tbs"), "--init", str(EX / "saxpy.init.arrow"), "--out", str(out),
+                 "--backend", "gpu"]) == 3
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "bytes of device memory; 1000 bytes are free" in err
+    assert not out.exists()
