@@ -216,7 +216,7 @@ def _comb_bf16(op, a, b, lo, hi, witness, fmt):
 
 
 def _comb_f16(op, a, b, lo, hi, witness, fmt):
-    """float16/bfloat16 as exact binary64 values: Add rounds once to the format."""
+    """float16 as exact binary64 values: Add rounds once to the format."""
     if op == ADD:
         return _add16(a, b, fmt)
     return _minmax_float(op, a, b, lo)
@@ -299,7 +299,8 @@ def _comb_kind(dt, narrow: bool = False) -> str:
     return "i64" if dt.kind == "i" else "u64"
 
 
-_COMB = {"float": _comb_float, "f16": _comb_f16, "bf16": _comb_bf16, "small": _comb_small, "i64": _comb_i64, "u64": _comb_u64}
+_COMB = {"float": _comb_float, "f16": _comb_f16, "bf16": _comb_bf16, "small": _comb_small,
+         "i64": _comb_i64, "u64": _comb_u64}
 
 
 @overload(_minmax_float)
@@ -428,6 +429,8 @@ def _finish(acc, plan: ReducePlan, dtype, xp=np):
 def reduce_numba(x8, v8, plan: ReducePlan, op: str):
     """[S, T, 8], [S, T] -> out [S, O, 4] of x8's dtype."""
     acc = np.empty((plan.num_slices, plan.out_steps, plan.out_lanes), dtype=fold_dtype(x8.dtype))
-    kernel = _kernel_twin.parallel if _use_parallel(acc.size * plan.fiber.shape[1]) else _kernel_twin.serial
-    kernel(np.ascontiguousarray(kernel_input(x8)), np.ascontiguousarray(v8), *_launch_args(x8, plan, op), acc)
+    twin = _kernel_twin
+    kernel = twin.parallel if _use_parallel(acc.size * plan.fiber.shape[1]) else twin.serial
+    kernel(np.ascontiguousarray(kernel_input(x8)), np.ascontiguousarray(v8),
+           *_launch_args(x8, plan, op), acc)
     return _finish(acc, plan, x8.dtype)

@@ -1,7 +1,7 @@
 """One rule for backends, every command (README "exit status"; issue 9, "Bad input"): an unknown
 backend name is a usage error, exit 2; a known backend this machine cannot run (a GPU backend
-without a usable GPU, a batch larger than the device's free memory) is exit 3.  Either way the failure is one line naming the backend, with no
-traceback, and no output file is created."""
+without a usable GPU, a batch larger than the device's free memory) is exit 3.  Either way the
+failure is one line naming the backend, with no traceback, and no output file is created."""
 import pathlib
 import sys
 import types
