@@ -108,8 +108,8 @@ def print_timing(data: bytes, executed: int, start) -> None:
 def run(args) -> int:
     if args.stream.endswith(".regions.json"):
         if args.timing or args.fabric is not None or args.fuse or args.backend not in (None, "reference"):
-            raise CommandError("--timing, --fabric, --fuse and --backend apply to .tbs block streams, "
-                               "not region programs", 2)
+            raise CommandError("--timing, --fabric, --fuse and --backend (but reference) apply to .tbs block "
+                               "streams, not region programs", 2)
         from emulator.calculus.cli import run_regions
         return run_regions(args, initial_machine, write_state)
     try:
