@@ -253,7 +253,7 @@ def test_run_with_a_gpu_backend_and_no_gpu_is_one_line_and_writes_nothing(batch_
     rc = main(["run", str(d / "prog.tbs"), "--init", str(d / "init.arrow"), "--out", str(d / "out.arrow"),
                "--backend", "gpu"])
     err = capsys.readouterr().err
-    assert rc == 1 and "no usable GPU" in err and len(err.strip().splitlines()) == 1
+    assert rc == 3 and "no usable GPU" in err and len(err.strip().splitlines()) == 1
     assert not (d / "out.arrow").exists()
 
 
