@@ -17,9 +17,12 @@ How (the `cpu` engine; `reference` just runs one Machine per machine):
     GPRs read as 0); GPR-offset windows checked for every machine at once
     (preflight.window_bounds); then one executor call over every selected PE of every
     machine, the sources handed over as semantics.TileStack (P = PEs x machines, PE-major).
-    XP_EXECUTORS (element-wise, TCVT, TEXTRACT, TINSERT) are written once against the array
-    module `xp` (NumPy, or CuPy on the gpu backend); TSEL and TIMG2COL run the NumPy
-    semantics.EXECUTORS.
+    XP_EXECUTORS (every schema: element-wise, TCMP, TSEL, TCVT, TEXTRACT, TINSERT, TIMG2COL)
+    are written once against the array module `xp` (NumPy, or CuPy on the gpu backend), so on
+    the gpu backend tiles stay on the device from block to block; only a role whose PEs'
+    tiles differ in geometry (rare: TEXTRACT/TINSERT sources) runs the NumPy
+    semantics.EXECUTORS on host copies.  GPRs live on the host (blocks only read them, for
+    offsets the engine checks there); status bytes stay with the tiles.
   * A descriptor rule that fails fails for the whole cohort, with one error.  When an element
     rule fails on some machines, the array-module executors name them (Refused); for the
     NumPy executors, which raise on the first failure, bisection finds them.  Each of those runs the block on a materialized reference Machine, which gives its
@@ -105,7 +108,7 @@ class Cohort:
         self.config = config
         self.ids = ids                  # batch index of each member
         self.slots = slots              # per PE: tile id -> Slot
-        self.gprs = gprs                # (n, 4, 32) uint64
+        self.gprs = gprs                # (n, 4, 32) uint64, on the host (blocks only read them)
         self.status = status            # (n, 4) uint8
         self.xp = xp
         # preflight.plan reads tiles and a status here; the engine replaces the status by every
@@ -145,7 +148,7 @@ class Cohort:
                                                          .astype(element_dtype(t.desc), copy=False))),
                                     _readonly(xp.asarray(np.stack([m._pes[p].tiles[tid].defined for m in machines]))))
                           for tid, t in first._pes[p].tiles.items()})
-        gprs = xp.asarray(np.stack([[pe.gprs for pe in m._pes] for m in machines]).astype(np.uint64))
+        gprs = np.stack([[pe.gprs for pe in m._pes] for m in machines]).astype(np.uint64)
         status = xp.asarray(np.array([[pe.status for pe in m._pes] for m in machines], np.uint8))
         return cls(config, np.asarray(ids, np.int64), slots, gprs, status, xp)
 
@@ -159,12 +162,13 @@ class Cohort:
         """Member j as a host Machine (its tiles, GPRs, status)."""
         m = Machine(self.config)
         host = _host(self.xp)
+        status = host(self.status[j])
         for p in range(NUM_PES):
             pe = m._pes[p]
             for tid, s in self.slots[p].items():
                 pe.tiles[tid] = make_tile(s.desc, host(s.elems[j]), host(s.defined[j]))
-            pe.gprs = np.array(host(self.gprs[j, p]), np.uint64)
-            pe.status = int(self.status[j, p])
+            pe.gprs = np.array(self.gprs[j, p], np.uint64)
+            pe.status = int(status[p])
         return m
 
     def take(self, keep) -> "Cohort":
@@ -173,7 +177,7 @@ class Cohort:
         k = self.xp.asarray(keep)
         slots = [{tid: Slot(s.desc, _readonly(s.elems[k]), _readonly(s.defined[k])) for tid, s in pe.items()}
                  for pe in self.slots]
-        return Cohort(self.config, self.ids[keep], slots, self.gprs[k], self.status[k], self.xp)
+        return Cohort(self.config, self.ids[keep], slots, self.gprs[keep], self.status[k], self.xp)
 
     @staticmethod
     def merge(a: "Cohort", b: "Cohort") -> "Cohort":
@@ -181,7 +185,7 @@ class Cohort:
         slots = [{tid: Slot(s.desc, _readonly(xp.concatenate([s.elems, b.slots[p][tid].elems])),
                             _readonly(xp.concatenate([s.defined, b.slots[p][tid].defined])))
                   for tid, s in pe.items()} for p, pe in enumerate(a.slots)]
-        return Cohort(a.config, np.concatenate([a.ids, b.ids]), slots, xp.concatenate([a.gprs, b.gprs]),
+        return Cohort(a.config, np.concatenate([a.ids, b.ids]), slots, np.concatenate([a.gprs, b.gprs]),
                       xp.concatenate([a.status, b.status]), xp)
 
 
@@ -358,11 +362,47 @@ def xp_insert(plan: preflight.Plan, xp) -> semantics.Outcome:
                              xp.asarray(semantics.status_kept(plan)))
 
 
-# schema -> executor(plan, xp) the engine runs on the batch's own arrays (when every source is
-# one TileStack); every other schema runs semantics.EXECUTORS on host arrays.
+def xp_select(plan: preflight.Plan, xp) -> semantics.Outcome:
+    """TSEL over stacked tiles (semantics.ex_select): mask bit 1 selects the true source's
+    encoding, 0 the false source's; every element read must be defined; each PE's status kept."""
+    rb = plan.rb
+    P = len(plan.pes)
+    read = [_xp_valid(ts, rb.ValidRow, rb.ValidCol, xp) for ts in plan.sources]
+    bad = xp.zeros(P, bool)
+    for _, dm in read:
+        bad |= ~dm.reshape(P, -1).all(axis=1)
+    _refuse_members(bad, plan.sources[0].per, xp)
+    (mask, _), (true, _), (false, _) = read
+    out = _xp_outcome(plan, xp.where(mask.astype(bool), true, false), None, rb.dtype.name, xp)
+    return semantics.Outcome(out.bits, out.defined, xp.asarray(semantics.status_kept(plan)))
+
+
+def xp_img2col(plan: preflight.Plan, xp) -> semantics.Outcome:
+    """TIMG2COL over stacked tiles (semantics.ex_img2col): the addresses each PE reads come from
+    its descriptor and offsets (semantics.img2col_reads, on the host), one gather on the
+    payloads; inputs outside the feature map read its padding value; every element read inside
+    must be defined; outside the valid rectangle undefined; each PE's status kept."""
+    d, ts = plan.dest, plan.sources[0]
+    P, vr, vc = len(ts), d.ValidRow, d.ValidCol
+    row, col, inside, pad = semantics.img2col_reads(plan)
+    idx = xp.asarray(index_grid(ts.desc)[row, col])
+    k = xp.arange(P)[:, None, None]
+    src_bits, src_def = ts.elems[k, idx], ts.defined[k, idx]
+    inside = xp.asarray(inside)
+    _refuse_members((inside & ~src_def).reshape(P, -1).any(axis=1), ts.per, xp)
+    bits = xp.zeros((P, d.Row, d.Col), element_dtype(d))
+    defined = xp.zeros((P, d.Row, d.Col), bool)
+    bits[:, :vr, :vc] = xp.where(inside, src_bits, xp.asarray(pad.astype(src_bits.dtype)))
+    defined[:, :vr, :vc] = True
+    return semantics.Outcome(bits, defined, xp.asarray(semantics.status_kept(plan)))
+
+
+# schema -> executor(plan, xp) the engine runs on the batch's own arrays (when every source of
+# the block is one TileStack: the PEs' tiles of each role share a geometry); otherwise the
+# block runs semantics.EXECUTORS on host copies.
 XP_EXECUTORS = {I.BINARY: xp_pointwise, I.UNARY: xp_pointwise, I.TERNARY: xp_pointwise,
-                I.COMPARE: xp_pointwise, I.CONVERT: xp_convert, I.EXTRACT: xp_extract,
-                I.INSERT: xp_insert}
+                I.COMPARE: xp_pointwise, I.SELECT: xp_select, I.CONVERT: xp_convert,
+                I.EXTRACT: xp_extract, I.INSERT: xp_insert, I.IMG2COL: xp_img2col}
 
 
 # ---------------------------------------------------------------- one block on one cohort
@@ -410,12 +450,11 @@ def _offsets(c: Cohort, rb: ResolvedBlock, group, sel) -> tuple[np.ndarray, np.n
     if rb.offset_regs is None:
         z = np.zeros(len(group) * m, np.int64)
         return z, z.copy()
-    g = c.gprs if sel is None else c.gprs[c.xp.asarray(sel)]
-    host = _host(c.xp)
+    g = c.gprs if sel is None else c.gprs[np.asarray(sel)]
     pes = list(group)
     out = []
     for r in rb.offset_regs:
-        v = host(g[:, pes, r] & np.uint64(0xFFFF)).astype(np.int64)     # (m, S)
+        v = (g[:, pes, r] & np.uint64(0xFFFF)).astype(np.int64)     # (m, S)
         out.append(np.ascontiguousarray(v.T).reshape(-1))
     return out[0], out[1]
 
@@ -449,10 +488,13 @@ def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None):
         sources = [_stack_role(c, b.tile, group, sel, xp_ex is None) for b in rb.sources]
         r0, c0 = _offsets(c, rb, group, sel)
         pes = tuple(np.repeat(np.array(group), m).tolist())
+        on_device = xp_ex is not None and all(isinstance(t, semantics.TileStack) for t in sources)
         members = c.status if sel is None else c.status[c.xp.asarray(sel)]
-        status = _host(c.xp)(members[:, list(group)]).T.reshape(-1).astype(np.uint8)   # PE-major, as pes
+        status = members[:, list(group)].T.reshape(-1).astype(np.uint8)   # PE-major, as pes
+        if not on_device:                # the NumPy executors read it on the host
+            status = _host(c.xp)(status)
         plan = preflight.Plan(rb, pes, sources, plan0.dest, r0, c0, plan0.profile, status)
-        if xp_ex is not None and all(isinstance(t, semantics.TileStack) for t in sources):
+        if on_device:
             out = xp_ex(plan, c.xp)
             bits = _xp_physical(plan.dest, out.bits, c.xp, 0)
             defined = _xp_physical(plan.dest, out.defined, c.xp, False)
@@ -662,7 +704,7 @@ class MachineBatch:
         slots = [{} for _ in range(NUM_PES)]
         for (p, tid), (desc, elems, defined) in tiles.items():
             slots[p][tid] = Slot(desc, _readonly(xp.asarray(elems)), _readonly(xp.asarray(defined)))
-        gprs = xp.zeros((n, NUM_PES, GPR_COUNT), np.uint64) if gprs is None else xp.asarray(gprs, np.uint64)
+        gprs = np.zeros((n, NUM_PES, GPR_COUNT), np.uint64) if gprs is None else np.array(gprs, np.uint64)
         status = xp.zeros((n, NUM_PES), np.uint8)
         batch._cohorts = [Cohort(config, np.arange(n, dtype=np.int64), slots, gprs, status, xp)]
         return batch

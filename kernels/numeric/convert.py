@@ -274,7 +274,7 @@ def _device_table(kind: str, key: tuple, xp_name: str):
     t = conversion_table(*key) if kind == "full" else hi16_table(*key)
     if t is None:
         return None
-    xp = np if xp_name == "numpy" else device._cupy()
+    xp = np if xp_name == "numpy" else device.device_module()
     return device.to_device(t[0], xp), device.to_device(t[1], xp)
 
 

@@ -17,9 +17,12 @@ What runs where, per (op, DataType):
     range, exp results within 2^-46 of a rounding boundary) are gathered, settled on the host
     by the CPU path (which hands its own rare cases to the NumPy/MPFR reference) and scattered
     back, so the result equals the CPU's element for element.
-  * Everything else (integer operations, division, square root, remainder, transcendental
-    functions other than the tables, FP64) runs on the host: operands are copied down, the CPU
-    path computes, results are copied back.  `placement(op, dt, prof, arity)` says which.
+  * Integer operations (ops_int.py) and the floating sign-bit, ordering, comparison and ReLU
+    operations (XP_FLOAT, ops_float.py) are array code written for NumPy and CuPy alike: the
+    CPU implementation itself runs on the device arrays ('xp'), nothing crosses to the host.
+  * Everything else (division, square root, remainder, transcendental functions other than
+    the tables, FP64 arithmetic) runs on the host: operands are copied down, the CPU path
+    computes, results are copied back.  `placement(op, dt, prof, arity)` says which.
 
 Floating-point code generation: `mul_rn`/`add_rn` (rn.py) keep every product that the reference
 rounds on its own out of `fma`; tests/kernels/test_cuda_ptx.py compiles every kernel of
@@ -34,7 +37,7 @@ import numpy as np
 from isa.datatypes import DataType, Kind
 
 from .. import device
-from . import fast, fastvec, tables
+from . import fast, fastvec, ops_int, tables
 
 cuda = None          # numba.cuda, imported on first use (the simulator flag must be set first)
 THREADS = 256
@@ -165,23 +168,32 @@ def _launch(name, n, *args):
 
 # ---------------------------------------------------------------- placement
 
+# Floating operations whose CPU implementation (ops_float.py) is array code that runs unchanged
+# on device arrays: sign-bit operations, ordering, comparison and ReLU (exact comparisons of the
+# decoded float64 values, no rounding).  Every integer operation (ops_int.py) is such code too.
+XP_FLOAT = frozenset({"TABS", "TNEG", "TMAX", "TMIN", "TCMP", "TRELU"})
+
+
 def placement(op: str, dt: DataType, prof, arity: int) -> str:
-    """Where elementwise_device computes (op, dt): 'fastvec', 'fast', 'table' (device) or 'host'."""
+    """Where elementwise_device computes (op, dt): 'fastvec', 'fast', 'table', 'xp' (the CPU
+    implementation itself on the device arrays; all on the device) or 'host'."""
     if dt.kind is not Kind.FLOAT:
-        return "host"
+        return "xp" if op in ops_int.OPS else "host"
     if fastvec.serves(op, dt.name, prof):
         return "fastvec"
     if fast.serves(op, dt.name):
         return "fast"
     if tables.applies(op, dt.name, arity):
         return "table"
+    if op in XP_FLOAT:
+        return "xp"
     return "host"
 
 
 @lru_cache(maxsize=None)
 def _device_table(op, name, prof, cmode, fn, arity, xp_name):
     bt, ft = tables.table(op, name, prof, cmode, fn, arity)
-    xp = np if xp_name == "numpy" else device._cupy()
+    xp = np if xp_name == "numpy" else device.device_module()
     return device.to_device(bt, xp), device.to_device(ft, xp)
 
 
@@ -196,6 +208,8 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
     xp = xp if xp is not None else device.array_module(*operands)
     where = placement(op, dt, prof, len(operands))
     n = operands[0].shape[0]
+    if where == "xp":
+        return impl(dt, tuple(operands), prof, cmode)
     if where == "host":
         hb, hf = impl(dt, tuple(device.to_host(x) for x in operands), prof, cmode)
         return device.to_device(np.ascontiguousarray(hb), xp), device.to_device(np.ascontiguousarray(hf), xp)

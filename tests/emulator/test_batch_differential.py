@@ -4,6 +4,9 @@ equal committed-block counts and equal StreamErrors (index, offset, reason, fiel
 Streams mix every schema, DataTypes, descriptors, PE masks, GPR offsets, capacities, illegal
 blocks, undefined elements and zero divisors."""
 import contextlib
+import os
+import pathlib
+import sys
 
 import numpy as np
 import pytest
@@ -169,17 +172,29 @@ class HostArrays:
 
 @contextlib.contextmanager
 def device_stand_in():
-    """The `gpu` backend on HostArrays (NumPy dressed as a device module), no memory check;
-    a context manager, since hypothesis tests cannot take function-scoped fixtures."""
+    """The `gpu` backend without a GPU; a context manager, since hypothesis tests cannot take
+    function-scoped fixtures.  Under the CUDA simulator (NUMBA_ENABLE_CUDASIM=1: how
+    test_strict_device.py runs the gpu tests again) on the strict CuPy stand-in
+    (tests/strict_device.py), kernels included, so that host/device mixing raises as on CuPy;
+    otherwise on HostArrays (NumPy dressed as a device module, numerics on the CPU path), no
+    memory check."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        sys.path.insert(0, str(pathlib.Path(__file__).parents[1]))
+        import strict_device
+        with strict_device.installed():
+            yield
+        return
     import emulator.backends as backends
     import emulator.batch as batch_module
-    resolve, check = batch_module.resolve_backend, backends.check_device_memory
-    batch_module.resolve_backend = lambda name: ("gpu", HostArrays(), "gpu backend (NumPy stand-in)")
+    import emulator.machine as machine_module
+    saved = batch_module.resolve_backend, machine_module.resolve_backend, backends.check_device_memory
+    batch_module.resolve_backend = machine_module.resolve_backend = \
+        lambda name: ("gpu", HostArrays(), "gpu backend (NumPy stand-in)") if name == "gpu" else saved[0](name)
     backends.check_device_memory = lambda need: None
     try:
         yield
     finally:
-        batch_module.resolve_backend, backends.check_device_memory = resolve, check
+        batch_module.resolve_backend, machine_module.resolve_backend, backends.check_device_memory = saved
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
