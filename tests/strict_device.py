@@ -14,8 +14,8 @@ device meet:
     __array__ raise TypeError (CuPy: "Implicit conversion to a NumPy array is not allowed");
   * ufuncs, operators and NumPy functions reach it through __array_ufunc__ /
     __array_function__ (NEP 13/18, as for CuPy) and compute on the wrapped arrays; an argument
-    that is a NumPy array of one or more dimensions raises TypeError ("Unsupported type"), a
-    NumPy scalar or 0-d array is a scalar, as in CuPy's kernels;
+    that is a NumPy array raises TypeError ("Unsupported type"), 0-d ones included: CuPy's
+    kernels take Python and NumPy scalars (np.generic) only (cupy/_core/_scalar.pyx, CScalar);
   * indexing gives device arrays (a 0-d array for one element, never a NumPy scalar); NumPy
     index arrays and NumPy values assigned into it are copied to the device, as CuPy does;
   * bool/int/float of a one-element array read it back (a synchronising scalar read).
@@ -78,12 +78,10 @@ def _upload(a) -> np.ndarray:
 
 
 def _unwrap(x):
-    """A device argument of a kernel: the wrapped array; NumPy arrays of >= 1 dimension refused."""
+    """A device argument of a kernel: the wrapped array; NumPy arrays (0-d too) refused."""
     if isinstance(x, ndarray):
         return x._a
     if isinstance(x, np.ndarray):
-        if x.ndim == 0:
-            return x
         raise TypeError(f"Unsupported type {type(x)} (a NumPy array where a device array is needed)")
     if isinstance(x, (list, tuple)):
         return type(x)(_unwrap(e) for e in x)

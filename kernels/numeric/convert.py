@@ -299,9 +299,7 @@ def convert_device(bits, s: DataType, d: DataType, rm: str, sat: bool, ftz: bool
         shape = bits.shape
         ob, of = fastconvert.cuda_convert_ieee(xp.ascontiguousarray(bits).reshape(-1), s, d, rm, sat, ftz)
         return device.from_cuda(ob, xp).reshape(shape), device.from_cuda(of, xp).reshape(shape)
-    host = device.to_host(bits)
-    hb, hf = convert_generic(host, s, d, rm, sat, ftz, np)
-    return device.to_device(hb, xp), device.to_device(hf, xp)
+    return convert_generic(bits, s, d, rm, sat, ftz, xp)
 
 
 def valid_mask_hex(s: DataType) -> str:
