@@ -209,7 +209,8 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
     where = placement(op, dt, prof, len(operands))
     n = operands[0].shape[0]
     if where == "xp":
-        return impl(dt, tuple(operands), prof, cmode)
+        bits, flags = impl(dt, tuple(operands), prof, cmode)
+        return bits, flags.astype(np.uint8, copy=False)
     if where == "host":
         hb, hf = impl(dt, tuple(device.to_host(x) for x in operands), prof, cmode)
         return device.to_device(np.ascontiguousarray(hb), xp), device.to_device(np.ascontiguousarray(hf), xp)
