@@ -17,7 +17,8 @@ device meet:
     that is a NumPy array raises TypeError ("Unsupported type"), 0-d ones included: CuPy's
     kernels take Python and NumPy scalars (np.generic) only (cupy/_core/_scalar.pyx, CScalar);
   * indexing gives device arrays (a 0-d array for one element, never a NumPy scalar); NumPy
-    index arrays and NumPy values assigned into it are copied to the device, as CuPy does;
+    index arrays are copied to the device, as are NumPy values assigned through an array index
+    (CuPy's _scatter_op), while a NumPy array assigned into a plain slice raises TypeError;
   * bool/int/float of a one-element array read it back (a synchronising scalar read).
 Transfers are counted in TRANSFERS: `to_host` arrays (asnumpy, .get(), .tolist()) with their
 bytes, `scalar_reads`, `to_device` arrays with their bytes.
@@ -163,10 +164,15 @@ class ndarray(NDArrayOperatorsMixin):
         return ndarray(np.asarray(self._a[_index(key)]))
 
     def __setitem__(self, key, value):
-        if isinstance(value, np.ndarray) and value.ndim:
-            value = _upload(value)
-        elif isinstance(value, ndarray):
+        if isinstance(value, ndarray):
             value = value._a
+        elif isinstance(value, np.ndarray):
+            # CuPy copies a host value to the device for an advanced (array) index only; under
+            # basic slicing it fills with the value as a scalar, which a host array is not
+            parts = key if isinstance(key, tuple) else (key,)
+            if not any(isinstance(k, (ndarray, np.ndarray, list)) for k in parts):
+                raise TypeError(f"Unsupported type {type(value)} (a NumPy array assigned into a device slice)")
+            value = _upload(value)
         self._a[_index(key)] = value
 
     # -------------------------------------------------------- reading back

@@ -44,7 +44,8 @@ def test_a_device_array_refuses_to_mix_with_host_arrays_in_operations():
     host = np.ones(4, np.uint8)
     for mixed in (lambda: a + host, lambda: host + a, lambda: np.where(a > 1, a, host),
                   lambda: np.concatenate([a, host]), lambda: xp.maximum(a, host),
-                  lambda: a - np.zeros((), np.uint8)):     # CuPy takes no 0-d NumPy array either
+                  lambda: a - np.zeros((), np.uint8),      # CuPy takes no 0-d NumPy array either
+                  lambda: a.__setitem__(slice(1, 3), host[:2])):   # nor one assigned into a slice
         with pytest.raises(TypeError, match="Unsupported type"):
             mixed()
     # Python and NumPy scalars are scalars, as in CuPy's kernels; the results stay on the device
