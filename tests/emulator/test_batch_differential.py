@@ -202,3 +202,37 @@ def device_stand_in():
 def test_the_engine_on_a_device_array_module_matches_the_reference(seeds, stream):
     with device_stand_in():
         assert_batch_matches_reference([machine(s) for s in seeds], stream, backend="gpu")
+
+
+@st.composite
+def moves(draw):
+    """TSEL and TIMG2COL blocks: selections between typed tiles (or an earlier result), img2col
+    windows anywhere in tile 6's 9 x 16 matrix, at GPR offsets that may reach past it."""
+    from emu_helpers import blk
+    mask, dest = draw(st.sampled_from([15, 15, 3, 6, 1]) | st.integers(0, 15)), draw(st.integers(11, 14))
+    if draw(st.booleans()):
+        ior = draw(st.none() | st.builds(BIor, st.integers(0, 3), st.integers(0, 3), st.just(0), st.just(0)))
+        return blk("TIMG2COL", "FP16", [6], dest, mask=mask, vr=draw(st.integers(1, 9)), vc=draw(st.integers(1, 16)),
+                   ior=ior)
+    name, tile = draw(st.sampled_from([("FP32", 1), ("S32", 2), ("U8", 3), ("FP16", 5), ("S8", 7)]))
+    return blk("TSEL", name, [4, tile, draw(st.sampled_from([tile, tile, 11]))], dest, mask=mask, vc=4, vr=2,
+               PadValueOrByteId=draw(st.none() | st.integers(0, 3)))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=5), st.lists(moves(), min_size=1, max_size=5),
+       st.integers(0, 2**32 - 1))
+def test_selection_and_img2col_on_a_batch_match_the_reference(seeds, stream, seed):
+    """TSEL and TIMG2COL (the engine's xp_select / xp_img2col) on both batched backends, every
+    other machine's feature map on one PE with an undefined element (read or not)."""
+    from emulator import FeatureMap
+    machines = [machine(s) for s in seeds]
+    rng = np.random.default_rng(seed)
+    for k, m in enumerate(machines[seed % 2::2]):
+        defined = np.ones((16, 4), bool)
+        defined[rng.integers(0, 16), rng.integers(0, 4)] = False
+        m.write_tile(k % 4, 6, "FP16", rng.integers(0, 2**16, (16, 4)), location="Matrix", defined=defined,
+                     fmap=FeatureMap("NC1HWC0", N=1, C1=1, H=4, W=4, C0=4, filterH=2, filterW=2, channels=3))
+    assert_batch_matches_reference(machines, stream)
+    with device_stand_in():
+        assert_batch_matches_reference(machines, stream, backend="gpu")
