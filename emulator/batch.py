@@ -19,9 +19,10 @@ How (the `cpu` engine; `reference` just runs one Machine per machine):
     machine, the sources handed over as semantics.TileStack (P = PEs x machines, PE-major).
     XP_EXECUTORS (every schema: element-wise, TCMP, TSEL, TCVT, TEXTRACT, TINSERT, TIMG2COL)
     are written once against the array module `xp` (NumPy, or CuPy on the gpu backend), so on
-    the gpu backend tiles stay on the device from block to block; only a role whose PEs'
-    tiles differ in geometry (rare: TEXTRACT/TINSERT sources) runs the NumPy
-    semantics.EXECUTORS on host copies.  GPRs live on the host (blocks only read them, for
+    the gpu backend tiles stay on the device from block to block.  A role whose PEs' tiles
+    differ in geometry is one TileStack with rows padded to the longest payload, each PE's
+    tile read through its own layout (_grid_index: addresses are computed on the host from
+    descriptors and offsets, payloads gathered on the device).  GPRs live on the host (blocks only read them, for
     offsets the engine checks there); status bytes stay with the tiles.
   * A descriptor rule that fails fails for the whole cohort, with one error.  When an element
     rule fails on some machines, the array-module executors name them (Refused); for the
@@ -227,10 +228,43 @@ def _status(flags, P: int, xp):
     return out
 
 
+def _geometry(d: Descriptor) -> tuple:
+    return d.layout_key, d.Row, d.Col, d.elements
+
+
+def _ragged(ts: semantics.TileStack) -> bool:
+    """The PEs' tiles of the stack differ in geometry (rows padded to the longest; see _stack_role)."""
+    return len({_geometry(d) for d in ts.descs}) > 1
+
+
+def _grid_index(ts: semantics.TileStack, r: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Host (P, ...) physical element indices of logical (r[p], c[p]) in tile p, each PE's tile
+    through its own layout (semantics.gather's lookup); r, c in range, host arrays."""
+    r, c = np.broadcast_arrays(np.asarray(r, np.int64), np.asarray(c, np.int64))
+    if not _ragged(ts):
+        return index_grid(ts.desc)[r, c]
+    idx = np.empty(r.shape, np.int64)
+    for s, d in enumerate(ts.descs):
+        rows = slice(s * ts.per, (s + 1) * ts.per)
+        idx[rows] = index_grid(d)[r[rows], c[rows]]
+    return idx
+
+
+def _xp_gather(ts: semantics.TileStack, idx, xp):
+    """Payload and definedness at host (P, ...) physical indices `idx` of every tile: one gather."""
+    k = xp.arange(len(ts))[(slice(None),) + (None,) * (idx.ndim - 1)]
+    idx = xp.asarray(idx)
+    return ts.elems[k, idx], ts.defined[k, idx]
+
+
 def _xp_valid(ts: semantics.TileStack, vr: int, vc: int, xp):
     """(P, vr, vc) payload and definedness of every tile's valid rectangle: views of the
     stacked storage for NORM tiles, one gather through the layout's index grid otherwise."""
     d, P = ts.desc, len(ts)
+    if _ragged(ts):
+        shape = (P, vr, vc)
+        return _xp_gather(ts, _grid_index(ts, np.broadcast_to(np.arange(vr)[:, None], shape),
+                                          np.broadcast_to(np.arange(vc)[None, :], shape)), xp)
     if d.layout_key == 0:
         n = d.Row * d.Col
         return (ts.elems[:, :n].reshape(P, d.Row, d.Col)[:, :vr, :vc],
@@ -330,12 +364,10 @@ def xp_extract(plan: preflight.Plan, xp) -> semantics.Outcome:
     P, vr, vc = len(ts), rb.ValidRow, rb.ValidCol
     if not plan.row_offset.any() and not plan.col_offset.any():
         bits, defined = _xp_valid(ts, vr, vc, xp)
-    else:
-        r = xp.asarray(plan.row_offset)[:, None, None] + xp.arange(vr)[None, :, None]
-        c = xp.asarray(plan.col_offset)[:, None, None] + xp.arange(vc)[None, None, :]
-        idx = xp.asarray(index_grid(ts.desc))[r, c]
-        k = xp.arange(P)[:, None, None]
-        bits, defined = ts.elems[k, idx], ts.defined[k, idx]
+    else:                       # addresses from descriptors and offsets, on the host
+        r = plan.row_offset[:, None, None] + np.arange(vr)[None, :, None]
+        c = plan.col_offset[:, None, None] + np.arange(vc)[None, None, :]
+        bits, defined = _xp_gather(ts, _grid_index(ts, r, c), xp)
     _refuse_members(~defined.reshape(P, -1).all(axis=1), ts.per, xp)
     out = _xp_outcome(plan, bits, 0, rb.dtype.name, xp)
     return semantics.Outcome(out.bits, out.defined, xp.asarray(semantics.status_kept(plan)))
@@ -349,14 +381,14 @@ def xp_insert(plan: preflight.Plan, xp) -> semantics.Outcome:
     old, ins = plan.sources
     P = len(old)
     old_bits, old_def = _xp_valid(old, d.Row, d.Col, xp)
-    per_tile = lambda name: xp.asarray(np.repeat([getattr(t, name) for t in ins.descs], ins.per))[:, None, None]  # noqa: E731
+    # addresses from descriptors and offsets, on the host
+    per_tile = lambda name: np.repeat([getattr(t, name) for t in ins.descs], ins.per)[:, None, None]  # noqa: E731
     ivr, ivc = per_tile("ValidRow"), per_tile("ValidCol")
-    r = xp.arange(d.Row)[None, :, None] - xp.asarray(plan.row_offset)[:, None, None]
-    c = xp.arange(d.Col)[None, None, :] - xp.asarray(plan.col_offset)[:, None, None]
+    r = np.arange(d.Row)[None, :, None] - plan.row_offset[:, None, None]
+    c = np.arange(d.Col)[None, None, :] - plan.col_offset[:, None, None]
     inside = (r >= 0) & (r < ivr) & (c >= 0) & (c < ivc)
-    idx = xp.asarray(index_grid(ins.desc))[xp.clip(r, 0, ivr - 1), xp.clip(c, 0, ivc - 1)]
-    k = xp.arange(P)[:, None, None]
-    ins_bits, ins_def = ins.elems[k, idx], ins.defined[k, idx]
+    ins_bits, ins_def = _xp_gather(ins, _grid_index(ins, np.clip(r, 0, ivr - 1), np.clip(c, 0, ivc - 1)), xp)
+    inside = xp.asarray(inside)
     _refuse_members((inside & ~ins_def).reshape(P, -1).any(axis=1), ins.per, xp)
     return semantics.Outcome(xp.where(inside, ins_bits, old_bits), xp.where(inside, True, old_def),
                              xp.asarray(semantics.status_kept(plan)))
@@ -385,9 +417,7 @@ def xp_img2col(plan: preflight.Plan, xp) -> semantics.Outcome:
     d, ts = plan.dest, plan.sources[0]
     P, vr, vc = len(ts), d.ValidRow, d.ValidCol
     row, col, inside, pad = semantics.img2col_reads(plan)
-    idx = xp.asarray(index_grid(ts.desc)[row, col])
-    k = xp.arange(P)[:, None, None]
-    src_bits, src_def = ts.elems[k, idx], ts.defined[k, idx]
+    src_bits, src_def = _xp_gather(ts, _grid_index(ts, row, col), xp)
     inside = xp.asarray(inside)
     _refuse_members((inside & ~src_def).reshape(P, -1).any(axis=1), ts.per, xp)
     bits = xp.zeros((P, d.Row, d.Col), element_dtype(d))
@@ -408,13 +438,26 @@ XP_EXECUTORS = {I.BINARY: xp_pointwise, I.UNARY: xp_pointwise, I.TERNARY: xp_poi
 # ---------------------------------------------------------------- one block on one cohort
 
 def _stack_role(c: Cohort, tile: int, group: tuple[int, ...], sel, host_only: bool = True):
-    """The role's tiles on PEs `group` of members `sel` (None: all), PE-major: a TileStack, or
-    a list of Tiles when the PEs' tiles differ in geometry (rare: TEXTRACT/TINSERT sources)."""
+    """The role's tiles on PEs `group` of members `sel` (None: all), PE-major: a TileStack.
+    When the PEs' tiles differ in geometry (layout, shape): for the array-module executors a
+    TileStack whose rows are padded to the longest payload (each PE's tile read through its
+    own layout: _grid_index), for the NumPy executors (`host_only`) a list of host Tiles."""
     slots = [c.slots[p][tile] for p in group]
     descs = [s.desc for s in slots]
     m = len(c) if sel is None else len(sel)
-    geometry = {(d.layout_key, d.Row, d.Col, d.elements) for d in descs}
+    geometry = {_geometry(d) for d in descs}
     xp = c.xp
+    if len(geometry) > 1 and not host_only and len({s.elems.dtype for s in slots}) == 1:
+        k = None if sel is None else xp.asarray(sel)
+        width = max(d.elements for d in descs)
+
+        def padded(a, fill):
+            a = a if k is None else a[k]
+            if a.shape[1] == width:
+                return a
+            return xp.concatenate([a, xp.full((a.shape[0], width - a.shape[1]), fill, a.dtype)], axis=1)
+        return semantics.TileStack(descs, m, xp.concatenate([padded(s.elems, 0) for s in slots]),
+                                   xp.concatenate([padded(s.defined, False) for s in slots]))
     if sel is None:
         st = slots[0].stack
         if len(slots) == 1:

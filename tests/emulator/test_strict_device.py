@@ -24,6 +24,7 @@ GPU_TESTS = [
     f"{HERE / 'strict_cases.py'}",
     f"{HERE / 'test_batch_differential.py'}::test_the_engine_on_a_device_array_module_matches_the_reference",
     f"{HERE / 'test_batch_differential.py'}::test_selection_and_img2col_on_a_batch_match_the_reference",
+    f"{HERE / 'test_batch_differential.py'}::test_sources_whose_tiles_differ_in_geometry_per_pe_match_the_reference",
     f"{HERE / 'test_fusion.py'}::test_a_fused_run_on_a_device_array_module_matches_the_reference",
     f"{HERE / 'test_machine_backend.py'}::test_a_machine_on_the_device_path_runs_a_stream_exactly_as_the_reference",
     f"{HERE / 'test_batch.py'}::test_the_device_path_of_the_engine_matches_the_reference",
