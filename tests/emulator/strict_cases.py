@@ -105,7 +105,7 @@ STILL_ON_HOST_TYPES = {
 TYPES = ["FP64", "FP32", "TF32", "HF32", "FP16", "BF16", "E4M3", "E5M2", "S64", "S32", "S16", "S8",
          "U64", "U32", "U16", "U8"]
 TILE = {name: 20 + i for i, name in enumerate(TYPES)}          # one 2x4 tile of each type
-MASK, FMAP, DEST = 4, 6, 60
+MASK, FMAP, MIXED, DEST = 4, 6, 7, 60
 
 
 def ordinary_machine(seed):
@@ -124,6 +124,10 @@ def ordinary_machine(seed):
                 bits = numeric.encode(1 + rng.random((2, 4)), name)
             m.write_tile(p, tid, name, bits)
         m.write_tile(p, MASK, None, rng.integers(0, 2, (2, 4)), kind="predicate")
+        # a tile whose layout differs per PE, read at GPR offsets (r1 = 1 row, r2 = 2 columns)
+        m.write_tile(p, MIXED, "S8", rng.integers(1, 101, (2, 4)), layout=3 if p % 2 else 0)
+        m.set_gpr(p, 1, 1)
+        m.set_gpr(p, 2, 2)
         m.write_tile(p, FMAP, "FP16", numeric.encode(1 + rng.random((16, 4)), "FP16"), location="Matrix",
                      fmap=FeatureMap("NC1HWC0", N=1, C1=1, H=4, W=4, C0=4, filterH=2, filterW=2, channels=3))
     return m
@@ -131,8 +135,9 @@ def ordinary_machine(seed):
 
 def every_instruction():
     """(row, DataType name, block): each instruction on each DataType the machines hold (TCVT:
-    to every destination), writing tile DEST."""
-    from isa import BDatr, BDim, Block, BStart, TileBinding
+    to every destination), writing tile DEST; then TEXTRACT, TINSERT and TCVT on MIXED, whose
+    layout differs per PE, at GPR offsets."""
+    from isa import BDatr, BDim, BIor, Block, BStart, TileBinding
     out = []
     for row in instrs.INSTRUCTIONS:
         names = ["FP16"] if row.schema == instrs.IMG2COL else [n for n in TYPES if n in row.dtypes]
@@ -146,6 +151,17 @@ def every_instruction():
                 datr = BDatr(DataType=dts.datatype(dst).code) if dst else None
                 out.append((row, name, Block(BStart(row.mode, row.function, code, row.engine), iot,
                                              BDim(4, 2), datr, None, None)))
+    s8 = dts.datatype("S8").code
+    for row in instrs.INSTRUCTIONS:        # the per-PE layouts of MIXED, at offsets
+        if row.schema in (instrs.EXTRACT, instrs.INSERT, instrs.CONVERT):
+            srcs = [MIXED, MIXED] if row.schema == instrs.INSERT else [MIXED]
+            dest = MIXED if row.schema == instrs.INSERT else DEST
+            iot = tuple(TileBinding(t, 15, None) for t in srcs + [dest])
+            # TEXTRACT: a 1x2 window at (1, 2); TINSERT: the whole tile at (0, 0) (r3 = 0); TCVT: the tile
+            ior = (BIor(3, 3, 0, 0) if row.schema == instrs.INSERT else BIor(1, 2, 0, 0)) if row.uses_ior else None
+            datr = BDatr(DataType=dts.datatype("FP32").code) if row.schema == instrs.CONVERT else None
+            dim = BDim(2, 1) if row.schema == instrs.EXTRACT else BDim(4, 2)
+            out.append((row, "S8", Block(BStart(row.mode, row.function, s8, row.engine), iot, dim, datr, ior, None)))
     return out
 
 
