@@ -284,13 +284,22 @@ def _xp_physical(d: Descriptor, logical, xp, fill):
     return out
 
 
+def _undefined(defined, P: int, xp):
+    """(P,) bool: tiles with an undefined element in any of the (P, ...) `defined` arrays.  On
+    NumPy a whole-array test first (the usual answer, everything defined, without per-tile
+    reductions); on a device the per-tile reduction directly (no extra synchronisation)."""
+    bad = xp.zeros(P, bool)
+    for dm in defined:
+        if xp is not np or not dm.all():
+            bad |= ~dm.reshape(P, -1).all(axis=1)
+    return bad
+
+
 def _xp_rules(plan, ops, defined, xp) -> None:
     """Refused naming every member one of whose tiles breaks an element rule: an undefined
     element read, an integer zero divisor, an invalid encoding (semantics' rules)."""
     rb, P = plan.rb, len(plan.pes)
-    bad = xp.zeros(P, bool)
-    for dm in defined:
-        bad |= ~dm.reshape(P, -1).all(axis=1)
+    bad = _undefined(defined, P, xp)
     if rb.instr.int_zero_check and rb.dtype.is_int:
         bad |= (ops[1] == 0).reshape(P, -1).any(axis=1)
     if not rb.dtype.is_int:
@@ -313,7 +322,8 @@ def _xp_outcome(plan, out, flags, pad_dtype: str | None, xp) -> semantics.Outcom
         _status(xp.broadcast_to(xp.asarray(flags, np.uint8), shape), P, xp)
     out = xp.broadcast_to(out, shape).astype(element_dtype(d), copy=False)
     if (vr, vc) == (d.Row, d.Col):
-        return semantics.Outcome(xp.ascontiguousarray(out), xp.ones((P, d.Row, d.Col), bool), status)
+        defined = semantics.all_defined((P, d.Row, d.Col)) if xp is np else xp.ones((P, d.Row, d.Col), bool)
+        return semantics.Outcome(xp.ascontiguousarray(out), defined, status)
     outside = np.ones((d.Row, d.Col), bool)
     outside[:vr, :vc] = False
     outside = xp.asarray(outside)
@@ -368,7 +378,7 @@ def xp_extract(plan: preflight.Plan, xp) -> semantics.Outcome:
         r = plan.row_offset[:, None, None] + np.arange(vr)[None, :, None]
         c = plan.col_offset[:, None, None] + np.arange(vc)[None, None, :]
         bits, defined = _xp_gather(ts, _grid_index(ts, r, c), xp)
-    _refuse_members(~defined.reshape(P, -1).all(axis=1), ts.per, xp)
+    _refuse_members(_undefined([defined], P, xp), ts.per, xp)
     out = _xp_outcome(plan, bits, 0, rb.dtype.name, xp)
     return semantics.Outcome(out.bits, out.defined, xp.asarray(semantics.status_kept(plan)))
 
@@ -400,9 +410,7 @@ def xp_select(plan: preflight.Plan, xp) -> semantics.Outcome:
     rb = plan.rb
     P = len(plan.pes)
     read = [_xp_valid(ts, rb.ValidRow, rb.ValidCol, xp) for ts in plan.sources]
-    bad = xp.zeros(P, bool)
-    for _, dm in read:
-        bad |= ~dm.reshape(P, -1).all(axis=1)
+    bad = _undefined([dm for _, dm in read], P, xp)
     _refuse_members(bad, plan.sources[0].per, xp)
     (mask, _), (true, _), (false, _) = read
     out = _xp_outcome(plan, xp.where(mask.astype(bool), true, false), None, rb.dtype.name, xp)
@@ -628,7 +636,7 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
                 if not isinstance(ts, semantics.TileStack):
                     raise _Unfused("the PEs' source tiles differ in geometry")
                 bits, defined = _xp_valid(ts, vr, vc, xp)
-                _refuse_members(~defined.reshape(P, -1).all(axis=1), m, xp)     # an undefined element read
+                _refuse_members(_undefined([defined], P, xp), m, xp)     # an undefined element read
                 read[b.tile] = bits
             ops.append(bits)
         if rb.instr.int_zero_check and rb.dtype.is_int:
