@@ -200,19 +200,22 @@ class ndarray(NDArrayOperatorsMixin):
     def tolist(self):
         return _read_back(self._a).tolist()
 
-    # -------------------------------------------------------- methods (device to device)
-    def _method(name):
-        def method(self, *args, **kwargs):
-            with np.errstate(all="ignore"):
-                return _wrap(getattr(self._a, name)(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
-        method.__name__ = name
-        return method
 
-    for _name in ("reshape", "astype", "view", "copy", "ravel", "flatten", "any", "all", "max", "min",
-                  "sum", "argmax", "argmin", "transpose", "squeeze", "nonzero", "take", "cumsum", "fill",
-                  "swapaxes", "repeat"):
-        locals()[_name] = _method(_name)
-    del _name, _method
+
+def _device_method(name):
+    """ndarray.<name>: NumPy's method on the wrapped array, the result on the device."""
+    def method(self, *args, **kwargs):
+        with np.errstate(all="ignore"):
+            return _wrap(getattr(self._a, name)(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
+    method.__name__ = name
+    return method
+
+
+for _name in ("reshape", "astype", "view", "copy", "ravel", "flatten", "any", "all", "max", "min", "sum",
+              "argmax", "argmin", "transpose", "squeeze", "nonzero", "take", "cumsum", "fill", "swapaxes",
+              "repeat"):
+    setattr(ndarray, _name, _device_method(_name))
+del _name
 
 
 def _this_module():
