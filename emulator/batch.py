@@ -541,7 +541,9 @@ def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None):
         pes = tuple(np.repeat(np.array(group), m).tolist())
         on_device = xp_ex is not None and all(isinstance(t, semantics.TileStack) for t in sources)
         members = c.status if sel is None else c.status[c.xp.asarray(sel)]
-        status = members[:, list(group)].T.reshape(-1).astype(np.uint8)   # PE-major, as pes
+        contiguous = group == tuple(range(group[0], group[-1] + 1))   # a slice: no index array to upload
+        status = members[:, slice(group[0], group[-1] + 1) if contiguous else list(group)]
+        status = status.T.reshape(-1).astype(np.uint8)   # PE-major, as pes
         if not on_device:                # the NumPy executors read it on the host
             status = _host(c.xp)(status)
         plan = preflight.Plan(rb, pes, sources, plan0.dest, r0, c0, plan0.profile, status)
