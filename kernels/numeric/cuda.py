@@ -20,9 +20,16 @@ What runs where, per (op, DataType):
     range, exp results within 2^-46 of a rounding boundary) are gathered, settled on the host
     by the CPU path (which hands its own rare cases to the NumPy/MPFR reference) and scattered
     back, so the result equals the CPU's element for element.
-  * Everything else (integer operations, remainder, transcendental functions other than the
-    tables, the other FP64 operations and every FP64 operation in profile ftz) runs on the
-    host: operands are copied down, the CPU path computes, results are copied back.  `placement(op, dt, prof, arity)` says which.
+  * FP64 TADD/TSUB/TMUL/TDIV/TRECIP/TSQRT (fast64.py) and TDIV/TRECIP/TSQRT on FP32/TF32/HF32
+    (and TDIV on FP16/BF16; fastdiv.py) run Numba-CUDA kernels compiled from the CPU loops'
+    scalar routines ('fast64', 'fastdiv'); marked elements are settled as above.
+  * Integer operations (ops_int.py) and the floating sign-bit, ordering, comparison and ReLU
+    operations (XP_FLOAT, ops_float.py) are array code written for NumPy and CuPy alike: the
+    CPU implementation itself runs on the device arrays ('xp'), nothing crosses to the host.
+  * Everything else (remainder, transcendental functions other than the tables and the FP32
+    TEXP kernel, FP64 TFMA/TEXP/TLOG/TRSQRT and every FP64 operation in profile ftz) runs on the
+    host: operands are copied down, the CPU path computes, results are copied back.
+    `placement(op, dt, prof, arity)` says which.
 
 Floating-point code generation: `mul_rn`/`add_rn` (rn.py) keep every product that the reference
 rounds on its own out of `fma`; tests/kernels/test_cuda_ptx.py compiles every kernel of
@@ -37,7 +44,7 @@ import numpy as np
 from isa.datatypes import DataType, Kind
 
 from .. import device
-from . import fast, fast64, fastdiv, fastvec, tables
+from . import fast, fast64, fastdiv, fastvec, ops_int, tables
 
 cuda = None          # numba.cuda, imported on first use (the simulator flag must be set first)
 THREADS = 256
@@ -229,11 +236,17 @@ def _launch(name, n, *args):
 
 # ---------------------------------------------------------------- placement
 
+# Floating operations whose CPU implementation (ops_float.py) is array code that runs unchanged
+# on device arrays: sign-bit operations, ordering, comparison and ReLU (exact comparisons of the
+# decoded float64 values, no rounding).  Every integer operation (ops_int.py) is such code too.
+XP_FLOAT = frozenset({"TABS", "TNEG", "TMAX", "TMIN", "TCMP", "TRELU"})
+
+
 def placement(op: str, dt: DataType, prof, arity: int) -> str:
-    """Where elementwise_device computes (op, dt): 'fastvec', 'fast64', 'fast', 'table',
-    'fastdiv' (device) or 'host'."""
+    """Where elementwise_device computes (op, dt): 'fastvec', 'fast64', 'fast', 'table', 'fastdiv',
+    'xp' (the CPU implementation itself on the device arrays; all on the device) or 'host'."""
     if dt.kind is not Kind.FLOAT:
-        return "host"
+        return "xp" if op in ops_int.OPS else "host"
     if fastvec.serves(op, dt.name, prof):
         return "fastvec"
     if fast64.serves(op, dt.name, prof):
@@ -244,13 +257,15 @@ def placement(op: str, dt: DataType, prof, arity: int) -> str:
         return "table"
     if fastdiv.serves(op, dt.name, prof):
         return "fastdiv"
+    if op in XP_FLOAT:
+        return "xp"
     return "host"
 
 
 @lru_cache(maxsize=None)
 def _device_table(op, name, prof, cmode, fn, arity, xp_name):
     bt, ft = tables.table(op, name, prof, cmode, fn, arity)
-    xp = np if xp_name == "numpy" else device._cupy()
+    xp = np if xp_name == "numpy" else device.device_module()
     return device.to_device(bt, xp), device.to_device(ft, xp)
 
 
@@ -265,6 +280,9 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
     xp = xp if xp is not None else device.array_module(*operands)
     where = placement(op, dt, prof, len(operands))
     n = operands[0].shape[0]
+    if where == "xp":
+        bits, flags = impl(dt, tuple(operands), prof, cmode)
+        return bits, flags.astype(np.uint8, copy=False)
     if where == "host":
         hb, hf = impl(dt, tuple(device.to_host(x) for x in operands), prof, cmode)
         return device.to_device(np.ascontiguousarray(hb), xp), device.to_device(np.ascontiguousarray(hf), xp)
