@@ -8,6 +8,10 @@ lane its own output, `lanes`).  The baseline is what a NumPy user would write wi
 contract: np.where(lane < valid, x, 0).sum(...) over the same narrowed view (no per-step
 saturation, NumPy's pairwise float order).  extra_info: flits/s of both and
 ratio = baseline time / backend time (> 1: the backend is faster).
+
+float16/bfloat16 Add (`test_16bit_reduce_numba_against_numpy`): the Numba backend (`tile-emu
+reduce`'s default) against the NumPy backend on the same flits -- the same bits, so the ratio
+is the whole story (docs/performance.md; `tile-emu bench --case vcg` runs the same comparison).
 """
 import timeit
 
@@ -15,6 +19,7 @@ import numpy as np
 import pytest
 
 from fabric.vcg import Mapping, compile_vcg, plan_reduce, reduce_flits, valid_size_matrix
+from fabric.vcg.fold import BF16
 
 SLICES, STEPS = 1 << 16, 64
 PLACEMENTS = {
@@ -36,7 +41,7 @@ def _batch(placement, dtype, slices=SLICES):
         if dtype == "int32":
             x8 = rng.integers(-1000, 1000, (slices * STEPS, 8), dtype=np.int32)
         else:
-            x8 = rng.standard_normal((slices * STEPS, 8)).astype(np.float32)
+            x8 = rng.standard_normal((slices * STEPS, 8)).astype(np.float32).astype(dtype)
         _DATA[key] = (m, vs, x8, plan_reduce(m, "R", "trim"))
     return _DATA[key]
 
@@ -62,3 +67,19 @@ def test_reduce_throughput(benchmark, placement, dtype, op, backend):
                                 baseline_Mflits_s=round(flits / t_base / 1e6, 2), ratio=round(t_base / t, 2))
     print(f"\n{placement} {dtype} {op} {backend}: {flits / t / 1e6:.1f} M flits/s, "
           f"NumPy masked sum {flits / t_base / 1e6:.1f} M flits/s, ratio {t_base / t:.2f}")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("placement", list(PLACEMENTS))
+def test_16bit_reduce_numba_against_numpy(benchmark, placement, dtype):
+    m, vs, x8, plan = _batch(placement, np.dtype(dtype) if dtype == "float16" else BF16)
+    for backend in ("numpy", "numba"):                            # compile / warm caches
+        reduce_flits(x8, vs, plan, "Add", backend)
+    t_np = min(timeit.repeat(lambda: reduce_flits(x8, vs, plan, "Add", "numpy"), number=1, repeat=3))
+    benchmark.pedantic(reduce_flits, args=(x8, vs, plan, "Add", "numba"), rounds=3, iterations=1)
+    t = benchmark.stats.stats.min
+    flits = SLICES * STEPS
+    benchmark.extra_info.update(flits=flits, Mflits_s=round(flits / t / 1e6, 2),
+                                numpy_Mflits_s=round(flits / t_np / 1e6, 2), ratio=round(t_np / t, 2))
+    print(f"\n{placement} {dtype} Add numba: {flits / t / 1e6:.1f} M flits/s, "
+          f"numpy backend {flits / t_np / 1e6:.1f} M flits/s, ratio {t_np / t:.2f}")

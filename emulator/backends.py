@@ -39,8 +39,8 @@ def resolve_backend(name: str):
         return "cpu", np, f"cpu backend (auto: no usable GPU: {why})"
     if not usable:
         raise BackendError(f"backend gpu: no usable GPU: {why}")
-    import cupy
-    return "gpu", cupy, f"gpu backend ({why})"
+    from kernels.device import device_module
+    return "gpu", device_module(), f"gpu backend ({why})"
 
 
 def check_device_memory(needed: int) -> None:
@@ -50,8 +50,8 @@ def check_device_memory(needed: int) -> None:
         from kernels.device import free_bytes
         free = int(free_bytes())
     except ImportError:
-        import cupy
-        free = int(cupy.cuda.runtime.memGetInfo()[0])
+        from kernels.device import device_module
+        free = int(device_module().cuda.runtime.memGetInfo()[0])
     if needed > free:
         raise BackendError(f"backend gpu: the batch needs {needed} bytes of device memory; "
                            f"{free} bytes are free")

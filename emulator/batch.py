@@ -17,9 +17,13 @@ How (the `cpu` engine; `reference` just runs one Machine per machine):
     GPRs read as 0); GPR-offset windows checked for every machine at once
     (preflight.window_bounds); then one executor call over every selected PE of every
     machine, the sources handed over as semantics.TileStack (P = PEs x machines, PE-major).
-    XP_EXECUTORS (element-wise, TCVT, TEXTRACT, TINSERT) are written once against the array
-    module `xp` (NumPy, or CuPy on the gpu backend); TSEL and TIMG2COL run the NumPy
-    semantics.EXECUTORS.
+    XP_EXECUTORS (every schema: element-wise, TCMP, TSEL, TCVT, TEXTRACT, TINSERT, TIMG2COL)
+    are written once against the array module `xp` (NumPy, or CuPy on the gpu backend), so on
+    the gpu backend tiles stay on the device from block to block.  A role whose PEs' tiles
+    differ in geometry is one TileStack with rows padded to the longest payload, each PE's
+    tile read through its own layout (_grid_index: addresses are computed on the host from
+    descriptors and offsets, payloads gathered on the device).  GPRs live on the host (blocks only read them, for
+    offsets the engine checks there); status bytes stay with the tiles.
   * A descriptor rule that fails fails for the whole cohort, with one error.  When an element
     rule fails on some machines, the array-module executors name them (Refused); for the
     NumPy executors, which raise on the first failure, bisection finds them.  Each of those runs the block on a materialized reference Machine, which gives its
@@ -105,7 +109,7 @@ class Cohort:
         self.config = config
         self.ids = ids                  # batch index of each member
         self.slots = slots              # per PE: tile id -> Slot
-        self.gprs = gprs                # (n, 4, 32) uint64
+        self.gprs = gprs                # (n, 4, 32) uint64, on the host (blocks only read them)
         self.status = status            # (n, 4) uint8
         self.xp = xp
         # preflight.plan reads tiles and a status here; the engine replaces the status by every
@@ -145,7 +149,7 @@ class Cohort:
                                                          .astype(element_dtype(t.desc), copy=False))),
                                     _readonly(xp.asarray(np.stack([m._pes[p].tiles[tid].defined for m in machines]))))
                           for tid, t in first._pes[p].tiles.items()})
-        gprs = xp.asarray(np.stack([[pe.gprs for pe in m._pes] for m in machines]).astype(np.uint64))
+        gprs = np.stack([[pe.gprs for pe in m._pes] for m in machines]).astype(np.uint64)
         status = xp.asarray(np.array([[pe.status for pe in m._pes] for m in machines], np.uint8))
         return cls(config, np.asarray(ids, np.int64), slots, gprs, status, xp)
 
@@ -159,12 +163,13 @@ class Cohort:
         """Member j as a host Machine (its tiles, GPRs, status)."""
         m = Machine(self.config)
         host = _host(self.xp)
+        status = host(self.status[j])
         for p in range(NUM_PES):
             pe = m._pes[p]
             for tid, s in self.slots[p].items():
                 pe.tiles[tid] = make_tile(s.desc, host(s.elems[j]), host(s.defined[j]))
-            pe.gprs = np.array(host(self.gprs[j, p]), np.uint64)
-            pe.status = int(self.status[j, p])
+            pe.gprs = np.array(self.gprs[j, p], np.uint64)
+            pe.status = int(status[p])
         return m
 
     def take(self, keep) -> "Cohort":
@@ -173,7 +178,7 @@ class Cohort:
         k = self.xp.asarray(keep)
         slots = [{tid: Slot(s.desc, _readonly(s.elems[k]), _readonly(s.defined[k])) for tid, s in pe.items()}
                  for pe in self.slots]
-        return Cohort(self.config, self.ids[keep], slots, self.gprs[k], self.status[k], self.xp)
+        return Cohort(self.config, self.ids[keep], slots, self.gprs[keep], self.status[k], self.xp)
 
     @staticmethod
     def merge(a: "Cohort", b: "Cohort") -> "Cohort":
@@ -181,7 +186,7 @@ class Cohort:
         slots = [{tid: Slot(s.desc, _readonly(xp.concatenate([s.elems, b.slots[p][tid].elems])),
                             _readonly(xp.concatenate([s.defined, b.slots[p][tid].defined])))
                   for tid, s in pe.items()} for p, pe in enumerate(a.slots)]
-        return Cohort(a.config, np.concatenate([a.ids, b.ids]), slots, xp.concatenate([a.gprs, b.gprs]),
+        return Cohort(a.config, np.concatenate([a.ids, b.ids]), slots, np.concatenate([a.gprs, b.gprs]),
                       xp.concatenate([a.status, b.status]), xp)
 
 
@@ -223,10 +228,43 @@ def _status(flags, P: int, xp):
     return out
 
 
+def _geometry(d: Descriptor) -> tuple:
+    return d.layout_key, d.Row, d.Col, d.elements
+
+
+def _ragged(ts: semantics.TileStack) -> bool:
+    """The PEs' tiles of the stack differ in geometry (rows padded to the longest; see _stack_role)."""
+    return len({_geometry(d) for d in ts.descs}) > 1
+
+
+def _grid_index(ts: semantics.TileStack, r: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Host (P, ...) physical element indices of logical (r[p], c[p]) in tile p, each PE's tile
+    through its own layout (semantics.gather's lookup); r, c in range, host arrays."""
+    r, c = np.broadcast_arrays(np.asarray(r, np.int64), np.asarray(c, np.int64))
+    if not _ragged(ts):
+        return index_grid(ts.desc)[r, c]
+    idx = np.empty(r.shape, np.int64)
+    for s, d in enumerate(ts.descs):
+        rows = slice(s * ts.per, (s + 1) * ts.per)
+        idx[rows] = index_grid(d)[r[rows], c[rows]]
+    return idx
+
+
+def _xp_gather(ts: semantics.TileStack, idx, xp):
+    """Payload and definedness at host (P, ...) physical indices `idx` of every tile: one gather."""
+    k = xp.arange(len(ts))[(slice(None),) + (None,) * (idx.ndim - 1)]
+    idx = xp.asarray(idx)
+    return ts.elems[k, idx], ts.defined[k, idx]
+
+
 def _xp_valid(ts: semantics.TileStack, vr: int, vc: int, xp):
     """(P, vr, vc) payload and definedness of every tile's valid rectangle: views of the
     stacked storage for NORM tiles, one gather through the layout's index grid otherwise."""
     d, P = ts.desc, len(ts)
+    if _ragged(ts):
+        shape = (P, vr, vc)
+        return _xp_gather(ts, _grid_index(ts, np.broadcast_to(np.arange(vr)[:, None], shape),
+                                          np.broadcast_to(np.arange(vc)[None, :], shape)), xp)
     if d.layout_key == 0:
         n = d.Row * d.Col
         return (ts.elems[:, :n].reshape(P, d.Row, d.Col)[:, :vr, :vc],
@@ -246,13 +284,22 @@ def _xp_physical(d: Descriptor, logical, xp, fill):
     return out
 
 
+def _undefined(defined, P: int, xp):
+    """(P,) bool: tiles with an undefined element in any of the (P, ...) `defined` arrays.  On
+    NumPy a whole-array test first (the usual answer, everything defined, without per-tile
+    reductions); on a device the per-tile reduction directly (no extra synchronisation)."""
+    bad = xp.zeros(P, bool)
+    for dm in defined:
+        if xp is not np or not dm.all():
+            bad |= ~dm.reshape(P, -1).all(axis=1)
+    return bad
+
+
 def _xp_rules(plan, ops, defined, xp) -> None:
     """Refused naming every member one of whose tiles breaks an element rule: an undefined
     element read, an integer zero divisor, an invalid encoding (semantics' rules)."""
     rb, P = plan.rb, len(plan.pes)
-    bad = xp.zeros(P, bool)
-    for dm in defined:
-        bad |= ~dm.reshape(P, -1).all(axis=1)
+    bad = _undefined(defined, P, xp)
     if rb.instr.int_zero_check and rb.dtype.is_int:
         bad |= (ops[1] == 0).reshape(P, -1).any(axis=1)
     if not rb.dtype.is_int:
@@ -275,7 +322,8 @@ def _xp_outcome(plan, out, flags, pad_dtype: str | None, xp) -> semantics.Outcom
         _status(xp.broadcast_to(xp.asarray(flags, np.uint8), shape), P, xp)
     out = xp.broadcast_to(out, shape).astype(element_dtype(d), copy=False)
     if (vr, vc) == (d.Row, d.Col):
-        return semantics.Outcome(xp.ascontiguousarray(out), xp.ones((P, d.Row, d.Col), bool), status)
+        defined = semantics.all_defined((P, d.Row, d.Col)) if xp is np else xp.ones((P, d.Row, d.Col), bool)
+        return semantics.Outcome(xp.ascontiguousarray(out), defined, status)
     outside = np.ones((d.Row, d.Col), bool)
     outside[:vr, :vc] = False
     outside = xp.asarray(outside)
@@ -326,13 +374,11 @@ def xp_extract(plan: preflight.Plan, xp) -> semantics.Outcome:
     P, vr, vc = len(ts), rb.ValidRow, rb.ValidCol
     if not plan.row_offset.any() and not plan.col_offset.any():
         bits, defined = _xp_valid(ts, vr, vc, xp)
-    else:
-        r = xp.asarray(plan.row_offset)[:, None, None] + xp.arange(vr)[None, :, None]
-        c = xp.asarray(plan.col_offset)[:, None, None] + xp.arange(vc)[None, None, :]
-        idx = xp.asarray(index_grid(ts.desc))[r, c]
-        k = xp.arange(P)[:, None, None]
-        bits, defined = ts.elems[k, idx], ts.defined[k, idx]
-    _refuse_members(~defined.reshape(P, -1).all(axis=1), ts.per, xp)
+    else:                       # addresses from descriptors and offsets, on the host
+        r = plan.row_offset[:, None, None] + np.arange(vr)[None, :, None]
+        c = plan.col_offset[:, None, None] + np.arange(vc)[None, None, :]
+        bits, defined = _xp_gather(ts, _grid_index(ts, r, c), xp)
+    _refuse_members(_undefined([defined], P, xp), ts.per, xp)
     out = _xp_outcome(plan, bits, 0, rb.dtype.name, xp)
     return semantics.Outcome(out.bits, out.defined, xp.asarray(semantics.status_kept(plan)))
 
@@ -345,36 +391,81 @@ def xp_insert(plan: preflight.Plan, xp) -> semantics.Outcome:
     old, ins = plan.sources
     P = len(old)
     old_bits, old_def = _xp_valid(old, d.Row, d.Col, xp)
-    per_tile = lambda name: xp.asarray(np.repeat([getattr(t, name) for t in ins.descs], ins.per))[:, None, None]  # noqa: E731
+    # addresses from descriptors and offsets, on the host
+    per_tile = lambda name: np.repeat([getattr(t, name) for t in ins.descs], ins.per)[:, None, None]  # noqa: E731
     ivr, ivc = per_tile("ValidRow"), per_tile("ValidCol")
-    r = xp.arange(d.Row)[None, :, None] - xp.asarray(plan.row_offset)[:, None, None]
-    c = xp.arange(d.Col)[None, None, :] - xp.asarray(plan.col_offset)[:, None, None]
+    r = np.arange(d.Row)[None, :, None] - plan.row_offset[:, None, None]
+    c = np.arange(d.Col)[None, None, :] - plan.col_offset[:, None, None]
     inside = (r >= 0) & (r < ivr) & (c >= 0) & (c < ivc)
-    idx = xp.asarray(index_grid(ins.desc))[xp.clip(r, 0, ivr - 1), xp.clip(c, 0, ivc - 1)]
-    k = xp.arange(P)[:, None, None]
-    ins_bits, ins_def = ins.elems[k, idx], ins.defined[k, idx]
+    ins_bits, ins_def = _xp_gather(ins, _grid_index(ins, np.clip(r, 0, ivr - 1), np.clip(c, 0, ivc - 1)), xp)
+    inside = xp.asarray(inside)
     _refuse_members((inside & ~ins_def).reshape(P, -1).any(axis=1), ins.per, xp)
     return semantics.Outcome(xp.where(inside, ins_bits, old_bits), xp.where(inside, True, old_def),
                              xp.asarray(semantics.status_kept(plan)))
 
 
-# schema -> executor(plan, xp) the engine runs on the batch's own arrays (when every source is
-# one TileStack); every other schema runs semantics.EXECUTORS on host arrays.
+def xp_select(plan: preflight.Plan, xp) -> semantics.Outcome:
+    """TSEL over stacked tiles (semantics.ex_select): mask bit 1 selects the true source's
+    encoding, 0 the false source's; every element read must be defined; each PE's status kept."""
+    rb = plan.rb
+    P = len(plan.pes)
+    read = [_xp_valid(ts, rb.ValidRow, rb.ValidCol, xp) for ts in plan.sources]
+    bad = _undefined([dm for _, dm in read], P, xp)
+    _refuse_members(bad, plan.sources[0].per, xp)
+    (mask, _), (true, _), (false, _) = read
+    out = _xp_outcome(plan, xp.where(mask.astype(bool), true, false), None, rb.dtype.name, xp)
+    return semantics.Outcome(out.bits, out.defined, xp.asarray(semantics.status_kept(plan)))
+
+
+def xp_img2col(plan: preflight.Plan, xp) -> semantics.Outcome:
+    """TIMG2COL over stacked tiles (semantics.ex_img2col): the addresses each PE reads come from
+    its descriptor and offsets (semantics.img2col_reads, on the host), one gather on the
+    payloads; inputs outside the feature map read its padding value; every element read inside
+    must be defined; outside the valid rectangle undefined; each PE's status kept."""
+    d, ts = plan.dest, plan.sources[0]
+    P, vr, vc = len(ts), d.ValidRow, d.ValidCol
+    row, col, inside, pad = semantics.img2col_reads(plan)
+    src_bits, src_def = _xp_gather(ts, _grid_index(ts, row, col), xp)
+    inside = xp.asarray(inside)
+    _refuse_members((inside & ~src_def).reshape(P, -1).any(axis=1), ts.per, xp)
+    bits = xp.zeros((P, d.Row, d.Col), element_dtype(d))
+    defined = xp.zeros((P, d.Row, d.Col), bool)
+    bits[:, :vr, :vc] = xp.where(inside, src_bits, xp.asarray(pad.astype(src_bits.dtype)))
+    defined[:, :vr, :vc] = True
+    return semantics.Outcome(bits, defined, xp.asarray(semantics.status_kept(plan)))
+
+
+# schema -> executor(plan, xp) the engine runs on the batch's own arrays (when every source of
+# the block is one TileStack: the PEs' tiles of each role share a geometry); otherwise the
+# block runs semantics.EXECUTORS on host copies.
 XP_EXECUTORS = {I.BINARY: xp_pointwise, I.UNARY: xp_pointwise, I.TERNARY: xp_pointwise,
-                I.COMPARE: xp_pointwise, I.CONVERT: xp_convert, I.EXTRACT: xp_extract,
-                I.INSERT: xp_insert}
+                I.COMPARE: xp_pointwise, I.SELECT: xp_select, I.CONVERT: xp_convert,
+                I.EXTRACT: xp_extract, I.INSERT: xp_insert, I.IMG2COL: xp_img2col}
 
 
 # ---------------------------------------------------------------- one block on one cohort
 
 def _stack_role(c: Cohort, tile: int, group: tuple[int, ...], sel, host_only: bool = True):
-    """The role's tiles on PEs `group` of members `sel` (None: all), PE-major: a TileStack, or
-    a list of Tiles when the PEs' tiles differ in geometry (rare: TEXTRACT/TINSERT sources)."""
+    """The role's tiles on PEs `group` of members `sel` (None: all), PE-major: a TileStack.
+    When the PEs' tiles differ in geometry (layout, shape): for the array-module executors a
+    TileStack whose rows are padded to the longest payload (each PE's tile read through its
+    own layout: _grid_index), for the NumPy executors (`host_only`) a list of host Tiles."""
     slots = [c.slots[p][tile] for p in group]
     descs = [s.desc for s in slots]
     m = len(c) if sel is None else len(sel)
-    geometry = {(d.layout_key, d.Row, d.Col, d.elements) for d in descs}
+    geometry = {_geometry(d) for d in descs}
     xp = c.xp
+    if len(geometry) > 1 and not host_only and len({s.elems.dtype for s in slots}) == 1:
+        k = None if sel is None else xp.asarray(sel)
+        width = max(d.elements for d in descs)
+
+        def padded(a, fill):
+            a = a if k is None else a[k]
+            if a.shape[1] == width:
+                return a
+            return xp.concatenate([a, xp.full((a.shape[0], width - a.shape[1]), fill, a.dtype)], axis=1)
+        return semantics.TileStack(descs, m, xp.concatenate([padded(s.elems, 0) for s in slots]),
+                                   xp.concatenate([padded(s.defined, False) for s in slots]))
     if sel is None:
         st = slots[0].stack
         if len(slots) == 1:
@@ -410,12 +501,11 @@ def _offsets(c: Cohort, rb: ResolvedBlock, group, sel) -> tuple[np.ndarray, np.n
     if rb.offset_regs is None:
         z = np.zeros(len(group) * m, np.int64)
         return z, z.copy()
-    g = c.gprs if sel is None else c.gprs[c.xp.asarray(sel)]
-    host = _host(c.xp)
+    g = c.gprs if sel is None else c.gprs[np.asarray(sel)]
     pes = list(group)
     out = []
     for r in rb.offset_regs:
-        v = host(g[:, pes, r] & np.uint64(0xFFFF)).astype(np.int64)     # (m, S)
+        v = (g[:, pes, r] & np.uint64(0xFFFF)).astype(np.int64)     # (m, S)
         out.append(np.ascontiguousarray(v.T).reshape(-1))
     return out[0], out[1]
 
@@ -449,10 +539,15 @@ def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None):
         sources = [_stack_role(c, b.tile, group, sel, xp_ex is None) for b in rb.sources]
         r0, c0 = _offsets(c, rb, group, sel)
         pes = tuple(np.repeat(np.array(group), m).tolist())
+        on_device = xp_ex is not None and all(isinstance(t, semantics.TileStack) for t in sources)
         members = c.status if sel is None else c.status[c.xp.asarray(sel)]
-        status = _host(c.xp)(members[:, list(group)]).T.reshape(-1).astype(np.uint8)   # PE-major, as pes
+        contiguous = group == tuple(range(group[0], group[-1] + 1))   # a slice: no index array to upload
+        status = members[:, slice(group[0], group[-1] + 1) if contiguous else list(group)]
+        status = status.T.reshape(-1).astype(np.uint8)   # PE-major, as pes
+        if not on_device:                # the NumPy executors read it on the host
+            status = _host(c.xp)(status)
         plan = preflight.Plan(rb, pes, sources, plan0.dest, r0, c0, plan0.profile, status)
-        if xp_ex is not None and all(isinstance(t, semantics.TileStack) for t in sources):
+        if on_device:
             out = xp_ex(plan, c.xp)
             bits = _xp_physical(plan.dest, out.bits, c.xp, 0)
             defined = _xp_physical(plan.dest, out.defined, c.xp, False)
@@ -543,7 +638,7 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
                 if not isinstance(ts, semantics.TileStack):
                     raise _Unfused("the PEs' source tiles differ in geometry")
                 bits, defined = _xp_valid(ts, vr, vc, xp)
-                _refuse_members(~defined.reshape(P, -1).all(axis=1), m, xp)     # an undefined element read
+                _refuse_members(_undefined([defined], P, xp), m, xp)     # an undefined element read
                 read[b.tile] = bits
             ops.append(bits)
         if rb.instr.int_zero_check and rb.dtype.is_int:
@@ -662,7 +757,7 @@ class MachineBatch:
         slots = [{} for _ in range(NUM_PES)]
         for (p, tid), (desc, elems, defined) in tiles.items():
             slots[p][tid] = Slot(desc, _readonly(xp.asarray(elems)), _readonly(xp.asarray(defined)))
-        gprs = xp.zeros((n, NUM_PES, GPR_COUNT), np.uint64) if gprs is None else xp.asarray(gprs, np.uint64)
+        gprs = np.zeros((n, NUM_PES, GPR_COUNT), np.uint64) if gprs is None else np.array(gprs, np.uint64)
         status = xp.zeros((n, NUM_PES), np.uint8)
         batch._cohorts = [Cohort(config, np.arange(n, dtype=np.int64), slots, gprs, status, xp)]
         return batch

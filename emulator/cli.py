@@ -4,7 +4,10 @@ Each command module exposes `add_arguments(parser)` and `run(args) -> int`.  Use
 reported as one line on stderr; a traceback means a bug in tile-emu.  Exit status (EXIT_CODES,
 also in `tile-emu --help` and the README): 0 success; 1 the command's negative answer (the input
 was rejected, a block faulted, the states differ); 2 the command could not run as asked (usage
-errors; `diff` also uses 2 for any error, so that its 1 always means "the states differ").
+errors, an unknown backend name; `diff` also uses 2 for any error, so that its 1 always means "the
+states differ"); 3 this machine cannot run the backend asked for (UNAVAILABLE: a GPU backend without
+a usable GPU, a batch larger than the device's free memory, a library the run needs that is not
+installed), so scripts can tell "no GPU here" from a mistake.
 """
 from __future__ import annotations
 
@@ -34,8 +37,12 @@ EXIT_CODES = {
     1: "the command's negative answer: the input was rejected (one line says what, where, why), "
        "a block faulted, a fabric description is invalid, the states differ",
     2: "the command could not run as asked: unknown command or option, bad or conflicting option "
-       "values; diff: any error (an unreadable or invalid state file)",
+       "values (an unknown backend name included); diff: any error (an unreadable or invalid state file)",
+    3: "this machine cannot run the backend asked for: a GPU backend (run/verify/bench --backend gpu, "
+       "reduce --backend cuda|cupy) without a usable GPU, a batch larger than the device's free memory, "
+       "a library the run needs that is not installed (e.g. gmpy2); nothing is written",
 }
+UNAVAILABLE = 3           # EXIT_CODES[3]: the backend is known, this machine cannot run it
 
 
 def version() -> str:
@@ -117,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except ImportError as exc:     # an optional library this run needs (gmpy2, cupy, distributed)
         print(f"tile-emu {name}: cannot run: {str(exc).splitlines()[0] if str(exc) else exc!r}", file=sys.stderr)
-        return 2
+        return UNAVAILABLE
 
 
 if __name__ == "__main__":

@@ -369,9 +369,26 @@ def ex_img2col(plan: Plan) -> Outcome:
     (c1, kernelRow, kernelCol, c0); out-of-range inputs and channels >= the logical channel count
     read the descriptor's padding value.  Outside the valid rectangle the result is undefined
     (TIMG2COL has no PadValue)."""
-    rb, d = plan.rb, plan.dest
+    d = plan.dest
     tiles = plan.sources[0]
     P = len(plan.pes)
+    row, col, inside, pad = img2col_reads(plan)
+    src_bits, src_def = gather(tiles, row, col)
+    require_defined(plan, 0, src_def, where=inside)
+    valid = np.where(inside, src_bits, pad.astype(src_bits.dtype))
+    bits = np.zeros((P, d.Row, d.Col), element_dtype(d))
+    defined = np.zeros((P, d.Row, d.Col), bool)
+    bits[:, : d.ValidRow, : d.ValidCol] = valid
+    defined[:, : d.ValidRow, : d.ValidCol] = True
+    return Outcome(bits, defined, status_kept(plan))
+
+
+def img2col_reads(plan: Plan):
+    """What TIMG2COL reads, from descriptors and offsets alone: per PE and valid result element,
+    the feature-map tile's logical (row, col), whether it is inside the input (else the
+    padding value, (P, 1, 1) int64, is the result)."""
+    rb = plan.rb
+    tiles = plan.sources[0]
     fms = [t.desc.fmap for t in tiles]
     col = lambda vals: np.array(vals, np.int64)[:, None, None]  # noqa: E731  per-PE parameter
     prm = {name: col([getattr(f, name) for f in fms]) for name in fms[0].PARAMS}
@@ -393,15 +410,7 @@ def ex_img2col(plan: Plan) -> Outcome:
     flat = ((((n * prm["D"] + dd) * prm["C1"] + c1) * prm["H"] + ih) * prm["W"] + iw) * prm["C0"] + c0
     flat = np.where(inside, flat, 0)
     # The feature map is a NORM (N*D*C1*H*W) x C0 tile: logical (flat // C0, flat % C0).
-    src_bits, src_def = gather(tiles, flat // prm["C0"], flat % prm["C0"])
-    require_defined(plan, 0, src_def, where=inside)
-    pad = col([f.pad_bits for f in fms]).astype(src_bits.dtype)
-    valid = np.where(inside, src_bits, pad)
-    bits = np.zeros((P, d.Row, d.Col), element_dtype(d))
-    defined = np.zeros((P, d.Row, d.Col), bool)
-    bits[:, : d.ValidRow, : d.ValidCol] = valid
-    defined[:, : d.ValidRow, : d.ValidCol] = True
-    return Outcome(bits, defined, status_kept(plan))
+    return flat // prm["C0"], flat % prm["C0"], inside, col([f.pad_bits for f in fms])
 
 
 SCHEMA_EXECUTORS = {

@@ -10,6 +10,12 @@ names the first of these that fails.  Nothing here allocates device memory or im
 unless asked about the GPU, so CPU-only machines (and the CUDA simulator, which has no CuPy)
 pay nothing.  Arrays follow the common NumPy/CuPy API, so code written against `xp` runs on
 both; tests pass NumPy arrays through the same code.
+
+The device array module is CuPy.  `use_device_module(module)` puts another module with CuPy's
+API in its place (None restores CuPy): its `ndarray` type is then what counts as a device
+array, and it is taken as a usable device.  The test suite installs a strict stand-in there
+(tests/strict_device.py: arrays that refuse implicit host conversion and host/device mixing as
+CuPy does, and count transfers), so the gpu backend's array code runs without a GPU.
 """
 from __future__ import annotations
 
@@ -19,22 +25,41 @@ from functools import lru_cache
 import numpy as np
 
 
-def _cupy():
+_substitute = None          # a module standing in for CuPy (use_device_module), or None
+
+
+def use_device_module(module) -> None:
+    """Make `module` (CuPy's API: ndarray, asarray, asnumpy, cuda.runtime.memGetInfo, ...) the
+    device array module in place of CuPy; None restores CuPy.  For the test suite's stand-in."""
+    global _substitute
+    _substitute = module
+    gpu_status.cache_clear()
+
+
+def device_module():
+    """The device array module: CuPy (imported on first use), or the installed substitute."""
+    if _substitute is not None:
+        return _substitute
     import cupy
     return cupy
 
 
+def _on_device(x) -> bool:
+    if _substitute is not None:
+        return isinstance(x, _substitute.ndarray)
+    return type(x).__module__.startswith("cupy")
+
+
 def is_device_array(x) -> bool:
     """True for CuPy arrays (and anything else exposing __cuda_array_interface__ but not NumPy's)."""
-    return type(x).__module__.startswith("cupy") or (
-        hasattr(x, "__cuda_array_interface__") and not isinstance(x, np.ndarray))
+    return _on_device(x) or (hasattr(x, "__cuda_array_interface__") and not isinstance(x, np.ndarray))
 
 
 def array_module(*arrays):
-    """numpy, or cupy when any argument is a CuPy array."""
+    """numpy, or the device module (cupy) when any argument is a device array."""
     for x in arrays:
-        if type(x).__module__.startswith("cupy"):
-            return _cupy()
+        if _on_device(x):
+            return device_module()
     return np
 
 
@@ -42,8 +67,8 @@ def to_host(x) -> np.ndarray:
     """A NumPy array with x's contents (x itself when it is already one)."""
     if isinstance(x, np.ndarray):
         return x
-    if type(x).__module__.startswith("cupy"):
-        return _cupy().asnumpy(x)
+    if _on_device(x):
+        return device_module().asnumpy(x)
     if hasattr(x, "copy_to_host"):                 # a numba.cuda device array
         return x.copy_to_host()
     return np.asarray(x)
@@ -65,10 +90,12 @@ def from_cuda(x, xp):
 @lru_cache(maxsize=1)
 def gpu_status() -> tuple[bool, str]:
     """(usable, description): the device and library versions, or why no GPU can be used."""
+    if _substitute is not None:
+        return True, getattr(_substitute, "DESCRIPTION", f"{_substitute.__name__} standing in for CuPy")
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
         return False, "NUMBA_ENABLE_CUDASIM=1 (the CUDA simulator runs kernels on the CPU; no CuPy arrays)"
     try:
-        cupy = _cupy()
+        cupy = device_module()
     except ImportError as exc:
         return False, f"CuPy is not installed ({exc}); pip install -e '.[gpu]'"
     except Exception as exc:                        # a broken CUDA install raises at import
@@ -101,7 +128,7 @@ def free_device_bytes() -> int | None:
     ok, _ = gpu_status()
     if not ok:
         return None
-    cupy = _cupy()
+    cupy = device_module()
     free, _total = cupy.cuda.runtime.memGetInfo()
     pool = cupy.get_default_memory_pool()
     return int(free + pool.free_bytes())

@@ -117,5 +117,6 @@ def test_the_readme_documents_the_exit_status_of_every_outcome():
     table = re.search(r"^\| status \| meaning \|\n\|---\|---\|\n((?:\|.*\n)+)", README, re.M)
     assert table, "exit status table"
     rows = {int(r.split("|")[1]): r for r in table.group(1).splitlines()}
-    assert sorted(rows) == [0, 1, 2]
+    assert sorted(rows) == [0, 1, 2, 3]
+    assert "usable GPU" in rows[3] and "unknown `--backend`" in rows[2]
     assert "states differ" in rows[1] and "diff" in rows[2] and "--version" in README

@@ -18,7 +18,9 @@ expression).  Two budgets stop them (docs/regions.md, "Budgets"):
 - the **deadline**, a wall-clock limit checked while the interpreter runs, as a backstop for
   what the static bound cannot see.
 
-Both are parameters of `run` (and of `tile-emu run`: `--max-cost`, `--deadline`).
+Both are parameters of `run` (and of `tile-emu run`: `--max-cost`, `--deadline`).  A third
+budget, the characters of code a program may hold, bounds loading itself (`check_code_size`;
+`load(..., max_code=N)`, `tile-emu run --max-code N`).
 """
 from __future__ import annotations
 
@@ -40,13 +42,14 @@ class BudgetError(RegionError):
 
 
 # Loading parses every expression, statement and block text of the program (a few microseconds
-# per character); this bounds that work.  Data (params, array contents) is not code.
-MAX_CODE = 1 << 20
+# per character, linear: a 1 Mi-character seq loads in seconds); this bounds that work by
+# default.  Data (params, array contents) is not code.
+DEFAULT_MAX_CODE = 1 << 20
 
 
-def check_code_size(doc) -> int:
+def check_code_size(doc, max_code: int | None = DEFAULT_MAX_CODE) -> int:
     """Characters of code (strings under `body` and `functions`) in a program document; a
-    BudgetError beyond MAX_CODE, found in one pass before anything is parsed."""
+    BudgetError beyond `max_code` (None: no limit), found in one pass before anything is parsed."""
     if not isinstance(doc, dict):
         return 0
     n, stack = 0, [doc.get("body"), doc.get("functions")]
@@ -59,10 +62,11 @@ def check_code_size(doc) -> int:
             stack.extend(v.values())
         elif isinstance(v, (list, tuple)):
             stack.extend(v)
-    if n > MAX_CODE:
+    if max_code is not None and n > max_code:
         raise BudgetError("$.body", f"{n} characters of code (expressions, statements, block text) exceed the "
-                                    f"{MAX_CODE} a program may hold (budget.MAX_CODE); repeat work with a "
-                                    f"parallel/serial loop, or build block leaves in Python from Block objects")
+                                    f"code budget of {max_code} (docs/regions.md 'Budgets'); refused before "
+                                    f"parsing. Raise it with tile-emu run --max-code N, or max_code=N in Python "
+                                    f"(load, loads, load_file)")
     return n
 
 

@@ -20,7 +20,7 @@ import sys
 from emulator.cli import CommandError
 from isa.atomicio import OutputPathError, atomic_open, shown, why
 
-from .budget import DEFAULT_DEADLINE, DEFAULT_MAX_COST, check_budget
+from .budget import DEFAULT_DEADLINE, DEFAULT_MAX_CODE, DEFAULT_MAX_COST, check_budget
 from .errors import RegionError, RegionRuntimeError
 from .interp import run
 from .loader import _nest, load_file
@@ -60,9 +60,10 @@ def run_regions(args, initial_machine, write_state) -> int:
     calls this), so block streams and region programs start and end the same way."""
     max_cost = getattr(args, "max_cost", None) or DEFAULT_MAX_COST
     deadline = getattr(args, "deadline", None) or DEFAULT_DEADLINE
+    max_code = getattr(args, "max_code", None) or DEFAULT_MAX_CODE
     try:
         with _collector_paused():
-            program = load_file(args.stream)
+            program = load_file(args.stream, max_code)
             check_budget(program, max_cost)
     except RegionError as exc:
         raise CommandError(f"{shown(args.stream)}: {exc}") from None

@@ -13,7 +13,7 @@ from typing import Any
 from isa import jsontext
 from isa.atomicio import quote, shown, why
 
-from .budget import check_code_size
+from .budget import DEFAULT_MAX_CODE, check_code_size
 from .errors import RegionError
 from .expr import (Call, Const, EvalError, Expr, ExprSyntaxError, Load, Var, parse_expr, parse_stmt,
                    walk)
@@ -483,10 +483,11 @@ def _closure(args, body, params, known):
     return fn
 
 
-def load(doc: Any, source: str | None = None) -> Program:
-    """A Program from parsed JSON (a dict), checked; RegionError on anything malformed."""
+def load(doc: Any, source: str | None = None, max_code: int | None = DEFAULT_MAX_CODE) -> Program:
+    """A Program from parsed JSON (a dict), checked; RegionError on anything malformed, a
+    BudgetError before parsing when its code exceeds `max_code` characters (None: no limit)."""
     _need(doc, dict, "$", "a region program is a JSON object")
-    check_code_size(doc)
+    check_code_size(doc, max_code)
     _keys(doc, _TOP_KEYS, "$", ("body",))
     fmt = doc.get("format", FORMAT)
     if fmt != FORMAT:
@@ -505,17 +506,17 @@ def load(doc: Any, source: str | None = None) -> Program:
         raise RegionError("$.body", "region nesting too deep") from None
 
 
-def loads(text: str) -> Program:
+def loads(text: str, max_code: int | None = DEFAULT_MAX_CODE) -> Program:
     if len(text) > MAX_TEXT:
         raise RegionError("$", f"the program text has {len(text)} characters; at most {MAX_TEXT} are read")
     try:
         doc = jsontext.loads(text)
     except jsontext.JsonTextError as exc:
         raise RegionError("$", f"not JSON: {exc}") from None
-    return load(doc)
+    return load(doc, max_code=max_code)
 
 
-def load_file(path) -> Program:
+def load_file(path, max_code: int | None = DEFAULT_MAX_CODE) -> Program:
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -523,7 +524,7 @@ def load_file(path) -> Program:
         raise RegionError("$", f"cannot read {shown(path)}: {why(exc)}") from None
     except UnicodeDecodeError as exc:
         raise RegionError("$", f"cannot read {shown(path)}: not UTF-8 text (byte {exc.start})") from None
-    return loads(text)
+    return loads(text, max_code)
 
 
 # ---------------------------------------------------------------------------------------------

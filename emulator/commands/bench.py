@@ -27,7 +27,7 @@ from typing import Callable
 
 import numpy as np
 
-from emulator.cli import CommandError
+from emulator.cli import UNAVAILABLE, CommandError
 
 
 @dataclass(frozen=True)
@@ -234,6 +234,37 @@ CASES.append(Case("golden.TCVT.FP32.E4M3.sat", "pyarrow writing the same rows to
                   golden_setup("TCVT", "FP32", "E4M3", sat=True)))
 
 
+# ---------------------------------------------------------------- VCG reduce cases
+
+VCG_STEPS = 64
+# placement: (axes with the slice count, Slice, Time, Packet) as in benchmarks/bench_vcg.py
+VCG_PLACEMENTS = {"packet": ("X = {slices}, R = 250", "X", "R # 256 / 4", "R # 256 % 4 # 8"),
+                  "lanes": ("X = {slices}, A = 4, R = 60", "X", "R # 64", "A # 8")}
+
+
+def vcg_setup(dtype: str, placement: str):
+    """Float Add over R of n // 512 slices x 64 steps of 8-way flits on the Numba CPU backend
+    (`tile-emu reduce`'s default) against the NumPy backend on the same flits, same bits."""
+    def setup(n: int):
+        from fabric.vcg import Mapping, compile_vcg, plan_reduce, reduce_flits, valid_size_matrix
+        slices = max(1, n // (VCG_STEPS * 8))
+        axes, *dims = VCG_PLACEMENTS[placement]
+        m = Mapping.parse(axes.format(slices=slices), *dims)
+        vs = valid_size_matrix(compile_vcg(m, "R"), slices, VCG_STEPS).reshape(-1)
+        plan = plan_reduce(m, "R", "trim")
+        x8 = _values({"float16": "FP16", "bfloat16": "BF16"}[dtype], slices * VCG_STEPS * 8, "TADD", 0)
+        x8 = x8.reshape(-1, 8)
+        return (lambda: reduce_flits(x8, vs, plan, "Add", "numba")), \
+            (lambda: reduce_flits(x8, vs, plan, "Add", "numpy"))
+    return setup
+
+
+CASES.extend(Case(f"vcg.Add.{fmt}.{placement}", f"the NumPy reduce backend on the same flits "
+                  f"(n elements = n // 512 slices x 64 steps x 8 lanes; {placement})",
+                  vcg_setup(dtype, placement), 1.0)
+             for fmt, dtype in (("FP16", "float16"), ("BF16", "bfloat16")) for placement in VCG_PLACEMENTS)
+
+
 # ---------------------------------------------------------------- runner
 
 clock = time.perf_counter      # the timer of warm_up and measure (tests substitute a scripted one)
@@ -351,7 +382,7 @@ def add_arguments(parser):
     parser.add_argument("--json", action="store_true", help="one JSON object per case instead of the table")
     parser.add_argument("--strict", action="store_true", help="exit 1 when any case misses its target")
     parser.epilog = ("A case below its target is marked MISSED.  Exit status: 0, or with --strict 1 when a "
-                     "target is missed; 2 for bad arguments.")
+                     "target is missed; 2 for bad arguments; 3 for --backend gpu without a usable GPU.")
     parser.add_argument("--backend", choices=("cpu", "gpu"), default="cpu",
                         help="cpu: NumPy/Numba on the host (default); gpu: CuPy arrays on the device, "
                              "ratios against the device copy bandwidth (default 2^24 elements)")
@@ -361,7 +392,7 @@ def _gpu_cases() -> list[Case]:
     from kernels.device import gpu_status
     ok, why = gpu_status()
     if not ok:
-        raise CommandError(f"--backend gpu: no usable GPU ({why})", 2)
+        raise CommandError(f"backend gpu: no usable GPU: {why}", UNAVAILABLE)
     return GPU_CASES
 
 

@@ -6,12 +6,12 @@ import sys
 
 import numpy as np
 
-from emulator.cli import CommandError
+from emulator.cli import UNAVAILABLE, CommandError
 from emulator.commands import cannot_write, output_path
 from isa.atomicio import OutputPathError, shown
 from fabric.vcg.arrow_io import FlitFileError, output_table, read_flits, write_table
 from fabric.vcg.errors import MappingError, VcgError
-from fabric.vcg.reduce import BACKENDS, OPS, check_op, plan_reduce, reduce_flits
+from fabric.vcg.reduce import BACKENDS, OPS, backend_unavailable, check_op, plan_reduce, reduce_flits
 from fabric.vcg.spec import SpecError, load_spec
 from fabric.vcg.valid import valid_size_matrix
 
@@ -27,6 +27,9 @@ def add_arguments(parser):
 
 
 def run(args) -> int:
+    why = backend_unavailable(args.backend)
+    if why is not None:                   # before reading anything: nothing is written
+        raise CommandError(f"backend {args.backend}: {why}", UNAVAILABLE)
     try:
         spec = load_spec(args.mapping)
         cfg = spec.compile()

@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 
-from emulator.cli import CommandError
+from emulator.cli import UNAVAILABLE, CommandError
 from emulator.commands import cannot_write, output_path
 from isa.atomicio import OutputPathError, quote, shown, why
 
@@ -64,6 +64,9 @@ def add_region_arguments(parser):
                              "units (default 4194304; docs/regions.md 'Budgets')")
     parser.add_argument("--deadline", type=_positive(float), default=None, metavar="S",
                         help="region programs: stop a run still going after S seconds (default 60)")
+    parser.add_argument("--max-code", type=_positive(int), default=None, metavar="N",
+                        help="region programs: refuse, before parsing, a program holding more than N characters "
+                             "of code (default 1048576; docs/regions.md 'Budgets')")
 
 
 def initial_machine(args):
@@ -104,8 +107,9 @@ def print_timing(data: bytes, executed: int, start) -> None:
 
 def run(args) -> int:
     if args.stream.endswith(".regions.json"):
-        if args.timing or args.fabric is not None or args.fuse:
-            raise CommandError("--timing, --fabric and --fuse apply to .tbs block streams, not region programs", 2)
+        if args.timing or args.fabric is not None or args.fuse or args.backend not in (None, "reference"):
+            raise CommandError("--timing, --fabric, --fuse and --backend (but reference) apply to .tbs block "
+                               "streams, not region programs", 2)
         from emulator.calculus.cli import run_regions
         return run_regions(args, initial_machine, write_state)
     try:
@@ -116,6 +120,9 @@ def run(args) -> int:
     if args.fuse and (args.timing or args.fabric is not None or args.backend == "reference"):
         raise CommandError("--fuse needs a batch backend (cpu, gpu, auto); --timing, --fabric and "
                            "--backend reference run block by block", 2)
+    if (args.timing or args.fabric is not None) and args.backend not in (None, "reference"):
+        raise CommandError(f"--backend {args.backend}: --timing and --fabric run one machine on the "
+                           "reference backend", 2)
     if not (args.timing or args.fabric) and (args.init or args.fuse or args.backend not in (None, "reference")):
         return run_batch(args, data)
     m = initial_machine(args)
@@ -167,8 +174,8 @@ def run_batch(args, data: bytes) -> int:
     backend = args.backend or ("reference" if len(machines) == 1 and not args.fuse else "cpu")
     try:
         batch = MachineBatch(machines, backend)
-    except BackendError as exc:
-        raise CommandError(str(exc)) from None
+    except BackendError as exc:           # a GPU backend without a usable GPU, or not enough device memory
+        raise CommandError(str(exc), UNAVAILABLE) from None
     many = len(machines) > 1
     if args.backend == "auto" and not args.quiet:
         print(f"tile-emu run: {batch.why}", file=sys.stderr)

@@ -1,8 +1,8 @@
 """tile-emu verify DATASET: replay every golden case and compare every field."""
 from __future__ import annotations
 
-from emulator.cli import CommandError
-from emulator.backends import BackendError
+from emulator.cli import UNAVAILABLE, CommandError
+from emulator.backends import BackendError, resolve_backend
 from emulator.golden.dataset import GoldenError
 
 
@@ -18,6 +18,7 @@ def run(args) -> int:
     from emulator.golden.replay import verify
     from emulator.golden.runner import Progress
     try:
+        resolve_backend(args.backend)     # before any progress line: no usable GPU is one line, exit 3
         from emulator.golden.dataset import read_manifest
         m = read_manifest(args.dataset)
         total = sum(f["rows"] for p in m["partitions"] for f in p["files"])
@@ -25,8 +26,8 @@ def run(args) -> int:
         rows, bad = verify(args.dataset, args.backend, progress=lambda k: progress.add(k, 0),
                            limit=max(args.max_report, 1))
         progress.close()
-    except BackendError as exc:
-        raise CommandError(str(exc), 1) from None
+    except BackendError as exc:           # a GPU backend without a usable GPU
+        raise CommandError(str(exc), UNAVAILABLE) from None
     except GoldenError as exc:
         raise CommandError(str(exc), 1) from None
     for b in bad:

@@ -18,12 +18,13 @@ SCHEDULER_TIMEOUT_S = 10
 class Progress:
     """One status line on stderr: files and cases done, cases/s (redrawn at most every 0.5 s)."""
 
-    def __init__(self, total_cases: int, total_files: int, stream=sys.stderr, enabled: bool = True,
+    def __init__(self, total_cases: int, total_files: int, stream=None, enabled: bool = True,
                  label: str = "golden"):
         self.total, self.files_total, self.label = total_cases, total_files, label
         self.done = self.files = 0
         self.t0 = self.last = time.monotonic()
-        self.stream, self.enabled = stream, enabled
+        # sys.stderr as it is now, not as it was at import (a test's captured stream, since closed)
+        self.stream, self.enabled = sys.stderr if stream is None else stream, enabled
 
     def add(self, cases: int, files: int = 1) -> None:
         self.done += cases

@@ -4,11 +4,13 @@ dispatch), `jit.py` (the compiled scalar fold) and `gpu.py` (its CUDA kernel) im
 and never from each other upward.  docs/vcg.md "Reduction order" is the contract.
 
 16-bit floats (FP16 = float16, BF16 = ml_dtypes.bfloat16) have no native arithmetic on every
-backend, so every backend folds them the same way: decode each encoding exactly to a binary64
-value, and round each Add once to the 16-bit format -- TwoSum gives the sum's exact error, whose
-sign settles the one case the binary64 sum cannot (a rounded sum exactly on a midpoint), so the
-result is the exact sum rounded to nearest even, as IEEE add in that format.  Max/Min compare
-the exact values.  Results are encoded back; NaN results are the format's canonical quiet NaN.
+backend, so every backend gives the bits of one rule: each Add is the exact sum rounded to
+nearest even in the 16-bit format, as IEEE add in that format.  The array functions here
+decode each encoding exactly to a binary64 value and round each Add once to the format, TwoSum
+giving the sign of the binary64 sum's exact error for a sum exactly on a midpoint; the compiled
+kernels (jit.py) fold float16 in binary64 and bfloat16 in binary32 without that term, which
+cannot change the result (jit._add16 says why).  Max/Min compare the exact values.  Results
+are encoded back; NaN results are the format's canonical quiet NaN.
 """
 from __future__ import annotations
 
@@ -94,9 +96,10 @@ def raw_dtype(dt) -> np.dtype:
 
 
 def fold_dtype(dt) -> np.dtype:
-    """The dtype the fold computes in: binary64 for the 16-bit floats, else the element type."""
+    """The dtype the compiled fold computes in: binary64 for float16, binary32 for bfloat16 (its
+    truncation), else the element type."""
     dt = np.dtype(dt)
-    return np.dtype(np.float64) if dt in NARROW else dt
+    return np.dtype(np.float32) if dt == BF16 else np.dtype(np.float64) if dt in NARROW else dt
 
 
 # ----------------------------------------------------------------------------- plan

@@ -1,5 +1,6 @@
 """Numba-CUDA reduce kernel: one thread per output element, compiling jit.py's `cell` (the same
-fold as the CPU kernel, float16/bfloat16 included: raw bits in, binary64 fold, encoded on the
+fold as the CPU kernel, float16/bfloat16 included: raw bits in, binary64 (float16) or binary32
+(bfloat16) fold, encoded on the
 host).  Imported only when backend="cuda" runs, because importing numba.cuda fixes whether the
 real driver or the simulator (NUMBA_ENABLE_CUDASIM=1) is used.
 """
@@ -38,7 +39,8 @@ def reduce_cuda(x8, v8, plan: ReducePlan, op: str, device_out: bool = False):
 
     x8/v8 may be NumPy arrays (copied to the device) or device arrays (CuPy or Numba, used in
     place).  Returns host NumPy arrays (out, out_valid), or the device accumulator
-    [S, O, out_lanes] when device_out=True (binary64 values for float16/bfloat16).
+    [S, O, out_lanes] when device_out=True (fold.fold_dtype: binary64 values for float16,
+    binary32 for bfloat16).
     """
     dt = np.dtype(x8.dtype)
     args = _launch_args(x8, plan, op)

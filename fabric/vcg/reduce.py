@@ -18,12 +18,12 @@ The fold this module realises (the contract; docs/vcg.md "Reduction order"):
 * Numerics: AddSat saturates at every step (tree nodes included); integer Add wraps; float Add
   is IEEE binary add rounded to nearest even at every step, a NaN result is the canonical quiet
   NaN; float Max/Min follow TMAX/TMIN: one NaN selects the other operand, two NaNs give the
-  canonical NaN, a +0/-0 tie gives +0 (Max) / -0 (Min).  The same for float16 and bfloat16,
-  folded through exact binary64 values with one rounding per Add (fold.py).
+  canonical NaN, a +0/-0 tie gives +0 (Max) / -0 (Min).  The same for float16 and bfloat16:
+  exact values in a wider format, one rounding to the 16-bit format per Add (fold.py).
 
 Backends: "numpy" (vectorised over slices x slots x lanes, a Python loop over the fiber length
-only), "numba" (compiled CPU loop, parallel over slices), "cuda" (Numba-CUDA kernel), "cupy"
-(the numpy code on CuPy arrays).  Every backend returns the same bits.
+only), "numba" (compiled CPU loop, parallel over slices when large), "cuda" (Numba-CUDA kernel),
+"cupy" (the numpy code on CuPy arrays).  Every backend returns the same bits.
 """
 from __future__ import annotations
 
@@ -39,6 +39,41 @@ from .fold import (BF16, CANONICAL_NAN_BITS, NARROW, OP_CODES, OPS, SUPPORTED_DT
 from .mapping import Mapping
 
 BACKENDS = ("numpy", "numba", "cuda", "cupy")
+
+
+class BackendUnavailable(RuntimeError):
+    """A known backend this machine cannot run (no CuPy, no CUDA device): one line, with why."""
+
+
+def backend_unavailable(backend: str) -> str | None:
+    """Why `backend` cannot run here, in one line, or None when it can.  "cuda" runs under the
+    CUDA simulator (NUMBA_ENABLE_CUDASIM=1) too; nothing here initialises a device context."""
+    if backend == "cupy":
+        try:
+            import cupy
+            n = cupy.cuda.runtime.getDeviceCount()
+        except ImportError as exc:
+            return f"CuPy is not installed ({exc}); pip install -e '.[gpu]'"
+        except Exception as exc:                       # a broken CUDA install raises here
+            return f"CuPy sees no CUDA device ({type(exc).__name__}: {_first_line(exc)})"
+        return None if n > 0 else "CuPy sees no CUDA device"
+    if backend == "cuda":
+        import os
+        if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+            return None
+        try:
+            from numba import cuda
+            if cuda.is_available():
+                return None
+        except ImportError as exc:
+            return f"numba-cuda is not installed ({exc}); pip install -e '.[gpu]'"
+        return "Numba-CUDA sees no usable device (no driver or no GPU; NUMBA_ENABLE_CUDASIM=1 runs the simulator)"
+    return None
+
+
+def _first_line(exc) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "no detail"
 
 
 def plan_reduce(m: Mapping, reduce: str, narrow: str = "trim") -> ReducePlan:
@@ -173,6 +208,9 @@ def reduce_flits(x8, v8, plan: ReducePlan, op: str, backend: str = "numpy"):
     """
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
+    why = backend_unavailable(backend)
+    if why is not None:
+        raise BackendUnavailable(f"backend {backend}: {why}")
     check_op(op, x8.dtype)
     s, t = plan.num_slices, plan.num_steps
     if x8.size != s * t * 8 or v8.size != s * t:
@@ -208,8 +246,8 @@ def reduce_xp(x8, v8, plan: ReducePlan, op: str, xp=np, dtype=None):
     CuPy: float16) the fold uses its arithmetic, which adds through binary32 and rounds to the
     format -- the correctly rounded sum, since binary32 has p = 24 >= 2p + 2 for both formats
     (double rounding is then innocuous: Figueroa, "When is double rounding innocuous?", 1995).
-    Elsewhere (bfloat16 on CuPy) it folds exact binary64 values rounded per Add (fold.py), the
-    arithmetic of the compiled kernels.  The tests hold every route to one exact fold."""
+    Elsewhere (bfloat16 on CuPy) it folds exact binary64 values rounded per Add (fold.py).  The
+    tests hold every route to one exact fold."""
     dt = np.dtype(dtype or x8.dtype)
     nf = NARROW.get(dt) if (xp is not np and dt == BF16) else None
     with np.errstate(all="ignore"):

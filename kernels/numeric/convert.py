@@ -274,7 +274,7 @@ def _device_table(kind: str, key: tuple, xp_name: str):
     t = conversion_table(*key) if kind == "full" else hi16_table(*key)
     if t is None:
         return None
-    xp = np if xp_name == "numpy" else device._cupy()
+    xp = np if xp_name == "numpy" else device.device_module()
     return device.to_device(t[0], xp), device.to_device(t[1], xp)
 
 
@@ -299,9 +299,7 @@ def convert_device(bits, s: DataType, d: DataType, rm: str, sat: bool, ftz: bool
         shape = bits.shape
         ob, of = fastconvert.cuda_convert_ieee(xp.ascontiguousarray(bits).reshape(-1), s, d, rm, sat, ftz)
         return device.from_cuda(ob, xp).reshape(shape), device.from_cuda(of, xp).reshape(shape)
-    host = device.to_host(bits)
-    hb, hf = convert_generic(host, s, d, rm, sat, ftz, np)
-    return device.to_device(hb, xp), device.to_device(hf, xp)
+    return convert_generic(bits, s, d, rm, sat, ftz, xp)
 
 
 def valid_mask_hex(s: DataType) -> str:

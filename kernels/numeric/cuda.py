@@ -7,8 +7,9 @@ NUMBA_ENABLE_CUDASIM=1, which the test suite uses), results are device arrays of
 What runs where, per (op, DataType):
 
   * fastvec.py's SIMD routines (FP32/BF16 add/sub/mul/fma, FP16 add/sub/mul, profile ieee),
-    fast64.py's (FP64 add/sub/mul/fma/div/recip/sqrt/rem/rsqrt/exp/log, profile ieee; Dekker's TwoProduct instead
-    of the CPU's fma; TFMA's result is the one explicit `fma.rn.f64`),
+    fast64.py's (FP64 add/sub/mul/fma/div/recip/sqrt/rem/rsqrt/exp/log, profile ieee;
+    Dekker's TwoProduct instead of the CPU's fma; TFMA's result is the one explicit
+    `fma.rn.f64`),
     fastdiv.py's (TDIV/TRECIP/TSQRT on FP32/TF32/HF32 and TDIV on FP16/BF16, both profiles),
     fastfn.py's (TRSQRT and TLOG on FP32/TF32/HF32: binary64 value, rounding test; TREM on
     FP32/TF32/HF32/BF16/FP16: integer fmod, then one rounding; both profiles)
@@ -23,8 +24,12 @@ What runs where, per (op, DataType):
     rounding boundary) are gathered, settled on the host
     by the CPU path (which hands its own rare cases to the NumPy/MPFR reference) and scattered
     back, so the result equals the CPU's element for element.
-  * Everything else (integer operations/TMAX/TMIN/TCMP/... and every FP64 operation in profile ftz) runs on the
-    host: operands are copied down, the CPU path computes, results are copied back.  `placement(op, dt, prof, arity)` says which.
+  * Integer operations (ops_int.py) and the floating sign-bit, ordering, comparison and ReLU
+    operations (XP_FLOAT, ops_float.py) are array code written for NumPy and CuPy alike: the
+    CPU implementation itself runs on the device arrays ('xp'), nothing crosses to the host.
+  * Everything else (every FP64 operation in profile ftz, and what no kernel or table above
+    serves) runs on the host: operands are copied down, the CPU path computes, results are
+    copied back.  `placement(op, dt, prof, arity)` says which.
 
 Floating-point code generation: `mul_rn`/`add_rn` (rn.py) keep every product that the reference
 rounds on its own out of `fma`; tests/kernels/test_cuda_ptx.py compiles every kernel of
@@ -40,7 +45,7 @@ import numpy as np
 from isa.datatypes import DataType, Kind
 
 from .. import device
-from . import fast, fast64, fastdiv, fastfn, fastvec, tables
+from . import fast, fast64, fastdiv, fastfn, fastvec, ops_int, tables
 
 cuda = None          # numba.cuda, imported on first use (the simulator flag must be set first)
 THREADS = 256
@@ -275,11 +280,18 @@ def _launch(name, n, *args):
 
 # ---------------------------------------------------------------- placement
 
+# Floating operations whose CPU implementation (ops_float.py) is array code that runs unchanged
+# on device arrays: sign-bit operations, ordering, comparison and ReLU (exact comparisons of the
+# decoded float64 values, no rounding).  Every integer operation (ops_int.py) is such code too.
+XP_FLOAT = frozenset({"TABS", "TNEG", "TMAX", "TMIN", "TCMP", "TRELU"})
+
+
 def placement(op: str, dt: DataType, prof, arity: int) -> str:
-    """Where elementwise_device computes (op, dt): 'fastvec', 'fast64', 'fast', 'table',
-    'fastdiv', 'fastfn' (device) or 'host'."""
+    """Where elementwise_device computes (op, dt): 'fastvec', 'fast64', 'fast', 'table', 'fastdiv',
+    'fastfn', 'xp' (the CPU implementation itself on the device arrays; all on the device) or
+    'host'."""
     if dt.kind is not Kind.FLOAT:
-        return "host"
+        return "xp" if op in ops_int.OPS else "host"
     if fastvec.serves(op, dt.name, prof):
         return "fastvec"
     if fast64.serves(op, dt.name, prof):
@@ -292,13 +304,15 @@ def placement(op: str, dt: DataType, prof, arity: int) -> str:
         return "fastdiv"
     if fastfn.serves(op, dt.name, prof):
         return "fastfn"
+    if op in XP_FLOAT:
+        return "xp"
     return "host"
 
 
 @lru_cache(maxsize=None)
 def _device_table(op, name, prof, cmode, fn, arity, xp_name):
     bt, ft = tables.table(op, name, prof, cmode, fn, arity)
-    xp = np if xp_name == "numpy" else device._cupy()
+    xp = np if xp_name == "numpy" else device.device_module()
     return device.to_device(bt, xp), device.to_device(ft, xp)
 
 
@@ -313,6 +327,9 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
     xp = xp if xp is not None else device.array_module(*operands)
     where = placement(op, dt, prof, len(operands))
     n = operands[0].shape[0]
+    if where == "xp":
+        bits, flags = impl(dt, tuple(operands), prof, cmode)
+        return bits, flags.astype(np.uint8, copy=False)
     if where == "host":
         hb, hf = impl(dt, tuple(device.to_host(x) for x in operands), prof, cmode)
         return device.to_device(np.ascontiguousarray(hb), xp), device.to_device(np.ascontiguousarray(hf), xp)

@@ -39,7 +39,7 @@ def _int_impl(op: str, fn, signed: bool) -> Impl:
         out = fn(*operands, signed, cmode) if op == "TCMP" else fn(*operands, signed)
         if op in ops_int.WITH_FLAGS:
             return out
-        return out, np.zeros(np.shape(out), np.uint8)
+        return out, np.zeros_like(out, dtype=np.uint8)     # on out's device
     run.__name__ = f"{op.lower()}_{'s' if signed else 'u'}int"
     return run
 
@@ -180,6 +180,12 @@ def _as_raw(x, dt: DataType, where: str) -> np.ndarray:
                     f"({raw.name}), got dtype {arr.dtype}")
 
 
+def _on_device(x) -> bool:
+    """A device (CuPy) array: kernels.device knows which type that is."""
+    from ..device import array_module
+    return array_module(x) is not np
+
+
 def _device_elementwise(ins, dt, impl, operands, prof, mode, xp=None):
     """CuPy operands: computed on the device (kernels/numeric/cuda.py), CuPy results.  (xp=numpy
     runs this same code on NumPy arrays under the CUDA simulator: tests/kernels/test_cuda_sim.py.)"""
@@ -202,7 +208,9 @@ def _device_elementwise(ins, dt, impl, operands, prof, mode, xp=None):
         raise ValueError(f"{ins.mnemonic}: operand shapes {[a.shape for a in arrays]} do not broadcast") from None
     flat = tuple(xp.ascontiguousarray(a if a.shape == shape else xp.broadcast_to(a, shape)).reshape(-1)
                  for a in arrays)
-    bits, flags = cuda.elementwise_device(ins.mnemonic, dt, flat, prof, mode, impl, fn=REFERENCE.get(ins.mnemonic), xp=xp)
+    with np.errstate(all="ignore"):      # host-settled elements: IEEE exceptions are results, as on the CPU path
+        bits, flags = cuda.elementwise_device(ins.mnemonic, dt, flat, prof, mode, impl,
+                                              fn=REFERENCE.get(ins.mnemonic), xp=xp)
     out_dtype = np.uint8 if ins.mnemonic == "TCMP" else raw
     return bits.astype(out_dtype, copy=False).reshape(shape), flags.reshape(shape)
 
@@ -216,8 +224,7 @@ def elementwise(op: str, dtype, *operands, profile: str | Profile = "ieee", cmod
     if len(operands) != ins.arity:
         raise TypeError(f"{ins.mnemonic} takes {ins.arity} operand(s) ({', '.join(ins.sources)}), "
                         f"got {len(operands)}")
-    if not all(type(x) is np.ndarray for x in operands) and \
-            any(type(x).__module__.startswith("cupy") for x in operands):
+    if not all(type(x) is np.ndarray for x in operands) and any(_on_device(x) for x in operands):
         return _device_elementwise(ins, dt, impl, operands, prof, mode)
     arrays = [_as_raw(x, dt, f"{ins.mnemonic} operand {i} ({ins.sources[i]})") for i, x in enumerate(operands)]
     try:

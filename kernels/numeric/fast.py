@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 import types as types_
 from functools import lru_cache
 
@@ -45,21 +46,69 @@ FORMATS_EXP = ("FP32", "TF32", "HF32")
 PARALLEL_MIN = 1 << 18
 
 
-def idle_core() -> bool:
-    """Whether the machine has a core to spare: the 1-minute load average leaves at least one
-    CPU idle.  On a 2-core machine shared with other jobs, a second Numba thread that has to
-    wait for a core made 2^20-element calls 10-100x slower (docs/performance.md)."""
+# idle_core samples the machine's CPU time at most this often and reuses its answer in between.
+IDLE_SAMPLE_SECONDS = 0.25
+
+
+def _machine_busy_seconds() -> float | None:
+    """CPU seconds all processes have spent busy since boot (/proc/stat), None where unreadable."""
+    try:
+        with open("/proc/stat", "rb") as f:
+            lines = f.read().splitlines()
+        fields = lines[0].split()
+        user, nice, system, idle, iowait, irq, softirq, steal = (int(x) for x in fields[1:9])
+        cpus = sum(1 for line in lines[1:] if line.startswith(b"cpu"))
+    except (OSError, ValueError, IndexError):
+        return None
+    if cpus != os.cpu_count():      # a container shown the host's CPUs: not this machine's count
+        return None
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_busy_seconds() -> float:
+    """CPU seconds this process (every thread, Numba's workers included) has spent."""
+    t = os.times()
+    return t.user + t.system
+
+
+_sample = {"wall": None, "machine": None, "own": None, "idle": True}
+
+
+def _loadavg_idle() -> bool:
     try:
         return os.getloadavg()[0] <= (os.cpu_count() or 1) - 1
     except OSError:
         return True
 
 
+def idle_core() -> bool:
+    """Whether the machine has a core to spare for a second Numba thread: the CPU time *other*
+    processes used since the last sample leaves at least one core and a half free beside this
+    process's own main thread.  On a 2-core machine shared with other jobs, a second thread
+    that has to wait for a core made 2^20-element calls 10-100x slower (docs/performance.md).
+    This process's own threads are not counted: a load average would count them, so a long
+    parallel run would see its own load and turn itself serial after a minute.  Sampled at
+    most every IDLE_SAMPLE_SECONDS; the 1-minute load average decides before the first
+    sample and where /proc/stat cannot be read."""
+    now = time.monotonic()
+    last = _sample["wall"]
+    if last is not None and now - last < IDLE_SAMPLE_SECONDS:
+        return _sample["idle"]
+    machine, own = _machine_busy_seconds(), _own_busy_seconds()
+    if machine is None or last is None or _sample["machine"] is None:
+        idle = _loadavg_idle()
+    else:
+        others = (machine - _sample["machine"] - (own - _sample["own"])) / (now - last)
+        idle = others <= (os.cpu_count() or 1) - 1.5
+    _sample.update(wall=now, machine=machine, own=own, idle=idle)
+    return idle
+
+
 class Twin:
     """One compiled loop built twice, serial and parallel (prange is range in the serial build);
     a call runs the serial build unless the last argument (every loop's output or index array)
     has at least PARALLEL_MIN elements, Numba has more than one thread and a core is idle
-    (`idle_core`).  `calls` counts the builds run, so tests can see which one a call took."""
+    (`idle_core`, which does not count this process's own threads).  `calls` counts the builds run, so tests can see which one a call took."""
     calls = {"serial": 0, "parallel": 0}
 
     def __init__(self, fn, **jit):

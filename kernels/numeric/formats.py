@@ -107,11 +107,8 @@ _INT_CONTAINER = {4: np.uint8, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np
 
 def _xp(a):
     """The array namespace of `a` (CuPy arrays stay on the device; everything else is NumPy)."""
-    mod = type(a).__module__
-    if mod.startswith("cupy"):
-        import cupy
-        return cupy
-    return np
+    from .. import device
+    return device.array_module(a)
 
 
 def float_format(key) -> FloatFormat:

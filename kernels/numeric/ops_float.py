@@ -64,15 +64,25 @@ def _field(bits, f: formats.FloatFormat):
     return bits
 
 
+@lru_cache(maxsize=None)
+def _device_tables(name: str, xp):
+    """_tables' values and signalling-NaN mask copied to the device of module xp once."""
+    values, snan, _ = _tables(name)
+    return xp.asarray(values), xp.asarray(snan)
+
+
 def decode_operand(bits, f: formats.FloatFormat, prof: Profile):
-    """(float64 values, signalling-NaN mask) of raw encodings; `ftz` reads subnormals as zero."""
+    """(float64 values, signalling-NaN mask) of raw encodings; `ftz` reads subnormals as zero.
+    Device (CuPy) encodings decode on their device: the selection, sign and comparison
+    operations below are array code that runs there unchanged (kernels/numeric/cuda.py)."""
     if f.width <= 16:
-        values, snan, _ = _tables(f.name)
+        xp = formats._xp(bits)
+        values, snan = _tables(f.name)[:2] if xp is np else _device_tables(f.name, xp)
         v, s = values[bits], snan[bits]
     else:
         v = _field(bits, f).view(np.float64 if f.width == 64 else np.float32).astype(np.float64)
         nan = np.isnan(v)
-        s = np.zeros(v.shape, bool)
+        s = np.zeros_like(v, dtype=bool)
         if nan.any():
             s[nan] = formats.unpack(bits[nan], f.name)[0] == formats.SNAN
     if prof.ftz:
@@ -268,10 +278,10 @@ def _inputs(dt, prof, *operands):
     f = formats.float_format(dt)
     decoded = [decode_operand(b, f, prof) for b in operands]
     values = [v for v, _ in decoded]
-    snan = np.zeros(values[0].shape, bool)
+    snan = np.zeros_like(values[0], dtype=bool)
     for _, s in decoded:
         snan |= s
-    nan_in = np.zeros(values[0].shape, bool)
+    nan_in = np.zeros_like(values[0], dtype=bool)
     for v in values:
         nan_in |= np.isnan(v)
     return f, values, snan, nan_in
@@ -409,13 +419,13 @@ def tcmp(dt, a, b, *, prof, cmode):
 def tabs(dt, a, *, prof):
     """Decision 070: clears only the sign bit (NaN payloads kept, no NV even for sNaN)."""
     f = formats.float_format(dt)
-    return a & ~_sign_mask(f, a.dtype), np.zeros(a.shape, np.uint8)
+    return a & ~_sign_mask(f, a.dtype), np.zeros_like(a, dtype=np.uint8)
 
 
 def tneg(dt, a, *, prof):
     """Decision 072: toggles only the sign bit."""
     f = formats.float_format(dt)
-    return a ^ _sign_mask(f, a.dtype), np.zeros(a.shape, np.uint8)
+    return a ^ _sign_mask(f, a.dtype), np.zeros_like(a, dtype=np.uint8)
 
 
 def trelu(dt, a, *, prof):

@@ -11,7 +11,10 @@ called directly, TDIV by zero gives all ones (-1 signed, the maximum unsigned) a
 gives the dividend, each with the DZ flag (the RISC-V convention).  Signed TDIV of the most
 negative value by -1 wraps to the most negative value; the matching TREM is 0.
 
-Array code uses only operations NumPy and CuPy share (`xp` is the operands' array module).
+Array code uses only operations NumPy and CuPy share, and only the operands' memory: NumPy
+functions reach CuPy arrays through __array_function__/__array_ufunc__, constants are NumPy
+scalars, new arrays are made `*_like` an operand.  So the gpu backend runs these functions
+unchanged on device arrays (kernels/numeric/cuda.py, placement "xp").
 """
 from __future__ import annotations
 
@@ -26,13 +29,17 @@ def _signed_view(x):
 
 def _ones(x):
     """All-ones value of x's container (the -1 / unsigned-max encoding)."""
-    return ~np.zeros((), x.dtype)
+    return ~x.dtype.type(0)
+
+
+def _zero(x):
+    return x.dtype.type(0)
 
 
 def _negative(x, signed):
     """True where a signed element is negative (always False for unsigned)."""
     if not signed:
-        return np.zeros(x.shape, bool)
+        return np.zeros_like(x, dtype=bool)          # on x's device, as every array here
     return _signed_view(x) < 0
 
 
@@ -71,16 +78,16 @@ def tnot(a, signed):
 
 
 def tneg(a, signed):
-    return np.zeros((), a.dtype) - a
+    return _zero(a) - a
 
 
 def tabs(a, signed):
     # negation modulo 2^W: the most negative value keeps its bit pattern (Decision 070)
-    return np.where(_negative(a, signed), np.zeros((), a.dtype) - a, a)
+    return np.where(_negative(a, signed), _zero(a) - a, a)
 
 
 def trelu(a, signed):
-    return np.where(_negative(a, signed), np.zeros((), a.dtype), a)
+    return np.where(_negative(a, signed), _zero(a), a)
 
 
 def _count(b):
@@ -133,10 +140,10 @@ def _magnitude(x, signed):
 def tdiv(a, b, signed):
     """Quotient truncated toward zero; (all ones, DZ) for a zero divisor."""
     zero = b == 0
-    safe = np.where(zero, np.ones((), b.dtype), b)
+    safe = np.where(zero, b.dtype.type(1), b)
     q = _magnitude(a, signed) // _magnitude(safe, signed)
     if signed:
-        q = np.where(_negative(a, True) != _negative(safe, True), np.zeros((), q.dtype) - q, q)
+        q = np.where(_negative(a, True) != _negative(safe, True), _zero(q) - q, q)
     return np.where(zero, _ones(a), q), np.where(zero, np.uint8(DZ), np.uint8(0))
 
 
@@ -144,10 +151,10 @@ def trem(a, b, signed):
     """Floor modulo (Decision 061): a nonzero result has the divisor's sign and a smaller
     magnitude; unsigned is the ordinary remainder.  (dividend, DZ) for a zero divisor."""
     zero = b == 0
-    safe = np.where(zero, np.ones((), b.dtype), b)
+    safe = np.where(zero, b.dtype.type(1), b)
     r = _magnitude(a, signed) % _magnitude(safe, signed)      # |a| mod |b|
     if signed:
-        r = np.where(_negative(a, True), np.zeros((), r.dtype) - r, r)   # truncated remainder
+        r = np.where(_negative(a, True), _zero(r) - r, r)   # truncated remainder
         adjust = (r != 0) & (_negative(r, True) != _negative(safe, True))
         r = np.where(adjust, r + safe, r)                      # floor: move into the divisor's sign
     return np.where(zero, a, r), np.where(zero, np.uint8(DZ), np.uint8(0))

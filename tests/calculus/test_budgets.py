@@ -11,6 +11,7 @@ from emulator.calculus import RegionError, RegionRuntimeError, loads, run
 from emulator.calculus import builder as B
 from emulator.calculus.budget import (BLOCK_COST, DEFAULT_MAX_COST, BudgetError, check_budget,
                                       static_cost)
+from emulator.calculus.budget import DEFAULT_MAX_CODE as MAX_CODE_DEFAULT
 from emulator.calculus.effects import events
 from emulator.calculus.expr import Const, Stmt, Var
 from emulator.calculus.program import Op, Program, Seq, TileOp, check
@@ -139,13 +140,53 @@ def test_a_program_text_beyond_the_size_limit_is_refused_before_parsing():
 
 
 def test_more_code_than_the_code_budget_is_refused_before_any_of_it_is_parsed():
-    from emulator.calculus.budget import MAX_CODE
-    n = MAX_CODE // len("x[0] = x[0] + 1") + 1
+    n = MAX_CODE_DEFAULT // len("x[0] = x[0] + 1") + 1
     doc = {"arrays": X, "body": {"seq": [{"op": "x[0] = x[0] + 1"}] * n}}
     with pytest.raises(BudgetError, match="characters of code"):
         loads(json.dumps(doc))
     data = {"arrays": {"y": {"shape": [1 << 18], "init": [1] * (1 << 18)}}, "body": {"op": "y[0] = 2"}}
     assert run(loads(json.dumps(data))).arrays["y"][:2] == [2, 1]     # data is not code
+
+
+def seq_program(code_chars: int) -> dict:
+    """A `seq` of identical ops holding just over `code_chars` characters of code."""
+    op = "x[0] = x[0] + 1"
+    return {"arrays": X, "body": {"seq": [{"op": op}] * (code_chars // len(op) + 1)}}
+
+
+def test_the_code_budget_is_a_parameter_and_a_flag(tmp_path, capsys):
+    doc = seq_program(300)
+    with pytest.raises(BudgetError, match="--max-code N, or max_code=N"):
+        loads(json.dumps(doc), max_code=300)
+    assert run(loads(json.dumps(doc), max_code=400)).arrays["x"] == [21]
+    path = tmp_path / "p.regions.json"
+    path.write_text(json.dumps(doc))
+    assert main(["run", str(path), "--max-code", "300"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "code budget of 300" in err and "--max-code N" in err
+    assert main(["run", str(path), "--max-code", "400", "-q"]) == 0
+    with pytest.raises(SystemExit) as info:             # a usage error, like --max-cost 0
+        main(["run", str(path), "--max-code", "0"])
+    assert info.value.code == 2 and "--max-code" in capsys.readouterr().err
+
+
+def test_a_seq_of_more_than_the_default_code_budget_is_refused_in_one_line(tmp_path, capsys):
+    path = tmp_path / "big.regions.json"
+    path.write_text(json.dumps(seq_program(MAX_CODE_DEFAULT)))
+    assert main(["run", str(path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"code budget of {MAX_CODE_DEFAULT}" in err and "--max-code N" in err
+
+
+@pytest.mark.slow
+def test_a_seq_of_more_than_the_default_code_budget_runs_when_the_budget_is_raised(tmp_path, capsys):
+    """Loading and sequencing are linear: 69,906 ops (1.19 Mi characters of code) load and run in
+    a few seconds once --max-code allows them."""
+    doc = seq_program(MAX_CODE_DEFAULT)
+    path = tmp_path / "big.regions.json"
+    path.write_text(json.dumps(doc))
+    assert main(["run", str(path), "--max-code", str(2 * MAX_CODE_DEFAULT)]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[0]) == {"x": [len(doc["body"]["seq"])]}
 
 
 def test_nesting_too_deep_to_price_is_a_region_error_not_a_traceback():

@@ -4,6 +4,9 @@ equal committed-block counts and equal StreamErrors (index, offset, reason, fiel
 Streams mix every schema, DataTypes, descriptors, PE masks, GPR offsets, capacities, illegal
 blocks, undefined elements and zero divisors."""
 import contextlib
+import os
+import pathlib
+import sys
 
 import numpy as np
 import pytest
@@ -169,17 +172,29 @@ class HostArrays:
 
 @contextlib.contextmanager
 def device_stand_in():
-    """The `gpu` backend on HostArrays (NumPy dressed as a device module), no memory check;
-    a context manager, since hypothesis tests cannot take function-scoped fixtures."""
+    """The `gpu` backend without a GPU; a context manager, since hypothesis tests cannot take
+    function-scoped fixtures.  Under the CUDA simulator (NUMBA_ENABLE_CUDASIM=1: how
+    test_strict_device.py runs the gpu tests again) on the strict CuPy stand-in
+    (tests/strict_device.py), kernels included, so that host/device mixing raises as on CuPy;
+    otherwise on HostArrays (NumPy dressed as a device module, numerics on the CPU path), no
+    memory check."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        sys.path.insert(0, str(pathlib.Path(__file__).parents[1]))
+        import strict_device
+        with strict_device.installed():
+            yield
+        return
     import emulator.backends as backends
     import emulator.batch as batch_module
-    resolve, check = batch_module.resolve_backend, backends.check_device_memory
-    batch_module.resolve_backend = lambda name: ("gpu", HostArrays(), "gpu backend (NumPy stand-in)")
+    import emulator.machine as machine_module
+    saved = batch_module.resolve_backend, machine_module.resolve_backend, backends.check_device_memory
+    batch_module.resolve_backend = machine_module.resolve_backend = \
+        lambda name: ("gpu", HostArrays(), "gpu backend (NumPy stand-in)") if name == "gpu" else saved[0](name)
     backends.check_device_memory = lambda need: None
     try:
         yield
     finally:
-        batch_module.resolve_backend, backends.check_device_memory = resolve, check
+        batch_module.resolve_backend, machine_module.resolve_backend, backends.check_device_memory = saved
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -187,3 +202,75 @@ def device_stand_in():
 def test_the_engine_on_a_device_array_module_matches_the_reference(seeds, stream):
     with device_stand_in():
         assert_batch_matches_reference([machine(s) for s in seeds], stream, backend="gpu")
+
+
+@st.composite
+def moves(draw):
+    """TSEL and TIMG2COL blocks: selections between typed tiles (or an earlier result), img2col
+    windows anywhere in tile 6's 9 x 16 matrix, at GPR offsets that may reach past it."""
+    from emu_helpers import blk
+    mask, dest = draw(st.sampled_from([15, 15, 3, 6, 1]) | st.integers(0, 15)), draw(st.integers(11, 14))
+    if draw(st.booleans()):
+        ior = draw(st.none() | st.builds(BIor, st.integers(0, 3), st.integers(0, 3), st.just(0), st.just(0)))
+        return blk("TIMG2COL", "FP16", [6], dest, mask=mask, vr=draw(st.integers(1, 9)), vc=draw(st.integers(1, 16)),
+                   ior=ior)
+    name, tile = draw(st.sampled_from([("FP32", 1), ("S32", 2), ("U8", 3), ("FP16", 5), ("S8", 7)]))
+    return blk("TSEL", name, [4, tile, draw(st.sampled_from([tile, tile, 11]))], dest, mask=mask, vc=4, vr=2,
+               PadValueOrByteId=draw(st.none() | st.integers(0, 3)))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=5), st.lists(moves(), min_size=1, max_size=5),
+       st.integers(0, 2**32 - 1))
+def test_selection_and_img2col_on_a_batch_match_the_reference(seeds, stream, seed):
+    """TSEL and TIMG2COL (the engine's xp_select / xp_img2col) on both batched backends, every
+    other machine's feature map on one PE with an undefined element (read or not)."""
+    from emulator import FeatureMap
+    machines = [machine(s) for s in seeds]
+    rng = np.random.default_rng(seed)
+    for k, m in enumerate(machines[seed % 2::2]):
+        defined = np.ones((16, 4), bool)
+        defined[rng.integers(0, 16), rng.integers(0, 4)] = False
+        m.write_tile(k % 4, 6, "FP16", rng.integers(0, 2**16, (16, 4)), location="Matrix", defined=defined,
+                     fmap=FeatureMap("NC1HWC0", N=1, C1=1, H=4, W=4, C0=4, filterH=2, filterW=2, channels=3))
+    assert_batch_matches_reference(machines, stream)
+    with device_stand_in():
+        assert_batch_matches_reference(machines, stream, backend="gpu")
+
+
+
+@st.composite
+def mixed_reads(draw):
+    """TEXTRACT, TINSERT and TCVT reading tile 1 (FP32) or 7 (S8), whose geometry differs per PE
+    in mixed_machine, at GPR offsets, into row-major or layout-3 destinations."""
+    from emu_helpers import blk
+    name, tile = draw(st.sampled_from([("FP32", 1), ("S8", 7)]))
+    mask, vr, vc = draw(st.sampled_from([15, 15, 10, 6, 2])), draw(st.integers(1, 2)), draw(st.integers(1, 4))
+    ior = draw(st.none() | st.builds(BIor, st.integers(0, 3), st.integers(0, 3), st.just(0), st.just(0)))
+    layout = draw(st.none() | st.sampled_from([0, 3]))
+    op = draw(st.sampled_from(["TEXTRACT", "TINSERT", "TCVT"]))
+    if op == "TEXTRACT":
+        return blk(op, name, [tile], draw(st.integers(11, 14)), mask=mask, vr=vr, vc=vc, ior=ior, Layout=layout)
+    if op == "TINSERT":
+        return blk(op, name, [tile, tile], tile, mask=mask, vr=vr, vc=vc, ior=ior, Layout=layout)
+    return blk(op, name, [tile], draw(st.integers(11, 14)), mask=mask, vr=vr, vc=4,
+               DataType=draw(st.sampled_from([1, 4, 16, 18])), Canonicalize=draw(st.none() | st.just(1)))
+
+
+def mixed_machine(seed: int) -> Machine:
+    """machine(seed) with, on PEs 1 and 3, a 4x4 FP32 tile 1 and a layout-3 S8 tile 7."""
+    m = machine(seed)
+    rng = np.random.default_rng(seed)
+    for p in (1, 3):
+        m.write_tile(p, 1, "FP32", rng.integers(0, 2**32, (4, 4), dtype=np.uint64), defined=rng.random((4, 4)) > 0.02)
+        m.write_tile(p, 7, "S8", rng.integers(0, 256, (2, 4)), layout=3)
+    return m
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=4), st.lists(mixed_reads(), min_size=1, max_size=5))
+def test_sources_whose_tiles_differ_in_geometry_per_pe_match_the_reference(seeds, stream):
+    """Each PE's tile read through its own layout and shape, on both batched backends."""
+    assert_batch_matches_reference([mixed_machine(s) for s in seeds], stream)
+    with device_stand_in():
+        assert_batch_matches_reference([mixed_machine(s) for s in seeds], stream, backend="gpu")

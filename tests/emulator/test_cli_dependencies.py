@@ -1,12 +1,12 @@
 """A run that needs an optional library this machine lacks (gmpy2 for TEXP's MPFR fallback, CuPy,
-distributed) ends with one line naming it and exit 2 ("could not run as asked"), never a traceback."""
+distributed) ends with one line naming it and exit 3 (UNAVAILABLE: this machine cannot run it), never a traceback."""
 from __future__ import annotations
 
 from emulator import cli
 from kernels.numeric import transcendental
 
 
-def test_a_missing_library_is_one_line_and_exit_2(monkeypatch, tmp_path, capsys):
+def test_a_missing_library_is_one_line_and_exit_3(monkeypatch, tmp_path, capsys):
     def missing():
         raise ImportError("TEXP/TLOG/TRSQRT need gmpy2 (MPFR) for their constants and exact fallback: pip install gmpy2")
     monkeypatch.setattr(transcendental, "_need_gmpy2", missing)
@@ -14,6 +14,6 @@ def test_a_missing_library_is_one_line_and_exit_2(monkeypatch, tmp_path, capsys)
     status = cli.main(["golden", "--ops", "TEXP", "--dtypes", "FP32", "--cases", "4", "--out", str(tmp_path / "v"),
                        "--quiet"])
     err = capsys.readouterr().err
-    assert status == 2
+    assert status == 3
     assert err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith("tile-emu golden: cannot run: ") and "gmpy2" in err

@@ -12,7 +12,7 @@ from emulator import Machine, MachineBatch
 from emulator.backends import BackendError, gpu_status
 from isa import encoding
 from isa.errors import EncodeError, IllegalBlockException
-from test_batch_differential import CONFIG, blocks, error_key, machine
+from test_batch_differential import CONFIG, blocks, device_stand_in, error_key, machine
 
 
 def assert_backend_matches_reference(m: Machine, stream, backend: str):
@@ -36,31 +36,11 @@ def test_a_machine_on_the_cpu_backend_runs_a_stream_exactly_as_the_reference(see
     assert_backend_matches_reference(machine(seed), stream, "cpu")
 
 
-class HostArrays:
-    """An array module that is not numpy itself but computes with it: the gpu backend's code."""
-
-    def __getattr__(self, name):
-        return getattr(np, name)
-
-    @staticmethod
-    def asnumpy(a):
-        return np.array(a)
-
-
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 2**32 - 1), st.lists(blocks(), min_size=1, max_size=4))
 def test_a_machine_on_the_device_path_runs_a_stream_exactly_as_the_reference(seed, stream):
-    import emulator.backends as backends
-    import emulator.batch as batch_module
-    import emulator.machine as machine_module
-    saved = batch_module.resolve_backend, machine_module.resolve_backend, backends.check_device_memory
-    batch_module.resolve_backend = machine_module.resolve_backend = \
-        lambda name: ("gpu", HostArrays(), "gpu backend (NumPy stand-in)") if name == "gpu" else saved[0](name)
-    backends.check_device_memory = lambda need: None
-    try:
+    with device_stand_in():
         assert_backend_matches_reference(machine(seed), stream, "gpu")
-    finally:
-        batch_module.resolve_backend, machine_module.resolve_backend, backends.check_device_memory = saved
 
 
 def test_execute_on_a_backend_raises_the_reference_exception_and_changes_nothing():

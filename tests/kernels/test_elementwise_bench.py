@@ -97,7 +97,7 @@ def test_gpu_backend_lists_its_cases_and_refuses_without_a_gpu(capsys):
     out = capsys.readouterr().out
     assert "gpu.TADD.FP32" in out and "gpu.TCVT.FP32-E4M3.sat" in out and "copy" in out
     if not gpu_status()[0]:
-        assert main(["bench", "--backend", "gpu"]) == 2
+        assert main(["bench", "--backend", "gpu"]) == 3
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "no usable GPU" in err
 
@@ -120,3 +120,13 @@ def test_gpu_case_setup_runs_on_a_numpy_stand_in_for_cupy(monkeypatch):
         ours, copy = case.setup(512)
         ours()
         copy()
+
+
+def test_vcg_cases_time_the_default_reduce_backend_against_the_numpy_one(capsys):
+    """`tile-emu bench --case vcg`: float16/bfloat16 Add on the Numba backend (`tile-emu reduce`'s
+    default) against the NumPy backend on the same flits, target 1x (docs/performance.md)."""
+    target = {c.name: c.target for c in CASES if c.name.startswith("vcg.")}
+    assert target == {f"vcg.Add.{f}.{p}": 1.0 for f in ("FP16", "BF16") for p in ("packet", "lanes")}
+    assert main(["bench", "--n", "4096", "--repeat", "1", "--case", "vcg", "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == 4 and all(r["elements"] == 4096 and r["ratio"] > 0 for r in rows)

@@ -203,3 +203,24 @@ def test_each_loop_runs_its_own_scalar_routine_and_caches_apart_from_its_paralle
         assert twin.py_func.__name__ == f"_{name.lower()}_{op[1:].lower()}"
         # Numba's disk cache keys by name and bytecode, not by parallel=True: distinct names
         assert twin.parallel.py_func.__qualname__ != twin.serial.py_func.__qualname__
+
+
+def test_idle_core_counts_other_processes_cpu_time_not_this_process_own(monkeypatch):
+    """A parallel run's own threads keep the machine busy; only other processes' CPU time says
+    whether a second thread would wait for a core."""
+    clock = {"now": 100.0, "machine": 1000.0, "own": 10.0}
+    monkeypatch.setattr(fast, "_machine_busy_seconds", lambda: clock["machine"])
+    monkeypatch.setattr(fast, "_own_busy_seconds", lambda: clock["own"])
+    monkeypatch.setattr(fast.time, "monotonic", lambda: clock["now"])
+    monkeypatch.setattr(fast.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(fast, "_loadavg_idle", lambda: True)
+    monkeypatch.setattr(fast, "_sample", {"wall": None, "machine": None, "own": None, "idle": True})
+    assert fast.idle_core()                     # first sample: the load average decides
+    clock.update(now=101.0, machine=1002.0, own=12.0)   # both cores busy, all of it ours
+    assert fast.idle_core()
+    clock.update(now=101.1, machine=1002.2, own=12.0)   # within IDLE_SAMPLE_SECONDS: the last answer
+    assert fast.idle_core()
+    clock.update(now=102.0, machine=1004.0, own=13.0)   # another process took a whole core
+    assert not fast.idle_core()
+    clock.update(now=103.0, machine=1005.2, own=14.0)   # others 0.2 core: a core is free again
+    assert fast.idle_core()

@@ -303,7 +303,7 @@ def test_unavailable_gpu_backends_are_reported(tmp_path, capsys):
     rc = main(["reduce", str(EXAMPLES / "hcw_input.arrow"), "--mapping", str(EXAMPLES / "hcw.json"),
                "--op", "Max", "--out", str(tmp_path / "o.arrow"), "--backend", "cupy"])
     err = capsys.readouterr().err
-    assert rc == 1 and "backend cupy" in err and "Traceback" not in err
+    assert rc == 3 and "backend cupy" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])

@@ -409,3 +409,50 @@ def test_the_cupy_bfloat16_route_equals_the_independent_fold():
             assert out.dtype == np.uint16
             want = independent_fold(raw.view(BF16), vs.reshape(-1), m, narrow, op, BF16)
             assert np.array_equal(out, want), (narrow, op)
+
+
+def test_a_small_numba_reduce_never_enters_a_parallel_region():
+    """On a busy 2-core machine a parallel region's waiting thread made a 2^14-element reduce 40x
+    slower than the serial loop: below kernels.numeric.fast.PARALLEL_MIN fold steps it runs serial."""
+    from kernels.numeric.fast import PARALLEL_MIN
+    from fabric.vcg import jit
+    assert not jit._use_parallel(PARALLEL_MIN - 1)
+    assert jit._use_parallel(PARALLEL_MIN) == (jit.numba.get_num_threads() > 1 and jit.idle_core())
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_the_compiled_16bit_add_is_ieee_add_for_every_first_operand(dtype):
+    """The compiled fold's Add (float16: a binary64 sum rounded once more; bfloat16: a binary32
+    one; no error term) against the format's own IEEE add, computed by NumPy float16 / ml_dtypes
+    bfloat16 arithmetic (binary32 then RNE): every encoding as the first operand against 100
+    second operands -- random codes, both zeros, both infinities, a NaN, the max, the smallest
+    subnormal.  (Every one of the 2^32 pairs of each format was also checked once against the
+    TwoSum fold this replaced.)"""
+    import numba
+    from fabric.vcg import jit
+    from fabric.vcg.fold import NARROW, CANONICAL_NAN_BITS, encode_narrow
+    dt = np.dtype(dtype) if dtype == "float16" else BF16
+    nf = NARROW[dt]
+    fmt = jit.kernel_fmt(dt)
+    _, lo, hi, witness, _ = jit._scalars(dt, "Add")
+
+    @numba.njit
+    def add_all(ca, cb, fmt, lo, hi, witness, out):
+        for i in range(ca.size):
+            x = jit.load(ca[i], fmt, witness)
+            for j in range(cb.size):
+                out[i, j] = jit.comb(jit.ADD, x, jit.load(cb[j], fmt, witness), lo, hi, witness, fmt)
+
+    max_code = 0x7BFF if dtype == "float16" else 0x7F7F
+    specials = [0x0000, 0x8000, 0x7C00 if dtype == "float16" else 0x7F80, 0xFC00 if dtype == "float16" else 0xFF80,
+                0x7E00 if dtype == "float16" else 0x7FC0, max_code, max_code | 0x8000, 0x0001, 0x8001]
+    cb = np.concatenate([specials, np.random.default_rng(5).integers(0, 1 << 16, 100 - len(specials))]).astype(np.uint16)
+    ca = np.arange(1 << 16, dtype=np.uint16)
+    got = np.empty((ca.size, cb.size), jit.fold_dtype(dt))
+    add_all(ca, cb, fmt, lo, hi, witness, got)
+    with np.errstate(all="ignore"):
+        want = (ca.view(dt)[:, None] + cb.view(dt)[None, :]).view(np.uint16)
+        got_bits = encode_narrow(got.astype(np.float64), nf, CANONICAL_NAN_BITS[dt])
+    nan = np.isnan(want.view(dt).astype(np.float32))
+    assert np.array_equal(np.isnan(got), nan)
+    assert np.array_equal(got_bits[~nan], want[~nan])
