@@ -7,7 +7,8 @@ NUMBA_ENABLE_CUDASIM=1, which the test suite uses), results are device arrays of
 What runs where, per (op, DataType):
 
   * fastvec.py's SIMD routines (FP32/BF16 add/sub/mul/fma, FP16 add/sub/mul, profile ieee),
-    fast64.py's (FP64 add/sub/mul/fma/div/recip/sqrt/rem/rsqrt/exp/log, profile ieee;
+    fast64.py's (FP64 add/sub/mul/fma/div/recip/sqrt/rem/rsqrt/exp/log; in profile ftz the
+    same kernels with subnormal operands and results marked, fast64.mark_for_ftz;
     Dekker's TwoProduct instead of the CPU's fma; TFMA's result is the one explicit
     `fma.rn.f64`),
     fastdiv.py's (TDIV/TRECIP/TSQRT on FP32/TF32/HF32 and TDIV on FP16/BF16, both profiles),
@@ -27,9 +28,9 @@ What runs where, per (op, DataType):
   * Integer operations (ops_int.py) and the floating sign-bit, ordering, comparison and ReLU
     operations (XP_FLOAT, ops_float.py) are array code written for NumPy and CuPy alike: the
     CPU implementation itself runs on the device arrays ('xp'), nothing crosses to the host.
-  * Everything else (every FP64 operation in profile ftz, and what no kernel or table above
-    serves) runs on the host: operands are copied down, the CPU path computes, results are
-    copied back.  `placement(op, dt, prof, arity)` says which.
+  * Anything no kernel or table above serves would run on the host (operands copied down, the
+    CPU path computes, results copied back); today every supported (op, DataType, profile)
+    has a device placement.  `placement(op, dt, prof, arity)` says which.
 
 Floating-point code generation: `mul_rn`/`add_rn` (rn.py) keep every product that the reference
 rounds on its own out of `fma`; tests/kernels/test_cuda_ptx.py compiles every kernel of
@@ -357,6 +358,8 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
         out = xp.empty(n, np.float64)
         _launch(f"fast64.{dt.name}.{op}", n, *(x.view(np.float64) for x in operands), out, flags)
         bits = out.view(np.uint64)
+        if prof.ftz:
+            fast64.mark_for_ftz(bits, flags, operands)
     elif where == "fastvec":
         raw = np.dtype(dt.raw_dtype)
         args = [x.view(np.float32) for x in operands] if dt.name == "FP32" else list(operands)

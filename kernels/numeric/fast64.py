@@ -1,5 +1,6 @@
 """Compiled TADD, TSUB, TMUL, TFMA, TDIV, TRECIP, TSQRT, TREM, TRSQRT, TEXP, TLOG on FP64,
-profile ieee (ftz is not served).
+profile ieee; profile ftz by the same kernels with every element that has a subnormal operand
+or result marked (`mark_for_ftz`).
 
 The hardware's binary64 addition, multiplication, division and square root are the
 reference's single RNE rounding of the exact result, subnormals included; what remains is the
@@ -624,7 +625,28 @@ LOOPS = {key: fast.Twin(loop, error_model="numpy")
 
 
 def serves(op: str, name: str, prof) -> bool:
-    return (name, op) in SCALAR and not prof.ftz
+    return (name, op) in SCALAR
+
+
+_EXP64 = np.uint64(0x7FF0000000000000)
+_MANT64 = np.uint64(0x000FFFFFFFFFFFFF)
+
+
+def _subnormal(u):
+    return ((u & _EXP64) == 0) & ((u & _MANT64) != 0)
+
+
+def mark_for_ftz(bits, flags, operands):
+    """Profile ftz: mark (flags 0xFF) every element with a subnormal operand or a subnormal
+    result.  The kernels settle only elements whose operands and result are normal or zero
+    apart from subnormal operands and exact subnormal sums/remainders (module doc), and there
+    profile ftz reads and rounds exactly as ieee does (a subnormal input reads as zero, a
+    result below the min normal after rounding flushes: neither occurs), so the elements left
+    unmarked already hold ftz's bits and flags.  Array code: NumPy or CuPy arrays alike."""
+    mark = _subnormal(bits)
+    for x in operands:
+        mark |= _subnormal(x)
+    flags[mark] = FALLBACK
 
 
 def run(op, name, operands, prof, reference):
@@ -634,6 +656,8 @@ def run(op, name, operands, prof, reference):
     flags = np.empty(n, np.uint8)
     LOOPS[(name, op)](*(x.view(np.float64) for x in operands), out, flags)
     bits = out.view(np.uint64)
+    if prof.ftz:
+        mark_for_ftz(bits, flags, operands)
     if n and flags.max() == FALLBACK:
         todo = np.flatnonzero(flags == FALLBACK)
         bits[todo], flags[todo] = reference(name, *(x[todo] for x in operands), prof=prof)

@@ -670,3 +670,49 @@ def _log_parts(x):
 def test_fp64_log_through_elementwise():
     codes = log_samples(300, 83)
     assert_same("TLOG.FP64", numeric.elementwise("TLOG", "FP64", codes), log_mpfr(codes), (codes,))
+
+
+# ---------------------------------------------------------------- profile ftz
+
+FTZ = PROFILES["ftz"]
+
+
+def near_min_normal(n, seed):
+    """FP64 codes around 2^-1022 (subnormals, the smallest normals) and ordinary values, both
+    signs: sums, differences, quotients and products land on both sides of the ftz boundary."""
+    rng = np.random.default_rng(seed)
+    sub = rng.integers(1, 1 << 52, n, dtype=np.int64).astype(np.uint64)               # subnormals
+    low = (rng.integers(1, 4, n).astype(np.uint64) << np.uint64(52)) | rng.integers(0, 1 << 52, n).astype(np.uint64)
+    mid = np.float64(rng.uniform(0.5, 2.0, n)).view(np.uint64)
+    tiny = (rng.integers(1, 60, n).astype(np.uint64) << np.uint64(52)) | rng.integers(0, 1 << 52, n).astype(np.uint64)
+    codes = np.concatenate([sub, low, mid, tiny])
+    sign = rng.integers(0, 2, codes.size).astype(np.uint64) << np.uint64(63)
+    return codes | sign
+
+
+@pytest.mark.parametrize("op", ("TADD", "TSUB", "TMUL", "TDIV", "TREM", "TFMA", "TSQRT", "TRECIP"))
+def test_ftz_is_served_by_the_same_kernels_with_subnormal_elements_marked(op):
+    """Profile ftz: a subnormal operand reads as zero and a subnormal result flushes with UF|NX;
+    fast64 runs its ieee kernels and hands every element with a subnormal operand or result to
+    the reference, so the bits are ftz's (checked against exact rationals; TSQRT against the
+    NumPy reference), and every element
+    it keeps has only normal-or-zero operands and a normal-or-zero result."""
+    arity = {"TFMA": 3, "TSQRT": 1, "TRECIP": 1}.get(op, 2)
+    base = near_min_normal(400, 5)
+    rng = np.random.default_rng(6)
+    ops = [base] + [base[rng.permutation(base.size)] for _ in range(arity - 1)]
+    assert fast64.serves(op, "FP64", FTZ)
+    with np.errstate(all="ignore"):
+        got = fast64.run(op, "FP64", ops, FTZ, ops_float.OPS[op])
+    if op == "TSQRT":      # the rational reference has no FP64 root: the NumPy reference (itself
+        with np.errstate(all="ignore"):     # checked against SoftFloat) in profile ftz
+            want = ops_float.OPS[op]("FP64", *ops, prof=FTZ)
+    else:
+        want = R.reference(op, "FP64", *ops, ftz=True)
+    assert_same(f"ftz {op}.FP64", got, want, ops)
+    bits, flags = tier(op, *ops)
+    fast64.mark_for_ftz(bits, flags, ops)
+    kept = flags != fast64.FALLBACK
+    subnormal = lambda u: ((u >> np.uint64(52)) & np.uint64(0x7FF) == 0) & (u << np.uint64(12) != 0)  # noqa: E731
+    assert not (kept & (subnormal(bits) | np.any([subnormal(x) for x in ops], axis=0))).any()
+    assert kept.any()          # the kernels still settle the ordinary elements under ftz
