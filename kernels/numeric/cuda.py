@@ -317,6 +317,14 @@ def _device_table(op, name, prof, cmode, fn, arity, xp_name):
     return device.to_device(bt, xp), device.to_device(ft, xp)
 
 
+@lru_cache(maxsize=None)
+def _device_values(name, ftz, xp_name):
+    """fast.py's value table of format `name` (binary32/64 value of every encoding), copied to
+    the device once: a copy per call moved 256 KiB host -> device for every FP16 call."""
+    V = fast._scalars(name, ftz)[2]
+    return device.to_device(V, np if xp_name == "numpy" else device.device_module())
+
+
 # ---------------------------------------------------------------- entry point
 
 def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=None, xp=None):
@@ -350,7 +358,7 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
         if op in ("TRSQRT", "TLOG"):
             _launch(f"fastfn.{'rsqrt' if op == 'TRSQRT' else 'log'}_bits", n, operands[0], *fmt, *dec, mn, bits, flags)
         elif lut:                                     # FP16 TREM: values from the device's table
-            Vd = device.to_device(V, xp)
+            Vd = _device_values(dt.name, prof.ftz, xp.__name__)
             _launch("fastfn.rem_vals", n, *(Vd[x] for x in operands), *fmt, mn, bits, flags)
         else:
             _launch("fastfn.rem_bits", n, *operands, *fmt, *dec, mn, bits, flags)
@@ -370,7 +378,7 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
         bits = xp.empty(n, dt.raw_dtype)
         fmt, lut, V, dec, mn = fast._scalars(dt.name, prof.ftz)
         if lut:
-            Vd = device.to_device(V, xp)
+            Vd = _device_values(dt.name, prof.ftz, xp.__name__)
             vals = [Vd[x] for x in operands]
             if op == "TFMA":
                 _launch("fast.fma_vals", n, *vals, *fmt, mn, bits, flags)
@@ -403,7 +411,7 @@ def _fastdiv(op, dt, operands, prof, n, flags, xp):
     bits = xp.empty(n, dt.raw_dtype)
     fmt, lut, V, dec, mn = fast._scalars(dt.name, prof.ftz)
     if lut:
-        Vd = device.to_device(V, xp)
+        Vd = _device_values(dt.name, prof.ftz, xp.__name__)
         args, kind = [Vd[x] for x in operands] + list(fmt), "vals"
     else:
         args, kind = list(operands) + list(fmt) + list(dec), "bits"
