@@ -149,27 +149,46 @@ def _unary_kernel(fn):
     return kernel
 
 
-# fastdiv.py's tier 2: TDIV (div_*) and TRECIP/TSQRT (unary_*: op 0/1) rounded by fast.round_rne
-def fastdiv_div_bits(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
-    i = cuda.grid(1)
-    if i < a.shape[0]:
-        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
-        y = fast._daz(fast._from_bits(b[i], field, dshift), ftz, mn)
-        r, f = fastdiv.divide(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-        bits[i] = r
-        flags[i] = f
+# Kernels of the routines rounded by fast.round_rne that take the format's scalars (fmt: t, emin,
+# maxmag, ovf, ovf_sign, signbit, shift, ftz) after their operands: fastdiv.divide (TDIV),
+# fastfn.rem, .rsqrt, .log.  '_bits' operands are encodings (decoded by field, dshift), '_vals'
+# ones binary32 values gathered from fast.py's value table (FP16).
+def _rounded_binary_bits(fn):
+    def kernel(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
+        i = cuda.grid(1)
+        if i < a.shape[0]:
+            x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
+            y = fast._daz(fast._from_bits(b[i], field, dshift), ftz, mn)
+            r, f = fn(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+            bits[i] = r
+            flags[i] = f
+    return kernel
 
 
-def fastdiv_div_vals(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bits, flags):
-    i = cuda.grid(1)
-    if i < a.shape[0]:
-        x = fast._daz(np.float64(a[i]), ftz, mn)
-        y = fast._daz(np.float64(b[i]), ftz, mn)
-        r, f = fastdiv.divide(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-        bits[i] = r
-        flags[i] = f
+def _rounded_binary_vals(fn):
+    def kernel(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bits, flags):
+        i = cuda.grid(1)
+        if i < a.shape[0]:
+            x = fast._daz(np.float64(a[i]), ftz, mn)
+            y = fast._daz(np.float64(b[i]), ftz, mn)
+            r, f = fn(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+            bits[i] = r
+            flags[i] = f
+    return kernel
 
 
+def _rounded_unary_bits(fn):
+    def kernel(a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
+        i = cuda.grid(1)
+        if i < a.shape[0]:
+            x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
+            r, f = fn(x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+            bits[i] = r
+            flags[i] = f
+    return kernel
+
+
+# fastdiv.py's tier 2 TRECIP/TSQRT (op 0/1 of fastdiv.unary)
 def fastdiv_unary_bits(op, a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
     i = cuda.grid(1)
     if i < a.shape[0]:
@@ -184,44 +203,6 @@ def fastdiv_unary_vals(op, a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ft
     if i < a.shape[0]:
         x = fast._daz(np.float64(a[i]), ftz, mn)
         r, f = fastdiv.unary(op, x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-        bits[i] = r
-        flags[i] = f
-
-
-def fastfn_rsqrt_bits(a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
-    i = cuda.grid(1)
-    if i < a.shape[0]:
-        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
-        r, f = fastfn.rsqrt(x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-        bits[i] = r
-        flags[i] = f
-
-
-def fastfn_log_bits(a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
-    i = cuda.grid(1)
-    if i < a.shape[0]:
-        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
-        r, f = fastfn.log(x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-        bits[i] = r
-        flags[i] = f
-
-
-def fastfn_rem_bits(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
-    i = cuda.grid(1)
-    if i < a.shape[0]:
-        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
-        y = fast._daz(fast._from_bits(b[i], field, dshift), ftz, mn)
-        r, f = fastfn.rem(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-        bits[i] = r
-        flags[i] = f
-
-
-def fastfn_rem_vals(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bits, flags):
-    i = cuda.grid(1)
-    if i < a.shape[0]:
-        x = fast._daz(np.float64(a[i]), ftz, mn)
-        y = fast._daz(np.float64(b[i]), ftz, mn)
-        r, f = fastfn.rem(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
         bits[i] = r
         flags[i] = f
 
@@ -248,14 +229,14 @@ def _signatures():
         src = (_binary_kernel if n_in == 2 else _unary_kernel)(fn)
         table[f"fastdiv.{name}.{op}"] = (src, [(ins[name],) * n_in + (outs[name], u8)])
     fmt = (i64,) * 8
-    table["fastdiv.div_bits"] = (fastdiv_div_bits, [(c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
-    table["fastdiv.div_vals"] = (fastdiv_div_vals, [(f32, f32) + fmt + (f64, u16, u8)])
+    table["fastdiv.div_bits"] = (_rounded_binary_bits(fastdiv.divide), [(c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
+    table["fastdiv.div_vals"] = (_rounded_binary_vals(fastdiv.divide), [(f32, f32) + fmt + (f64, u16, u8)])
     table["fastdiv.unary_bits"] = (fastdiv_unary_bits, [(i64, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
     table["fastdiv.unary_vals"] = (fastdiv_unary_vals, [(i64, f32) + fmt + (f64, u16, u8)])
-    table["fastfn.rsqrt_bits"] = (fastfn_rsqrt_bits, [(u32,) + fmt + (i64, i64, f64, u32, u8)])
-    table["fastfn.log_bits"] = (fastfn_log_bits, [(u32,) + fmt + (i64, i64, f64, u32, u8)])
-    table["fastfn.rem_bits"] = (fastfn_rem_bits, [(c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
-    table["fastfn.rem_vals"] = (fastfn_rem_vals, [(f32, f32) + fmt + (f64, u16, u8)])
+    table["fastfn.rsqrt_bits"] = (_rounded_unary_bits(fastfn.rsqrt), [(u32,) + fmt + (i64, i64, f64, u32, u8)])
+    table["fastfn.log_bits"] = (_rounded_unary_bits(fastfn.log), [(u32,) + fmt + (i64, i64, f64, u32, u8)])
+    table["fastfn.rem_bits"] = (_rounded_binary_bits(fastfn.rem), [(c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
+    table["fastfn.rem_vals"] = (_rounded_binary_vals(fastfn.rem), [(f32, f32) + fmt + (f64, u16, u8)])
     table["fast.binary_bits"] = (fast_binary_bits, [(i64, c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
     table["fast.binary_vals"] = (fast_binary_vals, [(i64, f32, f32) + fmt + (f64, c, u8) for c in (u16, u8)])
     table["fast.fma_bits"] = (fast_fma_bits, [(c, c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
