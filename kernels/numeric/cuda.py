@@ -323,7 +323,6 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
     if where == "host":
         hb, hf = impl(dt, tuple(device.to_host(x) for x in operands), prof, cmode)
         return device.to_device(np.ascontiguousarray(hb), xp), device.to_device(np.ascontiguousarray(hf), xp)
-    flags = xp.empty(n, np.uint8)
     if where == "table":
         bt, ft = _device_table(op, dt.name, prof, cmode, fn, len(operands), xp.__name__)
         if len(operands) == 1:
@@ -331,51 +330,66 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
         else:
             idx = (operands[0].astype(np.uint16) << np.uint16(8)) | operands[1]
         return bt[idx], ft[idx]
-    if where == "fastdiv":
-        bits = _fastdiv(op, dt, operands, prof, n, flags, xp)
-    elif where == "fastfn":
-        bits = xp.empty(n, dt.raw_dtype)
-        fmt, lut, V, dec, mn = fast._scalars(dt.name, prof.ftz)
-        if op in ("TRSQRT", "TLOG"):
-            _launch(f"fastfn.{'rsqrt' if op == 'TRSQRT' else 'log'}_bits", n, operands[0], *fmt, *dec, mn, bits, flags)
-        elif lut:                                     # FP16 TREM: values from the device's table
-            Vd = _device_values(dt.name, prof.ftz, xp.__name__)
-            _launch("fastfn.rem_vals", n, *(Vd[x] for x in operands), *fmt, mn, bits, flags)
-        else:
-            _launch("fastfn.rem_bits", n, *operands, *fmt, *dec, mn, bits, flags)
-    elif where == "fast64":
-        out = xp.empty(n, np.float64)
-        _launch(f"fast64.{dt.name}.{op}", n, *(x.view(np.float64) for x in operands), out, flags)
-        bits = out.view(np.uint64)
-        if prof.ftz:
-            fast64.mark_for_ftz(bits, flags, operands)
-    elif where == "fastvec":
-        raw = np.dtype(dt.raw_dtype)
-        args = [x.view(np.float32) for x in operands] if dt.name == "FP32" else list(operands)
-        out = xp.empty(n, np.float32 if dt.name == "FP32" else raw)
-        _launch(f"fastvec.{dt.name}.{op}", n, *args, out, flags)
-        bits = out.view(raw)
-    else:
-        bits = xp.empty(n, dt.raw_dtype)
-        fmt, lut, V, dec, mn = fast._scalars(dt.name, prof.ftz)
-        if lut:
-            Vd = _device_values(dt.name, prof.ftz, xp.__name__)
-            vals = [Vd[x] for x in operands]
-            if op == "TFMA":
-                _launch("fast.fma_vals", n, *vals, *fmt, mn, bits, flags)
-            else:
-                _launch("fast.binary_vals", n, fast.OPS[op], *vals, *fmt, mn, bits, flags)
-        elif op == "TEXP":
-            t, emin, maxmag, ovf, _, _, shift, ftz = fmt
-            K, _ = fast._exp_constants()
-            _launch("fast.exp_bits", n, operands[0], t, emin, maxmag, ovf, shift, ftz, dec[0], K[0], K[1], K[2],
-                    bits, flags)
-        elif op == "TFMA":
-            _launch("fast.fma_bits", n, *operands, *fmt, *dec, mn, bits, flags)
-        else:
-            _launch("fast.binary_bits", n, fast.OPS[op], *operands, *fmt, *dec, mn, bits, flags)
+    flags = xp.empty(n, np.uint8)
+    bits = KERNEL_RUNNERS[where](op, dt, operands, prof, n, flags, xp)
     _settle(dt, operands, prof, cmode, bits, flags, impl, xp)
     return bits, flags
+
+
+def _fastfn(op, dt, operands, prof, n, flags, xp):
+    """TRSQRT/TLOG (encodings) and TREM (FP16: binary32 values from the device's value table)."""
+    bits = xp.empty(n, dt.raw_dtype)
+    fmt, lut, V, dec, mn = fast._scalars(dt.name, prof.ftz)
+    if op in ("TRSQRT", "TLOG"):
+        _launch(f"fastfn.{'rsqrt' if op == 'TRSQRT' else 'log'}_bits", n, operands[0], *fmt, *dec, mn, bits, flags)
+    elif lut:
+        Vd = _device_values(dt.name, prof.ftz, xp.__name__)
+        _launch("fastfn.rem_vals", n, *(Vd[x] for x in operands), *fmt, mn, bits, flags)
+    else:
+        _launch("fastfn.rem_bits", n, *operands, *fmt, *dec, mn, bits, flags)
+    return bits
+
+
+def _fast64(op, dt, operands, prof, n, flags, xp):
+    """FP64: the ieee kernels; in profile ftz every element with a subnormal operand or result marked."""
+    out = xp.empty(n, np.float64)
+    _launch(f"fast64.{dt.name}.{op}", n, *(x.view(np.float64) for x in operands), out, flags)
+    bits = out.view(np.uint64)
+    if prof.ftz:
+        fast64.mark_for_ftz(bits, flags, operands)
+    return bits
+
+
+def _fastvec(op, dt, operands, prof, n, flags, xp):
+    """FP32 (as float32 values), BF16/FP16 (encodings): the SIMD routines, one thread each."""
+    raw = np.dtype(dt.raw_dtype)
+    args = [x.view(np.float32) for x in operands] if dt.name == "FP32" else list(operands)
+    out = xp.empty(n, np.float32 if dt.name == "FP32" else raw)
+    _launch(f"fastvec.{dt.name}.{op}", n, *args, out, flags)
+    return out.view(raw)
+
+
+def _fast(op, dt, operands, prof, n, flags, xp):
+    """fast.py's rounding routines: TADD/TSUB/TMUL/TFMA (FP16 through the value table), TEXP."""
+    bits = xp.empty(n, dt.raw_dtype)
+    fmt, lut, V, dec, mn = fast._scalars(dt.name, prof.ftz)
+    if lut:
+        Vd = _device_values(dt.name, prof.ftz, xp.__name__)
+        vals = [Vd[x] for x in operands]
+        if op == "TFMA":
+            _launch("fast.fma_vals", n, *vals, *fmt, mn, bits, flags)
+        else:
+            _launch("fast.binary_vals", n, fast.OPS[op], *vals, *fmt, mn, bits, flags)
+    elif op == "TEXP":
+        t, emin, maxmag, ovf, _, _, shift, ftz = fmt
+        K, _ = fast._exp_constants()
+        _launch("fast.exp_bits", n, operands[0], t, emin, maxmag, ovf, shift, ftz, dec[0], K[0], K[1], K[2],
+                bits, flags)
+    elif op == "TFMA":
+        _launch("fast.fma_bits", n, *operands, *fmt, *dec, mn, bits, flags)
+    else:
+        _launch("fast.binary_bits", n, fast.OPS[op], *operands, *fmt, *dec, mn, bits, flags)
+    return bits
 
 
 def _fastdiv(op, dt, operands, prof, n, flags, xp):
@@ -401,6 +415,10 @@ def _fastdiv(op, dt, operands, prof, n, flags, xp):
     else:
         _launch(f"fastdiv.unary_{kind}", n, fastdiv.UNARY[op], *args, mn, bits, flags)
     return bits
+
+
+# placement -> (op, dt, operands, prof, n, flags, xp) -> bits: launches the kernels, fills flags
+KERNEL_RUNNERS = {"fastdiv": _fastdiv, "fastfn": _fastfn, "fast64": _fast64, "fastvec": _fastvec, "fast": _fast}
 
 
 def _settle(dt, operands, prof, cmode, bits, flags, impl, xp):
