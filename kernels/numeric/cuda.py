@@ -339,7 +339,7 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
 def _fastfn(op, dt, operands, prof, n, flags, xp):
     """TRSQRT/TLOG (encodings) and TREM (FP16: binary32 values from the device's value table)."""
     bits = xp.empty(n, dt.raw_dtype)
-    fmt, lut, V, dec, mn = fast._scalars(dt.name, prof.ftz)
+    fmt, lut, _, dec, mn = fast._scalars(dt.name, prof.ftz)
     if op in ("TRSQRT", "TLOG"):
         _launch(f"fastfn.{'rsqrt' if op == 'TRSQRT' else 'log'}_bits", n, operands[0], *fmt, *dec, mn, bits, flags)
     elif lut:
@@ -372,7 +372,7 @@ def _fastvec(op, dt, operands, prof, n, flags, xp):
 def _fast(op, dt, operands, prof, n, flags, xp):
     """fast.py's rounding routines: TADD/TSUB/TMUL/TFMA (FP16 through the value table), TEXP."""
     bits = xp.empty(n, dt.raw_dtype)
-    fmt, lut, V, dec, mn = fast._scalars(dt.name, prof.ftz)
+    fmt, lut, _, dec, mn = fast._scalars(dt.name, prof.ftz)
     if lut:
         Vd = _device_values(dt.name, prof.ftz, xp.__name__)
         vals = [Vd[x] for x in operands]
@@ -404,7 +404,7 @@ def _fastdiv(op, dt, operands, prof, n, flags, xp):
         _launch(f"fastdiv.{dt.name}.{op}", n, *operands, bits, flags)
         return bits
     bits = xp.empty(n, dt.raw_dtype)
-    fmt, lut, V, dec, mn = fast._scalars(dt.name, prof.ftz)
+    fmt, lut, _, dec, mn = fast._scalars(dt.name, prof.ftz)
     if lut:
         Vd = _device_values(dt.name, prof.ftz, xp.__name__)
         args, kind = [Vd[x] for x in operands] + list(fmt), "vals"
