@@ -46,6 +46,9 @@ def add_arguments(parser):
     add_region_arguments(parser)
 
 
+WHAT = {int: "integer", float: "number"}      # what _positive(kind) asks for, in its message
+
+
 def _positive(kind):
     def parse(text):
         try:
@@ -54,7 +57,7 @@ def _positive(kind):
             v = None
         if v is None or not 0 < v < float("inf"):
             import argparse
-            raise argparse.ArgumentTypeError(f"expected a positive number, got {quote(text)}")
+            raise argparse.ArgumentTypeError(f"expected a positive {WHAT[kind]}, got {quote(text)}")
         return v
     return parse
 
