@@ -43,6 +43,7 @@ EXIT_CODES = {
        "a library the run needs that is not installed (e.g. gmpy2); nothing is written",
 }
 UNAVAILABLE = 3           # EXIT_CODES[3]: the backend is known, this machine cannot run it
+OWN_PACKAGES = frozenset({"isa", "kernels", "fabric", "emulator"})   # an ImportError naming these is a bug
 
 
 def version() -> str:
@@ -123,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except ImportError as exc:     # an optional library this run needs (gmpy2, cupy, distributed)
+        if (exc.name or "").partition(".")[0] in OWN_PACKAGES:
+            raise                  # a broken import inside tile-emu is a bug, not a missing library
         print(f"tile-emu {name}: cannot run: {str(exc).splitlines()[0] if str(exc) else exc!r}", file=sys.stderr)
         return UNAVAILABLE
 

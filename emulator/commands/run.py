@@ -13,7 +13,8 @@ same states, counts and errors; default backend cpu).  --fabric admits every blo
 of the PE engines; --timing (default model: the shipped pe.json) also prints each block's
 issue/complete cycles, engine utilisation and total cycles (docs/timing.md); both run one
 machine on the reference.  A `.regions.json` input is an execution-calculus program and is
-handed to emulator.calculus.cli.run_regions.
+handed to emulator.calculus.cli.run_regions; its budget options (--max-cost, --deadline,
+--max-code) are a usage error with a .tbs stream.
 """
 from __future__ import annotations
 
@@ -45,6 +46,9 @@ def add_arguments(parser):
     add_region_arguments(parser)
 
 
+WHAT = {int: "integer", float: "number"}      # what _positive(kind) asks for, in its message
+
+
 def _positive(kind):
     def parse(text):
         try:
@@ -53,9 +57,13 @@ def _positive(kind):
             v = None
         if v is None or not 0 < v < float("inf"):
             import argparse
-            raise argparse.ArgumentTypeError(f"expected a positive number, got {quote(text)}")
+            raise argparse.ArgumentTypeError(f"expected a positive {WHAT[kind]}, got {quote(text)}")
         return v
     return parse
+
+
+# the options add_region_arguments adds: (flag, argparse dest)
+REGION_ONLY = (("--max-cost", "max_cost"), ("--deadline", "deadline"), ("--max-code", "max_code"))
 
 
 def add_region_arguments(parser):
@@ -112,6 +120,10 @@ def run(args) -> int:
                                "streams, not region programs", 2)
         from emulator.calculus.cli import run_regions
         return run_regions(args, initial_machine, write_state)
+    given = [flag for flag, name in REGION_ONLY if getattr(args, name, None) is not None]
+    if given:                    # a budget that would silently bound nothing
+        raise CommandError(f"{', '.join(given)} apply to region programs (.regions.json), not .tbs block "
+                           "streams", 2)
     try:
         with open(args.stream, "rb") as f:
             data = f.read()

@@ -149,27 +149,46 @@ def _unary_kernel(fn):
     return kernel
 
 
-# fastdiv.py's tier 2: TDIV (div_*) and TRECIP/TSQRT (unary_*: op 0/1) rounded by fast.round_rne
-def fastdiv_div_bits(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
-    i = cuda.grid(1)
-    if i < a.shape[0]:
-        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
-        y = fast._daz(fast._from_bits(b[i], field, dshift), ftz, mn)
-        r, f = fastdiv.divide(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-        bits[i] = r
-        flags[i] = f
+# Kernels of the routines rounded by fast.round_rne that take the format's scalars (fmt: t, emin,
+# maxmag, ovf, ovf_sign, signbit, shift, ftz) after their operands: fastdiv.divide (TDIV),
+# fastfn.rem, .rsqrt, .log.  '_bits' operands are encodings (decoded by field, dshift), '_vals'
+# ones binary32 values gathered from fast.py's value table (FP16).
+def _rounded_binary_bits(fn):
+    def kernel(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
+        i = cuda.grid(1)
+        if i < a.shape[0]:
+            x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
+            y = fast._daz(fast._from_bits(b[i], field, dshift), ftz, mn)
+            r, f = fn(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+            bits[i] = r
+            flags[i] = f
+    return kernel
 
 
-def fastdiv_div_vals(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bits, flags):
-    i = cuda.grid(1)
-    if i < a.shape[0]:
-        x = fast._daz(np.float64(a[i]), ftz, mn)
-        y = fast._daz(np.float64(b[i]), ftz, mn)
-        r, f = fastdiv.divide(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-        bits[i] = r
-        flags[i] = f
+def _rounded_binary_vals(fn):
+    def kernel(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bits, flags):
+        i = cuda.grid(1)
+        if i < a.shape[0]:
+            x = fast._daz(np.float64(a[i]), ftz, mn)
+            y = fast._daz(np.float64(b[i]), ftz, mn)
+            r, f = fn(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+            bits[i] = r
+            flags[i] = f
+    return kernel
 
 
+def _rounded_unary_bits(fn):
+    def kernel(a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
+        i = cuda.grid(1)
+        if i < a.shape[0]:
+            x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
+            r, f = fn(x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+            bits[i] = r
+            flags[i] = f
+    return kernel
+
+
+# fastdiv.py's tier 2 TRECIP/TSQRT (op 0/1 of fastdiv.unary)
 def fastdiv_unary_bits(op, a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
     i = cuda.grid(1)
     if i < a.shape[0]:
@@ -184,44 +203,6 @@ def fastdiv_unary_vals(op, a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ft
     if i < a.shape[0]:
         x = fast._daz(np.float64(a[i]), ftz, mn)
         r, f = fastdiv.unary(op, x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-        bits[i] = r
-        flags[i] = f
-
-
-def fastfn_rsqrt_bits(a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
-    i = cuda.grid(1)
-    if i < a.shape[0]:
-        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
-        r, f = fastfn.rsqrt(x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-        bits[i] = r
-        flags[i] = f
-
-
-def fastfn_log_bits(a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
-    i = cuda.grid(1)
-    if i < a.shape[0]:
-        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
-        r, f = fastfn.log(x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-        bits[i] = r
-        flags[i] = f
-
-
-def fastfn_rem_bits(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
-    i = cuda.grid(1)
-    if i < a.shape[0]:
-        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
-        y = fast._daz(fast._from_bits(b[i], field, dshift), ftz, mn)
-        r, f = fastfn.rem(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-        bits[i] = r
-        flags[i] = f
-
-
-def fastfn_rem_vals(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bits, flags):
-    i = cuda.grid(1)
-    if i < a.shape[0]:
-        x = fast._daz(np.float64(a[i]), ftz, mn)
-        y = fast._daz(np.float64(b[i]), ftz, mn)
-        r, f = fastfn.rem(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
         bits[i] = r
         flags[i] = f
 
@@ -248,14 +229,14 @@ def _signatures():
         src = (_binary_kernel if n_in == 2 else _unary_kernel)(fn)
         table[f"fastdiv.{name}.{op}"] = (src, [(ins[name],) * n_in + (outs[name], u8)])
     fmt = (i64,) * 8
-    table["fastdiv.div_bits"] = (fastdiv_div_bits, [(c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
-    table["fastdiv.div_vals"] = (fastdiv_div_vals, [(f32, f32) + fmt + (f64, u16, u8)])
+    table["fastdiv.div_bits"] = (_rounded_binary_bits(fastdiv.divide), [(c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
+    table["fastdiv.div_vals"] = (_rounded_binary_vals(fastdiv.divide), [(f32, f32) + fmt + (f64, u16, u8)])
     table["fastdiv.unary_bits"] = (fastdiv_unary_bits, [(i64, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
     table["fastdiv.unary_vals"] = (fastdiv_unary_vals, [(i64, f32) + fmt + (f64, u16, u8)])
-    table["fastfn.rsqrt_bits"] = (fastfn_rsqrt_bits, [(u32,) + fmt + (i64, i64, f64, u32, u8)])
-    table["fastfn.log_bits"] = (fastfn_log_bits, [(u32,) + fmt + (i64, i64, f64, u32, u8)])
-    table["fastfn.rem_bits"] = (fastfn_rem_bits, [(c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
-    table["fastfn.rem_vals"] = (fastfn_rem_vals, [(f32, f32) + fmt + (f64, u16, u8)])
+    table["fastfn.rsqrt_bits"] = (_rounded_unary_bits(fastfn.rsqrt), [(u32,) + fmt + (i64, i64, f64, u32, u8)])
+    table["fastfn.log_bits"] = (_rounded_unary_bits(fastfn.log), [(u32,) + fmt + (i64, i64, f64, u32, u8)])
+    table["fastfn.rem_bits"] = (_rounded_binary_bits(fastfn.rem), [(c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
+    table["fastfn.rem_vals"] = (_rounded_binary_vals(fastfn.rem), [(f32, f32) + fmt + (f64, u16, u8)])
     table["fast.binary_bits"] = (fast_binary_bits, [(i64, c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
     table["fast.binary_vals"] = (fast_binary_vals, [(i64, f32, f32) + fmt + (f64, c, u8) for c in (u16, u8)])
     table["fast.fma_bits"] = (fast_fma_bits, [(c, c, c) + fmt + (i64, i64, f64, c, u8) for c in (u32, u16)])
@@ -317,6 +298,14 @@ def _device_table(op, name, prof, cmode, fn, arity, xp_name):
     return device.to_device(bt, xp), device.to_device(ft, xp)
 
 
+@lru_cache(maxsize=None)
+def _device_values(name, ftz, xp_name):
+    """fast.py's value table of format `name` (binary32/64 value of every encoding), copied to
+    the device once: a copy per call moved 256 KiB host -> device for every FP16 call."""
+    V = fast._scalars(name, ftz)[2]
+    return device.to_device(V, np if xp_name == "numpy" else device.device_module())
+
+
 # ---------------------------------------------------------------- entry point
 
 def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=None, xp=None):
@@ -334,7 +323,6 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
     if where == "host":
         hb, hf = impl(dt, tuple(device.to_host(x) for x in operands), prof, cmode)
         return device.to_device(np.ascontiguousarray(hb), xp), device.to_device(np.ascontiguousarray(hf), xp)
-    flags = xp.empty(n, np.uint8)
     if where == "table":
         bt, ft = _device_table(op, dt.name, prof, cmode, fn, len(operands), xp.__name__)
         if len(operands) == 1:
@@ -342,51 +330,66 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
         else:
             idx = (operands[0].astype(np.uint16) << np.uint16(8)) | operands[1]
         return bt[idx], ft[idx]
-    if where == "fastdiv":
-        bits = _fastdiv(op, dt, operands, prof, n, flags, xp)
-    elif where == "fastfn":
-        bits = xp.empty(n, dt.raw_dtype)
-        fmt, lut, V, dec, mn = fast._scalars(dt.name, prof.ftz)
-        if op in ("TRSQRT", "TLOG"):
-            _launch(f"fastfn.{'rsqrt' if op == 'TRSQRT' else 'log'}_bits", n, operands[0], *fmt, *dec, mn, bits, flags)
-        elif lut:                                     # FP16 TREM: values from the device's table
-            Vd = device.to_device(V, xp)
-            _launch("fastfn.rem_vals", n, *(Vd[x] for x in operands), *fmt, mn, bits, flags)
-        else:
-            _launch("fastfn.rem_bits", n, *operands, *fmt, *dec, mn, bits, flags)
-    elif where == "fast64":
-        out = xp.empty(n, np.float64)
-        _launch(f"fast64.{dt.name}.{op}", n, *(x.view(np.float64) for x in operands), out, flags)
-        bits = out.view(np.uint64)
-        if prof.ftz:
-            fast64.mark_for_ftz(bits, flags, operands)
-    elif where == "fastvec":
-        raw = np.dtype(dt.raw_dtype)
-        args = [x.view(np.float32) for x in operands] if dt.name == "FP32" else list(operands)
-        out = xp.empty(n, np.float32 if dt.name == "FP32" else raw)
-        _launch(f"fastvec.{dt.name}.{op}", n, *args, out, flags)
-        bits = out.view(raw)
-    else:
-        bits = xp.empty(n, dt.raw_dtype)
-        fmt, lut, V, dec, mn = fast._scalars(dt.name, prof.ftz)
-        if lut:
-            Vd = device.to_device(V, xp)
-            vals = [Vd[x] for x in operands]
-            if op == "TFMA":
-                _launch("fast.fma_vals", n, *vals, *fmt, mn, bits, flags)
-            else:
-                _launch("fast.binary_vals", n, fast.OPS[op], *vals, *fmt, mn, bits, flags)
-        elif op == "TEXP":
-            t, emin, maxmag, ovf, _, _, shift, ftz = fmt
-            K, _ = fast._exp_constants()
-            _launch("fast.exp_bits", n, operands[0], t, emin, maxmag, ovf, shift, ftz, dec[0], K[0], K[1], K[2],
-                    bits, flags)
-        elif op == "TFMA":
-            _launch("fast.fma_bits", n, *operands, *fmt, *dec, mn, bits, flags)
-        else:
-            _launch("fast.binary_bits", n, fast.OPS[op], *operands, *fmt, *dec, mn, bits, flags)
+    flags = xp.empty(n, np.uint8)
+    bits = KERNEL_RUNNERS[where](op, dt, operands, prof, n, flags, xp)
     _settle(dt, operands, prof, cmode, bits, flags, impl, xp)
     return bits, flags
+
+
+def _fastfn(op, dt, operands, prof, n, flags, xp):
+    """TRSQRT/TLOG (encodings) and TREM (FP16: binary32 values from the device's value table)."""
+    bits = xp.empty(n, dt.raw_dtype)
+    fmt, lut, _, dec, mn = fast._scalars(dt.name, prof.ftz)
+    if op in ("TRSQRT", "TLOG"):
+        _launch(f"fastfn.{'rsqrt' if op == 'TRSQRT' else 'log'}_bits", n, operands[0], *fmt, *dec, mn, bits, flags)
+    elif lut:
+        Vd = _device_values(dt.name, prof.ftz, xp.__name__)
+        _launch("fastfn.rem_vals", n, *(Vd[x] for x in operands), *fmt, mn, bits, flags)
+    else:
+        _launch("fastfn.rem_bits", n, *operands, *fmt, *dec, mn, bits, flags)
+    return bits
+
+
+def _fast64(op, dt, operands, prof, n, flags, xp):
+    """FP64: the ieee kernels; in profile ftz every element with a subnormal operand or result marked."""
+    out = xp.empty(n, np.float64)
+    _launch(f"fast64.{dt.name}.{op}", n, *(x.view(np.float64) for x in operands), out, flags)
+    bits = out.view(np.uint64)
+    if prof.ftz:
+        fast64.mark_for_ftz(bits, flags, operands)
+    return bits
+
+
+def _fastvec(op, dt, operands, prof, n, flags, xp):
+    """FP32 (as float32 values), BF16/FP16 (encodings): the SIMD routines, one thread each."""
+    raw = np.dtype(dt.raw_dtype)
+    args = [x.view(np.float32) for x in operands] if dt.name == "FP32" else list(operands)
+    out = xp.empty(n, np.float32 if dt.name == "FP32" else raw)
+    _launch(f"fastvec.{dt.name}.{op}", n, *args, out, flags)
+    return out.view(raw)
+
+
+def _fast(op, dt, operands, prof, n, flags, xp):
+    """fast.py's rounding routines: TADD/TSUB/TMUL/TFMA (FP16 through the value table), TEXP."""
+    bits = xp.empty(n, dt.raw_dtype)
+    fmt, lut, _, dec, mn = fast._scalars(dt.name, prof.ftz)
+    if lut:
+        Vd = _device_values(dt.name, prof.ftz, xp.__name__)
+        vals = [Vd[x] for x in operands]
+        if op == "TFMA":
+            _launch("fast.fma_vals", n, *vals, *fmt, mn, bits, flags)
+        else:
+            _launch("fast.binary_vals", n, fast.OPS[op], *vals, *fmt, mn, bits, flags)
+    elif op == "TEXP":
+        t, emin, maxmag, ovf, _, _, shift, ftz = fmt
+        K, _ = fast._exp_constants()
+        _launch("fast.exp_bits", n, operands[0], t, emin, maxmag, ovf, shift, ftz, dec[0], K[0], K[1], K[2],
+                bits, flags)
+    elif op == "TFMA":
+        _launch("fast.fma_bits", n, *operands, *fmt, *dec, mn, bits, flags)
+    else:
+        _launch("fast.binary_bits", n, fast.OPS[op], *operands, *fmt, *dec, mn, bits, flags)
+    return bits
 
 
 def _fastdiv(op, dt, operands, prof, n, flags, xp):
@@ -401,9 +404,9 @@ def _fastdiv(op, dt, operands, prof, n, flags, xp):
         _launch(f"fastdiv.{dt.name}.{op}", n, *operands, bits, flags)
         return bits
     bits = xp.empty(n, dt.raw_dtype)
-    fmt, lut, V, dec, mn = fast._scalars(dt.name, prof.ftz)
+    fmt, lut, _, dec, mn = fast._scalars(dt.name, prof.ftz)
     if lut:
-        Vd = device.to_device(V, xp)
+        Vd = _device_values(dt.name, prof.ftz, xp.__name__)
         args, kind = [Vd[x] for x in operands] + list(fmt), "vals"
     else:
         args, kind = list(operands) + list(fmt) + list(dec), "bits"
@@ -412,6 +415,10 @@ def _fastdiv(op, dt, operands, prof, n, flags, xp):
     else:
         _launch(f"fastdiv.unary_{kind}", n, fastdiv.UNARY[op], *args, mn, bits, flags)
     return bits
+
+
+# placement -> (op, dt, operands, prof, n, flags, xp) -> bits: launches the kernels, fills flags
+KERNEL_RUNNERS = {"fastdiv": _fastdiv, "fastfn": _fastfn, "fast64": _fast64, "fastvec": _fastvec, "fast": _fast}
 
 
 def _settle(dt, operands, prof, cmode, bits, flags, impl, xp):

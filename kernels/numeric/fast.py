@@ -77,7 +77,7 @@ _sample = {"wall": None, "machine": None, "own": None, "idle": True}
 def _loadavg_idle() -> bool:
     try:
         return os.getloadavg()[0] <= (os.cpu_count() or 1) - 1
-    except OSError:
+    except (OSError, AttributeError):       # no load average here (Windows has no getloadavg)
         return True
 
 

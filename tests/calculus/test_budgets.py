@@ -178,6 +178,28 @@ def test_a_seq_of_more_than_the_default_code_budget_is_refused_in_one_line(tmp_p
     assert len(err.splitlines()) == 1 and f"code budget of {MAX_CODE_DEFAULT}" in err and "--max-code N" in err
 
 
+@pytest.mark.parametrize("value", ["0", "-1", "1.5", "1e6", "abc", "", "9" * 5000])
+def test_a_bad_max_code_is_one_usage_line_naming_the_flag(tmp_path, capsys, value):
+    path = tmp_path / "p.regions.json"
+    path.write_text(json.dumps(seq_program(10)))
+    with pytest.raises(SystemExit) as info:
+        main(["run", str(path), "--max-code", value])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert info.value.code == 2 and "argument --max-code: expected a positive integer" in err
+
+
+@pytest.mark.parametrize("flag, value", [("--max-code", "100"), ("--max-cost", "100"), ("--deadline", "1")])
+def test_a_region_budget_given_with_a_block_stream_is_a_usage_error_not_ignored(tmp_path, capsys, flag, value):
+    """The budgets bound region programs only: given with a .tbs stream they would bound nothing,
+    so the run is refused in one line (exit 2) before the stream is read, nothing written."""
+    stream, out = tmp_path / "s.tbs", tmp_path / "out.arrow"
+    stream.write_bytes(b"")
+    assert main(["run", str(stream), flag, value, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and flag in err and "region programs" in err
+    assert not out.exists()
+
+
 @pytest.mark.slow
 def test_a_seq_of_more_than_the_default_code_budget_runs_when_the_budget_is_raised(tmp_path, capsys):
     """Loading and sequencing are linear: 69,906 ops (1.19 Mi characters of code) load and run in

@@ -17,3 +17,18 @@ def test_a_missing_library_is_one_line_and_exit_3(monkeypatch, tmp_path, capsys)
     assert status == 3
     assert err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith("tile-emu golden: cannot run: ") and "gmpy2" in err
+
+
+def test_a_broken_import_inside_tile_emu_is_a_bug_not_exit_3(monkeypatch, tmp_path):
+    """Exit 3 says "install a library"; an ImportError naming one of tile-emu's own packages
+    (a missing module or name inside isa/kernels/fabric/emulator) is a bug and is not hidden
+    behind it."""
+    import pytest
+
+    def broken():
+        raise ImportError("cannot import name 'nope' from 'kernels.numeric'", name="kernels.numeric")
+    monkeypatch.setattr(transcendental, "_need_gmpy2", broken)
+    monkeypatch.setattr(transcendental, "_constants", lambda: broken())
+    with pytest.raises(ImportError, match="nope"):
+        cli.main(["golden", "--ops", "TEXP", "--dtypes", "FP32", "--cases", "4", "--out", str(tmp_path / "v"),
+                  "--quiet"])

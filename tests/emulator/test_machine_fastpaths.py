@@ -229,3 +229,28 @@ def test_elementwise_status_is_elementwise_with_its_flags_ored_per_group(op, dty
         assert got_bits.dtype == want_bits.dtype and np.array_equal(got_bits, want_bits)
         assert status.dtype == np.uint8
         assert np.array_equal(status, np.bitwise_or.reduce(flags.reshape(groups, -1), axis=1))
+
+
+def test_the_encoding_check_is_skipped_only_where_every_pattern_of_the_container_encodes_the_format():
+    """semantics skips the per-element encoding check (INVALID_ENCODING) when every value the
+    operand's array dtype can hold is a valid encoding: exhaustively for <= 16-bit containers,
+    over random and boundary patterns for 32/64-bit ones, kernels.numeric.valid_encoding agrees."""
+    from emulator import semantics
+    from isa import datatypes as dts
+    from kernels.numeric import valid_encoding
+    rng = np.random.default_rng(3)
+    skipped = []
+    for dt in dts.DATATYPES:
+        for np_dtype in map(np.dtype, (np.uint8, np.uint16, np.uint32, np.uint64)):
+            if not semantics._all_patterns_valid(dt.name, dt.container, np_dtype):
+                continue
+            width = 8 * np_dtype.itemsize
+            if width <= 16:
+                x = np.arange(1 << width, dtype=np_dtype)
+            else:
+                edges = np.array([0, 1, (1 << width) - 1, 1 << (width - 1), (1 << (width - 1)) - 1], np.uint64)
+                x = np.concatenate([edges, rng.integers(0, (1 << 64) - 1, 1 << 14, dtype=np.uint64, endpoint=True)]).astype(np_dtype)
+            assert np.asarray(valid_encoding(x, dt.name)).all(), (dt.name, np_dtype)
+            skipped.append(dt.name)
+    assert {"FP32", "FP16", "BF16", "E4M3", "E5M2", "FP64"} <= set(skipped)
+    assert "TF32" not in skipped and "HF32" not in skipped       # 19/20 bits in a 32-bit container

@@ -224,3 +224,24 @@ def test_idle_core_counts_other_processes_cpu_time_not_this_process_own(monkeypa
     assert not fast.idle_core()
     clock.update(now=103.0, machine=1005.2, own=14.0)   # others 0.2 core: a core is free again
     assert fast.idle_core()
+
+
+def test_idle_core_answers_on_a_machine_without_proc_stat_or_a_load_average(monkeypatch):
+    """No /proc/stat (macOS, Windows, a locked-down container) and no os.getloadavg (Windows):
+    idle_core still answers, and says a core is free (the serial/parallel choice never changes a
+    bit of a result, only its speed)."""
+    import builtins
+    real_open = builtins.open
+
+    def no_proc_stat(path, *a, **k):
+        if str(path) == "/proc/stat":
+            raise FileNotFoundError(path)
+        return real_open(path, *a, **k)
+
+    monkeypatch.setattr(builtins, "open", no_proc_stat)
+    assert fast._machine_busy_seconds() is None
+    monkeypatch.delattr(fast.os, "getloadavg", raising=False)
+    monkeypatch.setattr(fast, "_sample", {"wall": None, "machine": None, "own": None, "idle": True})
+    monkeypatch.setattr(fast.time, "monotonic", iter([100.0, 101.0]).__next__)
+    assert fast.idle_core() is True
+    assert fast.idle_core() is True            # a later sample: still no /proc/stat, same answer
