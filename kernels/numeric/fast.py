@@ -482,6 +482,21 @@ def serves(op: str, name: str) -> bool:
             or (op == "TEXP" and name in FORMATS_EXP))
 
 
+def settle_marked(bits, flags, operands, compute):
+    """Every compiled tier's hand-off: the elements marked FALLBACK recomputed, in place, by
+    `compute(operands restricted to them) -> (bits, flags)` (the next tier or the reference).
+    One flags.max() finds whether there are any (a running count in the loops cost more)."""
+    if bits.shape[0] and flags.max() == FALLBACK:
+        todo = np.flatnonzero(flags == FALLBACK)
+        bits[todo], flags[todo] = compute([x[todo] for x in operands])
+    return bits, flags
+
+
+def by_reference(reference, name, prof):
+    """`settle_marked`'s compute for the last tier: the NumPy reference of the operation."""
+    return lambda ops: reference(name, *ops, prof=prof)
+
+
 def run(op, name, operands, prof, reference):
     """Fast path with the reference filling in the marked elements."""
     if op == "TFMA":
@@ -490,8 +505,4 @@ def run(op, name, operands, prof, reference):
         bits, flags = exp(name, operands[0], prof)
     else:
         bits, flags = binary(op, name, *operands, prof)
-    todo = np.flatnonzero(flags == FALLBACK)
-    if todo.size:
-        rb, rf = reference(name, *(x[todo] for x in operands), prof=prof)
-        bits[todo], flags[todo] = rb, rf
-    return bits, flags
+    return settle_marked(bits, flags, operands, by_reference(reference, name, prof))

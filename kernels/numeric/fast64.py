@@ -658,7 +658,4 @@ def run(op, name, operands, prof, reference):
     bits = out.view(np.uint64)
     if prof.ftz:
         mark_for_ftz(bits, flags, operands)
-    if n and flags.max() == FALLBACK:
-        todo = np.flatnonzero(flags == FALLBACK)
-        bits[todo], flags[todo] = reference(name, *(x[todo] for x in operands), prof=prof)
-    return bits, flags
+    return fast.settle_marked(bits, flags, operands, fast.by_reference(reference, name, prof))

@@ -250,17 +250,9 @@ def scalar(op, name, operands, prof):
     return bits, flags
 
 
-def _settle(op, name, operands, prof, reference, bits, flags, nxt):
-    if bits.shape[0] and flags.max() == FALLBACK:
-        todo = np.flatnonzero(flags == FALLBACK)
-        bits[todo], flags[todo] = nxt(op, name, [x[todo] for x in operands], prof, reference)
-    return bits, flags
-
-
 def _tier2(op, name, operands, prof, reference):
     bits, flags = scalar(op, name, operands, prof)
-    return _settle(op, name, operands, prof, reference, bits, flags,
-                   lambda op, name, ops, prof, ref: ref(name, *ops, prof=prof))
+    return fast.settle_marked(bits, flags, operands, fast.by_reference(reference, name, prof))
 
 
 def run(op, name, operands, prof, reference):
@@ -277,4 +269,4 @@ def run(op, name, operands, prof, reference):
     else:
         bits = np.empty(n, np.uint16)
         LOOPS[(name, op)](*operands, bits, flags)
-    return _settle(op, name, operands, prof, reference, bits, flags, _tier2)
+    return fast.settle_marked(bits, flags, operands, lambda ops: _tier2(op, name, ops, prof, reference))

@@ -268,27 +268,24 @@ def serves(op: str, name: str, prof=None) -> bool:
     return name in FORMATS.get(op, ())
 
 
+# op -> its loop over raw encodings (every loop writes every element's bits and flags)
+BITS_LOOPS = {"TRSQRT": rsqrt_bits, "TLOG": log_bits, "TREM": rem_bits}
+
+
 def marked(op, name, operands, prof):
     """The compiled loop alone: (bits, flags) with FALLBACK marks."""
     fmt, lut, V, dec, mn = fast._scalars(name, prof.ftz)
     n = operands[0].shape[0]
-    bits = np.zeros(n, operands[0].dtype)
-    flags = np.zeros(n, np.uint8)
-    if op == "TRSQRT":
-        rsqrt_bits(operands[0], *fmt, *dec, mn, bits, flags)
-    elif op == "TLOG":
-        log_bits(operands[0], *fmt, *dec, mn, bits, flags)
-    elif lut:                                        # FP16: binary32 values from the value table
+    bits = np.empty(n, operands[0].dtype)
+    flags = np.empty(n, np.uint8)
+    if lut:                          # FP16 TREM: binary32 values from the format's value table
         rem_vals(*(fast.gather(V, x) for x in operands), *fmt, mn, bits, flags)
     else:
-        rem_bits(*operands, *fmt, *dec, mn, bits, flags)
+        BITS_LOOPS[op](*operands, *fmt, *dec, mn, bits, flags)
     return bits, flags
 
 
 def run(op, name, operands, prof, reference):
     """(bits, flags) of `op` on container-dtype 1-D operands; marked elements go to `reference`."""
     bits, flags = marked(op, name, operands, prof)
-    if bits.shape[0] and flags.max() == FALLBACK:
-        todo = np.flatnonzero(flags == FALLBACK)
-        bits[todo], flags[todo] = reference(name, *(x[todo] for x in operands), prof=prof)
-    return bits, flags
+    return fast.settle_marked(bits, flags, operands, fast.by_reference(reference, name, prof))

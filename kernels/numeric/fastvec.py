@@ -340,17 +340,14 @@ def _marked(op, name, operands, flags=None):
 
 def _settle(op, name, operands, prof, reference, bits, flags):
     """Recompute the FALLBACK-marked elements with fast.py (in place)."""
-    todo = np.flatnonzero(flags == FALLBACK)
-    bits[todo], flags[todo] = fast.run(op, name, [x[todo] for x in operands], prof, reference)
+    return fast.settle_marked(bits, flags, operands, lambda ops: fast.run(op, name, ops, prof, reference))
 
 
 def run(op, name, operands, prof, reference):
     """(bits, flags) of `op` on container-dtype 1-D operands; marked elements go to fast.py
     (and from there, if non-finite, to `reference`)."""
     bits, flags = _marked(op, name, operands)
-    if bits.shape[0] and flags.max() == FALLBACK:
-        _settle(op, name, operands, prof, reference, bits, flags)
-    return bits, flags
+    return _settle(op, name, operands, prof, reference, bits, flags)
 
 
 # Set in FALLBACK and in no flag (NV DZ OF UF NX are bits 0-4): an OR of flags that has it
