@@ -20,8 +20,9 @@ from kernels.numeric.profiles import PROFILES  # noqa: E402
 E = importlib.import_module("kernels.numeric.elementwise")
 cv = importlib.import_module("kernels.numeric.convert")
 
-pytestmark = pytest.mark.skipif(os.environ.get("NUMBA_ENABLE_CUDASIM") != "1",
-                                reason="needs the CUDA simulator (test_strict_device.py runs this file)")
+if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":     # not a silent skip: a run that checks nothing
+    pytest.fail("strict_cases.py runs under the CUDA simulator: NUMBA_ENABLE_CUDASIM=1 python -m pytest "
+                "tests/emulator/strict_cases.py, or through tests/emulator/test_strict_device.py", pytrace=False)
 
 
 @pytest.fixture(autouse=True)

@@ -66,8 +66,6 @@ def test_transfers_are_counted():
 
 
 def test_the_gpu_tests_pass_on_the_strict_stand_in_under_the_cuda_simulator():
-    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
-        pytest.skip("already under the simulator (the subprocess itself)")
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONWARNINGS="ignore")
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *GPU_TESTS],
                        env=env, capture_output=True, text=True, timeout=900, cwd=HERE.parents[1])
