@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Callable
 
-from isa.atomicio import quote
+from isa.atomicio import quote, shown
 
 from .dataset import GoldenError
 
@@ -65,6 +65,9 @@ def run(tasks: list[tuple], fn: Callable, on_done: Callable[[tuple, dict], None]
             except (OSError, TimeoutError) as exc:
                 raise GoldenError(f"--scheduler {quote(scheduler)}: no Dask scheduler answered within "
                                   f"{SCHEDULER_TIMEOUT_S} s ({exc.__class__.__name__})") from None
+            except (ValueError, TypeError) as exc:      # distributed's address parser
+                raise GoldenError(f"--scheduler {quote(scheduler)}: not a Dask scheduler address "
+                                  f"(tcp://host:port; {shown(str(exc), 80)})") from None
         else:
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                    host="127.0.0.1", dashboard_address=None)
