@@ -87,6 +87,9 @@ def _params(args) -> D.Params:
         dst_dtypes=D.parse_list(args.dst_dtypes, "dst-dtypes") if args.dst_dtypes else (),
         rmodes=tuple(r.upper() for r in D.parse_list(args.rmodes, "rmodes")), sat=sat, profile=args.profile)
     D.chunks(p)                 # validates names, (op, DataType) pairs and sizes before anything is written
+    if args.scheduler:
+        from emulator.golden.runner import check_scheduler
+        check_scheduler(args.scheduler)
     return p
 
 

@@ -102,7 +102,6 @@ GENERATOR_SCHEMA = {
         "chunk_cases": {"type": "integer", "minimum": 1, "maximum": CHUNK_CASES},
     },
 }
-_COUNT = {"type": "integer", "minimum": 0}
 MANIFEST_SCHEMA = {
     "type": "object", "additionalProperties": False,
     "required": ["format", "format_version", "tile_emu_version", "profile", "generator", "partitions"],
@@ -121,14 +120,9 @@ MANIFEST_SCHEMA = {
                 "op": {"type": "string"}, "dtype": {"type": "string"}, "dst": {"type": "string"},
                 "rmode": {"type": "string"}, "sat": {"type": "boolean"},
                 "not_applicable": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
-                "files": {"type": "array", "maxItems": MAX_FILES, "items": {
-                    "type": "object", "additionalProperties": False,
-                    "required": ["path", "rows", "sha256", "bytes", "classes"],
-                    "properties": {
-                        "path": {"type": "string"}, "rows": _COUNT, "bytes": _COUNT,
-                        "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
-                        "classes": {"type": "object", "additionalProperties": _COUNT},
-                    }}},
+                # the records: _check_record (jsonschema's ~25 us a node would spend about a
+                # minute on a manifest of MAX_FILES records of some 45 nodes each)
+                "files": {"type": "array", "maxItems": MAX_FILES},
             }}},
     },
 }
@@ -415,7 +409,37 @@ def read_manifest(folder) -> dict:
             or m.get("format_version") != FORMAT_VERSION:
         raise GoldenError(f"{shown(path)}: not a {FORMAT} version {FORMAT_VERSION} manifest")
     _validate(m, MANIFEST_SCHEMA, shown(path))
+    for i, part in enumerate(m["partitions"]):
+        for j, rec in enumerate(part["files"]):
+            _check_record(rec, f"{shown(path)}: partitions[{i}].files[{j}]")
     return m
+
+
+_RECORD = {"path": str, "rows": int, "sha256": str, "bytes": int, "classes": dict}
+_SHA256 = re.compile("[0-9a-f]{64}")
+
+
+def _check_record(rec, where: str) -> None:
+    """A manifest file record: exactly path, rows, sha256, bytes, classes, of their types
+    (counts non-negative integers, never booleans)."""
+    def count(v) -> bool:
+        return type(v) is int and v >= 0
+    if not isinstance(rec, dict):
+        raise GoldenError(f"{where}: {shown(repr(rec), 60)} is not of type 'object'")
+    for key, typ in _RECORD.items():
+        if key not in rec:
+            raise GoldenError(f"{where}: {key!r} is a required property")
+        if not isinstance(rec[key], typ) or (typ is int and not count(rec[key])):
+            what = "a non-negative integer" if typ is int else f"of type {typ.__name__!r}"
+            raise GoldenError(f"{where}.{key}: {shown(repr(rec[key]), 60)} is not {what}")
+    if len(rec) != len(_RECORD):
+        extra = sorted(set(rec) - set(_RECORD))[0]
+        raise GoldenError(f"{where}: Additional properties are not allowed ({shown(repr(extra), 60)} was unexpected)")
+    if not _SHA256.fullmatch(rec["sha256"]):
+        raise GoldenError(f"{where}.sha256: {shown(repr(rec['sha256']), 80)} is not 64 lower-case hex digits")
+    for name, k in rec["classes"].items():
+        if not count(k):
+            raise GoldenError(f"{where}.classes.{shown(name, 40)}: {shown(repr(k), 40)} is not a non-negative integer")
 
 
 def dataset_profile(recorded: dict) -> Profile:
@@ -485,7 +509,10 @@ def open_dataset(folder, progress=None) -> Dataset:
     if numeric_profile(params.profile).name != prof.name:
         raise GoldenError(f"manifest: generator profile {quote(params.profile)} is not the recorded "
                           f"profile {prof.name}")
-    plan = chunks(params)
+    try:
+        plan = chunks(params)
+    except GoldenError as exc:
+        raise GoldenError(f"manifest: generator: {exc}") from None
     if len(m["partitions"]) != len(plan.parts):
         raise GoldenError(f"manifest: {len(m['partitions'])} partition(s); its generator parameters give "
                           f"{len(plan.parts)}")
@@ -622,10 +649,10 @@ def _first_null(arr, path: str) -> str | None:
 
 def _check_rows(ds: Dataset, f: DataFile, t: pa.Table) -> None:
     """Every stored field of the rows that needs no replay (docs/golden-format.md, "What verify
-    checks"): no nulls; case numbers the chunk's, contiguous; the class counts the manifest's;
-    each class one the partition applies, and an illegal class rejected with its reason code
-    (a legal one committed); each stream one block of the partition's op, DataType (and TCVT
-    destination, RMode, Sat); asm its canonical text; pe_mask its destination binding's."""
+    checks"): no nulls; case numbers the chunk's, contiguous; each stream one block of the
+    partition's op, DataType (and TCVT destination, RMode, Sat); asm its canonical text;
+    pe_mask its destination binding's; the class counts the manifest's; each class one the
+    partition can have, an illegal class rejected with its reason code, a legal one committed."""
     where, part, n = shown(f.path), f.partition, len(t)
     for name in t.column_names:
         hit = _first_null(t.column(name), name)
@@ -643,6 +670,32 @@ def _check_rows(ds: Dataset, f: DataFile, t: pa.Table) -> None:
         mask = mask.to_numpy(zero_copy_only=False) if isinstance(mask, (pa.Array, pa.ChunkedArray)) else mask
         return int(cases[np.flatnonzero(mask)[0]])
 
+    stream = t.column("stream").combine_chunks()
+    uniques = pc.unique(stream)
+    if len(uniques) > n:
+        raise GoldenError(f"{where}: more distinct streams than rows")
+    index = pc.index_in(stream, uniques).to_numpy()
+    asm, masks = [], np.zeros(len(uniques), np.uint8)
+    for u in range(len(uniques)):
+        rows = index == u
+        try:
+            blocks = encoding.decode(uniques[u].as_py())
+        except DecodeError as exc:
+            raise GoldenError(f"{where}: case {case(rows)}: stream does not decode ({shown(str(exc), 120)})") from None
+        if len(blocks) != 1:
+            raise GoldenError(f"{where}: case {case(rows)}: the stream holds {len(blocks)} blocks; a case holds one")
+        keys = _block_keys(blocks[0])
+        if keys != part.keys():
+            raise GoldenError(f"{where}: case {case(rows)}: the block is "
+                              f"{' '.join(f'{k}={v}' for k, v in keys.items())}; the partition is {part.path}")
+        asm.append(stream_of(blocks[0])[1])
+        masks[u] = pe_mask_of(blocks[0])
+    bad = pc.not_equal(t.column("asm").combine_chunks(), pa.array(asm, pa.string()).take(pa.array(index)))
+    if pc.any(bad).as_py():
+        raise GoldenError(f"{where}: case {case(bad)}: asm is not the stream's canonical text")
+    bad = t.column("pe_mask").to_numpy() != masks[index]
+    if bad.any():
+        raise GoldenError(f"{where}: case {case(bad)}: pe_mask is not the destination binding's PE_MASK")
     counts = {c["values"]: c["counts"] for c in t.column("class").value_counts().to_pylist()}
     if counts != f.record["classes"]:
         diff = sorted(set(counts.items()) ^ set(f.record["classes"].items()))[0][0]
@@ -663,35 +716,9 @@ def _check_rows(ds: Dataset, f: DataFile, t: pa.Table) -> None:
         if pc.any(bad).as_py():
             raise GoldenError(f"{where}: case {case(bad)}: class {name} expects "
                               + (f"reject with {cls.reason}" if cls.kind == "illegal" else "commit"))
-    stream = t.column("stream").combine_chunks()
-    uniques = pc.unique(stream)
-    if len(uniques) > n:
-        raise GoldenError(f"{where}: more distinct streams than rows")
-    index = pc.index_in(stream, uniques).to_numpy()
-    asm, masks = [], np.zeros(len(uniques), np.uint8)
-    for u in range(len(uniques)):
-        rows = index == u
-        try:
-            blocks = encoding.decode(uniques[u].as_py())
-        except DecodeError as exc:
-            raise GoldenError(f"{where}: case {case(rows)}: stream does not decode ({shown(str(exc), 120)})") from None
-        if len(blocks) != 1:
-            raise GoldenError(f"{where}: case {case(rows)}: the stream holds {len(blocks)} blocks; a case holds one")
-        keys = _block_keys(blocks[0], part)
-        if keys != part.keys():
-            raise GoldenError(f"{where}: case {case(rows)}: the block is "
-                              f"{' '.join(f'{k}={v}' for k, v in keys.items())}; the partition is {part.path}")
-        asm.append(stream_of(blocks[0])[1])
-        masks[u] = pe_mask_of(blocks[0])
-    bad = pc.not_equal(t.column("asm").combine_chunks(), pa.array(asm, pa.string()).take(pa.array(index)))
-    if pc.any(bad).as_py():
-        raise GoldenError(f"{where}: case {case(bad)}: asm is not the stream's canonical text")
-    bad = t.column("pe_mask").to_numpy() != masks[index]
-    if bad.any():
-        raise GoldenError(f"{where}: case {case(bad)}: pe_mask is not the destination binding's PE_MASK")
 
 
-def _block_keys(block, part: Partition) -> dict:
+def _block_keys(block) -> dict:
     """The partition keys a decoded block belongs to: its instruction and DataType, and for
     TCVT the destination DataType, RMode and Sat as B.DATR states them (omitted: inherited, 0)."""
     b = block.bstart

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from isa.atomicio import quote
+from isa.atomicio import shown
 from kernels import numeric
 from kernels.numeric import flags as NF
 from kernels.numeric.profiles import DEFAULT_PROFILE
@@ -79,7 +79,7 @@ def lines(folder, op: str, dtype: str, dst: str | None = None, rmode: str | None
         groups = t.column("group").to_numpy()
         for g in np.unique(groups):
             rows = t.filter(pa.array(groups == g))
-            if _rebuild(rows, ds) is None:       # rows verify replays one at a time: so does export
+            if _rebuild(rows, ds, f.path) is None:       # rows verify replays one at a time: so does export
                 for i in range(len(rows)):
                     yield from _group_lines(rows.slice(i, 1), ds, op, dtype, dst, rmode, digits, f.path)
             else:
@@ -91,9 +91,9 @@ def _group_lines(t, ds, op, dtype, dst, rmode, digits, path):
     case = t.column("case")[0].as_py()
 
     def refuse(why: str):
-        return GoldenError(f"{quote(path)}: case {case}: {why}; run `tile-emu verify`")
+        return GoldenError(f"{shown(path)}: case {case}: {why}; run `tile-emu verify`")
 
-    g = _rebuild(t, ds)
+    g = _rebuild(t, ds, path)
     if g is None:
         raise refuse("a malformed row")
     by_tile = {}
@@ -134,7 +134,7 @@ def _group_lines(t, ds, op, dtype, dst, rmode, digits, path):
     bits = np.asarray(bits).astype(np.uint64)
     if len(bits) != len(res) or np.any(bits[valid] != res[valid]):
         if ds.profile.name != DEFAULT_PROFILE:
-            raise GoldenError(f"{quote(path)}: case {case}: the stored results follow profile {ds.profile.name}, "
+            raise GoldenError(f"{shown(path)}: case {case}: the stored results follow profile {ds.profile.name}, "
                               f"which differs from IEEE 754 ({DEFAULT_PROFILE}) here; TestFloat checks IEEE 754")
         raise refuse("stored results differ from this tile-emu's numeric layer")
     fl = testfloat_flags(np.asarray(flg))

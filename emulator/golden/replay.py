@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from isa import encoding
+from isa.atomicio import shown
 from isa.errors import DecodeError
 
 from ..tiles import element_dtype
@@ -62,9 +63,10 @@ def _entries(arr: pa.Array, n: int, k: int, sl: slice) -> np.ndarray | None:
     return binary_block(arr.take(pa.array(idx)), n, sl.stop - sl.start)
 
 
-def _rebuild(t: pa.Table, ds: Dataset) -> Group | None:
-    """The group of rows t on the dataset's machine (store sizes of the rows, the dataset's
-    numeric profile), or None when they do not share a block and descriptors."""
+def _rebuild(t: pa.Table, ds: Dataset, path: str) -> Group | None:
+    """The group of rows t (of data file `path`) on the dataset's machine (store sizes of the
+    rows, the dataset's numeric profile), or None when they do not share a block and
+    descriptors.  GoldenError for a row no machine could hold (malformed fields)."""
     n = len(t)
     if n == 0:
         return None
@@ -74,7 +76,8 @@ def _rebuild(t: pa.Table, ds: Dataset) -> Group | None:
     try:
         blocks = encoding.decode(t.column("stream")[0].as_py())
     except DecodeError as exc:
-        raise GoldenError(f"case {t.column('case')[0].as_py()}: stream does not decode ({exc})") from None
+        raise GoldenError(f"{shown(path)}: case {t.column('case')[0].as_py()}: stream does not decode "
+                          f"({shown(str(exc), 120)})") from None
     if len(blocks) != 1:
         return None
     counts, f = tiles_of(t.column("inputs"))
@@ -93,7 +96,7 @@ def _rebuild(t: pa.Table, ds: Dataset) -> Group | None:
     try:
         entries = [descriptor_at(f, j) for j in range(k)]
     except ValueError as exc:
-        raise GoldenError(f"case {t.column('case')[0].as_py()}: inputs: {exc}") from None
+        raise GoldenError(f"{shown(path)}: case {t.column('case')[0].as_py()}: inputs: {shown(str(exc), 160)}") from None
     tiles, j = [], 0
     while j < k:
         pe0, tid, desc = entries[j]
@@ -113,11 +116,11 @@ def _rebuild(t: pa.Table, ds: Dataset) -> Group | None:
     try:
         config = ds.config(int(t.column("local_bytes")[0].as_py()), int(t.column("matrix_bytes")[0].as_py()))
     except ValueError as exc:
-        raise GoldenError(f"case {t.column('case')[0].as_py()}: {exc}") from None
+        raise GoldenError(f"{shown(path)}: case {t.column('case')[0].as_py()}: {shown(str(exc), 160)}") from None
     try:
         gprs = gprs_of(t.column("gprs"), n)
     except ValueError as exc:
-        raise GoldenError(f"case {t.column('case')[0].as_py()}: {exc}") from None
+        raise GoldenError(f"{shown(path)}: case {t.column('case')[0].as_py()}: {shown(str(exc), 160)}") from None
     if gprs is not None and np.any(gprs[:, :, 0]):
         return None                                   # r0 holds nothing: not a machine state
     return Group(None, None, None, blocks[0], config, tiles, gprs)
@@ -196,11 +199,11 @@ def verify(dataset, backend: str = "cpu", progress=None, limit: int = 20) -> tup
             if hi == lo:
                 continue
             part_t = t.slice(lo, hi - lo)
-            g = _rebuild(part_t, ds)
+            g = _rebuild(part_t, ds, f.path)
             if g is None:                                     # replay row by row
                 for i in range(len(part_t)):
                     one = part_t.slice(i, 1)
-                    g1 = _rebuild(one, ds)
+                    g1 = _rebuild(one, ds, f.path)
                     if g1 is None:
                         bad.append(Mismatch(f.path, int(one.column("case")[0].as_py()), "inputs",
                                             "well-formed tiles", "a malformed row"))

@@ -46,6 +46,23 @@ class Progress:
         return self.done / max(time.monotonic() - self.t0, 1e-9)
 
 
+def check_scheduler(address: str) -> None:
+    """A --scheduler address distributed can parse (tcp/tls: host and a numeric port), checked
+    before anything is written; reaching the scheduler is run()'s business."""
+    try:
+        from distributed.comm import parse_address
+        from distributed.comm.addressing import parse_host_port
+    except ImportError:
+        raise GoldenError("--workers/--scheduler need Dask: pip install 'tile-emu[dask]'") from None
+    try:
+        scheme, location = parse_address(address)
+        if scheme in ("tcp", "tls"):
+            parse_host_port(location)
+    except (ValueError, TypeError) as exc:
+        raise GoldenError(f"--scheduler {quote(address)}: not a Dask scheduler address "
+                          f"(tcp://host:port; {shown(str(exc), 80)})") from None
+
+
 def run(tasks: list[tuple], fn: Callable, on_done: Callable[[tuple, dict], None],
         workers: int | None = None, scheduler: str | None = None) -> None:
     """Run fn(*task) for every task; on_done(task, result) as each completes."""
