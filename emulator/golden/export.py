@@ -20,7 +20,7 @@ from kernels.numeric import flags as NF
 from kernels.numeric.profiles import DEFAULT_PROFILE
 
 from .dataset import GoldenError, open_dataset
-from .replay import _rebuild
+from .replay import rebuild_group
 from .rows import binary_block, descriptor_at, tiles_of, unpack_rows
 
 PREFIX = {"FP16": "f16", "FP32": "f32", "FP64": "f64"}
@@ -79,21 +79,23 @@ def lines(folder, op: str, dtype: str, dst: str | None = None, rmode: str | None
         groups = t.column("group").to_numpy()
         for g in np.unique(groups):
             rows = t.filter(pa.array(groups == g))
-            if _rebuild(rows, ds, f.path) is None:       # rows verify replays one at a time: so does export
-                for i in range(len(rows)):
-                    yield from _group_lines(rows.slice(i, 1), ds, op, dtype, dst, rmode, digits, f.path)
-            else:
-                yield from _group_lines(rows, ds, op, dtype, dst, rmode, digits, f.path)
+            group = rebuild_group(rows, ds, f.path)
+            if group is not None:
+                yield from _group_lines(rows, group, ds, op, dtype, dst, rmode, digits, f.path)
+                continue
+            for i in range(len(rows)):                # rows verify replays one at a time: so does export
+                one = rows.slice(i, 1)
+                g1 = rebuild_group(one, ds, f.path)
+                yield from _group_lines(one, g1, ds, op, dtype, dst, rmode, digits, f.path)
 
 
-def _group_lines(t, ds, op, dtype, dst, rmode, digits, path):
+def _group_lines(t, g, ds, op, dtype, dst, rmode, digits, path):
     n = len(t)
     case = t.column("case")[0].as_py()
 
     def refuse(why: str):
         return GoldenError(f"{shown(path)}: case {case}: {why}; run `tile-emu verify`")
 
-    g = _rebuild(t, ds, path)
     if g is None:
         raise refuse("a malformed row")
     by_tile = {}

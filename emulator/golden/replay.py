@@ -63,7 +63,7 @@ def _entries(arr: pa.Array, n: int, k: int, sl: slice) -> np.ndarray | None:
     return binary_block(arr.take(pa.array(idx)), n, sl.stop - sl.start)
 
 
-def _rebuild(t: pa.Table, ds: Dataset, path: str) -> Group | None:
+def rebuild_group(t: pa.Table, ds: Dataset, path: str) -> Group | None:
     """The group of rows t (of data file `path`) on the dataset's machine (store sizes of the
     rows, the dataset's numeric profile), or None when they do not share a block and
     descriptors.  GoldenError for a row no machine could hold (malformed fields)."""
@@ -96,7 +96,8 @@ def _rebuild(t: pa.Table, ds: Dataset, path: str) -> Group | None:
     try:
         entries = [descriptor_at(f, j) for j in range(k)]
     except ValueError as exc:
-        raise GoldenError(f"{shown(path)}: case {t.column('case')[0].as_py()}: inputs: {shown(str(exc), 160)}") from None
+        raise GoldenError(f"{shown(path)}: case {t.column('case')[0].as_py()}: inputs: "
+                          f"{shown(str(exc), 160)}") from None
     tiles, j = [], 0
     while j < k:
         pe0, tid, desc = entries[j]
@@ -199,11 +200,11 @@ def verify(dataset, backend: str = "cpu", progress=None, limit: int = 20) -> tup
             if hi == lo:
                 continue
             part_t = t.slice(lo, hi - lo)
-            g = _rebuild(part_t, ds, f.path)
+            g = rebuild_group(part_t, ds, f.path)
             if g is None:                                     # replay row by row
                 for i in range(len(part_t)):
                     one = part_t.slice(i, 1)
-                    g1 = _rebuild(one, ds, f.path)
+                    g1 = rebuild_group(one, ds, f.path)
                     if g1 is None:
                         bad.append(Mismatch(f.path, int(one.column("case")[0].as_py()), "inputs",
                                             "well-formed tiles", "a malformed row"))

@@ -267,10 +267,12 @@ def _swap_files(p, q):
     (lambda m: m.update(format_version=True), "not a tile-emu golden dataset version 1 manifest"),
     (lambda m: m.update(format_version=1.0), "not a tile-emu golden dataset version 1 manifest"),
     (lambda m: m["partitions"].reverse(), "manifest: partitions[0] has keys"),
-    (lambda m: _swap_files(*m["partitions"]), "manifest: op=TADD/dtype=FP32: files lack 'op=TADD/dtype=FP32/part-00000.parquet'"),
+    (lambda m: _swap_files(*m["partitions"]),
+     "manifest: op=TADD/dtype=FP32: files lack 'op=TADD/dtype=FP32/part-00000.parquet'"),
     (lambda m: m["generator"].update(profile="ftz"), "generator profile 'ftz' is not the recorded profile ieee"),
     (lambda m: m["generator"].update(chunk_cases=0), "generator.chunk_cases: 0 is less than the minimum of 1"),
-    (lambda m: m["generator"].update(ops=["TADD", "TADD"]), "manifest: generator: --ops: 'TADD' is listed more than once"),
+    (lambda m: m["generator"].update(ops=["TADD", "TADD"]),
+     "manifest: generator: --ops: 'TADD' is listed more than once"),
     (lambda m: m.update(comment="hi"), "Additional properties are not allowed ('comment' was unexpected)"),
     (lambda m: m["partitions"][0]["files"][0].update(rows=True), "files[0].rows: True is not a non-negative integer"),
 ])
@@ -311,7 +313,8 @@ def _mutate_output(field, value, entry=0, cls="random"):
 
 @pytest.mark.parametrize("fn, words", [
     (_mutate_output("status", lambda s: s ^ 0x10), "outputs.status (entry 0): expected"),
-    (_mutate_output("ValidRow", lambda v: v - 1, entry=3, cls="all_pes"), "outputs.ValidRow (entry 3): expected 1, got 2"),
+    (_mutate_output("ValidRow", lambda v: v - 1, entry=3, cls="all_pes"),
+     "outputs.ValidRow (entry 3): expected 1, got 2"),
     (_mutate_output("pe", lambda v: 3), "outputs.pe (entry 0): expected 3, got 0"),
     (lambda rows: rows[0].update(message="all fine"), "case 0: message: expected 'all fine', got ''"),
     (lambda rows: rows[0].update(gprs=[{"pe": 0, "index": 5, "value": 0}]), "case 0: gprs: expected 1 entries, got 0"),
