@@ -55,6 +55,7 @@ KIND_SHARE = {"value": 0.75, "shape": 0.20, "illegal": 0.05}
 MAX_CASES = 1 << 32            # cases per partition
 MAX_FILES = 1 << 16            # data files per dataset (the manifest holds one record each)
 MAX_FILE_DATA_BYTES = 1 << 31  # uncompressed column data of one data file (its Parquet metadata)
+MAX_MANIFEST_BYTES = 1 << 28   # MAX_FILES records of about 2 KB each fit many times over
 SEED_RANGE = (-(1 << 63), 1 << 64)
 # atomicio's temporary names: ".part-00000.parquet.1a2b3c4d.tmp"
 _TEMPORARY = re.compile(r"\.part-\d{5}\.parquet\.[0-9a-f]{8}\.tmp")
@@ -398,6 +399,9 @@ def read_manifest(folder) -> dict:
     open_dataset checks what it says)."""
     path = pathlib.Path(folder) / MANIFEST
     try:
+        if path.stat().st_size > MAX_MANIFEST_BYTES:
+            raise GoldenError(f"{shown(path)}: {path.stat().st_size:,} bytes; a manifest holds at most "
+                              f"{MAX_MANIFEST_BYTES:,}")
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise GoldenError(f"{shown(path)}: cannot read the manifest ({why(exc)})") from None
@@ -583,13 +587,20 @@ def _check_folder(folder: pathlib.Path, params: Params, listed: set[str]) -> Non
         raise GoldenError(f"{shown(extra[0])}: in the dataset folder but not listed in the manifest"
                           + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""))
     gen = folder / PARAMS
-    if gen.exists():
-        try:
-            prev = Params.from_json(jsontext.loads(gen.read_text(encoding="utf-8")), PARAMS)
-        except (OSError, UnicodeDecodeError, jsontext.JsonTextError) as exc:
-            raise GoldenError(f"{PARAMS}: cannot read ({why(exc)})") from None
+    if gen.exists() or gen.is_symlink():
+        prev = read_params(gen)
         if prev != params:
             raise GoldenError(f"{PARAMS}: other parameters than the manifest's generator")
+
+
+def read_params(path: pathlib.Path) -> Params:
+    """The parameters a generation.json holds (a small file: at most 1 MiB)."""
+    try:
+        if path.stat().st_size > 1 << 20:
+            raise GoldenError(f"{PARAMS}: {path.stat().st_size:,} bytes; it holds at most 1 MiB")
+        return Params.from_json(jsontext.loads(path.read_text(encoding="utf-8")), PARAMS)
+    except (OSError, UnicodeDecodeError, jsontext.JsonTextError) as exc:
+        raise GoldenError(f"{PARAMS}: cannot read ({why(exc)})") from None
 
 
 def _read_checked(ds: Dataset, f: DataFile) -> pa.Table:
@@ -754,9 +765,10 @@ def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool) -> None:
                           "or choose an empty folder")
     if entries and resume:
         try:
-            prev = Params.from_json(jsontext.loads((folder / PARAMS).read_text(encoding="utf-8")), PARAMS)
-        except (OSError, UnicodeDecodeError, ValueError, GoldenError):
-            raise GoldenError(f"--resume: {shown(folder)} holds no readable {PARAMS} of an earlier run") from None
+            prev = read_params(folder / PARAMS)
+        except GoldenError as exc:
+            raise GoldenError(f"--resume: {shown(folder)} holds no readable {PARAMS} of an earlier run "
+                              f"({exc})") from None
         if prev != p:
             raise GoldenError(f"--resume: {shown(folder)} was generated with other parameters "
                               f"({PARAMS}); resume with the same command")

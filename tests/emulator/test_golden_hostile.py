@@ -284,6 +284,12 @@ def test_a_lying_manifest_is_refused(tadd, tmp_path, capsys, edit, words):
     refused_everywhere(x, capsys, words)
 
 
+def test_a_manifest_larger_than_the_limit_is_refused_before_it_is_read(tadd, tmp_path, capsys, monkeypatch):
+    x = copy(tadd, tmp_path)
+    monkeypatch.setattr(D, "MAX_MANIFEST_BYTES", 1000)
+    refused_everywhere(x, capsys, "manifest.json: ", "bytes; a manifest holds at most 1,000")
+
+
 def test_a_generation_json_of_other_parameters_is_refused(tadd, tmp_path, capsys):
     x = copy(tadd, tmp_path)
     g = manifest(x)["generator"]
