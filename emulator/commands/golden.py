@@ -15,6 +15,7 @@ from emulator.cli import CommandError
 from emulator.golden import dataset as D
 from emulator.golden.dataset import GoldenError
 from isa.atomicio import quote
+from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES
 
 
 def add_arguments(p) -> None:
@@ -28,7 +29,8 @@ def add_arguments(p) -> None:
     g.add_argument("--sat", default="0,1", help="TCVT Sat values (default: 0,1)")
     g.add_argument("--cases", type=int, help="cases per partition")
     g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--profile", default="ieee", help="numeric profile (default ieee)")
+    g.add_argument("--profile", default=DEFAULT_PROFILE,
+                   help=f"numeric profile: {', '.join(PROFILES)} (default {DEFAULT_PROFILE})")
     g.add_argument("--out", help="output folder (must be empty unless --resume)")
     g.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
     g.add_argument("--workers", type=int, help="run on a local Dask cluster of N worker processes")
@@ -76,7 +78,6 @@ def _params(args) -> D.Params:
         raise CommandError(f"--sat {quote(args.sat)}: a list of 0/1", 2) from None
     if any(s not in (0, 1) for s in sat):
         raise CommandError(f"--sat {quote(args.sat)}: a list of 0/1", 2)
-    from kernels.numeric.profiles import PROFILES
     if args.profile not in PROFILES:
         raise CommandError(f"--profile {quote(args.profile)}: one of {', '.join(PROFILES)}", 2)
     if not D.SEED_RANGE[0] <= args.seed < D.SEED_RANGE[1]:

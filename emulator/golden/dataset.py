@@ -33,7 +33,7 @@ from isa import jsontext
 from isa.atomicio import atomic_open, atomic_path, quote, shown, why
 from isa.datatypes import datatype
 from isa.errors import DecodeError, EncodeError
-from kernels.numeric.profiles import PROFILES, Profile, profile as numeric_profile
+from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES, Profile, profile as numeric_profile
 
 from ..config import MachineConfig
 from . import coverage as C
@@ -147,7 +147,7 @@ class Params:
     dst_dtypes: tuple[str, ...] = ()
     rmodes: tuple[str, ...] = RMODE_NAMES
     sat: tuple[int, ...] = (0, 1)
-    profile: str = "ieee"
+    profile: str = DEFAULT_PROFILE
     chunk_cases: int = CHUNK_CASES
 
     def to_json(self) -> dict:
