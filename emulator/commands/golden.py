@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+import os
 import pathlib
 import sys
 
@@ -14,6 +15,7 @@ from emulator.cli import CommandError
 from emulator.golden import dataset as D
 from emulator.golden.dataset import GoldenError
 from isa.atomicio import quote
+from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES
 
 
 def add_arguments(p) -> None:
@@ -27,7 +29,8 @@ def add_arguments(p) -> None:
     g.add_argument("--sat", default="0,1", help="TCVT Sat values (default: 0,1)")
     g.add_argument("--cases", type=int, help="cases per partition")
     g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--profile", default="ieee", help="numeric profile (default ieee)")
+    g.add_argument("--profile", default=DEFAULT_PROFILE,
+                   help=f"numeric profile: {', '.join(PROFILES)} (default {DEFAULT_PROFILE})")
     g.add_argument("--out", help="output folder (must be empty unless --resume)")
     g.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
     g.add_argument("--workers", type=int, help="run on a local Dask cluster of N worker processes")
@@ -60,8 +63,13 @@ def _params(args) -> D.Params:
         raise CommandError(f"missing {', '.join(missing)} (see tile-emu golden --help)", 2)
     if args.cases <= 0:
         raise CommandError("--cases must be positive", 2)
+    if args.cases > D.MAX_CASES:
+        raise CommandError(f"--cases {args.cases}: at most {D.MAX_CASES:,} (2^32) cases per partition", 2)
     if args.workers is not None and args.workers <= 0:
         raise CommandError("--workers must be positive", 2)
+    if args.workers is not None and args.workers > max_workers():
+        raise CommandError(f"--workers {args.workers}: at most {max_workers()} (the CPUs this process may use; "
+                           "more worker processes only compete for them)", 2)
     if args.workers and args.scheduler:
         raise CommandError("--workers and --scheduler exclude each other", 2)
     try:
@@ -70,16 +78,28 @@ def _params(args) -> D.Params:
         raise CommandError(f"--sat {quote(args.sat)}: a list of 0/1", 2) from None
     if any(s not in (0, 1) for s in sat):
         raise CommandError(f"--sat {quote(args.sat)}: a list of 0/1", 2)
-    from kernels.numeric.profiles import PROFILES
     if args.profile not in PROFILES:
         raise CommandError(f"--profile {quote(args.profile)}: one of {', '.join(PROFILES)}", 2)
+    if not D.SEED_RANGE[0] <= args.seed < D.SEED_RANGE[1]:
+        raise CommandError(f"--seed {args.seed}: from -2^63 to 2^64 - 1", 2)
     p = D.Params(
         ops=tuple(o.upper() for o in D.parse_list(args.ops, "ops")), dtypes=D.parse_list(args.dtypes, "dtypes"),
         cases=args.cases, seed=args.seed,
         dst_dtypes=D.parse_list(args.dst_dtypes, "dst-dtypes") if args.dst_dtypes else (),
         rmodes=tuple(r.upper() for r in D.parse_list(args.rmodes, "rmodes")), sat=sat, profile=args.profile)
-    D.partitions(p)             # validates names and (op, DataType) pairs before anything is written
+    D.chunks(p)                 # validates names, (op, DataType) pairs and sizes before anything is written
+    if args.scheduler:
+        from emulator.golden.runner import check_scheduler
+        check_scheduler(args.scheduler)
     return p
+
+
+def max_workers() -> int:
+    """--workers' bound: the CPUs this process may use (docs/golden-format.md, "Limits")."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:            # no sched_getaffinity (macOS, Windows)
+        return max(os.cpu_count() or 1, 1)
 
 
 def _generate(args) -> int:
@@ -97,8 +117,10 @@ def _generate(args) -> int:
         tasks.append((str(out), p.to_json(), _part_dict(part), chunk, n))
     total = sum(t[4] for t in tasks)
     progress = Progress(total, len(tasks), enabled=not args.quiet)
+    # no more worker processes than files: the rest would only start and idle
+    workers = min(args.workers, max(len(tasks), 1)) if args.workers else None
     run_tasks(tasks, write_chunk, lambda task, rec: (records.append(rec), progress.add(task[4])),
-              workers=args.workers, scheduler=args.scheduler)
+              workers=workers, scheduler=args.scheduler)
     progress.close()
     D.write_json(out / D.MANIFEST, D.manifest(p, records))
     rows = sum(r["rows"] for r in records)
@@ -113,18 +135,20 @@ def _part_dict(part: D.Partition) -> dict:
 
 
 def coverage_table(folder) -> str:
-    """Classes x partitions: case counts, 'n/a' where a partition cannot have the class."""
+    """Classes x partitions: case counts, 'n/a' where a partition cannot have the class.  The
+    dataset is opened through open_dataset, so the counts and n/a marks are checked ones."""
     from emulator.golden.coverage import CLASSES
-    m = D.read_manifest(folder)
+    ds = D.open_dataset(folder)
     cols = []
-    for part in m["partitions"]:
-        label = f"{part['op']}.{part['dtype']}" + (f">{part['dst']}.{part['rmode']}{'.sat' if part['sat'] else ''}"
-                                                  if part.get("dst") else "")
+    for part in ds.partitions:
+        label = f"{part.op}.{part.dtype}" + (f">{part.dst}.{part.rmode}{'.sat' if part.sat else ''}"
+                                            if part.dst else "")
         counts: dict[str, int] = {}
-        for f in part["files"]:
-            for c, k in f.get("classes", {}).items():
-                counts[c] = counts.get(c, 0) + k
-        cols.append((label, counts, set(part.get("not_applicable", []))))
+        for f in ds.files:
+            if f.partition == part:
+                for c, k in f.record["classes"].items():
+                    counts[c] = counts.get(c, 0) + k
+        cols.append((label, counts, set(ds.not_applicable[part])))
     name_w = max(len(c.name) for c in CLASSES)
     widths = [max(len(label), 7) for label, _, _ in cols]
     lines = [" " * name_w + "  " + "  ".join(label.rjust(w) for (label, _, _), w in zip(cols, widths))]

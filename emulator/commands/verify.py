@@ -1,4 +1,4 @@
-"""tile-emu verify DATASET: replay every golden case and compare every field."""
+"""tile-emu verify DATASET: check a golden dataset, replay every case and compare every field."""
 from __future__ import annotations
 
 from emulator.cli import UNAVAILABLE, CommandError
@@ -15,15 +15,14 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from emulator.golden.dataset import open_dataset
     from emulator.golden.replay import verify
     from emulator.golden.runner import Progress
     try:
         resolve_backend(args.backend)     # before any progress line: no usable GPU is one line, exit 3
-        from emulator.golden.dataset import read_manifest
-        m = read_manifest(args.dataset)
-        total = sum(f["rows"] for p in m["partitions"] for f in p["files"])
-        progress = Progress(total, 0, enabled=not args.quiet, label="verify")
-        rows, bad = verify(args.dataset, args.backend, progress=lambda k: progress.add(k, 0),
+        ds = open_dataset(args.dataset)   # every check that needs no replay, before any replay
+        progress = Progress(ds.rows, 0, enabled=not args.quiet, label="verify")
+        rows, bad = verify(ds, args.backend, progress=lambda k: progress.add(k, 0),
                            limit=max(args.max_report, 1))
         progress.close()
     except BackendError as exc:           # a GPU backend without a usable GPU
@@ -35,5 +34,5 @@ def run(args) -> int:
     if bad:
         print(f"verify: MISMATCH ({len(bad)} shown) after {rows:,} cases")
         return 1
-    print(f"verify: {rows:,} cases match ({args.backend})")
+    print(f"verify: {rows:,} cases match ({args.backend}, profile {ds.profile.name} {ds.profile.version})")
     return 0

@@ -306,8 +306,10 @@ def _offset_gprs(v: Variant, n: int, pes, limit: tuple[int, int], rng) -> np.nda
     return g
 
 
-def build_group(cls: CoverageClass, ctx: Context, n: int, rng: np.random.Generator) -> Group:
-    """n cases of class `cls` for the partition `ctx`."""
+def build_group(cls: CoverageClass, ctx: Context, n: int, rng: np.random.Generator,
+                config: MachineConfig | None = None) -> Group:
+    """n cases of class `cls` for the partition `ctx`, on machines of `config` (the dataset's
+    numeric profile; default MachineConfig())."""
     v = cls.variant(ctx, rng) if cls.variant else Variant()
     if cls.kind == "illegal":                       # mutate a case with room for every rule
         v = replace(v, vcol=8, cols=8, pe_mask=0b0011)
@@ -347,7 +349,7 @@ def build_group(cls: CoverageClass, ctx: Context, n: int, rng: np.random.Generat
             defined &= grid.reshape(-1)[None, None, :]
         tiles.append(TileSpec(i + 1, desc, pes, elems, defined))
     src_rows = v.rows if ctx.movement else descs[0].Row
-    g = Group(cls, ctx, v, _block(ctx, v, src_rows), MachineConfig(), tiles, gprs)
+    g = Group(cls, ctx, v, _block(ctx, v, src_rows), config or MachineConfig(), tiles, gprs)
     if v.mutation is not None:
         g = MUTATIONS[v.mutation](g, rng)
     # run exactly what the stream says (raises EncodeError for a block a stream cannot carry)

@@ -1,11 +1,16 @@
-"""Golden datasets: partitions, deterministic chunks, Parquet files, the manifest, replay.
+"""Golden datasets: partitions, deterministic chunks, Parquet files, the manifest, the checked open.
 
 A dataset is a folder:  manifest.json  and  <partition path>/part-NNNNN.parquet  where the
 partition path is  op=TADD/dtype=FP16  (TCVT adds dst=, rmode=, sat=).  Each file holds one
 chunk of at most CHUNK_CASES cases; its content depends only on (seed, partition, chunk
-index), so any number of workers, in-process or on a Dask cluster, writes the same bytes.
-Files are written to a temporary name and renamed when complete; `--resume` keeps every file
-already under its final name.
+index, profile), so any number of workers, in-process or on a Dask cluster, writes the same
+bytes.  Files are written to a temporary name and renamed when complete; `--resume` keeps
+every file already under its final name.
+
+`open_dataset` is the one reader every consumer goes through (`verify`, `golden --coverage`,
+`golden export`): it checks the manifest against the folder and every stored field of every
+row that can be recomputed without replaying the block (docs/golden-format.md, "What verify
+checks"), so a consumer never sees a dataset that `verify` would refuse before replaying it.
 """
 from __future__ import annotations
 
@@ -13,22 +18,27 @@ import hashlib
 import json
 import os
 import pathlib
-from dataclasses import asdict, dataclass, field
+import re
+from dataclasses import asdict, dataclass
+from functools import lru_cache
 
+import jsonschema
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from isa import fields as F, instructions as I
+from isa import encoding, fields as F, instructions as I
 from isa import jsontext
 from isa.atomicio import atomic_open, atomic_path, quote, shown, why
 from isa.datatypes import datatype
-from isa.errors import EncodeError
-from kernels.numeric.profiles import profile as numeric_profile
+from isa.errors import DecodeError, EncodeError
+from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES, Profile, profile as numeric_profile
 
+from ..config import MachineConfig
 from . import coverage as C
-from .cases import build_group, execute
-from .rows import SCHEMA, group_table
+from .cases import build_group, execute, stream_of
+from .rows import SCHEMA, group_table, pe_mask_of
 from .space import space
 
 FORMAT = "tile-emu golden dataset"
@@ -40,6 +50,15 @@ PARAMS = "generation.json"
 RMODE_NAMES = tuple(F.RMODES.values())
 # Class shares of each chunk: value classes carry most cases; every applicable class gets >= 1.
 KIND_SHARE = {"value": 0.75, "shape": 0.20, "illegal": 0.05}
+# Bounds (docs/golden-format.md, "Limits"): checked before any work, on the command line and
+# on every manifest read, so neither a typo nor a hostile manifest plans an unbounded run.
+MAX_CASES = 1 << 32            # cases per partition
+MAX_FILES = 1 << 16            # data files per dataset (the manifest holds one record each)
+MAX_FILE_DATA_BYTES = 1 << 31  # uncompressed column data of one data file (its Parquet metadata)
+MAX_MANIFEST_BYTES = 1 << 28   # MAX_FILES records of about 2 KB each fit many times over
+SEED_RANGE = (-(1 << 63), 1 << 64)
+# atomicio's temporary names: ".part-00000.parquet.1a2b3c4d.tmp"
+_TEMPORARY = re.compile(r"\.part-\d{5}\.parquet\.[0-9a-f]{8}\.tmp")
 
 
 class GoldenError(Exception):
@@ -61,9 +80,62 @@ class Partition:
             p += f"/dst={self.dst}/rmode={self.rmode}/sat={int(self.sat)}"
         return p
 
+    def keys(self) -> dict:
+        """The partition's keys as the manifest records them."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
     def context(self) -> C.Context:
         op = I.lookup(self.op)
         return C.Context(op, space(self.dtype), space(self.dst or self.dtype), self.rmode, bool(self.sat))
+
+_NAMES = {"type": "array", "items": {"type": "string", "maxLength": 64}, "maxItems": 1024}
+# generation.json and the manifest's `generator`: every Params field, nothing else.
+GENERATOR_SCHEMA = {
+    "type": "object", "additionalProperties": False,
+    "required": ["ops", "dtypes", "cases", "seed", "dst_dtypes", "rmodes", "sat", "profile", "chunk_cases"],
+    "properties": {
+        "ops": {**_NAMES, "minItems": 1}, "dtypes": {**_NAMES, "minItems": 1}, "dst_dtypes": _NAMES,
+        "rmodes": {**_NAMES, "minItems": 1},
+        "sat": {"type": "array", "items": {"enum": [0, 1]}, "minItems": 1, "maxItems": 2},
+        "cases": {"type": "integer", "minimum": 1, "maximum": MAX_CASES},
+        "seed": {"type": "integer", "minimum": SEED_RANGE[0], "exclusiveMaximum": SEED_RANGE[1]},
+        "profile": {"type": "string", "maxLength": 64},
+        "chunk_cases": {"type": "integer", "minimum": 1, "maximum": CHUNK_CASES},
+    },
+}
+MANIFEST_SCHEMA = {
+    "type": "object", "additionalProperties": False,
+    "required": ["format", "format_version", "tile_emu_version", "profile", "generator", "partitions"],
+    "properties": {
+        "format": {"const": FORMAT},
+        "format_version": {"type": "integer", "const": FORMAT_VERSION},
+        "tile_emu_version": {"type": "string", "maxLength": 200},
+        "profile": {"type": "object", "additionalProperties": False, "required": ["name", "version"],
+                    "properties": {"name": {"type": "string", "maxLength": 64},
+                                   "version": {"type": "string", "maxLength": 64}}},
+        "generator": GENERATOR_SCHEMA,
+        "partitions": {"type": "array", "maxItems": MAX_FILES, "items": {
+            "type": "object", "additionalProperties": False,
+            "required": ["op", "dtype", "not_applicable", "files"],
+            "properties": {
+                "op": {"type": "string"}, "dtype": {"type": "string"}, "dst": {"type": "string"},
+                "rmode": {"type": "string"}, "sat": {"type": "boolean"},
+                "not_applicable": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+                # the records: _check_record (jsonschema's ~25 us a node would spend about a
+                # minute on a manifest of MAX_FILES records of some 45 nodes each)
+                "files": {"type": "array", "maxItems": MAX_FILES},
+            }}},
+    },
+}
+
+
+def _validate(doc, schema: dict, where: str) -> None:
+    """GoldenError naming the first place `doc` breaks `schema` (one line, the value cut short)."""
+    err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+    if err is None:
+        return
+    at = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path).lstrip(".")
+    raise GoldenError(f"{where}{': ' + at if at else ''}: {shown(err.message, 160)}")
 
 
 @dataclass(frozen=True)
@@ -75,7 +147,7 @@ class Params:
     dst_dtypes: tuple[str, ...] = ()
     rmodes: tuple[str, ...] = RMODE_NAMES
     sat: tuple[int, ...] = (0, 1)
-    profile: str = "ieee"
+    profile: str = DEFAULT_PROFILE
     chunk_cases: int = CHUNK_CASES
 
     def to_json(self) -> dict:
@@ -83,11 +155,9 @@ class Params:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
     @classmethod
-    def from_json(cls, d: dict) -> "Params":
-        try:
-            return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
-        except TypeError as exc:
-            raise GoldenError(f"generator parameters: {exc}") from None
+    def from_json(cls, d, where: str = "generator parameters") -> "Params":
+        _validate(d, GENERATOR_SCHEMA, where)
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
 
 
 # ---------------------------------------------------------------------------- planning
@@ -99,30 +169,50 @@ def parse_list(text: str, what: str) -> tuple[str, ...]:
     return items
 
 
+def _once(names, what: str) -> None:
+    """Each name once: a repeated --ops/--dtypes/... entry would plan (and count) a partition twice."""
+    seen = set()
+    for n in names:
+        if n in seen:
+            raise GoldenError(f"--{what}: {quote(str(n))} is listed more than once")
+        seen.add(n)
+
+
 def partitions(p: Params) -> list[Partition]:
-    """Every partition the parameters ask for, validated: unknown names and unsupported
-    (op, DataType) pairs are errors that name the supported set."""
-    out = []
+    """Every partition the parameters ask for, validated: unknown names, repeated names and
+    unsupported (op, DataType) pairs are errors that name the supported set."""
+    ops = []
     for op_name in p.ops:
         try:
-            op = I.lookup(op_name)
+            ops.append(I.lookup(op_name))
         except KeyError:
             raise GoldenError(f"unknown op {quote(op_name)}; ops: "
                               + ", ".join(i.mnemonic for i in I.INSTRUCTIONS)) from None
-        for dt_name in p.dtypes:
-            dt = _dtype(dt_name)
+    dtypes = [_dtype(d) for d in p.dtypes]
+    dsts = [_dtype(d) for d in p.dst_dtypes] or dtypes
+    for rm in p.rmodes:
+        if rm.upper() not in RMODE_NAMES:
+            raise GoldenError(f"unknown rounding mode {quote(rm)}; modes: {', '.join(RMODE_NAMES)}")
+    rmodes = [rm.upper() for rm in p.rmodes]
+    for names, what in (([o.mnemonic for o in ops], "ops"), (dtypes, "dtypes"), (p.dst_dtypes and dsts, "dst-dtypes"),
+                        (rmodes, "rmodes"), ([int(s) for s in p.sat], "sat")):
+        _once(names or (), what)
+    try:
+        numeric_profile(p.profile)
+    except ValueError:
+        raise GoldenError(f"unknown numeric profile {quote(p.profile)}; profiles: {', '.join(PROFILES)}") from None
+    out = []
+    for op in ops:
+        for dt in dtypes:
             if dt not in op.dtypes:
                 raise GoldenError(f"{op.mnemonic} does not support {dt}; supported: {', '.join(sorted(op.dtypes))}")
             if op.schema != I.CONVERT:
                 out.append(Partition(op.mnemonic, dt))
                 continue
-            for dst in (p.dst_dtypes or p.dtypes):
-                dst = _dtype(dst)
-                for rm in p.rmodes:
-                    if rm.upper() not in RMODE_NAMES:
-                        raise GoldenError(f"unknown rounding mode {quote(rm)}; modes: {', '.join(RMODE_NAMES)}")
+            for dst in dsts:
+                for rm in rmodes:
                     for s in p.sat:
-                        out.append(Partition(op.mnemonic, dt, dst, rm.upper(), bool(int(s))))
+                        out.append(Partition(op.mnemonic, dt, dst, rm, bool(int(s))))
     return out
 
 
@@ -134,13 +224,38 @@ def _dtype(name: str) -> str:
         raise GoldenError(f"unknown DataType {quote(name)}; DataTypes: {', '.join(d.name for d in DATATYPES)}") from None
 
 
-def chunks(p: Params) -> list[tuple[Partition, int, int]]:
-    """(partition, chunk index, cases in the chunk) for every file of the dataset."""
-    out = []
-    for part in partitions(p):
-        for k in range(0, p.cases, p.chunk_cases):
-            out.append((part, k // p.chunk_cases, min(p.chunk_cases, p.cases - k)))
-    return out
+@dataclass(frozen=True)
+class ChunkPlan:
+    """(partition, chunk index, cases in the chunk) of every file, produced lazily: the plan of
+    a large run is never built as a list (docs/golden-format.md, "Limits")."""
+    parts: tuple[Partition, ...]
+    cases: int
+    chunk_cases: int
+
+    @property
+    def per_partition(self) -> int:
+        return -(-self.cases // self.chunk_cases)
+
+    def __len__(self) -> int:
+        return len(self.parts) * self.per_partition
+
+    def __iter__(self):
+        for part in self.parts:
+            for k in range(self.per_partition):
+                yield part, k, min(self.chunk_cases, self.cases - k * self.chunk_cases)
+
+
+def chunks(p: Params) -> ChunkPlan:
+    """Every file of the dataset, after checking the run is within MAX_CASES and MAX_FILES."""
+    if not 1 <= p.cases <= MAX_CASES:
+        raise GoldenError(f"--cases {p.cases}: from 1 to {MAX_CASES:,} (2^32) cases per partition")
+    if not 1 <= p.chunk_cases <= CHUNK_CASES:
+        raise GoldenError(f"chunk_cases {p.chunk_cases}: from 1 to {CHUNK_CASES:,}")
+    plan = ChunkPlan(tuple(partitions(p)), p.cases, p.chunk_cases)
+    if len(plan) > MAX_FILES:
+        raise GoldenError(f"{len(plan.parts):,} partition(s) x {p.cases:,} cases need {len(plan):,} data files of at "
+                          f"most {p.chunk_cases:,} cases; a dataset holds at most {MAX_FILES:,} files")
+    return plan
 
 
 def _rng(seed: int, part: Partition, chunk: int) -> np.random.Generator:
@@ -167,7 +282,8 @@ def _allocate(classes: list[C.CoverageClass], n: int) -> list[int]:
 # ---------------------------------------------------------------------------- one chunk
 
 def probe(cls: C.CoverageClass, ctx: C.Context) -> bool:
-    """An illegal class applies where its mutation is rejected for the reason it names."""
+    """An illegal class applies where its mutation is rejected for the reason it names.
+    (Legality does not depend on the numeric profile, so the probe runs under the default.)"""
     if cls.kind != "illegal":
         return True
     try:
@@ -177,24 +293,31 @@ def probe(cls: C.CoverageClass, ctx: C.Context) -> bool:
     return execute(g).reason[0] == cls.reason
 
 
+@lru_cache(maxsize=4096)
 def classes_for(part: Partition) -> tuple[list[C.CoverageClass], list[str]]:
-    """(classes generated for the partition, names of those it cannot have)."""
+    """(classes generated for the partition, names of those it cannot have), in table order."""
     ctx = part.context()
-    ok, na = [], []
-    for cls in C.CLASSES:
-        (ok if cls.applies(ctx) and probe(cls, ctx) else na).append(cls if cls.applies(ctx) else cls.name)
-    return [c for c in ok if isinstance(c, C.CoverageClass)], [c if isinstance(c, str) else c.name for c in na]
+    ok = [cls for cls in C.CLASSES if cls.applies(ctx) and probe(cls, ctx)]
+    names = {cls.name for cls in ok}
+    return ok, [cls.name for cls in C.CLASSES if cls.name not in names]
+
+
+def machine_config(p: Params) -> MachineConfig:
+    """The machine every case of the dataset runs on: its numeric profile is the one
+    kernels.numeric.profiles resolves for the parameters (and the manifest records)."""
+    return MachineConfig(profile=numeric_profile(p.profile).name)
 
 
 def chunk_table(p: Params, part: Partition, chunk: int, n: int, backend: str = "cpu") -> pa.Table:
     ctx = part.context()
     classes, _ = classes_for(part)
     rng = _rng(p.seed, part, chunk)
+    config = machine_config(p)
     tables, first, gi = [], chunk * p.chunk_cases, 0
     for cls, count in zip(classes, _allocate(classes, n)):
         for start in range(0, count, GROUP_CASES):
             m = min(GROUP_CASES, count - start)
-            g = build_group(cls, ctx, m, rng)
+            g = build_group(cls, ctx, m, rng, config)
             tables.append(group_table(g, execute(g, backend), first, gi))
             first += m
             gi += 1
@@ -206,22 +329,30 @@ def file_name(chunk: int) -> str:
 
 
 def write_chunk(out_dir: str, params: dict, part: dict, chunk: int, n: int, backend: str = "cpu") -> dict:
-    """Generate and write one file (a Dask task: plain arguments, plain result)."""
+    """Generate and write one file (a Dask task: plain arguments, plain result).  A failed
+    write (a full disk, a file-size limit) is one GoldenError; the temporary file is removed."""
     p = Params.from_json(params)
     pt = Partition(**part)
     folder = pathlib.Path(out_dir) / pt.path
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / file_name(chunk)
     table = chunk_table(p, pt, chunk, n, backend)
-    with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, compression="zstd", write_statistics=False)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as tmp:
+            pq.write_table(table, tmp, compression="zstd", write_statistics=False)
+    except (OSError, pa.ArrowException) as exc:
+        raise GoldenError(f"{shown(path)}: cannot write ({why(exc)}); fix that and rerun with --resume") from None
     return file_record(out_dir, path)
 
 
 def file_record(out_dir, path) -> dict:
     path = pathlib.Path(path)
-    meta = pq.read_metadata(path)
-    classes = pq.read_table(path, columns=["class"]).column("class").value_counts().to_pylist()
+    try:
+        meta = pq.read_metadata(path)
+        classes = pq.read_table(path, columns=["class"]).column("class").value_counts().to_pylist()
+    except (OSError, pa.ArrowException, KeyError) as exc:
+        raise GoldenError(f"{shown(path)}: not a readable data file ({why(exc, 80)}); remove it and rerun "
+                          "with --resume") from None
     return {"path": path.relative_to(out_dir).as_posix(), "rows": meta.num_rows, "sha256": sha256(path),
             "bytes": path.stat().st_size, "classes": {c["values"]: c["counts"] for c in classes}}
 
@@ -246,8 +377,7 @@ def manifest(p: Params, records: list[dict]) -> dict:
     parts = {}
     for part in partitions(p):
         _, na = classes_for(part)
-        parts[part.path] = {**{k: v for k, v in asdict(part).items() if v is not None},
-                            "not_applicable": na, "files": []}
+        parts[part.path] = {**part.keys(), "not_applicable": na, "files": []}
     for r in sorted(records, key=lambda r: r["path"]):
         parts[r["path"].rsplit("/", 1)[0]]["files"].append(r)
     return {"format": FORMAT, "format_version": FORMAT_VERSION, "tile_emu_version": version,
@@ -256,14 +386,22 @@ def manifest(p: Params, records: list[dict]) -> dict:
 
 
 def write_json(path, obj) -> None:
-    with atomic_open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1, sort_keys=True)
-        f.write("\n")
+    try:
+        with atomic_open(path, "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=1, sort_keys=True)
+            f.write("\n")
+    except OSError as exc:
+        raise GoldenError(f"{shown(path)}: cannot write ({why(exc)})") from None
 
 
 def read_manifest(folder) -> dict:
+    """The manifest, parsed and checked against MANIFEST_SCHEMA (types and structure only;
+    open_dataset checks what it says)."""
     path = pathlib.Path(folder) / MANIFEST
     try:
+        if path.stat().st_size > MAX_MANIFEST_BYTES:
+            raise GoldenError(f"{shown(path)}: {path.stat().st_size:,} bytes; a manifest holds at most "
+                              f"{MAX_MANIFEST_BYTES:,}")
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise GoldenError(f"{shown(path)}: cannot read the manifest ({why(exc)})") from None
@@ -271,54 +409,388 @@ def read_manifest(folder) -> dict:
         m = jsontext.loads(text)
     except jsontext.JsonTextError as exc:
         raise GoldenError(f"{shown(path)}: not valid JSON ({exc})") from None
-    if not isinstance(m, dict) or m.get("format") != FORMAT or m.get("format_version") != FORMAT_VERSION:
+    if not isinstance(m, dict) or m.get("format") != FORMAT or type(m.get("format_version")) is not int \
+            or m.get("format_version") != FORMAT_VERSION:
         raise GoldenError(f"{shown(path)}: not a {FORMAT} version {FORMAT_VERSION} manifest")
+    _validate(m, MANIFEST_SCHEMA, shown(path))
+    for i, part in enumerate(m["partitions"]):
+        for j, rec in enumerate(part["files"]):
+            _check_record(rec, f"{shown(path)}: partitions[{i}].files[{j}]")
     return m
 
 
-def check_files(folder, m: dict) -> list[tuple[dict, dict]]:
-    """Every data file the manifest lists exists with its row count and SHA-256; returns
-    (partition, file record) pairs.  Raises GoldenError naming the first damaged file."""
-    folder = pathlib.Path(folder)
-    out = []
-    try:
-        parts = list(m["partitions"])
-        for part in parts:
-            for rec in part["files"]:
-                path = folder / rec["path"]
-                if not path.is_file():
-                    raise GoldenError(f"{quote(rec['path'])}: listed in the manifest but missing")
-                if sha256(path) != rec["sha256"]:
-                    raise GoldenError(f"{quote(rec['path'])}: SHA-256 differs from the manifest (file changed or damaged)")
-                try:
-                    rows = pq.read_metadata(path).num_rows
-                except (OSError, pa.ArrowException) as exc:
-                    raise GoldenError(f"{quote(rec['path'])}: not a readable Parquet file ({str(exc)[:80]})") from None
-                if rows != rec["rows"]:
-                    raise GoldenError(f"{quote(rec['path'])}: {rows} rows, the manifest says {rec['rows']}")
-                out.append((part, rec))
-    except (KeyError, TypeError) as exc:
-        raise GoldenError(f"manifest: malformed partition or file entry ({exc!r:.80})") from None
-    return out
+_RECORD = {"path": str, "rows": int, "sha256": str, "bytes": int, "classes": dict}
+_SHA256 = re.compile("[0-9a-f]{64}")
 
+
+def _check_record(rec, where: str) -> None:
+    """A manifest file record: exactly path, rows, sha256, bytes, classes, of their types
+    (counts non-negative integers, never booleans)."""
+    def count(v) -> bool:
+        return type(v) is int and v >= 0
+    if not isinstance(rec, dict):
+        raise GoldenError(f"{where}: {shown(repr(rec), 60)} is not of type 'object'")
+    for key, typ in _RECORD.items():
+        if key not in rec:
+            raise GoldenError(f"{where}: {key!r} is a required property")
+        if not isinstance(rec[key], typ) or (typ is int and not count(rec[key])):
+            what = "a non-negative integer" if typ is int else f"of type {typ.__name__!r}"
+            raise GoldenError(f"{where}.{key}: {shown(repr(rec[key]), 60)} is not {what}")
+    if len(rec) != len(_RECORD):
+        extra = sorted(set(rec) - set(_RECORD))[0]
+        raise GoldenError(f"{where}: Additional properties are not allowed ({shown(repr(extra), 60)} was unexpected)")
+    if not _SHA256.fullmatch(rec["sha256"]):
+        raise GoldenError(f"{where}.sha256: {shown(repr(rec['sha256']), 80)} is not 64 lower-case hex digits")
+    for name, k in rec["classes"].items():
+        if not count(k):
+            raise GoldenError(f"{where}.classes.{shown(name, 40)}: {shown(repr(k), 40)} is not a non-negative integer")
+
+
+def dataset_profile(recorded: dict) -> Profile:
+    """The numeric profile a manifest names, as kernels.numeric.profiles resolves it; a name
+    or version this tile-emu does not have is refused (replaying under another profile would
+    compare against other rules)."""
+    try:
+        prof = numeric_profile(recorded["name"])
+    except ValueError:
+        raise GoldenError(f"manifest: unknown numeric profile {quote(recorded['name'])}; "
+                          f"profiles: {', '.join(PROFILES)}") from None
+    if prof.version != recorded["version"]:
+        raise GoldenError(f"manifest: profile {prof.name} version {quote(recorded['version'])}; this tile-emu "
+                          f"has version {prof.version} (replay it with the tile-emu that wrote it)")
+    return prof
+
+
+# ---------------------------------------------------------------------------- the checked open
+
+@dataclass(frozen=True)
+class DataFile:
+    partition: Partition
+    chunk: int
+    record: dict                  # the manifest's record: path, rows, sha256, bytes, classes
+
+    @property
+    def path(self) -> str:
+        return self.record["path"]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A golden dataset that open_dataset has checked (see there).  `read(f)` reads one data
+    file again, with its rows checked again, for consumers that go through the rows."""
+    folder: pathlib.Path
+    manifest: dict
+    profile: Profile
+    params: Params
+    partitions: tuple[Partition, ...]
+    not_applicable: dict          # Partition -> tuple of class names
+    files: tuple[DataFile, ...]
+
+    @property
+    def rows(self) -> int:
+        return sum(f.record["rows"] for f in self.files)
+
+    def config(self, local_bytes: int, matrix_bytes: int) -> MachineConfig:
+        """A replay's machine: the row's store sizes under the dataset's profile."""
+        return MachineConfig(local_bytes, matrix_bytes, profile=self.profile.name)
+
+    def read(self, f: DataFile) -> pa.Table:
+        return _read_checked(self, f)
+
+
+def open_dataset(folder, progress=None) -> Dataset:
+    """Open a golden dataset and check everything that needs no replay; GoldenError (one line
+    naming the file, case and field) for the first fault.  In order: the manifest's structure
+    and types; its profile (known, same version); its generator parameters (valid, within the
+    limits) and the partitions and files they imply, with each partition's not_applicable
+    classes recomputed from the class table; the folder holding exactly the listed files
+    (plus generation.json, which must hold the same parameters); each file's size, SHA-256,
+    row count and schema; and each row (`_check_rows`).  `progress(rows)` after each file."""
+    folder = pathlib.Path(folder)
+    m = read_manifest(folder)
+    prof = dataset_profile(m["profile"])
+    params = Params.from_json(m["generator"], "manifest: generator")
+    if numeric_profile(params.profile).name != prof.name:
+        raise GoldenError(f"manifest: generator profile {quote(params.profile)} is not the recorded "
+                          f"profile {prof.name}")
+    try:
+        plan = chunks(params)
+    except GoldenError as exc:
+        raise GoldenError(f"manifest: generator: {exc}") from None
+    if len(m["partitions"]) != len(plan.parts):
+        raise GoldenError(f"manifest: {len(m['partitions'])} partition(s); its generator parameters give "
+                          f"{len(plan.parts)}")
+    files, na = [], {}
+    sizes = [min(plan.chunk_cases, plan.cases - k * plan.chunk_cases) for k in range(plan.per_partition)]
+    for i, (entry, part) in enumerate(zip(m["partitions"], plan.parts)):
+        keys = {k: v for k, v in entry.items() if k not in ("not_applicable", "files")}
+        if keys != part.keys():
+            raise GoldenError(f"manifest: partitions[{i}] has keys {shown(json.dumps(keys, sort_keys=True), 120)}; "
+                              f"the generator parameters give {part.path}")
+        _, inapplicable = classes_for(part)
+        if sorted(entry["not_applicable"]) != sorted(inapplicable):
+            extra = sorted(set(entry["not_applicable"]) - set(inapplicable))
+            lacking = sorted(set(inapplicable) - set(entry["not_applicable"]))
+            raise GoldenError(f"manifest: {part.path}: not_applicable "
+                              + (f"lists {', '.join(extra[:5])}, which the class table applies"
+                                 if extra else f"omits {', '.join(lacking[:5])}, which cannot occur there"))
+        na[part] = tuple(inapplicable)
+        want = [f"{part.path}/{file_name(k)}" for k in range(plan.per_partition)]
+        got = [rec["path"] for rec in entry["files"]]
+        if got != want:
+            missing = [w for w in want if w not in got]
+            raise GoldenError(f"manifest: {part.path}: files "
+                              + (f"lack {quote(missing[0])}" if missing else f"are {quote(', '.join(got), 160)}; "
+                                 f"expected {quote(', '.join(want), 160)}")
+                              + f" ({len(want)} file(s) of the generator parameters)")
+        for k, rec in enumerate(entry["files"]):
+            if rec["rows"] != sizes[k]:
+                raise GoldenError(f"{shown(rec['path'])}: the generator parameters give {sizes[k]} rows, "
+                                  f"the manifest says {rec['rows']}")
+            if sum(rec["classes"].values()) != rec["rows"]:
+                raise GoldenError(f"{shown(rec['path'])}: the manifest's class counts add up to "
+                                  f"{sum(rec['classes'].values())}, not its {rec['rows']} rows")
+            files.append(DataFile(part, k, rec))
+    _check_folder(folder, params, {f.path for f in files})
+    ds = Dataset(folder, m, prof, params, plan.parts, na, tuple(files))
+    for f in files:
+        _read_checked(ds, f)
+        if progress:
+            progress(f.record["rows"])
+    return ds
+
+
+def _check_folder(folder: pathlib.Path, params: Params, listed: set[str]) -> None:
+    """The folder holds exactly the listed data files, the manifest and (optionally) a
+    generation.json of the same parameters; anything else is named."""
+    extra, seen = [], set()
+    for root, dirs, names in os.walk(folder):
+        rel = pathlib.Path(root).relative_to(folder)
+        for d in list(dirs):
+            if os.path.islink(os.path.join(root, d)):       # not followed: an entry of its own
+                names.append(d)
+                dirs.remove(d)
+        for name in names:
+            p = (rel / name).as_posix()
+            if p in listed and os.path.isfile(os.path.join(root, name)):
+                seen.add(p)
+            elif p not in (MANIFEST, PARAMS):
+                extra.append(p)
+            if len(extra) + len(seen) > MAX_FILES + 2:
+                raise GoldenError(f"{shown(folder)}: holds more than {MAX_FILES:,} files; a dataset holds at most that")
+    missing = sorted(listed - seen)
+    if missing:
+        raise GoldenError(f"{shown(missing[0])}: listed in the manifest but missing"
+                          + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+    if extra:
+        extra.sort()
+        raise GoldenError(f"{shown(extra[0])}: in the dataset folder but not listed in the manifest"
+                          + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""))
+    gen = folder / PARAMS
+    if gen.exists() or gen.is_symlink():
+        prev = read_params(gen)
+        if prev != params:
+            raise GoldenError(f"{PARAMS}: other parameters than the manifest's generator")
+
+
+def read_params(path: pathlib.Path) -> Params:
+    """The parameters a generation.json holds (a small file: at most 1 MiB)."""
+    try:
+        if path.stat().st_size > 1 << 20:
+            raise GoldenError(f"{PARAMS}: {path.stat().st_size:,} bytes; it holds at most 1 MiB")
+        return Params.from_json(jsontext.loads(path.read_text(encoding="utf-8")), PARAMS)
+    except (OSError, UnicodeDecodeError, jsontext.JsonTextError) as exc:
+        raise GoldenError(f"{PARAMS}: cannot read ({why(exc)})") from None
+
+
+def _read_checked(ds: Dataset, f: DataFile) -> pa.Table:
+    """One data file: its size, SHA-256, row count, schema and data size as the manifest and
+    the format say, then its rows (`_check_rows`)."""
+    rec, path = f.record, ds.folder / f.path
+    where = shown(f.path)
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise GoldenError(f"{where}: cannot read ({why(exc)})") from None
+    if size != rec["bytes"]:
+        raise GoldenError(f"{where}: {size:,} bytes, the manifest says {rec['bytes']:,}")
+    try:
+        if sha256(path) != rec["sha256"]:
+            raise GoldenError(f"{where}: SHA-256 differs from the manifest (file changed or damaged)")
+        meta = pq.read_metadata(path)
+        rows = meta.num_rows
+        if rows != rec["rows"]:
+            raise GoldenError(f"{where}: {rows} rows, the manifest says {rec['rows']}")
+        if not meta.schema.to_arrow_schema().equals(SCHEMA):
+            raise GoldenError(f"{where}: columns or column types differ from the golden schema "
+                              "(docs/golden-format.md, 'One row per case')")
+        data = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        if data > MAX_FILE_DATA_BYTES:
+            raise GoldenError(f"{where}: {data:,} bytes of column data; a data file holds at most "
+                              f"{MAX_FILE_DATA_BYTES:,}")
+        t = pq.read_table(path)
+    except GoldenError:
+        raise
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        raise GoldenError(f"{where}: not a readable Parquet file ({why(exc, 80)})") from None
+    if len(t) != rows or not t.schema.equals(SCHEMA):
+        raise GoldenError(f"{where}: the data does not match its own Parquet metadata")
+    _check_rows(ds, f, t)
+    return t
+
+
+def _first_null(arr, path: str) -> str | None:
+    """The column path of the first null anywhere in arr (the format has none)."""
+    chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+    for a in chunks:
+        if a.null_count:
+            return path
+        t = a.type
+        if pa.types.is_struct(t):
+            for child, fld in zip(a.flatten(), t):
+                hit = _first_null(child, f"{path}.{fld.name}")
+                if hit:
+                    return hit
+        elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            hit = _first_null(a.flatten(), path)
+            if hit:
+                return hit
+    return None
+
+
+def _check_rows(ds: Dataset, f: DataFile, t: pa.Table) -> None:
+    """Every stored field of the rows that needs no replay (docs/golden-format.md, "What verify
+    checks"): no nulls; case numbers the chunk's, contiguous; each stream one block of the
+    partition's op, DataType (and TCVT destination, RMode, Sat); asm its canonical text;
+    pe_mask its destination binding's; the class counts the manifest's; each class one the
+    partition can have, an illegal class rejected with its reason code, a legal one committed."""
+    where, part, n = shown(f.path), f.partition, len(t)
+    for name in t.column_names:
+        hit = _first_null(t.column(name), name)
+        if hit:
+            raise GoldenError(f"{where}: column {hit} holds a null (the format has none)")
+    cases = t.column("case").to_numpy()
+    first = f.chunk * ds.params.chunk_cases
+    wrong = np.flatnonzero(cases != np.arange(first, first + n, dtype=np.uint64))
+    if wrong.size:
+        i = int(wrong[0])
+        raise GoldenError(f"{where}: row {i} holds case {int(cases[i])}; this file holds cases {first} to "
+                          f"{first + n - 1} in order")
+
+    def case(mask) -> int:
+        mask = mask.to_numpy(zero_copy_only=False) if isinstance(mask, (pa.Array, pa.ChunkedArray)) else mask
+        return int(cases[np.flatnonzero(mask)[0]])
+
+    stream = t.column("stream").combine_chunks()
+    uniques = pc.unique(stream)
+    if len(uniques) > n:
+        raise GoldenError(f"{where}: more distinct streams than rows")
+    index = pc.index_in(stream, uniques).to_numpy()
+    asm, masks = [], np.zeros(len(uniques), np.uint8)
+    for u in range(len(uniques)):
+        rows = index == u
+        try:
+            blocks = encoding.decode(uniques[u].as_py())
+        except DecodeError as exc:
+            raise GoldenError(f"{where}: case {case(rows)}: stream does not decode ({shown(str(exc), 120)})") from None
+        if len(blocks) != 1:
+            raise GoldenError(f"{where}: case {case(rows)}: the stream holds {len(blocks)} blocks; a case holds one")
+        keys = _block_keys(blocks[0])
+        if keys != part.keys():
+            raise GoldenError(f"{where}: case {case(rows)}: the block is "
+                              f"{' '.join(f'{k}={v}' for k, v in keys.items())}; the partition is {part.path}")
+        asm.append(stream_of(blocks[0])[1])
+        masks[u] = pe_mask_of(blocks[0])
+    bad = pc.not_equal(t.column("asm").combine_chunks(), pa.array(asm, pa.string()).take(pa.array(index)))
+    if pc.any(bad).as_py():
+        raise GoldenError(f"{where}: case {case(bad)}: asm is not the stream's canonical text")
+    bad = t.column("pe_mask").to_numpy() != masks[index]
+    if bad.any():
+        raise GoldenError(f"{where}: case {case(bad)}: pe_mask is not the destination binding's PE_MASK")
+    counts = {c["values"]: c["counts"] for c in t.column("class").value_counts().to_pylist()}
+    if counts != f.record["classes"]:
+        diff = sorted(set(counts.items()) ^ set(f.record["classes"].items()))[0][0]
+        raise GoldenError(f"{where}: class {quote(diff)}: {counts.get(diff, 0)} rows, the manifest says "
+                          f"{f.record['classes'].get(diff, 0)}")
+    applicable = {c.name: c for c in classes_for(part)[0]}
+    cls_col, outcome, reason = (t.column(k).combine_chunks() for k in ("class", "outcome", "reason"))
+    for name in counts:
+        rows = pc.equal(cls_col, name)
+        if name not in applicable:
+            raise GoldenError(f"{where}: case {case(rows)}: class {quote(name)} "
+                              + ("is not one the partition can have" if name in C.BY_NAME else "is unknown"))
+        cls = applicable[name]
+        want = "reject" if cls.kind == "illegal" else "commit"
+        bad = pc.and_(rows, pc.not_equal(outcome, want))
+        if cls.kind == "illegal":
+            bad = pc.or_(bad, pc.and_(rows, pc.not_equal(reason, cls.reason)))
+        if pc.any(bad).as_py():
+            raise GoldenError(f"{where}: case {case(bad)}: class {name} expects "
+                              + (f"reject with {cls.reason}" if cls.kind == "illegal" else "commit"))
+
+
+def _block_keys(block) -> dict:
+    """The partition keys a decoded block belongs to: its instruction and DataType, and for
+    TCVT the destination DataType, RMode and Sat as B.DATR states them (omitted: inherited, 0)."""
+    b = block.bstart
+    row = I.by_carrier(b.Mode, b.Function)
+    try:
+        dtype = datatype(b.DataType).name
+    except ValueError:
+        dtype = f"code {b.DataType}"
+    keys = {"op": row.mnemonic if row else f"Mode={b.Mode},Function={b.Function}", "dtype": dtype}
+    if row is not None and row.schema == I.CONVERT:
+        d = block.datr
+        try:
+            keys["dst"] = dtype if d is None or d.DataType is None else datatype(d.DataType).name
+        except ValueError:
+            keys["dst"] = f"code {d.DataType}"
+        keys["rmode"] = F.RMODES.get(0 if d is None or d.RMode is None else d.RMode, "reserved")
+        keys["sat"] = bool(d is not None and d.Sat)
+    return keys
+
+
+# ---------------------------------------------------------------------------- the output folder
 
 def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool) -> None:
     """--out must be empty (or hold this same generation, with --resume)."""
-    if folder.exists() and not folder.is_dir():
-        raise GoldenError(f"--out {shown(folder)} is not a folder")
-    entries = [e for e in folder.iterdir()] if folder.exists() else []
+    try:
+        if folder.exists() and not folder.is_dir():
+            raise GoldenError(f"--out {shown(folder)} is not a folder")
+        entries = [e for e in folder.iterdir()] if folder.exists() else []
+    except OSError as exc:
+        raise GoldenError(f"--out {shown(folder)}: cannot read ({why(exc)})") from None
     if entries and not resume:
         raise GoldenError(f"--out {shown(folder)} is not empty; use --resume to continue an interrupted run "
                           "or choose an empty folder")
     if entries and resume:
         try:
-            prev = Params.from_json(jsontext.loads((folder / PARAMS).read_text()))
-        except (OSError, ValueError, GoldenError):
-            raise GoldenError(f"--resume: {shown(folder)} holds no readable {PARAMS} of an earlier run") from None
+            prev = read_params(folder / PARAMS)
+        except GoldenError as exc:
+            raise GoldenError(f"--resume: {shown(folder)} holds no readable {PARAMS} of an earlier run "
+                              f"({exc})") from None
         if prev != p:
             raise GoldenError(f"--resume: {shown(folder)} was generated with other parameters "
                               f"({PARAMS}); resume with the same command")
-    folder.mkdir(parents=True, exist_ok=True)
+        _remove_temporaries(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise GoldenError(f"--out {shown(folder)}: cannot create the folder ({why(exc)})") from None
     if not os.access(folder, os.W_OK):
         raise GoldenError(f"--out {shown(folder)} is not writable")
     write_json(folder / PARAMS, p.to_json())
+
+
+def _remove_temporaries(folder: pathlib.Path) -> None:
+    """--resume: the temporary data files an interrupted run left (killed before its cleanup
+    ran) go, so the finished dataset holds only listed files."""
+    for root, _, names in os.walk(folder):
+        for name in names:
+            if _TEMPORARY.fullmatch(name):
+                try:
+                    os.unlink(os.path.join(root, name))
+                except OSError as exc:
+                    raise GoldenError(f"--resume: cannot remove the temporary file {shown(name)} "
+                                      f"({why(exc)})") from None
+

@@ -10,16 +10,17 @@ reproduce.  Tininess is detected after rounding (`testfloat_ver -tininessafter`)
 """
 from __future__ import annotations
 
-import pathlib
-
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
+from isa.atomicio import shown
 from kernels import numeric
 from kernels.numeric import flags as NF
+from kernels.numeric.profiles import DEFAULT_PROFILE
 
-from .dataset import GoldenError, check_files, read_manifest
+from .dataset import GoldenError, open_dataset
+from .replay import rebuild_group
 from .rows import binary_block, descriptor_at, tiles_of, unpack_rows
 
 PREFIX = {"FP16": "f16", "FP32": "f32", "FP64": "f64"}
@@ -50,10 +51,9 @@ def function_name(op: str, dtype: str, dst: str | None) -> str:
     return f"{PREFIX[dtype]}_{FUNCTION[op]}"
 
 
-def _select(m: dict, op: str, dtype: str, dst: str | None, rmode: str | None) -> list[dict]:
-    parts = [p for p in m["partitions"] if p.get("op") == op and p.get("dtype") == dtype
-             and (op != "TCVT" or (p.get("dst") == dst and p.get("rmode") == (rmode or "RNE")
-                                   and not p.get("sat")))]
+def _select(ds, op: str, dtype: str, dst: str | None, rmode: str | None) -> set:
+    parts = {p for p in ds.partitions if p.op == op and p.dtype == dtype
+             and (op != "TCVT" or (p.dst == dst and p.rmode == (rmode or "RNE") and not p.sat))}
     if not parts:
         raise GoldenError(f"the dataset has no partition for {op} {dtype}"
                           + (f" -> {dst} {rmode or 'RNE'} Sat=0" if op == "TCVT" else ""))
@@ -61,58 +61,84 @@ def _select(m: dict, op: str, dtype: str, dst: str | None, rmode: str | None) ->
 
 
 def lines(folder, op: str, dtype: str, dst: str | None = None, rmode: str | None = None):
-    """Yield blocks of TestFloat case lines (bytes, newline-terminated)."""
+    """Yield blocks of TestFloat case lines (bytes, newline-terminated).  The dataset is opened
+    through open_dataset, so everything `verify` checks without a replay is checked before the
+    first line; the results are then recomputed (`_group_lines`)."""
     op, dtype = op.upper(), dtype.upper() if dtype.upper() in PREFIX else dtype
     function_name(op, dtype, dst)
     if op == "TCVT" and (rmode or "RNE") not in ROUNDING:
         raise GoldenError(f"--rmode {rmode}: TestFloat has no such rounding mode")
-    m = read_manifest(folder)
-    wanted = {id(p) for p in _select(m, op, dtype, dst, rmode)}
+    ds = open_dataset(folder)
+    wanted = _select(ds, op, dtype, dst, rmode)
     digits = {"FP16": 4, "FP32": 8, "FP64": 16}
-    for part, rec in check_files(folder, m):
-        if id(part) not in wanted:
+    for f in ds.files:
+        if f.partition not in wanted:
             continue
-        t = pq.read_table(pathlib.Path(folder) / rec["path"])
+        t = ds.read(f)
         t = t.filter(pc.equal(t.column("outcome"), "commit"))
         groups = t.column("group").to_numpy()
         for g in np.unique(groups):
-            yield from _group_lines(t.filter(groups == g), op, dtype, dst, rmode, digits, rec["path"])
+            rows = t.filter(pa.array(groups == g))
+            group = rebuild_group(rows, ds, f.path)
+            if group is not None:
+                yield from _group_lines(rows, group, ds, op, dtype, dst, rmode, digits, f.path)
+                continue
+            for i in range(len(rows)):                # rows verify replays one at a time: so does export
+                one = rows.slice(i, 1)
+                g1 = rebuild_group(one, ds, f.path)
+                yield from _group_lines(one, g1, ds, op, dtype, dst, rmode, digits, f.path)
 
 
-def _group_lines(t, op, dtype, dst, rmode, digits, path):
+def _group_lines(t, g, ds, op, dtype, dst, rmode, digits, path):
     n = len(t)
-    counts, f = tiles_of(t.column("inputs"))
-    ocounts, fo = tiles_of(t.column("outputs"))
-    k = int(counts[0])
-    if not (np.all(counts == k) and np.all(ocounts == ocounts[0])):
-        raise GoldenError(f"{path}: rows of one group hold different tiles")
-    ko = int(ocounts[0])
-    entries = [descriptor_at(f, j) for j in range(k)]
-    out_desc = descriptor_at(fo, 0)[2]
-    pay = binary_block(f["payload"], n, k)
-    dfn = binary_block(f["defined"], n, k)
-    opay = binary_block(fo["payload"], n, ko)
+    case = t.column("case")[0].as_py()
+
+    def refuse(why: str):
+        return GoldenError(f"{shown(path)}: case {case}: {why}; run `tile-emu verify`")
+
+    if g is None:
+        raise refuse("a malformed row")
+    by_tile = {}
+    for spec in g.tiles:                                # source roles in tile-id order (t1, t2, t3)
+        if spec.tile in by_tile or spec.desc.dtype is None or spec.desc.datatype.name != dtype \
+                or spec.pes != g.tiles[0].pes:
+            raise refuse(f"source tile {spec.tile} is not one {dtype} tile on every selected PE")
+        by_tile[spec.tile] = spec
     ins, valid = [], None
-    tiles = sorted({tid for _, tid, _ in entries})
-    for tid in tiles:                                  # source roles in tile-id order (t1, t2, t3)
-        js = [j for j, e in enumerate(entries) if e[1] == tid]
-        d = entries[js[0]][2]
-        e = unpack_rows(pay[:, js], d.elements, d.container).reshape(n * len(js), d.Row, d.Col)
-        de = unpack_rows(dfn[:, js], d.elements, 1).astype(bool).reshape(n * len(js), d.Row, d.Col)
+    for tid in sorted(by_tile):
+        spec = by_tile[tid]
+        d = spec.desc
+        e = spec.elems.reshape(-1, d.Row, d.Col)
+        de = spec.defined.reshape(-1, d.Row, d.Col)
         ins.append(e[:, : d.ValidRow, : d.ValidCol].reshape(-1))
         v = de[:, : d.ValidRow, : d.ValidCol].reshape(-1)
         valid = v if valid is None else valid & v
+    ocounts, fo = tiles_of(t.column("outputs"))
+    k = len(g.tiles[0].pes)
+    try:
+        out_desc = descriptor_at(fo, 0)[2] if k and np.all(ocounts == k) else None
+    except ValueError:
+        out_desc = None
+    opay = None if out_desc is None else binary_block(fo["payload"], n, k)
+    if out_desc is None or opay is None or opay.shape[2] != out_desc.payload_nbytes \
+            or out_desc.dtype is None or out_desc.datatype.name != (dst if op == "TCVT" else dtype):
+        raise refuse("the outputs are not one result tile per selected PE")
     res = unpack_rows(opay, out_desc.elements, out_desc.container).reshape(-1, out_desc.Row, out_desc.Col)
     res = res[:, : out_desc.ValidRow, : out_desc.ValidCol].reshape(-1)
     raw = np.dtype(f"u{digits[dtype] // 2}")
     ops = [x.astype(raw) for x in ins]
+    # TestFloat checks IEEE 754 results: recompute under the default profile (ieee), whatever
+    # the dataset's; stored results of another profile that differ are refused below.
     if op == "TCVT":
-        bits, flg = numeric.convert(ops[0], dtype, dst, rmode=rmode or "RNE")
+        bits, flg = numeric.convert(ops[0], dtype, dst, rmode=rmode or "RNE", profile=DEFAULT_PROFILE)
     else:
-        bits, flg = numeric.elementwise(op, dtype, *ops)
+        bits, flg = numeric.elementwise(op, dtype, *ops, profile=DEFAULT_PROFILE)
     bits = np.asarray(bits).astype(np.uint64)
     if len(bits) != len(res) or np.any(bits[valid] != res[valid]):
-        raise GoldenError(f"{path}: stored results differ from this tile-emu's numeric layer; run `tile-emu verify`")
+        if ds.profile.name != DEFAULT_PROFILE:
+            raise GoldenError(f"{shown(path)}: case {case}: the stored results follow profile {ds.profile.name}, "
+                              f"which differs from IEEE 754 ({DEFAULT_PROFILE}) here; TestFloat checks IEEE 754")
+        raise refuse("stored results differ from this tile-emu's numeric layer")
     fl = testfloat_flags(np.asarray(flg))
     w_out = digits[dst] if op == "TCVT" else digits[dtype]
     cols = [hex_columns(x[valid], digits[dtype]) for x in ins]

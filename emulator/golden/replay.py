@@ -1,28 +1,34 @@
 """Replay: rebuild each group of a golden file, run it again, compare every field.
 
-`tile-emu verify DIR` first checks the manifest's row counts and SHA-256 digests, then
-replays every row through the chosen backend.  Rows are replayed a group at a time (the
-`group` column); a group whose rows do not share one block and one set of descriptors (a
-hand-edited file) is replayed one row at a time instead, so the check never trusts them.
+`tile-emu verify DIR` opens the dataset through `dataset.open_dataset`, which checks the
+manifest, the folder, the checksums and every row field that needs no replay, then replays
+every row through the chosen backend under the dataset's numeric profile and compares every
+other column with what the replay computes (`rows.case_columns`).  Rows are replayed a group
+at a time (the `group` column); a group whose rows do not share one block and one set of
+descriptors (a hand-edited file) is replayed one row at a time instead, so the check never
+trusts them.
 """
 from __future__ import annotations
 
-import pathlib
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from isa import encoding
+from isa.atomicio import shown
 from isa.errors import DecodeError
 
-from ..config import MachineConfig
 from ..tiles import element_dtype
 from .cases import Group, TileSpec, execute
-from .dataset import GoldenError, check_files, read_manifest
-from .rows import SCHEMA, binary_block, descriptor_at, gprs_of, pack_rows, tiles_of, unpack_rows
+from .dataset import Dataset, GoldenError, open_dataset
+from .rows import SCHEMA, binary_block, case_columns, descriptor_at, gprs_of, tiles_of, unpack_rows
+
+# Columns the dataset check covers without a replay (case numbers, class labels) or that only
+# say how the generator batched the rows (group): every other column is recomputed.
+NOT_REPLAYED = ("case", "class", "group")
+PER_FIELD = 3        # mismatches shown per column per group
 
 
 @dataclass
@@ -32,9 +38,11 @@ class Mismatch:
     field: str
     expected: str
     got: str
+    entry: int | None = None      # the list entry (a tile of inputs/outputs, a GPR) the field is in
 
     def __str__(self) -> str:
-        return f"{self.file}: case {self.case}: {self.field}: expected {self.expected}, got {self.got}"
+        at = "" if self.entry is None else f" (entry {self.entry})"
+        return f"{self.file}: case {self.case}: {self.field}{at}: expected {self.expected}, got {self.got}"
 
 
 def _runs(groups: np.ndarray) -> list[tuple[int, int]]:
@@ -55,16 +63,21 @@ def _entries(arr: pa.Array, n: int, k: int, sl: slice) -> np.ndarray | None:
     return binary_block(arr.take(pa.array(idx)), n, sl.stop - sl.start)
 
 
-def _rebuild(t: pa.Table) -> Group | None:
-    """The group of rows t, or None when they do not share a block and descriptors."""
+def rebuild_group(t: pa.Table, ds: Dataset, path: str) -> Group | None:
+    """The group of rows t (of data file `path`) on the dataset's machine (store sizes of the
+    rows, the dataset's numeric profile), or None when they do not share a block and
+    descriptors.  GoldenError for a row no machine could hold (malformed fields)."""
     n = len(t)
+    if n == 0:
+        return None
     for name in ("stream", "local_bytes", "matrix_bytes"):
         if not _uniform(t, name):
             return None
     try:
         blocks = encoding.decode(t.column("stream")[0].as_py())
     except DecodeError as exc:
-        raise GoldenError(f"case {t.column('case')[0].as_py()}: stream does not decode ({exc})") from None
+        raise GoldenError(f"{shown(path)}: case {t.column('case')[0].as_py()}: stream does not decode "
+                          f"({shown(str(exc), 120)})") from None
     if len(blocks) != 1:
         return None
     counts, f = tiles_of(t.column("inputs"))
@@ -83,7 +96,8 @@ def _rebuild(t: pa.Table) -> Group | None:
     try:
         entries = [descriptor_at(f, j) for j in range(k)]
     except ValueError as exc:
-        raise GoldenError(f"case {t.column('case')[0].as_py()}: inputs: {exc}") from None
+        raise GoldenError(f"{shown(path)}: case {t.column('case')[0].as_py()}: inputs: "
+                          f"{shown(str(exc), 160)}") from None
     tiles, j = [], 0
     while j < k:
         pe0, tid, desc = entries[j]
@@ -101,96 +115,103 @@ def _rebuild(t: pa.Table) -> Group | None:
                               unpack_rows(defined, desc.elements, 1).astype(bool)))
         j += len(pes)
     try:
-        config = MachineConfig(int(t.column("local_bytes")[0].as_py()), int(t.column("matrix_bytes")[0].as_py()))
+        config = ds.config(int(t.column("local_bytes")[0].as_py()), int(t.column("matrix_bytes")[0].as_py()))
     except ValueError as exc:
-        raise GoldenError(f"case {t.column('case')[0].as_py()}: {exc}") from None
+        raise GoldenError(f"{shown(path)}: case {t.column('case')[0].as_py()}: {shown(str(exc), 160)}") from None
     try:
         gprs = gprs_of(t.column("gprs"), n)
     except ValueError as exc:
-        raise GoldenError(f"case {t.column('case')[0].as_py()}: {exc}") from None
+        raise GoldenError(f"{shown(path)}: case {t.column('case')[0].as_py()}: {shown(str(exc), 160)}") from None
     if gprs is not None and np.any(gprs[:, :, 0]):
         return None                                   # r0 holds nothing: not a machine state
     return Group(None, None, None, blocks[0], config, tiles, gprs)
 
 
 def _compare(file: str, t: pa.Table, g: Group, backend: str) -> list[Mismatch]:
-    out = execute(g, backend)
+    """Replay the group and compare every column but NOT_REPLAYED with the rows it gives."""
+    want = case_columns(g, execute(g, backend))
     cases = t.column("case").to_numpy()
     bad: list[Mismatch] = []
-
-    def check(name, want, got):
-        diff = np.flatnonzero(np.any((want != got).reshape(len(cases), -1), axis=1)) if want.size else []
-        for i in diff[:3]:
-            bad.append(Mismatch(file, int(cases[i]), name, _show(want[i]), _show(got[i])))
-
-    committed = (t.column("outcome").to_numpy(zero_copy_only=False) == "commit")
-    check("outcome", committed, out.committed)
-    for name, got in (("reason", out.reason), ("field", out.field), ("message", out.message)):
-        check(name, t.column(name).to_numpy(zero_copy_only=False).astype(object), got)
-    status = np.stack(t.column("status").to_numpy(zero_copy_only=False)).astype(np.uint8) if len(t) else np.zeros((0, 4))
-    check("status", status, out.status)
-    counts, f = tiles_of(t.column("outputs"))
-    both = committed & out.committed
-    if out.dest is not None and both.any():
-        k = len(out.pes)
-        if not np.all(counts[both] == k):
-            i = np.flatnonzero(both & (counts != k))[0]
-            bad.append(Mismatch(file, int(cases[i]), "outputs", f"{counts[i]} tiles", f"{k} tiles"))
-            return bad
-        sel = t.filter(pa.array(both))
-        _, fs = tiles_of(sel.column("outputs"))
-        n = len(sel)
-        pay = binary_block(fs["payload"], n, k)
-        dfn = binary_block(fs["defined"], n, k)
-        want_pay = pack_rows(out.elems[both], out.dest.container)
-        want_def = np.packbits(out.defined[both], axis=-1, bitorder="little")
-        sub = cases[both]
-        for name, stored, computed in (("outputs.payload", pay, want_pay), ("outputs.defined", dfn, want_def)):
-            if stored is None or stored.shape != computed.shape:
-                bad.append(Mismatch(file, int(sub[0]), name, "a tile image per selected PE", "another shape"))
-                continue
-            diff = np.flatnonzero(np.any((stored != computed).reshape(n, -1), axis=1))
-            for i in diff[:3]:
-                bad.append(Mismatch(file, int(sub[i]), name, stored[i].tobytes().hex(), computed[i].tobytes().hex()))
-        _, _, d0 = descriptor_at(fs, 0)
-        if d0 != out.dest:
-            bad.append(Mismatch(file, int(sub[0]), "outputs.descriptor", d0.describe(), out.dest.describe()))
+    for name in SCHEMA.names:
+        if name in NOT_REPLAYED:
+            continue
+        found = _diff(name, t.column(name).combine_chunks(), want[name], np.arange(len(t)), None)
+        bad += [Mismatch(file, int(cases[r]), field, stored, got, entry) for r, field, entry, stored, got in found]
     return bad
 
 
+def _diff(name: str, stored: pa.Array, want: pa.Array, rows: np.ndarray, entry: np.ndarray | None) -> list:
+    """(row, field, entry, stored, recomputed) for up to PER_FIELD differing values of each
+    field of `stored` against `want` (same type and length); `rows` maps each element to its
+    row, `entry` to its position in the row's outermost list (None above that list)."""
+    typ = stored.type
+    if pa.types.is_struct(typ):
+        out = []
+        for i, fld in enumerate(typ):
+            out += _diff(f"{name}.{fld.name}", stored.field(i), want.field(i), rows, entry)
+        return out
+    if pa.types.is_list(typ):
+        ls = pc.list_value_length(stored).to_numpy(zero_copy_only=False)
+        lw = pc.list_value_length(want).to_numpy(zero_copy_only=False)
+        differ = np.flatnonzero(ls != lw)
+        out = [(int(rows[i]), name, None if entry is None else int(entry[i]),
+                f"{int(ls[i])} entries", f"{int(lw[i])} entries") for i in differ[:PER_FIELD]]
+        same = np.flatnonzero(ls == lw)
+        if same.size == 0:
+            return out
+        keep = pa.array(same)
+        counts = ls[same].astype(np.int64)
+        child_rows = np.repeat(rows[same], counts)
+        if entry is None:                     # the outermost list: number its entries
+            child_entry = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        else:
+            child_entry = np.repeat(entry[same], counts)
+        return out + _diff(name, stored.take(keep).flatten(), want.take(keep).flatten(), child_rows, child_entry)
+    if pa.types.is_fixed_size_list(typ):      # status: one vector per row, shown whole
+        k = typ.list_size
+        s = stored.flatten().to_numpy(zero_copy_only=False).reshape(-1, k)
+        w = want.flatten().to_numpy(zero_copy_only=False).reshape(-1, k)
+        differ = np.flatnonzero(np.any(s != w, axis=1))
+        return [(int(rows[i]), name, None if entry is None else int(entry[i]), _show(s[i]), _show(w[i]))
+                for i in differ[:PER_FIELD]]
+    differ = np.flatnonzero(pc.not_equal(stored, want.cast(typ)).to_numpy(zero_copy_only=False))
+    return [(int(rows[i]), name, None if entry is None else int(entry[i]),
+             _show(stored[int(i)].as_py()), _show(want[int(i)].as_py())) for i in differ[:PER_FIELD]]
+
+
 def _show(v) -> str:
+    """A value for a mismatch line: bytes in hex, vectors as [a b c], text quoted, numbers plain."""
     if isinstance(v, np.ndarray):
-        return "[" + " ".join(str(int(x)) if np.issubdtype(x.dtype, np.integer) else str(x) for x in v.ravel()) + "]"
-    return repr(v)
+        return "[" + " ".join(str(x.item()) for x in v.ravel()) + "]"
+    if isinstance(v, bytes):
+        return v.hex() or "(empty)"
+    if isinstance(v, np.generic):
+        v = v.item()
+    return repr(v) if isinstance(v, str) else str(v)
 
 
-def verify(folder, backend: str = "cpu", progress=None, limit: int = 20) -> tuple[int, list[Mismatch]]:
-    """(rows replayed, mismatches) for the whole dataset."""
-    m = read_manifest(folder)
-    files = check_files(folder, m)
+def verify(dataset, backend: str = "cpu", progress=None, limit: int = 20) -> tuple[int, list[Mismatch]]:
+    """(rows replayed, mismatches) for the whole dataset (a folder, or an opened Dataset)."""
+    ds = dataset if isinstance(dataset, Dataset) else open_dataset(dataset)
     rows, bad = 0, []
-    for part, rec in files:
-        path = pathlib.Path(folder) / rec["path"]
-        try:
-            t = pq.read_table(path)
-        except (OSError, pa.ArrowException) as exc:
-            raise GoldenError(f"{rec['path']}: cannot read ({str(exc)[:80]})") from None
-        if t.schema.names != SCHEMA.names:
-            raise GoldenError(f"{rec['path']}: columns differ from the golden schema")
+    for f in ds.files:
+        t = ds.read(f)
         for lo, hi in _runs(t.column("group").to_numpy()):
+            if hi == lo:
+                continue
             part_t = t.slice(lo, hi - lo)
-            g = _rebuild(part_t)
+            g = rebuild_group(part_t, ds, f.path)
             if g is None:                                     # replay row by row
                 for i in range(len(part_t)):
                     one = part_t.slice(i, 1)
-                    g1 = _rebuild(one)
+                    g1 = rebuild_group(one, ds, f.path)
                     if g1 is None:
-                        bad.append(Mismatch(rec["path"], int(one.column("case")[0].as_py()), "inputs",
+                        bad.append(Mismatch(f.path, int(one.column("case")[0].as_py()), "inputs",
                                             "well-formed tiles", "a malformed row"))
                         continue
-                    bad += _compare(rec["path"], one, g1, backend)
+                    bad += _compare(f.path, one, g1, backend)
             else:
-                bad += _compare(rec["path"], part_t, g, backend)
+                bad += _compare(f.path, part_t, g, backend)
             rows += hi - lo
             if progress:
                 progress(hi - lo)

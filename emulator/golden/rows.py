@@ -167,7 +167,13 @@ def _repeat(value, n: int, typ) -> pa.Array:
     return pa.array([value], typ).take(pa.array(np.zeros(n, np.int64)))
 
 
-def group_table(g: Group, out: Outcome, first_case: int, group_index: int) -> pa.Table:
+def pe_mask_of(block) -> int:
+    """The row's pe_mask: the destination binding's PE_MASK (0 for a block without bindings)."""
+    return (block.iot[-1].PE_MASK & 0xFF) if block.iot else 0
+
+
+def case_columns(g: Group, out: Outcome) -> dict[str, pa.Array]:
+    """Every column of the group's rows but case, class and group: what a replay recomputes."""
     n = g.n
     data, text = stream_of(g.block)
     ins = _tiles_array(
@@ -182,16 +188,12 @@ def group_table(g: Group, out: Outcome, first_case: int, group_index: int) -> pa
                             present=out.committed)
     else:
         outs = pa.array([[]] * n, pa.list_(OUT_TILE))
-    mask = g.block.iot[-1].PE_MASK if g.block.iot else 0
-    cols = {
-        "case": pa.array(np.arange(first_case, first_case + n, dtype=np.uint64)),
-        "class": _repeat(g.cls.name, n, pa.string()),
-        "group": pa.array(np.full(n, group_index, np.uint32)),
+    return {
         "stream": _repeat(data, n, pa.binary()),
         "asm": _repeat(text, n, pa.string()),
         "local_bytes": pa.array(np.full(n, g.config.local_bytes, np.uint32)),
         "matrix_bytes": pa.array(np.full(n, g.config.matrix_bytes, np.uint32)),
-        "pe_mask": pa.array(np.full(n, mask & 0xFF, np.uint8)),
+        "pe_mask": pa.array(np.full(n, pe_mask_of(g.block), np.uint8)),
         "gprs": gprs_array(g.gprs, n),
         "inputs": ins,
         "outcome": pa.array(np.where(out.committed, "commit", "reject").astype(object), pa.string()),
@@ -201,7 +203,17 @@ def group_table(g: Group, out: Outcome, first_case: int, group_index: int) -> pa
         "outputs": outs,
         "status": pa.FixedSizeListArray.from_arrays(pa.array(out.status.reshape(-1), pa.uint8()), 4),
     }
-    return pa.Table.from_arrays(list(cols.values()), schema=SCHEMA)
+
+
+def group_table(g: Group, out: Outcome, first_case: int, group_index: int) -> pa.Table:
+    n = g.n
+    cols = {
+        "case": pa.array(np.arange(first_case, first_case + n, dtype=np.uint64)),
+        "class": _repeat(g.cls.name, n, pa.string()),
+        "group": pa.array(np.full(n, group_index, np.uint32)),
+        **case_columns(g, out),
+    }
+    return pa.Table.from_arrays([cols[f.name] for f in SCHEMA], schema=SCHEMA)
 
 
 # ---------------------------------------------------------------------------- reading back

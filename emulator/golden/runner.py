@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Callable
 
-from isa.atomicio import quote
+from isa.atomicio import quote, shown
 
 from .dataset import GoldenError
 
@@ -46,6 +46,23 @@ class Progress:
         return self.done / max(time.monotonic() - self.t0, 1e-9)
 
 
+def check_scheduler(address: str) -> None:
+    """A --scheduler address distributed can parse (tcp/tls: host and a numeric port), checked
+    before anything is written; reaching the scheduler is run()'s business."""
+    try:
+        from distributed.comm import parse_address
+        from distributed.comm.addressing import parse_host_port
+    except ImportError:
+        raise GoldenError("--workers/--scheduler need Dask: pip install 'tile-emu[dask]'") from None
+    try:
+        scheme, location = parse_address(address)
+        if scheme in ("tcp", "tls"):
+            parse_host_port(location)
+    except (ValueError, TypeError) as exc:
+        raise GoldenError(f"--scheduler {quote(address)}: not a Dask scheduler address "
+                          f"(tcp://host:port; {shown(str(exc), 80)})") from None
+
+
 def run(tasks: list[tuple], fn: Callable, on_done: Callable[[tuple, dict], None],
         workers: int | None = None, scheduler: str | None = None) -> None:
     """Run fn(*task) for every task; on_done(task, result) as each completes."""
@@ -65,6 +82,9 @@ def run(tasks: list[tuple], fn: Callable, on_done: Callable[[tuple, dict], None]
             except (OSError, TimeoutError) as exc:
                 raise GoldenError(f"--scheduler {quote(scheduler)}: no Dask scheduler answered within "
                                   f"{SCHEDULER_TIMEOUT_S} s ({exc.__class__.__name__})") from None
+            except (ValueError, TypeError) as exc:      # distributed's address parser
+                raise GoldenError(f"--scheduler {quote(scheduler)}: not a Dask scheduler address "
+                                  f"(tcp://host:port; {shown(str(exc), 80)})") from None
         else:
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                    host="127.0.0.1", dashboard_address=None)
