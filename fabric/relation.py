@@ -886,6 +886,7 @@ class Sealed:
     diagnostics: tuple = ()
     inconsistency: str | None = None
     work: int = 0                    # generated points the enumeration took (what a budget is charged)
+    max_lane_count: int = 0          # adapters: the exact maximum reachable lane count M of the image
 
     def weight(self) -> int:
         return 1 + len(self.atoms or ()) + len(getattr(self.relation, "cover", ()) or ())
@@ -925,8 +926,11 @@ def _compute_seal(op: FabricOp, meter: ImageBudget) -> tuple[Sealed, bool]:
         return Sealed(path, diagnostics=tuple(exc.diagnostics), work=meter.used - before), True
     except InternalInconsistency as exc:
         return Sealed(path, inconsistency=str(exc), work=meter.used - before), True
-    atoms = frozenset(a for c in keep[0] for a in c.atoms) if keep else None
-    return Sealed(path, rel, atoms, work=meter.used - before), True
+    image = keep[0] if keep else ()
+    atoms = frozenset(a for c in image for a in c.atoms) if keep else None
+    lanes = max((_group_vector(c.actor).shape[0] for c in image), default=0) \
+        if op.descriptor.admission == "adapter" else 0
+    return Sealed(path, rel, atoms, work=meter.used - before, max_lane_count=lanes), True
 
 
 def seal(op: FabricOp, budget: ImageBudget | None = None) -> Sealed:
@@ -975,7 +979,7 @@ def _rebind(s: Sealed, op: FabricOp) -> Sealed:
     why = s.inconsistency
     if why is not None:
         why = _reroot(why, old, new)
-    return Sealed(new, rel, s.atoms, diags, why, s.work)
+    return Sealed(new, rel, s.atoms, diags, why, s.work, s.max_lane_count)
 
 
 def derive_relation(op: FabricOp, budget: ImageBudget | None = None):
