@@ -35,7 +35,10 @@ class DiagnosticCode(enum.Enum):
     DuplicateName = "two nodes or values share one name"
     ImplicitTokenSink = "an inactive op, an unselected mux input or an unbound lane would sink a token"
     IncoherentRoute = "the selected routes do not form one coherent branch"
-    EdgeAbsorbedByColocation = "an edge is claimed internal without a configured-FU witness"
+    EdgeAbsorbedByColocation = "an edge is claimed internal without a configured-FU, configured-memory or register-file witness"
+    InvalidWitness = "a configured-memory or register-file witness does not prove the edge it is named for"
+    BoundaryMismatch = "a mapped value does not cross the FU boundary where the selected template wires it"
+    InvalidContext = "an InstructionContextRef outside the PE's resident contexts"
     PortWidthInsufficient = "a selected path segment is narrower than the exact semantic width"
     # configuration handoff
     UnsupportedActor = "the concrete capability does not support the actor under its correspondence"

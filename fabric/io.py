@@ -11,18 +11,20 @@ from isa import jsontext
 
 from .capability import (CONTRACT_KINDS, REFINEMENT_KINDS, FabricOp, InactivePortGuarantee,
                          PhysicalRefinementDomain, PortCorrespondence, ResourceContractConstraint)
-from .config import Mapping, MappedEdge, RefinementAssignment, Use
+from .config import (FuWitness, Mapping, MappedEdge, MemoryWitness, RefinementAssignment, RegisterFileWitness,
+                     Use)
 from .errors import FormatError, closed_object as _obj, json_kind as _kind
 from .families import FAMILIES
 from .params import parse_record, record_to_json
 from .schemas import SCHEMAS, make_actor
-from .topology import FU, DemuxNode, Fabric, MuxNode, OpNode, Template, split_ref
-from .types import parse_port_type, parse_type
+from .topology import FU, PE, DemuxNode, Fabric, Memory, MuxNode, OpNode, RegisterFile, Template, split_ref
+from .types import MAX_PORT_WIDTH, parse_port_type, parse_type
 
 FORMAT = "tile-emu-fabric/1"
 MAX_BYTES = 8 << 20
 MAX_PORTS = 1024
 MAX_ITEMS = 1 << 16
+MAX_CONTEXTS = 1024       # resident InstructionContextRefs of one temporal PE
 
 
 # --- small typed readers ------------------------------------------------------------------------
@@ -188,13 +190,30 @@ def _actor(v, path):
 
 
 def _use(v, path):
-    _obj(v, path, required=("name", "op", "actor", "operands", "results"), optional=("index_width",))
+    _obj(v, path, required=("name", "op", "actor", "operands", "results"), optional=("index_width", "context"))
     iw = v.get("index_width")
+    ctx = v.get("context")
     return Use(_str(v["name"], path + ".name"), _str(v["op"], path + ".op"), _actor(v["actor"], path + ".actor"),
                PortCorrespondence(
                    tuple(_int(p, f"{path}.operands[{i}]", 0, MAX_PORTS) for i, p in enumerate(_list(v["operands"], path + ".operands", MAX_PORTS))),
                    tuple(_int(p, f"{path}.results[{i}]", 0, MAX_PORTS) for i, p in enumerate(_list(v["results"], path + ".results", MAX_PORTS))),
-                   None if iw is None else _int(iw, path + ".index_width", 1, 64)))
+                   None if iw is None else _int(iw, path + ".index_width", 1, 64)),
+               None if ctx is None else _int(ctx, path + ".context", 0, MAX_CONTEXTS - 1))
+
+
+def _witness(v, path):
+    _obj(v, path, required=("kind",), optional=("memory", "slot", "pe", "register"))
+    kind = v["kind"]
+    if kind == "fu":
+        _obj(v, path, required=("kind",))
+        return FuWitness()
+    if kind == "memory":
+        _obj(v, path, required=("kind", "memory", "slot"))
+        return MemoryWitness(_str(v["memory"], path + ".memory"), _int(v["slot"], path + ".slot"))
+    if kind == "register_file":
+        _obj(v, path, required=("kind", "pe", "register"))
+        return RegisterFileWitness(_str(v["pe"], path + ".pe"), _int(v["register"], path + ".register"))
+    raise FormatError(path + ".kind", f"{kind!r} is not a witness kind (fu, memory, register_file)")
 
 
 def _endpoint(v, path):
@@ -209,10 +228,14 @@ def _mapping(v, path):
     edges = []
     for i, e in enumerate(_list(v.get("edges", []), path + ".edges")):
         p = f"{path}.edges[{i}]"
-        _obj(e, p, required=("from", "to", "realization"))
+        _obj(e, p, required=("from", "to", "realization"), optional=("witness",))
         if e["realization"] not in ("internal", "external"):
             raise FormatError(p + ".realization", "realization is \"internal\" or \"external\"")
-        edges.append(MappedEdge(_endpoint(e["from"], p + ".from"), _endpoint(e["to"], p + ".to"), e["realization"]))
+        if "witness" in e and e["realization"] != "internal":
+            raise FormatError(p + ".witness", "only an internal edge names a witness")
+        w = _witness(e["witness"], p + ".witness") if "witness" in e else None
+        edges.append(MappedEdge(_endpoint(e["from"], p + ".from"), _endpoint(e["to"], p + ".to"), e["realization"],
+                                w))
     refs = []
     for i, r in enumerate(_list(v.get("physical_refinements", []), path + ".physical_refinements")):
         p = f"{path}.physical_refinements[{i}]"
@@ -260,13 +283,47 @@ def load_text(text) -> Fabric:
     return load_document(parse_json(text))
 
 
+def _pe(v, path):
+    _obj(v, path, required=("name", "kind", "fus"), optional=("contexts", "register_file"))
+    kind = v["kind"]
+    if kind not in ("spatial", "temporal"):
+        raise FormatError(path + ".kind", f"{kind!r} is not a PE kind (spatial, temporal)")
+    rf = None
+    if "register_file" in v:
+        r = _obj(v["register_file"], path + ".register_file", required=("registers", "width"))
+        rf = RegisterFile(_int(r["registers"], path + ".register_file.registers", 1, MAX_PORTS),
+                          _int(r["width"], path + ".register_file.width", 1, MAX_PORT_WIDTH))
+    return PE(_str(v["name"], path + ".name"), kind,
+              tuple(_str(f, f"{path}.fus[{i}]") for i, f in enumerate(_list(v["fus"], path + ".fus"))),
+              _int(v.get("contexts", 1), path + ".contexts", 1, MAX_CONTEXTS), rf, path)
+
+
+def _memory(v, path):
+    _obj(v, path, required=("name", "width", "slots", "writers", "readers"))
+
+    def ends(what):
+        return tuple(split_ref(_fu_port(x, f"{path}.{what}[{i}]"))
+                     for i, x in enumerate(_list(v[what], f"{path}.{what}", MAX_PORTS)))
+    return Memory(_str(v["name"], path + ".name"), _int(v["width"], path + ".width", 1, MAX_PORT_WIDTH),
+                  _int(v["slots"], path + ".slots", 1, MAX_ITEMS), ends("writers"), ends("readers"), path)
+
+
+def _fu_port(v, path) -> str:
+    s = _str(v, path)
+    if split_ref(s) is None:
+        raise FormatError(path, f"{s!r} is not an FU port reference (fu.K)")
+    return s
+
+
 def load_document(doc) -> Fabric:
-    _obj(doc, "$", required=("format", "name", "fus"), optional=("mapping",))
+    _obj(doc, "$", required=("format", "name", "fus"), optional=("mapping", "pes", "memories"))
     if doc["format"] != FORMAT:
         raise FormatError("$.format", f"expected {FORMAT!r}, found {doc['format']!r}")
     fus = tuple(_fu(f, f"fus[{i}]") for i, f in enumerate(_list(doc["fus"], "$.fus")))
+    pes = tuple(_pe(x, f"pes[{i}]") for i, x in enumerate(_list(doc.get("pes", []), "$.pes")))
+    mems = tuple(_memory(x, f"memories[{i}]") for i, x in enumerate(_list(doc.get("memories", []), "$.memories")))
     mapping = _mapping(doc["mapping"], "mapping") if "mapping" in doc else None
-    return Fabric(_str(doc["name"], "$.name"), fus, mapping)
+    return Fabric(_str(doc["name"], "$.name"), fus, mapping, pes, mems)
 
 
 def load(path) -> Fabric:
@@ -316,21 +373,44 @@ def _actor_json(a) -> dict:
             "attributes": attrs}
 
 
+def _witness_json(w) -> dict:
+    if isinstance(w, MemoryWitness):
+        return {"kind": "memory", "memory": w.memory, "slot": w.slot}
+    if isinstance(w, RegisterFileWitness):
+        return {"kind": "register_file", "pe": w.pe, "register": w.register}
+    return {"kind": "fu"}
+
+
+def _pe_json(pe: PE) -> dict:
+    out = {"name": pe.name, "kind": pe.kind, "fus": list(pe.fus), "contexts": pe.contexts}
+    if pe.register_file is not None:
+        out["register_file"] = {"registers": pe.register_file.registers, "width": pe.register_file.width}
+    return out
+
+
 def to_document(f: Fabric) -> dict:
     doc = {"format": FORMAT, "name": f.name, "fus": [
         {"name": fu.name, "inputs": [str(t) for t in fu.inputs], "outputs": [str(t) for t in fu.outputs],
          "nodes": [_node_json(n) for n in fu.nodes], "yield": list(fu.yields),
          "templates": [{"name": t.name, "nodes": list(t.nodes), "selects": dict(t.selects)} for t in fu.templates]}
         for fu in f.fus]}
+    if f.pes:
+        doc["pes"] = [_pe_json(pe) for pe in f.pes]
+    if f.memories:
+        doc["memories"] = [{"name": m.name, "width": m.width, "slots": m.slots,
+                            "writers": [f"{x}.{k}" for x, k in m.writers],
+                            "readers": [f"{x}.{k}" for x, k in m.readers]} for m in f.memories]
     m = f.mapping
     if m is not None:
         doc["mapping"] = {
             "templates": dict(m.templates),
             "uses": [{"name": u.name, "op": u.op, "actor": _actor_json(u.actor), "operands": list(u.corr.operands),
                       "results": list(u.corr.results), **({"index_width": u.corr.index_width}
-                                                          if u.corr.index_width is not None else {})}
+                                                          if u.corr.index_width is not None else {}),
+                      **({"context": u.context} if u.context is not None else {})}
                      for u in m.uses],
-            "edges": [{"from": f"{e.src[0]}.{e.src[1]}", "to": f"{e.dst[0]}.{e.dst[1]}", "realization": e.realization}
+            "edges": [{"from": f"{e.src[0]}.{e.src[1]}", "to": f"{e.dst[0]}.{e.dst[1]}", "realization": e.realization,
+                       **({"witness": _witness_json(e.witness)} if e.witness is not None else {})}
                       for e in m.edges],
             "physical_refinements": [{"op": r.op, "kind": r.kind, "value": r.value} for r in m.refinements]}
     return doc

@@ -126,10 +126,59 @@ class FU:
 
 
 @dataclass(frozen=True)
+class RegisterFile:
+    """A temporal PE's register file: `registers` registers of `width` payload bits each."""
+    registers: int
+    width: int
+
+
+@dataclass(frozen=True)
+class PE:
+    """A processing element grouping FUs.  A spatial PE has one sole instruction context; a
+    temporal PE has `contexts` resident InstructionContextRefs (0 .. contexts-1) and may own a
+    register file through which one context's result reaches another context's operand."""
+    name: str
+    kind: str                                  # "spatial" | "temporal"
+    fus: tuple[str, ...]
+    contexts: int = 1
+    register_file: RegisterFile | None = None
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class Memory:
+    """A configured memory: `slots` configurable relations of `width` payload bits, written from
+    the FU outputs `writers` and read into the FU inputs `readers` (each "fu.k")."""
+    name: str
+    width: int
+    slots: int
+    writers: tuple[tuple[str, int], ...]
+    readers: tuple[tuple[str, int], ...]
+    path: str = ""
+
+
+@dataclass(frozen=True)
 class Fabric:
     name: str
     fus: tuple[FU, ...]
     mapping: object = None
+    pes: tuple[PE, ...] = ()
+    memories: tuple[Memory, ...] = ()
+
+    def pe_of(self, fu_name: str):
+        """The PE an FU belongs to (None: an FU no PE declares)."""
+        return self._pe_by_fu.get(fu_name)
+
+    @cached_property
+    def _pe_by_fu(self) -> dict:
+        index: dict = {}
+        for pe in self.pes:
+            for f in pe.fus:
+                index.setdefault(f, pe)
+        return index
+
+    def memory(self, name: str):
+        return next((m for m in self.memories if m.name == name), None)
 
     def fu(self, name: str):
         return self._fus_by_name.get(name)
@@ -465,6 +514,67 @@ class Router:
         for key, c in walked:
             self.narrow[key] = (found, c)         # the cell is kept alive, so its id stays its own
         return found
+
+
+    def origin(self, ref: str):
+        """Where the value `ref` comes from along the selected routes: ("in", i) for FU input i,
+        ("op", node, k) for op result k of an active op, None when the routes deliver nothing."""
+        seen = set()
+        while ref not in seen:
+            seen.add(ref)
+            pn, k = split_ref(ref)
+            if pn == FU_INPUT:
+                return ("in", k)
+            if pn not in self.t.active:
+                return None
+            producer = self.fu.node(pn)
+            if isinstance(producer, OpNode):
+                return ("op", pn, k)
+            s = self.sel.get(pn)
+            if isinstance(producer, MuxNode):
+                if s is None or not 0 <= s < len(producer.operands):
+                    return None
+                ref = producer.operands[s]
+            elif s == k:
+                ref = producer.operand
+            else:
+                return None
+        return None                      # a cycle of routes reaches no producer
+
+
+def check_pes(fabric: "Fabric") -> list[Diagnostic]:
+    """PE and memory declarations: unique names, existing FUs and ports, one PE per FU, a
+    spatial PE with its sole context and no register file."""
+    diags: list[Diagnostic] = []
+    owner: dict = {}
+    names: set = set()
+    for pe in fabric.pes:
+        if pe.name in names:
+            diags.append(Diagnostic(C.DuplicateName, pe.path + ".name", f"PE name {pe.name!r} is taken"))
+        names.add(pe.name)
+        if pe.kind == "spatial" and (pe.contexts != 1 or pe.register_file is not None):
+            diags.append(Diagnostic(C.InvalidContext, pe.path, "a spatial PE uses its sole context: contexts is 1 "
+                                                               "and it has no register file"))
+        for i, f in enumerate(pe.fus):
+            p = f"{pe.path}.fus[{i}]"
+            if fabric.fu(f) is None:
+                diags.append(Diagnostic(C.UnknownReference, p, f"{f!r} names no FU"))
+            elif f in owner:
+                diags.append(Diagnostic(C.DuplicateDeclaration, p, f"FU {f} already belongs to PE {owner[f]}"))
+            else:
+                owner[f] = pe.name
+    mem_names: set = set()
+    for m in fabric.memories:
+        if m.name in mem_names:
+            diags.append(Diagnostic(C.DuplicateName, m.path + ".name", f"memory name {m.name!r} is taken"))
+        mem_names.add(m.name)
+        for what, ends, side in (("writers", m.writers, "outputs"), ("readers", m.readers, "inputs")):
+            for i, (f, k) in enumerate(ends):
+                fu = fabric.fu(f)
+                if fu is None or k >= len(getattr(fu, side)):
+                    diags.append(Diagnostic(C.UnknownReference, f"{m.path}.{what}[{i}]",
+                                            f"{f}.{k} names no FU {side[:-1]}"))
+    return diags
 
 
 def route(fu: FU, t: Template, src: tuple[str, int], dst: tuple[str, int]):

@@ -15,7 +15,7 @@ from .contract import ResourceContractRecord, contract_for, encode_contract
 from .errors import Diagnostic, DiagnosticCode as C
 from .params import record_to_json
 from .relation import ImageBudget, derive_relation
-from .topology import MAX_TEMPLATE_WORK, Fabric, check_fu, template_work
+from .topology import MAX_TEMPLATE_WORK, Fabric, check_fu, check_pes, template_work
 from .verify import verify_op
 
 
@@ -75,6 +75,7 @@ def check_fabric(f: Fabric) -> Report:
             rep.diagnostics += d
             if not d:
                 rep.views.append(resolve_view(node.op))
+    rep.diagnostics += check_pes(f)
     if f.mapping is not None and rep.ok:
         rep.projection, d = derive_fields(f, f.mapping, strict=True)
         rep.diagnostics += d
