@@ -28,6 +28,7 @@ class DiagnosticCode(enum.Enum):
     PointerFormatRelationNotEmpty = "the scalar integer pointer-format relation must be empty"
     GepFailClosed = "a capability enabling llvm.getelementptr cannot finalize its semantic-field relation"
     EmptyBehaviorImage = "no admitted actor reaches this concrete resource"
+    DuplicateConfiguredFunction = "two semantic assignments of one resource materialize isomorphic configured functions"
     ArithmeticOverflow = "checked carrier arithmetic overflowed"
     CapacityLimit = "a capacity beyond this model's documented implementation limits"
     # topology

@@ -866,7 +866,43 @@ def _derive(op: FabricOp, keep: list, budget: ImageBudget | None):
                                      "two behaviours share one canonical key (ambiguous projection)"))
     rel.cover = tuple(b for _, b in pairs)
     rel.keys = keys
+    check_injective(rel, image, [d for d, _ in described])
     return rel
+
+
+def check_injective(rel: FiniteRelation, image, described) -> None:
+    """Seed: "Within one selected template and one exact actor/op/port correspondence, the
+    normalized semantic assignment is injective ... Two valid assignments must not materialize
+    isomorphic configured functions; such a duplicate is a Fabric schema or verifier error."
+
+    The assignments of one resource are its canonical keys; the configured function an
+    assignment materializes on this resource is the set of exact admitted actors, each under
+    its exact port correspondence, that project to it.  Every key must materialize at least
+    one admitted actor (else it is no valid assignment), and no actor under one
+    correspondence may be materialized by two keys.  Equal exact actors are equal frozen
+    values, so the check hashes them rather than encoding each one."""
+    key_of = {b: k for k, b in rel._lookup("behavior").items()}
+    owner: dict = {}
+    materialized: set = set()
+    for c, d in zip(image, described):
+        rep = d.raw if d.weak is None else choose_representative(rel.family, rel.cover, d)   # a total: itself
+        key = key_of.get(rep)
+        if key is None:
+            raise FabricError(Diagnostic(DiagnosticCode.EmptyBehaviorImage, rel.op.path,
+                                         f"admitted actor {c.actor} has no total projection"))
+        fn = (c.actor, c.corr)
+        prior = owner.setdefault(fn, key)
+        if prior != key:
+            raise FabricError(Diagnostic(DiagnosticCode.DuplicateConfiguredFunction, rel.op.path,
+                                         f"{c.actor} under {list(c.corr.operands)} -> {list(c.corr.results)} is "
+                                         f"materialized by two semantic assignments ({describe_key(rel, prior)} "
+                                         f"and {describe_key(rel, key)})"))
+        materialized.add(key)
+    for k in rel.keys:
+        if k not in materialized:
+            raise FabricError(Diagnostic(DiagnosticCode.EmptyBehaviorImage, rel.op.path,
+                                         f"semantic assignment {describe_key(rel, k)} materializes no admitted "
+                                         "actor"))
 
 
 # --- one derivation per distinct capability ------------------------------------------------
