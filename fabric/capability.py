@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from .atoms import accuracy_rank
 from .families import FAIL_CLOSED_MEMBERS, FAMILIES, families_for
+from .refinement import REFINEMENT_KINDS  # the kinds with a typed owner (value type, codec, proof)
 from .schemas import SCHEMAS, Actor, ActorInvalid, check_actor, effective_rounding, fastmath
 from .types import (FloatType, IndexType, IntegerType, PointerType, PortType,
                     TaggedType, TypeWidthError, VectorType, payload_bits)
@@ -22,7 +23,6 @@ from .types import (FloatType, IndexType, IntegerType, PointerType, PortType,
 
 CONTRACT_KINDS = ("one_cycle_elastic", "elastic_transparent", "loop_stream", "ordered_cardinality_adapter",
                   "pipelined_beats")
-REFINEMENT_KINDS = ("pipeline_depth",)
 
 
 @dataclass(frozen=True)
@@ -41,9 +41,10 @@ class InactivePortGuarantee:
 
 @dataclass(frozen=True)
 class PhysicalRefinementDomain:
-    """A declared, typed, semantic-preserving physical refinement (e.g. pipeline depth)."""
+    """A declared physical refinement domain: the legal set of one typed refinement kind
+    (`fabric.refinement.REFINEMENTS` owns its value type, codec and preservation proof)."""
     kind: str
-    values: tuple[int, ...]
+    values: tuple
 
 
 Constraint = ResourceContractConstraint | InactivePortGuarantee | PhysicalRefinementDomain

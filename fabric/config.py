@@ -8,10 +8,11 @@ physical slot collapse when their values are equal and make the Mapping invalid 
 
   OperationConfiguration = Disabled | Active{semantic_configuration, physical_refinements}
 
-Strict import rejects every nonempty physical-refinement assignment (no generic refinement
-value type exists).  Non-strict import admits only assignments to a refinement domain the
-concrete op declares (`PhysicalRefinementDomain`); such a refinement never enters the
-configured software function (`materialize`).
+No generic refinement value type exists: an assignment is admitted only to a refinement domain
+the concrete op declares (`PhysicalRefinementDomain`) whose kind has a typed owner in
+`fabric.refinement` (value type, canonical codec, semantic-preservation proof) and whose proof
+holds for the op; strict import rejects a kind without an owner (NonemptyPhysicalRefinement).
+A refinement never enters the configured software function (`materialize`).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from .capability import (FabricOp, InactivePortGuarantee, PhysicalRefinementDomain,
                          PortCorrespondence, Rejection, supports)
 from .errors import Diagnostic, DiagnosticCode as C, FabricError
+from .refinement import REFINEMENTS
 from .relation import UnsupportedActor
 from .schemas import Actor
 from .topology import Fabric, Router
@@ -283,14 +285,19 @@ def derive_fields(fabric: Fabric, mapping: Mapping, strict: bool = True) -> tupl
     refinements: dict = {}
     for i, r in enumerate(mapping.refinements):
         p = f"{mp}.physical_refinements[{i}]"
-        if strict:
+        owner = REFINEMENTS.get(r.kind)
+        if owner is None and strict:     # no typed value: never an opaque value in the projection
             diags.append(Diagnostic(C.NonemptyPhysicalRefinement, p,
-                                    "strict import rejects every nonempty physical-refinement assignment"))
+                                    f"{r.kind!r} has no typed refinement owner: strict import rejects it"))
             continue
         found = fabric.op(r.op)
         dom = [d for d in found[1].op.constraints_of(PhysicalRefinementDomain) if d.kind == r.kind] if found else []
-        if not dom or r.value not in dom[0].values:
+        if owner is None or not dom or not any(_same_value(r.value, v) for v in dom[0].values):
             diags.append(Diagnostic(C.UnknownReference, p, f"{r.op} declares no {r.kind} refinement admitting {r.value}"))
+            continue
+        why = owner.proof(found[1].op)
+        if why is not None:
+            diags.append(Diagnostic(C.UnprovenRefinement, p, why))
             continue
         prior = refinements.setdefault((r.op, r.kind), r.value)
         if prior != r.value:
@@ -311,6 +318,11 @@ def derive_fields(fabric: Fabric, mapping: Mapping, strict: bool = True) -> tupl
                 else:
                     proj.configurations[slot] = Disabled()
     return proj, diags
+
+
+def _same_value(a, b) -> bool:
+    """Typed equality: True is not the cycle count 1."""
+    return type(a) is type(b) and a == b
 
 
 def _context(pe, u: Use, p: str, diags: list):

@@ -44,7 +44,8 @@ class DiagnosticCode(enum.Enum):
     # configuration handoff
     UnsupportedActor = "the concrete capability does not support the actor under its correspondence"
     ConflictingAssignment = "two selections project unequal values into one physical slot"
-    NonemptyPhysicalRefinement = "strict import rejects every nonempty physical-refinement assignment"
+    NonemptyPhysicalRefinement = "a physical-refinement assignment of a kind with no typed owner (value type, codec, preservation proof)"
+    UnprovenRefinement = "a refinement domain whose semantic-preservation proof does not hold for this resource"
     UnknownReference = "a mapping names an FU, op, template or use that does not exist"
     CapabilityInadmissible = "a required activity-definedness proof is missing"
     Unsupported = "the resource contract is not the exact shape a portable provider admits"

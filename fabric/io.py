@@ -16,6 +16,7 @@ from .config import (FuWitness, Mapping, MappedEdge, MemoryWitness, RefinementAs
 from .errors import FormatError, closed_object as _obj, json_kind as _kind
 from .families import FAMILIES
 from .params import parse_record, record_to_json
+from .refinement import parse_value
 from .schemas import SCHEMAS, make_actor
 from .topology import FU, PE, DemuxNode, Fabric, Memory, MuxNode, OpNode, RegisterFile, Template, split_ref
 from .types import MAX_PORT_WIDTH, parse_port_type, parse_type
@@ -93,7 +94,7 @@ def _constraint(v, path):
     _obj(x, p, required=("kind", "values"))
     if x["kind"] not in REFINEMENT_KINDS:
         raise FormatError(p + ".kind", f"{x['kind']!r} is not a physical refinement kind ({', '.join(REFINEMENT_KINDS)})")
-    return PhysicalRefinementDomain(x["kind"], tuple(_int(q, f"{p}.values[{i}]", 1)
+    return PhysicalRefinementDomain(x["kind"], tuple(parse_value(x["kind"], q, f"{p}.values[{i}]")
                                                      for i, q in enumerate(_list(x["values"], p + ".values"))))
 
 
@@ -240,7 +241,12 @@ def _mapping(v, path):
     for i, r in enumerate(_list(v.get("physical_refinements", []), path + ".physical_refinements")):
         p = f"{path}.physical_refinements[{i}]"
         _obj(r, p, required=("op", "kind", "value"))
-        refs.append(RefinementAssignment(_str(r["op"], p + ".op"), _str(r["kind"], p + ".kind"), _int(r["value"], p + ".value")))
+        kind = _str(r["kind"], p + ".kind")
+        # a kind with a typed owner reads its value by that type; any other is kept only to be
+        # rejected (no opaque value ever reaches the projection)
+        value = parse_value(kind, r["value"], p + ".value") if kind in REFINEMENT_KINDS else \
+            _attr_scalar(r["value"], p + ".value")
+        refs.append(RefinementAssignment(_str(r["op"], p + ".op"), kind, value))
     return Mapping(tuple(sorted((k, _str(x, f"{path}.templates.{k}")) for k, x in tm.items())),
                    tuple(_use(u, f"{path}.uses[{i}]") for i, u in enumerate(_list(v["uses"], path + ".uses"))),
                    tuple(edges), tuple(refs), path)

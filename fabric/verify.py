@@ -15,6 +15,7 @@ from .capability import (CONTRACT_KINDS, REFINEMENT_KINDS, FabricOp, InactivePor
 from .errors import Diagnostic, DiagnosticCode as C, FabricError
 from .families import FAMILIES, families_for, inventory_error
 from .params import ATOM_KINDS, FloatBehaviorProfile
+from .refinement import REFINEMENTS
 from .relation import ImageBudget, derive_relation, seal
 from .schemas import SCHEMAS
 
@@ -265,6 +266,12 @@ def _constraint_rules(op, desc, path) -> list:
                 out.append(Diagnostic(C.DuplicateDeclaration, p, "a refinement value is declared twice"))
             if len(c.values) < 2:
                 out.append(Diagnostic(C.OrphanDeclaration, p, "a refinement domain needs at least two values"))
+            first = next(d for d in op.constraints_of(PhysicalRefinementDomain) if d.kind == c.kind)
+            if first is not c:
+                out.append(Diagnostic(C.DuplicateDeclaration, p, f"a second {c.kind} refinement domain"))
+            why = REFINEMENTS[c.kind].proof(op)
+            if why is not None:
+                out.append(Diagnostic(C.UnprovenRefinement, p, why))
     return out
 
 
