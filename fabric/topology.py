@@ -18,7 +18,7 @@ from functools import cached_property
 
 from .capability import FabricOp
 from .errors import Diagnostic, DiagnosticCode as C
-from .types import PortType
+from .types import PortType, adapt_segment
 
 FU_INPUT = "in"
 
@@ -540,6 +540,24 @@ class Router:
             else:
                 return None
         return None                      # a cycle of routes reaches no producer
+
+
+    def transport(self, src: tuple[str, int], dst: tuple[str, int], payload: int, semantic_bits: int):
+        """The payload op input `dst` receives when op result `src` publishes `payload` (an exact
+        `semantic_bits`-bit value) along the selected routes: every segment zero-fills when it
+        widens and truncates when it narrows (`types.adapt_segment`); None when the routes do
+        not lead from src to dst.  Raises SegmentTooNarrow on a segment below the value."""
+        cell = self.cells(src, dst)
+        if cell is None:
+            return None
+        segs = []
+        while cell is not None:
+            segs.append(cell[0])
+            cell = cell[1]
+        segs.reverse()                          # producer's result port first, dst's input port last
+        for a, b in zip(segs, segs[1:]):
+            payload = adapt_segment(payload, a, b, semantic_bits)
+        return payload
 
 
 def check_pes(fabric: "Fabric") -> list[Diagnostic]:

@@ -144,6 +144,43 @@ class PortType:
         return self.kind == "bits_tag"
 
 
+class SegmentTooNarrow(ValueError):
+    """A legal narrowing never crosses below the exact semantic width."""
+
+
+def adapt_segment(payload: int, src: PortType, dst: PortType, semantic_bits: int) -> int:
+    """The payload of an untagged segment `dst` fed from segment `src` carrying an exact value
+    of `semantic_bits` bits (seed: "Low-bit-aligned widening zero-fills high bits and legal
+    narrowing truncates high bits without crossing below the exact semantic width").
+
+    The value is low-bit aligned, so widening keeps the integer (the new high bits are zero)
+    and narrowing keeps its low `dst.width` bits; `dst.width < semantic_bits` is illegal."""
+    if src.tagged or dst.tagged:
+        raise ValueError("zero-fill and truncation apply to untagged bits<W> segments only")
+    if dst.width < semantic_bits:
+        raise SegmentTooNarrow(f"{dst} is narrower than the {semantic_bits}-bit semantic value")
+    if not 0 <= payload < (1 << src.width):
+        raise ValueError(f"payload {payload:#x} does not fit {src}")
+    return payload if dst.width >= src.width else payload & ((1 << dst.width) - 1)
+
+
+def adapt_segment_array(payloads, src: PortType, dst: PortType, semantic_bits: int):
+    """`adapt_segment` over a NumPy uint64 array of payloads (segments of at most 64 bits)."""
+    import numpy as np
+    if src.tagged or dst.tagged:
+        raise ValueError("zero-fill and truncation apply to untagged bits<W> segments only")
+    if dst.width < semantic_bits:
+        raise SegmentTooNarrow(f"{dst} is narrower than the {semantic_bits}-bit semantic value")
+    if src.width > 64 or dst.width > 64:
+        raise ValueError("the array form carries segments of at most 64 bits")
+    a = np.asarray(payloads, dtype=np.uint64)
+    if src.width < 64 and (a >> np.uint64(src.width)).any():
+        raise ValueError(f"a payload does not fit {src}")
+    if dst.width >= src.width:
+        return a.copy()
+    return a & np.uint64((1 << dst.width) - 1)
+
+
 def bits(n: int) -> PortType:
     return PortType("bits", n)
 
