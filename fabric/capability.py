@@ -319,17 +319,25 @@ def adm_loop_stream(op, rec, a, corr):
           f"step kind {a.attr('step_kind')} differs from the fixed hardware step kind {rec.step_kind}")
 
 
-def _token_payloads(types, cap):
+def _token_payloads(types, cap, pointers: bool = False):
+    """Bit-preserving token payloads within `cap`.  With `pointers` (the token-plane loop
+    families), a scalar ptr<AS> is admitted when its module's PointerLayout(AS) is bound: its
+    payload is all representation_bits, which the capacity and the port must carry; the
+    resource still performs no pointer arithmetic or dereference."""
     for t in types:
-        _need(not isinstance(t, (PointerType, IndexType)) and not (isinstance(t, TaggedType) and isinstance(
-            t.value, (PointerType, IndexType))), Rejection.ShapeNotAdmitted,
-              f"{t} needs a module PointerLayout or index resolution this resource does not own")
+        v = t.value if isinstance(t, TaggedType) else t
+        _need(not isinstance(v, IndexType) and (pointers or not isinstance(v, PointerType)),
+              Rejection.ShapeNotAdmitted,
+              lambda: f"{t} needs a module PointerLayout or index resolution this resource does not own")
+        if isinstance(v, PointerType):
+            _need(v.layout is not None, Rejection.ShapeNotAdmitted,
+                  lambda: f"{t} needs the module's PointerLayout({v.address_space})")
         _need(cap is not None and payload_bits(t) <= cap, Rejection.CapacityExceeded,
-              f"{t} exceeds max_payload_bits {cap}")
+              lambda: f"{t} exceeds max_payload_bits {cap}")
 
 
 def adm_token_plane(op, rec, a, corr):
-    _token_payloads(a.inputs[1:], rec.max_payload_bits)
+    _token_payloads(a.inputs[1:], rec.max_payload_bits, pointers=True)
 
 
 def adm_adapter(op, rec, a, corr):

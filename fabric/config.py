@@ -91,6 +91,7 @@ class Mapping:
     edges: tuple[MappedEdge, ...] = ()
     refinements: tuple[RefinementAssignment, ...] = ()
     path: str = "mapping"
+    pointer_layouts: tuple = ()   # the module's PointerLayout(AS) records (fabric.types.PointerLayout)
 
 
 @dataclass(frozen=True)
@@ -228,6 +229,7 @@ def derive_fields(fabric: Fabric, mapping: Mapping, strict: bool = True) -> tupl
             diags.append(Diagnostic(C.UnknownReference, f"{mp}.templates.{fu_name}",
                                     f"no FU {fu_name!r} with template {tname!r}"))
         templates[fu_name] = t
+    _check_layouts(mapping, diags)
     relations: dict = {}
     slot_values: dict = {}
     uses = {}
@@ -318,6 +320,20 @@ def derive_fields(fabric: Fabric, mapping: Mapping, strict: bool = True) -> tupl
                 else:
                     proj.configurations[slot] = Disabled()
     return proj, diags
+
+
+def _check_layouts(mapping: Mapping, diags: list) -> None:
+    """The module's PointerLayout(AS) records: one per address space, stable-integral, with
+    1 <= address_bits <= representation_bits (the bits that address lie within the value)."""
+    seen: set = set()
+    for i, lay in enumerate(mapping.pointer_layouts):
+        p = f"{mapping.path}.pointer_layouts[{i}]"
+        if lay.address_space in seen:
+            diags.append(Diagnostic(C.DuplicateDeclaration, p, f"address space {lay.address_space} has a layout already"))
+        seen.add(lay.address_space)
+        if not 1 <= lay.address_bits <= lay.representation_bits:
+            diags.append(Diagnostic(C.InvalidPointerLayout, p, f"{lay.address_bits} address bits do not lie within "
+                                                               f"a {lay.representation_bits}-bit representation"))
 
 
 def _same_value(a, b) -> bool:

@@ -26,6 +26,7 @@ class DiagnosticCode(enum.Enum):
     InvalidFloatBehaviorProfile = "a FloatBehaviorProfile outside the registered admission rules"
     InvalidAccuracyContract = "a non-correctly-rounded accuracy guarantee without afn in required_fast_math"
     PointerFormatRelationNotEmpty = "the scalar integer pointer-format relation must be empty"
+    InvalidPointerLayout = "a module PointerLayout(AS) that is not a stable-integral layout"
     GepFailClosed = "a capability enabling llvm.getelementptr cannot finalize its semantic-field relation"
     EmptyBehaviorImage = "no admitted actor reaches this concrete resource"
     DuplicateConfiguredFunction = "two semantic assignments of one resource materialize isomorphic configured functions"

@@ -6,6 +6,7 @@ it never lets a Python exception escape.  `dump` prints a description canonicall
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from isa import jsontext
 
@@ -15,11 +16,11 @@ from .config import (FuWitness, Mapping, MappedEdge, MemoryWitness, RefinementAs
                      Use)
 from .errors import FormatError, closed_object as _obj, json_kind as _kind
 from .families import FAMILIES
-from .params import parse_record, record_to_json
+from .params import parse_pointer_format, parse_record, record_to_json
 from .refinement import parse_value
 from .schemas import SCHEMAS, make_actor
 from .topology import FU, PE, DemuxNode, Fabric, Memory, MuxNode, OpNode, RegisterFile, Template, split_ref
-from .types import MAX_PORT_WIDTH, parse_port_type, parse_type
+from .types import MAX_POINTER_BITS, MAX_PORT_WIDTH, bind_pointer_layouts, parse_port_type, parse_type
 
 FORMAT = "tile-emu-fabric/1"
 MAX_BYTES = 8 << 20
@@ -224,7 +225,9 @@ def _endpoint(v, path):
 
 
 def _mapping(v, path):
-    _obj(v, path, required=("templates", "uses"), optional=("edges", "physical_refinements"))
+    _obj(v, path, required=("templates", "uses"), optional=("edges", "physical_refinements", "pointer_layouts"))
+    layouts = tuple(parse_pointer_format(x, f"{path}.pointer_layouts[{i}]", "PointerLayout", MAX_POINTER_BITS)
+                    for i, x in enumerate(_list(v.get("pointer_layouts", []), path + ".pointer_layouts")))
     tm = _obj(v["templates"], path + ".templates", optional=tuple(v["templates"]) if isinstance(v["templates"], dict) else ())
     edges = []
     for i, e in enumerate(_list(v.get("edges", []), path + ".edges")):
@@ -247,9 +250,22 @@ def _mapping(v, path):
         value = parse_value(kind, r["value"], p + ".value") if kind in REFINEMENT_KINDS else \
             _attr_scalar(r["value"], p + ".value")
         refs.append(RefinementAssignment(_str(r["op"], p + ".op"), kind, value))
+    by_space = {}
+    for lay in layouts:
+        by_space.setdefault(lay.address_space, lay)    # a repeated space is a verifier diagnostic
+    uses = tuple(_bind(_use(u, f"{path}.uses[{i}]"), by_space) for i, u in enumerate(_list(v["uses"], path + ".uses")))
     return Mapping(tuple(sorted((k, _str(x, f"{path}.templates.{k}")) for k, x in tm.items())),
-                   tuple(_use(u, f"{path}.uses[{i}]") for i, u in enumerate(_list(v["uses"], path + ".uses"))),
-                   tuple(edges), tuple(refs), path)
+                   uses, tuple(edges), tuple(refs), path, layouts)
+
+
+def _bind(u: Use, layouts: dict) -> Use:
+    """The use's actor with each ptr<AS> carrying the module's PointerLayout(AS)."""
+    if not layouts:
+        return u
+    a = u.actor
+    bound = replace(a, inputs=tuple(bind_pointer_layouts(t, layouts) for t in a.inputs),
+                    results=tuple(bind_pointer_layouts(t, layouts) for t in a.results))
+    return replace(u, actor=bound)
 
 
 # --- entry points ----------------------------------------------------------------------------------
@@ -419,6 +435,10 @@ def to_document(f: Fabric) -> dict:
                        **({"witness": _witness_json(e.witness)} if e.witness is not None else {})}
                       for e in m.edges],
             "physical_refinements": [{"op": r.op, "kind": r.kind, "value": r.value} for r in m.refinements]}
+        if m.pointer_layouts:
+            doc["mapping"]["pointer_layouts"] = [
+                {"address_space": x.address_space, "representation_bits": x.representation_bits,
+                 "address_bits": x.address_bits, "kind": x.kind} for x in m.pointer_layouts]
     return doc
 
 

@@ -20,16 +20,14 @@ from .atoms import (ACCURACY_TIERS, FAST_MATH_FLAGS, FLOAT_FORMATS, FLOAT_PREDIC
                     INTEGER_PREDICATES, INTEGER_WIDTHS, NAN_BEHAVIORS, RESOLVED_INDEX_WIDTHS,
                     ROUNDING_MODES, SIGNED_ZERO_BEHAVIORS, STEP_KINDS, SUBNORMAL_BEHAVIORS)
 from .errors import FormatError, closed_object
+from .types import PointerLayout
 
 U32_MAX = (1 << 32) - 1
 
 
-@dataclass(frozen=True)
-class PointerFormat:
-    address_space: int
-    representation_bits: int
-    address_bits: int
-    kind: str  # "stable_integral"
+# The scalar integer parameter schema's finite relation of exact pointer formats has the four
+# fields of a module's PointerLayout(AS): one record shape (the relation must stay empty).
+PointerFormat = PointerLayout
 
 
 # --- atom kinds: parse one JSON value, print it canonically, order key ----------------------
@@ -75,15 +73,26 @@ def _pair(a, b, what):
     return parse, lambda p: (a[1](p[0]), b[1](p[1]))
 
 
-def _pointer_format(v, path):
-    closed_object(v, path, required=("address_space", "representation_bits", "address_bits", "kind"),
-                  what="PointerFormat")
+def parse_pointer_format(v, path, what="PointerFormat", max_bits=U32_MAX):
+    """A PointerFormat (hw_params) or a module PointerLayout(AS) record: one closed shape."""
+    closed_object(v, path, required=("address_space", "representation_bits", "address_bits", "kind"), what=what)
     if v["kind"] != "stable_integral":
-        raise FormatError(f"{path}.kind", "the only PointerFormat kind is \"stable_integral\"")
-    p = _u32(0)
+        raise FormatError(f"{path}.kind", f"the only {what} kind is \"stable_integral\"")
+    p, bits_ = _u32(0), _int_range(0, max_bits)
     return PointerFormat(p(v["address_space"], f"{path}.address_space"),
-                         p(v["representation_bits"], f"{path}.representation_bits"),
-                         p(v["address_bits"], f"{path}.address_bits"), "stable_integral")
+                         bits_(v["representation_bits"], f"{path}.representation_bits"),
+                         bits_(v["address_bits"], f"{path}.address_bits"), "stable_integral")
+
+
+def _int_range(lo, hi):
+    def parse(v, path):
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            raise FormatError(path, f"{v!r} is not an integer in [{lo}, {hi}]")
+        return v
+    return parse
+
+
+_pointer_format = parse_pointer_format
 
 
 # kind -> (is_set, parse_element, order_key or None)

@@ -11,7 +11,7 @@ Spellings (parse/print are exact inverses on canonical text):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import prod
 
 from .atoms import FLOAT_FORMATS
@@ -75,9 +75,29 @@ class TaggedType:
         return f"tagged<{self.value},i{self.tag_width}>"
 
 
+MAX_POINTER_BITS = 1 << 16        # widest pointer representation a layout may declare
+
+
+@dataclass(frozen=True)
+class PointerLayout:
+    """The module-derived stable-integral PointerLayout(AS) of one address space: a pointer
+    value of that space is `representation_bits` raw bits, of which `address_bits` address.
+    Endpoint capacity, representation_bits, address_bits and index widths are independent
+    facts, never inferred from one another.  (The same four fields form a ScalarIntegerAddSub
+    PointerFormat, whose relation must stay empty.)"""
+    address_space: int
+    representation_bits: int
+    address_bits: int
+    kind: str = "stable_integral"
+
+
 @dataclass(frozen=True)
 class PointerType:
+    """!llvm.ptr<AS>.  `layout` is the module's PointerLayout(AS) when the actor's module
+    declares one: it gives the payload width and is not part of the type's identity (equality,
+    hash, spelling and canonical bytes are those of ptr<AS>)."""
     address_space: int
+    layout: PointerLayout | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         return f"ptr<{self.address_space}>"
@@ -109,7 +129,8 @@ def payload_bits(t, index_width: int | None = None) -> int:
     """Exact semantic payload width N of a value of type `t` (tag bits excluded).
 
     `index` has no width of its own: the candidate's selected canonical index width supplies
-    it.  Pointers need a module PointerLayout that this model never has, so they have none.
+    it.  A pointer is the representation_bits of its module's PointerLayout(AS) and has no
+    width without one.
     """
     if isinstance(t, (IntegerType, FloatType)):
         return t.width
@@ -123,7 +144,19 @@ def payload_bits(t, index_width: int | None = None) -> int:
         if index_width is None:
             raise TypeWidthError("an index value needs a selected canonical index width")
         return index_width
-    raise TypeWidthError(f"{t} has no payload width without a PointerLayout")
+    if isinstance(t, PointerType) and t.layout is not None:
+        return t.layout.representation_bits
+    raise TypeWidthError(f"{t} has no payload width without the module's PointerLayout({t.address_space})")
+
+
+def bind_pointer_layouts(t, layouts: dict):
+    """`t` with every ptr<AS> (also inside a tagged value) carrying the module's
+    PointerLayout(AS) from `layouts` (address space -> layout); unknown spaces stay unbound."""
+    if isinstance(t, PointerType):
+        return PointerType(t.address_space, layouts.get(t.address_space))
+    if isinstance(t, TaggedType) and isinstance(t.value, PointerType):
+        return TaggedType(bind_pointer_layouts(t.value, layouts), t.tag_width)
+    return t
 
 
 # --- physical ports --------------------------------------------------------------------------
