@@ -7,6 +7,7 @@ description, and a one-line reason.  Nothing in `fabric` reports a failure any o
 from __future__ import annotations
 
 import enum
+from decimal import Decimal
 from dataclasses import dataclass
 
 
@@ -87,6 +88,8 @@ class FormatError(ValueError):
 
 def json_kind(v) -> str:
     """How a FormatError names the JSON kind of a value."""
+    if isinstance(v, Decimal):     # a JSON number with a fraction or exponent (jsonread floats=Decimal)
+        return "a number"
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
             int: "an integer", float: "a number"}.get(type(v), type(v).__name__)
 

@@ -202,8 +202,9 @@ class Fabric:
 
 
 def split_ref(ref: str) -> tuple[str, int] | None:
+    """`node.K` as (node, K); K is ASCII digits (str.isdigit admits '²', which int() refuses)."""
     node, dot, k = ref.rpartition(".")
-    if not dot or not k.isdigit() or not node:
+    if not dot or not (k.isascii() and k.isdigit()) or not node:
         return None
     return node, int(k)
 

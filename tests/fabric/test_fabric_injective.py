@@ -8,7 +8,6 @@ A Finite relation's assignments are its canonical keys; the function a key mater
 resource is the set of exact admitted actors (each under its exact port correspondence) that
 project to it.  The verifier checks that the keys partition the admitted image: every key
 materializes an actor, no actor is materialized by two keys."""
-import json
 import pathlib
 
 import pytest
