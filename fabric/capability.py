@@ -256,16 +256,19 @@ def adm_float_width_cast(op, rec, a, corr):
     _float_profile(rec.behavior, a, "ieee", a.schema == "arith.truncf")
 
 
-def adm_int_to_float(op, rec, a, corr):
+def _conversion(rec, a, integer, floating):
+    """ScalarIntegerFloatConversionParams: the (integer width, float format) endpoint pair."""
     _scalar_floats(a)
-    pair = (a.inputs[0].width, a.results[0].format)
+    pair = (integer.width, floating.format)
     _need(pair in _s(rec.format_pairs), Rejection.ParameterNotAdmitted, f"pair {list(pair)} is not in format_pairs")
+
+
+def adm_int_to_float(op, rec, a, corr):
+    _conversion(rec, a, a.inputs[0], a.results[0])
 
 
 def adm_float_to_int(op, rec, a, corr):
-    _scalar_floats(a)
-    pair = (a.results[0].width, a.inputs[0].format)
-    _need(pair in _s(rec.format_pairs), Rejection.ParameterNotAdmitted, f"pair {list(pair)} is not in format_pairs")
+    _conversion(rec, a, a.results[0], a.inputs[0])
 
 
 def adm_special_math(op, rec, a, corr):

@@ -24,7 +24,7 @@ from .errors import Diagnostic, DiagnosticCode as C, FabricError
 from .refinement import REFINEMENTS
 from .relation import UnsupportedActor
 from .schemas import Actor
-from .topology import Fabric, Router
+from .topology import Fabric, Router, first_by_name
 from .types import payload_bits
 from .verify import resolve_op
 
@@ -137,17 +137,26 @@ class Boundary:
         return tuple(j for j, ends in enumerate(self.outputs) if result in ends)
 
 
+def selected_templates(fabric: Fabric, mapping: Mapping) -> dict:
+    """FU name -> (FU, its selected Template), or (FU or None, None) when the mapping names an
+    FU or template the fabric lacks; in mapping order."""
+    out: dict = {}
+    for fu_name, tname in mapping.templates:
+        fu = fabric.fu(fu_name)
+        out[fu_name] = (fu, fu.template(tname) if fu else None)
+    return out
+
+
 def boundaries(fabric: Fabric, mapping: Mapping) -> dict:
     """FU name -> Boundary for every FU the mapping selects a (known) template of."""
     out: dict = {}
     by_op: dict = {}
     for u in mapping.uses:
         by_op.setdefault(u.op, []).append(u)
-    for fu_name, tname in mapping.templates:
-        fu = fabric.fu(fu_name)
-        t = fu.template(tname) if fu else None
+    for fu_name, (fu, t) in selected_templates(fabric, mapping).items():
         if t is None:
             continue
+        tname = t.name
         router = Router(fu, t)
         inputs = [[] for _ in fu.inputs]
         wired = []
@@ -222,9 +231,7 @@ def derive_fields(fabric: Fabric, mapping: Mapping, strict: bool = True) -> tupl
     proj = Projection()
     mp = mapping.path
     templates = {}
-    for fu_name, tname in mapping.templates:
-        fu = fabric.fu(fu_name)
-        t = fu.template(tname) if fu else None
+    for (fu_name, tname), (_, t) in zip(mapping.templates, selected_templates(fabric, mapping).values()):
         if t is None:
             diags.append(Diagnostic(C.UnknownReference, f"{mp}.templates.{fu_name}",
                                     f"no FU {fu_name!r} with template {tname!r}"))
@@ -461,7 +468,7 @@ def _memory_witness(fabric, w, e, a, b, ba, bb, need, p, diags, claims):
 
 
 def _register_witness(fabric, w, e, a, b, fa, fb, need, p, diags, claims):
-    pe = next((x for x in fabric.pes if x.name == w.pe), None)
+    pe = first_by_name(fabric.pes).get(w.pe)
     if pe is None:
         diags.append(Diagnostic(C.UnknownReference, p + ".witness.pe", f"{w.pe!r} names no PE"))
         return

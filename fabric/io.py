@@ -150,18 +150,20 @@ _READER = SchemaReader(SCHEMA, description_path, _DEFS)
 
 # --- builders: the checked document as a Fabric ---------------------------------------------------
 
-def _ptype(v, path):
+def _spelled(parse, v, path):
+    """A port or software type spelling parsed by its owner (fabric.types), as a FormatError."""
     try:
-        return parse_port_type(v)
+        return parse(v)
     except ValueError as exc:
         raise FormatError(path, str(exc)) from None
+
+
+def _ptype(v, path):
+    return _spelled(parse_port_type, v, path)
 
 
 def _parse_stype(v, path):
-    try:
-        return parse_type(v)
-    except ValueError as exc:
-        raise FormatError(path, str(exc)) from None
+    return _spelled(parse_type, v, path)
 
 
 def _ports(values, path):

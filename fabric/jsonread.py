@@ -164,6 +164,11 @@ class SchemaReader:
             raise translate(exc, render or self.render) from None
 
 
+# how a type violation names what was expected (the helpers' `string` is a nonempty one)
+_EXPECTED = {"object": "an object", "array": "a list", "integer": "an integer", "string": "a nonempty string",
+             "boolean": "a boolean"}
+
+
 def _of(schema) -> str:
     t = schema.get("title") if isinstance(schema, dict) else None
     return f" of {t}" if t else ""
@@ -191,20 +196,10 @@ def translate(exc, render) -> FormatError:
         return FormatError(path, f"missing required field {key!r}{_of(d)}")
     if "x-message" in d:
         return FormatError(path, _message(d["x-message"], value))
-    if rule == "type":
-        want = d.get("type")
-        if want == "object":
-            return FormatError(path, f"expected an object{_of(d)}, found {json_kind(value)}")
-        if want == "array":
-            return FormatError(path, f"expected a list, found {json_kind(value)}")
-        if want == "integer":
-            return FormatError(path, f"expected an integer, found {json_kind(value)}")
-        if want == "string":
-            return FormatError(path, f"expected a nonempty string, found {json_kind(value)}")
-    if rule == "minLength":
-        return FormatError(path, f"expected a nonempty string, found {json_kind(value)}")
-    if rule == "type" and isinstance(d.get("type"), list):
-        return FormatError(path, f"expected {' or '.join(d['type'])}, found {json_kind(value)}")
+    if rule == "type" or rule == "minLength":
+        want = d.get("type", "string")
+        noun = (_EXPECTED.get(want, want) if isinstance(want, str) else " or ".join(want))
+        return FormatError(path, f"expected {noun}{_of(d) if want == 'object' else ''}, found {json_kind(value)}")
     if rule == "maxItems":
         return FormatError(path, f"{len(value)} entries exceed the limit of {d['maxItems']}")
     if rule in ("minimum", "maximum"):

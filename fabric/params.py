@@ -104,8 +104,12 @@ ATOM_KINDS = {
 
 
 def _record(cls):
-    cls = dataclass(frozen=True)(cls)
-    return cls
+    """A closed frozen record whose fields are exactly its FIELDS table, in that order, each
+    None (absent) unless given: a field is named once, in FIELDS."""
+    cls.__annotations__ = {name: "tuple | int | str | FloatBehaviorProfile | None" for name in cls.FIELDS}
+    for name in cls.FIELDS:
+        setattr(cls, name, None)
+    return dataclass(frozen=True)(cls)
 
 
 # --- reusable atom record ------------------------------------------------------------------------
@@ -117,11 +121,6 @@ class FloatBehaviorProfile:
     FIELDS = {"rounding_modes": "rounding_modes", "nan_behaviors": "nan_behaviors",
               "subnormal_behaviors": "subnormal_behaviors",
               "signed_zero_behaviors": "signed_zero_behaviors", "required_fast_math": "fast_math"}
-    rounding_modes: tuple | None = None
-    nan_behaviors: tuple | None = None
-    subnormal_behaviors: tuple | None = None
-    signed_zero_behaviors: tuple | None = None
-    required_fast_math: tuple | None = None
 
 
 # --- family records ---------------------------------------------------------------------------
@@ -129,129 +128,92 @@ class FloatBehaviorProfile:
 @_record
 class ScalarIntegerAddSubParams:
     FIELDS = {"integer_widths": "int_widths", "pointer_formats": "pointer_formats"}
-    integer_widths: tuple | None = None
-    pointer_formats: tuple | None = None
 
 
 @_record
 class ScalarIntegerParams:
     FIELDS = {"integer_widths": "int_widths"}
-    integer_widths: tuple | None = None
 
 
 @_record
 class ScalarIntegerCompareMinMaxParams:
     FIELDS = {"operand_widths": "int_widths", "comparison_predicates": "int_predicates"}
-    operand_widths: tuple | None = None
-    comparison_predicates: tuple | None = None
 
 
 @_record
 class ScalarIntegerCastParams:
     FIELDS = {"width_pairs": "width_pairs", "resolved_index_widths": "index_widths"}
-    width_pairs: tuple | None = None
-    resolved_index_widths: tuple | None = None
 
 
 @_record
 class ScalarValueSelectParams:
     FIELDS = {"integer_widths": "int_widths", "float_formats": "float_formats"}
-    integer_widths: tuple | None = None
-    float_formats: tuple | None = None
 
 
 @_record
 class ScalarBitReinterpretParams:
     FIELDS = {"integer_widths": "int_widths", "float_formats": "float_formats"}
-    integer_widths: tuple | None = None
-    float_formats: tuple | None = None
 
 
 @_record
 class ScalarFloatParams:
     FIELDS = {"formats": "float_formats", "behavior": "behavior"}
-    formats: tuple | None = None
-    behavior: FloatBehaviorProfile | None = None
 
 
 @_record
 class ScalarFloatCompareMinMaxParams:
     FIELDS = {"formats": "float_formats", "comparison_predicates": "float_predicates", "behavior": "behavior"}
-    formats: tuple | None = None
-    comparison_predicates: tuple | None = None
-    behavior: FloatBehaviorProfile | None = None
 
 
 @_record
 class ScalarFloatWidthCastParams:
     FIELDS = {"format_pairs": "format_pairs", "behavior": "behavior"}
-    format_pairs: tuple | None = None
-    behavior: FloatBehaviorProfile | None = None
 
 
 @_record
 class ScalarIntegerFloatConversionParams:
     FIELDS = {"format_pairs": "int_float_pairs"}
-    format_pairs: tuple | None = None
 
 
 @_record
 class ScalarSpecialMathParams:
     FIELDS = {"formats": "float_formats", "behavior": "behavior", "accuracy_guarantee": "accuracy"}
-    formats: tuple | None = None
-    behavior: FloatBehaviorProfile | None = None
-    accuracy_guarantee: str | None = None
 
 
 @_record
 class FixedVectorIntegerParams:
     FIELDS = {"integer_element_widths": "int_widths", "max_payload_bits": "positive"}
-    integer_element_widths: tuple | None = None
-    max_payload_bits: int | None = None
 
 
 @_record
 class FixedVectorFloatParams:
     FIELDS = {"formats": "float_formats", "behavior": "behavior", "max_payload_bits": "positive"}
-    formats: tuple | None = None
-    behavior: FloatBehaviorProfile | None = None
-    max_payload_bits: int | None = None
 
 
 @_record
 class LoopStreamParams:
     FIELDS = {"step_kind": "step_kind", "integer_widths": "int_widths", "continuation_predicates": "int_predicates"}
-    step_kind: str | None = None
-    integer_widths: tuple | None = None
-    continuation_predicates: tuple | None = None
 
 
 @_record
 class TokenPlaneParams:
     FIELDS = {"max_payload_bits": "nonneg"}
-    max_payload_bits: int | None = None
 
 
 @_record
 class PayloadCapacityParams:
     FIELDS = {"max_payload_bits": "positive"}
-    max_payload_bits: int | None = None
 
 
 @_record
 class RoutedTokenParams:
     FIELDS = {"max_payload_bits": "nonneg", "max_fan": "positive"}
-    max_payload_bits: int | None = None
-    max_fan: int | None = None
 
 
 @_record
 class FixedVectorAdapterParams:
     FIELDS = {"integer_element_widths": "int_widths", "float_element_formats": "float_formats",
               "max_payload_bits": "positive"}
-    integer_element_widths: tuple | None = None
-    float_element_formats: tuple | None = None
-    max_payload_bits: int | None = None
 
 
 @_record
@@ -259,12 +221,6 @@ class FixedVectorSliceAlignMergeParams:
     FIELDS = {"integer_element_widths": "int_widths", "float_element_formats": "float_formats",
               "max_container_payload_bits": "positive", "max_slice_payload_bits": "positive",
               "max_dynamic_position_rank": "nonneg", "resolved_index_widths": "index_widths"}
-    integer_element_widths: tuple | None = None
-    float_element_formats: tuple | None = None
-    max_container_payload_bits: int | None = None
-    max_slice_payload_bits: int | None = None
-    max_dynamic_position_rank: int | None = None
-    resolved_index_widths: tuple | None = None
 
 
 @_record
@@ -273,13 +229,6 @@ class FixedVectorShuffleParams:
               "max_operand_payload_bits": "positive", "max_result_payload_bits": "positive",
               "max_block_payload_bits": "positive", "max_source_blocks": "positive",
               "max_result_blocks": "positive"}
-    integer_element_widths: tuple | None = None
-    float_element_formats: tuple | None = None
-    max_operand_payload_bits: int | None = None
-    max_result_payload_bits: int | None = None
-    max_block_payload_bits: int | None = None
-    max_source_blocks: int | None = None
-    max_result_blocks: int | None = None
 
 
 @_record
@@ -288,9 +237,6 @@ class TileEngineParams:
     every enabled instruction and both TCVT endpoints), the elements it accepts per cycle
     (one beat) and the cycles from a beat's acceptance to its result (docs/timing.md)."""
     FIELDS = {"datatypes": "tile_datatypes", "lanes": "positive", "pipeline_latency": "positive"}
-    datatypes: tuple | None = None
-    lanes: int | None = None
-    pipeline_latency: int | None = None
 
 
 RECORDS = {c.__name__: c for c in (

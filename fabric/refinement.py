@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .codec import Reader, frame, header, u32
+from .codec import Reader, frame, header, spelling_of, u32
 from .errors import CodecError, FormatError, json_kind
 
 REFINEMENT_DOMAIN = "loom.fabric.physical-refinement"
@@ -70,11 +70,7 @@ def _parse_power(v, path):
 
 
 def _decode_power(r: Reader):
-    tag = r.u32("power mode")
-    for name, t in POWER_MODES.items():
-        if t == tag:
-            return name
-    raise CodecError(f"physical refinement: unknown power mode tag {tag}")
+    return spelling_of(POWER_MODES, r.u32("power mode"), "physical refinement: power mode")
 
 
 VALUE_TYPES = {

@@ -23,6 +23,14 @@ from .types import PortType, adapt_segment
 FU_INPUT = "in"
 
 
+def first_by_name(items) -> dict:
+    """name -> item; a repeated name (a verifier diagnostic) resolves to its first item."""
+    index: dict = {}
+    for x in items:
+        index.setdefault(x.name, x)
+    return index
+
+
 @dataclass(frozen=True)
 class OpNode:
     name: str
@@ -40,13 +48,8 @@ class OpNode:
         return self.op.inputs[i]
 
 
-@dataclass(frozen=True)
-class MuxNode:
-    name: str
-    operands: tuple[str, ...]
-    type: PortType
-
-    n_results = 1
+class _Routing:
+    """fabric.mux / fabric.demux: every input and result has the node's one port type."""
 
     def result_type(self, k):
         return self.type
@@ -56,7 +59,16 @@ class MuxNode:
 
 
 @dataclass(frozen=True)
-class DemuxNode:
+class MuxNode(_Routing):
+    name: str
+    operands: tuple[str, ...]
+    type: PortType
+
+    n_results = 1
+
+
+@dataclass(frozen=True)
+class DemuxNode(_Routing):
     name: str
     operand: str
     results: int
@@ -69,12 +81,6 @@ class DemuxNode:
     @property
     def n_results(self):
         return self.results
-
-    def result_type(self, k):
-        return self.type
-
-    def operand_type(self, i):
-        return self.type
 
 
 @dataclass(frozen=True)
@@ -103,10 +109,7 @@ class FU:
 
     @cached_property
     def _by_name(self) -> dict:
-        index: dict = {}
-        for n in self.nodes:
-            index.setdefault(n.name, n)     # a duplicated name resolves to its first node
-        return index
+        return first_by_name(self.nodes)
 
     def node(self, name: str):
         return self._by_name.get(name)
@@ -116,10 +119,7 @@ class FU:
 
     @cached_property
     def _templates_by_name(self) -> dict:
-        index: dict = {}
-        for t in self.templates:
-            index.setdefault(t.name, t)      # a repeated name resolves to its first template
-        return index
+        return first_by_name(self.templates)
 
     def ops(self) -> list[OpNode]:
         return [n for n in self.nodes if isinstance(n, OpNode)]
@@ -178,17 +178,14 @@ class Fabric:
         return index
 
     def memory(self, name: str):
-        return next((m for m in self.memories if m.name == name), None)
+        return first_by_name(self.memories).get(name)
 
     def fu(self, name: str):
         return self._fus_by_name.get(name)
 
     @cached_property
     def _fus_by_name(self) -> dict:
-        index: dict = {}
-        for f in self.fus:
-            index.setdefault(f.name, f)      # a repeated name resolves to its first FU
-        return index
+        return first_by_name(self.fus)
 
     def op(self, ref: str):
         """Resolve "fu/node" to (FU, OpNode) or None."""
