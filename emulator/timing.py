@@ -45,27 +45,30 @@ class PEEngines:
 
     @classmethod
     def from_fabric(cls, fabric) -> "PEEngines":
-        """The engines of a verified fabric description (fabric.topology.Fabric)."""
+        """The engines of a verified fabric description (fabric.topology.Fabric).  What cannot be
+        a PE (two engines of one kind, none at all) is refused from the resources' families
+        alone, before the description is verified."""
         from fabric.families import TILE_ENGINE_FAMILIES
         from fabric.view import check_fabric
 
-        rep = check_fabric(fabric)
-        if not rep.ok:
-            raise EngineModelError(f"invalid fabric description: {rep.diagnostics[0]}"
-                                   + (f" (and {len(rep.diagnostics) - 1} more)" if len(rep.diagnostics) > 1 else ""))
         by_family = {f: e for e, f in TILE_ENGINE_FAMILIES.items()}
-        found: dict[str, Engine] = {}
+        ops: dict = {}
         for fu in fabric.fus:
             for node in fu.ops():
                 op = node.op
                 e = by_family.get(op.family)
                 if e is None:
                     continue
-                if e in found:
-                    raise EngineModelError(f"{op.path}: a PE has one {e} engine; {found[e].op.path} is already one")
-                found[e] = Engine(e, op, op.hw_params.lanes, op.hw_params.pipeline_latency)
-        if not found:
+                if e in ops:
+                    raise EngineModelError(f"{op.path}: a PE has one {e} engine; {ops[e].path} is already one")
+                ops[e] = op
+        if not ops:
             raise EngineModelError(f"fabric {fabric.name!r} has no TileVecEngine or TileSfuEngine resource")
+        rep = check_fabric(fabric)
+        if not rep.ok:
+            raise EngineModelError(f"invalid fabric description: {rep.diagnostics[0]}"
+                                   + (f" (and {len(rep.diagnostics) - 1} more)" if len(rep.diagnostics) > 1 else ""))
+        found = {e: Engine(e, op, op.hw_params.lanes, op.hw_params.pipeline_latency) for e, op in ops.items()}
         return cls(found, fabric.name)
 
     @classmethod

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from .atoms import accuracy_rank
 from .families import FAIL_CLOSED_MEMBERS, FAMILIES, families_for
+from .refinement import REFINEMENT_KINDS  # the kinds with a typed owner (value type, codec, proof)
 from .schemas import SCHEMAS, Actor, ActorInvalid, check_actor, effective_rounding, fastmath
 from .types import (FloatType, IndexType, IntegerType, PointerType, PortType,
                     TaggedType, TypeWidthError, VectorType, payload_bits)
@@ -22,7 +23,6 @@ from .types import (FloatType, IndexType, IntegerType, PointerType, PortType,
 
 CONTRACT_KINDS = ("one_cycle_elastic", "elastic_transparent", "loop_stream", "ordered_cardinality_adapter",
                   "pipelined_beats")
-REFINEMENT_KINDS = ("pipeline_depth",)
 
 
 @dataclass(frozen=True)
@@ -41,9 +41,10 @@ class InactivePortGuarantee:
 
 @dataclass(frozen=True)
 class PhysicalRefinementDomain:
-    """A declared, typed, semantic-preserving physical refinement (e.g. pipeline depth)."""
+    """A declared physical refinement domain: the legal set of one typed refinement kind
+    (`fabric.refinement.REFINEMENTS` owns its value type, codec and preservation proof)."""
     kind: str
-    values: tuple[int, ...]
+    values: tuple
 
 
 Constraint = ResourceContractConstraint | InactivePortGuarantee | PhysicalRefinementDomain
@@ -124,9 +125,11 @@ class _Reject(Exception):
         self.verdict = Verdict(code, message)
 
 
-def _need(cond, code: Rejection, message: str):
+def _need(cond, code: Rejection, message):
+    """Reject with `message` unless `cond`; a callable message is formatted only on rejection
+    (the admitted-image enumeration runs these checks for every generated point)."""
     if not cond:
-        raise _Reject(code, message)
+        raise _Reject(code, message() if callable(message) else message)
 
 
 def _s(x) -> tuple:
@@ -253,16 +256,19 @@ def adm_float_width_cast(op, rec, a, corr):
     _float_profile(rec.behavior, a, "ieee", a.schema == "arith.truncf")
 
 
-def adm_int_to_float(op, rec, a, corr):
+def _conversion(rec, a, integer, floating):
+    """ScalarIntegerFloatConversionParams: the (integer width, float format) endpoint pair."""
     _scalar_floats(a)
-    pair = (a.inputs[0].width, a.results[0].format)
+    pair = (integer.width, floating.format)
     _need(pair in _s(rec.format_pairs), Rejection.ParameterNotAdmitted, f"pair {list(pair)} is not in format_pairs")
+
+
+def adm_int_to_float(op, rec, a, corr):
+    _conversion(rec, a, a.inputs[0], a.results[0])
 
 
 def adm_float_to_int(op, rec, a, corr):
-    _scalar_floats(a)
-    pair = (a.results[0].width, a.inputs[0].format)
-    _need(pair in _s(rec.format_pairs), Rejection.ParameterNotAdmitted, f"pair {list(pair)} is not in format_pairs")
+    _conversion(rec, a, a.results[0], a.inputs[0])
 
 
 def adm_special_math(op, rec, a, corr):
@@ -316,17 +322,25 @@ def adm_loop_stream(op, rec, a, corr):
           f"step kind {a.attr('step_kind')} differs from the fixed hardware step kind {rec.step_kind}")
 
 
-def _token_payloads(types, cap):
+def _token_payloads(types, cap, pointers: bool = False):
+    """Bit-preserving token payloads within `cap`.  With `pointers` (the token-plane loop
+    families), a scalar ptr<AS> is admitted when its module's PointerLayout(AS) is bound: its
+    payload is all representation_bits, which the capacity and the port must carry; the
+    resource still performs no pointer arithmetic or dereference."""
     for t in types:
-        _need(not isinstance(t, (PointerType, IndexType)) and not (isinstance(t, TaggedType) and isinstance(
-            t.value, (PointerType, IndexType))), Rejection.ShapeNotAdmitted,
-              f"{t} needs a module PointerLayout or index resolution this resource does not own")
+        v = t.value if isinstance(t, TaggedType) else t
+        _need(not isinstance(v, IndexType) and (pointers or not isinstance(v, PointerType)),
+              Rejection.ShapeNotAdmitted,
+              lambda: f"{t} needs a module PointerLayout or index resolution this resource does not own")
+        if isinstance(v, PointerType):
+            _need(v.layout is not None, Rejection.ShapeNotAdmitted,
+                  lambda: f"{t} needs the module's PointerLayout({v.address_space})")
         _need(cap is not None and payload_bits(t) <= cap, Rejection.CapacityExceeded,
-              f"{t} exceeds max_payload_bits {cap}")
+              lambda: f"{t} exceeds max_payload_bits {cap}")
 
 
 def adm_token_plane(op, rec, a, corr):
-    _token_payloads(a.inputs[1:], rec.max_payload_bits)
+    _token_payloads(a.inputs[1:], rec.max_payload_bits, pointers=True)
 
 
 def adm_adapter(op, rec, a, corr):
@@ -387,12 +401,12 @@ def adm_shuffle(op, rec, a, corr):
 def adm_tile_engine(op, rec, a, corr):
     for role, d in (("datatype", a.attr("datatype")), ("destination_datatype", a.attr("destination_datatype"))):
         _need(d is None or d in _s(rec.datatypes), Rejection.ParameterNotAdmitted,
-              f"{a.schema} {role} {d} is not in this engine's datatypes")
+              lambda: f"{a.schema} {role} {d} is not in this engine's datatypes")
     # one beat moves `lanes` elements of every operand and of the result through its port at once
     for t, port in list(zip(a.inputs, op.inputs)) + list(zip(a.results, op.results)):
         need = (rec.lanes or 0) * payload_bits(t)
         _need(need <= port.width, Rejection.PortWidthInsufficient,
-              f"a beat of {rec.lanes} x {t} needs {need} bits; {port} carries {port.width}")
+              lambda: f"a beat of {rec.lanes} x {t} needs {need} bits; {port} carries {port.width}")
 
 
 ADMISSION = {
@@ -448,8 +462,9 @@ def _check_correspondence(op: FabricOp, a: Actor, corr: PortCorrespondence):
           Rejection.PortCorrespondenceInvalid, "the correspondence must map every operand and result once")
     for ports, phys, what in ((corr.operands, op.inputs, "input"), (corr.results, op.results, "result")):
         _need(all(0 <= p < len(phys) for p in ports), Rejection.PortCorrespondenceInvalid,
-              f"a {what} ordinal is outside the {len(phys)} physical {what} ports")
-        _need(len(set(ports)) == len(ports), Rejection.PortCorrespondenceInvalid, f"two values share one {what} port")
+              lambda: f"a {what} ordinal is outside the {len(phys)} physical {what} ports")
+        _need(len(set(ports)) == len(ports), Rejection.PortCorrespondenceInvalid,
+              lambda: f"two values share one {what} port")
     fam = op.family
     if fam == "TokenSync":
         _need(corr.operands == corr.results, Rejection.PortCorrespondenceInvalid,
@@ -471,21 +486,25 @@ def _check_correspondence(op: FabricOp, a: Actor, corr: PortCorrespondence):
     else:
         want = default_correspondence(op, a, corr.index_width)
         _need((corr.operands, corr.results) == (want.operands, want.results), Rejection.PortCorrespondenceInvalid,
-              f"{fam} preserves ordinals: operands -> {list(want.operands)}, results -> {list(want.results)}")
+              lambda: f"{fam} preserves ordinals: operands -> {list(want.operands)}, results -> {list(want.results)}")
 
 
-def _check_port(t, port: PortType, corr: PortCorrespondence, where: str):
+def _check_port(t, port: PortType, corr: PortCorrespondence, side: str, i: int, p: int):
+    """Operand/result `i` of type `t` on physical port `p` (side "operand" or "result")."""
+    def where():
+        return f"operand {i} -> input {p}" if side == "operand" else f"result {i} -> result port {p}"
     tagged = isinstance(t, TaggedType)
     _need(tagged == port.tagged, Rejection.PortKindMismatch,
-          f"{where}: {'tagged' if tagged else 'untagged'} value {t} cannot use {port}")
+          lambda: f"{where()}: {'tagged' if tagged else 'untagged'} value {t} cannot use {port}")
     if tagged:
         _need(t.tag_width <= port.tag_width, Rejection.PortWidthInsufficient,
-              f"{where}: tag i{t.tag_width} does not fit {port}")
+              lambda: f"{where()}: tag i{t.tag_width} does not fit {port}")
     try:
         n = payload_bits(t, corr.index_width)
     except TypeWidthError as exc:
-        raise _Reject(Rejection.IndexWidthNotAdmitted, f"{where}: {exc}") from None
-    _need(n <= port.width, Rejection.PortWidthInsufficient, f"{where}: {t} needs {n} bits, {port} carries {port.width}")
+        raise _Reject(Rejection.IndexWidthNotAdmitted, f"{where()}: {exc}") from None
+    _need(n <= port.width, Rejection.PortWidthInsufficient,
+          lambda: f"{where()}: {t} needs {n} bits, {port} carries {port.width}")
 
 
 def supports(op: FabricOp, a: Actor, corr: PortCorrespondence | None = None) -> Verdict:
@@ -498,10 +517,11 @@ def supports(op: FabricOp, a: Actor, corr: PortCorrespondence | None = None) -> 
     if desc is None:
         return Verdict(Rejection.InvalidCapability, f"family {op.family!r} is not registered")
     try:
-        _need(a.schema in desc.admitted, Rejection.NotFamilyMember,
-              f"{a.schema} is not a {desc.keyword} member (families admitting it: {families_for(a.schema)})")
+        if a.schema not in desc.admitted:   # the family list is built only for the message
+            raise _Reject(Rejection.NotFamilyMember,
+                          f"{a.schema} is not a {desc.keyword} member (families admitting it: {families_for(a.schema)})")
         _need(a.schema in op.op_list, Rejection.MemberNotEnabled,
-              f"{a.schema} is a {desc.keyword} member but this resource's op_list does not enable it")
+              lambda: f"{a.schema} is a {desc.keyword} member but this resource's op_list does not enable it")
         _need((desc.keyword, a.schema) not in FAIL_CLOSED_MEMBERS, Rejection.GepRequiresNormalization,
               "the pointer-format relation is empty: normalise GEP to integer address arithmetic")
         if corr is None:
@@ -509,9 +529,9 @@ def supports(op: FabricOp, a: Actor, corr: PortCorrespondence | None = None) -> 
         ADMISSION[desc.admission](op, op.hw_params, a, corr)
         _check_correspondence(op, a, corr)
         for i, (t, p) in enumerate(zip(a.inputs, corr.operands)):
-            _check_port(t, op.inputs[p], corr, f"operand {i} -> input {p}")
+            _check_port(t, op.inputs[p], corr, "operand", i, p)
         for j, (t, p) in enumerate(zip(a.results, corr.results)):
-            _check_port(t, op.results[p], corr, f"result {j} -> result port {p}")
+            _check_port(t, op.results[p], corr, "result", j, p)
     except _Reject as r:
         return r.verdict
     return ACCEPT

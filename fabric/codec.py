@@ -111,10 +111,15 @@ def decode_atom(kind: str, data: bytes) -> str:
     r.header(domain)
     tag = r.u32("wire tag")
     r.end()
+    return spelling_of(table, tag, kind)
+
+
+def spelling_of(table: dict, tag: int, what: str) -> str:
+    """The spelling whose wire tag is `tag` in a closed vocabulary (CodecError when none is)."""
     for spelling, t in table.items():
         if t == tag:
             return spelling
-    raise CodecError(f"{kind}: unknown wire tag {tag}")
+    raise CodecError(f"{what}: unknown wire tag {tag}")
 
 
 # --- canonical types ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .atoms import FLOAT_FORMATS, STEP_KINDS
+from .atoms import STEP_KINDS
 from .codec import CodecError, Reader, frame, header, u32
 from .errors import Diagnostic, DiagnosticCode, FabricError
 
@@ -241,12 +241,15 @@ def contract_for(op) -> ResourceContractRecord:
         return loop_stream(op.hw_params.step_kind)
     if kind == "pipelined_beats":
         return pipelined_beats(op.hw_params.pipeline_latency)
-    rec = op.hw_params
     if op.family == "FixedVectorSerialize":
-        # M: the exact maximum reachable lane count of the sealed capability
-        widths = list(rec.integer_element_widths or ()) + [FLOAT_FORMATS[f] for f in rec.float_element_formats or ()]
-        cap = min(rec.max_payload_bits, op.inputs[0].width)
-        return adapter_contract(op.family, max(cap // w for w in widths))
+        # M: the exact maximum reachable lane count of the sealed capability, read from its
+        # admitted image (payload capacity, the vector and mask ports and every element width
+        # together decide which lane counts Supports() admits)
+        from .relation import seal
+        sealed = seal(op)
+        if sealed.diagnostics:
+            raise FabricError(list(sealed.diagnostics))
+        return adapter_contract(op.family, sealed.max_lane_count)
     return adapter_contract(op.family)
 
 

@@ -7,6 +7,7 @@ description, and a one-line reason.  Nothing in `fabric` reports a failure any o
 from __future__ import annotations
 
 import enum
+from decimal import Decimal
 from dataclasses import dataclass
 
 
@@ -26,8 +27,10 @@ class DiagnosticCode(enum.Enum):
     InvalidFloatBehaviorProfile = "a FloatBehaviorProfile outside the registered admission rules"
     InvalidAccuracyContract = "a non-correctly-rounded accuracy guarantee without afn in required_fast_math"
     PointerFormatRelationNotEmpty = "the scalar integer pointer-format relation must be empty"
+    InvalidPointerLayout = "a module PointerLayout(AS) that is not a stable-integral layout"
     GepFailClosed = "a capability enabling llvm.getelementptr cannot finalize its semantic-field relation"
     EmptyBehaviorImage = "no admitted actor reaches this concrete resource"
+    DuplicateConfiguredFunction = "two semantic assignments of one resource materialize isomorphic configured functions"
     ArithmeticOverflow = "checked carrier arithmetic overflowed"
     CapacityLimit = "a capacity beyond this model's documented implementation limits"
     # topology
@@ -35,12 +38,16 @@ class DiagnosticCode(enum.Enum):
     DuplicateName = "two nodes or values share one name"
     ImplicitTokenSink = "an inactive op, an unselected mux input or an unbound lane would sink a token"
     IncoherentRoute = "the selected routes do not form one coherent branch"
-    EdgeAbsorbedByColocation = "an edge is claimed internal without a configured-FU witness"
+    EdgeAbsorbedByColocation = "an edge is claimed internal without a configured-FU, configured-memory or register-file witness"
+    InvalidWitness = "a configured-memory or register-file witness does not prove the edge it is named for"
+    BoundaryMismatch = "a mapped value does not cross the FU boundary where the selected template wires it"
+    InvalidContext = "an InstructionContextRef outside the PE's resident contexts"
     PortWidthInsufficient = "a selected path segment is narrower than the exact semantic width"
     # configuration handoff
     UnsupportedActor = "the concrete capability does not support the actor under its correspondence"
     ConflictingAssignment = "two selections project unequal values into one physical slot"
-    NonemptyPhysicalRefinement = "strict import rejects every nonempty physical-refinement assignment"
+    NonemptyPhysicalRefinement = "a physical-refinement assignment of a kind with no typed owner (value type, codec, preservation proof)"
+    UnprovenRefinement = "a refinement domain whose semantic-preservation proof does not hold for this resource"
     UnknownReference = "a mapping names an FU, op, template or use that does not exist"
     CapabilityInadmissible = "a required activity-definedness proof is missing"
     Unsupported = "the resource contract is not the exact shape a portable provider admits"
@@ -81,6 +88,8 @@ class FormatError(ValueError):
 
 def json_kind(v) -> str:
     """How a FormatError names the JSON kind of a value."""
+    if isinstance(v, Decimal):     # a JSON number with a fraction or exponent (jsonread floats=Decimal)
+        return "a number"
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
             int: "an integer", float: "a number"}.get(type(v), type(v).__name__)
 

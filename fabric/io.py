@@ -6,166 +6,222 @@ it never lets a Python exception escape.  `dump` prints a description canonicall
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from decimal import Decimal
 
-from isa import jsontext
-
+from . import jsonread
 from .capability import (CONTRACT_KINDS, REFINEMENT_KINDS, FabricOp, InactivePortGuarantee,
                          PhysicalRefinementDomain, PortCorrespondence, ResourceContractConstraint)
-from .config import Mapping, MappedEdge, RefinementAssignment, Use
-from .errors import FormatError, closed_object as _obj, json_kind as _kind
+from .config import (FuWitness, Mapping, MappedEdge, MemoryWitness, RefinementAssignment, RegisterFileWitness,
+                     Use)
+from .errors import FormatError, json_kind as _kind
 from .families import FAMILIES
-from .params import parse_record, record_to_json
+from .jsonread import SchemaReader, description_path, enum, integer, lst, obj, pattern, string
+from .params import build_pointer_format, parse_record, pointer_format_schema, record_to_json
+from .refinement import parse_value
 from .schemas import SCHEMAS, make_actor
-from .topology import FU, DemuxNode, Fabric, MuxNode, OpNode, Template, split_ref
-from .types import parse_port_type, parse_type
+from .topology import FU, PE, DemuxNode, Fabric, Memory, MuxNode, OpNode, RegisterFile, Template, split_ref
+from .types import MAX_POINTER_BITS, MAX_PORT_WIDTH, bind_pointer_layouts, parse_port_type, parse_type
 
 FORMAT = "tile-emu-fabric/1"
 MAX_BYTES = 8 << 20
 MAX_PORTS = 1024
 MAX_ITEMS = 1 << 16
+MAX_CONTEXTS = 1024       # resident InstructionContextRefs of one temporal PE
 
 
-# --- small typed readers ------------------------------------------------------------------------
+# --- the schema: every structural rule of the format (docs/fabric-format.md) --------------------
+# Checked first, over the whole document (fabric.jsonread); the builders below then only convert
+# and parse what JSON Schema cannot say (port type and software type spellings, attribute kinds,
+# refinement values, cross-field rules).  An op's hw_params record is checked against its
+# family's own record schema (fabric.params.record_schema) when the op is built: one schema per
+# family in use, compiled on first use, instead of one if/then per registered family here.
 
-def _str(v, path) -> str:
-    if not isinstance(v, str) or not v:
-        raise FormatError(path, f"expected a nonempty string, found {_kind(v)}")
-    return v
-
-
-def _int(v, path, lo=0, hi=(1 << 32) - 1) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise FormatError(path, f"expected an integer, found {_kind(v)}")
-    if not lo <= v <= hi:
-        raise FormatError(path, f"{v} is outside [{lo}, {hi}]")
-    return v
+# Subschemas used in several places are definitions, referenced by `$ref`, so the compiled
+# validator has one function each rather than a copy per use.
+_DEFS: dict = {}
 
 
-def _list(v, path, limit=MAX_ITEMS) -> list:
-    if not isinstance(v, list):
-        raise FormatError(path, f"expected a list, found {_kind(v)}")
-    if len(v) > limit:
-        raise FormatError(path, f"{len(v)} entries exceed the limit of {limit}")
-    return v
+def _def(name: str, schema: dict) -> dict:
+    _DEFS[name] = schema
+    return {"$ref": f"#/definitions/{name}"}
+
+
+_STRING = _def("string", string())
+_PORT = _def("port", {"type": "string", "x-message": "a port type must be a string, not {pytype}"})
+_STYPE = _def("stype", {"type": "string", "x-message": "a type spelling must be a string, not {pytype}"})
+# `node.K` / `fu.K` with ASCII digits; the lookahead is a true end of text (`$` would also
+# match before a final newline)
+_REF_PATTERN = r"^[\s\S]+\.[0-9]+(?![\s\S])"
+_REF = _def("ref", string(pattern(_REF_PATTERN, "{value!r} is not a value reference (node.K or in.K)")))
+_U32 = _def("u32", integer())
+_PORT_INDEX = _def("port_index", integer(0, MAX_PORTS))
+
+
+def _when(kind: str, then: dict) -> dict:
+    return {"if": {"required": ["kind"], "properties": {"kind": {"const": kind}}}, "then": then}
+
+
+def _closed(*names) -> dict:
+    """Only the `propertyNames` part of a closed object (its fields are checked elsewhere)."""
+    return obj({n: {} for n in names})["allOf"][0]
+
+
+_CONSTRAINT = _def("constraint", {
+    "type": "object",
+    "allOf": [_closed("resource_contract", "inactive_ports", "physical_refinement"),
+              {"minProperties": 1, "maxProperties": 1,
+               "x-message": "a constraint has exactly one of resource_contract, inactive_ports, physical_refinement"}],
+    "properties": {
+        "resource_contract": enum(CONTRACT_KINDS, "{value!r} is not a resource contract (" + ", ".join(CONTRACT_KINDS) + ")"),
+        "inactive_ports": obj({"inputs": lst(_U32), "results": lst(_U32)}),
+        "physical_refinement": obj({"kind": enum(REFINEMENT_KINDS, "{value!r} is not a physical refinement kind ("
+                                                 + ", ".join(REFINEMENT_KINDS) + ")"),
+                                    "values": lst({})}, required=("kind", "values"))}})
+
+# implementation_family may be null (read as absent: MissingImplementationFamily); hw_params is
+# the family's record, checked when the op is built (the family decides its schema)
+_OP = _def("op", obj({"kind": {}, "name": _STRING,
+                      "implementation_family": {"type": ["string", "null"], "minLength": 1,
+                                                "x-message": "expected a nonempty string, found {kind}"},
+                      "op_list": lst(_STRING), "hw_params": {},
+                      "ports": obj({"inputs": lst(_PORT, MAX_PORTS), "results": lst(_PORT, MAX_PORTS)},
+                                   required=("inputs", "results")),
+                      "constraints": lst(_CONSTRAINT), "operands": lst(_REF, MAX_PORTS)},
+                     required=("kind", "name", "op_list", "hw_params", "operands", "ports")))
+_MUX = _def("mux", obj({"kind": {}, "name": _STRING, "operands": lst(_REF, MAX_PORTS), "type": _PORT},
+                       required=("kind", "name", "operands", "type")))
+_DEMUX = _def("demux", obj({"kind": {}, "name": _STRING, "operand": _REF, "results": _PORT_INDEX, "type": _PORT},
+                           required=("kind", "name", "operand", "results", "type")))
+_NODE = _def("node", {"type": "object", "allOf": [_when("op", _OP), _when("mux", _MUX), _when("demux", _DEMUX)],
+                      "required": ["kind"], "x-required": {"kind": "None is not a node kind (op, mux, demux)"},
+                      "properties": {"kind": enum(("op", "mux", "demux"),
+                                                  "{value!r} is not a node kind (op, mux, demux)")}})
+_TEMPLATE = _def("template", obj({"selects": {"type": "object", "additionalProperties": _PORT_INDEX},
+                                  "name": _STRING, "nodes": lst(_STRING)}, required=("name", "nodes")))
+_FU = _def("fu", obj({"name": string(pattern("^[^/]*$", "an FU name cannot contain '/'")),
+                      "inputs": lst(_PORT, MAX_PORTS), "outputs": lst(_PORT, MAX_PORTS), "nodes": lst(_NODE),
+                      "yield": lst(_REF, MAX_PORTS), "templates": lst(_TEMPLATE)},
+                     required=("name", "inputs", "outputs", "nodes", "yield")))
+
+_WITNESS = _def("witness", {
+    "type": "object",
+    "allOf": [_closed("kind", "memory", "slot", "pe", "register"),
+              _when("fu", obj({"kind": {}}, required=("kind",))),
+              _when("memory", obj({"kind": {}, "memory": _STRING, "slot": _U32}, required=("kind", "memory", "slot"))),
+              _when("register_file", obj({"kind": {}, "pe": _STRING, "register": _U32},
+                                         required=("kind", "pe", "register")))],
+    "required": ["kind"],
+    "properties": {"kind": enum(("fu", "memory", "register_file"),
+                                "{value!r} is not a witness kind (fu, memory, register_file)")}})
+_ACTOR = _def("actor", obj({"schema": _STRING, "attributes": {"type": "object"},
+                            "inputs": lst(_STYPE, MAX_PORTS), "results": lst(_STYPE, MAX_PORTS)},
+                           required=("schema", "inputs", "results")))
+_USE = _def("use", obj({"name": _STRING, "op": _STRING, "actor": _ACTOR,
+                        "operands": lst(_PORT_INDEX, MAX_PORTS), "results": lst(_PORT_INDEX, MAX_PORTS),
+                        "index_width": integer(1, 64), "context": integer(0, MAX_CONTEXTS - 1)},
+                       required=("name", "op", "actor", "operands", "results")))
+_EDGE = _def("edge", obj({"realization": enum(("internal", "external"), 'realization is "internal" or "external"'),
+                          "witness": _WITNESS, "from": _REF, "to": _REF}, required=("from", "to", "realization")))
+_MAPPING = _def("mapping", obj({"templates": {"type": "object", "additionalProperties": _STRING},
+                "edges": lst(_EDGE),
+                "physical_refinements": lst(obj({"op": _STRING, "kind": _STRING, "value": {}},
+                                                required=("op", "kind", "value"))),
+                "uses": lst(_USE),
+                "pointer_layouts": lst(pointer_format_schema("PointerLayout", MAX_POINTER_BITS))},
+               required=("templates", "uses")))
+_PE = _def("pe", obj({"name": _STRING, "kind": enum(("spatial", "temporal"), "{value!r} is not a PE kind (spatial, temporal)"),
+                      "fus": lst(_STRING), "contexts": integer(1, MAX_CONTEXTS),
+                      "register_file": obj({"registers": integer(1, MAX_PORTS), "width": integer(1, MAX_PORT_WIDTH)},
+                                           required=("registers", "width"))},
+                     required=("name", "kind", "fus")))
+_FU_PORT = _def("fu_port", string(pattern(_REF_PATTERN, "{value!r} is not an FU port reference (fu.K)")))
+_MEMORY = _def("memory", obj({"name": _STRING, "width": integer(1, MAX_PORT_WIDTH), "slots": integer(1, MAX_ITEMS),
+                              "writers": lst(_FU_PORT, MAX_PORTS), "readers": lst(_FU_PORT, MAX_PORTS)},
+                             required=("name", "width", "slots", "writers", "readers")))
+
+SCHEMA = obj({"format": {"const": FORMAT, "x-message": f"expected {FORMAT!r}, found {{value!r}}"},
+              "fus": lst(_FU), "pes": lst(_PE), "memories": lst(_MEMORY), "mapping": _MAPPING,
+              "name": _STRING},
+             required=("format", "name", "fus"))
+
+_READER = SchemaReader(SCHEMA, description_path, _DEFS)
+
+
+# --- builders: the checked document as a Fabric ---------------------------------------------------
+
+def _spelled(parse, v, path):
+    """A port or software type spelling parsed by its owner (fabric.types), as a FormatError."""
+    try:
+        return parse(v)
+    except ValueError as exc:
+        raise FormatError(path, str(exc)) from None
 
 
 def _ptype(v, path):
-    try:
-        return parse_port_type(v)
-    except ValueError as exc:
-        raise FormatError(path, str(exc)) from None
+    return _spelled(parse_port_type, v, path)
 
 
-def _stype(v, path):
-    try:
-        return parse_type(v)
-    except ValueError as exc:
-        raise FormatError(path, str(exc)) from None
+def _parse_stype(v, path):
+    return _spelled(parse_type, v, path)
 
 
-def _ref(v, path) -> str:
-    s = _str(v, path)
-    if split_ref(s) is None:
-        raise FormatError(path, f"{s!r} is not a value reference (node.K or in.K)")
-    return s
+def _ports(values, path):
+    return tuple(_ptype(t, f"{path}[{i}]") for i, t in enumerate(values))
 
-
-# --- nodes ----------------------------------------------------------------------------------------
 
 def _constraint(v, path):
-    _obj(v, path, optional=("resource_contract", "inactive_ports", "physical_refinement"))
-    if len(v) != 1:
-        raise FormatError(path, "a constraint has exactly one of resource_contract, inactive_ports, "
-                                "physical_refinement")
     (k, x), = v.items()
     p = f"{path}.{k}"
     if k == "resource_contract":
-        if x not in CONTRACT_KINDS:
-            raise FormatError(p, f"{x!r} is not a resource contract ({', '.join(CONTRACT_KINDS)})")
         return ResourceContractConstraint(x)
     if k == "inactive_ports":
-        _obj(x, p, optional=("inputs", "results"))
-        return InactivePortGuarantee(
-            tuple(_int(q, f"{p}.inputs[{i}]") for i, q in enumerate(_list(x.get("inputs", []), p + ".inputs"))),
-            tuple(_int(q, f"{p}.results[{i}]") for i, q in enumerate(_list(x.get("results", []), p + ".results"))))
-    _obj(x, p, required=("kind", "values"))
-    if x["kind"] not in REFINEMENT_KINDS:
-        raise FormatError(p + ".kind", f"{x['kind']!r} is not a physical refinement kind ({', '.join(REFINEMENT_KINDS)})")
-    return PhysicalRefinementDomain(x["kind"], tuple(_int(q, f"{p}.values[{i}]", 1)
-                                                     for i, q in enumerate(_list(x["values"], p + ".values"))))
+        return InactivePortGuarantee(tuple(x.get("inputs", [])), tuple(x.get("results", [])))
+    return PhysicalRefinementDomain(x["kind"], tuple(parse_value(x["kind"], q, f"{p}.values[{i}]")
+                                                     for i, q in enumerate(x["values"])))
 
 
 def _op_node(v, path, fu_name):
-    _obj(v, path, required=("kind", "name", "op_list", "hw_params", "operands", "ports"),
-         optional=("implementation_family", "constraints"))
-    name = _str(v["name"], path + ".name")
-    family = v.get("implementation_family")
-    if family is not None:
-        family = _str(family, path + ".implementation_family")
-    op_list = tuple(_str(s, f"{path}.op_list[{i}]") for i, s in enumerate(_list(v["op_list"], path + ".op_list")))
+    name, family = v["name"], v.get("implementation_family")
     desc = FAMILIES.get(family) if family else None
+    # an unknown or missing family keeps the raw record (an object): the verifier reports the family
+    hw = v["hw_params"]
     if desc is not None:
-        hw = parse_record(desc.params, v["hw_params"], path + ".hw_params")
-    else:  # the verifier reports the missing/unknown family; keep the raw record
-        hw = _obj(v["hw_params"], path + ".hw_params", optional=tuple(v["hw_params"]) if isinstance(
-            v["hw_params"], dict) else ())
-    ports = _obj(v["ports"], path + ".ports", required=("inputs", "results"))
-    ins = tuple(_ptype(t, f"{path}.ports.inputs[{i}]") for i, t in enumerate(_list(ports["inputs"], path + ".ports.inputs", MAX_PORTS)))
-    outs = tuple(_ptype(t, f"{path}.ports.results[{i}]") for i, t in enumerate(_list(ports["results"], path + ".ports.results", MAX_PORTS)))
-    cons = tuple(_constraint(c, f"{path}.constraints[{i}]") for i, c in enumerate(_list(v.get("constraints", []), path + ".constraints")))
-    operands = tuple(_ref(r, f"{path}.operands[{i}]") for i, r in enumerate(_list(v["operands"], path + ".operands", MAX_PORTS)))
-    op = FabricOp(f"{fu_name}/{name}", family, op_list, hw, ins, outs, cons, path)
-    return OpNode(name, op, operands)
+        hw = parse_record(desc.params, hw, path + ".hw_params")
+    elif not isinstance(hw, dict):
+        raise FormatError(path + ".hw_params", f"expected an object, found {_kind(hw)}")
+    ins = _ports(v["ports"]["inputs"], path + ".ports.inputs")
+    outs = _ports(v["ports"]["results"], path + ".ports.results")
+    cons = tuple(_constraint(c, f"{path}.constraints[{i}]") for i, c in enumerate(v.get("constraints", [])))
+    op = FabricOp(f"{fu_name}/{name}", family, tuple(v["op_list"]), hw, ins, outs, cons, path)
+    return OpNode(name, op, tuple(v["operands"]))
 
 
 def _node(v, path, fu_name):
-    if not isinstance(v, dict):
-        raise FormatError(path, f"expected an object, found {_kind(v)}")
-    kind = v.get("kind")
-    if kind == "op":
+    if v["kind"] == "op":
         return _op_node(v, path, fu_name)
-    if kind == "mux":
-        _obj(v, path, required=("kind", "name", "operands", "type"))
-        return MuxNode(_str(v["name"], path + ".name"),
-                       tuple(_ref(r, f"{path}.operands[{i}]") for i, r in enumerate(_list(v["operands"], path + ".operands", MAX_PORTS))),
-                       _ptype(v["type"], path + ".type"))
-    if kind == "demux":
-        _obj(v, path, required=("kind", "name", "operand", "results", "type"))
-        return DemuxNode(_str(v["name"], path + ".name"), _ref(v["operand"], path + ".operand"),
-                         _int(v["results"], path + ".results", 0, MAX_PORTS), _ptype(v["type"], path + ".type"))
-    raise FormatError(path + ".kind", f"{kind!r} is not a node kind (op, mux, demux)")
-
-
-def _template(v, path):
-    _obj(v, path, required=("name", "nodes"), optional=("selects",))
-    sel = _obj(v.get("selects", {}), path + ".selects", optional=tuple(v.get("selects", {}) or ()) if isinstance(
-        v.get("selects", {}), dict) else ())
-    return Template(_str(v["name"], path + ".name"),
-                    tuple(_str(n, f"{path}.nodes[{i}]") for i, n in enumerate(_list(v["nodes"], path + ".nodes"))),
-                    tuple(sorted((k, _int(x, f"{path}.selects.{k}", 0, MAX_PORTS)) for k, x in sel.items())))
+    if v["kind"] == "mux":
+        return MuxNode(v["name"], tuple(v["operands"]), _ptype(v["type"], path + ".type"))
+    return DemuxNode(v["name"], v["operand"], v["results"], _ptype(v["type"], path + ".type"))
 
 
 def _fu(v, path):
-    _obj(v, path, required=("name", "inputs", "outputs", "nodes", "yield"), optional=("templates",))
-    name = _str(v["name"], path + ".name")
-    if "/" in name:
-        raise FormatError(path + ".name", "an FU name cannot contain '/'")
-    return FU(name,
-              tuple(_ptype(t, f"{path}.inputs[{i}]") for i, t in enumerate(_list(v["inputs"], path + ".inputs", MAX_PORTS))),
-              tuple(_ptype(t, f"{path}.outputs[{i}]") for i, t in enumerate(_list(v["outputs"], path + ".outputs", MAX_PORTS))),
-              tuple(_node(n, f"{path}.nodes[{i}]", name) for i, n in enumerate(_list(v["nodes"], path + ".nodes"))),
-              tuple(_ref(r, f"{path}.yield[{i}]") for i, r in enumerate(_list(v["yield"], path + ".yield", MAX_PORTS))),
-              tuple(_template(t, f"{path}.templates[{i}]") for i, t in enumerate(_list(v.get("templates", []), path + ".templates"))),
+    name = v["name"]
+    return FU(name, _ports(v["inputs"], path + ".inputs"), _ports(v["outputs"], path + ".outputs"),
+              tuple(_node(n, f"{path}.nodes[{i}]", name) for i, n in enumerate(v["nodes"])),
+              tuple(v["yield"]),
+              tuple(Template(t["name"], tuple(t["nodes"]), tuple(sorted(t.get("selects", {}).items())))
+                    for t in v.get("templates", [])),
               path)
 
-
-# --- mapping --------------------------------------------------------------------------------------
 
 def _attr_value(schema: str, name: str, v, path):
     row = SCHEMAS.get(schema)
     kind = row.attributes.get(name, (None,))[0] if row else None
     if isinstance(v, list):
-        items = [_attr_scalar(x, f"{path}[{i}]") for i, x in enumerate(_list(v, path))]
+        if len(v) > MAX_ITEMS:
+            raise FormatError(path, f"{len(v)} entries exceed the limit of {MAX_ITEMS}")
+        items = [_attr_scalar(x, f"{path}[{i}]") for i, x in enumerate(v)]
         return frozenset(items) if kind in ("fastmath", "overflow") else tuple(items)
     return _attr_scalar(v, path)
 
@@ -177,96 +233,91 @@ def _attr_scalar(v, path):
 
 
 def _actor(v, path):
-    _obj(v, path, required=("schema", "inputs", "results"), optional=("attributes",))
-    schema = _str(v["schema"], path + ".schema")
-    attrs = _obj(v.get("attributes", {}), path + ".attributes",
-                 optional=tuple(v.get("attributes", {})) if isinstance(v.get("attributes", {}), dict) else ())
+    schema = v["schema"]
     return make_actor(schema,
-                      [_stype(t, f"{path}.inputs[{i}]") for i, t in enumerate(_list(v["inputs"], path + ".inputs", MAX_PORTS))],
-                      [_stype(t, f"{path}.results[{i}]") for i, t in enumerate(_list(v["results"], path + ".results", MAX_PORTS))],
-                      **{k: _attr_value(schema, k, x, f"{path}.attributes.{k}") for k, x in attrs.items()})
+                      [_parse_stype(t, f"{path}.inputs[{i}]") for i, t in enumerate(v["inputs"])],
+                      [_parse_stype(t, f"{path}.results[{i}]") for i, t in enumerate(v["results"])],
+                      **{k: _attr_value(schema, k, x, f"{path}.attributes.{k}")
+                         for k, x in v.get("attributes", {}).items()})
 
 
 def _use(v, path):
-    _obj(v, path, required=("name", "op", "actor", "operands", "results"), optional=("index_width",))
-    iw = v.get("index_width")
-    return Use(_str(v["name"], path + ".name"), _str(v["op"], path + ".op"), _actor(v["actor"], path + ".actor"),
-               PortCorrespondence(
-                   tuple(_int(p, f"{path}.operands[{i}]", 0, MAX_PORTS) for i, p in enumerate(_list(v["operands"], path + ".operands", MAX_PORTS))),
-                   tuple(_int(p, f"{path}.results[{i}]", 0, MAX_PORTS) for i, p in enumerate(_list(v["results"], path + ".results", MAX_PORTS))),
-                   None if iw is None else _int(iw, path + ".index_width", 1, 64)))
+    return Use(v["name"], v["op"], _actor(v["actor"], path + ".actor"),
+               PortCorrespondence(tuple(v["operands"]), tuple(v["results"]), v.get("index_width")),
+               v.get("context"))
 
 
-def _endpoint(v, path):
-    s = _ref(v, path)
-    node, k = split_ref(s)
-    return node, k
+def _witness(v):
+    if v["kind"] == "fu":
+        return FuWitness()
+    if v["kind"] == "memory":
+        return MemoryWitness(v["memory"], v["slot"])
+    return RegisterFileWitness(v["pe"], v["register"])
 
 
 def _mapping(v, path):
-    _obj(v, path, required=("templates", "uses"), optional=("edges", "physical_refinements"))
-    tm = _obj(v["templates"], path + ".templates", optional=tuple(v["templates"]) if isinstance(v["templates"], dict) else ())
     edges = []
-    for i, e in enumerate(_list(v.get("edges", []), path + ".edges")):
-        p = f"{path}.edges[{i}]"
-        _obj(e, p, required=("from", "to", "realization"))
-        if e["realization"] not in ("internal", "external"):
-            raise FormatError(p + ".realization", "realization is \"internal\" or \"external\"")
-        edges.append(MappedEdge(_endpoint(e["from"], p + ".from"), _endpoint(e["to"], p + ".to"), e["realization"]))
+    for i, e in enumerate(v.get("edges", [])):
+        if "witness" in e and e["realization"] != "internal":
+            raise FormatError(f"{path}.edges[{i}].witness", "only an internal edge names a witness")
+        edges.append(MappedEdge(split_ref(e["from"]), split_ref(e["to"]), e["realization"],
+                                _witness(e["witness"]) if "witness" in e else None))
     refs = []
-    for i, r in enumerate(_list(v.get("physical_refinements", []), path + ".physical_refinements")):
+    for i, r in enumerate(v.get("physical_refinements", [])):
         p = f"{path}.physical_refinements[{i}]"
-        _obj(r, p, required=("op", "kind", "value"))
-        refs.append(RefinementAssignment(_str(r["op"], p + ".op"), _str(r["kind"], p + ".kind"), _int(r["value"], p + ".value")))
-    return Mapping(tuple(sorted((k, _str(x, f"{path}.templates.{k}")) for k, x in tm.items())),
-                   tuple(_use(u, f"{path}.uses[{i}]") for i, u in enumerate(_list(v["uses"], path + ".uses"))),
-                   tuple(edges), tuple(refs), path)
+        # a kind with a typed owner reads its value by that type; any other is kept only to be
+        # rejected (no opaque value ever reaches the projection)
+        value = parse_value(r["kind"], r["value"], p + ".value") if r["kind"] in REFINEMENT_KINDS else \
+            _attr_scalar(r["value"], p + ".value")
+        refs.append(RefinementAssignment(r["op"], r["kind"], value))
+    layouts = tuple(build_pointer_format(x) for x in v.get("pointer_layouts", []))
+    by_space = {}
+    for lay in layouts:
+        by_space.setdefault(lay.address_space, lay)    # a repeated space is a verifier diagnostic
+    uses = tuple(_bind(_use(u, f"{path}.uses[{i}]"), by_space) for i, u in enumerate(v["uses"]))
+    return Mapping(tuple(sorted(v["templates"].items())), uses, tuple(edges), tuple(refs), path, layouts)
+
+
+def _bind(u: Use, layouts: dict) -> Use:
+    """The use's actor with each ptr<AS> carrying the module's PointerLayout(AS)."""
+    if not layouts:
+        return u
+    a = u.actor
+    bound = replace(a, inputs=tuple(bind_pointer_layouts(t, layouts) for t in a.inputs),
+                    results=tuple(bind_pointer_layouts(t, layouts) for t in a.results))
+    return replace(u, actor=bound)
+
+
+def _pe(v, path):
+    rf = v.get("register_file")
+    return PE(v["name"], v["kind"], tuple(v["fus"]), v.get("contexts", 1),
+              None if rf is None else RegisterFile(rf["registers"], rf["width"]), path)
+
+
+def _memory(v, path):
+    return Memory(v["name"], v["width"], v["slots"], tuple(split_ref(x) for x in v["writers"]),
+                  tuple(split_ref(x) for x in v["readers"]), path)
 
 
 # --- entry points ----------------------------------------------------------------------------------
 
-def _no_duplicate_keys(pairs):
-    out = {}
-    for k, v in pairs:
-        if k in out:
-            raise FormatError("$", f"duplicate key {k!r} in one object")
-        out[k] = v
-    return out
-
-
-def parse_json(text, what: str = "the description", max_bytes: int = MAX_BYTES) -> object:
-    """A JSON document (str or UTF-8 bytes) of at most `max_bytes`, or FormatError: duplicate
-    keys, NaN/Infinity constants, malformed text, deep nesting and over-long integers (through
-    isa.jsontext) are all one-line errors.  Shared by fabric descriptions and dataflow graphs."""
-    if isinstance(text, (bytes, bytearray)):
-        if len(text) > max_bytes:
-            raise FormatError("$", f"{what} exceeds {max_bytes} bytes")
-        try:
-            text = bytes(text).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise FormatError("$", f"not UTF-8 text (byte {exc.start})") from None
-    if len(text) > max_bytes:
-        raise FormatError("$", f"{what} exceeds {max_bytes} bytes")
-    try:
-        return jsontext.loads(text, object_pairs_hook=_no_duplicate_keys,
-                              parse_constant=lambda c: (_ for _ in ()).throw(FormatError("$", f"{c} is not JSON")))
-    except FormatError:
-        raise
-    except jsontext.JsonTextError as exc:
-        raise FormatError("$", f"malformed JSON: {exc}") from None
+def parse_json(text, what: str = "the description", max_bytes: int = MAX_BYTES, floats=float) -> object:
+    """fabric.jsonread.parse_json with the description's size limit (kept here for callers)."""
+    return jsonread.parse_json(text, what, max_bytes, floats)
 
 
 def load_text(text) -> Fabric:
-    return load_document(parse_json(text))
+    # numbers with a fraction or exponent stay Decimal: no integer field accepts them
+    return load_document(parse_json(text, floats=Decimal))
 
 
 def load_document(doc) -> Fabric:
-    _obj(doc, "$", required=("format", "name", "fus"), optional=("mapping",))
-    if doc["format"] != FORMAT:
-        raise FormatError("$.format", f"expected {FORMAT!r}, found {doc['format']!r}")
-    fus = tuple(_fu(f, f"fus[{i}]") for i, f in enumerate(_list(doc["fus"], "$.fus")))
+    _READER.check(doc)
+    fus = tuple(_fu(f, f"fus[{i}]") for i, f in enumerate(doc["fus"]))
+    pes = tuple(_pe(x, f"pes[{i}]") for i, x in enumerate(doc.get("pes", [])))
+    mems = tuple(_memory(x, f"memories[{i}]") for i, x in enumerate(doc.get("memories", [])))
     mapping = _mapping(doc["mapping"], "mapping") if "mapping" in doc else None
-    return Fabric(_str(doc["name"], "$.name"), fus, mapping)
+    return Fabric(doc["name"], fus, mapping, pes, mems)
 
 
 def load(path) -> Fabric:
@@ -316,23 +367,50 @@ def _actor_json(a) -> dict:
             "attributes": attrs}
 
 
+def _witness_json(w) -> dict:
+    if isinstance(w, MemoryWitness):
+        return {"kind": "memory", "memory": w.memory, "slot": w.slot}
+    if isinstance(w, RegisterFileWitness):
+        return {"kind": "register_file", "pe": w.pe, "register": w.register}
+    return {"kind": "fu"}
+
+
+def _pe_json(pe: PE) -> dict:
+    out = {"name": pe.name, "kind": pe.kind, "fus": list(pe.fus), "contexts": pe.contexts}
+    if pe.register_file is not None:
+        out["register_file"] = {"registers": pe.register_file.registers, "width": pe.register_file.width}
+    return out
+
+
 def to_document(f: Fabric) -> dict:
     doc = {"format": FORMAT, "name": f.name, "fus": [
         {"name": fu.name, "inputs": [str(t) for t in fu.inputs], "outputs": [str(t) for t in fu.outputs],
          "nodes": [_node_json(n) for n in fu.nodes], "yield": list(fu.yields),
          "templates": [{"name": t.name, "nodes": list(t.nodes), "selects": dict(t.selects)} for t in fu.templates]}
         for fu in f.fus]}
+    if f.pes:
+        doc["pes"] = [_pe_json(pe) for pe in f.pes]
+    if f.memories:
+        doc["memories"] = [{"name": m.name, "width": m.width, "slots": m.slots,
+                            "writers": [f"{x}.{k}" for x, k in m.writers],
+                            "readers": [f"{x}.{k}" for x, k in m.readers]} for m in f.memories]
     m = f.mapping
     if m is not None:
         doc["mapping"] = {
             "templates": dict(m.templates),
             "uses": [{"name": u.name, "op": u.op, "actor": _actor_json(u.actor), "operands": list(u.corr.operands),
                       "results": list(u.corr.results), **({"index_width": u.corr.index_width}
-                                                          if u.corr.index_width is not None else {})}
+                                                          if u.corr.index_width is not None else {}),
+                      **({"context": u.context} if u.context is not None else {})}
                      for u in m.uses],
-            "edges": [{"from": f"{e.src[0]}.{e.src[1]}", "to": f"{e.dst[0]}.{e.dst[1]}", "realization": e.realization}
+            "edges": [{"from": f"{e.src[0]}.{e.src[1]}", "to": f"{e.dst[0]}.{e.dst[1]}", "realization": e.realization,
+                       **({"witness": _witness_json(e.witness)} if e.witness is not None else {})}
                       for e in m.edges],
             "physical_refinements": [{"op": r.op, "kind": r.kind, "value": r.value} for r in m.refinements]}
+        if m.pointer_layouts:
+            doc["mapping"]["pointer_layouts"] = [
+                {"address_space": x.address_space, "representation_bits": x.representation_bits,
+                 "address_bits": x.address_bits, "kind": x.kind} for x in m.pointer_layouts]
     return doc
 
 

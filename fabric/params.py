@@ -13,51 +13,43 @@ is a verifier diagnostic (DuplicateDeclaration), not silently merged.  A missing
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from isa.datatypes import DATATYPES as _TILE_DATATYPES
 
 from .atoms import (ACCURACY_TIERS, FAST_MATH_FLAGS, FLOAT_FORMATS, FLOAT_PREDICATES,
                     INTEGER_PREDICATES, INTEGER_WIDTHS, NAN_BEHAVIORS, RESOLVED_INDEX_WIDTHS,
                     ROUNDING_MODES, SIGNED_ZERO_BEHAVIORS, STEP_KINDS, SUBNORMAL_BEHAVIORS)
-from .errors import FormatError, closed_object
+from .jsonread import SchemaReader, obj, prefixed
+from .types import PointerLayout
 
 U32_MAX = (1 << 32) - 1
 
 
-@dataclass(frozen=True)
-class PointerFormat:
-    address_space: int
-    representation_bits: int
-    address_bits: int
-    kind: str  # "stable_integral"
+# The scalar integer parameter schema's finite relation of exact pointer formats has the four
+# fields of a module's PointerLayout(AS): one record shape (the relation must stay empty).
+PointerFormat = PointerLayout
 
 
-# --- atom kinds: parse one JSON value, print it canonically, order key ----------------------
+# --- atom kinds: the JSON Schema of one value, and its canonical order ------------------------
+# Each atom kind is a JSON Schema fragment worded like the rest of the reader (fabric.jsonread)
+# plus the order key its sets print in; records are checked against the schema their FIELDS
+# table generates, so a field's JSON spelling, domain and order live in one row.
 
 def _member(domain, what):
     order = {v: i for i, v in enumerate(domain)}
-
-    def parse(v, path):
-        if not isinstance(v, str) or v not in order:
-            raise FormatError(path, f"{v!r} is not {what} (one of {list(domain)})")
-        return v
-    return parse, order.__getitem__
+    return ({"type": "string", "enum": list(domain), "x-message": f"{{value!r}} is not {what} (one of {list(domain)})"},
+            order.__getitem__)
 
 
 def _int_in(domain, what):
-    def parse(v, path):
-        if isinstance(v, bool) or not isinstance(v, int) or v not in domain:
-            raise FormatError(path, f"{v!r} is not {what} (one of {list(domain)})")
-        return v
-    return parse, domain.index
+    return ({"type": "integer", "enum": list(domain), "x-message": f"{{value!r}} is not {what} (one of {list(domain)})"},
+            domain.index)
 
 
 def _u32(minimum):
-    def parse(v, path):
-        if isinstance(v, bool) or not isinstance(v, int) or not minimum <= v <= U32_MAX:
-            raise FormatError(path, f"{v!r} is not an integer in [{minimum}, {U32_MAX}]")
-        return v
-    return parse
+    return {"type": "integer", "minimum": minimum, "maximum": U32_MAX,
+            "x-message": f"{{value!r}} is not an integer in [{minimum}, {U32_MAX}]"}
 
 
 _WIDTH = _int_in(INTEGER_WIDTHS, "an IntegerWidth")
@@ -68,29 +60,29 @@ TILE_DATATYPE_NAMES: tuple[str, ...] = tuple(d.name for d in _TILE_DATATYPES)
 
 
 def _pair(a, b, what):
-    def parse(v, path):
-        if not isinstance(v, list) or len(v) != 2:
-            raise FormatError(path, f"{what} must be a two-element list")
-        return (a[0](v[0], path + "[0]"), b[0](v[1], path + "[1]"))
-    return parse, lambda p: (a[1](p[0]), b[1](p[1]))
+    return ({"type": "array", "minItems": 2, "maxItems": 2, "items": [a[0], b[0]],
+             "x-message": f"{what} must be a two-element list"},
+            lambda p: (a[1](p[0]), b[1](p[1])))
 
 
-def _pointer_format(v, path):
-    closed_object(v, path, required=("address_space", "representation_bits", "address_bits", "kind"),
-                  what="PointerFormat")
-    if v["kind"] != "stable_integral":
-        raise FormatError(f"{path}.kind", "the only PointerFormat kind is \"stable_integral\"")
-    p = _u32(0)
-    return PointerFormat(p(v["address_space"], f"{path}.address_space"),
-                         p(v["representation_bits"], f"{path}.representation_bits"),
-                         p(v["address_bits"], f"{path}.address_bits"), "stable_integral")
+def pointer_format_schema(what: str = "PointerFormat", max_bits: int = U32_MAX) -> dict:
+    """A PointerFormat (hw_params) or a module PointerLayout(AS) record: one closed shape."""
+    bits_ = {"type": "integer", "minimum": 0, "maximum": max_bits,
+             "x-message": f"{{value!r}} is not an integer in [0, {max_bits}]"}
+    return obj({"kind": {"const": "stable_integral", "x-message": f"the only {what} kind is \"stable_integral\""},
+                "address_space": _u32(0), "representation_bits": bits_, "address_bits": bits_},
+               required=("address_space", "representation_bits", "address_bits", "kind"), title=what)
 
 
-# kind -> (is_set, parse_element, order_key or None)
+def build_pointer_format(v) -> PointerFormat:
+    return PointerFormat(v["address_space"], v["representation_bits"], v["address_bits"], "stable_integral")
+
+
+# kind -> (is_set, element schema, order key or None)
 ATOM_KINDS = {
-    "int_widths": (True, _WIDTH[0], _WIDTH[1]),
-    "float_formats": (True, _FORMAT[0], _FORMAT[1]),
-    "index_widths": (True, _INDEX[0], _INDEX[1]),
+    "int_widths": (True, *_WIDTH),
+    "float_formats": (True, *_FORMAT),
+    "index_widths": (True, *_INDEX),
     "int_predicates": (True, *_member(tuple(INTEGER_PREDICATES), "an integer predicate")),
     "float_predicates": (True, *_member(tuple(FLOAT_PREDICATES), "a floating predicate")),
     "rounding_modes": (True, *_member(tuple(ROUNDING_MODES), "a rounding mode")),
@@ -102,18 +94,22 @@ ATOM_KINDS = {
     "format_pairs": (True, *_pair(_FORMAT, _FORMAT, "a format pair [source, destination]")),
     "int_float_pairs": (True, *_pair(_WIDTH, _FORMAT, "an integer/float pair [width, format]")),
     "tile_datatypes": (True, *_member(TILE_DATATYPE_NAMES, "a tile DataType")),
-    "pointer_formats": (True, _pointer_format, lambda p: (p.address_space, p.representation_bits, p.address_bits)),
+    "pointer_formats": (True, pointer_format_schema(), lambda p: (p.address_space, p.representation_bits, p.address_bits)),
     "positive": (False, _u32(1), None),
     "nonneg": (False, _u32(0), None),
     "accuracy": (False, *_member(ACCURACY_TIERS, "a SpecialMathAccuracyTier")),
     "step_kind": (False, *_member(tuple(STEP_KINDS), "a LoopStream step kind")),
-    "behavior": (False, None, None),  # FloatBehaviorProfile, parsed as a nested record
+    "behavior": (False, None, None),  # FloatBehaviorProfile, a nested record
 }
 
 
 def _record(cls):
-    cls = dataclass(frozen=True)(cls)
-    return cls
+    """A closed frozen record whose fields are exactly its FIELDS table, in that order, each
+    None (absent) unless given: a field is named once, in FIELDS."""
+    cls.__annotations__ = {name: "tuple | int | str | FloatBehaviorProfile | None" for name in cls.FIELDS}
+    for name in cls.FIELDS:
+        setattr(cls, name, None)
+    return dataclass(frozen=True)(cls)
 
 
 # --- reusable atom record ------------------------------------------------------------------------
@@ -125,11 +121,6 @@ class FloatBehaviorProfile:
     FIELDS = {"rounding_modes": "rounding_modes", "nan_behaviors": "nan_behaviors",
               "subnormal_behaviors": "subnormal_behaviors",
               "signed_zero_behaviors": "signed_zero_behaviors", "required_fast_math": "fast_math"}
-    rounding_modes: tuple | None = None
-    nan_behaviors: tuple | None = None
-    subnormal_behaviors: tuple | None = None
-    signed_zero_behaviors: tuple | None = None
-    required_fast_math: tuple | None = None
 
 
 # --- family records ---------------------------------------------------------------------------
@@ -137,129 +128,92 @@ class FloatBehaviorProfile:
 @_record
 class ScalarIntegerAddSubParams:
     FIELDS = {"integer_widths": "int_widths", "pointer_formats": "pointer_formats"}
-    integer_widths: tuple | None = None
-    pointer_formats: tuple | None = None
 
 
 @_record
 class ScalarIntegerParams:
     FIELDS = {"integer_widths": "int_widths"}
-    integer_widths: tuple | None = None
 
 
 @_record
 class ScalarIntegerCompareMinMaxParams:
     FIELDS = {"operand_widths": "int_widths", "comparison_predicates": "int_predicates"}
-    operand_widths: tuple | None = None
-    comparison_predicates: tuple | None = None
 
 
 @_record
 class ScalarIntegerCastParams:
     FIELDS = {"width_pairs": "width_pairs", "resolved_index_widths": "index_widths"}
-    width_pairs: tuple | None = None
-    resolved_index_widths: tuple | None = None
 
 
 @_record
 class ScalarValueSelectParams:
     FIELDS = {"integer_widths": "int_widths", "float_formats": "float_formats"}
-    integer_widths: tuple | None = None
-    float_formats: tuple | None = None
 
 
 @_record
 class ScalarBitReinterpretParams:
     FIELDS = {"integer_widths": "int_widths", "float_formats": "float_formats"}
-    integer_widths: tuple | None = None
-    float_formats: tuple | None = None
 
 
 @_record
 class ScalarFloatParams:
     FIELDS = {"formats": "float_formats", "behavior": "behavior"}
-    formats: tuple | None = None
-    behavior: FloatBehaviorProfile | None = None
 
 
 @_record
 class ScalarFloatCompareMinMaxParams:
     FIELDS = {"formats": "float_formats", "comparison_predicates": "float_predicates", "behavior": "behavior"}
-    formats: tuple | None = None
-    comparison_predicates: tuple | None = None
-    behavior: FloatBehaviorProfile | None = None
 
 
 @_record
 class ScalarFloatWidthCastParams:
     FIELDS = {"format_pairs": "format_pairs", "behavior": "behavior"}
-    format_pairs: tuple | None = None
-    behavior: FloatBehaviorProfile | None = None
 
 
 @_record
 class ScalarIntegerFloatConversionParams:
     FIELDS = {"format_pairs": "int_float_pairs"}
-    format_pairs: tuple | None = None
 
 
 @_record
 class ScalarSpecialMathParams:
     FIELDS = {"formats": "float_formats", "behavior": "behavior", "accuracy_guarantee": "accuracy"}
-    formats: tuple | None = None
-    behavior: FloatBehaviorProfile | None = None
-    accuracy_guarantee: str | None = None
 
 
 @_record
 class FixedVectorIntegerParams:
     FIELDS = {"integer_element_widths": "int_widths", "max_payload_bits": "positive"}
-    integer_element_widths: tuple | None = None
-    max_payload_bits: int | None = None
 
 
 @_record
 class FixedVectorFloatParams:
     FIELDS = {"formats": "float_formats", "behavior": "behavior", "max_payload_bits": "positive"}
-    formats: tuple | None = None
-    behavior: FloatBehaviorProfile | None = None
-    max_payload_bits: int | None = None
 
 
 @_record
 class LoopStreamParams:
     FIELDS = {"step_kind": "step_kind", "integer_widths": "int_widths", "continuation_predicates": "int_predicates"}
-    step_kind: str | None = None
-    integer_widths: tuple | None = None
-    continuation_predicates: tuple | None = None
 
 
 @_record
 class TokenPlaneParams:
     FIELDS = {"max_payload_bits": "nonneg"}
-    max_payload_bits: int | None = None
 
 
 @_record
 class PayloadCapacityParams:
     FIELDS = {"max_payload_bits": "positive"}
-    max_payload_bits: int | None = None
 
 
 @_record
 class RoutedTokenParams:
     FIELDS = {"max_payload_bits": "nonneg", "max_fan": "positive"}
-    max_payload_bits: int | None = None
-    max_fan: int | None = None
 
 
 @_record
 class FixedVectorAdapterParams:
     FIELDS = {"integer_element_widths": "int_widths", "float_element_formats": "float_formats",
               "max_payload_bits": "positive"}
-    integer_element_widths: tuple | None = None
-    float_element_formats: tuple | None = None
-    max_payload_bits: int | None = None
 
 
 @_record
@@ -267,12 +221,6 @@ class FixedVectorSliceAlignMergeParams:
     FIELDS = {"integer_element_widths": "int_widths", "float_element_formats": "float_formats",
               "max_container_payload_bits": "positive", "max_slice_payload_bits": "positive",
               "max_dynamic_position_rank": "nonneg", "resolved_index_widths": "index_widths"}
-    integer_element_widths: tuple | None = None
-    float_element_formats: tuple | None = None
-    max_container_payload_bits: int | None = None
-    max_slice_payload_bits: int | None = None
-    max_dynamic_position_rank: int | None = None
-    resolved_index_widths: tuple | None = None
 
 
 @_record
@@ -281,13 +229,6 @@ class FixedVectorShuffleParams:
               "max_operand_payload_bits": "positive", "max_result_payload_bits": "positive",
               "max_block_payload_bits": "positive", "max_source_blocks": "positive",
               "max_result_blocks": "positive"}
-    integer_element_widths: tuple | None = None
-    float_element_formats: tuple | None = None
-    max_operand_payload_bits: int | None = None
-    max_result_payload_bits: int | None = None
-    max_block_payload_bits: int | None = None
-    max_source_blocks: int | None = None
-    max_result_blocks: int | None = None
 
 
 @_record
@@ -296,9 +237,6 @@ class TileEngineParams:
     every enabled instruction and both TCVT endpoints), the elements it accepts per cycle
     (one beat) and the cycles from a beat's acceptance to its result (docs/timing.md)."""
     FIELDS = {"datatypes": "tile_datatypes", "lanes": "positive", "pipeline_latency": "positive"}
-    datatypes: tuple | None = None
-    lanes: int | None = None
-    pipeline_latency: int | None = None
 
 
 RECORDS = {c.__name__: c for c in (
@@ -313,25 +251,45 @@ RECORDS = {c.__name__: c for c in (
 
 # --- JSON <-> record -------------------------------------------------------------------------------
 
-def parse_record(cls, obj, path: str):
-    """Parse a closed record; unknown fields and ill-typed values are FormatErrors."""
-    closed_object(obj, path, optional=tuple(cls.FIELDS), what=cls.__name__)
+def record_schema(cls) -> dict:
+    """The JSON Schema of a closed record, generated from its FIELDS table."""
+    props = {}
+    for name, kind in cls.FIELDS.items():
+        if kind == "behavior":
+            props[name] = record_schema(FloatBehaviorProfile)
+            continue
+        is_set, element, _ = ATOM_KINDS[kind]
+        props[name] = {"type": "array", "items": element, "x-message": "must be a list"} if is_set else element
+    return obj(props, title=cls.__name__)
+
+
+def build_record(cls, value):
+    """The record of a JSON object its `record_schema` accepts (tuples for sets)."""
     values = {}
     for name, kind in cls.FIELDS.items():
-        if name not in obj:
+        if name not in value:
             continue
-        v, p = obj[name], f"{path}.{name}"
+        v = value[name]
         if kind == "behavior":
-            values[name] = parse_record(FloatBehaviorProfile, v, p)
-            continue
-        is_set, parse, _ = ATOM_KINDS[kind]
-        if is_set:
-            if not isinstance(v, list):
-                raise FormatError(p, "must be a list")
-            values[name] = tuple(parse(x, f"{p}[{i}]") for i, x in enumerate(v))
+            values[name] = build_record(FloatBehaviorProfile, v)
+        elif kind == "pointer_formats":
+            values[name] = tuple(build_pointer_format(x) for x in v)
+        elif ATOM_KINDS[kind][0]:
+            values[name] = tuple(tuple(x) if isinstance(x, list) else x for x in v)
         else:
-            values[name] = parse(v, p)
+            values[name] = v
     return cls(**values)
+
+
+@lru_cache(maxsize=None)
+def _reader(cls) -> SchemaReader:
+    return SchemaReader(record_schema(cls))
+
+
+def parse_record(cls, value, path: str):
+    """Parse a closed record; unknown fields and ill-typed values are FormatErrors at `path`."""
+    _reader(cls).check(value, render=prefixed(path))
+    return build_record(cls, value)
 
 
 def _atom_json(v):

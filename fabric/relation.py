@@ -15,11 +15,14 @@ Finite relations follow the seed's procedure:
   4. quotient: within one role, a component equal across the complete reachable image is
      omitted; one behaviour in total means None.
 The projector re-runs steps 2-3 for one actor, so the relation and the projector cannot
-disagree.  Direct relations live in `fabric.direct`.
+disagree.  Direct relations live in `fabric.direct`.  `seal` derives each distinct capability
+once (the derivation never reads where a resource sits) and charges a description's
+`ImageBudget` for the points it enumerates (docs/fabric-format.md section 6).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
 
 from . import codec
 from .atoms import (CONSTANT_FLOAT_PREDICATES, FLOAT_FORMATS, NNAN_NORMAL_FLOAT_PREDICATE,
@@ -601,8 +604,62 @@ def image_bound(op: FabricOp) -> int:
     return 0
 
 
-def admitted_image(op: FabricOp) -> list[Candidate]:
-    """Every admitted, physically reachable point of the typed parameter relation."""
+# A whole description enumerates at most this many generated points over its distinct
+# capabilities (equal resources are enumerated once): beyond it, `fabric check` reports one
+# CapacityLimit per resource it could not derive instead of running for minutes.
+MAX_DESCRIPTION_IMAGE = 1 << 16
+
+
+class ImageBudget:
+    """The generated points a description may still enumerate (docs/fabric-format.md section 6).
+
+    Each distinct capability is charged once per description for the points its enumeration
+    generates, whether it is enumerated now or found in the `seal` cache, so the verdict never
+    depends on what the process derived before."""
+
+    def __init__(self, points: int | None = None):
+        self.total = MAX_DESCRIPTION_IMAGE if points is None else points   # read at call time
+        self.left: int | None = self.total
+        self.used = 0
+        self.seen: set = set()        # capability keys already charged in this description
+
+    @classmethod
+    def meter(cls) -> "ImageBudget":
+        """An unlimited budget that only counts (a derivation outside any description)."""
+        b = cls(0)
+        b.total = b.left = None
+        return b
+
+    def _exhausted(self, op: FabricOp) -> "BudgetExhausted":
+        self.left = 0
+        return BudgetExhausted(Diagnostic(
+            DiagnosticCode.CapacityLimit, op.path,
+            f"the description's distinct resources enumerate more than {self.total} admitted-image "
+            "parameter points in total; this resource was not derived"))
+
+    def take(self, op: FabricOp) -> None:
+        if self.left is not None:
+            if self.left <= 0:
+                raise self._exhausted(op)
+            self.left -= 1
+        self.used += 1
+
+    def charge(self, op: FabricOp, work: int) -> None:
+        """Charge a cached derivation's `work` points exactly as enumerating them would."""
+        if self.left is not None:
+            if work > self.left:
+                raise self._exhausted(op)
+            self.left -= work
+        self.used += work
+
+
+class BudgetExhausted(FabricError):
+    """A description-wide limit, not a property of the capability: never cached."""
+
+
+def enumerate_image(op: FabricOp, budget: ImageBudget | None = None) -> list[Candidate]:
+    """Every admitted, physically reachable point of the typed parameter relation: one
+    Supports() per generated point, the expensive step (`seal` runs it once per capability)."""
     rec = op.hw_params
     if image_bound(op) > MAX_IMAGE:
         raise FabricError(Diagnostic(DiagnosticCode.CapacityLimit, op.path,
@@ -612,6 +669,8 @@ def admitted_image(op: FabricOp) -> list[Candidate]:
         if n >= MAX_IMAGE:
             raise FabricError(Diagnostic(DiagnosticCode.CapacityLimit, op.path,
                                          f"the admitted image exceeds {MAX_IMAGE} parameter points"))
+        if budget is not None:
+            budget.take(op)
         if isinstance(extra, PortCorrespondence):
             corr = extra
         else:
@@ -622,6 +681,9 @@ def admitted_image(op: FabricOp) -> list[Candidate]:
         elif v.rejection not in UNREACHABLE:
             raise InternalInconsistency(f"{op.path}: generated {a} rejected: {v.rejection.name}: {v.message}")
     return out
+
+
+admitted_image = enumerate_image   # the public name (tests enumerate it on their own)
 
 
 # --- relations ----------------------------------------------------------------------------
@@ -649,7 +711,24 @@ class FiniteRelation:
     keys: tuple             # canonical_behavior_keys[], sorted, duplicate-free
     present: dict           # role -> tuple of slot names kept by the quotient
     kind: str = "Finite"
-    _key_of: dict = field(default_factory=dict, repr=False)
+    _index: dict = field(default_factory=dict, repr=False, compare=False)   # derived lookups, lazily
+
+    def _lookup(self, what: str):
+        """key -> cover behaviour and role -> layouts, built once per relation (keys and cover
+        are sealed by `_derive`), so decoding or describing every key is linear, not quadratic."""
+        if what not in self._index:
+            if what == "behavior":
+                self._index[what] = {self.key_of(b): b for b in self.cover}
+            else:
+                out: dict = {}
+                for b in self.cover:
+                    lay = tuple((k, v.bound if k == "lanes" else None)
+                                for s, k, v in b.components if s in self.present[b.role])
+                    mine = out.setdefault(b.role, [])
+                    if lay not in mine:
+                        mine.append(lay)
+                self._index[what] = out
+        return self._index[what]
 
     def key_of(self, b: Behavior) -> bytes:
         slots = self.present[b.role]
@@ -658,14 +737,11 @@ class FiniteRelation:
 
     def layouts(self) -> dict:
         """role -> list of component layouts ((kind, lane bound), ...) present in the domain."""
-        out: dict = {}
-        for b in self.cover:
-            lay = tuple((k, v.bound if k == "lanes" else None)
-                        for s, k, v in b.components if s in self.present[b.role])
-            out.setdefault(b.role, [])
-            if lay not in out[b.role]:
-                out[b.role].append(lay)
-        return out
+        return self._lookup("layouts")
+
+    def behavior_of(self, key: bytes) -> Behavior | None:
+        """The cover behaviour whose canonical key is `key` (None outside the domain)."""
+        return self._lookup("behavior").get(bytes(key))
 
     def project(self, a: Actor, corr: PortCorrespondence | None = None) -> bytes:
         """admitted_actor_projection_to_key: total over admitted actors, deterministic."""
@@ -692,14 +768,17 @@ class FiniteRelation:
             if codec.encode_behavior_key(self.family, role, comps) != bytes(data):
                 errors.append(codec.CodecError("operation behaviour key: noncanonical bytes"))
                 continue
-            if bytes(data) not in self.keys:
+            if self.behavior_of(data) is None:
                 raise codec.CodecError("operation behaviour key is canonical but outside this relation's domain")
             return role, comps
         # report the structural error of the variant that read furthest (all share the prefix)
         raise max(errors, key=lambda e: len(str(e))) if errors else codec.CodecError("no key layout")
 
     def summary(self, full: bool = False) -> list[str]:
-        return [describe_key(self, k, full) for k in self.keys]
+        """One line per key; op-independent, so equal resources share one rendering."""
+        if ("summary", full) not in self._index:
+            self._index[("summary", full)] = [describe_key(self, k, full) for k in self.keys]
+        return list(self._index[("summary", full)])
 
 
 def _variants(layouts: dict):
@@ -713,7 +792,7 @@ def _variants(layouts: dict):
 def describe_key(rel: FiniteRelation, key: bytes, full: bool = False) -> str:
     """Human-readable key: role, kept components, and the key bytes (role-local part unless full)."""
     role, comps = rel.decode_key(key)
-    b = next(b for b in rel.cover if rel.key_of(b) == key)
+    b = rel.behavior_of(key)
     slots = [s for s, _, _ in b.components if s in rel.present[b.role]]
     parts = [f"{s}={list(v.ordinals) if kind == 'lanes' else v}" for (kind, v), s in zip(comps, slots)]
     prefix = len(codec.header(codec.BEHAVIOR_KEY_DOMAIN)) + 4 + len(rel.family)
@@ -725,13 +804,14 @@ def build_cover(family: str, described: list[tuple[Described, bytes]]) -> list[B
     """Deterministic refinement cover of the complete reachable image."""
     order = sorted(described, key=lambda x: (-x[0].strength, x[0].weak is not None, x[1]))
     cover: list[Behavior] = []
+    members: set = set()             # the cover as a set: membership in O(1), order kept in `cover`
     for d, _ in order:
-        if d.weak is None:
-            if d.raw not in cover:
-                cover.append(d.raw)
-        elif choose_representative(family, cover, d) is None:
-            if d.normal not in cover:
-                cover.append(d.normal)
+        b = d.raw if d.weak is None else None
+        if b is None and choose_representative(family, cover, d) is None:
+            b = d.normal
+        if b is not None and b not in members:
+            members.add(b)
+            cover.append(b)
     return cover
 
 
@@ -750,8 +830,8 @@ def quotient(cover: list[Behavior]) -> dict:
     return present
 
 
-def derive_relation(op: FabricOp):
-    """FabricOpSemanticFieldRelation of one verified concrete op (raises FabricError)."""
+def _derive(op: FabricOp, keep: list, budget: ImageBudget | None):
+    """The derivation itself; the enumerated image is appended to `keep`."""
     desc = op.descriptor
     if any((desc.keyword, s) in FAIL_CLOSED_MEMBERS for s in op.op_list):
         raise FabricError(Diagnostic(DiagnosticCode.GepFailClosed, op.path + ".op_list",
@@ -759,15 +839,21 @@ def derive_relation(op: FabricOp):
                                      "finalisation stays fail-closed"))
     if desc.relation.startswith("direct_"):
         return derive_direct(op)
-    image = admitted_image(op)
+    image = enumerate_image(op, budget)
+    keep.append(image)
     if not image:
         raise FabricError(Diagnostic(DiagnosticCode.EmptyBehaviorImage, op.path,
                                      "no admitted actor reaches this resource's physical ports"))
     if desc.relation == "none":
         return NoneRelation(op)
     describe = DESCRIBE[desc.admission]
-    described = [(describe(op, c.actor, c.corr), c.actor.canonical_bytes() + c.corr.canonical_bytes())
-                 for c in image]
+    # The canonical actor and correspondence bytes only break ties between two weaker
+    # behaviours: totals join the cover as a set (their order is immaterial) and a total and a
+    # weak point are ordered by strength and weakness alone.  So only weak points are encoded.
+    described = []
+    for c in image:
+        d = describe(op, c.actor, c.corr)
+        described.append((d, b"" if d.weak is None else c.actor.canonical_bytes() + c.corr.canonical_bytes()))
     cover = build_cover(desc.keyword, described)
     if len(cover) == 1:
         return NoneRelation(op)  # one behaviour: no selector for a hardwired value
@@ -780,4 +866,163 @@ def derive_relation(op: FabricOp):
                                      "two behaviours share one canonical key (ambiguous projection)"))
     rel.cover = tuple(b for _, b in pairs)
     rel.keys = keys
+    check_injective(rel, image, [d for d, _ in described])
     return rel
+
+
+def check_injective(rel: FiniteRelation, image, described) -> None:
+    """Seed: "Within one selected template and one exact actor/op/port correspondence, the
+    normalized semantic assignment is injective ... Two valid assignments must not materialize
+    isomorphic configured functions; such a duplicate is a Fabric schema or verifier error."
+
+    The assignments of one resource are its canonical keys; the configured function an
+    assignment materializes on this resource is the set of exact admitted actors, each under
+    its exact port correspondence, that project to it.  Every key must materialize at least
+    one admitted actor (else it is no valid assignment), and no actor under one
+    correspondence may be materialized by two keys.  Equal exact actors are equal frozen
+    values, so the check hashes them rather than encoding each one."""
+    key_of = {b: k for k, b in rel._lookup("behavior").items()}
+    owner: dict = {}
+    materialized: set = set()
+    for c, d in zip(image, described):
+        rep = d.raw if d.weak is None else choose_representative(rel.family, rel.cover, d)   # a total: itself
+        key = key_of.get(rep)
+        if key is None:
+            raise FabricError(Diagnostic(DiagnosticCode.EmptyBehaviorImage, rel.op.path,
+                                         f"admitted actor {c.actor} has no total projection"))
+        fn = (c.actor, c.corr)
+        prior = owner.setdefault(fn, key)
+        if prior != key:
+            raise FabricError(Diagnostic(DiagnosticCode.DuplicateConfiguredFunction, rel.op.path,
+                                         f"{c.actor} under {list(c.corr.operands)} -> {list(c.corr.results)} is "
+                                         f"materialized by two semantic assignments ({describe_key(rel, prior)} "
+                                         f"and {describe_key(rel, key)})"))
+        materialized.add(key)
+    for k in rel.keys:
+        if k not in materialized:
+            raise FabricError(Diagnostic(DiagnosticCode.EmptyBehaviorImage, rel.op.path,
+                                         f"semantic assignment {describe_key(rel, k)} materializes no admitted "
+                                         "actor"))
+
+
+# --- one derivation per distinct capability ------------------------------------------------
+# Everything above depends on the op's family, op_list, hw_params, ports and constraints,
+# never on where it sits (name, path).  A description with many equal resources (a PE per
+# FU, a fuzzer's copies) therefore derives each distinct capability once; the relation is
+# rebound to each occurrence and the diagnostics are re-rooted at its path.
+
+@dataclass(frozen=True)
+class Sealed:
+    """The outcome of deriving one concrete capability: the relation (bound to the op it was
+    derived for) and what verification needs of its admitted image (the parameter atoms it
+    exercises), or the diagnostics / internal inconsistency."""
+    path: str                        # the occurrence path the derivation ran under
+    relation: object = None
+    atoms: frozenset | None = None   # (field, value) points the admitted image uses; None: not enumerated
+    diagnostics: tuple = ()
+    inconsistency: str | None = None
+    work: int = 0                    # generated points the enumeration took (what a budget is charged)
+    max_lane_count: int = 0          # adapters: the exact maximum reachable lane count M of the image
+
+    def weight(self) -> int:
+        return 1 + len(self.atoms or ()) + len(getattr(self.relation, "cover", ()) or ())
+
+
+SEAL_BUDGET = 1 << 18                 # cached atoms + cover behaviours over all entries
+_SEALED: "OrderedDict[tuple, Sealed]" = OrderedDict()
+_sealed_weight = 0
+
+
+def clear_seal_cache() -> None:
+    """Forget every cached derivation (tests that count enumerations start from here)."""
+    global _sealed_weight
+    _SEALED.clear()
+    _sealed_weight = 0
+
+
+def capability_key(op: FabricOp) -> tuple | None:
+    """What a derivation reads from `op`; None when a field is not hashable (never cached)."""
+    key = (op.family, op.op_list, op.hw_params, op.inputs, op.results, op.constraints)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _compute_seal(op: FabricOp, meter: ImageBudget) -> tuple[Sealed, bool]:
+    """(the derivation, whether it is a property of the capability and may be cached)."""
+    keep: list = []
+    path, before = op.path, meter.used
+    try:
+        rel = _derive(op, keep, meter)
+    except BudgetExhausted as exc:
+        return Sealed(path, diagnostics=tuple(exc.diagnostics)), False
+    except FabricError as exc:
+        return Sealed(path, diagnostics=tuple(exc.diagnostics), work=meter.used - before), True
+    except InternalInconsistency as exc:
+        return Sealed(path, inconsistency=str(exc), work=meter.used - before), True
+    image = keep[0] if keep else ()
+    atoms = frozenset(a for c in image for a in c.atoms) if keep else None
+    lanes = max((_group_vector(c.actor).shape[0] for c in image), default=0) \
+        if op.descriptor.admission == "adapter" else 0
+    return Sealed(path, rel, atoms, work=meter.used - before, max_lane_count=lanes), True
+
+
+def seal(op: FabricOp, budget: ImageBudget | None = None) -> Sealed:
+    """The derivation of `op`'s capability, computed once per distinct capability and rebound
+    to `op`'s occurrence.  `budget`, a whole description's, is charged once per distinct
+    capability."""
+    global _sealed_weight
+    key = capability_key(op)
+    charge = budget is not None and (key is None or key not in budget.seen)
+    meter = budget if charge else ImageBudget.meter()
+    s = _SEALED.get(key) if key is not None else None
+    if s is None:
+        s, cacheable = _compute_seal(op, meter)
+        if not cacheable:             # the description's budget ran out: not the capability's fault
+            return s
+        if key is not None and s.weight() <= SEAL_BUDGET:
+            _SEALED[key] = s
+            _sealed_weight += s.weight()
+            while _sealed_weight > SEAL_BUDGET:
+                _sealed_weight -= _SEALED.popitem(last=False)[1].weight()
+    else:
+        _SEALED.move_to_end(key)
+        if charge:
+            try:
+                budget.charge(op, s.work)
+            except BudgetExhausted as exc:
+                return Sealed(op.path, diagnostics=tuple(exc.diagnostics))
+    if charge and key is not None:
+        budget.seen.add(key)
+    if s.path == op.path and getattr(s.relation, "op", op) is op:
+        return s
+    return _rebind(s, op)
+
+
+def _reroot(path: str, old: str, new: str) -> str:
+    """Every derivation diagnostic is rooted at the op's path (`op.path + ...`)."""
+    return new + path[len(old):] if path.startswith(old) else path
+
+
+def _rebind(s: Sealed, op: FabricOp) -> Sealed:
+    old, new = s.path, op.path
+    rel = s.relation
+    if rel is not None:
+        rel = replace(rel, op=op)       # shares the sealed cover, keys and lookups
+    diags = tuple(Diagnostic(d.code, _reroot(d.path, old, new), d.message) for d in s.diagnostics)
+    why = s.inconsistency
+    if why is not None:
+        why = _reroot(why, old, new)
+    return Sealed(new, rel, s.atoms, diags, why, s.work, s.max_lane_count)
+
+
+def derive_relation(op: FabricOp, budget: ImageBudget | None = None):
+    """FabricOpSemanticFieldRelation of one verified concrete op (raises FabricError)."""
+    s = seal(op, budget)
+    if s.diagnostics:
+        raise FabricError(list(s.diagnostics))
+    if s.inconsistency is not None:
+        raise InternalInconsistency(s.inconsistency)
+    return s.relation

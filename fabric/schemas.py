@@ -380,23 +380,25 @@ def _check_positions(a: Actor, container) -> tuple:
     return pos
 
 
+def _slice_operands(a: Actor, container: int):
+    """The slice type of vector.extract (container operand 0) / vector.insert (operand 1), after
+    checking one index operand per dynamic position follows the container."""
+    pos = _check_positions(a, a.inputs[container])
+    ndyn = sum(1 for p in pos if p == "dynamic")
+    _need(len(a.inputs) == container + 1 + ndyn and all(isinstance(t, IndexType) for t in a.inputs[container + 1:]),
+          f"{a.schema} takes one index operand per dynamic position")
+    return slice_geometry(a.inputs[container], pos)[0]
+
+
 def extract_rule(a: Actor):
     _need(len(a.inputs) >= 1 and len(a.results) == 1, "vector.extract takes (vector, positions...)")
-    pos = _check_positions(a, a.inputs[0])
-    ndyn = sum(1 for p in pos if p == "dynamic")
-    _need(len(a.inputs) == 1 + ndyn and all(isinstance(t, IndexType) for t in a.inputs[1:]),
-          "vector.extract takes one index operand per dynamic position")
-    slice_t = slice_geometry(a.inputs[0], pos)[0]
+    slice_t = _slice_operands(a, 0)
     _need(a.results[0] == slice_t, f"vector.extract result must be {slice_t}")
 
 
 def insert_rule(a: Actor):
     _need(len(a.inputs) >= 2 and len(a.results) == 1, "vector.insert takes (value, vector, positions...)")
-    pos = _check_positions(a, a.inputs[1])
-    ndyn = sum(1 for p in pos if p == "dynamic")
-    _need(len(a.inputs) == 2 + ndyn and all(isinstance(t, IndexType) for t in a.inputs[2:]),
-          "vector.insert takes one index operand per dynamic position")
-    slice_t = slice_geometry(a.inputs[1], pos)[0]
+    slice_t = _slice_operands(a, 1)
     _need(a.inputs[0] == slice_t and a.results[0] == a.inputs[1], f"vector.insert inserts a {slice_t}")
 
 

@@ -18,9 +18,17 @@ from functools import cached_property
 
 from .capability import FabricOp
 from .errors import Diagnostic, DiagnosticCode as C
-from .types import PortType
+from .types import PortType, adapt_segment
 
 FU_INPUT = "in"
+
+
+def first_by_name(items) -> dict:
+    """name -> item; a repeated name (a verifier diagnostic) resolves to its first item."""
+    index: dict = {}
+    for x in items:
+        index.setdefault(x.name, x)
+    return index
 
 
 @dataclass(frozen=True)
@@ -40,13 +48,8 @@ class OpNode:
         return self.op.inputs[i]
 
 
-@dataclass(frozen=True)
-class MuxNode:
-    name: str
-    operands: tuple[str, ...]
-    type: PortType
-
-    n_results = 1
+class _Routing:
+    """fabric.mux / fabric.demux: every input and result has the node's one port type."""
 
     def result_type(self, k):
         return self.type
@@ -56,7 +59,16 @@ class MuxNode:
 
 
 @dataclass(frozen=True)
-class DemuxNode:
+class MuxNode(_Routing):
+    name: str
+    operands: tuple[str, ...]
+    type: PortType
+
+    n_results = 1
+
+
+@dataclass(frozen=True)
+class DemuxNode(_Routing):
     name: str
     operand: str
     results: int
@@ -69,12 +81,6 @@ class DemuxNode:
     @property
     def n_results(self):
         return self.results
-
-    def result_type(self, k):
-        return self.type
-
-    def operand_type(self, i):
-        return self.type
 
 
 @dataclass(frozen=True)
@@ -103,10 +109,7 @@ class FU:
 
     @cached_property
     def _by_name(self) -> dict:
-        index: dict = {}
-        for n in self.nodes:
-            index.setdefault(n.name, n)     # a duplicated name resolves to its first node
-        return index
+        return first_by_name(self.nodes)
 
     def node(self, name: str):
         return self._by_name.get(name)
@@ -116,13 +119,42 @@ class FU:
 
     @cached_property
     def _templates_by_name(self) -> dict:
-        index: dict = {}
-        for t in self.templates:
-            index.setdefault(t.name, t)      # a repeated name resolves to its first template
-        return index
+        return first_by_name(self.templates)
 
     def ops(self) -> list[OpNode]:
         return [n for n in self.nodes if isinstance(n, OpNode)]
+
+
+@dataclass(frozen=True)
+class RegisterFile:
+    """A temporal PE's register file: `registers` registers of `width` payload bits each."""
+    registers: int
+    width: int
+
+
+@dataclass(frozen=True)
+class PE:
+    """A processing element grouping FUs.  A spatial PE has one sole instruction context; a
+    temporal PE has `contexts` resident InstructionContextRefs (0 .. contexts-1) and may own a
+    register file through which one context's result reaches another context's operand."""
+    name: str
+    kind: str                                  # "spatial" | "temporal"
+    fus: tuple[str, ...]
+    contexts: int = 1
+    register_file: RegisterFile | None = None
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class Memory:
+    """A configured memory: `slots` configurable relations of `width` payload bits, written from
+    the FU outputs `writers` and read into the FU inputs `readers` (each "fu.k")."""
+    name: str
+    width: int
+    slots: int
+    writers: tuple[tuple[str, int], ...]
+    readers: tuple[tuple[str, int], ...]
+    path: str = ""
 
 
 @dataclass(frozen=True)
@@ -130,16 +162,30 @@ class Fabric:
     name: str
     fus: tuple[FU, ...]
     mapping: object = None
+    pes: tuple[PE, ...] = ()
+    memories: tuple[Memory, ...] = ()
+
+    def pe_of(self, fu_name: str):
+        """The PE an FU belongs to (None: an FU no PE declares)."""
+        return self._pe_by_fu.get(fu_name)
+
+    @cached_property
+    def _pe_by_fu(self) -> dict:
+        index: dict = {}
+        for pe in self.pes:
+            for f in pe.fus:
+                index.setdefault(f, pe)
+        return index
+
+    def memory(self, name: str):
+        return first_by_name(self.memories).get(name)
 
     def fu(self, name: str):
         return self._fus_by_name.get(name)
 
     @cached_property
     def _fus_by_name(self) -> dict:
-        index: dict = {}
-        for f in self.fus:
-            index.setdefault(f.name, f)      # a repeated name resolves to its first FU
-        return index
+        return first_by_name(self.fus)
 
     def op(self, ref: str):
         """Resolve "fu/node" to (FU, OpNode) or None."""
@@ -153,8 +199,9 @@ class Fabric:
 
 
 def split_ref(ref: str) -> tuple[str, int] | None:
+    """`node.K` as (node, K); K is ASCII digits (str.isdigit admits '²', which int() refuses)."""
     node, dot, k = ref.rpartition(".")
-    if not dot or not k.isdigit() or not node:
+    if not dot or not (k.isascii() and k.isdigit()) or not node:
         return None
     return node, int(k)
 
@@ -465,6 +512,85 @@ class Router:
         for key, c in walked:
             self.narrow[key] = (found, c)         # the cell is kept alive, so its id stays its own
         return found
+
+
+    def origin(self, ref: str):
+        """Where the value `ref` comes from along the selected routes: ("in", i) for FU input i,
+        ("op", node, k) for op result k of an active op, None when the routes deliver nothing."""
+        seen = set()
+        while ref not in seen:
+            seen.add(ref)
+            pn, k = split_ref(ref)
+            if pn == FU_INPUT:
+                return ("in", k)
+            if pn not in self.t.active:
+                return None
+            producer = self.fu.node(pn)
+            if isinstance(producer, OpNode):
+                return ("op", pn, k)
+            s = self.sel.get(pn)
+            if isinstance(producer, MuxNode):
+                if s is None or not 0 <= s < len(producer.operands):
+                    return None
+                ref = producer.operands[s]
+            elif s == k:
+                ref = producer.operand
+            else:
+                return None
+        return None                      # a cycle of routes reaches no producer
+
+
+    def transport(self, src: tuple[str, int], dst: tuple[str, int], payload: int, semantic_bits: int):
+        """The payload op input `dst` receives when op result `src` publishes `payload` (an exact
+        `semantic_bits`-bit value) along the selected routes: every segment zero-fills when it
+        widens and truncates when it narrows (`types.adapt_segment`); None when the routes do
+        not lead from src to dst.  Raises SegmentTooNarrow on a segment below the value."""
+        cell = self.cells(src, dst)
+        if cell is None:
+            return None
+        segs = []
+        while cell is not None:
+            segs.append(cell[0])
+            cell = cell[1]
+        segs.reverse()                          # producer's result port first, dst's input port last
+        for a, b in zip(segs, segs[1:]):
+            payload = adapt_segment(payload, a, b, semantic_bits)
+        return payload
+
+
+def check_pes(fabric: "Fabric") -> list[Diagnostic]:
+    """PE and memory declarations: unique names, existing FUs and ports, one PE per FU, a
+    spatial PE with its sole context and no register file."""
+    diags: list[Diagnostic] = []
+    owner: dict = {}
+    names: set = set()
+    for pe in fabric.pes:
+        if pe.name in names:
+            diags.append(Diagnostic(C.DuplicateName, pe.path + ".name", f"PE name {pe.name!r} is taken"))
+        names.add(pe.name)
+        if pe.kind == "spatial" and (pe.contexts != 1 or pe.register_file is not None):
+            diags.append(Diagnostic(C.InvalidContext, pe.path, "a spatial PE uses its sole context: contexts is 1 "
+                                                               "and it has no register file"))
+        for i, f in enumerate(pe.fus):
+            p = f"{pe.path}.fus[{i}]"
+            if fabric.fu(f) is None:
+                diags.append(Diagnostic(C.UnknownReference, p, f"{f!r} names no FU"))
+            elif f in owner:
+                diags.append(Diagnostic(C.DuplicateDeclaration, p, f"FU {f} already belongs to PE {owner[f]}"))
+            else:
+                owner[f] = pe.name
+    mem_names: set = set()
+    for m in fabric.memories:
+        if m.name in mem_names:
+            diags.append(Diagnostic(C.DuplicateName, m.path + ".name", f"memory name {m.name!r} is taken"))
+        mem_names.add(m.name)
+        for what, ends, side in (("writers", m.writers, "outputs"), ("readers", m.readers, "inputs")):
+            for i, (f, k) in enumerate(ends):
+                fu = fabric.fu(f)
+                if fu is None or k >= len(getattr(fu, side)):
+                    diags.append(Diagnostic(C.UnknownReference, f"{m.path}.{what}[{i}]",
+                                            f"{f}.{k} names no FU {side[:-1]}"))
+    return diags
 
 
 def route(fu: FU, t: Template, src: tuple[str, int], dst: tuple[str, int]):

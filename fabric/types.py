@@ -11,7 +11,7 @@ Spellings (parse/print are exact inverses on canonical text):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import prod
 
 from .atoms import FLOAT_FORMATS
@@ -75,9 +75,29 @@ class TaggedType:
         return f"tagged<{self.value},i{self.tag_width}>"
 
 
+MAX_POINTER_BITS = 1 << 16        # widest pointer representation a layout may declare
+
+
+@dataclass(frozen=True)
+class PointerLayout:
+    """The module-derived stable-integral PointerLayout(AS) of one address space: a pointer
+    value of that space is `representation_bits` raw bits, of which `address_bits` address.
+    Endpoint capacity, representation_bits, address_bits and index widths are independent
+    facts, never inferred from one another.  (The same four fields form a ScalarIntegerAddSub
+    PointerFormat, whose relation must stay empty.)"""
+    address_space: int
+    representation_bits: int
+    address_bits: int
+    kind: str = "stable_integral"
+
+
 @dataclass(frozen=True)
 class PointerType:
+    """!llvm.ptr<AS>.  `layout` is the module's PointerLayout(AS) when the actor's module
+    declares one: it gives the payload width and is not part of the type's identity (equality,
+    hash, spelling and canonical bytes are those of ptr<AS>)."""
     address_space: int
+    layout: PointerLayout | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         return f"ptr<{self.address_space}>"
@@ -109,7 +129,8 @@ def payload_bits(t, index_width: int | None = None) -> int:
     """Exact semantic payload width N of a value of type `t` (tag bits excluded).
 
     `index` has no width of its own: the candidate's selected canonical index width supplies
-    it.  Pointers need a module PointerLayout that this model never has, so they have none.
+    it.  A pointer is the representation_bits of its module's PointerLayout(AS) and has no
+    width without one.
     """
     if isinstance(t, (IntegerType, FloatType)):
         return t.width
@@ -123,7 +144,19 @@ def payload_bits(t, index_width: int | None = None) -> int:
         if index_width is None:
             raise TypeWidthError("an index value needs a selected canonical index width")
         return index_width
-    raise TypeWidthError(f"{t} has no payload width without a PointerLayout")
+    if isinstance(t, PointerType) and t.layout is not None:
+        return t.layout.representation_bits
+    raise TypeWidthError(f"{t} has no payload width without the module's PointerLayout({t.address_space})")
+
+
+def bind_pointer_layouts(t, layouts: dict):
+    """`t` with every ptr<AS> (also inside a tagged value) carrying the module's
+    PointerLayout(AS) from `layouts` (address space -> layout); unknown spaces stay unbound."""
+    if isinstance(t, PointerType):
+        return PointerType(t.address_space, layouts.get(t.address_space))
+    if isinstance(t, TaggedType) and isinstance(t.value, PointerType):
+        return TaggedType(bind_pointer_layouts(t.value, layouts), t.tag_width)
+    return t
 
 
 # --- physical ports --------------------------------------------------------------------------
@@ -142,6 +175,43 @@ class PortType:
     @property
     def tagged(self) -> bool:
         return self.kind == "bits_tag"
+
+
+class SegmentTooNarrow(ValueError):
+    """A legal narrowing never crosses below the exact semantic width."""
+
+
+def adapt_segment(payload: int, src: PortType, dst: PortType, semantic_bits: int) -> int:
+    """The payload of an untagged segment `dst` fed from segment `src` carrying an exact value
+    of `semantic_bits` bits (seed: "Low-bit-aligned widening zero-fills high bits and legal
+    narrowing truncates high bits without crossing below the exact semantic width").
+
+    The value is low-bit aligned, so widening keeps the integer (the new high bits are zero)
+    and narrowing keeps its low `dst.width` bits; `dst.width < semantic_bits` is illegal."""
+    if src.tagged or dst.tagged:
+        raise ValueError("zero-fill and truncation apply to untagged bits<W> segments only")
+    if dst.width < semantic_bits:
+        raise SegmentTooNarrow(f"{dst} is narrower than the {semantic_bits}-bit semantic value")
+    if not 0 <= payload < (1 << src.width):
+        raise ValueError(f"payload {payload:#x} does not fit {src}")
+    return payload if dst.width >= src.width else payload & ((1 << dst.width) - 1)
+
+
+def adapt_segment_array(payloads, src: PortType, dst: PortType, semantic_bits: int):
+    """`adapt_segment` over a NumPy uint64 array of payloads (segments of at most 64 bits)."""
+    import numpy as np
+    if src.tagged or dst.tagged:
+        raise ValueError("zero-fill and truncation apply to untagged bits<W> segments only")
+    if dst.width < semantic_bits:
+        raise SegmentTooNarrow(f"{dst} is narrower than the {semantic_bits}-bit semantic value")
+    if src.width > 64 or dst.width > 64:
+        raise ValueError("the array form carries segments of at most 64 bits")
+    a = np.asarray(payloads, dtype=np.uint64)
+    if src.width < 64 and (a >> np.uint64(src.width)).any():
+        raise ValueError(f"a payload does not fit {src}")
+    if dst.width >= src.width:
+        return a.copy()
+    return a & np.uint64((1 << dst.width) - 1)
 
 
 def bits(n: int) -> PortType:

@@ -15,7 +15,8 @@ from .capability import (CONTRACT_KINDS, REFINEMENT_KINDS, FabricOp, InactivePor
 from .errors import Diagnostic, DiagnosticCode as C, FabricError
 from .families import FAMILIES, families_for, inventory_error
 from .params import ATOM_KINDS, FloatBehaviorProfile
-from .relation import InternalInconsistency, admitted_image, derive_relation
+from .refinement import REFINEMENTS
+from .relation import ImageBudget, derive_relation, seal
 from .schemas import SCHEMAS
 
 
@@ -265,6 +266,12 @@ def _constraint_rules(op, desc, path) -> list:
                 out.append(Diagnostic(C.DuplicateDeclaration, p, "a refinement value is declared twice"))
             if len(c.values) < 2:
                 out.append(Diagnostic(C.OrphanDeclaration, p, "a refinement domain needs at least two values"))
+            first = next(d for d in op.constraints_of(PhysicalRefinementDomain) if d.kind == c.kind)
+            if first is not c:
+                out.append(Diagnostic(C.DuplicateDeclaration, p, f"a second {c.kind} refinement domain"))
+            why = REFINEMENTS[c.kind].proof(op)
+            if why is not None:
+                out.append(Diagnostic(C.UnprovenRefinement, p, why))
     return out
 
 
@@ -281,8 +288,8 @@ def _declared_atoms(rec, path):
                 yield name, f"{path}.{name}[{i}]", x
 
 
-def _orphans(op, image, path) -> list:
-    used = {a for c in image for a in c.atoms}
+def _orphans(op, used: frozenset, path) -> list:
+    """Declarations outside `used`, the (field, value) atoms the admitted image exercises."""
     out = []
     for name, p, v in _declared_atoms(op.hw_params, path):
         if (name, v) not in used:
@@ -318,7 +325,9 @@ def _direct_orphans(op, path) -> list:
 
 # --- entry points ---------------------------------------------------------------------------
 
-def verify_op(op: FabricOp) -> list[Diagnostic]:
+def verify_op(op: FabricOp, budget: ImageBudget | None = None) -> list[Diagnostic]:
+    """Every diagnostic of one concrete op.  The relation and admitted image are derived once
+    per distinct capability (`relation.seal`); `budget` is the description's image budget."""
     path = op.path or op.name
     if not op.family:
         return [Diagnostic(C.MissingImplementationFamily, path + ".implementation_family",
@@ -352,15 +361,14 @@ def verify_op(op: FabricOp) -> list[Diagnostic]:
     out += _constraint_rules(op, desc, path)
     if out:
         return out
-    try:
-        rel = derive_relation(op)
-    except FabricError as exc:
-        return exc.diagnostics
-    except InternalInconsistency as exc:  # a bug, reported precisely rather than as a traceback
-        return [Diagnostic(C.IncompleteRelation, path, f"internal inconsistency: {exc}")]
-    if rel.kind == "Direct":
+    sealed = seal(op, budget)
+    if sealed.diagnostics:
+        return list(sealed.diagnostics)
+    if sealed.inconsistency is not None:  # a bug, reported precisely rather than as a traceback
+        return [Diagnostic(C.IncompleteRelation, path, f"internal inconsistency: {sealed.inconsistency}")]
+    if sealed.relation.kind == "Direct":
         return _direct_orphans(op, hp)
-    return _orphans(op, admitted_image(op), hp)
+    return _orphans(op, sealed.atoms, hp)
 
 
 def resolve_op(op: FabricOp):

@@ -14,8 +14,8 @@ from .config import derive_fields
 from .contract import ResourceContractRecord, contract_for, encode_contract
 from .errors import Diagnostic, DiagnosticCode as C
 from .params import record_to_json
-from .relation import derive_relation
-from .topology import MAX_TEMPLATE_WORK, Fabric, check_fu, template_work
+from .relation import ImageBudget, derive_relation
+from .topology import MAX_TEMPLATE_WORK, Fabric, check_fu, check_pes, template_work
 from .verify import verify_op
 
 
@@ -57,6 +57,7 @@ class Report:
 
 def check_fabric(f: Fabric) -> Report:
     rep = Report(f)
+    budget = ImageBudget()          # equal resources are derived once; distinct ones share this
     names = set()
     work = sum(template_work(fu) for fu in f.fus)
     templates = work <= MAX_TEMPLATE_WORK
@@ -70,10 +71,11 @@ def check_fabric(f: Fabric) -> Report:
         names.add(fu.name)
         rep.diagnostics += check_fu(fu, templates)
         for node in fu.ops():
-            d = verify_op(node.op)
+            d = verify_op(node.op, budget)
             rep.diagnostics += d
             if not d:
                 rep.views.append(resolve_view(node.op))
+    rep.diagnostics += check_pes(f)
     if f.mapping is not None and rep.ok:
         rep.projection, d = derive_fields(f, f.mapping, strict=True)
         rep.diagnostics += d
