@@ -20,6 +20,7 @@ machine, need).  --out naming the same file as an input is a usage error (exit 2
 """
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import replace
@@ -161,7 +162,7 @@ def _paths(args) -> None:
         out = Path(args.out)
         case = re.compile(re.escape(out.stem) + r"\.case([1-9][0-9]{0,8})" + re.escape(out.suffix))
         for path in filter(None, inputs.values()):
-            for name in {Path(path).name, Path(path).resolve().name}:
+            for name in {Path(path).name, os.path.basename(os.path.realpath(path))}:
                 k = case.fullmatch(name)
                 if k:
                     outputs[f"--out's case {k[1]} file"] = _case_path(args.out, int(k[1]))

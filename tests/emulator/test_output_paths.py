@@ -173,3 +173,17 @@ def test_standard_streams_and_devices_are_not_files_to_protect(files):
                        input=(files / "saxpy.s").read_bytes(), capture_output=True, timeout=120)
     assert r.returncode == 0 and r.stdout == (files / "saxpy.tbs").read_bytes()
     assert main(["disasm", str(files / "saxpy.tbs"), "-o", "/dev/null"]) == 0
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "{d}/pointwise.regions.json", "--init", "{d}/loop1", "--out", "{d}/loop2"],
+    ["asm", "{d}/loop1", "-o", "{d}/loop2"],
+    ["asm", "{d}/loop1", "-o", "{d}/loop1"],
+])
+def test_a_symlink_loop_is_one_line_not_a_traceback(tmp_path, capsys, argv):
+    shutil.copy(EX / "regions" / "pointwise.regions.json", tmp_path)
+    os.symlink("loop2", tmp_path / "loop1")
+    os.symlink("loop1", tmp_path / "loop2")
+    assert main([a.replace("{d}", str(tmp_path)) for a in argv]) in (1, 2)
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
