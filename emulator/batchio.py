@@ -10,7 +10,9 @@ the machine.
 from __future__ import annotations
 
 import json
-from typing import Sequence
+import re
+from array import array
+from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -18,7 +20,8 @@ import pyarrow as pa
 from isa.atomicio import Shown, atomic_path, shown
 
 from .config import MachineConfig
-from .stateio import FORMAT, META_KEY, SCHEMA, VERSION, StateFileError, _read_table, _rows, load_table
+from .state import MachineState
+from .stateio import FORMAT, META_KEY, SCHEMA, VERSION, StateFileError, _open_file, _read_batch, _rows, load_table
 
 MACHINE_COLUMN = "machine"
 MAX_MACHINES = 1 << 20      # bounds what the metadata of an untrusted file can make the loader build
@@ -65,67 +68,213 @@ def save_machines(machines: Sequence, path) -> None:
             writer.write_table(table)
 
 
-def _raw_meta(path, table: pa.Table) -> dict | None:
-    raw = (table.schema.metadata or {}).get(META_KEY)
+# ---------------------------------------------------------------- reading, one machine at a time
+
+_SPACE = re.compile(r"[ \t\n\r]*")        # JSON's insignificant whitespace
+
+
+class _Entries:
+    """The `machines` list of a batch file's metadata, indexed but not parsed: entry k is parsed
+    when machine k is read, so the metadata of N machines costs its text, not N object trees."""
+
+    def __init__(self, text: str, starts: array, ends: array):
+        self._text, self._starts, self._ends = text, starts, ends
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    def __getitem__(self, k: int):
+        return json.loads(self._text[self._starts[k]:self._ends[k]])   # parsed once already: it loads
+
+
+def _index_meta(raw: bytes | None) -> dict | None:
+    """The metadata JSON object with its `machines` array indexed (`_Entries`), or None when it is
+    not a JSON object (stateio's loader then says precisely why).  The stdlib parser has no lazy
+    mode, so this walks the two outer levels itself and hands every value to json's raw_decode:
+    it accepts exactly what json.loads accepts (a later duplicate key wins) while holding one
+    machine's entry at a time."""
+    if raw is None:
+        return None
     try:
-        meta = json.loads(raw) if raw is not None else None
-    except (ValueError, RecursionError):
-        return None          # stateio's loader reports it precisely
-    return meta if isinstance(meta, dict) else None
+        text = raw.decode(json.detect_encoding(raw), "surrogatepass")
+        decode = json.JSONDecoder().raw_decode          # json.loads's own parser and limits
+        i = _SPACE.match(text, 0).end()
+        if text[i] != "{":
+            return None
+        meta: dict = {}
+        i = _SPACE.match(text, i + 1).end()
+        while text[i] != "}":
+            if text[i] != '"':
+                return None
+            key, i = decode(text, i)
+            i = _SPACE.match(text, i).end()
+            if text[i] != ":":
+                return None
+            i = _SPACE.match(text, i + 1).end()
+            if key == "machines" and text[i] == "[":
+                meta[key], i = _index_list(text, i, decode)
+            else:
+                meta[key], i = decode(text, i)
+            i = _SPACE.match(text, i).end()
+            if text[i] == ",":
+                i = _SPACE.match(text, i + 1).end()
+                if text[i] == "}":
+                    return None                        # a trailing comma
+            elif text[i] != "}":
+                return None
+        if _SPACE.match(text, i + 1).end() != len(text):
+            return None                                # data after the object
+        return meta
+    except (ValueError, RecursionError, IndexError):   # IndexError: the text ends early
+        return None
 
 
-def machine_count(path) -> int:
-    """How many machines the state file at `path` holds (StateFileError if it is not one)."""
-    table = _read_table(path)
-    meta = _raw_meta(path, table)
-    if MACHINE_COLUMN not in table.column_names and not (meta and "machines" in meta):
-        return 1
-    return len(_machines_meta(path, table, meta))
+def _index_list(text: str, i: int, decode) -> tuple[_Entries, int]:
+    """The array starting at text[i] ('['), each element parsed and dropped, its span kept (at most
+    MAX_MACHINES + 1 of them: more is refused by the count check anyway)."""
+    starts, ends = array("q"), array("q")
+    count = 0
+    i = _SPACE.match(text, i + 1).end()
+    while text[i] != "]":
+        if count:
+            if text[i] != ",":
+                raise ValueError("expected ','")
+            i = _SPACE.match(text, i + 1).end()
+        start = i
+        _, i = decode(text, i)
+        count += 1
+        if count <= MAX_MACHINES + 1:
+            starts.append(start)
+            ends.append(i)
+        i = _SPACE.match(text, i).end()
+    return _Entries(text, starts, ends), i + 1
 
 
-def _machines_meta(path, table: pa.Table, meta) -> list:
+def _machines_meta(path, schema: pa.Schema, meta, nulls: int) -> _Entries:
     if meta is None or meta.get("format") != FORMAT:
         raise StateFileError(f"{shown(path)}: metadata {META_KEY.decode()!r} is not a {FORMAT!r} JSON object")
     if meta.get("version") != VERSION:
         raise StateFileError(f"{shown(path)}: state format version {shown(repr(meta.get('version')))} (this build reads {VERSION})")
     entries = meta.get("machines")
-    if not isinstance(entries, list) or not 1 <= len(entries) <= MAX_MACHINES:
+    if not isinstance(entries, _Entries) or not 1 <= len(entries) <= MAX_MACHINES:
         raise StateFileError(f"{shown(path)}: metadata 'machines' must list 1..{MAX_MACHINES} machines "
                              f"(a multi-machine file has a {MACHINE_COLUMN!r} column)")
     if "pes" in meta:
         raise StateFileError(f"{shown(path)}: metadata has both 'pes' (one machine) and 'machines' (many)")
-    if MACHINE_COLUMN not in table.column_names:
+    if MACHINE_COLUMN not in schema.names:
         raise StateFileError(f"{shown(path)}: metadata lists machines but column {MACHINE_COLUMN!r} is missing")
-    col = table.column(MACHINE_COLUMN)
-    if col.type != pa.uint32():
-        raise StateFileError(f"{shown(path)}: column {MACHINE_COLUMN!r} has type {col.type}, expected uint32")
-    if col.null_count:
+    kind = schema.field(MACHINE_COLUMN).type
+    if kind != pa.uint32():
+        raise StateFileError(f"{shown(path)}: column {MACHINE_COLUMN!r} has type {kind}, expected uint32")
+    if nulls:
         raise StateFileError(f"{shown(path)}: column {MACHINE_COLUMN!r} holds nulls (the format uses none)")
     return entries
+
+
+class StateFile:
+    """A state file of one or many machines, open for reading one machine at a time.
+
+    Opening reads every record batch once (validated in full, one batch in memory at a time:
+    the file is memory-mapped, so an uncompressed batch is not even copied), keeps the `machine`
+    column (4 bytes a row) and indexes the metadata; `state(k)` then reads machine k's rows and
+    PE entry alone, through stateio's single-machine loader.  So `show`, `diff` and
+    `--machine K` need memory for one machine plus the metadata's text, whatever the count."""
+
+    def __init__(self, path):
+        self.path = path
+        self._reader = reader = _open_file(path)
+        schema = reader.schema
+        names = schema.names                      # _open_file checked them
+        typed = MACHINE_COLUMN in names and schema.field(MACHINE_COLUMN).type == pa.uint32()
+        offsets, ids, nulls = [0], [], 0
+        for i in range(reader.num_record_batches):
+            batch = _read_batch(path, reader, i)
+            offsets.append(offsets[-1] + batch.num_rows)
+            if typed:
+                col = batch.column(MACHINE_COLUMN)
+                nulls += col.null_count
+                if not nulls:
+                    ids.append(np.array(col.to_numpy(), np.uint32))
+        self._offsets = np.array(offsets, np.int64)
+        self._order = None
+        self._batch: tuple[int, pa.RecordBatch] | None = None
+        self._schema = schema.remove_metadata()
+        meta = _index_meta((schema.metadata or {}).get(META_KEY))
+        if MACHINE_COLUMN not in names and not (meta and "machines" in meta):
+            self._entries = None                  # one machine, as stateio reads it
+            return
+        self._entries = _machines_meta(path, schema, meta, nulls)
+        self._config = meta.get("config", None)
+        self._has_config = "config" in meta
+        n = len(self._entries)
+        ids = np.concatenate(ids) if ids else np.zeros(0, np.uint32)
+        if ids.size and int(ids.max()) >= n:
+            row = int(np.argmax(ids >= n))
+            raise StateFileError(f"{shown(path)}: row {row} column {MACHINE_COLUMN!r}: machine {int(ids[row])} is not "
+                                 f"among the {n} the metadata lists")
+        # rows are written sorted by machine; any order loads (then 8 more bytes a row)
+        self._order = None if (ids[1:] >= ids[:-1]).all() else np.argsort(ids, kind="stable")
+        self._bounds = np.searchsorted(ids if self._order is None else ids[self._order], np.arange(n + 1))
+
+    def __len__(self) -> int:
+        return 1 if self._entries is None else len(self._entries)
+
+    def _get_batch(self, i: int) -> pa.RecordBatch:
+        if self._batch is None or self._batch[0] != i:   # validated when the file was opened
+            self._batch = (i, _read_batch(self.path, self._reader, i, validate=False))
+        return self._batch[1]
+
+    def _rows(self, lo: int, hi: int) -> pa.Table:
+        """Rows [lo, hi) in machine order (the file's rows, or the stable sort of them)."""
+        pieces = []
+        if self._order is None:
+            first = int(np.searchsorted(self._offsets, lo, "right")) - 1
+            for b in range(max(first, 0), len(self._offsets) - 1):
+                start, stop = self._offsets[b], self._offsets[b + 1]
+                if start >= hi:
+                    break
+                if stop > lo:
+                    pieces.append(self._get_batch(b).slice(max(lo, start) - start, min(hi, stop) - max(lo, start)))
+        else:
+            rows = self._order[lo:hi]                   # ascending: a stable sort keeps file order
+            which = np.searchsorted(self._offsets, rows, "right") - 1
+            for b in np.unique(which):
+                local = rows[which == b] - self._offsets[b]
+                pieces.append(self._get_batch(int(b)).take(pa.array(local)))
+        return pa.Table.from_batches(pieces, self._schema)
+
+    def table(self, k: int) -> pa.Table:
+        """Machine k's rows and PE entry as a single-machine state table: what `state(k)` loads
+        (two equal tables load as the same state, or fail alike)."""
+        if not 0 <= k < len(self):
+            raise IndexError(f"machine {k} of {len(self)}")
+        if self._entries is None:
+            return self._rows(0, int(self._offsets[-1])).replace_schema_metadata(self._reader.schema.metadata)
+        entry = self._entries[k]
+        one = {"format": FORMAT, "version": VERSION, "pes": entry.get("pes") if isinstance(entry, dict) else None}
+        if self._has_config:
+            one["config"] = self._config
+        part = self._rows(int(self._bounds[k]), int(self._bounds[k + 1])).drop_columns([MACHINE_COLUMN])
+        return part.replace_schema_metadata({META_KEY: json.dumps(one).encode()})
+
+    def state(self, k: int, config: MachineConfig | None = None, table: pa.Table | None = None) -> MachineState:
+        """Machine k's state (0 <= k < len(self)); `table`: `self.table(k)` when already read."""
+        table = self.table(k) if table is None else table
+        label = self.path if self._entries is None else Shown(f"{shown(self.path)}: machine {k}")
+        return load_table(label, table, config)
+
+    def states(self, config: MachineConfig | None = None) -> Iterator[MachineState]:
+        """Every machine's state, in order, one at a time."""
+        for k in range(len(self)):
+            yield self.state(k, config)
+
+
+def machine_count(path) -> int:
+    """How many machines the state file at `path` holds (StateFileError if it is not one)."""
+    return len(StateFile(path))
 
 
 def load_states(path, config: MachineConfig | None = None) -> list:
     """Every machine state (emulator.state.MachineState) of a single- or multi-machine state
     file, in order; emulator.machine.load_machines wraps each in a Machine."""
-    table = _read_table(path)
-    meta = _raw_meta(path, table)
-    if MACHINE_COLUMN not in table.column_names and not (meta and "machines" in meta):
-        return [load_table(path, table, config)]
-    entries = _machines_meta(path, table, meta)
-    ids = table.column(MACHINE_COLUMN).to_numpy(zero_copy_only=False).astype(np.int64)
-    if ids.size and ids.max() >= len(entries):
-        row = int(np.argmax(ids >= len(entries)))
-        raise StateFileError(f"{shown(path)}: row {row} column {MACHINE_COLUMN!r}: machine {int(ids[row])} is not "
-                             f"among the {len(entries)} the metadata lists")
-    order = np.argsort(ids, kind="stable")
-    bounds = np.searchsorted(ids[order], np.arange(len(entries) + 1))
-    rows = table.drop_columns([MACHINE_COLUMN]).take(pa.array(order))
-    machines = []
-    for k, entry in enumerate(entries):
-        one = {"format": FORMAT, "version": VERSION, "pes": entry.get("pes") if isinstance(entry, dict) else None}
-        if "config" in meta:
-            one["config"] = meta["config"]
-        part = rows.slice(int(bounds[k]), int(bounds[k + 1] - bounds[k]))
-        part = part.replace_schema_metadata({META_KEY: json.dumps(one).encode()})
-        machines.append(load_table(Shown(f"{shown(path)}: machine {k}"), part, config))
-    return machines
+    return list(StateFile(path).states(config))

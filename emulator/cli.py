@@ -37,7 +37,8 @@ EXIT_CODES = {
     1: "the command's negative answer: the input was rejected (one line says what, where, why), "
        "a block faulted, a fabric description is invalid, the states differ",
     2: "the command could not run as asked: unknown command or option, bad or conflicting option "
-       "values (an unknown backend name included); diff: any error (an unreadable or invalid state file)",
+       "values (an unknown backend name included, an output path that names an input or another "
+       "output); diff: any error (an unreadable or invalid state file)",
     3: "this machine cannot run the backend asked for: a GPU backend (run/verify/bench --backend gpu, "
        "reduce --backend cuda|cupy) without a usable GPU, a batch larger than the device's free memory, "
        "a library the run needs that is not installed (e.g. gmpy2); nothing is written",

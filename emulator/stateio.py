@@ -99,20 +99,37 @@ def save_state(machine, path) -> None:
         writer.write_table(table)
 
 
-def _read_table(path) -> pa.Table:
+def _open_file(path) -> pa.ipc.RecordBatchFileReader:
+    """A reader over the memory-mapped IPC file at `path`, its column names checked; record
+    batches are read by `_read_batch`, one at a time (emulator/batchio.py reads batch files so)."""
     try:
-        with pa.memory_map(str(path), "r") as src:
-            table = pa.ipc.open_file(src).read_all()
+        reader = pa.ipc.open_file(pa.memory_map(str(path), "r"))
     except FileNotFoundError:
         raise StateFileError(f"{shown(path)}: no such file") from None
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise StateFileError(f"{shown(path)}: not an Arrow IPC file ({why(exc)})") from None
-    _column_names(path, table)    # before validate(), which decodes the names too
-    try:   # IPC reads trust buffer offsets; a corrupt offset would abort the process later
-        table.validate(full=True)
-    except pa.ArrowException as exc:
-        raise StateFileError(f"{shown(path)}: corrupt Arrow data ({why(exc)})") from None
-    return table
+    _column_names(path, reader)    # before validate(), which decodes the names too
+    return reader
+
+
+def _read_batch(path, reader: pa.ipc.RecordBatchFileReader, i: int, validate: bool = True) -> pa.RecordBatch:
+    """Record batch `i`, validated in full unless it was before (`validate`=False)."""
+    try:
+        batch = reader.get_batch(i)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise StateFileError(f"{shown(path)}: not an Arrow IPC file ({why(exc)})") from None
+    if validate:
+        try:   # IPC reads trust buffer offsets; a corrupt offset would abort the process later
+            batch.validate(full=True)
+        except pa.ArrowException as exc:
+            raise StateFileError(f"{shown(path)}: corrupt Arrow data ({why(exc)})") from None
+    return batch
+
+
+def _read_table(path) -> pa.Table:
+    reader = _open_file(path)
+    return pa.Table.from_batches([_read_batch(path, reader, i) for i in range(reader.num_record_batches)],
+                                 reader.schema)
 
 
 def _meta(path, table: pa.Table) -> dict:
@@ -168,8 +185,8 @@ def _config(path, meta: dict) -> MachineConfig:
         raise StateFileError(f"{shown(path)}: metadata config: {exc}") from None
 
 
-def _column_names(path, table: pa.Table) -> list[str]:
-    """The column names, each UTF-8 and none repeated."""
+def _column_names(path, table) -> list[str]:
+    """The column names of a table (or file reader), each UTF-8 and none repeated."""
     try:
         names = table.schema.names
     except UnicodeDecodeError as exc:

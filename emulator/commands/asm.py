@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 from emulator.cli import CommandError
-from emulator.commands import cannot_write, output_path
+from emulator.commands import cannot_write, distinct_paths, output_path
 from isa.atomicio import OutputPathError, atomic_open, shown, why
 from isa import encoding
 from isa.assembly import parse
@@ -32,6 +32,7 @@ def _read_text(path: str) -> tuple[str, str]:
 
 
 def run(args) -> int:
+    distinct_paths({"IN.s": args.input}, {"-o": args.output})
     text, name = _read_text(args.input)
     try:
         program = parse(text, name)

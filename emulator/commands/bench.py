@@ -16,11 +16,18 @@ Both callables are warmed up untimed before timing (`warm_up`: until a call is n
 clearly faster than the one before), so compilation, table building and lazy kernel loads are
 not timed.  A timed repeat is a loop of calls lasting at least MIN_REPEAT_SECONDS; the result is
 the best repeat's time per call, ours and the baseline alternating repeat by repeat.  A case below its target is marked MISSED in the `target` column ("missed": true in
---json); `--strict` makes any miss exit 1 (default: exit 0, the targets are informational).
+--json); `--strict` makes any miss exit 1 and names each missed case on stderr, one line each
+(default: exit 0, the targets are informational).
+
+`--n` is bounded before anything is allocated: each case says what its setup and calls hold at
+n elements (`Case.memory`, measured peaks with a margin) and the most its own structures allow
+(`Case.max_n`); an --n past either, against the memory this machine has available now, is one
+line naming the largest n that fits, exit 2.
 """
 from __future__ import annotations
 
 import json
+import sys
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -30,6 +37,14 @@ import numpy as np
 from emulator.cli import UNAVAILABLE, CommandError
 
 
+LIBRARY_BYTES = 256 << 20     # address space the kernels and Numba add when a case first runs (136 MiB measured)
+
+
+def per_element(nbytes: float, fixed: int = LIBRARY_BYTES) -> Callable[[int], float]:
+    """Case.memory of a case whose peak grows with n: `nbytes` per element, plus `fixed`."""
+    return lambda n: fixed + nbytes * n
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -37,6 +52,12 @@ class Case:
     setup: Callable[[int], tuple]      # n -> (ours, baseline)
     target: float | None = None        # minimum ratio the project aims for (informational)
     needs: str | None = None           # optional module the baseline needs (e.g. ml_dtypes)
+    # n -> peak host bytes of setup plus both callables (resident-set growth measured at n = 2^17..2^22,
+    # rounded up by about a quarter; docs/performance.md), and the largest n the case's own
+    # structures allow (None: memory alone bounds it)
+    memory: Callable[[int], float] = per_element(64)
+    max_n: int | None = None
+    device_memory: Callable[[int], float] | None = None    # gpu cases: device bytes at n
 
 
 # ---------------------------------------------------------------- numeric cases
@@ -82,7 +103,12 @@ def _numeric_case(op: str, fmt: str) -> Case:
     else:
         what = f"ml_dtypes {_ML[fmt]} round trip through float32"
     target = _TARGET_OP.get((op, fmt), _TARGET.get(fmt))
-    return Case(f"numeric.{op}.{fmt}", what, setup, target, None if fmt in ("FP32", "FP16") else "ml_dtypes")
+    return Case(f"numeric.{op}.{fmt}", what, setup, target, None if fmt in ("FP32", "FP16") else "ml_dtypes",
+                memory=per_element(_NUMERIC_BYTES[op]))
+
+
+# peak bytes per element (measured: TADD/TMUL 12-18, TFMA 19-22, TEXP 10-14 over the four formats)
+_NUMERIC_BYTES = {"TADD": 24, "TMUL": 24, "TFMA": 28, "TEXP": 18}
 
 
 CASES: list[Case] = [_numeric_case(op, fmt) for op in ("TADD", "TMUL", "TFMA", "TEXP")
@@ -118,7 +144,12 @@ def _gpu_case(op: str, fmt: str, target: float) -> Case:
 
     what = "device-to-device copy of the same bytes (ratio = fraction of copy bandwidth)"
     name = f"gpu.{op}.{fmt}" if op != "TCVT" else f"gpu.TCVT.FP32-{fmt}.sat"
-    return Case(name, what, setup, target, "cupy")
+    from isa.datatypes import datatype
+    moved = arity * (datatype("FP32" if op == "TCVT" else fmt).container // 8) + datatype(fmt).container // 8 + 1
+    # host: the float64 draws and their encodings; device: the operands, the result and flags, and
+    # the two copy buffers of half as many bytes each (not measured: no GPU here)
+    return Case(name, what, setup, target, "cupy", memory=per_element(16 * arity),
+                device_memory=per_element(2 * moved))
 
 
 GPU_CASES: list[Case] = ([_gpu_case(op, fmt, 0.6) for op in ("TADD", "TMUL", "TFMA") for fmt in ("FP32", "FP16", "BF16")]
@@ -160,7 +191,8 @@ def batch_setup(n: int, backend: str = "cpu"):
 
 
 CASES.append(Case("batch.TADD.FP32.16x16", "NumPy float32 add of the same stacked tiles "
-                  "(n // 1024 machines x 4 PEs x 16x16; --n 4194304 = 4,096 machines)", batch_setup))
+                  "(n // 1024 machines x 4 PEs x 16x16; --n 4194304 = 4,096 machines)", batch_setup,
+                  memory=per_element(64)))           # measured 48: a Machine per 1,024 elements
 
 
 # ---------------------------------------------------------------- machine cases
@@ -187,8 +219,15 @@ def machine_setup(n: int):
     return (lambda: m.execute(block)), (lambda: elementwise("TADD", "FP32", *data))
 
 
+def _machine_max_n() -> int:
+    """machine_setup's Local store holds 4 tiles of n // 512 rows x 128 FP32: MAX_STORE_BYTES bounds n."""
+    from emulator.config import MAX_STORE_BYTES
+    return (MAX_STORE_BYTES // (4 * 128 * 4) + 1) * 512 - 1
+
+
 CASES.append(Case("machine.TADD.FP32", "kernels.numeric.elementwise on the same stacked operands "
-                  "(4 PEs x n//512 x 128 tiles; --n 65536 = 4 x 128x128)", machine_setup, 1 / 1.5))
+                  "(4 PEs x n//512 x 128 tiles; --n 65536 = 4 x 128x128)", machine_setup, 1 / 1.5,
+                  memory=per_element(44), max_n=_machine_max_n()))      # measured 34
 
 
 # ---------------------------------------------------------------- golden cases
@@ -207,8 +246,11 @@ def golden_setup(op: str, dtype: str, dst: str | None = None, sat: bool = False)
         from emulator.golden import dataset as D
         p = D.Params(ops=(op,), dtypes=(dtype,), cases=n, seed=1, dst_dtypes=(dst,) if dst else (),
                      rmodes=("RNE",), sat=(int(sat),))
-        part = D.partitions(p)[0]
-        chunks = D.chunks(p)
+        try:
+            part = D.partitions(p)[0]
+            chunks = D.chunks(p)            # the generator's own limits (cases, files) apply
+        except D.GoldenError as exc:
+            raise CommandError(f"--n {n}: {exc}", 2) from None
         scratch = tempfile.mkdtemp(prefix="tile-emu-bench-golden-")   # scratch, not an output:
         atexit.register(shutil.rmtree, scratch, True)                 # removed when bench ends
         folder = os.path.join(scratch, "dataset")
@@ -228,10 +270,17 @@ def golden_setup(op: str, dtype: str, dst: str | None = None, sat: bool = False)
     return setup
 
 
+def golden_memory(n: int) -> float:
+    """One chunk's rows in memory at a time (measured about 3 KB a case), plus the chunk plan, plus
+    the address space Parquet's thread pools map when first used (1.4 GiB measured)."""
+    from emulator.golden.dataset import CHUNK_CASES
+    return (3 << 29) + 4096 * min(n, CHUNK_CASES) + 256 * -(-n // CHUNK_CASES)
+
+
 CASES.append(Case("golden.TADD.FP16", "pyarrow writing the same rows to Parquet (n = cases)",
-                  golden_setup("TADD", "FP16")))
+                  golden_setup("TADD", "FP16"), memory=golden_memory))
 CASES.append(Case("golden.TCVT.FP32.E4M3.sat", "pyarrow writing the same rows to Parquet (n = cases)",
-                  golden_setup("TCVT", "FP32", "E4M3", sat=True)))
+                  golden_setup("TCVT", "FP32", "E4M3", sat=True), memory=golden_memory))
 
 
 # ---------------------------------------------------------------- VCG reduce cases
@@ -259,9 +308,15 @@ def vcg_setup(dtype: str, placement: str):
     return setup
 
 
+def _vcg_max_n() -> int:
+    """vcg_setup's valid_size matrix of n // 512 slices x 64 steps is bounded by MAX_MATRIX_CELLS."""
+    from fabric.vcg.valid import MAX_MATRIX_CELLS
+    return (MAX_MATRIX_CELLS // VCG_STEPS + 1) * VCG_STEPS * 8 - 1
+
+
 CASES.extend(Case(f"vcg.Add.{fmt}.{placement}", f"the NumPy reduce backend on the same flits "
                   f"(n elements = n // 512 slices x 64 steps x 8 lanes; {placement})",
-                  vcg_setup(dtype, placement), 1.0)
+                  vcg_setup(dtype, placement), 1.0, memory=per_element(18), max_n=_vcg_max_n())
              for fmt, dtype in (("FP16", "float16"), ("BF16", "bfloat16")) for placement in VCG_PLACEMENTS)
 
 
@@ -295,6 +350,7 @@ def warm_up(fn: Callable[[], object]) -> int:
 # resolution does not matter.
 MIN_REPEAT_SECONDS = 0.02
 MAX_CALLS_PER_REPEAT = 10_000
+MAX_REPEAT = 100               # --repeat: a repeat takes at least 2 x MIN_REPEAT_SECONDS; best of 100 is plenty
 
 
 def _per_call(fn: Callable[[], object], number: int) -> float:
@@ -359,8 +415,88 @@ def select(prefixes: list[str] | None, cases: list[Case] | None = None) -> list[
         return list(cases)
     chosen = [c for c in cases if any(c.name.startswith(p) for p in prefixes)]
     if not chosen:
-        raise CommandError(f"no benchmark case starts with {', '.join(prefixes)}; try --list", 2)
+        from isa.atomicio import shown          # a prefix is user text: escaped and cut
+        raise CommandError(f"no benchmark case starts with {shown(', '.join(prefixes), 160)}; try --list", 2)
     return chosen
+
+
+def available_bytes() -> int:
+    """Bytes a new allocation can take now: the kernel's MemAvailable (free memory plus what it
+    can reclaim; sysconf's free pages elsewhere), within what the address-space limit (ulimit -v,
+    prlimit --as) leaves this process."""
+    import os
+    import resource
+    room = None
+    try:
+        with open("/proc/meminfo") as f:
+            room = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        pass
+    if room is None:
+        try:
+            room = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError):
+            room = 1 << 62                 # nothing says: the address-space limit alone bounds it
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit != resource.RLIM_INFINITY:
+        used = 0
+        try:
+            with open("/proc/self/status") as f:
+                used = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+        except (OSError, StopIteration, ValueError):
+            pass
+        room = min(room, max(0, limit - used))
+    return room
+
+
+def _size(nbytes: float) -> str:
+    for unit, shift in (("EiB", 60), ("PiB", 50), ("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if nbytes >= 1 << shift:
+            return f"{nbytes / (1 << shift):.1f} {unit}"
+    return f"{int(nbytes)} bytes"
+
+
+def largest_n(case: Case, room: float) -> int:
+    """The largest n at which `case` fits its own structures (exactly) and `room` bytes (cut to
+    three significant digits: the memory available moves a little from run to run)."""
+    hi = case.max_n if case.max_n is not None else 1 << 62
+    if case.memory(hi) <= room:
+        return hi
+    lo = 0                                 # memory(lo) <= room < memory(hi): bisect
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if case.memory(mid) <= room:
+            lo = mid
+        else:
+            hi = mid
+    cut = 10 ** max(0, len(str(lo)) - 3)
+    return lo // cut * cut
+
+
+def check_n(cases: list[Case], n: int, gpu: bool) -> None:
+    """Before any case allocates: one line, exit 2, when some case cannot hold n elements here (its
+    own structures, or the host memory available now), naming the largest n every case can hold;
+    exit 3 when the device's free memory cannot."""
+    if not cases:
+        return
+    room = available_bytes()
+    limit, case = min(((largest_n(c, room), c) for c in cases), key=lambda lc: lc[0])
+    if n > limit:
+        if case.max_n is not None and limit == case.max_n:
+            why_not = f"{case.name} holds at most {case.max_n} elements"
+        else:
+            why_not = (f"{case.name} needs about {_size(case.memory(n))}, more than the {_size(room)} of memory "
+                       f"available")
+        who = "it" if len(cases) == 1 else "every selected case"
+        raise CommandError(f"--n {n}: {why_not}; the largest n {who} can hold here now is {limit}", 2)
+    if gpu:
+        from emulator.backends import BackendError, check_device_memory
+        for case in cases:
+            if case.device_memory is not None:
+                try:
+                    check_device_memory(int(case.device_memory(n)))
+                except BackendError as exc:
+                    raise CommandError(f"--n {n}: {case.name}: {exc}", UNAVAILABLE) from None
 
 
 def _available(case: Case) -> bool:
@@ -376,8 +512,10 @@ def _available(case: Case) -> bool:
 def add_arguments(parser):
     parser.add_argument("--quick", action="store_true", help="smoke run: 2^14 elements, best of 2")
     parser.add_argument("--case", action="append", metavar="PREFIX", help="run cases whose name starts with PREFIX")
-    parser.add_argument("--n", type=int, help="elements per case (default 2^20; --quick 2^14)")
-    parser.add_argument("--repeat", type=int, help="best of this many repeats, each a loop of calls of at least 20 ms (default 7; --quick 2)")
+    parser.add_argument("--n", type=int, help="elements per case (default 2^20; --quick 2^14); more than a case can "
+                        "hold in this machine's available memory is refused, naming the largest n that fits")
+    parser.add_argument("--repeat", type=int, help="best of this many repeats, each a loop of calls of at least "
+                        f"20 ms (default 7; --quick 2; at most {MAX_REPEAT})")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     parser.add_argument("--json", action="store_true", help="one JSON object per case instead of the table")
     parser.add_argument("--strict", action="store_true", help="exit 1 when any case misses its target")
@@ -407,6 +545,10 @@ def run(args) -> int:
     repeat = args.repeat if args.repeat is not None else (2 if args.quick else 7)
     if n < 1 or repeat < 1:
         raise CommandError("--n and --repeat must be positive", 2)
+    if repeat > MAX_REPEAT:
+        raise CommandError(f"--repeat {repeat}: at most {MAX_REPEAT} (each repeat times both callables for at "
+                           f"least {MIN_REPEAT_SECONDS:g} s)", 2)
+    check_n([c for c in cases if _available(c)], n, gpu)
     if not args.json:
         print(machine_line())
         print(f"{'case':24} {'M elem/s':>10} {'baseline':>10} {'ratio':>7} {'target':>14}  baseline")
@@ -418,12 +560,17 @@ def run(args) -> int:
             continue
         r = measure(case, n, repeat)
         if r["missed"]:
-            missed.append(case.name)
+            missed.append(r)
         if args.json:
             print(json.dumps(r))
         else:
             print(f"{r['case']:24} {r['elements_per_s'] / 1e6:10.1f} {r['baseline_elements_per_s'] / 1e6:10.1f} "
                   f"{r['ratio']:7.2f} {target_text(r):>14}  {r['baseline']}")
     if missed and not args.json:
-        print(f"{len(missed)} case(s) MISSED their target: {', '.join(missed)}")
-    return 1 if missed and args.strict else 0
+        print(f"{len(missed)} case(s) MISSED their target: {', '.join(r['case'] for r in missed)}")
+    if missed and args.strict:
+        for r in missed:
+            print(f"tile-emu bench: {r['case']} MISSED its target: ratio {r['ratio']:.2f} < {r['target']:.2f}",
+                  file=sys.stderr)
+        return 1
+    return 0

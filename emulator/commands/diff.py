@@ -11,6 +11,7 @@ import numpy as np
 
 from emulator.cli import CommandError
 from emulator.commands import count
+from isa.atomicio import shown
 
 
 EXIT_SAME, EXIT_DIFFERENT, EXIT_TROUBLE = 0, 1, 2
@@ -59,22 +60,39 @@ def differences(a, b, limit: int = 8) -> list[str]:
 
 
 def run(args) -> int:
-    from emulator.machine import load_machines
+    """Machines are read and compared a pair at a time (emulator.batchio.StateFile), each
+    difference printed as found: memory for two machines whatever the files hold."""
+    from emulator import Machine
+    from emulator.batchio import StateFile
     from emulator.stateio import StateFileError
     try:
-        ma, mb = load_machines(args.a), load_machines(args.b)
+        fa, fb = StateFile(args.a), StateFile(args.b)
+        count, many = min(len(fa), len(fb)), max(len(fa), len(fb)) > 1
+        a, b = Machine.from_state(fa.state(0)), Machine.from_state(fb.state(0))
+        lines = []
+        if a.config != b.config:
+            lines.append(f"config {a.config} != {b.config}")
+        if len(fa) != len(fb):
+            lines.append(f"A holds {len(fa)} machine(s), B {len(fb)}; comparing the first {count}")
+        differ = bool(lines)
+        if lines:
+            print("\n".join(lines))
+        for k in range(count):
+            if k:
+                ta, tb = fa.table(k), fb.table(k)
+                a = Machine.from_state(fa.state(k, table=ta))
+                if ta.equals(tb, check_metadata=True):   # the same rows and PE entry: the same state
+                    continue
+                b = Machine.from_state(fb.state(k, table=tb))
+            lines = [f"machine {k}: {line}" if many else line for line in differences(a, b, args.max)]
+            if lines:
+                print("\n".join(lines))
+                differ = True
     except StateFileError as exc:
         raise CommandError(str(exc), EXIT_TROUBLE) from None
-    lines = []
-    if ma[0].config != mb[0].config:
-        lines.append(f"config {ma[0].config} != {mb[0].config}")
-    if len(ma) != len(mb):
-        lines.append(f"A holds {len(ma)} machine(s), B {len(mb)}; comparing the first {min(len(ma), len(mb))}")
-    many = max(len(ma), len(mb)) > 1
-    for k, (a, b) in enumerate(zip(ma, mb)):
-        lines += [f"machine {k}: {line}" if many else line for line in differences(a, b, args.max)]
-    if not lines:
+    except MemoryError:                   # an address-space limit below even two machines' needs
+        raise CommandError(f"not enough memory to compare {shown(args.a)} and {shown(args.b)}", EXIT_TROUBLE) from None
+    if not differ:
         print(f"{args.a} and {args.b}: same state")
         return EXIT_SAME
-    print("\n".join(lines))
     return EXIT_DIFFERENT

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 from emulator.cli import CommandError
-from emulator.commands import cannot_write, output_path
+from emulator.commands import cannot_write, distinct_paths, output_path
 from isa.atomicio import OutputPathError, atomic_open, shown, why
 from isa.assembly import disassemble
 from isa.errors import DecodeError
@@ -16,6 +16,7 @@ def add_arguments(parser):
 
 
 def run(args) -> int:
+    distinct_paths({"IN.tbs": args.input}, {"-o": args.output})
     name = "<stdin>" if args.input == "-" else shown(args.input)
     try:
         if args.input == "-":

@@ -121,6 +121,8 @@ def run_sim(args) -> int:
 
     if not args.fabric:
         raise CommandError("sim needs --fabric FABRIC (the configured fabric description)", 2)
+    from emulator.commands import distinct_paths
+    distinct_paths({"GRAPH": args.file, "--fabric": args.fabric}, {"--trace": args.trace, "--vcd": args.vcd})
     try:
         f = load(args.fabric)
     except FormatError as exc:

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 
 from emulator.cli import UNAVAILABLE, CommandError
-from emulator.commands import cannot_write, output_path
+from emulator.commands import cannot_write, distinct_paths, output_path
 from isa.atomicio import OutputPathError, shown
 from fabric.vcg.arrow_io import FlitFileError, output_table, read_flits, write_table
 from fabric.vcg.errors import MappingError, VcgError
@@ -27,6 +27,7 @@ def add_arguments(parser):
 
 
 def run(args) -> int:
+    distinct_paths({"IN.arrow": args.input, "--mapping": args.mapping}, {"--out": args.out})
     why = backend_unavailable(args.backend)
     if why is not None:                   # before reading anything: nothing is written
         raise CommandError(f"backend {args.backend}: {why}", UNAVAILABLE)

@@ -14,21 +14,29 @@ of the PE engines; --timing (default model: the shipped pe.json) also prints eac
 issue/complete cycles, engine utilisation and total cycles (docs/timing.md); both run one
 machine on the reference.  A `.regions.json` input is an execution-calculus program and is
 handed to emulator.calculus.cli.run_regions; its budget options (--max-cost, --deadline,
---max-code) are a usage error with a .tbs stream.
+--max-code) are a usage error with a .tbs stream.  --machine K takes machine K of a
+multi-machine --init file alone (what --timing, --fabric and region programs, which run one
+machine, need).  --out naming the same file as an input is a usage error (exit 2).
 """
 from __future__ import annotations
 
+import os
+import re
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 from emulator.cli import UNAVAILABLE, CommandError
-from emulator.commands import cannot_write, output_path
+from emulator.commands import cannot_write, count, distinct_paths, output_path
 from isa.atomicio import OutputPathError, quote, shown, why
 
 
 def add_arguments(parser):
     parser.add_argument("stream", help=".tbs binary block stream (or a .regions.json calculus program)")
     parser.add_argument("--init", help="initial state (.arrow); default: an empty machine")
+    parser.add_argument("--machine", type=count, metavar="K",
+                        help="run only machine K of a multi-machine --init file, as one machine "
+                             "(--timing, --fabric and region programs run one)")
     parser.add_argument("--out", type=output_path, help="write the final state here (.arrow)")
     from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES
     parser.add_argument("--profile", default=None, choices=sorted(PROFILES),
@@ -77,17 +85,47 @@ def add_region_arguments(parser):
                              "of code (default 1048576; docs/regions.md 'Budgets')")
 
 
-def initial_machine(args):
+def init_machines(args, one: str | None = None) -> list:
+    """The machines of --init (one empty machine without it); with --machine K, machine K alone
+    (read alone: emulator.batchio.StateFile).  `one` says what runs a single machine: then a file
+    of many without --machine is a one-line error saying what a CLI user can do instead."""
     from emulator import Machine
+    from emulator.batchio import StateFile
     from emulator.stateio import StateFileError
+
+    if args.init is None:
+        if args.machine is not None:
+            raise CommandError("--machine K picks a machine of an --init file; give --init", 2)
+        return [Machine()]                 # --init "" is an error below, not "empty"
+    try:
+        f = StateFile(args.init)
+        n = len(f)
+        if args.machine is not None:
+            if args.machine >= n:
+                raise CommandError(f"{shown(args.init)}: no machine {args.machine}; the file holds {n} "
+                                   f"(0..{n - 1})", 2)
+            return [Machine.from_state(f.state(args.machine))]
+        if one is not None and n > 1:
+            raise CommandError(f"{shown(args.init)} holds {n} machines; {one}: pick one with --machine K "
+                               f"(0..{n - 1})")
+        return [Machine.from_state(st) for st in f.states()]
+    except StateFileError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def initial_machine(args):
     from kernels.numeric.profiles import PROFILES
 
     if args.profile is not None and args.profile not in PROFILES:
         raise CommandError(f"unknown profile {quote(args.profile)}; known: {', '.join(sorted(PROFILES))}", 2)
-    try:
-        m = Machine.load(args.init) if args.init is not None else Machine()   # --init "" is an error, not "empty"
-    except StateFileError as exc:
-        raise CommandError(str(exc)) from None
+    if args.stream.endswith(".regions.json"):
+        one = "a region program runs on one machine"
+    else:
+        flags = [f for f, on in (("--timing", args.timing), ("--fabric", args.fabric is not None)) if on]
+        both = len(flags) == 2
+        one = (f"{' and '.join(flags)} {'run' if both else 'runs'} one machine (without {'them' if both else 'it'}, "
+               "every machine runs as a batch)")
+    m, = init_machines(args, one)
     if args.profile is not None:
         m.config = replace(m.config, profile=args.profile)
     return m
@@ -113,7 +151,26 @@ def print_timing(data: bytes, executed: int, start) -> None:
     print("\n".join(render(stream_timing(blocks, start, start.engines))))
 
 
+def _paths(args) -> None:
+    """run's inputs and outputs through the shared check; a region program writing a state also
+    writes X.case<k>.arrow beside --out X.arrow (emulator.calculus.cli), so an input of that name
+    counts as one more output's path."""
+    inputs = {"STREAM": args.stream, "--init": args.init, "--fabric": args.fabric}
+    outputs = {"--out": args.out}
+    if args.out and args.stream.endswith(".regions.json") and not args.out.endswith(".json"):
+        from emulator.calculus.cli import _case_path
+        out = Path(args.out)
+        case = re.compile(re.escape(out.stem) + r"\.case([1-9][0-9]{0,8})" + re.escape(out.suffix))
+        for path in filter(None, inputs.values()):
+            for name in {Path(path).name, os.path.basename(os.path.realpath(path))}:
+                k = case.fullmatch(name)
+                if k:
+                    outputs[f"--out's case {k[1]} file"] = _case_path(args.out, int(k[1]))
+    distinct_paths(inputs, outputs)
+
+
 def run(args) -> int:
+    _paths(args)
     if args.stream.endswith(".regions.json"):
         if args.timing or args.fabric is not None or args.fuse or args.backend not in (None, "reference"):
             raise CommandError("--timing, --fabric, --fuse and --backend (but reference) apply to .tbs block "
@@ -169,17 +226,12 @@ def run(args) -> int:
 
 def run_batch(args, data: bytes) -> int:
     """Every machine of --init (one or many) through a MachineBatch on the chosen backend."""
-    from emulator import Machine, MachineBatch
+    from emulator import MachineBatch
     from emulator.backends import BackendError
     from emulator.batchio import save_machines
-    from emulator.machine import load_machines
-    from emulator.stateio import StateFileError
     from isa.atomicio import OutputPathError
 
-    try:
-        machines = load_machines(args.init) if args.init else [Machine()]
-    except StateFileError as exc:
-        raise CommandError(str(exc)) from None
+    machines = init_machines(args)
     if args.profile is not None:
         for m in machines:
             m.config = replace(m.config, profile=args.profile)

@@ -7,6 +7,7 @@ import numpy as np
 
 from emulator.cli import CommandError
 from emulator.commands import count
+from isa.atomicio import shown
 from isa.fields import NUM_PES
 
 
@@ -107,19 +108,25 @@ def render(m, hex_=False, pes=None, tiles=None, limit=16) -> str:
 
 
 def run(args) -> int:
-    from emulator.machine import load_machines
+    """Machines are read and printed one at a time (emulator.batchio.StateFile): memory for one
+    machine whatever the file holds, and `--machine K` reads machine K alone."""
+    from emulator import Machine
+    from emulator.batchio import StateFile
     from emulator.stateio import StateFileError
     try:
-        machines = load_machines(args.state)
+        f = StateFile(args.state)
+        count = len(f)
+        chosen = sorted(set(args.machine or range(count)))
+        if chosen[-1] >= count:
+            raise CommandError(f"{args.state}: no machine {chosen[-1]}; the file holds {count} "
+                               f"(0..{count - 1})", 2)
+        if count == 1:
+            print(render(Machine.from_state(f.state(0)), args.hex, args.pe, args.tile, args.max))
+            return 0
+        for k in chosen:
+            print(f"machine {k}:\n" + render(Machine.from_state(f.state(k)), args.hex, args.pe, args.tile, args.max))
     except StateFileError as exc:
         raise CommandError(str(exc)) from None
-    chosen = sorted(set(args.machine or range(len(machines))))
-    if chosen[-1] >= len(machines):
-        raise CommandError(f"{args.state}: no machine {chosen[-1]}; the file holds {len(machines)} "
-                           f"(0..{len(machines) - 1})", 2)
-    if len(machines) == 1:
-        print(render(machines[0], args.hex, args.pe, args.tile, args.max))
-        return 0
-    print("\n".join(f"machine {k}:\n" + render(machines[k], args.hex, args.pe, args.tile, args.max)
-                    for k in chosen))
+    except MemoryError:                   # an address-space limit below even one machine's needs
+        raise CommandError(f"{shown(args.state)}: not enough memory to read it", 2) from None
     return 0

@@ -10,7 +10,7 @@ import json
 import sys
 
 from emulator.cli import CommandError
-from emulator.commands import cannot_write, output_path
+from emulator.commands import cannot_write, distinct_paths, output_path
 from isa.atomicio import shown
 from fabric.vcg.config import AUTO
 from fabric.vcg.errors import MappingError, VcgError
@@ -56,6 +56,7 @@ def _spec(args):
 
 
 def run(args) -> int:
+    distinct_paths({"--mapping": args.mapping}, {"--heatmap": args.heatmap})
     where = f"{shown(args.mapping)}: " if args.mapping else ""   # SpecErrors name the file already
     try:
         spec = _spec(args)
