@@ -62,6 +62,7 @@ from . import preflight, semantics
 from .backends import resolve_backend
 from .config import MachineConfig
 from .machine import SELECTED_PES, BlockResult, Machine, StreamError
+from .state import MachineState, PEState
 from .padding import pad_encoding
 from .tiles import Descriptor, element_dtype, index_grid, make_tile, to_physical
 
@@ -97,7 +98,7 @@ class Slot:
 
 
 def _signature(m: Machine) -> tuple:
-    return tuple(tuple(sorted((tid, t.desc) for tid, t in pe.tiles.items())) for pe in m._pes)
+    return tuple(tuple(sorted((tid, t.desc) for tid, t in pe.tiles.items())) for pe in m.pes)
 
 
 class Cohort:
@@ -145,12 +146,12 @@ class Cohort:
         slots = []
         for p in range(NUM_PES):
             slots.append({tid: Slot(t.desc,
-                                    _readonly(xp.asarray(np.stack([m._pes[p].tiles[tid].elems for m in machines])
+                                    _readonly(xp.asarray(np.stack([m.pes[p].tiles[tid].elems for m in machines])
                                                          .astype(element_dtype(t.desc), copy=False))),
-                                    _readonly(xp.asarray(np.stack([m._pes[p].tiles[tid].defined for m in machines]))))
-                          for tid, t in first._pes[p].tiles.items()})
-        gprs = np.stack([[pe.gprs for pe in m._pes] for m in machines]).astype(np.uint64)
-        status = xp.asarray(np.array([[pe.status for pe in m._pes] for m in machines], np.uint8))
+                                    _readonly(xp.asarray(np.stack([m.pes[p].tiles[tid].defined for m in machines]))))
+                          for tid, t in first.pes[p].tiles.items()})
+        gprs = np.stack([[pe.gprs for pe in m.pes] for m in machines]).astype(np.uint64)
+        status = xp.asarray(np.array([[pe.status for pe in m.pes] for m in machines], np.uint8))
         return cls(config, np.asarray(ids, np.int64), slots, gprs, status, xp)
 
     def gpr(self, pe: int, index: int) -> int:
@@ -161,16 +162,12 @@ class Cohort:
 
     def machine(self, j: int) -> Machine:
         """Member j as a host Machine (its tiles, GPRs, status)."""
-        m = Machine(self.config)
         host = _host(self.xp)
         status = host(self.status[j])
-        for p in range(NUM_PES):
-            pe = m._pes[p]
-            for tid, s in self.slots[p].items():
-                pe.tiles[tid] = make_tile(s.desc, host(s.elems[j]), host(s.defined[j]))
-            pe.gprs = np.array(self.gprs[j, p], np.uint64)
-            pe.status = int(status[p])
-        return m
+        return Machine.from_state(MachineState(self.config, [
+            PEState({tid: make_tile(s.desc, host(s.elems[j]), host(s.defined[j])) for tid, s in self.slots[p].items()},
+                    np.array(self.gprs[j, p], np.uint64), int(status[p]))
+            for p in range(NUM_PES)]))
 
     def take(self, keep) -> "Cohort":
         """The cohort of members `keep` (indices, in order)."""
@@ -745,13 +742,13 @@ class MachineBatch:
         batch._n, batch._host, batch._cohorts = n, {}, []
         if batch.backend == "reference":
             for k in range(n):
-                m = Machine(config)
+                state = MachineState(config)
                 for (p, tid), (desc, elems, defined) in tiles.items():
-                    m._pes[p].tiles[tid] = make_tile(desc, elems[k], defined[k])
+                    state.pes[p].tiles[tid] = make_tile(desc, elems[k], defined[k])
                 if gprs is not None:
                     for p in range(NUM_PES):
-                        m._pes[p].gprs = np.array(gprs[k, p], np.uint64)
-                batch._host[k] = m
+                        state.pes[p].gprs = np.array(gprs[k, p], np.uint64)
+                batch._host[k] = Machine.from_state(state)
             return batch
         xp = batch.xp
         slots = [{} for _ in range(NUM_PES)]
@@ -778,7 +775,7 @@ class MachineBatch:
             if s is not None:
                 out.append((c.ids.copy(), s.desc, s.elems, s.defined))
         for k, m in sorted(self._host.items()):
-            t = m._pes[pe].tiles.get(tile)
+            t = m.store(pe).get(tile)
             if t is not None:
                 out.append((np.array([k], np.int64), t.desc, t.elems[None], t.defined[None]))
         return out
@@ -795,7 +792,7 @@ class MachineBatch:
         for c in self._cohorts:
             out[c.ids] = _host(c.xp)(c.status)
         for k, m in self._host.items():
-            out[k] = [pe.status for pe in m._pes]
+            out[k] = [pe.status for pe in m.pes]
         return out
 
     def digests(self) -> list[bytes]:
@@ -1066,7 +1063,7 @@ def _resolved(block) -> ResolvedBlock | None:
 
 
 def _machine_bytes(m: Machine) -> int:
-    return sum(t.elems.nbytes + t.defined.nbytes for pe in m._pes for t in pe.tiles.values()) \
+    return sum(t.elems.nbytes + t.defined.nbytes for pe in m.pes for t in pe.tiles.values()) \
         + NUM_PES * (GPR_COUNT * 8 + 1)
 
 
@@ -1093,7 +1090,7 @@ class OnBatch:
         return BlockResult(rb.instr.mnemonic, pes, rb.dest.tile, {p: int(status[p]) for p in pes})
 
     def adopt(self) -> None:
-        self.machine._pes = self.batch.machine(0)._pes
+        self.machine.adopt(self.batch.machine(0).state)
 
 
 machine_module.BATCHED_RUN = OnBatch

@@ -18,19 +18,12 @@ import pyarrow as pa
 from isa.atomicio import Shown, atomic_path, shown
 
 from .config import MachineConfig
-from .stateio import FORMAT, META_KEY, SCHEMA, VERSION, StateFileError, _read_table, _rows, load_table
+from .stateio import (FORMAT, META_KEY, SCHEMA, VERSION, StateFileError, config_json, load_table, pes_json,
+                      read_table, tile_rows)
 
 MACHINE_COLUMN = "machine"
 MAX_MACHINES = 1 << 20      # bounds what the metadata of an untrusted file can make the loader build
 BATCH_SCHEMA = pa.schema([(MACHINE_COLUMN, pa.uint32())] + list(SCHEMA))
-
-
-def _config_json(c: MachineConfig) -> dict:
-    return {"local_bytes": c.local_bytes, "matrix_bytes": c.matrix_bytes, "profile": c.profile}
-
-
-def _pes_json(m) -> list:
-    return [{"gprs": [f"{int(g):#018x}" for g in pe.gprs], "status": pe.status} for pe in m._pes]
 
 
 def batch_table(machines: Sequence) -> pa.Table:
@@ -47,12 +40,12 @@ def batch_table(machines: Sequence) -> pa.Table:
         return state_table(machines[0])
     cols: dict[str, list] = {f.name: [] for f in BATCH_SCHEMA}
     for k, m in enumerate(machines):
-        rows = _rows(m)
+        rows = tile_rows(m)
         cols[MACHINE_COLUMN] += [k] * len(rows["pe"])
         for name, values in rows.items():
             cols[name] += values
-    meta = {"format": FORMAT, "version": VERSION, "config": _config_json(config),
-            "machines": [{"pes": _pes_json(m)} for m in machines]}
+    meta = {"format": FORMAT, "version": VERSION, "config": config_json(config),
+            "machines": [{"pes": pes_json(m)} for m in machines]}
     table = pa.table(cols, schema=BATCH_SCHEMA)
     return table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
 
@@ -76,7 +69,7 @@ def _raw_meta(path, table: pa.Table) -> dict | None:
 
 def machine_count(path) -> int:
     """How many machines the state file at `path` holds (StateFileError if it is not one)."""
-    table = _read_table(path)
+    table = read_table(path)
     meta = _raw_meta(path, table)
     if MACHINE_COLUMN not in table.column_names and not (meta and "machines" in meta):
         return 1
@@ -107,7 +100,7 @@ def _machines_meta(path, table: pa.Table, meta) -> list:
 def load_states(path, config: MachineConfig | None = None) -> list:
     """Every machine state (emulator.state.MachineState) of a single- or multi-machine state
     file, in order; emulator.machine.load_machines wraps each in a Machine."""
-    table = _read_table(path)
+    table = read_table(path)
     meta = _raw_meta(path, table)
     if MACHINE_COLUMN not in table.column_names and not (meta and "machines" in meta):
         return [load_table(path, table, config)]

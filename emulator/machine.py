@@ -27,7 +27,7 @@ from isa.legality import resolve
 from . import preflight, semantics
 from .backends import resolve_backend
 from .config import MachineConfig
-from .state import TILE_ID_LIMIT, MachineState, PEState, validate_tile  # noqa: F401  (re-exported)
+from .state import TILE_ID_LIMIT, MachineState, PEState, used_bytes, validate_tile  # noqa: F401  (re-exported)
 from .tiles import (FMAP_LAYOUTS, KINDS, LOCATIONS, REPRESENTATIONS, Descriptor, FeatureMap, Tile,
                     element_dtype, make_tile, pack_defined, pack_elements, rows_of_one_stack, stacked_tiles,
                     to_logical, to_physical)
@@ -286,17 +286,25 @@ class Machine:
         self._check_pe(pe)
         return sorted(self._pes[pe].tiles)
 
+    @property
+    def pes(self) -> list[PEState]:
+        """The architectural state of each PE as plain data (emulator.state.PEState: tiles,
+        GPRs, status), not a copy: what state files and batches read.  Change it only through
+        write_tile, delete_tile, set_gpr and blocks."""
+        return self._pes
+
+    @property
+    def state(self) -> MachineState:
+        """This machine's state as plain data (config and `pes`; not a copy)."""
+        return MachineState(self.config, self._pes)
+
+    def store(self, pe: int):
+        """PE `pe`'s tile store, tile id -> Tile (not a copy; see `pes`): what preflight reads."""
+        return self._pes[pe].tiles
+
     def used_bytes(self, pe: int, location: str, exclude: int | None = None) -> int:
         """Bytes of PE `pe`'s `location` store held by its tiles (other than tile `exclude`)."""
-        used = 0
-        tiles = self._pes[pe].tiles
-        for t in tiles.values():     # a plain loop: preflight asks on every block
-            d = t.desc
-            if d.location == location:
-                used += d.capacity
-        if exclude is not None and exclude in tiles and tiles[exclude].desc.location == location:
-            used -= tiles[exclude].desc.capacity
-        return used
+        return used_bytes(self._pes[pe].tiles, location, exclude)
 
     def write_tile(self, pe: int, tile: int, dtype, data, *, valid_row=None, valid_col=None, col=None,
                    capacity=None, kind="numeric", location="Local", layout=0, defined=None,
@@ -407,8 +415,15 @@ class Machine:
     def from_state(cls, state: MachineState, backend: str = "reference") -> "Machine":
         """A machine running on `state` (loaded from a file; not copied)."""
         m = cls(state.config, backend)
-        m._pes = state._pes
+        m.adopt(state)
         return m
+
+    def adopt(self, state: MachineState) -> None:
+        """Run on `state` from now on (not copied; its config must be this machine's)."""
+        if state.config != self.config:
+            raise ValueError(f"state of configuration {state.config} on a machine of {self.config}")
+        self._pes = state.pes
+        self._last = None
 
     @classmethod
     def load(cls, path, config: MachineConfig | None = None, backend: str = "reference") -> "Machine":
