@@ -57,7 +57,6 @@ from isa.fields import GPR_COUNT, NUM_PES
 from isa.legality import ResolvedBlock, resolve
 from kernels.numeric.flags import NAMES
 
-from . import machine as machine_module
 from . import preflight, semantics
 from .backends import resolve_backend
 from .config import MachineConfig
@@ -1092,5 +1091,3 @@ class OnBatch:
     def adopt(self) -> None:
         self.machine.adopt(self.batch.machine(0).state)
 
-
-machine_module.BATCHED_RUN = OnBatch

@@ -25,7 +25,7 @@ from isa.fields import GPR_COUNT, LAYOUTS, NUM_PES, ZERO_GPR
 from isa.legality import resolve
 
 from . import preflight, semantics
-from .backends import resolve_backend
+from .backends import machine_runner, resolve_backend
 from .config import MachineConfig
 from .state import TILE_ID_LIMIT, MachineState, PEState, used_bytes, validate_tile  # noqa: F401  (re-exported)
 from .tiles import (FMAP_LAYOUTS, KINDS, LOCATIONS, REPRESENTATIONS, Descriptor, FeatureMap, Tile,
@@ -33,9 +33,6 @@ from .tiles import (FMAP_LAYOUTS, KINDS, LOCATIONS, REPRESENTATIONS, Descriptor,
                     to_logical, to_physical)
 
 GPR_MASK = (1 << 64) - 1
-# Machine.run on a non-reference backend: emulator.batch sets this to its one-machine adapter
-# (batch.OnBatch) when it loads -- the package imports it -- since batch imports this module.
-BATCHED_RUN = None
 # PE_MASK -> the selected PEs in order
 SELECTED_PES = tuple(tuple(p for p in range(NUM_PES) if mask >> p & 1) for mask in range(1 << NUM_PES))
 
@@ -136,7 +133,7 @@ class Machine:
         # block is admitted through its Supports check right after stateless legality.
         self.engines = None
         # Where execute/run compute (emulator/backends.py): `reference` here, block by block;
-        # `cpu`/`gpu`/`auto` through a one-machine MachineBatch (batch.OnBatch).
+        # `cpu`/`gpu`/`auto` through the backend's one-machine runner (backends.machine_runner).
         self.backend, _, self.why = resolve_backend(backend)
         # The last block's plan over one PE group, to reuse when the same block runs again on the
         # very same source tiles (_plan): (rb, pes, config, tiles per role, stacked sources, dest).
@@ -241,7 +238,8 @@ class Machine:
             items = encoding.iter_blocks(data)
         else:
             items = ((None, b) for b in stream)
-        on_batch = None if self.backend == "reference" else BATCHED_RUN(self)
+        runner = machine_runner(self.backend)
+        on_batch = None if runner is None else runner(self)
         execute = self.execute if on_batch is None else on_batch.execute
         results: list[BlockResult] = []
         index = 0

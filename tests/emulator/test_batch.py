@@ -279,7 +279,7 @@ def test_a_batch_too_big_for_the_device_says_how_much_it_needs_and_has(monkeypat
     import sys
     import types
     from emulator.backends import check_device_memory
-    monkeypatch.setitem(sys.modules, "kernels.device", types.SimpleNamespace(free_bytes=lambda: 1000))
+    monkeypatch.setitem(sys.modules, "kernels.device", types.SimpleNamespace(free_device_bytes=lambda: 1000))
     with pytest.raises(BackendError, match="needs 4096 bytes of device memory; 1000 bytes are free"):
         check_device_memory(4096)
 
