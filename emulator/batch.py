@@ -13,9 +13,9 @@ How (the `cpu` engine; `reference` just runs one Machine per machine):
     A cohort stores each (PE, tile id) as stacked arrays (machines, elements) of payload and
     definedness, plus GPRs (machines, 4, 32) and status (machines, 4).
   * Per block: isa.legality.resolve once; the descriptor-level preflight once per cohort (its
-    descriptors are those of every member; preflight.plan runs on the cohort itself, whose
-    GPRs read as 0); GPR-offset windows checked for every machine at once
-    (preflight.window_bounds); then one executor call over every selected PE of every
+    descriptors are those of every member: preflight.check reads the cohort as a TileState);
+    GPR-offset windows checked for every machine at once (preflight.window_bounds,
+    window_fits); then one executor call over every selected PE of every
     machine, the sources handed over as semantics.TileStack (P = PEs x machines, PE-major).
     XP_EXECUTORS (every schema: element-wise, TCMP, TSEL, TCVT, TEXTRACT, TINSERT, TIMG2COL)
     are written once against the array module `xp` (NumPy, or CuPy on the gpu backend), so on
@@ -45,7 +45,6 @@ views stay valid.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -60,8 +59,8 @@ from kernels.numeric.flags import NAMES
 from . import preflight, semantics
 from .backends import resolve_backend
 from .config import MachineConfig
-from .machine import SELECTED_PES, BlockResult, Machine, StreamError
-from .state import MachineState, PEState
+from .machine import BlockResult, Machine, StreamError
+from .state import MachineState, PEState, used_bytes
 from .padding import pad_encoding
 from .tiles import Descriptor, element_dtype, index_grid, make_tile, to_physical
 
@@ -100,21 +99,31 @@ def _signature(m: Machine) -> tuple:
     return tuple(tuple(sorted((tid, t.desc) for tid, t in pe.tiles.items())) for pe in m.pes)
 
 
-class Cohort:
-    """Machines of one architectural shape, state stacked along a leading machine axis.  It is
-    also the `machine` preflight.plan reads: tiles by id (descriptors), store use, config; its
-    GPRs read 0 there (the engine checks every machine's offsets itself)."""
+class Stores:
+    """Per PE, tile id -> Slot: the descriptors of machines of one shape, as preflight reads them
+    (a preflight.TileState: every member holds these descriptors)."""
+
+    def __init__(self, config: MachineConfig, slots: list[dict[int, Slot]]):
+        self.config = config
+        self.slots = slots              # per PE: tile id -> Slot
+
+    def store(self, pe: int) -> dict[int, Slot]:
+        return self.slots[pe]
+
+    def used_bytes(self, pe: int, location: str, exclude: int | None = None) -> int:
+        return used_bytes(self.slots[pe], location, exclude)
+
+
+class Cohort(Stores):
+    """Machines of one architectural shape, state stacked along a leading machine axis; its
+    descriptors (Stores) are every member's."""
 
     def __init__(self, config: MachineConfig, ids: np.ndarray, slots: list[dict[int, Slot]], gprs, status, xp):
-        self.config = config
+        super().__init__(config, slots)
         self.ids = ids                  # batch index of each member
-        self.slots = slots              # per PE: tile id -> Slot
         self.gprs = gprs                # (n, 4, 32) uint64, on the host (blocks only read them)
         self.status = status            # (n, 4) uint8
         self.xp = xp
-        # preflight.plan reads tiles and a status here; the engine replaces the status by every
-        # member's own (_attempt) before an executor sees the plan
-        self._pes = [SimpleNamespace(tiles=s, status=0) for s in slots]
         self._restack()
 
     def _restack(self) -> None:
@@ -152,12 +161,6 @@ class Cohort:
         gprs = np.stack([[pe.gprs for pe in m.pes] for m in machines]).astype(np.uint64)
         status = xp.asarray(np.array([[pe.status for pe in m.pes] for m in machines], np.uint8))
         return cls(config, np.asarray(ids, np.int64), slots, gprs, status, xp)
-
-    def gpr(self, pe: int, index: int) -> int:
-        return 0
-
-    def used_bytes(self, pe: int, location: str, exclude: int | None = None) -> int:
-        return sum(s.desc.capacity for k, s in self.slots[pe].items() if s.desc.location == location and k != exclude)
 
     def machine(self, j: int) -> Machine:
         """Member j as a host Machine (its tiles, GPRs, status)."""
@@ -307,12 +310,11 @@ def _xp_rules(plan, ops, defined, xp) -> None:
     _refuse_members(bad, plan.sources[0].per, xp)
 
 
-def _xp_outcome(plan, out, flags, pad_dtype: str | None, xp) -> semantics.Outcome:
-    """The destination from the valid results: PadValue outside the valid rectangle (NULL:
-    undefined), the OR of the valid elements' flags as each tile's status (semantics.padded;
-    flags None: a status nobody reads, zeros)."""
-    rb, d = plan.rb, plan.dest
-    P, vr, vc = len(plan.pes), rb.ValidRow, rb.ValidCol
+def _xp_outcome(rb: ResolvedBlock, d: Descriptor, P: int, out, flags, pad_dtype: str | None, xp) -> semantics.Outcome:
+    """The destination `d` of P tiles from the valid results: PadValue outside the valid
+    rectangle (NULL: undefined), the OR of the valid elements' flags as each tile's status
+    (semantics.padded; flags None: a status nobody reads, zeros)."""
+    vr, vc = rb.ValidRow, rb.ValidCol
     shape = (P, vr, vc)
     status = xp.zeros(P, np.uint8) if flags is None else \
         _status(xp.broadcast_to(xp.asarray(flags, np.uint8), shape), P, xp)
@@ -347,7 +349,7 @@ def xp_pointwise(plan: preflight.Plan, xp) -> semantics.Outcome:
     out = xp.asarray(out)
     if compare:
         out = (out != 0).astype(np.uint8)
-    return _xp_outcome(plan, out, flags, None if compare else rb.dtype.name, xp)
+    return _xp_outcome(rb, plan.dest, len(plan.pes), out, flags, None if compare else rb.dtype.name, xp)
 
 
 def xp_convert(plan: preflight.Plan, xp) -> semantics.Outcome:
@@ -359,7 +361,7 @@ def xp_convert(plan: preflight.Plan, xp) -> semantics.Outcome:
     from kernels import numeric
     out, flags = numeric.convert(src, rb.dtype.name, rb.dst_dtype.name, rmode=rb.RMode,
                                  sat=rb.Sat, profile=plan.profile)
-    return _xp_outcome(plan, xp.asarray(out), flags, rb.dst_dtype.name, xp)
+    return _xp_outcome(rb, plan.dest, len(plan.pes), xp.asarray(out), flags, rb.dst_dtype.name, xp)
 
 
 def xp_extract(plan: preflight.Plan, xp) -> semantics.Outcome:
@@ -375,7 +377,7 @@ def xp_extract(plan: preflight.Plan, xp) -> semantics.Outcome:
         c = plan.col_offset[:, None, None] + np.arange(vc)[None, None, :]
         bits, defined = _xp_gather(ts, _grid_index(ts, r, c), xp)
     _refuse_members(_undefined([defined], P, xp), ts.per, xp)
-    out = _xp_outcome(plan, bits, 0, rb.dtype.name, xp)
+    out = _xp_outcome(rb, plan.dest, P, bits, 0, rb.dtype.name, xp)
     return semantics.Outcome(out.bits, out.defined, xp.asarray(semantics.status_kept(plan)))
 
 
@@ -409,7 +411,7 @@ def xp_select(plan: preflight.Plan, xp) -> semantics.Outcome:
     bad = _undefined([dm for _, dm in read], P, xp)
     _refuse_members(bad, plan.sources[0].per, xp)
     (mask, _), (true, _), (false, _) = read
-    out = _xp_outcome(plan, xp.where(mask.astype(bool), true, false), None, rb.dtype.name, xp)
+    out = _xp_outcome(rb, plan.dest, P, xp.where(mask.astype(bool), true, false), None, rb.dtype.name, xp)
     return semantics.Outcome(out.bits, out.defined, xp.asarray(semantics.status_kept(plan)))
 
 
@@ -492,18 +494,11 @@ def _stack_role(c: Cohort, tile: int, group: tuple[int, ...], sel, host_only: bo
 
 
 def _offsets(c: Cohort, rb: ResolvedBlock, group, sel) -> tuple[np.ndarray, np.ndarray]:
-    """Row/column offsets (low 16 bits of RegSrc0/RegSrc1), PE-major over (group, sel)."""
-    m = len(c) if sel is None else len(sel)
-    if rb.offset_regs is None:
-        z = np.zeros(len(group) * m, np.int64)
-        return z, z.copy()
+    """Row/column offsets of every member's PEs `group` (preflight.gpr_offsets), PE-major over
+    (group, sel)."""
     g = c.gprs if sel is None else c.gprs[np.asarray(sel)]
     pes = list(group)
-    out = []
-    for r in rb.offset_regs:
-        v = (g[:, pes, r] & np.uint64(0xFFFF)).astype(np.int64)     # (m, S)
-        out.append(np.ascontiguousarray(v.T).reshape(-1))
-    return out[0], out[1]
+    return preflight.gpr_offsets(rb, lambda r: g[:, pes, r].T, len(group) * len(g))
 
 
 def _windows_ok(c: Cohort, rb: ResolvedBlock, plans) -> np.ndarray:
@@ -512,15 +507,15 @@ def _windows_ok(c: Cohort, rb: ResolvedBlock, plans) -> np.ndarray:
     if rb.offset_regs is None:
         return ok
     shapes = preflight.SOURCE_SHAPES[rb.instr.schema]
-    for group, plan in plans:
+    for group, dest in plans:
         r0, c0 = _offsets(c, rb, group, None)
         r0, c0 = r0.reshape(len(group), -1), c0.reshape(len(group), -1)
         for i, binding in enumerate(rb.sources):
             for s, p in enumerate(group):
-                b = preflight.window_bounds(rb, shapes[i], c.slots[p][binding.tile].desc, plan.dest)
+                b = preflight.window_bounds(rb, shapes[i], c.slots[p][binding.tile].desc, dest)
                 if b is not None:
-                    rows, cols, lr, lc = b
-                    ok &= (r0[s] + rows <= lr) & (c0[s] + cols <= lc)
+                    rows_fit, cols_fit = preflight.window_fits(b, r0[s], c0[s])
+                    ok &= rows_fit & cols_fit
     return ok
 
 
@@ -531,7 +526,7 @@ def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None):
     staged = []
     m = len(c) if sel is None else len(sel)
     xp_ex = XP_EXECUTORS.get(rb.instr.schema)
-    for group, plan0 in plans:
+    for group, dest in plans:
         sources = [_stack_role(c, b.tile, group, sel, xp_ex is None) for b in rb.sources]
         r0, c0 = _offsets(c, rb, group, sel)
         pes = tuple(np.repeat(np.array(group), m).tolist())
@@ -542,7 +537,7 @@ def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None):
         status = status.T.reshape(-1).astype(np.uint8)   # PE-major, as pes
         if not on_device:                # the NumPy executors read it on the host
             status = _host(c.xp)(status)
-        plan = preflight.Plan(rb, pes, sources, plan0.dest, r0, c0, plan0.profile, status)
+        plan = preflight.Plan(rb, pes, sources, dest, r0, c0, c.config.profile, status)
         if on_device:
             out = xp_ex(plan, c.xp)
             bits = _xp_physical(plan.dest, out.bits, c.xp, 0)
@@ -587,15 +582,6 @@ class _Unfused(Exception):
     not handle): the cohort runs the chain block by block instead."""
 
 
-def _shadow(c: Cohort) -> Cohort:
-    """A stand-in of c for preflight: the same descriptors, slots replaceable without touching c."""
-    s = Cohort.__new__(Cohort)
-    s.config, s.ids, s.gprs, s.status, s.xp = c.config, c.ids, c.gprs, c.status, c.xp
-    s.slots = [dict(pe) for pe in c.slots]
-    s._pes = [SimpleNamespace(tiles=t, status=0) for t in s.slots]
-    return s
-
-
 def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
     """The chain `rbs` (fusion.chains: element-wise or TCMP, one PE set and valid rectangle, no GPR
     offsets) on every member of c in one pass: each block's preflight on the descriptors its
@@ -607,7 +593,7 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
     run ends it (blocks before its fault committed, then its StreamError)."""
     from kernels import numeric
     xp, m = c.xp, len(c)
-    shadow = _shadow(c)
+    shadow = Stores(c.config, [dict(pe) for pe in c.slots])     # c's descriptors as the chain changes them
     made: dict[int, tuple] = {}          # tile id -> (rb, dest, logical (P, vr, vc) result)
     read: dict[int, Any] = {}            # tile id -> its checked valid rectangle, for tiles from before the chain
     last_flags = None
@@ -616,7 +602,7 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
             groups = preflight.pe_groups(shadow, rb, pes)
             if len(groups) != 1:
                 raise _Unfused("PE groups differ")
-            plan0 = preflight.plan(shadow, rb, groups[0])
+            dest, _ = preflight.check(shadow, rb, groups[0], preflight.gpr_offsets(rb, None, len(pes)))
         except IllegalBlockException as exc:
             raise _Unfused(str(exc)) from exc
         vr, vc = rb.ValidRow, rb.ValidCol
@@ -646,24 +632,23 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
                     _refuse_members(~valid.reshape(P, -1).all(axis=1), m, xp)  # an invalid encoding read
         compare = rb.instr.schema == I.COMPARE       # a predicate: one 0/1 bit per element
         try:
-            out, flags = numeric.elementwise(rb.instr.mnemonic, rb.dtype.name, *ops, profile=plan0.profile,
+            out, flags = numeric.elementwise(rb.instr.mnemonic, rb.dtype.name, *ops, profile=c.config.profile,
                                              **({"cmode": rb.CMode} if compare else {}))
         except IllegalBlockException as exc:
             raise _Unfused(str(exc)) from exc
         out = xp.asarray(out)
         if compare:
             out = (out != 0).astype(np.uint8)
-        out = xp.broadcast_to(out, (P, vr, vc)).astype(element_dtype(plan0.dest), copy=False)
+        out = xp.broadcast_to(out, (P, vr, vc)).astype(element_dtype(dest), copy=False)
         made.pop(rb.dest.tile, None)     # keep insertion order = order of each tile's last write
-        made[rb.dest.tile] = (rb, plan0.dest, out)
+        made[rb.dest.tile] = (rb, dest, out)
         last_flags = flags
         for p in pes:
-            shadow.slots[p][rb.dest.tile] = Slot(plan0.dest, None, None)
+            shadow.slots[p][rb.dest.tile] = Slot(dest, None, None)
     staged = []
     for tid, (rb, dest, out) in made.items():
-        plan = SimpleNamespace(rb=rb, dest=dest, pes=range(len(pes) * m))
         flags = last_flags if rb is rbs[-1] else None  # each block replaces the status: the last one's stays
-        o = _xp_outcome(plan, out, flags, None if rb.instr.schema == I.COMPARE else rb.dtype.name, xp)
+        o = _xp_outcome(rb, dest, len(pes) * m, out, flags, None if rb.instr.schema == I.COMPARE else rb.dtype.name, xp)
         S = len(pes)
         staged.append((rb, pes, dest, _xp_physical(dest, o.bits, xp, 0).reshape(S, m, -1),
                        _xp_physical(dest, o.defined, xp, False).reshape(S, m, -1), xp.asarray(o.status).reshape(S, m)))
@@ -919,7 +904,7 @@ class MachineBatch:
         from . import fusion
         rbs = [rb for _, _, rb in items]
         blocks = [b for _, b, _ in items]
-        pes = tuple(p for p in range(NUM_PES) if rbs[0].PE_MASK >> p & 1)
+        pes = rbs[0].pes
         done, rest = [], []
         for c in self._cohorts:
             if not fusion.admitted(blocks, (c.config, c.signature), lambda: c.machine(0)):
@@ -977,7 +962,7 @@ class MachineBatch:
                 self._stop(k, self._host[k], StreamError(index, offset, exc), errors, live_host)
         if rb.PE_MASK == 0:                      # strict no-op after the stateless rules
             return
-        pes = tuple(p for p in range(NUM_PES) if rb.PE_MASK >> p & 1)
+        pes = rb.pes
         cohorts = []
         for c in self._cohorts:
             c = self._step_cohort(c, rb, block, pes, index, offset, errors, live_host)
@@ -998,10 +983,12 @@ class MachineBatch:
         live_host.add(k)
 
     def _step_cohort(self, c: Cohort, rb, block, pes, index, offset, errors, live_host) -> Cohort | None:
-        plans = []
+        plans = []      # (PE group, destination descriptor)
+        # every member's offsets are 0 without B.IOR; with it they differ: _windows_ok checks them
+        offsets = preflight.gpr_offsets(rb, None, len(pes)) if rb.offset_regs is None else None
         for g in preflight.pe_groups(c, rb, pes):
             try:
-                plans.append((g, preflight.plan(c, rb, g)))
+                plans.append((g, preflight.check(c, rb, g, offsets)[0]))
             except IllegalBlockException as exc:
                 if rb.offset_regs is None and not plans:   # descriptors only: one fault for all
                     err = StreamError(index, offset, exc)
@@ -1084,7 +1071,7 @@ class OnBatch:
         error = self.batch.run([block]).errors[0]
         if error is not None:
             raise error.cause                   # the reference's exception; state: the last commit's
-        pes = SELECTED_PES[rb.PE_MASK]
+        pes = rb.pes
         status = self.batch.statuses()[0] if pes else ()
         return BlockResult(rb.instr.mnemonic, pes, rb.dest.tile, {p: int(status[p]) for p in pes})
 

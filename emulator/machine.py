@@ -33,8 +33,6 @@ from .tiles import (FMAP_LAYOUTS, KINDS, LOCATIONS, REPRESENTATIONS, Descriptor,
                     to_logical, to_physical)
 
 GPR_MASK = (1 << 64) - 1
-# PE_MASK -> the selected PEs in order
-SELECTED_PES = tuple(tuple(p for p in range(NUM_PES) if mask >> p & 1) for mask in range(1 << NUM_PES))
 
 
 @dataclass(frozen=True)
@@ -152,7 +150,7 @@ class Machine:
         mn = rb.instr.mnemonic
         if rb.PE_MASK == 0:                     # strict no-op: after stateless legality only
             return BlockResult(mn, (), rb.dest.tile, {})
-        pes = SELECTED_PES[rb.PE_MASK]
+        pes = rb.pes
         staged = []
         groups = preflight.pe_groups(self, rb, pes)    # one group unless TCMP/TCVT source rows differ
         for group in groups:

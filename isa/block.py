@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .memo import Memoised
+
 
 @dataclass(frozen=True)
 class BStart:
@@ -71,7 +73,8 @@ class BIos:
 
 
 @dataclass(frozen=True)
-class Block:
+class Block(Memoised):
+    """One block as decoded.  isa.legality.resolve keeps its resolution on it (isa.memo)."""
     bstart: BStart
     iot: tuple[TileBinding, ...] = ()
     dim: BDim | None = None
