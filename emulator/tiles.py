@@ -9,6 +9,7 @@ same arrays and rollback is free.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
@@ -194,7 +195,8 @@ def make_tile(desc: Descriptor, elems: np.ndarray, defined: np.ndarray) -> Tile:
     return Tile(intern(desc), np.ascontiguousarray(elems), np.ascontiguousarray(defined, dtype=bool))
 
 
-_INTERNED: dict[str, Descriptor] = {}
+# isa.memo rule 3: a descriptor stays interned while some tile (or plan) still holds it.
+_INTERNED: weakref.WeakValueDictionary[str, Descriptor] = weakref.WeakValueDictionary()
 
 
 def intern(desc: Descriptor) -> Descriptor:
@@ -205,8 +207,6 @@ def intern(desc: Descriptor) -> Descriptor:
     key = repr(desc)
     got = _INTERNED.get(key)
     if got is None:
-        if len(_INTERNED) >= 4096:
-            _INTERNED.clear()
         _INTERNED[key] = got = desc
     return got
 

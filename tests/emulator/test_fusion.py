@@ -139,7 +139,7 @@ def test_the_planner_asks_check_plan_once_per_chain_and_shape_and_obeys_a_reject
         calls.append(plan)
         return real(program, plan, **kw)
     monkeypatch.setattr(fusion, "check_plan", spy)
-    monkeypatch.setattr(fusion, "_verdicts", {})
+    fusion._admitted.cache_clear()               # no verdict cached yet
     machines = [clean(s) for s in range(3)]
     assert_fused_matches_reference(machines, CHAIN)
     assert len(calls) == 1 and [s.kind for s in calls[0].steps] == ["fused"]
@@ -147,7 +147,7 @@ def test_the_planner_asks_check_plan_once_per_chain_and_shape_and_obeys_a_reject
     assert len(calls) == 1                       # the verdict is cached per (chain, shape)
 
     monkeypatch.setattr(fusion, "check_plan", lambda *a, **kw: Verdict("Plan", False, "Dep ⊆ diagonal", "spy"))
-    monkeypatch.setattr(fusion, "_verdicts", {})
+    fusion._admitted.cache_clear()               # no verdict cached yet
     result = assert_fused_matches_reference(machines, CHAIN)
     assert result.fused == []                    # rejected: block by block
 
