@@ -61,7 +61,7 @@ from .backends import resolve_backend
 from .config import MachineConfig
 from .machine import BlockResult, Machine, StreamError
 from .state import MachineState, PEState, used_bytes
-from .padding import pad_encoding
+from .padding import padded_tiles
 from .tiles import Descriptor, element_dtype, index_grid, make_tile, to_physical
 
 
@@ -297,16 +297,8 @@ def _undefined(defined, P: int, xp):
 def _xp_rules(plan, ops, defined, xp) -> None:
     """Refused naming every member one of whose tiles breaks an element rule: an undefined
     element read, an integer zero divisor, an invalid encoding (semantics' rules)."""
-    rb, P = plan.rb, len(plan.pes)
-    bad = _undefined(defined, P, xp)
-    if rb.instr.int_zero_check and rb.dtype.is_int:
-        bad |= (ops[1] == 0).reshape(P, -1).any(axis=1)
-    if not rb.dtype.is_int:
-        for bits in ops:
-            if not semantics._every_pattern_valid(rb.dtype, bits):
-                from kernels import numeric      # here, not at import: it loads Numba
-                valid = xp.asarray(numeric.valid_encoding(bits, rb.dtype.name))
-                bad |= ~valid.reshape(P, -1).all(axis=1)
+    P = len(plan.pes)
+    bad = _undefined(defined, P, xp) | semantics.element_faults(plan.rb, ops, P, xp)
     _refuse_members(bad, plan.sources[0].per, xp)
 
 
@@ -322,14 +314,8 @@ def _xp_outcome(rb: ResolvedBlock, d: Descriptor, P: int, out, flags, pad_dtype:
     if (vr, vc) == (d.Row, d.Col):
         defined = semantics.all_defined((P, d.Row, d.Col)) if xp is np else xp.ones((P, d.Row, d.Col), bool)
         return semantics.Outcome(xp.ascontiguousarray(out), defined, status)
-    outside = np.ones((d.Row, d.Col), bool)
-    outside[:vr, :vc] = False
-    outside = xp.asarray(outside)
-    enc = pad_encoding(rb.PadValue, pad_dtype)
-    bits = xp.full((P, d.Row, d.Col), 0 if enc is None else enc, element_dtype(d))
-    bits[:, :vr, :vc] = out
-    defined = xp.broadcast_to(~outside if enc is None else xp.ones((d.Row, d.Col), bool), (P, d.Row, d.Col))
-    return semantics.Outcome(bits, xp.ascontiguousarray(defined), status)
+    bits, defined = padded_tiles(out, (P, d.Row, d.Col), rb.PadValue, pad_dtype, element_dtype(d), xp)
+    return semantics.Outcome(bits, defined, status)
 
 
 def xp_pointwise(plan: preflight.Plan, xp) -> semantics.Outcome:
@@ -421,15 +407,13 @@ def xp_img2col(plan: preflight.Plan, xp) -> semantics.Outcome:
     payloads; inputs outside the feature map read its padding value; every element read inside
     must be defined; outside the valid rectangle undefined; each PE's status kept."""
     d, ts = plan.dest, plan.sources[0]
-    P, vr, vc = len(ts), d.ValidRow, d.ValidCol
+    P = len(ts)
     row, col, inside, pad = semantics.img2col_reads(plan)
     src_bits, src_def = _xp_gather(ts, _grid_index(ts, row, col), xp)
     inside = xp.asarray(inside)
     _refuse_members((inside & ~src_def).reshape(P, -1).any(axis=1), ts.per, xp)
-    bits = xp.zeros((P, d.Row, d.Col), element_dtype(d))
-    defined = xp.zeros((P, d.Row, d.Col), bool)
-    bits[:, :vr, :vc] = xp.where(inside, src_bits, xp.asarray(pad.astype(src_bits.dtype)))
-    defined[:, :vr, :vc] = True
+    valid = xp.where(inside, src_bits, xp.asarray(pad.astype(src_bits.dtype)))
+    bits, defined = padded_tiles(valid, (P, d.Row, d.Col), None, None, element_dtype(d), xp)   # no PadValue: undefined
     return semantics.Outcome(bits, defined, xp.asarray(semantics.status_kept(plan)))
 
 
@@ -623,13 +607,7 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
                 _refuse_members(_undefined([defined], P, xp), m, xp)     # an undefined element read
                 read[b.tile] = bits
             ops.append(bits)
-        if rb.instr.int_zero_check and rb.dtype.is_int:
-            _refuse_members((ops[1] == 0).reshape(P, -1).any(axis=1), m, xp)   # a zero divisor
-        if not rb.dtype.is_int:
-            for bits in ops:
-                if not semantics._every_pattern_valid(rb.dtype, bits):
-                    valid = xp.asarray(numeric.valid_encoding(bits, rb.dtype.name))
-                    _refuse_members(~valid.reshape(P, -1).all(axis=1), m, xp)  # an invalid encoding read
+        _refuse_members(semantics.element_faults(rb, ops, P, xp), m, xp)   # a zero divisor, an invalid encoding
         compare = rb.instr.schema == I.COMPARE       # a predicate: one 0/1 bit per element
         try:
             out, flags = numeric.elementwise(rb.instr.mnemonic, rb.dtype.name, *ops, profile=c.config.profile,
