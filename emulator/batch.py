@@ -44,6 +44,7 @@ views stay valid.
 """
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -59,7 +60,7 @@ from kernels.numeric.flags import NAMES
 from . import preflight, semantics
 from .backends import resolve_backend
 from .config import MachineConfig
-from .machine import BlockResult, Machine, StreamError
+from .machine import BlockResult, Machine, Staged, StreamError, stream_items
 from .state import MachineState, PEState, used_bytes
 from .padding import padded_tiles
 from .tiles import Descriptor, element_dtype, index_grid, make_tile, to_physical
@@ -270,17 +271,6 @@ def _xp_valid(ts: semantics.TileStack, vr: int, vc: int, xp):
                 ts.defined[:, :n].reshape(P, d.Row, d.Col)[:, :vr, :vc])
     idx = xp.asarray(index_grid(d)[:vr, :vc])
     return ts.elems[:, idx], ts.defined[:, idx]
-
-
-def _xp_physical(d: Descriptor, logical, xp, fill):
-    """(P, Row, Col) logical -> (P, elements) physical order (tiles.to_physical for xp)."""
-    P = logical.shape[0]
-    flat = logical.reshape(P, d.Row * d.Col)
-    if d.layout_key == 0 and d.elements == d.Row * d.Col:
-        return flat
-    out = xp.full((P, d.elements), fill, logical.dtype)
-    out[:, xp.asarray(index_grid(d).ravel())] = flat
-    return out
 
 
 def _undefined(defined, P: int, xp):
@@ -503,10 +493,9 @@ def _windows_ok(c: Cohort, rb: ResolvedBlock, plans) -> np.ndarray:
     return ok
 
 
-def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None):
-    """Execute the block on members `sel` (None: all): staged (group, dest, bits, defined,
-    status) per PE group, each (S, m, ...).  Raises Refused (naming them) or IllegalBlockException
-    when an element rule fails on any of them."""
+def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None) -> list[Staged]:
+    """Execute the block on members `sel` (None: all): its results per PE group.  Raises Refused
+    (naming them) or IllegalBlockException when an element rule fails on any of them."""
     staged = []
     m = len(c) if sel is None else len(sel)
     xp_ex = XP_EXECUTORS.get(rb.instr.schema)
@@ -522,17 +511,12 @@ def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None):
         if not on_device:                # the NumPy executors read it on the host
             status = _host(c.xp)(status)
         plan = preflight.Plan(rb, pes, sources, dest, r0, c0, c.config.profile, status)
-        if on_device:
-            out = xp_ex(plan, c.xp)
-            bits = _xp_physical(plan.dest, out.bits, c.xp, 0)
-            defined = _xp_physical(plan.dest, out.defined, c.xp, False)
-        else:
-            out = semantics.EXECUTORS[rb.instr.mnemonic](plan)
-            bits = to_physical(plan.dest, out.bits)
-            defined = to_physical(plan.dest, out.defined, fill=False)
+        out = xp_ex(plan, c.xp) if on_device else semantics.EXECUTORS[rb.instr.mnemonic](plan)
+        xp = c.xp if on_device else np
         S = len(group)
-        staged.append((group, plan.dest, c.xp.asarray(bits).reshape(S, m, -1),
-                       c.xp.asarray(defined).reshape(S, m, -1), c.xp.asarray(out.status).reshape(S, m)))
+        staged.append(Staged(group, dest, c.xp.asarray(to_physical(dest, out.bits, 0, xp)).reshape(S, m, -1),
+                             c.xp.asarray(to_physical(dest, out.defined, False, xp)).reshape(S, m, -1),
+                             c.xp.asarray(out.status).reshape(S, m)))
     return staged
 
 
@@ -550,13 +534,6 @@ def _failing(c: Cohort, rb: ResolvedBlock, plans, sel: np.ndarray) -> list[int]:
     return _failing(c, rb, plans, sel[:h]) + _failing(c, rb, plans, sel[h:])
 
 
-def _commit(c: Cohort, rb: ResolvedBlock, staged) -> None:
-    for group, dest, bits, defined, status in staged:
-        _readonly(bits)
-        _readonly(defined)
-        for s, p in enumerate(group):
-            c.slots[p][rb.dest.tile] = Slot(dest, bits[s], defined[s], (bits, defined, group, s))
-            c.status[:, p] = status[s]
 
 
 # ---------------------------------------------------------------- a fused chain on one cohort
@@ -570,8 +547,8 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
     """The chain `rbs` (fusion.chains: element-wise or TCMP, one PE set and valid rectangle, no GPR
     offsets) on every member of c in one pass: each block's preflight on the descriptors its
     predecessors leave, its rules, its numeric call on the (P, ValidRow, ValidCol) results of
-    earlier blocks kept as arrays; then the staged commit of each destination's last version,
-    the last block's status last.  An element rule that fails raises Refused naming the
+    earlier blocks kept as arrays; then (rb, Staged) of each destination's last version, for
+    MachineBatch._commit, the last block's status last.  An element rule that fails raises Refused naming the
     members (they run the chain unfused, the rest try again); any other fault raises _Unfused
     (the cohort runs the chain unfused).  Either way each machine ends exactly as the unfused
     run ends it (blocks before its fault committed, then its StreamError)."""
@@ -628,14 +605,10 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
         flags = last_flags if rb is rbs[-1] else None  # each block replaces the status: the last one's stays
         o = _xp_outcome(rb, dest, len(pes) * m, out, flags, None if rb.instr.schema == I.COMPARE else rb.dtype.name, xp)
         S = len(pes)
-        staged.append((rb, pes, dest, _xp_physical(dest, o.bits, xp, 0).reshape(S, m, -1),
-                       _xp_physical(dest, o.defined, xp, False).reshape(S, m, -1), xp.asarray(o.status).reshape(S, m)))
+        staged.append((rb, Staged(pes, dest, to_physical(dest, o.bits, 0, xp).reshape(S, m, -1),
+                                  to_physical(dest, o.defined, False, xp).reshape(S, m, -1),
+                                  xp.asarray(o.status).reshape(S, m))))
     return staged
-
-
-def _commit_fused(c: Cohort, staged) -> None:
-    for rb, group, dest, bits, defined, status in staged:
-        _commit(c, rb, [(group, dest, bits, defined, status)])
 
 
 # ---------------------------------------------------------------- the batch
@@ -787,66 +760,29 @@ class MachineBatch:
         """Run the stream on every machine; each stops at its first failing block.  With `fuse`,
         chains of consecutive element-wise blocks that emulator.calculus.check_plan admits run
         as one pass per cohort (emulator.fusion; the result's `fused` lists them); the states,
-        counts and errors are those of the unfused run."""
+        counts and errors are those of the unfused run.
+
+        The stream is read through a window of the next blocks (one, or fusion.MAX_CHAIN with
+        `fuse`: memory stays bounded); a chain that starts the window runs in one pass (_chain),
+        any other block alone (_step).  A decode fault stops every machine still live at that
+        block."""
         if self.backend == "reference":
             return self._run_reference(stream)
-        if fuse:
-            return self._run_fused(stream)
         if self._host:           # machines stopped by an earlier stream start this one in a cohort
             self._build(dict(self._host))
-        errors: list[StreamError | None] = [None] * self._n
-        live_host: set[int] = set()
-        items = self._items(stream)
-        if isinstance(items, BatchResult):
-            return items
-        index = 0
-        try:
-            for offset, block in items:
-                if not self._cohorts and not live_host:
-                    break
-                self._step(block, index, offset, errors, live_host)
-                index += 1
-        except DecodeError as exc:
-            for k in self._live(live_host):
-                errors[k] = StreamError.undecodable(index, exc)
-        executed = [index if e is None else e.index for e in errors]
-        return BatchResult(executed, errors)
-
-    def _items(self, stream):
-        """(byte offset or None, Block) pairs of a stream, or the BatchResult of a stream whose
-        header or length is wrong (no block runs on any machine)."""
-        if not isinstance(stream, (bytes, bytearray, memoryview)):
-            return ((None, b) for b in stream)
-        from isa import encoding
-        data = bytes(stream)
-        try:
-            encoding.check_header(data)
-        except DecodeError as exc:
-            err = StreamError(0, exc.offset, exc, whole_stream=True)
-            return BatchResult([0] * self._n, [err] * self._n)
-        return iter(encoding.iter_blocks(data))
-
-    def _run_fused(self, stream) -> BatchResult:
-        """run(fuse=True): the stream read through a window of the next fusion.MAX_CHAIN
-        blocks (memory stays bounded); a chain that starts the window runs in one pass
-        (_chain), any other block alone (_step), exactly as run would; a decode fault stops
-        every machine still live at that block, as in run."""
-        from collections import deque
-
+        source, bad_header = stream_items(stream)
+        if bad_header is not None:
+            return BatchResult([0] * self._n, [bad_header] * self._n)
         from . import fusion
-        if self._host:
-            self._build(dict(self._host))
         errors: list[StreamError | None] = [None] * self._n
         live_host: set[int] = set()
-        source = self._items(stream)
-        if isinstance(source, BatchResult):
-            return source
+        ahead = fusion.MAX_CHAIN if fuse else 1
         window: deque = deque()          # (offset, block, resolved or None) of the next blocks
         ended, undecodable = False, None
         fused: list[tuple[int, int]] = []
         index = 0
         while True:
-            while not ended and len(window) < fusion.MAX_CHAIN:
+            while not ended and len(window) < ahead:
                 try:
                     offset, block = next(source)
                 except StopIteration:
@@ -854,10 +790,10 @@ class MachineBatch:
                 except DecodeError as exc:
                     ended, undecodable = True, exc
                 else:
-                    window.append((offset, block, _resolved(block)))
+                    window.append((offset, block, _resolved(block) if fuse else None))
             if not window or (not self._cohorts and not live_host):
                 break
-            first = fusion.chains([w[2] for w in window])[:1]
+            first = fusion.chains([w[2] for w in window])[:1] if fuse else []
             if first and first[0][0] == 0 and self._cohorts:
                 stop = first[0][1]
                 if self._chain([window.popleft() for _ in range(stop)], index, errors, live_host):
@@ -909,7 +845,8 @@ class MachineBatch:
                 break
             self._step(block, index, offset, errors, live_host)
         for c, staged in done:
-            _commit_fused(c, staged)
+            for rb, st in staged:
+                self._commit(c, rb, [st])
             self._cohorts.append(c)
         return bool(done)
 
@@ -1001,8 +938,20 @@ class MachineBatch:
             c = c.take(np.setdiff1d(np.arange(len(c)), bad))
             if not len(c):
                 return None
-        _commit(c, rb, staged)
+        self._commit(c, rb, staged)
         return c
+
+    def _commit(self, c: Cohort, rb: ResolvedBlock, staged: list[Staged]) -> None:
+        """The one point where a block changes a cohort, given its results on every PE group:
+        each selected PE's slot of the destination id becomes a row view of the stacked result
+        (never written again) and every member takes its new status.  Nothing here can fail.
+        (Members on the reference path commit through Machine._commit.)"""
+        for st in staged:
+            _readonly(st.bits)
+            _readonly(st.defined)
+            for s, p in enumerate(st.pes):
+                c.slots[p][rb.dest.tile] = Slot(st.dest, st.bits[s], st.defined[s], (st.bits, st.defined, st.pes, s))
+                c.status[:, p] = st.status[s]
 
     def _run_reference(self, stream) -> BatchResult:
         if isinstance(stream, (bytes, bytearray, memoryview)):

@@ -278,14 +278,15 @@ def _grid(layout_key, rows: int, cols: int, container: int) -> np.ndarray:
     return grid
 
 
-def to_physical(desc: Descriptor, logical: np.ndarray, fill=0) -> np.ndarray:
-    """Place a (..., Row, Col) logical array into (..., elements) physical order."""
+def to_physical(desc: Descriptor, logical, fill=0, xp=np):
+    """Place a (..., Row, Col) logical array into (..., elements) physical order (array module
+    xp: NumPy, or CuPy for the batch engine's device arrays)."""
     lead = logical.shape[:-2]
     flat = logical.reshape(lead + (desc.Row * desc.Col,))
     if desc.Layout == 0 and desc.representation == "standard":   # NORM: row-major, Row*Col elements
         return flat
-    out = np.full(lead + (desc.elements,), fill, dtype=logical.dtype)
-    out[..., index_grid(desc).ravel()] = flat
+    out = xp.full(lead + (desc.elements,), fill, dtype=logical.dtype)
+    out[..., xp.asarray(index_grid(desc).ravel())] = flat
     return out
 
 
