@@ -68,7 +68,7 @@ class BIor:
 @dataclass(frozen=True)
 class BIos:
     """B.IOS: a scalar immediate operand descriptor.  No tile instruction here consumes it
-    (it is illegal for all 28), but streams may carry it and it must round-trip."""
+    (it is illegal for every instruction), but streams may carry it and it must round-trip."""
     value: int = 0
 
 
