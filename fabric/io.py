@@ -21,6 +21,7 @@ from .types import parse_port_type, parse_type
 
 FORMAT = "tile-emu-fabric/1"
 MAX_BYTES = 8 << 20
+ALL_MEMBERS = "*"          # an op_list of just this enables every member of the implementation family
 MAX_PORTS = 1024
 MAX_ITEMS = 1 << 16
 
@@ -104,6 +105,8 @@ def _op_node(v, path, fu_name):
         family = _str(family, path + ".implementation_family")
     op_list = tuple(_str(s, f"{path}.op_list[{i}]") for i, s in enumerate(_list(v["op_list"], path + ".op_list")))
     desc = FAMILIES.get(family) if family else None
+    if op_list == (ALL_MEMBERS,) and desc is not None:   # every member, e.g. a tile engine's instruction-table rows
+        op_list = desc.admitted
     if desc is not None:
         hw = parse_record(desc.params, v["hw_params"], path + ".hw_params")
     else:  # the verifier reports the missing/unknown family; keep the raw record
