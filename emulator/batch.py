@@ -14,25 +14,28 @@ How (the `cpu` engine; `reference` just runs one Machine per machine):
     definedness, plus GPRs (machines, 4, 32) and status (machines, 4).
   * Per block: isa.legality.resolve once; the descriptor-level preflight once per cohort (its
     descriptors are those of every member: preflight.check reads the cohort as a TileState);
-    GPR-offset windows checked for every machine at once (preflight.window_bounds,
-    window_fits); then one executor call over every selected PE of every
+    GPR-offset windows checked for every machine at once (preflight.gpr_offsets,
+    window_bounds, window_fits); then one executor call over every selected PE of every
     machine, the sources handed over as semantics.TileStack (P = PEs x machines, PE-major).
     XP_EXECUTORS (every schema: element-wise, TCMP, TSEL, TCVT, TEXTRACT, TINSERT, TIMG2COL)
     are written once against the array module `xp` (NumPy, or CuPy on the gpu backend), so on
-    the gpu backend tiles stay on the device from block to block.  A role whose PEs' tiles
+    the gpu backend tiles stay on the device from block to block; the rules they apply are
+    semantics' and padding's own (element_faults, padded_tiles).  A role whose PEs' tiles
     differ in geometry is one TileStack with rows padded to the longest payload, each PE's
     tile read through its own layout (_grid_index: addresses are computed on the host from
-    descriptors and offsets, payloads gathered on the device).  GPRs live on the host (blocks only read them, for
-    offsets the engine checks there); status bytes stay with the tiles.
+    descriptors and offsets, payloads gathered on the device).  GPRs live on the host (blocks
+    only read them, for offsets the engine checks there); status bytes stay with the tiles.
   * A descriptor rule that fails fails for the whole cohort, with one error.  When an element
     rule fails on some machines, the array-module executors name them (Refused); for the
-    NumPy executors, which raise on the first failure, bisection finds them.  Each of those runs the block on a materialized reference Machine, which gives its
-    exact exception (the rare path), and leaves the cohort.  A machine whose window
-    check fails takes the same rare path.  Were the reference ever to accept a block the
-    engine rejected, that machine would carry on, detached, on the reference: correctness
-    never depends on the fast path agreeing.
-  * Commit: each selected PE's slot of the destination id becomes a row view of the stacked
-    result, which the next block reads back without copying.
+    NumPy executors, which raise on the first failure, bisection finds them.  Each of those
+    runs the block on a materialized reference Machine, which gives its exact exception (the
+    rare path), and leaves the cohort.  A machine whose window check fails takes the same
+    rare path.  Were the reference ever to accept a block the engine rejected, that machine
+    would carry on, detached, on the reference: correctness never depends on the fast path
+    agreeing.
+  * Commit (MachineBatch._commit, given the block's Staged results): each selected PE's slot
+    of the destination id becomes a row view of the stacked result, which the next block
+    reads back without copying.
 
   * Fusion (run(..., fuse=True)): a chain of element-wise blocks that emulator.fusion plans
     and emulator.calculus.check_plan admits runs in one pass per cohort (_fused_attempt):
@@ -548,9 +551,9 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
     offsets) on every member of c in one pass: each block's preflight on the descriptors its
     predecessors leave, its rules, its numeric call on the (P, ValidRow, ValidCol) results of
     earlier blocks kept as arrays; then (rb, Staged) of each destination's last version, for
-    MachineBatch._commit, the last block's status last.  An element rule that fails raises Refused naming the
-    members (they run the chain unfused, the rest try again); any other fault raises _Unfused
-    (the cohort runs the chain unfused).  Either way each machine ends exactly as the unfused
+    MachineBatch._commit, the last block's status last.  An element rule that fails raises
+    Refused naming the members (they run the chain unfused, the rest try again); any other fault
+    raises _Unfused (the cohort runs the chain unfused).  Either way each machine ends exactly as the unfused
     run ends it (blocks before its fault committed, then its StreamError)."""
     from kernels import numeric
     xp, m = c.xp, len(c)
