@@ -47,7 +47,7 @@ def chain_setup(machines: int, rows: int = 16, cols: int = 16):
         for t in (1, 2):
             m0.write_tile(p, t, "FP32", np.zeros((rows, cols), np.uint32))
             bits = (rng.random((machines, rows * cols), dtype=np.float32) + 1).view(np.uint32)
-            tiles[(p, t)] = (m0._pes[p].tiles[t].desc, bits, np.ones((machines, rows * cols), bool))
+            tiles[(p, t)] = (m0.pes[p].tiles[t].desc, bits, np.ones((machines, rows * cols), bool))
     batch = MachineBatch.from_stacks(m0.config, machines, tiles)
 
     def block(mnemonic, a, b, dest):

@@ -75,19 +75,24 @@ def test_block_throughput(benchmark, case, shape):
                                 elements_per_s=4 * rows * cols / per_block)
 
 
-def _committed(m, rows, cols):
-    """Tiles 11 and 12: copies of 1 and 2 made by blocks, so each is one stacked commit."""
-    for src, dst in ((1, 11), (2, 12)):
-        m.execute(blk("TEXTRACT", "FP32", [src], dst, mask=15, vc=cols, vr=rows))
-    return 11, 12
+def _tadd(rows, cols, sources):
+    """A machine and a TADD FP32 block over all 4 PEs, run once, reading tiles 1 and 2 as
+    write_tile made them ("written") or copies a block committed ("committed": one stacked
+    commit each); and the two source tile ids."""
+    m = _machine(rows, cols)
+    a, b = 1, 2
+    if sources == "committed":
+        for src, dst in ((1, 11), (2, 12)):
+            m.execute(blk("TEXTRACT", "FP32", [src], dst, mask=15, vc=cols, vr=rows))
+        a, b = 11, 12
+    block = blk("TADD", "FP32", [a, b], 9, mask=15, vc=cols, vr=rows)
+    m.execute(block)
+    return m, block, a, b
 
 
 @pytest.mark.parametrize("sources", ["written", "committed"])
 def test_fixed_cost_of_one_block(benchmark, sources):
-    m = _machine(1, 16)
-    a, b = (1, 2) if sources == "written" else _committed(m, 1, 16)
-    block = blk("TADD", "FP32", [a, b], 9, mask=15, vc=16, vr=1)
-    m.execute(block)
+    m, block, _, _ = _tadd(1, 16, sources)
     benchmark(m.execute, block)
     benchmark.extra_info.update(fixed_cost_us=benchmark.stats.stats.median * 1e6, target_us=50.0)
 
@@ -95,10 +100,7 @@ def test_fixed_cost_of_one_block(benchmark, sources):
 @pytest.mark.parametrize("sources", ["written", "committed"])
 def test_128x128_block_against_the_numeric_call(benchmark, sources):
     from kernels.numeric import elementwise
-    m = _machine(128, 128)
-    a, b = (1, 2) if sources == "written" else _committed(m, 128, 128)
-    block = blk("TADD", "FP32", [a, b], 9, mask=15, vc=128, vr=128)
-    m.execute(block)
+    m, block, a, b = _tadd(128, 128, sources)
     x, y = _stack(m, a, np.uint32), _stack(m, b, np.uint32)
     n = 30
     numeric = statistics.median(timeit.repeat(lambda: elementwise("TADD", "FP32", x, y), number=n, repeat=5)) / n

@@ -1,19 +1,43 @@
-"""Execution backends of a MachineBatch: names, the array module each uses, device checks.
+"""Execution backends: the registry of names, the array module each uses, device checks.
 
-    reference  one emulator.Machine per machine (the oracle: today's code, unchanged)
+    reference  one emulator.Machine per machine (the oracle: block by block, NumPy)
     cpu        the batched engine (emulator/batch.py) on NumPy arrays
     gpu        the same engine with CuPy arrays (device-resident tiles); needs a usable GPU
     auto       gpu when kernels.device.gpu_status() says one is usable, else cpu
 
 `resolve_backend(name)` -> (backend, xp, why): `why` says in words what was chosen and why
-(`MachineBatch.why`, printed by `tile-emu run --backend auto`).  Every GPU question goes through
-kernels.device (gpu_status, free memory), so there is one place that knows about devices.
+(`MachineBatch.why`, printed by `tile-emu run --backend auto`).  `machine_runner(backend)` is
+how `Machine(backend=...)` runs a stream there (BACKENDS' `runner` column).  Every GPU question
+goes through kernels.device (gpu_status, free memory), so there is one place that knows about
+devices.
 """
 from __future__ import annotations
 
+import importlib
+from dataclasses import dataclass
+
 import numpy as np
 
-BACKENDS = ("reference", "cpu", "gpu", "auto")
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    doc: str
+    # How a single Machine on this backend runs a stream: None = block by block on the
+    # reference; else "module:callable" making a one-machine runner (`execute(block)`, `adopt()`),
+    # named rather than imported so that emulator.machine -- which the batch engine imports --
+    # loads without it.
+    runner: str | None
+
+
+_BATCH_RUNNER = "emulator.batch:OnBatch"
+
+BACKENDS: dict[str, Backend] = {b.name: b for b in (
+    Backend("reference", "one emulator.Machine per machine, block by block (the oracle)", None),
+    Backend("cpu", "the batched engine on NumPy arrays", _BATCH_RUNNER),
+    Backend("gpu", "the batched engine on CuPy arrays, tiles resident on the device", _BATCH_RUNNER),
+    Backend("auto", "gpu when a usable GPU is found, else cpu (resolved at construction)", _BATCH_RUNNER),
+)}
 
 
 class BackendError(ValueError):
@@ -43,15 +67,22 @@ def resolve_backend(name: str):
     return "gpu", device_module(), f"gpu backend ({why})"
 
 
+def machine_runner(backend: str):
+    """The one-machine runner class of a resolved backend, or None for the reference."""
+    where = BACKENDS[backend].runner
+    if where is None:
+        return None
+    module, name = where.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def check_device_memory(needed: int) -> None:
     """BackendError, before anything is allocated, when `needed` bytes exceed the device's free
-    memory (kernels.device.free_bytes() when it exists, else CUDA's own count)."""
-    try:
-        from kernels.device import free_bytes
-        free = int(free_bytes())
-    except ImportError:
-        from kernels.device import device_module
-        free = int(device_module().cuda.runtime.memGetInfo()[0])
+    memory (kernels.device.free_device_bytes)."""
+    from kernels.device import free_device_bytes
+    free = free_device_bytes()
+    if free is None:
+        raise BackendError("backend gpu: the device's free memory cannot be read (no usable GPU)")
     if needed > free:
         raise BackendError(f"backend gpu: the batch needs {needed} bytes of device memory; "
                            f"{free} bytes are free")

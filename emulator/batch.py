@@ -13,26 +13,29 @@ How (the `cpu` engine; `reference` just runs one Machine per machine):
     A cohort stores each (PE, tile id) as stacked arrays (machines, elements) of payload and
     definedness, plus GPRs (machines, 4, 32) and status (machines, 4).
   * Per block: isa.legality.resolve once; the descriptor-level preflight once per cohort (its
-    descriptors are those of every member; preflight.plan runs on the cohort itself, whose
-    GPRs read as 0); GPR-offset windows checked for every machine at once
-    (preflight.window_bounds); then one executor call over every selected PE of every
+    descriptors are those of every member: preflight.check reads the cohort as a TileState);
+    GPR-offset windows checked for every machine at once (preflight.gpr_offsets,
+    window_bounds, window_fits); then one executor call over every selected PE of every
     machine, the sources handed over as semantics.TileStack (P = PEs x machines, PE-major).
     XP_EXECUTORS (every schema: element-wise, TCMP, TSEL, TCVT, TEXTRACT, TINSERT, TIMG2COL)
     are written once against the array module `xp` (NumPy, or CuPy on the gpu backend), so on
-    the gpu backend tiles stay on the device from block to block.  A role whose PEs' tiles
+    the gpu backend tiles stay on the device from block to block; the rules they apply are
+    semantics' and padding's own (element_faults, padded_tiles).  A role whose PEs' tiles
     differ in geometry is one TileStack with rows padded to the longest payload, each PE's
     tile read through its own layout (_grid_index: addresses are computed on the host from
-    descriptors and offsets, payloads gathered on the device).  GPRs live on the host (blocks only read them, for
-    offsets the engine checks there); status bytes stay with the tiles.
+    descriptors and offsets, payloads gathered on the device).  GPRs live on the host (blocks
+    only read them, for offsets the engine checks there); status bytes stay with the tiles.
   * A descriptor rule that fails fails for the whole cohort, with one error.  When an element
     rule fails on some machines, the array-module executors name them (Refused); for the
-    NumPy executors, which raise on the first failure, bisection finds them.  Each of those runs the block on a materialized reference Machine, which gives its
-    exact exception (the rare path), and leaves the cohort.  A machine whose window
-    check fails takes the same rare path.  Were the reference ever to accept a block the
-    engine rejected, that machine would carry on, detached, on the reference: correctness
-    never depends on the fast path agreeing.
-  * Commit: each selected PE's slot of the destination id becomes a row view of the stacked
-    result, which the next block reads back without copying.
+    NumPy executors, which raise on the first failure, bisection finds them.  Each of those
+    runs the block on a materialized reference Machine, which gives its exact exception (the
+    rare path), and leaves the cohort.  A machine whose window check fails takes the same
+    rare path.  Were the reference ever to accept a block the engine rejected, that machine
+    would carry on, detached, on the reference: correctness never depends on the fast path
+    agreeing.
+  * Commit (MachineBatch._commit, given the block's Staged results): each selected PE's slot
+    of the destination id becomes a row view of the stacked result, which the next block
+    reads back without copying.
 
   * Fusion (run(..., fuse=True)): a chain of element-wise blocks that emulator.fusion plans
     and emulator.calculus.check_plan admits runs in one pass per cohort (_fused_attempt):
@@ -44,8 +47,8 @@ views stay valid.
 """
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -57,12 +60,12 @@ from isa.fields import GPR_COUNT, NUM_PES
 from isa.legality import ResolvedBlock, resolve
 from kernels.numeric.flags import NAMES
 
-from . import machine as machine_module
 from . import preflight, semantics
 from .backends import resolve_backend
 from .config import MachineConfig
-from .machine import SELECTED_PES, BlockResult, Machine, StreamError
-from .padding import pad_encoding
+from .machine import BlockResult, Machine, Staged, StreamError, stream_items
+from .state import MachineState, PEState, used_bytes
+from .padding import padded_tiles
 from .tiles import Descriptor, element_dtype, index_grid, make_tile, to_physical
 
 
@@ -97,24 +100,34 @@ class Slot:
 
 
 def _signature(m: Machine) -> tuple:
-    return tuple(tuple(sorted((tid, t.desc) for tid, t in pe.tiles.items())) for pe in m._pes)
+    return tuple(tuple(sorted((tid, t.desc) for tid, t in pe.tiles.items())) for pe in m.pes)
 
 
-class Cohort:
-    """Machines of one architectural shape, state stacked along a leading machine axis.  It is
-    also the `machine` preflight.plan reads: tiles by id (descriptors), store use, config; its
-    GPRs read 0 there (the engine checks every machine's offsets itself)."""
+class Stores:
+    """Per PE, tile id -> Slot: the descriptors of machines of one shape, as preflight reads them
+    (a preflight.TileState: every member holds these descriptors)."""
+
+    def __init__(self, config: MachineConfig, slots: list[dict[int, Slot]]):
+        self.config = config
+        self.slots = slots              # per PE: tile id -> Slot
+
+    def store(self, pe: int) -> dict[int, Slot]:
+        return self.slots[pe]
+
+    def used_bytes(self, pe: int, location: str, exclude: int | None = None) -> int:
+        return used_bytes(self.slots[pe], location, exclude)
+
+
+class Cohort(Stores):
+    """Machines of one architectural shape, state stacked along a leading machine axis; its
+    descriptors (Stores) are every member's."""
 
     def __init__(self, config: MachineConfig, ids: np.ndarray, slots: list[dict[int, Slot]], gprs, status, xp):
-        self.config = config
+        super().__init__(config, slots)
         self.ids = ids                  # batch index of each member
-        self.slots = slots              # per PE: tile id -> Slot
         self.gprs = gprs                # (n, 4, 32) uint64, on the host (blocks only read them)
         self.status = status            # (n, 4) uint8
         self.xp = xp
-        # preflight.plan reads tiles and a status here; the engine replaces the status by every
-        # member's own (_attempt) before an executor sees the plan
-        self._pes = [SimpleNamespace(tiles=s, status=0) for s in slots]
         self._restack()
 
     def _restack(self) -> None:
@@ -145,32 +158,22 @@ class Cohort:
         slots = []
         for p in range(NUM_PES):
             slots.append({tid: Slot(t.desc,
-                                    _readonly(xp.asarray(np.stack([m._pes[p].tiles[tid].elems for m in machines])
+                                    _readonly(xp.asarray(np.stack([m.pes[p].tiles[tid].elems for m in machines])
                                                          .astype(element_dtype(t.desc), copy=False))),
-                                    _readonly(xp.asarray(np.stack([m._pes[p].tiles[tid].defined for m in machines]))))
-                          for tid, t in first._pes[p].tiles.items()})
-        gprs = np.stack([[pe.gprs for pe in m._pes] for m in machines]).astype(np.uint64)
-        status = xp.asarray(np.array([[pe.status for pe in m._pes] for m in machines], np.uint8))
+                                    _readonly(xp.asarray(np.stack([m.pes[p].tiles[tid].defined for m in machines]))))
+                          for tid, t in first.pes[p].tiles.items()})
+        gprs = np.stack([[pe.gprs for pe in m.pes] for m in machines]).astype(np.uint64)
+        status = xp.asarray(np.array([[pe.status for pe in m.pes] for m in machines], np.uint8))
         return cls(config, np.asarray(ids, np.int64), slots, gprs, status, xp)
-
-    def gpr(self, pe: int, index: int) -> int:
-        return 0
-
-    def used_bytes(self, pe: int, location: str, exclude: int | None = None) -> int:
-        return sum(s.desc.capacity for k, s in self.slots[pe].items() if s.desc.location == location and k != exclude)
 
     def machine(self, j: int) -> Machine:
         """Member j as a host Machine (its tiles, GPRs, status)."""
-        m = Machine(self.config)
         host = _host(self.xp)
         status = host(self.status[j])
-        for p in range(NUM_PES):
-            pe = m._pes[p]
-            for tid, s in self.slots[p].items():
-                pe.tiles[tid] = make_tile(s.desc, host(s.elems[j]), host(s.defined[j]))
-            pe.gprs = np.array(self.gprs[j, p], np.uint64)
-            pe.status = int(status[p])
-        return m
+        return Machine.from_state(MachineState(self.config, [
+            PEState({tid: make_tile(s.desc, host(s.elems[j]), host(s.defined[j])) for tid, s in self.slots[p].items()},
+                    np.array(self.gprs[j, p], np.uint64), int(status[p]))
+            for p in range(NUM_PES)]))
 
     def take(self, keep) -> "Cohort":
         """The cohort of members `keep` (indices, in order)."""
@@ -273,17 +276,6 @@ def _xp_valid(ts: semantics.TileStack, vr: int, vc: int, xp):
     return ts.elems[:, idx], ts.defined[:, idx]
 
 
-def _xp_physical(d: Descriptor, logical, xp, fill):
-    """(P, Row, Col) logical -> (P, elements) physical order (tiles.to_physical for xp)."""
-    P = logical.shape[0]
-    flat = logical.reshape(P, d.Row * d.Col)
-    if d.layout_key == 0 and d.elements == d.Row * d.Col:
-        return flat
-    out = xp.full((P, d.elements), fill, logical.dtype)
-    out[:, xp.asarray(index_grid(d).ravel())] = flat
-    return out
-
-
 def _undefined(defined, P: int, xp):
     """(P,) bool: tiles with an undefined element in any of the (P, ...) `defined` arrays.  On
     NumPy a whole-array test first (the usual answer, everything defined, without per-tile
@@ -298,25 +290,16 @@ def _undefined(defined, P: int, xp):
 def _xp_rules(plan, ops, defined, xp) -> None:
     """Refused naming every member one of whose tiles breaks an element rule: an undefined
     element read, an integer zero divisor, an invalid encoding (semantics' rules)."""
-    rb, P = plan.rb, len(plan.pes)
-    bad = _undefined(defined, P, xp)
-    if rb.instr.int_zero_check and rb.dtype.is_int:
-        bad |= (ops[1] == 0).reshape(P, -1).any(axis=1)
-    if not rb.dtype.is_int:
-        for bits in ops:
-            if not semantics._every_pattern_valid(rb.dtype, bits):
-                from kernels import numeric      # here, not at import: it loads Numba
-                valid = xp.asarray(numeric.valid_encoding(bits, rb.dtype.name))
-                bad |= ~valid.reshape(P, -1).all(axis=1)
+    P = len(plan.pes)
+    bad = _undefined(defined, P, xp) | semantics.element_faults(plan.rb, ops, P, xp)
     _refuse_members(bad, plan.sources[0].per, xp)
 
 
-def _xp_outcome(plan, out, flags, pad_dtype: str | None, xp) -> semantics.Outcome:
-    """The destination from the valid results: PadValue outside the valid rectangle (NULL:
-    undefined), the OR of the valid elements' flags as each tile's status (semantics.padded;
-    flags None: a status nobody reads, zeros)."""
-    rb, d = plan.rb, plan.dest
-    P, vr, vc = len(plan.pes), rb.ValidRow, rb.ValidCol
+def _xp_outcome(rb: ResolvedBlock, d: Descriptor, P: int, out, flags, pad_dtype: str | None, xp) -> semantics.Outcome:
+    """The destination `d` of P tiles from the valid results: PadValue outside the valid
+    rectangle (NULL: undefined), the OR of the valid elements' flags as each tile's status
+    (semantics.padded; flags None: a status nobody reads, zeros)."""
+    vr, vc = rb.ValidRow, rb.ValidCol
     shape = (P, vr, vc)
     status = xp.zeros(P, np.uint8) if flags is None else \
         _status(xp.broadcast_to(xp.asarray(flags, np.uint8), shape), P, xp)
@@ -324,14 +307,8 @@ def _xp_outcome(plan, out, flags, pad_dtype: str | None, xp) -> semantics.Outcom
     if (vr, vc) == (d.Row, d.Col):
         defined = semantics.all_defined((P, d.Row, d.Col)) if xp is np else xp.ones((P, d.Row, d.Col), bool)
         return semantics.Outcome(xp.ascontiguousarray(out), defined, status)
-    outside = np.ones((d.Row, d.Col), bool)
-    outside[:vr, :vc] = False
-    outside = xp.asarray(outside)
-    enc = pad_encoding(rb.PadValue, pad_dtype)
-    bits = xp.full((P, d.Row, d.Col), 0 if enc is None else enc, element_dtype(d))
-    bits[:, :vr, :vc] = out
-    defined = xp.broadcast_to(~outside if enc is None else xp.ones((d.Row, d.Col), bool), (P, d.Row, d.Col))
-    return semantics.Outcome(bits, xp.ascontiguousarray(defined), status)
+    bits, defined = padded_tiles(out, (P, d.Row, d.Col), rb.PadValue, pad_dtype, element_dtype(d), xp)
+    return semantics.Outcome(bits, defined, status)
 
 
 def xp_pointwise(plan: preflight.Plan, xp) -> semantics.Outcome:
@@ -351,7 +328,7 @@ def xp_pointwise(plan: preflight.Plan, xp) -> semantics.Outcome:
     out = xp.asarray(out)
     if compare:
         out = (out != 0).astype(np.uint8)
-    return _xp_outcome(plan, out, flags, None if compare else rb.dtype.name, xp)
+    return _xp_outcome(rb, plan.dest, len(plan.pes), out, flags, None if compare else rb.dtype.name, xp)
 
 
 def xp_convert(plan: preflight.Plan, xp) -> semantics.Outcome:
@@ -363,7 +340,7 @@ def xp_convert(plan: preflight.Plan, xp) -> semantics.Outcome:
     from kernels import numeric
     out, flags = numeric.convert(src, rb.dtype.name, rb.dst_dtype.name, rmode=rb.RMode,
                                  sat=rb.Sat, profile=plan.profile)
-    return _xp_outcome(plan, xp.asarray(out), flags, rb.dst_dtype.name, xp)
+    return _xp_outcome(rb, plan.dest, len(plan.pes), xp.asarray(out), flags, rb.dst_dtype.name, xp)
 
 
 def xp_extract(plan: preflight.Plan, xp) -> semantics.Outcome:
@@ -379,7 +356,7 @@ def xp_extract(plan: preflight.Plan, xp) -> semantics.Outcome:
         c = plan.col_offset[:, None, None] + np.arange(vc)[None, None, :]
         bits, defined = _xp_gather(ts, _grid_index(ts, r, c), xp)
     _refuse_members(_undefined([defined], P, xp), ts.per, xp)
-    out = _xp_outcome(plan, bits, 0, rb.dtype.name, xp)
+    out = _xp_outcome(rb, plan.dest, P, bits, 0, rb.dtype.name, xp)
     return semantics.Outcome(out.bits, out.defined, xp.asarray(semantics.status_kept(plan)))
 
 
@@ -413,7 +390,7 @@ def xp_select(plan: preflight.Plan, xp) -> semantics.Outcome:
     bad = _undefined([dm for _, dm in read], P, xp)
     _refuse_members(bad, plan.sources[0].per, xp)
     (mask, _), (true, _), (false, _) = read
-    out = _xp_outcome(plan, xp.where(mask.astype(bool), true, false), None, rb.dtype.name, xp)
+    out = _xp_outcome(rb, plan.dest, P, xp.where(mask.astype(bool), true, false), None, rb.dtype.name, xp)
     return semantics.Outcome(out.bits, out.defined, xp.asarray(semantics.status_kept(plan)))
 
 
@@ -423,15 +400,13 @@ def xp_img2col(plan: preflight.Plan, xp) -> semantics.Outcome:
     payloads; inputs outside the feature map read its padding value; every element read inside
     must be defined; outside the valid rectangle undefined; each PE's status kept."""
     d, ts = plan.dest, plan.sources[0]
-    P, vr, vc = len(ts), d.ValidRow, d.ValidCol
+    P = len(ts)
     row, col, inside, pad = semantics.img2col_reads(plan)
     src_bits, src_def = _xp_gather(ts, _grid_index(ts, row, col), xp)
     inside = xp.asarray(inside)
     _refuse_members((inside & ~src_def).reshape(P, -1).any(axis=1), ts.per, xp)
-    bits = xp.zeros((P, d.Row, d.Col), element_dtype(d))
-    defined = xp.zeros((P, d.Row, d.Col), bool)
-    bits[:, :vr, :vc] = xp.where(inside, src_bits, xp.asarray(pad.astype(src_bits.dtype)))
-    defined[:, :vr, :vc] = True
+    valid = xp.where(inside, src_bits, xp.asarray(pad.astype(src_bits.dtype)))
+    bits, defined = padded_tiles(valid, (P, d.Row, d.Col), None, None, element_dtype(d), xp)   # no PadValue: undefined
     return semantics.Outcome(bits, defined, xp.asarray(semantics.status_kept(plan)))
 
 
@@ -496,18 +471,11 @@ def _stack_role(c: Cohort, tile: int, group: tuple[int, ...], sel, host_only: bo
 
 
 def _offsets(c: Cohort, rb: ResolvedBlock, group, sel) -> tuple[np.ndarray, np.ndarray]:
-    """Row/column offsets (low 16 bits of RegSrc0/RegSrc1), PE-major over (group, sel)."""
-    m = len(c) if sel is None else len(sel)
-    if rb.offset_regs is None:
-        z = np.zeros(len(group) * m, np.int64)
-        return z, z.copy()
+    """Row/column offsets of every member's PEs `group` (preflight.gpr_offsets), PE-major over
+    (group, sel)."""
     g = c.gprs if sel is None else c.gprs[np.asarray(sel)]
     pes = list(group)
-    out = []
-    for r in rb.offset_regs:
-        v = (g[:, pes, r] & np.uint64(0xFFFF)).astype(np.int64)     # (m, S)
-        out.append(np.ascontiguousarray(v.T).reshape(-1))
-    return out[0], out[1]
+    return preflight.gpr_offsets(rb, lambda r: g[:, pes, r].T, len(group) * len(g))
 
 
 def _windows_ok(c: Cohort, rb: ResolvedBlock, plans) -> np.ndarray:
@@ -516,26 +484,25 @@ def _windows_ok(c: Cohort, rb: ResolvedBlock, plans) -> np.ndarray:
     if rb.offset_regs is None:
         return ok
     shapes = preflight.SOURCE_SHAPES[rb.instr.schema]
-    for group, plan in plans:
+    for group, dest in plans:
         r0, c0 = _offsets(c, rb, group, None)
         r0, c0 = r0.reshape(len(group), -1), c0.reshape(len(group), -1)
         for i, binding in enumerate(rb.sources):
             for s, p in enumerate(group):
-                b = preflight.window_bounds(rb, shapes[i], c.slots[p][binding.tile].desc, plan.dest)
+                b = preflight.window_bounds(rb, shapes[i], c.slots[p][binding.tile].desc, dest)
                 if b is not None:
-                    rows, cols, lr, lc = b
-                    ok &= (r0[s] + rows <= lr) & (c0[s] + cols <= lc)
+                    rows_fit, cols_fit = preflight.window_fits(b, r0[s], c0[s])
+                    ok &= rows_fit & cols_fit
     return ok
 
 
-def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None):
-    """Execute the block on members `sel` (None: all): staged (group, dest, bits, defined,
-    status) per PE group, each (S, m, ...).  Raises Refused (naming them) or IllegalBlockException
-    when an element rule fails on any of them."""
+def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None) -> list[Staged]:
+    """Execute the block on members `sel` (None: all): its results per PE group.  Raises Refused
+    (naming them) or IllegalBlockException when an element rule fails on any of them."""
     staged = []
     m = len(c) if sel is None else len(sel)
     xp_ex = XP_EXECUTORS.get(rb.instr.schema)
-    for group, plan0 in plans:
+    for group, dest in plans:
         sources = [_stack_role(c, b.tile, group, sel, xp_ex is None) for b in rb.sources]
         r0, c0 = _offsets(c, rb, group, sel)
         pes = tuple(np.repeat(np.array(group), m).tolist())
@@ -546,18 +513,13 @@ def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None):
         status = status.T.reshape(-1).astype(np.uint8)   # PE-major, as pes
         if not on_device:                # the NumPy executors read it on the host
             status = _host(c.xp)(status)
-        plan = preflight.Plan(rb, pes, sources, plan0.dest, r0, c0, plan0.profile, status)
-        if on_device:
-            out = xp_ex(plan, c.xp)
-            bits = _xp_physical(plan.dest, out.bits, c.xp, 0)
-            defined = _xp_physical(plan.dest, out.defined, c.xp, False)
-        else:
-            out = semantics.EXECUTORS[rb.instr.mnemonic](plan)
-            bits = to_physical(plan.dest, out.bits)
-            defined = to_physical(plan.dest, out.defined, fill=False)
+        plan = preflight.Plan(rb, pes, sources, dest, r0, c0, c.config.profile, status)
+        out = xp_ex(plan, c.xp) if on_device else semantics.EXECUTORS[rb.instr.mnemonic](plan)
+        xp = c.xp if on_device else np
         S = len(group)
-        staged.append((group, plan.dest, c.xp.asarray(bits).reshape(S, m, -1),
-                       c.xp.asarray(defined).reshape(S, m, -1), c.xp.asarray(out.status).reshape(S, m)))
+        staged.append(Staged(group, dest, c.xp.asarray(to_physical(dest, out.bits, 0, xp)).reshape(S, m, -1),
+                             c.xp.asarray(to_physical(dest, out.defined, False, xp)).reshape(S, m, -1),
+                             c.xp.asarray(out.status).reshape(S, m)))
     return staged
 
 
@@ -575,13 +537,6 @@ def _failing(c: Cohort, rb: ResolvedBlock, plans, sel: np.ndarray) -> list[int]:
     return _failing(c, rb, plans, sel[:h]) + _failing(c, rb, plans, sel[h:])
 
 
-def _commit(c: Cohort, rb: ResolvedBlock, staged) -> None:
-    for group, dest, bits, defined, status in staged:
-        _readonly(bits)
-        _readonly(defined)
-        for s, p in enumerate(group):
-            c.slots[p][rb.dest.tile] = Slot(dest, bits[s], defined[s], (bits, defined, group, s))
-            c.status[:, p] = status[s]
 
 
 # ---------------------------------------------------------------- a fused chain on one cohort
@@ -591,27 +546,18 @@ class _Unfused(Exception):
     not handle): the cohort runs the chain block by block instead."""
 
 
-def _shadow(c: Cohort) -> Cohort:
-    """A stand-in of c for preflight: the same descriptors, slots replaceable without touching c."""
-    s = Cohort.__new__(Cohort)
-    s.config, s.ids, s.gprs, s.status, s.xp = c.config, c.ids, c.gprs, c.status, c.xp
-    s.slots = [dict(pe) for pe in c.slots]
-    s._pes = [SimpleNamespace(tiles=t, status=0) for t in s.slots]
-    return s
-
-
 def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
     """The chain `rbs` (fusion.chains: element-wise or TCMP, one PE set and valid rectangle, no GPR
     offsets) on every member of c in one pass: each block's preflight on the descriptors its
     predecessors leave, its rules, its numeric call on the (P, ValidRow, ValidCol) results of
-    earlier blocks kept as arrays; then the staged commit of each destination's last version,
-    the last block's status last.  An element rule that fails raises Refused naming the
-    members (they run the chain unfused, the rest try again); any other fault raises _Unfused
-    (the cohort runs the chain unfused).  Either way each machine ends exactly as the unfused
+    earlier blocks kept as arrays; then (rb, Staged) of each destination's last version, for
+    MachineBatch._commit, the last block's status last.  An element rule that fails raises
+    Refused naming the members (they run the chain unfused, the rest try again); any other fault
+    raises _Unfused (the cohort runs the chain unfused).  Either way each machine ends exactly as the unfused
     run ends it (blocks before its fault committed, then its StreamError)."""
     from kernels import numeric
     xp, m = c.xp, len(c)
-    shadow = _shadow(c)
+    shadow = Stores(c.config, [dict(pe) for pe in c.slots])     # c's descriptors as the chain changes them
     made: dict[int, tuple] = {}          # tile id -> (rb, dest, logical (P, vr, vc) result)
     read: dict[int, Any] = {}            # tile id -> its checked valid rectangle, for tiles from before the chain
     last_flags = None
@@ -620,7 +566,7 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
             groups = preflight.pe_groups(shadow, rb, pes)
             if len(groups) != 1:
                 raise _Unfused("PE groups differ")
-            plan0 = preflight.plan(shadow, rb, groups[0])
+            dest, _ = preflight.check(shadow, rb, groups[0], preflight.gpr_offsets(rb, None, len(pes)))
         except IllegalBlockException as exc:
             raise _Unfused(str(exc)) from exc
         vr, vc = rb.ValidRow, rb.ValidCol
@@ -641,42 +587,31 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
                 _refuse_members(_undefined([defined], P, xp), m, xp)     # an undefined element read
                 read[b.tile] = bits
             ops.append(bits)
-        if rb.instr.int_zero_check and rb.dtype.is_int:
-            _refuse_members((ops[1] == 0).reshape(P, -1).any(axis=1), m, xp)   # a zero divisor
-        if not rb.dtype.is_int:
-            for bits in ops:
-                if not semantics._every_pattern_valid(rb.dtype, bits):
-                    valid = xp.asarray(numeric.valid_encoding(bits, rb.dtype.name))
-                    _refuse_members(~valid.reshape(P, -1).all(axis=1), m, xp)  # an invalid encoding read
+        _refuse_members(semantics.element_faults(rb, ops, P, xp), m, xp)   # a zero divisor, an invalid encoding
         compare = rb.instr.schema == I.COMPARE       # a predicate: one 0/1 bit per element
         try:
-            out, flags = numeric.elementwise(rb.instr.mnemonic, rb.dtype.name, *ops, profile=plan0.profile,
+            out, flags = numeric.elementwise(rb.instr.mnemonic, rb.dtype.name, *ops, profile=c.config.profile,
                                              **({"cmode": rb.CMode} if compare else {}))
         except IllegalBlockException as exc:
             raise _Unfused(str(exc)) from exc
         out = xp.asarray(out)
         if compare:
             out = (out != 0).astype(np.uint8)
-        out = xp.broadcast_to(out, (P, vr, vc)).astype(element_dtype(plan0.dest), copy=False)
+        out = xp.broadcast_to(out, (P, vr, vc)).astype(element_dtype(dest), copy=False)
         made.pop(rb.dest.tile, None)     # keep insertion order = order of each tile's last write
-        made[rb.dest.tile] = (rb, plan0.dest, out)
+        made[rb.dest.tile] = (rb, dest, out)
         last_flags = flags
         for p in pes:
-            shadow.slots[p][rb.dest.tile] = Slot(plan0.dest, None, None)
+            shadow.slots[p][rb.dest.tile] = Slot(dest, None, None)
     staged = []
     for tid, (rb, dest, out) in made.items():
-        plan = SimpleNamespace(rb=rb, dest=dest, pes=range(len(pes) * m))
         flags = last_flags if rb is rbs[-1] else None  # each block replaces the status: the last one's stays
-        o = _xp_outcome(plan, out, flags, None if rb.instr.schema == I.COMPARE else rb.dtype.name, xp)
+        o = _xp_outcome(rb, dest, len(pes) * m, out, flags, None if rb.instr.schema == I.COMPARE else rb.dtype.name, xp)
         S = len(pes)
-        staged.append((rb, pes, dest, _xp_physical(dest, o.bits, xp, 0).reshape(S, m, -1),
-                       _xp_physical(dest, o.defined, xp, False).reshape(S, m, -1), xp.asarray(o.status).reshape(S, m)))
+        staged.append((rb, Staged(pes, dest, to_physical(dest, o.bits, 0, xp).reshape(S, m, -1),
+                                  to_physical(dest, o.defined, False, xp).reshape(S, m, -1),
+                                  xp.asarray(o.status).reshape(S, m))))
     return staged
-
-
-def _commit_fused(c: Cohort, staged) -> None:
-    for rb, group, dest, bits, defined, status in staged:
-        _commit(c, rb, [(group, dest, bits, defined, status)])
 
 
 # ---------------------------------------------------------------- the batch
@@ -745,13 +680,13 @@ class MachineBatch:
         batch._n, batch._host, batch._cohorts = n, {}, []
         if batch.backend == "reference":
             for k in range(n):
-                m = Machine(config)
+                state = MachineState(config)
                 for (p, tid), (desc, elems, defined) in tiles.items():
-                    m._pes[p].tiles[tid] = make_tile(desc, elems[k], defined[k])
+                    state.pes[p].tiles[tid] = make_tile(desc, elems[k], defined[k])
                 if gprs is not None:
                     for p in range(NUM_PES):
-                        m._pes[p].gprs = np.array(gprs[k, p], np.uint64)
-                batch._host[k] = m
+                        state.pes[p].gprs = np.array(gprs[k, p], np.uint64)
+                batch._host[k] = Machine.from_state(state)
             return batch
         xp = batch.xp
         slots = [{} for _ in range(NUM_PES)]
@@ -778,7 +713,7 @@ class MachineBatch:
             if s is not None:
                 out.append((c.ids.copy(), s.desc, s.elems, s.defined))
         for k, m in sorted(self._host.items()):
-            t = m._pes[pe].tiles.get(tile)
+            t = m.store(pe).get(tile)
             if t is not None:
                 out.append((np.array([k], np.int64), t.desc, t.elems[None], t.defined[None]))
         return out
@@ -795,7 +730,7 @@ class MachineBatch:
         for c in self._cohorts:
             out[c.ids] = _host(c.xp)(c.status)
         for k, m in self._host.items():
-            out[k] = [pe.status for pe in m._pes]
+            out[k] = [pe.status for pe in m.pes]
         return out
 
     def digests(self) -> list[bytes]:
@@ -828,66 +763,29 @@ class MachineBatch:
         """Run the stream on every machine; each stops at its first failing block.  With `fuse`,
         chains of consecutive element-wise blocks that emulator.calculus.check_plan admits run
         as one pass per cohort (emulator.fusion; the result's `fused` lists them); the states,
-        counts and errors are those of the unfused run."""
+        counts and errors are those of the unfused run.
+
+        The stream is read through a window of the next blocks (one, or fusion.MAX_CHAIN with
+        `fuse`: memory stays bounded); a chain that starts the window runs in one pass (_chain),
+        any other block alone (_step).  A decode fault stops every machine still live at that
+        block."""
         if self.backend == "reference":
             return self._run_reference(stream)
-        if fuse:
-            return self._run_fused(stream)
         if self._host:           # machines stopped by an earlier stream start this one in a cohort
             self._build(dict(self._host))
-        errors: list[StreamError | None] = [None] * self._n
-        live_host: set[int] = set()
-        items = self._items(stream)
-        if isinstance(items, BatchResult):
-            return items
-        index = 0
-        try:
-            for offset, block in items:
-                if not self._cohorts and not live_host:
-                    break
-                self._step(block, index, offset, errors, live_host)
-                index += 1
-        except DecodeError as exc:
-            for k in self._live(live_host):
-                errors[k] = StreamError.undecodable(index, exc)
-        executed = [index if e is None else e.index for e in errors]
-        return BatchResult(executed, errors)
-
-    def _items(self, stream):
-        """(byte offset or None, Block) pairs of a stream, or the BatchResult of a stream whose
-        header or length is wrong (no block runs on any machine)."""
-        if not isinstance(stream, (bytes, bytearray, memoryview)):
-            return ((None, b) for b in stream)
-        from isa import encoding
-        data = bytes(stream)
-        try:
-            encoding.check_header(data)
-        except DecodeError as exc:
-            err = StreamError(0, exc.offset, exc, whole_stream=True)
-            return BatchResult([0] * self._n, [err] * self._n)
-        return iter(encoding.iter_blocks(data))
-
-    def _run_fused(self, stream) -> BatchResult:
-        """run(fuse=True): the stream read through a window of the next fusion.MAX_CHAIN
-        blocks (memory stays bounded); a chain that starts the window runs in one pass
-        (_chain), any other block alone (_step), exactly as run would; a decode fault stops
-        every machine still live at that block, as in run."""
-        from collections import deque
-
+        source, bad_header = stream_items(stream)
+        if bad_header is not None:
+            return BatchResult([0] * self._n, [bad_header] * self._n)
         from . import fusion
-        if self._host:
-            self._build(dict(self._host))
         errors: list[StreamError | None] = [None] * self._n
         live_host: set[int] = set()
-        source = self._items(stream)
-        if isinstance(source, BatchResult):
-            return source
+        ahead = fusion.MAX_CHAIN if fuse else 1
         window: deque = deque()          # (offset, block, resolved or None) of the next blocks
         ended, undecodable = False, None
         fused: list[tuple[int, int]] = []
         index = 0
         while True:
-            while not ended and len(window) < fusion.MAX_CHAIN:
+            while not ended and len(window) < ahead:
                 try:
                     offset, block = next(source)
                 except StopIteration:
@@ -895,10 +793,10 @@ class MachineBatch:
                 except DecodeError as exc:
                     ended, undecodable = True, exc
                 else:
-                    window.append((offset, block, _resolved(block)))
+                    window.append((offset, block, _resolved(block) if fuse else None))
             if not window or (not self._cohorts and not live_host):
                 break
-            first = fusion.chains([w[2] for w in window])[:1]
+            first = fusion.chains([w[2] for w in window])[:1] if fuse else []
             if first and first[0][0] == 0 and self._cohorts:
                 stop = first[0][1]
                 if self._chain([window.popleft() for _ in range(stop)], index, errors, live_host):
@@ -923,7 +821,7 @@ class MachineBatch:
         from . import fusion
         rbs = [rb for _, _, rb in items]
         blocks = [b for _, b, _ in items]
-        pes = tuple(p for p in range(NUM_PES) if rbs[0].PE_MASK >> p & 1)
+        pes = rbs[0].pes
         done, rest = [], []
         for c in self._cohorts:
             if not fusion.admitted(blocks, (c.config, c.signature), lambda: c.machine(0)):
@@ -950,7 +848,8 @@ class MachineBatch:
                 break
             self._step(block, index, offset, errors, live_host)
         for c, staged in done:
-            _commit_fused(c, staged)
+            for rb, st in staged:
+                self._commit(c, rb, [st])
             self._cohorts.append(c)
         return bool(done)
 
@@ -981,7 +880,7 @@ class MachineBatch:
                 self._stop(k, self._host[k], StreamError(index, offset, exc), errors, live_host)
         if rb.PE_MASK == 0:                      # strict no-op after the stateless rules
             return
-        pes = tuple(p for p in range(NUM_PES) if rb.PE_MASK >> p & 1)
+        pes = rb.pes
         cohorts = []
         for c in self._cohorts:
             c = self._step_cohort(c, rb, block, pes, index, offset, errors, live_host)
@@ -1002,10 +901,12 @@ class MachineBatch:
         live_host.add(k)
 
     def _step_cohort(self, c: Cohort, rb, block, pes, index, offset, errors, live_host) -> Cohort | None:
-        plans = []
+        plans = []      # (PE group, destination descriptor)
+        # every member's offsets are 0 without B.IOR; with it they differ: _windows_ok checks them
+        offsets = preflight.gpr_offsets(rb, None, len(pes)) if rb.offset_regs is None else None
         for g in preflight.pe_groups(c, rb, pes):
             try:
-                plans.append((g, preflight.plan(c, rb, g)))
+                plans.append((g, preflight.check(c, rb, g, offsets)[0]))
             except IllegalBlockException as exc:
                 if rb.offset_regs is None and not plans:   # descriptors only: one fault for all
                     err = StreamError(index, offset, exc)
@@ -1040,8 +941,20 @@ class MachineBatch:
             c = c.take(np.setdiff1d(np.arange(len(c)), bad))
             if not len(c):
                 return None
-        _commit(c, rb, staged)
+        self._commit(c, rb, staged)
         return c
+
+    def _commit(self, c: Cohort, rb: ResolvedBlock, staged: list[Staged]) -> None:
+        """The one point where a block changes a cohort, given its results on every PE group:
+        each selected PE's slot of the destination id becomes a row view of the stacked result
+        (never written again) and every member takes its new status.  Nothing here can fail.
+        (Members on the reference path commit through Machine._commit.)"""
+        for st in staged:
+            _readonly(st.bits)
+            _readonly(st.defined)
+            for s, p in enumerate(st.pes):
+                c.slots[p][rb.dest.tile] = Slot(st.dest, st.bits[s], st.defined[s], (st.bits, st.defined, st.pes, s))
+                c.status[:, p] = st.status[s]
 
     def _run_reference(self, stream) -> BatchResult:
         if isinstance(stream, (bytes, bytearray, memoryview)):
@@ -1066,7 +979,7 @@ def _resolved(block) -> ResolvedBlock | None:
 
 
 def _machine_bytes(m: Machine) -> int:
-    return sum(t.elems.nbytes + t.defined.nbytes for pe in m._pes for t in pe.tiles.values()) \
+    return sum(t.elems.nbytes + t.defined.nbytes for pe in m.pes for t in pe.tiles.values()) \
         + NUM_PES * (GPR_COUNT * 8 + 1)
 
 
@@ -1088,12 +1001,10 @@ class OnBatch:
         error = self.batch.run([block]).errors[0]
         if error is not None:
             raise error.cause                   # the reference's exception; state: the last commit's
-        pes = SELECTED_PES[rb.PE_MASK]
+        pes = rb.pes
         status = self.batch.statuses()[0] if pes else ()
         return BlockResult(rb.instr.mnemonic, pes, rb.dest.tile, {p: int(status[p]) for p in pes})
 
     def adopt(self) -> None:
-        self.machine._pes = self.batch.machine(0)._pes
+        self.machine.adopt(self.batch.machine(0).state)
 
-
-machine_module.BATCHED_RUN = OnBatch

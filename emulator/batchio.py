@@ -21,19 +21,12 @@ from isa.atomicio import Shown, atomic_path, shown
 
 from .config import MachineConfig
 from .state import MachineState
-from .stateio import FORMAT, META_KEY, SCHEMA, VERSION, StateFileError, _open_file, _read_batch, _rows, load_table
+from .stateio import (FORMAT, META_KEY, SCHEMA, VERSION, StateFileError, config_json, load_table, open_file, pes_json,
+                      read_batch, tile_rows)
 
 MACHINE_COLUMN = "machine"
 MAX_MACHINES = 1 << 20      # bounds what the metadata of an untrusted file can make the loader build
 BATCH_SCHEMA = pa.schema([(MACHINE_COLUMN, pa.uint32())] + list(SCHEMA))
-
-
-def _config_json(c: MachineConfig) -> dict:
-    return {"local_bytes": c.local_bytes, "matrix_bytes": c.matrix_bytes, "profile": c.profile}
-
-
-def _pes_json(m) -> list:
-    return [{"gprs": [f"{int(g):#018x}" for g in pe.gprs], "status": pe.status} for pe in m._pes]
 
 
 def batch_table(machines: Sequence) -> pa.Table:
@@ -50,12 +43,12 @@ def batch_table(machines: Sequence) -> pa.Table:
         return state_table(machines[0])
     cols: dict[str, list] = {f.name: [] for f in BATCH_SCHEMA}
     for k, m in enumerate(machines):
-        rows = _rows(m)
+        rows = tile_rows(m)
         cols[MACHINE_COLUMN] += [k] * len(rows["pe"])
         for name, values in rows.items():
             cols[name] += values
-    meta = {"format": FORMAT, "version": VERSION, "config": _config_json(config),
-            "machines": [{"pes": _pes_json(m)} for m in machines]}
+    meta = {"format": FORMAT, "version": VERSION, "config": config_json(config),
+            "machines": [{"pes": pes_json(m)} for m in machines]}
     table = pa.table(cols, schema=BATCH_SCHEMA)
     return table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
 
@@ -182,13 +175,13 @@ class StateFile:
 
     def __init__(self, path):
         self.path = path
-        self._reader = reader = _open_file(path)
+        self._reader = reader = open_file(path)
         schema = reader.schema
-        names = schema.names                      # _open_file checked them
+        names = schema.names                      # open_file checked them
         typed = MACHINE_COLUMN in names and schema.field(MACHINE_COLUMN).type == pa.uint32()
         offsets, ids, nulls = [0], [], 0
         for i in range(reader.num_record_batches):
-            batch = _read_batch(path, reader, i)
+            batch = read_batch(path, reader, i)
             offsets.append(offsets[-1] + batch.num_rows)
             if typed:
                 col = batch.column(MACHINE_COLUMN)
@@ -221,7 +214,7 @@ class StateFile:
 
     def _get_batch(self, i: int) -> pa.RecordBatch:
         if self._batch is None or self._batch[0] != i:   # validated when the file was opened
-            self._batch = (i, _read_batch(self.path, self._reader, i, validate=False))
+            self._batch = (i, read_batch(self.path, self._reader, i, validate=False))
         return self._batch[1]
 
     def _rows(self, lo: int, hi: int) -> pa.Table:

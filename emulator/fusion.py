@@ -11,11 +11,13 @@ the engine fuses only what it admits.  TEXTRACT and TINSERT never enter a chain 
 move their reads, those cross element points, which check_plan rejects as "Dep ⊆
 diagonal"); nor do TCVT, TSEL and TIMG2COL, which the fused pass does not implement.
 
-Verdicts are cached by (the chain's blocks, the machines' shape), so a batch run asks once
-per distinct chain; chains are cut at MAX_CHAIN blocks and CHECK_POINTS element points, which
+Verdicts are cached by (the chain's blocks, the machines' shape) in a functools.lru_cache of
+CACHE_LIMIT entries (isa.memo rule 2), so a batch run asks once per distinct chain; chains are cut at MAX_CHAIN blocks and CHECK_POINTS element points, which
 bounds each check's cost (blocks of large tiles do not fuse: they gain least from it).
 """
 from __future__ import annotations
+
+from functools import lru_cache
 
 from isa import instructions as I
 from isa.errors import IllegalBlockException
@@ -28,9 +30,7 @@ from .calculus.witnesses import Verdict
 POINTWISE = frozenset({I.BINARY, I.UNARY, I.TERNARY, I.COMPARE})
 MAX_CHAIN = 16           # blocks per fused chain: bounds one check_plan call (events x cells)
 CHECK_POINTS = 1 << 16   # element points (blocks x PEs x ValidRow x ValidCol) one check may cover
-CACHE_LIMIT = 1024       # verdicts kept before the cache starts afresh
-
-_verdicts: dict[tuple, bool] = {}
+CACHE_LIMIT = 1024       # verdicts kept (least recently used first out)
 
 
 def _key(rb: ResolvedBlock | None):
@@ -68,14 +68,32 @@ def admitted(blocks, shape, machine) -> bool:
     """Whether running `blocks` as one fused step refines them on machines of shape `shape`
     (their configuration and, per PE, tile id -> descriptor): check_plan's verdict on
     `machine()`, one machine of that shape (called only when the verdict is not cached yet)."""
-    key = (tuple(blocks), shape)
-    ok = _verdicts.get(key)
-    if ok is None:
-        ok = bool(verdict(blocks, machine()))
-        if len(_verdicts) >= CACHE_LIMIT:
-            _verdicts.clear()
-        _verdicts[key] = ok
-    return ok
+    return _admitted(tuple(blocks), shape, _OnDemand(machine))
+
+
+class _OnDemand:
+    """The machine of a verdict not cached yet, made on demand.  Every one compares equal, so
+    the cache keys on (blocks, shape) alone, and it lets go of its maker once used (the cache
+    keeps no machine alive)."""
+    __slots__ = ("make",)
+
+    def __init__(self, make):
+        self.make = make
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _OnDemand)
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __call__(self):
+        make, self.make = self.make, None
+        return make()
+
+
+@lru_cache(maxsize=CACHE_LIMIT)
+def _admitted(blocks: tuple, shape, machine: _OnDemand) -> bool:
+    return bool(verdict(blocks, machine()))
 
 
 def verdict(blocks, machine) -> Verdict:

@@ -6,15 +6,15 @@ Execution of one block (Decision 056-081, 126-128):
   -> PE_MASK=0000: strict no-op, nothing read, allocated or faulted
   -> preflight.plan (descriptor rules on every selected PE)
   -> semantics.EXECUTORS[mnemonic] (snapshot of the elements read, element-data rules, compute)
-  -> one commit: new destination tile on every selected PE (the old tile with that name released)
-     and each selected PE's numeric status.
+  -> one commit (Machine._commit, given the block's Staged results): new destination tile on
+     every selected PE (the old tile with that name released) and each selected PE's status.
 Any rejection raises IllegalBlockException before the commit, so nothing changes.
 """
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -25,19 +25,14 @@ from isa.fields import GPR_COUNT, LAYOUTS, NUM_PES, ZERO_GPR
 from isa.legality import resolve
 
 from . import preflight, semantics
-from .backends import resolve_backend
+from .backends import machine_runner, resolve_backend
 from .config import MachineConfig
-from .state import TILE_ID_LIMIT, MachineState, PEState, validate_tile  # noqa: F401  (re-exported)
+from .state import TILE_ID_LIMIT, MachineState, PEState, used_bytes, validate_tile  # noqa: F401  (re-exported)
 from .tiles import (FMAP_LAYOUTS, KINDS, LOCATIONS, REPRESENTATIONS, Descriptor, FeatureMap, Tile,
                     element_dtype, make_tile, pack_defined, pack_elements, rows_of_one_stack, stacked_tiles,
                     to_logical, to_physical)
 
 GPR_MASK = (1 << 64) - 1
-# Machine.run on a non-reference backend: emulator.batch sets this to its one-machine adapter
-# (batch.OnBatch) when it loads -- the package imports it -- since batch imports this module.
-BATCHED_RUN = None
-# PE_MASK -> the selected PEs in order
-SELECTED_PES = tuple(tuple(p for p in range(NUM_PES) if mask >> p & 1) for mask in range(1 << NUM_PES))
 
 
 @dataclass(frozen=True)
@@ -90,6 +85,35 @@ class StreamError(Exception):
         return str(self.cause)
 
 
+@dataclass(frozen=True)
+class Staged:
+    """One PE group's results of a block, computed and not yet committed: what a commit
+    installs (Machine._commit, MachineBatch._commit) and a commit log records.  Arrays are
+    (S, m, ...) over the group's S PEs and m machines (m = 1 on a Machine), physical order."""
+    pes: tuple[int, ...]        # the group's PEs
+    dest: Descriptor            # their destination descriptor
+    bits: Any                   # (S, m, elements) payload
+    defined: Any                # (S, m, elements) bool
+    status: Any                 # (S, m) uint8: each PE's numeric status after the block
+    whole: bool = False         # every element is defined (a whole-tile NORM result): no scan
+
+
+def stream_items(stream) -> tuple[Iterator, "StreamError | None"]:
+    """((byte offset or None, Block) pairs of a stream, None), or (no pairs, the StreamError) of a
+    `.tbs` stream whose header or total length is wrong: then no block runs.  Bytes are a `.tbs`
+    stream (a decode fault inside it is raised as the iteration reaches it); anything else is a
+    sequence of Blocks."""
+    if not isinstance(stream, (bytes, bytearray, memoryview)):
+        return ((None, b) for b in stream), None
+    from isa import encoding
+    data = bytes(stream)
+    try:
+        encoding.check_header(data)
+    except DecodeError as exc:
+        return iter(()), StreamError(0, exc.offset, exc, whole_stream=True)
+    return encoding.iter_blocks(data), None
+
+
 @dataclass
 class RunResult:
     results: list[BlockResult]
@@ -136,7 +160,7 @@ class Machine:
         # block is admitted through its Supports check right after stateless legality.
         self.engines = None
         # Where execute/run compute (emulator/backends.py): `reference` here, block by block;
-        # `cpu`/`gpu`/`auto` through a one-machine MachineBatch (batch.OnBatch).
+        # `cpu`/`gpu`/`auto` through the backend's one-machine runner (backends.machine_runner).
         self.backend, _, self.why = resolve_backend(backend)
         # The last block's plan over one PE group, to reuse when the same block runs again on the
         # very same source tiles (_plan): (rb, pes, config, tiles per role, stacked sources, dest).
@@ -155,29 +179,35 @@ class Machine:
         mn = rb.instr.mnemonic
         if rb.PE_MASK == 0:                     # strict no-op: after stateless legality only
             return BlockResult(mn, (), rb.dest.tile, {})
-        pes = SELECTED_PES[rb.PE_MASK]
         staged = []
-        groups = preflight.pe_groups(self, rb, pes)    # one group unless TCMP/TCVT source rows differ
-        for group in groups:
+        for group in preflight.pe_groups(self, rb, rb.pes):    # one group unless TCMP/TCVT source rows differ
             plan = self._plan(rb, group)
             out = semantics.EXECUTORS[mn](plan)
-            bits = to_physical(plan.dest, out.bits)
-            defined = to_physical(plan.dest, out.defined, fill=False)
+            d = plan.dest
+            S = len(group)
+            bits = to_physical(d, out.bits).reshape(S, 1, -1)
+            defined = to_physical(d, out.defined, fill=False).reshape(S, 1, -1)
             # a whole-tile NORM result is defined everywhere, in physical order too (the same
             # elements): its tiles' definedness memo needs no scan
-            d = plan.dest
-            known = d.Layout == 0 and d.representation == "standard" and semantics.is_all_defined(out.defined)
-            tiles = stacked_tiles(plan.dest, bits, defined, known)
-            staged.append((group, tiles, out.status.tolist()))
-        # ---- commit: nothing below can fail
+            whole = d.Layout == 0 and d.representation == "standard" and semantics.is_all_defined(out.defined)
+            staged.append(Staged(group, d, bits, defined, out.status.reshape(S, 1), whole))
+        return self._commit(rb, staged)
+
+    def _commit(self, rb, staged: list[Staged]) -> BlockResult:
+        """The one point where a block changes this machine, given its results on every PE
+        group: each selected PE's destination tile id names its new tile (the old one released)
+        and the PE takes its new status.  Nothing here can fail."""
         dest, status = rb.dest.tile, {}
-        for group, tiles, flags in staged:
-            for p, tile, s in zip(group, tiles, flags):
+        for st in staged:
+            tiles = stacked_tiles(st.dest, st.bits.reshape(len(st.pes), -1), st.defined.reshape(len(st.pes), -1),
+                                  st.whole)
+            for p, tile, s in zip(st.pes, tiles, st.status.reshape(-1).tolist()):
                 pe = self._pes[p]
                 pe.tiles[dest] = tile
                 pe.status = s
                 status[p] = s
-        return BlockResult(mn, pes, dest, status if len(groups) == 1 else dict(sorted(status.items())))
+        return BlockResult(rb.instr.mnemonic, rb.pes, dest,
+                           status if len(staged) == 1 else dict(sorted(status.items())))
 
     def _plan(self, rb, pes) -> preflight.Plan:
         """preflight.plan with the sources as _stack_sources hands them over.  When the same
@@ -231,17 +261,11 @@ class Machine:
 
     def run(self, stream: bytes | bytearray | memoryview | Sequence[Block] | Iterable[Block]) -> RunResult:
         """Execute blocks in order; stop at the first block that fails to decode or execute."""
-        if isinstance(stream, (bytes, bytearray, memoryview)):
-            from isa import encoding
-            data = bytes(stream)
-            try:
-                encoding.check_header(data)
-            except DecodeError as exc:
-                return RunResult([], StreamError(0, exc.offset, exc, whole_stream=True))
-            items = encoding.iter_blocks(data)
-        else:
-            items = ((None, b) for b in stream)
-        on_batch = None if self.backend == "reference" else BATCHED_RUN(self)
+        items, bad_header = stream_items(stream)
+        if bad_header is not None:
+            return RunResult([], bad_header)
+        runner = machine_runner(self.backend)
+        on_batch = None if runner is None else runner(self)
         execute = self.execute if on_batch is None else on_batch.execute
         results: list[BlockResult] = []
         index = 0
@@ -286,17 +310,25 @@ class Machine:
         self._check_pe(pe)
         return sorted(self._pes[pe].tiles)
 
+    @property
+    def pes(self) -> list[PEState]:
+        """The architectural state of each PE as plain data (emulator.state.PEState: tiles,
+        GPRs, status), not a copy: what state files and batches read.  Change it only through
+        write_tile, delete_tile, set_gpr and blocks."""
+        return self._pes
+
+    @property
+    def state(self) -> MachineState:
+        """This machine's state as plain data (config and `pes`; not a copy)."""
+        return MachineState(self.config, self._pes)
+
+    def store(self, pe: int):
+        """PE `pe`'s tile store, tile id -> Tile (not a copy; see `pes`): what preflight reads."""
+        return self._pes[pe].tiles
+
     def used_bytes(self, pe: int, location: str, exclude: int | None = None) -> int:
         """Bytes of PE `pe`'s `location` store held by its tiles (other than tile `exclude`)."""
-        used = 0
-        tiles = self._pes[pe].tiles
-        for t in tiles.values():     # a plain loop: preflight asks on every block
-            d = t.desc
-            if d.location == location:
-                used += d.capacity
-        if exclude is not None and exclude in tiles and tiles[exclude].desc.location == location:
-            used -= tiles[exclude].desc.capacity
-        return used
+        return used_bytes(self._pes[pe].tiles, location, exclude)
 
     def write_tile(self, pe: int, tile: int, dtype, data, *, valid_row=None, valid_col=None, col=None,
                    capacity=None, kind="numeric", location="Local", layout=0, defined=None,
@@ -407,8 +439,15 @@ class Machine:
     def from_state(cls, state: MachineState, backend: str = "reference") -> "Machine":
         """A machine running on `state` (loaded from a file; not copied)."""
         m = cls(state.config, backend)
-        m._pes = state._pes
+        m.adopt(state)
         return m
+
+    def adopt(self, state: MachineState) -> None:
+        """Run on `state` from now on (not copied; its config must be this machine's)."""
+        if state.config != self.config:
+            raise ValueError(f"state of configuration {state.config} on a machine of {self.config}")
+        self._pes = state.pes
+        self._last = None
 
     @classmethod
     def load(cls, path, config: MachineConfig | None = None, backend: str = "reference") -> "Machine":

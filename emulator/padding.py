@@ -53,15 +53,18 @@ def pad_encoding(pad: str, dtype_name: str | None) -> int | None:
     return pad_encodings()[dtype_name][_INDEX[pad]]
 
 
-def pad_outside(bits: np.ndarray, defined: np.ndarray, valid_row: int, valid_col: int,
-                pad: str | None, dtype_name: str | None) -> None:
-    """Apply PadValue in place to the (P, Row, Col) logical arrays outside the valid rectangle."""
-    outside = np.ones(bits.shape[-2:], dtype=bool)
-    outside[:valid_row, :valid_col] = False
+def padded_tiles(valid, shape: tuple[int, int, int], pad: str | None, dtype_name: str | None, dtype, xp=np):
+    """(bits, defined) of P destination tiles, logical `shape` (P, Row, Col): the valid results
+    `valid` (P, ValidRow, ValidCol) in the top-left rectangle, PadValue `pad` outside it (NULL or
+    None: payload 0, undefined).  Written once against the array module xp (NumPy or CuPy) for
+    the reference executors and the batch engine."""
+    vr, vc = valid.shape[-2:]
     enc = pad_encoding(pad, dtype_name)
+    bits = xp.full(shape, 0 if enc is None else enc, dtype)
+    bits[:, :vr, :vc] = valid
     if enc is None:
-        bits[..., outside] = 0
-        defined[..., outside] = False
+        defined = xp.zeros(shape, bool)
+        defined[:, :vr, :vc] = True
     else:
-        bits[..., outside] = enc
-        defined[..., outside] = True
+        defined = xp.ones(shape, bool)
+    return bits, defined

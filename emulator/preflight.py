@@ -1,22 +1,30 @@
 """Stateful preflight: every rule that needs the PEs' state, checked before any effect.
 
-`plan(machine, rb, pes)` runs after isa.legality.resolve and checks, for every selected PE, the
-descriptor-level rules (sources exist with the right kind, location, representation, DataType,
-shape and layout; window offsets; the feature-map descriptor; destination capacity and
-allocation).  Rules on element data (definedness of exactly the elements read, integer zero
-divisors, source encodings) are checked by the executors in emulator/semantics.py on the
-stacked snapshot, still before the commit.  Nothing here mutates state.
+`check(state, rb, pes, offsets)` runs after isa.legality.resolve and checks, for every selected
+PE, the descriptor-level rules (sources exist with the right kind, location, representation,
+DataType, shape and layout; window offsets; the feature-map descriptor; destination capacity
+and allocation).  It reads the PEs through `TileState`, which a Machine provides for one machine
+and a batch cohort (emulator/batch.py) for machines of one shape.  `plan(machine, rb, pes)` adds
+what one machine's executors need (its GPR offsets and statuses).  Rules on element data
+(definedness of exactly the elements read, integer zero divisors, source encodings) are checked
+by the executors in emulator/semantics.py on the stacked snapshot, still before the commit.
+Nothing here mutates state.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Mapping, Protocol
 
 import numpy as np
 
 from isa import instructions as I
 from isa.errors import IllegalBlockException
+from isa.fields import ZERO_GPR
 from isa.legality import ResolvedBlock
+from isa.memo import memo
 
+from .config import MachineConfig
 from .tiles import Descriptor, Tile, intern
 
 # The shape relation each schema requires of each source role (in B.IOT order).
@@ -37,8 +45,31 @@ SOURCE_SHAPES: dict[str, tuple[str, ...]] = {
     I.IMG2COL: ("fmap",),
 }
 FMAP_FIELD_LIMIT = 1 << 31
+OFFSET_MASK = 0xFFFF          # an offset is the low 16 bits of its GPR
 # Schemas whose destination takes B.DATR.Layout; every other destination is NORM.
 LAYOUT_DESTINATIONS = {I.CONVERT, I.EXTRACT, I.INSERT}
+
+
+class TileState(Protocol):
+    """What preflight reads of the PEs' state.  A Machine provides it; so does a batch cohort
+    (machines of one shape: every member holds the same descriptors)."""
+    config: MachineConfig
+
+    def store(self, pe: int) -> Mapping[int, Any]:
+        """PE `pe`'s tile store: tile id -> tile (anything with a `.desc` Descriptor)."""
+
+    def used_bytes(self, pe: int, location: str) -> int:
+        """Bytes PE `pe`'s `location` store holds (emulator.state.used_bytes)."""
+
+
+class MachineView(TileState, Protocol):
+    """One machine's state: its tiles, and each PE's GPRs and status (emulator.Machine)."""
+
+    def gpr(self, pe: int, index: int) -> int:
+        """GPR r<index> of PE `pe` (r0 reads 0)."""
+
+    def status(self, pe: int) -> int:
+        """PE `pe`'s numeric status."""
 
 
 @dataclass
@@ -51,6 +82,8 @@ class Plan:
     col_offset: np.ndarray
     profile: str
     status: np.ndarray                 # uint8 [P]: each selected PE's numeric status before the block
+    # What an executor receives.  One machine's plan is preflight.plan's; the batch engine builds
+    # one over every member of a cohort (P = PEs x members, PE-major) from check's result.
 
 
 def illegal(reason: str, field: str, message: str):
@@ -70,7 +103,7 @@ def row_follows_source(instr: I.Instruction) -> bool:
     return instr.dest_kind == "predicate" or instr.schema == I.CONVERT
 
 
-def pe_groups(machine, rb: ResolvedBlock, pes: tuple[int, ...]) -> list[tuple[int, ...]]:
+def pe_groups(state: TileState, rb: ResolvedBlock, pes: tuple[int, ...]) -> list[tuple[int, ...]]:
     """Selected PEs that share one destination descriptor.  Every destination is a function of
     the block alone except where its Row follows the source (TCMP, TCVT): PEs whose first
     source differs in Row execute as separate groups (each PE is independent)."""
@@ -78,7 +111,7 @@ def pe_groups(machine, rb: ResolvedBlock, pes: tuple[int, ...]) -> list[tuple[in
         return [pes]
     groups: dict[int, list[int]] = {}
     for pe in pes:
-        t = machine._pes[pe].tiles.get(rb.sources[0].tile)
+        t = state.store(pe).get(rb.sources[0].tile)
         groups.setdefault(-1 if t is None else t.desc.Row, []).append(pe)
     return [tuple(g) for g in groups.values()]
 
@@ -120,25 +153,33 @@ def dest_descriptor(rb: ResolvedBlock, source_rows: int | None = None) -> Descri
         representation="standard", capacity=cap)
 
 
-_ZEROS: dict[int, np.ndarray] = {}
-
-
-def _zeros(n: int) -> np.ndarray:
-    """A shared read-only int64 zero vector: the offsets of every block without B.IOR."""
-    z = _ZEROS.get(n)
-    if z is None:
-        z = _ZEROS[n] = np.zeros(n, np.int64)
-        z.flags.writeable = False
+@lru_cache(maxsize=64)
+def no_offsets(n: int) -> np.ndarray:
+    """A shared read-only int64 zero vector: the offsets of n PEs of every block without B.IOR."""
+    z = np.zeros(n, np.int64)
+    z.flags.writeable = False
     return z
 
 
-def _offsets(machine, rb: ResolvedBlock, pes) -> tuple[np.ndarray, np.ndarray]:
+def gpr_offsets(rb: ResolvedBlock, read, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row, col) int64 offsets of n PE instances: the low 16 bits of each one's private GPR
+    B.IOR.RegSrc0 (posM) and RegSrc1 (posK); zero without B.IOR, and from r0, the hard-wired
+    zero, whatever it stores.  `read(index)` gives that register of every instance (n values,
+    in the order of the offsets)."""
     if rb.offset_regs is None:
-        z = _zeros(len(pes))
+        z = no_offsets(n)
         return z, z
-    r0, r1 = rb.offset_regs
-    return (np.array([machine.gpr(p, r0) & 0xFFFF for p in pes], np.int64),
-            np.array([machine.gpr(p, r1) & 0xFFFF for p in pes], np.int64))
+    row, col = (no_offsets(n) if r == ZERO_GPR else
+                (np.asarray(read(r), np.uint64).reshape(n) & np.uint64(OFFSET_MASK)).astype(np.int64)
+                for r in rb.offset_regs)
+    return row, col
+
+
+def window_fits(bounds, r0, c0):
+    """(rows fit, columns fit) of a GPR-offset window at offsets r0, c0 (scalars or arrays):
+    offset + extent stays within the limit (bounds from window_bounds)."""
+    rows, cols, limit_rows, limit_cols = bounds
+    return r0 + rows <= limit_rows, c0 + cols <= limit_cols
 
 
 def _check_source(i: int, role: str, shape: str, t: Tile, pe: int, rb: ResolvedBlock, dest: Descriptor):
@@ -172,12 +213,13 @@ def _check_source(i: int, role: str, shape: str, t: Tile, pe: int, rb: ResolvedB
         illegal("SHAPE_MISMATCH", f, f"{where} capacity {d.capacity} is below ceil(Row*Col/8)")
 
 
-def _check_window(i: int, role: str, t: Tile, pe: int, r0: int, c0: int, rows: int, cols: int,
-                  limit_rows: int, limit_cols: int, rb: ResolvedBlock):
-    if r0 + rows > limit_rows:
+def _check_window(role: str, pe: int, r0: int, c0: int, bounds):
+    rows_fit, cols_fit = window_fits(bounds, r0, c0)
+    rows, cols, limit_rows, limit_cols = bounds
+    if not rows_fit:
         illegal("OFFSET_RANGE", "B.IOR.RegSrc0",
                 f"PE{pe}: row offset {r0} + {rows} rows exceeds ValidRow {limit_rows} ({role})")
-    if c0 + cols > limit_cols:
+    if not cols_fit:
         illegal("OFFSET_RANGE", "B.IOR.RegSrc1",
                 f"PE{pe}: column offset {c0} + {cols} columns exceeds ValidCol {limit_cols} ({role})")
 
@@ -243,100 +285,102 @@ def check_fmap(t: Tile, pe: int, tile_id: int):
         bad(f"output extent outH={out_h}, outW={out_w} is not positive")
 
 
-# (id(rb), source rows) -> (rb, destination descriptor): the destination is a function of the
-# resolved block alone (and of the source's Row for TCMP/TCVT); rb is kept alive by the entry,
-# and only descriptors that passed are kept, so a CAPACITY rejection is raised afresh.
-_DESTS: dict[tuple, tuple] = {}
-
-
 def _dest(rb: ResolvedBlock, src_rows: int | None) -> Descriptor:
-    hit = _DESTS.get((id(rb), src_rows))
-    if hit is not None and hit[0] is rb:
-        return hit[1]
-    dest = intern(dest_descriptor(rb, src_rows))
-    if len(_DESTS) >= 4096:
-        _DESTS.clear()
-    _DESTS[(id(rb), src_rows)] = (rb, dest)
+    """dest_descriptor, kept on rb by source Row (isa.memo): the destination is a function of the
+    resolved block alone (and of the source's Row for TCMP/TCVT).  Only descriptors that passed
+    are kept, so a CAPACITY rejection is raised afresh."""
+    m = memo(rb)
+    key = ("dest", src_rows)
+    dest = m.get(key)
+    if dest is None:
+        dest = m[key] = intern(dest_descriptor(rb, src_rows))
     return dest
-
-
-# (id(rb), role, id(source descriptor), id(dest)) -> (rb, descriptor, dest, window bounds): a
-# source descriptor that passed every descriptor rule of that role of that block.  Those rules
-# (_check_source, check_fmap, window_bounds) are functions of exactly these objects, all
-# immutable and kept alive by the entry (so their ids are not reused); the PE and tile id only
-# name the tile in a rejection's message.  So an identical descriptor passes again without the
-# checks; only passes are kept, so every rejection is raised afresh, and the GPR-offset windows
-# (_check_window), the allocation and the status are checked on every block.
-_PASSED: dict[tuple, tuple] = {}
 
 
 def _source_passes(i: int, role: str, shape: str, t, pe: int, tile_id: int, rb: ResolvedBlock,
                    dest: Descriptor):
-    """Check tile `t`'s descriptor as source role `i`: its window bounds (None: no window)."""
+    """Check tile `t`'s descriptor as source role `i`: its window bounds (None: no window).
+
+    A descriptor that passed every descriptor rule of a role of rb is kept on rb (isa.memo) with
+    its bounds: those rules (_check_source, check_fmap, window_bounds) are functions of the
+    descriptor, rb and the destination, all immutable; the PE and tile id only name the tile in
+    a rejection's message.  So an equal descriptor passes again without the checks; only passes
+    are kept, so every rejection is raised afresh, and the GPR-offset windows (_check_window),
+    the allocation and the status are checked on every block."""
     d = t.desc
-    key = (id(rb), i, id(d), id(dest))
-    hit = _PASSED.get(key)
-    if hit is not None and hit[0] is rb and hit[1] is d and hit[2] is dest:
-        return hit[3]
-    _check_source(i, role, shape, t, pe, rb, dest)
-    if shape == "fmap":
-        check_fmap(t, pe, tile_id)
-    bounds = window_bounds(rb, shape, d, dest)
-    if len(_PASSED) >= 4096:
-        _PASSED.clear()
-    _PASSED[key] = (rb, d, dest, bounds)
+    m = memo(rb)
+    key = (i, d, dest)
+    bounds = m.get(key, False)
+    if bounds is False:
+        _check_source(i, role, shape, t, pe, rb, dest)
+        if shape == "fmap":
+            check_fmap(t, pe, tile_id)
+        bounds = m[key] = window_bounds(rb, shape, d, dest)
     return bounds
 
 
-def plan(machine, rb: ResolvedBlock, pes: tuple[int, ...]) -> Plan:
+def check(state: TileState, rb: ResolvedBlock, pes: tuple[int, ...], offsets=None) -> tuple[Descriptor, list[list]]:
+    """Every descriptor rule of `rb` on PEs `pes` (one destination group, pe_groups) of `state`:
+    (destination descriptor, [role][PE] source tiles), or IllegalBlockException.  GPR-offset
+    windows are checked at `offsets` ((row, col) int64 arrays, one entry per PE of `pes`) in the
+    order of the roles and PEs; a batch cohort, whose members' offsets differ, passes None and
+    checks every member's windows itself (window_bounds, window_fits)."""
     src_rows = None
     if row_follows_source(rb.instr):
-        t = machine._pes[pes[0]].tiles.get(rb.sources[0].tile)
+        t = state.store(pes[0]).get(rb.sources[0].tile)
         src_rows = None if t is None else t.desc.Row
     dest = _dest(rb, src_rows)
     shapes = SOURCE_SHAPES[rb.instr.schema]
-    row_off, col_off = _offsets(machine, rb, pes)
-    stores = [machine._pes[pe].tiles for pe in pes]
-    sources: list[list[Tile]] = []
+    stores = [state.store(pe) for pe in pes]
+    sources: list[list] = []
     for i, binding in enumerate(rb.sources):
         tid = binding.tile
+        role = rb.instr.sources[i]
         tiles = []
         checked = None        # a descriptor that passed: PEs with an equal one pass too
         for k, store in enumerate(stores):
             t = store.get(tid)
             if t is None:
-                illegal("SOURCE_MISSING", _binding(i), f"{rb.instr.sources[i]} tile {tid} does not exist "
-                                                       f"on PE{pes[k]}")
+                illegal("SOURCE_MISSING", _binding(i), f"{role} tile {tid} does not exist on PE{pes[k]}")
             if t.desc is not checked and t.desc != checked:
-                bounds = _source_passes(i, rb.instr.sources[i], shapes[i], t, pes[k], tid, rb, dest)
+                bounds = _source_passes(i, role, shapes[i], t, pes[k], tid, rb, dest)
                 checked = t.desc
-            if bounds is not None:
-                _check_window(i, rb.instr.sources[i], t, pes[k], int(row_off[k]), int(col_off[k]), *bounds, rb)
+            if bounds is not None and offsets is not None:
+                _check_window(role, pes[k], int(offsets[0][k]), int(offsets[1][k]), bounds)
             tiles.append(t)
         sources.append(tiles)
-    _check_allocation(machine, rb, pes, dest)
-    status = np.array([machine._pes[pe].status for pe in pes], np.uint8)
-    return Plan(rb, pes, sources, dest, row_off, col_off, machine.config.profile, status)
+    check_allocation(state, rb, pes, dest)
+    return dest, sources
 
 
-def replan(machine, rb: ResolvedBlock, pes: tuple[int, ...], dest: Descriptor, sources: list) -> Plan:
+def _statuses(machine: MachineView, pes) -> np.ndarray:
+    return np.array([machine.status(pe) for pe in pes], np.uint8)
+
+
+def plan(machine: MachineView, rb: ResolvedBlock, pes: tuple[int, ...]) -> Plan:
+    """One machine's plan of `rb` on PEs `pes`: check at its GPR offsets, with each PE's status."""
+    offsets = gpr_offsets(rb, lambda r: [machine.gpr(pe, r) for pe in pes], len(pes))
+    dest, sources = check(machine, rb, pes, offsets)
+    return Plan(rb, pes, sources, dest, offsets[0], offsets[1], machine.config.profile, _statuses(machine, pes))
+
+
+def replan(machine: MachineView, rb: ResolvedBlock, pes: tuple[int, ...], dest: Descriptor, sources: list) -> Plan:
     """The plan of a block whose sources on `pes` are the very tiles (same objects) a previous
     `plan` of the same resolved block accepted, with destination `dest`, and which reads no
     B.IOR offsets: every descriptor rule is a function of those and passes again, so only the
     rules that depend on the rest of the state -- the destination's allocation -- are checked,
     and each PE's status is read afresh."""
-    _check_allocation(machine, rb, pes, dest)
-    status = np.array([machine._pes[pe].status for pe in pes], np.uint8)
-    z = _zeros(len(pes))
-    return Plan(rb, pes, sources, dest, z, z, machine.config.profile, status)
+    check_allocation(machine, rb, pes, dest)
+    z = no_offsets(len(pes))
+    return Plan(rb, pes, sources, dest, z, z, machine.config.profile, _statuses(machine, pes))
 
 
-def _check_allocation(machine, rb: ResolvedBlock, pes, dest: Descriptor):
+def check_allocation(state: TileState, rb: ResolvedBlock, pes, dest: Descriptor):
     """The old tile under the destination's name is released only at commit (it may be a
     source), so the new one must fit beside everything the store holds now."""
-    limit = machine.config.store_bytes(dest.location)
+    limit = state.config.store_bytes(dest.location)
     for pe in pes:
-        used = machine.used_bytes(pe, dest.location)
+        used = state.used_bytes(pe, dest.location)
         if used + dest.capacity > limit:
             illegal("ALLOCATION", f"{_binding(len(rb.sources))}.capacity",
                     f"PE{pe} {dest.location} store holds {used} of {limit} bytes; "

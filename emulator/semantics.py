@@ -21,7 +21,7 @@ import numpy as np
 from isa import instructions as I
 from isa.datatypes import DataType
 
-from .padding import pad_outside
+from .padding import padded_tiles
 from .preflight import Plan, fmap_extents, illegal
 from .tiles import Descriptor, Tile, element_dtype, index_grid, rows_of_one_stack
 
@@ -136,7 +136,7 @@ def read_window(tiles: list[Tile], r0, c0, nr: int, nc: int) -> tuple[np.ndarray
         d0 = tiles[0].desc
         same = all(t.desc is d0 or t.desc == d0 for t in tiles)
     if same and zero and d0.layout_key == 0:   # the common case: row-major views, stacked once
-        P, shape = len(tiles), (len(tiles), d0.Row, d0.Col)
+        shape = (len(tiles), d0.Row, d0.Col)
         both = rows_of_one_stack(tiles)
         if both is None:
             both = (np.concatenate([t.elems for t in tiles]), np.concatenate([t.defined for t in tiles]))
@@ -157,6 +157,43 @@ def read_valid(plan: Plan, role: int):
 
 
 # ---------------------------------------------------------------- element-data rules
+# Each rule is written once, against the array module xp, as the mask of the elements read that
+# break it: the executors here name the first such element (require_*), the batch engine
+# (emulator/batch.py) the members holding one (element_faults).
+
+def divisor_checked(rb) -> bool:
+    """TDIV/TREM on an integer DataType: a zero divisor inside the valid rectangle rejects."""
+    return rb.instr.int_zero_check and rb.dtype.is_int
+
+
+def zero_divisors(rb, ops):
+    """The divisor elements (role 1) that are zero, or None when the rule does not apply."""
+    return ops[1] == 0 if divisor_checked(rb) else None
+
+
+def invalid_encodings(bits, dtype: DataType, xp=np):
+    """The elements of `bits` that are no encoding of `dtype` (e.g. bits set outside a TF32/FP6
+    field), or None when none can be: integer containers, and containers every pattern of which
+    encodes dtype (FP32, FP16, BF16, FP8)."""
+    if dtype.is_int or _every_pattern_valid(dtype, bits):
+        return None
+    from kernels.numeric import valid_encoding
+    return ~xp.asarray(valid_encoding(bits, dtype.name))
+
+
+def element_faults(rb, ops, P: int, xp=np):
+    """(P,) bool: the tiles of P whose operands `ops` (each (P, ...)) hold a zero integer divisor
+    or an invalid encoding -- the value rules of every instruction that interprets values."""
+    bad = xp.zeros(P, bool)
+    zero = zero_divisors(rb, ops)
+    if zero is not None:
+        bad |= zero.reshape(P, -1).any(axis=1)
+    for bits in ops:
+        invalid = invalid_encodings(bits, rb.dtype, xp)
+        if invalid is not None:
+            bad |= invalid.reshape(P, -1).any(axis=1)
+    return bad
+
 
 def require_defined(plan: Plan, role: int, defined: np.ndarray, where: np.ndarray | None = None,
                     r0=None, c0=None):
@@ -173,23 +210,20 @@ def require_defined(plan: Plan, role: int, defined: np.ndarray, where: np.ndarra
                 f"element [{r},{c}] is undefined")
 
 
-def require_nonzero_divisor(plan: Plan, role: int, bits: np.ndarray):
-    zero = bits == 0
-    if zero.any():
+def require_nonzero_divisor(plan: Plan, ops: list[np.ndarray]):
+    """INT_DIVIDE_BY_ZERO at the first zero divisor element read (zero_divisors)."""
+    zero = zero_divisors(plan.rb, ops)
+    if zero is not None and zero.any():
         k, r, c = (int(x) for x in np.argwhere(zero)[0])
-        illegal("INT_DIVIDE_BY_ZERO", f"B.IOT[{role}]",
-                f"PE{plan.pes[k]}: integer divisor element [{r},{c}] is zero")
+        illegal("INT_DIVIDE_BY_ZERO", "B.IOT[1]", f"PE{plan.pes[k]}: integer divisor element [{r},{c}] is zero")
 
 
 def require_encodings(plan: Plan, role: int, bits: np.ndarray, dtype: DataType):
-    """INVALID_ENCODING when a read element is not an encoding of `dtype` (e.g. bits set outside
-    a TF32/FP6 field).  Integer containers have no invalid encodings."""
-    if dtype.is_int or _every_pattern_valid(dtype, bits):
-        return
-    from kernels.numeric import valid_encoding
-    ok = np.asarray(valid_encoding(bits, dtype.name))
-    if not ok.all():
-        k, r, c = (int(x) for x in np.argwhere(~ok)[0])
+    """INVALID_ENCODING at the first element read that is no encoding of `dtype`
+    (invalid_encodings)."""
+    bad = invalid_encodings(bits, dtype)
+    if bad is not None and bad.any():
+        k, r, c = (int(x) for x in np.argwhere(bad)[0])
         illegal("INVALID_ENCODING", f"B.IOT[{role}]",
                 f"PE{plan.pes[k]}: element [{r},{c}] = {int(bits[k, r, c]):#x} is not a valid {dtype.name} encoding")
 
@@ -257,11 +291,7 @@ def padded(plan: Plan, valid_bits: np.ndarray, status: np.ndarray, pad_dtype: st
                 and bits.flags.c_contiguous):
             bits = np.ascontiguousarray(_shaped(bits, shape), dtype)
         return Outcome(bits, all_defined(shape), status)
-    bits = np.zeros((P, d.Row, d.Col), element_dtype(d))
-    defined = np.zeros((P, d.Row, d.Col), bool)
-    pad_outside(bits, defined, d.ValidRow, d.ValidCol, plan.rb.PadValue, pad_dtype)
-    bits[:, : d.ValidRow, : d.ValidCol] = valid_bits
-    defined[:, : d.ValidRow, : d.ValidCol] = True
+    bits, defined = padded_tiles(valid_bits, (P, d.Row, d.Col), plan.rb.PadValue, pad_dtype, element_dtype(d))
     return Outcome(bits, defined, status)
 
 
@@ -293,11 +323,9 @@ def ex_numeric(plan: Plan) -> Outcome:
     """TADD ... TFMA (binary, unary, ternary): one kernels.numeric.elementwise call."""
     rb = plan.rb
     ops = _read_checked(plan)
-    if rb.instr.int_zero_check and rb.dtype.is_int:
-        require_nonzero_divisor(plan, 1, ops[1])
-    if not all(_every_pattern_valid(rb.dtype, bits) for bits in ops):
-        for role, bits in enumerate(ops):
-            require_encodings(plan, role, bits, rb.dtype)
+    require_nonzero_divisor(plan, ops)
+    for role, bits in enumerate(ops):
+        require_encodings(plan, role, bits, rb.dtype)
     from kernels.numeric import elementwise_status
     bits, status = elementwise_status(rb.instr.mnemonic, rb.dtype.name, *ops, groups=len(plan.pes),
                                       profile=plan.profile)
@@ -376,10 +404,7 @@ def ex_img2col(plan: Plan) -> Outcome:
     src_bits, src_def = gather(tiles, row, col)
     require_defined(plan, 0, src_def, where=inside)
     valid = np.where(inside, src_bits, pad.astype(src_bits.dtype))
-    bits = np.zeros((P, d.Row, d.Col), element_dtype(d))
-    defined = np.zeros((P, d.Row, d.Col), bool)
-    bits[:, : d.ValidRow, : d.ValidCol] = valid
-    defined[:, : d.ValidRow, : d.ValidCol] = True
+    bits, defined = padded_tiles(valid, (P, d.Row, d.Col), None, None, element_dtype(d))   # no PadValue: undefined
     return Outcome(bits, defined, status_kept(plan))
 
 

@@ -29,9 +29,23 @@ class PEState:
 
 @dataclass
 class MachineState:
-    """One machine's architectural state as loaded from a file (Machine.from_state runs it)."""
+    """One machine's architectural state as plain data: what a state file holds and what a
+    Machine executes on (Machine.from_state runs one, Machine.pes is its own)."""
     config: MachineConfig
-    _pes: list[PEState] = field(default_factory=lambda: [PEState() for _ in range(NUM_PES)])
+    pes: list[PEState] = field(default_factory=lambda: [PEState() for _ in range(NUM_PES)])
+
+
+def used_bytes(tiles, location: str, exclude: int | None = None) -> int:
+    """Bytes of a tile store (tile id -> anything with a `.desc`) held in `location` by its
+    tiles other than tile `exclude`: the allocation rule's `used` (docs/machine.md)."""
+    used = 0
+    for t in tiles.values():     # a plain loop: preflight asks on every block
+        d = t.desc
+        if d.location == location:
+            used += d.capacity
+    if exclude is not None and exclude in tiles and tiles[exclude].desc.location == location:
+        used -= tiles[exclude].desc.capacity
+    return used
 
 
 def validate_tile(t: Tile, config: MachineConfig, pe: int = 0, tile: int = 0, used: int | None = None) -> str | None:

@@ -55,10 +55,11 @@ class StateFileError(ValueError):
     """A state file that cannot be loaded; the message says where and why."""
 
 
-def _rows(machine) -> dict[str, list]:
+def tile_rows(state) -> dict[str, list]:
+    """The tile rows of one machine's state (a Machine or a MachineState: `.pes`), by column."""
     cols: dict[str, list] = {f.name: [] for f in SCHEMA}
     for p in range(NUM_PES):
-        pe = machine._pes[p]
+        pe = state.pes[p]
         for tid in sorted(pe.tiles):
             t = pe.tiles[tid]
             d = t.desc
@@ -78,30 +79,36 @@ def _rows(machine) -> dict[str, list]:
     return cols
 
 
-def state_table(machine) -> pa.Table:
-    meta = {
-        "format": FORMAT, "version": VERSION,
-        "config": {"local_bytes": machine.config.local_bytes, "matrix_bytes": machine.config.matrix_bytes,
-                   "profile": machine.config.profile},
-        "pes": [{"gprs": [f"{int(g):#018x}" for g in machine._pes[p].gprs], "status": machine._pes[p].status}
-                for p in range(NUM_PES)],
-    }
-    table = pa.table(_rows(machine), schema=SCHEMA)
+def config_json(config: MachineConfig) -> dict:
+    """The metadata's `config` object."""
+    return {"local_bytes": config.local_bytes, "matrix_bytes": config.matrix_bytes, "profile": config.profile}
+
+
+def pes_json(state) -> list[dict]:
+    """The metadata's `pes` list of one machine's state: each PE's GPRs (hex) and status."""
+    return [{"gprs": [f"{int(g):#018x}" for g in pe.gprs], "status": pe.status} for pe in state.pes]
+
+
+def state_table(state) -> pa.Table:
+    """The state file table of one machine (a Machine or a MachineState)."""
+    meta = {"format": FORMAT, "version": VERSION, "config": config_json(state.config), "pes": pes_json(state)}
+    table = pa.table(tile_rows(state), schema=SCHEMA)
     return table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
 
 
-def save_state(machine, path) -> None:
-    """Write `machine` to `path` atomically: a failed write leaves an existing file as it was.
-    An Arrow IPC file needs a regular file: a device path (/dev/null) is an OutputPathError."""
-    table = state_table(machine)
+def save_state(state, path) -> None:
+    """Write `state` (a Machine or a MachineState) to `path` atomically: a failed write leaves
+    an existing file as it was.  An Arrow IPC file needs a regular file: a device path
+    (/dev/null) is an OutputPathError."""
+    table = state_table(state)
     with atomic_path(path, devices=False) as tmp, pa.OSFile(tmp, "wb") as sink, \
             pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
 
 
-def _open_file(path) -> pa.ipc.RecordBatchFileReader:
+def open_file(path) -> pa.ipc.RecordBatchFileReader:
     """A reader over the memory-mapped IPC file at `path`, its column names checked; record
-    batches are read by `_read_batch`, one at a time (emulator/batchio.py reads batch files so)."""
+    batches are read by `read_batch`, one at a time (emulator/batchio.py reads batch files so)."""
     try:
         reader = pa.ipc.open_file(pa.memory_map(str(path), "r"))
     except FileNotFoundError:
@@ -112,7 +119,7 @@ def _open_file(path) -> pa.ipc.RecordBatchFileReader:
     return reader
 
 
-def _read_batch(path, reader: pa.ipc.RecordBatchFileReader, i: int, validate: bool = True) -> pa.RecordBatch:
+def read_batch(path, reader: pa.ipc.RecordBatchFileReader, i: int, validate: bool = True) -> pa.RecordBatch:
     """Record batch `i`, validated in full unless it was before (`validate`=False)."""
     try:
         batch = reader.get_batch(i)
@@ -126,9 +133,10 @@ def _read_batch(path, reader: pa.ipc.RecordBatchFileReader, i: int, validate: bo
     return batch
 
 
-def _read_table(path) -> pa.Table:
-    reader = _open_file(path)
-    return pa.Table.from_batches([_read_batch(path, reader, i) for i in range(reader.num_record_batches)],
+def read_table(path) -> pa.Table:
+    """The validated Arrow table of a state file (StateFileError when it is none)."""
+    reader = open_file(path)
+    return pa.Table.from_batches([read_batch(path, reader, i) for i in range(reader.num_record_batches)],
                                  reader.schema)
 
 
@@ -205,14 +213,14 @@ def _type_text(t: pa.DataType) -> str:
 
 
 def load_state(path, config: MachineConfig | None = None) -> MachineState:
-    return load_table(path, _read_table(path), config)
+    return load_table(path, read_table(path), config)
 
 
 def load_table(path, table: pa.Table, config: MachineConfig | None = None) -> MachineState:
     """The machine state one state table holds (`path` names it in messages); emulator/batchio.py
     hands it one machine's rows of a multi-machine file."""
     meta = _meta(path, table)
-    names = table.column_names      # _read_table checked them
+    names = table.column_names      # read_table checked them
     # An unknown column is refused rather than ignored, so one state has exactly one file
     # image and `diff` never calls two different files the same.
     unknown = [n for n in names if n not in SCHEMA.names]
@@ -230,8 +238,8 @@ def load_table(path, table: pa.Table, config: MachineConfig | None = None) -> Ma
     m = MachineState(config or _config(path, meta))
     for p, pe in enumerate(meta["pes"]):
         for i, g in enumerate(pe["gprs"]):
-            m._pes[p].gprs[i] = np.uint64(int(g, 0) if isinstance(g, str) else g)
-        m._pes[p].status = pe["status"]
+            m.pes[p].gprs[i] = np.uint64(int(g, 0) if isinstance(g, str) else g)
+        m.pes[p].status = pe["status"]
     cols = {name: table.column(name).to_pylist() for name in table.column_names
             if name not in ("payload", "defined")}
     payloads = table.column("payload")
@@ -243,7 +251,7 @@ def load_table(path, table: pa.Table, config: MachineConfig | None = None) -> Ma
         pe, tid = cols["pe"][i], cols["tile"][i]
         if pe >= NUM_PES:
             bad("pe", f"PE {pe} out of range 0..{NUM_PES - 1}")
-        if tid in m._pes[pe].tiles:
+        if tid in m.pes[pe].tiles:
             bad("tile", f"tile {tid} appears twice on PE{pe}")
         kind = cols["kind"][i]
         name = cols["datatype"][i]
@@ -292,6 +300,6 @@ def load_table(path, table: pa.Table, config: MachineConfig | None = None) -> Ma
         problem = validate_tile(tile, m.config, pe, tid, used.get(store, 0))
         if problem:
             bad("descriptor", problem)
-        m._pes[pe].tiles[tid] = tile
+        m.pes[pe].tiles[tid] = tile
         used[store] = used.get(store, 0) + desc.capacity   # running sums: loading stays linear
     return m

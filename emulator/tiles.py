@@ -9,6 +9,7 @@ same arrays and rollback is free.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
@@ -194,7 +195,8 @@ def make_tile(desc: Descriptor, elems: np.ndarray, defined: np.ndarray) -> Tile:
     return Tile(intern(desc), np.ascontiguousarray(elems), np.ascontiguousarray(defined, dtype=bool))
 
 
-_INTERNED: dict[str, Descriptor] = {}
+# isa.memo rule 3: a descriptor stays interned while some tile (or plan) still holds it.
+_INTERNED: weakref.WeakValueDictionary[str, Descriptor] = weakref.WeakValueDictionary()
 
 
 def intern(desc: Descriptor) -> Descriptor:
@@ -205,38 +207,47 @@ def intern(desc: Descriptor) -> Descriptor:
     key = repr(desc)
     got = _INTERNED.get(key)
     if got is None:
-        if len(_INTERNED) >= 4096:
-            _INTERNED.clear()
         _INTERNED[key] = got = desc
     return got
 
 
 # ---------------------------------------------------------------- byte images
 
-def pack_elements(elems: np.ndarray, container: int) -> bytes:
-    """The payload bytes of physical elements: little-endian containers; 4-bit: even index in the
-    low nibble; 1-bit: bit i%8 of byte i//8.  Unused high bits of the last byte are zero."""
+def pack_payloads(elems: np.ndarray, container: int) -> np.ndarray:
+    """(..., E) physical elements -> (..., bytes) uint8 tile-store images, one per leading index:
+    little-endian containers; 4-bit: even index in the low nibble; 1-bit: bit i%8 of byte i//8.
+    Unused high bits of the last byte are zero."""
     if container == 1:
-        return np.packbits(elems.astype(np.uint8), bitorder="little").tobytes()
+        return np.packbits(elems.astype(np.uint8), axis=-1, bitorder="little")
     if container == 4:
         e = elems.astype(np.uint8)
-        if e.size % 2:
-            e = np.concatenate([e, np.zeros(1, np.uint8)])
-        return (e[0::2] | (e[1::2] << 4)).astype(np.uint8).tobytes()
-    return elems.astype(np.dtype(f"<u{container // 8}"), copy=False).tobytes()
+        if e.shape[-1] % 2:
+            e = np.concatenate([e, np.zeros(e.shape[:-1] + (1,), np.uint8)], axis=-1)
+        return e[..., 0::2] | (e[..., 1::2] << 4)
+    le = np.ascontiguousarray(elems, np.dtype(f"<u{container // 8}"))
+    return le.view(np.uint8).reshape(elems.shape[:-1] + (-1,))
+
+
+def unpack_payloads(data: np.ndarray, count: int, container: int) -> np.ndarray:
+    """Inverse of pack_payloads: (..., bytes) uint8 images -> (..., count) physical elements."""
+    if container == 1:
+        return np.unpackbits(data, axis=-1, bitorder="little", count=count)
+    if container == 4:
+        out = np.empty(data.shape[:-1] + (data.shape[-1] * 2,), np.uint8)
+        out[..., 0::2] = data & 0xF
+        out[..., 1::2] = data >> 4
+        return out[..., :count]
+    return np.ascontiguousarray(data).view(np.dtype(f"<u{container // 8}")).astype(f"u{container // 8}")
+
+
+def pack_elements(elems: np.ndarray, container: int) -> bytes:
+    """The payload bytes of one tile's physical elements (pack_payloads)."""
+    return pack_payloads(elems, container).tobytes()
 
 
 def unpack_elements(data: bytes | memoryview | np.ndarray, count: int, container: int) -> np.ndarray:
     """Inverse of pack_elements (len(data) must be the exact byte count)."""
-    buf = np.frombuffer(data, dtype=np.uint8)
-    if container == 1:
-        return np.unpackbits(buf, bitorder="little", count=count)
-    if container == 4:
-        out = np.empty(buf.size * 2, np.uint8)
-        out[0::2] = buf & 0xF
-        out[1::2] = buf >> 4
-        return out[:count]
-    return buf.view(np.dtype(f"<u{container // 8}")).astype(np.dtype(f"u{container // 8}"))
+    return unpack_payloads(np.frombuffer(data, dtype=np.uint8), count, container)
 
 
 def trailing_bits_zero(data: bytes | memoryview | np.ndarray, count: int, container: int) -> bool:
@@ -278,14 +289,15 @@ def _grid(layout_key, rows: int, cols: int, container: int) -> np.ndarray:
     return grid
 
 
-def to_physical(desc: Descriptor, logical: np.ndarray, fill=0) -> np.ndarray:
-    """Place a (..., Row, Col) logical array into (..., elements) physical order."""
+def to_physical(desc: Descriptor, logical, fill=0, xp=np):
+    """Place a (..., Row, Col) logical array into (..., elements) physical order (array module
+    xp: NumPy, or CuPy for the batch engine's device arrays)."""
     lead = logical.shape[:-2]
     flat = logical.reshape(lead + (desc.Row * desc.Col,))
     if desc.Layout == 0 and desc.representation == "standard":   # NORM: row-major, Row*Col elements
         return flat
-    out = np.full(lead + (desc.elements,), fill, dtype=logical.dtype)
-    out[..., index_grid(desc).ravel()] = flat
+    out = xp.full(lead + (desc.elements,), fill, dtype=logical.dtype)
+    out[..., xp.asarray(index_grid(desc).ravel())] = flat
     return out
 
 

@@ -1,6 +1,6 @@
 """Timing mode for block streams: each PE's VEC and SFU engines as fabric resources.
 
-A fabric description (default: the shipped `pe.json`, a copy of examples/fabric/pe.json)
+A fabric description (default: the shipped `pe.json`, whose op lists are the instruction table's)
 holds one TileVecEngine and one TileSfuEngine `fabric.op`; every PE has one of each.  Two
 uses (the model is docs/timing.md):
 

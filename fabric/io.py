@@ -25,6 +25,7 @@ from .types import MAX_POINTER_BITS, MAX_PORT_WIDTH, bind_pointer_layouts, parse
 
 FORMAT = "tile-emu-fabric/1"
 MAX_BYTES = 8 << 20
+ALL_MEMBERS = "*"          # an op_list of just this enables every member of the implementation family
 MAX_PORTS = 1024
 MAX_ITEMS = 1 << 16
 MAX_CONTEXTS = 1024       # resident InstructionContextRefs of one temporal PE
@@ -186,6 +187,9 @@ def _op_node(v, path, fu_name):
     desc = FAMILIES.get(family) if family else None
     # an unknown or missing family keeps the raw record (an object): the verifier reports the family
     hw = v["hw_params"]
+    op_list = tuple(v["op_list"])
+    if op_list == (ALL_MEMBERS,) and desc is not None:   # every member, e.g. a tile engine's instruction-table rows
+        op_list = desc.admitted
     if desc is not None:
         hw = parse_record(desc.params, hw, path + ".hw_params")
     elif not isinstance(hw, dict):
@@ -193,7 +197,7 @@ def _op_node(v, path, fu_name):
     ins = _ports(v["ports"]["inputs"], path + ".ports.inputs")
     outs = _ports(v["ports"]["results"], path + ".ports.results")
     cons = tuple(_constraint(c, f"{path}.constraints[{i}]") for i, c in enumerate(v.get("constraints", [])))
-    op = FabricOp(f"{fu_name}/{name}", family, tuple(v["op_list"]), hw, ins, outs, cons, path)
+    op = FabricOp(f"{fu_name}/{name}", family, op_list, hw, ins, outs, cons, path)
     return OpNode(name, op, tuple(v["operands"]))
 
 

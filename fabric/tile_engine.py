@@ -3,7 +3,7 @@
 Each PE has a VEC and an SFU engine (ADR 0080 assigns every instruction to one).  A concrete
 engine is a `fabric.op` of family TileVecEngine or TileSfuEngine whose op_list enables
 `tile.<MNEMONIC>` schemas and whose TileEngineParams give its DataTypes, lanes and pipeline
-latency (examples/fabric/pe.json).  The block decoder admits a block through
+latency (emulator/pe.json).  The block decoder admits a block through
 `capability.supports(engine, block_actor(...))`; the timing model (emulator/timing.py) reads
 lanes and latency.  docs/timing.md is the model.
 """

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .memo import Memoised
+
 
 @dataclass(frozen=True)
 class BStart:
@@ -66,12 +68,13 @@ class BIor:
 @dataclass(frozen=True)
 class BIos:
     """B.IOS: a scalar immediate operand descriptor.  No tile instruction here consumes it
-    (it is illegal for all 28), but streams may carry it and it must round-trip."""
+    (it is illegal for every instruction), but streams may carry it and it must round-trip."""
     value: int = 0
 
 
 @dataclass(frozen=True)
-class Block:
+class Block(Memoised):
+    """One block as decoded.  isa.legality.resolve keeps its resolution on it (isa.memo)."""
     bstart: BStart
     iot: tuple[TileBinding, ...] = ()
     dim: BDim | None = None

@@ -19,6 +19,7 @@ from __future__ import annotations
 import operator
 import struct
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Iterator
 
 import numpy as np
@@ -214,21 +215,25 @@ _DECODE = {
 }
 
 
-def _unpack(word: int, offset: int):
+class _Malformed(Exception):
+    """A word that is no valid word of any descriptor (the caller adds where it stands)."""
+
+
+def _unpack(word: int):
     tag = word & 0xFF
     entry = _DECODE.get(tag)
     if entry is None:
-        _fail(offset, f"unknown word tag {tag:#04x} (word {word:#018x})")
+        raise _Malformed(f"unknown word tag {tag:#04x} (word {word:#018x})")
     spec, reserved, fields = entry
     if word & reserved:
-        _fail(offset, f"reserved bits {word & reserved:#018x} set in {spec.name} word")
+        raise _Malformed(f"reserved bits {word & reserved:#018x} set in {spec.name} word")
     kw = {}
     for name, shift, mask, present in fields:
         value = (word >> shift) & mask
         if present >= 0 and not (word >> present) & 1:
             if value:
-                _fail(offset, f"{spec.name}.{name} is omitted (presence bit {present} clear) but its value "
-                              f"bits hold {value:#x}; omitted fields encode as zero")
+                raise _Malformed(f"{spec.name}.{name} is omitted (presence bit {present} clear) but its value "
+                                 f"bits hold {value:#x}; omitted fields encode as zero")
             value = None
         kw[name] = value
     return spec, kw
@@ -240,20 +245,12 @@ def _bstart(kw: dict) -> BStart:
 
 
 # Decoded words are immutable values, and streams repeat words a lot (same bindings, same
-# B.DIM), so valid words are memoised; the bound keeps memory flat on adversarial streams.
-_MEMO: dict[int, tuple[WordSpec, object]] = {}
-_MEMO_MAX = 1 << 16
-
-
-def _word(word: int, offset: int) -> tuple[WordSpec, object]:
-    hit = _MEMO.get(word)
-    if hit is None:
-        spec, kw = _unpack(word, offset)
-        hit = spec, (_bstart(kw) if spec.tag == TAG_BSTART else spec.cls(**kw))
-        if len(_MEMO) >= _MEMO_MAX:
-            _MEMO.clear()
-        _MEMO[word] = hit
-    return hit
+# B.DIM), so valid words are memoised (isa.memo rule 2); the bound keeps memory flat on
+# adversarial streams, and a malformed word raises afresh every time.
+@lru_cache(maxsize=1 << 16)
+def _word(word: int) -> tuple[WordSpec, object]:
+    spec, kw = _unpack(word)
+    return spec, (_bstart(kw) if spec.tag == TAG_BSTART else spec.cls(**kw))
 
 
 def check_header(data) -> tuple[int, int]:
@@ -281,9 +278,9 @@ def iter_blocks(data) -> Iterator[tuple[int, Block]]:
     for word in _words(data, nwords):
         owner = block_off if pending else offset     # the BSTART of the block this word is in
         try:
-            spec, obj = _word(word, offset)
-        except DecodeError as exc:
-            raise DecodeError(exc.offset, exc.reason, owner) from None
+            spec, obj = _word(word)
+        except _Malformed as exc:
+            raise DecodeError(offset, str(exc), owner) from None
         if spec.tag == TAG_BSTART:
             if pending:
                 _fail(offset, f"BSTART inside the block at byte {block_off}, which declares "

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 NUM_PES = 4                     # PE_MASK is 4 bits wide
 PE_MASK_BITS = NUM_PES
+# PE_MASK -> the PEs it selects, in order: bit p selects PE p
+SELECTED_PES = tuple(tuple(p for p in range(NUM_PES) if mask >> p & 1) for mask in range(1 << PE_MASK_BITS))
 
 # B.DATR.PadValueOrByteId in its PadValue interpretation (Decision 056/058).
 PAD_VALUES = {0b00: "ZERO", 0b01: "MAX", 0b10: "MIN", 0b11: "NULL"}

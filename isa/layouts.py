@@ -38,27 +38,28 @@ class Layout:
     block: tuple[str, str]   # (h, w): "16", "C0" or "ALL" (the whole dimension)
     outer: str               # block order: "Z" row-major, "N" column-major
     inner: str               # element order inside a block
-    doc: str
+
+    @property
+    def doc(self) -> str:
+        order = {"Z": "row-major", "N": "column-major"}
+        if self.block == ("ALL", "ALL"):
+            return "row-major (logical placement)" if self.inner == "Z" else "column-major: the transposed placement"
+        return f"{self.block[0]} x {self.block[1]} blocks, blocks {order[self.outer]}, elements {order[self.inner]}"
 
 
-_ROWS = (
-    (0, "NORM", ("ALL", "ALL"), "Z", "Z", "row-major (logical placement)"),
-    (1, "DN", ("ALL", "ALL"), "Z", "N", "column-major: the transposed placement"),
-    (2, "NZ", ("16", "C0"), "N", "Z", "16 x C0 blocks, blocks column-major, elements row-major"),
-    (3, "ZN", ("16", "C0"), "Z", "N", "16 x C0 blocks, blocks row-major, elements column-major"),
-    (4, "ZZ", ("16", "C0"), "Z", "Z", "16 x C0 blocks, blocks row-major, elements row-major"),
-    (5, "NN", ("16", "C0"), "N", "N", "16 x C0 blocks, blocks column-major, elements column-major"),
-    (6, "NZ16", ("16", "16"), "N", "Z", "16 x 16 blocks, blocks column-major, elements row-major"),
-    (7, "ZN16", ("16", "16"), "Z", "N", "16 x 16 blocks, blocks row-major, elements column-major"),
-    (8, "ZZ16", ("16", "16"), "Z", "Z", "16 x 16 blocks, blocks row-major, elements row-major"),
-    (9, "NN16", ("16", "16"), "N", "N", "16 x 16 blocks, blocks column-major, elements column-major"),
-    (10, "NZT", ("C0", "16"), "N", "Z", "C0 x 16 blocks, blocks column-major, elements row-major"),
-    (11, "ZNT", ("C0", "16"), "Z", "N", "C0 x 16 blocks, blocks row-major, elements column-major"),
-    (12, "ZZT", ("C0", "16"), "Z", "Z", "C0 x 16 blocks, blocks row-major, elements row-major"),
-)
+# A fractal code's name says its layout: block order then element order ("Z" row-major, "N"
+# column-major), then the block shape: no suffix 16 x C0, "16" 16 x 16, "T" C0 x 16.
+_BLOCK_OF_SUFFIX = {"": ("16", "C0"), "16": ("16", "16"), "T": ("C0", "16")}
+_WHOLE = {"NORM": "Z", "DN": "N"}    # one block, the whole tile: row-major, column-major elements
 
-LAYOUT_TABLE: dict[int, Layout] = {row[0]: Layout(*row) for row in _ROWS}
-assert {k: v.name for k, v in LAYOUT_TABLE.items()} == LAYOUTS, "isa.fields.LAYOUTS and isa.layouts disagree"
+
+def _layout(code: int, name: str) -> Layout:
+    if name in _WHOLE:
+        return Layout(code, name, ("ALL", "ALL"), "Z", _WHOLE[name])
+    return Layout(code, name, _BLOCK_OF_SUFFIX[name[2:]], name[0], name[1])
+
+
+LAYOUT_TABLE: dict[int, Layout] = {code: _layout(code, name) for code, name in LAYOUTS.items()}
 
 
 def c0(container_bits: int) -> int:

@@ -15,6 +15,7 @@ from .block import BDatr, Block, TileBinding
 from .datatypes import DataType, Kind, UnknownDataType, datatype
 from .errors import IllegalBlockException
 from .instructions import Instruction, by_carrier
+from .memo import MEMO, Memoised, memo
 
 U16 = 0xFFFF
 
@@ -27,7 +28,9 @@ _NOT_CONSUMED_DEFAULT = {
 
 
 @dataclass(frozen=True)
-class ResolvedBlock:
+class ResolvedBlock(Memoised):
+    """A block with every default applied.  emulator.preflight keeps the facts it derives from
+    it alone (destination descriptors, accepted source descriptors) on it (isa.memo)."""
     block: Block
     instr: Instruction
     dtype: DataType            # BSTART DataType (the source type for TCVT)
@@ -45,6 +48,11 @@ class ResolvedBlock:
     Canonicalize: bool
     Layout: int
     offset_regs: tuple[int, int] | None   # (RegSrc0, RegSrc1) GPR indices; None = offsets zero
+
+    @property
+    def pes(self) -> tuple[int, ...]:
+        """The PEs PE_MASK selects, in order."""
+        return F.SELECTED_PES[self.PE_MASK]
 
 
 def _illegal(reason: str, field: str, message: str):
@@ -156,25 +164,21 @@ def default_rmode(src: DataType, dst: DataType) -> str:
     return "RTZ" if float_src and dst.is_int else "RNE"
 
 
-# Resolutions of Block objects seen recently, by identity: a Block is frozen, so its resolution
-# never changes, and a stream or benchmark that executes one Block object many times (or on many
-# machines) resolves it once.  Keyed by id() and confirmed by `rb.block is block` (the entry keeps
-# the block alive, so its id cannot be reused): equality would not do, since BStart.spelling is
-# not compared and 64 == np.int64(64) == 64.0 resolve differently.  Only accepted blocks are kept,
-# so every rejection is raised afresh, identically.
-_RESOLVED: dict[int, "ResolvedBlock"] = {}
-_RESOLVED_LIMIT = 4096
-
-
 def resolve(block: Block) -> ResolvedBlock:
-    rb = _RESOLVED.get(id(block))
-    if rb is not None and rb.block is block:
-        return rb
+    """The block with every default applied, or IllegalBlockException.
+
+    A block's resolution is kept on the block object (isa.memo): a Block is frozen, so it never
+    changes, and a stream or benchmark that executes one Block object many times (or on many
+    machines) resolves it once.  Not by equality: BStart.spelling is not compared, and 64 ==
+    np.int64(64) == 64.0 resolve differently.  Only accepted blocks keep one, so every rejection
+    is raised afresh, identically; so does a block whose bindings are a list (it could change)."""
+    try:
+        return block.__dict__[MEMO]["resolved"]
+    except (AttributeError, KeyError):
+        pass
     rb = _resolve(block)
-    if type(block.iot) is tuple:       # a list could change under the cache
-        if len(_RESOLVED) >= _RESOLVED_LIMIT:
-            _RESOLVED.clear()
-        _RESOLVED[id(block)] = rb
+    if type(block.iot) is tuple:
+        memo(block)["resolved"] = rb
     return rb
 
 

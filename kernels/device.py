@@ -134,9 +134,6 @@ def free_device_bytes() -> int | None:
     return int(free + pool.free_bytes())
 
 
-free_bytes = free_device_bytes     # the name emulator/backends.py asks for
-
-
 def require_gpu() -> str:
     """The device description, or RuntimeError with the reason no GPU is usable."""
     ok, why = gpu_status()

@@ -13,17 +13,9 @@ from .functions import Function
 from .reduction import check_policy
 
 # Laws of the binary tile instructions as reduction merges, per DataType kind:
-# (associative, commutative, regroup) -- exact laws, and whether the tree policy may regroup.
-# Integer arithmetic wraps modulo 2^W (kernels/numeric/ops_int.py): an exact commutative monoid.
+# (associative, commutative, regroup) -- the instruction table's merge_laws column.
 MERGE_LAWS: dict[str, dict[str, tuple[bool, bool, bool]]] = {
-    "TADD": {"int": (True, True, False), "float": (False, True, True)},
-    "TMUL": {"int": (True, True, False), "float": (False, True, True)},
-    "TMAX": {"int": (True, True, False), "float": (False, True, True)},
-    "TMIN": {"int": (True, True, False), "float": (False, True, True)},
-    "TAND": {"int": (True, True, False)},
-    "TOR": {"int": (True, True, False)},
-    "TXOR": {"int": (True, True, False)},
-}
+    r.mnemonic: dict(r.merge_laws) for r in I.INSTRUCTIONS if r.merge_laws}
 NO_LAWS = (False, False, False)    # TSUB, TDIV, TREM, TSHL, TSHR: strict folds only
 
 

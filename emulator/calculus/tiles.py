@@ -88,8 +88,8 @@ def leaf_block(node, value_of, path_coords=None) -> Block:
 
 
 def _selected(mask: int) -> list[int]:
-    from isa.fields import NUM_PES
-    return [p for p in range(NUM_PES) if mask >> p & 1]
+    from isa.fields import SELECTED_PES
+    return list(SELECTED_PES[mask])
 
 
 def _need_machine(interp, path, coords):

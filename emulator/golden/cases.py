@@ -315,7 +315,7 @@ def build_group(cls: CoverageClass, ctx: Context, n: int, rng: np.random.Generat
         v = replace(v, vcol=8, cols=8, pe_mask=0b0011)
     if cls.kind == "illegal" and cls.reason == "OFFSET_RANGE":
         v = replace(v, offsets="beyond")
-    pes = tuple(p for p in range(4) if v.pe_mask >> p & 1)
+    pes = F.SELECTED_PES[v.pe_mask]
     roles = _roles(ctx)
     gprs = None
     if ctx.img2col:
@@ -379,7 +379,7 @@ def execute(g: Group, backend: str = "cpu") -> Outcome:
     defined = np.zeros((n, 0, 0), bool)
     if committed.any():
         dest_binding = g.block.iot[-1]
-        pes = tuple(p for p in range(4) if dest_binding.PE_MASK >> p & 1)
+        pes = F.SELECTED_PES[dest_binding.PE_MASK]
         for j, pe in enumerate(pes):
             for ids, desc, e, d in batch.stacks(pe, dest_binding.tile):
                 keep = committed[ids]

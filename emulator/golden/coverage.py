@@ -13,7 +13,7 @@ another instruction or DataType (UNASSIGNED_OPCODE, DATATYPE_UNSUPPORTED) have n
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -22,18 +22,6 @@ from isa import instructions as I
 from kernels import numeric
 
 from .space import Space, nearest, negate, normal
-
-# Operation families for value construction: which arithmetic a class must aim at.
-FAMILY = {
-    "TADD": "add", "TSUB": "sub", "TMUL": "mul", "TDIV": "div", "TREM": "div",
-    "TMAX": "minmax", "TMIN": "minmax", "TCMP": "minmax", "TFMA": "fma",
-    "TAND": "bitwise", "TOR": "bitwise", "TXOR": "bitwise", "TNOT": "bitwise",
-    "TSHL": "shift", "TSHR": "shift", "TSEL": "select", "TCVT": "convert",
-    "TABS": "unary", "TNEG": "unary", "TRELU": "unary", "TEXP": "unary", "TLOG": "unary",
-    "TRECIP": "unary", "TSQRT": "unary", "TRSQRT": "unary",
-    "TEXTRACT": "move", "TINSERT": "move", "TIMG2COL": "move",
-}
-
 
 @dataclass(frozen=True)
 class Context:
@@ -45,7 +33,8 @@ class Context:
 
     @property
     def family(self) -> str:
-        return FAMILY[self.op.mnemonic]
+        """Which arithmetic a value class must aim at (the instruction table's golden family)."""
+        return self.op.golden_family
 
     @property
     def is_float(self) -> bool:
@@ -116,12 +105,6 @@ def _swap(rng, a, b):
 
 def _signs(ctx: Context, rng, x):
     return np.where(rng.random(len(x)) < 0.5, x, negate(ctx.src, x)) if ctx.is_float else x
-
-
-def _others(ctx: Context, rng, m: int, first: np.ndarray) -> list:
-    """The remaining operands of a case whose first operand is fixed: random normals."""
-    rest = [_signs(ctx, rng, normal(ctx.src, rng, m)) for _ in range(ctx.value_arity - 1)]
-    return [first] + rest
 
 
 def _pool_class(pool: str) -> Gen:
@@ -421,11 +404,3 @@ assert len(BY_NAME) == len(CLASSES)
 
 def applicable(ctx: Context) -> list[CoverageClass]:
     return [c for c in CLASSES if c.applies(ctx)]
-
-
-def default_variant() -> Variant:
-    return Variant()
-
-
-def with_pe_mask(v: Variant, mask: int) -> Variant:
-    return replace(v, pe_mask=mask)

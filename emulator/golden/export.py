@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from isa.atomicio import shown
+from isa.instructions import INSTRUCTIONS
 from kernels import numeric
 from kernels.numeric import flags as NF
 from kernels.numeric.profiles import DEFAULT_PROFILE
@@ -24,7 +25,7 @@ from .replay import rebuild_group
 from .rows import binary_block, descriptor_at, tiles_of, unpack_rows
 
 PREFIX = {"FP16": "f16", "FP32": "f32", "FP64": "f64"}
-FUNCTION = {"TADD": "add", "TSUB": "sub", "TMUL": "mul", "TDIV": "div", "TSQRT": "sqrt", "TFMA": "mulAdd"}
+FUNCTION = {r.mnemonic: r.testfloat for r in INSTRUCTIONS if r.testfloat}    # the table's TestFloat column
 ROUNDING = {"RNE": "-rnear_even", "RTZ": "-rminMag", "RTM": "-rmin", "RTP": "-rmax", "RNA": "-rnear_maxMag",
             "DEFAULT": "-rnear_even"}
 # tile-emu flag bit -> TestFloat flag bit

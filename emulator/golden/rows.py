@@ -7,16 +7,16 @@ import pyarrow as pa
 
 from isa.datatypes import datatype
 
+from ..stateio import SCHEMA as STATE_SCHEMA
 from ..tiles import Descriptor, FeatureMap
+from ..tiles import pack_payloads as pack_rows, unpack_payloads as unpack_rows  # noqa: F401  (tile-store images)
 from .cases import Group, Outcome, stream_of
 
-DESC_FIELDS = [("pe", pa.uint8()), ("tile", pa.uint32()), ("location", pa.string()), ("kind", pa.string()),
-               ("dtype", pa.string()), ("Row", pa.uint32()), ("Col", pa.uint32()), ("ValidRow", pa.uint32()),
-               ("ValidCol", pa.uint32()), ("Layout", pa.uint8()), ("capacity", pa.uint64()),
-               ("payload", pa.binary()), ("defined", pa.binary()),
-               # TIMG2COL's feature-map descriptor, as docs/state-format.md's columns ("" = none)
-               ("fmap_layout", pa.string()), ("fmap_params", pa.list_(pa.int64())),
-               ("fmap_pad_bits", pa.uint64()), ("fmap_transposed", pa.bool_())]
+# A golden tile entry is a state-file tile row (docs/state-format.md, feature map included) under
+# the golden names, without the representation (golden tiles are standard).
+_GOLDEN_NAMES = {"datatype": "dtype", "row": "Row", "col": "Col", "valid_row": "ValidRow",
+                 "valid_col": "ValidCol", "layout": "Layout"}
+DESC_FIELDS = [(_GOLDEN_NAMES.get(f.name, f.name), f.type) for f in STATE_SCHEMA if f.name != "representation"]
 TILE = pa.struct(DESC_FIELDS)
 OUT_TILE = pa.struct(DESC_FIELDS + [("status", pa.uint8())])
 GPR = pa.struct([("pe", pa.uint8()), ("index", pa.uint8()), ("value", pa.uint64())])
@@ -39,32 +39,6 @@ SCHEMA = pa.schema([
     ("outputs", pa.list_(OUT_TILE)),
     ("status", pa.list_(pa.uint8(), 4)),
 ])
-
-
-# ---------------------------------------------------------------------------- byte images
-
-def pack_rows(elems: np.ndarray, container: int) -> np.ndarray:
-    """(..., E) physical elements -> (..., bytes) tile-store images (tiles.pack_elements, batched)."""
-    if container == 1:
-        return np.packbits(elems.astype(np.uint8), axis=-1, bitorder="little")
-    if container == 4:
-        e = elems.astype(np.uint8)
-        if e.shape[-1] % 2:
-            e = np.concatenate([e, np.zeros(e.shape[:-1] + (1,), np.uint8)], axis=-1)
-        return e[..., 0::2] | (e[..., 1::2] << 4)
-    le = elems.astype(np.dtype(f"<u{container // 8}"))
-    return le.view(np.uint8).reshape(elems.shape[:-1] + (-1,))
-
-
-def unpack_rows(data: np.ndarray, count: int, container: int) -> np.ndarray:
-    if container == 1:
-        return np.unpackbits(data, axis=-1, bitorder="little", count=count)
-    if container == 4:
-        out = np.empty(data.shape[:-1] + (data.shape[-1] * 2,), np.uint8)
-        out[..., 0::2] = data & 0xF
-        out[..., 1::2] = data >> 4
-        return out[..., :count]
-    return np.ascontiguousarray(data).view(np.dtype(f"<u{container // 8}")).astype(f"u{container // 8}")
 
 
 def _binary(chunks: list[np.ndarray]) -> pa.Array:

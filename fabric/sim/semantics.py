@@ -24,6 +24,8 @@ from typing import Callable
 
 import numpy as np
 
+from isa.instructions import INSTRUCTIONS
+
 from ..schemas import Actor, effective_rounding
 from ..types import FloatType, IntegerType, VectorType, payload_bits
 
@@ -189,10 +191,9 @@ def _unpack(a: Actor) -> Callable:
 DTYPE = {"f16": "FP16", "bf16": "BF16", "f32": "FP32", "f64": "FP64"}
 FLOAT_LAYOUT = {"f16": (5, 10), "bf16": (8, 7), "f32": (8, 23), "f64": (11, 52)}
 CANONICAL_NAN = {"f16": 0x7E00, "bf16": 0x7FC0, "f32": 0x7FC00000, "f64": 0x7FF8000000000000}
-FLOAT_BINARY = {"arith.addf": "TADD", "arith.subf": "TSUB", "arith.mulf": "TMUL", "arith.divf": "TDIV",
-                "arith.maxnumf": "TMAX", "arith.minnumf": "TMIN"}
-FLOAT_UNARY = {"arith.negf": "TNEG", "math.absf": "TABS", "math.sqrt": "TSQRT", "math.rsqrt": "TRSQRT",
-               "math.exp": "TEXP", "math.log": "TLOG"}
+# the instruction table's float_schema column: which tile instruction computes a float schema
+FLOAT_BINARY = {r.float_schema: r.mnemonic for r in INSTRUCTIONS if r.float_schema and r.arity == 2}
+FLOAT_UNARY = {r.float_schema: r.mnemonic for r in INSTRUCTIONS if r.float_schema and r.arity == 1}
 ROUNDED = {"arith.addf", "arith.subf", "arith.mulf", "arith.divf", "math.fma", "arith.truncf"}
 # arith.cmpf predicate -> (TCMP cmode or None, value when unordered)
 CMPF = {"oeq": ("EQ", 0), "ogt": ("GT", 0), "oge": ("GE", 0), "olt": ("LT", 0), "ole": ("LE", 0),

@@ -26,6 +26,32 @@ def blk(mn, dtype, srcs, dst, *, mask=0b0001, vc=4, vr=None, col=None, cap=None,
                  ior, ios)
 
 
+# ---------------------------------------------------------------- random blocks (hypothesis)
+# The random machines of the property tests hold tile 4 = a predicate, 6 = a Matrix feature map
+# and 8 = an FP32 tile in the private CUBE representation, besides their typed tiles.
+
+def draw_source(draw, row, role: str, typed_tile: int) -> int:
+    """A source tile for operand `role` of `row`: the mask or the feature map where the role
+    needs one, now and then the CUBE tile for TCVT, else `typed_tile`."""
+    from hypothesis import strategies as st
+    if role == "mask":
+        return 4
+    if role == "feature_map":
+        return 6
+    if row.mnemonic == "TCVT" and draw(st.integers(0, 3)) == 0:
+        return 8
+    return typed_tile
+
+
+def draw_datr_fields(draw, row) -> dict:
+    """Each B.DATR field `row` consumes: omitted, or a (mostly assigned) code."""
+    from hypothesis import strategies as st
+    codes = {"PadValueOrByteId": st.integers(0, 3), "CMode": st.integers(0, 5), "Sat": st.integers(0, 1),
+             "Canonicalize": st.integers(0, 1), "DataType": st.sampled_from([1, 4, 16, 18, 23, 5, 0]),
+             "RMode": st.integers(0, 6), "Layout": st.integers(0, 12)}
+    return {name: draw(st.none() | codes[name]) for name in row.datr}
+
+
 def fill(m: Machine, pe, tile, dtype, values, **kw):
     return m.write_tile(pe, tile, dtype, np.asarray(values), **kw)
 

@@ -131,7 +131,7 @@ class HostArrays:
 def test_a_batch_larger_than_the_free_device_memory_exits_3_before_allocating(files, capsys, monkeypatch):
     import emulator.batch as batch_module
     monkeypatch.setattr(batch_module, "resolve_backend", lambda name: ("gpu", HostArrays(), "gpu (stand-in)"))
-    monkeypatch.setitem(sys.modules, "kernels.device", types.SimpleNamespace(free_bytes=lambda: 1000))
+    monkeypatch.setitem(sys.modules, "kernels.device", types.SimpleNamespace(free_device_bytes=lambda: 1000))
     out = files / "out.arrow"
     assert main(["run", str(files / "s.tbs"), "--init", str(EX / "saxpy.init.arrow"), "--out", str(out),
                  "--backend", "gpu"]) == 3

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from emu_helpers import BIor, blk
-from test_batch_differential import device_stand_in
+from test_batch_differential import assert_batch_matches_reference, device_stand_in
 
 from emulator import Machine, MachineBatch, MachineConfig
 from emulator.backends import BackendError
@@ -279,7 +279,7 @@ def test_a_batch_too_big_for_the_device_says_how_much_it_needs_and_has(monkeypat
     import sys
     import types
     from emulator.backends import check_device_memory
-    monkeypatch.setitem(sys.modules, "kernels.device", types.SimpleNamespace(free_bytes=lambda: 1000))
+    monkeypatch.setitem(sys.modules, "kernels.device", types.SimpleNamespace(free_device_bytes=lambda: 1000))
     with pytest.raises(BackendError, match="needs 4096 bytes of device memory; 1000 bytes are free"):
         check_device_memory(4096)
 
@@ -348,49 +348,42 @@ def test_status_flags_on_the_device_path_match_the_reference():
         assert batch.machine(k).digest() == alone.digest()
 
 
+def five_machines(fill) -> list[Machine]:
+    """Five machines with 64 KiB Local stores; fill(m, k, p) writes PE p of machine k."""
+    machines = [Machine(MachineConfig(local_bytes=1 << 16)) for _ in range(5)]
+    for k, m in enumerate(machines):
+        for p in range(4):
+            fill(m, k, p)
+    return machines
+
+
 @pytest.mark.parametrize("src_layout, dst_layout", [(0, 0), (3, 0), (5, 6), (0, 9)])
 def test_extraction_through_layouts_at_per_machine_offsets_matches_the_reference(src_layout, dst_layout):
     rng = np.random.default_rng(11)
-    machines = []
-    for k in range(5):
-        m = Machine(MachineConfig(local_bytes=1 << 16))
-        for p in range(4):
-            m.write_tile(p, 1, "U8", rng.integers(0, 256, (32, 32)), layout=src_layout,
-                         defined=rng.random((32, 32)) > 0.0003)
-            m.set_gpr(p, 1, int(rng.integers(0, 17)))
-            m.set_gpr(p, 2, 17 if (k, p) == (4, 2) else int(rng.integers(0, 17)))   # machine 4 reaches past
-        machines.append(m)
+
+    def fill(m, k, p):
+        m.write_tile(p, 1, "U8", rng.integers(0, 256, (32, 32)), layout=src_layout,
+                     defined=rng.random((32, 32)) > 0.0003)
+        m.set_gpr(p, 1, int(rng.integers(0, 17)))
+        m.set_gpr(p, 2, 17 if (k, p) == (4, 2) else int(rng.integers(0, 17)))   # machine 4 reaches past
     stream = [blk("TEXTRACT", "U8", [1], 2, mask=15, vc=16, vr=16, ior=BIor(1, 2), Layout=dst_layout)]
-    batch = MachineBatch(machines, "cpu")
-    result = batch.run(stream)
+    _, result = assert_batch_matches_reference(five_machines(fill), stream)
     assert result.executed.count(1) >= 2 and result.errors[4].reason == "OFFSET_RANGE"
-    for k, m in enumerate(machines):
-        alone, ref = run_alone(m, stream)
-        assert str(result.errors[k]) == str(ref.error)
-        assert batch.machine(k).digest() == alone.digest()
 
 
 @pytest.mark.parametrize("old_layout, ins_layout, dst_layout", [(0, 0, 0), (3, 5, 0), (0, 3, 6)])
 def test_insertion_through_layouts_at_per_machine_offsets_matches_the_reference(old_layout, ins_layout, dst_layout):
     rng = np.random.default_rng(5)
-    machines = []
-    for k in range(5):
-        m = Machine(MachineConfig(local_bytes=1 << 16))
-        for p in range(4):
-            m.write_tile(p, 1, "U8", rng.integers(0, 256, (32, 32)), layout=old_layout,
-                         defined=rng.random((32, 32)) > 0.05)
-            size = (8, 8) if p % 2 else (8, 4)                  # insertion rectangles differ by PE
-            m.write_tile(p, 2, "U8", rng.integers(0, 256, (16, 16)), layout=ins_layout,
-                         valid_row=size[0], valid_col=size[1], defined=rng.random((16, 16)) > 0.003 * k)
-            m.set_gpr(p, 1, int(rng.integers(0, 25)))
-            m.set_gpr(p, 2, 25 if (k, p) == (4, 1) else int(rng.integers(0, 25)))   # machine 4 reaches past
-        machines.append(m)
+
+    def fill(m, k, p):
+        m.write_tile(p, 1, "U8", rng.integers(0, 256, (32, 32)), layout=old_layout,
+                     defined=rng.random((32, 32)) > 0.05)
+        size = (8, 8) if p % 2 else (8, 4)                  # insertion rectangles differ by PE
+        m.write_tile(p, 2, "U8", rng.integers(0, 256, (16, 16)), layout=ins_layout,
+                     valid_row=size[0], valid_col=size[1], defined=rng.random((16, 16)) > 0.003 * k)
+        m.set_gpr(p, 1, int(rng.integers(0, 25)))
+        m.set_gpr(p, 2, 25 if (k, p) == (4, 1) else int(rng.integers(0, 25)))   # machine 4 reaches past
     stream = [blk("TINSERT", "U8", [1, 2], 1, mask=15, vc=32, vr=32, ior=BIor(1, 2), Layout=dst_layout)]
-    batch = MachineBatch(machines, "cpu")
-    result = batch.run(stream)
+    _, result = assert_batch_matches_reference(five_machines(fill), stream)
     reasons = [e and e.reason for e in result.errors]
     assert reasons.count(None) >= 2 and "SOURCE_UNDEFINED" in reasons and reasons[4] == "OFFSET_RANGE"
-    for k, m in enumerate(machines):
-        alone, ref = run_alone(m, stream)
-        assert str(result.errors[k]) == str(ref.error)
-        assert batch.machine(k).digest() == alone.digest()

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from emu_helpers import draw_datr_fields, draw_source
 from emulator import FeatureMap, Machine, MachineBatch, MachineConfig
 from isa import BDatr, BDim, BIor, Block, BStart, TileBinding, encoding
 from isa.datatypes import datatype
@@ -74,25 +75,14 @@ def blocks(draw):
     def source(role):
         if draw(st.integers(0, 9)) == 0:
             return draw(st.integers(1, 14))
-        if role == "mask":
-            return 4
-        if role == "feature_map":
-            return 6
-        if row.mnemonic == "TCVT" and draw(st.integers(0, 3)) == 0:
-            return 8
-        return typed.get(dtype, 1)
+        return draw_source(draw, row, role, typed.get(dtype, 1))
 
     tiles = [source(role) for role in row.sources] + [draw(st.integers(11, 14) | st.integers(1, 10))]
     cap = draw(st.integers(0, 300)) if draw(st.integers(0, 9)) == 0 else (32 if partial else None)
     iot = tuple(TileBinding(t, mask, cap if i == len(tiles) - 1 else None) for i, t in enumerate(tiles))
     dim = (BDim(3, 1, 4) if partial else BDim(4, 2)) if draw(st.integers(0, 9)) else \
         BDim(draw(st.integers(1, 5)), draw(opt(st.integers(1, 4))), draw(opt(st.integers(4, 8))))
-    fields = {}
-    for name in row.datr:
-        fields[name] = draw(opt({"PadValueOrByteId": st.integers(0, 3), "CMode": st.integers(0, 5),
-                                 "Sat": st.integers(0, 1), "Canonicalize": st.integers(0, 1),
-                                 "DataType": st.sampled_from([1, 4, 16, 18, 23, 5, 0]),
-                                 "RMode": st.integers(0, 6), "Layout": st.integers(0, 12)}[name]))
+    fields = draw_datr_fields(draw, row)
     datr = BDatr(**fields) if fields else None
     ior = draw(opt(st.builds(BIor, st.integers(0, 3), st.integers(0, 3), st.just(0), st.just(0)))) \
         if row.uses_ior else None
@@ -105,9 +95,9 @@ def error_key(err):
     return (err.index, err.offset, err.whole_stream, err.reason, getattr(err.cause, "field", None), str(err.cause))
 
 
-def assert_batch_matches_reference(machines, stream, backend="cpu"):
+def assert_batch_matches_reference(machines, stream, backend="cpu", fuse=False):
     batch = MachineBatch(machines, backend)
-    result = batch.run(stream)
+    result = batch.run(stream, fuse=fuse)
     for k, m in enumerate(machines):
         alone = m.copy()
         ref = alone.run(stream)

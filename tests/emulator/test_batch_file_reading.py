@@ -46,7 +46,7 @@ def _track_loads(monkeypatch) -> tuple[list, list]:
     def load_table(*args, **kwargs):
         alive.append(sum(r() is not None for r in built))
         state = real(*args, **kwargs)
-        built.append(weakref.ref(state._pes[0]))
+        built.append(weakref.ref(state.pes[0]))
         return state
     monkeypatch.setattr(batchio, "load_table", load_table)
     return built, alive

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from emulator import Machine, MachineBatch, MachineConfig, fusion
+from emulator import Machine, MachineConfig, fusion
 from emulator.calculus.witnesses import Verdict
 from isa import BDatr, BDim, BIor, Block, BStart, TileBinding, encoding
 from isa import instructions as I
@@ -15,7 +15,7 @@ from isa.errors import EncodeError
 from isa.instructions import INSTRUCTIONS
 from isa.legality import resolve
 
-from test_batch_differential import PARTIAL, TYPED, blocks, device_stand_in, error_key, machine
+from test_batch_differential import PARTIAL, TYPED, assert_batch_matches_reference, blocks, device_stand_in, machine
 
 POINTWISE = [r for r in INSTRUCTIONS if r.schema in (I.BINARY, I.UNARY, I.TERNARY, I.COMPARE)]
 ROW = {r.mnemonic: r for r in INSTRUCTIONS}
@@ -56,15 +56,8 @@ streams = st.lists(chain() | chain() | blocks().map(lambda b: [b]), min_size=1, 
 
 
 def assert_fused_matches_reference(machines, stream, backend="cpu"):
-    batch = MachineBatch(machines, backend)
-    result = batch.run(stream, fuse=True)
-    for k, m in enumerate(machines):
-        alone = m.copy()
-        ref = alone.run(stream)
-        assert result.executed[k] == ref.executed, f"machine {k}"
-        assert error_key(result.errors[k]) == error_key(ref.error), f"machine {k}"
-        assert batch.machine(k).digest() == alone.digest(), f"machine {k}"
-    return result
+    """The fused run's counts, errors and digests are each machine's alone on the reference."""
+    return assert_batch_matches_reference(machines, stream, backend, fuse=True)[1]
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -139,7 +132,7 @@ def test_the_planner_asks_check_plan_once_per_chain_and_shape_and_obeys_a_reject
         calls.append(plan)
         return real(program, plan, **kw)
     monkeypatch.setattr(fusion, "check_plan", spy)
-    monkeypatch.setattr(fusion, "_verdicts", {})
+    fusion._admitted.cache_clear()               # no verdict cached yet
     machines = [clean(s) for s in range(3)]
     assert_fused_matches_reference(machines, CHAIN)
     assert len(calls) == 1 and [s.kind for s in calls[0].steps] == ["fused"]
@@ -147,7 +140,7 @@ def test_the_planner_asks_check_plan_once_per_chain_and_shape_and_obeys_a_reject
     assert len(calls) == 1                       # the verdict is cached per (chain, shape)
 
     monkeypatch.setattr(fusion, "check_plan", lambda *a, **kw: Verdict("Plan", False, "Dep ⊆ diagonal", "spy"))
-    monkeypatch.setattr(fusion, "_verdicts", {})
+    fusion._admitted.cache_clear()               # no verdict cached yet
     result = assert_fused_matches_reference(machines, CHAIN)
     assert result.fused == []                    # rejected: block by block
 

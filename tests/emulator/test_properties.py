@@ -5,6 +5,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from emu_helpers import draw_datr_fields, draw_source
 from emulator import FeatureMap, Machine, MachineConfig
 from isa import BDatr, BDim, BIor, BIos, Block, BStart, TileBinding
 from isa.errors import IllegalBlockException
@@ -38,16 +39,6 @@ opt = lambda s: st.none() | s  # noqa: E731
 COMPATIBLE = {1: 1, 16: 2, 23: 3, 4: 5, 18: 7}     # DataType code -> the base tile of that type
 
 
-def _compatible(row, role, dtype, draw):
-    if role == "mask":
-        return 4
-    if role == "feature_map":
-        return 6
-    if row.mnemonic == "TCVT" and draw(st.integers(0, 3)) == 0:
-        return 8
-    return COMPATIBLE.get(dtype, 1)
-
-
 @st.composite
 def blocks(draw):
     """Mostly blocks that pass the stateless rules (so the stateful ones are exercised), with a
@@ -60,7 +51,7 @@ def blocks(draw):
                                                                        if draw(st.integers(0, 4)) else st.sampled_from(codes))
     mask = draw(st.sampled_from([0, 1, 3, 5, 15, 8, 2]) | st.integers(0, 15))
     n = row.arity + 1
-    tiles = [draw(st.integers(1, 9)) if draw(st.integers(0, 3)) == 0 else _compatible(row, role, dtype, draw)
+    tiles = [draw(st.integers(1, 9)) if draw(st.integers(0, 3)) == 0 else draw_source(draw, row, role, COMPATIBLE.get(dtype, 1))
              for role in row.sources] + [draw(st.integers(1, 9))]
     caps = [None] * (n - 1) + [draw(st.integers(0, 300)) if draw(st.integers(0, 3)) == 0 else None]
     masks = [mask] * n
@@ -71,12 +62,7 @@ def blocks(draw):
         BDim(draw(st.integers(1, 6)), draw(opt(st.integers(1, 5))), draw(opt(st.integers(6, 8))))
     if wild:
         dim = draw(opt(st.builds(BDim, opt(st.integers(0, 6)), opt(st.integers(0, 5)), opt(st.integers(0, 8)))))
-    fields = {}
-    for name in row.datr:
-        fields[name] = draw(opt({"PadValueOrByteId": st.integers(0, 3), "CMode": st.integers(0, 5),
-                                 "Sat": st.integers(0, 1), "Canonicalize": st.integers(0, 1),
-                                 "DataType": st.sampled_from([1, 4, 16, 18, 23, 5, 0]),
-                                 "RMode": st.integers(0, 6), "Layout": st.integers(0, 12)}[name]))
+    fields = draw_datr_fields(draw, row)
     if wild:
         fields["Layout"] = draw(opt(st.integers(0, 15)))
     datr = BDatr(**fields) if fields or wild else None

@@ -7,7 +7,10 @@ import pytest
 
 from emu_helpers import BIor, BIos, Machine, blk, everywhere
 from emulator import FeatureMap, MachineConfig
+from isa.datatypes import datatype
 from isa.errors import IllegalBlockException
+from isa.instructions import BY_MNEMONIC
+from kernels.numeric.flags import NX
 
 FM = FeatureMap("NC1HWC0", N=1, C1=1, H=4, W=4, C0=4, filterH=2, filterW=2, channels=4)
 
@@ -206,10 +209,44 @@ def test_pe_mask_zero_still_runs_stateless_legality():
     assert exc.value.reason == "DATATYPE_UNSUPPORTED"
 
 
-def test_every_instruction_has_exactly_one_executor():
-    from emulator.semantics import EXECUTORS
-    from isa.instructions import INSTRUCTIONS
-    assert set(EXECUTORS) == {row.mnemonic for row in INSTRUCTIONS} and len(EXECUTORS) == 28
+# Decision 079: TSEL "performs no numeric conversion, rounding, saturation, NaN canonicalization,
+# or floating-status update"; TEXTRACT, TINSERT and TIMG2COL copy encodings and commit
+# "destination contents, padding definedness, and descriptor" (Decisions 126-128), no status.
+# Every other instruction evaluates: "result, numeric status, ...".
+SEED_COPIES = {"TSEL", "TEXTRACT", "TINSERT", "TIMG2COL"}
+ALL_FLAGS = 0b11111                # NV DZ OF UF NX
+
+
+def ones_machine() -> Machine:
+    """On every PE: 1: FP32 2x4 of 1.0; 2: S32 2x4 of 1; 3: predicate 2x4 of 1 bits; 4: a Matrix
+    FP32 feature map of 1.0; every PE's status all five flags."""
+    m = Machine()
+    for p in range(4):
+        m.write_tile(p, 1, "FP32", np.full((2, 4), 0x3F800000))
+        m.write_tile(p, 2, "S32", np.ones((2, 4)))
+        m.write_tile(p, 3, None, np.ones((2, 4)), kind="predicate")
+        m.write_tile(p, 4, "FP32", np.full((16, 4), 0x3F800000), location="Matrix", fmap=FM)
+        m.pes[p].status = ALL_FLAGS
+    return m
+
+
+@pytest.mark.parametrize("mnemonic", sorted(BY_MNEMONIC))
+def test_every_instruction_executes_and_only_the_seeds_copies_keep_the_status(mnemonic):
+    """A block of each instruction, every operand one, on PEs 0 and 2 commits its destination there
+    alone.  The seed's four copies leave each PE's status as it was; every instruction that
+    evaluates publishes its own flags: none, as every result of ones is exact (TCVT to FP16 too)
+    -- except TEXP's, e = 2.718..., inexact."""
+    row = BY_MNEMONIC[mnemonic]
+    dtype = "FP32" if "FP32" in row.dtypes else "S32"
+    src = 1 if dtype == "FP32" else 2
+    srcs = {"TSEL": [3, src, src], "TIMG2COL": [4]}.get(mnemonic, [src] * row.arity)
+    convert = {"DataType": datatype("FP16").code} if mnemonic == "TCVT" else {}
+    m = ones_machine()
+    res = m.execute(blk(mnemonic, dtype, srcs, 9, mask=0b0101, vc=4, vr=2, **convert))
+    want = ALL_FLAGS if mnemonic in SEED_COPIES else (NX if mnemonic == "TEXP" else 0)
+    assert res.pes == (0, 2) and res.status == {0: want, 2: want}
+    assert [9 in m.tiles(p) for p in range(4)] == [True, False, True, False]
+    assert [m.status(p) for p in range(4)] == [want, ALL_FLAGS, want, ALL_FLAGS]
 
 
 @pytest.mark.parametrize("omitted,explicit", [

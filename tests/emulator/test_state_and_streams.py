@@ -170,7 +170,7 @@ def test_store_capacity_is_checked_with_running_sums_over_many_tiles(tmp_path):
     m = Machine(MachineConfig(local_bytes=20000))
     m._pes[2].tiles.update({i: t for i in range(20000)})
     m.save(tmp_path / "full.arrow")
-    assert len(load_state(tmp_path / "full.arrow")._pes[2].tiles) == 20000
+    assert len(load_state(tmp_path / "full.arrow").pes[2].tiles) == 20000
     m._pes[2].tiles[20000] = t
     m.save(tmp_path / "over.arrow")
     with pytest.raises(StateFileError, match="row 20000 .*PE2 Local store: 20000 bytes used"):

@@ -101,14 +101,19 @@ def test_random_words_behind_a_valid_header(words, nblocks):
     decodes_canonically_or_raises(data)
 
 
+def flipped(bs, data, most: int) -> bytes:
+    """The stream of blocks `bs` with 1..most of its bits flipped."""
+    raw = bytearray(encode(bs))
+    for _ in range(data.draw(st.integers(1, most))):
+        pos = data.draw(st.integers(0, len(raw) * 8 - 1))
+        raw[pos // 8] ^= 1 << (pos % 8)
+    return bytes(raw)
+
+
 @FUZZ
 @given(streams.filter(bool), st.data())
 def test_bit_flips_of_valid_streams(bs, data):
-    raw = bytearray(encode(bs))
-    for _ in range(data.draw(st.integers(1, 3))):
-        pos = data.draw(st.integers(0, len(raw) * 8 - 1))
-        raw[pos // 8] ^= 1 << (pos % 8)
-    decodes_canonically_or_raises(bytes(raw))
+    decodes_canonically_or_raises(flipped(bs, data, 3))
 
 
 @FUZZ
@@ -166,11 +171,7 @@ def test_huge_declared_counts_fail_without_allocating(blocks_, words):
 @settings(max_examples=20000, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(streams.filter(bool), st.data())
 def test_bit_flips_of_valid_streams_many(bs, data):
-    raw = bytearray(encode(bs))
-    for _ in range(data.draw(st.integers(1, 4))):
-        pos = data.draw(st.integers(0, len(raw) * 8 - 1))
-        raw[pos // 8] ^= 1 << (pos % 8)
-    decodes_canonically_or_raises(bytes(raw))
+    decodes_canonically_or_raises(flipped(bs, data, 4))
 
 
 @pytest.mark.slow

@@ -73,8 +73,8 @@ SEED = {
 }
 
 
-def test_the_table_has_the_seeds_28_rows():
-    assert len(INSTRUCTIONS) == 28
+def test_the_table_has_one_row_per_instruction_of_the_seed():
+    assert len(INSTRUCTIONS) == len(SEED)
     assert set(BY_MNEMONIC) == set(SEED)
 
 
