@@ -151,24 +151,23 @@ def log_approx(x):
 
 
 @nb.njit(inline="always")
-def log(x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
+def log(op, x, fmt):
     """(code, flags) of log(x) rounded to the format, or flags FALLBACK."""
     ok = math.isfinite(x) and x > 0.0 and x != 1.0
     y = log_approx(x if ok else 2.0)
-    code, f = round_rne(y, np.int64(1), t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-    return code, f if ok and not near_boundary(y, t, NEAR_ULPS_LOG) else FALLBACK
+    code, f = round_rne(y, np.int64(1), fmt)
+    return code, f if ok and not near_boundary(y, fmt.t, NEAR_ULPS_LOG) else FALLBACK
 
 
 @nb.njit(inline="always")
-def rsqrt(x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
+def rsqrt(op, x, fmt):
     """(code, flags) of 1/sqrt(x) rounded to the format, or flags FALLBACK."""
     ok = math.isfinite(x) and x > 0.0
     y = rsqrt_approx(x if ok else 1.0)
     u = f64_bits(x)
     power4 = ((u & _MANT) == np.uint64(0)) & (((u >> np.uint64(52)) & _ONE) == _ONE)   # 2^(2k)
-    code, f = round_rne(y, np.int64(0) if power4 else np.int64(1), t, emin, maxmag, ovf, ovf_sign, signbit,
-                        shift, ftz)
-    return code, f if ok and not near_boundary(y, t) else FALLBACK
+    code, f = round_rne(y, np.int64(0) if power4 else np.int64(1), fmt)
+    return code, f if ok and not near_boundary(y, fmt.t) else FALLBACK
 
 
 @nb.njit(inline="always")
@@ -199,7 +198,7 @@ def fmod24(x, y):
 
 
 @nb.njit(inline="always")
-def rem(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
+def rem(op, x, y, fmt):
     """(code, flags) of floor modulo x mod y rounded to the format, or flags FALLBACK."""
     ok = math.isfinite(x) and math.isfinite(y) and y != 0.0
     r = fmod24(x, y) if ok else 0.0
@@ -208,40 +207,8 @@ def rem(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
     if not adjust:
         s = r if r != 0.0 else math.copysign(0.0, y)
         d = np.int64(0)
-    code, f = round_rne(s, d, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+    code, f = round_rne(s, d, fmt)
     return code, f if ok else FALLBACK
-
-
-def _rem_bits(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
-    for i in nb.prange(a.shape[0]):
-        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
-        y = fast._daz(fast._from_bits(b[i], field, dshift), ftz, mn)
-        bits[i], flags[i] = rem(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-
-
-def _rem_vals(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bits, flags):
-    for i in nb.prange(a.shape[0]):
-        x = fast._daz(np.float64(a[i]), ftz, mn)
-        y = fast._daz(np.float64(b[i]), ftz, mn)
-        bits[i], flags[i] = rem(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-
-
-def _log_bits(a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
-    for i in nb.prange(a.shape[0]):
-        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
-        bits[i], flags[i] = log(x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-
-
-def _rsqrt_bits(a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
-    for i in nb.prange(a.shape[0]):
-        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
-        bits[i], flags[i] = rsqrt(x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-
-
-rsqrt_bits = fast.Twin(_rsqrt_bits, error_model="numpy")
-rem_bits = fast.Twin(_rem_bits, error_model="numpy")
-log_bits = fast.Twin(_log_bits, error_model="numpy")
-rem_vals = fast.Twin(_rem_vals, error_model="numpy")
 
 
 @nb.njit(cache=True)
@@ -262,30 +229,9 @@ def log_values(x):
     return out
 
 
-# ---------------------------------------------------------------- entry points
+# ---------------------------------------------------------------- the rows
 
-def serves(op: str, name: str, prof=None) -> bool:
-    return name in FORMATS.get(op, ())
-
-
-# op -> its loop over raw encodings (every loop writes every element's bits and flags)
-BITS_LOOPS = {"TRSQRT": rsqrt_bits, "TLOG": log_bits, "TREM": rem_bits}
-
-
-def marked(op, name, operands, prof):
-    """The compiled loop alone: (bits, flags) with FALLBACK marks."""
-    fmt, lut, V, dec, mn = fast._scalars(name, prof.ftz)
-    n = operands[0].shape[0]
-    bits = np.empty(n, operands[0].dtype)
-    flags = np.empty(n, np.uint8)
-    if lut:                          # FP16 TREM: binary32 values from the format's value table
-        rem_vals(*(fast.gather(V, x) for x in operands), *fmt, mn, bits, flags)
-    else:
-        BITS_LOOPS[op](*operands, *fmt, *dec, mn, bits, flags)
-    return bits, flags
-
-
-def run(op, name, operands, prof, reference):
-    """(bits, flags) of `op` on container-dtype 1-D operands; marked elements go to `reference`."""
-    bits, flags = marked(op, name, operands, prof)
-    return fast.settle_marked(bits, flags, operands, fast.by_reference(reference, name, prof))
+_ROUTINES = {"TRSQRT": (rsqrt, 1), "TLOG": (log, 1), "TREM": (rem, 2)}
+# (DataType name, op) -> Kernel (FP16 TREM reads gathered binary32 values, the others encodings)
+KERNELS = {(name, op): fast.rounded(fn, arity, name)
+           for op, (fn, arity) in _ROUTINES.items() for name in FORMATS[op]}
