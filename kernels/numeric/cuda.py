@@ -214,12 +214,12 @@ def _device_values(name, ftz, xp_name):
 
 # ---------------------------------------------------------------- entry point
 
-def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=None, xp=None):
+def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=None, xp=None, paths=None):
     """(bits, flags) device arrays of `op` on 1-D container-dtype device operands.
 
     `impl(dt, host_operands, prof, cmode)` is the CPU path (kernels.numeric.elementwise.TABLE),
     used for host-placed operations and for marked elements; `fn` the reference function (for
-    table placement)."""
+    table placement); `paths(op, dt) -> (impl, fn)` the same for the steps of a composition."""
     xp = xp if xp is not None else device.array_module(*operands)
     t = tiers.select(op, dt, prof, len(operands), device=True)
     if t is None or t.kind == "reference":
@@ -228,6 +228,8 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
     if t.kind == "array":
         bits, flags = impl(dt, tuple(operands), prof, cmode)
         return bits, flags.astype(np.uint8, copy=False)
+    if t.kind == "compose":
+        return tiers.compose(op, dt.name, operands, prof, _device_primitive(xp, paths))
     if t.kind == "table":
         bt, ft = _device_table(op, dt.name, prof, cmode, fn, len(operands), xp.__name__)
         if len(operands) == 1:
@@ -244,6 +246,18 @@ def elementwise_device(op: str, dt: DataType, operands, prof, cmode, impl, fn=No
         fast64.mark_for_ftz(bits, flags, operands)
     _settle(dt, operands, prof, cmode, bits, flags, impl, xp)
     return bits, flags
+
+
+def _device_primitive(xp, paths):
+    """An IEEE operation on device arrays (profile ieee), for the steps of a composition."""
+    from isa.datatypes import datatype
+    from .profiles import IEEE, profile
+
+    def primitive(op, name, *operands):
+        dt = datatype(name)
+        impl, fn = paths(op, dt)
+        return elementwise_device(op, dt, operands, profile(IEEE), None, impl, fn=fn, xp=xp, paths=paths)
+    return primitive
 
 
 def _settle(dt, operands, prof, cmode, bits, flags, impl, xp):

@@ -189,9 +189,15 @@ def _device_elementwise(ins, dt, impl, operands, prof, mode, xp=None):
                  for a in arrays)
     with np.errstate(all="ignore"):      # host-settled elements: IEEE exceptions are results, as on the CPU path
         bits, flags = cuda.elementwise_device(ins.mnemonic, dt, flat, prof, mode, impl,
-                                              fn=REFERENCE.get(ins.mnemonic), xp=xp)
+                                              fn=REFERENCE.get(ins.mnemonic), xp=xp, paths=_paths)
     out_dtype = np.uint8 if ins.mnemonic == "TCMP" else raw
     return bits.astype(out_dtype, copy=False).reshape(shape), flags.reshape(shape)
+
+
+def _paths(op: str, dt: DataType):
+    """(implementation, reference) of (op, dt): what the device needs of each step of a
+    composition (kernels/numeric/cuda.py)."""
+    return TABLE[(op, dt.kind)], REFERENCE.get(op)
 
 
 def elementwise(op: str, dtype, *operands, profile: str | Profile = "ieee", cmode=None):

@@ -513,13 +513,16 @@ def bind(template, scalar, read=None, name=None):
     was recompiled (and its cache index rewritten) in every process.  Globals are not part of
     the key: loops that differ only in SCALAR share bytecode and are told apart by their names,
     which carry the routine's module and name (so binding another routine is another cache
-    entry).  The limit that remains is Numba's own: an edit to a bound routine's body in
-    another file is not noticed by the cache of the loops calling it (clear __pycache__), as
-    with any cached function calling another."""
+    entry), and they take the routine's source file as theirs, whose stamp the cache checks (an
+    edit there recompiles them).  The limit that remains is Numba's own: an edit to a function
+    the routine calls in a third file is not noticed (clear __pycache__), as with any cached
+    function calling another."""
     fn = getattr(scalar, "py_func", scalar)
     tail = "" if read is None else "_" + getattr(read, "py_func", read).__name__
     name = name or f"{template.__name__}{tail}__{fn.__module__.rsplit('.', 1)[-1]}_{fn.__name__}"
-    code = template.__code__.replace(co_name=name, co_qualname=name)
+    # the routine's file as the loop's: Numba's cache checks that file's stamp, so an edit to the
+    # routine's module recompiles its loops (as when they were written out beside it)
+    code = template.__code__.replace(co_name=name, co_qualname=name, co_filename=fn.__code__.co_filename)
     g = dict(template.__globals__)
     g["SCALAR"], g["READ"] = scalar, read
     return types_.FunctionType(code, g, name, template.__defaults__)

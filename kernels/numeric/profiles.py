@@ -22,6 +22,16 @@ from dataclasses import dataclass, field
 
 IEEE = "ieee"          # the default rule of every (op, class): one correct rounding of the exact result
 
+# The rules of profile a5 (kernels/numeric/recipes.py and convert.py implement them;
+# docs/numerics.md "Profile a5" states each with its evidence in the public PTO A5 sources)
+SQRT_THEN_DIV = "sqrt_then_div"          # RN(1 / RN(sqrt x)) in the operand's format
+REM_UNFUSED = "rem_unfused"              # q = RN(x/y), floor, p = RN(q*y), RN(x - p), sign fix-up
+REM_VIA_FP32 = "rem_via_fp32"            # those FP32 steps on widened FP16, RTZ back, FP16 fix-up
+DIV_NORMALISED = "div_normalised"        # A5 DivIEEE754HalfImpl: normalised significands, rescale
+RECIP_NORMALISED = "recip_normalised"    # DIV_NORMALISED(1, x)
+WRAP = "wrap"                            # TCVT float -> int, Sat=0, out of range: the low N bits
+INTEGRAL = "integral"                    # TCVT same-type float: rounded to an integral value
+
 @dataclass(frozen=True)
 class Profile:
     name: str
@@ -51,9 +61,18 @@ class Profile:
         return f"{self.name} {self.version}"
 
 
+_A5 = (
+    ("TRSQRT", "FP32", SQRT_THEN_DIV), ("TRSQRT", "FP16", SQRT_THEN_DIV),
+    ("TREM", "FP32", REM_UNFUSED), ("TREM", "FP16", REM_VIA_FP32),
+    ("TDIV", "FP16", DIV_NORMALISED), ("TRECIP", "FP16", RECIP_NORMALISED),
+    ("TCVT", "FP16->U8", WRAP), ("TCVT", "FP16->S8", WRAP), ("TCVT", "FP16->S16", WRAP),
+    ("TCVT", "FP32->S16", WRAP), ("TCVT", "FP32->FP32", INTEGRAL),
+)
+
 PROFILES: dict[str, Profile] = {
     "ieee": Profile("ieee", "1.0"),
     "ftz": Profile("ftz", "1.0", ftz=True),
+    "a5": Profile("a5", "1.0", rules=_A5),       # the A5 vector unit (docs/numerics.md "Profile a5")
 }
 DEFAULT_PROFILE = "ieee"
 

@@ -30,9 +30,9 @@ import numpy as np
 
 from isa.datatypes import DataType, Kind
 
-from . import fast, fast64, fastdiv, fastfn, fastvec, ops_float, tables, transcendental
+from . import fast, fast64, fasta5, fastdiv, fastfn, fastvec, ops_float, recipes, tables, transcendental
 from .errors import UnsupportedOperation
-from .profiles import IEEE, Profile
+from .profiles import IEEE, Profile, profile as _profile
 
 # Floating operations whose reference (ops_float.py) is array code that runs unchanged on device
 # arrays: sign-bit operations, ordering, comparison and ReLU (exact comparisons of the decoded
@@ -87,6 +87,9 @@ TIERS = (
     Tier("fastdiv-simd", "kernels", kernels=fastdiv.SIMD, ftz=False, fallback="fastdiv", placement="fastdiv"),
     Tier("fastdiv", "kernels", kernels=fastdiv.TIER2),
     Tier("fastfn", "kernels", kernels=fastfn.KERNELS),
+    Tier("a5", "kernels", kernels=fasta5.KERNELS, ftz=False),
+    Tier("compose", "compose", covers=lambda op, dt, arity: _is_float(dt), rules=frozenset(recipes.RULES),
+         ftz=False),
     Tier("xp-float", "array", covers=lambda op, dt, arity: _is_float(dt) and op in XP_FLOAT, rules=ANY,
          placement="xp"),
     Tier("reference", "reference", covers=lambda op, dt, arity: _is_float(dt), rules=ANY, device=False,
@@ -111,7 +114,7 @@ def _select(op, dt, prof, arity, device):
 # ---------------------------------------------------------------- the references, by rule
 
 # rule -> reference function (op, name, operands, prof), for the rules besides IEEE
-RECIPES: dict[str, Callable] = {}
+RECIPES: dict[str, Callable] = {rule: recipes.reference(rule) for rule in recipes.RULES}
 _IEEE_REFERENCE = {**ops_float.OPS, **transcendental.OPS}
 
 
@@ -181,6 +184,27 @@ def run(t: Tier, op: str, name: str, operands, prof: Profile, cmode=None):
     fn = reference(op)
     if t.kind == "table":
         return tables.lookup(op, name, prof, cmode, fn, operands)
+    if t.kind == "compose":
+        return compose(op, name, operands, prof, run_primitive)
     kw = {"prof": prof} if op != "TCMP" else {"prof": prof, "cmode": cmode}
     return chunked(fn, name, operands, **kw)
 
+
+
+# ---------------------------------------------------------------- compositions
+
+def compose(op, name, operands, prof, primitive):
+    """The recipe of the rule `prof` gives (op, name) (kernels/numeric/recipes.py), its IEEE
+    steps run by `primitive(op, name, *operands)`: the best tier of each step on the host
+    (`run_primitive`) or on the device (kernels/numeric/cuda.py), so a composition runs as the
+    compiled kernels it is made of."""
+    with np.errstate(all="ignore"):
+        return recipes.RULES[prof.rule(op, name)](primitive, name, *operands)
+
+
+def run_primitive(op, name, *operands):
+    """One IEEE operation on the host by the tier the table selects for it under profile ieee."""
+    from isa.datatypes import datatype
+    ieee = _profile(IEEE)
+    t = select(op, datatype(name), ieee, len(operands))
+    return run(t, op, name, [np.ascontiguousarray(x) for x in operands], ieee)

@@ -6,7 +6,7 @@ nvidia-cuda-nvcc-cu12; the `test` extra).  NVVM contracts a separate multiply an
 `mul.rn`, never fused); this test rejects any `fma` (but the two explicit ones of the FP32
 TFMA kernel and the one of the FP64 TFMA kernel, whose reference rounds once), any flush-to-zero (`.ftz`) and any approximate
 division, reciprocal, square root or exponential (`approx`): fastdiv's kernels must divide and
-take roots with `div.rn.f64` / `sqrt.rn.f64` (fastfn's TRSQRT: `sqrt.rn.f64`, then
+take roots with `div.rn.f64` / `sqrt.rn.f64` (profile a5's TREM kernels `div.rn.f32`; fastfn's TRSQRT: `sqrt.rn.f64`, then
 `rcp.rn.f64`, the IEEE-rounded reciprocal NVVM makes of 1/s), and fast64's FP64 TMUL gets its exact product error
 from Dekker's TwoProduct (mul.rn/add.rn), not from an fma (so do its TDIV/TRECIP/TSQRT, for NX).
 """
@@ -83,6 +83,8 @@ def test_kernel_ptx_has_no_contraction_ftz_or_approximation(name, src, sig):
                                          ("fastfn.FP32.TRSQRT", r"\brcp\.rn\.f64\b"),    # 1/s: IEEE reciprocal
                                          ("fastfn.FP32.TLOG", r"\bdiv\.rn\.f64\b"),
                                          ("fast64.FP64.TRSQRT", r"\bsqrt\.rn\.f64\b"),
+                                         ("a5.FP32.TREM", r"\bdiv\.rn\.f32\b"),       # profile a5: binary32
+                                         ("a5.FP16.TREM", r"\bdiv\.rn\.f32\b"),       # quotients, IEEE-rounded
                                          ("fast64.FP64.TRSQRT", r"\brcp\.rn\.f64\b")])
 def test_division_and_root_kernels_use_the_correctly_rounded_instructions(name, wanted):
     src, sigs = kcuda.kernel_sources()[name]
