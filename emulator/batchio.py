@@ -26,7 +26,8 @@ BATCH_SCHEMA = pa.schema([(MACHINE_COLUMN, pa.uint32())] + list(SCHEMA))
 
 
 def _config_json(c: MachineConfig) -> dict:
-    return {"local_bytes": c.local_bytes, "matrix_bytes": c.matrix_bytes, "profile": c.profile}
+    from .stateio import config_json
+    return config_json(c)
 
 
 def _pes_json(m) -> list:

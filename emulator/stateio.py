@@ -78,11 +78,17 @@ def _rows(machine) -> dict[str, list]:
     return cols
 
 
+def config_json(c: MachineConfig) -> dict:
+    """The `config` object of a state file: store sizes, the numeric profile and its version."""
+    from kernels.numeric.profiles import profile
+    return {"local_bytes": c.local_bytes, "matrix_bytes": c.matrix_bytes, "profile": c.profile,
+            "profile_version": profile(c.profile).version}
+
+
 def state_table(machine) -> pa.Table:
     meta = {
         "format": FORMAT, "version": VERSION,
-        "config": {"local_bytes": machine.config.local_bytes, "matrix_bytes": machine.config.matrix_bytes,
-                   "profile": machine.config.profile},
+        "config": config_json(machine.config),
         "pes": [{"gprs": [f"{int(g):#018x}" for g in machine._pes[p].gprs], "status": machine._pes[p].status}
                 for p in range(NUM_PES)],
     }
@@ -153,7 +159,7 @@ def _meta(path, table: pa.Table) -> dict:
 
 
 def _config(path, meta: dict) -> MachineConfig:
-    from kernels.numeric.profiles import PROFILES
+    from kernels.numeric.profiles import PROFILES, UnknownProfile, known, lookup
 
     cfg = meta.get("config", {})
     if not isinstance(cfg, dict):
@@ -162,6 +168,13 @@ def _config(path, meta: dict) -> MachineConfig:
     if not isinstance(profile, str) or profile not in PROFILES:
         raise StateFileError(f"{shown(path)}: metadata config: unknown profile {shown(repr(profile))} "
                              f"(known: {', '.join(sorted(PROFILES))})")
+    version = cfg.get("profile_version")       # absent in files written before versions were recorded
+    if version is not None:
+        try:
+            lookup(profile, version)
+        except UnknownProfile:
+            raise StateFileError(f"{shown(path)}: metadata config: profile {profile} version "
+                                 f"{shown(repr(version))} is not this build's (known: {known()})") from None
     try:   # MachineConfig checks the store sizes' types and ranges
         return MachineConfig(**{k: cfg[k] for k in ("local_bytes", "matrix_bytes") if k in cfg}, profile=profile)
     except (TypeError, ValueError) as exc:
