@@ -1,13 +1,19 @@
 """Golden vectors under numeric profile a5 (docs/numerics.md "Profile a5"): the coverage classes
-aim at the edges where a5 and ieee differ."""
+aim at the edges where a5 and ieee differ, and a dataset generated under a5 verifies under a5
+and fails when replayed under ieee."""
 from __future__ import annotations
+
+import json
+import shutil
 
 import numpy as np
 import pytest
 
+from emulator.cli import main
 from emulator.golden import coverage as C
 from emulator.golden.space import space
 from isa import instructions as I
+from kernels.numeric.profiles import PROFILES
 
 
 def _ctx(op, src, dst=None):
@@ -41,3 +47,32 @@ def test_out_of_range_class_gives_values_whose_rounded_integer_does_not_fit(src,
     lo, hi = {"U8": (0, 255), "S8": (-128, 127), "S16": (-32768, 32767), "S32": (-2 ** 31, 2 ** 31 - 1)}[dst]
     assert ((np.round(v) < lo) | (np.round(v) > hi)).mean() > 0.9
     assert C.BY_NAME["out_of_range_int"] not in C.applicable(_ctx("TCVT", "FP16", "S32"))   # always fits
+
+
+def _generate(out, ops, dtypes, profile, extra=()):
+    assert main(["golden", "--ops", ops, "--dtypes", dtypes, *extra, "--cases", "400", "--seed", "1",
+                 "--profile", profile, "--quiet", "--out", str(out)]) == 0
+
+
+def _relabel(src, dst, name):
+    shutil.copytree(src, dst)
+    m = json.loads((dst / "manifest.json").read_text())
+    m["profile"] = {"name": name, "version": PROFILES[name].version}
+    m["generator"]["profile"] = name
+    (dst / "manifest.json").write_text(json.dumps(m))
+    (dst / "generation.json").write_text(json.dumps(m["generator"]))
+
+
+@pytest.mark.parametrize("ops,dtypes,extra", [
+    ("TREM,TDIV,TRSQRT,TRECIP", "FP16,FP32", ()),
+    ("TCVT", "FP16", ("--dst-dtypes", "U8,S8,S16", "--sat", "0")),
+])
+def test_an_a5_dataset_verifies_under_a5_and_fails_under_ieee(tmp_path, capsys, ops, dtypes, extra):
+    _generate(tmp_path / "a5", ops, dtypes, "a5", extra)
+    m = json.loads((tmp_path / "a5" / "manifest.json").read_text())
+    assert m["profile"] == {"name": "a5", "version": "1.0"}
+    assert main(["verify", str(tmp_path / "a5"), "--quiet"]) == 0
+    capsys.readouterr()
+    _relabel(tmp_path / "a5", tmp_path / "as_ieee", "ieee")
+    assert main(["verify", str(tmp_path / "as_ieee"), "--quiet"]) == 1       # the rules differ there
+    assert "MISMATCH" in capsys.readouterr().out
