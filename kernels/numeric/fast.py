@@ -220,6 +220,10 @@ def params(name: str, ftz: bool) -> Params:
     return Params(fmt, dec, lut, vals)
 
 
+# Every scalar routine is compiled with error_model="numpy" (IEEE results for x/0, no exception):
+# inlined into a loop it takes the loop's model anyway, but the CUDA simulator calls the routines
+# on their own from Python, where Numba's default model raised ZeroDivisionError for x/0.
+#
 # Inner routines take scalars (and NamedTuples of scalars) only: an array argument costs an
 # atomic reference-count update per call.  A table read inside these loops measured 6-10x
 # slower than the loop without it, so operands reach a rounded routine in one of two ways:
@@ -227,12 +231,12 @@ def params(name: str, ftz: bool) -> Params:
 # FP16, E4M3, E5M2 are binary32 values gathered beforehand by `gather` from the 2^w-entry
 # value table (`Params.values`) and read by `read_val`.
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _from_bits(x, field, dshift):
     return np.float64(bits_f32(np.uint32((np.uint32(x) & np.uint32(field)) << np.uint32(dshift))))
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _daz(v, ftz, min_normal):
     if ftz:                                            # profile ftz: subnormal reads as zero
         if abs(v) < min_normal:
@@ -240,19 +244,19 @@ def _daz(v, ftz, min_normal):
     return v
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def read_bits(a, dec):
     """The binary64 value of encoding `a` (a binary32 pattern in its container, Dec)."""
     return _daz(_from_bits(a, dec.field, dec.dshift), dec.ftz, dec.mn)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def read_val(v, dec):
     """A gathered binary32 value as binary64 (ftz applied)."""
     return _daz(np.float64(v), dec.ftz, dec.mn)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _rne_bits(M, drop, dm):
     """(kept, increment, inexact) as 0/1 integers: M rounded at bit `drop` with RNE, delta's
     direction dm breaking what would otherwise be a tie.  Branch-free: data-dependent branches
@@ -266,7 +270,7 @@ def _rne_bits(M, drop, dm):
     return kept, inc, R | S | np.uint64(dm != 0)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def round_rne(s, d, fmt):
     """(code, flags) of the exact x = s + delta rounded to the format `fmt` (RNE), where s is a
     normal binary64 (or zero, then delta = 0) and delta has the sign of d and lies strictly
@@ -302,7 +306,7 @@ def round_rne(s, d, fmt):
     return (sign | code) << np.uint64(fmt.shift), np.uint8(flags)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _two_sum_dir(a, b):
     s = a + b
     bb = s - a
@@ -314,7 +318,7 @@ def _two_sum_dir(a, b):
 # the operation code of a routine that serves several (fast.OPS, fastdiv.UNARY), ignored by
 # the others, so one loop template serves every routine of an arity (`loop`).
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def binary(op, x, y, fmt):
     """(code, flags) of x op y (OPS: add, sub, mul), or flags FALLBACK for a non-finite operand."""
     if not (math.isfinite(x) and math.isfinite(y)):
@@ -328,7 +332,7 @@ def binary(op, x, y, fmt):
     return round_rne(s, d, fmt)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fma(op, x, y, z, fmt):
     if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
         return np.uint64(0), np.uint8(0xFF)
@@ -398,7 +402,7 @@ C3 = float.fromhex("0x1.d9cc01f97b57ap-85")
 INV_LN2_64 = float.fromhex("0x1.71547652b82fep+6")
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _exp_reduced(x):
     """(k, p) with exp(x) ~ 2^(k/64) * p: k = round(64 x / ln2), r = x - k ln2/64 (k*C1 exact,
     |r| <= ln2/128), p = 1 + r + ... + r^6/720 (truncation < 2^-65)."""
@@ -424,7 +428,7 @@ def exp_approx(x):
     return out
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def exp_round(tk, p, k, fmt):
     """(code, flags) of 2^(k >> 6) * tk * p (tk = 2^((k & 63)/64)) rounded at t trailing bits,
     or flags 0xFF when a rounding boundary lies within 2^-46 of it (the reference decides)."""
@@ -445,7 +449,7 @@ def exp_round(tk, p, k, fmt):
     return code, np.uint8(0xFF) if near else f
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def exp(op, x, fmt):
     """(code, flags) of exp(x): binary64 exp with relative error < 2^-51 (table 2^(j/64), degree-6
     polynomial), rounded where no rounding boundary of the destination lies within 2^-46 of it,

@@ -190,12 +190,12 @@ def dekker_errors(a, b):
     return r, e
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _nx(e):
     return np.uint8(NX) if e != 0 else np.uint8(0)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp64_add(x, y):
     """(binary64 result, flags) of x + y for binary64 values x, y."""
     s = add_rn(x, y)
@@ -205,12 +205,12 @@ def fp64_add(x, y):
     return s, _nx(e) if ok else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp64_sub(x, y):
     return fp64_add(x, -y)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp64_mul(x, y):
     r = mul_rn(x, y)
     e = prod_err64(x, y, r)
@@ -221,14 +221,14 @@ def fp64_mul(x, y):
     return r, (np.uint8(0) if zero else _nx(e)) if ok else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _fma_term(v):
     """v = 0 or 2^-900 <= |v| <= 2^1020 (False for NaN and infinities)."""
     a = abs(v)
     return (v == 0) | ((a >= _FMA_MIN) & (a <= _PROD_MAX))
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def err_fma(x, y, z):
     """(r, r2, r3): r = RN(x*y + z) by the hardware, x*y + z = r + r2 + r3 (ErrFma)."""
     r = fma_rn(x, y, z)
@@ -241,7 +241,7 @@ def err_fma(x, y, z):
     return r, r2, a2 - (r2 - g)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp64_fma(x, y, z):
     """(binary64 result, flags) of x*y + z: the hardware fma, NX from ErrFma's exact error."""
     r, r2, r3 = err_fma(x, y, z)
@@ -254,13 +254,13 @@ def fp64_fma(x, y, z):
     return r, (np.uint8(0) if zero else _nx(r2) | _nx(r3)) if ok | zero else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _in_split_range(v):
     a = abs(v)
     return (a >= _MIN_NORMAL) & (a <= _SPLIT_MAX)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp64_div(x, y):
     """q = x / y (the hardware's correctly rounded quotient); exact iff q*y = x, i.e. iff
     x - p == e for TwoProduct q*y = p + e (x - p is exact by Sterbenz: p is within 2^-52 of x)."""
@@ -274,12 +274,12 @@ def fp64_div(x, y):
     return q, (np.uint8(0) if zero else _nx((x - p) - e)) if ok | zero else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp64_recip(y):
     return fp64_div(1.0, y)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp64_sqrt(x):
     """s = sqrt(x) correctly rounded by the hardware; exact iff s*s = x (TwoProduct p + e)."""
     s = math.sqrt(x)
@@ -297,19 +297,19 @@ _REM_STEP = 11                   # R < 2^53: R << 11 < 2^64
 _REM_STEPS = 16                  # at most 16 integer divisions per element (ex - ey <= 176)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _sig_exp(v):
     """(X, e) with |v| = X 2^e, X in [2^52, 2^53), for a normal binary64 v."""
     u = fast.f64_bits(v)
     return (u & _MANT) | _HIDDEN, np.int64((u >> np.uint64(52)) & np.uint64(0x7FF)) - 1075
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _pow2(e):
     return fast.bits_f64(np.uint64(e + 1023) << np.uint64(52))
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fmod53(x, y):
     """(x - trunc(x/y)*y exactly, settled?) for normal (or zero) x and normal y; not settled
     when the exponents are more than 176 apart."""
@@ -334,7 +334,7 @@ def fmod53(x, y):
     return (-mag if x < 0 else mag), True
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp64_rem(x, y):
     """(binary64 result, flags) of floor modulo x mod y."""
     ax, ay = abs(x), abs(y)
@@ -384,25 +384,25 @@ _EXP_MIN, _EXP_MAX = -708.0, 709.0          # exp(x) normal and finite: 3.3e-308
 _EXP_TINY = 2.0 ** -60                       # |x| below: exp(x) is 1 or its neighbour; marked
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _fast_two_sum(a, b):
     s = add_rn(a, b)
     return s, b - (s - a)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _dd_add(ah, al, bh, bl):
     s, e = two_sum(ah, bh)
     return _fast_two_sum(s, e + (al + bl))
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _dd_mul(ah, al, bh, bl):
     p = mul_rn(ah, bh)
     return _fast_two_sum(p, prod_err64(ah, bh, p) + (mul_rn(ah, bl) + mul_rn(al, bh)))
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def exp_parts(x):
     """(h, l, scale): exp(x) = (h + l) 2^scale within 2^-98 relative, h = RN(h + l), for
     2^-60 <= |x| <= 709: transcendental.exp_dd's algorithm and constants, compiled (the same
@@ -417,7 +417,7 @@ def exp_parts(x):
     return h, l, k >> 6
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _reduce(x, kf):
     """x - kf ln2/64 as a double-double (exact to ~2^-115 absolute for |kf| < 2^17)."""
     t1 = x - mul_rn(kf, _C1)                                       # k*C1 exact, Sterbenz
@@ -425,7 +425,7 @@ def _reduce(x, kf):
     return _fast_two_sum(rh, rl - mul_rn(kf, _C3))
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _expm1_reduced(rh, rl):
     """expm1(r) for |r| <= ln2/128 (+ tiny) as a double-double, relative error < 2^-100
     (transcendental._expm1_reduced, compiled)."""
@@ -449,7 +449,7 @@ _RSQRT2 = 0.7071067811865476
 _LOG_EPS_MAX = 2.0 ** -93                            # rounds_to_r's margin
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def log_parts(x):
     """(h, l, eps): log(x) = h + l within eps |h| (a per-element bound), h = RN(h + l), for a
     positive finite x != 1: transcendental.log_dd compiled, its y0 = log(m) from fastfn's
@@ -483,7 +483,7 @@ def log_parts(x):
     return h, l, err / abs(h) + 2.0 ** -98
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp64_log(x):
     """(binary64 result, flags) of log(x): settled when the per-element bound is at most
     2^-93 and no midpoint lies within it; NX (log x is transcendental for x != 1)."""
@@ -492,7 +492,7 @@ def fp64_log(x):
     return h, np.uint8(NX) if ok & (eps <= _LOG_EPS_MAX) & rounds_to_r(h, l) else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp64_exp(x):
     """(binary64 result, flags) of exp(x): settled for 2^-60 <= |x| <= 709 and x >= -708 when
     no midpoint lies within 2^-93 of (h + l) 2^scale; NX (exp(x) is transcendental for x != 0)."""
@@ -507,7 +507,7 @@ _SUB_SCALE = 2.0 ** 108          # = 4^54: subnormal radicands become normal, ex
 _RSQRT_MARGIN = 2.0 ** -40       # v - (r + e) < 2^-100 |r| = 2^-48 ulp(r) at most
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def rsqrt_parts(m):
     """(r, e) with r + e within 2^-100.9 relative of 1/sqrt(m), r = RN(r + e), m in [1, 4)."""
     y0 = 1.0 / math.sqrt(m)
@@ -520,7 +520,7 @@ def rsqrt_parts(m):
     return two_sum(y0, corr)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def rounds_to_r(r, e):
     """Whether every value within 2^-93 |r| (2^-41 ulp(r)) of r + e rounds to r (e = the exact
     rest of r's TwoSum, r normal): |e| in units of ulp(r) below 1/2 - 2^-40, below 1/4 - 2^-40 when r
@@ -532,7 +532,7 @@ def rounds_to_r(r, e):
     return w < lim - _RSQRT_MARGIN
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp64_rsqrt(x):
     """(binary64 result, flags) of 1/sqrt(x)."""
     ok = (x > 0) & (x <= _MAX)

@@ -53,7 +53,7 @@ _F32_MAX64 = 3.4028234663852886e38
 _TWO23 = np.float32(8388608.0)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def floor32(q):
     """floor of a binary32 value (A5 vtrc ROUND_F): exact, the sign of zero kept."""
     t = np.float32(np.int64(q)) if abs(q) < _TWO23 else q      # truncation; NaN, inf, |q| >= 2^23: q
@@ -61,7 +61,7 @@ def floor32(q):
     return t if t != 0 else q * np.float32(0.0)                # floor(+-0) = +-0, floor(0.x) = +0
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _mul32(a, b):
     """(RN(a*b) in binary32, NX, |a*b| exactly) for binary32 a, b (the product is exact in
     binary64)."""
@@ -70,7 +70,7 @@ def _mul32(a, b):
     return p, _nx(np.float64(p) != P), abs(P)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def rem32(x, y):
     """(binary32 result, flags) of TREM FP32 by rem_unfused, or flags FALLBACK."""
     ok = _finite32(x) & _finite32(y) & (y != 0)
@@ -95,7 +95,7 @@ def rem32(x, y):
     return (s if neg else r), fl if ok else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def rtz16_sat(r):
     """(FP16 code, flags) of finite binary32 r converted toward zero with saturation: +-max and
     OF|NX from |r| >= 2^16 on, NX when bits are dropped, UF when the result is tiny (below
@@ -115,7 +115,7 @@ def rtz16_sat(r):
     return code | sign, fl
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def rem16(a, b):
     """(FP16 code, flags) of TREM FP16 by rem_via_fp32, or flags FALLBACK."""
     x, fx = _fp16(a)
@@ -137,7 +137,7 @@ def rem16(a, b):
     return (s if neg else h), fl if ok else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _fields16(h, ah):
     """(exponent field, significand field) of FP16 code h (magnitude ah) after the recipe's
     scaling: a magnitude strictly below 0x03FF times 2^10 (exact, a normal value), else as is."""
@@ -149,7 +149,7 @@ def _fields16(h, ah):
     return e, t, np.int32(-10) if sub else np.int32(0)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def div16(a, b):
     """(FP16 code, flags) of TDIV FP16 by div_normalised, or flags FALLBACK (a zero, infinite or
     NaN operand: the IEEE quotient, by the reference).  Every multiplication of the recipe but

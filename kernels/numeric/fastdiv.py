@@ -69,7 +69,7 @@ _LOW27 = np.uint64((1 << 27) - 1)
 
 # ---------------------------------------------------------------- tier 1: SIMD FP32, ieee
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp32_div(x, y):
     """(binary32 result, flags) of x / y for binary32 values x, y."""
     xd = np.float64(x)
@@ -81,12 +81,12 @@ def fp32_div(x, y):
     return r, _flags(nx, abs(r) > _F32_MAX) if ok else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp32_recip(x):
     return fp32_div(np.float32(1.0), x)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp32_sqrt(x):
     xd = np.float64(x)
     r = np.float32(math.sqrt(xd))                              # sqrt(-0) = -0; NaN below: marked
@@ -95,7 +95,7 @@ def fp32_sqrt(x):
     return r, _flags(mul_rn(rd, rd) != xd, False) if ok else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def bf16_div(a, b):
     """(BF16 code, flags) of x / y: RN8(RN24(RN53(v))) = RN8(v) (53 >= 2*24 + 2, 24 >= 2*8 + 2),
     the last rounding by fastvec's carry trick; NX from the exact 16-bit product r*y."""
@@ -108,7 +108,7 @@ def bf16_div(a, b):
     return code, _flags(nx, of) if ok else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp16_div(a, b):
     """As bf16_div for FP16 (24 >= 2*11 + 2), settled above FP16's normal threshold 2^-14 (never
     tiny); an overflow is NX even when the infinite code's stand-in value times y gives x."""
@@ -131,12 +131,12 @@ SIMD = {(name, op): fast.Kernel(fn, 2 if op == "TDIV" else 1, "f32" if name == "
 
 # ---------------------------------------------------------------- tier 2: fast.round_rne
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _direction(v):
     return np.int64(v > 0) - np.int64(v < 0)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def divide(op, x, y, fmt):
     """(code, flags) of x / y rounded to the format, or flags FALLBACK (non-finite operand,
     zero divisor)."""
@@ -148,7 +148,7 @@ def divide(op, x, y, fmt):
     return code, f if ok else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def root(x, fmt):
     ok = math.isfinite(x) and x >= 0.0                         # -0 included: sqrt(-0) = -0
     s = math.sqrt(x) if ok else 0.0
@@ -157,7 +157,7 @@ def root(x, fmt):
     return code, (np.uint8(0) if exact else np.uint8(NX)) if ok else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def unary(op, x, fmt):
     """UNARY[op]: TRECIP (1 / x) or TSQRT."""
     if op == 0:

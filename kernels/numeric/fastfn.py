@@ -97,13 +97,13 @@ _ONE = np.uint64(1)
 _HIDDEN = np.uint64(1 << 52)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def rsqrt_approx(x):
     """RN53(1 / RN53(sqrt(x))): within 2.01 binary64 ulps of 1/sqrt(x) (module doc)."""
     return 1.0 / math.sqrt(x)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def near_boundary(y, t, ulps=NEAR_ULPS):
     """Whether a rounding boundary of a t-bit destination may lie within `ulps` binary64 ulps
     of the normal binary64 value y: its low 52 - t significand bits are that close to the
@@ -120,7 +120,7 @@ _LN2_LO = float.fromhex("0x1.fdf473de6af28p-22")
 _INV = (1.0 / 3, 1.0 / 5, 1.0 / 7, 1.0 / 9, 1.0 / 11, 1.0 / 13, 1.0 / 15, 1.0 / 17, 1.0 / 19, 1.0 / 21)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def log_approx(x):
     """log(x) in binary64 within 2^-50 relative, for a positive normal binary64 x != 1 of at
     most 24 significant bits (module doc); for other binary64 x a few ulps less accurate
@@ -150,7 +150,7 @@ def log_approx(x):
     return mul_rn(ef, _LN2_HI) + (two_s + (lo + mul_rn(ef, _LN2_LO)))
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def log(op, x, fmt):
     """(code, flags) of log(x) rounded to the format, or flags FALLBACK."""
     ok = math.isfinite(x) and x > 0.0 and x != 1.0
@@ -159,7 +159,7 @@ def log(op, x, fmt):
     return code, f if ok and not near_boundary(y, fmt.t, NEAR_ULPS_LOG) else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def rsqrt(op, x, fmt):
     """(code, flags) of 1/sqrt(x) rounded to the format, or flags FALLBACK."""
     ok = math.isfinite(x) and x > 0.0
@@ -170,7 +170,7 @@ def rsqrt(op, x, fmt):
     return code, f if ok and not near_boundary(y, fmt.t) else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _sig_exp(v):
     """(X, e) with |v| = X 2^e, X in [2^23, 2^24), for a nonzero value of at most 24 bits (a
     normal binary64)."""
@@ -178,7 +178,7 @@ def _sig_exp(v):
     return ((u & _MANT) | _HIDDEN) >> np.uint64(29), np.int64((u >> np.uint64(52)) & np.uint64(0x7FF)) - 1046
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fmod24(x, y):
     """x - trunc(x/y)*y exactly, for finite x and finite nonzero y of at most 24 bits each."""
     if x == 0.0:
@@ -197,7 +197,7 @@ def fmod24(x, y):
     return -mag if x < 0 else mag
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def rem(op, x, y, fmt):
     """(code, flags) of floor modulo x mod y rounded to the format, or flags FALLBACK."""
     ok = math.isfinite(x) and math.isfinite(y) and y != 0.0

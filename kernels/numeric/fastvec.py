@@ -62,12 +62,12 @@ _NORMAL32 = 2.0 ** -126              # FP32 and BF16 share the normal range
 
 # ---------------------------------------------------------------- scalar routines
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _flags(nx, of):
     return np.uint8(nx) * np.uint8(NX) | np.uint8(of) * np.uint8(OF)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _finite32(x):
     return abs(x) <= _F32_MAX          # False for NaN and infinities; a compare, so it vectorises
 
@@ -75,7 +75,7 @@ def _finite32(x):
 _SMALL32 = np.float32(2.0 ** -100)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp32_add(a, b):
     """(binary32 result, flags) of a + b for binary32 values a, b."""
     s, e = two_sum(a, b)
@@ -83,12 +83,12 @@ def fp32_add(a, b):
     return s, f if _finite32(a) & _finite32(b) else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp32_sub(a, b):
     return fp32_add(a, -b)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp32_mul(a, b):
     r = mul_rn(a, b)
     e = prod_err(a, b, r)
@@ -102,7 +102,7 @@ def fp32_mul(a, b):
 _GAP = np.float32(2.0 ** 29)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp32_fma(a, b, c):
     r = fma_rn(a, b, c)                                            # the result: one rounding
     # a*b + (c - r) in one binary64 rounding is zero exactly when r is exact; c - r is exact in
@@ -116,12 +116,12 @@ def fp32_fma(a, b, c):
     return r, _flags(w != 0, False) if ok else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _bf16(u):
     return bits_f32(np.uint32(u) << np.uint32(16))
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _rne_bf16(w):
     """(BF16 code, dropped bits nonzero, overflowed) of binary32 pattern w rounded to nearest
     even by the carry trick (a carry out of the top code is infinity: 0x7F80 | sign)."""
@@ -130,7 +130,7 @@ def _rne_bf16(w):
     return np.uint16(code), (w & np.uint32(0xFFFF)) != np.uint32(0), of
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def bf16_add(a, b):
     """(BF16 code, flags) of a + b for BF16 codes a, b."""
     x = _bf16(a)
@@ -141,12 +141,12 @@ def bf16_add(a, b):
     return code, f if _finite32(x) & _finite32(y) else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def bf16_sub(a, b):
     return bf16_add(a, b ^ np.uint16(0x8000))
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def bf16_mul(a, b):
     x = _bf16(a)
     y = _bf16(b)
@@ -156,7 +156,7 @@ def bf16_mul(a, b):
     return code, _flags(dropped | of, of) if ok else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def bf16_fma(a, b, c):
     x = _bf16(a)
     y = _bf16(b)
@@ -179,7 +179,7 @@ _F16_OVERFLOW = 143 << 23             # binary32 pattern of 2^16: at or above, i
 _F16_TINY = np.float32(2.0 ** -14 - 2.0 ** -26)   # tiny after rounding below this (ties: even)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _fp16(h):
     """(binary32 value, finite) of FP16 code h."""
     u = np.uint32(h)
@@ -188,7 +188,7 @@ def _fp16(h):
     return v, (u & np.uint32(0x7C00)) != np.uint32(0x7C00)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _rne_fp16(r):
     """(FP16 code, dropped bits nonzero, overflowed) of binary32 r rounded to nearest even."""
     w = f32_bits(r)
@@ -205,13 +205,13 @@ def _rne_fp16(r):
     return np.uint16(code | ((w >> np.uint32(16)) & np.uint32(0x8000))), dropped, of
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _fp16_flags(nx, r, of):
     uf = nx & (abs(r) < _F16_TINY)
     return np.uint8(nx) * np.uint8(NX) | np.uint8(uf) * np.uint8(UF) | np.uint8(of) * np.uint8(OF)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp16_add(a, b):
     """s = RN24(x + y) and RN11(RN24(v)) = RN11(v) for a sum of 11-bit values (24 >= 2*11 + 2);
     near the tininess threshold such a sum is exact in binary32, so |s| decides tininess."""
@@ -223,12 +223,12 @@ def fp16_add(a, b):
     return code, _fp16_flags(nx, s, of) if fx & fy else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp16_sub(a, b):
     return fp16_add(a, b ^ np.uint16(0x8000))
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp16_mul(a, b):
     """x*y (22 bits, >= 2^-48) is exact in binary32: one rounding."""
     x, fx = _fp16(a)

@@ -43,7 +43,7 @@ mul_rn = _rn("fmul", "mul")
 add_rn = _rn("fadd", "add")
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def two_sum(a, b):
     """(s, e): s = RN(a + b) and its exact error (Knuth's TwoSum) in the operands' format, exact
     unless an intermediate overflows; the sum by add_rn, so it is never contracted."""
