@@ -2,9 +2,11 @@
 
     python -m pytest benchmarks/bench_numeric.py -q --benchmark-only -s
 
-The cases are the `numeric.*` rows of `tile-emu bench` (emulator/commands/bench.py): TADD, TMUL,
-TFMA, TEXP on E4M3, BF16, FP16 and FP32, 2^20 elements of typical data (normal(0, 1); TEXP
-uniform in [-8, 8]).  Baselines, timed in the same run: the ml_dtypes round trip through float32
+The cases are the `numeric.*` and `profile.*` rows of `tile-emu bench` (emulator/commands/bench.py):
+TADD, TMUL, TFMA, TEXP on E4M3, BF16, FP16 and FP32, 2^20 elements of typical data (normal(0, 1);
+TEXP uniform in [-8, 8]); TCVT FP32 -> FP16 / BF16 against NumPy's astype(float16) / ml_dtypes'
+astype(bfloat16) (target 1x); profile a5's TRSQRT, TREM, TDIV on FP16 against the same operation
+under profile ieee (target 0.5: within 2x).  Baselines, timed in the same run: the ml_dtypes round trip through float32
 for E4M3 and BF16, NumPy's own float16/float32 operation for FP16/FP32 (its exp is not correctly
 rounded, its a*b+c rounds twice).  extra_info records elements/s of both and ratio = baseline
 time / our time.  Targets (each case's `target`, issue 9): 8-bit >= 4x, BF16 TADD/TMUL >= 1x
@@ -20,7 +22,7 @@ from emulator.commands.bench import CASES, warm_up
 pytest.importorskip("ml_dtypes")
 
 N = 1 << 20
-NUMERIC = [c for c in CASES if c.name.startswith("numeric.")]
+NUMERIC = [c for c in CASES if c.name.startswith(("numeric.", "profile."))]
 
 
 @pytest.mark.parametrize("case", NUMERIC, ids=[c.name for c in NUMERIC])

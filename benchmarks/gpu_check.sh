@@ -1,7 +1,8 @@
 #!/bin/sh
 # The one prepared GPU check (run it on a lent GPU machine through the device tool):
 #   sh benchmarks/gpu_check.sh
-# 1. benchmarks/gpu_numeric.py: every element-wise (op, DataType, profile) and every TCVT pair
+# 1. benchmarks/gpu_numeric.py: every element-wise (op, DataType, profile: ieee, ftz and a5) and
+#    every TCVT pair (and a5's wrap/integral pairs in every mode)
 #    computed on the device (CuPy arrays in, CuPy arrays out) and compared bit for bit with the
 #    CPU path, then the `tile-emu bench --backend gpu` cases as fractions of the device copy
 #    bandwidth measured in the same run -> $OUT/gpu_numeric.json and $OUT/gpu_numeric.txt.

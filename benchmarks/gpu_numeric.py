@@ -1,6 +1,7 @@
-"""GPU check of the numeric layer: every element-wise (op, DataType, profile) and every TCVT pair
-computed on the device, compared bit for bit (bits, flags, shape, dtype) with the CPU path, then
-the GPU benchmark cases of `tile-emu bench --backend gpu`.
+"""GPU check of the numeric layer: every element-wise (op, DataType, profile) -- every profile of
+kernels/numeric/profiles.py, a5 included -- and every TCVT pair (and every pair a profile gives a
+rule of its own, in every mode) computed on the device, compared bit for bit (bits, flags, shape,
+dtype) with the CPU path, then the GPU benchmark cases of `tile-emu bench --backend gpu`.
 
     python benchmarks/gpu_numeric.py [--n N] [--out DIR] [--no-bench]   # on a GPU machine
     NUMBA_ENABLE_CUDASIM=1 python benchmarks/gpu_numeric.py --n 64 --no-bench   # anywhere
@@ -81,11 +82,12 @@ class Device:
         from kernels import numeric
         return numeric.elementwise(op, dt.name, *ops, profile=prof, cmode=cmode)
 
-    def convert(self, x, s, d, rm, sat, ftz):
+    def convert(self, x, s, d, rm, sat, profile):
+        prof = PROFILES[profile]
         if self.sim:
-            return CV.convert_device(x, s, d, rm, sat, ftz, np)
+            return CV.convert_device(x, s, d, rm, sat, prof.ftz, np, prof.rule("TCVT", CV.pair(s, d)))
         from kernels import numeric
-        return numeric.convert(x, s.name, d.name, rmode=rm, sat=sat, profile="ftz" if ftz else "ieee")
+        return numeric.convert(x, s.name, d.name, rmode=rm, sat=sat, profile=profile)
 
     def sync(self):
         if not self.sim:
@@ -112,7 +114,7 @@ def check_elementwise(dev: Device, n: int, n_host: int, rng, records: list):
         for dt in dts.DATATYPES:
             if dt.name not in ins.dtypes or (op, dt.kind) not in E.TABLE:
                 continue
-            for pname in (("ieee", "ftz") if dt.kind is dts.Kind.FLOAT else ("ieee",)):
+            for pname in (tuple(PROFILES) if dt.kind is dts.Kind.FLOAT else ("ieee",)):
                 prof = PROFILES[pname]
                 where = kcuda.placement(op, dt, prof, ins.arity)
                 rec = {"check": "elementwise", "op": op, "dtype": dt.name, "profile": pname, "placement": where}
@@ -143,14 +145,19 @@ def check_convert(dev: Device, n: int, rng, records: list):
         for d in dts.DATATYPES:
             wide = fastconvert.supports(s, d)
             modes = tuple(fastconvert.MODE_CODE) if wide else ("DEFAULT",)
-            for mode in modes:
-                for sat, ftz in (((False, False), (True, False), (False, True)) if wide else ((False, False),)):
-                    rm = CV.resolve_rmode(mode, s, d)
-                    want = CV.convert_generic(x, s, d, rm, sat, ftz, np)
-                    got = dev.convert(dx, s, d, rm, sat, ftz)
-                    ok, why = same(got, want)
-                    records.append({"check": "convert", "src": s.name, "dst": d.name, "rmode": rm, "sat": sat,
-                                    "ftz": ftz, "elements": int(x.size), "bits_match_cpu": ok, "detail": why})
+            # every profile whose rule for the pair is not ieee's (a5: wrap, integral), in every mode
+            ruled = [p for p in PROFILES if PROFILES[p].rule("TCVT", CV.pair(s, d)) != "ieee"]
+            cases = [(m, sat, p) for m in modes
+                     for sat, p in (((False, "ieee"), (True, "ieee"), (False, "ftz")) if wide else ((False, "ieee"),))]
+            cases += [(m, False, p) for p in ruled for m in fastconvert.MODE_CODE]
+            for mode, sat, pname in cases:
+                prof = PROFILES[pname]
+                rm = CV.resolve_rmode(mode, s, d)
+                want = CV.convert_generic(x, s, d, rm, sat, prof.ftz, np, prof.rule("TCVT", CV.pair(s, d)))
+                got = dev.convert(dx, s, d, rm, sat, pname)
+                ok, why = same(got, want)
+                records.append({"check": "convert", "src": s.name, "dst": d.name, "rmode": rm, "sat": sat,
+                                "profile": pname, "elements": int(x.size), "bits_match_cpu": ok, "detail": why})
 
 
 def benchmarks(n: int, repeat: int, records: list):

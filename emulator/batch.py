@@ -619,7 +619,9 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
 class MachineBatch:
     """N independent machines that execute the same block stream (see the module doc)."""
 
-    def __init__(self, machines: Iterable[Machine], backend: str = "cpu"):
+    def __init__(self, machines: Iterable[Machine], backend: str = "cpu", profile: str | None = None):
+        """`profile` (a kernels.numeric.profiles name) runs every machine under that numeric
+        profile instead of its own configuration's."""
         machines = [m for m in machines]
         if not machines:
             raise ValueError("a batch needs at least one machine")
@@ -631,6 +633,15 @@ class MachineBatch:
             if m.config != config:
                 raise ValueError(f"machine {k}: configuration {m.config} differs from machine 0's {config}; "
                                  f"a batch shares one configuration")
+        if profile is not None:
+            from .machine import with_profile
+            config = with_profile(config, profile)
+            copies = []
+            for m in machines:
+                c = m.copy()
+                c.config = config
+                copies.append(c)
+            machines = copies
         self.config = config
         self.backend, self.xp, self.why = resolve_backend(backend)
         self._n = len(machines)
@@ -642,9 +653,10 @@ class MachineBatch:
             self._build(dict(enumerate(machines)))
 
     @classmethod
-    def load(cls, path, backend: str = "cpu", config: MachineConfig | None = None) -> "MachineBatch":
+    def load(cls, path, backend: str = "cpu", config: MachineConfig | None = None,
+             profile: str | None = None) -> "MachineBatch":
         from .machine import load_machines
-        return cls(load_machines(path, config), backend)
+        return cls(load_machines(path, config), backend, profile)
 
     def save(self, path) -> None:
         from .batchio import save_machines

@@ -450,15 +450,20 @@ class Machine:
         self._last = None
 
     @classmethod
-    def load(cls, path, config: MachineConfig | None = None, backend: str = "reference") -> "Machine":
-        """The one machine of a state file (a file of many: MachineBatch.load or load_machines)."""
+    def load(cls, path, config: MachineConfig | None = None, backend: str = "reference",
+             profile: str | None = None) -> "Machine":
+        """The one machine of a state file (a file of many: MachineBatch.load or load_machines);
+        `profile` (a kernels.numeric.profiles name) overrides the file's numeric profile."""
         from .batchio import load_states
         from .stateio import StateFileError
         states = load_states(path, config)
         if len(states) != 1:
             raise StateFileError(f"{path}: holds {len(states)} machines; load it with MachineBatch.load "
                                  f"or emulator.machine.load_machines")
-        return cls.from_state(states[0], backend)
+        m = cls.from_state(states[0], backend)
+        if profile is not None:
+            m.config = with_profile(m.config, profile)
+        return m
 
     def _check_pe(self, pe: int) -> None:
         if not (isinstance(pe, (int, np.integer)) and 0 <= pe < NUM_PES):
@@ -497,6 +502,14 @@ def _as_raw(data: np.ndarray) -> np.ndarray:
             raise ValueError("raw encodings must be in [0, 2^64)")
         return np.array(flat, dtype=np.uint64).reshape(data.shape)
     raise ValueError(f"cannot use {data.dtype} data as raw encodings")
+
+
+def with_profile(config: MachineConfig, profile: str) -> MachineConfig:
+    """`config` under numeric profile `profile` (kernels.numeric.profiles raises UnknownProfile,
+    a ValueError listing the known ones, for a name it does not have)."""
+    from dataclasses import replace
+    from kernels.numeric.profiles import profile as numeric_profile
+    return replace(config, profile=numeric_profile(profile).name)
 
 
 def load_machines(path, config: MachineConfig | None = None) -> list[Machine]:

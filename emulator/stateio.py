@@ -80,8 +80,10 @@ def tile_rows(state) -> dict[str, list]:
 
 
 def config_json(config: MachineConfig) -> dict:
-    """The metadata's `config` object."""
-    return {"local_bytes": config.local_bytes, "matrix_bytes": config.matrix_bytes, "profile": config.profile}
+    """The `config` object of a state file: store sizes, the numeric profile and its version."""
+    from kernels.numeric.profiles import profile
+    return {"local_bytes": config.local_bytes, "matrix_bytes": config.matrix_bytes, "profile": config.profile,
+            "profile_version": profile(config.profile).version}
 
 
 def pes_json(state) -> list[dict]:
@@ -178,7 +180,7 @@ def _meta(path, table: pa.Table) -> dict:
 
 
 def _config(path, meta: dict) -> MachineConfig:
-    from kernels.numeric.profiles import PROFILES
+    from kernels.numeric.profiles import PROFILES, UnknownProfile, known, lookup
 
     cfg = meta.get("config", {})
     if not isinstance(cfg, dict):
@@ -187,6 +189,13 @@ def _config(path, meta: dict) -> MachineConfig:
     if not isinstance(profile, str) or profile not in PROFILES:
         raise StateFileError(f"{shown(path)}: metadata config: unknown profile {shown(repr(profile))} "
                              f"(known: {', '.join(sorted(PROFILES))})")
+    version = cfg.get("profile_version")       # absent in files written before versions were recorded
+    if version is not None:
+        try:
+            lookup(profile, version)
+        except UnknownProfile:
+            raise StateFileError(f"{shown(path)}: metadata config: profile {profile} version "
+                                 f"{shown(repr(version))} is not this build's (known: {known()})") from None
     try:   # MachineConfig checks the store sizes' types and ranges
         return MachineConfig(**{k: cfg[k] for k in ("local_bytes", "matrix_bytes") if k in cfg}, profile=profile)
     except (TypeError, ValueError) as exc:

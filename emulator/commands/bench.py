@@ -5,6 +5,7 @@
     tile-emu bench --case numeric.TADD  # cases whose name starts with a prefix (repeatable)
     tile-emu bench --list | --json
     tile-emu bench --backend gpu        # the same operations on CuPy arrays, vs. device copy bandwidth
+    tile-emu bench --profile a5         # the numeric cases under numeric profile a5
 
 A case is one row of CASES: a name, what the baseline is, an optional target ratio, and a setup
 function n -> (ours, baseline), two zero-argument callables doing the same work on n elements.
@@ -58,6 +59,7 @@ class Case:
     memory: Callable[[int], float] = per_element(64)
     max_n: int | None = None
     device_memory: Callable[[int], float] | None = None    # gpu cases: device bytes at n
+    profiled: bool = False             # setup(n, profile): ours runs under --profile
 
 
 # ---------------------------------------------------------------- numeric cases
@@ -85,11 +87,11 @@ def _numeric_case(op: str, fmt: str) -> Case:
     plain = {"TADD": lambda a, b: a + b, "TMUL": lambda a, b: a * b,
              "TFMA": lambda a, b, c: a * b + c, "TEXP": np.exp}[op]
 
-    def setup(n: int):
+    def setup(n: int, profile: str = "ieee"):
         from kernels import numeric
         vals = [_values(fmt, n, op, seed) for seed in range(arity)]
         bits = [v.view(f"u{v.dtype.itemsize}") for v in vals]
-        ours = lambda: numeric.elementwise(op, fmt, *bits)            # noqa: E731
+        ours = lambda: numeric.elementwise(op, fmt, *bits, profile=profile)   # noqa: E731
         if fmt in ("FP32", "FP16"):                                    # NumPy's own dtype
             base = lambda: plain(*vals)                                # noqa: E731
         else:                                                          # ml_dtypes round trip
@@ -104,7 +106,7 @@ def _numeric_case(op: str, fmt: str) -> Case:
         what = f"ml_dtypes {_ML[fmt]} round trip through float32"
     target = _TARGET_OP.get((op, fmt), _TARGET.get(fmt))
     return Case(f"numeric.{op}.{fmt}", what, setup, target, None if fmt in ("FP32", "FP16") else "ml_dtypes",
-                memory=per_element(_NUMERIC_BYTES[op]))
+                memory=per_element(_NUMERIC_BYTES[op]), profiled=True)
 
 
 # peak bytes per element (measured: TADD/TMUL 12-18, TFMA 19-22, TEXP 10-14 over the four formats)
@@ -113,6 +115,46 @@ _NUMERIC_BYTES = {"TADD": 24, "TMUL": 24, "TFMA": 28, "TEXP": 18}
 
 CASES: list[Case] = [_numeric_case(op, fmt) for op in ("TADD", "TMUL", "TFMA", "TEXP")
                      for fmt in ("E4M3", "BF16", "FP16", "FP32")]
+
+
+def _convert_case(dst: str) -> Case:
+    """TCVT FP32 -> dst (RNE, no Sat) on normal(0, 100) values against NumPy's astype(float16) /
+    ml_dtypes' astype(bfloat16) (issue 16: >= 1x)."""
+    def setup(n: int, profile: str = "ieee"):
+        from kernels import numeric
+        x = (np.random.default_rng(0).standard_normal(n) * 100).astype(np.float32)
+        u = x.view(np.uint32)
+        if dst == "FP16":
+            base_type = np.float16
+        else:
+            import ml_dtypes
+            base_type = ml_dtypes.bfloat16
+        return (lambda: numeric.convert(u, "FP32", dst, rmode="RNE", profile=profile)), (lambda: x.astype(base_type))
+
+    what = "NumPy astype(float16)" if dst == "FP16" else "ml_dtypes astype(bfloat16)"
+    return Case(f"numeric.TCVT.FP32-{dst}", what, setup, 1.0, None if dst == "FP16" else "ml_dtypes", profiled=True)
+
+
+CASES += [_convert_case("FP16"), _convert_case("BF16")]
+
+
+def _profile_case(op: str, fmt: str, profile: str) -> Case:
+    """`op` on `fmt` under `profile` against the same op under profile ieee (issue 16: a5's
+    TRSQRT/TREM/TDIV FP16 within 2x of ieee, ratio >= 0.5)."""
+    arity = 1 if op == "TRSQRT" else 2
+
+    def setup(n: int):
+        from kernels import numeric
+        vals = [np.abs(_values(fmt, n, op, seed)) if op == "TRSQRT" else _values(fmt, n, op, seed)
+                for seed in range(arity)]
+        bits = [v.view(f"u{v.dtype.itemsize}") for v in vals]
+        return (lambda: numeric.elementwise(op, fmt, *bits, profile=profile)), \
+            (lambda: numeric.elementwise(op, fmt, *bits, profile="ieee"))
+    return Case(f"profile.{profile}.{op}.{fmt}", f"kernels.numeric.elementwise {op} {fmt} under profile ieee",
+                setup, 0.5)
+
+
+CASES += [_profile_case(op, "FP16", "a5") for op in ("TRSQRT", "TREM", "TDIV")]
 
 
 # ---------------------------------------------------------------- GPU cases (--backend gpu)
@@ -367,10 +409,11 @@ def _calls_per_repeat(fn: Callable[[], object]) -> int:
     return max(1, min(MAX_CALLS_PER_REPEAT, int(np.ceil(MIN_REPEAT_SECONDS / took))))
 
 
-def measure(case: Case, n: int, repeat: int) -> dict:
+def measure(case: Case, n: int, repeat: int, profile: str = "ieee") -> dict:
     """Best-of-`repeat` seconds per call of ours and of the baseline, each timed after `warm_up`;
-    the two alternate repeat by repeat, so both see the same machine (load, clock speed)."""
-    ours, base = case.setup(n)
+    the two alternate repeat by repeat, so both see the same machine (load, clock speed).
+    `profile`: the numeric profile of a case's own side (cases marked `profiled`)."""
+    ours, base = case.setup(n, profile) if case.profiled else case.setup(n)
     with np.errstate(all="ignore"):
         warm_up(ours)
         warm_up(base)
@@ -380,7 +423,10 @@ def measure(case: Case, n: int, repeat: int) -> dict:
             t_ours = min(t_ours, _per_call(ours, n_ours))
             t_base = min(t_base, _per_call(base, n_base))
     ratio = t_base / t_ours
+    from kernels.numeric.profiles import profile as numeric_profile
+    p = numeric_profile(profile)
     return {"case": case.name, "elements": n, "elements_per_s": n / t_ours,
+            "profile": {"name": p.name, "version": p.version} if case.profiled else None,
             "baseline_elements_per_s": n / t_base, "ratio": ratio, "target": case.target,
             "missed": case.target is not None and ratio < case.target, "baseline": case.baseline}
 
@@ -521,6 +567,8 @@ def add_arguments(parser):
     parser.add_argument("--strict", action="store_true", help="exit 1 when any case misses its target")
     parser.epilog = ("A case below its target is marked MISSED.  Exit status: 0, or with --strict 1 when a "
                      "target is missed; 2 for bad arguments; 3 for --backend gpu without a usable GPU.")
+    parser.add_argument("--profile", default="ieee", metavar="NAME",
+                        help="numeric profile of the numeric.* cases (default ieee; kernels.numeric.profiles)")
     parser.add_argument("--backend", choices=("cpu", "gpu"), default="cpu",
                         help="cpu: NumPy/Numba on the host (default); gpu: CuPy arrays on the device, "
                              "ratios against the device copy bandwidth (default 2^24 elements)")
@@ -535,6 +583,12 @@ def _gpu_cases() -> list[Case]:
 
 
 def run(args) -> int:
+    from kernels.numeric.profiles import UnknownProfile, known, profile as numeric_profile
+    profile = getattr(args, "profile", "ieee")
+    try:
+        numeric_profile(profile)
+    except UnknownProfile:
+        raise CommandError(f"--profile {profile!r}: unknown numeric profile; known: {known()}", 2) from None
     gpu = getattr(args, "backend", "cpu") == "gpu"
     cases = select(args.case, GPU_CASES if args.list and gpu else (_gpu_cases() if gpu else CASES))
     if args.list:
@@ -550,7 +604,8 @@ def run(args) -> int:
                            f"least {MIN_REPEAT_SECONDS:g} s)", 2)
     check_n([c for c in cases if _available(c)], n, gpu)
     if not args.json:
-        print(machine_line())
+        p = numeric_profile(profile)
+        print(machine_line() + f"; numeric profile {p.name} {p.version}")
         print(f"{'case':24} {'M elem/s':>10} {'baseline':>10} {'ratio':>7} {'target':>14}  baseline")
     missed = []
     for case in cases:
@@ -558,7 +613,7 @@ def run(args) -> int:
             print(f"{case.name:24} skipped: needs {case.needs}" if not args.json else
                   json.dumps({"case": case.name, "skipped": f"needs {case.needs}"}))
             continue
-        r = measure(case, n, repeat)
+        r = measure(case, n, repeat, profile)
         if r["missed"]:
             missed.append(r)
         if args.json:

@@ -228,6 +228,41 @@ def _fma_straddle(ctx: Context, rng, m):
     return [a, b, c]
 
 
+def _large_quotient(ctx: Context, rng, m):
+    """TREM pairs whose quotient |x/y| is 2^24 to 2^32 (x near the top of the range, y not below
+    the smallest subnormal): a remainder from unfused steps (numeric profile a5) collapses there."""
+    sp = ctx.src
+    info = numeric.info(sp.name)
+    vx = float(info.max_finite) * np.exp2(-rng.uniform(0, 8, m))
+    x = _signs(ctx, rng, nearest(sp, vx))
+    vy = np.abs(sp.values(x)) * np.exp2(-rng.uniform(24, 32, m))
+    y = nearest(sp, np.maximum(vy, float(info.min_subnormal)))
+    return [x, _signs(ctx, rng, y)]
+
+
+def _subnormal_quotient(ctx: Context, rng, m):
+    """TDIV quotients at and around the smallest subnormal (FP16: 2^-24, where profile a5's
+    division decides by the significands alone and rounds subnormal quotients twice)."""
+    sp = ctx.src
+    info = numeric.info(sp.name)
+    vy = np.exp2(rng.uniform(4, np.log2(float(info.max_finite)) - 1, m))
+    f = rng.choice([0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0], m) * (1 + rng.uniform(-2 ** -8, 2 ** -8, m))
+    y = _signs(ctx, rng, nearest(sp, vy))
+    x = _signs(ctx, rng, nearest(sp, np.abs(sp.values(y)) * float(info.min_subnormal) * f))
+    return [x, y]
+
+
+def _out_of_range_int(ctx: Context, rng, m):
+    """Floating values whose rounded integer lies outside the integer destination: just beyond
+    either bound, far beyond, negative for unsigned ones.  Without Sat profile a5 keeps their
+    low bits for the pairs its sources spell out; saturation (and ieee) clamps."""
+    lo, hi = (float(v) for v in (numeric.info(ctx.dst.name).min_finite, numeric.info(ctx.dst.name).max_finite))
+    top = float(numeric.info(ctx.src.name).max_finite)
+    span = rng.choice([1.0, 1.5, 4.0, 300.0], m) * (hi - lo + 1)
+    v = np.where(rng.random(m) < 0.5, hi + 1 + rng.random(m) * span, lo - 1 - rng.random(m) * span)
+    return [nearest(ctx.src, np.clip(v, -top, top))]
+
+
 def _int_bounds(ctx: Context, rng, m):
     return _fix_divisors(ctx, [ctx.src.pick(rng, "special", m) for _ in range(ctx.value_arity)])
 
@@ -270,6 +305,23 @@ def _rounds(ctx):
 
 def _always(ctx):
     return True
+
+
+def _float_op(*mnemonics, span: float = 0):
+    """Floating partitions of these instructions whose finite range spans 2^span or more."""
+    def applies(ctx):
+        if not (ctx.is_float and ctx.op.mnemonic in mnemonics and ctx.src.has("min_subnormal")):
+            return False
+        info = numeric.info(ctx.src.name)
+        return float(info.max_finite) / float(info.min_subnormal) >= 2.0 ** span
+    return applies
+
+
+def _float_to_int(ctx):
+    """Float -> integer pairs where a source value can lie outside the destination's range."""
+    if not (ctx.family == "convert" and ctx.is_float and ctx.dst.kind in ("sint", "uint")):
+        return False
+    return ctx.dst.kind == "uint" or float(numeric.info(ctx.src.name).max_finite) > float(numeric.info(ctx.dst.name).max_finite)
 
 
 def _int(ctx):
@@ -347,6 +399,11 @@ CLASSES: tuple[CoverageClass, ...] = (
            lambda c: _fam("add", "sub", "mul", "fma")(c) or _convert_float(c), _underflow),
     _value("cancel", "operand pairs that cancel", _fam("add", "sub"), _cancel),
     _value("fma_straddle", "TFMA products that straddle the addend", _fam("fma"), _fma_straddle),
+    _value("large_quotient", "TREM with |x/y| from 2^24 to 2^32", _float_op("TREM", span=32), _large_quotient),
+    _value("subnormal_quotient", "TDIV quotients at and around the smallest subnormal",
+           _float_op("TDIV", span=12), _subnormal_quotient),
+    _value("out_of_range_int", "float -> integer values beyond the destination's range", _float_to_int,
+           _out_of_range_int),
     _value("int_bounds", "integer min, max, -1, 0, 1", _int, _int_bounds),
     _value("shift_counts", "shift counts at and beyond the width",
            lambda c: _int(c) and c.family == "shift", _shift_counts),

@@ -15,6 +15,10 @@ encodings of the destination out plus per-element NV/OF/UF/NX flags.  The value 
 - integer -> float: the exact integer rounded once (no detour through float64).
 - integer -> integer: modulo 2^width without Sat; Sat=1 clamps to [min, max] with NV.
 - profile ftz: subnormal sources read as zero, subnormal results flush to zero (UF|NX).
+- a profile's TCVT rule for the pair (profiles.Profile.rule("TCVT", "SRC->DST")): WRAP (float
+  -> integer without Sat: an out-of-range finite value gives the low N bits of its rounded
+  integer, NV), INTEGRAL (same-type float: rounded to an integral value in the block's RMode,
+  RTO as RNE); docs/numerics.md "Profile a5".
 
 Paths, all giving the same bits (the generic path is the reference; the others are built from
 it or checked against it): sources of 16 bits or fewer use a full table of their 2^w codes;
@@ -35,10 +39,11 @@ from isa.datatypes import DataType, Kind, datatype
 from .flags import NV
 from .formats import (FORMATS, INF, QNAN, SNAN, _xp, field_mask, inf_bits, max_bits, nan_bits, unpack,
                       valid_encoding)
-from .profiles import profile as _profile
-from .rounding import RHB_RULE, check_rmode, int_bits_of, int_range, round_pack, round_to_int
+from .profiles import IEEE, INTEGRAL, WRAP, profile as _profile
+from .rounding import RHB_RULE, check_rmode, int_bits_of, int_range, round_integral, round_pack, round_to_int
 
 _RMODE_CODES = {0: "DEFAULT", 1: "RNE", 2: "RTZ", 3: "RTM", 4: "RTP", 5: "RNA", 6: "RTO", 7: "RHB"}
+RULES = frozenset({IEEE, WRAP, INTEGRAL})       # the TCVT rules convert_generic implements
 
 
 class InvalidEncoding(ValueError):
@@ -146,8 +151,14 @@ def _special_results(bits, cls, sign, s, d, sat, xp):
     return inf | nan, out, fl
 
 
-def convert_generic(bits, s: DataType, d: DataType, rmode: str, sat: bool, ftz: bool, xp=np):
-    """The reference conversion (vectorised array code); inputs already validated/resolved."""
+def pair(s: DataType, d: DataType) -> str:
+    """The class of a TCVT pair in a profile's rules."""
+    return f"{s.name}->{d.name}"
+
+
+def convert_generic(bits, s: DataType, d: DataType, rmode: str, sat: bool, ftz: bool, xp=np, rule: str = IEEE):
+    """The reference conversion (vectorised array code); inputs already validated/resolved;
+    `rule` the profile's rule for the pair."""
     raw = np.dtype(d.raw_dtype)
     if s.is_int:
         neg, mag = _int_value(bits, s, xp)
@@ -157,7 +168,7 @@ def convert_generic(bits, s: DataType, d: DataType, rmode: str, sat: bool, ftz: 
     cls, sign, exp, sig = unpack(bits, s.name, ftz=ftz)
     neg = sign != 0
     if d.is_int:
-        out, fl = round_to_int(neg, exp, sig, False, d.name, rmode)
+        out, fl = round_to_int(neg, exp, sig, False, d.name, rmode, wrap=rule == WRAP and not sat)
         n, lo, hi = int_range(d)
         nan = (cls == QNAN) | (cls == SNAN)
         inf = cls == INF
@@ -165,7 +176,12 @@ def convert_generic(bits, s: DataType, d: DataType, rmode: str, sat: bool, ftz: 
         out = xp.where(nan, np.uint64(0), out)
         fl = xp.where(nan | inf, NV, fl)
         return out.astype(raw), fl.astype(np.uint8)
-    out, fl = round_pack(neg, exp, sig, False, d.name, rmode, sat, ftz)
+    if rule == INTEGRAL:        # A5 vtrc: CAST_ODD is honoured for FP32 -> FP16 only, RTO is RNE
+        sig, exp = round_integral(neg, exp, sig, "RNE" if rmode == "RTO" else rmode, xp)
+        out, fl = round_pack(neg, exp, sig, False, d.name, "RNE", sat, ftz)
+        fl = xp.zeros_like(fl)  # roundToIntegral raises no inexact (docs/numerics.md)
+    else:
+        out, fl = round_pack(neg, exp, sig, False, d.name, rmode, sat, ftz)
     special, sp_out, sp_fl = _special_results(bits, cls, sign, s, d, sat, xp)
     out = xp.where(special, sp_out, out.astype(np.uint64)).astype(raw)
     fl = xp.where(special, sp_fl, fl).astype(np.uint8)
@@ -176,11 +192,11 @@ def convert_generic(bits, s: DataType, d: DataType, rmode: str, sat: bool, ftz: 
 # tables built from the generic path
 # ---------------------------------------------------------------------------------------------
 @lru_cache(maxsize=96)
-def conversion_table(src: str, dst: str, rmode: str, sat: bool, ftz: bool):
+def conversion_table(src: str, dst: str, rmode: str, sat: bool, ftz: bool, rule: str = IEEE):
     """(bits, flags) for every code of a source of 16 bits or fewer (read-only NumPy arrays)."""
     s, d = datatype(src), datatype(dst)
     codes = np.arange(1 << s.bits, dtype=np.uint64).astype(s.raw_dtype)
-    tb, tf = convert_generic(codes, s, d, rmode, sat, ftz, np)
+    tb, tf = convert_generic(codes, s, d, rmode, sat, ftz, np, rule)
     tb.setflags(write=False)
     tf.setflags(write=False)
     return tb, tf
@@ -191,7 +207,7 @@ def _hi16_eligible(s: DataType, d: DataType) -> bool:
 
 
 @lru_cache(maxsize=128)
-def hi16_table(src: str, dst: str, rmode: str, sat: bool, ftz: bool):
+def hi16_table(src: str, dst: str, rmode: str, sat: bool, ftz: bool, rule: str = IEEE):
     """2^17-entry table indexed by (u >> 16) << 1 | (u & 0xFFFF != 0) for 32-bit float sources.
 
     Built from the generic path with the smallest valid nonzero low half, then checked against
@@ -200,10 +216,10 @@ def hi16_table(src: str, dst: str, rmode: str, sat: bool, ftz: bool):
     s, d = datatype(src), datatype(dst)
     rep = 1 << FORMATS[s.name].shift
     hi = np.arange(1 << 16, dtype=np.uint32) << np.uint32(16)
-    b0, f0 = convert_generic(hi, s, d, rmode, sat, ftz, np)
-    b1, f1 = convert_generic(hi | np.uint32(rep), s, d, rmode, sat, ftz, np)
+    b0, f0 = convert_generic(hi, s, d, rmode, sat, ftz, np, rule)
+    b1, f1 = convert_generic(hi | np.uint32(rep), s, d, rmode, sat, ftz, np, rule)
     for lo in {0x8000, 0x8000 | rep, 0xFFFF & ~(rep - 1), 0x7FFF & ~(rep - 1)}:
-        bg, fg = convert_generic(hi | np.uint32(lo), s, d, rmode, sat, ftz, np)
+        bg, fg = convert_generic(hi | np.uint32(lo), s, d, rmode, sat, ftz, np, rule)
         if not (np.array_equal(bg, b1) and np.array_equal(fg, f1)):
             return None
     tb = np.empty(1 << 17, dtype=b0.dtype)
@@ -250,21 +266,22 @@ def convert(src_bits, src_dtype, dst_dtype, rmode="DEFAULT", sat: bool = False, 
             raise InvalidEncoding(f"{s.name} source element {bad} has bits outside the format "
                                   f"({int(bits.ravel()[bad]):#x}; field mask {valid_mask_hex(s)})")
     ftz = prof.ftz
+    rule = prof.rule("TCVT", pair(s, d))
     if xp is not np:
-        return convert_device(bits, s, d, rm, sat, ftz, xp)
+        return convert_device(bits, s, d, rm, sat, ftz, xp, rule)
     if s.bits <= 16:
-        tb, tf = conversion_table(s.name, d.name, rm, sat, ftz)
+        tb, tf = conversion_table(s.name, d.name, rm, sat, ftz, rule)
         idx = bits.astype(np.intp) if bits.dtype.itemsize > 2 else bits
         return tb[idx], tf[idx]
     if _hi16_eligible(s, d):
-        t = hi16_table(s.name, d.name, rm, sat, ftz)
+        t = hi16_table(s.name, d.name, rm, sat, ftz, rule)
         if t is not None:
             from . import fastconvert
             return fastconvert.gather_hi16(bits, t[0], t[1])
     from . import fastconvert
-    if fastconvert.supports(s, d):
+    if rule == IEEE and fastconvert.supports(s, d):
         return fastconvert.convert_ieee(bits, s, d, rm, sat, ftz)
-    return convert_generic(bits, s, d, rm, sat, ftz, xp)
+    return convert_generic(bits, s, d, rm, sat, ftz, xp, rule)
 
 
 @lru_cache(maxsize=128)
@@ -278,7 +295,7 @@ def _device_table(kind: str, key: tuple, xp_name: str):
     return device.to_device(t[0], xp), device.to_device(t[1], xp)
 
 
-def convert_device(bits, s: DataType, d: DataType, rm: str, sat: bool, ftz: bool, xp):
+def convert_device(bits, s: DataType, d: DataType, rm: str, sat: bool, ftz: bool, xp, rule: str = IEEE):
     """TCVT of a device array (CuPy; NumPy under the CUDA simulator, tests/kernels/
     test_cuda_sim.py): sources of <= 16 bits and FP32/TF32/HF32 -> 8-bit floats gather from the
     tables on the device, IEEE -> IEEE pairs run fastconvert's Numba-CUDA kernel (the CPU
@@ -286,7 +303,7 @@ def convert_device(bits, s: DataType, d: DataType, rm: str, sat: bool, ftz: bool
     FP64 -> 8-bit, ...) are computed on the host and copied back."""
     from .. import device
     from . import fastconvert
-    key = (s.name, d.name, rm, sat, ftz)
+    key = (s.name, d.name, rm, sat, ftz, rule)
     if s.bits <= 16:
         tb, tf = _device_table("full", key, xp.__name__)
         return tb[bits], tf[bits]
@@ -295,11 +312,11 @@ def convert_device(bits, s: DataType, d: DataType, rm: str, sat: bool, ftz: bool
         if t is not None:
             idx = hi16_index(bits, xp)
             return t[0][idx], t[1][idx]
-    if fastconvert.supports(s, d):
+    if rule == IEEE and fastconvert.supports(s, d):
         shape = bits.shape
         ob, of = fastconvert.cuda_convert_ieee(xp.ascontiguousarray(bits).reshape(-1), s, d, rm, sat, ftz)
         return device.from_cuda(ob, xp).reshape(shape), device.from_cuda(of, xp).reshape(shape)
-    return convert_generic(bits, s, d, rm, sat, ftz, xp)
+    return convert_generic(bits, s, d, rm, sat, ftz, xp, rule)
 
 
 def valid_mask_hex(s: DataType) -> str:

@@ -8,9 +8,10 @@ Operands are unsigned-integer arrays of raw encodings in the DataType's containe
 like NumPy.  The result has the broadcast shape: encodings in the container dtype (TCMP: uint8
 0/1), and `flags`, a uint8 array of kernels.numeric.flags bits (NV DZ OF UF NX) per element.
 
-Dispatch is one table, TABLE[(mnemonic, Kind)] -> implementation; the operand count comes from
-the instruction's row in isa.instructions and the DataType set from the same row, so a rule
-lives in exactly one place.  docs/numerics.md ("Operations") defines every result.
+Dispatch: the operand count and the DataType set come from the instruction's row in
+isa.instructions; integer operations run ops_int (TABLE[(mnemonic, Kind)]), floating ones the
+tier the tier table (kernels/numeric/tiers.py) selects for (op, DataType, profile, arity), so a
+rule lives in exactly one place.  docs/numerics.md ("Operations") defines every result.
 """
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ from isa import fields
 from isa import instructions as instrs
 from isa.datatypes import DataType, Kind
 
-from . import fast, fast64, fastdiv, fastfn, fastvec, ops_float, ops_int, tables, transcendental
+from . import fastvec, ops_float, ops_int, tiers, transcendental
 from .errors import UnsupportedOperation
+from .fast import settle_marked as fast_settle
 from .profiles import Profile, profile as resolve_profile
 
 CMODES = tuple(fields.CMODES.values())      # EQ NE LT GT LE GE, in CMode code order
@@ -44,41 +46,15 @@ def _int_impl(op: str, fn, signed: bool) -> Impl:
     return run
 
 
-CHUNK = 1 << 14   # reference-path elements per pass: keeps its temporaries in cache (~2x faster)
-
-
-def _chunked(fn, dt, operands, **kw):
-    n = operands[0].shape[0]
-    if n <= CHUNK:
-        return fn(dt, *operands, **kw)
-    parts = [fn(dt, *(x[i:i + CHUNK] for x in operands), **kw) for i in range(0, n, CHUNK)]
-    return np.concatenate([b for b, _ in parts]), np.concatenate([f for _, f in parts])
-
-
-def _float_impl(op: str, fn) -> Impl:
-    """Hot (op, format) pairs run compiled: FP32/BF16 add/sub/mul/fma in profile ieee as SIMD
-    loops (fastvec.py), FP64 add/sub/mul/fma/div/recip/sqrt/rem/rsqrt/exp/log in fast64.py, TDIV/TRECIP/TSQRT on the
-    <= 32-bit IEEE formats in fastdiv.py (after the tables, which serve unary ops on FP16/BF16),
-    TRSQRT on FP32/TF32/HF32 and TREM on FP32/TF32/HF32/BF16/FP16 in fastfn.py,
-    the others in fast.py, each falling back element-wise where it does not settle a result
-    (fastvec -> fast -> `fn`, fast64 -> `fn`, fastdiv's two tiers -> `fn`, fastfn -> `fn`); formats of <= 8 bits
-    and unary ops on <= 16 bits read an exact table of `fn`; everything else runs `fn`, the NumPy
-    reference, in cache-sized chunks."""
+def _float_impl(op: str) -> Impl:
+    """The tier the tier table selects (tiers.py: compiled loops, tables of the reference, the
+    reference itself in cache-sized chunks), each handing the elements it does not settle on."""
     def run(dt, operands, prof, cmode):
-        if fastvec.serves(op, dt.name, prof):
-            return fastvec.run(op, dt.name, operands, prof, fn)
-        if fast64.serves(op, dt.name, prof):
-            return fast64.run(op, dt.name, operands, prof, fn)
-        if fast.serves(op, dt.name):
-            return fast.run(op, dt.name, operands, prof, fn)
-        if tables.applies(op, dt.name, len(operands)):
-            return tables.lookup(op, dt.name, prof, cmode, fn, operands)
-        if fastdiv.serves(op, dt.name, prof):
-            return fastdiv.run(op, dt.name, operands, prof, fn)
-        if fastfn.serves(op, dt.name, prof):
-            return fastfn.run(op, dt.name, operands, prof, fn)
-        kw = {"prof": prof} if op != "TCMP" else {"prof": prof, "cmode": cmode}
-        return _chunked(fn, dt, operands, **kw)
+        t = tiers.select(op, dt, prof, len(operands))
+        if t is None:
+            raise UnsupportedOperation(f"{op} on {dt.name}: profile {prof.name} names a rule this build "
+                                       f"does not implement ({prof.rule(op, dt.name)!r})")
+        return tiers.run(t, op, dt.name, operands, prof, cmode)
     run.__name__ = f"{op.lower()}_float"
     return run
 
@@ -87,11 +63,12 @@ TABLE: dict[tuple[str, Kind], Impl] = {}
 for _op, _fn in ops_int.OPS.items():
     TABLE[(_op, Kind.SINT)] = _int_impl(_op, _fn, True)
     TABLE[(_op, Kind.UINT)] = _int_impl(_op, _fn, False)
-for _op, _fn in {**ops_float.OPS, **transcendental.OPS}.items():
-    TABLE[(_op, Kind.FLOAT)] = _float_impl(_op, _fn)
+for _op in {**ops_float.OPS, **transcendental.OPS}:
+    TABLE[(_op, Kind.FLOAT)] = _float_impl(_op)
 
 OPERATIONS = frozenset(op for op, _ in TABLE)
-REFERENCE = {**ops_float.OPS, **transcendental.OPS}      # the floating reference of each op
+# the floating reference of each op (the profile's rule: tiers.reference)
+REFERENCE = {op: tiers.reference(op) for op in {**ops_float.OPS, **transcendental.OPS}}
 
 
 # ---------------------------------------------------------------- lookup
@@ -135,13 +112,15 @@ def _resolve_uncached(op: str, dtype) -> tuple[instrs.Instruction, DataType, Imp
 
 
 def supports(op: str, dtype, profile: str | Profile = "ieee") -> bool:
-    """True when elementwise(op, dtype, ..., profile=profile) is defined and implemented."""
+    """True when elementwise(op, dtype, ..., profile=profile) is defined and implemented: the
+    instruction admits the DataType and the tier table has a host tier for the profile's rule."""
     try:
-        resolve_profile(profile)
-        _resolve(op, dtype)
+        prof = resolve_profile(profile)
+        ins, dt, _ = _resolve(op, dtype)
     except (UnsupportedOperation, ValueError):
         return False
-    return True
+    return tiers.select(ins.mnemonic, dt, prof, ins.arity) is not None and (
+        not dt.is_float or tiers.implemented(ins.mnemonic, dt, prof))
 
 
 def _cmode(op: str, cmode) -> str | None:
@@ -210,9 +189,15 @@ def _device_elementwise(ins, dt, impl, operands, prof, mode, xp=None):
                  for a in arrays)
     with np.errstate(all="ignore"):      # host-settled elements: IEEE exceptions are results, as on the CPU path
         bits, flags = cuda.elementwise_device(ins.mnemonic, dt, flat, prof, mode, impl,
-                                              fn=REFERENCE.get(ins.mnemonic), xp=xp)
+                                              fn=REFERENCE.get(ins.mnemonic), xp=xp, paths=_paths)
     out_dtype = np.uint8 if ins.mnemonic == "TCMP" else raw
     return bits.astype(out_dtype, copy=False).reshape(shape), flags.reshape(shape)
+
+
+def _paths(op: str, dt: DataType):
+    """(implementation, reference) of (op, dt): what the device needs of each step of a
+    composition (kernels/numeric/cuda.py)."""
+    return TABLE[(op, dt.kind)], REFERENCE.get(op)
 
 
 def elementwise(op: str, dtype, *operands, profile: str | Profile = "ieee", cmode=None):
@@ -260,7 +245,7 @@ def elementwise_status(op: str, dtype, *operands, groups: int, profile: str | Pr
             if len(_DIRECT) < 4096:
                 _DIRECT[key] = direct
     if direct:
-        mnemonic, name, raw, prof, reference, arity = direct
+        mnemonic, name, raw, prof, tier, arity = direct
         if len(operands) == arity:
             shape = operands[0].shape
             flat = []
@@ -269,7 +254,9 @@ def elementwise_status(op: str, dtype, *operands, groups: int, profile: str | Pr
                     break
                 flat.append(x.reshape(-1))
             else:
-                bits, status = fastvec.run_status(mnemonic, name, flat, prof, reference, groups)
+                bits, status = fastvec.run_status(
+                    mnemonic, name, flat, groups,
+                    lambda b, f: fast_settle(b, f, flat, tiers.settle(tier, mnemonic, name, prof)))
                 return bits.reshape(shape), status
     bits, flags = elementwise(op, dtype, *operands, profile=profile, cmode=cmode)
     flags = np.asarray(flags, np.uint8)
@@ -279,7 +266,8 @@ def elementwise_status(op: str, dtype, *operands, groups: int, profile: str | Pr
 
 
 # (op, dtype name, profile name) -> what elementwise_status's compiled path needs, or False when
-# fastvec does not serve it (or the names are not valid: elementwise then raises as it does)
+# the tier table does not give it to fastvec (or the names are not valid: elementwise then
+# raises as it does)
 _DIRECT: dict = {}
 
 
@@ -289,6 +277,7 @@ def _direct(op: str, dtype: str, profile: str):
         prof = resolve_profile(profile)
     except (UnsupportedOperation, ValueError):
         return False
-    if not fastvec.serves(ins.mnemonic, dt.name, prof):
+    tier = tiers.select(ins.mnemonic, dt, prof, ins.arity)
+    if tier is None or tier.name != "fastvec":
         return False
-    return ins.mnemonic, dt.name, np.dtype(dt.raw_dtype), prof, REFERENCE[ins.mnemonic], ins.arity
+    return ins.mnemonic, dt.name, np.dtype(dt.raw_dtype), prof, tier, ins.arity

@@ -14,6 +14,11 @@ s + e with s = RN(x) in binary64 and e known; `round_rne` then rounds s to the d
 the direction of e deciding ties -- the same single rounding as rounding.round_pack (RNE,
 tininess after rounding, the overflow table, FTZ).  The scalar routines use only arithmetic,
 comparisons and bit casts, the subset Numba compiles for both the CPU and CUDA.
+
+The module also holds what every compiled tier shares: the format records (`Fmt`, `Dec`,
+`Params`), the loop templates and their factory (`loop`, `bind`), a tier row (`Kernel`) and its
+launcher (`launch`, for the CPU loops and the CUDA kernels alike), the serial/parallel `Twin`
+and the hand-off of marked elements (`settle_marked`).
 """
 from __future__ import annotations
 
@@ -21,7 +26,9 @@ import math
 import os
 import time
 import types as types_
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -31,6 +38,7 @@ from numba.extending import intrinsic
 
 from . import formats
 from .flags import NX, OF, UF
+from .profiles import IEEE
 from .rn import mul_rn
 
 FALLBACK = np.uint8(0xFF)          # flags value marking "recompute with the reference"
@@ -134,8 +142,6 @@ def twin(fn=None, **jit):
     return Twin(fn, **jit) if fn is not None else (lambda f: Twin(f, **jit))
 
 
-# parameter vector layout (int64): one row of the format table, as the kernels need it
-T_, EMIN, MAXMAG, OVF, OVF_SIGN, SIGNBIT, SHIFT, FTZ, LUT, DSHIFT, FIELD = range(11)
 _ONE = np.uint64(1)
 
 
@@ -159,37 +165,78 @@ bits_f64 = _bitcast(types.uint64, types.float64, 64)
 bits_f32 = _bitcast(types.uint32, types.float32, 32)
 
 
+class Fmt(NamedTuple):
+    """What `round_rne` needs of a destination format (compiled code reads the fields by name;
+    a NamedTuple of scalars is one kernel argument on the CPU and on CUDA)."""
+    t: int           # trailing significand bits
+    emin: int        # exponent of the min normal
+    maxmag: int      # magnitude code of the max finite value
+    ovf: int         # magnitude code an overflow delivers (infinity, or E4M3's NaN)
+    ovf_sign: int    # whether that code keeps the result's sign (0 for E4M3's NaN)
+    signbit: int
+    shift: int       # position of the encoding in its container (TF32 13, HF32 12)
+    ftz: int         # profile ftz: flush subnormal results
+
+
+class Dec(NamedTuple):
+    """How a compiled loop reads an operand encoding as a binary64 value."""
+    field: int       # the container bits that hold the encoding
+    dshift: int      # left shift into a binary32 pattern (BF16: 16)
+    ftz: int         # profile ftz: a subnormal operand reads as the zero of its sign
+    mn: float        # the min normal (the ftz threshold)
+
+
+@dataclass(frozen=True)
+class Params:
+    """A format as the compiled tiers see it: `fmt` and `dec` for the kernels, and whether its
+    operands are gathered from `values` (binary32 value of every encoding: FP16, E4M3, E5M2)
+    instead of decoded in the loop (binary32 patterns: FP32, TF32, HF32, BF16)."""
+    fmt: Fmt
+    dec: Dec
+    lut: bool
+    values: np.ndarray
+
+
+def gathers(name: str) -> bool:
+    """Whether the compiled tiers gather format `name`'s operand values from a table (FP16 and the
+    8-bit formats) rather than decode binary32 patterns in the loop (FP32, TF32, HF32, BF16)."""
+    return formats.FORMATS[name].width not in (32, 19, 20, 16) or name == "FP16"
+
+
 @lru_cache(maxsize=None)
-def params(name: str, ftz: bool):
+def params(name: str, ftz: bool) -> Params:
     f = formats.FORMATS[name]
     if f.specials == "fn":
         ovf, ovf_sign = f.mag_mask, 0                  # E4M3: canonical NaN 0x7F, sign dropped
     else:
         ovf, ovf_sign = ((1 << f.ebits) - 1) << f.t, 1  # infinity of the result's sign
-    use_lut = f.width not in (32, 19, 20, 16) or name == "FP16"
-    dshift = 16 if name == "BF16" else 0
-    field = ((1 << f.width) - 1) << f.shift
+    lut = gathers(name)
     vals = np.zeros(1, np.float32)
-    if use_lut:
+    if lut:
         codes = np.arange(1 << f.width, dtype=np.uint64).astype(np.dtype(f"u{max(1, f.width // 8)}"))
         vals = np.asarray(formats.decode(codes, name), np.float64).astype(np.float32)   # exact
-    p = np.array([f.t, f.emin, f.max_mag, ovf, ovf_sign, f.sign_bit, f.shift, int(ftz), int(use_lut),
-                  dshift, field], np.int64)
-    return p, vals
+    fmt = Fmt(f.t, f.emin, f.max_mag, ovf, ovf_sign, f.sign_bit, f.shift, int(ftz))
+    dec = Dec(((1 << f.width) - 1) << f.shift, 16 if name == "BF16" else 0, int(ftz), 2.0 ** f.emin)
+    return Params(fmt, dec, lut, vals)
 
 
-# Inner routines take scalars only: an array argument costs an atomic reference-count update
-# per call.  A table read inside these loops measured 6-10x slower than the loop without it, so
-# each kernel exists twice: `_bits` decodes binary32 patterns (FP32, TF32, HF32, BF16 shifted
-# up) in the loop, `_vals` takes binary64 operand values gathered beforehand by NumPy from the
-# 2^w-entry value table (FP16, E4M3, E5M2).
+# Every scalar routine is compiled with error_model="numpy" (IEEE results for x/0, no exception):
+# inlined into a loop it takes the loop's model anyway, but the CUDA simulator calls the routines
+# on their own from Python, where Numba's default model raised ZeroDivisionError for x/0.
+#
+# Inner routines take scalars (and NamedTuples of scalars) only: an array argument costs an
+# atomic reference-count update per call.  A table read inside these loops measured 6-10x
+# slower than the loop without it, so operands reach a rounded routine in one of two ways:
+# `read_bits` decodes binary32 patterns (FP32, TF32, HF32, BF16 shifted up) in the loop, and
+# FP16, E4M3, E5M2 are binary32 values gathered beforehand by `gather` from the 2^w-entry
+# value table (`Params.values`) and read by `read_val`.
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _from_bits(x, field, dshift):
     return np.float64(bits_f32(np.uint32((np.uint32(x) & np.uint32(field)) << np.uint32(dshift))))
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _daz(v, ftz, min_normal):
     if ftz:                                            # profile ftz: subnormal reads as zero
         if abs(v) < min_normal:
@@ -197,7 +244,19 @@ def _daz(v, ftz, min_normal):
     return v
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
+def read_bits(a, dec):
+    """The binary64 value of encoding `a` (a binary32 pattern in its container, Dec)."""
+    return _daz(_from_bits(a, dec.field, dec.dshift), dec.ftz, dec.mn)
+
+
+@nb.njit(inline="always", error_model="numpy")
+def read_val(v, dec):
+    """A gathered binary32 value as binary64 (ftz applied)."""
+    return _daz(np.float64(v), dec.ftz, dec.mn)
+
+
+@nb.njit(inline="always", error_model="numpy")
 def _rne_bits(M, drop, dm):
     """(kept, increment, inexact) as 0/1 integers: M rounded at bit `drop` with RNE, delta's
     direction dm breaking what would otherwise be a tie.  Branch-free: data-dependent branches
@@ -211,15 +270,17 @@ def _rne_bits(M, drop, dm):
     return kept, inc, R | S | np.uint64(dm != 0)
 
 
-@nb.njit(inline="always")
-def round_rne(s, d, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
-    """(code, flags) of the exact x = s + delta rounded to the format (RNE), where s is a
+@nb.njit(inline="always", error_model="numpy")
+def round_rne(s, d, fmt):
+    """(code, flags) of the exact x = s + delta rounded to the format `fmt` (RNE), where s is a
     normal binary64 (or zero, then delta = 0) and delta has the sign of d and lies strictly
     between s and its binary64 neighbour.  Mirrors rounding.round_pack for RNE.  One exit and
     selects instead of branches, so the compiler keeps the common path straight."""
+    t = fmt.t
+    emin = fmt.emin
     u = f64_bits(s)
     neg = u >> np.uint64(63)
-    sign = neg << np.uint64(signbit)
+    sign = neg << np.uint64(fmt.signbit)
     dm = d - 2 * d * np.int64(neg)                     # direction of delta on the magnitude
     E = np.int64((u >> np.uint64(52)) & np.uint64(0x7FF)) - 1023
     M = (u & np.uint64(0xFFFFFFFFFFFFF)) | np.uint64(1 << 52)
@@ -232,20 +293,20 @@ def round_rne(s, d, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
     reaches = np.uint64(E == emin - 1) & np.uint64(ku + iu == (_ONE << np.uint64(t + 1)))
     tiny = np.uint64(E < emin) & (reaches ^ _ONE)
     flags |= (tiny & inexact) * np.uint64(UF)
-    over = code > np.uint64(maxmag)
-    code = np.uint64(ovf) if over else code
-    sign = sign * np.uint64(ovf_sign) if over else sign
+    over = code > np.uint64(fmt.maxmag)
+    code = np.uint64(fmt.ovf) if over else code
+    sign = sign * np.uint64(fmt.ovf_sign) if over else sign
     flags = np.uint64(OF | NX) if over else flags
-    flush = ftz != 0 and code != 0 and code < (_ONE << np.uint64(t))
+    flush = fmt.ftz != 0 and code != 0 and code < (_ONE << np.uint64(t))
     code = np.uint64(0) if flush else code
     flags = flags | np.uint64(UF | NX) if flush else flags
     zero = s == 0.0
     code = np.uint64(0) if zero else code
     flags = np.uint64(0) if zero else flags
-    return (sign | code) << np.uint64(shift), np.uint8(flags)
+    return (sign | code) << np.uint64(fmt.shift), np.uint8(flags)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _two_sum_dir(a, b):
     s = a + b
     bb = s - a
@@ -253,9 +314,13 @@ def _two_sum_dir(a, b):
     return s, np.int64(e > 0) - np.int64(e < 0)
 
 
-@nb.njit(inline="always")
-def _binary(op, x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
-    """(code, flags) of x op y, or flags FALLBACK for a non-finite operand."""
+# The rounded routines below, fastdiv's and fastfn's all take (op, operands..., fmt): `op` is
+# the operation code of a routine that serves several (fast.OPS, fastdiv.UNARY), ignored by
+# the others, so one loop template serves every routine of an arity (`loop`).
+
+@nb.njit(inline="always", error_model="numpy")
+def binary(op, x, y, fmt):
+    """(code, flags) of x op y (OPS: add, sub, mul), or flags FALLBACK for a non-finite operand."""
     if not (math.isfinite(x) and math.isfinite(y)):
         return np.uint64(0), np.uint8(0xFF)
     if op == 1:
@@ -264,23 +329,15 @@ def _binary(op, x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
         s, d = mul_rn(x, y), np.int64(0)             # exact: 2p <= 48 bits
     else:
         s, d = _two_sum_dir(x, y)
-    return round_rne(s, d, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+    return round_rne(s, d, fmt)
 
 
-@nb.njit(inline="always")
-def _fma(x, y, z, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
+@nb.njit(inline="always", error_model="numpy")
+def fma(op, x, y, z, fmt):
     if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
         return np.uint64(0), np.uint8(0xFF)
     s, d = _two_sum_dir(mul_rn(x, y), z)             # x*y exact, TwoSum exact (mul_rn: never an fma)
-    return round_rne(s, d, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-
-
-@twin
-def binary_bits(op, a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
-    for i in nb.prange(a.shape[0]):
-        x = _daz(_from_bits(a[i], field, dshift), ftz, mn)
-        y = _daz(_from_bits(b[i], field, dshift), ftz, mn)
-        bits[i], flags[i] = _binary(op, x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+    return round_rne(s, d, fmt)
 
 
 @twin
@@ -291,32 +348,6 @@ def gather(V, a):
     for i in nb.prange(a.shape[0]):
         out[i] = V[a[i]]
     return out
-
-
-@twin
-def binary_vals(op, a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bits, flags):
-    for i in nb.prange(a.shape[0]):
-        x = _daz(np.float64(a[i]), ftz, mn)
-        y = _daz(np.float64(b[i]), ftz, mn)
-        bits[i], flags[i] = _binary(op, x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-
-
-@twin
-def fma_bits(a, b, c, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
-    for i in nb.prange(a.shape[0]):
-        x = _daz(_from_bits(a[i], field, dshift), ftz, mn)
-        y = _daz(_from_bits(b[i], field, dshift), ftz, mn)
-        z = _daz(_from_bits(c[i], field, dshift), ftz, mn)
-        bits[i], flags[i] = _fma(x, y, z, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-
-
-@twin
-def fma_vals(a, b, c, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bits, flags):
-    for i in nb.prange(a.shape[0]):
-        x = _daz(np.float64(a[i]), ftz, mn)
-        y = _daz(np.float64(b[i]), ftz, mn)
-        z = _daz(np.float64(c[i]), ftz, mn)
-        bits[i], flags[i] = _fma(x, y, z, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
 
 
 @twin
@@ -362,20 +393,22 @@ EXP2_64 = np.array([float.fromhex(h) for h in (
 )])
 
 
-@lru_cache(maxsize=None)
-def _exp_constants():
-    from .transcendental import _constants
-    C = _constants()
-    return np.array([C["c1"], C["c2"], C["inv_ln2_64"]]), np.ascontiguousarray(C["T"][:, 0])
+# ln2/64 = C1 + C2 + C3 (C1, C2 of 36 bits: k*C1, k*C2 exact for |k| < 2^17) and 64/ln2, as
+# transcendental._constants() computes them from MPFR at 400 bits (tests recompute them);
+# fast64's FP64 exp uses them too.
+C1 = float.fromhex("0x1.62e42fefa0000p-7")
+C2 = float.fromhex("0x1.cf79abc9e0000p-46")
+C3 = float.fromhex("0x1.d9cc01f97b57ap-85")
+INV_LN2_64 = float.fromhex("0x1.71547652b82fep+6")
 
 
-@nb.njit(inline="always")
-def _exp_reduced(x, c1, c2, inv):
-    """(k, p) with exp(x) ~ 2^(k/64) * p: k = round(64 x / ln2), r = x - k ln2/64 (k*c1 exact,
+@nb.njit(inline="always", error_model="numpy")
+def _exp_reduced(x):
+    """(k, p) with exp(x) ~ 2^(k/64) * p: k = round(64 x / ln2), r = x - k ln2/64 (k*C1 exact,
     |r| <= ln2/128), p = 1 + r + ... + r^6/720 (truncation < 2^-65)."""
     # mul_rn: every product rounded on its own, as analysed (on CUDA a plain a*b+c became fma)
-    kf = (mul_rn(x, inv) + 6755399441055744.0) - 6755399441055744.0   # round to nearest integer
-    r = (x - mul_rn(kf, c1)) - mul_rn(kf, c2)
+    kf = (mul_rn(x, INV_LN2_64) + 6755399441055744.0) - 6755399441055744.0   # round to nearest integer
+    r = (x - mul_rn(kf, C1)) - mul_rn(kf, C2)
     p = 1.0 / 120 + mul_rn(r, 1.0 / 720)
     p = 1.0 / 24 + mul_rn(r, p)
     p = 1.0 / 6 + mul_rn(r, p)
@@ -386,101 +419,198 @@ def _exp_reduced(x, c1, c2, inv):
 
 
 @nb.njit(cache=True)
-def exp_approx(x, c1, c2, inv, T):
+def exp_approx(x):
     """The kernel's binary64 exp(x) for |x| < 700, as an array (for testing its error bound)."""
     out = np.empty(x.shape[0], np.float64)
     for i in range(x.shape[0]):
-        k, p = _exp_reduced(x[i], c1, c2, inv)
-        out[i] = T[k & 63] * p * 2.0 ** (k >> 6)
+        k, p = _exp_reduced(x[i])
+        out[i] = EXP2_64[k & 63] * p * 2.0 ** (k >> 6)
     return out
 
 
-@nb.njit(inline="always")
-def exp_input(a, ftz, field, emin):
-    """(x, settled here?) for the exp kernels: specials, zero/subnormal and the overflow and
-    underflow edges are left to the reference."""
-    x = _daz(_from_bits(a, field, 0), ftz, bits_f64(np.uint64(emin + 1023) << np.uint64(52)))
-    return x, math.isfinite(x) and x != 0.0 and x >= -80.0 and x <= 89.0
-
-
-@nb.njit(inline="always")
-def exp_round(tk, p, k, t, emin, maxmag, ovf, shift):
+@nb.njit(inline="always", error_model="numpy")
+def exp_round(tk, p, k, fmt):
     """(code, flags) of 2^(k >> 6) * tk * p (tk = 2^((k & 63)/64)) rounded at t trailing bits,
     or flags 0xFF when a rounding boundary lies within 2^-46 of it (the reference decides)."""
+    t = fmt.t
     drop = 52 - t
     half = np.uint64(1) << np.uint64(drop - 1)
     low_mask = (np.uint64(1) << np.uint64(drop)) - np.uint64(1)
-    rebias = 1023 - (1 - emin)
+    rebias = 1023 - (1 - fmt.emin)
     u = f64_bits(mul_rn(tk, p)) + (np.uint64(k >> 6) << np.uint64(52))   # * 2^(k >> 6), exact
     low = u & low_mask
     near = (low - half if low > half else half - low) <= np.uint64(64)   # selects, not branches
     # RNE at t trailing bits on the binary64 pattern, then rebias (normal range: E >= 1)
     v = (u + half - np.uint64(1) + ((u >> np.uint64(drop)) & np.uint64(1))) >> np.uint64(drop)
     code = v - (np.uint64(rebias) << np.uint64(t))
-    over = code > np.uint64(maxmag)
-    code = (np.uint64(ovf) if over else code) << np.uint64(shift)
+    over = code > np.uint64(fmt.maxmag)
+    code = (np.uint64(fmt.ovf) if over else code) << np.uint64(fmt.shift)
     f = np.uint8(OF | NX) if over else np.uint8(NX)
     return code, np.uint8(0xFF) if near else f
 
 
-@twin
-def exp_bits(a, t, emin, maxmag, ovf, shift, ftz, field, c1, c2, inv, bits, flags):
-    """exp(x) in binary64 with relative error < 2^-51 (table 2^(j/64), degree-6 polynomial);
-    the result is rounded where no rounding boundary of the destination lies within 2^-46 of
-    it, in the normal range; every other element is marked for the reference.  (The scalar
-    routines are shared with the CUDA kernel, kernels/numeric/cuda.py.)"""
+@nb.njit(inline="always", error_model="numpy")
+def exp(op, x, fmt):
+    """(code, flags) of exp(x): binary64 exp with relative error < 2^-51 (table 2^(j/64), degree-6
+    polynomial), rounded where no rounding boundary of the destination lies within 2^-46 of it,
+    in the normal range; specials, zero/subnormal and x outside [-80, 89] are marked."""
+    ok = math.isfinite(x) and x != 0.0 and x >= -80.0 and x <= 89.0
+    k, p = _exp_reduced(x if ok else 1.0)
+    code, f = exp_round(EXP2_64[k & 63], p, k, fmt)
+    return code, f if ok else FALLBACK
+
+
+# ---------------------------------------------------------------- the loop factory
+
+# Loop templates: each runs the routine bound to the global name SCALAR (by `loop`) over 1-D
+# arrays.  'map' loops take the operands as the routine reads them (binary32/binary64 values or
+# raw codes) and write its result; 'rounded' loops read each operand with the function bound to
+# READ -- `read_bits` (encodings, kind 'bits') or `read_val` (gathered values, kind 'vals') --
+# and hand them, with the op code and the format's Fmt, to a rounded routine.  No reduction
+# inside (a running count of marked elements cost 40 % more than the loop itself): the caller
+# looks for marks with one flags.max().
+SCALAR = READ = None   # bound in each loop's own globals by `loop`
+
+
+def _map1(a, out, flags):
     for i in nb.prange(a.shape[0]):
-        x, ok = exp_input(a[i], ftz, field, emin)
-        if not ok:
-            flags[i] = 0xFF
-            continue
-        k, p = _exp_reduced(x, c1, c2, inv)
-        bits[i], flags[i] = exp_round(EXP2_64[k & 63], p, k, t, emin, maxmag, ovf, shift)
+        out[i], flags[i] = SCALAR(a[i])
+
+
+def _map2(a, b, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = SCALAR(a[i], b[i])
+
+
+def _map3(a, b, c, out, flags):
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = SCALAR(a[i], b[i], c[i])
+
+
+def _rounded1(op, a, fmt, dec, bits, flags):
+    for i in nb.prange(a.shape[0]):
+        bits[i], flags[i] = SCALAR(op, READ(a[i], dec), fmt)
+
+
+def _rounded2(op, a, b, fmt, dec, bits, flags):
+    for i in nb.prange(a.shape[0]):
+        bits[i], flags[i] = SCALAR(op, READ(a[i], dec), READ(b[i], dec), fmt)
+
+
+def _rounded3(op, a, b, c, fmt, dec, bits, flags):
+    for i in nb.prange(a.shape[0]):
+        bits[i], flags[i] = SCALAR(op, READ(a[i], dec), READ(b[i], dec), READ(c[i], dec), fmt)
+
+
+TEMPLATES = {("map", 1): _map1, ("map", 2): _map2, ("map", 3): _map3,
+             ("rounded", 1): _rounded1, ("rounded", 2): _rounded2, ("rounded", 3): _rounded3}
+READERS = {"bits": read_bits, "vals": read_val}
+
+
+def bind(template, scalar, read=None, name=None):
+    """A copy of `template` whose global SCALAR is `scalar` (and READ `read`), under a name of
+    its own.
+
+    Why globals and not a closure: Numba's on-disk cache keys a function by its qualified name,
+    its bytecode and the pickled contents of its closure cells; a cell holding a Numba
+    dispatcher does not pickle to the same bytes in two processes, so a closure-generated loop
+    was recompiled (and its cache index rewritten) in every process.  Globals are not part of
+    the key: loops that differ only in SCALAR share bytecode and are told apart by their names,
+    which carry the routine's module and name (so binding another routine is another cache
+    entry), and they take the routine's source file as theirs, whose stamp the cache checks (an
+    edit there recompiles them).  The limit that remains is Numba's own: an edit to a function
+    the routine calls in a third file is not noticed (clear __pycache__), as with any cached
+    function calling another."""
+    fn = getattr(scalar, "py_func", scalar)
+    tail = "" if read is None else "_" + getattr(read, "py_func", read).__name__
+    name = name or f"{template.__name__}{tail}__{fn.__module__.rsplit('.', 1)[-1]}_{fn.__name__}"
+    # the routine's file as the loop's: Numba's cache checks that file's stamp, so an edit to the
+    # routine's module recompiles its loops (as when they were written out beside it)
+    code = template.__code__.replace(co_name=name, co_qualname=name, co_filename=fn.__code__.co_filename)
+    g = dict(template.__globals__)
+    g["SCALAR"], g["READ"] = scalar, read
+    return types_.FunctionType(code, g, name, template.__defaults__)
+
+
+_LOOPS: dict = {}
+
+
+def template(kind: str, arity: int, templates: dict):
+    """(template, reader) of a Kernel kind in `templates` (this module's or cuda.py's)."""
+    if kind in READERS:
+        return templates[("rounded", arity)], READERS[kind]
+    return templates[("map", arity)], None
+
+
+def loop(kind: str, arity: int, scalar) -> Twin:
+    """The compiled loop of a Kernel `kind` and arity running `scalar` (one per routine and kind,
+    shared by every format it serves; serial and parallel builds, `Twin`)."""
+    key = (kind if kind in READERS else "map", arity, scalar)
+    hit = _LOOPS.get(key)
+    if hit is None:
+        tpl, read = template(kind, arity, TEMPLATES)
+        hit = _LOOPS[key] = Twin(bind(tpl, scalar, read), error_model="numpy")
+    return hit
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One compiled (op, format) path: its scalar routine and how operands reach it.
+
+    kind  'f32' / 'f64': operands and result as binary32 / binary64 values (views of the
+                          encodings); 'raw': container codes in, codes out;
+          'bits' / 'vals': a rounded routine (op, x..., fmt) on encodings decoded in the loop /
+                          binary32 values gathered from the value table (by `Params.lut`).
+    op    the operation code a rounded routine receives; format: the DataType whose Params a
+          rounded routine reads; rule: the profile rule it computes (profiles.py)."""
+    scalar: object
+    arity: int
+    kind: str
+    op: int = 0
+    format: str = ""
+    rule: str = IEEE
+
+    @property
+    def loop(self) -> Twin:
+        return loop(self.kind, self.arity, self.scalar)
+
+
+def rounded(scalar, arity: int, name: str, op: int = 0) -> Kernel:
+    """A rounded routine's Kernel for format `name`: 'vals' where the format gathers its values."""
+    return Kernel(scalar, arity, "vals" if gathers(name) else "bits", op, name)
+
+
+_VIEW = {"f32": np.float32, "f64": np.float64}
+
+
+def launch(k: Kernel, operands, prof_ftz: bool, call, xp=np, gather_values=None, flags=None):
+    """(bits, flags) of kernel `k` on 1-D container-dtype operands: allocates the outputs (every
+    loop writes every element), views or gathers the operands as `k.kind` says and calls
+    `call(*args)` -- the CPU loop, or a CUDA launch (kernels/numeric/cuda.py) with
+    `gather_values(V, x)` reading the device's copy of the value table.  `flags`: a uint8
+    buffer of the elements' count to write the flags into (default: a new one)."""
+    n = operands[0].shape[0]
+    raw = operands[0].dtype
+    flags = xp.empty(n, np.uint8) if flags is None else flags
+    if k.kind in _VIEW:
+        out = xp.empty(n, _VIEW[k.kind])
+        call(*(x.view(_VIEW[k.kind]) for x in operands), out, flags)
+        return out.view(raw), flags
+    if k.kind == "raw":
+        out = xp.empty(n, raw)
+        call(*operands, out, flags)
+        return out, flags
+    p = params(k.format, bool(prof_ftz))
+    bits = xp.empty(n, raw)
+    if k.kind == "vals":
+        get = gather_values or gather
+        call(k.op, *(get(p.values, x) for x in operands), p.fmt, p.dec, bits, flags)
+    else:
+        call(k.op, *operands, p.fmt, p.dec, bits, flags)
+    return bits, flags
 
 
 # ---------------------------------------------------------------- entry points
-
-def _scalars(name, ftz):
-    P, V = params(name, bool(ftz))
-    t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz_, lut, dshift, field = (int(v) for v in P)
-    return (t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz_), bool(lut), V, (field, dshift), 2.0 ** emin
-
-
-def binary(op, name, a, b, prof):
-    fmt, lut, V, dec, mn = _scalars(name, prof.ftz)
-    bits = np.zeros(a.shape[0], a.dtype)
-    flags = np.zeros(a.shape[0], np.uint8)
-    if lut:
-        binary_vals(OPS[op], gather(V, a), gather(V, b), *fmt, mn, bits, flags)
-    else:
-        binary_bits(OPS[op], a, b, *fmt, *dec, mn, bits, flags)
-    return bits, flags
-
-
-def fma(name, a, b, c, prof):
-    fmt, lut, V, dec, mn = _scalars(name, prof.ftz)
-    bits = np.zeros(a.shape[0], a.dtype)
-    flags = np.zeros(a.shape[0], np.uint8)
-    if lut:
-        fma_vals(gather(V, a), gather(V, b), gather(V, c), *fmt, mn, bits, flags)
-    else:
-        fma_bits(a, b, c, *fmt, *dec, mn, bits, flags)
-    return bits, flags
-
-
-def exp(name, a, prof):
-    (t, emin, maxmag, ovf, _, _, shift, ftz), _, _, (field, _), _ = _scalars(name, prof.ftz)
-    K, _ = _exp_constants()
-    bits = np.zeros(a.shape[0], a.dtype)
-    flags = np.zeros(a.shape[0], np.uint8)
-    exp_bits(a, t, emin, maxmag, ovf, shift, ftz, field, K[0], K[1], K[2], bits, flags)
-    return bits, flags
-
-
-def serves(op: str, name: str) -> bool:
-    return ((op in OPS and name in WIDE) or (op == "TFMA" and name in FORMATS_FMA)
-            or (op == "TEXP" and name in FORMATS_EXP))
-
 
 def settle_marked(bits, flags, operands, compute):
     """Every compiled tier's hand-off: the elements marked FALLBACK recomputed, in place, by
@@ -497,12 +627,12 @@ def by_reference(reference, name, prof):
     return lambda ops: reference(name, *ops, prof=prof)
 
 
-def run(op, name, operands, prof, reference):
-    """Fast path with the reference filling in the marked elements."""
-    if op == "TFMA":
-        bits, flags = fma(name, *operands, prof)
-    elif op == "TEXP":
-        bits, flags = exp(name, operands[0], prof)
-    else:
-        bits, flags = binary(op, name, *operands, prof)
-    return settle_marked(bits, flags, operands, by_reference(reference, name, prof))
+# (DataType name, op) -> Kernel: what this module computes (the tier table, tiers.py, reads it)
+KERNELS = {}
+for _name in WIDE:
+    for _op, _code in OPS.items():
+        KERNELS[(_name, _op)] = rounded(binary, 2, _name, _code)
+for _name in FORMATS_FMA:
+    KERNELS[(_name, "TFMA")] = rounded(fma, 3, _name)
+for _name in FORMATS_EXP:
+    KERNELS[(_name, "TEXP")] = rounded(exp, 1, _name)

@@ -103,7 +103,7 @@ from numba.extending import intrinsic
 
 from . import fast, fastfn
 from .flags import NX
-from .rn import add_rn, fma_rn, mul_rn
+from .rn import add_rn, fma_rn, mul_rn, two_sum
 
 FALLBACK = np.uint8(0xFF)
 OPS = ("TADD", "TSUB", "TMUL", "TFMA", "TDIV", "TRECIP", "TSQRT", "TREM")
@@ -190,12 +190,12 @@ def dekker_errors(a, b):
     return r, e
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _nx(e):
     return np.uint8(NX) if e != 0 else np.uint8(0)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp64_add(x, y):
     """(binary64 result, flags) of x + y for binary64 values x, y."""
     s = add_rn(x, y)
@@ -205,12 +205,12 @@ def fp64_add(x, y):
     return s, _nx(e) if ok else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp64_sub(x, y):
     return fp64_add(x, -y)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp64_mul(x, y):
     r = mul_rn(x, y)
     e = prod_err64(x, y, r)
@@ -221,34 +221,27 @@ def fp64_mul(x, y):
     return r, (np.uint8(0) if zero else _nx(e)) if ok else FALLBACK
 
 
-@nb.njit(inline="always")
-def _two_sum(a, b):
-    s = add_rn(a, b)
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _fma_term(v):
     """v = 0 or 2^-900 <= |v| <= 2^1020 (False for NaN and infinities)."""
     a = abs(v)
     return (v == 0) | ((a >= _FMA_MIN) & (a <= _PROD_MAX))
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def err_fma(x, y, z):
     """(r, r2, r3): r = RN(x*y + z) by the hardware, x*y + z = r + r2 + r3 (ErrFma)."""
     r = fma_rn(x, y, z)
     u1 = mul_rn(x, y)
     u2 = prod_err64(x, y, u1)
-    a1, a2 = _two_sum(z, u2)
-    b1, b2 = _two_sum(u1, a1)
+    a1, a2 = two_sum(z, u2)
+    b1, b2 = two_sum(u1, a1)
     g = (b1 - r) + b2
     r2 = g + a2                                                     # FastTwoSum(g, a2)
     return r, r2, a2 - (r2 - g)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp64_fma(x, y, z):
     """(binary64 result, flags) of x*y + z: the hardware fma, NX from ErrFma's exact error."""
     r, r2, r3 = err_fma(x, y, z)
@@ -261,13 +254,13 @@ def fp64_fma(x, y, z):
     return r, (np.uint8(0) if zero else _nx(r2) | _nx(r3)) if ok | zero else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _in_split_range(v):
     a = abs(v)
     return (a >= _MIN_NORMAL) & (a <= _SPLIT_MAX)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp64_div(x, y):
     """q = x / y (the hardware's correctly rounded quotient); exact iff q*y = x, i.e. iff
     x - p == e for TwoProduct q*y = p + e (x - p is exact by Sterbenz: p is within 2^-52 of x)."""
@@ -281,12 +274,12 @@ def fp64_div(x, y):
     return q, (np.uint8(0) if zero else _nx((x - p) - e)) if ok | zero else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp64_recip(y):
     return fp64_div(1.0, y)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp64_sqrt(x):
     """s = sqrt(x) correctly rounded by the hardware; exact iff s*s = x (TwoProduct p + e)."""
     s = math.sqrt(x)
@@ -304,19 +297,19 @@ _REM_STEP = 11                   # R < 2^53: R << 11 < 2^64
 _REM_STEPS = 16                  # at most 16 integer divisions per element (ex - ey <= 176)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _sig_exp(v):
     """(X, e) with |v| = X 2^e, X in [2^52, 2^53), for a normal binary64 v."""
     u = fast.f64_bits(v)
     return (u & _MANT) | _HIDDEN, np.int64((u >> np.uint64(52)) & np.uint64(0x7FF)) - 1075
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _pow2(e):
     return fast.bits_f64(np.uint64(e + 1023) << np.uint64(52))
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fmod53(x, y):
     """(x - trunc(x/y)*y exactly, settled?) for normal (or zero) x and normal y; not settled
     when the exponents are more than 176 apart."""
@@ -341,13 +334,13 @@ def fmod53(x, y):
     return (-mag if x < 0 else mag), True
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp64_rem(x, y):
     """(binary64 result, flags) of floor modulo x mod y."""
     ax, ay = abs(x), abs(y)
     ok = ((x == 0) | ((ax >= _MIN_NORMAL) & (ax <= _MAX))) & (ay >= _MIN_NORMAL) & (ay < _BIG)
     r, done = fmod53(x if ok else 0.0, y if ok else 1.0)
-    s, e = _two_sum(r, y)
+    s, e = two_sum(r, y)
     if not ((r != 0) & ((r < 0) != (y < 0))):
         s = r if r != 0 else math.copysign(0.0, y)
         e = 0.0
@@ -358,7 +351,8 @@ def fp64_rem(x, y):
 # transcendental._constants() (MPFR at 400 bits), written out so that the compiled code needs
 # no gmpy2 and reads them as constants (tests/kernels/test_fast64.py recomputes every one):
 # T[j] = 2^(j/64) = fast.EXP2_64[j] + EXP2_64_LO[j]; 1/k! = INV_FACT[k] (hi, lo), k = 0..11;
-# ln2/64 = C1 + C2 + C3 (C1, C2 of 36 bits: k*C1, k*C2 exact for |k| < 2^17).
+# ln2/64 = C1 + C2 + C3 and 64/ln2 are fast.py's (C1, C2 of 36 bits: k*C1, k*C2 exact for
+# |k| < 2^17).
 EXP2_64_LO = np.array([float.fromhex(h) for h in (
     "0x0.0p+0", "-0x1.19083535b085dp-56", "0x1.d73e2a475b465p-55", "0x1.186be4bb284ffp-57",
     "0x1.8a62e4adc610bp-54", "0x1.03a1727c57b53p-59", "-0x1.6c51039449b3ap-54", "-0x1.32fbf9af1369ep-54",
@@ -385,33 +379,30 @@ INV_FACT = np.array([(float.fromhex(a), float.fromhex(b)) for a, b in (
     ("0x1.a01a01a01a01ap-16", "0x1.a01a01a01a01ap-76"), ("0x1.71de3a556c734p-19", "-0x1.c154f8ddc6c00p-73"),
     ("0x1.27e4fb7789f5cp-22", "0x1.cbbc05b4fa99ap-76"), ("0x1.ae64567f544e4p-26", "-0x1.c062e06d1f209p-80"),
 )])
-_C1 = float.fromhex("0x1.62e42fefa0000p-7")
-_C2 = float.fromhex("0x1.cf79abc9e0000p-46")
-_C3 = float.fromhex("0x1.d9cc01f97b57ap-85")
-_INV_LN2_64 = float.fromhex("0x1.71547652b82fep+6")
+_C1, _C2, _C3, _INV_LN2_64 = fast.C1, fast.C2, fast.C3, fast.INV_LN2_64
 _EXP_MIN, _EXP_MAX = -708.0, 709.0          # exp(x) normal and finite: 3.3e-308 .. 8.2e307
 _EXP_TINY = 2.0 ** -60                       # |x| below: exp(x) is 1 or its neighbour; marked
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _fast_two_sum(a, b):
     s = add_rn(a, b)
     return s, b - (s - a)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _dd_add(ah, al, bh, bl):
-    s, e = _two_sum(ah, bh)
+    s, e = two_sum(ah, bh)
     return _fast_two_sum(s, e + (al + bl))
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _dd_mul(ah, al, bh, bl):
     p = mul_rn(ah, bh)
     return _fast_two_sum(p, prod_err64(ah, bh, p) + (mul_rn(ah, bl) + mul_rn(al, bh)))
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def exp_parts(x):
     """(h, l, scale): exp(x) = (h + l) 2^scale within 2^-98 relative, h = RN(h + l), for
     2^-60 <= |x| <= 709: transcendental.exp_dd's algorithm and constants, compiled (the same
@@ -426,15 +417,15 @@ def exp_parts(x):
     return h, l, k >> 6
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _reduce(x, kf):
     """x - kf ln2/64 as a double-double (exact to ~2^-115 absolute for |kf| < 2^17)."""
     t1 = x - mul_rn(kf, _C1)                                       # k*C1 exact, Sterbenz
-    rh, rl = _two_sum(t1, -mul_rn(kf, _C2))
+    rh, rl = two_sum(t1, -mul_rn(kf, _C2))
     return _fast_two_sum(rh, rl - mul_rn(kf, _C3))
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _expm1_reduced(rh, rl):
     """expm1(r) for |r| <= ln2/128 (+ tiny) as a double-double, relative error < 2^-100
     (transcendental._expm1_reduced, compiled)."""
@@ -458,7 +449,7 @@ _RSQRT2 = 0.7071067811865476
 _LOG_EPS_MAX = 2.0 ** -93                            # rounds_to_r's margin
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def log_parts(x):
     """(h, l, eps): log(x) = h + l within eps |h| (a per-element bound), h = RN(h + l), for a
     positive finite x != 1: transcendental.log_dd compiled, its y0 = log(m) from fastfn's
@@ -484,15 +475,15 @@ def log_parts(x):
     gh, gl = _dd_add(th - 1.0, tl, ph, pl)                 # expm1(y0) = (T - 1) + T expm1(r)
     dh, dl = _dd_add(m - 1.0, 0.0, -gh, -gl)               # m - e^y0
     c = (dh + dl) / (1.0 + gh)                             # Newton correction m e^-y0 - 1
-    y1h, y1l = _two_sum(y0, c)
+    y1h, y1l = two_sum(y0, c)
     ef = np.float64(e)
-    a1, a2 = _two_sum(mul_rn(ef, _LN2_1), mul_rn(ef, _LN2_2))
+    a1, a2 = two_sum(mul_rn(ef, _LN2_1), mul_rn(ef, _LN2_2))
     h, l = _dd_add(a1, a2 + mul_rn(ef, _LN2_3), y1h, y1l)
     err = mul_rn(c, c) + mul_rn(abs(c), 2.0 ** -50) + mul_rn(abs(y0) + abs(m - 1.0), 2.0 ** -97)
     return h, l, err / abs(h) + 2.0 ** -98
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp64_log(x):
     """(binary64 result, flags) of log(x): settled when the per-element bound is at most
     2^-93 and no midpoint lies within it; NX (log x is transcendental for x != 1)."""
@@ -501,7 +492,7 @@ def fp64_log(x):
     return h, np.uint8(NX) if ok & (eps <= _LOG_EPS_MAX) & rounds_to_r(h, l) else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp64_exp(x):
     """(binary64 result, flags) of exp(x): settled for 2^-60 <= |x| <= 709 and x >= -708 when
     no midpoint lies within 2^-93 of (h + l) 2^scale; NX (exp(x) is transcendental for x != 0)."""
@@ -516,7 +507,7 @@ _SUB_SCALE = 2.0 ** 108          # = 4^54: subnormal radicands become normal, ex
 _RSQRT_MARGIN = 2.0 ** -40       # v - (r + e) < 2^-100 |r| = 2^-48 ulp(r) at most
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def rsqrt_parts(m):
     """(r, e) with r + e within 2^-100.9 relative of 1/sqrt(m), r = RN(r + e), m in [1, 4)."""
     y0 = 1.0 / math.sqrt(m)
@@ -526,10 +517,10 @@ def rsqrt_parts(m):
     al = prod_err64(m, ph, ah)
     c = ((1.0 - ah) - al) - mul_rn(m, pl)
     corr = mul_rn(y0, c) * 0.5
-    return _two_sum(y0, corr)
+    return two_sum(y0, corr)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def rounds_to_r(r, e):
     """Whether every value within 2^-93 |r| (2^-41 ulp(r)) of r + e rounds to r (e = the exact
     rest of r's TwoSum, r normal): |e| in units of ulp(r) below 1/2 - 2^-40, below 1/4 - 2^-40 when r
@@ -541,7 +532,7 @@ def rounds_to_r(r, e):
     return w < lim - _RSQRT_MARGIN
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp64_rsqrt(x):
     """(binary64 result, flags) of 1/sqrt(x)."""
     ok = (x > 0) & (x <= _MAX)
@@ -559,73 +550,13 @@ def fp64_rsqrt(x):
     return res, (np.uint8(0) if exact else np.uint8(NX)) if ok & rounds_to_r(r, e) else FALLBACK
 
 
-def _fp64_add(a, b, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = fp64_add(a[i], b[i])
-
-
-def _fp64_sub(a, b, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = fp64_sub(a[i], b[i])
-
-
-def _fp64_mul(a, b, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = fp64_mul(a[i], b[i])
-
-
-def _fp64_fma(a, b, c, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = fp64_fma(a[i], b[i], c[i])
-
-
-def _fp64_div(a, b, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = fp64_div(a[i], b[i])
-
-
-def _fp64_rem(a, b, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = fp64_rem(a[i], b[i])
-
-
-def _fp64_rsqrt(a, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = fp64_rsqrt(a[i])
-
-
-def _fp64_exp(a, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = fp64_exp(a[i])
-
-
-def _fp64_log(a, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = fp64_log(a[i])
-
-
-def _fp64_recip(a, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = fp64_recip(a[i])
-
-
-def _fp64_sqrt(a, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = fp64_sqrt(a[i])
-
-
 SCALAR = {("FP64", "TADD"): fp64_add, ("FP64", "TSUB"): fp64_sub, ("FP64", "TMUL"): fp64_mul,
-          ("FP64", "TFMA"): fp64_fma, ("FP64", "TDIV"): fp64_div, ("FP64", "TRECIP"): fp64_recip, ("FP64", "TSQRT"): fp64_sqrt,
-          ("FP64", "TREM"): fp64_rem, ("FP64", "TRSQRT"): fp64_rsqrt,
+          ("FP64", "TFMA"): fp64_fma, ("FP64", "TDIV"): fp64_div, ("FP64", "TRECIP"): fp64_recip,
+          ("FP64", "TSQRT"): fp64_sqrt, ("FP64", "TREM"): fp64_rem, ("FP64", "TRSQRT"): fp64_rsqrt,
           ("FP64", "TEXP"): fp64_exp, ("FP64", "TLOG"): fp64_log}
-LOOPS = {key: fast.Twin(loop, error_model="numpy")
-         for key, loop in zip(SCALAR, (_fp64_add, _fp64_sub, _fp64_mul, _fp64_fma, _fp64_div, _fp64_recip, _fp64_sqrt,
-                                                _fp64_rem, _fp64_rsqrt, _fp64_exp,
-                                                _fp64_log))}
-
-
-def serves(op: str, name: str, prof) -> bool:
-    return (name, op) in SCALAR
+_ARITY = {"TFMA": 3, "TADD": 2, "TSUB": 2, "TMUL": 2, "TDIV": 2, "TREM": 2}
+# (DataType name, op) -> Kernel on binary64 values (views of the encodings)
+KERNELS = {key: fast.Kernel(fn, _ARITY.get(key[1], 1), "f64") for key, fn in SCALAR.items()}
 
 
 _EXP64 = np.uint64(0x7FF0000000000000)
@@ -647,15 +578,3 @@ def mark_for_ftz(bits, flags, operands):
     for x in operands:
         mark |= _subnormal(x)
     flags[mark] = FALLBACK
-
-
-def run(op, name, operands, prof, reference):
-    """(bits, flags) of `op` on uint64 1-D operands; marked elements go to `reference`."""
-    n = operands[0].shape[0]
-    out = np.empty(n, np.float64)
-    flags = np.empty(n, np.uint8)
-    LOOPS[(name, op)](*(x.view(np.float64) for x in operands), out, flags)
-    bits = out.view(np.uint64)
-    if prof.ftz:
-        mark_for_ftz(bits, flags, operands)
-    return fast.settle_marked(bits, flags, operands, fast.by_reference(reference, name, prof))

@@ -1,11 +1,14 @@
 """Numba twins of the conversion hot paths (CPU).  Same bits as convert.convert_generic.
 
-Single-threaded on purpose: on the 2-core development machines a threaded loop measured
-slower than one thread (and golden-vector generation parallelises over processes anyway).
+Single-threaded on purpose (on the 2-core development machines a threaded loop measured
+slower than one thread, and golden-vector generation parallelises over processes anyway),
+except the two branch-free RNE kernels FP32 -> BF16 and FP32 -> FP16, which are `fast.Twin`s:
+serial below fast.PARALLEL_MIN elements or without an idle core.
 
 - `gather_hi16`: the 2^17-entry table lookup for FP32/TF32/HF32 -> 8-bit-or-smaller floats.
 - `convert_ieee`: IEEE-family -> IEEE-family conversion (FP64/FP32/TF32/HF32 sources to
-  FP64/FP32/TF32/HF32/FP16/BF16), every rounding mode, Sat, ftz, NaN payloads, flags.
+  FP64/FP32/TF32/HF32/FP16/BF16), every rounding mode, Sat, ftz, NaN payloads, flags; FP32 ->
+  BF16 and FP32 -> FP16 in RNE without Sat or ftz by the vectorised kernels of FAST_PAIRS.
 
 The per-element function `_cvt_one` (and its helpers) is plain integer arithmetic on scalars,
 compiled with numba's `njit(inline="always")` (inlined, so Numba-CUDA needs no device to
@@ -15,12 +18,15 @@ the NumPy reference (convert.convert_generic) stays the definition and tests hol
 """
 from __future__ import annotations
 
+import numba as nb
 import numpy as np
 from numba import njit
 
 from isa.datatypes import DataType
 
+from .fast import Twin
 from .formats import FORMATS
+from .rn import bits_f32, f32_bits
 
 MODE_CODE = {"RNE": 0, "RTZ": 1, "RTM": 2, "RTP": 3, "RNA": 4, "RTO": 5}
 _WIDE_SRC = ("FP64", "FP32", "TF32", "HF32")
@@ -51,7 +57,7 @@ def gather_hi16(bits, tb, tf):
 # ---------------------------------------------------------------------------------------------
 # IEEE -> IEEE, one element
 # ---------------------------------------------------------------------------------------------
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def _bitlen(x):
     n = 0
     while x > 0:
@@ -60,7 +66,7 @@ def _bitlen(x):
     return n
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def _increment(R, S, odd, sign, mode):
     """0/1 increment; R, S, odd, sign are 0/1 ints (bitwise, no data-dependent branches)."""
     if mode == 0:
@@ -76,7 +82,7 @@ def _increment(R, S, odd, sign, mode):
     return (R | S) & (1 - odd)                           # RTO
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def _split(sig, exp, q):
     """(m, R, S) of sig * 2^exp at quantum 2^q as ints (R, S in 0/1); sig < 2^62, no sticky."""
     shift = q - exp
@@ -90,7 +96,7 @@ def _split(sig, exp, q):
     return m, R, (low | -low) >> 63 & 1
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def _cvt_one(u, s_ebits, s_t, s_bias, s_shift, s_width,
              d_ebits, d_t, d_bias, d_shift, d_width, mode, sat, ftz):
     """(bits uint64, flags) of one IEEE-family encoding converted to an IEEE-family format
@@ -165,38 +171,74 @@ def _cvt_loop_seq(u, ob, of, p):
         of[i] = f
 
 
-@njit(cache=True)
+_U = np.uint32
+# Numba types integer arithmetic as 64-bit: every uint32 intermediate below is cast back with
+# _U(...) so that LLVM keeps 8 lanes per AVX2 register (without the casts the loops ran on 4
+# 64-bit lanes at less than half the speed).
+
+
 def _fp32_to_bf16_rne(u, ob, of):
     """FP32 -> BF16, RNE, profile ieee: the carry trick (BF16 shares FP32's exponent range, so
     adding 0x7FFF + lsb rounds normals, subnormals and overflow alike), branch-free so LLVM
-    vectorises it.  Tininess after rounding: an FP32 subnormal below 2^-126 - 2^-135 stays
-    tiny on the unbounded 8-bit grid."""
-    for i in range(u.size):
+    vectorises it.  NX when the low half is nonzero (an infinity has none: no flag); OF when that
+    rounding reaches the infinity code; UF when inexact and tiny after rounding: below
+    2^-126 - 2^-135 (binary32 0x007FC000) the unbounded 8-bit grid stays below 2^-126."""
+    for i in nb.prange(u.shape[0]):
         x = u[i]
-        a = x & np.uint32(0x7FFFFFFF)
-        nan = a > np.uint32(0x7F800000)
-        special = a >= np.uint32(0x7F800000)
-        r = (x + np.uint32(0x7FFF) + ((x >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
-        nx = ((x & np.uint32(0xFFFF)) != 0) & ~special
-        ovf = nx & ((r & np.uint32(0x7FFF)) == np.uint32(0x7F80))
-        tiny = nx & (a < np.uint32(0x7FC000))
-        fl = np.uint8(16) * nx | np.uint8(4) * ovf | np.uint8(8) * tiny
-        snan = nan & ((x & np.uint32(0x400000)) == 0)
-        ob[i] = np.uint16(((x >> np.uint32(16)) | np.uint32(0x40)) if nan else r)
-        of[i] = np.uint8(1) * snan if nan else fl
+        a = _U(x & _U(0x7FFFFFFF))
+        r = _U(_U(_U(x + _U(0x7FFF)) + _U(_U(x >> _U(16)) & _U(1))) >> _U(16))
+        nx = _U((x & _U(0xFFFF)) != _U(0))
+        ovf = _U(_U(r & _U(0x7FFF)) == _U(0x7F80))
+        tiny = _U(a < _U(0x7FC000))
+        fl = _U(nx * _U(_U(16) | _U(ovf << _U(2)) | _U(tiny << _U(3))))
+        nan = a > _U(0x7F800000)                       # quiet, payload truncated; NV if signalling
+        ob[i] = np.uint16(_U(_U(x >> _U(16)) | _U(0x40)) if nan else r)
+        of[i] = np.uint8(_U(_U(x & _U(0x400000)) == _U(0)) if nan else fl)
 
 
-def fp32_to_bf16_rne(bits):
+def _fp32_to_fp16_rne(u, ob, of):
+    """FP32 -> FP16, RNE, profile ieee, branch-free: normal results by the integer carry trick
+    on the rebiased pattern (a carry into 0x7C00 is the overflow to infinity, min() keeps larger
+    values there), results below 2^-14 by one hardware binary32 addition of 0.5, whose RNE drops
+    exactly the bits an FP16 subnormal cannot hold (F. Giesen's float_to_half_fast3_rtne); NX
+    from the dropped bits, OF|NX at the infinity code from a finite value, UF when inexact and
+    below 2^-14 - 2^-26 (binary32 0x387FF000: tiny after rounding, ties to the even 2^-14);
+    NaNs quiet with the payload truncated, NV if signalling."""
+    for i in nb.prange(u.shape[0]):
+        x = u[i]
+        a = _U(x & _U(0x7FFFFFFF))
+        sign = _U(_U(x >> _U(16)) & _U(0x8000))
+        rebiased = _U(_U(_U(a - _U(112 << 23)) + _U(0xFFF)) + _U(_U(a >> _U(13)) & _U(1)))
+        normal = min(_U(rebiased >> _U(13)), _U(0x7C00))
+        t = bits_f32(a) + np.float32(0.5)
+        low = a < _U(113 << 23)
+        code = _U(f32_bits(t) - _U(126 << 23)) if low else normal
+        nx = _U((t - np.float32(0.5) != bits_f32(a)) if low else (_U(a & _U(0x1FFF)) != _U(0)))
+        ovf = _U(code == _U(0x7C00))
+        nan = a > _U(0x7F800000)          # computed here: placed after fl, the loop ran 2x slower
+        tiny = _U(a < _U(0x387FF000))
+        fl = _U(_U(nx | ovf) * _U(_U(16) | _U(ovf << _U(2)) | _U(_U(tiny & nx) << _U(3))))
+        fl = _U(0) if a == _U(0x7F800000) else fl
+        ob[i] = np.uint16(_U((_U(_U(0x7E00) | _U(_U(a >> _U(13)) & _U(0x3FF)))) if nan else code) | sign)
+        of[i] = np.uint8(_U(_U(x & _U(0x400000)) == _U(0)) if nan else fl)
+
+
+# serial below fast.PARALLEL_MIN elements, both cores only when one is idle (fast.Twin)
+FAST_PAIRS = {("FP32", "BF16"): Twin(_fp32_to_bf16_rne), ("FP32", "FP16"): Twin(_fp32_to_fp16_rne)}
+
+
+def fast_rne(bits, s: DataType, d: DataType):
+    """The branch-free RNE kernel of (s, d) (FAST_PAIRS) on any-shape bits."""
     u = np.ascontiguousarray(bits, dtype=np.uint32).ravel()
     ob = np.empty(u.size, np.uint16)
     of = np.empty(u.size, np.uint8)
-    _fp32_to_bf16_rne(u, ob, of)
+    FAST_PAIRS[(s.name, d.name)](u, ob, of)
     return ob.reshape(np.shape(bits)), of.reshape(np.shape(bits))
 
 
 def convert_ieee(bits, s: DataType, d: DataType, rmode: str, sat: bool, ftz: bool):
-    if s.name == "FP32" and d.name == "BF16" and rmode == "RNE" and not (sat or ftz):
-        return fp32_to_bf16_rne(bits)
+    if (s.name, d.name) in FAST_PAIRS and rmode == "RNE" and not (sat or ftz):
+        return fast_rne(bits, s, d)
     fs, fd = FORMATS[s.name], FORMATS[d.name]
     p = np.array([fs.ebits, fs.t, fs.bias, fs.shift, fs.width, fd.ebits, fd.t, fd.bias, fd.shift, fd.width,
                   MODE_CODE[rmode], int(sat), int(ftz)], dtype=np.int64)

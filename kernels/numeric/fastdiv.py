@@ -69,7 +69,7 @@ _LOW27 = np.uint64((1 << 27) - 1)
 
 # ---------------------------------------------------------------- tier 1: SIMD FP32, ieee
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp32_div(x, y):
     """(binary32 result, flags) of x / y for binary32 values x, y."""
     xd = np.float64(x)
@@ -81,12 +81,12 @@ def fp32_div(x, y):
     return r, _flags(nx, abs(r) > _F32_MAX) if ok else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp32_recip(x):
     return fp32_div(np.float32(1.0), x)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp32_sqrt(x):
     xd = np.float64(x)
     r = np.float32(math.sqrt(xd))                              # sqrt(-0) = -0; NaN below: marked
@@ -95,7 +95,7 @@ def fp32_sqrt(x):
     return r, _flags(mul_rn(rd, rd) != xd, False) if ok else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def bf16_div(a, b):
     """(BF16 code, flags) of x / y: RN8(RN24(RN53(v))) = RN8(v) (53 >= 2*24 + 2, 24 >= 2*8 + 2),
     the last rounding by fastvec's carry trick; NX from the exact 16-bit product r*y."""
@@ -108,7 +108,7 @@ def bf16_div(a, b):
     return code, _flags(nx, of) if ok else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp16_div(a, b):
     """As bf16_div for FP16 (24 >= 2*11 + 2), settled above FP16's normal threshold 2^-14 (never
     tiny); an overflow is NX even when the infinite code's stand-in value times y gives x."""
@@ -122,151 +122,51 @@ def fp16_div(a, b):
     return code, _flags(nx, of) if ok else FALLBACK
 
 
-def _fp32_div(a, b, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = fp32_div(a[i], b[i])
-
-
-def _fp32_recip(a, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = fp32_recip(a[i])
-
-
-def _fp32_sqrt(a, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = fp32_sqrt(a[i])
-
-
-def _bf16_div(a, b, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = bf16_div(a[i], b[i])
-
-
-def _fp16_div(a, b, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = fp16_div(a[i], b[i])
-
-
 SCALAR = {("FP32", "TDIV"): fp32_div, ("FP32", "TRECIP"): fp32_recip, ("FP32", "TSQRT"): fp32_sqrt,
           ("BF16", "TDIV"): bf16_div, ("FP16", "TDIV"): fp16_div}
-LOOPS = {key: fast.Twin(loop, error_model="numpy")
-         for key, loop in zip(SCALAR, (_fp32_div, _fp32_recip, _fp32_sqrt, _bf16_div, _fp16_div))}
+# tier 1 rows: FP32 on binary32 values, BF16/FP16 TDIV on their codes
+SIMD = {(name, op): fast.Kernel(fn, 2 if op == "TDIV" else 1, "f32" if name == "FP32" else "raw")
+        for (name, op), fn in SCALAR.items()}
 
 
 # ---------------------------------------------------------------- tier 2: fast.round_rne
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _direction(v):
     return np.int64(v > 0) - np.int64(v < 0)
 
 
-@nb.njit(inline="always")
-def divide(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
+@nb.njit(inline="always", error_model="numpy")
+def divide(op, x, y, fmt):
     """(code, flags) of x / y rounded to the format, or flags FALLBACK (non-finite operand,
     zero divisor)."""
     ok = math.isfinite(x) and math.isfinite(y) and y != 0.0
     q = x / y if ok else 0.0
     qh = bits_f64(f64_bits(q) & _HIGH26)
     rem = (x - mul_rn(qh, y)) - mul_rn(q - qh, y)             # sign of x - q*y, see above
-    code, f = round_rne(q, _direction(rem) * _direction(y), t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+    code, f = round_rne(q, _direction(rem) * _direction(y), fmt)
     return code, f if ok else FALLBACK
 
 
-@nb.njit(inline="always")
-def root(x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
+@nb.njit(inline="always", error_model="numpy")
+def root(x, fmt):
     ok = math.isfinite(x) and x >= 0.0                         # -0 included: sqrt(-0) = -0
     s = math.sqrt(x) if ok else 0.0
-    code, _ = round_rne(s, 0, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+    code, _ = round_rne(s, 0, fmt)
     exact = ((f64_bits(s) & _LOW27) == 0) & (mul_rn(s, s) == x)
     return code, (np.uint8(0) if exact else np.uint8(NX)) if ok else FALLBACK
 
 
-@nb.njit(inline="always")
-def unary(op, x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
+@nb.njit(inline="always", error_model="numpy")
+def unary(op, x, fmt):
+    """UNARY[op]: TRECIP (1 / x) or TSQRT."""
     if op == 0:
-        return divide(1.0, x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-    return root(x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+        return divide(op, 1.0, x, fmt)
+    return root(x, fmt)
 
 
-def _div_bits(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
-    for i in nb.prange(a.shape[0]):
-        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
-        y = fast._daz(fast._from_bits(b[i], field, dshift), ftz, mn)
-        bits[i], flags[i] = divide(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+# tier 2 rows: every format and op, both profiles
+TIER2 = {(name, op): fast.rounded(divide, 2, name) if op == "TDIV" else fast.rounded(unary, 1, name, UNARY[op])
+         for name in FORMATS for op in OPS}
 
 
-def _div_vals(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bits, flags):
-    for i in nb.prange(a.shape[0]):
-        x = fast._daz(np.float64(a[i]), ftz, mn)
-        y = fast._daz(np.float64(b[i]), ftz, mn)
-        bits[i], flags[i] = divide(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-
-
-def _unary_bits(op, a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
-    for i in nb.prange(a.shape[0]):
-        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
-        bits[i], flags[i] = unary(op, x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-
-
-def _unary_vals(op, a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bits, flags):
-    for i in nb.prange(a.shape[0]):
-        x = fast._daz(np.float64(a[i]), ftz, mn)
-        bits[i], flags[i] = unary(op, x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-
-
-div_bits = fast.Twin(_div_bits, error_model="numpy")
-div_vals = fast.Twin(_div_vals, error_model="numpy")
-unary_bits = fast.Twin(_unary_bits, error_model="numpy")
-unary_vals = fast.Twin(_unary_vals, error_model="numpy")
-
-
-# ---------------------------------------------------------------- entry points
-
-def serves(op: str, name: str, prof=None) -> bool:
-    return op in OPS and name in FORMATS
-
-
-def simd(op: str, name: str, prof) -> bool:
-    """Whether tier 1 (the SIMD binary32 routines) computes (op, name, prof)."""
-    return (name, op) in SCALAR and not prof.ftz
-
-
-def scalar(op, name, operands, prof):
-    """Tier 2 alone: (bits, flags) with FALLBACK marks."""
-    fmt, lut, V, dec, mn = fast._scalars(name, prof.ftz)
-    n = operands[0].shape[0]
-    bits = np.zeros(n, operands[0].dtype)
-    flags = np.zeros(n, np.uint8)
-    if lut:
-        vals = [fast.gather(V, x) for x in operands]
-        if op == "TDIV":
-            div_vals(*vals, *fmt, mn, bits, flags)
-        else:
-            unary_vals(UNARY[op], *vals, *fmt, mn, bits, flags)
-    elif op == "TDIV":
-        div_bits(*operands, *fmt, *dec, mn, bits, flags)
-    else:
-        unary_bits(UNARY[op], *operands, *fmt, *dec, mn, bits, flags)
-    return bits, flags
-
-
-def _tier2(op, name, operands, prof, reference):
-    bits, flags = scalar(op, name, operands, prof)
-    return fast.settle_marked(bits, flags, operands, fast.by_reference(reference, name, prof))
-
-
-def run(op, name, operands, prof, reference):
-    """(bits, flags) of `op` on container-dtype 1-D operands: tier 1 where it applies, its marks
-    to tier 2, tier 2's marks to `reference` (the NumPy implementation)."""
-    if not simd(op, name, prof):
-        return _tier2(op, name, operands, prof, reference)
-    n = operands[0].shape[0]
-    flags = np.empty(n, np.uint8)
-    if name == "FP32":
-        out = np.empty(n, np.float32)
-        LOOPS[(name, op)](*(x.view(np.float32) for x in operands), out, flags)
-        bits = out.view(np.uint32)
-    else:
-        bits = np.empty(n, np.uint16)
-        LOOPS[(name, op)](*operands, bits, flags)
-    return fast.settle_marked(bits, flags, operands, lambda ops: _tier2(op, name, ops, prof, reference))

@@ -97,13 +97,13 @@ _ONE = np.uint64(1)
 _HIDDEN = np.uint64(1 << 52)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def rsqrt_approx(x):
     """RN53(1 / RN53(sqrt(x))): within 2.01 binary64 ulps of 1/sqrt(x) (module doc)."""
     return 1.0 / math.sqrt(x)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def near_boundary(y, t, ulps=NEAR_ULPS):
     """Whether a rounding boundary of a t-bit destination may lie within `ulps` binary64 ulps
     of the normal binary64 value y: its low 52 - t significand bits are that close to the
@@ -120,7 +120,7 @@ _LN2_LO = float.fromhex("0x1.fdf473de6af28p-22")
 _INV = (1.0 / 3, 1.0 / 5, 1.0 / 7, 1.0 / 9, 1.0 / 11, 1.0 / 13, 1.0 / 15, 1.0 / 17, 1.0 / 19, 1.0 / 21)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def log_approx(x):
     """log(x) in binary64 within 2^-50 relative, for a positive normal binary64 x != 1 of at
     most 24 significant bits (module doc); for other binary64 x a few ulps less accurate
@@ -150,28 +150,27 @@ def log_approx(x):
     return mul_rn(ef, _LN2_HI) + (two_s + (lo + mul_rn(ef, _LN2_LO)))
 
 
-@nb.njit(inline="always")
-def log(x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
+@nb.njit(inline="always", error_model="numpy")
+def log(op, x, fmt):
     """(code, flags) of log(x) rounded to the format, or flags FALLBACK."""
     ok = math.isfinite(x) and x > 0.0 and x != 1.0
     y = log_approx(x if ok else 2.0)
-    code, f = round_rne(y, np.int64(1), t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-    return code, f if ok and not near_boundary(y, t, NEAR_ULPS_LOG) else FALLBACK
+    code, f = round_rne(y, np.int64(1), fmt)
+    return code, f if ok and not near_boundary(y, fmt.t, NEAR_ULPS_LOG) else FALLBACK
 
 
-@nb.njit(inline="always")
-def rsqrt(x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
+@nb.njit(inline="always", error_model="numpy")
+def rsqrt(op, x, fmt):
     """(code, flags) of 1/sqrt(x) rounded to the format, or flags FALLBACK."""
     ok = math.isfinite(x) and x > 0.0
     y = rsqrt_approx(x if ok else 1.0)
     u = f64_bits(x)
     power4 = ((u & _MANT) == np.uint64(0)) & (((u >> np.uint64(52)) & _ONE) == _ONE)   # 2^(2k)
-    code, f = round_rne(y, np.int64(0) if power4 else np.int64(1), t, emin, maxmag, ovf, ovf_sign, signbit,
-                        shift, ftz)
-    return code, f if ok and not near_boundary(y, t) else FALLBACK
+    code, f = round_rne(y, np.int64(0) if power4 else np.int64(1), fmt)
+    return code, f if ok and not near_boundary(y, fmt.t) else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _sig_exp(v):
     """(X, e) with |v| = X 2^e, X in [2^23, 2^24), for a nonzero value of at most 24 bits (a
     normal binary64)."""
@@ -179,7 +178,7 @@ def _sig_exp(v):
     return ((u & _MANT) | _HIDDEN) >> np.uint64(29), np.int64((u >> np.uint64(52)) & np.uint64(0x7FF)) - 1046
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fmod24(x, y):
     """x - trunc(x/y)*y exactly, for finite x and finite nonzero y of at most 24 bits each."""
     if x == 0.0:
@@ -198,8 +197,8 @@ def fmod24(x, y):
     return -mag if x < 0 else mag
 
 
-@nb.njit(inline="always")
-def rem(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
+@nb.njit(inline="always", error_model="numpy")
+def rem(op, x, y, fmt):
     """(code, flags) of floor modulo x mod y rounded to the format, or flags FALLBACK."""
     ok = math.isfinite(x) and math.isfinite(y) and y != 0.0
     r = fmod24(x, y) if ok else 0.0
@@ -208,40 +207,8 @@ def rem(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz):
     if not adjust:
         s = r if r != 0.0 else math.copysign(0.0, y)
         d = np.int64(0)
-    code, f = round_rne(s, d, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
+    code, f = round_rne(s, d, fmt)
     return code, f if ok else FALLBACK
-
-
-def _rem_bits(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
-    for i in nb.prange(a.shape[0]):
-        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
-        y = fast._daz(fast._from_bits(b[i], field, dshift), ftz, mn)
-        bits[i], flags[i] = rem(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-
-
-def _rem_vals(a, b, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, mn, bits, flags):
-    for i in nb.prange(a.shape[0]):
-        x = fast._daz(np.float64(a[i]), ftz, mn)
-        y = fast._daz(np.float64(b[i]), ftz, mn)
-        bits[i], flags[i] = rem(x, y, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-
-
-def _log_bits(a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
-    for i in nb.prange(a.shape[0]):
-        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
-        bits[i], flags[i] = log(x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-
-
-def _rsqrt_bits(a, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz, field, dshift, mn, bits, flags):
-    for i in nb.prange(a.shape[0]):
-        x = fast._daz(fast._from_bits(a[i], field, dshift), ftz, mn)
-        bits[i], flags[i] = rsqrt(x, t, emin, maxmag, ovf, ovf_sign, signbit, shift, ftz)
-
-
-rsqrt_bits = fast.Twin(_rsqrt_bits, error_model="numpy")
-rem_bits = fast.Twin(_rem_bits, error_model="numpy")
-log_bits = fast.Twin(_log_bits, error_model="numpy")
-rem_vals = fast.Twin(_rem_vals, error_model="numpy")
 
 
 @nb.njit(cache=True)
@@ -262,30 +229,9 @@ def log_values(x):
     return out
 
 
-# ---------------------------------------------------------------- entry points
+# ---------------------------------------------------------------- the rows
 
-def serves(op: str, name: str, prof=None) -> bool:
-    return name in FORMATS.get(op, ())
-
-
-# op -> its loop over raw encodings (every loop writes every element's bits and flags)
-BITS_LOOPS = {"TRSQRT": rsqrt_bits, "TLOG": log_bits, "TREM": rem_bits}
-
-
-def marked(op, name, operands, prof):
-    """The compiled loop alone: (bits, flags) with FALLBACK marks."""
-    fmt, lut, V, dec, mn = fast._scalars(name, prof.ftz)
-    n = operands[0].shape[0]
-    bits = np.empty(n, operands[0].dtype)
-    flags = np.empty(n, np.uint8)
-    if lut:                          # FP16 TREM: binary32 values from the format's value table
-        rem_vals(*(fast.gather(V, x) for x in operands), *fmt, mn, bits, flags)
-    else:
-        BITS_LOOPS[op](*operands, *fmt, *dec, mn, bits, flags)
-    return bits, flags
-
-
-def run(op, name, operands, prof, reference):
-    """(bits, flags) of `op` on container-dtype 1-D operands; marked elements go to `reference`."""
-    bits, flags = marked(op, name, operands, prof)
-    return fast.settle_marked(bits, flags, operands, fast.by_reference(reference, name, prof))
+_ROUTINES = {"TRSQRT": (rsqrt, 1), "TLOG": (log, 1), "TREM": (rem, 2)}
+# (DataType name, op) -> Kernel (FP16 TREM reads gathered binary32 values, the others encodings)
+KERNELS = {(name, op): fast.rounded(fn, arity, name)
+           for op, (fn, arity) in _ROUTINES.items() for name in FORMATS[op]}

@@ -47,7 +47,7 @@ import numba as nb
 import numpy as np
 from . import fast
 from .fast import f64_bits
-from .rn import add_rn, bits_f32, f32_bits, fma_rn, mul_rn, prod_err
+from .rn import add_rn, bits_f32, f32_bits, fma_rn, mul_rn, prod_err, two_sum
 from .flags import NX, OF, UF
 
 FALLBACK = np.uint8(0xFF)
@@ -62,19 +62,12 @@ _NORMAL32 = 2.0 ** -126              # FP32 and BF16 share the normal range
 
 # ---------------------------------------------------------------- scalar routines
 
-@nb.njit(inline="always")
-def _two_sum(a, b):
-    s = add_rn(a, b)
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _flags(nx, of):
     return np.uint8(nx) * np.uint8(NX) | np.uint8(of) * np.uint8(OF)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _finite32(x):
     return abs(x) <= _F32_MAX          # False for NaN and infinities; a compare, so it vectorises
 
@@ -82,20 +75,20 @@ def _finite32(x):
 _SMALL32 = np.float32(2.0 ** -100)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp32_add(a, b):
     """(binary32 result, flags) of a + b for binary32 values a, b."""
-    s, e = _two_sum(a, b)
+    s, e = two_sum(a, b)
     f = _flags(e != 0, abs(s) > _F32_MAX)                  # overflow: e is NaN, so NX too
     return s, f if _finite32(a) & _finite32(b) else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp32_sub(a, b):
     return fp32_add(a, -b)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp32_mul(a, b):
     r = mul_rn(a, b)
     e = prod_err(a, b, r)
@@ -109,7 +102,7 @@ def fp32_mul(a, b):
 _GAP = np.float32(2.0 ** 29)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp32_fma(a, b, c):
     r = fma_rn(a, b, c)                                            # the result: one rounding
     # a*b + (c - r) in one binary64 rounding is zero exactly when r is exact; c - r is exact in
@@ -123,12 +116,12 @@ def fp32_fma(a, b, c):
     return r, _flags(w != 0, False) if ok else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _bf16(u):
     return bits_f32(np.uint32(u) << np.uint32(16))
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _rne_bf16(w):
     """(BF16 code, dropped bits nonzero, overflowed) of binary32 pattern w rounded to nearest
     even by the carry trick (a carry out of the top code is infinity: 0x7F80 | sign)."""
@@ -137,23 +130,23 @@ def _rne_bf16(w):
     return np.uint16(code), (w & np.uint32(0xFFFF)) != np.uint32(0), of
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def bf16_add(a, b):
     """(BF16 code, flags) of a + b for BF16 codes a, b."""
     x = _bf16(a)
     y = _bf16(b)
-    s, e = _two_sum(x, y)
+    s, e = two_sum(x, y)
     code, dropped, of = _rne_bf16(f32_bits(s))
     f = _flags((e != 0) | dropped | of, of)
     return code, f if _finite32(x) & _finite32(y) else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def bf16_sub(a, b):
     return bf16_add(a, b ^ np.uint16(0x8000))
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def bf16_mul(a, b):
     x = _bf16(a)
     y = _bf16(b)
@@ -163,12 +156,12 @@ def bf16_mul(a, b):
     return code, _flags(dropped | of, of) if ok else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def bf16_fma(a, b, c):
     x = _bf16(a)
     y = _bf16(b)
     p = mul_rn(x, y)
-    s, e = _two_sum(p, _bf16(c))
+    s, e = two_sum(p, _bf16(c))
     code, dropped, of = _rne_bf16(f32_bits(s))
     m = abs(s)
     exact_p = (abs(p) >= np.float32(_NORMAL32)) | (x == 0) | (y == 0)
@@ -186,7 +179,7 @@ _F16_OVERFLOW = 143 << 23             # binary32 pattern of 2^16: at or above, i
 _F16_TINY = np.float32(2.0 ** -14 - 2.0 ** -26)   # tiny after rounding below this (ties: even)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _fp16(h):
     """(binary32 value, finite) of FP16 code h."""
     u = np.uint32(h)
@@ -195,7 +188,7 @@ def _fp16(h):
     return v, (u & np.uint32(0x7C00)) != np.uint32(0x7C00)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _rne_fp16(r):
     """(FP16 code, dropped bits nonzero, overflowed) of binary32 r rounded to nearest even."""
     w = f32_bits(r)
@@ -212,30 +205,30 @@ def _rne_fp16(r):
     return np.uint16(code | ((w >> np.uint32(16)) & np.uint32(0x8000))), dropped, of
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _fp16_flags(nx, r, of):
     uf = nx & (abs(r) < _F16_TINY)
     return np.uint8(nx) * np.uint8(NX) | np.uint8(uf) * np.uint8(UF) | np.uint8(of) * np.uint8(OF)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp16_add(a, b):
     """s = RN24(x + y) and RN11(RN24(v)) = RN11(v) for a sum of 11-bit values (24 >= 2*11 + 2);
     near the tininess threshold such a sum is exact in binary32, so |s| decides tininess."""
     x, fx = _fp16(a)
     y, fy = _fp16(b)
-    s, e = _two_sum(x, y)
+    s, e = two_sum(x, y)
     code, dropped, of = _rne_fp16(s)
     nx = (e != 0) | dropped | of
     return code, _fp16_flags(nx, s, of) if fx & fy else FALLBACK
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp16_sub(a, b):
     return fp16_add(a, b ^ np.uint16(0x8000))
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def fp16_mul(a, b):
     """x*y (22 bits, >= 2^-48) is exact in binary32: one rounding."""
     x, fx = _fp16(a)
@@ -245,109 +238,23 @@ def fp16_mul(a, b):
     return code, _fp16_flags(dropped | of, p, of) if fx & fy else FALLBACK
 
 
-# ---------------------------------------------------------------- CPU loops
-
-# The compiled loops, one per (format, op), written out: Numba's on-disk cache cannot key a
-# closure over the scalar routine reproducibly (it pickles the closure's cells), so a generated
-# loop would be recompiled -- and its cache index rewritten -- in every process.  Each loop runs
-# its scalar routine over 1-D arrays; no reduction inside (a running count of marked elements
-# cost 40 % more than the loop itself): the caller looks for marks with one flags.max().
-
-def _fp32_add(a, b, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = fp32_add(a[i], b[i])
-
-
-def _fp32_sub(a, b, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = fp32_sub(a[i], b[i])
-
-
-def _fp32_mul(a, b, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = fp32_mul(a[i], b[i])
-
-
-def _fp32_fma(a, b, c, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = fp32_fma(a[i], b[i], c[i])
-
-
-def _bf16_add(a, b, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = bf16_add(a[i], b[i])
-
-
-def _bf16_sub(a, b, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = bf16_sub(a[i], b[i])
-
-
-def _bf16_mul(a, b, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = bf16_mul(a[i], b[i])
-
-
-def _bf16_fma(a, b, c, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = bf16_fma(a[i], b[i], c[i])
-
-
-def _fp16_add(a, b, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = fp16_add(a[i], b[i])
-
-
-def _fp16_sub(a, b, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = fp16_sub(a[i], b[i])
-
-
-def _fp16_mul(a, b, out, flags):
-    for i in nb.prange(a.shape[0]):
-        out[i], flags[i] = fp16_mul(a[i], b[i])
-
+# ---------------------------------------------------------------- the rows
 
 SCALAR = {("FP32", "TADD"): fp32_add, ("FP32", "TSUB"): fp32_sub, ("FP32", "TMUL"): fp32_mul,
           ("FP32", "TFMA"): fp32_fma, ("BF16", "TADD"): bf16_add, ("BF16", "TSUB"): bf16_sub,
           ("BF16", "TMUL"): bf16_mul, ("BF16", "TFMA"): bf16_fma, ("FP16", "TADD"): fp16_add,
           ("FP16", "TSUB"): fp16_sub, ("FP16", "TMUL"): fp16_mul}
-_LOOP_SOURCES = (_fp32_add, _fp32_sub, _fp32_mul, _fp32_fma, _bf16_add, _bf16_sub, _bf16_mul, _bf16_fma,
-                 _fp16_add, _fp16_sub, _fp16_mul)
-# serial below fast.PARALLEL_MIN elements (fast.Twin)
-LOOPS = {key: fast.Twin(loop, error_model="numpy") for key, loop in zip(SCALAR, _LOOP_SOURCES)}
+# (DataType name, op) -> Kernel: FP32 on binary32 values, BF16/FP16 on their codes; each runs
+# as a fast.loop (serial below fast.PARALLEL_MIN elements, fast.Twin)
+KERNELS = {(name, op): fast.Kernel(fn, 3 if op == "TFMA" else 2, "f32" if name == "FP32" else "raw")
+           for (name, op), fn in SCALAR.items()}
 
 
-def serves(op: str, name: str, prof) -> bool:
-    return (name, op) in SCALAR and not prof.ftz
-
-
-def _marked(op, name, operands, flags=None):
+def marked(op, name, operands, flags=None):
     """(bits, flags) of the compiled loop alone: elements it cannot settle carry FALLBACK.
     `flags`: a uint8 buffer of the elements' count to write them into (default: a new one)."""
-    n = operands[0].shape[0]
-    if name == "FP32":
-        args = [x.view(np.float32) for x in operands]
-        out = np.empty(n, np.float32)
-    else:
-        args = operands
-        out = np.empty(n, operands[0].dtype)
-    if flags is None:
-        flags = np.empty(n, np.uint8)
-    LOOPS[(name, op)](*args, out, flags)
-    return (out.view(np.uint32) if name == "FP32" else out), flags
-
-
-def _settle(op, name, operands, prof, reference, bits, flags):
-    """Recompute the FALLBACK-marked elements with fast.py (in place)."""
-    return fast.settle_marked(bits, flags, operands, lambda ops: fast.run(op, name, ops, prof, reference))
-
-
-def run(op, name, operands, prof, reference):
-    """(bits, flags) of `op` on container-dtype 1-D operands; marked elements go to fast.py
-    (and from there, if non-finite, to `reference`)."""
-    bits, flags = _marked(op, name, operands)
-    return _settle(op, name, operands, prof, reference, bits, flags)
+    k = KERNELS[(name, op)]
+    return fast.launch(k, operands, False, k.loop, flags=flags)
 
 
 # Set in FALLBACK and in no flag (NV DZ OF UF NX are bits 0-4): an OR of flags that has it
@@ -371,14 +278,15 @@ def _scratch_flags(n: int) -> np.ndarray | None:
     return buf[:n]
 
 
-def run_status(op, name, operands, prof, reference, groups: int):
-    """`run`'s bits and, instead of its flags, their OR over each of `groups` equal consecutive
-    parts: one pass over the flags both finds marked elements and gives the status."""
-    bits, flags = _marked(op, name, operands, _scratch_flags(operands[0].shape[0]))
+def run_status(op, name, operands, groups: int, settle):
+    """The compiled loop's bits and, instead of its flags, their OR over each of `groups` equal
+    consecutive parts: one pass over the flags both finds marked elements and gives the status;
+    `settle(bits, flags)` recomputes the marked elements in place (the tier table's hand-off)."""
+    bits, flags = marked(op, name, operands, _scratch_flags(operands[0].shape[0]))
     status = np.bitwise_or.reduce(flags.reshape(groups, -1), axis=1)
     # a block's few PEs: Python's max of a short list is cheaper than a NumPy call
     if (max(status.tolist()) if groups <= 8 else int(status.max())) & _MARK_BIT:
         with np.errstate(all="ignore"):          # as elementwise runs the reference
-            _settle(op, name, operands, prof, reference, bits, flags)
+            settle(bits, flags)
         status = np.bitwise_or.reduce(flags.reshape(groups, -1), axis=1)
     return bits, status

@@ -12,10 +12,12 @@ binary64 arithmetic, no fma).  `fma_rn(a, b, c)`: an explicit single-rounding fm
 FP32 TFMA only (`fma_rn`, binary32 for the result and binary64 for its exactness test).
 
 `f32_bits` / `bits_f32`: binary32 <-> uint32 bit casts (LLVM bitcasts, on both targets).
+`two_sum(a, b)`: TwoSum in binary32 or binary64, its sum by add_rn.
 """
 from __future__ import annotations
 
 from llvmlite import ir
+from numba import njit
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
@@ -39,6 +41,15 @@ def _rn(cpu_op: str, nvvm: str):
 
 mul_rn = _rn("fmul", "mul")
 add_rn = _rn("fadd", "add")
+
+
+@njit(inline="always", error_model="numpy")
+def two_sum(a, b):
+    """(s, e): s = RN(a + b) and its exact error (Knuth's TwoSum) in the operands' format, exact
+    unless an intermediate overflows; the sum by add_rn, so it is never contracted."""
+    s = add_rn(a, b)
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
 
 
 @intrinsic

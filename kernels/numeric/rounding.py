@@ -282,11 +282,13 @@ def int_bits_of(neg, mag, n, xp=np):
     return v
 
 
-def round_to_int(sign, exp, sig, sticky, dtype, rmode: str = "RTZ"):
+def round_to_int(sign, exp, sig, sticky, dtype, rmode: str = "RTZ", wrap: bool = False):
     """Round v (as in round_pack) to an integer of `dtype`; returns (bits, flags).
 
     In range: the rounded integer, NX when inexact.  Out of range (after rounding): the nearest
-    bound (min or max; unsigned negatives -> 0) with NV only.  RHB rounds as RHB_RULE.
+    bound (min or max; unsigned negatives -> 0) with NV only; with `wrap` (profile a5's
+    non-saturating conversions) the low N bits of the rounded integer instead, NV still raised.
+    RHB rounds as RHB_RULE.
     """
     d = datatype(dtype)
     if not d.is_int:
@@ -309,9 +311,22 @@ def round_to_int(sign, exp, sig, sticky, dtype, rmode: str = "RTZ"):
     bits = int_bits_of(sign & (M != 0), M, n, xp)
     bound = xp.where(sign, np.uint64(lo & 0xFFFFFFFFFFFFFFFF) & np.uint64((1 << n) - 1 if n < 64 else 0xFFFFFFFFFFFFFFFF),
                      pos_limit)
+    if wrap:      # the rounded integer modulo 2^64 (sig << exp when it is that large), then 2^n
+        Mw = xp.where(huge, shl(sig, xp.clip(exp, 0, 64), xp), M)
+        bound = int_bits_of(sign & (Mw != 0), Mw, n, xp)
     bits = xp.where(oor, bound, bits)
     flags = xp.where(oor, NV, xp.where(R | S, NX, 0))
     return bits.astype(d.raw_dtype), flags.astype(np.uint8)
+
+
+def round_integral(sign, exp, sig, rmode: str, xp=np):
+    """(sig', exp') of v = (-1)^sign * sig * 2^exp rounded to an integral value in `rmode` (exact
+    inputs, no sticky): values already integral (exp >= 0) are returned as they are."""
+    check_rmode(rmode)
+    m, R, S = split(sig, exp, xp.zeros(sig.shape, bool), xp.zeros_like(exp), xp)
+    inc = increment(R, S, (m & _U1) != 0, sign, rmode, xp)
+    frac = exp < 0
+    return xp.where(frac, m + inc.astype(np.uint64), sig), xp.where(frac, 0, exp)
 
 
 __all__ = ["round_pack", "round_to_int", "RMODES", "RHB_RULE", "FORMATS"]

@@ -50,7 +50,7 @@ def test_every_elementwise_operation_on_device_arrays_gives_the_cpu_bits(strict)
         for dt in dts.DATATYPES:
             if dt.name not in ins.dtypes or (op, dt.kind) not in E.TABLE:
                 continue
-            for pname in ("ieee", "ftz"):
+            for pname in PROFILES:
                 where = kcuda.placement(op, dt, PROFILES[pname], ins.arity)
                 ops = [codes(dt, 24, rng).reshape(4, 6) for _ in range(ins.arity)]
                 mode = "LT" if op == "TCMP" else None

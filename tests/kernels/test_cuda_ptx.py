@@ -6,7 +6,7 @@ nvidia-cuda-nvcc-cu12; the `test` extra).  NVVM contracts a separate multiply an
 `mul.rn`, never fused); this test rejects any `fma` (but the two explicit ones of the FP32
 TFMA kernel and the one of the FP64 TFMA kernel, whose reference rounds once), any flush-to-zero (`.ftz`) and any approximate
 division, reciprocal, square root or exponential (`approx`): fastdiv's kernels must divide and
-take roots with `div.rn.f64` / `sqrt.rn.f64` (fastfn's TRSQRT: `sqrt.rn.f64`, then
+take roots with `div.rn.f64` / `sqrt.rn.f64` (profile a5's TREM kernels `div.rn.f32`; fastfn's TRSQRT: `sqrt.rn.f64`, then
 `rcp.rn.f64`, the IEEE-rounded reciprocal NVVM makes of 1/s), and fast64's FP64 TMUL gets its exact product error
 from Dekker's TwoProduct (mul.rn/add.rn), not from an fma (so do its TDIV/TRECIP/TSQRT, for NX).
 """
@@ -30,11 +30,16 @@ CC = (8, 0)
 
 
 def kernels():
+    """Every distinct (kernel source, signature) of kernel_sources() -- rows that run the same
+    routine on formats of one container share a kernel -- named by its first row."""
     kcuda._numba_cuda()
     fastconvert._cuda_kernel()                      # binds fastconvert's numba.cuda global
-    out = []
+    out, seen = [], set()
     for name, (src, sigs) in kcuda.kernel_sources().items():
-        out += [(f"{name}[{i}]", src, sig) for i, sig in enumerate(sigs)]
+        for i, sig in enumerate(sigs):
+            if (id(src), sig) not in seen:
+                seen.add((id(src), sig))
+                out.append((f"{name}[{i}]", src, sig))
     u64, i64 = types.uint64[::1], types.int64[::1]
     for src_t, dst_t in ((types.uint32, types.uint16), (types.uint64, types.uint32)):
         out.append((f"fastconvert.cvt[{src_t}->{dst_t}]", fastconvert._cvt_kernel_body,
@@ -51,6 +56,7 @@ KERNELS = kernels()
 # contraction would add a third and fail.  FP64 TFMA asks for one, its result; its exactness
 # test (ErrFma) takes the product error from Dekker's TwoProduct, without fma.
 EXPLICIT_FMA = {"fastvec.FP32.TFMA": ["fma.rn.f32", "fma.rn.f64"], "fast64.FP64.TFMA": ["fma.rn.f64"]}
+ROWS = {name: src for name, (src, _) in kcuda.kernel_sources().items()}
 
 
 @pytest.mark.parametrize("name,src,sig", KERNELS, ids=[k[0] for k in KERNELS])
@@ -60,21 +66,25 @@ def test_kernel_ptx_has_no_contraction_ftz_or_approximation(name, src, sig):
     for what, pattern in FORBIDDEN.items():
         hits = [m.group(0) for m in pattern.finditer(ptx)]
         if what == "fused multiply-add":
-            assert sorted(hits) == EXPLICIT_FMA.get(name.split("[")[0], []), f"{name}: {what} in PTX: {hits}"
+            explicit = [n for n in EXPLICIT_FMA if ROWS.get(n) is src]
+            want = EXPLICIT_FMA[explicit[0]] if explicit else []
+            assert sorted(hits) == want, f"{name}: {what} in PTX: {hits}"
         else:
             assert not hits, f"{name}: {what} in PTX: {sorted(set(hits))}"
 
 
-@pytest.mark.parametrize("name,wanted", [("fastdiv.FP32.TDIV", r"\bdiv\.rn\.f64\b"),
-                                         ("fastdiv.FP32.TSQRT", r"\bsqrt\.rn\.f64\b"),
-                                         ("fastdiv.unary_bits", r"\bsqrt\.rn\.f64\b"),
-                                         ("fastdiv.div_bits", r"\bdiv\.rn\.f64\b"),
+@pytest.mark.parametrize("name,wanted", [("fastdiv-simd.FP32.TDIV", r"\bdiv\.rn\.f64\b"),
+                                         ("fastdiv-simd.FP32.TSQRT", r"\bsqrt\.rn\.f64\b"),
+                                         ("fastdiv.TF32.TSQRT", r"\bsqrt\.rn\.f64\b"),
+                                         ("fastdiv.TF32.TDIV", r"\bdiv\.rn\.f64\b"),
                                          ("fast64.FP64.TDIV", r"\bdiv\.rn\.f64\b"),
                                          ("fast64.FP64.TSQRT", r"\bsqrt\.rn\.f64\b"),
-                                         ("fastfn.rsqrt_bits", r"\bsqrt\.rn\.f64\b"),
-                                         ("fastfn.rsqrt_bits", r"\brcp\.rn\.f64\b"),    # 1/s: IEEE reciprocal
-                                         ("fastfn.log_bits", r"\bdiv\.rn\.f64\b"),
+                                         ("fastfn.FP32.TRSQRT", r"\bsqrt\.rn\.f64\b"),
+                                         ("fastfn.FP32.TRSQRT", r"\brcp\.rn\.f64\b"),    # 1/s: IEEE reciprocal
+                                         ("fastfn.FP32.TLOG", r"\bdiv\.rn\.f64\b"),
                                          ("fast64.FP64.TRSQRT", r"\bsqrt\.rn\.f64\b"),
+                                         ("a5.FP32.TREM", r"\bdiv\.rn\.f32\b"),       # profile a5: binary32
+                                         ("a5.FP16.TREM", r"\bdiv\.rn\.f32\b"),       # quotients, IEEE-rounded
                                          ("fast64.FP64.TRSQRT", r"\brcp\.rn\.f64\b")])
 def test_division_and_root_kernels_use_the_correctly_rounded_instructions(name, wanted):
     src, sigs = kcuda.kernel_sources()[name]
@@ -92,11 +102,13 @@ def test_the_check_catches_a_contracted_multiply_add():
 
 
 def test_every_device_kernel_is_checked():
-    names = {k[0].split("[")[0] for k in KERNELS}
-    assert {f"fastvec.{n}.{op}" for n, op in kcuda.fastvec.SCALAR} <= names
-    assert {"fast.binary_bits", "fast.binary_vals", "fast.fma_bits", "fast.fma_vals"} <= names
-    assert {f"fastdiv.{n}.{op}" for n, op in kcuda.fastdiv.SCALAR} <= names
-    assert {f"fast64.{n}.{op}" for n, op in kcuda.fast64.SCALAR} <= names
-    assert {"fastdiv.div_bits", "fastdiv.div_vals", "fastdiv.unary_bits", "fastdiv.unary_vals"} <= names
-    assert {"fastfn.rsqrt_bits", "fastfn.log_bits", "fastfn.rem_bits", "fastfn.rem_vals"} <= names
+    """Every row of every compiled tier of the tier table has a kernel, and the kernel source
+    and signature of each row is among those compiled above."""
+    from kernels.numeric import tiers
+    checked = {(id(src), sig) for _, src, sig in KERNELS}
+    rows = [(t, key) for t in tiers.TIERS if t.kernels for key in t.kernels]
+    assert len(rows) >= 70
+    for t, (name, op) in rows:
+        src, sigs = kcuda.kernel_sources()[kcuda.kernel_name(t, name, op)]
+        assert all((id(src), sig) in checked for sig in sigs), (t.name, name, op)
     assert np.all([len(k[2]) > 0 for k in KERNELS])

@@ -30,12 +30,13 @@ SCRIPT = textwrap.dedent("""
         for dt in dts.DATATYPES:
             if dt.name not in ins.dtypes or (op, dt.kind) not in E.TABLE:
                 continue
-            for pname in ("ieee", "ftz"):
+            for pname in PROFILES:
                 prof = PROFILES[pname]
                 where = C.placement(op, dt, prof, ins.arity)
                 if where == "host":
                     continue
-                seen[where] = seen.get(where, 0) + 1
+                key = where if pname != "a5" else "a5:" + where
+                seen[key] = seen.get(key, 0) + 1
                 raw = np.dtype(dt.raw_dtype)
                 ops = [rng.integers(0, 1 << (8 * raw.itemsize), 40, dtype=np.uint64).astype(raw).reshape(5, 8)
                        for _ in range(ins.arity)]
@@ -62,6 +63,15 @@ SCRIPT = textwrap.dedent("""
                     seen["convert"] = seen.get("convert", 0) + 1
                     if not (np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])):
                         bad.append(("TCVT", s.name, d.name, mode, sat, ftz))
+            rule = PROFILES["a5"].rule("TCVT", cv.pair(s, d))
+            if rule != "ieee":
+                for mode in ("RNE", "RTZ", "RTM", "RTO"):
+                    rm = cv.resolve_rmode(mode, s, d)
+                    want = cv.convert_generic(x, s, d, rm, False, False, np, rule)
+                    got = cv.convert_device(x, s, d, rm, False, False, np, rule)
+                    seen["convert a5"] = seen.get("convert a5", 0) + 1
+                    if not (np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])):
+                        bad.append(("TCVT a5", s.name, d.name, mode))
     print("SEEN", sorted(seen.items()), "BAD", bad)
     sys.exit(1 if bad else 0)
 """)
@@ -77,6 +87,10 @@ def test_device_elementwise_and_convert_match_the_cpu_path_under_the_simulator()
     assert seen.get("fastfn") == 22, seen         # TRSQRT/TLOG on FP32/TF32/HF32, TREM on those and BF16/FP16; 2 profiles
     assert seen.get("fastvec") == 11 and seen.get("fast", 0) >= 20 and seen.get("table", 0) >= 40, seen
     assert seen.get("convert", 0) >= 400, seen
+    # profile a5: its compiled TREM FP32/FP16 and TDIV FP16, the composed FP32 TRSQRT, tables of
+    # its FP16 TRSQRT/TRECIP, and every other case where ieee's is; no a5 case on the host
+    assert seen.get("a5:a5") == 3 and seen.get("a5:compose") == 1 and seen.get("a5:table", 0) >= 20, seen
+    assert seen.get("convert a5") == 20, seen
 
 
 FAKE_CUPY = textwrap.dedent("""

@@ -25,6 +25,30 @@ def test_quick_run_prints_rates_and_ratios(capsys):
     assert all(r["elements"] == 256 and r["elements_per_s"] > 0 and r["ratio"] > 0 for r in rows)
 
 
+def test_conversion_and_profile_cases_have_the_issue_16_targets():
+    target = {c.name: c.target for c in CASES}
+    assert target["numeric.TCVT.FP32-FP16"] == 1.0 and target["numeric.TCVT.FP32-BF16"] == 1.0
+    for op in ("TRSQRT", "TREM", "TDIV"):
+        assert target[f"profile.a5.{op}.FP16"] == 0.5          # within 2x of the same op under ieee
+
+
+def test_profile_option_runs_the_numeric_cases_under_it_and_says_so(capsys):
+    assert main(["bench", "--quick", "--n", "256", "--repeat", "1", "--case", "numeric.TADD.FP32",
+                 "--case", "numeric.TCVT.FP32-FP16", "--profile", "a5", "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["case"] for r in rows] == ["numeric.TADD.FP32", "numeric.TCVT.FP32-FP16"]
+    assert all(r["profile"] == {"name": "a5", "version": "1.0"} for r in rows)
+    assert main(["bench", "--quick", "--n", "256", "--repeat", "1", "--case", "profile.a5.TREM"]) == 0
+    out = capsys.readouterr().out
+    assert "numeric profile ieee 1.0" in out.splitlines()[0] and "profile.a5.TREM.FP16" in out
+
+
+def test_an_unknown_profile_is_one_line_listing_the_known_ones(capsys):
+    assert main(["bench", "--profile", "a6", "--case", "numeric.TADD"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "known: ieee 1.0, ftz 1.0, a5 1.0" in err
+
+
 def test_list_and_unknown_case(capsys):
     assert main(["bench", "--list"]) == 0
     assert "numeric.TFMA.BF16" in capsys.readouterr().out

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import op_reference as R
+import tier_helpers as TH
 from kernels import numeric
 from kernels.numeric import fast, fast64, ops_float, transcendental
 from kernels.numeric.flags import DZ, NV, NX, OF, UF
@@ -29,15 +30,12 @@ QUOTIENTS = ("TDIV", "TRECIP", "TSQRT")
 
 def run(op, *ops):
     with np.errstate(all="ignore"):
-        return fast64.run(op, "FP64", [np.asarray(x) for x in ops], IEEE, ops_float.OPS[op])
+        return TH.run("fast64", op, "FP64", *ops)
 
 
 def tier(op, *ops):
     """The compiled loop alone: (bits, flags) with 0xFF marks."""
-    out, flags = np.empty(ops[0].shape[0]), np.empty(ops[0].shape[0], np.uint8)
-    with np.errstate(all="ignore"):
-        fast64.LOOPS[("FP64", op)](*(x.view(np.float64) for x in ops), out, flags)
-    return out.view(np.uint64), flags
+    return TH.marked("fast64", op, "FP64", *ops)
 
 
 def independent(op, *ops):
@@ -433,7 +431,7 @@ def test_rsqrt_samples_match_mpfr_powers_of_4_exact():
 
 def run_ref(op, *ops):
     with np.errstate(all="ignore"):
-        return fast64.run(op, "FP64", [np.asarray(x) for x in ops], IEEE, transcendental.OPS[op])
+        return TH.run("fast64", op, "FP64", *ops)
 
 
 def test_rsqrt_specials_follow_decision_077():
@@ -568,10 +566,10 @@ def test_exp_constants_are_mpfrs():
             f = 1 / gmpy2.fac(k)
             assert tuple(fast64.INV_FACT[k]) == (float(f), float(f - float(f)))
         ln2_64 = gmpy2.log(2) / 64
-        assert fast64._C1 + fast64._C2 + fast64._C3 == float(ln2_64)
-        assert abs(ln2_64 - fast64._C1 - fast64._C2 - fast64._C3) < gmpy2.mpfr(2) ** -138
-        assert fast64._INV_LN2_64 == float(1 / ln2_64)
-    for c in (fast64._C1, fast64._C2):
+        assert fast.C1 + fast.C2 + fast.C3 == float(ln2_64)
+        assert abs(ln2_64 - fast.C1 - fast.C2 - fast.C3) < gmpy2.mpfr(2) ** -138
+        assert fast.INV_LN2_64 == float(1 / ln2_64)
+    for c in (fast.C1, fast.C2):
         assert float(np.ldexp(np.frexp(c)[0], 36)).is_integer()          # 36 bits: k*c exact
 
 
@@ -701,9 +699,8 @@ def test_ftz_is_served_by_the_same_kernels_with_subnormal_elements_marked(op):
     base = near_min_normal(400, 5)
     rng = np.random.default_rng(6)
     ops = [base] + [base[rng.permutation(base.size)] for _ in range(arity - 1)]
-    assert fast64.serves(op, "FP64", FTZ)
-    with np.errstate(all="ignore"):
-        got = fast64.run(op, "FP64", ops, FTZ, ops_float.OPS[op])
+    assert TH.tier_of("fast64", op, "FP64", arity, FTZ).name == "fast64"
+    got = TH.run("fast64", op, "FP64", *ops, profile=FTZ)
     if op == "TSQRT":      # the rational reference has no FP64 root: the NumPy reference (itself
         with np.errstate(all="ignore"):     # checked against SoftFloat) in profile ftz
             want = ops_float.OPS[op]("FP64", *ops, prof=FTZ)

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 import op_reference as R
+import tier_helpers as TH
 from kernels import numeric
-from kernels.numeric import fast, fastdiv, ops_float
+from kernels.numeric import fast, fastdiv, ops_float, tiers
 from kernels.numeric import flags as F
 from kernels.numeric.profiles import PROFILES
 from test_ops_float import assert_same, edge_and_random, softfloat
@@ -27,7 +28,7 @@ CASES = [(op, name) for op in fastdiv.OPS for name in fastdiv.FORMATS]
 
 def run(op, name, *ops, profile="ieee"):
     with np.errstate(all="ignore"):
-        return fastdiv.run(op, name, [np.asarray(x) for x in ops], PROFILES[profile], REF[op])
+        return TH.run("fastdiv", op, name, *ops, profile=profile)
 
 
 def f32(x):
@@ -146,12 +147,10 @@ def test_each_tier_settles_only_correct_results(op):
     sf_op = "TSQRT" if op == "TSQRT" else "TDIV"
     sf_ops = ops if op != "TRECIP" else [np.full_like(ops[0], 0x3F800000), ops[0]]
     want = softfloat(sf_op, "FP32", *sf_ops)
-    n = ops[0].shape[0]
-    out, flags = np.empty(n, np.float32), np.empty(n, np.uint8)
     with np.errstate(all="ignore"):
-        fastdiv.LOOPS[("FP32", op)](*(x.view(np.float32) for x in ops), out, flags)
-        tier2 = fastdiv.scalar(op, "FP32", ops, PROFILES["ieee"])
-    for what, (bits, fl) in (("tier 1", (out.view(np.uint32), flags)), ("tier 2", tier2)):
+        tier1 = tiers.run_kernels(tiers.BY_NAME["fastdiv-simd"], op, "FP32", ops, PROFILES["ieee"])
+        tier2 = tiers.run_kernels(tiers.BY_NAME["fastdiv"], op, "FP32", ops, PROFILES["ieee"])
+    for what, (bits, fl) in (("tier 1", tier1), ("tier 2", tier2)):
         done = fl != fastdiv.FALLBACK
         assert done.mean() > 0.5, what
         assert_same(f"{op}.FP32 {what}", (bits[done], fl[done]), (want[0][done], want[1][done]),
@@ -176,9 +175,8 @@ def test_16_bit_quotients_settled_by_the_simd_tier_are_correct(name):
     a = np.concatenate([a, big, small.astype(np.uint16)])
     b = np.concatenate([b, near1.astype(np.uint16), near1.astype(np.uint16)])
     want = R.reference("TDIV", name, a, b)
-    bits, flags = np.empty(a.size, np.uint16), np.empty(a.size, np.uint8)
     with np.errstate(all="ignore"):
-        fastdiv.LOOPS[(name, "TDIV")](a, b, bits, flags)
+        bits, flags = tiers.run_kernels(tiers.BY_NAME["fastdiv-simd"], "TDIV", name, [a, b], PROFILES["ieee"])
     done = flags != fastdiv.FALLBACK
     assert done.mean() > 0.5 and ((flags[done] & F.OF) != 0).any()
     assert_same(f"TDIV.{name} tier 1", (bits[done], flags[done]), (want[0][done], want[1][done]), (a[done], b[done]))

@@ -26,6 +26,7 @@ import pytest
 from fractions import Fraction
 
 import op_reference as R
+import tier_helpers as TH
 from kernels import numeric
 from kernels.numeric import fast, fastfn, ops_float, transcendental
 from kernels.numeric import flags as F
@@ -39,7 +40,7 @@ HARD_FP32 = 0x403A18E3        # the one input in [1, 4) whose binary64 value is 
 
 def run(name, codes, profile="ieee"):
     with np.errstate(all="ignore"):
-        return fastfn.run("TRSQRT", name, [codes], PROFILES[profile], transcendental.trsqrt)
+        return TH.run("fastfn", "TRSQRT", name, codes, profile=profile)
 
 
 def mpfr(name, codes):
@@ -149,7 +150,7 @@ def test_the_rounding_test_marks_values_within_4_ulps_of_a_midpoint(t):
 
 def test_a_value_near_a_midpoint_is_marked_and_settled_by_the_reference():
     codes = (np.uint32(HARD_FP32) + (np.arange(-60, 61, 2, dtype=np.int64) << 23)).astype(np.uint32)
-    bits, flags = fastfn.marked("TRSQRT", "FP32", [codes], PROFILES["ieee"])
+    bits, flags = TH.marked("fastfn", "TRSQRT", "FP32", codes)
     assert (flags == fastfn.FALLBACK).all()
     assert_same("TRSQRT.FP32 hard", run("FP32", codes), mpfr("FP32", codes), (codes,))
 
@@ -161,13 +162,13 @@ def test_results_scale_exactly_by_powers_of_4():
     rng = np.random.default_rng(4)
     x = rng.integers(0x3F800000, 0x40800000, 2000, dtype=np.uint32)       # [1, 4)
     x[:1000] &= np.uint32(0xFFFFC000)                   # 10 bits: exact as subnormals down to 2^-140
-    base = fastfn.marked("TRSQRT", "FP32", [x], PROFILES["ieee"])
+    base = TH.marked("fastfn", "TRSQRT", "FP32", x)
     for k in (-70, -66, -63, -20, 1, 30, 63):
         v = x.view(np.float32).astype(np.float64) * 4.0 ** k
         exact = v.astype(np.float32) == v                 # 4^k x is an FP32 value (subnormal or not)
         assert exact.sum() >= 1000
         scaled = v[exact].astype(np.float32).view(np.uint32)
-        got = fastfn.marked("TRSQRT", "FP32", [scaled], PROFILES["ieee"])
+        got = TH.marked("fastfn", "TRSQRT", "FP32", scaled)
         want = (base[0][exact].view(np.float32) * np.float32(2.0 ** -k)).view(np.uint32)
         assert np.array_equal(got[0], want) and np.array_equal(got[1], base[1][exact]), k
 
@@ -196,7 +197,7 @@ REM_FORMATS = fastfn.FORMATS["TREM"]
 
 def rem(name, a, b, profile="ieee"):
     with np.errstate(all="ignore"):
-        return fastfn.run("TREM", name, [a, b], PROFILES[profile], ops_float.trem)
+        return TH.run("fastfn", "TREM", name, a, b, profile=profile)
 
 
 @pytest.mark.parametrize("profile", ("ieee", "ftz"))
@@ -303,7 +304,7 @@ HARD_LOG = np.uint32([0x3FC55379, 0x3FD364D7, 0x3FDC4750])   # FP32 inputs in [1
 
 def run_log(name, codes, profile="ieee"):
     with np.errstate(all="ignore"):
-        return fastfn.run("TLOG", name, [codes], PROFILES[profile], transcendental.tlog)
+        return TH.run("fastfn", "TLOG", name, codes, profile=profile)
 
 
 def mpfr_log(name, codes):
@@ -348,7 +349,7 @@ def test_log_fp32_samples_match_mpfr(profile):
 
 
 def test_log_values_near_a_midpoint_are_marked_and_settled_by_the_reference():
-    bits, flags = fastfn.marked("TLOG", "FP32", [HARD_LOG], PROFILES["ieee"])
+    bits, flags = TH.marked("fastfn", "TLOG", "FP32", HARD_LOG)
     assert (flags == fastfn.FALLBACK).all()
     assert_same("TLOG.FP32 hard", run_log("FP32", HARD_LOG), mpfr_log("FP32", HARD_LOG), (HARD_LOG,))
 

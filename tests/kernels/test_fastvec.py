@@ -15,9 +15,11 @@ import pytest
 
 import op_reference as R
 from kernels import numeric
-from kernels.numeric import fast, fastvec, ops_float
+from isa.datatypes import datatype
+from kernels.numeric import fast, fastvec, ops_float, tiers
 from kernels.numeric.profiles import PROFILES
 from test_ops_float import assert_same, edge_and_random, softfloat
+import tier_helpers as TH
 
 IEEE = PROFILES["ieee"]
 REF = {"TADD": ops_float.tadd, "TSUB": ops_float.tsub, "TMUL": ops_float.tmul, "TFMA": ops_float.tfma}
@@ -41,8 +43,7 @@ def f16(x):
 
 def run(op, name, *ops):
     # as numeric.elementwise does: the reference fallback computes on NaN/inf operands
-    with np.errstate(all="ignore"):
-        return fastvec.run(op, name, [np.asarray(x) for x in ops], IEEE, REF[op])
+    return TH.run("fastvec", op, name, *ops)
 
 
 def independent(op, name, *ops):
@@ -146,7 +147,7 @@ def test_zero_results_carry_the_ieee_sign(name):
     b = np.array([z, nz, z, one | nz, one, nz, z], dt)
     for op in ("TADD", "TSUB", "TMUL"):
         assert_same(f"{op}.{name} zeros", run(op, name, a, b), independent(op, name, a, b), (a, b))
-    if not fastvec.serves("TFMA", name, IEEE):
+    if (name, "TFMA") not in fastvec.KERNELS:
         return
     c = b[::-1].copy()
     assert_same(f"TFMA.{name} zeros", run("TFMA", name, a, b, c), independent("TFMA", name, a, b, c), (a, b, c))
@@ -170,9 +171,11 @@ def test_many_random_operands_match_ops_float(op, name):
 
 
 def test_ftz_profile_and_other_formats_are_not_served_here():
-    assert not fastvec.serves("TADD", "FP32", PROFILES["ftz"])
-    assert not fastvec.serves("TFMA", "FP16", IEEE) and not fastvec.serves("TDIV", "FP32", IEEE)
-    assert all(fastvec.serves(op, name, IEEE) for op, name in CASES)
+    def placed(op, name, prof):
+        return tiers.select(op, datatype(name), prof, 3 if op == "TFMA" else 2).name
+    assert placed("TADD", "FP32", PROFILES["ftz"]) != "fastvec"
+    assert placed("TFMA", "FP16", IEEE) != "fastvec" and placed("TDIV", "FP32", IEEE) != "fastvec"
+    assert all(placed(op, name, IEEE) == "fastvec" for op, name in CASES)
 
 
 def test_a_small_input_never_enters_a_parallel_region():
@@ -199,10 +202,16 @@ def test_a_large_input_runs_the_parallel_build_only_with_threads_and_an_idle_cor
 
 
 def test_each_loop_runs_its_own_scalar_routine_and_caches_apart_from_its_parallel_build():
-    for (name, op), twin in fastvec.LOOPS.items():
-        assert twin.py_func.__name__ == f"_{name.lower()}_{op[1:].lower()}"
-        # Numba's disk cache keys by name and bytecode, not by parallel=True: distinct names
+    names = set()
+    for (name, op), k in fastvec.KERNELS.items():
+        twin = k.loop
+        assert twin.py_func.__globals__["SCALAR"] is fastvec.SCALAR[(name, op)]
+        assert twin.py_func.__name__.endswith(f"fastvec_{name.lower()}_{op[1:].lower()}")
+        # Numba's disk cache keys by name and bytecode, not by parallel=True or the bound
+        # routine: distinct names
         assert twin.parallel.py_func.__qualname__ != twin.serial.py_func.__qualname__
+        names |= {twin.parallel.py_func.__qualname__, twin.serial.py_func.__qualname__}
+    assert len(names) == 2 * len(fastvec.KERNELS)
 
 
 def test_idle_core_counts_other_processes_cpu_time_not_this_process_own(monkeypatch):
