@@ -22,6 +22,8 @@ def add_arguments(parser):
     parser.add_argument("a", help="state file (.arrow)")
     parser.add_argument("b", help="state file (.arrow)")
     parser.add_argument("--max", type=count, default=8, metavar="N", help="list at most N differing elements per tile")
+    parser.add_argument("--first", action="store_true",
+                        help="print only the first difference, decoded (emulator.cosim: machine, PE, tile, element)")
 
 
 def differences(a, b, limit: int = 8) -> list[str]:
@@ -65,6 +67,11 @@ def run(args) -> int:
         ma, mb = load_machines(args.a), load_machines(args.b)
     except StateFileError as exc:
         raise CommandError(str(exc), EXIT_TROUBLE) from None
+    if args.first:
+        from emulator.cosim import first_state_difference
+        line = first_state_difference(ma, mb)
+        print(line if line else f"{args.a} and {args.b}: same state")
+        return EXIT_DIFFERENT if line else EXIT_SAME
     lines = []
     if ma[0].config != mb[0].config:
         lines.append(f"config {ma[0].config} != {mb[0].config}")
