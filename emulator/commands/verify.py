@@ -17,6 +17,14 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from emulator.golden.replay import verify
     from emulator.golden.runner import Progress
+    from emulator.golden import hexport
+    if hexport.is_export(args.dataset):   # a hex export (golden export --format hex): check its files
+        try:
+            lanes = hexport.check(args.dataset)
+        except GoldenError as exc:
+            raise CommandError(str(exc), 1) from None
+        print(f"verify: hex export intact ({lanes:,} case x PE lanes)")
+        return 0
     try:
         resolve_backend(args.backend)     # before any progress line: no usable GPU is one line, exit 3
         from emulator.golden.dataset import read_manifest
