@@ -7,8 +7,9 @@ tile of one selected PE after the block -- the descriptor in docs/state-format.m
 the payload bytes exactly as the tile store holds them, the definedness bitmap -- and that PE's
 numeric status; a fault record names the block, the reason code, the field and the message.
 
-Records are built a block at a time as Arrow record batches (`commit_batch`, `block_records`,
-`fault_batch`, `fault_records`) and written by `CommitLog` as the run goes: bounded memory,
+Records are built a block at a time as plain arrays (`Records`: `commit_records`,
+`block_records`, `fault_group`, `fault_records`) and written by `CommitLog` as the run goes, in
+Arrow record batches of many blocks each (`Records.to_batch`): bounded memory,
 atomically (isa.atomicio), as an Arrow IPC file (`.arrow`) or JSON lines (`.jsonl`, byte
 strings as hex).  `read_log` reads and checks either.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -30,7 +32,7 @@ from isa.errors import IllegalBlockException
 from isa.fields import NUM_PES
 
 from .stateio import SCHEMA as STATE_SCHEMA
-from .tiles import Descriptor, pack_defined, to_physical
+from .tiles import Descriptor, pack_defined, pack_elements, to_physical
 
 FORMAT = "tile-emu commit log"
 VERSION = 1
@@ -60,87 +62,167 @@ class CommitLogError(ValueError):
 
 # ---------------------------------------------------------------------------- records
 
-def _strings(value: str, n: int) -> pa.Array:
-    return pa.array([value], pa.string()).take(pa.array(np.zeros(n, np.int64)))
+@dataclass(frozen=True)
+class Group:
+    """Records of one block that share everything but the machine, PE, bytes and status: M
+    commits of one destination descriptor (`desc`), or M faults (`desc` None).  Arrays are
+    (M,) and (M, bytes); nothing is converted to Arrow until a log writes a batch."""
+    record: str
+    block: int
+    offset: int
+    mnemonic: str
+    block_datatype: str
+    machine: np.ndarray          # (M,) uint32
+    pe: np.ndarray               # (M,) uint8
+    status: np.ndarray           # (M,) uint8
+    tile: int = 0
+    desc: Descriptor | None = None
+    payload: np.ndarray | None = None      # (M, desc.payload_nbytes) uint8
+    defined: np.ndarray | None = None      # (M, ceil(elements / 8)) uint8
+    reason: str = ""
+    field: str = ""
+    message: str = ""
+
+    @property
+    def rows(self) -> int:
+        return len(self.machine)
 
 
-def _binary_rows(rows: np.ndarray) -> pa.Array:
-    """A binary array of the rows of a (n, B) uint8 array, without a Python object per row."""
-    n, width = rows.shape
-    offsets = np.arange(n + 1, dtype=np.int32) * width
-    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets),
-                                                  pa.py_buffer(np.ascontiguousarray(rows).reshape(-1))])
+class Records:
+    """The records of one or more blocks, in order: a sequence of Groups.  `to_batch()` gives
+    the Arrow record batch of SCHEMA, `to_pylist()` one dict per record (what compare and
+    read_log give), `len()` the number of records; `a + b` concatenates."""
+
+    def __init__(self, groups=()):
+        self.groups = tuple(g for g in groups if g.rows)
+
+    def __len__(self) -> int:
+        return sum(g.rows for g in self.groups)
+
+    @property
+    def num_rows(self) -> int:
+        return len(self)
+
+    def __add__(self, other: "Records") -> "Records":
+        return Records(self.groups + other.groups)
+
+    def to_batch(self) -> pa.RecordBatch:
+        return _batch(self.groups)
+
+    def to_pylist(self) -> list[dict]:
+        return self.to_batch().to_pylist()
 
 
-def _full(value, n: int, typ) -> pa.Array:
-    return pa.array(np.full(n, value), typ)
+def _rows(arr, n: int, dtype) -> np.ndarray:
+    a = np.asarray(arr, dtype)
+    return np.full(n, a, dtype) if a.ndim == 0 else a
 
 
-def commit_batch(machine, block: int, offset: int | None, mnemonic: str, block_datatype: str, pe, tile: int,
-                 desc: Descriptor, payload: np.ndarray, defined: np.ndarray, status) -> pa.RecordBatch:
-    """The commit records of one block on M (machine, PE) pairs that committed the same
-    destination descriptor: `machine`, `pe`, `status` are (M,) arrays (or scalars),
-    `payload` (M, desc.payload_nbytes) and `defined` (M, ceil(elements/8)) uint8 tile-store
-    images.  Rows stay in the order given (callers pass machine-major, PEs ascending)."""
-    payload = np.asarray(payload, np.uint8)
-    defined = np.asarray(defined, np.uint8)
-    n = payload.shape[0]
-    fm = desc.fmap
-    cols = {
-        "machine": pa.array(np.broadcast_to(np.asarray(machine, np.uint32), (n,))),
-        "block": _full(block, n, pa.uint64()),
-        "offset": _full(NO_OFFSET if offset is None else offset, n, pa.int64()),
-        "record": _strings(COMMIT, n),
-        "mnemonic": _strings(mnemonic, n),
-        "block_datatype": _strings(block_datatype, n),
-        "pe": pa.array(np.broadcast_to(np.asarray(pe, np.uint8), (n,))),
-        "tile": _full(tile, n, pa.uint32()),
-        "location": _strings(desc.location, n),
-        "kind": _strings(desc.kind, n),
-        "datatype": _strings("" if desc.dtype is None else desc.datatype.name, n),
-        "row": _full(desc.Row, n, pa.uint32()),
-        "col": _full(desc.Col, n, pa.uint32()),
-        "valid_row": _full(desc.ValidRow, n, pa.uint32()),
-        "valid_col": _full(desc.ValidCol, n, pa.uint32()),
-        "layout": _full(desc.Layout, n, pa.uint8()),
-        "representation": _strings(desc.representation, n),
-        "capacity": _full(desc.capacity, n, pa.uint64()),
-        "payload": _binary_rows(payload),
-        "defined": _binary_rows(defined),
-        "fmap_layout": _strings("" if fm is None else fm.layout, n),
-        "fmap_params": pa.array([[] if fm is None else list(fm.params())] * n, pa.list_(pa.int64())),
-        "fmap_pad_bits": _full(0 if fm is None else fm.pad_bits, n, pa.uint64()),
-        "fmap_transposed": _full(False if fm is None else fm.transposed, n, pa.bool_()),
-        "status": pa.array(np.broadcast_to(np.asarray(status, np.uint8), (n,))),
-        "reason": _strings("", n), "field": _strings("", n), "message": _strings("", n),
-    }
-    return pa.RecordBatch.from_arrays(list(cols.values()), schema=SCHEMA)
+def _pack(elems: np.ndarray, container: int) -> np.ndarray:
+    """(M, elements) physical elements -> (M, bytes) tile-store images: tiles.pack_elements
+    row by row (the same image), with one array operation for the whole-byte containers."""
+    if container >= 8:
+        return np.ascontiguousarray(elems).astype(f"<u{container // 8}", copy=False).view(np.uint8).reshape(len(elems), -1)
+    return np.stack([np.frombuffer(pack_elements(e, container), np.uint8) for e in elems])
 
 
-def fault_batch(machine, block: int, offset: int | None, reason: str, field: str, message: str,
-                mnemonic: str = "", block_datatype: str = "") -> pa.RecordBatch:
-    """The fault records of one block on the (M,) machines in `machine` (one each): the
-    tile columns hold their empty values (pe 0, tile 0, "" strings, empty bytes)."""
+def commit_records(*, block: int, offset: int | None, mnemonic: str, block_datatype: str, tile: int,
+                   desc: Descriptor, machine, pe, status, elems=None, defined=None, payload=None,
+                   defined_bits=None) -> Records:
+    """The commit records of one block on M (machine, PE) pairs that committed destination
+    tile `tile` with descriptor `desc`: `machine`, `pe`, `status` (M,) arrays or scalars; the
+    tiles either as physical elements `elems` (M, elements) and bool `defined` (M, elements),
+    as a block's stacked result holds them, or as tile-store images `payload` (M, bytes) and
+    `defined_bits` (M, ceil(elements/8)).  Rows stay in the order given (machine-major, PEs
+    ascending)."""
+    if payload is None:
+        elems = np.asarray(elems).reshape(-1, desc.elements)
+        payload = _pack(elems, desc.container)
+        defined_bits = np.packbits(np.asarray(defined, bool).reshape(len(elems), -1), axis=1, bitorder="little")
+    payload = np.asarray(payload, np.uint8).reshape(-1, desc.payload_nbytes)
+    n = len(payload)
+    return Records([Group(COMMIT, block, NO_OFFSET if offset is None else offset, mnemonic, block_datatype,
+                          _rows(machine, n, np.uint32), _rows(pe, n, np.uint8), _rows(status, n, np.uint8),
+                          tile, desc, payload, np.asarray(defined_bits, np.uint8).reshape(n, -1))])
+
+
+def fault_group(machine, block: int, offset: int | None, reason: str, field: str, message: str,
+                mnemonic: str = "", block_datatype: str = "") -> Records:
+    """The fault records of one block on the machines in `machine` (one each)."""
     ids = np.atleast_1d(np.asarray(machine, np.uint32))
     n = len(ids)
-    cols = {}
-    for f in SCHEMA:
-        if f.type == pa.string():
-            cols[f.name] = _strings("", n)
-        elif f.type == pa.binary():
-            cols[f.name] = pa.array([b""] * n, pa.binary())
-        elif f.type == pa.bool_():
-            cols[f.name] = _full(False, n, pa.bool_())
-        elif isinstance(f.type, pa.ListType):
-            cols[f.name] = pa.array([[]] * n, f.type)
-        else:
-            cols[f.name] = _full(0, n, f.type)
-    cols.update(machine=pa.array(ids), block=_full(block, n, pa.uint64()),
-                offset=_full(NO_OFFSET if offset is None else offset, n, pa.int64()),
-                record=_strings(FAULT, n), mnemonic=_strings(mnemonic, n),
-                block_datatype=_strings(block_datatype, n), reason=_strings(reason, n),
-                field=_strings(field, n), message=_strings(message, n))
-    return pa.RecordBatch.from_arrays([cols[f.name] for f in SCHEMA], schema=SCHEMA)
+    return Records([Group(FAULT, block, NO_OFFSET if offset is None else offset, mnemonic, block_datatype, ids,
+                          np.zeros(n, np.uint8), np.zeros(n, np.uint8), reason=reason, field=field,
+                          message=message)])
+
+
+def _batch(groups) -> pa.RecordBatch:
+    """One record batch of SCHEMA from groups: values per group or per descriptor (a few
+    distinct ones: descriptors are interned) are repeated by index, per-record arrays are
+    concatenated -- no Python object per record."""
+    groups = list(groups)
+    if not groups:
+        return pa.RecordBatch.from_pylist([], schema=SCHEMA)
+    counts = np.array([g.rows for g in groups], np.int64)
+
+    def per_row(values, dtype):                 # one value per group, numeric
+        return pa.array(np.repeat(np.array(values, dtype), counts))
+
+    def by_key(keys):
+        """(distinct keys, per-row index into them)."""
+        seen: dict = {}
+        idx = np.array([seen.setdefault(k, len(seen)) for k in keys], np.int64)
+        return list(seen), pa.array(np.repeat(idx, counts))
+
+    texts, text_idx = by_key([(g.record, g.mnemonic, g.block_datatype, g.reason, g.field, g.message)
+                              for g in groups])
+    descs, desc_idx = by_key([g.desc for g in groups])
+
+    def text(k):
+        return pa.array([t[k] for t in texts], pa.string()).take(text_idx)
+
+    def dfield(fn, empty, typ):
+        return pa.array([empty if d is None else fn(d) for d in descs], typ).take(desc_idx)
+
+    def fmap(fn, empty, typ):
+        return dfield(lambda d: empty if d.fmap is None else fn(d.fmap), empty, typ)
+
+    def binary(name):
+        parts = [getattr(g, name) for g in groups]
+        widths = np.repeat([0 if p is None else p.shape[1] for p in parts], counts)
+        offsets = np.zeros(len(widths) + 1, np.int64)
+        np.cumsum(widths, out=offsets[1:])
+        data = np.concatenate([p.reshape(-1) for p in parts if p is not None] or [np.zeros(0, np.uint8)])
+        return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(widths),
+                                                [None, pa.py_buffer(offsets), pa.py_buffer(data)]).cast(pa.binary())
+
+    cols = {
+        "machine": pa.array(np.concatenate([g.machine for g in groups])),
+        "block": per_row([g.block for g in groups], np.uint64),
+        "offset": per_row([g.offset for g in groups], np.int64),
+        "record": text(0), "mnemonic": text(1), "block_datatype": text(2),
+        "pe": pa.array(np.concatenate([g.pe for g in groups])),
+        "tile": per_row([g.tile for g in groups], np.uint32),
+        "location": dfield(lambda d: d.location, "", pa.string()),
+        "kind": dfield(lambda d: d.kind, "", pa.string()),
+        "datatype": dfield(lambda d: "" if d.dtype is None else d.datatype.name, "", pa.string()),
+        "row": dfield(lambda d: d.Row, 0, pa.uint32()),
+        "col": dfield(lambda d: d.Col, 0, pa.uint32()),
+        "valid_row": dfield(lambda d: d.ValidRow, 0, pa.uint32()),
+        "valid_col": dfield(lambda d: d.ValidCol, 0, pa.uint32()),
+        "layout": dfield(lambda d: d.Layout, 0, pa.uint8()),
+        "representation": dfield(lambda d: d.representation, "", pa.string()),
+        "capacity": dfield(lambda d: d.capacity, 0, pa.uint64()),
+        "payload": binary("payload"),
+        "defined": binary("defined"),
+        "fmap_layout": fmap(lambda f: f.layout, "", pa.string()),
+        "fmap_params": fmap(lambda f: list(f.params()), [], pa.list_(pa.int64())),
+        "fmap_pad_bits": fmap(lambda f: f.pad_bits, 0, pa.uint64()),
+        "fmap_transposed": fmap(lambda f: f.transposed, False, pa.bool_()),
+        "status": pa.array(np.concatenate([g.status for g in groups])),
+        "reason": text(3), "field": text(4), "message": text(5),
+    }
+    return pa.RecordBatch.from_arrays(list(cols.values()), schema=SCHEMA)
 
 
 def block_names(block) -> tuple[str, str]:
@@ -157,40 +239,39 @@ def block_names(block) -> tuple[str, str]:
 
 
 def block_records(machine, block, *, index: int, offset: int | None = None, machine_index: int = 0,
-                  pes=None) -> pa.RecordBatch:
+                  pes=None) -> Records:
     """The commit records of `block`, which has just committed on `machine` (read through its
     public state: read_tile, status).  The block itself names everything else: the selected
     PEs (`pes`, default the destination binding's PE_MASK; a BlockResult's `pes` when the
     caller has one) and the destination tile.  A strict no-op (PE_MASK=0000) commits nothing
-    and has no record."""
+    and has no record.  (A caller holding the committed tiles' arrays -- the machine's own
+    commit -- calls commit_records with them and skips the reads.)"""
     mnemonic, dt = block_names(block)
     dest = block.iot[-1]
     pes = tuple(p for p in range(NUM_PES) if dest.PE_MASK >> p & 1) if pes is None else tuple(pes)
-    batches, run = [], []
+    out, run = Records(), []
 
     def flush():
         if run:
             d = run[0][1].desc
-            batches.append(commit_batch(
-                machine_index, index, offset, mnemonic, dt, [p for p, _ in run], dest.tile, d,
-                np.stack([np.frombuffer(v.payload, np.uint8) for _, v in run]),
-                np.stack([np.frombuffer(pack_defined(to_physical(d, v.defined, fill=False)), np.uint8)
-                          for _, v in run]),
-                [machine.status(p) for p, _ in run]))
+            out.groups += commit_records(
+                block=index, offset=offset, mnemonic=mnemonic, block_datatype=dt, tile=dest.tile, desc=d,
+                machine=machine_index, pe=[p for p, _ in run], status=[machine.status(p) for p, _ in run],
+                payload=np.stack([np.frombuffer(v.payload, np.uint8) for _, v in run]),
+                defined_bits=np.stack([np.frombuffer(pack_defined(to_physical(d, v.defined, fill=False)), np.uint8)
+                                       for _, v in run])).groups
             run.clear()
 
-    for p in pes:                       # PEs whose destinations share a descriptor share a batch
+    for p in pes:                       # PEs whose destinations share a descriptor share a group
         v = machine.read_tile(p, dest.tile)
         if run and run[0][1].desc != v.desc:
             flush()
         run.append((p, v))
     flush()
-    if not batches:
-        return pa.RecordBatch.from_pylist([], schema=SCHEMA)
-    return batches[0] if len(batches) == 1 else pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+    return out
 
 
-def fault_records(error, machine_index: int = 0, block=None) -> pa.RecordBatch:
+def fault_records(error, machine_index: int = 0, block=None) -> Records:
     """The fault record of a StreamError (emulator.machine): its block index and byte offset,
     the reason code (DECODE_ERROR for bytes that do not decode), the field and the message;
     `block` (when it decoded) gives the mnemonic and DataType."""
@@ -200,7 +281,7 @@ def fault_records(error, machine_index: int = 0, block=None) -> pa.RecordBatch:
     else:
         field, message = "", error.detail
     mnemonic, dt = block_names(block)
-    return fault_batch(machine_index, error.index, error.offset, error.reason, field, message, mnemonic, dt)
+    return fault_group(machine_index, error.index, error.offset, error.reason, field, message, mnemonic, dt)
 
 
 # ---------------------------------------------------------------------------- writing
@@ -275,24 +356,38 @@ class CommitLog:
         else:
             f.write("".join(_json_row(r) + "\n" for r in table.to_pylist()))
 
-    def write(self, batch) -> None:
-        """Append one block's records (a RecordBatch or Table of SCHEMA)."""
-        if batch.num_rows == 0:
+    def write(self, records) -> None:
+        """Append one block's records: Records (kept as arrays until a batch is written), or
+        an Arrow RecordBatch / Table of SCHEMA."""
+        n = records.num_rows
+        if n == 0:
             return
-        if batch.schema != SCHEMA:
-            batch = batch.cast(SCHEMA) if isinstance(batch, pa.Table) else pa.Table.from_batches([batch]).cast(SCHEMA)
-        self.rows += batch.num_rows
-        self._pending.append(batch)
-        self._pending_rows += batch.num_rows
+        if not isinstance(records, Records):
+            t = records if isinstance(records, pa.Table) else pa.Table.from_batches([records])
+            records = t.cast(SCHEMA) if t.schema != SCHEMA else t
+        self.rows += n
+        self._pending.append(records)
+        self._pending_rows += n
         if self._pending_rows >= BATCH_ROWS:
             self._flush()
 
     def _flush(self) -> None:
+        """The pending records as record batches (runs of Records become one batch each)."""
         if not self._pending:
             return
-        table = pa.Table.from_batches([b for x in self._pending for b in
-                                       (x.to_batches() if isinstance(x, pa.Table) else [x])], SCHEMA)
+        batches, groups = [], []
+        for x in self._pending:
+            if isinstance(x, Records):
+                groups += x.groups
+                continue
+            if groups:
+                batches.append(_batch(groups))
+                groups = []
+            batches += x.combine_chunks().to_batches()
+        if groups:
+            batches.append(_batch(groups))
         self._pending, self._pending_rows = [], 0
+        table = pa.Table.from_batches(batches, SCHEMA)
         if self._spill_path is not None:
             for b in table.combine_chunks().to_batches(max_chunksize=BATCH_ROWS):
                 self._spill.write_batch(b)

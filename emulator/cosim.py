@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 
 from isa.datatypes import datatype
 from kernels.numeric.flags import describe as describe_flags
@@ -125,7 +124,8 @@ def _logical(desc: Descriptor, p: int) -> tuple[int, int]:
 # ---------------------------------------------------------------------------- records
 
 def _rows(records) -> list[dict]:
-    if isinstance(records, (pa.Table, pa.RecordBatch)):
+    """Record dicts of a table, record batch, commitlog.Records, or a list of dicts."""
+    if hasattr(records, "to_pylist"):
         return records.to_pylist()
     return list(records)
 

@@ -101,13 +101,13 @@ def test_missing_and_extra_records_are_record_differences():
 
 def test_a_fault_against_a_commit_and_faults_of_another_reason():
     _, recs = committed()
-    fault = CL.fault_batch(2, 3, 80, "SOURCE_MISSING", "B.IOT[1]", "no tile 1").to_pylist()
+    fault = CL.fault_group(2, 3, 80, "SOURCE_MISSING", "B.IOT[1]", "no tile 1").to_pylist()
     d = compare(fault, recs)
     assert d.field == "record" and d.expected == "fault SOURCE_MISSING at B.IOT[1]" and d.actual == "commit on PE0 tile 2, PE1 tile 2"
-    other = CL.fault_batch(2, 3, 80, "SOURCE_UNDEFINED", "B.IOT[1]", "text differs").to_pylist()
+    other = CL.fault_group(2, 3, 80, "SOURCE_UNDEFINED", "B.IOT[1]", "text differs").to_pylist()
     d = compare(fault, other)
     assert (d.field, d.expected, d.actual) == ("reason", "SOURCE_MISSING", "SOURCE_UNDEFINED")
-    assert compare(fault, CL.fault_batch(2, 3, 80, "SOURCE_MISSING", "B.IOT[1]", "other words").to_pylist()) is None
+    assert compare(fault, CL.fault_group(2, 3, 80, "SOURCE_MISSING", "B.IOT[1]", "other words").to_pylist()) is None
 
 
 @pytest.mark.parametrize("field,value", [("valid_col", 3), ("datatype", "BF16"), ("row", 2), ("layout", 1),

@@ -4,7 +4,6 @@ named; the references themselves are held to the seed's and the profile's stated
 from __future__ import annotations
 
 import json
-import pathlib
 import shutil
 
 import numpy as np
