@@ -219,3 +219,17 @@ def test_the_batched_pack_is_the_tile_store_image(container, n):
     elems = rng.integers(0, top, (3, n), dtype=np.uint64)
     packed = CL._pack(elems, container)
     assert [row.tobytes() for row in packed] == [pack_elements(e, container) for e in elems]
+
+
+def test_the_reading_recipe_of_the_docs_runs(tmp_path, monkeypatch, capsys):
+    """docs/commit-log.md's pyarrow recipe, as written, on a log with a commit and a fault."""
+    doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "commit-log.md").read_text()
+    recipe = doc.split("## Reading a log (pyarrow)")[1].split("```python\n")[1].split("```")[0]
+    _, records, _ = run_logged("saxpy")
+    fault = CL.fault_group(0, 1, 56, "SOURCE_MISSING", "B.IOT[1]", "PE0 has no tile 7", "TADD", "FP32")
+    CL.write_log(tmp_path / "commits.arrow", [records[0], fault])
+    monkeypatch.chdir(tmp_path)
+    exec(compile(recipe, "commit-log.md", "exec"), {})
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("0 0 TFMA PE0 t3 [") and out[-1] == (
+        "machine 0 block 1: SOURCE_MISSING at B.IOT[1]: PE0 has no tile 7")
