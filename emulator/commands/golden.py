@@ -143,11 +143,12 @@ def coverage_table(folder) -> str:
 
 
 def _export(args) -> int:
-    from emulator.golden.export import ROUNDING, function_name, lines, write_folder
-    if args.format == "hex":
+    from emulator.golden.export import ROUNDING, function_name, lines
+    if args.format == "hex":                 # a folder of files: emulator/golden/hexport.py
+        from emulator.golden.hexport import write_hex
         if not args.dataset or not args.out:
             raise CommandError("export --format hex needs DATASET --out FOLDER", 2)
-        m = write_folder(args.dataset, "hex", args.out, args.op, args.dtype)
+        m = write_hex(args.dataset, args.out, args.op, args.dtype)
         lanes = sum(p["files"]["cases.txt"]["lines"] for p in m["partitions"])
         print(f"{sum(p['cases'] for p in m['partitions']):,} cases ({lanes:,} case x PE lanes) in "
               f"{len(m['partitions'])} partition(s) -> {args.out}")

@@ -138,12 +138,3 @@ def text_lines(cols: list[np.ndarray]) -> bytes:
         parts += [c, np.full((n, 1), ord(" "), np.uint8)]
     parts[-1] = np.full((n, 1), ord("\n"), np.uint8)
     return np.ascontiguousarray(np.concatenate(parts, axis=1)).tobytes()
-
-
-def write_folder(folder, fmt: str, out, op: str | None = None, dtype: str | None = None) -> dict:
-    """Formats written as a folder of files (`--out`): `hex`, $readmemh files for HDL
-    testbenches (emulator/golden/hexport.py).  Returns that folder's manifest."""
-    if fmt != "hex":
-        raise GoldenError(f"--format {fmt} writes to standard output, not to --out")
-    from .hexport import write_hex
-    return write_hex(folder, out, op, dtype)
