@@ -23,6 +23,8 @@ def add_arguments(parser):
     parser.add_argument("a", help="state file (.arrow)")
     parser.add_argument("b", help="state file (.arrow)")
     parser.add_argument("--max", type=count, default=8, metavar="N", help="list at most N differing elements per tile")
+    parser.add_argument("--first", action="store_true",
+                        help="print only the first difference, decoded (emulator.cosim: machine, PE, tile, element)")
 
 
 def differences(a, b, limit: int = 8) -> list[str]:
@@ -59,6 +61,24 @@ def differences(a, b, limit: int = 8) -> list[str]:
     return out
 
 
+def _first(args, fa, fb, a, b, count: int) -> int:
+    """`--first`: the first difference, decoded (emulator.cosim), machines read a pair at a time."""
+    from emulator import Machine
+    from emulator.cosim import first_state_difference
+    line = first_state_difference([a], [b])
+    for k in range(1, count):
+        if line:
+            break
+        ta, tb = fa.table(k), fb.table(k)
+        if not ta.equals(tb, check_metadata=True):
+            line = first_state_difference([Machine.from_state(fa.state(k, table=ta))],
+                                          [Machine.from_state(fb.state(k, table=tb))], k)
+    if not line and len(fa) != len(fb):
+        line = f"machines: expected {len(fa)}, got {len(fb)}"
+    print(line if line else f"{args.a} and {args.b}: same state")
+    return EXIT_DIFFERENT if line else EXIT_SAME
+
+
 def run(args) -> int:
     """Machines are read and compared a pair at a time (emulator.batchio.StateFile), each
     difference printed as found: memory for two machines whatever the files hold."""
@@ -74,6 +94,8 @@ def run(args) -> int:
             lines.append(f"config {a.config} != {b.config}")
         if len(fa) != len(fb):
             lines.append(f"A holds {len(fa)} machine(s), B {len(fb)}; comparing the first {count}")
+        if args.first:
+            return _first(args, fa, fb, a, b, count)
         differ = bool(lines)
         if lines:
             print("\n".join(lines))

@@ -4,6 +4,7 @@
     tile-emu golden ... --workers 4 | --scheduler tcp://host:8786 | --resume
     tile-emu golden --coverage vectors/
     tile-emu golden export vectors/ --format testfloat --op TADD --dtype FP32 > f32_add.txt
+    tile-emu golden export vectors/ --format hex --out hex/      # $readmemh files for HDL testbenches
 """
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ def add_arguments(p) -> None:
     g.add_argument("--quiet", action="store_true", help="no progress line")
     p.add_argument("--coverage", metavar="DIR", help="print coverage classes x partitions of a dataset")
     e = p.add_argument_group("export")
-    e.add_argument("--format", choices=["testfloat"], help="export format")
+    e.add_argument("--format", choices=["testfloat", "hex"],
+                   help="export format: testfloat (lines on stdout) or hex ($readmemh files in --out)")
     e.add_argument("--op", help="export: the instruction")
     e.add_argument("--dtype", help="export: the DataType (TCVT: the source)")
     e.add_argument("--dst", help="export: TCVT destination DataType")
@@ -166,6 +168,15 @@ def coverage_table(folder) -> str:
 
 def _export(args) -> int:
     from emulator.golden.export import ROUNDING, function_name, lines
+    if args.format == "hex":                 # a folder of files: emulator/golden/hexport.py
+        from emulator.golden.hexport import write_hex
+        if not args.dataset or not args.out:
+            raise CommandError("export --format hex needs DATASET --out FOLDER", 2)
+        m = write_hex(args.dataset, args.out, args.op, args.dtype)
+        lanes = sum(p["files"]["cases.txt"]["lines"] for p in m["partitions"])
+        print(f"{sum(p['cases'] for p in m['partitions']):,} cases ({lanes:,} case x PE lanes) in "
+              f"{len(m['partitions'])} partition(s) -> {args.out}")
+        return 0
     if not args.dataset or not args.format or not args.op or not args.dtype:
         raise CommandError("export needs DATASET --format testfloat --op OP --dtype DTYPE", 2)
     name = function_name(args.op.upper(), args.dtype.upper() if len(args.dtype) <= 4 else args.dtype, args.dst)

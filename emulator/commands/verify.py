@@ -11,6 +11,9 @@ def add_arguments(p) -> None:
     p.add_argument("--backend", default="cpu", choices=["reference", "cpu", "gpu", "auto"],
                    help="the engine that recomputes each case (default cpu: the batch engine)")
     p.add_argument("--max-report", type=int, default=20, help="mismatches to print before stopping")
+    p.add_argument("--oracle", action="store_true",
+                   help="check the expected results against independent references (softfloatpy, MPFR, exact "
+                        "integers) instead of replaying them through the emulator")
     p.add_argument("--quiet", action="store_true", help="no progress line")
 
 
@@ -18,6 +21,16 @@ def run(args) -> int:
     from emulator.golden.dataset import open_dataset
     from emulator.golden.replay import verify
     from emulator.golden.runner import Progress
+    from emulator.golden import hexport
+    if args.oracle:
+        return _oracle(args)
+    if hexport.is_export(args.dataset):   # a hex export (golden export --format hex): check its files
+        try:
+            lanes = hexport.check(args.dataset)
+        except GoldenError as exc:
+            raise CommandError(str(exc), 1) from None
+        print(f"verify: hex export intact ({lanes:,} case x PE lanes)")
+        return 0
     try:
         resolve_backend(args.backend)     # before any progress line: no usable GPU is one line, exit 3
         ds = open_dataset(args.dataset)   # every check that needs no replay, before any replay
@@ -36,3 +49,23 @@ def run(args) -> int:
         return 1
     print(f"verify: {rows:,} cases match ({args.backend}, profile {ds.profile.name} {ds.profile.version})")
     return 0
+
+
+def _oracle(args) -> int:
+    """verify --oracle: emulator/golden/oracle.py (no emulator kernel runs)."""
+    from emulator.golden import oracle
+    from emulator.golden.dataset import read_manifest
+    from emulator.golden.runner import Progress
+    try:
+        m = read_manifest(args.dataset)
+        progress = Progress(sum(f["rows"] for p in m["partitions"] for f in p["files"]), 0,
+                            enabled=not args.quiet, label="oracle")
+        rep = oracle.check(args.dataset, limit=max(args.max_report, 1), progress=lambda k: progress.add(k, 0))
+        progress.close()
+    except GoldenError as exc:
+        raise CommandError(str(exc), 1) from None
+    for line in rep.mismatches:
+        print(line)
+    print(f"verify --oracle: {rep.rows:,} cases; " + ("MISMATCH" if rep.mismatches else "every checked result matches"))
+    print("\n".join(rep.lines()))
+    return 1 if rep.mismatches else 0

@@ -1,0 +1,610 @@
+"""Commit logs: one record per committed (block, PE) and one per fault (docs/commit-log.md).
+
+Spike's `--log-commits` is the model: what a block made architecturally visible, in the order
+it became visible, so that another implementation (RTL in lockstep, silicon traces) can be
+checked record by record with `emulator.cosim.compare`.  A commit record is the destination
+tile of one selected PE after the block -- the descriptor in docs/state-format.md's columns,
+the payload bytes exactly as the tile store holds them, the definedness bitmap -- and that PE's
+numeric status; a fault record names the block, the reason code, the field and the message.
+
+Records are built a block at a time as plain arrays (`Records`: `commit_records`,
+`block_records`, `fault_group`, `fault_records`) and written by `CommitLog` as the run goes, in
+Arrow record batches of many blocks each (`Records.to_batch`): bounded memory,
+atomically (isa.atomicio), as an Arrow IPC file (`.arrow`) or JSON lines (`.jsonl`, byte
+strings as hex).  `read_log` reads and checks either.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from isa import instructions as I
+from isa import jsontext
+from isa.atomicio import OutputPathError, atomic_path, check_output_path, quote, shown, why
+from isa.datatypes import BY_NAME, datatype
+from isa.errors import IllegalBlockException
+from isa.fields import NUM_PES
+
+from .stateio import SCHEMA as STATE_SCHEMA
+from .tiles import Descriptor, pack_defined, pack_elements, to_physical
+
+FORMAT = "tile-emu commit log"
+VERSION = 1
+META_KEY = b"tile-emu.commitlog"
+COMMIT, FAULT = "commit", "fault"
+NO_OFFSET = -1                     # the block came from a Block sequence, not from .tbs bytes
+SUFFIXES = (".arrow", ".jsonl")
+
+# The record: where (machine, block, offset), what (mnemonic, the block's DataType), then the
+# destination tile in the state file's own columns, the PE's status, and the fault's fields.
+_HEAD = [("machine", pa.uint32()), ("block", pa.uint64()), ("offset", pa.int64()),
+         ("record", pa.string()), ("mnemonic", pa.string()), ("block_datatype", pa.string())]
+TILE_COLUMNS = tuple(f.name for f in STATE_SCHEMA)
+_TAIL = [("status", pa.uint8()), ("reason", pa.string()), ("field", pa.string()), ("message", pa.string())]
+SCHEMA = pa.schema(_HEAD + list(STATE_SCHEMA) + _TAIL,
+                   metadata={META_KEY: json.dumps({"format": FORMAT, "version": VERSION}).encode()})
+BINARY_COLUMNS = ("payload", "defined")
+# Rows buffered before a record batch is written (about 1 MB of 256-byte tiles): bounded memory
+BATCH_ROWS = 4096
+# Machine-major reordering of a many-machine log reads the spill this many bytes at a time
+REORDER_BYTES = 64 << 20
+
+
+class CommitLogError(ValueError):
+    """A commit log that cannot be written or read; the message names the file and the record."""
+
+
+# ---------------------------------------------------------------------------- records
+
+@dataclass(frozen=True)
+class Group:
+    """Records of one block that share everything but the machine, PE, bytes and status: M
+    commits of one destination descriptor (`desc`), or M faults (`desc` None).  Arrays are
+    (M,) and (M, bytes); nothing is converted to Arrow until a log writes a batch."""
+    record: str
+    block: int
+    offset: int
+    mnemonic: str
+    block_datatype: str
+    machine: np.ndarray          # (M,) uint32
+    pe: np.ndarray               # (M,) uint8
+    status: np.ndarray           # (M,) uint8
+    tile: int = 0
+    desc: Descriptor | None = None
+    payload: np.ndarray | None = None      # (M, desc.payload_nbytes) uint8
+    defined: np.ndarray | None = None      # (M, ceil(elements / 8)) uint8
+    reason: str = ""
+    field: str = ""
+    message: str = ""
+
+    @property
+    def rows(self) -> int:
+        return len(self.machine)
+
+
+class Records:
+    """The records of one or more blocks, in order: a sequence of Groups.  `to_batch()` gives
+    the Arrow record batch of SCHEMA, `to_pylist()` one dict per record (what compare and
+    read_log give), `len()` the number of records; `a + b` concatenates."""
+
+    def __init__(self, groups=()):
+        self.groups = tuple(g for g in groups if g.rows)
+
+    def __len__(self) -> int:
+        return sum(g.rows for g in self.groups)
+
+    @property
+    def num_rows(self) -> int:
+        return len(self)
+
+    def __add__(self, other: "Records") -> "Records":
+        return Records(self.groups + other.groups)
+
+    def to_batch(self) -> pa.RecordBatch:
+        return _batch(self.groups)
+
+    def to_pylist(self) -> list[dict]:
+        return self.to_batch().to_pylist()
+
+
+def _rows(arr, n: int, dtype) -> np.ndarray:
+    a = np.asarray(arr, dtype)
+    return np.full(n, a, dtype) if a.ndim == 0 else a
+
+
+def _pack(elems: np.ndarray, container: int) -> np.ndarray:
+    """(M, elements) physical elements -> (M, bytes) tile-store images: tiles.pack_elements
+    row by row (the same image), with one array operation for the whole-byte containers."""
+    if container >= 8:
+        return np.ascontiguousarray(elems).astype(f"<u{container // 8}", copy=False).view(np.uint8).reshape(len(elems), -1)
+    return np.stack([np.frombuffer(pack_elements(e, container), np.uint8) for e in elems])
+
+
+def commit_records(*, block: int, offset: int | None, mnemonic: str, block_datatype: str, tile: int,
+                   desc: Descriptor, machine, pe, status, elems=None, defined=None, payload=None,
+                   defined_bits=None) -> Records:
+    """The commit records of one block on M (machine, PE) pairs that committed destination
+    tile `tile` with descriptor `desc`: `machine`, `pe`, `status` (M,) arrays or scalars; the
+    tiles either as physical elements `elems` (M, elements) and bool `defined` (M, elements),
+    as a block's stacked result holds them, or as tile-store images `payload` (M, bytes) and
+    `defined_bits` (M, ceil(elements/8)).  Rows stay in the order given (machine-major, PEs
+    ascending)."""
+    if payload is None:
+        elems = np.asarray(elems).reshape(-1, desc.elements)
+        payload = _pack(elems, desc.container)
+        defined_bits = np.packbits(np.asarray(defined, bool).reshape(len(elems), -1), axis=1, bitorder="little")
+    payload = np.asarray(payload, np.uint8).reshape(-1, desc.payload_nbytes)
+    n = len(payload)
+    return Records([Group(COMMIT, block, NO_OFFSET if offset is None else offset, mnemonic, block_datatype,
+                          _rows(machine, n, np.uint32), _rows(pe, n, np.uint8), _rows(status, n, np.uint8),
+                          tile, desc, payload, np.asarray(defined_bits, np.uint8).reshape(n, -1))])
+
+
+def fault_group(machine, block: int, offset: int | None, reason: str, field: str, message: str,
+                mnemonic: str = "", block_datatype: str = "") -> Records:
+    """The fault records of one block on the machines in `machine` (one each)."""
+    ids = np.atleast_1d(np.asarray(machine, np.uint32))
+    n = len(ids)
+    return Records([Group(FAULT, block, NO_OFFSET if offset is None else offset, mnemonic, block_datatype, ids,
+                          np.zeros(n, np.uint8), np.zeros(n, np.uint8), reason=reason, field=field,
+                          message=message)])
+
+
+def _batch(groups) -> pa.RecordBatch:
+    """One record batch of SCHEMA from groups: values per group or per descriptor (a few
+    distinct ones: descriptors are interned) are repeated by index, per-record arrays are
+    concatenated -- no Python object per record."""
+    groups = list(groups)
+    if not groups:
+        return pa.RecordBatch.from_pylist([], schema=SCHEMA)
+    counts = np.array([g.rows for g in groups], np.int64)
+
+    def per_row(values, dtype):                 # one value per group, numeric
+        return pa.array(np.repeat(np.array(values, dtype), counts))
+
+    def by_key(keys):
+        """(distinct keys, per-row index into them)."""
+        seen: dict = {}
+        idx = np.array([seen.setdefault(k, len(seen)) for k in keys], np.int64)
+        return list(seen), pa.array(np.repeat(idx, counts))
+
+    texts, text_idx = by_key([(g.record, g.mnemonic, g.block_datatype, g.reason, g.field, g.message)
+                              for g in groups])
+    descs, desc_idx = by_key([g.desc for g in groups])
+
+    def text(k):
+        return pa.array([t[k] for t in texts], pa.string()).take(text_idx)
+
+    def dfield(fn, empty, typ):
+        return pa.array([empty if d is None else fn(d) for d in descs], typ).take(desc_idx)
+
+    def fmap(fn, empty, typ):
+        return dfield(lambda d: empty if d.fmap is None else fn(d.fmap), empty, typ)
+
+    def binary(name):
+        parts = [getattr(g, name) for g in groups]
+        widths = np.repeat([0 if p is None else p.shape[1] for p in parts], counts)
+        offsets = np.zeros(len(widths) + 1, np.int64)
+        np.cumsum(widths, out=offsets[1:])
+        data = np.concatenate([p.reshape(-1) for p in parts if p is not None] or [np.zeros(0, np.uint8)])
+        return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(widths),
+                                                [None, pa.py_buffer(offsets), pa.py_buffer(data)]).cast(pa.binary())
+
+    cols = {
+        "machine": pa.array(np.concatenate([g.machine for g in groups])),
+        "block": per_row([g.block for g in groups], np.uint64),
+        "offset": per_row([g.offset for g in groups], np.int64),
+        "record": text(0), "mnemonic": text(1), "block_datatype": text(2),
+        "pe": pa.array(np.concatenate([g.pe for g in groups])),
+        "tile": per_row([g.tile for g in groups], np.uint32),
+        "location": dfield(lambda d: d.location, "", pa.string()),
+        "kind": dfield(lambda d: d.kind, "", pa.string()),
+        "datatype": dfield(lambda d: "" if d.dtype is None else d.datatype.name, "", pa.string()),
+        "row": dfield(lambda d: d.Row, 0, pa.uint32()),
+        "col": dfield(lambda d: d.Col, 0, pa.uint32()),
+        "valid_row": dfield(lambda d: d.ValidRow, 0, pa.uint32()),
+        "valid_col": dfield(lambda d: d.ValidCol, 0, pa.uint32()),
+        "layout": dfield(lambda d: d.Layout, 0, pa.uint8()),
+        "representation": dfield(lambda d: d.representation, "", pa.string()),
+        "capacity": dfield(lambda d: d.capacity, 0, pa.uint64()),
+        "payload": binary("payload"),
+        "defined": binary("defined"),
+        "fmap_layout": fmap(lambda f: f.layout, "", pa.string()),
+        "fmap_params": fmap(lambda f: list(f.params()), [], pa.list_(pa.int64())),
+        "fmap_pad_bits": fmap(lambda f: f.pad_bits, 0, pa.uint64()),
+        "fmap_transposed": fmap(lambda f: f.transposed, False, pa.bool_()),
+        "status": pa.array(np.concatenate([g.status for g in groups])),
+        "reason": text(3), "field": text(4), "message": text(5),
+    }
+    return pa.RecordBatch.from_arrays(list(cols.values()), schema=SCHEMA)
+
+
+def block_names(block) -> tuple[str, str]:
+    """(mnemonic, DataType name) a record names for a block; "" where the block names none
+    (an unassigned opcode, a reserved DataType code)."""
+    if block is None:
+        return "", ""
+    instr = I.by_carrier(block.bstart.Mode, block.bstart.Function)
+    try:
+        dt = datatype(block.bstart.DataType).name
+    except ValueError:
+        dt = ""
+    return ("" if instr is None else instr.mnemonic), dt
+
+
+def block_records(machine, block, *, index: int, offset: int | None = None, machine_index: int = 0,
+                  pes=None) -> Records:
+    """The commit records of `block`, which has just committed on `machine` (read through its
+    public state: read_tile, status).  The block itself names everything else: the selected
+    PEs (`pes`, default the destination binding's PE_MASK; a BlockResult's `pes` when the
+    caller has one) and the destination tile.  A strict no-op (PE_MASK=0000) commits nothing
+    and has no record.  (A caller holding the committed tiles' arrays -- the machine's own
+    commit -- calls commit_records with them and skips the reads.)"""
+    mnemonic, dt = block_names(block)
+    dest = block.iot[-1]
+    pes = tuple(p for p in range(NUM_PES) if dest.PE_MASK >> p & 1) if pes is None else tuple(pes)
+    out, run = Records(), []
+
+    def flush():
+        if run:
+            d = run[0][1].desc
+            out.groups += commit_records(
+                block=index, offset=offset, mnemonic=mnemonic, block_datatype=dt, tile=dest.tile, desc=d,
+                machine=machine_index, pe=[p for p, _ in run], status=[machine.status(p) for p, _ in run],
+                payload=np.stack([np.frombuffer(v.payload, np.uint8) for _, v in run]),
+                defined_bits=np.stack([np.frombuffer(pack_defined(to_physical(d, v.defined, fill=False)), np.uint8)
+                                       for _, v in run])).groups
+            run.clear()
+
+    for p in pes:                       # PEs whose destinations share a descriptor share a group
+        v = machine.read_tile(p, dest.tile)
+        if run and run[0][1].desc != v.desc:
+            flush()
+        run.append((p, v))
+    flush()
+    return out
+
+
+def fault_records(error, machine_index: int = 0, block=None) -> Records:
+    """The fault record of a StreamError (emulator.machine): its block index and byte offset,
+    the reason code (DECODE_ERROR for bytes that do not decode), the field and the message;
+    `block` (when it decoded) gives the mnemonic and DataType."""
+    cause = error.cause
+    if isinstance(cause, IllegalBlockException):
+        field, message = cause.field, cause.message
+    else:
+        field, message = "", error.detail
+    mnemonic, dt = block_names(block)
+    return fault_group(machine_index, error.index, error.offset, error.reason, field, message, mnemonic, dt)
+
+
+# ---------------------------------------------------------------------------- writing
+
+def log_format(path) -> str:
+    """'arrow' or 'jsonl' from the file name; CommitLogError for any other suffix."""
+    suffix = pathlib.Path(os.fspath(path)).suffix.lower()
+    if suffix not in SUFFIXES:
+        raise CommitLogError(f"commit log {shown(path)}: the name must end in .arrow (Arrow IPC) or .jsonl "
+                             f"(JSON lines)")
+    return suffix[1:]
+
+
+def check_log_path(path) -> pathlib.Path:
+    """Everything about an output log path that can be known before a run: the suffix, an
+    existing folder to write in, no folder in the way (CommitLogError, one line)."""
+    log_format(path)
+    try:
+        return check_output_path(path)
+    except ValueError as exc:
+        raise CommitLogError(f"--log: {exc}") from None
+
+
+def _json_row(row: dict) -> str:
+    for k in BINARY_COLUMNS:
+        row[k] = row[k].hex()
+    return json.dumps(row, separators=(",", ":"))
+
+
+class CommitLog:
+    """A commit log being written: `write(batch)` per block, `close()` at the end (or use it as
+    a context manager; an exception discards the file, leaving an existing one as it was).
+
+    Rows are written in the order (machine, block, PE).  A log of one machine is written as
+    the records come, a record batch per BATCH_ROWS rows.  With `machines` > 1 the records of a
+    block arrive for every machine at once, so they go to a spill file beside the log (Arrow
+    IPC stream, bounded memory) and are written machine by machine at `close()`."""
+
+    def __init__(self, path, machines: int = 1):
+        self.path = check_log_path(path)
+        self.format = log_format(path)
+        self.machines = machines
+        self.rows = 0
+        self._pending: list[pa.RecordBatch] = []
+        self._pending_rows = 0
+        self._ctx = atomic_path(self.path, devices=self.format == "jsonl")
+        self._tmp = self._ctx.__enter__()
+        self._spill_path = None
+        try:
+            self._out = self._open_sink(self._tmp)
+            if machines > 1:
+                self._spill_path = self._tmp + ".spill"
+                self._spill_sink = pa.OSFile(self._spill_path, "wb")
+                self._spill = pa.ipc.new_stream(self._spill_sink, SCHEMA)
+        except BaseException as exc:
+            self._abort(exc)
+            raise
+
+    def _open_sink(self, path):
+        if self.format == "arrow":
+            sink = pa.OSFile(path, "wb")
+            return sink, pa.ipc.new_file(sink, SCHEMA)
+        return open(path, "w", encoding="utf-8"), None
+
+    def _emit(self, table) -> None:
+        if table.num_rows == 0:
+            return
+        f, writer = self._out
+        if writer is not None:
+            for b in table.to_batches(max_chunksize=BATCH_ROWS):
+                writer.write_batch(b)
+        else:
+            f.write("".join(_json_row(r) + "\n" for r in table.to_pylist()))
+
+    def write(self, records) -> None:
+        """Append one block's records: Records (kept as arrays until a batch is written), or
+        an Arrow RecordBatch / Table of SCHEMA."""
+        n = records.num_rows
+        if n == 0:
+            return
+        if not isinstance(records, Records):
+            t = records if isinstance(records, pa.Table) else pa.Table.from_batches([records])
+            records = t.cast(SCHEMA) if t.schema != SCHEMA else t
+        self.rows += n
+        self._pending.append(records)
+        self._pending_rows += n
+        if self._pending_rows >= BATCH_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        """The pending records as record batches (runs of Records become one batch each)."""
+        if not self._pending:
+            return
+        batches, groups = [], []
+        for x in self._pending:
+            if isinstance(x, Records):
+                groups += x.groups
+                continue
+            if groups:
+                batches.append(_batch(groups))
+                groups = []
+            batches += x.combine_chunks().to_batches()
+        if groups:
+            batches.append(_batch(groups))
+        self._pending, self._pending_rows = [], 0
+        table = pa.Table.from_batches(batches, SCHEMA)
+        if self._spill_path is not None:
+            for b in table.combine_chunks().to_batches(max_chunksize=BATCH_ROWS):
+                self._spill.write_batch(b)
+        else:
+            self._emit(table.combine_chunks())
+
+    def _reorder(self) -> None:
+        """Spill (block-major) -> the log, machine by machine: a stable sort by machine of
+        each slice of machines keeps (block, PE) order within a machine."""
+        self._spill.close()
+        self._spill_sink.close()
+        with pa.memory_map(self._spill_path) as src:
+            batches = list(pa.ipc.open_stream(src))
+            total = sum(b.nbytes for b in batches)
+            step = max(1, int(self.machines * REORDER_BYTES // max(total, 1)))
+            for lo in range(0, self.machines, step):
+                hi = lo + step
+                parts = []
+                for b in batches:
+                    ids = b.column(0)
+                    parts.append(b.filter(pc.and_(pc.greater_equal(ids, lo), pc.less(ids, hi))))
+                t = pa.Table.from_batches(parts, SCHEMA)
+                if t.num_rows:
+                    self._emit(t.take(pc.sort_indices(t, [("machine", "ascending")])))
+        os.unlink(self._spill_path)
+        self._spill_path = None
+
+    def close(self) -> None:
+        try:
+            self._flush()
+            if self._spill_path is not None:
+                self._reorder()
+            f, writer = self._out
+            if writer is not None:
+                writer.close()
+            f.close()
+        except BaseException as exc:
+            self._abort(exc)
+            raise
+        self._ctx.__exit__(None, None, None)
+
+    def _abort(self, exc: BaseException) -> None:
+        for closer in (getattr(self, "_spill", None), getattr(self, "_spill_sink", None)):
+            try:
+                closer and closer.close()
+            except (OSError, pa.ArrowException):
+                pass
+        out = getattr(self, "_out", None)
+        if out is not None:
+            try:
+                out[0].close()
+            except (OSError, pa.ArrowException):
+                pass
+        if self._spill_path is not None and os.path.exists(self._spill_path):
+            os.unlink(self._spill_path)
+        try:
+            self._ctx.__exit__(type(exc), exc, exc.__traceback__)
+        except BaseException:       # the context re-raises exc after deleting the temporary
+            pass
+
+    def __enter__(self) -> "CommitLog":
+        return self
+
+    def __exit__(self, typ, exc, tb) -> None:
+        if exc is None:
+            self.close()
+        else:
+            self._abort(exc)
+
+
+def open_log(path, machines: int = 1) -> CommitLog:
+    """A CommitLog for `path` (.arrow or .jsonl); CommitLogError when it cannot be written."""
+    try:
+        return CommitLog(path, machines)
+    except OutputPathError as exc:
+        raise CommitLogError(f"--log: {exc}") from None
+    except OSError as exc:
+        raise CommitLogError(f"commit log {shown(path)}: cannot write ({why(exc)})") from None
+
+
+def write_log(path, batches, machines: int = 1) -> int:
+    """Write every batch to `path`; the number of records."""
+    with open_log(path, machines) as log:
+        for b in batches:
+            log.write(b)
+    return log.rows
+
+
+# ---------------------------------------------------------------------------- reading
+
+_CONTAINER = {name: d.container for name, d in BY_NAME.items()}
+
+
+def read_log(path) -> pa.Table:
+    """The records of a commit log (.arrow or .jsonl), checked: CommitLogError naming the file
+    and the record for a truncated or altered file, a foreign schema, or a record whose bytes
+    do not fit its descriptor."""
+    fmt = log_format(path)
+    table = _read_arrow(path) if fmt == "arrow" else _read_jsonl(path)
+    _check_records(path, table)
+    return table
+
+
+def _read_arrow(path) -> pa.Table:
+    try:
+        with pa.memory_map(os.fspath(path), "r") as src:
+            table = pa.ipc.open_file(src).read_all()
+    except FileNotFoundError:
+        raise CommitLogError(f"{shown(path)}: no such file") from None
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise CommitLogError(f"{shown(path)}: not an Arrow IPC file, or truncated ({why(exc)})") from None
+    names = [f.name for f in table.schema]
+    if names != SCHEMA.names:
+        missing = [n for n in SCHEMA.names if n not in names]
+        extra = [n for n in names if n not in SCHEMA.names]
+        raise CommitLogError(f"{shown(path)}: not a commit log: columns differ"
+                             + (f"; missing {', '.join(missing)}" if missing else "")
+                             + (f"; unknown {quote(', '.join(extra))}" if extra else ""))
+    for f in SCHEMA:
+        if table.schema.field(f.name).type != f.type:
+            raise CommitLogError(f"{shown(path)}: column {f.name!r} is {table.schema.field(f.name).type}, "
+                                 f"expected {f.type}")
+    try:
+        table.validate(full=True)
+    except pa.ArrowException as exc:
+        raise CommitLogError(f"{shown(path)}: corrupt Arrow data ({why(exc)})") from None
+    return table.replace_schema_metadata(SCHEMA.metadata)
+
+
+def _read_jsonl(path) -> pa.Table:
+    try:
+        text = pathlib.Path(path).read_bytes()
+    except FileNotFoundError:
+        raise CommitLogError(f"{shown(path)}: no such file") from None
+    except OSError as exc:
+        raise CommitLogError(f"{shown(path)}: cannot read ({why(exc)})") from None
+    if text and not text.endswith(b"\n"):
+        last = text.count(b"\n")
+        raise CommitLogError(f"{shown(path)}: record {last} (line {last + 1}): truncated (no final newline)")
+    rows = []
+    for i, line in enumerate(text.splitlines()):
+        where = f"{shown(path)}: record {i} (line {i + 1})"
+        try:
+            row = jsontext.loads(line)
+        except jsontext.JsonTextError as exc:
+            raise CommitLogError(f"{where}: not JSON ({exc})") from None
+        if not isinstance(row, dict) or list(row) != SCHEMA.names:
+            raise CommitLogError(f"{where}: keys differ from the commit-log record ({', '.join(SCHEMA.names)})")
+        for k in BINARY_COLUMNS:
+            try:
+                row[k] = bytes.fromhex(row[k])
+            except (TypeError, ValueError):
+                raise CommitLogError(f"{where}: {k!r} is not a hex string") from None
+        rows.append(row)
+    try:
+        return pa.Table.from_pylist(rows, schema=SCHEMA)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+        bad = _first_bad_row(rows)
+        raise CommitLogError(f"{shown(path)}: record {bad}: a value has the wrong type or range "
+                             f"({why(exc, 100)})") from None
+
+
+def _first_bad_row(rows) -> int:
+    for i, r in enumerate(rows):
+        try:
+            pa.Table.from_pylist([r], schema=SCHEMA)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            return i
+    return 0
+
+
+def _check_records(path, t: pa.Table) -> None:
+    """Every record's values: a known record kind, PE, DataType and representation; payload
+    and definedness exactly as long as the descriptor says (vectorised over the records)."""
+    n = t.num_rows
+    if n == 0:
+        return
+
+    def fail(mask, what):
+        i = int(np.argmax(mask))
+        raise CommitLogError(f"{shown(path)}: record {i} (machine {t['machine'][i].as_py()}, block "
+                             f"{t['block'][i].as_py()}): {what}")
+
+    rec = t["record"].to_numpy(zero_copy_only=False)
+    fail_if = lambda m, w: fail(m, w) if m.any() else None   # noqa: E731
+    fail_if(~np.isin(rec, [COMMIT, FAULT]), "'record' is neither 'commit' nor 'fault'")
+    commit = rec == COMMIT
+    pe = t["pe"].to_numpy().astype(np.int64)
+    fail_if(commit & (pe >= 4), "'pe' is not a PE 0..3")
+    kind = t["kind"].to_numpy(zero_copy_only=False)
+    dt = t["datatype"].to_numpy(zero_copy_only=False)
+    fail_if(commit & ~np.isin(kind, ["numeric", "predicate"]), "'kind' is neither numeric nor predicate")
+    fail_if(commit & (kind == "numeric") & ~np.isin(dt, list(_CONTAINER)), "'datatype' is not a DataType name")
+    fail_if(commit & (kind == "predicate") & (dt != ""), "a predicate tile names a DataType")
+    rep = t["representation"].to_numpy(zero_copy_only=False)
+    fail_if(commit & ~np.isin(rep, ["standard", "cube"]), "'representation' is neither standard nor cube")
+    rows = t["row"].to_numpy().astype(np.int64)
+    cols = t["col"].to_numpy().astype(np.int64)
+    fail_if(commit & ((rows == 0) | (cols == 0)), "zero Row or Col")
+    fail_if(commit & ((t["valid_row"].to_numpy() > rows) | (t["valid_col"].to_numpy() > cols)),
+            "the valid rectangle exceeds the tile")
+    cube = rep == "cube"
+    elements = np.where(cube, -(-rows // 16) * 16 * (-(-cols // 16) * 16), rows * cols)
+    container = _containers(kind, dt)
+    nbytes = (elements * container + 7) // 8
+    for name, want in (("payload", nbytes), ("defined", (elements + 7) // 8)):
+        col = t[name].combine_chunks().cast(pa.large_binary())
+        sizes = np.diff(np.frombuffer(col.buffers()[1], np.int64)[col.offset: col.offset + n + 1])
+        fail_if(commit & (sizes != want), f"{name!r} holds a number of bytes other than its descriptor's")
+        fail_if(~commit & (sizes != 0), f"a fault record carries {name!r} bytes")
+    st = t["status"].to_numpy()
+    fail_if(st >= 32, "'status' has bits above the 5 flags")
+    reason = t["reason"].to_numpy(zero_copy_only=False)
+    fail_if(~commit & (reason == ""), "a fault record without a reason code")
+
+
+def _containers(kind, dt) -> np.ndarray:
+    names, inv = np.unique(dt, return_inverse=True)
+    per = np.array([_CONTAINER.get(x, 8) for x in names], np.int64)[inv]
+    return np.where(kind == "predicate", 1, per)

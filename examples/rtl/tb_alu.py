@@ -1,0 +1,82 @@
+"""cocotb testbench of the lane DUT (alu.v): every committed golden case of every partition the
+DUT implements is driven into it, one element per clock, and scored with emulator.cosim.compare
+against the golden output tile.  Run it through run.py (cocotb's Python runner, Icarus Verilog);
+it reads TB_DATASETS (dataset folders, os.pathsep-separated) and writes its findings as JSON to
+TB_RESULT, which run.py prints."""
+from __future__ import annotations
+
+import json
+import os
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import RisingEdge, Timer
+
+import lanes
+from emulator.cosim import compare, value_text
+from isa.atomicio import atomic_open
+
+
+async def run_lane(dut, lane: lanes.Lane):
+    """Drive a lane's elements on consecutive clocks; the result of element k is registered at
+    edge k and read at edge k + 1 (before that edge's update)."""
+    y, defined, flags = [], [], []
+    n = len(lane.a)
+    dut.pad.value = lane.pad
+    for k in range(n + 1):
+        if k < n:
+            dut.a.value = lane.a[k]
+            dut.b.value = lane.b[k]
+            dut.in_rect.value = lane.inside[k]
+        await RisingEdge(dut.clk)
+        if k:
+            y.append(int(dut.y.value))
+            defined.append(int(dut.y_defined.value))
+            flags.append(int(dut.flags.value))
+    return y, defined, flags
+
+
+def failure(lane: lanes.Lane, d) -> dict:
+    """The first failing case, decoded: instruction, DataType, inputs, expected, got."""
+    out = {"file": lane.file, "case": lane.case, "class": lane.cls, "op": lane.op, "dtype": lane.dtype,
+           "pe": lane.pe, "field": d.field, "difference": str(d).replace(f"machine {lane.case} block 0 ", "")}
+    if d.element is not None:
+        out.update(element=d.element, row=d.row, col=d.col,
+                   a=f"0x{lane.a[d.element]:x} ({value_text(lane.a[d.element], lane.dtype)})",
+                   b=f"0x{lane.b[d.element]:x} ({value_text(lane.b[d.element], lane.dtype)})",
+                   expected=d.expected_value, got=d.actual_value)
+    else:
+        out.update(expected=str(d.expected_value or d.expected), got=str(d.actual_value or d.actual))
+    return out
+
+
+@cocotb.test()
+async def golden_cases(dut):
+    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+    result = {"cases": 0, "lanes": 0, "elements": 0, "partitions": [], "unsupported": [], "rejected": 0,
+              "failure": None}
+    try:
+        for folder in filter(None, os.environ["TB_DATASETS"].split(os.pathsep)):
+            for part in lanes.partitions(folder):
+                dut.func.value = part.func
+                dut.dtype.value = part.code
+                await Timer(1, unit="ns")
+                if not int(dut.supported.value):
+                    result["unsupported"].append(part.path)
+                    continue
+                jobs, rejected = lanes.lanes(part)
+                result["partitions"].append(part.path)
+                result["rejected"] += rejected
+                result["cases"] += len({j.case for j in jobs})
+                for lane in jobs:
+                    y, dfn, fl = await run_lane(dut, lane)
+                    d = compare([lane.expected], [lanes.actual_record(lane, y, dfn, fl)])
+                    result["lanes"] += 1
+                    result["elements"] += len(y)
+                    if d is not None:
+                        result["failure"] = failure(lane, d)
+                        return
+    finally:
+        with atomic_open(os.environ["TB_RESULT"], "w") as f:
+            json.dump(result, f)
+        assert result["failure"] is None, result["failure"]
