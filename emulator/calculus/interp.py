@@ -12,8 +12,9 @@
 - `pipeline(D, Pi, P)`: serial(D, stage_0; ...; stage_k); with `validate=True` the overlapped
   schedule (stage s of iteration n at time n*ii + s) is checked to keep every dependence.
 - `reduce(R, g, A, P)`: seed = A[o] when the reduce starts; per active r run P, skip masked
-  contributions, count replicas (equal keys) once, then fold each fiber under the policy
-  (reduction.py).  Empty fibers leave the seed.
+  contributions, count replicas (equal keys) once, then fold each fiber -- its contributions in
+  lexicographic source-axis order, whatever their keys -- under the policy (reduction.py).
+  Empty fibers leave the seed.
 
 Undefined elements (no init) are an error to read, like undefined tile elements.
 """
@@ -373,9 +374,9 @@ class Interpreter:
                     seeds[o] = self._seed(node.into, o)
                 except EvalError as exc:
                     raise RegionRuntimeError(f"{path}.group", str(exc), coords) from None
-            fibers.setdefault(o, []).append((k, v))
+            fibers.setdefault(o, []).append(v)       # source order: keys decide identity, not order
         for o in sorted(fibers):
-            fiber = [v for _, v in sorted(fibers[o], key=lambda kv: kv[0])]
+            fiber = fibers[o]
             seed = seeds[o]
             try:
                 result = self.fold(node, f, seed, fiber, lift, o)
