@@ -15,8 +15,8 @@ from isa.atomicio import quote, shown, why
 
 from .budget import DEFAULT_MAX_CODE, check_code_size
 from .errors import RegionError
-from .expr import (Call, Const, EvalError, Expr, ExprSyntaxError, Load, Var, parse_expr, parse_stmt,
-                   walk)
+from .expr import (RESERVED, Call, Const, EvalError, Expr, ExprSyntaxError, Load, Var, parse_expr,
+                   parse_stmt, walk)
 from .functions import BUILTINS, Function
 from .program import (DEFAULT_POLICY, FORMAT, ArrayDecl, Axis, Domain, GprOp, If, Node, Op,
                       Parallel, Pipeline, Program, Reduce, Seq, Serial, TileOp, TileRef, check,
@@ -77,6 +77,9 @@ def _keys(obj: dict, allowed: set, path: str, required=()):
 def _name(v, path, what="a name"):
     if not isinstance(v, str) or not _NAME.match(v):
         raise RegionError(path, f"{what} must be an identifier [A-Za-z_][A-Za-z0-9_]*, got {shown(repr(v))}")
+    if v in RESERVED:
+        raise RegionError(path, f"{what} cannot be {quote(v)}: a reserved word of Python, whose parser reads "
+                                f"the expressions")
     return v
 
 
