@@ -75,6 +75,13 @@ def reduce(domain, into, value, combine: str, group=(), policy: str = DEFAULT_PO
                 seed_side=None if seed_side == "left" else seed_side)
 
 
+def scan(domain, into: str, value, combine: str, group=(), policy: str = DEFAULT_POLICY,
+         exclusive: bool = False, seed=None, body: dict | None = None, where=None) -> dict:
+    """Every prefix result of `value` over `domain` into `into` (indexed by the domain's coordinates)."""
+    return _opt({"scan": _dom(domain), "into": into, "group": list(group), "value": value, "combine": combine,
+                 "policy": policy}, exclusive=exclusive or None, seed=seed, body=body, where=where)
+
+
 def tile(pe, tile_id) -> dict:
     """A tile reference {pe, tile} for tile reductions."""
     return {"pe": pe, "tile": tile_id}

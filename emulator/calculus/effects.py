@@ -23,8 +23,8 @@ import numpy as np
 from .budget import DEFAULT_MAX_COST, WALK_BLOCK_COST, check_budget
 from .cells import DATA, Access, describe
 from .errors import RegionError, format_coords
-from .expr import EvalError, Load, Var, as_index, truth, walk
-from .program import (GprOp, If, Node, Op, Parallel, Pipeline, Program, Reduce, Seq, Serial, TileOp,
+from .expr import Const, EvalError, Load, Var, as_index, truth, walk
+from .program import (GprOp, If, Node, Op, Parallel, Pipeline, Program, Reduce, Scan, Seq, Serial, TileOp,
                       children)
 from .tiles import walk_gpr_op, walk_tile_op, walk_tile_reduce
 
@@ -343,6 +343,39 @@ class Walker:
                        Access(node.into, False, cells), Access(node.into, True, cells)],
                       extra={"node": node})
 
+    def _scan(self, node: Scan, env, coords):
+        # As a reduction: contributions write private slots red:<path>, a `#seed` event reads
+        # what the seed reads (at the start), and the `#result` event reads every slot and
+        # writes each contribution's prefix result y[r].
+        slot = "red:" + node.path
+        if node.seed is not None:
+            notes: list[str] = []
+            accs = self.loads_of(node.seed, env, f"{node.path}.seed", notes)
+            accs.append(Access(slot + "#seed", True, np.array([0], dtype=np.int64)))
+            self.emit(f"{node.path}#seed", coords, "seed", accs, exact=not notes, notes=notes)
+        outs, groups, n = [], {}, 0
+        for c in self.instances(node.domain, env, f"{node.path}.scan"):
+            it = env.child(c)
+            cc = {**coords, **c}
+            if node.body is not None:
+                self.walk(node.body, it, cc)
+            notes = []
+            accs = self.loads_of(node.value, it, f"{node.path}.value", notes)
+            g = tuple(self.pure(e, it, f"{node.path}.group") for e in node.group)
+            groups[g] = groups.get(g, 0) + 1
+            out = self.access(Load(node.into, tuple(Const(v) for v in c.values())), it, True, f"{node.path}.into", notes)
+            outs.append(out.cells)
+            accs.append(Access(slot, True, np.array([n], dtype=np.int64)))
+            n += 1
+            self.emit(node.path, cc, "contribution", accs, exact=not notes, notes=notes,
+                      extra={"group": g, "scan": True})
+        if n:
+            accs = [Access(slot, False, np.arange(n, dtype=np.int64)),
+                    Access(node.into, True, np.concatenate(outs))]
+            if node.seed is not None:
+                accs.append(Access(slot + "#seed", False, np.array([0], dtype=np.int64)))
+            self.emit(f"{node.path}#result", coords, "result", accs, extra={"node": node, "groups": groups})
+
     def _tileop(self, node: TileOp, env, coords):
         walk_tile_op(self, node, env, coords)
 
@@ -383,7 +416,7 @@ def contexts(program: Program, path: str) -> list[dict]:
             return
         if not path.startswith(node.path):
             return
-        if isinstance(node, (Parallel, Serial, Pipeline)) or (isinstance(node, Reduce) and node.body is not None):
+        if isinstance(node, (Parallel, Serial, Pipeline)) or (isinstance(node, (Reduce, Scan)) and node.body is not None):
             extra = {k: DATA for k in getattr(node, "carry", {})}
             for c in w.instances(node.domain, env, node.path):
                 for _, ch in children(node):

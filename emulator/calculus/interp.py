@@ -15,6 +15,8 @@
   contributions, count replicas (equal keys) once, then fold each fiber -- its contributions in
   lexicographic source-axis order, whatever their keys -- under the policy (reduction.py).
   Empty fibers leave the seed.
+- `scan(R, g, y, P)`: as reduce, but every contribution r stores its fiber's prefix result at
+  y[r] (inclusive or exclusive; reduction.scan_prefixes).
 
 Undefined elements (no init) are an error to read, like undefined tile elements.
 """
@@ -27,8 +29,8 @@ from typing import Callable
 from .budget import DEFAULT_DEADLINE, DEFAULT_MAX_COST, MAX_INSTANCES, check_budget
 from .errors import InterferenceError, PipelineHazardError, RegionRuntimeError
 from .expr import EvalError, Var, as_index, truth
-from .program import (GprOp, If, Op, Parallel, Pipeline, Program, Reduce, Seq, Serial, TileOp,
-                      check_reducer)
+from .program import (GprOp, If, Op, Parallel, Pipeline, Program, Reduce, Scan, Seq, Serial, TileOp,
+                      check_reducer, check_scanner)
 from . import reduction as red
 
 # A domain larger than MAX_INSTANCES is refused rather than enumerated (budget.py).
@@ -385,6 +387,47 @@ class Interpreter:
             self.reductions.append((path, o, node.policy, seed, fiber, result))
             self.store(node.into, o, result)
 
+    def _scan(self, node: Scan, env: Env) -> None:
+        f = check_scanner(self.program, node)
+        path = node.path
+        seed = red.NO_SEED if node.seed is None else self.ev(node.seed, env, f"{path}.seed")
+        fibers: dict[tuple, list] = {}
+        for coords in self.instances(node.domain, env, f"{path}.scan"):
+            it = env.child(coords=coords)
+            if node.body is not None:
+                self.exec(node.body, it)
+            v = self.ev(node.value, it, f"{path}.value")
+            g = tuple(as_int(self.ev(e, it, f"{path}.group"), f"{path}.group", it) for e in node.group)
+            fibers.setdefault(g, []).append((coords, v))        # source order
+        for g, members in fibers.items():
+            fiber = [v for _, v in members]
+            try:
+                results = self.scan_fold(node, f, seed, fiber, g)
+            except EvalError as exc:
+                raise RegionRuntimeError(f"{path}.combine", str(exc), {"group": g}) from None
+            for (coords, _), r in zip(members, results):
+                try:
+                    self.store(node.into, tuple(coords.values()), r)
+                except EvalError as exc:
+                    raise RegionRuntimeError(f"{path}.into", str(exc), coords) from None
+            self.reductions.append((path, g, node.policy, seed, fiber, results))
+
+    def scan_fold(self, node: Scan, f, seed, fiber, group) -> list:
+        """The reference prefix results, or the `realize` hook's (a list), checked in validate
+        mode prefix by prefix (exhaustively, for prefixes small enough to decide)."""
+        if self.realize is None:
+            return red.scan_prefixes(node.policy, f, seed, fiber, node.exclusive)
+        results = self.realize(node, f, seed, fiber, None)
+        if not isinstance(results, (list, tuple)) or len(results) != len(fiber):
+            raise RegionRuntimeError(node.path, f"a realized scan gives one result per contribution "
+                                                f"({len(fiber)} for group {group})")
+        if self.validate and len(fiber) + 1 <= red.MAX_TREE_LEAVES:
+            k = red.scan_admits(node.policy, f, seed, fiber, results, node.exclusive)
+            if k is not None:
+                raise RegionRuntimeError(node.path, f"realized prefix result {k} ({results[k]!r}) for group "
+                                                    f"{group} is not admitted by {node.policy}")
+        return list(results)
+
     def fold(self, node: Reduce, f, seed, fiber, lift, group):
         """The reference result of one fiber, or the `realize` hook's, which validate mode checks
         is admitted by the policy (exhaustively, for fibers small enough to decide)."""
@@ -423,7 +466,7 @@ class Interpreter:
 
 _DISPATCH = {Op: Interpreter._op, Seq: Interpreter._seq, If: Interpreter._if,
              Parallel: Interpreter._parallel, Serial: Interpreter._serial,
-             Pipeline: Interpreter._pipeline, Reduce: Interpreter._reduce,
+             Pipeline: Interpreter._pipeline, Reduce: Interpreter._reduce, Scan: Interpreter._scan,
              TileOp: Interpreter._tile, GprOp: Interpreter._gpr}
 
 
@@ -512,7 +555,8 @@ def run(program: Program, *, init: dict | None = None, validate: bool = False,
     """Interpret `program` from its declared (or `init`-overridden) arrays and the given machines.
 
     `realize(node, f, seed, fiber, lift) -> value` replaces the canonical tree result of a
-    reduction (to model another realization; validate mode checks the policy admits it);
+    reduction (to model another realization; validate mode checks the policy admits it); for a
+    scan node it returns the list of prefix results, each checked the same way;
     `parallel_order="reverse"` runs parallel instances in reverse lexicographic order;
     instance k of a `batch` parallel runs on machines[k], created as a copy of `batch_template`
     when fewer machines were given.

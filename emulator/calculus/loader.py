@@ -20,7 +20,7 @@ from .errors import RegionError
 from .expr import Call, Const, EvalError, Expr, ExprSyntaxError, Load, Var, parse_expr, parse_stmt, walk
 from .functions import BUILTINS, Function
 from .program import (DEFAULT_POLICY, FORMAT, ArrayDecl, Axis, Domain, GprOp, If, Node, Op,
-                      Parallel, Pipeline, Program, Reduce, Seq, Serial, TileOp, TileRef, check,
+                      Parallel, Pipeline, Program, Reduce, Scan, Seq, Serial, TileOp, TileRef, check,
                       table_rank)
 from .schema import CONSTRUCTS, key_segment, type_name, validate, validate_block_mapping
 
@@ -189,7 +189,17 @@ def _reduce(v, path):
         seed_side=v.get("seed_side") or "left")
 
 
-_BUILD = {"op": _op, "block": _block, "gpr": _gpr, "seq": _seq, "if": _if, "parallel": _parallel,
+def _scan(v, path):
+    body = v.get("body")
+    return Scan(
+        domain=_domain(v["scan"], v.get("where"), f"{path}.scan", f"{path}.where"),
+        into=v["into"], value=expr(v["value"], f"{path}.value"), combine=v["combine"],
+        group=tuple(expr(e, f"{path}.group[{i}]") for i, e in enumerate(v.get("group", []))),
+        policy=v.get("policy") or DEFAULT_POLICY, exclusive=v.get("exclusive", False),
+        seed=_opt_expr(v.get("seed"), f"{path}.seed"), body=None if body is None else _node(body, f"{path}.body"))
+
+
+_BUILD = {"scan": _scan, "op": _op, "block": _block, "gpr": _gpr, "seq": _seq, "if": _if, "parallel": _parallel,
           "serial": _serial, "pipeline": _pipeline, "reduce": _reduce}
 
 
@@ -455,6 +465,19 @@ def dump_node(n: Node) -> dict:
             out["key"] = [_e(k) for k in n.key]
         if n.seed_side != "left":
             out["seed_side"] = n.seed_side
+        if n.body is not None:
+            out["body"] = dump_node(n.body)
+        return out
+    if isinstance(n, Scan):
+        out = _where({"scan": _dom(n.domain)}, n.domain)
+        out["into"] = n.into
+        if n.group:
+            out["group"] = [_e(g) for g in n.group]
+        out.update(value=_e(n.value), combine=n.combine, policy=n.policy)
+        if n.exclusive:
+            out["exclusive"] = True
+        if n.seed is not None:
+            out["seed"] = _e(n.seed)
         if n.body is not None:
             out["body"] = dump_node(n.body)
         return out

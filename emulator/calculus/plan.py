@@ -11,6 +11,8 @@ semantic occurrences.  A plan lists steps run one after another; each step group
 | `fused`    | one fused scope: per element point, the events in listed  | source order; every dependence between|
 |            | order; distinct points concurrently                       | members stays on one point (diagonal) |
 | `merge`    | a reduction's final merge, realized as the merge `tree`   | the policy admits the tree            |
+| `scan`     | a scan's prefix results, realized as `tree`: "serial",    | every prefix's tree is one the policy |
+|            | "blelloch", "hillis_steele" or a list of per-prefix trees | admits                                |
 
 and across steps every dependence (RAW, WAR, WAW on a cell) keeps its direction.  Storage:
 with `renamed=False` (default) tiles are named storage, as on the machine, so WAR and WAW on a
@@ -32,11 +34,13 @@ import numpy as np
 
 from .effects import CELL_MASK, KEY_SHIFT, Event, Keys, describe, events as source_events_of
 from .errors import RegionError
-from .program import Program
+from .program import Program, Scan
 from .tilelaws import merge_laws
 from .witnesses import MergeTreeWitness, Verdict, _Fail, check_merge_tree
 
-STEP_KINDS = ("serial", "parallel", "fused", "merge")
+STEP_KINDS = ("serial", "parallel", "fused", "merge", "scan")
+SCAN_REALIZATIONS = ("serial", "blelloch", "hillis_steele")
+MAX_SCAN_LEAVES = 1 << 16       # per-prefix trees checked one by one up to this many leaves in all
 
 
 @dataclass
@@ -106,11 +110,19 @@ def _kinds(plan: Plan, steps, evs) -> None:
         if not ids:
             raise _Fail("step kinds", f"step {s} is empty")
         results = [i for i in ids if evs[i].kind == "result"]
-        if step.kind == "merge":
+        if step.kind in ("merge", "scan"):
             if len(results) != len(ids):
                 other = next(i for i in ids if evs[i].kind != "result")
-                raise _Fail("step kinds", f"merge step {s} holds {evs[other].label}, which is not a reduction's "
-                                          f"final merge")
+                raise _Fail("step kinds", f"{step.kind} step {s} holds {evs[other].label}, which is not a "
+                                          f"{'reduction' if step.kind == 'merge' else 'scan'}'s final merge")
+            for i in ids:
+                is_scan = isinstance(evs[i].extra.get("node"), Scan)
+                if step.kind == "merge" and is_scan:
+                    raise _Fail("prefix results", f"merge step {s} replaces the scan {evs[i].label} by a final-result "
+                                                  f"reduction; a scan exposes every prefix result (give it a scan step)")
+                if step.kind == "scan" and not is_scan:
+                    raise _Fail("step kinds", f"scan step {s} holds {evs[i].label}, a reduction's result (give it a "
+                                              f"merge step)")
         elif step.kind in ("parallel", "fused") and results:
             raise _Fail("step kinds", f"{step.kind} step {s} holds the reduction result {evs[results[0]].label}; "
                                       f"give it its own merge (or serial) step")
@@ -149,7 +161,7 @@ def _order(plan: Plan, steps, evs, rows: _Rows, keys: Keys, program) -> None:
     pkey = np.zeros(len(evs), np.int64)
     for s, (step, ids) in enumerate(zip(plan.steps, steps)):
         for pos, i in enumerate(ids):
-            pkey[i] = s * width + (0 if step.kind in ("parallel", "merge") else pos)
+            pkey[i] = s * width + (0 if step.kind in ("parallel", "merge", "scan") else pos)
     if len(rows.ev) == 0:
         return
     # one row per (loc, event): write = any.  Rows are built in event order, so a stable sort
@@ -207,12 +219,12 @@ def _order(plan: Plan, steps, evs, rows: _Rows, keys: Keys, program) -> None:
     cell = describe(program, keys.names[int(loc[b]) >> KEY_SHIFT], int(loc[b]) & CELL_MASK)
     kind = _kind(bool(wr_any[a]), bool(wr_any[c]))
     sa, sc = int(pkey[ea.ordinal] // width), int(pkey[ec.ordinal] // width)
-    if sa == sc and plan.steps[sa].kind in ("parallel", "merge"):
+    if sa == sc and plan.steps[sa].kind in ("parallel", "merge", "scan"):
         raise _Fail("parallel noninterference",
                     f"{ea.label} and {ec.label} run together in {plan.steps[sa].kind} step {sa} but interfere: "
                     f"{kind} on {cell}")
     at = (lambda e: f"step {int(pkey[e.ordinal] // width)}"
-          + ("" if plan.steps[int(pkey[e.ordinal] // width)].kind in ("parallel", "merge")
+          + ("" if plan.steps[int(pkey[e.ordinal] // width)].kind in ("parallel", "merge", "scan")
              else f" position {int(pkey[e.ordinal] % width)}"))
     raise _Fail("dependences preserved",
                 f"{kind} edge {ea.label} -> {ec.label} (cell {cell}) is reversed: the plan runs the first at "
@@ -257,6 +269,103 @@ def _point(p: int) -> str:
     if p < 0:
         return "the whole block"
     return f"element [{(p >> 16) & 0xFFFF}, {p & 0xFFFF}] of PE{p >> 32}"
+
+
+def _scans(plan: Plan, steps, evs, program) -> None:
+    """Each scan step's realization gives every prefix result a merge tree the policy admits."""
+    for s, (step, ids) in enumerate(zip(plan.steps, steps)):
+        if step.kind != "scan":
+            continue
+        for i in ids:
+            res = evs[i]
+            node = res.extra["node"]
+            f = program.function(node.combine)
+            seeded = node.seed is not None
+            for g, n in res.extra["groups"].items():
+                real = step.tree.get(g, step.tree.get(str(g))) if isinstance(step.tree, dict) else step.tree
+                if real is None:
+                    raise _Fail("scan realization", f"scan step {s} gives no realization for group {g} of {node.path}")
+                where = f"scan step {s}, {node.path} group {g}"
+                if isinstance(real, str) and real in SCAN_REALIZATIONS and (n + 1) * n // 2 > MAX_SCAN_LEAVES:
+                    v = _scan_by_laws(node, f, real, n)
+                else:
+                    v = _scan_trees(node, f, scan_trees(real, n, seeded, node.exclusive, where), seeded)
+                if v is not None:
+                    raise _Fail("scan realization", f"{where}: {v}")
+
+
+def scan_trees(real, n: int, seeded: bool, exclusive: bool, where: str = "scan") -> list:
+    """Per-prefix merge trees of a scan of n contributions: result k's tree over "seed" and the
+    contribution indices.  `real`: "serial" (the left update chain), "blelloch" (work-efficient
+    up-sweep/down-sweep), "hillis_steele" (log-step doubling), or an explicit list of n trees.
+    The named ones are simulated on symbolic terms; an absent partner (past the end, where a
+    power-of-two formulation pads with the identity) is skipped, not merged, so no identity law
+    is needed."""
+    if isinstance(real, (list, tuple)):
+        if len(real) != n:
+            raise _Fail("scan realization", f"{where}: {len(real)} prefix tree(s) for {n} prefix results")
+        return list(real)
+    if real not in SCAN_REALIZATIONS:
+        raise _Fail("scan realization", f"{where}: realization {real!r} is none of {', '.join(SCAN_REALIZATIONS)} "
+                                        f"or a list of per-prefix trees")
+    seq = (["seed"] if seeded else []) + list(range(n))
+    m = len(seq)
+    if real == "serial":
+        pre, acc = [], None
+        for x in seq:
+            acc = _m(acc, x)
+            pre.append(acc)
+    elif real == "hillis_steele":
+        pre, d = list(seq), 1
+        while d < m:
+            pre = [pre[i] if i < d else _m(pre[i - d], pre[i]) for i in range(m)]
+            d *= 2
+    else:
+        size = 1
+        while size < m:
+            size *= 2
+        a = seq + [None] * (size - m)
+        d = 1
+        while d < size:                                     # up-sweep
+            for i in range(2 * d - 1, size, 2 * d):
+                a[i] = _m(a[i - d], a[i])
+            d *= 2
+        a[size - 1] = None
+        d = size // 2
+        while d >= 1:                                       # down-sweep
+            for i in range(2 * d - 1, size, 2 * d):
+                a[i - d], a[i] = a[i], _m(a[i], a[i - d])
+            d //= 2
+        pre = [_m(a[j], seq[j]) for j in range(m)]          # inclusive from exclusive
+    # pre[j] covers seq[0..j]; result k: inclusive [seed?, 0..k], exclusive [seed, 0..k-1]
+    off = 0 if exclusive or not seeded else 1
+    return [pre[k + off] for k in range(n)]
+
+
+def _m(a, b):
+    return b if a is None else (a if b is None else [a, b])
+
+
+def _scan_trees(node, f, trees, seeded) -> str | None:
+    for k, tree in enumerate(trees):
+        count = k if node.exclusive else k + 1
+        v = check_merge_tree(MergeTreeWitness(node.policy, f, count, tree, "left", seed=seeded))
+        if not v:
+            return f"prefix result {k}: {v.obligation}: {v.detail}"
+    return None
+
+
+def _scan_by_laws(node, f, real, n) -> str | None:
+    """A named realization too large to check tree by tree: "serial" is the left chain; the tree
+    scans regroup while keeping the order, which exactly the merges that may regroup allow."""
+    from .witnesses import may_regroup
+    if real == "serial":
+        return None if node.policy != "fold_right" else \
+            (None if may_regroup(node.policy, f) else f"fold_right fixes the right update chain; '{real}' is the left one")
+    if node.policy == "fold_right" or not may_regroup(node.policy, f):
+        return (f"{real} regroups the prefixes in order; {node.policy} with '{f.name}' does not allow that "
+                f"(it needs an associative merge: ordered_tree or unordered_tree, or an exactly associative one)")
+    return None
 
 
 def _merges(plan: Plan, steps, evs, program) -> None:
@@ -310,6 +419,7 @@ def _check(program: Program, plan: Plan, machines, evs) -> str:
     _order(plan, steps, evs, rows, keys, program)
     _pointwise(plan, steps, evs, rows, keys, program)
     _merges(plan, steps, evs, program)
+    _scans(plan, steps, evs, program)
     inexact = [e for e in evs if not e.exact]
     note = f"; {len(inexact)} event(s) with over-approximated effects" if inexact else ""
     return f"{len(evs)} event(s) in {len(plan.steps)} step(s){note}"

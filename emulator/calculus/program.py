@@ -3,7 +3,7 @@
     P ::= op | P ; P | if predicate then P else P
         | parallel(D, P) | serial(D, P) | pipeline(D, Pi, P) | reduce(R, g, A, P)
 
-Leaves are calculus ops (statements over named arrays, with their effects), tile blocks (run on
+plus scan(R, g, y, P), the reduction that exposes every prefix result.  Leaves are calculus ops (statements over named arrays, with their effects), tile blocks (run on
 the emulator) and GPR writes.  Every node records `path`, the JSON path of its text form, so a
 diagnosis points at the exact place (`$.body.seq[1].body`), whether the program was loaded or
 built in Python.  `check(program)` resolves every name and law once; the interpreter, the effect
@@ -144,6 +144,24 @@ class Reduce(Node):
 
 
 @dataclass(eq=False)
+class Scan(Node):
+    """A scan over R (lexicographic order): for each active r run `body`, take `value`; the
+    contributions with equal g(r) = `group` form one fiber, and y[r] (`into`, indexed by R's
+    coordinates) receives the prefix result of r's fiber -- inclusive: the policy's result over
+    [seed?, r0, ..., r]; exclusive: over [seed, r0, ..., r-1] (the first is the seed).  A scan
+    exposes every prefix result, so it is never a final-result reduction."""
+    domain: Domain
+    into: str
+    value: Expr
+    combine: str
+    group: tuple[Expr, ...] = ()
+    policy: str = DEFAULT_POLICY
+    exclusive: bool = False
+    seed: Expr | None = None
+    body: Node | None = None
+
+
+@dataclass(eq=False)
 class ArrayDecl:
     shape: tuple[int, ...]
     init: list | None = None      # flat row-major values; None = every element undefined
@@ -186,7 +204,7 @@ def children(node: Node) -> list[tuple[str, Node]]:
         return [(".body", node.body)]
     if isinstance(node, Pipeline):
         return [(f".stages[{i}]", n) for i, n in enumerate(node.stages)]
-    if isinstance(node, Reduce):
+    if isinstance(node, (Reduce, Scan)):
         return [] if node.body is None else [(".body", node.body)]
     return []
 
@@ -376,6 +394,8 @@ class _Checker:
                     self.node(st, scope)
         elif isinstance(node, Reduce):
             self.reduce(node, scope)
+        elif isinstance(node, Scan):
+            self.scan(node, scope)
         else:
             raise RegionError(path, f"not a region node: {type(node).__name__}")
 
@@ -440,6 +460,47 @@ class _Checker:
             self.expr(g, scope, f"{path}.group[{i}]", pure=True, what="the grouping map g", below=inner)
         self.expr(node.value, scope, f"{path}.value")
         check_reducer(self.p, node)
+
+
+    def scan(self, node: Scan, scope: _Scope) -> None:
+        path = node.path
+        if node.policy not in POLICIES:
+            raise RegionError(f"{path}.policy", f"unknown policy {node.policy!r}; one of {', '.join(POLICIES)}")
+        if node.seed is not None:
+            self.expr(node.seed, scope, f"{path}.seed")
+        if node.into not in self.p.arrays:
+            raise RegionError(f"{path}.into", f"'{node.into}' names no array")
+        rank = len(self.p.arrays[node.into].shape)
+        if rank != len(node.domain.axes):
+            raise RegionError(f"{path}.into", f"a scan stores one prefix result per contribution at its "
+                                              f"coordinates: '{node.into}' has rank {rank}, the scan domain "
+                                              f"{len(node.domain.axes)} axes")
+        with scope.nested():
+            self.domain(node.domain, scope, f"{path}.scan")
+            inner = scope.depth
+            with scope.nested():
+                if node.body is not None:
+                    self.node(node.body, scope)
+                for i, g in enumerate(node.group):
+                    self.expr(g, scope, f"{path}.group[{i}]", pure=True, what="the grouping map g", below=inner)
+                self.expr(node.value, scope, f"{path}.value")
+        check_scanner(self.p, node)
+
+
+def check_scanner(program: Program, node: Scan) -> Function:
+    """A scan's combine and policy (as for reduce), and the seed its prefixes need."""
+    path = node.path
+    f = program.function(node.combine)
+    if f is None:
+        raise RegionError(f"{path}.combine", f"unknown function '{node.combine}'")
+    if f.arity != 2 or f.kind == "map":
+        raise RegionError(f"{path}.combine", f"'{f.name}' is not a binary merge or update")
+    check_policy(node.policy, f, f"{path}.policy")
+    if node.seed is None and node.exclusive:
+        raise RegionError(f"{path}.seed", "an exclusive scan needs a seed: its first result")
+    if node.seed is None and f.kind != "merge":
+        raise RegionError(f"{path}.seed", f"'{f.name}' is an update (State x Elem): its prefixes need a seed state")
+    return f
 
 
 def check_reducer(program: Program, node: Reduce) -> Function:

@@ -33,7 +33,7 @@ from isa.atomicio import quote, shown
 from .errors import RegionError
 from .expr import RESERVED
 
-CONSTRUCTS = ("op", "block", "gpr", "seq", "if", "parallel", "serial", "pipeline", "reduce")
+CONSTRUCTS = ("op", "block", "gpr", "seq", "if", "parallel", "serial", "pipeline", "reduce", "scan")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -157,6 +157,12 @@ CONSTRUCT_SCHEMAS = {
         "if": {"required": ["into"], "properties": {"into": {"type": "object"}}},
         "then": {"properties": {"value": {"type": "object", "x-messages": {
             "type": "a tile reduction contributes a tile {pe, tile}"}}}}},
+    "scan": _node_schema("scan", {
+        "scan": _domain("scan"), "where": OPT_EXPR, "into": {"x-name": "'into' (the array of prefix results)"},
+        "group": _what("'group' (g) is a list of index expressions", type="array", items=EXPR),
+        "value": EXPR, "combine": _string("combine"), "policy": _string("policy"),
+        "exclusive": _what("'exclusive' is a boolean", type="boolean"), "seed": OPT_EXPR,
+        "body": OPT_NODE}, ["into", "value", "combine"]),
 }
 NODE_KEYS = {k: set(s["properties"]) for k, s in CONSTRUCT_SCHEMAS.items()}
 

@@ -374,7 +374,8 @@ def _accounting(n: int, leaves: Sequence, seed_expected: bool) -> None:
     for pos, x in enumerate(leaves):
         if x == "seed":
             if not seed_expected:
-                raise _Fail("contribution accounting", "the seed appears inside a partial")
+                raise _Fail("contribution accounting", "'seed' is not a leaf here (a partial state, or a scan "
+                                                       "without a seed)")
             if "seed" in where:
                 raise _Fail("contribution accounting", "the seed is merged twice")
             where["seed"] = pos
@@ -443,12 +444,14 @@ def check_reduction(w: ReductionWitness) -> Verdict:
 
 @dataclass
 class MergeTreeWitness:
-    """An explicit realization: nested pairs over contribution indices and "seed"."""
+    """An explicit realization: nested pairs over contribution indices and "seed" (`seed`:
+    whether the computation has a seed leaf; a scan without a seed has none)."""
     policy: str
     combine: object
     fiber: int
     tree: object
     seed_side: str = "left"
+    seed: bool = True
 
 
 def tree_leaves(t) -> list:
@@ -459,16 +462,16 @@ def tree_leaves(t) -> list:
     return [t]
 
 
-def left_comb(n: int):
-    t = "seed"
-    for i in range(n):
+def left_comb(n: int, seed: bool = True):
+    t, first = ("seed", 0) if seed else (0, 1)
+    for i in range(first, n):
         t = [t, i]
     return t
 
 
-def right_comb(n: int):
-    t = "seed"
-    for i in reversed(range(n)):
+def right_comb(n: int, seed: bool = True):
+    t, last = ("seed", n) if seed else (n - 1, n - 1)
+    for i in reversed(range(last)):
         t = [i, t]
     return t
 
@@ -481,14 +484,15 @@ def _merge_tree(w: MergeTreeWitness) -> str:
     f = _fn(w.combine)
     _policy_ok(w.policy, f)
     leaves = tree_leaves(w.tree)
-    _accounting(w.fiber, leaves, seed_expected=True)
+    _accounting(w.fiber, leaves, seed_expected=w.seed)
     seq = list(range(w.fiber))
     seed_left = {"fold_left": True, "fold_right": False}.get(w.policy, w.seed_side == "left")
-    in_order = leaves == (["seed"] + seq if seed_left else seq + ["seed"])
+    seed = ["seed"] if w.seed else []
+    in_order = leaves == (seed + seq if seed_left else seq + seed)
     if may_permute(w.policy, f):
         return f"any tree and order admitted for '{f.name}' under {w.policy}"
     if w.policy in ("fold_left", "fold_right"):
-        want = left_comb(w.fiber) if w.policy == "fold_left" else right_comb(w.fiber)
+        want = left_comb(w.fiber, w.seed) if w.policy == "fold_left" else right_comb(w.fiber, w.seed)
         if _norm(w.tree) == want:
             return f"the {w.policy} update chain"
         if may_regroup(w.policy, f) and in_order:
