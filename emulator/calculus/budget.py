@@ -256,7 +256,8 @@ class StaticCost:
                 c = max(c, self.node(node.else_, env, visible)[0])
             return _add(1, self.expr(node.pred), visible, c), visible
         if isinstance(node, Parallel):
-            return self._loop(node, env, visible, [node.body]), visible
+            copy = sum(self.p.arrays[a].size for a in node.snapshot if a in self.p.arrays) // 16
+            return _add(copy, self._loop(node, env, visible, [node.body])), visible
         if isinstance(node, Serial):
             carry = self.exprs(list(node.carry.values()))
             nxt = _add(len(node.next), self.exprs(list(node.next.values())))

@@ -55,8 +55,9 @@ def if_(pred, then: dict, else_: dict | None = None) -> dict:
     return _opt({"if": pred, "then": then}, **{"else": else_})
 
 
-def parallel(domain, body: dict, where=None, batch: bool = False) -> dict:
-    return _opt({"parallel": _dom(domain), "body": body}, where=where, batch=batch or None)
+def parallel(domain, body: dict, where=None, batch: bool = False, snapshot=()) -> dict:
+    return _opt({"parallel": _dom(domain), "body": body}, where=where, batch=batch or None,
+                snapshot=list(snapshot) or None)
 
 
 def serial(domain, body: dict, where=None, carry: dict | None = None, next: dict | None = None) -> dict:

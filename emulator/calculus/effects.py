@@ -133,6 +133,7 @@ class Walker:
         self.gprs: dict = dict(gprs or {})          # (machine, pe, index) -> int or DATA
         self.renamed = renamed
         self.versions: dict = {}                    # (machine, pe, tile) -> version
+        self.snapshots: dict = {}                   # array -> (entry-snapshot key, cells this instance wrote)
         self.events: list[Event] = []
         self.machine = 0
         self.strides = {}
@@ -174,7 +175,7 @@ class Walker:
             n = 1
             for s in shape:
                 n *= s
-            return Access(load.name, write, np.arange(n, dtype=np.int64))
+            return self._snap(Access(load.name, write, np.arange(n, dtype=np.int64)), notes)
         for d, (i, n) in enumerate(zip(idx, shape)):
             try:
                 i = as_index(i)
@@ -183,7 +184,25 @@ class Walker:
             if not 0 <= i < n:
                 raise RegionError(path, f"{load!r} = {load.name}{idx} is out of range (axis {d} has extent {n})")
         flat = sum(i * s for i, s in zip(idx, self.strides[load.name]))
-        return Access(load.name, write, np.array([flat], dtype=np.int64))
+        return self._snap(Access(load.name, write, np.array([flat], dtype=np.int64)), notes)
+
+    def _snap(self, a: Access, notes: list) -> Access:
+        """Inside a `snapshot` parallel: a read of a cell the instance has not written itself reads
+        the entry snapshot T0 (its own key, written once by the scope's `#snapshot` event)."""
+        snap = self.snapshots.get(a.key)
+        if snap is None:
+            return a
+        key, own = snap
+        if a.write:
+            own.update(a.cells.tolist())
+            return a
+        mine = np.isin(a.cells, np.fromiter(own, np.int64, len(own))) if own else np.zeros(len(a.cells), bool)
+        if not mine.any():
+            return Access(key, False, a.cells, a.points)
+        if not mine.all():
+            notes.append(f"reads of '{a.key}' mix the entry snapshot and the instance's own writes: all taken "
+                         f"as reads of the current value")
+        return a
 
     def loads_of(self, e, env: _SEnv, path: str, notes: list) -> list[Access]:
         out = []
@@ -268,11 +287,24 @@ class Walker:
 
     def _parallel(self, node: Parallel, env, coords):
         saved = self.machine
+        outer = {name: self.snapshots.get(name) for name in node.snapshot}
+        for name in node.snapshot:           # the scope keeps T0: one copy, before every instance
+            key = f"{name}@entry:{node.path}"
+            cells = np.arange(self.program.arrays[name].size, dtype=np.int64)
+            self.emit(f"{node.path}#snapshot", coords, "snapshot", [Access(name, False, cells), Access(key, True, cells)])
+            self.snapshots[name] = (key, set())
         for n, c in enumerate(self.instances(node.domain, env, f"{node.path}.parallel")):
             if node.batch:
                 self.machine = n
+            for name in node.snapshot:
+                self.snapshots[name] = (self.snapshots[name][0], set())
             self.walk(node.body, env.child(c), {**coords, **c})
         self.machine = saved
+        for name, prev in outer.items():
+            if prev is None:
+                del self.snapshots[name]
+            else:
+                self.snapshots[name] = prev
 
     def _serial(self, node: Serial, env, coords):
         notes: list[str] = []

@@ -118,6 +118,9 @@ class Interpreter:
         self.stop_at = None if deadline is None else time.monotonic() + deadline
         self.blocks_executed = 0
         self.reductions: list = []
+        # arrays read as an immutable entry snapshot: name -> [T0 values, collector depth at the
+        # scope's entry, cells the current instance wrote itself]
+        self.snapshots: dict[str, list] = {}
 
     # ---- state -------------------------------------------------------------------------------
     def set_array(self, name: str, values) -> None:
@@ -165,9 +168,16 @@ class Interpreter:
                 v = v[i]
             return v
         flat = self._flat(name, idx)
-        for c in self.collectors:
-            c.reads.add((name, flat))
-        v = self.arrays[name][flat]
+        snap = self.snapshots.get(name)
+        if snap is not None and flat not in snap[2]:
+            # the entry snapshot T0: a read of T for enclosing scopes, of T0 inside this one
+            v = snap[0][flat]
+            for d, c in enumerate(self.collectors):
+                c.reads.add((name, flat) if d < snap[1] else (name + "@entry", flat))
+        else:
+            for c in self.collectors:
+                c.reads.add((name, flat))
+            v = self.arrays[name][flat]
         if v is None:
             raise EvalError(f"read of undefined {name}[{', '.join(map(str, idx))}]")
         return v
@@ -178,6 +188,9 @@ class Interpreter:
             raise EvalError(f"store of an undefined value to {name}[{', '.join(map(str, idx))}]")
         for c in self.collectors:
             c.writes.add((name, flat))
+        snap = self.snapshots.get(name)
+        if snap is not None:
+            snap[2].add(flat)                 # the instance reads its own write from now on
         self.arrays[name][flat] = value
 
     def touch(self, reads=(), writes=()):
@@ -290,9 +303,26 @@ class Interpreter:
         order = list(enumerate(insts))
         if self.parallel_order == "reverse":     # another admitted schedule of independent instances
             order.reverse()
+        outer = {name: self.snapshots.get(name) for name in node.snapshot}
+        for name in node.snapshot:
+            self.snapshots[name] = [list(self.arrays[name]), len(self.collectors), set()]
+        try:
+            self._instances(node, env, order, checker)
+        finally:
+            for name, prev in outer.items():
+                if prev is None:
+                    del self.snapshots[name]
+                else:
+                    self.snapshots[name] = prev
+            self.machine_index = saved
+
+    def _instances(self, node: Parallel, env: Env, order, checker) -> None:
+        saved = self.machine_index
         for n, coords in order:
             if node.batch:
                 self.machine_index = n
+            for name in node.snapshot:
+                self.snapshots[name][2] = set()
             fp = None
             if checker is not None:
                 fp = _Footprint()

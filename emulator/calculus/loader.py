@@ -148,7 +148,7 @@ def _if(v, path):
 
 def _parallel(v, path):
     return Parallel(_domain(v["parallel"], v.get("where"), f"{path}.parallel", f"{path}.where"),
-                    _node(v["body"], f"{path}.body"), v.get("batch", False))
+                    _node(v["body"], f"{path}.body"), v.get("batch", False), tuple(v.get("snapshot", ())))
 
 
 def _carries(v, key, path):
@@ -433,6 +433,8 @@ def dump_node(n: Node) -> dict:
         out = _where({"parallel": _dom(n.domain)}, n.domain)
         if n.batch:
             out["batch"] = True
+        if n.snapshot:
+            out["snapshot"] = list(n.snapshot)
         out["body"] = dump_node(n.body)
         return out
     if isinstance(n, Serial):

@@ -89,9 +89,14 @@ class If(Node):
 
 @dataclass(eq=False)
 class Parallel(Node):
+    """Independent instances.  `snapshot` names arrays read as their immutable entry value T0:
+    inside the scope an instance reads T0 (or what it wrote itself, in its own order) while the
+    instances' writes join into the new value T1 -- so reading T0 never conflicts with another
+    instance's patch; overlapping patches still do (there is no winning instance)."""
     domain: Domain
     body: Node
     batch: bool = False           # instances run on separate machines (a batch of cases)
+    snapshot: tuple[str, ...] = ()
 
 
 @dataclass(eq=False)
@@ -378,6 +383,11 @@ class _Checker:
                 with scope.nested():
                     self.node(node.else_, scope)
         elif isinstance(node, Parallel):
+            for i, name in enumerate(node.snapshot):
+                if name not in self.p.arrays:
+                    raise RegionError(f"{path}.snapshot[{i}]", f"'{name}' names no array")
+                if name in node.snapshot[:i]:
+                    raise RegionError(f"{path}.snapshot[{i}]", f"'{name}' is listed twice")
             with scope.nested():
                 self.domain(node.domain, scope, f"{path}.parallel")
                 self.node(node.body, scope)

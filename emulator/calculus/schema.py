@@ -137,7 +137,9 @@ CONSTRUCT_SCHEMAS = {
     "if": _node_schema("if", {"if": EXPR, "then": NODE, "else": OPT_NODE}, ["then"]),
     "parallel": _node_schema("parallel", {
         "parallel": _domain("parallel"), "where": OPT_EXPR, "body": NODE,
-        "batch": _what("'batch' is a boolean", type="boolean")}, ["body"]),
+        "batch": _what("'batch' is a boolean", type="boolean"),
+        "snapshot": _what("'snapshot' is a list of array names", type="array",
+                          items={"x-name": "a snapshot array"})}, ["body"]),
     "serial": _node_schema("serial", {
         "serial": _domain("serial"), "where": OPT_EXPR, "body": NODE, "carry": _carries("carry"),
         "next": _carries("next")}, ["body"]),

@@ -13,7 +13,7 @@ from emulator.calculus.effects import events
 KEYS = ["op", "seq", "if", "then", "else", "parallel", "serial", "pipeline", "reduce", "body", "where",
         "carry", "next", "stages", "ii", "into", "group", "value", "combine", "policy", "mask", "key",
         "lift", "gpr", "pe", "index", "block", "batch", "seed_side", "shape", "init", "fill", "args", "scan",
-        "exclusive", "seed"]
+        "exclusive", "seed", "snapshot"]
 SNIPPETS = ["x[i]", "y[0] = x[i] + 1", "i", "N", "i < 2", "a + b", "t = x[0]", "x[(i + 1) % 2] = i",
             "fadd", "add", "concat", "sub", "fold_left", "fold_right", "unordered_tree", "0", "y",
             "x[i] = 1.5", "t = t", "f64(i)", "2 << 5000", "a * a", "s + s", "[", "i //", "'a'"]
@@ -57,6 +57,7 @@ def test_random_documents_only_raise_region_errors(doc):
 
 
 SEEDS = [
+    {**BASE, "body": {"parallel": [["i", "N"]], "snapshot": ["x"], "body": {"op": ["x[i] = x[(i + 1) % N]", "y[i] = x[i]"]}}},
     {**BASE, "body": {"seq": [{"parallel": [["i", "N"]], "body": {"op": "y[i] = x[i] * 2"}},
                               {"reduce": [["k", 2]], "into": "y", "group": [0], "value": "x[k]", "combine": "add",
                                "policy": "fold_left", "mask": "k > 0", "key": ["k"]}]}},
