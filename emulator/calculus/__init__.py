@@ -5,6 +5,7 @@ docs/regions.md documents the text form; docs/calculus.md the semantics and the 
 """
 from . import builder  # noqa: F401
 from .budget import BudgetError, check_budget, static_cost  # noqa: F401
+from .groups import SharedGroupWitness, check_cohorts, check_shared_group, cohort_witness  # noqa: F401
 from .errors import (InterferenceError, PipelineHazardError, ReductionPolicyError, RegionError,  # noqa: F401
                      RegionRuntimeError, UndecidedError)
 from .interp import RunResult, run  # noqa: F401
