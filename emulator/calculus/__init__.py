@@ -16,8 +16,8 @@ from .loader import dump, load, load_file, loads  # noqa: F401
 from .plan import Plan, Step, check_plan, serial_plan, source_events, stream_program  # noqa: F401
 from .program import Program, check  # noqa: F401
 from .taskmap import TaskMapping, repeat, spatial  # noqa: F401
-from .witnesses import (BindWitness, Cut, FusionWitness, MergeTreeWitness, ReductionWitness,  # noqa: F401
-                        ReindexWitness, SplitFuseWitness, Verdict, VersionWitness, apply_fusion,
-                        check_bind, check_merge_tree, check_reduction, check_reindex,
-                        check_scope_fusion, check_split_fuse, check_versioning, fuse,
-                        pipeline_versions, split)
+from .witnesses import (BindWitness, Cut, FissionWitness, FusionWitness, MergeTreeWitness,  # noqa: F401
+                        ReductionWitness, ReindexWitness, SplitFuseWitness, Value, Verdict, VersionWitness,
+                        apply_fission, apply_fusion, check_bind, check_fission, check_merge_tree,
+                        check_reduction, check_reindex, check_scope_fusion, check_split_fuse,
+                        check_versioning, fuse, pipeline_schedule, pipeline_versions, split)

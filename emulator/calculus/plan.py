@@ -32,13 +32,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from isa.atomicio import shown
+
 from .effects import CELL_MASK, KEY_SHIFT, Event, Keys, describe, events as source_events_of
 from .errors import RegionError
 from .program import Program, Scan
 from .tilelaws import merge_laws
 from .witnesses import MergeTreeWitness, Verdict, _Fail, check_merge_tree
 
-STEP_KINDS = ("serial", "parallel", "fused", "merge", "scan")
+STEP_KINDS = ("serial", "parallel", "fused", "merge", "scan", "pipeline")
+MAX_TICKS = 1 << 30             # pipeline issue ticks and latencies
 SCAN_REALIZATIONS = ("serial", "blelloch", "hillis_steele")
 MAX_SCAN_LEAVES = 1 << 16       # per-prefix trees checked one by one up to this many leaves in all
 
@@ -47,10 +50,16 @@ MAX_SCAN_LEAVES = 1 << 16       # per-prefix trees checked one by one up to this
 class Step:
     kind: str
     events: tuple                       # event ordinals (ints) or event labels (strings)
-    tree: object = None                 # merge: a merge tree, or {group: tree}
+    tree: object = None                 # merge: a merge tree, or {group: tree}; scan: a realization
+    times: tuple | None = None          # pipeline: each member's issue tick
+    latency: object = 1                 # pipeline: ticks until a member's writes land (int, or one per member)
+    final: tuple = ()                   # merge: events run once after the merge (its final stage)
 
     def __post_init__(self):
-        self.events = tuple(self.events)
+        try:
+            self.events = tuple(self.events)
+        except TypeError:
+            pass                        # an untrusted step: _resolve names it
 
 
 @dataclass
@@ -69,26 +78,41 @@ def serial_plan(evs: list[Event]) -> Plan:
     return Plan([Step("serial", (e.ordinal,)) for e in evs])
 
 
-def _resolve(plan: Plan, evs: list[Event]) -> list[list[int]]:
+def _resolve(plan: Plan, evs: list[Event]) -> tuple[list[list[int]], list[list[int]]]:
+    """Each step's member events and its final-stage events (a merge's `final`), as ordinals."""
     by_label: dict[str, int] = {}
     for e in evs:
         by_label.setdefault(e.label, e.ordinal)
-    out = []
-    for s, step in enumerate(plan.steps):
-        if step.kind not in STEP_KINDS:
-            raise _Fail("step kinds", f"step {s} has kind {step.kind!r}; one of {', '.join(STEP_KINDS)}")
+
+    def refs(s, v, what):
+        try:
+            v = list(v)
+        except TypeError:
+            raise _Fail("step kinds", f"step {s}: {what} must be a list of events, got {type(v).__name__}") from None
         ids = []
-        for ref in step.events:
-            if isinstance(ref, (int, np.integer)) and not isinstance(ref, bool):
+        for ref in v:
+            if isinstance(ref, (int, np.integer)) and not isinstance(ref, (bool, np.bool_)):
                 if not 0 <= ref < len(evs):
                     raise _Fail("events exist", f"step {s} names event {ref}; the program has events 0..{len(evs) - 1}")
                 ids.append(int(ref))
             elif isinstance(ref, str) and ref in by_label:
                 ids.append(by_label[ref])
             else:
-                raise _Fail("events exist", f"step {s} names {ref!r}, which is not an event of the program")
-        out.append(ids)
-    return out
+                raise _Fail("events exist", f"step {s} names {shown(repr(ref))}, which is not an event of the program")
+        return ids
+    out, finals = [], []
+    if not isinstance(plan.steps, (list, tuple)):
+        raise _Fail("step kinds", f"a plan's steps are a list, got {type(plan.steps).__name__}")
+    for s, step in enumerate(plan.steps):
+        if not isinstance(step, Step):
+            raise _Fail("step kinds", f"step {s} is not a Step, got {type(step).__name__}")
+        if step.kind not in STEP_KINDS:
+            raise _Fail("step kinds", f"step {s} has kind {shown(repr(step.kind))}; one of {', '.join(STEP_KINDS)}")
+        out.append(refs(s, step.events, "events"))
+        finals.append(refs(s, step.final, "final"))
+        if finals[-1] and step.kind != "merge":
+            raise _Fail("step kinds", f"step {s}: only a merge step has a final stage")
+    return out, finals
 
 
 def _coverage(steps: list[list[int]], evs: list[Event]) -> np.ndarray:
@@ -105,10 +129,14 @@ def _coverage(steps: list[list[int]], evs: list[Event]) -> np.ndarray:
     return where
 
 
-def _kinds(plan: Plan, steps, evs) -> None:
+def _kinds(plan: Plan, steps, evs, finals) -> None:
     for s, (step, ids) in enumerate(zip(plan.steps, steps)):
         if not ids:
             raise _Fail("step kinds", f"step {s} is empty")
+        for i in finals[s]:
+            if evs[i].kind in ("result", "contribution", "seed", "snapshot"):
+                raise _Fail("final stage", f"merge step {s}'s final stage holds {evs[i].label}; the final stage runs "
+                                           f"the merge's consumers once, after every contribution is merged")
         results = [i for i in ids if evs[i].kind == "result"]
         if step.kind in ("merge", "scan"):
             if len(results) != len(ids):
@@ -155,13 +183,39 @@ def _kind(w_first: bool, w_second: bool) -> str:
     return "WAW" if w_first and w_second else ("RAW" if w_first else "WAR")
 
 
-def _order(plan: Plan, steps, evs, rows: _Rows, keys: Keys, program) -> None:
-    """Cross-step (and in-step) order of every dependent pair; interference inside parallel steps."""
-    width = max(len(ids) for ids in steps) + 1
+def _ticks(step: Step, ids, s: int):
+    """(issue tick, latency) per member of a pipeline step, from untrusted fields."""
+    def ints(v, what):
+        vals = list(v) if isinstance(v, (list, tuple)) else [v] * len(ids)
+        if len(vals) != len(ids) or not all(isinstance(x, int) and not isinstance(x, bool) for x in vals):
+            raise _Fail("step kinds", f"pipeline step {s}: {what} must be an integer per member ({len(ids)})")
+        return vals
+    if step.times is None:
+        raise _Fail("step kinds", f"pipeline step {s} gives no issue times")
+    t, lat = ints(step.times, "times"), ints(step.latency, "latency")
+    if min(t, default=0) < 0 or max(t, default=0) > MAX_TICKS or min(lat, default=1) < 1 or max(lat, default=1) > MAX_TICKS:
+        raise _Fail("step kinds", f"pipeline step {s}: issue times are 0..{MAX_TICKS}, latencies 1..{MAX_TICKS}")
+    return t, lat
+
+
+def _order(plan: Plan, steps, evs, rows: _Rows, keys: Keys, program, finals) -> None:
+    """Cross-step (and in-step) order of every dependent pair; interference inside parallel
+    steps.  Each event has an issue tick (step * width + its position, its pipeline tick, or 0 in
+    a concurrent step) and a last tick: a write lands `latency` ticks after issue (a pipeline
+    step's completion model; a step completes at its end), so for a dependent pair (a before b
+    in source order, one of them writing) b must issue after a's last tick."""
+    ticks = {s: _ticks(step, ids, s) for s, (step, ids) in enumerate(zip(plan.steps, steps)) if step.kind == "pipeline"}
+    width = max([len(ids) for ids in steps] + [max(t) + max(l) for t, l in ticks.values() if t]) + 1
     pkey = np.zeros(len(evs), np.int64)
+    lat = np.ones(len(evs), np.int64)
     for s, (step, ids) in enumerate(zip(plan.steps, steps)):
         for pos, i in enumerate(ids):
-            pkey[i] = s * width + (0 if step.kind in ("parallel", "merge", "scan") else pos)
+            if step.kind == "pipeline":
+                pkey[i], lat[i] = s * width + ticks[s][0][pos], ticks[s][1][pos]
+            else:
+                pkey[i] = s * width + (0 if step.kind in ("parallel", "merge", "scan") else pos)
+        for pos, i in enumerate(finals[s]):          # after the merge, in listed order
+            pkey[i] = s * width + 1 + pos
     if len(rows.ev) == 0:
         return
     # one row per (loc, event): write = any.  Rows are built in event order, so a stable sort
@@ -178,8 +232,9 @@ def _order(plan: Plan, steps, evs, rows: _Rows, keys: Keys, program) -> None:
     seg_start[1:] = loc[1:] != loc[:-1]
     seg = np.cumsum(seg_start) - 1
     k = pkey[ev]
-    big = np.int64(k.max() + 2)
-    shifted = seg * big + k
+    last = np.where(wr_any, np.minimum(k + lat[ev] - 1, (k // width) * width + width - 1), k)
+    big = np.int64(last.max() + 2)
+    shifted = seg * big + last
     cm = np.maximum.accumulate(shifted)
     prev_max = np.empty_like(cm)
     prev_max[0] = -1
@@ -197,7 +252,7 @@ def _order(plan: Plan, steps, evs, rows: _Rows, keys: Keys, program) -> None:
     has_next = has_next_r[::-1]
     next_min = next_min_r[::-1]
     prev_bad = wr_any & has_prev & ((prev_max - seg * big) >= k)
-    next_bad = wr_any & has_next & (next_min <= k)
+    next_bad = wr_any & has_next & (next_min <= last)
     bad = np.nonzero(prev_bad | next_bad)[0]
     if len(bad) == 0:
         return
@@ -210,25 +265,35 @@ def _order(plan: Plan, steps, evs, rows: _Rows, keys: Keys, program) -> None:
     while s1 + 1 < len(seg) and seg[s1 + 1] == seg[b]:
         s1 += 1
     if prev_bad[b]:
-        cand = [x for x in range(s0, b) if k[x] >= k[b]]
+        cand = [x for x in range(s0, b) if last[x] >= k[b]]
         a, c = cand[0], b
     else:
-        cand = [x for x in range(b + 1, s1 + 1) if k[x] <= k[b]]
+        cand = [x for x in range(b + 1, s1 + 1) if k[x] <= last[b]]
         a, c = b, cand[0]
     ea, ec = evs[int(ev[a])], evs[int(ev[c])]
     cell = describe(program, keys.names[int(loc[b]) >> KEY_SHIFT], int(loc[b]) & CELL_MASK)
     kind = _kind(bool(wr_any[a]), bool(wr_any[c]))
     sa, sc = int(pkey[ea.ordinal] // width), int(pkey[ec.ordinal] // width)
-    if sa == sc and plan.steps[sa].kind in ("parallel", "merge", "scan"):
+    if sa == sc and plan.steps[sa].kind in ("parallel", "merge", "scan") and pkey[ea.ordinal] == pkey[ec.ordinal]:
         raise _Fail("parallel noninterference",
                     f"{ea.label} and {ec.label} run together in {plan.steps[sa].kind} step {sa} but interfere: "
                     f"{kind} on {cell}")
-    at = (lambda e: f"step {int(pkey[e.ordinal] // width)}"
-          + ("" if plan.steps[int(pkey[e.ordinal] // width)].kind in ("parallel", "merge", "scan")
-             else f" position {int(pkey[e.ordinal] % width)}"))
+    def at(e, lands=False):
+        st = int(pkey[e.ordinal] // width)
+        where = plan.steps[st].kind
+        if where in ("parallel", "merge", "scan"):
+            return f"step {st}" + (" (its final stage)" if pkey[e.ordinal] % width else "")
+        pos = int(pkey[e.ordinal] % width)
+        if where != "pipeline":
+            return f"step {st} position {pos}"
+        done = f", landing at tick {pos + int(lat[e.ordinal]) - 1}" if lands and lat[e.ordinal] > 1 else ""
+        return f"step {st} tick {pos}{done}"
+    hint = "" if ea.kind != "result" else (
+        "; a consumer of a reduction waits for every contribution: it may run in the merge step's final stage, "
+        "not with the producers")
     raise _Fail("dependences preserved",
                 f"{kind} edge {ea.label} -> {ec.label} (cell {cell}) is reversed: the plan runs the first at "
-                f"{at(ea)}, not before the second at {at(ec)}")
+                f"{at(ea, bool(wr_any[a]))}, not before the second at {at(ec)}{hint}")
 
 
 def _pointwise(plan: Plan, steps, evs, rows: _Rows, keys: Keys, program) -> None:
@@ -411,12 +476,12 @@ def _check(program: Program, plan: Plan, machines, evs) -> str:
         raise _Fail("events exist", "the events given are not a program's events in source order")
     if not plan.steps:
         raise _Fail("exact coverage", "the plan has no steps")
-    steps = _resolve(plan, evs)
-    _coverage(steps, evs)
-    _kinds(plan, steps, evs)
+    steps, finals = _resolve(plan, evs)
+    _coverage([a + b for a, b in zip(steps, finals)], evs)
+    _kinds(plan, steps, evs, finals)
     keys = Keys()
     rows = _Rows(evs, keys)
-    _order(plan, steps, evs, rows, keys, program)
+    _order(plan, steps, evs, rows, keys, program, finals)
     _pointwise(plan, steps, evs, rows, keys, program)
     _merges(plan, steps, evs, program)
     _scans(plan, steps, evs, program)
