@@ -40,7 +40,7 @@ from .program import Program, Scan
 from .tilelaws import merge_laws
 from .witnesses import MergeTreeWitness, Verdict, _Fail, check_merge_tree
 
-STEP_KINDS = ("serial", "parallel", "fused", "merge", "scan", "pipeline")
+STEP_KINDS = ("serial", "parallel", "fused", "merge", "scan", "pipeline", "group")
 MAX_TICKS = 1 << 30             # pipeline issue ticks and latencies
 SCAN_REALIZATIONS = ("serial", "blelloch", "hillis_steele")
 MAX_SCAN_LEAVES = 1 << 16       # per-prefix trees checked one by one up to this many leaves in all
@@ -54,6 +54,9 @@ class Step:
     times: tuple | None = None          # pipeline: each member's issue tick
     latency: object = 1                 # pipeline: ticks until a member's writes land (int, or one per member)
     final: tuple = ()                   # merge: events run once after the merge (its final stage)
+    phases: tuple | None = None         # group: each member's phase (complete barriers between phases)
+    group_size: int | None = None       # group: participants of the one group
+    complete: bool = True               # group: every participant reaches every barrier
 
     def __post_init__(self):
         try:
@@ -66,6 +69,7 @@ class Step:
 class Plan:
     steps: list = field(default_factory=list)
     renamed: bool = False               # True: every tile version has its own storage
+    placement: object = None            # a placement.Placement: where values live, copies, resources
 
 
 def source_events(program: Program, *, machines: list | None = None, renamed: bool = False) -> list[Event]:
@@ -133,6 +137,11 @@ def _kinds(plan: Plan, steps, evs, finals) -> None:
     for s, (step, ids) in enumerate(zip(plan.steps, steps)):
         if not ids:
             raise _Fail("step kinds", f"step {s} is empty")
+        if step.kind == "group":
+            ph = step.phases
+            if not isinstance(ph, (list, tuple)) or len(ph) != len(ids) or \
+                    not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= MAX_TICKS for x in ph):
+                raise _Fail("step kinds", f"group step {s}: phases must give each member a phase 0..{MAX_TICKS}")
         for i in finals[s]:
             if evs[i].kind in ("result", "contribution", "seed", "snapshot"):
                 raise _Fail("final stage", f"merge step {s}'s final stage holds {evs[i].label}; the final stage runs "
@@ -205,13 +214,16 @@ def _order(plan: Plan, steps, evs, rows: _Rows, keys: Keys, program, finals) -> 
     step's completion model; a step completes at its end), so for a dependent pair (a before b
     in source order, one of them writing) b must issue after a's last tick."""
     ticks = {s: _ticks(step, ids, s) for s, (step, ids) in enumerate(zip(plan.steps, steps)) if step.kind == "pipeline"}
-    width = max([len(ids) for ids in steps] + [max(t) + max(l) for t, l in ticks.values() if t]) + 1
+    groups = [max(step.phases) + 1 for step in plan.steps if step.kind == "group" and step.phases]
+    width = max([len(ids) for ids in steps] + [max(t) + max(l) for t, l in ticks.values() if t] + groups) + 1
     pkey = np.zeros(len(evs), np.int64)
     lat = np.ones(len(evs), np.int64)
     for s, (step, ids) in enumerate(zip(plan.steps, steps)):
         for pos, i in enumerate(ids):
             if step.kind == "pipeline":
                 pkey[i], lat[i] = s * width + ticks[s][0][pos], ticks[s][1][pos]
+            elif step.kind == "group":
+                pkey[i] = s * width + step.phases[pos]
             else:
                 pkey[i] = s * width + (0 if step.kind in ("parallel", "merge", "scan") else pos)
         for pos, i in enumerate(finals[s]):          # after the merge, in listed order
@@ -274,7 +286,7 @@ def _order(plan: Plan, steps, evs, rows: _Rows, keys: Keys, program, finals) -> 
     cell = describe(program, keys.names[int(loc[b]) >> KEY_SHIFT], int(loc[b]) & CELL_MASK)
     kind = _kind(bool(wr_any[a]), bool(wr_any[c]))
     sa, sc = int(pkey[ea.ordinal] // width), int(pkey[ec.ordinal] // width)
-    if sa == sc and plan.steps[sa].kind in ("parallel", "merge", "scan") and pkey[ea.ordinal] == pkey[ec.ordinal]:
+    if sa == sc and plan.steps[sa].kind in ("parallel", "merge", "scan", "group") and pkey[ea.ordinal] == pkey[ec.ordinal]:
         raise _Fail("parallel noninterference",
                     f"{ea.label} and {ec.label} run together in {plan.steps[sa].kind} step {sa} but interfere: "
                     f"{kind} on {cell}")
@@ -284,6 +296,8 @@ def _order(plan: Plan, steps, evs, rows: _Rows, keys: Keys, program, finals) -> 
         if where in ("parallel", "merge", "scan"):
             return f"step {st}" + (" (its final stage)" if pkey[e.ordinal] % width else "")
         pos = int(pkey[e.ordinal] % width)
+        if where == "group":
+            return f"step {st} phase {pos}"
         if where != "pipeline":
             return f"step {st} position {pos}"
         done = f", landing at tick {pos + int(lat[e.ordinal]) - 1}" if lands and lat[e.ordinal] > 1 else ""
@@ -433,6 +447,31 @@ def _scan_by_laws(node, f, real, n) -> str | None:
     return None
 
 
+def _groups(plan: Plan, steps, evs) -> None:
+    """A group step: one group of participants runs its phases with complete barriers between
+    them ("a shared group with a complete barrier"; a group barrier is no device-wide phase
+    boundary).  Participants: the placement's phases (E_p), else an event's coordinates and PE."""
+    from .placement import participant_of
+    phases = getattr(plan.placement, "phases", None) or []
+    for s, (step, ids) in enumerate(zip(plan.steps, steps)):
+        if step.kind != "group":
+            continue
+        if not isinstance(step.group_size, int) or isinstance(step.group_size, bool) or step.group_size < 1:
+            raise _Fail("one group", f"group step {s} needs the group's size (a positive integer), got {step.group_size!r}")
+        if step.complete is not True:
+            raise _Fail("complete barrier", f"group step {s}: a barrier not reached by every participant (predicated or "
+                                            f"partial) does not order its phases")
+        parts = set()
+        for i in ids:
+            e = evs[i]
+            p = participant_of(phases, e)
+            parts.add(p if p is not None else tuple(e.coords.values()) + (e.pe,))
+        if len(parts) > step.group_size:
+            raise _Fail("one group", f"group step {s} runs on {len(parts)} participants, more than one group of "
+                                     f"{step.group_size}: a group barrier is not a device-wide phase boundary (use "
+                                     f"separate steps)")
+
+
 def _merges(plan: Plan, steps, evs, program) -> None:
     for s, (step, ids) in enumerate(zip(plan.steps, steps)):
         if step.kind != "merge":
@@ -485,9 +524,14 @@ def _check(program: Program, plan: Plan, machines, evs) -> str:
     _pointwise(plan, steps, evs, rows, keys, program)
     _merges(plan, steps, evs, program)
     _scans(plan, steps, evs, program)
+    _groups(plan, steps, evs)
+    placed = ""
+    if plan.placement is not None:
+        from .placement import check_placement
+        placed = "; " + check_placement(program, plan, [a + b for a, b in zip(steps, finals)], evs)
     inexact = [e for e in evs if not e.exact]
     note = f"; {len(inexact)} event(s) with over-approximated effects" if inexact else ""
-    return f"{len(evs)} event(s) in {len(plan.steps)} step(s){note}"
+    return f"{len(evs)} event(s) in {len(plan.steps)} step(s){placed}{note}"
 
 
 def check_plan(program: Program, plan: Plan, *, machines: list | None = None,

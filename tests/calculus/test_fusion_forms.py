@@ -237,3 +237,21 @@ def test_a_retimed_pipeline_with_latencies(ii, latency, versions):
     w = pipeline_schedule(8, ii=ii, stages={"load": 0, "use": stage}, deps=[("load", "use", 0)],
                           latency={"load": latency}, versions={"load": versions})
     assert bool(check_versioning(w)) == (stage >= latency and versions * ii > stage)
+
+
+def test_a_group_step_with_a_complete_barrier_orders_its_phases():
+    p = siblings(([("i", N)], B.op("tmp[i] = x[i] * 3")), ([("i", N)], B.op("out[i] = tmp[(i + 1) % 6] + 1")))
+    evs = source_events(p)
+    a = [e.ordinal for e in evs if e.path.startswith(W.first)]
+    b = [e.ordinal for e in evs if e.path.startswith(W.second)]
+    phases = [0] * len(a) + [1] * len(b)
+    assert check_plan(p, Plan([Step("group", a + b, phases=phases, group_size=N)]))
+    v = check_plan(p, Plan([Step("group", a + b, phases=phases, group_size=4)]))
+    assert v.obligation == "one group" and "6 participants" in v.detail
+    v = check_plan(p, Plan([Step("group", a + b, phases=phases, group_size=N, complete=False)]))
+    assert v.obligation == "complete barrier"
+    v = check_plan(p, Plan([Step("group", a + b, phases=[0] * (len(a) + len(b)), group_size=N)]))
+    assert v.obligation == "parallel noninterference" and "group step 0" in v.detail
+    v = check_plan(p, Plan([Step("group", a + b, phases=[1] * len(a) + [0] * len(b), group_size=N)]))
+    assert v.obligation == "dependences preserved" and "phase 1" in v.detail
+    assert check_plan(p, Plan([Step("group", a + b, phases=phases[:-1], group_size=N)])).obligation == "step kinds"
