@@ -5,6 +5,7 @@ docs/regions.md documents the text form; docs/calculus.md the semantics and the 
 """
 from . import builder  # noqa: F401
 from .budget import BudgetError, check_budget, static_cost  # noqa: F401
+from .atoms import AtomContract, tile_cells  # noqa: F401
 from .placement import (Distribution, Phase, Placement, Relation, ResourceMap, Transfer,  # noqa: F401
                         check_bridge, relation)
 from .orders import StrengthWitness, check_strengthening, compare  # noqa: F401

@@ -35,12 +35,12 @@ import numpy as np
 from isa.atomicio import shown
 
 from .effects import CELL_MASK, KEY_SHIFT, Event, Keys, describe, events as source_events_of
-from .errors import RegionError
+from .errors import RegionError, UndecidedError
 from .program import Program, Scan
 from .tilelaws import merge_laws
 from .witnesses import MergeTreeWitness, Verdict, _Fail, check_merge_tree
 
-STEP_KINDS = ("serial", "parallel", "fused", "merge", "scan", "pipeline", "group")
+STEP_KINDS = ("serial", "parallel", "fused", "merge", "scan", "pipeline", "group", "atom")
 MAX_TICKS = 1 << 30             # pipeline issue ticks and latencies
 SCAN_REALIZATIONS = ("serial", "blelloch", "hillis_steele")
 MAX_SCAN_LEAVES = 1 << 16       # per-prefix trees checked one by one up to this many leaves in all
@@ -57,6 +57,7 @@ class Step:
     phases: tuple | None = None         # group: each member's phase (complete barriers between phases)
     group_size: int | None = None       # group: participants of the one group
     complete: bool = True               # group: every participant reaches every barrier
+    atom: object = None                 # atom: the atoms.AtomContract that replaces the members
 
     def __post_init__(self):
         try:
@@ -519,12 +520,20 @@ def _check(program: Program, plan: Plan, machines, evs) -> str:
     _coverage([a + b for a, b in zip(steps, finals)], evs)
     _kinds(plan, steps, evs, finals)
     keys = Keys()
-    rows = _Rows(evs, keys)
+    atoms = any(step.kind == "atom" for step in plan.steps)
+    if atoms:
+        from .atoms import substitute
+        rows = _Rows(substitute(program, plan, steps, evs), keys)   # the atoms' own effects
+    else:
+        rows = _Rows(evs, keys)
     _order(plan, steps, evs, rows, keys, program, finals)
     _pointwise(plan, steps, evs, rows, keys, program)
     _merges(plan, steps, evs, program)
     _scans(plan, steps, evs, program)
     _groups(plan, steps, evs)
+    if atoms:
+        from .atoms import check_atoms
+        check_atoms(program, plan, steps, evs)
     placed = ""
     if plan.placement is not None:
         from .placement import check_placement
@@ -543,6 +552,8 @@ def check_plan(program: Program, plan: Plan, *, machines: list | None = None,
         detail = _check(program, plan, machines, events)
     except _Fail as f:
         return Verdict("Plan", False, f.obligation, f.detail)
+    except UndecidedError as exc:           # a finite check too large to run: unknown, not false
+        return Verdict("Plan", False, "undecided", str(exc), decided=False)
     return Verdict("Plan", True, None, detail)
 
 
