@@ -5,6 +5,8 @@ docs/regions.md documents the text form; docs/calculus.md the semantics and the 
 """
 from . import builder  # noqa: F401
 from .budget import BudgetError, check_budget, static_cost  # noqa: F401
+from .symbolic import (check_bind_symbolic, check_reindex_symbolic, check_split_fuse_symbolic,  # noqa: F401
+                       check_symbolic)
 from .atoms import AtomContract, tile_cells  # noqa: F401
 from .placement import (Distribution, Phase, Placement, Relation, ResourceMap, Transfer,  # noqa: F401
                         check_bridge, relation)
