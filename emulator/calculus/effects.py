@@ -23,7 +23,7 @@ import numpy as np
 from .budget import DEFAULT_MAX_COST, WALK_BLOCK_COST, check_budget
 from .cells import DATA, Access, describe
 from .errors import RegionError, format_coords
-from .expr import Const, EvalError, Load, Var, as_index, truth, walk
+from .expr import Const, EvalError, Load, Var, as_index, table_entry, truth, walk
 from .program import (GprOp, If, Node, Op, Parallel, Pipeline, Program, Reduce, Scan, Seq, Serial, TileOp,
                       children)
 from .tiles import walk_gpr_op, walk_tile_op, walk_tile_reduce
@@ -110,12 +110,7 @@ class _SEnv:
         t = self.walker.tables.get(n)
         if t is None:
             raise _Impure(f"{n}[...]")
-        v = t
-        for i in idx:
-            if not 0 <= i < len(v):
-                raise EvalError(f"{n}[{', '.join(map(str, idx))}] is out of range of the table")
-            v = v[i]
-        return v
+        return table_entry(t, n, idx)
 
     def call(self, n, args):
         return self.walker.program.function(n)(*args)

@@ -32,19 +32,34 @@ import warnings
 
 from isa.atomicio import quote
 
+from .errors import Located
+
 __all__ = ["Expr", "Const", "Var", "Load", "Call", "Bin", "Un", "Stmt", "ExprSyntaxError",
            "EvalError", "parse_expr", "parse_stmt", "walk"]
 
 
-class ExprSyntaxError(ValueError):
+class ExprSyntaxError(Located):
+    """A syntax error at column `col` (1-based)."""
+
     def __init__(self, col: int, why: str):
-        super().__init__(f"column {col}: {why}")
+        super().__init__(f"column {col}", why)
         self.col = col
-        self.why = why
 
 
 class EvalError(ValueError):
     """An expression that cannot be evaluated at this instance (type, range, division by zero)."""
+
+
+class Names:
+    """The `name` half of the evaluation protocol (name, load, call) over a dict of values."""
+    __slots__ = ("vars",)
+    unbound = "'{}' is not bound here"
+
+    def name(self, n):
+        try:
+            return self.vars[n]
+        except KeyError:
+            raise EvalError(self.unbound.format(n)) from None
 
 
 class Expr:
@@ -80,36 +95,43 @@ class Var(Expr):
         return self.name
 
 
-class Load(Expr):
-    __slots__ = ("name", "index")
+class _Applied(Expr):
+    """NAME[...] and NAME(...): a name applied to operands (`index` / `args` name them)."""
+    __slots__ = ("name", "items")
+    brackets = "()"
 
-    def __init__(self, name: str, index: tuple[Expr, ...]):
-        self.name, self.index = name, index
-
-    def children(self):
-        return self.index
-
-    def eval(self, env):
-        return env.load(self.name, tuple(as_index(e.eval(env)) for e in self.index))
-
-    def __repr__(self):
-        return f"{self.name}[{', '.join(map(repr, self.index))}]"
-
-
-class Call(Expr):
-    __slots__ = ("name", "args")
-
-    def __init__(self, name: str, args: tuple[Expr, ...]):
-        self.name, self.args = name, args
+    def __init__(self, name: str, items: tuple[Expr, ...]):
+        self.name, self.items = name, items
 
     def children(self):
-        return self.args
-
-    def eval(self, env):
-        return env.call(self.name, [a.eval(env) for a in self.args])
+        return self.items
 
     def __repr__(self):
-        return f"{self.name}({', '.join(map(repr, self.args))})"
+        return f"{self.name}{self.brackets[0]}{', '.join(map(repr, self.items))}{self.brackets[1]}"
+
+
+class Load(_Applied):
+    """An array element or a parameter-table entry."""
+    __slots__ = ()
+    brackets = "[]"
+
+    @property
+    def index(self) -> tuple[Expr, ...]:
+        return self.items
+
+    def eval(self, env):
+        return env.load(self.name, tuple(as_index(e.eval(env)) for e in self.items))
+
+
+class Call(_Applied):
+    __slots__ = ()
+
+    @property
+    def args(self) -> tuple[Expr, ...]:
+        return self.items
+
+    def eval(self, env):
+        return env.call(self.name, [a.eval(env) for a in self.items])
 
 
 def _same_kind(op, a, b):
@@ -264,6 +286,16 @@ class Stmt:
 def as_index(v) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
         raise EvalError(f"an index must be an integer, got {_kind(v)} {v!r}")
+    return v
+
+
+def table_entry(table, name: str, idx: tuple):
+    """A parameter table's entry at integer indices idx (EvalError when out of range)."""
+    v = table
+    for i in idx:
+        if not 0 <= i < len(v):
+            raise EvalError(f"{name}[{', '.join(map(str, idx))}] is out of range of the table")
+        v = v[i]
     return v
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .witnesses import Verdict, _Fail
+from .witnesses import Verdict, _Fail, _verdict
 
 _RULE = "Bind/serialize (shared group)"
 
@@ -77,6 +77,13 @@ def _first_duplicate(keys: np.ndarray) -> tuple[int, int] | None:
     return a, c
 
 
+def _distinct(keys: np.ndarray, obligation: str, words) -> None:
+    """_Fail(obligation, words(a, b)) at the first repeated key."""
+    dup = _first_duplicate(keys)
+    if dup is not None:
+        raise _Fail(obligation, words(*dup))
+
+
 def _shared_group(w: SharedGroupWitness) -> str:
     member = _ints("member", w.member)
     n = len(member)
@@ -97,37 +104,22 @@ def _shared_group(w: SharedGroupWitness) -> str:
         i = int(out[0])
         raise _Fail("target containment", f"{names[member[i]]} instance {i} runs on participant {int(part[i])} at "
                                           f"time {int(time[i])}; the group has participants 0..{w.workers - 1}")
-    dup = _first_duplicate(part * (int(time.max(initial=0)) + 1) + time)
-    if dup is not None:
-        a, b = dup
-        raise _Fail("exact coverage", f"{names[member[a]]} instance {a} and {names[member[b]]} instance {b} share "
-                                      f"participant {int(part[a])} at time {int(time[a])}")
-    dup = _first_duplicate(ctx)
-    if dup is not None:
-        a, b = dup
-        raise _Fail("distinct virtual contexts", f"{names[a]} and {names[b]} share virtual context {int(ctx[a])}: "
-                                                 f"their identities would merge")
+    _distinct(part * (int(time.max(initial=0)) + 1) + time, "exact coverage", lambda a, b: (
+        f"{names[member[a]]} instance {a} and {names[member[b]]} instance {b} share participant {int(part[a])} at "
+        f"time {int(time[a])}"))
+    _distinct(ctx, "distinct virtual contexts", lambda a, b: (
+        f"{names[a]} and {names[b]} share virtual context {int(ctx[a])}: their identities would merge"))
     span = int(an.max(initial=0)) + 1
-    dup = _first_duplicate(am * span + an)
-    if dup is not None:
-        a, b = dup
-        raise _Fail("distinct allocation instances", f"{names[am[a]]} lists its allocation {int(an[a])} twice "
-                                                     f"(entries {a} and {b})")
-    dup = _first_duplicate(ai)
-    if dup is not None:
-        a, b = dup
-        raise _Fail("distinct allocation instances",
-                    f"{names[am[a]]} allocation {int(an[a])} and {names[am[b]]} allocation {int(an[b])} share "
-                    f"allocation instance {int(ai[a])}")
+    _distinct(am * span + an, "distinct allocation instances", lambda a, b: (
+        f"{names[am[a]]} lists its allocation {int(an[a])} twice (entries {a} and {b})"))
+    _distinct(ai, "distinct allocation instances", lambda a, b: (
+        f"{names[am[a]]} allocation {int(an[a])} and {names[am[b]]} allocation {int(an[b])} share allocation "
+        f"instance {int(ai[a])}"))
     return f"{len(ctx)} member(s), {n} instance(s), {len(am)} allocation(s) on {w.workers} participant(s)"
 
 
 def check_shared_group(w: SharedGroupWitness) -> Verdict:
-    try:
-        detail = _shared_group(w)
-    except _Fail as f:
-        return Verdict(_RULE, False, f.obligation, f.detail)
-    return Verdict(_RULE, True, None, detail)
+    return _verdict(_RULE, _shared_group, w)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from typing import Callable
 
 from .budget import DEFAULT_DEADLINE, DEFAULT_MAX_COST, MAX_INSTANCES, check_budget
 from .errors import InterferenceError, PipelineHazardError, RegionRuntimeError
-from .expr import EvalError, Var, as_index, truth
+from .expr import EvalError, Names, Var, as_index, table_entry, truth
 from .program import (GprOp, If, Op, Parallel, Pipeline, Program, Reduce, Scan, Seq, Serial, TileOp,
                       check_reducer, check_scanner)
 from . import reduction as red
@@ -45,9 +45,9 @@ class _Footprint:
         self.writes: set = set()
 
 
-class Env:
+class Env(Names):
     """Names in scope for one instance: coordinates, parameters, carried values, locals."""
-    __slots__ = ("interp", "vars", "coords", "path")
+    __slots__ = ("interp", "coords", "path")
 
     def __init__(self, interp: "Interpreter", vars: dict, coords: dict, path: str):
         self.interp, self.vars, self.coords, self.path = interp, vars, coords, path
@@ -62,13 +62,7 @@ class Env:
             c = {**c, **coords}
         return Env(self.interp, v, c, self.path)
 
-    # the expression protocol
-    def name(self, n):
-        try:
-            return self.vars[n]
-        except KeyError:
-            raise EvalError(f"'{n}' is not bound here") from None
-
+    # the expression protocol (name: Names)
     def load(self, n, idx):
         return self.interp.load(n, idx)
 
@@ -161,12 +155,7 @@ class Interpreter:
 
     def load(self, name, idx):
         if name in self.tables:
-            v = self.tables[name]
-            for d, i in enumerate(idx):
-                if not 0 <= i < len(v):
-                    raise EvalError(f"{name}[{', '.join(map(str, idx))}] is out of range of the table")
-                v = v[i]
-            return v
+            return table_entry(self.tables[name], name, idx)
         flat = self._flat(name, idx)
         snap = self.snapshots.get(name)
         if snap is not None and flat not in snap[2]:
@@ -175,12 +164,16 @@ class Interpreter:
             for d, c in enumerate(self.collectors):
                 c.reads.add((name, flat) if d < snap[1] else (name + "@entry", flat))
         else:
-            for c in self.collectors:
-                c.reads.add((name, flat))
-            v = self.arrays[name][flat]
+            v = self._read(name, flat)
         if v is None:
             raise EvalError(f"read of undefined {name}[{', '.join(map(str, idx))}]")
         return v
+
+    def _read(self, name, flat):
+        """The current value of one cell, recorded in every open footprint."""
+        for c in self.collectors:
+            c.reads.add((name, flat))
+        return self.arrays[name][flat]
 
     def store(self, name, idx, value):
         flat = self._flat(name, idx)
@@ -471,10 +464,7 @@ class Interpreter:
         return result
 
     def _seed(self, name, o):
-        flat = self._flat(name, o)
-        for c in self.collectors:
-            c.reads.add((name, flat))
-        v = self.arrays[name][flat]
+        v = self._read(name, self._flat(name, o))
         if v is None:
             raise EvalError(f"the seed {name}[{', '.join(map(str, o))}] is undefined")
         return v

@@ -26,9 +26,10 @@ import numpy as np
 
 from isa.atomicio import shown
 
-from .witnesses import Verdict, _Fail
+from .errors import UndecidedError
+from .witnesses import Verdict, _Fail, _verdict
 
-MAX_EVENTS = 1 << 14        # closure matrices up to 16384 x 16384 booleans (256 MiB at most)
+MAX_EVENTS = 1 << 12        # closure matrices up to 4096 x 4096 booleans (16 MiB)
 _RULE = "Strength order"
 
 
@@ -37,7 +38,7 @@ def _edges(n, edges, what: str) -> np.ndarray:
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise _Fail("well-typed witness", f"the number of events must be a nonnegative integer, got {n!r}")
     if n > MAX_EVENTS:
-        raise _Fail("undecided", f"{n} events; closures are computed for at most {MAX_EVENTS}")
+        raise UndecidedError(f"{n} events; closures are computed for at most {MAX_EVENTS}")
     try:
         pairs = [tuple(x) for x in edges]
     except TypeError:
@@ -141,8 +142,4 @@ def _strength(w: StrengthWitness) -> str:
 
 
 def check_strengthening(w: StrengthWitness) -> Verdict:
-    try:
-        detail = _strength(w)
-    except _Fail as f:
-        return Verdict(_RULE, False, f.obligation, f.detail, decided=f.obligation != "undecided")
-    return Verdict(_RULE, True, None, detail)
+    return _verdict(_RULE, _strength, w)

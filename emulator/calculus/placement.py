@@ -40,9 +40,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .domains import FiniteDomain, IndexMap, fmt
-from .errors import UndecidedError
 from .expr import EvalError
-from .witnesses import Verdict, _Fail
+from .witnesses import Verdict, _Fail, _verdict
 
 
 @dataclass
@@ -411,12 +410,7 @@ def check_bridge(dist: Distribution, adapter, program=None, resources=(), adapte
     cannot hold an element with several copies), **same active pairs**, and with
     `adapter_resources` {(participant, slot): (instance, offset)} and our `resources`, **resource
     instance and offset** per pair (version 0)."""
-    try:
-        return Verdict("Bridge", True, None, _bridge(dist, adapter, program, resources, adapter_resources))
-    except _Fail as f:
-        return Verdict("Bridge", False, f.obligation, f.detail)
-    except UndecidedError as exc:
-        return Verdict("Bridge", False, "undecided", str(exc), decided=False)
+    return _verdict("Bridge", _bridge, dist, adapter, program, resources, adapter_resources)
 
 
 def _bridge(dist, adapter, program, resources, adapter_resources) -> str:

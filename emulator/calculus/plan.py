@@ -35,10 +35,10 @@ import numpy as np
 from isa.atomicio import shown
 
 from .effects import CELL_MASK, KEY_SHIFT, Event, Keys, describe, events as source_events_of
-from .errors import RegionError, UndecidedError
+from .errors import RegionError
 from .program import Program, Scan
 from .tilelaws import merge_laws
-from .witnesses import MergeTreeWitness, Verdict, _Fail, check_merge_tree
+from .witnesses import MergeTreeWitness, Verdict, _Fail, _verdict, check_merge_tree
 
 STEP_KINDS = ("serial", "parallel", "fused", "merge", "scan", "pipeline", "group", "atom")
 MAX_TICKS = 1 << 30             # pipeline issue ticks and latencies
@@ -351,27 +351,31 @@ def _point(p: int) -> str:
     return f"element [{(p >> 16) & 0xFFFF}, {p & 0xFFFF}] of PE{p >> 32}"
 
 
+def _results(plan: Plan, steps, evs, kind: str):
+    """(step number, step, result event) for every member of the plan's `kind` steps."""
+    for s, (step, ids) in enumerate(zip(plan.steps, steps)):
+        if step.kind == kind:
+            for i in ids:
+                yield s, step, evs[i]
+
+
 def _scans(plan: Plan, steps, evs, program) -> None:
     """Each scan step's realization gives every prefix result a merge tree the policy admits."""
-    for s, (step, ids) in enumerate(zip(plan.steps, steps)):
-        if step.kind != "scan":
-            continue
-        for i in ids:
-            res = evs[i]
-            node = res.extra["node"]
-            f = program.function(node.combine)
-            seeded = node.seed is not None
-            for g, n in res.extra["groups"].items():
-                real = step.tree.get(g, step.tree.get(str(g))) if isinstance(step.tree, dict) else step.tree
-                if real is None:
-                    raise _Fail("scan realization", f"scan step {s} gives no realization for group {g} of {node.path}")
-                where = f"scan step {s}, {node.path} group {g}"
-                if isinstance(real, str) and real in SCAN_REALIZATIONS and (n + 1) * n // 2 > MAX_SCAN_LEAVES:
-                    v = _scan_by_laws(node, f, real, n)
-                else:
-                    v = _scan_trees(node, f, scan_trees(real, n, seeded, node.exclusive, where), seeded)
-                if v is not None:
-                    raise _Fail("scan realization", f"{where}: {v}")
+    for s, step, res in _results(plan, steps, evs, "scan"):
+        node = res.extra["node"]
+        f = program.function(node.combine)
+        seeded = node.seed is not None
+        for g, n in res.extra["groups"].items():
+            real = step.tree.get(g, step.tree.get(str(g))) if isinstance(step.tree, dict) else step.tree
+            if real is None:
+                raise _Fail("scan realization", f"scan step {s} gives no realization for group {g} of {node.path}")
+            where = f"scan step {s}, {node.path} group {g}"
+            if isinstance(real, str) and real in SCAN_REALIZATIONS and (n + 1) * n // 2 > MAX_SCAN_LEAVES:
+                v = _scan_by_laws(node, f, real, n)
+            else:
+                v = _scan_trees(node, f, scan_trees(real, n, seeded, node.exclusive, where), seeded)
+            if v is not None:
+                raise _Fail("scan realization", f"{where}: {v}")
 
 
 def scan_trees(real, n: int, seeded: bool, exclusive: bool, where: str = "scan") -> list:
@@ -474,25 +478,21 @@ def _groups(plan: Plan, steps, evs) -> None:
 
 
 def _merges(plan: Plan, steps, evs, program) -> None:
-    for s, (step, ids) in enumerate(zip(plan.steps, steps)):
-        if step.kind != "merge":
-            continue
-        for i in ids:
-            res = evs[i]
-            node = res.extra.get("node")
-            contribs = [e for e in evs if e.kind == "contribution" and e.path == node.path
-                        and e.ordinal < res.ordinal and (not res.coords or all(e.coords.get(k) == v for k, v in res.coords.items()))]
-            groups: dict = {}
-            for e in contribs:
-                groups.setdefault(e.extra.get("group"), []).append(e)
-            trees = step.tree if isinstance(step.tree, dict) else {g: step.tree for g in groups}
-            for g, members in groups.items():
-                if g not in trees:
-                    raise _Fail("reduction policy", f"merge step {s} gives no tree for group {g} of {node.path}")
-                f = _combine(program, node, res, g)
-                v = check_merge_tree(MergeTreeWitness(node.policy, f, len(members), trees[g], node.seed_side))
-                if not v:
-                    raise _Fail("reduction policy", f"merge step {s}, {node.path} group {g}: {v.obligation}: {v.detail}")
+    for s, step, res in _results(plan, steps, evs, "merge"):
+        node = res.extra.get("node")
+        contribs = [e for e in evs if e.kind == "contribution" and e.path == node.path
+                    and e.ordinal < res.ordinal and (not res.coords or all(e.coords.get(k) == v for k, v in res.coords.items()))]
+        groups: dict = {}
+        for e in contribs:
+            groups.setdefault(e.extra.get("group"), []).append(e)
+        trees = step.tree if isinstance(step.tree, dict) else {g: step.tree for g in groups}
+        for g, members in groups.items():
+            if g not in trees:
+                raise _Fail("reduction policy", f"merge step {s} gives no tree for group {g} of {node.path}")
+            f = _combine(program, node, res, g)
+            v = check_merge_tree(MergeTreeWitness(node.policy, f, len(members), trees[g], node.seed_side))
+            if not v:
+                raise _Fail("reduction policy", f"merge step {s}, {node.path} group {g}: {v.obligation}: {v.detail}")
 
 
 def _combine(program, node, res, group):
@@ -548,13 +548,7 @@ def check_plan(program: Program, plan: Plan, *, machines: list | None = None,
     """Admitted, or the first failed obligation of `plan` against `program` (plain terms).
     `machines` are the initial states (tile descriptors, GPR offsets); `events` may be passed
     when the caller already enumerated them (with the same `renamed` setting)."""
-    try:
-        detail = _check(program, plan, machines, events)
-    except _Fail as f:
-        return Verdict("Plan", False, f.obligation, f.detail)
-    except UndecidedError as exc:           # a finite check too large to run: unknown, not false
-        return Verdict("Plan", False, "undecided", str(exc), decided=False)
-    return Verdict("Plan", True, None, detail)
+    return _verdict("Plan", _check, program, plan, machines, events)      # a plan is untrusted input too
 
 
 def stream_program(blocks) -> Program:

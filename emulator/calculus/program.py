@@ -497,14 +497,20 @@ class _Checker:
         check_scanner(self.p, node)
 
 
+def combine_function(program: Program, node) -> Function:
+    """A reduction's or scan's `combine`: a declared binary merge or update."""
+    f = program.function(node.combine)
+    if f is None:
+        raise RegionError(f"{node.path}.combine", f"unknown function '{node.combine}'")
+    if f.arity != 2 or f.kind == "map":
+        raise RegionError(f"{node.path}.combine", f"'{f.name}' is not a binary merge or update")
+    return f
+
+
 def check_scanner(program: Program, node: Scan) -> Function:
     """A scan's combine and policy (as for reduce), and the seed its prefixes need."""
     path = node.path
-    f = program.function(node.combine)
-    if f is None:
-        raise RegionError(f"{path}.combine", f"unknown function '{node.combine}'")
-    if f.arity != 2 or f.kind == "map":
-        raise RegionError(f"{path}.combine", f"'{f.name}' is not a binary merge or update")
+    f = combine_function(program, node)
     check_policy(node.policy, f, f"{path}.policy")
     if node.seed is None and node.exclusive:
         raise RegionError(f"{path}.seed", "an exclusive scan needs a seed: its first result")
@@ -516,11 +522,7 @@ def check_scanner(program: Program, node: Scan) -> Function:
 def check_reducer(program: Program, node: Reduce) -> Function:
     """The policy/combine compatibility the seed requires: diagnosed, never an invented algebra."""
     path = node.path
-    f = program.function(node.combine)
-    if f is None:
-        raise RegionError(f"{path}.combine", f"unknown function '{node.combine}'")
-    if f.arity != 2 or f.kind == "map":
-        raise RegionError(f"{path}.combine", f"'{f.name}' is not a binary merge or update")
+    f = combine_function(program, node)
     if node.lift is not None:
         lf = program.function(node.lift)
         if lf is None or lf.arity != 1:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from .domains import FiniteDomain, IndexMap, fmt
 from .errors import UndecidedError
 from .expr import EvalError
-from .witnesses import (Cut, ReindexWitness, Verdict, _Fail, _images, check_bind, check_merge_tree,
+from .witnesses import (Cut, ReindexWitness, Verdict, _Fail, _images, _verdict, check_bind, check_merge_tree, first_clash,
                         check_reduction, check_reindex, check_split_fuse, check_versioning)
 
 # policy -> the policies whose admitted computations include all of its own (docs/calculus.md,
@@ -163,13 +163,7 @@ def _composition(steps) -> str:
 
 
 def check_composition(steps) -> Verdict:
-    try:
-        detail = _composition(steps)
-    except _Fail as f:
-        return Verdict("Composition", False, f.obligation, f.detail)
-    except UndecidedError as exc:
-        return Verdict("Composition", False, "undecided", str(exc), decided=False)
-    return Verdict("Composition", True, None, detail)
+    return _verdict("Composition", _composition, steps)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -213,12 +207,11 @@ def _rehome(w: RehomeWitness) -> str:
         if h not in prefixes:
             raise _Fail("re-homing map", f"owner {fmt(on, q)} is homed at {fmt(nn, h)}, which runs no occurrence")
         homes[q] = h
-    seen: dict = {}
-    for q, h in homes.items():
-        if h in seen:
-            raise _Fail("re-homing map", f"owners {fmt(on, seen[h])} and {fmt(on, q)} are both homed at {fmt(nn, h)}: "
-                                         f"their allocation identities would merge")
-        seen[h] = q
+    clash = first_clash(homes.items())
+    if clash is not None:
+        h, a, b = clash
+        raise _Fail("re-homing map", f"owners {fmt(on, a)} and {fmt(on, b)} are both homed at {fmt(nn, h)}: "
+                                     f"their allocation identities would merge")
     try:
         transfers = {(tuple(a), tuple(b)) for a, b in w.transfers}
         resources = [r if isinstance(r, Resource) else Resource(*r) for r in w.resources]
@@ -244,10 +237,4 @@ def _rehome(w: RehomeWitness) -> str:
 
 
 def check_rehome(w: RehomeWitness) -> Verdict:
-    try:
-        detail = _rehome(w)
-    except _Fail as f:
-        return Verdict("Re-homing", False, f.obligation, f.detail)
-    except UndecidedError as exc:
-        return Verdict("Re-homing", False, "undecided", str(exc), decided=False)
-    return Verdict("Re-homing", True, None, detail)
+    return _verdict("Re-homing", _rehome, w)

@@ -24,7 +24,7 @@ checkers' obligations and order; `check_symbolic(w)` dispatches.
 from __future__ import annotations
 
 from .domains import FiniteDomain, IndexMap
-from .expr import Bin, Const, Expr, Load, Un, Var, parse_expr
+from .expr import Bin, Const, Expr, ExprSyntaxError, Load, Un, Var, parse_expr
 from .witnesses import BindWitness, ReindexWitness, SplitFuseWitness, Verdict
 
 MAX_OPERATIONS = 1 << 22          # isl's operation budget per check (a few seconds at most)
@@ -196,6 +196,10 @@ def _run(rule: str, fn, w, max_operations) -> Verdict:
                                                  f"not false", decided=False)
     except RecursionError:
         return Verdict(rule, False, "undecided", "symbolic: expression nested too deeply", decided=False)
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, ExprSyntaxError) as exc:
+        from isa.atomicio import shown
+        return Verdict(rule, False, "undecided", f"symbolic: a field of the wrong type or shape "
+                                                 f"({type(exc).__name__}: {shown(str(exc))})", decided=False)
     return Verdict(rule, True, None, "symbolic (isl): " + detail)
 
 

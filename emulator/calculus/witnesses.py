@@ -53,6 +53,31 @@ class _Fail(Exception):
         self.obligation, self.detail = obligation, detail
 
 
+# What a witness field of the wrong type or shape raises deep inside a check: the witness is
+# untrusted input, so this is a verdict (one line), never a traceback.
+MALFORMED = (TypeError, ValueError, AttributeError, KeyError, IndexError, ZeroDivisionError, OverflowError,
+             RecursionError, MemoryError)
+
+
+def malformed(rule: str, exc: BaseException) -> Verdict:
+    from isa.atomicio import shown
+    why = "nested too deeply" if isinstance(exc, RecursionError) else shown(str(exc).splitlines()[0] if str(exc) else "")
+    return Verdict(rule, False, "well-typed witness", f"a field of the wrong type or shape ({type(exc).__name__}: {why})")
+
+
+def checks(rule: str):
+    """Makes a checker of a function whose body raises _Fail at the first broken obligation or
+    returns the admitted detail: the decorated function answers a Verdict."""
+    import functools
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def check(w) -> Verdict:
+            return _verdict(rule, fn, w)
+        return check
+    return wrap
+
+
 def _verdict(rule: str, fn, *args, **kw) -> Verdict:
     try:
         detail = fn(*args, **kw)
@@ -66,6 +91,10 @@ def _verdict(rule: str, fn, *args, **kw) -> Verdict:
         return Verdict(rule, False, "undecided", str(exc), decided=False)
     except RegionError as exc:          # a program whose effects cannot be derived
         return Verdict(rule, False, "effects known", str(exc))
+    except EvalError as exc:
+        return Verdict(rule, False, "well-typed witness", f"a map or bound cannot be evaluated: {exc}")
+    except MALFORMED as exc:
+        return malformed(rule, exc)
     return Verdict(rule, True, None, detail or "")
 
 
@@ -118,7 +147,9 @@ def _images(old: FiniteDomain, new: FiniteDomain, tau: IndexMap, obligation: str
     return img
 
 
-def _reindex(w: ReindexWitness) -> str:
+@checks("Reindex")
+def check_reindex(w: ReindexWitness) -> Verdict:
+    """The Reindex rule: tau an active-domain bijection that factors through every observed cut."""
     img = _images(w.old, w.new, w.tau, "active-domain bijection")
     for cut in w.cuts:
         ob = f"observed-cut factorisation (cut {cut.j})"
@@ -149,12 +180,11 @@ def _reindex(w: ReindexWitness) -> str:
     return f"{len(img)} occurrence(s), {len(w.cuts)} observed cut(s)"
 
 
-def check_reindex(w: ReindexWitness) -> Verdict:
-    return _verdict("Reindex", _reindex, w)
 
 
 @dataclass
 class SplitFuseWitness:
+    """A split or fuse of axes: tau maps the new (q, r) or k back to the old coordinates."""
     old: FiniteDomain
     new: FiniteDomain
     tau: IndexMap                       # new -> old, e.g. (q, r) -> q*b + r
@@ -226,7 +256,9 @@ def _closed_form_coverage(w: SplitFuseWitness) -> str:
     return f"q*b + r covers [0, {N}) exactly once"
 
 
-def _split_fuse(w: SplitFuseWitness) -> str:
+@checks("Split/fuse")
+def check_split_fuse(w: SplitFuseWitness) -> Verdict:
+    """Split/fuse: a positive factor, exact active coverage, representable index arithmetic."""
     for name, f in w.factors.items():
         if not isinstance(f, int) or isinstance(f, bool) or f <= 0:
             raise _Fail("positive factor", f"factor {name} = {f!r} is not a positive integer")
@@ -239,8 +271,6 @@ def _split_fuse(w: SplitFuseWitness) -> str:
     return detail
 
 
-def check_split_fuse(w: SplitFuseWitness) -> Verdict:
-    return _verdict("Split/fuse", _split_fuse, w)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -295,15 +325,27 @@ def _slots(w: BindWitness) -> dict:
     return out
 
 
-def _bind(w: BindWitness) -> str:
+def first_clash(items):
+    """(value, earlier key, later key) for the first two keys of `items` with one value, or None
+    (is a map injective, and where not)."""
+    seen: dict = {}
+    for k, v in items:
+        if v in seen:
+            return v, seen[v], k
+        seen[v] = k
+    return None
+
+
+@checks("Bind/serialize")
+def check_bind(w: BindWitness) -> Verdict:
+    """Bind/serialize: exact coverage, target containment, preserved identity, serial order."""
     names = w.domain.names
     slots = _slots(w)
-    used: dict = {}
-    for p, s in slots.items():
-        if s in used:
-            raise _Fail("exact coverage", f"instances {fmt(names, used[s])} and {fmt(names, p)} share "
-                                          f"participant {s[0]} at time {s[1]}")
-        used[s] = p
+    clash = first_clash(slots.items())
+    if clash is not None:
+        s, a, b = clash
+        raise _Fail("exact coverage", f"instances {fmt(names, a)} and {fmt(names, b)} share "
+                                      f"participant {s[0]} at time {s[1]}")
     for p, (part, t) in slots.items():
         if not 0 <= part < w.workers:
             raise _Fail("target containment", f"instance {fmt(names, p)} is bound to participant {part}; "
@@ -337,8 +379,6 @@ def _bind(w: BindWitness) -> str:
     return f"{len(slots)} instance(s) on {len({s[0] for s in slots.values()})} participant(s)"
 
 
-def check_bind(w: BindWitness) -> Verdict:
-    return _verdict("Bind/serialize", _bind, w)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -408,7 +448,9 @@ class ReductionWitness:
     order: list | None = None
 
 
-def _reduction(w: ReductionWitness) -> str:
+@checks("Reduction factorisation")
+def check_reduction(w: ReductionWitness) -> Verdict:
+    """Reduction factorisation: pieces partition the fiber and merge under the policy's laws."""
     f = _fn(w.combine)
     _policy_ok(w.policy, f)
     for k, piece in enumerate(w.pieces):
@@ -442,8 +484,6 @@ def _reduction(w: ReductionWitness) -> str:
     return f"{len(w.pieces)} contiguous piece(s) merged in order"
 
 
-def check_reduction(w: ReductionWitness) -> Verdict:
-    return _verdict("Reduction factorisation", _reduction, w)
 
 
 @dataclass
@@ -484,7 +524,9 @@ def _norm(t):
     return [_norm(t[0]), _norm(t[1])] if isinstance(t, (list, tuple)) else t
 
 
-def _merge_tree(w: MergeTreeWitness) -> str:
+@checks("Reduction factorisation")
+def check_merge_tree(w: MergeTreeWitness) -> Verdict:
+    """A merge tree the reduction's policy admits, each contribution once."""
     f = _fn(w.combine)
     _policy_ok(w.policy, f)
     leaves = tree_leaves(w.tree)
@@ -509,8 +551,6 @@ def _merge_tree(w: MergeTreeWitness) -> str:
     return "an order-preserving tree"
 
 
-def check_merge_tree(w: MergeTreeWitness) -> Verdict:
-    return _verdict("Reduction factorisation", _merge_tree, w)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -561,7 +601,9 @@ def pipeline_schedule(iterations: int, *, ii: int = 1, stages: dict, deps, laten
     return VersionWitness(vals)
 
 
-def _versioning(w: VersionWitness) -> str:
+@checks("Retiming/versioning")
+def check_versioning(w: VersionWitness) -> Verdict:
+    """Retiming/versioning: reads after completions, no slot reused while live or in flight."""
     for v in w.values:
         if v.completes is not None and v.completes < v.defined:
             raise _Fail("well-typed witness", f"{v.name} completes at {v.completes}, before it is issued at {v.defined}")
@@ -589,8 +631,6 @@ def _versioning(w: VersionWitness) -> str:
     return f"{len(w.values)} value(s) in {len(by_slot)} slot(s)"
 
 
-def check_versioning(w: VersionWitness) -> Verdict:
-    return _verdict("Retiming/versioning", _versioning, w)
 
 
 # ---------------------------------------------------------------------------------------------
