@@ -22,6 +22,8 @@ import math
 import struct
 from typing import Callable, Sequence
 
+from isa.atomicio import quote
+
 from .errors import ReductionPolicyError, UndecidedError
 from .functions import Function
 
@@ -71,22 +73,22 @@ def check_policy(policy: str, f: Function, where: str = "combine") -> None:
     """Diagnose a policy the combine function cannot support; never invent an algebra."""
     if policy == "fold_left" and f.kind not in ("merge", "update"):
         raise ReductionPolicyError(where, f"fold_left needs update_left(s, r) (a merge or kind 'update'); "
-                                          f"'{f.name}' is kind '{f.kind}'")
+                                          f"{quote(f.name)} is kind {quote(f.kind)}")
     if policy == "fold_right" and f.kind not in ("merge", "rupdate"):
         raise ReductionPolicyError(where, f"fold_right needs update_right(r, s) (a merge or kind 'rupdate'); "
-                                          f"'{f.name}' is kind '{f.kind}' -- a right fold is not the left "
+                                          f"{quote(f.name)} is kind {quote(f.kind)} -- a right fold is not the left "
                                           f"update run backwards")
     if policy == "ordered_tree" and not f.ordered_tree_ok:
-        raise ReductionPolicyError(where, f"ordered_tree needs a merge declared associative; '{f.name}' is "
+        raise ReductionPolicyError(where, f"ordered_tree needs a merge declared associative; {quote(f.name)} is "
                                           + ("not a merge" if f.kind != "merge" else "not declared associative"))
     if policy == "unordered_tree" and not f.tree_ok:
         if f.kind != "merge":
-            why = (f"'{f.name}' is kind '{f.kind}', not a State x State merge; unordered_tree has no merge "
+            why = (f"{quote(f.name)} is kind {quote(f.kind)}, not a State x State merge; unordered_tree has no merge "
                    f"to regroup. Use fold_left or fold_right")
         else:
             missing = [n for n, ok in (("associative", f.associative), ("commutative", f.commutative)) if not ok]
             why = (f"unordered_tree (the default) needs a merge declared associative and commutative (or "
-                   f"regrouping authorized by its numerical policy); '{f.name}' is not declared "
+                   f"regrouping authorized by its numerical policy); {quote(f.name)} is not declared "
                    f"{' or '.join(missing)}. Use fold_left, fold_right or ordered_tree")
         raise ReductionPolicyError(where, why)
 
