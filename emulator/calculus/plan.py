@@ -216,7 +216,8 @@ def _order(plan: Plan, steps, evs, rows: _Rows, keys: Keys, program, finals) -> 
     in source order, one of them writing) b must issue after a's last tick."""
     ticks = {s: _ticks(step, ids, s) for s, (step, ids) in enumerate(zip(plan.steps, steps)) if step.kind == "pipeline"}
     groups = [max(step.phases) + 1 for step in plan.steps if step.kind == "group" and step.phases]
-    width = max([len(ids) for ids in steps] + [max(t) + max(l) for t, l in ticks.values() if t] + groups) + 1
+    width = max([len(ids) + len(f) + 1 for ids, f in zip(steps, finals)]
+                + [max(t) + max(l) for t, l in ticks.values() if t] + groups) + 1
     pkey = np.zeros(len(evs), np.int64)
     lat = np.ones(len(evs), np.int64)
     for s, (step, ids) in enumerate(zip(plan.steps, steps)):

@@ -255,3 +255,17 @@ def test_a_group_step_with_a_complete_barrier_orders_its_phases():
     v = check_plan(p, Plan([Step("group", a + b, phases=[1] * len(a) + [0] * len(b), group_size=N)]))
     assert v.obligation == "dependences preserved" and "phase 1" in v.detail
     assert check_plan(p, Plan([Step("group", a + b, phases=phases[:-1], group_size=N)])).obligation == "step kinds"
+
+
+def test_a_final_stage_runs_its_consumers_in_listed_order():
+    chain = [B.op(f"out[{k}] = {'s[0]' if k == 0 else f'out[{k - 1}]'} + 1") for k in range(N)]
+    prog = B.program(B.seq(B.reduce([("k", 2)], "s", "x[k]", "add", group=[0]), *chain),
+                     arrays={**arrays(), "s": B.array([1], init=[0])})
+    evs = source_events(prog)
+    contrib = [e.ordinal for e in evs if e.kind == "contribution"]
+    res = [e.ordinal for e in evs if e.kind == "result"]
+    uses = [e.ordinal for e in evs if e.kind == "op"]
+    tree = ["seed", [0, 1]]
+    assert check_plan(prog, Plan([Step("parallel", contrib), Step("merge", res, tree=tree, final=uses)]))
+    v = check_plan(prog, Plan([Step("parallel", contrib), Step("merge", res, tree=tree, final=uses[::-1])]))
+    assert v.obligation == "dependences preserved" and "(its final stage)" in v.detail
