@@ -400,6 +400,31 @@ def _lifetimes(pl, slots, program) -> None:
                                                             f"{len(addrs)} addresses; its capacity is {r.capacity}")
 
 
+def derivation(program, plan, events) -> dict:
+    """The seed's derivation, as records: E_p {event ordinal: (program, participant, local
+    time = step)}, L_v {value: Relation (element, participant..., slot...)}, C_(v,p) {value:
+    [(source (p, s), destination (p, s), issued after step, readable from step)]}.  Events
+    outside every phase are left out of E_p; a plan without a placement derives nothing."""
+    pl = plan.placement
+    out = {"E": {}, "L": {}, "C": {}}
+    if not isinstance(pl, Placement):
+        return out
+    step_of = {}
+    for t, step in enumerate(plan.steps):
+        for ref in list(step.events) + list(step.final):
+            step_of[ref if isinstance(ref, int) else next((e.ordinal for e in events if e.label == ref), None)] = t
+    for e in events:
+        p = participant_of(pl.phases, e)
+        if p is not None:
+            out["E"][e.ordinal] = ("main", p, step_of.get(e.ordinal))
+    for d in pl.distributions:
+        out["L"][d.value] = relation(d, program)
+    for tr in pl.transfers:
+        out["C"].setdefault(tr.value, []).extend(
+            (tuple(map(tuple, src)), tuple(map(tuple, dst)), tr.after, tr.lands) for src, dst in tr.pairs)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Bridge compatibility
 

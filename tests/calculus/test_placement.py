@@ -171,3 +171,13 @@ def test_bridge_compatibility_is_a_relation_check():
     v = check_bridge(HALO, sorted(relation(HALO).rows), resources=[res], adapter_resources=theirs)
     assert v.obligation == "resource instance and offset" and "participant [2] slot [1]" in v.detail
     assert check_bridge(HALO, 5).obligation == "well-typed witness"
+
+
+def test_the_derivation_records():
+    from emulator.calculus.placement import derivation
+    prog = neighbor_program()
+    plan = plan_for(prog, Placement([HALO], PHASES, transfers=[Transfer("y", 0, 1, COPY_IN)]))
+    d = derivation(prog, plan, source_events(prog))
+    assert d["E"][0] == ("main", (0,), 0) and d["E"][7] == ("main", (3,), 1)     # E_p: phase B's last instance
+    assert d["L"]["y"] == relation(HALO)
+    assert d["C"]["y"][0] == (((1,), (0,)), ((0,), (1,)), 0, 1)
