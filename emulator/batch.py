@@ -768,6 +768,10 @@ class MachineBatch:
                 self._cohorts.append(new)
         for k in machines:
             self._host.pop(k, None)
+        from .calculus.groups import check_cohorts      # the grouping is a bind witness: checked first
+        v = check_cohorts(self._n, [(c.ids, {p: list(c.slots[p]) for p in range(NUM_PES)}) for c in self._cohorts], self._host)
+        if not v:
+            raise RuntimeError(f"batch engine: the cohorts are not a valid shared-group binding: {v}")
 
     # ------------------------------------------------------------ streams
     def run(self, stream: bytes | bytearray | memoryview | Sequence[Block] | Iterable[Block],

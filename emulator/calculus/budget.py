@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from .errors import RegionError
 from .expr import Bin, Call, Const, Expr, ExprSyntaxError, Load, Un, Var, parse_expr, walk
-from .program import GprOp, If, Op, Parallel, Pipeline, Program, Reduce, Seq, Serial, TileOp, TileRef
+from .program import GprOp, If, Op, Parallel, Pipeline, Program, Reduce, Scan, Seq, Serial, TileOp, TileRef
 
 DEFAULT_MAX_COST = 1 << 22     # about 10 s of interpretation on a 2-core development box
 DEFAULT_DEADLINE = 60.0        # seconds
@@ -256,7 +256,8 @@ class StaticCost:
                 c = max(c, self.node(node.else_, env, visible)[0])
             return _add(1, self.expr(node.pred), visible, c), visible
         if isinstance(node, Parallel):
-            return self._loop(node, env, visible, [node.body]), visible
+            copy = sum(self.p.arrays[a].size for a in node.snapshot if a in self.p.arrays) // 16
+            return _add(copy, self._loop(node, env, visible, [node.body])), visible
         if isinstance(node, Serial):
             carry = self.exprs(list(node.carry.values()))
             nxt = _add(len(node.next), self.exprs(list(node.next.values())))
@@ -275,6 +276,13 @@ class StaticCost:
             per = _add(per, self.expr(node.mask), self.exprs(node.key or ()))
             bodies = [node.body] if node.body is not None else []
             return self._loop(node, env, visible, bodies, per), visible
+        if isinstance(node, Scan):
+            merge = self.function(node.combine)
+            per = _add(self.expr(node.value), self.exprs(node.group), merge)
+            if node.policy == "fold_right":       # every prefix is folded on its own: n^2 / 2 merges
+                per = _add(per, _mul(self.domain(node.domain, env)[0], merge))
+            bodies = [node.body] if node.body is not None else []
+            return _add(self.expr(node.seed), self._loop(node, env, visible, bodies, per)), visible
         return 1, visible
 
     def total(self, node=None, env: dict | None = None) -> int:

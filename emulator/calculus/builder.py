@@ -55,8 +55,9 @@ def if_(pred, then: dict, else_: dict | None = None) -> dict:
     return _opt({"if": pred, "then": then}, **{"else": else_})
 
 
-def parallel(domain, body: dict, where=None, batch: bool = False) -> dict:
-    return _opt({"parallel": _dom(domain), "body": body}, where=where, batch=batch or None)
+def parallel(domain, body: dict, where=None, batch: bool = False, snapshot=()) -> dict:
+    return _opt({"parallel": _dom(domain), "body": body}, where=where, batch=batch or None,
+                snapshot=list(snapshot) or None)
 
 
 def serial(domain, body: dict, where=None, carry: dict | None = None, next: dict | None = None) -> dict:
@@ -73,6 +74,13 @@ def reduce(domain, into, value, combine: str, group=(), policy: str = DEFAULT_PO
                  "combine": combine, "policy": policy},
                 lift=lift, mask=mask, key=None if key is None else list(key), body=body, where=where,
                 seed_side=None if seed_side == "left" else seed_side)
+
+
+def scan(domain, into: str, value, combine: str, group=(), policy: str = DEFAULT_POLICY,
+         exclusive: bool = False, seed=None, body: dict | None = None, where=None) -> dict:
+    """Every prefix result of `value` over `domain` into `into` (indexed by the domain's coordinates)."""
+    return _opt({"scan": _dom(domain), "into": into, "group": list(group), "value": value, "combine": combine,
+                 "policy": policy}, exclusive=exclusive or None, seed=seed, body=body, where=where)
 
 
 def tile(pe, tile_id) -> dict:

@@ -11,32 +11,23 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from .errors import UndecidedError
-from .expr import Bin, Const, EvalError, Expr, Un, Var, as_index, parse_expr, truth
+from .expr import Bin, Const, EvalError, Expr, Names, Un, Var, as_index, parse_expr, table_entry, truth
 
 MAX_POINTS = 1 << 20          # witnesses are checked by enumeration up to this many points
 
 
-class _Env:
-    __slots__ = ("vars", "tables")
+class _Env(Names):
+    __slots__ = ("tables",)
+    unbound = "unknown name '{}'"
 
     def __init__(self, vars: dict, tables: dict):
         self.vars, self.tables = vars, tables
-
-    def name(self, n):
-        try:
-            return self.vars[n]
-        except KeyError:
-            raise EvalError(f"unknown name '{n}'") from None
 
     def load(self, n, idx):
         v = self.tables.get(n)
         if v is None:
             raise EvalError(f"'{n}' is not a table")
-        for i in idx:
-            if not 0 <= i < len(v):
-                raise EvalError(f"{n}{list(idx)} is out of range of the table")
-            v = v[i]
-        return v
+        return table_entry(v, n, idx)
 
     def call(self, n, args):
         from .functions import BUILTINS

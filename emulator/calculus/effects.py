@@ -23,8 +23,8 @@ import numpy as np
 from .budget import DEFAULT_MAX_COST, WALK_BLOCK_COST, check_budget
 from .cells import DATA, Access, describe
 from .errors import RegionError, format_coords
-from .expr import EvalError, Load, Var, as_index, truth, walk
-from .program import (GprOp, If, Node, Op, Parallel, Pipeline, Program, Reduce, Seq, Serial, TileOp,
+from .expr import Const, EvalError, Load, Var, as_index, table_entry, truth, walk
+from .program import (GprOp, If, Node, Op, Parallel, Pipeline, Program, Reduce, Scan, Seq, Serial, TileOp,
                       children)
 from .tiles import walk_gpr_op, walk_tile_op, walk_tile_reduce
 
@@ -110,12 +110,7 @@ class _SEnv:
         t = self.walker.tables.get(n)
         if t is None:
             raise _Impure(f"{n}[...]")
-        v = t
-        for i in idx:
-            if not 0 <= i < len(v):
-                raise EvalError(f"{n}[{', '.join(map(str, idx))}] is out of range of the table")
-            v = v[i]
-        return v
+        return table_entry(t, n, idx)
 
     def call(self, n, args):
         return self.walker.program.function(n)(*args)
@@ -133,6 +128,7 @@ class Walker:
         self.gprs: dict = dict(gprs or {})          # (machine, pe, index) -> int or DATA
         self.renamed = renamed
         self.versions: dict = {}                    # (machine, pe, tile) -> version
+        self.snapshots: dict = {}                   # array -> (entry-snapshot key, cells this instance wrote)
         self.events: list[Event] = []
         self.machine = 0
         self.strides = {}
@@ -174,7 +170,7 @@ class Walker:
             n = 1
             for s in shape:
                 n *= s
-            return Access(load.name, write, np.arange(n, dtype=np.int64))
+            return self._snap(Access(load.name, write, np.arange(n, dtype=np.int64)), notes)
         for d, (i, n) in enumerate(zip(idx, shape)):
             try:
                 i = as_index(i)
@@ -183,7 +179,25 @@ class Walker:
             if not 0 <= i < n:
                 raise RegionError(path, f"{load!r} = {load.name}{idx} is out of range (axis {d} has extent {n})")
         flat = sum(i * s for i, s in zip(idx, self.strides[load.name]))
-        return Access(load.name, write, np.array([flat], dtype=np.int64))
+        return self._snap(Access(load.name, write, np.array([flat], dtype=np.int64)), notes)
+
+    def _snap(self, a: Access, notes: list) -> Access:
+        """Inside a `snapshot` parallel: a read of a cell the instance has not written itself reads
+        the entry snapshot T0 (its own key, written once by the scope's `#snapshot` event)."""
+        snap = self.snapshots.get(a.key)
+        if snap is None:
+            return a
+        key, own = snap
+        if a.write:
+            own.update(a.cells.tolist())
+            return a
+        mine = np.isin(a.cells, np.fromiter(own, np.int64, len(own))) if own else np.zeros(len(a.cells), bool)
+        if not mine.any():
+            return Access(key, False, a.cells, a.points)
+        if not mine.all():
+            notes.append(f"reads of '{a.key}' mix the entry snapshot and the instance's own writes: all taken "
+                         f"as reads of the current value")
+        return a
 
     def loads_of(self, e, env: _SEnv, path: str, notes: list) -> list[Access]:
         out = []
@@ -268,11 +282,24 @@ class Walker:
 
     def _parallel(self, node: Parallel, env, coords):
         saved = self.machine
+        outer = {name: self.snapshots.get(name) for name in node.snapshot}
+        for name in node.snapshot:           # the scope keeps T0: one copy, before every instance
+            key = f"{name}@entry:{node.path}"
+            cells = np.arange(self.program.arrays[name].size, dtype=np.int64)
+            self.emit(f"{node.path}#snapshot", coords, "snapshot", [Access(name, False, cells), Access(key, True, cells)])
+            self.snapshots[name] = (key, set())
         for n, c in enumerate(self.instances(node.domain, env, f"{node.path}.parallel")):
             if node.batch:
                 self.machine = n
+            for name in node.snapshot:
+                self.snapshots[name] = (self.snapshots[name][0], set())
             self.walk(node.body, env.child(c), {**coords, **c})
         self.machine = saved
+        for name, prev in outer.items():
+            if prev is None:
+                del self.snapshots[name]
+            else:
+                self.snapshots[name] = prev
 
     def _serial(self, node: Serial, env, coords):
         notes: list[str] = []
@@ -343,6 +370,39 @@ class Walker:
                        Access(node.into, False, cells), Access(node.into, True, cells)],
                       extra={"node": node})
 
+    def _scan(self, node: Scan, env, coords):
+        # As a reduction: contributions write private slots red:<path>, a `#seed` event reads
+        # what the seed reads (at the start), and the `#result` event reads every slot and
+        # writes each contribution's prefix result y[r].
+        slot = "red:" + node.path
+        if node.seed is not None:
+            notes: list[str] = []
+            accs = self.loads_of(node.seed, env, f"{node.path}.seed", notes)
+            accs.append(Access(slot + "#seed", True, np.array([0], dtype=np.int64)))
+            self.emit(f"{node.path}#seed", coords, "seed", accs, exact=not notes, notes=notes)
+        outs, groups, n = [], {}, 0
+        for c in self.instances(node.domain, env, f"{node.path}.scan"):
+            it = env.child(c)
+            cc = {**coords, **c}
+            if node.body is not None:
+                self.walk(node.body, it, cc)
+            notes = []
+            accs = self.loads_of(node.value, it, f"{node.path}.value", notes)
+            g = tuple(self.pure(e, it, f"{node.path}.group") for e in node.group)
+            groups[g] = groups.get(g, 0) + 1
+            out = self.access(Load(node.into, tuple(Const(v) for v in c.values())), it, True, f"{node.path}.into", notes)
+            outs.append(out.cells)
+            accs.append(Access(slot, True, np.array([n], dtype=np.int64)))
+            n += 1
+            self.emit(node.path, cc, "contribution", accs, exact=not notes, notes=notes,
+                      extra={"group": g, "scan": True})
+        if n:
+            accs = [Access(slot, False, np.arange(n, dtype=np.int64)),
+                    Access(node.into, True, np.concatenate(outs))]
+            if node.seed is not None:
+                accs.append(Access(slot + "#seed", False, np.array([0], dtype=np.int64)))
+            self.emit(f"{node.path}#result", coords, "result", accs, extra={"node": node, "groups": groups})
+
     def _tileop(self, node: TileOp, env, coords):
         walk_tile_op(self, node, env, coords)
 
@@ -383,7 +443,7 @@ def contexts(program: Program, path: str) -> list[dict]:
             return
         if not path.startswith(node.path):
             return
-        if isinstance(node, (Parallel, Serial, Pipeline)) or (isinstance(node, Reduce) and node.body is not None):
+        if isinstance(node, (Parallel, Serial, Pipeline)) or (isinstance(node, (Reduce, Scan)) and node.body is not None):
             extra = {k: DATA for k in getattr(node, "carry", {})}
             for c in w.instances(node.domain, env, node.path):
                 for _, ch in children(node):

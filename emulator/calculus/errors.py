@@ -8,13 +8,20 @@ validate mode).  Neither ever carries a traceback to the user: the CLI prints `s
 from __future__ import annotations
 
 
-class RegionError(ValueError):
+class Located(ValueError):
+    """An error at a place (`where`, shown first) with a plain reason (`why`)."""
+
+    def __init__(self, where: str, why: str):
+        super().__init__(f"{where}: {why}")
+        self.why = why
+
+
+class RegionError(Located):
     """A program that is not well formed: `path` is a JSON path (`$.body.seq[2].do`)."""
 
     def __init__(self, path: str, why: str):
-        super().__init__(f"{path}: {why}")
+        super().__init__(path, why)
         self.path = path
-        self.why = why
 
 
 class ReductionPolicyError(RegionError):

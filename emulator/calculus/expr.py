@@ -16,27 +16,50 @@ local; `NAME[...]` is a load from an array (or a lookup in a parameter table, an
 function); `NAME(...)` calls a registered function.  Integers are unbounded and `//`, `%` are
 floor division and floor modulo (Python's, which is what mixed-radix splits need); floats are
 binary64 with round-to-nearest-even; mixing an int and a float is an error, not a conversion.
+
+Parsing is Python's own parser (`ast`) restricted by a node whitelist to this grammar (below);
+Python's reserved words (`if`, `in`, `lambda`, ...) are therefore not names, and an expression
+nests at most as deep as Python's parser builds (about 200 parentheses, or a chain of about
+900 operators).  A rejection names the column of the first offending token.
 """
 from __future__ import annotations
 
+import ast
+import keyword
 import math
 import re
+import warnings
 
 from isa.atomicio import quote
+
+from .errors import Located
 
 __all__ = ["Expr", "Const", "Var", "Load", "Call", "Bin", "Un", "Stmt", "ExprSyntaxError",
            "EvalError", "parse_expr", "parse_stmt", "walk"]
 
 
-class ExprSyntaxError(ValueError):
+class ExprSyntaxError(Located):
+    """A syntax error at column `col` (1-based)."""
+
     def __init__(self, col: int, why: str):
-        super().__init__(f"column {col}: {why}")
+        super().__init__(f"column {col}", why)
         self.col = col
-        self.why = why
 
 
 class EvalError(ValueError):
     """An expression that cannot be evaluated at this instance (type, range, division by zero)."""
+
+
+class Names:
+    """The `name` half of the evaluation protocol (name, load, call) over a dict of values."""
+    __slots__ = ("vars",)
+    unbound = "'{}' is not bound here"
+
+    def name(self, n):
+        try:
+            return self.vars[n]
+        except KeyError:
+            raise EvalError(self.unbound.format(n)) from None
 
 
 class Expr:
@@ -72,36 +95,43 @@ class Var(Expr):
         return self.name
 
 
-class Load(Expr):
-    __slots__ = ("name", "index")
+class _Applied(Expr):
+    """NAME[...] and NAME(...): a name applied to operands (`index` / `args` name them)."""
+    __slots__ = ("name", "items")
+    brackets = "()"
 
-    def __init__(self, name: str, index: tuple[Expr, ...]):
-        self.name, self.index = name, index
-
-    def children(self):
-        return self.index
-
-    def eval(self, env):
-        return env.load(self.name, tuple(as_index(e.eval(env)) for e in self.index))
-
-    def __repr__(self):
-        return f"{self.name}[{', '.join(map(repr, self.index))}]"
-
-
-class Call(Expr):
-    __slots__ = ("name", "args")
-
-    def __init__(self, name: str, args: tuple[Expr, ...]):
-        self.name, self.args = name, args
+    def __init__(self, name: str, items: tuple[Expr, ...]):
+        self.name, self.items = name, items
 
     def children(self):
-        return self.args
-
-    def eval(self, env):
-        return env.call(self.name, [a.eval(env) for a in self.args])
+        return self.items
 
     def __repr__(self):
-        return f"{self.name}({', '.join(map(repr, self.args))})"
+        return f"{self.name}{self.brackets[0]}{', '.join(map(repr, self.items))}{self.brackets[1]}"
+
+
+class Load(_Applied):
+    """An array element or a parameter-table entry."""
+    __slots__ = ()
+    brackets = "[]"
+
+    @property
+    def index(self) -> tuple[Expr, ...]:
+        return self.items
+
+    def eval(self, env):
+        return env.load(self.name, tuple(as_index(e.eval(env)) for e in self.items))
+
+
+class Call(_Applied):
+    __slots__ = ()
+
+    @property
+    def args(self) -> tuple[Expr, ...]:
+        return self.items
+
+    def eval(self, env):
+        return env.call(self.name, [a.eval(env) for a in self.items])
 
 
 def _same_kind(op, a, b):
@@ -259,6 +289,16 @@ def as_index(v) -> int:
     return v
 
 
+def table_entry(table, name: str, idx: tuple):
+    """A parameter table's entry at integer indices idx (EvalError when out of range)."""
+    v = table
+    for i in idx:
+        if not 0 <= i < len(v):
+            raise EvalError(f"{name}[{', '.join(map(str, idx))}] is out of range of the table")
+        v = v[i]
+    return v
+
+
 def walk(e: Expr):
     """Every node of an expression, parents before children."""
     stack = [e]
@@ -269,7 +309,18 @@ def walk(e: Expr):
 
 
 # ---------------------------------------------------------------------------------------------
-# Tokenizer and recursive-descent parser.
+# Parsing: Python's own parser (`ast`), restricted by a node whitelist to the grammar above.
+#
+# Python parses a superset of this grammar with the same precedence everywhere except one level:
+# '&', '|' and '^' are one left-associative level here (Python orders them & > ^ > |), so an
+# unparenthesized run of them is flattened in source order and folded from the left.  `ast`
+# drops parentheses, so the few places where they change the meaning are read back from the
+# node offsets (a parenthesized name cannot be subscripted or called, a parenthesized tuple is
+# not an index list).  Anything outside the whitelist is rejected, and the error is then located
+# by `_diagnose`: a linear scan of the lexical grammar below (the token classes are the
+# language's definition, so they stay a table) that names the first token at which the text
+# stops being a prefix of the grammar -- the column and words of the recursive-descent parser
+# this replaced, so every message stays the same.
 
 _TOKEN = re.compile(r"""
     (?P<ws>\s+)
@@ -279,184 +330,384 @@ _TOKEN = re.compile(r"""
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<op>//|<<|>>|<=|>=|==|!=|[-+*/%&|^~<>=()\[\],])
 """, re.VERBOSE)
+# whole-token forms (fullmatch) of the classes above
+_INT = re.compile(r"0[xX][0-9a-fA-F]+|0[bB][01]+|\d+").fullmatch
+_FLOAT = re.compile(r"(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+").fullmatch
+_STR = re.compile(r"'[^'\\]*'").fullmatch
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*").fullmatch
+MAX_TEXT = 1 << 16
+_PLAIN = re.compile(r"[ !\"$-\[\]-~]*").fullmatch   # printable ASCII without '#' and '\': Python reads it as we do
 
 _COMPARE = ("==", "!=", "<", "<=", ">", ">=")
-_ARITH = {"&": 1, "|": 1, "^": 1, "<<": 2, ">>": 2, "+": 3, "-": 3, "*": 4, "/": 4, "//": 4, "%": 4}
+_ARITH_OPS = ("&", "|", "^", "<<", ">>", "+", "-", "*", "/", "//", "%")
 _KEYWORDS = ("and", "or", "not")
 _CONSTS = {"inf": math.inf, "nan": math.nan, "true": True, "false": False}
+# Python's reserved words cannot be names here (Python's parser reads them as syntax).
+RESERVED = frozenset(keyword.kwlist) - {"and", "or", "not", "True", "False", "None"} | {"__debug__"}
+
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+           ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^"}
+_BITWISE = frozenset((ast.BitAnd, ast.BitOr, ast.BitXor))
+_WARNS = re.compile(r"(?<![A-Za-z_0-9])\.?\d[\w.]*?[A-Za-z_]").search   # a literal run into a name
+_CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+_BOOLOPS = {ast.And: "and", ast.Or: "or"}
 
 
-def _tokens(text: str):
-    pos, out = 0, []
+class _Reject(Exception):
+    """The text is outside the grammar; `_diagnose` says where and why (`why`, `col`: Python's
+    own words, used only where the scan finds nothing)."""
+
+    def __init__(self, why: str = "not in the expression grammar", col: int = 1):
+        self.why, self.col = why, col
+
+
+class _Source:
+    """Offsets of `ast` nodes (UTF-8 bytes of one line) read back in the text."""
+    __slots__ = ("b", "text")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.b = text if text.isascii() else text.encode()
+
+    def seg(self, n) -> str:
+        s = self.b[n.col_offset:n.end_col_offset]
+        return s if isinstance(s, str) else s.decode()
+
+    def gap(self, a: int, b: int) -> str:
+        s = self.b[a:b]
+        return s if isinstance(s, str) else s.decode()
+
+
+# Conversion, one function per whitelisted node type.  Every identifier in the tree is ASCII
+# [A-Za-z_][A-Za-z0-9_]* (the text was printable ASCII or went through the lexer), so names need
+# no check; literals do (Python also reads 1_000, 0o7, 2j, "s", 'a' 'b').
+
+def _const(n, src: _Source) -> Expr:
+    v = n.value
+    if v is None or v is True or v is False:
+        return Var(src.seg(n))                     # True, False, None: plain names here
+    seg = src.seg(n)
+    t = type(v)
+    if t is int:
+        if (seg.isdigit() or _INT(seg)) and len(seg) <= MAX_LITERAL:
+            return Const(v)
+    elif t is float:
+        if _FLOAT(seg):
+            return Const(v)
+    elif t is str and _STR(seg):                   # one quoted run, no escapes, no concatenation
+        return Const(v)
+    raise _Reject
+
+
+def _name(n, src: _Source) -> Expr:
+    c = _CONSTS.get(n.id)
+    return Var(n.id) if c is None else Const(c)
+
+
+def _callee(n, owner, src: _Source) -> str:
+    """The name before '[' or '(': unparenthesized, not a constant name."""
+    t = type(n)
+    if n.col_offset != owner.col_offset:           # `(x)[i]`, `(f)(x)`
+        raise _Reject
+    if t is ast.Name:
+        name = n.id
+    elif t is ast.Constant and (n.value is None or n.value is True or n.value is False):
+        name = src.seg(n)
+    else:
+        raise _Reject
+    if name in _CONSTS:
+        raise _Reject
+    return name
+
+
+def _args(items, src: _Source, close_at: int) -> tuple[Expr, ...]:
+    """Index or call arguments; no trailing comma (the text between the last one and the
+    closing bracket holds only its own closing parentheses and blanks)."""
+    if items and items[-1].end_col_offset != close_at and "," in src.gap(items[-1].end_col_offset, close_at):
+        raise _Reject
+    return tuple([Var(a.id) if type(a) is ast.Name and a.id not in _CONSTS else _conv(a, src) for a in items])
+
+
+def _bit_operands(n, src: _Source, out: list, ops: list) -> None:
+    """Flatten an unparenthesized run of & | ^ in source order (the grammar's one level)."""
+    left, right = n.left, n.right
+    if type(left) is ast.BinOp and type(left.op) in _BITWISE and left.col_offset == n.col_offset:
+        _bit_operands(left, src, out, ops)
+    else:
+        out.append(_conv(left, src))
+    ops.append(_BINOPS[type(n.op)])
+    if type(right) is ast.BinOp and type(right.op) in _BITWISE and \
+            "(" not in src.gap(left.end_col_offset, right.col_offset):
+        _bit_operands(right, src, out, ops)
+    else:
+        out.append(_conv(right, src))
+
+
+def _binop(n, src: _Source) -> Expr:
+    t = type(n.op)
+    if t in _BITWISE:
+        xs, ops = [], []
+        _bit_operands(n, src, xs, ops)
+        e = xs[0]
+        for o, x in zip(ops, xs[1:]):
+            e = Bin(o, e, x)
+        return e
+    op = _BINOPS.get(t)
+    if op is None:                                 # ** and @
+        raise _Reject
+    a, b = n.left, n.right
+    return Bin(op, Var(a.id) if type(a) is ast.Name and a.id not in _CONSTS else _conv(a, src),
+               Var(b.id) if type(b) is ast.Name and b.id not in _CONSTS else _conv(b, src))
+
+
+def _unary(n, src: _Source) -> Expr:
+    op = _UNOPS.get(type(n.op))
+    if op is None:                                 # unary +
+        raise _Reject
+    inner = _conv(n.operand, src)
+    if op == "-" and type(inner) is Const and type(inner.value) in (int, float):
+        return Const(-inner.value)
+    return Un(op, inner)
+
+
+def _boolop(n, src: _Source) -> Expr:
+    op = _BOOLOPS[type(n.op)]
+    e = _conv(n.values[0], src)
+    for v in n.values[1:]:
+        e = Bin(op, e, _conv(v, src))
+    return e
+
+
+def _comparison(n, src: _Source) -> Expr:
+    if len(n.ops) != 1:                            # chained
+        raise _Reject
+    op = _CMPOPS.get(type(n.ops[0]))
+    if op is None:                                 # in, is, not in, is not
+        raise _Reject
+    return Bin(op, _conv(n.left, src), _conv(n.comparators[0], src))
+
+
+def _subscript(n, src: _Source) -> Expr:
+    name = _callee(n.value, n, src)
+    sl = n.slice
+    if type(sl) is ast.Tuple:
+        # a parenthesized tuple `x[(a, b)]` opens one more '(' before its first element than
+        # that element closes before the first ','
+        first = sl.elts[0]
+        if first.col_offset != n.value.end_col_offset + 1:      # something between '[' and it
+            after = src.gap(first.end_col_offset, n.end_col_offset)
+            if src.gap(n.value.end_col_offset, first.col_offset).count("(") != after[:after.find(",")].count(")"):
+                raise _Reject
+        items = sl.elts
+    else:
+        items = (sl,)
+    return Load(name, _args(items, src, n.end_col_offset - 1))
+
+
+def _call(n, src: _Source) -> Expr:
+    if n.keywords:
+        raise _Reject
+    return Call(_callee(n.func, n, src), _args(n.args, src, n.end_col_offset - 1))
+
+
+_UNOPS = {ast.USub: "-", ast.Invert: "~", ast.Not: "not"}
+_CONVERT = {ast.Constant: _const, ast.Name: _name, ast.BinOp: _binop, ast.UnaryOp: _unary,
+            ast.BoolOp: _boolop, ast.Compare: _comparison, ast.Subscript: _subscript, ast.Call: _call}
+
+
+def _conv(n, src: _Source) -> Expr:
+    f = _CONVERT.get(type(n))
+    if f is None:
+        raise _Reject
+    return f(n, src)
+
+
+def _parse(text: str, mode: str):
+    """The `ast` tree of `text` and its offsets, or _Reject."""
+    if not _PLAIN(text):
+        text = _normalized(text)      # blanks of any kind read as spaces, as the lexer reads them
+    body = text.lstrip(" ") if text[:1] == " " else text
+    try:
+        if _WARNS(body):
+            with warnings.catch_warnings():    # '1if' and kin: Python warns, our lexer errs
+                warnings.simplefilter("ignore")
+                tree = compile(body, "<expr>", mode, ast.PyCF_ONLY_AST)
+        else:
+            tree = compile(body, "<expr>", mode, ast.PyCF_ONLY_AST)
+    except SyntaxError as exc:
+        if "too many nested parentheses" in str(exc.msg):
+            raise ExprSyntaxError(1, "expression nested too deeply") from None
+        col = (exc.offset or 1) + len(text) - len(body)
+        raise _Reject(str(exc.msg), col) from None
+    except (RecursionError, MemoryError):     # Python's parser: "too complex"
+        raise ExprSyntaxError(1, "expression nested too deeply") from None
+    return tree, _Source(body)
+
+
+def _normalized(text: str) -> str:
+    """Every blank (tab, newline, ...) outside a string as a space; an ExprSyntaxError at the
+    first character the lexer refuses (a '#', a '\\', anything outside the token classes)."""
+    return "".join(" " * len(tok) if kind == "ws" else tok for kind, tok, _ in _lex(text, blanks=True))
+
+
+def _guarded(text, mode: str, build):
+    if not isinstance(text, str):
+        raise ExprSyntaxError(1, f"an expression must be a string, got {type(text).__name__}")
+    if len(text) > MAX_TEXT:
+        raise ExprSyntaxError(1, f"expression longer than {MAX_TEXT} characters")
+    try:
+        return build(*_parse(text, mode))
+    except _Reject as r:
+        toks = _lex(text)
+        _diagnose(toks, mode == "exec")
+        word = next((t for k, t, _ in toks if k == "name" and t in RESERVED), None)
+        if word is not None:            # the one place this grammar is narrower than it reads
+            col = next(c for k, t, c in toks if k == "name" and t == word)
+            raise ExprSyntaxError(col, f"{quote(word)} is a reserved word of Python and cannot be a name") from None
+        raise ExprSyntaxError(r.col, r.why) from None
+    except RecursionError:
+        raise ExprSyntaxError(1, "expression nested too deeply") from None
+
+
+def parse_expr(text: str) -> Expr:
+    return _guarded(text, "eval", lambda tree, src: _conv(tree.body, src))
+
+
+def _assignment(tree, src: _Source) -> Stmt:
+    if len(tree.body) != 1 or type(tree.body[0]) is not ast.Assign or len(tree.body[0].targets) != 1:
+        raise _Reject
+    a = tree.body[0]
+    target = _conv(a.targets[0], src)
+    if not isinstance(target, (Var, Load)):
+        raise _Reject
+    return Stmt(target, _conv(a.value, src), src.text)
+
+
+def parse_stmt(text: str) -> Stmt:
+    stmt = _guarded(text, "exec", _assignment)
+    stmt.text = text
+    return stmt
+
+
+# ---------------------------------------------------------------------------------------------
+# Locating a rejection: the first token where the text stops being a prefix of the grammar.
+
+def _lex(text: str, blanks: bool = False) -> list[tuple[str, str, int]]:
+    """(kind, text, column) per token, 'end' last; `blanks` keeps the whitespace runs."""
+    toks, pos = [], 0
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None:
             raise ExprSyntaxError(pos + 1, f"unexpected character {text[pos]!r}")
-        kind = m.lastgroup
-        if kind != "ws":
-            tok = m.group()
-            if kind == "name" and tok in _KEYWORDS:
-                kind = "op"
-            out.append((kind, tok, pos + 1))
+        kind, tok = m.lastgroup, m.group()
+        if kind != "ws" or blanks:
+            toks.append(("op" if kind == "name" and tok in _KEYWORDS else kind, tok, pos + 1))
         pos = m.end()
-    out.append(("end", "", len(text) + 1))
-    return out
-
-
-class _Parser:
-    def __init__(self, text: str):
-        self.toks = _tokens(text)
-        self.i = 0
-
-    def peek(self):
-        return self.toks[self.i]
-
-    def take(self):
-        t = self.toks[self.i]
-        self.i += 1
-        return t
-
-    def expect(self, tok: str):
-        kind, text, col = self.take()
-        if text != tok or kind in ("str",):
-            raise ExprSyntaxError(col, f"expected '{tok}', found {_show(kind, text)}")
-
-    def at(self, *ops) -> bool:
-        kind, text, _ = self.peek()
-        return kind == "op" and text in ops
-
-    def binary(self, ops, sub):
-        e = sub()
-        while self.at(*ops):
-            op = self.take()[1]
-            e = Bin(op, e, sub())
-        return e
-
-    def expr(self):
-        return self.binary(("or",), self.conj)
-
-    def conj(self):
-        return self.binary(("and",), self.neg)
-
-    def neg(self):
-        if self.at("not"):
-            self.take()
-            return Un("not", self.neg())
-        return self.cmp()
-
-    def cmp(self):
-        e = self.arith()
-        if self.at(*_COMPARE):
-            op = self.take()[1]
-            e = Bin(op, e, self.arith())
-            if self.at(*_COMPARE):
-                raise ExprSyntaxError(self.peek()[2], "chained comparisons are not allowed; use 'and'")
-        return e
-
-    def arith(self, min_level: int = 1):
-        """bit, shift, sum and term: left-associative levels parsed by precedence climbing (one
-        loop instead of a call per level per operand: parsing is linear and cheap per token)."""
-        e = self.unary()
-        while True:
-            kind, text, _ = self.toks[self.i]
-            level = _ARITH.get(text, 0) if kind == "op" else 0
-            if level < min_level:
-                return e
-            self.i += 1
-            e = Bin(text, e, self.arith(level + 1))
-
-    def unary(self):
-        if self.at("-", "~"):
-            op = self.take()[1]
-            inner = self.unary()
-            if op == "-" and isinstance(inner, Const) and isinstance(inner.value, (int, float)) \
-                    and not isinstance(inner.value, bool):
-                return Const(-inner.value)
-            return Un(op, inner)
-        return self.atom()
-
-    def atom(self):
-        kind, text, col = self.take()
-        if kind == "int":
-            if len(text) > MAX_LITERAL:     # int() refuses longer decimal strings
-                raise ExprSyntaxError(col, f"integer literal of {len(text)} characters (the limit is {MAX_LITERAL})")
-            return Const(int(text, 0))
-        if kind == "float":
-            return Const(float(text))
-        if kind == "str":
-            return Const(text[1:-1])
-        if kind == "name":
-            if text in _CONSTS:
-                return Const(_CONSTS[text])
-            if self.at("["):
-                self.take()
-                return Load(text, self.args("]"))
-            if self.at("("):
-                self.take()
-                return Call(text, self.args(")", allow_empty=True))
-            return Var(text)
-        if kind == "op" and text == "(":
-            e = self.expr()
-            self.expect(")")
-            return e
-        raise ExprSyntaxError(col, f"expected a value, found {_show(kind, text)}")
-
-    def args(self, close: str, allow_empty: bool = False) -> tuple[Expr, ...]:
-        out = []
-        if allow_empty and self.at(close):
-            self.take()
-            return ()
-        while True:
-            out.append(self.expr())
-            if self.at(","):
-                self.take()
-                continue
-            self.expect(close)
-            return tuple(out)
-
-    def end(self):
-        kind, text, col = self.peek()
-        if kind != "end":
-            raise ExprSyntaxError(col, f"unexpected {_show(kind, text)} after the expression")
+    if not blanks:
+        toks.append(("end", "", len(text) + 1))
+    return toks
 
 
 def _show(kind: str, text: str) -> str:
     return "end of text" if kind == "end" else quote(text)
 
 
-MAX_TEXT = 1 << 16
+def _diagnose(toks, stmt: bool) -> None:
+    """Raise the ExprSyntaxError of the first offending token, if the grammar sees one.  A
+    statement is one atom (NAME or NAME[...]) then '=' then an expression."""
+    i = 0
+    if stmt:
+        i = _scan(toks, 0, atom_only=True)
+        if not _assignable(toks[:i]):
+            raise ExprSyntaxError(1, "a statement assigns to a local NAME or an element NAME[...]")
+        kind, tok, col = toks[i]
+        if tok != "=" or kind != "op":
+            raise ExprSyntaxError(col, f"expected '=', found {_show(kind, tok)}")
+        i += 1
+    _scan(toks, i)
 
 
-def _guarded(text: str, parse):
-    if not isinstance(text, str):
-        raise ExprSyntaxError(1, f"an expression must be a string, got {type(text).__name__}")
-    if len(text) > MAX_TEXT:
-        raise ExprSyntaxError(1, f"expression longer than {MAX_TEXT} characters")
-    try:
-        return parse(_Parser(text))
-    except RecursionError:
-        raise ExprSyntaxError(1, "expression nested too deeply") from None
+def _scan(toks, i: int, atom_only: bool = False) -> int:
+    """A pushdown scan from token i: `want` is "value" (an operand may start: a literal, a
+    name, '(', a unary operator, 'not' where an expression starts) or "op" (an operator, ',',
+    a closing bracket, a postfix '[' or '(' right after a name).  The stack holds the open
+    brackets ('(' group, '[' index, 'call'), each with whether a comparison was seen since its
+    last 'and'/'or'/',' (a second one is a chained comparison).  Returns the index after one
+    atom (`atom_only`), or at the end of a valid expression."""
+    stack = [["top", False]]
+    want, not_ok, postfix, empty_ok = "value", not atom_only, False, False
+    while True:
+        kind, tok, col = toks[i]
+        frame = stack[-1]
+        base = atom_only and len(stack) == 1
+        if want == "value":
+            if kind == "op" and tok == "not" and not_ok:
+                pass
+            elif kind == "op" and tok in ("-", "~") and not base:
+                not_ok = False
+            elif kind == "op" and tok == "(":
+                stack.append(["(", False])
+                not_ok = True
+            elif kind in ("int", "float", "str", "name"):
+                if kind == "int" and len(tok) > MAX_LITERAL:
+                    raise ExprSyntaxError(col, f"integer literal of {len(tok)} characters (the limit is {MAX_LITERAL})")
+                want, postfix = "op", kind == "name" and tok not in _CONSTS
+            elif empty_ok and tok == ")":
+                stack.pop()
+                want, postfix = "op", False
+            else:
+                raise ExprSyntaxError(col, f"expected a value, found {_show(kind, tok)}")
+            empty_ok = False
+        else:
+            opens = kind == "op" and postfix and tok in ("[", "(")
+            if base and not opens:
+                return i
+            closer = {"(": "')'", "call": "')'", "[": "']'"}.get(frame[0])
+            if opens:
+                stack.append(["[" if tok == "[" else "call", False])
+                want, not_ok, empty_ok = "value", True, tok == "("
+            elif kind == "op" and tok in _ARITH_OPS:
+                want, not_ok = "value", False
+            elif kind == "op" and tok in _COMPARE:
+                if frame[1]:
+                    raise ExprSyntaxError(col, "chained comparisons are not allowed; use 'and'")
+                frame[1] = True
+                want, not_ok = "value", False
+            elif kind == "op" and tok in ("and", "or"):
+                frame[1] = False
+                want, not_ok = "value", True
+            elif kind == "op" and tok == "," and frame[0] in ("[", "call"):
+                frame[1] = False
+                want, not_ok = "value", True
+            elif kind == "op" and tok in (")", "]") and closer == f"'{tok}'":
+                stack.pop()
+            elif kind == "end" and closer is None:
+                return i
+            elif closer is not None:
+                raise ExprSyntaxError(col, f"expected {closer}, found {_show(kind, tok)}")
+            else:
+                raise ExprSyntaxError(col, f"unexpected {_show(kind, tok)} after the expression")
+            postfix = False
+        i += 1
 
 
-def parse_expr(text: str) -> Expr:
-    def go(p):
-        e = p.expr()
-        p.end()
-        return e
-    return _guarded(text, go)
+def _assignable(atom) -> bool:
+    """NAME or NAME[...], inside any number of enclosing parentheses."""
+    while len(atom) > 2 and atom[0][1] == "(" and _closes_at_end(atom):
+        atom = atom[1:-1]
+    if not atom or atom[0][0] != "name" or atom[0][1] in _CONSTS:
+        return False
+    return len(atom) == 1 or (atom[1][1] == "[" and _closes_at_end(atom[1:]))
 
 
-def parse_stmt(text: str) -> Stmt:
-    return _guarded(text, lambda p: _stmt(p, text))
-
-
-def _stmt(p: "_Parser", text: str) -> Stmt:
-    target = p.atom()
-    if not isinstance(target, (Var, Load)):
-        raise ExprSyntaxError(1, "a statement assigns to a local NAME or an element NAME[...]")
-    kind, tok, col = p.take()
-    if tok != "=" or kind != "op":
-        raise ExprSyntaxError(col, f"expected '=', found {_show(kind, tok)}")
-    value = p.expr()
-    p.end()
-    return Stmt(target, value, text)
+def _closes_at_end(toks) -> bool:
+    """The bracket opened by toks[0] closes at the last token."""
+    depth = 0
+    for n, (k, t, _) in enumerate(toks):
+        if k == "op" and t in ("(", "["):
+            depth += 1
+        elif k == "op" and t in (")", "]"):
+            depth -= 1
+            if depth == 0:
+                return n == len(toks) - 1
+    return False

@@ -73,26 +73,23 @@ def _binary(kind: str, name: str, op):
 _QNAN = float("nan")              # the default quiet NaN (bits 0x7ff8000000000000)
 
 
-def _fmax(a, b):
-    # maxNum-style: one NaN selects the other operand, two give the default quiet NaN (so the
-    # result never depends on operand order); a mixed-sign zero tie gives +0.
-    if math.isnan(a):
-        return _QNAN if math.isnan(b) else b
-    if math.isnan(b):
-        return a
-    if a == b == 0.0:
-        return a if math.copysign(1.0, a) > 0 else b
-    return a if a > b else b
+def _extremum(first):
+    """maxNum/minNum: `first(a, b)` says whether a wins.  One NaN selects the other operand, two
+    give the default quiet NaN (so the result never depends on operand order); a mixed-sign
+    zero tie is decided by the sign (+0 for max, -0 for min)."""
+    def f(a, b):
+        if math.isnan(a):
+            return _QNAN if math.isnan(b) else b
+        if math.isnan(b):
+            return a
+        if a == b == 0.0:
+            return a if first(math.copysign(1.0, a), 0.0) else b
+        return a if first(a, b) else b
+    return f
 
 
-def _fmin(a, b):
-    if math.isnan(a):
-        return _QNAN if math.isnan(b) else b
-    if math.isnan(b):
-        return a
-    if a == b == 0.0:
-        return a if math.copysign(1.0, a) < 0 else b
-    return a if a < b else b
+_fmax = _extremum(lambda a, b: a > b)
+_fmin = _extremum(lambda a, b: a < b)
 
 
 def _fmul(a, b):

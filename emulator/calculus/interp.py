@@ -12,8 +12,11 @@
 - `pipeline(D, Pi, P)`: serial(D, stage_0; ...; stage_k); with `validate=True` the overlapped
   schedule (stage s of iteration n at time n*ii + s) is checked to keep every dependence.
 - `reduce(R, g, A, P)`: seed = A[o] when the reduce starts; per active r run P, skip masked
-  contributions, count replicas (equal keys) once, then fold each fiber under the policy
-  (reduction.py).  Empty fibers leave the seed.
+  contributions, count replicas (equal keys) once, then fold each fiber -- its contributions in
+  lexicographic source-axis order, whatever their keys -- under the policy (reduction.py).
+  Empty fibers leave the seed.
+- `scan(R, g, y, P)`: as reduce, but every contribution r stores its fiber's prefix result at
+  y[r] (inclusive or exclusive; reduction.scan_prefixes).
 
 Undefined elements (no init) are an error to read, like undefined tile elements.
 """
@@ -25,9 +28,9 @@ from typing import Callable
 
 from .budget import DEFAULT_DEADLINE, DEFAULT_MAX_COST, MAX_INSTANCES, check_budget
 from .errors import InterferenceError, PipelineHazardError, RegionRuntimeError
-from .expr import EvalError, Var, as_index, truth
-from .program import (GprOp, If, Op, Parallel, Pipeline, Program, Reduce, Seq, Serial, TileOp,
-                      check_reducer)
+from .expr import EvalError, Names, Var, as_index, table_entry, truth
+from .program import (GprOp, If, Op, Parallel, Pipeline, Program, Reduce, Scan, Seq, Serial, TileOp,
+                      check_reducer, check_scanner)
 from . import reduction as red
 
 # A domain larger than MAX_INSTANCES is refused rather than enumerated (budget.py).
@@ -42,9 +45,9 @@ class _Footprint:
         self.writes: set = set()
 
 
-class Env:
+class Env(Names):
     """Names in scope for one instance: coordinates, parameters, carried values, locals."""
-    __slots__ = ("interp", "vars", "coords", "path")
+    __slots__ = ("interp", "coords", "path")
 
     def __init__(self, interp: "Interpreter", vars: dict, coords: dict, path: str):
         self.interp, self.vars, self.coords, self.path = interp, vars, coords, path
@@ -59,13 +62,7 @@ class Env:
             c = {**c, **coords}
         return Env(self.interp, v, c, self.path)
 
-    # the expression protocol
-    def name(self, n):
-        try:
-            return self.vars[n]
-        except KeyError:
-            raise EvalError(f"'{n}' is not bound here") from None
-
+    # the expression protocol (name: Names)
     def load(self, n, idx):
         return self.interp.load(n, idx)
 
@@ -115,6 +112,9 @@ class Interpreter:
         self.stop_at = None if deadline is None else time.monotonic() + deadline
         self.blocks_executed = 0
         self.reductions: list = []
+        # arrays read as an immutable entry snapshot: name -> [T0 values, collector depth at the
+        # scope's entry, cells the current instance wrote itself]
+        self.snapshots: dict[str, list] = {}
 
     # ---- state -------------------------------------------------------------------------------
     def set_array(self, name: str, values) -> None:
@@ -155,19 +155,25 @@ class Interpreter:
 
     def load(self, name, idx):
         if name in self.tables:
-            v = self.tables[name]
-            for d, i in enumerate(idx):
-                if not 0 <= i < len(v):
-                    raise EvalError(f"{name}[{', '.join(map(str, idx))}] is out of range of the table")
-                v = v[i]
-            return v
+            return table_entry(self.tables[name], name, idx)
         flat = self._flat(name, idx)
-        for c in self.collectors:
-            c.reads.add((name, flat))
-        v = self.arrays[name][flat]
+        snap = self.snapshots.get(name)
+        if snap is not None and flat not in snap[2]:
+            # the entry snapshot T0: a read of T for enclosing scopes, of T0 inside this one
+            v = snap[0][flat]
+            for d, c in enumerate(self.collectors):
+                c.reads.add((name, flat) if d < snap[1] else (name + "@entry", flat))
+        else:
+            v = self._read(name, flat)
         if v is None:
             raise EvalError(f"read of undefined {name}[{', '.join(map(str, idx))}]")
         return v
+
+    def _read(self, name, flat):
+        """The current value of one cell, recorded in every open footprint."""
+        for c in self.collectors:
+            c.reads.add((name, flat))
+        return self.arrays[name][flat]
 
     def store(self, name, idx, value):
         flat = self._flat(name, idx)
@@ -175,6 +181,9 @@ class Interpreter:
             raise EvalError(f"store of an undefined value to {name}[{', '.join(map(str, idx))}]")
         for c in self.collectors:
             c.writes.add((name, flat))
+        snap = self.snapshots.get(name)
+        if snap is not None:
+            snap[2].add(flat)                 # the instance reads its own write from now on
         self.arrays[name][flat] = value
 
     def touch(self, reads=(), writes=()):
@@ -287,9 +296,26 @@ class Interpreter:
         order = list(enumerate(insts))
         if self.parallel_order == "reverse":     # another admitted schedule of independent instances
             order.reverse()
+        outer = {name: self.snapshots.get(name) for name in node.snapshot}
+        for name in node.snapshot:
+            self.snapshots[name] = [list(self.arrays[name]), len(self.collectors), set()]
+        try:
+            self._instances(node, env, order, checker)
+        finally:
+            for name, prev in outer.items():
+                if prev is None:
+                    del self.snapshots[name]
+                else:
+                    self.snapshots[name] = prev
+            self.machine_index = saved
+
+    def _instances(self, node: Parallel, env: Env, order, checker) -> None:
+        saved = self.machine_index
         for n, coords in order:
             if node.batch:
                 self.machine_index = n
+            for name in node.snapshot:
+                self.snapshots[name][2] = set()
             fp = None
             if checker is not None:
                 fp = _Footprint()
@@ -373,9 +399,9 @@ class Interpreter:
                     seeds[o] = self._seed(node.into, o)
                 except EvalError as exc:
                     raise RegionRuntimeError(f"{path}.group", str(exc), coords) from None
-            fibers.setdefault(o, []).append((k, v))
+            fibers.setdefault(o, []).append(v)       # source order: keys decide identity, not order
         for o in sorted(fibers):
-            fiber = [v for _, v in sorted(fibers[o], key=lambda kv: kv[0])]
+            fiber = fibers[o]
             seed = seeds[o]
             try:
                 result = self.fold(node, f, seed, fiber, lift, o)
@@ -383,6 +409,47 @@ class Interpreter:
                 raise RegionRuntimeError(f"{path}.combine", str(exc), {"group": o}) from None
             self.reductions.append((path, o, node.policy, seed, fiber, result))
             self.store(node.into, o, result)
+
+    def _scan(self, node: Scan, env: Env) -> None:
+        f = check_scanner(self.program, node)
+        path = node.path
+        seed = red.NO_SEED if node.seed is None else self.ev(node.seed, env, f"{path}.seed")
+        fibers: dict[tuple, list] = {}
+        for coords in self.instances(node.domain, env, f"{path}.scan"):
+            it = env.child(coords=coords)
+            if node.body is not None:
+                self.exec(node.body, it)
+            v = self.ev(node.value, it, f"{path}.value")
+            g = tuple(as_int(self.ev(e, it, f"{path}.group"), f"{path}.group", it) for e in node.group)
+            fibers.setdefault(g, []).append((coords, v))        # source order
+        for g, members in fibers.items():
+            fiber = [v for _, v in members]
+            try:
+                results = self.scan_fold(node, f, seed, fiber, g)
+            except EvalError as exc:
+                raise RegionRuntimeError(f"{path}.combine", str(exc), {"group": g}) from None
+            for (coords, _), r in zip(members, results):
+                try:
+                    self.store(node.into, tuple(coords.values()), r)
+                except EvalError as exc:
+                    raise RegionRuntimeError(f"{path}.into", str(exc), coords) from None
+            self.reductions.append((path, g, node.policy, seed, fiber, results))
+
+    def scan_fold(self, node: Scan, f, seed, fiber, group) -> list:
+        """The reference prefix results, or the `realize` hook's (a list), checked in validate
+        mode prefix by prefix (exhaustively, for prefixes small enough to decide)."""
+        if self.realize is None:
+            return red.scan_prefixes(node.policy, f, seed, fiber, node.exclusive)
+        results = self.realize(node, f, seed, fiber, None)
+        if not isinstance(results, (list, tuple)) or len(results) != len(fiber):
+            raise RegionRuntimeError(node.path, f"a realized scan gives one result per contribution "
+                                                f"({len(fiber)} for group {group})")
+        if self.validate and len(fiber) + 1 <= red.MAX_TREE_LEAVES:
+            k = red.scan_admits(node.policy, f, seed, fiber, results, node.exclusive)
+            if k is not None:
+                raise RegionRuntimeError(node.path, f"realized prefix result {k} ({results[k]!r}) for group "
+                                                    f"{group} is not admitted by {node.policy}")
+        return list(results)
 
     def fold(self, node: Reduce, f, seed, fiber, lift, group):
         """The reference result of one fiber, or the `realize` hook's, which validate mode checks
@@ -397,10 +464,7 @@ class Interpreter:
         return result
 
     def _seed(self, name, o):
-        flat = self._flat(name, o)
-        for c in self.collectors:
-            c.reads.add((name, flat))
-        v = self.arrays[name][flat]
+        v = self._read(name, self._flat(name, o))
         if v is None:
             raise EvalError(f"the seed {name}[{', '.join(map(str, o))}] is undefined")
         return v
@@ -422,7 +486,7 @@ class Interpreter:
 
 _DISPATCH = {Op: Interpreter._op, Seq: Interpreter._seq, If: Interpreter._if,
              Parallel: Interpreter._parallel, Serial: Interpreter._serial,
-             Pipeline: Interpreter._pipeline, Reduce: Interpreter._reduce,
+             Pipeline: Interpreter._pipeline, Reduce: Interpreter._reduce, Scan: Interpreter._scan,
              TileOp: Interpreter._tile, GprOp: Interpreter._gpr}
 
 
@@ -511,7 +575,8 @@ def run(program: Program, *, init: dict | None = None, validate: bool = False,
     """Interpret `program` from its declared (or `init`-overridden) arrays and the given machines.
 
     `realize(node, f, seed, fiber, lift) -> value` replaces the canonical tree result of a
-    reduction (to model another realization; validate mode checks the policy admits it);
+    reduction (to model another realization; validate mode checks the policy admits it); for a
+    scan node it returns the list of prefix results, each checked the same way;
     `parallel_order="reverse"` runs parallel instances in reverse lexicographic order;
     instance k of a `batch` parallel runs on machines[k], created as a copy of `batch_template`
     when fewer machines were given.

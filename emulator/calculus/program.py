@@ -3,7 +3,7 @@
     P ::= op | P ; P | if predicate then P else P
         | parallel(D, P) | serial(D, P) | pipeline(D, Pi, P) | reduce(R, g, A, P)
 
-Leaves are calculus ops (statements over named arrays, with their effects), tile blocks (run on
+plus scan(R, g, y, P), the reduction that exposes every prefix result.  Leaves are calculus ops (statements over named arrays, with their effects), tile blocks (run on
 the emulator) and GPR writes.  Every node records `path`, the JSON path of its text form, so a
 diagnosis points at the exact place (`$.body.seq[1].body`), whether the program was loaded or
 built in Python.  `check(program)` resolves every name and law once; the interpreter, the effect
@@ -14,10 +14,13 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from isa.atomicio import quote
+
 from .errors import ReductionPolicyError, RegionError
 from .expr import Call, Expr, Load, Stmt, Var, walk
 from .functions import BUILTINS, Function
 from .reduction import check_policy
+from .schema import key_segment
 from .tilelaws import check_tile_merge
 
 POLICIES = ("fold_left", "fold_right", "ordered_tree", "unordered_tree")
@@ -89,9 +92,14 @@ class If(Node):
 
 @dataclass(eq=False)
 class Parallel(Node):
+    """Independent instances.  `snapshot` names arrays read as their immutable entry value T0:
+    inside the scope an instance reads T0 (or what it wrote itself, in its own order) while the
+    instances' writes join into the new value T1 -- so reading T0 never conflicts with another
+    instance's patch; overlapping patches still do (there is no winning instance)."""
     domain: Domain
     body: Node
     batch: bool = False           # instances run on separate machines (a batch of cases)
+    snapshot: tuple[str, ...] = ()
 
 
 @dataclass(eq=False)
@@ -144,6 +152,24 @@ class Reduce(Node):
 
 
 @dataclass(eq=False)
+class Scan(Node):
+    """A scan over R (lexicographic order): for each active r run `body`, take `value`; the
+    contributions with equal g(r) = `group` form one fiber, and y[r] (`into`, indexed by R's
+    coordinates) receives the prefix result of r's fiber -- inclusive: the policy's result over
+    [seed?, r0, ..., r]; exclusive: over [seed, r0, ..., r-1] (the first is the seed).  A scan
+    exposes every prefix result, so it is never a final-result reduction."""
+    domain: Domain
+    into: str
+    value: Expr
+    combine: str
+    group: tuple[Expr, ...] = ()
+    policy: str = DEFAULT_POLICY
+    exclusive: bool = False
+    seed: Expr | None = None
+    body: Node | None = None
+
+
+@dataclass(eq=False)
 class ArrayDecl:
     shape: tuple[int, ...]
     init: list | None = None      # flat row-major values; None = every element undefined
@@ -186,7 +212,7 @@ def children(node: Node) -> list[tuple[str, Node]]:
         return [(".body", node.body)]
     if isinstance(node, Pipeline):
         return [(f".stages[{i}]", n) for i, n in enumerate(node.stages)]
-    if isinstance(node, Reduce):
+    if isinstance(node, (Reduce, Scan)):
         return [] if node.body is None else [(".body", node.body)]
     return []
 
@@ -279,9 +305,9 @@ class _Checker:
                 if kind is not None:
                     if pure:
                         raise RegionError(path, f"{what} must be a pure index expression; "
-                                                f"'{n.name}' is a data value")
+                                                f"{quote(n.name)} is a data value")
                     continue
-                raise RegionError(path, f"unknown name '{n.name}' (not a coordinate, parameter, "
+                raise RegionError(path, f"unknown name {quote(n.name)} (not a coordinate, parameter, "
                                         f"carried value or local in scope)")
             elif isinstance(n, Load):
                 if n.name in self.tables:
@@ -289,22 +315,22 @@ class _Checker:
                 elif n.name in self.p.arrays:
                     if pure:
                         raise RegionError(path, f"{what} must be a pure index expression; "
-                                                f"'{n!r}' loads from array '{n.name}'")
+                                                f"{quote(repr(n))} loads from array {quote(n.name)}")
                     rank = len(self.p.arrays[n.name].shape)
                 else:
-                    raise RegionError(path, f"'{n!r}' names no array or parameter table")
+                    raise RegionError(path, f"{quote(repr(n))} names no array or parameter table")
                 if len(n.index) != rank:
-                    raise RegionError(path, f"'{n!r}' has {len(n.index)} index(es); "
-                                            f"'{n.name}' has rank {rank}")
+                    raise RegionError(path, f"{quote(repr(n))} has {len(n.index)} index(es); "
+                                            f"{quote(n.name)} has rank {rank}")
             elif isinstance(n, Call):
                 f = self.p.function(n.name)
                 if f is None:
-                    raise RegionError(path, f"unknown function '{n.name}'")
+                    raise RegionError(path, f"unknown function {quote(n.name)}")
                 if f.arity != len(n.args):
                     raise RegionError(path, f"{n.name} takes {f.arity} argument(s), got {len(n.args)}")
                 if pure:
                     raise RegionError(path, f"{what} must be a pure index expression; "
-                                            f"it calls '{n.name}'")
+                                            f"it calls {quote(n.name)}")
 
     def taken(self, name: str, scope: _Scope) -> bool:
         return scope.kind(name) is not None or name in self.ints or name in self.tables
@@ -314,7 +340,7 @@ class _Checker:
         for i, ax in enumerate(d.axes):
             p = f"{path}[{i}]"
             if self.taken(ax.name, scope):
-                raise RegionError(p, f"axis '{ax.name}' shadows a name already in scope")
+                raise RegionError(p, f"axis {quote(ax.name)} shadows a name already in scope")
             self.expr(ax.lo, scope, p, pure=True, what="a domain bound")
             self.expr(ax.hi, scope, p, pure=True, what="a domain bound")
             scope.add(ax.name, "coord")
@@ -331,17 +357,17 @@ class _Checker:
                 t = s.target
                 if isinstance(t, Load):
                     if t.name in self.tables:
-                        raise RegionError(p, f"parameter table '{t.name}' is read-only")
+                        raise RegionError(p, f"parameter table {quote(t.name)} is read-only")
                     self.expr(t, scope, p)
                 else:
                     if self.taken(t.name, scope):
-                        raise RegionError(p, f"'{t.name}' is already bound in this scope; a local "
+                        raise RegionError(p, f"{quote(t.name)} is already bound in this scope; a local "
                                              f"is assigned once (use a carried value for a recurrence)")
                     scope.add(t.name, "local")
             for key, accs in (("reads", node.reads), ("writes", node.writes)):
                 for i, a in enumerate(accs):
                     if a.name not in self.p.arrays:
-                        raise RegionError(f"{path}.{key}[{i}]", f"'{a.name}' names no array")
+                        raise RegionError(f"{path}.{key}[{i}]", f"{quote(a.name)} names no array")
                     self.expr(a, scope, f"{path}.{key}[{i}]")
         elif isinstance(node, TileOp):
             for i, (_, e) in enumerate(node.holes):
@@ -360,6 +386,11 @@ class _Checker:
                 with scope.nested():
                     self.node(node.else_, scope)
         elif isinstance(node, Parallel):
+            for i, name in enumerate(node.snapshot):
+                if name not in self.p.arrays:
+                    raise RegionError(f"{path}.snapshot[{i}]", f"{quote(name)} names no array")
+                if name in node.snapshot[:i]:
+                    raise RegionError(f"{path}.snapshot[{i}]", f"{quote(name)} is listed twice")
             with scope.nested():
                 self.domain(node.domain, scope, f"{path}.parallel")
                 self.node(node.body, scope)
@@ -376,6 +407,8 @@ class _Checker:
                     self.node(st, scope)
         elif isinstance(node, Reduce):
             self.reduce(node, scope)
+        elif isinstance(node, Scan):
+            self.scan(node, scope)
         else:
             raise RegionError(path, f"not a region node: {type(node).__name__}")
 
@@ -383,19 +416,19 @@ class _Checker:
         path = node.path
         for name, e in node.carry.items():
             if self.taken(name, scope):
-                raise RegionError(f"{path}.carry.{name}", f"'{name}' is already bound in this scope")
-            self.expr(e, scope, f"{path}.carry.{name}")
+                raise RegionError(f"{path}.carry.{key_segment(name)}", f"{quote(name)} is already bound in this scope")
+            self.expr(e, scope, f"{path}.carry.{key_segment(name)}")
         with scope.nested():
             self.domain(node.domain, scope, f"{path}.serial")
             for name in node.carry:
                 scope.add(name, "carry")
             for name in node.next:
                 if name not in node.carry:
-                    raise RegionError(f"{path}.next.{name}", f"'{name}' is not a carried value (declare it in 'carry')")
+                    raise RegionError(f"{path}.next.{key_segment(name)}", f"{quote(name)} is not a carried value (declare it in 'carry')")
             with scope.nested():
                 self.node(node.body, scope)
                 for name, e in node.next.items():
-                    self.expr(e, scope, f"{path}.next.{name}")
+                    self.expr(e, scope, f"{path}.next.{key_segment(name)}")
         for name in node.carry:
             scope.add(name, "carry")          # final values are visible after the loop
 
@@ -431,31 +464,74 @@ class _Checker:
         if not isinstance(node.value, Expr):
             raise RegionError(f"{path}.value", "an array reduction contributes an expression value")
         if node.into not in self.p.arrays:
-            raise RegionError(f"{path}.into", f"'{node.into}' names no array")
+            raise RegionError(f"{path}.into", f"{quote(node.into)} names no array")
         rank = len(self.p.arrays[node.into].shape)
         if len(node.group) != rank:
             raise RegionError(f"{path}.group", f"g(r) gives {len(node.group)} coordinate(s); "
-                                               f"'{node.into}' has rank {rank}")
+                                               f"{quote(node.into)} has rank {rank}")
         for i, g in enumerate(node.group):
             self.expr(g, scope, f"{path}.group[{i}]", pure=True, what="the grouping map g", below=inner)
         self.expr(node.value, scope, f"{path}.value")
         check_reducer(self.p, node)
 
 
+    def scan(self, node: Scan, scope: _Scope) -> None:
+        path = node.path
+        if node.policy not in POLICIES:
+            raise RegionError(f"{path}.policy", f"unknown policy {node.policy!r}; one of {', '.join(POLICIES)}")
+        if node.seed is not None:
+            self.expr(node.seed, scope, f"{path}.seed")
+        if node.into not in self.p.arrays:
+            raise RegionError(f"{path}.into", f"{quote(node.into)} names no array")
+        rank = len(self.p.arrays[node.into].shape)
+        if rank != len(node.domain.axes):
+            raise RegionError(f"{path}.into", f"a scan stores one prefix result per contribution at its "
+                                              f"coordinates: {quote(node.into)} has rank {rank}, the scan domain "
+                                              f"{len(node.domain.axes)} axes")
+        with scope.nested():
+            self.domain(node.domain, scope, f"{path}.scan")
+            inner = scope.depth
+            with scope.nested():
+                if node.body is not None:
+                    self.node(node.body, scope)
+                for i, g in enumerate(node.group):
+                    self.expr(g, scope, f"{path}.group[{i}]", pure=True, what="the grouping map g", below=inner)
+                self.expr(node.value, scope, f"{path}.value")
+        check_scanner(self.p, node)
+
+
+def combine_function(program: Program, node) -> Function:
+    """A reduction's or scan's `combine`: a declared binary merge or update."""
+    f = program.function(node.combine)
+    if f is None:
+        raise RegionError(f"{node.path}.combine", f"unknown function {quote(node.combine)}")
+    if f.arity != 2 or f.kind == "map":
+        raise RegionError(f"{node.path}.combine", f"{quote(f.name)} is not a binary merge or update")
+    return f
+
+
+def check_scanner(program: Program, node: Scan) -> Function:
+    """A scan's combine and policy (as for reduce), and the seed its prefixes need."""
+    path = node.path
+    f = combine_function(program, node)
+    check_policy(node.policy, f, f"{path}.policy")
+    if node.seed is None and node.exclusive:
+        raise RegionError(f"{path}.seed", "an exclusive scan needs a seed: its first result")
+    if node.seed is None and f.kind != "merge":
+        raise RegionError(f"{path}.seed", f"{quote(f.name)} is an update (State x Elem): its prefixes need a seed state")
+    return f
+
+
 def check_reducer(program: Program, node: Reduce) -> Function:
     """The policy/combine compatibility the seed requires: diagnosed, never an invented algebra."""
     path = node.path
-    f = program.function(node.combine)
-    if f is None:
-        raise RegionError(f"{path}.combine", f"unknown function '{node.combine}'")
-    if f.arity != 2 or f.kind == "map":
-        raise RegionError(f"{path}.combine", f"'{f.name}' is not a binary merge or update")
+    f = combine_function(program, node)
     if node.lift is not None:
         lf = program.function(node.lift)
         if lf is None or lf.arity != 1:
-            raise RegionError(f"{path}.lift", f"lift '{node.lift}' must name a one-argument function")
+            raise RegionError(f"{path}.lift", f"lift {quote(node.lift)} must name a one-argument function")
         if f.kind != "merge":
-            raise ReductionPolicyError(f"{path}.lift", f"lift applies to a merge; '{f.name}' is an update")
+            raise ReductionPolicyError(f"{path}.lift", f"lift applies to a merge; {quote(f.name)} is an update")
     check_policy(node.policy, f, f"{path}.policy")
     return f
 
@@ -465,6 +541,6 @@ def check(program: Program) -> Program:
     c = _Checker(program)
     for name, a in program.arrays.items():
         if name in program.params:
-            raise RegionError(f"$.arrays.{name}", f"'{name}' is also a parameter")
+            raise RegionError(f"$.arrays.{key_segment(name)}", f"{quote(name)} is also a parameter")
     c.node(program.body, _Scope())
     return program

@@ -22,10 +22,20 @@ import math
 import struct
 from typing import Callable, Sequence
 
+from isa.atomicio import quote
+
 from .errors import ReductionPolicyError, UndecidedError
 from .functions import Function
 
 MAX_TREE_LEAVES = 7        # admission by exhaustive merge-tree/permutation search up to this size
+
+
+class _NoSeed:
+    def __repr__(self):
+        return "<no seed>"
+
+
+NO_SEED = _NoSeed()        # a scan without a seed: the first state is the first contribution
 
 
 def vkey(v):
@@ -63,22 +73,22 @@ def check_policy(policy: str, f: Function, where: str = "combine") -> None:
     """Diagnose a policy the combine function cannot support; never invent an algebra."""
     if policy == "fold_left" and f.kind not in ("merge", "update"):
         raise ReductionPolicyError(where, f"fold_left needs update_left(s, r) (a merge or kind 'update'); "
-                                          f"'{f.name}' is kind '{f.kind}'")
+                                          f"{quote(f.name)} is kind {quote(f.kind)}")
     if policy == "fold_right" and f.kind not in ("merge", "rupdate"):
         raise ReductionPolicyError(where, f"fold_right needs update_right(r, s) (a merge or kind 'rupdate'); "
-                                          f"'{f.name}' is kind '{f.kind}' -- a right fold is not the left "
+                                          f"{quote(f.name)} is kind {quote(f.kind)} -- a right fold is not the left "
                                           f"update run backwards")
     if policy == "ordered_tree" and not f.ordered_tree_ok:
-        raise ReductionPolicyError(where, f"ordered_tree needs a merge declared associative; '{f.name}' is "
+        raise ReductionPolicyError(where, f"ordered_tree needs a merge declared associative; {quote(f.name)} is "
                                           + ("not a merge" if f.kind != "merge" else "not declared associative"))
     if policy == "unordered_tree" and not f.tree_ok:
         if f.kind != "merge":
-            why = (f"'{f.name}' is kind '{f.kind}', not a State x State merge; unordered_tree has no merge "
+            why = (f"{quote(f.name)} is kind {quote(f.kind)}, not a State x State merge; unordered_tree has no merge "
                    f"to regroup. Use fold_left or fold_right")
         else:
             missing = [n for n, ok in (("associative", f.associative), ("commutative", f.commutative)) if not ok]
             why = (f"unordered_tree (the default) needs a merge declared associative and commutative (or "
-                   f"regrouping authorized by its numerical policy); '{f.name}' is not declared "
+                   f"regrouping authorized by its numerical policy); {quote(f.name)} is not declared "
                    f"{' or '.join(missing)}. Use fold_left, fold_right or ordered_tree")
         raise ReductionPolicyError(where, why)
 
@@ -86,6 +96,8 @@ def check_policy(policy: str, f: Function, where: str = "combine") -> None:
 def fold_left(f: Function, seed, xs: Sequence, lift: Function | None = None):
     up, _ = updates(f, lift)
     s = seed
+    if s is NO_SEED:                      # a merge only (check_scanner): start from lift(r0)
+        s, xs = _lifter(lift)(xs[0]), xs[1:]
     for r in xs:
         s = up(s, r)
     return s
@@ -94,6 +106,8 @@ def fold_left(f: Function, seed, xs: Sequence, lift: Function | None = None):
 def fold_right(f: Function, seed, xs: Sequence, lift: Function | None = None):
     _, up = updates(f, lift)
     s = seed
+    if s is NO_SEED:
+        s, xs = _lifter(lift)(xs[-1]), xs[:-1]
     for r in reversed(xs):
         s = up(r, s)
     return s
@@ -121,11 +135,15 @@ def canonical(policy: str, f: Function, seed, xs: Sequence, lift: Function | Non
     if not xs:
         return seed
     t = pairwise(f, [_lifter(lift)(x) for x in xs])
+    if seed is NO_SEED:
+        return t
     return f(seed, t) if seed_side == "left" else f(t, seed)
 
 
 def leaves(seed, xs: Sequence, lift: Function | None, seed_side: str) -> list:
     lifted = [_lifter(lift)(x) for x in xs]
+    if seed is NO_SEED:
+        return lifted
     return [seed] + lifted if seed_side == "left" else lifted + [seed]
 
 
@@ -189,6 +207,44 @@ def admits(policy: str, f: Function, seed, xs: Sequence, result, lift: Function 
            seed_side: str = "left", limit: int = MAX_TREE_LEAVES) -> bool:
     """Does some computation the policy admits (a merge tree/permutation) produce `result`?"""
     return vkey(result) in admitted(policy, f, seed, xs, lift, seed_side, limit)
+
+
+def scan_prefixes(policy: str, f: Function, seed, xs: Sequence, exclusive: bool = False) -> list:
+    """The reference prefix results of a scan (the interpreter's): result k is the policy's
+    result over [seed, r0, ..., rk] (inclusive) or [seed, r0, ..., r(k-1)] (exclusive; the
+    first is the seed), without the seed when there is none.  fold_right folds every prefix
+    on its own (a right fold shares nothing between prefixes); fold_left and the tree policies
+    run the left update chain, which every tree policy admits (it is an in-order tree)."""
+    check_policy(policy, f)
+    n = len(xs)
+    if policy == "fold_right":
+        return [fold_right(f, seed, xs[:k if exclusive else k + 1]) for k in range(n)]
+    up, _ = updates(f, None)
+    out, acc = [], seed
+    for x in xs:
+        if exclusive:
+            out.append(acc)
+        acc = x if acc is NO_SEED else up(acc, x)
+        if not exclusive:
+            out.append(acc)
+    return out
+
+
+def scan_admits(policy: str, f: Function, seed, xs: Sequence, results: Sequence, exclusive: bool = False,
+                limit: int = MAX_TREE_LEAVES) -> int | None:
+    """The first prefix whose realized result the policy does not admit, or None (each prefix
+    decided exhaustively: UndecidedError past `limit` leaves)."""
+    if len(results) != len(xs):
+        return min(len(results), len(xs))
+    for k, r in enumerate(results):
+        prefix = xs[:k] if exclusive else xs[:k + 1]
+        if exclusive and not prefix:
+            ok = same(r, seed)
+        else:
+            ok = admits(policy, f, seed, prefix, r, None, "left", limit)
+        if not ok:
+            return k
+    return None
 
 
 def realize_tree(f: Function, tree, contributions: Sequence, seed, lift: Function | None = None):

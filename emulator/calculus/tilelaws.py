@@ -7,6 +7,7 @@ reaching up into the tile leaves that execute blocks (tiles.py).
 from __future__ import annotations
 
 from isa import instructions as I
+from isa.atomicio import quote
 
 from .errors import RegionError
 from .functions import Function
@@ -35,6 +36,6 @@ def check_tile_merge(node) -> None:
     if row is None:
         names = ", ".join(r.mnemonic for r in I.INSTRUCTIONS if r.schema == I.BINARY)
         raise RegionError(f"{node.path}.combine", f"a tile reduction combines with a binary tile instruction "
-                                                  f"({names}); {node.combine!r} is not one")
+                                                  f"({names}); {quote(node.combine)} is not one")
     for kind, (a, c, g) in MERGE_LAWS.get(node.combine, {"int": NO_LAWS, "float": NO_LAWS}).items():
         check_policy(node.policy, Function(node.combine, 2, "merge", None, a, c, g), f"{node.path}.policy")

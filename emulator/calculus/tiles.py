@@ -239,13 +239,13 @@ def exec_tile_reduce(interp, node, env) -> None:
                 raise RegionRuntimeError(f"{path}.key", f"replicas of contribution {k} disagree", coords)
             continue
         seen[k] = (acc, v)
-        fibers.setdefault(acc, []).append((k, v))
+        fibers.setdefault(acc, []).append(v)          # source order; keys only identify replicas
     for acc in sorted(fibers):
         seed = seeds[acc]
         if seed.desc.dtype is None:
             raise RegionRuntimeError(f"{path}.into", f"accumulator PE{acc[0]} tile {acc[1]} is a predicate tile")
         f = tile_merge_function(node.combine, seed.desc.datatype.name, m.config)
-        fiber = [v for _, v in sorted(fibers[acc], key=lambda kv: kv[0])]
+        fiber = fibers[acc]
         try:
             result = interp.fold(node, f, seed, fiber, None, f"PE{acc[0]} tile {acc[1]}")
         except (EvalError, ReductionPolicyError) as exc:

@@ -53,15 +53,48 @@ class _Fail(Exception):
         self.obligation, self.detail = obligation, detail
 
 
+# What a witness field of the wrong type or shape raises deep inside a check: the witness is
+# untrusted input, so this is a verdict (one line), never a traceback.
+MALFORMED = (TypeError, ValueError, AttributeError, KeyError, IndexError, ZeroDivisionError, OverflowError,
+             RecursionError, MemoryError)
+
+
+def malformed(rule: str, exc: BaseException) -> Verdict:
+    from isa.atomicio import shown
+    why = "nested too deeply" if isinstance(exc, RecursionError) else shown(str(exc).splitlines()[0] if str(exc) else "")
+    return Verdict(rule, False, "well-typed witness", f"a field of the wrong type or shape ({type(exc).__name__}: {why})")
+
+
+def checks(rule: str):
+    """Makes a checker of a function whose body raises _Fail at the first broken obligation or
+    returns the admitted detail: the decorated function answers a Verdict."""
+    import functools
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def check(w) -> Verdict:
+            return _verdict(rule, fn, w)
+        return check
+    return wrap
+
+
 def _verdict(rule: str, fn, *args, **kw) -> Verdict:
     try:
         detail = fn(*args, **kw)
     except _Fail as f:
-        return Verdict(rule, False, f.obligation, f.detail)
+        v = Verdict(rule, False, f.obligation, f.detail)
+        for k in ("crossing", "cell"):           # the failing edge, for a caller that words it its own way
+            if hasattr(f, k):
+                object.__setattr__(v, k, getattr(f, k))
+        return v
     except UndecidedError as exc:
         return Verdict(rule, False, "undecided", str(exc), decided=False)
     except RegionError as exc:          # a program whose effects cannot be derived
         return Verdict(rule, False, "effects known", str(exc))
+    except EvalError as exc:
+        return Verdict(rule, False, "well-typed witness", f"a map or bound cannot be evaluated: {exc}")
+    except MALFORMED as exc:
+        return malformed(rule, exc)
     return Verdict(rule, True, None, detail or "")
 
 
@@ -114,7 +147,9 @@ def _images(old: FiniteDomain, new: FiniteDomain, tau: IndexMap, obligation: str
     return img
 
 
-def _reindex(w: ReindexWitness) -> str:
+@checks("Reindex")
+def check_reindex(w: ReindexWitness) -> Verdict:
+    """The Reindex rule: tau an active-domain bijection that factors through every observed cut."""
     img = _images(w.old, w.new, w.tau, "active-domain bijection")
     for cut in w.cuts:
         ob = f"observed-cut factorisation (cut {cut.j})"
@@ -145,12 +180,11 @@ def _reindex(w: ReindexWitness) -> str:
     return f"{len(img)} occurrence(s), {len(w.cuts)} observed cut(s)"
 
 
-def check_reindex(w: ReindexWitness) -> Verdict:
-    return _verdict("Reindex", _reindex, w)
 
 
 @dataclass
 class SplitFuseWitness:
+    """A split or fuse of axes: tau maps the new (q, r) or k back to the old coordinates."""
     old: FiniteDomain
     new: FiniteDomain
     tau: IndexMap                       # new -> old, e.g. (q, r) -> q*b + r
@@ -222,7 +256,9 @@ def _closed_form_coverage(w: SplitFuseWitness) -> str:
     return f"q*b + r covers [0, {N}) exactly once"
 
 
-def _split_fuse(w: SplitFuseWitness) -> str:
+@checks("Split/fuse")
+def check_split_fuse(w: SplitFuseWitness) -> Verdict:
+    """Split/fuse: a positive factor, exact active coverage, representable index arithmetic."""
     for name, f in w.factors.items():
         if not isinstance(f, int) or isinstance(f, bool) or f <= 0:
             raise _Fail("positive factor", f"factor {name} = {f!r} is not a positive integer")
@@ -235,8 +271,6 @@ def _split_fuse(w: SplitFuseWitness) -> str:
     return detail
 
 
-def check_split_fuse(w: SplitFuseWitness) -> Verdict:
-    return _verdict("Split/fuse", _split_fuse, w)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -291,15 +325,27 @@ def _slots(w: BindWitness) -> dict:
     return out
 
 
-def _bind(w: BindWitness) -> str:
+def first_clash(items):
+    """(value, earlier key, later key) for the first two keys of `items` with one value, or None
+    (is a map injective, and where not)."""
+    seen: dict = {}
+    for k, v in items:
+        if v in seen:
+            return v, seen[v], k
+        seen[v] = k
+    return None
+
+
+@checks("Bind/serialize")
+def check_bind(w: BindWitness) -> Verdict:
+    """Bind/serialize: exact coverage, target containment, preserved identity, serial order."""
     names = w.domain.names
     slots = _slots(w)
-    used: dict = {}
-    for p, s in slots.items():
-        if s in used:
-            raise _Fail("exact coverage", f"instances {fmt(names, used[s])} and {fmt(names, p)} share "
-                                          f"participant {s[0]} at time {s[1]}")
-        used[s] = p
+    clash = first_clash(slots.items())
+    if clash is not None:
+        s, a, b = clash
+        raise _Fail("exact coverage", f"instances {fmt(names, a)} and {fmt(names, b)} share "
+                                      f"participant {s[0]} at time {s[1]}")
     for p, (part, t) in slots.items():
         if not 0 <= part < w.workers:
             raise _Fail("target containment", f"instance {fmt(names, p)} is bound to participant {part}; "
@@ -333,8 +379,6 @@ def _bind(w: BindWitness) -> str:
     return f"{len(slots)} instance(s) on {len({s[0] for s in slots.values()})} participant(s)"
 
 
-def check_bind(w: BindWitness) -> Verdict:
-    return _verdict("Bind/serialize", _bind, w)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -374,7 +418,8 @@ def _accounting(n: int, leaves: Sequence, seed_expected: bool) -> None:
     for pos, x in enumerate(leaves):
         if x == "seed":
             if not seed_expected:
-                raise _Fail("contribution accounting", "the seed appears inside a partial")
+                raise _Fail("contribution accounting", "'seed' is not a leaf here (a partial state, or a scan "
+                                                       "without a seed)")
             if "seed" in where:
                 raise _Fail("contribution accounting", "the seed is merged twice")
             where["seed"] = pos
@@ -403,7 +448,9 @@ class ReductionWitness:
     order: list | None = None
 
 
-def _reduction(w: ReductionWitness) -> str:
+@checks("Reduction factorisation")
+def check_reduction(w: ReductionWitness) -> Verdict:
+    """Reduction factorisation: pieces partition the fiber and merge under the policy's laws."""
     f = _fn(w.combine)
     _policy_ok(w.policy, f)
     for k, piece in enumerate(w.pieces):
@@ -437,18 +484,18 @@ def _reduction(w: ReductionWitness) -> str:
     return f"{len(w.pieces)} contiguous piece(s) merged in order"
 
 
-def check_reduction(w: ReductionWitness) -> Verdict:
-    return _verdict("Reduction factorisation", _reduction, w)
 
 
 @dataclass
 class MergeTreeWitness:
-    """An explicit realization: nested pairs over contribution indices and "seed"."""
+    """An explicit realization: nested pairs over contribution indices and "seed" (`seed`:
+    whether the computation has a seed leaf; a scan without a seed has none)."""
     policy: str
     combine: object
     fiber: int
     tree: object
     seed_side: str = "left"
+    seed: bool = True
 
 
 def tree_leaves(t) -> list:
@@ -459,16 +506,16 @@ def tree_leaves(t) -> list:
     return [t]
 
 
-def left_comb(n: int):
-    t = "seed"
-    for i in range(n):
+def left_comb(n: int, seed: bool = True):
+    t, first = ("seed", 0) if seed else (0, 1)
+    for i in range(first, n):
         t = [t, i]
     return t
 
 
-def right_comb(n: int):
-    t = "seed"
-    for i in reversed(range(n)):
+def right_comb(n: int, seed: bool = True):
+    t, last = ("seed", n) if seed else (n - 1, n - 1)
+    for i in reversed(range(last)):
         t = [i, t]
     return t
 
@@ -477,18 +524,21 @@ def _norm(t):
     return [_norm(t[0]), _norm(t[1])] if isinstance(t, (list, tuple)) else t
 
 
-def _merge_tree(w: MergeTreeWitness) -> str:
+@checks("Reduction factorisation")
+def check_merge_tree(w: MergeTreeWitness) -> Verdict:
+    """A merge tree the reduction's policy admits, each contribution once."""
     f = _fn(w.combine)
     _policy_ok(w.policy, f)
     leaves = tree_leaves(w.tree)
-    _accounting(w.fiber, leaves, seed_expected=True)
+    _accounting(w.fiber, leaves, seed_expected=w.seed)
     seq = list(range(w.fiber))
     seed_left = {"fold_left": True, "fold_right": False}.get(w.policy, w.seed_side == "left")
-    in_order = leaves == (["seed"] + seq if seed_left else seq + ["seed"])
+    seed = ["seed"] if w.seed else []
+    in_order = leaves == (seed + seq if seed_left else seq + seed)
     if may_permute(w.policy, f):
         return f"any tree and order admitted for '{f.name}' under {w.policy}"
     if w.policy in ("fold_left", "fold_right"):
-        want = left_comb(w.fiber) if w.policy == "fold_left" else right_comb(w.fiber)
+        want = left_comb(w.fiber, w.seed) if w.policy == "fold_left" else right_comb(w.fiber, w.seed)
         if _norm(w.tree) == want:
             return f"the {w.policy} update chain"
         if may_regroup(w.policy, f) and in_order:
@@ -501,8 +551,6 @@ def _merge_tree(w: MergeTreeWitness) -> str:
     return "an order-preserving tree"
 
 
-def check_merge_tree(w: MergeTreeWitness) -> Verdict:
-    return _verdict("Reduction factorisation", _merge_tree, w)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -510,10 +558,13 @@ def check_merge_tree(w: MergeTreeWitness) -> Verdict:
 
 @dataclass
 class Value:
+    """One version of a value: written by an operation issued at `defined`, landed (complete) at
+    `completes` (None: a plain write, readable from defined + 1), read at `uses`, held in `slot`."""
     name: str
     defined: int                 # issue time of the definition
     uses: tuple[int, ...]        # read times
     slot: object                 # the physical version slot it occupies
+    completes: int | None = None # when an asynchronous write (a copy, a long-latency op) has landed
 
 
 @dataclass
@@ -526,19 +577,43 @@ def pipeline_versions(iterations: int, *, ii: int = 1, producer_stage: int = 0, 
                       distance: int = 0, versions: int = 1) -> VersionWitness:
     """Value i is produced in iteration i at stage s_p into slot i mod V and read by iteration
     i + distance at stage s_c (stage s of iteration n issues at n*ii + s)."""
+    return pipeline_schedule(iterations, ii=ii, stages={"p": producer_stage, "c": consumer_stage},
+                             deps=[("p", "c", distance)], versions={"p": versions})
+
+
+def pipeline_schedule(iterations: int, *, ii: int = 1, stages: dict, deps, latency: dict | None = None,
+                      versions: dict | None = None) -> VersionWitness:
+    """A software-pipelined loop as versions with completions: operation o of iteration n issues
+    at n*ii + stages[o]; with latency[o] = L its write lands at issue + L (no latency: a plain
+    write); each dependence (src, dst, distance) reads src's value of iteration n at dst's issue
+    in iteration n + distance; src keeps versions[src] slots (default 1), iteration n in slot
+    n mod V."""
+    latency, versions = dict(latency or {}), dict(versions or {})
     vals = []
-    for i in range(iterations):
-        uses = tuple([(i + distance) * ii + consumer_stage] if i + distance < iterations else [])
-        vals.append(Value(f"v{i}", i * ii + producer_stage, uses, i % versions))
+    for src in dict.fromkeys(d[0] for d in deps):
+        V = versions.get(src, 1)
+        for n in range(iterations):
+            t = n * ii + stages[src]
+            uses = tuple(sorted((n + dist) * ii + stages[dst] for s_, dst, dist in deps
+                                if s_ == src and n + dist < iterations))
+            lat = latency.get(src)
+            vals.append(Value(f"{src}[{n}]", t, uses, (src, n % V) if V else (src, n), None if lat is None else t + lat))
     return VersionWitness(vals)
 
 
-def _versioning(w: VersionWitness) -> str:
+@checks("Retiming/versioning")
+def check_versioning(w: VersionWitness) -> Verdict:
+    """Retiming/versioning: reads after completions, no slot reused while live or in flight."""
     for v in w.values:
+        if v.completes is not None and v.completes < v.defined:
+            raise _Fail("well-typed witness", f"{v.name} completes at {v.completes}, before it is issued at {v.defined}")
         for u in v.uses:
-            if u <= v.defined:
+            if v.completes is None and u <= v.defined:
                 raise _Fail("dependence distances", f"{v.name} is read at time {u}, not after its definition "
                                                     f"at time {v.defined}")
+            if v.completes is not None and u < v.completes:
+                raise _Fail("completions", f"{v.name} is read at time {u}, before its write issued at {v.defined} "
+                                           f"completes at {v.completes}")
     by_slot: dict = {}
     for v in w.values:
         by_slot.setdefault(v.slot, []).append(v)
@@ -550,48 +625,76 @@ def _versioning(w: VersionWitness) -> str:
             if b.defined == a.defined or not ok:
                 raise _Fail("version lifetimes", f"slot {slot} is redefined by {b.name} at time {b.defined} while "
                                                  f"{a.name} (defined at {a.defined}) is live until time {last}")
+            if a.completes is not None and b.defined < a.completes:
+                raise _Fail("reuse hazards", f"slot {slot} is redefined by {b.name} at time {b.defined} while "
+                                             f"{a.name}'s write (issued at {a.defined}) is in flight until {a.completes}")
     return f"{len(w.values)} value(s) in {len(by_slot)} slot(s)"
 
 
-def check_versioning(w: VersionWitness) -> Verdict:
-    return _verdict("Retiming/versioning", _versioning, w)
 
 
 # ---------------------------------------------------------------------------------------------
-# Scope fusion (needs a program's effects)
+# Scope fusion and fission (need a program's effects)
+
+FUSION_KINDS = ("parallel", "serial", "horizontal", "pipeline", "barrier")
+
 
 @dataclass
 class FusionWitness:
-    """Fuse sibling scopes A = `first` and B = `second` (the next sibling in a seq)."""
+    """Fuse sibling scopes A = `first` and B = `second` (the next sibling in a seq).
+
+    kind "parallel": parallel_D(A); parallel_D(B) => parallel_D(A; B) (pointwise, through `map`);
+    "serial": serial_i(A(i)); serial_j(B(j)) => serial_i(A(i); B(i));
+    "horizontal": independent siblings as one parallel over the tagged disjoint union D_A + D_B
+    (domains need not match: it is not pointwise zipping);
+    "pipeline": one pipelined loop, B(j) running `distance` iterations behind its A partner, and
+    `versions` {array: IndexMap element coordinates -> slot} contracting arrays to rotating slots;
+    "barrier": one group of `group_size` participants runs all of A, a complete barrier, then B
+    (`participant`: instance coordinates -> participant, default its position in its domain)."""
     first: str
     second: str
-    kind: str = "parallel"               # parallel: parallel_D(A);parallel_D(B) => parallel_D(A;B)
+    kind: str = "parallel"
     map: IndexMap | None = None          # B coordinates -> A coordinates (default: positional identity)
+    distance: int = 0
+    versions: dict | None = None
+    group_size: int | None = None
+    participant: IndexMap | None = None
+    complete: bool = True                # barrier: every participant of the group arrives
+
+
+def _siblings(program, w):
+    from .program import Seq, find, nodes
+    try:
+        A, B = find(program, w.first), find(program, w.second)
+    except (RegionError, TypeError) as exc:
+        raise _Fail("adjacent siblings", str(exc))
+    parent = next((n for n in nodes(program.body) if isinstance(n, Seq) and A in n.items), None)
+    if parent is None or B not in parent.items or parent.items.index(B) != parent.items.index(A) + 1:
+        raise _Fail("adjacent siblings", f"{w.second} is not the sibling right after {w.first} in a seq")
+    return A, B
 
 
 def _fusion(program, w: FusionWitness, gprs=None, machines=None) -> str:
     from . import effects as E
     from .deps import TableBuilder, crossing
-    from .program import Parallel, Seq, Serial, find, nodes
-    try:
-        A, B = find(program, w.first), find(program, w.second)
-    except RegionError as exc:
-        raise _Fail("adjacent siblings", str(exc))
-    parent = next((n for n in nodes(program.body) if isinstance(n, Seq) and A in n.items), None)
-    if parent is None or B not in parent.items or parent.items.index(B) != parent.items.index(A) + 1:
-        raise _Fail("adjacent siblings", f"{w.second} is not the sibling right after {w.first} in a seq")
-    want = Parallel if w.kind == "parallel" else Serial
-    if w.kind not in ("parallel", "serial"):
-        raise _Fail("scope kinds", f"kind must be parallel or serial, got {w.kind!r}")
+    from .program import Parallel, Serial
+    A, B = _siblings(program, w)
+    if w.kind not in FUSION_KINDS:
+        raise _Fail("scope kinds", f"kind must be one of {', '.join(FUSION_KINDS)}, got {w.kind!r}")
+    want = Serial if w.kind in ("serial", "pipeline") else Parallel
     for n, p in ((A, w.first), (B, w.second)):
         if not isinstance(n, want):
-            raise _Fail("scope kinds", f"{p} is a {type(n).__name__.lower()}, not a {w.kind} scope")
+            raise _Fail("scope kinds", f"{p} is a {type(n).__name__.lower()}, not a {want.__name__.lower()} scope")
     if isinstance(A, Serial) and A.carry:
         from .expr import Var, walk
         used = {v.name for e in _exprs_of(B) for v in walk(e) if isinstance(v, Var)}
         hit = sorted(set(A.carry) & used)
         if hit:
             raise _Fail("carried values", f"B uses A's carried value '{hit[0]}', which is final only after A's loop")
+    if w.kind == "pipeline" and (not isinstance(w.distance, int) or isinstance(w.distance, bool) or w.distance < 0):
+        raise _Fail("dependence distances", f"the distance must be a nonnegative integer, got {w.distance!r}")
+    if w.kind == "barrier":
+        return _barrier(program, w, A, B, gprs, machines)
     pairs = 0
     keys = E.Keys()
     for ctx in E.contexts(program, w.first):
@@ -599,51 +702,150 @@ def _fusion(program, w: FusionWitness, gprs=None, machines=None) -> str:
         env = E.root_env(walker).child(ctx)
         ai = walker.instances(A.domain, env, A.path)
         bi = walker.instances(B.domain, env, B.path)
-        a_rank = {tuple(c.values()): k for k, c in enumerate(ai)}
-        bmap = w.map
         a_names = A.domain.names
-        if bmap is None and len(A.domain.axes) != len(B.domain.axes):
-            raise _Fail("domains align", f"A has {len(A.domain.axes)} axes and B {len(B.domain.axes)}; give a map")
-        seen: dict = {}
-        b_pos = []
-        for c in bi:
-            t = tuple(c.values())
-            try:
-                m = t if bmap is None else bmap(t)
-            except EvalError as exc:
-                raise _Fail("domains align", f"the map cannot be evaluated at B{fmt(B.domain.names, t)}: {exc}")
-            if m not in a_rank:
-                raise _Fail("domains align", f"B{fmt(B.domain.names, t)} maps to {fmt(a_names, m)}, "
-                                             f"which is not an active instance of A")
-            if m in seen:
-                raise _Fail("domains align", f"B{fmt(B.domain.names, seen[m])} and B{fmt(B.domain.names, t)} both map "
-                                             f"to A{fmt(a_names, m)}")
-            seen[m] = t
-            b_pos.append(a_rank[m])
-        missing = [k for k in a_rank if k not in seen]
-        if missing:
-            raise _Fail("domains align", f"A{fmt(a_names, missing[0])} has no B instance to fuse with")
-        if w.kind == "serial" and any(x > y for x, y in zip(b_pos, b_pos[1:])):
-            raise _Fail("domains align", "the map does not preserve B's iteration order")
-        # Static footprints: every leaf event under each instance.
+        if w.kind == "horizontal":
+            b_pos = [1] * len(bi)                         # tag 1; every A instance has tag 0
+        else:
+            b_pos = _aligned(w, A, B, ai, bi)
         ta, tb = TableBuilder(keys), TableBuilder(keys)
         walker.walk(A, env, dict(ctx))
-        _fill(ta, walker.events, A, ai, lambda k: k, ctx)
+        _fill(ta, walker.events, A, ai, (lambda k: 0) if w.kind == "horizontal" else (lambda k: k), ctx)
         walker.events = []
         walker.walk(B, env, dict(ctx))
-        _fill(tb, walker.events, B, bi, lambda k: b_pos[k], ctx)
-        cr = crossing(ta.table(), tb.table(), "diagonal" if w.kind == "parallel" else "le", keys)
+        shift = w.distance if w.kind == "pipeline" else 0
+        _fill(tb, walker.events, B, bi, lambda k: b_pos[k] + shift, ctx)
+        TA, TB = ta.table(), tb.table()
+        rule = "diagonal" if w.kind in ("parallel", "horizontal") else "le"
+        cr = crossing(TA, TB, rule, keys)
         if cr is not None:
             cell = E.describe(program, cr.key, cr.cell)
+            if w.kind == "horizontal":
+                raise _Fail("independent siblings", f"{cr.kind} edge {cr.first} -> {cr.second} on {cell}: a tagged "
+                                                    f"disjoint union runs the two scopes concurrently")
             if w.kind == "parallel":
                 partner = f"{A.path} {fmt(a_names, tuple(ai[cr.second_pos].values()))}"
                 raise _Fail("Dep_AB ⊆ diagonal", f"crossing {cr.kind} edge {cr.first} -> {cr.second} on {cell}: "
                                                  f"the fused scope runs the second with {partner}, so per-instance "
                                                  f"fusion would lose this edge")
-            raise _Fail("cross edges i <= j", f"{cr.kind} edge {cr.first} -> {cr.second} on {cell} goes backwards "
-                                              f"in the fused order (A iteration {cr.first_pos} after B's {cr.second_pos})")
+            if w.kind == "pipeline":
+                raise _Fail("dependence distances", f"{cr.kind} edge {cr.first} -> {cr.second} on {cell}: the first "
+                                                    f"runs in pipelined iteration {cr.first_pos}, after the second's "
+                                                    f"{cr.second_pos} (B lags by {w.distance}; a larger distance is needed)")
+            f = _Fail("cross edges i <= j", f"{cr.kind} edge {cr.first} -> {cr.second} on {cell} goes backwards "
+                                            f"in the fused order (A iteration {cr.first_pos} after B's {cr.second_pos})")
+            f.crossing, f.cell = cr, cell
+            raise f
+        if w.kind == "pipeline" and w.versions:
+            _pipeline_versions(program, w, TA, TB, keys)
         pairs += len(ai)
-    return f"{pairs} fused instance pair(s)"
+    what = {"horizontal": "instance(s) of A in the tagged union", "pipeline": "pipelined iteration(s)"}
+    return f"{pairs} {what.get(w.kind, 'fused instance pair(s)')}"
+
+
+def _aligned(w, A, B, ai, bi) -> list:
+    """The A position each B instance fuses with (the map B -> A, checked bijective)."""
+    a_rank = {tuple(c.values()): k for k, c in enumerate(ai)}
+    a_names = A.domain.names
+    if w.map is None and len(A.domain.axes) != len(B.domain.axes):
+        raise _Fail("domains align", f"A has {len(A.domain.axes)} axes and B {len(B.domain.axes)}; give a map "
+                                     f"(independent siblings of unlike domains fuse horizontally: a tagged "
+                                     f"disjoint union, not pointwise zipping)")
+    seen: dict = {}
+    b_pos = []
+    for c in bi:
+        t = tuple(c.values())
+        try:
+            m = t if w.map is None else w.map(t)
+        except EvalError as exc:
+            raise _Fail("domains align", f"the map cannot be evaluated at B{fmt(B.domain.names, t)}: {exc}")
+        if m not in a_rank:
+            raise _Fail("domains align", f"B{fmt(B.domain.names, t)} maps to {fmt(a_names, m)}, "
+                                         f"which is not an active instance of A")
+        if m in seen:
+            raise _Fail("domains align", f"B{fmt(B.domain.names, seen[m])} and B{fmt(B.domain.names, t)} both map "
+                                         f"to A{fmt(a_names, m)}")
+        seen[m] = t
+        b_pos.append(a_rank[m])
+    missing = [k for k in a_rank if k not in seen]
+    if missing:
+        raise _Fail("domains align", f"A{fmt(a_names, missing[0])} has no B instance to fuse with")
+    if w.kind in ("serial", "pipeline") and any(x > y for x, y in zip(b_pos, b_pos[1:])):
+        raise _Fail("domains align", "the map does not preserve B's iteration order")
+    return b_pos
+
+
+def _pipeline_versions(program, w, TA, TB, keys) -> None:
+    """Contracted arrays: each written version of an element lives in slot(element) from its
+    write to its last read in the pipelined order; a slot is not redefined while live."""
+    import numpy as np
+    from .effects import CELL_MASK, KEY_SHIFT
+    for name, slot_map in w.versions.items():
+        if name not in program.arrays or not isinstance(slot_map, IndexMap):
+            raise _Fail("version constraints", f"versions maps array names to IndexMaps; {name!r} is not usable")
+        code = keys.code.get(name)
+        if code is None:
+            continue
+        shape = program.arrays[name].shape
+        # The fused loop's iteration n runs A(n) as stage 0 at time n and B(n - distance) as stage 1
+        # at time n + 1 (pipeline(D, Pi, P) with ii = 1).  Times are time * span + row: a table's
+        # rows are in source order (an op reads before it writes) and B's rows count after A's, so
+        # a write of A and a read of B at one time read as "overwritten before read": simultaneous
+        # conflicting stages are a hazard, as the interpreter's pipeline check has it.
+        span = len(TA.loc) + len(TB.loc) + 1
+        rows = []
+        for T, stage, base in ((TA, 0, 0), (TB, 1, len(TA.loc))):
+            for r in np.nonzero((T.loc >> KEY_SHIFT) == code)[0].tolist():
+                rows.append(((int(T.pos[r]) + stage) * span + base + r, (stage, r), int(T.write[r]),
+                             int(T.loc[r]) & CELL_MASK, T.labels[int(T.inst[r])]))
+        rows.sort(key=lambda r: r[1])              # source order: A before B
+        vals, current = [], {}
+        for t, _, wr, cell, label in rows:
+            coords = tuple(int(x) for x in np.unravel_index(cell, shape))
+            if wr:
+                try:
+                    sl = slot_map(coords)
+                except EvalError as exc:
+                    raise _Fail("version constraints", f"the slot of {name}{list(coords)} cannot be evaluated: {exc}")
+                v = Value(f"{name}{list(coords)} from {label}", t, (), sl)
+                vals.append(v)
+                current[cell] = v
+            elif cell in current:
+                current[cell].uses += (t,)
+            else:
+                raise _Fail("version constraints", f"{label} reads {name}{list(coords)} before the loop writes it; a "
+                                                   f"contracted array holds only what the loop writes")
+        v = check_versioning(VersionWitness(vals))
+        if not v:
+            raise _Fail("version constraints", f"{name}: {v.obligation}: {v.detail} (times: pipelined time x {span} + "
+                                               f"access order)")
+
+
+def _barrier(program, w, A, B, gprs, machines) -> str:
+    from . import effects as E
+    if not isinstance(w.group_size, int) or isinstance(w.group_size, bool) or w.group_size < 1:
+        raise _Fail("one group", f"a barrier fusion needs the group's size (a positive integer), got {w.group_size!r}")
+    if w.complete is not True:
+        raise _Fail("complete barrier", "the barrier is not reached by every participant of the group (a predicated "
+                                        "or partial barrier): A's results would not all precede B")
+    n = 0
+    for ctx in E.contexts(program, w.first):
+        walker = E.Walker(program, gprs=gprs, machines=machines, renamed=False)
+        env = E.root_env(walker).child(ctx)
+        parts = set()
+        for node in (A, B):
+            for k, c in enumerate(walker.instances(node.domain, env, node.path)):
+                t = tuple(c.values())
+                try:
+                    p = k if w.participant is None else w.participant(t)
+                except EvalError as exc:
+                    raise _Fail("one group", f"the participant of {node.path}{fmt(node.domain.names, t)} cannot be "
+                                             f"evaluated: {exc}")
+                parts.add(p)
+        if len(parts) > w.group_size:
+            raise _Fail("one group", f"A and B run on {len(parts)} participants, more than one group of {w.group_size}: "
+                                     f"a group barrier is not a device-wide phase boundary (keep a launch boundary)")
+        n += 1
+    return f"one group with a complete barrier in {n} context(s): every A instance precedes every B instance"
 
 
 def _fill(tb, events, node, insts, pos_of, ctx) -> None:
@@ -684,25 +886,117 @@ def check_scope_fusion(program, w: FusionWitness, gprs: dict | None = None,
     return _verdict("Scope fusion", _fusion, program, w, gprs, machines)
 
 
+def _doc_at(doc: dict, path: str):
+    """The JSON value at a node path ($.body.seq[1].body) of a dumped program."""
+    cur = doc
+    for part in path[len("$."):].replace("]", "").replace("[", ".").split("."):
+        cur = cur[int(part)] if part.isdigit() else cur[part]
+    return cur
+
+
 def apply_fusion(program, w: FusionWitness):
-    """The fused program (parallel_D(A; B) / serial_D(A; B)); requires B's axes to be A's
-    (same names and bounds) and no carried values in B.  Checks nothing: call the checker."""
+    """The fused program: parallel_D(A; B) / serial_D(A; B) (kinds parallel, serial, pipeline --
+    the pipeline's reference semantics is the fused serial loop), or for a horizontal fusion one
+    parallel over the tagged union [tag, axes...] running A where tag == 0 and B where tag == 1.
+    Requires B's axes named as A's and no carried values in B.  Checks nothing: call the checker."""
     from .loader import dump, load
     from .program import find
     A, B = find(program, w.first), find(program, w.second)
     if [a.name for a in A.domain.axes] != [b.name for b in B.domain.axes] or getattr(B, "carry", None):
         raise ValueError("apply_fusion needs B's axes named as A's and no carried values in B")
     doc = dump(program)
-    parent_path = w.first.rsplit(".seq[", 1)[0]
-    k = int(w.first.rsplit(".seq[", 1)[1].rstrip("]"))
-    cur = doc
-    for part in parent_path[len("$."):].replace("]", "").replace("[", ".").split("."):
-        cur = cur[int(part)] if part.isdigit() else cur[part]
-    items = cur["seq"]
+    parent_path, k = w.first.rsplit(".seq[", 1)
+    k = int(k.rstrip("]"))
+    items = _doc_at(doc, parent_path)["seq"]
     a, b = items[k], items[k + 1]
     fused = dict(a)
-    fused["body"] = {"seq": [a["body"], b["body"]]}
-    if w.kind == "serial" and "next" in b:
+    if w.kind == "horizontal":
+        key = "parallel"
+        tag = "tag"
+        while tag in program.params or any(tag == ax.name for ax in A.domain.axes):
+            tag += "_"
+        fused[key] = [[tag, 2]] + [[x[0], f"(1 - {tag}) * ({x[1]}) + {tag} * ({y[1]})",
+                                    f"(1 - {tag}) * ({x[2]}) + {tag} * ({y[2]})"] for x, y in zip(a[key], b[key])]
+        fused["where"] = f"({tag} == 0 and ({a.get('where', 1)})) or ({tag} == 1 and ({b.get('where', 1)}))"
+        fused["body"] = {"if": f"{tag} == 0", "then": a["body"], "else": b["body"]}
+    else:
+        fused["body"] = {"seq": [a["body"], b["body"]]}
+    if w.kind in ("serial", "pipeline") and "next" in b:
         fused.setdefault("next", {}).update(b["next"])
     items[k:k + 2] = [fused]
     return load(doc)
+
+
+@dataclass
+class FissionWitness:
+    """Split the scope at `scope` (a parallel or serial whose body is a seq) before body item
+    `at`: parallel_D(A; B) => parallel_D(A); parallel_D(B), likewise serial."""
+    scope: str
+    at: int
+
+
+def apply_fission(program, w: FissionWitness):
+    """The fissioned program (each part keeps the scope's domain and `where`).  Checks only that
+    the split exists; a local of the first part used by the second makes the result ill-formed
+    (RegionError): call check_fission."""
+    from .loader import dump, load
+    from .program import Parallel, Seq, Serial, find
+    node = find(program, w.scope)
+    if not isinstance(node, (Parallel, Serial)) or not isinstance(node.body, Seq):
+        raise _Fail("splittable scope", f"{w.scope} is not a parallel or serial scope whose body is a seq")
+    n = len(node.body.items)
+    if not isinstance(w.at, int) or isinstance(w.at, bool) or not 0 < w.at < n:
+        raise _Fail("splittable scope", f"the split point must be 1..{n - 1} (body items), got {w.at!r}")
+    if isinstance(node, Serial) and node.carry:
+        raise _Fail("carried values", f"{w.scope} carries {sorted(node.carry)[0]!r} through every iteration; each "
+                                      f"part would need its own recurrence")
+    doc = dump(program)
+    scope = _doc_at(doc, w.scope)
+    items = scope["body"]["seq"]
+    first, second = dict(scope), dict(scope)
+    first["body"], second["body"] = {"seq": items[:w.at]}, {"seq": items[w.at:]}
+    _replace_at(doc, w.scope, {"seq": [first, second]})       # the parts: {scope}.seq[0] and .seq[1]
+    return load(doc)
+
+
+def _replace_at(doc: dict, path: str, value) -> None:
+    if path == "$.body":
+        doc["body"] = value
+        return
+    parent, last = path.rsplit(".", 1)
+    holder = _doc_at(doc, parent)
+    if "[" in last:
+        name, idx = last[:-1].split("[")
+        holder[name][int(idx)] = value
+    else:
+        holder[last] = value
+
+
+def _fission(program, w: FissionWitness, gprs=None, machines=None) -> str:
+    from .program import Parallel, find
+    try:
+        split = apply_fission(program, w)
+    except RegionError as exc:
+        raise _Fail("locals", f"the second part no longer sees a local of the first ({exc.why}); materialize it in "
+                              f"an array (scalar expansion) before the split")
+    node = find(program, w.scope)
+    a, b = f"{w.scope}.seq[0]", f"{w.scope}.seq[1]"
+    # the parts are siblings of the new program: fission is admitted exactly when fusing them
+    # back is (the same dependences, the other way round)
+    v = check_scope_fusion(split, FusionWitness(a, b, "parallel" if isinstance(node, Parallel) else "serial"),
+                           gprs, machines)
+    if v:
+        return f"{w.scope} splits before body item {w.at}: " + v.detail
+    cr = getattr(v, "crossing", None)
+    if cr is None:
+        raise _Fail("preserved cross-region dependences",
+                    v.detail.replace(a, f"{w.scope} part 1").replace(b, f"{w.scope} part 2"))
+    one, two = (cr.first.replace(a, f"{w.scope} part 1"), cr.second.replace(b, f"{w.scope} part 2"))
+    raise _Fail("preserved cross-region dependences",
+                f"the loop runs {two} before {one} (both touch {v.cell}); the split would run every part 1 first")
+
+
+def check_fission(program, w: FissionWitness, gprs: dict | None = None, machines: list | None = None) -> Verdict:
+    """Scope fission: the split keeps every cross-part dependence (a parallel: none between
+    distinct instances; a serial: none from part 2 of an iteration to part 1 of a later one)."""
+    return _verdict("Scope fission", _fission, program, w, gprs, machines)

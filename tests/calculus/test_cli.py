@@ -80,3 +80,12 @@ def test_batch_cases_are_written_next_to_out(tmp_path):
     got = [Machine.load(p).read_tile(0, 2).valid.tolist()
            for p in (out, tmp_path / "final.case1.arrow", tmp_path / "final.case2.arrow")]
     assert got == [[[0, 1]], [[4, 5]], [[8, 9]]]
+
+
+def test_scan_and_snapshot_example(capsys):
+    assert main(["run", str(EX / "scan_snapshot.regions.json")]) == 0
+    arrays = json.loads(capsys.readouterr().out.splitlines()[0])
+    x, rot = [3, 1, 4, 1, 5, 9], [10, 20, 30, 40, 50, 60]
+    prefix = [sum(x[:k + 1]) for k in range(6)]
+    assert arrays["prefix"] == prefix and arrays["starts"] == [sum(x[:k]) for k in range(6)]
+    assert arrays["rotate"] == [rot[(i + 1) % 6] + prefix[i] for i in range(6)]      # every read sees the entry value

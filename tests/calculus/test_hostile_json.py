@@ -56,3 +56,25 @@ def test_control_bytes_in_a_key_are_escaped():
 ])
 def test_hostile_expression_text_is_one_short_line(tmp_path, capsys, stmt, words):
     assert words in _run(tmp_path, capsys, '{"body": {"op": "%s"}}' % stmt)
+
+
+@pytest.mark.parametrize("body,words", [
+    ({"scan": [["i", 1 << 40]], "into": "y", "value": "i", "combine": "add"}, "exceeds the budget"),
+    ({"scan": [["i", 4096]], "into": "y", "value": "'a'", "combine": "concat", "policy": "fold_right", "seed": "''"},
+     "exceeds the budget"),
+    ({"scan": [["i", 4]], "into": "y", "value": "i", "combine": "add", "seed": "9" * 5000},
+     "integer literal of 5000 characters"),
+    ({"scan": [["i", 4]], "into": "y" * 100_000, "value": "i", "combine": "add"}, "(100000 characters) names no array"),
+    ({"scan": [["i", 4]], "into": "y", "value": "z" * 60_000, "combine": "add"}, "unknown name"),
+    ({"scan": [["i", 4]], "into": "y", "value": "i", "combine": "f" * 60_000}, "unknown function"),
+    ({"scan": [["i", 4]], "into": "y", "value": "i", "combine": "add", "exclusive": "yes" * 30_000},
+     "'exclusive' is a boolean"),
+    ({"parallel": [["i", 4]], "snapshot": ["q" * 100_000], "body": {"op": "y[i] = 1"}}, "names no array"),
+    ({"parallel": [["i", 4]], "snapshot": ["if"], "body": {"op": "y[i] = 1"}}, "reserved word"),
+    ({"parallel": [["i", 4]], "snapshot": ["y"] * 50_000, "body": {"op": "y[i] = 1"}}, "listed twice"),
+    ({"parallel": [["i", 1 << 30]], "snapshot": ["y"], "body": {"op": "y[0] = 1"}}, "exceeds the budget"),
+])
+def test_hostile_scans_and_snapshots_are_one_line(tmp_path, capsys, body, words):
+    import json
+    text = json.dumps({"arrays": {"y": {"shape": [4096], "fill": 0}}, "body": body})
+    assert words in _run(tmp_path, capsys, text)

@@ -81,6 +81,20 @@ def test_replicas_never_create_additional_contributions():
         run(bad)
 
 
+def test_the_fiber_is_in_lexicographic_source_order_not_key_order():
+    """"The fiber uses active coordinates in lexicographic source-axis order": a key names a
+    contribution's identity (replicas), it never reorders the fold."""
+    arrays = {"s": B.array([4], init=list("abcd")), "y": B.array([1], init=[""])}
+    p = B.program(B.reduce([("i", 4)], "y", "s[i]", "concat", group=[0], policy="fold_left", key=["3 - i"]),
+                  arrays=arrays)
+    assert run(p).arrays["y"] == ["abcd"]
+    # replicas of contribution k sit on lanes 1 and 0 of a reversed lane axis: the fiber keeps the
+    # order in which each key first occurs in (k, lane) order, i.e. k order
+    rep = B.program(B.reduce([("k", 4), ("lane", 2)], "y", "s[k]", "concat", group=[0], policy="fold_right",
+                             key=["3 - k"]), arrays=arrays)
+    assert run(rep).arrays["y"] == ["abcd"]          # a (b (c (d seed))) with an empty seed
+
+
 def test_left_and_right_folds_have_different_update_structures():
     arrays = {"s": B.array([3], init=["a", "b", "c"]), "y": B.array([1], init=["S"])}
     left = B.program(B.reduce([("k", 3)], "y", "s[k]", "concat", group=[0], policy="fold_left"), arrays=arrays)

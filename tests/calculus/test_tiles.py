@@ -128,6 +128,15 @@ def test_a_reduction_across_pes_under_each_fold_policy_matches_float32():
         assert np.all(vals(m, 0, 9) == want), policy
 
 
+def test_a_tile_fiber_keeps_source_order_whatever_its_keys():
+    s, c = F32(0.5), [F32(x) for x in CONTRIB]
+    m = seeded()
+    prog = B.program(B.reduce([("pe", 4)], B.tile(0, 9), B.tile("pe", 5), "TADD", policy="fold_left",
+                              key=["3 - pe"]))
+    run(prog, machines=[m], validate=True)
+    assert np.all(vals(m, 0, 9) == (((s + c[0]) + c[1]) + c[2]) + c[3])       # not c[3] first
+
+
 def test_the_tree_policy_admits_a_serial_realization_and_rejects_an_invented_result():
     m = seeded()
     serial = run(reduce_prog("unordered_tree"), machines=[m], validate=True,

@@ -12,7 +12,8 @@ from emulator.calculus.effects import events
 
 KEYS = ["op", "seq", "if", "then", "else", "parallel", "serial", "pipeline", "reduce", "body", "where",
         "carry", "next", "stages", "ii", "into", "group", "value", "combine", "policy", "mask", "key",
-        "lift", "gpr", "pe", "index", "block", "batch", "seed_side", "shape", "init", "fill", "args"]
+        "lift", "gpr", "pe", "index", "block", "batch", "seed_side", "shape", "init", "fill", "args", "scan",
+        "exclusive", "seed", "snapshot"]
 SNIPPETS = ["x[i]", "y[0] = x[i] + 1", "i", "N", "i < 2", "a + b", "t = x[0]", "x[(i + 1) % 2] = i",
             "fadd", "add", "concat", "sub", "fold_left", "fold_right", "unordered_tree", "0", "y",
             "x[i] = 1.5", "t = t", "f64(i)", "2 << 5000", "a * a", "s + s", "[", "i //", "'a'"]
@@ -56,12 +57,17 @@ def test_random_documents_only_raise_region_errors(doc):
 
 
 SEEDS = [
+    {**BASE, "body": {"parallel": [["i", "N"]], "snapshot": ["x"], "body": {"op": ["x[i] = x[(i + 1) % N]", "y[i] = x[i]"]}}},
     {**BASE, "body": {"seq": [{"parallel": [["i", "N"]], "body": {"op": "y[i] = x[i] * 2"}},
                               {"reduce": [["k", 2]], "into": "y", "group": [0], "value": "x[k]", "combine": "add",
                                "policy": "fold_left", "mask": "k > 0", "key": ["k"]}]}},
     {**BASE, "body": {"serial": [["t", 3]], "carry": {"a": 0, "b": 1}, "next": {"a": "b", "b": "a + b"},
                       "body": {"if": "t % 2 == 0", "then": {"op": "y[0] = a"}, "else": {"op": "y[1] = b"}}}},
     {**BASE, "body": {"pipeline": [["n", 2]], "ii": 1, "stages": [{"op": "t = x[n]"}, {"op": "y[n] = t + 1"}]}},
+    {**BASE, "body": {"seq": [{"scan": [["k", 2]], "into": "y", "value": "x[k]", "combine": "add", "seed": 0,
+                               "exclusive": True, "group": ["k // 2"]},
+                              {"scan": [["k", 2]], "into": "y", "value": "t", "combine": "concat", "policy": "fold_right",
+                               "body": {"op": "t = 'a'"}}]}},
     {**BASE, "functions": {"g": {"args": ["s", "r"], "body": "s * 2 + r", "kind": "update"}},
      "body": {"reduce": [["k", 2], ["l", 2]], "into": "y", "group": ["k"], "value": "x[l]", "combine": "g",
               "policy": "fold_left", "body": {"op": "u = x[k]"}}},
