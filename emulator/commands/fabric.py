@@ -59,48 +59,80 @@ def run(args) -> int:
     return 0
 
 
-MAX_CYCLES = 1 << 40
 OUTPUT_TOKEN_BYTES = 64          # memory per collected output token (list slot, int object)
 MAX_OUTPUT_BYTES = 2 << 30
 
 
-def _free_bytes(path) -> int:
+def _size(n: int) -> str:
+    """A byte count for a message: exact below 1 KiB, else in the largest binary unit."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.1f} {unit}"
+    return f"{n} bytes"
+
+
+def _room(kind: str, path) -> int:
+    """The bytes a trace written to `path` may take: the free space of its folder (an existing
+    device such as /dev/null takes none) within MAX_TRACE_BYTES; or a CommandError saying in one
+    line why nothing can be written there."""
     import os
     import shutil
+
+    from fabric.sim.trace import MAX_TRACE_BYTES
+
+    what = f"the {'trace' if kind == 'arrow' else 'waveform'} {quote(path)}"
+    try:
+        check_output_path(path)
+    except OutputPathError as exc:
+        raise CommandError(str(exc), 1) from None
+    if os.path.exists(path) and not os.path.isfile(path):
+        return MAX_TRACE_BYTES          # a device or FIFO: written in place, no disk space used
     folder = os.path.dirname(os.path.abspath(path)) or "."
     try:
-        return shutil.disk_usage(folder).free
-    except OSError:
-        return 0
+        st = os.statvfs(folder)
+        free = shutil.disk_usage(folder).free
+    except OSError as exc:
+        raise CommandError(f"cannot write {what}: {quote(folder)}: {why(exc)}", 1) from None
+    if st.f_blocks == 0:
+        raise CommandError(f"cannot write {what}: its folder {quote(folder)} is on a filesystem without "
+                           f"storage (such as /proc or /sys), not a regular filesystem", 1)
+    if not os.access(folder, os.W_OK) or st.f_flag & os.ST_RDONLY:
+        raise CommandError(f"cannot write {what}: its folder {quote(folder)} is not writable", 1)
+    return min(MAX_TRACE_BYTES, free)
 
 
 def _check_budget(args, g) -> None:
-    """Refuse before starting when the run's trace, waveform or outputs cannot fit."""
+    """Refuse before starting when the run is past the engine's budget or its trace, waveform
+    or outputs cannot fit."""
+    from fabric.sim.engine import MAX_ACTOR_CYCLES, MAX_CYCLES
     from fabric.sim.trace import MAX_TRACE_BYTES, estimate_bytes
 
     n = args.cycles
     if n is None:
         raise CommandError("sim needs --cycles N (the cycle limit)", 2)
     if not 1 <= n <= MAX_CYCLES:
-        raise CommandError(f"--cycles {n} is outside [1, 2^40]", 2)
+        raise CommandError(f"--cycles {n} is outside [1, 2^{MAX_CYCLES.bit_length() - 1}]", 2)
+    work = n * max(1, len(g.actors))
+    if work > MAX_ACTOR_CYCLES:
+        raise CommandError(f"--cycles {n}: {n} cycles of {len(g.actors)} actor(s) exceed the simulator's budget of "
+                           f"2^{MAX_ACTOR_CYCLES.bit_length() - 1} actor-cycles per run; lower --cycles", 2)
     widths = [e.width for e in g.edges]
     for kind, path in (("arrow", args.trace), ("vcd", args.vcd)):
         if path is None:
             continue
-        try:
-            check_output_path(path)
-        except OutputPathError as exc:
-            raise CommandError(str(exc), 1) from None
+        room = _room(kind, path)
         need = estimate_bytes(kind, n, len(g.actors), widths)
-        room = min(MAX_TRACE_BYTES, _free_bytes(path))
         if need > room:
+            limit = (f"the trace limit of {_size(room)}" if room == MAX_TRACE_BYTES
+                     else f"the {_size(room)} free in its folder (trace limit {_size(MAX_TRACE_BYTES)})")
             raise CommandError(f"--cycles {n}: the {'trace' if kind == 'arrow' else 'waveform'} {quote(path)} could "
-                               f"need {need >> 20} MiB, more than the {room >> 20} MiB available "
-                               f"(limit {MAX_TRACE_BYTES >> 20} MiB); lower --cycles", 2)
-    if n * len(g.outputs) * OUTPUT_TOKEN_BYTES > MAX_OUTPUT_BYTES:
-        raise CommandError(f"--cycles {n}: the outputs of {len(g.outputs)} stream(s) could need "
-                           f"{n * len(g.outputs) * OUTPUT_TOKEN_BYTES >> 20} MiB, more than the "
-                           f"{MAX_OUTPUT_BYTES >> 20} MiB limit; lower --cycles", 2)
+                               f"need {_size(need)}, more than {limit}; lower --cycles", 2)
+    # an output takes at most one token per cycle in which it is ready: every k-th cycle
+    tokens = sum(-(-n // every) for _, every, _ in g.outputs)
+    if tokens * OUTPUT_TOKEN_BYTES > MAX_OUTPUT_BYTES:
+        raise CommandError(f"--cycles {n}: the outputs of {len(g.outputs)} stream(s) could collect {tokens} "
+                           f"tokens, {_size(tokens * OUTPUT_TOKEN_BYTES)}, more than the "
+                           f"{_size(MAX_OUTPUT_BYTES)} limit; lower --cycles", 2)
 
 
 def _fmt_token(v) -> str:
@@ -116,7 +148,7 @@ def run_sim(args) -> int:
     from fabric.io import load
     from fabric.sim.engine import Simulator
     from fabric.sim.graph import GraphError, load_graph
-    from fabric.sim.trace import ArrowTrace, VcdTrace, fan_out
+    from fabric.sim.trace import ArrowTrace, TraceWriteError, VcdTrace, fan_out
     from isa.atomicio import atomic_path
 
     if not args.fabric:
@@ -156,8 +188,12 @@ def run_sim(args) -> int:
             res = sim.run(args.cycles, fan_out(*tracers))
     except OutputPathError as exc:
         raise CommandError(str(exc), 1) from None
-    except (OSError, pa.ArrowException) as exc:
-        raise CommandError(f"cannot write the trace: {why(exc)}", 1) from None
+    except TraceWriteError as exc:
+        path = args.trace if exc.kind == "trace" else args.vcd
+        raise CommandError(f"cannot write the {exc.kind} {quote(path)}: {why(exc.error)}", 1) from None
+    except (OSError, pa.ArrowException) as exc:   # creating or renaming the temporary file
+        paths = " and ".join(quote(p) for p in (args.trace, args.vcd) if p is not None)
+        raise CommandError(f"cannot write {paths}: {why(exc)}", 1) from None
     print(f"graph {g.name} on fabric {f.name}: {len(g.actors)} actor(s), {len(g.edges)} edge(s)")
     print(f"status: {res.status}, {res.cycles} cycle(s)" + (f" ({res.message})" if res.message and res.status
                                                            in ("complete", "cycle_limit") else ""))

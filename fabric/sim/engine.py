@@ -32,6 +32,12 @@ from dataclasses import dataclass, field
 from .graph import Graph, build_resources
 from .resources import SimFault
 
+# The budget of one run (docs/fabric-graph.md, "Limits"), checked by `tile-emu fabric sim`
+# before it starts: idle stretches cost nothing (they are skipped), but a graph can stay busy
+# for ever (a stream with step 0), so the work a run may do is bounded too.
+MAX_CYCLES = 1 << 32                 # --cycles
+MAX_ACTOR_CYCLES = 1 << 30           # --cycles x actors: hours at the reference engine's rate
+
 
 @dataclass
 class Counters:
@@ -252,7 +258,44 @@ class Simulator:
     def _busy(self):
         return [self.names[i] for i, r in enumerate(self.res) if r.busy]
 
-    def run(self, max_cycles: int, trace=None) -> Result:
+    def next_event(self, t, valid):
+        """The first cycle after an idle cycle t that can differ from it, or None when none can.
+
+        In a cycle in which nothing fired and no token moved, no state changed; the next
+        cycle repeats it exactly unless a time-dependent coordinate is reached: a resource's
+        publication, next-state or commit coordinate, an input stream presenting its next
+        token, or a slow output becoming ready for the token waiting on it."""
+        ev = [r.next_event(t) for r in self.res]
+        ev += [at for s, at in enumerate(self.src_at)
+               if at > t and self.input_edges[s] and self.src_pos[s] < len(self.g.inputs[s][1])]
+        # a slow output's next ready cycle (also when its token is withdrawn in settling: a
+        # transparent producer commits only in a cycle in which the output takes it)
+        ev += [t + 1 + (k - 1 - (t + 1)) % k for k in set(self.every) if k > 1]
+        return min((x for x in ev if x is not None), default=None)
+
+    def _repeat(self, t, first, last, stalls, valid, R, data, trace):
+        """Cycles first..last repeat idle cycle t: count them and trace them without stepping."""
+        n = last - first + 1
+        if n <= 0:
+            return
+        for i, why in stalls.items():
+            c = self.counters[self.names[i]]
+            if why == "operands":
+                c.waits += n
+            else:
+                c.stalls += n
+        if trace is not None:
+            rep = getattr(trace, "repeat", None)
+            if rep is not None:
+                rep(first, last, stalls, valid, R, data)
+            else:
+                for u in range(first, last + 1):
+                    trace(u, [], [], stalls, valid, R, data)
+        self.t = last + 1
+
+    def run(self, max_cycles: int, trace=None, skip_idle: bool = True) -> Result:
+        """Run up to max_cycles cycles.  `skip_idle=False` steps every idle cycle one by one
+        (the tests compare both: skipping changes no output, counter or trace row)."""
         quiet, last = 0, -1
         window = self.quiet_window()
         try:
@@ -263,10 +306,20 @@ class Simulator:
                     trace(t, fired, handoffs, stalls, valid, R, data)
                 if fired or handoffs:
                     quiet, last = 0, t
-                else:
-                    quiet += 1
-                    if quiet >= window:
-                        return self._finish(last, valid, R)
+                    continue
+                quiet += 1
+                if quiet >= window:
+                    return self._finish(last, valid, R)
+                if not skip_idle:
+                    continue
+                # idle: skip to the next cycle that can differ, or to the end of the quiet window
+                nxt = self.next_event(t, valid)
+                end = t + window - quiet          # the cycle after which the window is complete
+                upto = min(end if nxt is None else min(nxt - 1, end), max_cycles - 1)
+                self._repeat(t, t + 1, upto, stalls, valid, R, data, trace)
+                quiet += max(0, upto - t)
+                if quiet >= window:
+                    return self._finish(last, valid, R)
         except SimFault as exc:
             return Result("fault", self.t, self.outputs, self.counters, f"cycle {self.t}: {exc}")
         return Result("cycle_limit", self.t, self.outputs, self.counters,
@@ -295,5 +348,5 @@ class Simulator:
         return Result("starved", cycles, self.outputs, self.counters, msg, waiting_ops)
 
 
-def simulate(g: Graph, max_cycles: int, trace=None) -> Result:
-    return Simulator(g).run(max_cycles, trace)
+def simulate(g: Graph, max_cycles: int, trace=None, skip_idle: bool = True) -> Result:
+    return Simulator(g).run(max_cycles, trace, skip_idle)

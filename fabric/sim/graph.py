@@ -327,11 +327,10 @@ def load_graph_document(doc, fabric) -> Graph:
             diags.append(_d(GraphCode.DuplicateName, p + ".name", f"{nm!r} is taken"))
         names.add(nm)
         types = [operand(r, f"{p}.to[{k}]") for k, r in enumerate(tos)]
-        types = [t for t in types if t is not None]
         if not tos:
             diags.append(_d(GraphCode.DanglingResult, p + ".to", f"input {nm!r} drives no operand"))
             continue
-        if not types:
+        if None in types:       # an unknown or doubly driven operand: operand() said which
             continue
         if any(t != types[0] for t in types):
             diags.append(_d(GraphCode.TypeMismatch, p + ".to", f"input {nm!r} drives operands of different types"))

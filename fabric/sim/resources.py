@@ -14,6 +14,9 @@ commits).  Per cycle t the engine calls, any number of times while it settles th
                         every consumer edge can accept now)
   apply(t, ins, done)   once, with the settled values: the state transition
   reset()               back to the initial state (held results, claims, loop state dropped)
+  next_event(t)         the first cycle after t at which `present` or `decide` can change by
+                        time alone (a publication, next-state or commit coordinate), or None:
+                        the engine skips idle stretches up to it (docs/fabric-graph.md)
 
 The wrapped `fabric.elastic` classes (one-cycle elastic scalar resource, LoopCarry, the
 parallelize/serialize adapters) run unchanged: `decide` predicts exactly what their `step`
@@ -48,6 +51,11 @@ def _no(n):
     return (False,) * n
 
 
+def _later(t, *coords):
+    """The earliest of the coordinates after t, or None."""
+    return min((c for c in coords if c > t), default=None)
+
+
 # --- registered: one-cycle elastic ---------------------------------------------------------------
 
 class Elastic:
@@ -79,6 +87,9 @@ class Elastic:
 
     def apply(self, t, ins, done):
         return self.r.step(t, ins, done).accepted
+
+    def next_event(self, t):
+        return _later(t, self.r.publish_at) if self.r.held is not None else None
 
     def reset(self):
         self.r.reset()
@@ -132,6 +143,9 @@ class Routed:
             self.held = (0, ins[1 + sel]) if self.kind == "mux" else (self._selected(sel, self.n_out), ins[1])
             self.publish_at = t + 1
         return d.fire
+
+    def next_event(self, t):
+        return _later(t, self.publish_at) if self.held is not None else None
 
     def reset(self):
         self.held = None
@@ -205,6 +219,9 @@ class Stream:
                 self._publish(t, start)
         return d.fire
 
+    def next_event(self, t):
+        return _later(t, self.publish_at, self.next_at)
+
     def reset(self):
         self.running, self.held, self.pending = False, None, set()
 
@@ -243,6 +260,9 @@ class Carry:
 
     def apply(self, t, ins, done):
         return self.r.step(t, *ins, ready=done[0]).accepted
+
+    def next_event(self, t):
+        return None  # no time-dependent coordinate: it changes only when a token moves
 
     def reset(self):
         self.r.state = "Init"
@@ -287,6 +307,9 @@ class Invariant:
                 self.state, self.stored = "Init", None
         return d.fire
 
+    def next_event(self, t):
+        return None  # no time-dependent coordinate: it changes only when a token moves
+
     def reset(self):
         self.state, self.stored = "Init", None
 
@@ -326,6 +349,9 @@ class Gate:
             self.body = bool(ins[0])
         return d.fire
 
+    def next_event(self, t):
+        return None  # no time-dependent coordinate: it changes only when a token moves
+
     def reset(self):
         self.body = False
 
@@ -354,6 +380,10 @@ class _AdapterBase:
             return t >= c.commit_at
         last = c.index == len(c.groups) - 1
         return last and t >= c.visible_at and all(done[j] for j in c.pending)
+
+    def next_event(self, t):
+        c = self.r.claim
+        return None if c is None else _later(t, c.visible_at, c.commit_at)
 
     def reset(self):
         self.r.reset()
