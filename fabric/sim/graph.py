@@ -12,16 +12,19 @@ import enum
 from dataclasses import dataclass, field
 
 from ..elastic import DEFINEDNESS_REQUIRED
-from ..errors import FabricError, FormatError, closed_object as _obj, json_kind as _kind
+from ..errors import FormatError
 from ..io import parse_json as parse_document
+from . import jsonread
 from ..topology import split_ref
 from ..types import NoneType, TaggedType, TypeWidthError, VectorType, payload_bits
-from .models import CYCLE_MODELS, NO_CYCLE_MODEL, build, no_kernel_reason
+from .models import CYCLE_MODELS, NO_CYCLE_MODEL, no_kernel_reason
 
 FORMAT = "tile-emu-fabric-graph/1"
 MAX_BYTES = 8 << 20
 MAX_ITEMS = 1 << 16
 MAX_TOKENS = 1 << 20          # tokens per input stream
+MAX_INSTANCE_STREAMS = 1 << 16  # per-instance token lists of one input
+MAX_READY_EVERY = 1 << 20
 MAX_VALUE_BITS = 4096         # widest token this model carries
 
 
@@ -42,6 +45,7 @@ class GraphCode(enum.Enum):
     CapabilityInadmissible = "a required activity-definedness proof is missing"
     DuplicateName = "two actors, inputs or outputs share a name"
     SharedResource = "two actors are mapped onto one fabric.op: resource sharing has no cycle model"
+    ContractCasesUncovered = "a resource contract's per-case use patterns do not cover the schema's cases"
 
 
 @dataclass(frozen=True)
@@ -98,40 +102,46 @@ class Graph:
     edges: list
     inputs: list = field(default_factory=list)    # [(name, [tokens], type)]
     outputs: list = field(default_factory=list)   # [(name, ready_every, type)]
+    instance_inputs: dict = field(default_factory=dict)   # input index -> [[tokens] per instance list]
+
+    def streams(self, instances: int):
+        """Each instance's input tokens: an input with instance_tokens gives instance i its list
+        i mod K, every other input its tokens to every instance."""
+        if not self.instance_inputs:
+            return None
+        return [{self.inputs[s][0]: lists[i % len(lists)] for s, lists in self.instance_inputs.items() if lists}
+                for i in range(instances)]
 
 
 def _d(code, path, msg):
     return GraphDiagnostic(code, path, msg)
 
 
-def _str(v, path):
-    if not isinstance(v, str) or not v:
-        raise FormatError(path, f"expected a nonempty string, found {_kind(v)}")
-    return v
+# --- the document: a closed JSON Schema (fabric.sim.jsonread) --------------------------------------
 
-
-def _list(v, path, limit=MAX_ITEMS):
-    if not isinstance(v, list):
-        raise FormatError(path, f"expected a list, found {_kind(v)}")
-    if len(v) > limit:
-        raise FormatError(path, f"{len(v)} entries exceed the limit of {limit}")
-    return v
-
-
-def _ref(v, path):
-    s = _str(v, path)
-    r = split_ref(s)
-    if r is None:
-        raise FormatError(path, f"{s!r} is not an endpoint (actor.K)")
-    return r
-
-
-def _int(v, path, lo, hi):
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise FormatError(path, f"expected an integer, found {_kind(v)}")
-    if not lo <= v <= hi:
-        raise FormatError(path, f"{v} is outside [{lo}, {hi}]")
-    return v
+jsonread.register_format("endpoint", lambda v: not isinstance(v, str) or split_ref(v) is not None,
+                         lambda v: f"{v!r} is not an endpoint (actor.K)")
+_REF = jsonread.string("endpoint")
+GRAPH_SCHEMA = jsonread.closed(
+    ("format", "name", "fabric", "actors", "edges"), ("inputs", "outputs", "activity_defined"), {
+        "format": {"const": FORMAT},
+        "name": jsonread.string(),
+        "fabric": jsonread.string(),
+        "actors": jsonread.array(jsonread.string(), MAX_ITEMS),
+        "edges": jsonread.array(jsonread.closed(("from", "to"), ("initial",), {"from": _REF, "to": _REF}), MAX_ITEMS),
+        "inputs": jsonread.array({
+            **jsonread.closed(("name", "to"), ("tokens", "instance_tokens"), {
+                "name": jsonread.string(), "to": jsonread.array(_REF, MAX_ITEMS),
+                "tokens": jsonread.array(None, MAX_TOKENS),
+                "instance_tokens": {**jsonread.array(jsonread.array(None, MAX_TOKENS), MAX_INSTANCE_STREAMS),
+                                    "minItems": 1}}),
+            "oneOf": [{"required": ["tokens"]}, {"required": ["instance_tokens"]}],
+            "description": "an input has exactly one of tokens (every instance) and instance_tokens "
+                           "(one list per instance)"}, MAX_ITEMS),
+        "outputs": jsonread.array(jsonread.closed(("name", "from"), ("ready_every",), {
+            "name": jsonread.string(), "from": _REF, "ready_every": jsonread.integer(1, MAX_READY_EVERY)}), MAX_ITEMS),
+        "activity_defined": jsonread.array(_REF, MAX_ITEMS),
+    })
 
 
 def token_value(v, t, width: int, path: str):
@@ -190,33 +200,15 @@ def load_graph(path, fabric) -> Graph:
 def load_graph_document(doc, fabric) -> Graph:
     from ..view import check_fabric
 
-    _obj(doc, "$", required=("format", "name", "fabric", "actors", "edges"),
-         optional=("inputs", "outputs", "activity_defined"))
-    if doc["format"] != FORMAT:
-        raise FormatError("$.format", f"expected {FORMAT!r}, found {doc['format']!r}")
-    name = _str(doc["name"], "$.name")
-    fname = _str(doc["fabric"], "$.fabric")
-    actor_names = [_str(a, f"$.actors[{i}]") for i, a in enumerate(_list(doc["actors"], "$.actors"))]
-    raw_edges = []
-    for i, e in enumerate(_list(doc["edges"], "$.edges")):
-        p = f"$.edges[{i}]"
-        _obj(e, p, required=("from", "to"), optional=("initial",))
-        raw_edges.append((_ref(e["from"], p + ".from"), _ref(e["to"], p + ".to"), e.get("initial"), p))
-    raw_inputs = []
-    for i, x in enumerate(_list(doc.get("inputs", []), "$.inputs")):
-        p = f"$.inputs[{i}]"
-        _obj(x, p, required=("name", "to", "tokens"))
-        raw_inputs.append((_str(x["name"], p + ".name"),
-                           [_ref(r, f"{p}.to[{k}]") for k, r in enumerate(_list(x["to"], p + ".to"))],
-                           _list(x["tokens"], p + ".tokens", MAX_TOKENS), p))
-    raw_outputs = []
-    for i, x in enumerate(_list(doc.get("outputs", []), "$.outputs")):
-        p = f"$.outputs[{i}]"
-        _obj(x, p, required=("name", "from"), optional=("ready_every",))
-        raw_outputs.append((_str(x["name"], p + ".name"), _ref(x["from"], p + ".from"),
-                            _int(x.get("ready_every", 1), p + ".ready_every", 1, 1 << 20), p))
-    proofs = {_ref(r, f"$.activity_defined[{i}]") for i, r in enumerate(_list(doc.get("activity_defined", []),
-                                                                                "$.activity_defined"))}
+    jsonread.check(doc, GRAPH_SCHEMA)
+    name, fname, actor_names = doc["name"], doc["fabric"], doc["actors"]
+    raw_edges = [(split_ref(e["from"]), split_ref(e["to"]), e.get("initial"), f"$.edges[{i}]")
+                 for i, e in enumerate(doc["edges"])]
+    raw_inputs = [(x["name"], [split_ref(r) for r in x["to"]], x.get("tokens"), x.get("instance_tokens"),
+                   f"$.inputs[{i}]") for i, x in enumerate(doc.get("inputs", []))]
+    raw_outputs = [(x["name"], split_ref(x["from"]), x.get("ready_every", 1), f"$.outputs[{i}]")
+                   for i, x in enumerate(doc.get("outputs", []))]
+    proofs = {split_ref(r) for r in doc.get("activity_defined", [])}
 
     # --- the fabric: verified, named, mapped ---
     if fabric.name != fname:
@@ -322,7 +314,8 @@ def load_graph_document(doc, fabric) -> Graph:
                         f"the mapping realizes edge {src[0]}.{src[1]} -> {dst[0]}.{dst[1]}, which the graph lacks"))
     names = set()
     inputs = []
-    for ii, (nm, tos, toks, p) in enumerate(raw_inputs):
+    instance_inputs = {}
+    for ii, (nm, tos, toks, per, p) in enumerate(raw_inputs):
         if nm in names:
             diags.append(_d(GraphCode.DuplicateName, p + ".name", f"{nm!r} is taken"))
         names.add(nm)
@@ -337,14 +330,20 @@ def load_graph_document(doc, fabric) -> Graph:
             continue
         a, k = tos[0]
         w = actors[a].widths_in[k]
-        vals = []
-        for j, v in enumerate(toks):
-            tv = token_value(v, types[0], w, f"{p}.tokens[{j}]")
-            if isinstance(tv, GraphDiagnostic):
-                diags.append(tv)
-                break
-            vals.append(tv)
-        inputs.append((nm, vals, types[0]))
+        lists = [(toks, p + ".tokens")] if per is None else [(x, f"{p}.instance_tokens[{j}]") for j, x in enumerate(per)]
+        converted = []
+        for xs, where in lists:
+            vals = []
+            for j, v in enumerate(xs):
+                tv = token_value(v, types[0], w, f"{where}[{j}]")
+                if isinstance(tv, GraphDiagnostic):
+                    diags.append(tv)
+                    break
+                vals.append(tv)
+            converted.append(vals)
+        inputs.append((nm, converted[0] if converted else [], types[0]))
+        if per is not None:
+            instance_inputs[len(inputs) - 1] = converted
         for r in tos:
             edges.append(Edge(("@input", ii), r, w, None, "external", f"{nm}->{r[0]}.{r[1]}"))
     outputs = []
@@ -368,7 +367,7 @@ def load_graph_document(doc, fabric) -> Graph:
                                 f"result {a.name}.{k} has no consumer (add an edge or an output)"))
     if diags:
         raise GraphError(diags)
-    g = Graph(name, fabric, list(actors.values()), edges, inputs, outputs)
+    g = Graph(name, fabric, list(actors.values()), edges, inputs, outputs, instance_inputs)
     _check_cycles(g, diags)
     if diags:
         raise GraphError(diags)
@@ -382,59 +381,45 @@ class _UseView:
         self.name, self.actor, self.corr, self.family, self.fabric_op = a.name, a.actor, a.corr, a.family, a.fabric_op
 
 
-def build_resources(g: Graph) -> list:
-    out = []
-    for a in g.actors:
-        try:
-            out.append(build(_UseView(a)))
-        except FabricError as exc:  # e.g. an adapter contract the portable provider rejects
-            raise GraphError([_d(GraphCode.NoCycleModel, f"actor {a.name}", str(d)) for d in exc.diagnostics]) from None
-    return out
-
-
 # --- static liveness: cycles ------------------------------------------------------------------------
 
-def _find_cycle(nodes, succ):
-    """One directed cycle (list of nodes) of the graph, or None (iterative DFS)."""
-    color = {n: 0 for n in nodes}
-    for root in nodes:
-        if color[root]:
-            continue
-        stack = [(root, iter(succ.get(root, ())))]
-        color[root] = 1
-        while stack:
-            n, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
-                color[n] = 2
-                stack.pop()
-                continue
-            if color.get(nxt, 2) == 1:
-                path = [m for m, _ in stack]
-                return path[path.index(nxt):] + [nxt]
-            if color.get(nxt) == 0:
-                color[nxt] = 1
-                stack.append((nxt, iter(succ.get(nxt, ()))))
+def _cycle(succ) -> list | None:
+    """One directed cycle of the graph `succ` (node -> successors), as graphlib reports it, or None."""
+    import graphlib
+    ts = graphlib.TopologicalSorter()
+    for n in sorted(succ):
+        ts.add(n)
+        for m in sorted(succ[n]):
+            ts.add(m, n)
+    try:
+        ts.prepare()
+    except graphlib.CycleError as exc:
+        return list(exc.args[1])
     return None
 
 
 def _check_cycles(g: Graph, diags: list):
-    res = {a.name: build(_UseView(a)) for a in g.actors}
+    from .program import ProgramError, models_of
+    try:
+        models = dict(zip((a.name for a in g.actors), models_of(g)))
+    except ProgramError as exc:
+        diags.append(_d(GraphCode[exc.code], f"actor {exc.actor}", str(exc)))
+        return
     dead, comb = {}, {}
     for e in g.edges:
         s, d = e.src[0], e.dst[0]
         if s.startswith("@") or d.startswith("@"):
             continue
         # an operand every transition needs, with no initial token: its producer must fire first
-        if res[d].required[e.dst[1]] and e.initial is None:
+        if all(e.dst[1] in c.need for c in models[d].cases) and e.initial is None:
             dead.setdefault(s, set()).add(d)
-        if res[s].transparent and res[d].transparent:
+        if not models[s].registered and not models[d].registered:
             comb.setdefault(s, set()).add(d)
     for succ, code, why in ((dead, GraphCode.CycleWithoutInitialToken,
                              "every actor on it waits for a token only the cycle can produce; put an initial "
                              "token on one of its edges"),
                             (comb, GraphCode.CombinationalLoop,
                              "forwarding adds no registered cycle, so valid would depend on itself")):
-        cyc = _find_cycle(sorted(succ), {k: sorted(v) for k, v in succ.items()})
+        cyc = _cycle(succ)
         if cyc:
             diags.append(_d(code, "$.edges", f"{' -> '.join(cyc)}: {why}"))

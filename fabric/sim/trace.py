@@ -5,28 +5,36 @@ accepted), `handoff` (a token moved on an edge: valid && ready), `stall` (an act
 fire: `backpressure`, `next_state` or `operands`) - written in record batches of
 `BATCH_ROWS` rows, so memory stays bounded however long the run.
 
-`VcdTrace`: a VCD waveform (IEEE 1364 value change dump) with three signals per edge,
-`<edge>_valid`, `<edge>_ready` (the consumer accepts this cycle) and `<edge>_data` (x while
-not valid), one time step per cycle; only changes are written.
+`VcdTrace`: a VCD waveform (IEEE 1364 value change dump, written by pyvcd) with three signals
+per edge, `<edge>_valid`, `<edge>_ready` (the consumer accepts this cycle) and `<edge>_data`
+(x while not valid), one time unit per cycle; a time appears only when a signal changes.
 
-Both write into the temporary path of `isa.atomicio.atomic_path`, so a failed or interrupted
-run never leaves a partial file under the final name.  `estimate_bytes` sizes a trace before
-a run starts so that a too-long run is refused up front.
+Both are called once per simulated cycle and instance with the cycle's `CycleView`, and once
+per idle stretch the engine skips (`repeat`).  Both write into the temporary path of
+`isa.atomicio.atomic_path`, so a failed or interrupted run never leaves a partial file under
+the final name.  `estimate_bytes` sizes a trace before a run starts so that a too-long run is
+refused up front.
 """
 from __future__ import annotations
 
 import functools
 import re
 
+import numpy as np
 import pyarrow as pa
+
+from . import kernel as K
 
 BATCH_ROWS = 1 << 16
 ARROW_ROW_BYTES = 48            # generous per-row estimate (offsets, dictionary indices, strings)
 VCD_SIGNAL_BYTES = 12           # per changed signal per cycle, plus its data width
 MAX_TRACE_BYTES = 4 << 30
 
-SCHEMA = pa.schema([("cycle", pa.uint64()), ("event", pa.dictionary(pa.int8(), pa.string())),
+EVENTS = ("fire", "handoff", "stall")
+SCHEMA = pa.schema([("cycle", pa.uint64()), ("instance", pa.uint32()), ("event", pa.dictionary(pa.int8(), pa.string())),
                     ("actor", pa.string()), ("edge", pa.string()), ("reason", pa.string())])
+_EVENT_TYPE = SCHEMA.field("event").type
+_REASON = np.array([None, "backpressure", "next_state", "operands", None], dtype=object)
 
 
 class TraceWriteError(Exception):
@@ -50,66 +58,69 @@ def _writes(kind: str):
     return wrap
 
 
-def estimate_bytes(kind: str, cycles: int, n_actors: int, edge_widths) -> int:
-    """An upper bound on the bytes a trace of `cycles` cycles can take."""
+def estimate_bytes(kind: str, cycles: int, n_actors: int, edge_widths, instances: int = 1) -> int:
+    """An upper bound on the bytes a trace of `cycles` cycles of `instances` instances can take."""
     if kind == "arrow":
-        return cycles * (2 * n_actors + len(edge_widths)) * ARROW_ROW_BYTES
-    return 1024 + len(edge_widths) * 96 + cycles * (16 + sum(2 * VCD_SIGNAL_BYTES + w + 4 for w in edge_widths))
-
-
-EVENTS = ("fire", "handoff", "stall")
-_EVENT_TYPE = SCHEMA.field("event").type
-_CODE = {name: k for k, name in enumerate(EVENTS)}
+        return instances * cycles * (2 * n_actors + len(edge_widths)) * ARROW_ROW_BYTES
+    return 1024 + instances * (len(edge_widths) * 96
+                               + cycles * (16 + sum(2 * VCD_SIGNAL_BYTES + w + 4 for w in edge_widths)))
 
 
 class ArrowTrace:
     """Rows are buffered as column chunks and written once BATCH_ROWS have collected, at a
     cycle boundary.  The event column's dictionary is the fixed EVENTS list in every batch:
-    an Arrow IPC file holds one dictionary per field, so a batch whose own dictionary were
-    built from its rows (a batch of stalls only) could not follow the first one."""
+    an Arrow IPC file holds one dictionary per field."""
 
     @_writes("trace")
     def __init__(self, path: str, sim):
-        self.sim = sim
-        self.path = path
+        self.names = np.array(sim.names, dtype=object)
+        self.labels = np.array(sim.labels, dtype=object)
         self.sink = pa.OSFile(path, "wb")
         self.writer = pa.ipc.new_file(self.sink, SCHEMA)
-        self.chunks: list = []       # (cycle, event code, actor, edge, reason) column chunks
+        self.chunks: list = []
         self.n = 0
 
-    def _add(self, cycles, codes, actors, edges, reasons):
-        self.chunks.append((cycles, codes, actors, edges, reasons))
-        self.n += len(cycles)
+    @staticmethod
+    def _rows(t, view):
+        f = np.flatnonzero(view.fire)
+        h = np.flatnonzero(view.hand)
+        r = view.reason
+        s = np.flatnonzero(~view.fire & (r > K.R_FIRE) & (r < K.R_IDLE))
+        return f, h, s, r[s]
+
+    def _add(self, cycles, instance, f, h, s, rs, reps=1):
+        nf, nh, ns = len(f), len(h), len(s)
+        k = nf + nh + ns
+        if not k:
+            return
+        codes = np.concatenate([np.zeros(nf, np.int8), np.ones(nh, np.int8), np.full(ns, 2, np.int8)])
+        actor = np.concatenate([self.names[f], np.full(nh, None, object), self.names[s]])
+        edge = np.concatenate([np.full(nf, None, object), self.labels[h], np.full(ns, None, object)])
+        reason = np.concatenate([np.full(nf + nh, None, object), _REASON[rs]])
+        if reps > 1:
+            codes, actor, edge, reason = (np.tile(x, reps) for x in (codes, actor, edge, reason))
+        self.chunks.append((np.repeat(np.asarray(cycles, np.uint64), k), np.full(k * reps, instance, np.uint32),
+                            codes, actor, edge, reason))
+        self.n += k * reps
 
     @_writes("trace")
-    def __call__(self, t, fired, handoffs, stalls, valid, R, data):
-        names, labels = self.sim.names, self.sim.labels
-        nf, nh, ns = len(fired), len(handoffs), len(stalls)
-        if not nf + nh + ns:
-            return
-        self._add([t] * (nf + nh + ns), [0] * nf + [1] * nh + [2] * ns,
-                  [names[i] for i in fired] + [None] * nh + [names[i] for i in stalls],
-                  [None] * nf + [labels[e] for e in handoffs] + [None] * ns,
-                  [None] * (nf + nh) + list(stalls.values()))
+    def __call__(self, t, view):
+        self._add([t], view.b, *self._rows(t, view))
         if self.n >= BATCH_ROWS:
             self.flush()
 
     @_writes("trace")
-    def repeat(self, first, last, stalls, valid, R, data):
-        """Idle cycles first..last, each with the stall rows `stalls`: the rows, and the batch
+    def repeat(self, first, last, view):
+        """Idle cycles first..last, each with the stall rows of `view`: the rows, and the batch
         boundaries, that calling this trace once per cycle would give."""
-        import numpy as np
-
-        k = len(stalls)
+        f, h, s, rs = self._rows(first, view)
+        k = len(s)
         if not k:
             return
-        actors = np.array([self.sim.names[i] for i in stalls], dtype=object)
-        reasons = np.array(list(stalls.values()), dtype=object)
         u = first
         while u <= last:
             c = min(-(-(BATCH_ROWS - self.n) // k), last - u + 1)   # cycles until the batch is full
-            self._add(np.repeat(np.arange(u, u + c, dtype=np.uint64), k), np.full(c * k, 2, np.int8),
-                      np.tile(actors, c), np.full(c * k, None, dtype=object), np.tile(reasons, c))
+            self._add(np.arange(u, u + c, dtype=np.uint64), view.b, f[:0], h[:0], s, rs, reps=c)
             u += c
             if self.n >= BATCH_ROWS:
                 self.flush()
@@ -118,15 +129,14 @@ class ArrowTrace:
     def flush(self):
         if not self.n:
             return
-        import numpy as np
 
-        def col(j, dtype=None):
-            parts = [np.asarray(ch[j], dtype=dtype if dtype is not None else object) for ch in self.chunks]
+        def col(j):
+            parts = [ch[j] for ch in self.chunks]
             return np.concatenate(parts) if len(parts) > 1 else parts[0]
-        events = pa.DictionaryArray.from_arrays(pa.array(col(1, np.int8), pa.int8()), pa.array(EVENTS, pa.string()))
-        batch = pa.record_batch([pa.array(col(0, np.uint64), pa.uint64()), events.cast(_EVENT_TYPE),
-                                 pa.array(col(2), pa.string()), pa.array(col(3), pa.string()),
-                                 pa.array(col(4), pa.string())], schema=SCHEMA)
+        events = pa.DictionaryArray.from_arrays(pa.array(col(2), pa.int8()), pa.array(EVENTS, pa.string()))
+        batch = pa.record_batch([pa.array(col(0), pa.uint64()), pa.array(col(1), pa.uint32()), events.cast(_EVENT_TYPE),
+                                 pa.array(col(3), pa.string()), pa.array(col(4), pa.string()),
+                                 pa.array(col(5), pa.string())], schema=SCHEMA)
         self.writer.write_batch(batch)
         self.chunks, self.n = [], 0
 
@@ -137,82 +147,75 @@ class ArrowTrace:
         self.sink.close()
 
 
-def _vcd_id(k: int) -> str:
-    chars = [chr(c) for c in range(33, 127)]
-    out = ""
-    k += 1
-    while k:
-        k -= 1
-        out += chars[k % len(chars)]
-        k //= len(chars)
-    return out
-
-
-def _bits(v, w: int, lane_bits: int) -> int:
-    if isinstance(v, tuple):
-        if len(v) == 2 and lane_bits == 0:  # tagged [value, tag]
-            return v[0] | (v[1] << w)
-        return sum(int(x) << (i * lane_bits) for i, x in enumerate(v))
-    return int(v)
+def _ident(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", text)
 
 
 class VcdTrace:
     @_writes("waveform")
-    def __init__(self, path: str, sim, timescale: str = "1ns"):
+    def __init__(self, path: str, sim, timescale: str = "1 ns"):
+        from vcd import VCDWriter
+
         self.sim = sim
         self.fh = open(path, "w", encoding="ascii", newline="\n")
-        self.prev: list = []
+        self.w = VCDWriter(self.fh, timescale=timescale, date="tile-emu fabric sim", version="tile-emu fabric.sim")
+        top = _ident(sim.g.name) or "graph"
+        B = sim.p.B
+        self.widths = [max(1, w) for w in sim.widths]
         self.vars = []
-        name = re.sub(r"[^A-Za-z0-9_]", "_", sim.g.name) or "graph"
-        out = [f"$date tile-emu fabric sim $end", f"$version tile-emu fabric.sim $end",
-               f"$timescale {timescale} $end", f"$scope module {name} $end"]
-        for e, label in enumerate(sim.labels):
-            base = re.sub(r"[^A-Za-z0-9_]", "_", label)
-            w = max(1, sim.widths[e])
-            ids = (_vcd_id(3 * e), _vcd_id(3 * e + 1), _vcd_id(3 * e + 2))
-            out += [f"$var wire 1 {ids[0]} {base}_valid $end", f"$var wire 1 {ids[1]} {base}_ready $end",
-                    f"$var wire {w} {ids[2]} {base}_data $end"]
-            self.vars.append((ids, w, self._lane_bits(e)))
-            self.prev.append([None, None, None])
-        out += ["$upscope $end", "$enddefinitions $end"]
-        self.fh.write("\n".join(out) + "\n")
-
-    def _lane_bits(self, e):
-        g = self.sim.g
-        s = g.edges[e].src
-        if s[0] == "@input":
-            t = g.inputs[s[1]][2]
-        else:
-            t = next(a for a in g.actors if a.name == s[0]).out_types[s[1]]
-        el = getattr(t, "element", None)
-        return el.width if el is not None and hasattr(t, "shape") else 0
+        for b in range(B):
+            scope = top if B == 1 else f"{top}.i{b}"
+            taken, row = set(), []
+            for e, label in enumerate(sim.labels):
+                base = _ident(label)
+                name, k = base, 1
+                while name in taken:                  # two labels may spell one identifier
+                    k += 1
+                    name = f"{base}_{k}"
+                taken.add(name)
+                row.append((self.w.register_var(scope, f"{name}_valid", "wire", size=1, init=0),
+                            self.w.register_var(scope, f"{name}_ready", "wire", size=1, init=0),
+                            self.w.register_var(scope, f"{name}_data", "wire", size=self.widths[e], init="x")))
+            self.vars.append(row)
+        E = len(sim.labels)
+        self.prev_valid = np.zeros((B, E), np.bool_)
+        self.prev_ready = np.zeros((B, E), np.bool_)
+        self.prev_data = np.zeros((B, E, sim.p.NW), np.uint64)
+        self.last = -1
 
     @_writes("waveform")
-    def __call__(self, t, fired, handoffs, stalls, valid, R, data):
-        lines = [f"#{t}"]
-        for e, (ids, w, lb) in enumerate(self.vars):
-            v, r = "1" if valid[e] else "0", "1" if R[e] else "0"
-            d = "b" + format(_bits(data[e], w, lb) & ((1 << w) - 1), "b") if valid[e] else "bx"
-            p = self.prev[e]
-            if p[0] != v:
-                lines.append(v + ids[0])
-            if p[1] != r:
-                lines.append(r + ids[1])
-            if p[2] != d:
-                lines.append(f"{d} {ids[2]}")
-            self.prev[e] = [v, r, d]
-        self.fh.write("\n".join(lines) + "\n")
-        self.last = t
+    def __call__(self, t, view):
+        b, w = view.b, self.w
+        v, r, d = view.valid_bits, view.ready_bits, view.words
+        pv, pr, pd = self.prev_valid[b], self.prev_ready[b], self.prev_data[b]
+        dchg = (v != pv) | (v & (d != pd).any(axis=1))
+        row = self.vars[b]
+        for e in np.flatnonzero((v != pv) | (r != pr) | dchg):
+            var_v, var_r, var_d = row[e]
+            if v[e] != pv[e]:
+                w.change(var_v, t, int(v[e]))
+            if r[e] != pr[e]:
+                w.change(var_r, t, int(r[e]))
+            if dchg[e]:
+                w.change(var_d, t, self._value(d[e], self.widths[e]) if v[e] else "x")
+        pv[:], pr[:], pd[:] = v, r, d
+        self.last = max(self.last, t)
+
+    @staticmethod
+    def _value(wd, width):
+        x = 0
+        for k in range(len(wd) - 1, -1, -1):
+            x = (x << 64) | int(wd[k])
+        return x & ((1 << width) - 1)
 
     @_writes("waveform")
-    def repeat(self, first, last, stalls, valid, R, data):
-        """Idle cycles first..last: no signal changes, one time stamp each."""
-        self.fh.write("".join(f"#{u}\n" for u in range(first, last + 1)))
-        self.last = last
+    def repeat(self, first, last, view):
+        """Idle cycles first..last: no signal changes."""
+        self.last = max(self.last, last)
 
     @_writes("waveform")
     def close(self):
-        self.fh.write(f"#{getattr(self, 'last', -1) + 1}\n")
+        self.w.close(self.last + 1)
         self.fh.close()
 
 

@@ -109,23 +109,11 @@ def _random_program(rng):
     return actors, edges, inputs, outputs
 
 
-def _traced_run(g, tmp, skip):
-    sim = Simulator(g)
+def _traced_run(g, tmp, skip, engine="reference"):
+    sim = Simulator(g, engine)
     rec = Recorder(sim)
     arrow, vcd = ArrowTrace(str(tmp / f"t{skip}.arrow"), sim), VcdTrace(str(tmp / f"w{skip}.vcd"), sim)
-
-    class Both:
-        def __call__(self, *a):
-            rec(*a)
-            arrow(*a)
-            vcd(*a)
-
-        def repeat(self, first, last, *a):   # the recorder sees every cycle
-            for u in range(first, last + 1):
-                rec(u, [], [], *a)
-            arrow.repeat(first, last, *a)
-            vcd.repeat(first, last, *a)
-    res = sim.run(3000, Both(), skip_idle=skip)
+    res = sim.run(3000, fan_out(rec, arrow, vcd), skip_idle=skip)
     arrow.close()
     vcd.close()
     return (res.status, res.cycles, res.outputs, {n: vars(c) for n, c in res.counters.items()}, res.message,
@@ -167,9 +155,13 @@ def test_cycles_beyond_the_budget_are_refused_before_starting(tmp_path, cli):
     rc, out, err = cli(SUM_GRAPH, "--fabric", SUM_FABRIC, "--cycles", MAX_CYCLES + 1)
     assert rc == 2 and out == "" and "outside [1, 2^32]" in err
     n = MAX_ACTOR_CYCLES // 6 + 1                        # 6 actors
-    rc, out, err = cli(SUM_GRAPH, "--fabric", SUM_FABRIC, "--cycles", n, "--trace", tmp_path / "t.arrow")
-    assert rc == 2 and out == "" and "budget of 2^30 actor-cycles" in err and "lower --cycles" in err
+    rc, out, err = cli(SUM_GRAPH, "--fabric", SUM_FABRIC, "--cycles", n, "--trace", tmp_path / "t.arrow",
+                       "--engine", "reference")
+    assert rc == 2 and out == "" and "reference engine's budget of 2^30 actor-cycles" in err and "lower --cycles" in err
     assert len(err.strip().splitlines()) == 1 and not list(tmp_path.iterdir())
+    rc, out, err = cli(SUM_GRAPH, "--fabric", SUM_FABRIC, "--cycles", 1 << 30, "--instances", 1 << 10)
+    assert rc == 2 and out == "" and "compiled engine's budget of 2^38 actor-cycles" in err
+    assert "lower --cycles or --instances" in err
 
 
 def test_outputs_bound_counts_tokens_a_slow_consumer_can_take(tmp_path, cli):
@@ -192,7 +184,6 @@ def test_trace_on_a_filesystem_without_storage_says_so(cli, opt, folder):
     assert "not a regular filesystem" in err and "0 MiB" not in err and len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.skipif(not pathlib.Path("/dev/full").exists(), reason="needs /dev/full")
 @pytest.mark.parametrize("opt, kind", [("--vcd", "waveform")])
 def test_a_failed_waveform_write_names_the_file_and_the_reason(cli, opt, kind):
     rc, out, err = cli(SUM_GRAPH, "--fabric", SUM_FABRIC, "--cycles", 100, opt, "/dev/full")

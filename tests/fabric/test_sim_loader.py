@@ -25,7 +25,10 @@ def test_every_registered_family_runs_or_is_named_without_a_cycle_model():
     assert not set(CYCLE_MODELS) & set(NO_CYCLE_MODEL)
 
 
-def test_family_without_a_cycle_model_is_rejected_by_name():
+def test_family_without_a_cycle_model_is_rejected_by_name(monkeypatch):
+    from fabric.sim import models
+    monkeypatch.delitem(models.CYCLE_MODELS, "ScalarMathSin")
+    monkeypatch.setitem(models.NO_CYCLE_MODEL, "ScalarMathSin", "taken out for this test")
     sin = ("f", "math.sin", ["f32"], ["f32"], {"accuracy": "correctly_rounded"})
     fab = configured_fabric("fab", [sin])
     g = graph_document("g", "fab", [sin], [], [("a", ["f.0"], [0])], [("y", "f.0")])
@@ -35,14 +38,14 @@ def test_family_without_a_cycle_model_is_rejected_by_name():
     assert d.code is GraphCode.NoCycleModel and "ScalarMathSin" in str(d) and "no cycle model" in str(d)
 
 
-def test_rounding_mode_without_a_kernel_is_rejected():
-    addf = ("f", "arith.addf", ["f32", "f32"], ["f32"], {"rounding_mode": "upward"})
-    fab = configured_fabric("fab", [addf])
-    fab["fus"][0]["nodes"][0]["hw_params"]["behavior"]["rounding_modes"] = ["upward"]
-    g = graph_document("g", "fab", [addf], [], [("a", ["f.0", "f.1"], [0])], [("y", "f.0")])
+def test_exact_types_without_a_kernel_are_rejected():
+    """i1 -> f32 conversion: the integer conversions this model runs take 8 to 64 bits."""
+    cvt = ("f", "arith.sitofp", ["i1"], ["f32"], {})
+    fab = configured_fabric("fab", [cvt])
+    g = graph_document("g", "fab", [cvt], [], [("a", ["f.0"], [0])], [("y", "f.0")])
     with pytest.raises(GraphError) as exc:
         load_graph_document(g, load_document(fab))
-    assert exc.value.diagnostics[0].code is GraphCode.NoCycleModel and "upward" in str(exc.value)
+    assert exc.value.diagnostics[0].code is GraphCode.NoCycleModel and "arith.sitofp on i1" in str(exc.value)
 
 
 def test_unmapped_actor_and_unused_use():
@@ -163,7 +166,8 @@ def test_cli_refuses_a_trace_too_large_before_starting(tmp_path, cli):
 
 
 def read_vcd(text):
-    """A small VCD reader: header variables and the value of every signal at every time."""
+    """A small VCD reader: header variables and the value of every signal at every time (a time
+    with no change repeats the previous one)."""
     lines = iter(text.splitlines())
     ids, names = {}, []
     for line in lines:
@@ -173,13 +177,15 @@ def read_vcd(text):
             ids[tok[3]] = (tok[4], int(tok[2]))
         if tok[:1] == ["$enddefinitions"]:
             break
-    values, cur, t = {}, {}, None
+    changes, cur, t = {}, {}, None
     for line in lines:
         if line.startswith("#"):
             if t is not None:
-                values[t] = dict(cur)
+                changes[t] = dict(cur)
             t = int(line[1:])
-        elif line[0] in "01":
+        elif line in ("$dumpvars", "$end"):
+            continue
+        elif line[0] in "01x":
             cur[ids[line[1:]][0]] = line[0]
         elif line[0] == "b":
             v, ident = line[1:].split()
@@ -188,7 +194,11 @@ def read_vcd(text):
             cur[name] = v
         else:
             raise AssertionError(f"unexpected VCD line {line!r}")
-    values[t] = dict(cur)
+    changes[t] = dict(cur)
+    values, last = {}, {}
+    for u in range(max(changes) + 1):
+        last = changes.get(u, last)
+        values[u] = last
     return ids, values
 
 

@@ -1,0 +1,104 @@
+"""The compiled engine against the reference engine: the same cycle kernel and semantic kernels,
+compiled by Numba or run as plain Python, must give identical outputs, statuses, cycle counts,
+counters, Arrow traces and VCD waveforms - on random graphs of every family, on rings with
+initial tokens and slow consumers, and on batches of instances with their own input streams
+(each instance of a batch equal to that instance run alone on the reference engine)."""
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+import pytest
+
+from fabric.sim.engine import Simulator
+from fabric.sim.graph import GraphError
+from fabric.sim.trace import ArrowTrace, VcdTrace, fan_out
+from sim_fixtures import branch, invariant_loop, load, sum_loop, vector_pipeline
+from test_sim_fuzz import random_dag, random_graph
+
+
+def outcome(res):
+    return (res.status, res.cycles, res.outputs, {n: vars(c) for n, c in res.counters.items()}, res.message,
+            res.waiting)
+
+
+def traced(g, engine, tmp, cycles=600, tag=""):
+    sim = Simulator(g, engine)
+    a, v = tmp / f"{engine}{tag}.arrow", tmp / f"{engine}{tag}.vcd"
+    arrow, vcd = ArrowTrace(str(a), sim), VcdTrace(str(v), sim)
+    res = sim.run(cycles, fan_out(arrow, vcd))
+    arrow.close()
+    vcd.close()
+    return outcome(res), pa.ipc.open_file(str(a)).read_all(), v.read_bytes()
+
+
+def same_on_both(g, tmp, cycles=600):
+    ref, cmp = traced(g, "reference", tmp, cycles), traced(g, "compiled", tmp, cycles)
+    assert ref[0] == cmp[0]
+    assert ref[1].equals(cmp[1])
+    assert ref[2] == cmp[2]
+    return ref[0]
+
+
+def _ring(rng):
+    """A counter ring (add with its own result as an operand, initial token) feeding a DAG."""
+    init = rng.randrange(256)
+    actors = [("acc", "arith.addi", ["i8", "i8"], ["i8"], {}), ("sq", "arith.muli", ["i8", "i8"], ["i8"], {}),
+              ("c", "arith.cmpi", ["i8", "i8"], ["i1"], {"predicate": rng.choice(["slt", "ugt", "ne"])}),
+              ("s", "arith.select", ["i1", "i8", "i8"], ["i8"], {})]
+    edges = [("acc.0", "acc.0", init), ("acc.0", "sq.0"), ("acc.0", "sq.1"), ("sq.0", "c.0"), ("acc.0", "s.1"),
+             ("c.0", "s.0"), ("sq.0", "s.2")]
+    n = rng.randint(1, 8)
+    inputs = [("d", ["acc.1"], [rng.randrange(256) for _ in range(n)]),
+              ("k", ["c.1"], [rng.randrange(256) for _ in range(n + 1)])]
+    outputs = [("y", "s.0", rng.choice([1, 2, 3]))]
+    return actors, edges, inputs, outputs
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_graphs_are_identical_on_both_engines(seed, tmp_path):
+    rng = random.Random(1000 + seed)
+    try:
+        g = load(*random_graph(rng))
+    except GraphError:
+        return
+    same_on_both(g, tmp_path, 400)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_random_dags_and_rings_are_identical_on_both_engines(seed, tmp_path):
+    rng = random.Random(seed)
+    a, e, i, o, _ = random_dag(rng, rng.randint(1, 10), rng.randint(1, 5))
+    same_on_both(load(a, e, i, o), tmp_path)
+    same_on_both(load(*_ring(random.Random(100 + seed))), tmp_path)
+
+
+@pytest.mark.parametrize("prog", [sum_loop([3, 1, 4, 1, 5, 9, 2, 6]), branch([0, 1, 1, 0], [2, 3, 4, 5]),
+                                  invariant_loop(10, [1, 2, 3, 4, 5]), vector_pipeline([1, 2, 3, 4, 5, 6])],
+                         ids=["sum_loop", "branch", "invariant_loop", "vector_pipeline"])
+def test_programs_are_identical_on_both_engines(prog, tmp_path):
+    assert same_on_both(load(*prog), tmp_path)[0] == "complete"
+
+
+def test_a_fault_is_identical_on_both_engines(tmp_path):
+    mux = ("m", "dataflow.mux", ["i2", "i8", "i8", "i8"], ["i8"], {})
+    g = load([mux], [], [("s", ["m.0"], [1, 3]), ("a", ["m.1"], [1]), ("b", ["m.2"], [2]), ("c", ["m.3"], [3])],
+             [("y", "m.0")])
+    assert same_on_both(g, tmp_path)[0] == "fault"
+
+
+def test_a_batch_runs_each_instance_as_the_reference_runs_it_alone():
+    """Instances with their own input streams (different lengths: they end at different
+    cycles) in one compiled batch: each equals its own reference run."""
+    rng = random.Random(5)
+    prog = sum_loop([1])
+    g = load(*prog)
+    streams = []
+    for k in range(70):                       # more than one 64-instance group
+        xs = [rng.randrange(1 << 31) for _ in range(rng.randint(0, 9))]
+        streams.append({"limit": [len(xs)], "x": xs})
+    batch = Simulator(g, "compiled", streams=streams).run_all(500)
+    for k, st in enumerate(streams):
+        alone = Simulator(g, "reference", streams=[st]).run(500)
+        assert outcome(batch[k]) == outcome(alone), k
+        assert batch[k].outputs["sum"] == ([sum(st["x"]) % (1 << 32)] if st["x"] else [])
