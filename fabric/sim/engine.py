@@ -22,13 +22,14 @@ blocked resources wait for) or starvation (a resource mid-transaction that nothi
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import kernel as K
 from .graph import Graph, GraphCode, GraphDiagnostic, GraphError
-from .program import ProgramError, build_program, decode, grow_outputs, new_state
+from .program import ProgramError, build_program, decode, grow_outputs, lanes, new_state
 
 # The budget of one run (docs/fabric-graph.md, "Limits"), checked by `tile-emu fabric sim`
 # before it starts: idle stretches cost nothing (they are skipped), but a graph can stay busy
@@ -65,6 +66,25 @@ class Counters:
     waits: int = 0         # some but not all operands of a transition were valid
 
 
+class CounterTable(Mapping):
+    """Actor name -> Counters, built on access (a batch of 256 instances of a 1,000-actor graph
+    would otherwise build 256,000 objects nobody reads)."""
+
+    def __init__(self, names, fires, stalls, waits):
+        self._index = {n: i for i, n in enumerate(names)}
+        self._cols = (fires, stalls, waits)
+
+    def __getitem__(self, name):
+        i = self._index[name]
+        return Counters(*(int(c[i]) for c in self._cols))
+
+    def __iter__(self):
+        return iter(self._index)
+
+    def __len__(self):
+        return len(self._index)
+
+
 @dataclass
 class Result:
     status: str                                   # "complete" | "deadlock" | "starved" | "cycle_limit" | "fault"
@@ -78,6 +98,10 @@ class Result:
 REASONS = {K.R_BACKPRESSURE: "backpressure", K.R_NEXT_STATE: "next_state", K.R_OPERANDS: "operands"}
 
 
+def _bit(x, l):
+    return ((x >> np.uint64(l)) & np.uint64(1)).astype(np.bool_)
+
+
 class CycleView:
     """What one cycle of one instance looked like, for traces: fired actors, handoff edges,
     stall reasons, and every edge's valid, ready and data."""
@@ -85,9 +109,18 @@ class CycleView:
     def __init__(self, sim, t, b=0):
         self.sim, self.t, self.b = sim, t, b
         st = sim.st
-        self.fire, self.reason = st.sa[b, :, K.FIRE] != 0, st.sa[b, :, K.REASON]
-        self.hand, self.valid_bits, self.ready_bits = st.eb[b, :, K.HAND], st.eb[b, :, K.VALID], st.eb[b, :, K.READY]
-        self.words = st.data[b]
+        w, l = divmod(b, 64)
+        am, em = st.am[w], st.em[w]
+        self.fire = _bit(am[:, K.FIRE], l)
+        reason = np.full(len(self.fire), K.R_IDLE, np.int64)
+        reason[_bit(am[:, K.ROP], l)] = K.R_OPERANDS
+        reason[_bit(am[:, K.RNS], l)] = K.R_NEXT_STATE
+        reason[_bit(am[:, K.RBP], l)] = K.R_BACKPRESSURE
+        reason[self.fire] = K.R_FIRE
+        self.reason = reason
+        self.hand, self.valid_bits, self.ready_bits = _bit(em[:, K.HAND], l), _bit(em[:, K.VALID], l), \
+            _bit(em[:, K.READY], l)
+        self.words = st.data[w, :, l]
 
     @property
     def fired(self):
@@ -100,7 +133,7 @@ class CycleView:
     @property
     def stalls(self):
         r = self.reason
-        return {int(i): REASONS[int(r[i])] for i in np.flatnonzero(~self.fire & (r != K.R_IDLE) & (r != K.R_FIRE))}
+        return {int(i): REASONS[int(r[i])] for i in np.flatnonzero((r != K.R_IDLE) & (r != K.R_FIRE))}
 
     @property
     def valid(self):
@@ -128,58 +161,117 @@ class Simulator:
         self.k = kernel_for(self.engine)
         self.names, self.labels, self.widths = self.p.names, self.p.labels, self.p.widths
         self.st = new_state(self.p)
+        self._jit = self.engine == "compiled"
+        if self._jit:
+            from . import jit
+            self._P, self._S = jit.tables(self.p.T), jit.state(self.st)
+        else:
+            self._P, self._S = self.p.T, self.st
+        T = self.p.T
         B, A = self.p.B, len(self.names)
-        self._op = self.p.T.c_out.shape[1] + 3           # vals slot of operand 0
-        self._stack, self._queued = np.zeros(max(1, A), np.int64), np.zeros(max(1, A), np.bool_)
+        self.W, self.LW = lanes(B)
+        self._scratch = (np.zeros(max(1, A), np.int64), np.zeros(max(1, A), np.bool_),
+                         np.zeros(T.a_in.shape[1], np.uint64), np.zeros(T.c_out.shape[1], np.uint64))
+        self._op = T.c_out.shape[1] + 3           # vals slot of operand 0
+        self._buffers = {}
         self.t = 0
-        self._outputs_to = int((self.p.T.ei[:, K.E_CK] == 1).sum())
+        self._outputs_to = int((T.ei[:, K.E_CK] == 1).sum())
         self._end = [None] * B
+        self._ended = np.zeros(B, np.bool_)
+
+    def rewind(self):
+        """Back to cycle 0 with the initial state (the same graph, streams and engine)."""
+        self.st = new_state(self.p)
+        if self._jit:
+            from . import jit
+            self._S = jit.state(self.st)
+        else:
+            self._S = self.st
+        self.t = 0
+        self._end = [None] * self.p.B
+        self._ended = np.zeros(self.p.B, np.bool_)
+
+    def snapshot(self):
+        """The complete simulation state, to `restore` later (a copy)."""
+        return (self.t, list(self._end), self._ended.copy(), [a.copy() for a in self.st])
+
+    def restore(self, snap):
+        """Back to a `snapshot` of this simulator (in place: the compiled engine's view stays valid)."""
+        self.t, end, ended, arrays = snap
+        self._end, self._ended = list(end), ended.copy()
+        if any(a.shape != b.shape for a, b in zip(self.st, arrays)):
+            self.st = type(self.st)(*(a.copy() for a in arrays))
+            if self._jit:
+                from . import jit
+                self._S = jit.state(self.st)
+            else:
+                self._S = self.st
+            return
+        for a, b in zip(self.st, arrays):
+            np.copyto(a, b)
+
+    def _words(self, live):
+        """A bool per instance as a mask per word."""
+        x = np.zeros(self.W * 64, np.bool_)
+        x[:len(live)] = live
+        return np.packbits(x.reshape(self.W, 64), axis=1, bitorder="little").view(np.uint64).reshape(self.W)
 
     # --- one cycle -------------------------------------------------------------------------------
 
-    def _compute(self, live):
-        st = self.st
-        for g in self.p.groups:
-            F = (st.sa[:, g.actors, K.FIRE] != 0) & live[:, None]
-            bb, kk = np.nonzero(F)
-            if not len(bb):
+    def _compute(self):
+        """Every semantic kernel once, on all its firings of the cycle (across the batch)."""
+        st, k = self.st, self.k
+        fire = st.am[:, :, K.FIRE]
+        for gi, g in enumerate(self.p.groups):
+            buf = self._buffers.get(gi)
+            if buf is None:
+                n_max = self.W * self.LW * len(g.actors)
+                nw = max(g.in_words)
+                buf = self._buffers[gi] = (np.zeros((n_max, 3), np.int64),
+                                           np.zeros((len(g.in_words), n_max, nw), np.uint64), nw)
+            where, ops, nw = buf
+            n = k.gather(fire, g.actors, st.vals, self._op, len(g.in_words), nw, where, ops)
+            if not n:
                 continue
-            aa = g.actors[kk]
-            op = self._op
-            ops = [st.vals[bb, aa, op + k, 0] if nw == 1 else st.vals[bb, aa, op + k, :nw]
-                   for k, nw in enumerate(g.in_words)]
-            with np.errstate(all="ignore"):
-                res = g.fn(*ops)
-            for j, (r, nw) in enumerate(zip(res, g.out_words)):
-                r = np.asarray(r, np.uint64)
-                if nw == 1:
-                    st.vals[bb, aa, j, 0] = r.reshape(len(bb))
-                else:
-                    st.vals[bb, aa, j, :nw] = r.reshape(len(bb), -1)[:, :nw]
+            args = [ops[i, :n, 0] if w == 1 else ops[i, :n, :w] for i, w in enumerate(g.in_words)]
+            res = g.fn(*args)
+            for j, (r, w) in enumerate(zip(res, g.out_words)):
+                r = np.ascontiguousarray(np.asarray(r, np.uint64).reshape(n, -1)[:, :w])
+                k.scatter(st.vals, where, n, j, r)
 
     def _cycle(self, t, live):
         """Settle, compute and apply cycle t of the live instances; faulted ones end here."""
         k, p = self.k, self.p
-        self.st = grow_outputs(self.st, int(self.st.out_n[0]) + self._outputs_to * p.B + 1)
-        st = self.st
-        k.settle(p.T, st, t, live, self._stack, self._queued)
+        st = grow_outputs(self.st, int(self.st.out_n[0]) + self._outputs_to * p.B + 1)
+        if st is not self.st:
+            self.st = st
+            if self._jit:
+                from . import jit
+                self._S = jit.state(st)
+            else:
+                self._S = st
+        words = self._words(live)
+        k.settle(self._P, self._S, t, words, *self._scratch)
         bad = live & (st.bi[:, K.FAULT] >= 0)
         if bad.any():
             for b in np.flatnonzero(bad):
                 a = int(st.bi[b, K.FAULT])
                 m = p.models[a]
                 sel = int(np.int64(st.bi[b, K.FAULT_VALUE]).view(np.uint64))
+                self._ended[b] = True
                 self._end[b] = ("fault", t, f"cycle {t}: {self.names[a]}: selector value {sel} "
                                             f"addresses none of {m.extra['fan']} {m.extra['routed']} ports")
             live = live & ~bad
-        self._compute(live)
-        k.apply(p.T, st, t, live)
-        return live
+            words = self._words(live)
+            st.am[:, :, K.FIRE] &= words[:, None]
+        with np.errstate(all="ignore"):
+            self._compute()
+        k.apply(self._P, self._S, t, words)
+        return live, words
 
     def step(self):
         """Simulate cycle self.t of every instance (no idle skipping); return its CycleView."""
-        live = np.array([e is None for e in self._end], np.bool_)
-        self._cycle(self.t, live)
+        self._cycle(self.t, ~self._ended)
         view = CycleView(self, self.t)
         self.t += 1
         return view
@@ -189,28 +281,33 @@ class Simulator:
         and every pending handoff bit is cleared.  Input streams are outside the fabric and
         continue from their position; initial tokens are not re-created."""
         st = self.st
-        st.sa[:, :, [K.HELD, K.NOGROUP, K.GLEFT, K.LSTATE, K.AUX, K.NEXTAT]] = 0
-        st.pend[...] = False
-        st.eb[:, :, K.TAKEN] = False
+        st.am[:, :, [K.HELD, K.MORE]] = 0
+        st.pend[...] = 0
+        st.la[:, :, :, [K.GLEFT, K.LSTATE, K.AUX, K.NEXTAT]] = 0
+        st.em[:, :, K.TAKEN] = 0
         mo = self.p.T.c_out.shape[1]
-        st.vals[:, :, mo:mo + 3] = 0
+        st.vals[:, :, :, mo:mo + 3] = 0
+
+    def _held(self, b, a):
+        w, l = divmod(b, 64)
+        return bool((int(self.st.am[w, a, K.HELD]) >> l) & 1) or int(self.st.la[w, a, l, K.LSTATE]) != 0
 
     def busy(self, name: str, b: int = 0) -> bool:
         """A resource is mid-transaction: a held claim, or a logical state other than the initial one."""
-        a = self.names.index(name)
-        return bool(self.st.sa[b, a, K.HELD] or self.st.sa[b, a, K.LSTATE] != 0)
+        return self._held(b, self.names.index(name))
 
     def parallelize_buffer(self, name: str, b: int = 0) -> list:
         """The elements a parallelize adapter has accumulated (lane 0 first)."""
         from .semantics import field
         a = self.names.index(name)
         m = self.p.models[a]
-        wd = self.st.vals[b, a, self.p.T.c_out.shape[1]][None, :]
-        return [int(field(wd, i * m.element_width, m.element_width)[0]) for i in range(int(self.st.sa[b, a, K.LSTATE]))]
+        w, l = divmod(b, 64)
+        wd = self.st.vals[w, a, l, self.p.T.c_out.shape[1]][None, :]
+        return [int(field(wd, i * m.element_width, m.element_width)[0])
+                for i in range(int(self.st.la[w, a, l, K.LSTATE]))]
 
     def _busy(self, b):
-        sa = self.st.sa
-        return [n for a, n in enumerate(self.names) if sa[b, a, K.HELD] or sa[b, a, K.LSTATE] != 0]
+        return [n for a, n in enumerate(self.names) if self._held(b, a)]
 
     # --- a whole run ---------------------------------------------------------------------------------
 
@@ -230,7 +327,7 @@ class Simulator:
         quiet = np.zeros(B, np.int64)
         last = -np.ones(B, np.int64)
         wake = np.full(B, self.t, np.int64)
-        done = np.array([e is not None for e in self._end], np.bool_)
+        done = self._ended.copy()
         skip = bool(skip_idle) and (trace is None or B == 1)
         t = self.t
         while t < max_cycles:
@@ -240,13 +337,13 @@ class Simulator:
                     break
                 t = int(wake[~done].min())
                 continue
-            live = self._cycle(t, live)
-            done |= np.array([e is not None for e in self._end], np.bool_)
+            live, words = self._cycle(t, live)
+            done |= self._ended
             if trace is not None:
                 for b in np.flatnonzero(live):
                     trace(t, CycleView(self, t, int(b)))
             was_done = done.copy()
-            rep0 = k.pace(p.T, self.st, t, live, quiet, last, wake, done, p.window, max_cycles, skip)
+            rep0 = k.pace(self._P, self._S, t, words, quiet, last, wake, done, p.window, max_cycles, skip)
             if trace is not None and rep0 > 0:
                 trace.repeat(t + 1, t + rep0, CycleView(self, t, 0))
             for b in np.flatnonzero(done & ~was_done):
@@ -257,11 +354,11 @@ class Simulator:
         outputs = self._outputs()
         for b in range(B):
             e = self._end[b]
-            sa = self.st.sa
-            counters = {n: Counters(int(sa[b, a, K.FIRES]), int(sa[b, a, K.STALLS]), int(sa[b, a, K.WAITS]))
-                        for a, n in enumerate(self.names)}
+            w, l = divmod(b, 64)
+            la = self.st.la[w, :, l]
+            counters = CounterTable(self.names, la[:, K.FIRES].copy(), la[:, K.STALLS].copy(), la[:, K.WAITS].copy())
             if e is None:
-                pending = bool(self.st.eb[b, :, K.VALID].any()) or bool(self._busy(b))
+                pending = bool(_bit(self.st.em[w, :, K.VALID], l).any()) or bool(self._busy(b))
                 msg = (f"stopped at the cycle limit {max_cycles} with work pending" if pending
                        else f"reached the cycle limit {max_cycles}")
                 out.append(Result("cycle_limit", t, outputs[b], counters, msg))
@@ -273,7 +370,8 @@ class Simulator:
     def _finish(self, b, last):
         cycles = last + 1
         st, T = self.st, self.p.T
-        valid, R = st.eb[b, :, K.VALID], st.eb[b, :, K.READY]
+        w, l = divmod(b, 64)
+        valid, R = _bit(st.em[w, :, K.VALID], l), _bit(st.em[w, :, K.READY], l)
         stuck = [self.labels[e] for e in np.flatnonzero(valid & ~R)]
         busy = self._busy(b)
         if not stuck and not busy:
@@ -281,7 +379,7 @@ class Simulator:
         waiting_ops = []
         for a in range(len(self.names)):
             ins = [int(e) for e in T.a_in[a, :T.ai[a, K.A_NIN]]]
-            if st.sa[b, a, K.HELD] or st.sa[b, a, K.LSTATE] != 0 or any(valid[e] for e in ins):
+            if self._held(b, a) or any(valid[e] for e in ins):
                 waiting_ops += [self.labels[e] for e in ins if not valid[e]]
         if stuck:
             msg = (f"deadlock at cycle {cycles}: valid tokens never accepted on {', '.join(stuck)}"
@@ -299,20 +397,21 @@ class Simulator:
         names = [name for name, _, _ in self.g.outputs]
         types = [t for _, _, t in self.g.outputs]
         widths = {}
-        for e, ed in enumerate(self.g.edges):
+        for ed in self.g.edges:
             if ed.dst[0] == "@output":
                 widths[ed.dst[1]] = ed.width
         res = [{name: [] for name in names} for _ in range(p.B)]
-        for oi, name in enumerate(names):
-            sel = o == oi
+        order = np.lexsort((np.arange(n), b, o))          # by output, then instance, then time
+        key = o[order] * p.B + b[order]
+        bounds = np.flatnonzero(np.diff(key)) + 1
+        for part in np.split(order, bounds) if n else []:
+            oi, bi = int(o[part[0]]), int(b[part[0]])
             t, w = types[oi], widths[oi]
-            scalar = p.NW == 1 and not hasattr(t, "shape") and not hasattr(t, "tag")
-            for bi in range(p.B):
-                rows = v[sel & (b == bi)]
-                if scalar:
-                    res[bi][name] = rows[:, 0].tolist()
-                else:
-                    res[bi][name] = [decode(p, r, t, w) for r in rows]
+            rows = v[part]
+            if p.NW == 1 and not hasattr(t, "shape") and not hasattr(t, "tag"):
+                res[bi][names[oi]] = rows[:, 0].tolist()
+            else:
+                res[bi][names[oi]] = [decode(p, r, t, w) for r in rows]
         return res
 
     def output_counts(self):

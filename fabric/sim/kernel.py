@@ -5,7 +5,14 @@ compiled engine as Numba builds of the same source (`compiled`).  Nothing here i
 family: the resources' behaviour is the `Program` tables (fabric/sim/program.py), built from
 their cycle models and contract records (fabric/sim/models.py).
 
-One cycle t of instance b (docs/fabric-graph.md, "Execution semantics"):
+Instances are bit-sliced: 64 instances form a word, and every handshake signal of a word -
+an edge's valid, ready, taken, initial-pending and handoff, a resource's held claim, its
+pending results, its firing - is one uint64 whose bit l is instance 64w + l.  The settling
+rules are bitwise, so one pass over the actors settles 64 instances; what differs per instance
+(the case a resource selects from its state and condition value, payloads, counters) is kept
+per lane and visited only for the lanes concerned.  A single run is one word with one lane.
+
+One cycle t of the live lanes m of word w (docs/fabric-graph.md, "Execution semantics"):
 
   settle  1. registered results present their held group; input streams their current token;
              an edge with an initial token presents it first;
@@ -15,20 +22,22 @@ One cycle t of instance b (docs/fabric-graph.md, "Execution semantics"):
              consumers, and its in-flight next-state update; an operand it does not consume is
              withdrawn (its producer decides again), a transparent result it cannot commit is
              withdrawn (its consumers decide again).  Valid and ready only fall, so this ends at
-             the greatest consistent set of handoffs;
+             the greatest consistent set of handoffs, whatever order the resources decide in;
           4. the operands of every firing with computed results are copied for the semantic
              kernels (fabric/sim/semantics.py), which the engine runs between settle and apply.
   apply   tokens move on valid && ready; a registered result is discharged when every consumer
-          has taken it (its claim released at the final handoff, before a new acceptance);
-          firings commit their cases: state, stored values, claims; counters; input streams
-          advance.
-  pace    an instance in which nothing happened sleeps until the next cycle that can differ, or
-          ends after its quiet window.
+          has taken it (its claim released at the final handoff, before a new acceptance, so a
+          replacement may be accepted in the same cycle); firings commit their cases: state,
+          stored values, claims; counters; input streams advance.
+  pace    a lane in which nothing happened sleeps until the next cycle that can differ, or ends
+          after its quiet window.
 
-The tables and the state are a few packed arrays (columns named below): Numba's compile time
-grows with the number of array arguments, not with their size.  Values are `NW` uint64 words,
-least significant first; `vals[b, a]` holds an actor's current group (slots 0..MO-1), its
-stored values (MO..MO+2) and the operands of its computed firing (MO+3..).
+A registered result becomes visible the cycle after it is accepted, and an input stream's next
+token the cycle after its last take, which is always the next settle: no coordinate needs
+storing for them.  Values are `NW` uint64 words, least significant first; `vals[w, a, l]` holds
+an actor's current group (slots 0..MO-1), its stored values (MO..MO+2) and the operands of its
+computed firing (MO+3..).  Numba's compile time grows with the number of array arguments, so
+the tables and the state are a few packed arrays with named columns.
 """
 from __future__ import annotations
 
@@ -40,25 +49,28 @@ import numpy as np
 SRC_COMPUTED, SRC_STORED, SRC_ONE, SRC_ZERO, SRC_CONST, SRC_GROUP, SRC_NONE = -1, -2, -3, -4, -5, -6, -7
 # resource kinds (ai[:, A_KIND])
 K_ELASTIC, K_ROUTED, K_STREAM, K_TRANSPARENT, K_PARALLELIZE, K_SERIALIZE = 0, 1, 2, 3, 4, 5
-# why an actor did not fire (sa[..., REASON]): counted stalls, counted waits, nothing to report
+# why a lane of an actor did not fire: counted stalls, counted waits, nothing to report
 R_FIRE, R_BACKPRESSURE, R_NEXT_STATE, R_OPERANDS, R_IDLE = 0, 1, 2, 3, 4
 NEXT_BY_CONTINUE = -2
 STORE_CLEAR = -2
 NEVER = 1 << 62
 
-# Tables.ai columns (per actor)
-A_REG, A_KIND, A_NIN, A_NOUT, A_RBASE, A_C0, A_C1, A_GRP, A_LAT, A_LANES, A_EW = range(11)
+# Tables.ai columns (per actor); A_UNIFORM: one case, no condition, any state, one group, no wait
+A_REG, A_KIND, A_NIN, A_NOUT, A_RBASE, A_C0, A_C1, A_GRP, A_LAT, A_LANES, A_EW, A_UNIFORM = range(12)
 # Tables.ci columns (per case)
 C_SLO, C_SHI, C_COND, C_NEXT, C_STORE, C_WAIT, C_ACASE = range(7)
 # Tables.ei columns (per edge)
 E_PK, E_P, E_PJ, E_CK, E_C, E_INIT, E_EVERY = range(7)
-# State.eb columns (per instance and edge)
+# State.em: per word and edge, masks over the word's lanes
 VALID, READY, TAKEN, INITP, HAND = range(5)
-# State.sa columns (per instance and actor)
-HELD, NOGROUP, VIS, COMMIT, GLEFT, NEXTAT, LSTATE, AUX, FIRE, CASE, REASON, FIRES, STALLS, WAITS = range(14)
-# State.si columns (per instance and input stream), State.bi (per instance)
-POS, SRCAT = range(2)
+# State.am: per word and actor, masks: held claim, firing, more groups to come, stall reasons
+HELD, FIRE, MORE, RBP, RNS, ROP = range(6)
+# State.la: per word, actor and lane
+GLEFT, NEXTAT, LSTATE, AUX, CASE, FIRES, STALLS, WAITS = range(8)
+# State.bi: per lane of the batch
 ACT, FAULT, FAULT_VALUE = range(3)
+
+ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 _KERNELS: list = []
 
@@ -70,186 +82,276 @@ def kernel(fn):
 
 
 @kernel
-def get_field(vals, b, a, slot, off, width):
-    """Bits [off, off + width) (width <= 64) of the value in vals[b, a, slot]."""
+def lane_of(bit):
+    """The index of the one set bit of `bit` (the bits below it, counted)."""
+    x = bit - np.uint64(1)
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@kernel
+def get_field(vals, w, a, l, slot, off, width):
+    """Bits [off, off + width) (width <= 64) of the value in vals[w, a, l, slot]."""
     k = off // 64
     s = off % 64
-    v = vals[b, a, slot, k] >> np.uint64(s)
-    if s != 0 and s + width > 64 and k + 1 < vals.shape[3]:
-        v = v | (vals[b, a, slot, k + 1] << np.uint64(64 - s))
+    v = vals[w, a, l, slot, k] >> np.uint64(s)
+    if s != 0 and s + width > 64 and k + 1 < vals.shape[4]:
+        v = v | (vals[w, a, l, slot, k + 1] << np.uint64(64 - s))
     if width < 64:
         v = v & ((np.uint64(1) << np.uint64(width)) - np.uint64(1))
     return v
 
 
 @kernel
-def set_field(vals, b, a, slot, off, width, v):
+def set_field(vals, w, a, l, slot, off, width, v):
     k = off // 64
     s = off % 64
-    m = np.uint64(0xFFFFFFFFFFFFFFFF) if width >= 64 else (np.uint64(1) << np.uint64(width)) - np.uint64(1)
+    m = ONES if width >= 64 else (np.uint64(1) << np.uint64(width)) - np.uint64(1)
     v = v & m
     lo = m << np.uint64(s)
-    vals[b, a, slot, k] = (vals[b, a, slot, k] & ~lo) | (v << np.uint64(s))
+    vals[w, a, l, slot, k] = (vals[w, a, l, slot, k] & ~lo) | (v << np.uint64(s))
     if s + width > 64:
         hm = (np.uint64(1) << np.uint64(s + width - 64)) - np.uint64(1)
-        vals[b, a, slot, k + 1] = (vals[b, a, slot, k + 1] & ~hm) | (v >> np.uint64(64 - s))
+        vals[w, a, l, slot, k + 1] = (vals[w, a, l, slot, k + 1] & ~hm) | (v >> np.uint64(64 - s))
 
 
 # --- settle ----------------------------------------------------------------------------------------
 
 @kernel
-def settle(P, S, t, live, stack, queued):
+def settle(P, S, t, live, stack, queued, cons, outm):
+    """Settle cycle t of the live lanes (`live[w]`, a mask per word).  `stack`, `queued` (one
+    entry per actor) and `cons`, `outm` (one mask per operand / result) are scratch."""
     ai, a_in, ci, c_cval, c_need, c_out, c_src, ei = P.ai, P.a_in, P.ci, P.c_cval, P.c_need, P.c_out, P.c_src, P.ei
     r_ptr, r_edges, s_ptr, s_edges, tok, tok_val = P.r_ptr, P.r_edges, P.s_ptr, P.s_edges, P.tok, P.tok_val
-    eb, data, sa, pend, vals, si, bi = S.eb, S.data, S.sa, S.pend, S.vals, S.si, S.bi
-    A, E, NW = ai.shape[0], ei.shape[0], data.shape[2]
+    em, data, am, pend, la, vals, si, bi = S.em, S.data, S.am, S.pend, S.la, S.vals, S.si, S.bi
+    A, E, NW = ai.shape[0], ei.shape[0], data.shape[3]
     MO = c_out.shape[1]
     ST = MO
     OP = MO + 3
 
-    def select_case(b, a):
-        """The case of actor a: its index, -2 when its condition operand is not valid (undecidable),
-        -1 when no case applies (a runtime selector addressing no port)."""
-        st = sa[b, a, LSTATE]
+    def select_case(w, a, l):
+        """The case of lane l of actor a: its index, -2 when its condition operand is not valid
+        (undecidable), -1 when no case applies (a runtime selector addressing no port)."""
+        st = la[w, a, l, LSTATE]
+        bit = np.uint64(1) << np.uint64(l)
         for c in range(ai[a, A_C0], ai[a, A_C1]):
             if st < ci[c, C_SLO] or st > ci[c, C_SHI]:
                 continue
             k = ci[c, C_COND]
             if k >= 0:
                 e = a_in[a, k]
-                if not eb[b, e, VALID]:
+                if em[w, e, VALID] & bit == 0:
                     return -2
-                if data[b, e, 0] != c_cval[c]:
+                if data[w, e, l, 0] != c_cval[c]:
                     continue
             return c
         return -1
 
-    def result_done(b, a, j):
-        """Result j's obligation is discharged this cycle: every consumer edge has taken (a held
+    def done_mask(w, a, j):
+        """Lanes whose result j is discharged this cycle: every consumer edge has taken (a held
         result) or takes now the token; an edge still presenting its initial token is not done."""
         r = ai[a, A_RBASE] + j
-        reg = ai[a, A_REG] != 0
+        d = ONES
         for q in range(r_ptr[r], r_ptr[r + 1]):
             e = r_edges[q]
-            if eb[b, e, INITP]:
-                return False
-            if not (eb[b, e, READY] or (reg and eb[b, e, TAKEN])):
-                return False
-        return True
+            x = em[w, e, READY]
+            if ai[a, A_REG] != 0:
+                x = x | em[w, e, TAKEN]
+            d = d & x & ~em[w, e, INITP]
+        return d
 
-    def slot_free(b, a):
-        """A registered resource's holding slot can take a new acceptance at t: empty, a claim with
-        no production group past its commit, or its last group visible and discharged this cycle."""
-        if sa[b, a, HELD] == 0:
-            return True
-        if sa[b, a, NOGROUP] != 0:
-            return t >= sa[b, a, COMMIT]
-        if t < sa[b, a, VIS] or sa[b, a, GLEFT] > 0:
-            return False
+    def free_mask(w, a):
+        """Lanes whose holding slot can take a new acceptance: empty, or its last group
+        discharged this cycle (the final handoff releases the claim first)."""
+        ok = ~am[w, a, MORE]
         for j in range(ai[a, A_NOUT]):
-            if pend[b, a, j] and not result_done(b, a, j):
-                return False
-        return True
+            p = pend[w, a, j]
+            if p != 0:
+                ok = ok & (~p | done_mask(w, a, j))
+        return ~am[w, a, HELD] | ok
 
-    def needs_met(b, a, c):
-        for k in range(ai[a, A_NIN]):
-            if c_need[c, k] and not eb[b, a_in[a, k], VALID]:
-                return False
-        return True
-
-    def decide(b, a):
-        c = select_case(b, a)
-        sa[b, a, CASE] = c
-        sa[b, a, FIRE] = 0
-        if c < 0:
-            if c == -1 and ai[a, A_KIND] == K_ROUTED:
-                bi[b, FAULT] = a
-                bi[b, FAULT_VALUE] = np.int64(data[b, a_in[a, 0], 0])
-            sa[b, a, REASON] = R_OPERANDS
+    def decide(w, a, m):
+        """Set the actor's firing lanes, its per-operand consumption masks `cons` and active
+        result masks `outm`, its reasons, and (cased resources) each lane's case."""
+        nin, nout = ai[a, A_NIN], ai[a, A_NOUT]
+        reg = ai[a, A_REG] != 0
+        if ai[a, A_UNIFORM] != 0:
+            c = ai[a, A_C0]
+            ok = m
+            for k in range(nin):
+                if c_need[c, k]:
+                    ok = ok & em[w, a_in[a, k], VALID]
+            f = ok
+            if reg:
+                f = ok & free_mask(w, a)
+            else:
+                for j in range(nout):
+                    if c_out[c, j]:
+                        f = f & done_mask(w, a, j)
+            bp = ok & ~f
+            for k in range(nin):
+                cons[k] = f if c_need[c, k] else np.uint64(0)
+            for j in range(nout):
+                outm[j] = f if c_out[c, j] else np.uint64(0)
+            am[w, a, FIRE] = f
+            am[w, a, RBP] = bp
+            am[w, a, RNS] = np.uint64(0)
+            am[w, a, ROP] = m & ~ok
             return
-        if not needs_met(b, a, c):
-            sa[b, a, REASON] = R_OPERANDS
-            return
-        if ai[a, A_REG] != 0:
-            if not slot_free(b, a):
-                sa[b, a, REASON] = R_BACKPRESSURE
-                return
-            if ci[c, C_WAIT] != 0 and t < sa[b, a, NEXTAT]:
-                sa[b, a, REASON] = R_NEXT_STATE
-                return
-        else:
-            for j in range(ai[a, A_NOUT]):
-                if c_out[c, j] and not result_done(b, a, j):
-                    sa[b, a, REASON] = R_BACKPRESSURE
-                    return
-        sa[b, a, FIRE] = 1
-        sa[b, a, REASON] = R_FIRE
+        for k in range(nin):
+            cons[k] = np.uint64(0)
+        for j in range(nout):
+            outm[j] = np.uint64(0)
+        free = free_mask(w, a) if reg else ONES
+        f = np.uint64(0)
+        bp = np.uint64(0)
+        ns = np.uint64(0)
+        op = np.uint64(0)
+        mm = m
+        while mm != 0:
+            bit = mm & (~mm + np.uint64(1))
+            mm = mm ^ bit
+            l = lane_of(bit)
+            c = select_case(w, a, l)
+            la[w, a, l, CASE] = c
+            if c < 0:
+                if c == -1 and ai[a, A_KIND] == K_ROUTED:
+                    L = w * 64 + l
+                    bi[L, FAULT] = a
+                    bi[L, FAULT_VALUE] = np.int64(data[w, a_in[a, 0], l, 0])
+                op = op | bit
+                continue
+            ok = True
+            for k in range(nin):
+                if c_need[c, k] and em[w, a_in[a, k], VALID] & bit == 0:
+                    ok = False
+            if not ok:
+                op = op | bit
+                continue
+            if reg:
+                if free & bit == 0:
+                    bp = bp | bit
+                    continue
+                if ci[c, C_WAIT] != 0 and t < la[w, a, l, NEXTAT]:
+                    ns = ns | bit
+                    continue
+            else:
+                blocked = False
+                for j in range(nout):
+                    if c_out[c, j] and done_mask(w, a, j) & bit == 0:
+                        blocked = True
+                if blocked:
+                    bp = bp | bit
+                    continue
+            f = f | bit
+            for k in range(nin):
+                if c_need[c, k]:
+                    cons[k] = cons[k] | bit
+            for j in range(nout):
+                if c_out[c, j]:
+                    outm[j] = outm[j] | bit
+        am[w, a, FIRE] = f
+        am[w, a, RBP] = bp
+        am[w, a, RNS] = ns
+        am[w, a, ROP] = op
 
-    def publish(b, a, c, j, e):
-        """Edge e carries what a transparent case publishes on result j: an operand, the stored
-        value, or a constant."""
+    def publish(w, a, c, j, e, l):
+        """Edge e, lane l, carries what a transparent case publishes on result j: an operand,
+        the stored value, or a constant."""
         src = c_src[c, j]
         if src >= 0:
             f = a_in[a, src]
-            for w in range(NW):
-                data[b, e, w] = data[b, f, w]
+            for x in range(NW):
+                data[w, e, l, x] = data[w, f, l, x]
         elif src == SRC_STORED:
-            for w in range(NW):
-                data[b, e, w] = vals[b, a, ST, w]
+            for x in range(NW):
+                data[w, e, l, x] = vals[w, a, l, ST, x]
         else:
-            for w in range(NW):
-                data[b, e, w] = np.uint64(0)
+            for x in range(NW):
+                data[w, e, l, x] = np.uint64(0)
             if src == SRC_ONE:
-                data[b, e, 0] = np.uint64(1)
+                data[w, e, l, 0] = np.uint64(1)
 
-    def present(b):
+    def present(w, m):
         for e in range(E):
-            eb[b, e, VALID] = False
+            em[w, e, VALID] = em[w, e, VALID] & ~m
         for a in range(A):
-            if ai[a, A_REG] != 0 and sa[b, a, HELD] != 0 and sa[b, a, NOGROUP] == 0 and t >= sa[b, a, VIS]:
-                for j in range(ai[a, A_NOUT]):
-                    if pend[b, a, j]:
-                        r = ai[a, A_RBASE] + j
-                        for q in range(r_ptr[r], r_ptr[r + 1]):
-                            e = r_edges[q]
-                            if not eb[b, e, TAKEN]:
-                                eb[b, e, VALID] = True
-                                for w in range(NW):
-                                    data[b, e, w] = vals[b, a, j, w]
+            h = am[w, a, HELD] & m
+            if ai[a, A_REG] == 0 or h == 0:
+                continue
+            for j in range(ai[a, A_NOUT]):
+                pm = pend[w, a, j] & h
+                if pm == 0:
+                    continue
+                r = ai[a, A_RBASE] + j
+                for q in range(r_ptr[r], r_ptr[r + 1]):
+                    e = r_edges[q]
+                    v = pm & ~em[w, e, TAKEN]
+                    em[w, e, VALID] = em[w, e, VALID] | v
+                    while v != 0:
+                        bit = v & (~v + np.uint64(1))
+                        v = v ^ bit
+                        l = lane_of(bit)
+                        for x in range(NW):
+                            data[w, e, l, x] = vals[w, a, l, j, x]
         for s in range(s_ptr.shape[0] - 1):
-            if si[b, s, POS] < tok[s, b, 1] and t >= si[b, s, SRCAT]:
-                k = tok[s, b, 0] + si[b, s, POS]
-                for q in range(s_ptr[s], s_ptr[s + 1]):
-                    e = s_edges[q]
-                    if not eb[b, e, TAKEN]:
-                        eb[b, e, VALID] = True
-                        for w in range(NW):
-                            data[b, e, w] = tok_val[k, w]
+            mm = m
+            while mm != 0:
+                bit = mm & (~mm + np.uint64(1))
+                mm = mm ^ bit
+                l = lane_of(bit)
+                L = w * 64 + l
+                if si[w, s, l] < tok[s, L, 1]:
+                    k = tok[s, L, 0] + si[w, s, l]
+                    for q in range(s_ptr[s], s_ptr[s + 1]):
+                        e = s_edges[q]
+                        if em[w, e, TAKEN] & bit == 0:
+                            em[w, e, VALID] = em[w, e, VALID] | bit
+                            for x in range(NW):
+                                data[w, e, l, x] = tok_val[k, x]
         for e in range(E):
-            if eb[b, e, INITP]:
-                eb[b, e, VALID] = True
-                for w in range(NW):
-                    data[b, e, w] = P.e_ival[e, w]
+            ip = em[w, e, INITP] & m
+            if ip != 0:
+                em[w, e, VALID] = em[w, e, VALID] | ip
+                while ip != 0:
+                    bit = ip & (~ip + np.uint64(1))
+                    ip = ip ^ bit
+                    l = lane_of(bit)
+                    for x in range(NW):
+                        data[w, e, l, x] = P.e_ival[e, x]
         # transparent resources forward (acyclic among themselves: the loader refuses a combinational loop)
         for i in range(P.topo_tr.shape[0]):
             a = P.topo_tr[i]
-            c = select_case(b, a)
-            if c < 0 or not needs_met(b, a, c):
-                continue
-            for j in range(ai[a, A_NOUT]):
-                if c_out[c, j]:
-                    r = ai[a, A_RBASE] + j
-                    for q in range(r_ptr[r], r_ptr[r + 1]):
-                        e = r_edges[q]
-                        if not eb[b, e, INITP]:
-                            eb[b, e, VALID] = True
-                            publish(b, a, c, j, e)
+            mm = m
+            while mm != 0:
+                bit = mm & (~mm + np.uint64(1))
+                mm = mm ^ bit
+                l = lane_of(bit)
+                c = select_case(w, a, l)
+                if c < 0:
+                    continue
+                ok = True
+                for k in range(ai[a, A_NIN]):
+                    if c_need[c, k] and em[w, a_in[a, k], VALID] & bit == 0:
+                        ok = False
+                if not ok:
+                    continue
+                for j in range(ai[a, A_NOUT]):
+                    if c_out[c, j]:
+                        r = ai[a, A_RBASE] + j
+                        for q in range(r_ptr[r], r_ptr[r + 1]):
+                            e = r_edges[q]
+                            if em[w, e, INITP] & bit == 0:
+                                em[w, e, VALID] = em[w, e, VALID] | bit
+                                publish(w, a, c, j, e, l)
         for e in range(E):
-            v = eb[b, e, VALID]
+            v = em[w, e, VALID] & m
             k = ei[e, E_EVERY]
-            if v and k > 1:
-                v = (t % k) == k - 1
-            eb[b, e, READY] = v
+            if k > 1 and (t % k) != k - 1:
+                v = np.uint64(0)
+            em[w, e, READY] = (em[w, e, READY] & ~m) | v
 
     def push(n, a):
         if not queued[a]:
@@ -258,8 +360,8 @@ def settle(P, S, t, live, stack, queued):
             return n + 1
         return n
 
-    def settle_one(b):
-        present(b)
+    def settle_word(w, m):
+        present(w, m)
         n = 0
         for i in range(A):
             n = push(n, P.order[i])
@@ -267,52 +369,59 @@ def settle(P, S, t, live, stack, queued):
             n -= 1
             a = stack[n]
             queued[a] = False
-            decide(b, a)
-            f = sa[b, a, FIRE] != 0
-            c = sa[b, a, CASE]
+            decide(w, a, m)
             for k in range(ai[a, A_NIN]):
                 e = a_in[a, k]
-                if eb[b, e, READY] and not (f and c_need[c, k]):
-                    eb[b, e, READY] = False
+                r = em[w, e, READY]
+                nr = r & (cons[k] | ~m)
+                if nr != r:
+                    em[w, e, READY] = nr
                     if ei[e, E_PK] == 0:
                         n = push(n, ei[e, E_P])
             if ai[a, A_REG] == 0:
                 for j in range(ai[a, A_NOUT]):
-                    live_j = f and c_out[c, j]
                     r = ai[a, A_RBASE] + j
                     for q in range(r_ptr[r], r_ptr[r + 1]):
                         e = r_edges[q]
-                        if eb[b, e, VALID] and not eb[b, e, INITP] and not live_j:
-                            eb[b, e, VALID] = False
-                            eb[b, e, READY] = False
+                        kill = em[w, e, VALID] & ~em[w, e, INITP] & m & ~outm[j]
+                        if kill != 0:
+                            em[w, e, VALID] = em[w, e, VALID] & ~kill
+                            em[w, e, READY] = em[w, e, READY] & ~kill
                             if ei[e, E_CK] == 0:
                                 n = push(n, ei[e, E_C])
         # operands of the firings whose results a semantic kernel computes
         for a in range(A):
-            if sa[b, a, FIRE] != 0 and ai[a, A_GRP] >= 0:
-                if ai[a, A_KIND] == K_STREAM:
-                    init = sa[b, a, LSTATE] == 0
-                    for w in range(NW):                  # (base, step, limit, is_step)
+            f = am[w, a, FIRE]
+            if f == 0 or ai[a, A_GRP] < 0:
+                continue
+            stream = ai[a, A_KIND] == K_STREAM
+            while f != 0:
+                bit = f & (~f + np.uint64(1))
+                f = f ^ bit
+                l = lane_of(bit)
+                if stream:
+                    init = la[w, a, l, LSTATE] == 0
+                    for x in range(NW):                  # (base, step, limit, is_step)
                         if init:                         # Init: (start, step, limit, 0)
-                            vals[b, a, OP, w] = data[b, a_in[a, 0], w]
-                            vals[b, a, OP + 1, w] = data[b, a_in[a, 2], w]
-                            vals[b, a, OP + 2, w] = data[b, a_in[a, 1], w]
+                            vals[w, a, l, OP, x] = data[w, a_in[a, 0], l, x]
+                            vals[w, a, l, OP + 1, x] = data[w, a_in[a, 2], l, x]
+                            vals[w, a, l, OP + 2, x] = data[w, a_in[a, 1], l, x]
                         else:                            # step: (current, step, limit, 1)
-                            vals[b, a, OP, w] = vals[b, a, ST, w]
-                            vals[b, a, OP + 1, w] = vals[b, a, ST + 2, w]
-                            vals[b, a, OP + 2, w] = vals[b, a, ST + 1, w]
-                        vals[b, a, OP + 3, w] = np.uint64(0)
+                            vals[w, a, l, OP, x] = vals[w, a, l, ST, x]
+                            vals[w, a, l, OP + 1, x] = vals[w, a, l, ST + 2, x]
+                            vals[w, a, l, OP + 2, x] = vals[w, a, l, ST + 1, x]
+                        vals[w, a, l, OP + 3, x] = np.uint64(0)
                     if not init:
-                        vals[b, a, OP + 3, 0] = np.uint64(1)
+                        vals[w, a, l, OP + 3, 0] = np.uint64(1)
                 else:
                     for k in range(ai[a, A_NIN]):
                         e = a_in[a, k]
-                        for w in range(NW):
-                            vals[b, a, OP + k, w] = data[b, e, w]
+                        for x in range(NW):
+                            vals[w, a, l, OP + k, x] = data[w, e, l, x]
 
-    for b in range(live.shape[0]):
-        if live[b]:
-            settle_one(b)
+    for w in range(live.shape[0]):
+        if live[w] != 0:
+            settle_word(w, live[w])
 
 
 # --- apply -----------------------------------------------------------------------------------------
@@ -320,247 +429,299 @@ def settle(P, S, t, live, stack, queued):
 @kernel
 def apply(P, S, t, live):
     ai, a_in, ci, c_out, c_src, ei = P.ai, P.a_in, P.ci, P.c_out, P.c_src, P.ei
-    r_ptr, r_edges, s_ptr, s_edges = P.r_ptr, P.r_edges, P.s_ptr, P.s_edges
-    eb, data, sa, pend, vals, si, bi = S.eb, S.data, S.sa, S.pend, S.vals, S.si, S.bi
-    A, E, NW = ai.shape[0], ei.shape[0], data.shape[2]
+    r_ptr, r_edges, s_ptr, s_edges, tok = P.r_ptr, P.r_edges, P.s_ptr, P.s_edges, P.tok
+    em, data, am, pend, la, vals, si, bi = S.em, S.data, S.am, S.pend, S.la, S.vals, S.si, S.bi
+    A, E, NW = ai.shape[0], ei.shape[0], data.shape[3]
     MO = c_out.shape[1]
     ST = MO
 
-    def clear(b, a, slot):
-        for w in range(NW):
-            vals[b, a, slot, w] = np.uint64(0)
+    def clear(w, a, l, slot):
+        for x in range(NW):
+            vals[w, a, l, slot, x] = np.uint64(0)
 
-    def copy_in(b, a, slot, e):
-        for w in range(NW):
-            vals[b, a, slot, w] = data[b, e, w]
+    def copy_in(w, a, l, slot, e):
+        for x in range(NW):
+            vals[w, a, l, slot, x] = data[w, e, l, x]
 
-    def open_claim(b, a, c):
-        sa[b, a, HELD] = 1
-        sa[b, a, VIS] = t + 1
-        sa[b, a, COMMIT] = t + 1
-        sa[b, a, NOGROUP] = 0
-        sa[b, a, GLEFT] = 0
+    def open_claim(w, a, l, c, bit):
+        am[w, a, HELD] = am[w, a, HELD] | bit
+        am[w, a, MORE] = am[w, a, MORE] & ~bit
+        la[w, a, l, GLEFT] = 0
         for j in range(ai[a, A_NOUT]):
-            pend[b, a, j] = c_out[c, j]
+            if c_out[c, j]:
+                pend[w, a, j] = pend[w, a, j] | bit
+            else:
+                pend[w, a, j] = pend[w, a, j] & ~bit
 
-    def next_group(b, a):
+    def no_group(w, a, bit):
+        """A case with no production group commits and retires at t + 1: no claim remains."""
+        am[w, a, HELD] = am[w, a, HELD] & ~bit
+        for j in range(ai[a, A_NOUT]):
+            pend[w, a, j] = pend[w, a, j] & ~bit
+
+    def next_group(w, a, l, bit):
         """An adapter's following production group (the claim stays; visible next cycle)."""
         for j in range(ai[a, A_NOUT]):
-            clear(b, a, j)
-            pend[b, a, j] = True
+            clear(w, a, l, j)
+            pend[w, a, j] = pend[w, a, j] | bit
         if ai[a, A_KIND] == K_SERIALIZE:       # the next defined-one mask lane above the current one
             ew = ai[a, A_EW]
-            i = sa[b, a, AUX] + 1
-            while i < ai[a, A_LANES] and get_field(vals, b, a, ST + 1, i, 1) == 0:
+            i = la[w, a, l, AUX] + 1
+            while i < ai[a, A_LANES] and get_field(vals, w, a, l, ST + 1, i, 1) == 0:
                 i += 1
-            sa[b, a, AUX] = i
-            vals[b, a, 0, 0] = get_field(vals, b, a, ST, i * ew, ew)
-            vals[b, a, 1, 0] = np.uint64(1)
+            la[w, a, l, AUX] = i
+            vals[w, a, l, 0, 0] = get_field(vals, w, a, l, ST, i * ew, ew)
+            vals[w, a, l, 1, 0] = np.uint64(1)
         # parallelize: the partial close's terminating (zero vector, zero mask, false) group
 
-    def commit_adapter(b, a, c):
+    def commit_adapter(w, a, l, c, bit):
         L = ai[a, A_LANES]
         ew = ai[a, A_EW]
         ac = ci[c, C_ACASE]
         if ai[a, A_KIND] == K_PARALLELIZE:
-            n = sa[b, a, LSTATE]
+            n = la[w, a, l, LSTATE]
             if ac <= 1:                                      # accumulate / full: store the element
-                set_field(vals, b, a, ST, n * ew, ew, data[b, a_in[a, 0], 0])
+                set_field(vals, w, a, l, ST, n * ew, ew, data[w, a_in[a, 0], l, 0])
                 n += 1
-            open_claim(b, a, c)
             if ac == 0:                                      # accumulate: commit, no group
-                sa[b, a, LSTATE] = n
-                sa[b, a, NOGROUP] = 1
+                la[w, a, l, LSTATE] = n
+                no_group(w, a, bit)
                 return
+            open_claim(w, a, l, c, bit)
             for j in range(3):
-                clear(b, a, j)
+                clear(w, a, l, j)
             if ac == 1 or ac == 3:                           # a true group of the n stored lanes
-                for w in range(NW):
-                    vals[b, a, 0, w] = vals[b, a, ST, w]
+                for x in range(NW):
+                    vals[w, a, l, 0, x] = vals[w, a, l, ST, x]
                 for i in range(n):
-                    set_field(vals, b, a, 1, i, 1, np.uint64(1))
-                vals[b, a, 2, 0] = np.uint64(1)
-            if ac == 3:
-                sa[b, a, GLEFT] = 1                          # then the false group, same claim
-            clear(b, a, ST)
-            sa[b, a, LSTATE] = 0
+                    set_field(vals, w, a, l, 1, i, 1, np.uint64(1))
+                vals[w, a, l, 2, 0] = np.uint64(1)
+            if ac == 3:                                      # then the false group, same claim
+                la[w, a, l, GLEFT] = 1
+                am[w, a, MORE] = am[w, a, MORE] | bit
+            clear(w, a, l, ST)
+            la[w, a, l, LSTATE] = 0
             return
         # serialize
-        open_claim(b, a, c)
-        clear(b, a, 0)
-        clear(b, a, 1)
         if ac == 1:                                          # close: (zero, false)
+            open_claim(w, a, l, c, bit)
+            clear(w, a, l, 0)
+            clear(w, a, l, 1)
             return
-        copy_in(b, a, ST, a_in[a, 0])
-        copy_in(b, a, ST + 1, a_in[a, 1])
+        copy_in(w, a, l, ST, a_in[a, 0])
+        copy_in(w, a, l, ST + 1, a_in[a, 1])
         count = 0
         first = -1
         for i in range(L):                                   # lanes at or above L are never read
-            if get_field(vals, b, a, ST + 1, i, 1) != 0:
+            if get_field(vals, w, a, l, ST + 1, i, 1) != 0:
                 if first < 0:
                     first = i
                 count += 1
         if count == 0:                                       # all-zero mask: commit and retire at t + 1
-            sa[b, a, NOGROUP] = 1
+            no_group(w, a, bit)
             return
-        sa[b, a, AUX] = first
-        sa[b, a, GLEFT] = count - 1
-        vals[b, a, 0, 0] = get_field(vals, b, a, ST, first * ew, ew)
-        vals[b, a, 1, 0] = np.uint64(1)
+        open_claim(w, a, l, c, bit)
+        la[w, a, l, AUX] = first
+        la[w, a, l, GLEFT] = count - 1
+        if count > 1:
+            am[w, a, MORE] = am[w, a, MORE] | bit
+        clear(w, a, l, 0)
+        clear(w, a, l, 1)
+        vals[w, a, l, 0, 0] = get_field(vals, w, a, l, ST, first * ew, ew)
+        vals[w, a, l, 1, 0] = np.uint64(1)
 
-    def apply_one(b):
-        act = False
+    def commit(w, a, l, c, bit):
+        """Lane l of actor a commits case c."""
+        kind = ai[a, A_KIND]
+        if kind == K_PARALLELIZE or kind == K_SERIALIZE:
+            commit_adapter(w, a, l, c, bit)
+            return
+        if ai[a, A_REG] != 0:
+            open_claim(w, a, l, c, bit)
+            for j in range(ai[a, A_NOUT]):
+                src = c_src[c, j]
+                if src >= 0:
+                    copy_in(w, a, l, j, a_in[a, src])
+                elif src == SRC_CONST:
+                    for x in range(NW):
+                        vals[w, a, l, j, x] = P.a_const[a, x]
+                # SRC_COMPUTED: the semantic kernel has written the group
+        if kind == K_STREAM:
+            if la[w, a, l, LSTATE] == 0:
+                copy_in(w, a, l, ST + 1, a_in[a, 1])             # limit
+                copy_in(w, a, l, ST + 2, a_in[a, 2])             # step
+            for x in range(NW):
+                vals[w, a, l, ST, x] = vals[w, a, l, 0, x]       # the published index
+        if ci[c, C_WAIT] != 0:
+            la[w, a, l, NEXTAT] = t + ai[a, A_LAT]               # the in-flight next-state update
+        st = ci[c, C_STORE]
+        if st >= 0:
+            copy_in(w, a, l, ST, a_in[a, st])
+        elif st == STORE_CLEAR:
+            clear(w, a, l, ST)
+        nx = ci[c, C_NEXT]
+        if nx == NEXT_BY_CONTINUE:
+            la[w, a, l, LSTATE] = 1 if vals[w, a, l, 1, 0] != 0 else 0
+        elif nx >= 0:
+            la[w, a, l, LSTATE] = nx
+
+    def apply_word(w, m):
+        act = np.uint64(0)
         for e in range(E):
-            h = eb[b, e, VALID] and eb[b, e, READY]
-            eb[b, e, HAND] = h
-            if h:
-                act = True
-                if eb[b, e, INITP]:
-                    eb[b, e, INITP] = False
-                    continue
-                if ei[e, E_PK] == 1 or ai[ei[e, E_P], A_REG] != 0:
-                    eb[b, e, TAKEN] = True
-                if ei[e, E_CK] == 1:
+            h = em[w, e, VALID] & em[w, e, READY] & m
+            em[w, e, HAND] = (em[w, e, HAND] & ~m) | h
+            if h == 0:
+                continue
+            act = act | h
+            ip = h & em[w, e, INITP]
+            em[w, e, INITP] = em[w, e, INITP] & ~ip
+            rest = h & ~ip
+            if ei[e, E_PK] == 1 or ai[ei[e, E_P], A_REG] != 0:
+                em[w, e, TAKEN] = em[w, e, TAKEN] | rest
+            if ei[e, E_CK] == 1:
+                while rest != 0:
+                    bit = rest & (~rest + np.uint64(1))
+                    rest = rest ^ bit
+                    l = lane_of(bit)
                     n = S.out_n[0]
                     if n < S.out_v.shape[0]:
                         S.out_i[n, 0] = ei[e, E_C]
-                        S.out_i[n, 1] = b
-                        for w in range(NW):
-                            S.out_v[n, w] = data[b, e, w]
+                        S.out_i[n, 1] = w * 64 + l
+                        for x in range(NW):
+                            S.out_v[n, x] = data[w, e, l, x]
                     S.out_n[0] = n + 1
         # discharge and release (before acceptance: same-coordinate replacement)
         for a in range(A):
-            if ai[a, A_REG] == 0 or sa[b, a, HELD] == 0:
+            h = am[w, a, HELD] & m
+            if ai[a, A_REG] == 0 or h == 0:
                 continue
-            if sa[b, a, NOGROUP] != 0:
-                if t >= sa[b, a, COMMIT]:
-                    sa[b, a, HELD] = 0
-                    sa[b, a, NOGROUP] = 0
-                continue
-            if t < sa[b, a, VIS]:
-                continue
-            left = False
+            left = np.uint64(0)
             for j in range(ai[a, A_NOUT]):
-                if not pend[b, a, j]:
+                pm = pend[w, a, j] & h
+                if pm == 0:
                     continue
                 r = ai[a, A_RBASE] + j
-                done = True
+                done = pm
                 for q in range(r_ptr[r], r_ptr[r + 1]):
-                    if not eb[b, r_edges[q], TAKEN]:
-                        done = False
-                if done:
-                    pend[b, a, j] = False
+                    done = done & em[w, r_edges[q], TAKEN]
+                if done != 0:
+                    pend[w, a, j] = pend[w, a, j] & ~done
                     for q in range(r_ptr[r], r_ptr[r + 1]):
-                        eb[b, r_edges[q], TAKEN] = False
-                else:
-                    left = True
-            if not left:
-                if sa[b, a, GLEFT] > 0:
-                    sa[b, a, GLEFT] -= 1
-                    next_group(b, a)
-                    sa[b, a, VIS] = t + 1
-                else:
-                    sa[b, a, HELD] = 0
+                        em[w, r_edges[q], TAKEN] = em[w, r_edges[q], TAKEN] & ~done
+                left = left | (pm & ~done)
+            finished = h & ~left
+            if finished == 0:
+                continue
+            more = finished & am[w, a, MORE]
+            am[w, a, HELD] = am[w, a, HELD] & ~(finished & ~more)
+            while more != 0:
+                bit = more & (~more + np.uint64(1))
+                more = more ^ bit
+                l = lane_of(bit)
+                la[w, a, l, GLEFT] -= 1
+                if la[w, a, l, GLEFT] == 0:
+                    am[w, a, MORE] = am[w, a, MORE] & ~bit
+                next_group(w, a, l, bit)
         # firings commit their cases; the others count their stall or wait
         for a in range(A):
-            if sa[b, a, FIRE] == 0:
-                r = sa[b, a, REASON]
-                if r == R_BACKPRESSURE or r == R_NEXT_STATE:
-                    sa[b, a, STALLS] += 1
-                elif r == R_OPERANDS:
-                    some = False
-                    for k in range(ai[a, A_NIN]):
-                        if eb[b, a_in[a, k], VALID]:
-                            some = True
-                    if some:
-                        sa[b, a, WAITS] += 1
-                    else:
-                        sa[b, a, REASON] = R_IDLE
+            f = am[w, a, FIRE] & m
+            stalled = (am[w, a, RBP] | am[w, a, RNS]) & m
+            while stalled != 0:
+                bit = stalled & (~stalled + np.uint64(1))
+                stalled = stalled ^ bit
+                la[w, a, lane_of(bit), STALLS] += 1
+            op = am[w, a, ROP] & m
+            if op != 0:
+                some = np.uint64(0)
+                for k in range(ai[a, A_NIN]):
+                    some = some | em[w, a_in[a, k], VALID]
+                op = op & some                       # waiting for some operands, not idle
+                am[w, a, ROP] = (am[w, a, ROP] & ~m) | op
+                while op != 0:
+                    bit = op & (~op + np.uint64(1))
+                    op = op ^ bit
+                    la[w, a, lane_of(bit), WAITS] += 1
+            if f == 0:
                 continue
-            act = True
-            sa[b, a, FIRES] += 1
-            c = sa[b, a, CASE]
-            kind = ai[a, A_KIND]
-            if kind == K_PARALLELIZE or kind == K_SERIALIZE:
-                commit_adapter(b, a, c)
-                continue
-            if ai[a, A_REG] != 0:
-                open_claim(b, a, c)
+            act = act | f
+            if ai[a, A_UNIFORM] != 0 and ai[a, A_REG] != 0:
+                c = ai[a, A_C0]
+                am[w, a, HELD] = am[w, a, HELD] | f
                 for j in range(ai[a, A_NOUT]):
-                    src = c_src[c, j]
-                    if src >= 0:
-                        copy_in(b, a, j, a_in[a, src])
-                    elif src == SRC_CONST:
-                        for w in range(NW):
-                            vals[b, a, j, w] = P.a_const[a, w]
-                    # SRC_COMPUTED: the semantic kernel has written the group
-            if kind == K_STREAM:
-                if sa[b, a, LSTATE] == 0:
-                    copy_in(b, a, ST + 1, a_in[a, 1])            # limit
-                    copy_in(b, a, ST + 2, a_in[a, 2])            # step
-                for w in range(NW):
-                    vals[b, a, ST, w] = vals[b, a, 0, w]         # the published index
-            if ci[c, C_WAIT] != 0:
-                sa[b, a, NEXTAT] = t + ai[a, A_LAT]              # the in-flight next-state update
-            st = ci[c, C_STORE]
-            if st >= 0:
-                copy_in(b, a, ST, a_in[a, st])
-            elif st == STORE_CLEAR:
-                clear(b, a, ST)
-            nx = ci[c, C_NEXT]
-            if nx == NEXT_BY_CONTINUE:
-                sa[b, a, LSTATE] = 1 if vals[b, a, 1, 0] != 0 else 0
-            elif nx >= 0:
-                sa[b, a, LSTATE] = nx
+                    pend[w, a, j] = pend[w, a, j] | f
+                copies = False
+                for j in range(ai[a, A_NOUT]):
+                    if c_src[c, j] != SRC_COMPUTED:
+                        copies = True
+                while f != 0:
+                    bit = f & (~f + np.uint64(1))
+                    f = f ^ bit
+                    l = lane_of(bit)
+                    la[w, a, l, FIRES] += 1
+                    if copies:
+                        for j in range(ai[a, A_NOUT]):
+                            src = c_src[c, j]
+                            if src >= 0:
+                                copy_in(w, a, l, j, a_in[a, src])
+                            elif src == SRC_CONST:
+                                for x in range(NW):
+                                    vals[w, a, l, j, x] = P.a_const[a, x]
+                continue
+            while f != 0:
+                bit = f & (~f + np.uint64(1))
+                f = f ^ bit
+                l = lane_of(bit)
+                la[w, a, l, FIRES] += 1
+                commit(w, a, l, ai[a, A_C0] if ai[a, A_UNIFORM] != 0 else la[w, a, l, CASE], bit)
         # input streams advance once every consumer has taken the current token
         for s in range(s_ptr.shape[0] - 1):
             lo = s_ptr[s]
             hi = s_ptr[s + 1]
-            if hi > lo:
-                all_taken = True
-                for q in range(lo, hi):
-                    if not eb[b, s_edges[q], TAKEN]:
-                        all_taken = False
-                if all_taken:
-                    for q in range(lo, hi):
-                        eb[b, s_edges[q], TAKEN] = False
-                    si[b, s, POS] += 1
-                    si[b, s, SRCAT] = t + 1
-        bi[b, ACT] = 1 if act else 0
+            if hi <= lo:
+                continue
+            adv = m
+            for q in range(lo, hi):
+                adv = adv & em[w, s_edges[q], TAKEN]
+            if adv == 0:
+                continue
+            for q in range(lo, hi):
+                em[w, s_edges[q], TAKEN] = em[w, s_edges[q], TAKEN] & ~adv
+            while adv != 0:
+                bit = adv & (~adv + np.uint64(1))
+                adv = adv ^ bit
+                si[w, s, lane_of(bit)] += 1
+        mm = m
+        while mm != 0:
+            bit = mm & (~mm + np.uint64(1))
+            mm = mm ^ bit
+            bi[w * 64 + lane_of(bit), ACT] = 1 if act & bit != 0 else 0
 
-    for b in range(live.shape[0]):
-        if live[b]:
-            apply_one(b)
+    for w in range(live.shape[0]):
+        if live[w] != 0:
+            apply_word(w, live[w])
 
 
 # --- idle stretches --------------------------------------------------------------------------------
 
 @kernel
 def pace(P, S, t, live, quiet, last, wake, done, window, limit, skip):
-    """After cycle t: per live instance, note activity, end it after a quiet window, or let it
-    sleep through the idle cycles up to the next one that can differ.  Returns the number of
-    repeated cycles of instance 0 (the engine traces them) and sets wake/done.
+    """After cycle t: per live lane, note activity, end it after a quiet window, or let it sleep
+    through the idle cycles up to the next one that can differ.  Returns the number of repeated
+    cycles of lane 0 (the engine traces them) and sets wake/done.
 
     In a cycle in which nothing fired and no token moved no state changed, so the next cycle
-    repeats it unless a time-dependent coordinate is reached: a group becoming visible, a claim
-    without a group retiring, an in-flight next-state update completing, an input stream's next
-    token, or a slow output's next ready cycle."""
-    ai, s_ptr, tok, o_every = P.ai, P.s_ptr, P.tok, P.o_every
-    sa, si, bi = S.sa, S.si, S.bi
+    repeats it unless a time-dependent coordinate is reached: an in-flight next-state update
+    completing, or a slow output's next ready cycle."""
+    ai, o_every = P.ai, P.o_every
+    am, la, bi = S.am, S.la, S.bi
     A = ai.shape[0]
 
-    def next_event(b):
+    def next_event(w, l):
         best = NEVER
         for a in range(A):
-            if ai[a, A_REG] != 0 and sa[b, a, HELD] != 0:
-                x = sa[b, a, COMMIT] if sa[b, a, NOGROUP] != 0 else sa[b, a, VIS]
-                if t < x < best:
-                    best = x
-            if t < sa[b, a, NEXTAT] < best:
-                best = sa[b, a, NEXTAT]
-        for s in range(s_ptr.shape[0] - 1):
-            if s_ptr[s + 1] > s_ptr[s] and si[b, s, POS] < tok[s, b, 1] and t < si[b, s, SRCAT] < best:
-                best = si[b, s, SRCAT]
+            x = la[w, a, l, NEXTAT]
+            if t < x < best:
+                best = x
         for o in range(o_every.shape[0]):
             k = o_every[o]
             if k > 1:
@@ -569,46 +730,83 @@ def pace(P, S, t, live, quiet, last, wake, done, window, limit, skip):
                     best = x
         return best
 
-    def repeat_idle(b, n):
+    def repeat_idle(w, l, n):
         """Count n more cycles like the idle one just applied (its stalls and waits)."""
+        bit = np.uint64(1) << np.uint64(l)
         for a in range(A):
-            r = sa[b, a, REASON]
-            if r == R_BACKPRESSURE or r == R_NEXT_STATE:
-                sa[b, a, STALLS] += n
-            elif r == R_OPERANDS:
-                sa[b, a, WAITS] += n
+            if (am[w, a, RBP] | am[w, a, RNS]) & bit != 0:
+                la[w, a, l, STALLS] += n
+            elif am[w, a, ROP] & bit != 0:
+                la[w, a, l, WAITS] += n
 
     rep0 = 0
-    for b in range(live.shape[0]):
-        if not live[b]:
-            continue
-        if bi[b, ACT] != 0:
-            quiet[b] = 0
-            last[b] = t
-            wake[b] = t + 1
-            continue
-        quiet[b] += 1
-        if quiet[b] >= window:
-            done[b] = True
-            continue
-        wake[b] = t + 1
-        if not skip:
-            continue
-        upto = t + window - quiet[b]
-        nxt = next_event(b)
-        if nxt - 1 < upto:
-            upto = nxt - 1
-        if limit - 1 < upto:
-            upto = limit - 1
-        if upto > t:
-            repeat_idle(b, upto - t)
-            quiet[b] += upto - t
-            wake[b] = upto + 1
-            if b == 0:
-                rep0 = upto - t
+    for w in range(live.shape[0]):
+        mm = live[w]
+        while mm != 0:
+            bit = mm & (~mm + np.uint64(1))
+            mm = mm ^ bit
+            l = lane_of(bit)
+            b = w * 64 + l
+            if bi[b, ACT] != 0:
+                quiet[b] = 0
+                last[b] = t
+                wake[b] = t + 1
+                continue
+            quiet[b] += 1
             if quiet[b] >= window:
                 done[b] = True
+                continue
+            wake[b] = t + 1
+            if not skip:
+                continue
+            upto = t + window - quiet[b]
+            nxt = next_event(w, l)
+            if nxt - 1 < upto:
+                upto = nxt - 1
+            if limit - 1 < upto:
+                upto = limit - 1
+            if upto > t:
+                repeat_idle(w, l, upto - t)
+                quiet[b] += upto - t
+                wake[b] = upto + 1
+                if b == 0:
+                    rep0 = upto - t
+                if quiet[b] >= window:
+                    done[b] = True
     return rep0
+
+
+# --- the semantic kernels' operands and results ------------------------------------------------------
+
+@kernel
+def gather(fire, acts, vals, slot, n_ops, nw, where, ops):
+    """The lanes of the group's actors `acts` that fired: where[i] = (w, a, l), ops[k][i] their
+    operand k (the first nw words, from vals slot + k); returns how many."""
+    n = 0
+    for w in range(fire.shape[0]):
+        for i in range(acts.shape[0]):
+            a = acts[i]
+            f = fire[w, a]
+            while f != 0:
+                bit = f & (~f + np.uint64(1))
+                f = f ^ bit
+                l = lane_of(bit)
+                where[n, 0] = w
+                where[n, 1] = a
+                where[n, 2] = l
+                for k in range(n_ops):
+                    for x in range(nw):
+                        ops[k, n, x] = vals[w, a, l, slot + k, x]
+                n += 1
+    return n
+
+
+@kernel
+def scatter(vals, where, n, j, res):
+    """Result j of the n gathered firings into their current group."""
+    for i in range(n):
+        for x in range(res.shape[1]):
+            vals[where[i, 0], where[i, 1], where[i, 2], j, x] = res[i, x]
 
 
 def compiled():

@@ -26,7 +26,7 @@ _KIND = {"elastic": K.K_ELASTIC, "routed": K.K_ROUTED, "stream": K.K_STREAM, "tr
 Tables = namedtuple("Tables", ["ai", "a_in", "a_const", "ci", "c_cval", "c_need", "c_out", "c_src", "ei", "e_ival",
                                "r_ptr", "r_edges", "s_ptr", "s_edges", "tok", "tok_val", "topo_tr", "order",
                                "o_every"])
-State = namedtuple("State", ["eb", "data", "sa", "pend", "vals", "si", "bi", "out_i", "out_v", "out_n"])
+State = namedtuple("State", ["em", "data", "am", "pend", "la", "vals", "si", "bi", "out_i", "out_v", "out_n"])
 
 
 class ProgramError(ValueError):
@@ -153,7 +153,7 @@ def build_program(graph, streams=None, instances: int = 1, models=None) -> Progr
 
     cases = [c for m in models for c in m.cases]
     C = max(1, len(cases))
-    ai = np.zeros((A, 11), np.int64)
+    ai = np.zeros((A, 12), np.int64)
     ci = np.zeros((C, 7), np.int64)
     c_cval = np.zeros(C, np.uint64)
     c_need = np.zeros((C, MI), np.bool_)
@@ -176,6 +176,9 @@ def build_program(graph, streams=None, instances: int = 1, models=None) -> Progr
                 c_src[n, j] = _src_code(src)
             n += 1
         ai[i, K.A_C1] = n
+        c0 = m.cases[0]
+        ai[i, K.A_UNIFORM] = (len(m.cases) == 1 and c0.cond < 0 and c0.state == (0, 1 << 30) and not c0.wait
+                              and c0.groups == 1 and m.kind in ("elastic", "transparent"))
         if m.kernel is not None:
             g = groups.setdefault(m.kernel.key, (m.kernel.fn, [], a, m))
             g[1].append(i)
@@ -190,7 +193,7 @@ def build_program(graph, streams=None, instances: int = 1, models=None) -> Progr
 
     # input tokens per instance
     S = len(graph.inputs)
-    tok = np.zeros((S, B, 2), np.int64)             # (offset, length)
+    tok = np.zeros((S, B, 2), np.int64)             # (offset, length) per instance
     vals = []
     for s, (name, toks, t) in enumerate(graph.inputs):
         w = graph_input_width(graph, s)
@@ -273,18 +276,24 @@ def orders(graph, registered):
     return topo_tr, np.array(post[::-1], np.int64)
 
 
+def lanes(B: int) -> tuple[int, int]:
+    """(words, lanes per word) of a batch of B instances: 64 lanes a word, fewer for a small batch."""
+    return -(-B // 64), min(64, B)
+
+
 def new_state(p: Program, out_capacity: int = 1024) -> State:
     T, B, NW = p.T, p.B, p.NW
     A, E = len(T.ai), len(T.ei)
     MI, MO = T.a_in.shape[1], T.c_out.shape[1]
-    eb = np.zeros((B, E, 5), np.bool_)
-    eb[:, :, K.INITP] = T.ei[:, K.E_INIT][None, :] != 0
-    sa = np.zeros((B, A, 14), np.int64)
-    sa[:, :, K.REASON] = K.R_IDLE
+    W, LW = lanes(B)
+    em = np.zeros((W, E, 5), np.uint64)
+    full = np.array([(1 << min(64, B - 64 * w)) - 1 for w in range(W)], np.uint64)
+    em[:, :, K.INITP] = np.where(T.ei[:, K.E_INIT][None, :] != 0, full[:, None], np.uint64(0))
     bi = np.zeros((B, 3), np.int64)
     bi[:, K.FAULT] = -1
-    return State(eb, np.zeros((B, E, NW), np.uint64), sa, np.zeros((B, A, MO), np.bool_),
-                 np.zeros((B, A, MO + 3 + MI, NW), np.uint64), np.zeros((B, len(T.s_ptr) - 1, 2), np.int64), bi,
+    return State(em, np.zeros((W, E, LW, NW), np.uint64), np.zeros((W, A, 6), np.uint64),
+                 np.zeros((W, A, MO), np.uint64), np.zeros((W, A, LW, 8), np.int64),
+                 np.zeros((W, A, LW, MO + 3 + MI, NW), np.uint64), np.zeros((W, len(T.s_ptr) - 1, LW), np.int64), bi,
                  np.zeros((out_capacity, 2), np.int64), np.zeros((out_capacity, NW), np.uint64), np.zeros(1, np.int64))
 
 
