@@ -90,6 +90,34 @@ def _stateless(use) -> Model:
     return Model("elastic", True, [case], kern, const)
 
 
+def _slice(use) -> Model:
+    """From the op's Direct carrier: mode, static offset, slice width and the strides of the
+    dynamic positions (the projector's image of this actor); dimensions from the actor's type."""
+    from ..direct import derive_direct
+    from .semantics import slice_kernel
+    a, rel = use.actor, derive_direct(use.fabric_op)
+    mode, offset, width, strides = rel.decode_fields(rel.project(a, use.corr))
+    container = a.inputs[0] if a.schema == "vector.extract" else a.inputs[1]
+    pos = a.attr("static_position")
+    dims = [d for p, d in zip(pos, container.shape) if p == "dynamic"]
+    f = slice_kernel(mode, offset, width, list(strides[:len(dims)]), dims, payload_bits(container))
+    n_in = len(a.inputs)
+    return Model("elastic", True, [Case("fire", ANY_STATE, need=tuple(range(n_in)), out=(0,), src=("computed",))],
+                 Kernel(("slice", a.schema, a.inputs, a.results, a.attributes, use.corr.index_width), f))
+
+
+def _shuffle(use) -> Model:
+    from ..direct import derive_direct
+    from .semantics import shuffle_kernel
+    a, rel = use.actor, derive_direct(use.fabric_op)
+    block, left, count, sel = rel.decode_fields(rel.project(a, use.corr))
+    v1, v2 = a.inputs
+    right = v2.shape[0]
+    f = shuffle_kernel(block, left, right, list(sel[:count]), payload_bits(v1), payload_bits(v2))
+    return Model("elastic", True, [Case("fire", ANY_STATE, need=(0, 1), out=(0,), src=("computed",))],
+                 Kernel(("shuffle", a.inputs, a.results, a.attributes), f))
+
+
 def _no_kernel(use) -> str:
     a = use.actor
     t = a.inputs[0] if a.inputs else None
@@ -201,11 +229,11 @@ CYCLE_MODELS = {
     "TokenDemux": _routed("demux"),
     "FixedVectorParallelize": _parallelize,
     "FixedVectorSerialize": _serialize,
+    "FixedVectorSliceAlignMerge": _slice,
+    "FixedVectorShuffle": _shuffle,
 }
 
 NO_CYCLE_MODEL = {
-    "FixedVectorSliceAlignMerge": "vector.extract/insert have no cycle model yet",
-    "FixedVectorShuffle": "vector.shuffle has no cycle model yet",
     # the PE's tile engines run whole blocks; their timing is the block-stream timing mode
     # (emulator timing, docs/timing.md), not a dataflow actor transition
     "TileVecEngine": "a PE tile engine is timed per block by `tile-emu run --timing`, not as a dataflow actor",

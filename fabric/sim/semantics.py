@@ -268,6 +268,70 @@ def _lanewise(f, ew: int, n_lanes: int, n_ops: int):
     return g
 
 
+def bit_array(x, width: int):
+    """Packed values (uint64 [n] or [n, nw]) as bits [n, width], bit 0 first."""
+    wd = np.ascontiguousarray(as_words(x, words(width)))
+    return np.unpackbits(wd.view(np.uint8), axis=1, bitorder="little")[:, :width]
+
+
+def from_bit_array(bits):
+    """Bits [n, width] as packed values ([n] when they fit one word)."""
+    n, width = bits.shape
+    nw = words(width)
+    pad = np.zeros((n, nw * 64), np.uint8)
+    pad[:, :width] = bits
+    wd = np.packbits(pad, axis=1, bitorder="little").view(np.uint64).reshape(n, nw)
+    return wd[:, 0] if nw == 1 else wd
+
+
+# --- vector.extract / vector.insert / vector.shuffle from their Direct carriers -------------------------
+
+def slice_kernel(mode: str, offset: int, width: int, strides: list, dims: list, container_bits: int):
+    """vector.extract (container, positions...) -> slice and vector.insert (slice, container,
+    positions...) -> container on the geometry of the FixedVectorSliceAlignMerge carrier: the
+    slice is the `width` bits at offset + sum(position_k * stride_k) of the container.  A dynamic
+    position outside its dimension (poison in the schema) reads zero and inserts nothing."""
+    def offsets(pos):
+        off = np.full(len(pos[0]) if pos else 0, offset, np.int64)
+        ok = np.ones(off.shape, np.bool_)
+        for p, s, d in zip(pos, strides, dims):
+            ok &= p < U64(d)
+            off += np.where(p < U64(d), p, U64(0)).astype(np.int64) * s
+        return off, ok
+
+    span = np.arange(width)
+
+    def extract(c, *pos):
+        n = len(c)
+        off, ok = offsets(pos) if pos else (np.full(n, offset, np.int64), np.ones(n, np.bool_))
+        bits = bit_array(c, container_bits)
+        out = np.take_along_axis(bits, off[:, None] + span[None, :], axis=1) * ok[:, None].astype(np.uint8)
+        return (from_bit_array(out),)
+
+    def insert(v, c, *pos):
+        n = len(c)
+        off, ok = offsets(pos) if pos else (np.full(n, offset, np.int64), np.ones(n, np.bool_))
+        bits = bit_array(c, container_bits).copy()
+        rows = np.flatnonzero(ok)
+        vb = bit_array(v, width)
+        bits[rows[:, None], off[rows, None] + span[None, :]] = vb[rows]
+        return (from_bit_array(bits),)
+    return extract if mode == "vector.extract" else insert
+
+
+def shuffle_kernel(block: int, left: int, right: int, selectors: list, left_bits: int, right_bits: int):
+    """vector.shuffle (v1, v2) -> result on the FixedVectorShuffle carrier: result block r is
+    source block selectors[r] of v1's `left` blocks followed by v2's (a poison mask entry is
+    selector zero in the carrier, a defined source refining poison)."""
+    idx = np.concatenate([np.arange(s * block, (s + 1) * block) for s in selectors])
+
+    def f(x, y):
+        src = np.concatenate([bit_array(x, left_bits)[:, :left * block], bit_array(y, right_bits)[:, :right * block]],
+                             axis=1)
+        return (from_bit_array(src[:, idx]),)
+    return f
+
+
 # --- floating point through kernels.numeric ---------------------------------------------------------
 
 DTYPE = {"f16": "FP16", "bf16": "BF16", "f32": "FP32", "f64": "FP64"}
@@ -364,6 +428,10 @@ def _directed(schema: str, fmt: str, rmode: str):
     sign_bit = U64(1 << (FLOAT_LAYOUT[fmt][0] + FLOAT_LAYOUT[fmt][1]))
 
     def f(*xs):
+        with np.errstate(all="ignore"):          # IEEE exceptions are results here, not errors
+            return g(*xs)
+
+    def g(*xs):
         _, vals, _, _ = ops_float._inputs(dt, prof, *(x.astype(raw) for x in xs))
         if schema == "arith.subf":
             vals = [vals[0], -vals[1]]
@@ -427,7 +495,8 @@ def _mpfr(schema: str, fmt: str):
     format (precision, exponent range, subnormals)."""
     import gmpy2
     prec, emin, emax = _MPFR_FORMAT[fmt]
-    fn = getattr(gmpy2, MPFR_FUNCTION[schema])
+    name = MPFR_FUNCTION[schema]
+    fn = (lambda x, y: x ** y) if name == "pow" else getattr(gmpy2, name)     # ** on mpfr is mpfr_pow
     ctx = gmpy2.context(precision=prec, emin=emin, emax=emax, subnormalize=True,
                         round=gmpy2.RoundToNearest, trap_underflow=False, trap_overflow=False,
                         trap_inexact=False, trap_invalid=False, trap_divzero=False)
@@ -435,10 +504,12 @@ def _mpfr(schema: str, fmt: str):
     def f(*xs):
         vals = [_to_float(x, fmt).tolist() for x in xs]
         out = np.empty(len(vals[0]), np.float64)
-        with gmpy2.local_context(ctx):
+        with ctx:
             for i, args in enumerate(zip(*vals)):
                 out[i] = float(fn(*(gmpy2.mpfr(a) for a in args)))
-        return np.where(np.isnan(out), U64(CANONICAL_NAN[fmt]), _from_float(np.nan_to_num(out, nan=0.0), fmt))
+        with np.errstate(all="ignore"):
+            finite = _from_float(np.nan_to_num(out, nan=0.0, posinf=np.inf, neginf=-np.inf), fmt)
+        return np.where(np.isnan(out), U64(CANONICAL_NAN[fmt]), finite)
     return f
 
 
@@ -446,8 +517,10 @@ def _fmod(fmt: str):
     """arith.remf is C fmod: x - trunc(x / y) * y, exact (NumPy's fmod is the C library's, exact
     for every binary64 and so for every narrower format); NaN for y = 0 or an infinite x."""
     def f(x, y):
-        r = np.fmod(_to_float(x, fmt), _to_float(y, fmt))
-        return np.where(np.isnan(r), U64(CANONICAL_NAN[fmt]), _from_float(np.nan_to_num(r, nan=0.0), fmt))
+        with np.errstate(all="ignore"):
+            r = np.fmod(_to_float(x, fmt), _to_float(y, fmt))
+            bits = _from_float(np.nan_to_num(r, nan=0.0, posinf=np.inf, neginf=-np.inf), fmt)
+        return np.where(np.isnan(r), U64(CANONICAL_NAN[fmt]), bits)
     return f
 
 

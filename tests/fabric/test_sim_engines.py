@@ -121,3 +121,105 @@ def test_the_benchmark_graph_computes_numpys_layer_by_layer_values(kind):
         want = functional(kind, xs).view(np.uint32)
         assert res[b].status == "complete" and res[b].cycles == 30 + 125
         assert [res[b].outputs[f"y{j}"] for j in range(8)] == want.tolist()
+
+
+# one actor per family with a cycle model: (schema, inputs, results, attributes)
+V4 = "vector<4xi16>"
+FAMILY_ACTORS = {
+    "ScalarIntegerAddSub": ("arith.subi", ["i16", "i16"], ["i16"], {}),
+    "ScalarIntegerSaturatingAddSub": ("llvm.intr.sadd.sat", ["i8", "i8"], ["i8"], {}),
+    "ScalarIntegerCountZeros": ("math.ctlz", ["i32"], ["i32"], {}),
+    "ScalarIntegerLogic": ("arith.ori", ["i64", "i64"], ["i64"], {}),
+    "ScalarIntegerShift": ("arith.shrsi", ["i16", "i16"], ["i16"], {}),
+    "ScalarIntegerCompareMinMax": ("arith.cmpi", ["i32", "i32"], ["i1"], {"predicate": "sle"}),
+    "ScalarValueSelect": ("arith.select", ["i1", "i32", "i32"], ["i32"], {}),
+    "ScalarIntegerCast": ("arith.extsi", ["i8"], ["i32"], {}),
+    "ScalarBitReinterpret": ("arith.bitcast", ["i32"], ["f32"], {}),
+    "ScalarIntegerMultiply": ("arith.muli", ["i32", "i32"], ["i32"], {}),
+    "ScalarSignedIntegerDivRem": ("arith.remsi", ["i16", "i16"], ["i16"], {}),
+    "ScalarUnsignedIntegerDivRem": ("arith.divui", ["i16", "i16"], ["i16"], {}),
+    "FixedVectorIntegerAddSub": ("arith.addi", [V4, V4], [V4], {}),
+    "FixedVectorIntegerLogic": ("arith.xori", [V4, V4], [V4], {}),
+    "FixedVectorPack": ("dataflow.pack", [V4], ["i64"], {}),
+    "FixedVectorUnpack": ("dataflow.unpack", ["i64"], [V4], {}),
+    "TokenConstant": ("dataflow.constant", ["none"], ["i16"], {"value": 1234}),
+    "TokenSync": ("dataflow.sync", ["i16", "i1"], ["i16", "i1"], {}),
+    "TokenMux": ("dataflow.mux", ["i1", "i16", "i16"], ["i16"], {}),
+    "TokenDemux": ("dataflow.demux", ["i1", "i16"], ["i16", "i16"], {}),
+    "LoopStream": ("dataflow.stream", ["i16"] * 3, ["i16", "i1"], {"step_kind": "mul", "predicate": "ult"}),
+    "LoopCarry": ("dataflow.carry", ["i1", "i16", "i16"], ["i16"], {}),
+    "LoopInvariant": ("dataflow.invariant", ["i1", "i16"], ["i16"], {}),
+    "LoopGate": ("dataflow.gate", ["i1", "i16"], ["i1", "i16"], {}),
+    "FixedVectorParallelize": ("dataflow.parallelize", ["i16", "i1"], [V4, "vector<4xi1>", "i1"], {}),
+    "FixedVectorSerialize": ("dataflow.serialize", [V4, "vector<4xi1>", "i1"], ["i16", "i1"], {}),
+    "ScalarFloatSign": ("arith.negf", ["f16"], ["f16"], {}),
+    "ScalarFloatAddSub": ("arith.addf", ["f32", "f32"], ["f32"], {"rounding_mode": "upward"}),
+    "ScalarFloatMultiply": ("arith.mulf", ["bf16", "bf16"], ["bf16"], {"rounding_mode": "toward_zero"}),
+    "ScalarFloatFma": ("math.fma", ["f64"] * 3, ["f64"], {"rounding_mode": "downward"}),
+    "ScalarFloatDivide": ("arith.divf", ["f16", "f16"], ["f16"], {"rounding_mode": "to_nearest_away"}),
+    "ScalarFloatRemainder": ("arith.remf", ["f32", "f32"], ["f32"], {}),
+    "ScalarFloatCompareMinMax": ("arith.cmpf", ["f32", "f32"], ["i1"], {"predicate": "ult"}),
+    "ScalarFloatWidthCast": ("arith.truncf", ["f32"], ["f16"], {"rounding_mode": "upward"}),
+    "ScalarIntegerToFloat": ("arith.sitofp", ["i32"], ["f32"], {}),
+    "ScalarFloatToInteger": ("arith.fptosi", ["f32"], ["i16"], {}),
+    "FixedVectorFloatSign": ("math.absf", ["vector<4xf16>"], ["vector<4xf16>"], {}),
+    "FixedVectorSliceAlignMerge": ("vector.extract", ["vector<2x4xi16>", "index"], [V4], {"static_position": ["dynamic"]}),
+    "FixedVectorShuffle": ("vector.shuffle", [V4, V4], ["vector<3xi16>"], {"mask": [7, -1, 2]}),
+    **{f"ScalarMath{n}": (s, ["f32"] * (2 if n == "Pow" else 1), ["f32"], {"accuracy": "correctly_rounded"})
+       for n, s in (("Sin", "math.sin"), ("Cos", "math.cos"), ("Tan", "math.tan"), ("Sinh", "math.sinh"),
+                    ("Cosh", "math.cosh"), ("Tanh", "math.tanh"), ("Exp", "math.exp"), ("Exp2", "math.exp2"),
+                    ("ExpM1", "math.expm1"), ("Log", "math.log"), ("Log2", "math.log2"), ("Log10", "math.log10"),
+                    ("Log1p", "math.log1p"), ("Floor", "math.floor"), ("Ceil", "math.ceil"), ("Round", "math.round"),
+                    ("Trunc", "math.trunc"), ("RoundEven", "math.roundeven"), ("Sqrt", "math.sqrt"),
+                    ("Rsqrt", "math.rsqrt"), ("Erf", "math.erf"), ("Pow", "math.powf"))},
+}
+DEFINED = {"FixedVectorParallelize": ["a.1"], "FixedVectorSerialize": ["a.1", "a.2"]}
+
+
+def _token(t, rng):
+    from fabric.types import parse_type, payload_bits
+    pt = parse_type(t)
+    if t == "none":
+        return 0
+    if t == "index":
+        return rng.randrange(3)
+    if t == "i1" or t.endswith("xi1>"):
+        n = getattr(pt, "num_elements", None)
+        return [rng.randrange(2) for _ in range(n)] if n else rng.randrange(2)
+    if hasattr(pt, "num_elements"):
+        return [rng.getrandbits(pt.element.width) for _ in range(pt.num_elements)]
+    return rng.getrandbits(payload_bits(pt))
+
+
+def test_every_family_with_a_cycle_model_has_a_differential_case():
+    from fabric.sim.models import CYCLE_MODELS
+    assert set(FAMILY_ACTORS) == set(CYCLE_MODELS)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILY_ACTORS))
+def test_every_family_is_identical_on_both_engines(family, tmp_path):
+    """One actor of the family, random input streams (a slow consumer on every other output),
+    traced on both engines; then a batch of 3 instances with their own streams against each
+    instance alone on the reference engine."""
+    from fabric.sim.synth import family_for
+    schema, ins, outs, attrs = FAMILY_ACTORS[family]
+    rng = random.Random(family)
+    n = 6
+    inputs = []
+    for k, t in enumerate(ins):
+        toks = [_token(t, rng) for _ in range(n)]
+        if family in ("FixedVectorParallelize", "FixedVectorSerialize") and k == len(ins) - 1:
+            toks = [1, 1, 0, 1, 0, 0]                  # phases
+        if family in ("LoopStream",) and k == 2:
+            toks = [rng.randrange(2, 4) for _ in range(n)]
+        inputs.append((f"in{k}", [f"a.{k}"], toks))
+    outputs = [(f"out{j}", f"a.{j}", 1 + 2 * (j % 2)) for j in range(len(outs))]
+    g = load([("a", schema, ins, outs, attrs)], [], inputs, outputs, DEFINED.get(family, ()))
+    assert g.actors[0].family == family or family_for(schema) != family
+    same_on_both(g, tmp_path, 200)
+    streams = [{f"in{k}": [_token(t, random.Random(b * 10 + k)) for _ in range(n)] for k, t in enumerate(ins)
+                if not (family in ("FixedVectorParallelize", "FixedVectorSerialize", "LoopStream")
+                        and k == len(ins) - 1)} for b in range(3)]
+    batch = Simulator(g, "compiled", streams=streams).run_all(200)
+    for b in range(3):
+        assert outcome(batch[b]) == outcome(Simulator(g, "reference", streams=[streams[b]]).run(200))

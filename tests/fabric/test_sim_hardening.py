@@ -113,7 +113,7 @@ def _traced_run(g, tmp, skip, engine="reference"):
     sim = Simulator(g, engine)
     rec = Recorder(sim)
     arrow, vcd = ArrowTrace(str(tmp / f"t{skip}.arrow"), sim), VcdTrace(str(tmp / f"w{skip}.vcd"), sim)
-    res = sim.run(3000, fan_out(rec, arrow, vcd), skip_idle=skip)
+    res = sim.run(1500, fan_out(rec, arrow, vcd), skip_idle=skip)
     arrow.close()
     vcd.close()
     return (res.status, res.cycles, res.outputs, {n: vars(c) for n, c in res.counters.items()}, res.message,
@@ -194,7 +194,7 @@ def test_a_failed_waveform_write_names_the_file_and_the_reason(cli, opt, kind):
 def test_an_arrow_trace_of_several_batches_is_written(tmp_path):
     """Batches after the first may hold stalls only: every batch shares the event dictionary
     (an Arrow IPC file allows one), so a long run's trace is complete and readable."""
-    g = _slow_sum_loop(1 << 16)
+    g = _slow_sum_loop(1 << 13)        # 9 x 2^13 cycles of 3 stall rows: more than three batches
     sim = Simulator(g)
     tr = ArrowTrace(str(tmp_path / "t.arrow"), sim)
     res = sim.run(10 ** 7, fan_out(tr))
