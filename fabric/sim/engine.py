@@ -95,7 +95,8 @@ class Result:
     waiting: list = field(default_factory=list)   # edge labels stuck at the end
 
 
-REASONS = {K.R_BACKPRESSURE: "backpressure", K.R_NEXT_STATE: "next_state", K.R_OPERANDS: "operands"}
+REASONS = {K.R_BACKPRESSURE: "backpressure", K.R_NEXT_STATE: "next_state", K.R_OPERANDS: "operands",
+           K.R_GRANT: "grant"}
 
 
 def _bit(x, l):
@@ -116,6 +117,7 @@ class CycleView:
         reason[_bit(am[:, K.ROP], l)] = K.R_OPERANDS
         reason[_bit(am[:, K.RNS], l)] = K.R_NEXT_STATE
         reason[_bit(am[:, K.RBP], l)] = K.R_BACKPRESSURE
+        reason[_bit(am[:, K.RGR], l)] = K.R_GRANT
         reason[self.fire] = K.R_FIRE
         self.reason = reason
         self.hand, self.valid_bits, self.ready_bits = _bit(em[:, K.HAND], l), _bit(em[:, K.VALID], l), \
@@ -285,6 +287,8 @@ class Simulator:
         st.pend[...] = 0
         st.la[:, :, :, [K.GLEFT, K.LSTATE, K.AUX, K.NEXTAT]] = 0
         st.em[:, :, K.TAKEN] = 0
+        st.rs[:, :, :, K.NEXT_GRANT] = 0
+        st.rs[:, :, :, K.LAST_GRANT] = -1
         mo = self.p.T.c_out.shape[1]
         st.vals[:, :, :, mo:mo + 3] = 0
 

@@ -25,6 +25,8 @@ MAX_ITEMS = 1 << 16
 MAX_TOKENS = 1 << 20          # tokens per input stream
 MAX_INSTANCE_STREAMS = 1 << 16  # per-instance token lists of one input
 MAX_READY_EVERY = 1 << 20
+MAX_CONTEXTS = 1 << 10        # resident InstructionContextRefs of one temporal resource
+GRANT_POLICIES = ("round_robin", "fixed_priority")
 MAX_VALUE_BITS = 4096         # widest token this model carries
 
 
@@ -44,7 +46,9 @@ class GraphCode(enum.Enum):
     CombinationalLoop = "a cycle of elastic-transparent resources with no registered stage"
     CapabilityInadmissible = "a required activity-definedness proof is missing"
     DuplicateName = "two actors, inputs or outputs share a name"
-    SharedResource = "two actors are mapped onto one fabric.op: resource sharing has no cycle model"
+    SharedResource = "two actors are mapped onto one fabric.op without a temporal declaration giving each a context"
+    ContextCapacity = "an InstructionContextRef beyond the temporal resource's resident contexts, or one used twice"
+    TemporalInvalid = "a temporal declaration that names no resource of the actors, or a resource that cannot be shared"
     ContractCasesUncovered = "a resource contract's per-case use patterns do not cover the schema's cases"
 
 
@@ -94,6 +98,18 @@ class Edge:
     label: str = ""
 
 
+@dataclass(frozen=True)
+class Temporal:
+    """One operation resource of a temporal PE shared by several actors, each in its own resident
+    InstructionContextRef: `members` are the actors in context order; the resource grants one
+    acceptance per `initiation_interval` cycles to a requesting context by `grant_policy`."""
+    op: str
+    contexts: int
+    initiation_interval: int
+    grant_policy: str
+    members: tuple            # ((context, actor name), ...) sorted by context
+
+
 @dataclass
 class Graph:
     name: str
@@ -103,6 +119,7 @@ class Graph:
     inputs: list = field(default_factory=list)    # [(name, [tokens], type)]
     outputs: list = field(default_factory=list)   # [(name, ready_every, type)]
     instance_inputs: dict = field(default_factory=dict)   # input index -> [[tokens] per instance list]
+    temporal: list = field(default_factory=list)          # [Temporal]
 
     def streams(self, instances: int):
         """Each instance's input tokens: an input with instance_tokens gives instance i its list
@@ -123,7 +140,7 @@ jsonread.register_format("endpoint", lambda v: not isinstance(v, str) or split_r
                          lambda v: f"{v!r} is not an endpoint (actor.K)")
 _REF = jsonread.string("endpoint")
 GRAPH_SCHEMA = jsonread.closed(
-    ("format", "name", "fabric", "actors", "edges"), ("inputs", "outputs", "activity_defined"), {
+    ("format", "name", "fabric", "actors", "edges"), ("inputs", "outputs", "activity_defined", "temporal"), {
         "format": {"const": FORMAT},
         "name": jsonread.string(),
         "fabric": jsonread.string(),
@@ -141,6 +158,12 @@ GRAPH_SCHEMA = jsonread.closed(
         "outputs": jsonread.array(jsonread.closed(("name", "from"), ("ready_every",), {
             "name": jsonread.string(), "from": _REF, "ready_every": jsonread.integer(1, MAX_READY_EVERY)}), MAX_ITEMS),
         "activity_defined": jsonread.array(_REF, MAX_ITEMS),
+        "temporal": jsonread.array(jsonread.closed(("op", "contexts", "actors"), ("initiation_interval", "grant_policy"), {
+            "op": jsonread.string(), "contexts": jsonread.integer(1, MAX_CONTEXTS),
+            "initiation_interval": jsonread.integer(1, MAX_READY_EVERY),
+            "grant_policy": {"enum": list(GRANT_POLICIES), "description": "grant_policy is round_robin or fixed_priority"},
+            "actors": {"type": "object", "maxProperties": MAX_CONTEXTS,
+                       "additionalProperties": jsonread.integer(0, MAX_CONTEXTS - 1)}}), MAX_ITEMS),
     })
 
 
@@ -255,12 +278,15 @@ def load_graph_document(doc, fabric) -> Graph:
                 diags.append(_d(GraphCode.CapabilityInadmissible, p,
                                 f"{u.actor.schema} {a!r}: no activity-definedness proof for operand(s) "
                                 f"{', '.join(f'{a}.{k}' for k in missing)} (list them in activity_defined)"))
+    temporal = _temporal(doc.get("temporal", []), actors, diags)
+    shared = {t.op for t in temporal}
     owner: dict = {}
     for a in actors.values():
-        if a.use.op in owner:
+        if a.use.op in owner and a.use.op not in shared:
             diags.append(_d(GraphCode.SharedResource, "$.actors",
-                            f"actors {owner[a.use.op]!r} and {a.name!r} both run on {a.use.op}: this model gives "
-                            f"each actor its own spatial resource and has no cycle model for sharing one"))
+                            f"actors {owner[a.use.op]!r} and {a.name!r} both run on {a.use.op}: a spatial PE has one "
+                            f"context per resource; declare the resource temporal (temporal[].actors) to give each "
+                            f"actor its own InstructionContextRef"))
         owner.setdefault(a.use.op, a.name)
     for u in fabric.mapping.uses:
         if u.name not in seen:
@@ -367,11 +393,59 @@ def load_graph_document(doc, fabric) -> Graph:
                                 f"result {a.name}.{k} has no consumer (add an edge or an output)"))
     if diags:
         raise GraphError(diags)
-    g = Graph(name, fabric, list(actors.values()), edges, inputs, outputs, instance_inputs)
+    g = Graph(name, fabric, list(actors.values()), edges, inputs, outputs, instance_inputs, temporal)
     _check_cycles(g, diags)
     if diags:
         raise GraphError(diags)
     return g
+
+
+def _temporal(entries, actors, diags) -> list:
+    """The temporal declarations: every actor of a shared resource in its own context below the
+    resource's resident-context count; a transparent resource forwards within the cycle and is
+    never shared."""
+    from .models import CYCLE_MODELS
+    out, seen = [], set()
+    for i, t in enumerate(entries):
+        p = f"$.temporal[{i}]"
+        op = t["op"]
+        on_op = {a.name for a in actors.values() if a.use.op == op}
+        if not on_op:
+            diags.append(_d(GraphCode.TemporalInvalid, p + ".op", f"no actor of the graph runs on {op!r}"))
+            continue
+        if op in seen:
+            diags.append(_d(GraphCode.TemporalInvalid, p + ".op", f"{op!r} is declared temporal twice"))
+            continue
+        seen.add(op)
+        fam = next(a.family for a in actors.values() if a.use.op == op)
+        if fam in ("LoopCarry", "LoopInvariant", "LoopGate"):
+            diags.append(_d(GraphCode.TemporalInvalid, p + ".op", f"{op} is an elastic-transparent {fam} resource: it "
+                                                                 f"forwards within the cycle, so contexts cannot take turns on it"))
+            continue
+        ctx = t["actors"]
+        bad = False
+        for name in sorted(on_op - set(ctx)):
+            diags.append(_d(GraphCode.SharedResource, p + ".actors",
+                            f"actor {name!r} runs on temporal resource {op} without an InstructionContextRef"))
+            bad = True
+        for name in sorted(set(ctx) - on_op):
+            diags.append(_d(GraphCode.TemporalInvalid, p + f".actors.{name}", f"actor {name!r} does not run on {op}"))
+            bad = True
+        by_ctx: dict = {}
+        for name, c in ctx.items():
+            if c >= t["contexts"]:
+                diags.append(_d(GraphCode.ContextCapacity, p + f".actors.{name}",
+                                f"context {c} of {name!r} is beyond the {t['contexts']} resident context(s) of {op}"))
+                bad = True
+            elif c in by_ctx:
+                diags.append(_d(GraphCode.ContextCapacity, p + f".actors.{name}",
+                                f"context {c} of {op} is already resident for {by_ctx[c]!r}"))
+                bad = True
+            by_ctx.setdefault(c, name)
+        if not bad and CYCLE_MODELS.get(fam) is not None:
+            out.append(Temporal(op, t["contexts"], t.get("initiation_interval", 1), t.get("grant_policy", "round_robin"),
+                                tuple(sorted((c, n) for n, c in ctx.items()))))
+    return out
 
 
 class _UseView:

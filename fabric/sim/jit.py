@@ -22,9 +22,9 @@ B2 = types.boolean[:, ::1]
 
 TABLE_FIELDS = {"ai": I2, "a_in": I2, "a_const": U2, "ci": I2, "c_cval": U1, "c_need": B2, "c_out": B2, "c_src": I2,
                 "ei": I2, "e_ival": U2, "r_ptr": I1, "r_edges": I1, "s_ptr": I1, "s_edges": I1, "tok": I3,
-                "tok_val": U2, "topo_tr": I1, "order": I1, "o_every": I1}
+                "tok_val": U2, "topo_tr": I1, "order": I1, "o_every": I1, "rt": I2}
 STATE_FIELDS = {"em": U3, "data": U4, "am": U3, "pend": U3, "la": I4, "vals": U5, "si": I3, "bi": I2,
-                "out_i": I2, "out_v": U2, "out_n": I1}
+                "out_i": I2, "out_v": U2, "out_n": I1, "rs": I4}
 assert tuple(TABLE_FIELDS) == Tables._fields and tuple(STATE_FIELDS) == State._fields
 
 
@@ -54,19 +54,19 @@ STATE_T = StateType(list(STATE_FIELDS.items()))
 
 @numba.njit(cache=True)
 def _tables(ai, a_in, a_const, ci, c_cval, c_need, c_out, c_src, ei, e_ival, r_ptr, r_edges, s_ptr, s_edges, tok,
-            tok_val, topo_tr, order, o_every):
+            tok_val, topo_tr, order, o_every, rt):
     p = structref.new(TABLES_T)
     p.ai, p.a_in, p.a_const, p.ci, p.c_cval, p.c_need, p.c_out = ai, a_in, a_const, ci, c_cval, c_need, c_out
     p.c_src, p.ei, p.e_ival, p.r_ptr, p.r_edges, p.s_ptr, p.s_edges = c_src, ei, e_ival, r_ptr, r_edges, s_ptr, s_edges
-    p.tok, p.tok_val, p.topo_tr, p.order, p.o_every = tok, tok_val, topo_tr, order, o_every
+    p.tok, p.tok_val, p.topo_tr, p.order, p.o_every, p.rt = tok, tok_val, topo_tr, order, o_every, rt
     return p
 
 
 @numba.njit(cache=True)
-def _state(em, data, am, pend, la, vals, si, bi, out_i, out_v, out_n):
+def _state(em, data, am, pend, la, vals, si, bi, out_i, out_v, out_n, rs):
     s = structref.new(STATE_T)
     s.em, s.data, s.am, s.pend, s.la, s.vals, s.si, s.bi = em, data, am, pend, la, vals, si, bi
-    s.out_i, s.out_v, s.out_n = out_i, out_v, out_n
+    s.out_i, s.out_v, s.out_n, s.rs = out_i, out_v, out_n, rs
     return s
 
 

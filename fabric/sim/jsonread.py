@@ -116,6 +116,10 @@ def _reason(err):
     if v == "required":
         missing = next(k for k in sch["required"] if k not in inst)
         return "", f"missing required field {missing!r}"
+    if v == "maxProperties":
+        return "", f"{len(inst)} entries exceed the limit of {err.validator_value}"
+    if v == "enum":
+        return "", f"{inst!r} is not one of {', '.join(map(repr, err.validator_value))}"
     if v == "oneOf" or v == "not":
         return "", err.schema.get("description", err.message)
     return "", err.message

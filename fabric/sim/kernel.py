@@ -50,13 +50,17 @@ SRC_COMPUTED, SRC_STORED, SRC_ONE, SRC_ZERO, SRC_CONST, SRC_GROUP, SRC_NONE = -1
 # resource kinds (ai[:, A_KIND])
 K_ELASTIC, K_ROUTED, K_STREAM, K_TRANSPARENT, K_PARALLELIZE, K_SERIALIZE = 0, 1, 2, 3, 4, 5
 # why a lane of an actor did not fire: counted stalls, counted waits, nothing to report
-R_FIRE, R_BACKPRESSURE, R_NEXT_STATE, R_OPERANDS, R_IDLE = 0, 1, 2, 3, 4
+R_FIRE, R_BACKPRESSURE, R_NEXT_STATE, R_OPERANDS, R_IDLE, R_GRANT = 0, 1, 2, 3, 4, 5
 NEXT_BY_CONTINUE = -2
 STORE_CLEAR = -2
 NEVER = 1 << 62
 
 # Tables.ai columns (per actor); A_UNIFORM: one case, no condition, any state, one group, no wait
-A_REG, A_KIND, A_NIN, A_NOUT, A_RBASE, A_C0, A_C1, A_GRP, A_LAT, A_LANES, A_EW, A_UNIFORM = range(12)
+A_REG, A_KIND, A_NIN, A_NOUT, A_RBASE, A_C0, A_C1, A_GRP, A_LAT, A_LANES, A_EW, A_UNIFORM, A_RES = range(13)
+# Tables.rt columns (per shared temporal resource): initiation interval, grant policy, member count,
+# then the member actors in context order
+RT_II, RT_POLICY, RT_N, RT_MEMBERS = 0, 1, 2, 3
+ROUND_ROBIN, FIXED_PRIORITY = 0, 1
 # Tables.ci columns (per case)
 C_SLO, C_SHI, C_COND, C_NEXT, C_STORE, C_WAIT, C_ACASE = range(7)
 # Tables.ei columns (per edge)
@@ -64,7 +68,9 @@ E_PK, E_P, E_PJ, E_CK, E_C, E_INIT, E_EVERY = range(7)
 # State.em: per word and edge, masks over the word's lanes
 VALID, READY, TAKEN, INITP, HAND = range(5)
 # State.am: per word and actor, masks: held claim, firing, more groups to come, stall reasons
-HELD, FIRE, MORE, RBP, RNS, ROP = range(6)
+HELD, FIRE, MORE, RBP, RNS, ROP, GRANT, RGR = range(8)
+# State.rs: per word, shared resource and lane: the first cycle it may grant again, the last granted
+NEXT_GRANT, LAST_GRANT = range(2)
 # State.la: per word, actor and lane
 GLEFT, NEXTAT, LSTATE, AUX, CASE, FIRES, STALLS, WAITS = range(8)
 # State.bi: per lane of the batch
@@ -191,6 +197,10 @@ def settle(P, S, t, live, stack, queued, cons, outm):
                     if c_out[c, j]:
                         f = f & done_mask(w, a, j)
             bp = ok & ~f
+            gr = np.uint64(0)
+            if ai[a, A_RES] >= 0:                    # a context of a shared resource: only if granted
+                gr = f & ~am[w, a, GRANT]
+                f = f & am[w, a, GRANT]
             for k in range(nin):
                 cons[k] = f if c_need[c, k] else np.uint64(0)
             for j in range(nout):
@@ -199,16 +209,19 @@ def settle(P, S, t, live, stack, queued, cons, outm):
             am[w, a, RBP] = bp
             am[w, a, RNS] = np.uint64(0)
             am[w, a, ROP] = m & ~ok
+            am[w, a, RGR] = gr
             return
         for k in range(nin):
             cons[k] = np.uint64(0)
         for j in range(nout):
             outm[j] = np.uint64(0)
         free = free_mask(w, a) if reg else ONES
+        granted = am[w, a, GRANT] if ai[a, A_RES] >= 0 else ONES
         f = np.uint64(0)
         bp = np.uint64(0)
         ns = np.uint64(0)
         op = np.uint64(0)
+        gr = np.uint64(0)
         mm = m
         while mm != 0:
             bit = mm & (~mm + np.uint64(1))
@@ -245,6 +258,9 @@ def settle(P, S, t, live, stack, queued, cons, outm):
                 if blocked:
                     bp = bp | bit
                     continue
+            if granted & bit == 0:
+                gr = gr | bit
+                continue
             f = f | bit
             for k in range(nin):
                 if c_need[c, k]:
@@ -256,6 +272,44 @@ def settle(P, S, t, live, stack, queued, cons, outm):
         am[w, a, RBP] = bp
         am[w, a, RNS] = ns
         am[w, a, ROP] = op
+        am[w, a, RGR] = gr
+
+    def requests(w, a, l):
+        """Lane l of actor a asks for its resource: a case selected, its operands valid, its
+        holding slot free and its next state available (as the cycle begins)."""
+        c = select_case(w, a, l)
+        if c < 0:
+            return False
+        bit = np.uint64(1) << np.uint64(l)
+        for k in range(ai[a, A_NIN]):
+            if c_need[c, k] and em[w, a_in[a, k], VALID] & bit == 0:
+                return False
+        if ai[a, A_REG] != 0 and free_mask(w, a) & bit == 0:
+            return False
+        return not (ci[c, C_WAIT] != 0 and t < la[w, a, l, NEXTAT])
+
+    def arbitrate(w, m):
+        """Each shared resource grants, per lane, one requesting context in its policy's order,
+        once its initiation interval since the last grant has passed."""
+        rt, rs = P.rt, S.rs
+        for r in range(rt.shape[0]):
+            nm = rt[r, RT_N]
+            for i in range(nm):
+                a = rt[r, RT_MEMBERS + i]
+                am[w, a, GRANT] = am[w, a, GRANT] & ~m
+            mm = m
+            while mm != 0:
+                bit = mm & (~mm + np.uint64(1))
+                mm = mm ^ bit
+                l = lane_of(bit)
+                if t < rs[w, r, l, NEXT_GRANT]:
+                    continue
+                start = (rs[w, r, l, LAST_GRANT] + 1) % nm if rt[r, RT_POLICY] == ROUND_ROBIN else 0
+                for i in range(nm):
+                    a = rt[r, RT_MEMBERS + (start + i) % nm]
+                    if requests(w, a, l):
+                        am[w, a, GRANT] = am[w, a, GRANT] | bit
+                        break
 
     def publish(w, a, c, j, e, l):
         """Edge e, lane l, carries what a transparent case publishes on result j: an operand,
@@ -362,6 +416,8 @@ def settle(P, S, t, live, stack, queued, cons, outm):
 
     def settle_word(w, m):
         present(w, m)
+        if P.rt.shape[0] > 0:
+            arbitrate(w, m)
         n = 0
         for i in range(A):
             n = push(n, P.order[i])
@@ -625,7 +681,7 @@ def apply(P, S, t, live):
         # firings commit their cases; the others count their stall or wait
         for a in range(A):
             f = am[w, a, FIRE] & m
-            stalled = (am[w, a, RBP] | am[w, a, RNS]) & m
+            stalled = (am[w, a, RBP] | am[w, a, RNS] | am[w, a, RGR]) & m
             while stalled != 0:
                 bit = stalled & (~stalled + np.uint64(1))
                 stalled = stalled ^ bit
@@ -673,6 +729,17 @@ def apply(P, S, t, live):
                 l = lane_of(bit)
                 la[w, a, l, FIRES] += 1
                 commit(w, a, l, ai[a, A_C0] if ai[a, A_UNIFORM] != 0 else la[w, a, l, CASE], bit)
+        # a shared resource that granted an acceptance waits its initiation interval
+        rt, rs = P.rt, S.rs
+        for r in range(rt.shape[0]):
+            for i in range(rt[r, RT_N]):
+                f = am[w, rt[r, RT_MEMBERS + i], FIRE] & m
+                while f != 0:
+                    bit = f & (~f + np.uint64(1))
+                    f = f ^ bit
+                    l = lane_of(bit)
+                    rs[w, r, l, NEXT_GRANT] = t + rt[r, RT_II]
+                    rs[w, r, l, LAST_GRANT] = i
         # input streams advance once every consumer has taken the current token
         for s in range(s_ptr.shape[0] - 1):
             lo = s_ptr[s]
@@ -711,7 +778,8 @@ def pace(P, S, t, live, quiet, last, wake, done, window, limit, skip):
 
     In a cycle in which nothing fired and no token moved no state changed, so the next cycle
     repeats it unless a time-dependent coordinate is reached: an in-flight next-state update
-    completing, or a slow output's next ready cycle."""
+    completing, a shared resource's initiation interval ending, or a slow output's next ready
+    cycle."""
     ai, o_every = P.ai, P.o_every
     am, la, bi = S.am, S.la, S.bi
     A = ai.shape[0]
@@ -728,13 +796,17 @@ def pace(P, S, t, live, quiet, last, wake, done, window, limit, skip):
                 x = t + 1 + (k - 1 - (t + 1) % k) % k
                 if x < best:
                     best = x
+        for r in range(P.rt.shape[0]):
+            x = S.rs[w, r, l, NEXT_GRANT]
+            if t < x < best:
+                best = x
         return best
 
     def repeat_idle(w, l, n):
         """Count n more cycles like the idle one just applied (its stalls and waits)."""
         bit = np.uint64(1) << np.uint64(l)
         for a in range(A):
-            if (am[w, a, RBP] | am[w, a, RNS]) & bit != 0:
+            if (am[w, a, RBP] | am[w, a, RNS] | am[w, a, RGR]) & bit != 0:
                 la[w, a, l, STALLS] += n
             elif am[w, a, ROP] & bit != 0:
                 la[w, a, l, WAITS] += n

@@ -25,8 +25,8 @@ _KIND = {"elastic": K.K_ELASTIC, "routed": K.K_ROUTED, "stream": K.K_STREAM, "tr
 
 Tables = namedtuple("Tables", ["ai", "a_in", "a_const", "ci", "c_cval", "c_need", "c_out", "c_src", "ei", "e_ival",
                                "r_ptr", "r_edges", "s_ptr", "s_edges", "tok", "tok_val", "topo_tr", "order",
-                               "o_every"])
-State = namedtuple("State", ["em", "data", "am", "pend", "la", "vals", "si", "bi", "out_i", "out_v", "out_n"])
+                               "o_every", "rt"])
+State = namedtuple("State", ["em", "data", "am", "pend", "la", "vals", "si", "bi", "out_i", "out_v", "out_n", "rs"])
 
 
 class ProgramError(ValueError):
@@ -153,7 +153,8 @@ def build_program(graph, streams=None, instances: int = 1, models=None) -> Progr
 
     cases = [c for m in models for c in m.cases]
     C = max(1, len(cases))
-    ai = np.zeros((A, 12), np.int64)
+    ai = np.zeros((A, 13), np.int64)
+    ai[:, K.A_RES] = -1
     ci = np.zeros((C, 7), np.int64)
     c_cval = np.zeros(C, np.uint64)
     c_need = np.zeros((C, MI), np.bool_)
@@ -206,8 +207,16 @@ def build_program(graph, streams=None, instances: int = 1, models=None) -> Progr
     topo_tr, order = orders(graph, [m.registered for m in models])
     o_every = np.array([ev for _, ev, _ in graph.outputs], np.int64)
     ei = np.stack([e_pk, e_p, e_pj, e_ck, e_c, e_init.astype(np.int64), e_every], axis=1) if E else np.zeros((0, 7), np.int64)
+    shared = getattr(graph, "temporal", [])
+    rt = -np.ones((len(shared), K.RT_MEMBERS + max([1] + [len(x.members) for x in shared])), np.int64)
+    for r, x in enumerate(shared):
+        rt[r, K.RT_II], rt[r, K.RT_N] = x.initiation_interval, len(x.members)
+        rt[r, K.RT_POLICY] = K.ROUND_ROBIN if x.grant_policy == "round_robin" else K.FIXED_PRIORITY
+        for i, (_, name) in enumerate(x.members):
+            rt[r, K.RT_MEMBERS + i] = index[name]
+            ai[index[name], K.A_RES] = r
     T = Tables(ai, a_in, a_const, ci, c_cval, c_need, c_out, c_src, ei, e_ival, r_ptr, r_edges, s_ptr, s_edges,
-               tok, tok_val, topo_tr, order, o_every)
+               tok, tok_val, topo_tr, order, o_every, rt)
     lat = max([m.latency for m in models] + [1])
     window = max([lat] + [ev for _, ev, _ in graph.outputs]) + 2
     return Program(graph, T, B, NW, models, glist, [a.name for a in graph.actors], [e.label for e in graph.edges],
@@ -291,10 +300,13 @@ def new_state(p: Program, out_capacity: int = 1024) -> State:
     em[:, :, K.INITP] = np.where(T.ei[:, K.E_INIT][None, :] != 0, full[:, None], np.uint64(0))
     bi = np.zeros((B, 3), np.int64)
     bi[:, K.FAULT] = -1
-    return State(em, np.zeros((W, E, LW, NW), np.uint64), np.zeros((W, A, 6), np.uint64),
+    rs = np.zeros((W, len(T.rt), LW, 2), np.int64)
+    rs[:, :, :, K.LAST_GRANT] = -1
+    return State(em, np.zeros((W, E, LW, NW), np.uint64), np.zeros((W, A, 8), np.uint64),
                  np.zeros((W, A, MO), np.uint64), np.zeros((W, A, LW, 8), np.int64),
                  np.zeros((W, A, LW, MO + 3 + MI, NW), np.uint64), np.zeros((W, len(T.s_ptr) - 1, LW), np.int64), bi,
-                 np.zeros((out_capacity, 2), np.int64), np.zeros((out_capacity, NW), np.uint64), np.zeros(1, np.int64))
+                 np.zeros((out_capacity, 2), np.int64), np.zeros((out_capacity, NW), np.uint64), np.zeros(1, np.int64),
+                 rs)
 
 
 def grow_outputs(st: State, need: int) -> State:

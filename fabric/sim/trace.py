@@ -34,7 +34,7 @@ EVENTS = ("fire", "handoff", "stall")
 SCHEMA = pa.schema([("cycle", pa.uint64()), ("instance", pa.uint32()), ("event", pa.dictionary(pa.int8(), pa.string())),
                     ("actor", pa.string()), ("edge", pa.string()), ("reason", pa.string())])
 _EVENT_TYPE = SCHEMA.field("event").type
-_REASON = np.array([None, "backpressure", "next_state", "operands", None], dtype=object)
+_REASON = np.array([None, "backpressure", "next_state", "operands", None, "grant"], dtype=object)
 
 
 class TraceWriteError(Exception):
@@ -85,7 +85,7 @@ class ArrowTrace:
         f = np.flatnonzero(view.fire)
         h = np.flatnonzero(view.hand)
         r = view.reason
-        s = np.flatnonzero(~view.fire & (r > K.R_FIRE) & (r < K.R_IDLE))
+        s = np.flatnonzero(~view.fire & (r > K.R_FIRE) & (r != K.R_IDLE))
         return f, h, s, r[s]
 
     def _add(self, cycles, instance, f, h, s, rs, reps=1):
