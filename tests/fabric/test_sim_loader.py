@@ -124,7 +124,10 @@ def cli(capsys):
     from emulator.cli import main
 
     def call(*args):
-        rc = main(["fabric", "sim", *args])
+        try:
+            rc = main(["fabric", "sim", *args])
+        except SystemExit as exc:          # argparse's own usage errors
+            rc = exc.code
         out = capsys.readouterr()
         return _Run(rc, out.out, out.err)
     return call
@@ -285,3 +288,58 @@ def test_cli_refuses_a_device_as_arrow_trace_and_writes_a_waveform_to_one(tmp_pa
     assert r.returncode == 1 and "not a regular file" in r.stderr
     r = cli(g, "--fabric", f, "--cycles", "10", "--vcd", "/dev/null")
     assert r.returncode == 0, r.stderr
+
+
+# --- engines and instances on the command line -----------------------------------------------------
+
+def test_cli_says_which_engine_ran(tmp_path, cli):
+    g, f = _files(tmp_path, *sum_loop([1, 2, 3]))
+    for engine, shown_ in (("auto", "compiled"), ("compiled", "compiled"), ("reference", "reference")):
+        r = cli(g, "--fabric", f, "--cycles", "100", "--engine", engine)
+        assert r.returncode == 0 and f"engine: {shown_}\n" in r.stdout and "status: complete, 6 cycle(s)" in r.stdout
+
+
+def test_cli_runs_instances_with_their_own_streams(tmp_path, cli):
+    actors, edges, inputs, outputs = sum_loop([1])
+    inputs = [x for x in inputs if x[0] not in ("x", "limit")]
+    fab = configured_fabric("fab", actors)
+    doc = graph_document("g", "fab", actors, edges, inputs, outputs)
+    doc["inputs"] += [{"name": "limit", "to": ["cnt.1", "cnt2.1"], "instance_tokens": [[2], [3], [1]]},
+                      {"name": "x", "to": ["add.1"], "instance_tokens": [[5, 6], [1, 2, 3], [9]]}]
+    (tmp_path / "f.json").write_text(json.dumps(fab))
+    (tmp_path / "g.json").write_text(json.dumps(doc))
+    r = cli(str(tmp_path / "g.json"), "--fabric", str(tmp_path / "f.json"), "--cycles", "100", "--instances", "4")
+    assert r.returncode == 0, r.stderr
+    assert "engine: compiled, 4 instances" in r.stdout
+    for k, total in ((0, 11), (1, 6), (2, 9), (3, 11)):                 # instance 3 takes list 3 mod 3 = 0
+        assert f"instance {k}: output sum: 1 token(s): [{total}]" in r.stdout
+    ref = cli(str(tmp_path / "g.json"), "--fabric", str(tmp_path / "f.json"), "--cycles", "100", "--instances", "4",
+              "--engine", "reference")
+    assert ref.stdout.replace("engine: reference", "engine: compiled") == r.stdout
+
+
+@pytest.mark.parametrize("args, words", [(["--instances", "0"], "outside [1, 2^16]"),
+                                         (["--instances", str(1 << 17)], "outside [1, 2^16]"),
+                                         (["--engine", "fast"], "invalid choice")])
+def test_cli_refuses_bad_engine_options(tmp_path, cli, args, words):
+    g, f = _files(tmp_path, *sum_loop([1]))
+    r = cli(g, "--fabric", f, "--cycles", "10", *args)
+    assert r.returncode == 2 and words in r.stderr and r.stdout == ""
+
+
+def test_cli_refuses_a_trace_of_too_many_instances_before_starting(tmp_path, cli):
+    g, f = _files(tmp_path, *sum_loop([1]))
+    out = tmp_path / "t.arrow"
+    r = cli(g, "--fabric", f, "--cycles", str(1 << 20), "--instances", "4096", "--trace", str(out))
+    assert r.returncode == 2 and "lower --cycles or --instances" in r.stderr and not out.exists()
+
+
+def test_instance_tokens_are_checked_like_tokens():
+    fab = load_document(configured_fabric("fab", [ADD]))
+    doc = graph_document("g", "fab", [ADD], [], [("a", ["add.0"], [1])], [("y", "add.0")])
+    doc["inputs"].append({"name": "b", "to": ["add.1"], "instance_tokens": [[1], [1 << 40]]})
+    assert codes(lambda: load_graph_document(doc, fab)) == [GraphCode.BadToken]
+    doc["inputs"][1]["instance_tokens"] = []
+    with pytest.raises(FormatError) as exc:
+        load_graph_document(doc, fab)
+    assert "instance_tokens" in exc.value.path and "at least 1" in str(exc.value)
