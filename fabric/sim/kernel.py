@@ -445,35 +445,29 @@ def settle(P, S, t, live, stack, queued, cons, outm):
                             em[w, e, READY] = em[w, e, READY] & ~kill
                             if ei[e, E_CK] == 0:
                                 n = push(n, ei[e, E_C])
-        # operands of the firings whose results a semantic kernel computes
+        # a stream's computed firing takes its operands from its state: set them out (the other
+        # semantic kernels read their operands from the edges, `gather`)
         for a in range(A):
             f = am[w, a, FIRE]
-            if f == 0 or ai[a, A_GRP] < 0:
+            if f == 0 or ai[a, A_GRP] < 0 or ai[a, A_KIND] != K_STREAM:
                 continue
-            stream = ai[a, A_KIND] == K_STREAM
             while f != 0:
                 bit = f & (~f + np.uint64(1))
                 f = f ^ bit
                 l = lane_of(bit)
-                if stream:
-                    init = la[w, a, l, LSTATE] == 0
-                    for x in range(NW):                  # (base, step, limit, is_step)
-                        if init:                         # Init: (start, step, limit, 0)
-                            vals[w, a, l, OP, x] = data[w, a_in[a, 0], l, x]
-                            vals[w, a, l, OP + 1, x] = data[w, a_in[a, 2], l, x]
-                            vals[w, a, l, OP + 2, x] = data[w, a_in[a, 1], l, x]
-                        else:                            # step: (current, step, limit, 1)
-                            vals[w, a, l, OP, x] = vals[w, a, l, ST, x]
-                            vals[w, a, l, OP + 1, x] = vals[w, a, l, ST + 2, x]
-                            vals[w, a, l, OP + 2, x] = vals[w, a, l, ST + 1, x]
-                        vals[w, a, l, OP + 3, x] = np.uint64(0)
-                    if not init:
-                        vals[w, a, l, OP + 3, 0] = np.uint64(1)
-                else:
-                    for k in range(ai[a, A_NIN]):
-                        e = a_in[a, k]
-                        for x in range(NW):
-                            vals[w, a, l, OP + k, x] = data[w, e, l, x]
+                init = la[w, a, l, LSTATE] == 0
+                for x in range(NW):                      # (base, step, limit, is_step)
+                    if init:                             # Init: (start, step, limit, 0)
+                        vals[w, a, l, OP, x] = data[w, a_in[a, 0], l, x]
+                        vals[w, a, l, OP + 1, x] = data[w, a_in[a, 2], l, x]
+                        vals[w, a, l, OP + 2, x] = data[w, a_in[a, 1], l, x]
+                    else:                                # step: (current, step, limit, 1)
+                        vals[w, a, l, OP, x] = vals[w, a, l, ST, x]
+                        vals[w, a, l, OP + 1, x] = vals[w, a, l, ST + 2, x]
+                        vals[w, a, l, OP + 2, x] = vals[w, a, l, ST + 1, x]
+                    vals[w, a, l, OP + 3, x] = np.uint64(0)
+                if not init:
+                    vals[w, a, l, OP + 3, 0] = np.uint64(1)
 
     for w in range(live.shape[0]):
         if live[w] != 0:
@@ -851,34 +845,69 @@ def pace(P, S, t, live, quiet, last, wake, done, window, limit, skip):
 # --- the semantic kernels' operands and results ------------------------------------------------------
 
 @kernel
-def gather(fire, acts, vals, slot, n_ops, nw, where, ops):
-    """The lanes of the group's actors `acts` that fired: where[i] = (w, a, l), ops[k][i] their
-    operand k (the first nw words, from vals slot + k); returns how many."""
+def gather(fire, acts, vals, slot, data, a_in, from_edges, n_ops, nw, ops):
+    """The operands of the lanes of the group's actors `acts` that fired, in (word, actor, lane)
+    order: ops[k][i] is operand k of firing i (its first nw words), from its edge or (a stream)
+    from vals slot + k; returns how many.  `scatter` visits the firings in the same order."""
     n = 0
+    LW = data.shape[2]
+    full = ONES if LW == 64 else (np.uint64(1) << np.uint64(LW)) - np.uint64(1)
     for w in range(fire.shape[0]):
         for i in range(acts.shape[0]):
             a = acts[i]
             f = fire[w, a]
+            if f == 0:
+                continue
+            if f == full and from_edges:             # every lane fired: copy whole rows
+                for k in range(n_ops):
+                    e = a_in[a, k]
+                    for l in range(LW):
+                        for x in range(nw):
+                            ops[k, n + l, x] = data[w, e, l, x]
+                n += LW
+                continue
             while f != 0:
                 bit = f & (~f + np.uint64(1))
                 f = f ^ bit
                 l = lane_of(bit)
-                where[n, 0] = w
-                where[n, 1] = a
-                where[n, 2] = l
                 for k in range(n_ops):
-                    for x in range(nw):
-                        ops[k, n, x] = vals[w, a, l, slot + k, x]
+                    if from_edges:
+                        e = a_in[a, k]
+                        for x in range(nw):
+                            ops[k, n, x] = data[w, e, l, x]
+                    else:
+                        for x in range(nw):
+                            ops[k, n, x] = vals[w, a, l, slot + k, x]
                 n += 1
     return n
 
 
 @kernel
-def scatter(vals, where, n, j, res):
-    """Result j of the n gathered firings into their current group."""
-    for i in range(n):
-        for x in range(res.shape[1]):
-            vals[where[i, 0], where[i, 1], where[i, 2], j, x] = res[i, x]
+def scatter(fire, acts, vals, j, res):
+    """Result j of the gathered firings (in gather's order) into their current group."""
+    n = 0
+    nw = res.shape[1]
+    LW = vals.shape[2]
+    full = ONES if LW == 64 else (np.uint64(1) << np.uint64(LW)) - np.uint64(1)
+    for w in range(fire.shape[0]):
+        for i in range(acts.shape[0]):
+            a = acts[i]
+            f = fire[w, a]
+            if f == 0:
+                continue
+            if f == full:
+                for l in range(LW):
+                    for x in range(nw):
+                        vals[w, a, l, j, x] = res[n + l, x]
+                n += LW
+                continue
+            while f != 0:
+                bit = f & (~f + np.uint64(1))
+                f = f ^ bit
+                l = lane_of(bit)
+                for x in range(nw):
+                    vals[w, a, l, j, x] = res[n, x]
+                n += 1
 
 
 def compiled():
