@@ -231,8 +231,157 @@ def adapter_contract(family: str, max_lanes: int = 1) -> ResourceContractRecord:
         (TimingContract(0, (0, 1, 1)),), keys, keys, tuple(patterns))
 
 
+# --- loop control: one UsePattern per logical transition case -----------------------------------
+#
+# The operation schemas own the logical transition cases (the seed: "the operation schema owns the
+# logical transition cases"); each case names the context state it applies in, the condition value
+# that selects it, the operands it consumes, the results it produces and what they carry, and the
+# next logical state.  The concrete Fabric resource maps each case c to one exact atomic UsePattern
+# c over its ResourceStates, in this fixed order:
+#
+#   state 0                   the context-state entry (the logical state of the resident context)
+#   states 1 .. n_in          the operand heads, in operand order
+#   states n_in+1 .. +n_out   the active result capacity, in result order
+#   state n_in+n_out+1        LoopStream only: the in-flight next-state update
+#
+# Pattern c claims state 0, the heads its case consumes, the capacity of the results its case
+# produces (an inactive result claims nothing, so it never backpressures the transition) and, for
+# a stream, the in-flight update.  Events are Accept, Publish and (Release | NextState); timing 0
+# gives their ranks: {0, 0, 0} for the elastic-transparent carry, invariant and gate (forwarding
+# adds no registered cycle: a transition commits only in a cycle in which every active output
+# accepts), {0, 1, n} for a stream with step latency n (published at t + 1; the in-flight update
+# is released, and the next transition may start, n cycles after acceptance).  The simulator's
+# engines read consumption, active results, publication offset and next-state availability from
+# these records (fabric.sim.models); `case_cover_error` is the loader's check that a record covers
+# its schema's cases.
+
+
+@dataclass(frozen=True)
+class HandshakeCase:
+    """One schema-owned logical transition case (an ActorHandshakeCase)."""
+    name: str
+    state: str                            # the logical state the case applies in
+    condition: tuple | None               # (operand, value) that selects it, or None
+    consumes: tuple[int, ...]             # operand heads
+    produces: tuple[tuple[int, str], ...]  # (result, source): "operand K", "stored", "true", "false", "computed"
+    next_state: str                       # a state name, or "by continue" (the published continue flag)
+    store: str | None = None              # "operand K" to store, "clear", or None
+
+
+@dataclass(frozen=True)
+class LoopSchemaCases:
+    states: tuple[str, ...]               # logical states, the initial one first
+    n_in: int
+    n_out: int
+    cases: tuple[HandshakeCase, ...]
+
+
+_C = HandshakeCase
+LOOP_CASES: dict[str, LoopSchemaCases] = {
+    # dataflow.carry(cond, init, next) -> value
+    "LoopCarry": LoopSchemaCases(("Init", "Loop"), 3, 1, (
+        _C("init", "Init", None, (1,), ((0, "operand 1"),), "Loop"),
+        _C("loop_true", "Loop", (0, 1), (0, 2), ((0, "operand 2"),), "Loop"),
+        _C("loop_false", "Loop", (0, 0), (0,), (), "Init"))),
+    # dataflow.invariant(cond, value) -> value
+    "LoopInvariant": LoopSchemaCases(("Init", "Loop"), 2, 1, (
+        _C("init", "Init", None, (1,), ((0, "operand 1"),), "Loop", "operand 1"),
+        _C("loop_true", "Loop", (0, 1), (0,), ((0, "stored"),), "Loop"),
+        _C("loop_false", "Loop", (0, 0), (0,), (), "Init", "clear"))),
+    # dataflow.gate(cond, value) -> (cond', value'): value'[i] = value[i] with the tail cut,
+    # cond'[i] = cond[i + 1] with the head cut
+    "LoopGate": LoopSchemaCases(("Head", "Body"), 2, 2, (
+        _C("head_true", "Head", (0, 1), (0, 1), ((1, "operand 1"),), "Body"),
+        _C("head_false", "Head", (0, 0), (0, 1), (), "Head"),
+        _C("body_true", "Body", (0, 1), (0, 1), ((0, "true"), (1, "operand 1")), "Body"),
+        _C("body_false", "Body", (0, 0), (0, 1), ((0, "false"),), "Head"))),
+    # dataflow.stream(start, limit, step) -> (index, continue)
+    "LoopStream": LoopSchemaCases(("Init", "Running"), 3, 2, (
+        _C("init", "Init", None, (0, 1, 2), ((0, "computed"), (1, "computed")), "by continue"),
+        _C("step", "Running", None, (), ((0, "computed"), (1, "computed")), "by continue"))),
+}
+del _C
+
+
+def loop_control_contract(family: str, step_kind: str | None = None) -> ResourceContractRecord:
+    """The normalised per-case record of a LoopCarry/LoopInvariant/LoopGate/LoopStream resource."""
+    sc = LOOP_CASES[family]
+    stream = family == "LoopStream"
+    n_states = 1 + sc.n_in + sc.n_out + (1 if stream else 0)
+    states = tuple(ResourceState(0, 1, 0) for _ in range(n_states))
+    patterns = []
+    for c, case in enumerate(sc.cases):
+        held = [0] + [1 + k for k in case.consumes] + [1 + sc.n_in + j for j, _ in case.produces]
+        if stream:
+            held.append(n_states - 1)
+        claims = tuple(Claim(i, st, 0, 1) for i, st in enumerate(held))
+        patterns.append(UsePattern(c, 0, c, c, 0, 0, 1, 2, claims))
+    ranks = (0, 1, STEP_KINDS[step_kind]) if stream else (0, 0, 0)
+    events = ("Accept", "Publish", "NextState") if stream else ("Accept", "Publish", "Release")
+    keys = tuple(range(len(sc.cases)))
+    return ResourceContractRecord(states, (0,), None, events, (TimingContract(0, ranks),), keys, keys,
+                                  tuple(patterns))
+
+
+@dataclass(frozen=True)
+class CaseUse:
+    """What the engines read from pattern c of a loop-control record."""
+    consumes: tuple[int, ...]       # operand heads claimed
+    produces: tuple[int, ...]       # result capacity claimed
+    publish_rank: int               # Publish relative to Accept: 0 transparent, 1 registered
+    next_state_rank: int | None     # NextState relative to Accept (the in-flight update), or None
+    in_flight: bool                 # the pattern claims the in-flight update
+
+
+def case_uses(family: str, record: ResourceContractRecord) -> tuple[CaseUse, ...]:
+    """Read each case's use from its pattern (the record's state layout above)."""
+    sc = LOOP_CASES[family]
+    last = 1 + sc.n_in + sc.n_out
+    out = []
+    for p in record.use_patterns:
+        ranks = record.timings[p.timing].ranks
+        states = [c.state for c in p.claims]
+        nxt = dict(zip(record.events, ranks)).get("NextState")
+        out.append(CaseUse(tuple(s - 1 for s in states if 1 <= s <= sc.n_in),
+                           tuple(s - 1 - sc.n_in for s in states if sc.n_in < s < last),
+                           ranks[p.commit_event] - ranks[p.acquire_event],
+                           None if nxt is None else nxt - ranks[p.acquire_event], last in states))
+    return tuple(out)
+
+
+def case_cover_error(family: str, record: ResourceContractRecord) -> str | None:
+    """Why `record` does not map every schema case of `family` to its one exact UsePattern
+    (pattern c for case c, claiming the context state, exactly the case's operand heads and
+    active results), or None."""
+    sc = LOOP_CASES[family]
+    try:
+        validate_contract(record)
+    except CodecError as exc:
+        return str(exc)
+    n = len(sc.cases)
+    if len(record.use_patterns) != n or len(record.eligibility_keys) != n or len(record.transition_keys) != n:
+        return (f"{family} has {n} logical transition case(s) ({', '.join(c.name for c in sc.cases)}) but its "
+                f"contract declares {len(record.use_patterns)} use pattern(s): one exact UsePattern per case")
+    if len(record.states) < 1 + sc.n_in + sc.n_out:
+        return f"{family}'s contract declares {len(record.states)} state(s), fewer than its operand heads and results"
+    for case, p, use in zip(sc.cases, record.use_patterns, case_uses(family, record)):
+        if p.eligibility != p.key or p.transition != p.key:
+            return f"pattern {p.key} of {family} is not owned by case {case.name} (eligibility and transition {p.key})"
+        if not p.claims or p.claims[0].state != 0:
+            return f"pattern {p.key} ({case.name}) of {family} does not claim the context-state entry"
+        if set(use.consumes) != set(case.consumes):
+            return (f"pattern {p.key} ({case.name}) of {family} claims operand heads {sorted(use.consumes)}, "
+                    f"the case consumes {sorted(case.consumes)}")
+        if set(use.produces) != {j for j, _ in case.produces}:
+            return (f"pattern {p.key} ({case.name}) of {family} claims result capacity {sorted(use.produces)}, "
+                    f"the case produces {sorted(j for j, _ in case.produces)}")
+    return None
+
+
 def contract_for(op) -> ResourceContractRecord:
     kind = op.descriptor.contract
+    if op.family in LOOP_CASES:
+        return loop_control_contract(op.family, op.hw_params.step_kind if op.family == "LoopStream" else None)
     if kind == "one_cycle_elastic":
         return one_cycle_elastic()
     if kind == "elastic_transparent":

@@ -362,6 +362,21 @@ CASES.extend(Case(f"vcg.Add.{fmt}.{placement}", f"the NumPy reduce backend on th
              for fmt, dtype in (("FP16", "float16"), ("BF16", "bfloat16")) for placement in VCG_PLACEMENTS)
 
 
+# ---------------------------------------------------------------- fabric simulator cases
+
+def _fabric_setup(kind: str, instances: int):
+    def setup(n: int):
+        from fabric.sim.layered import bench_setup
+        return bench_setup(kind, instances)(n)
+    return setup
+
+
+CASES.extend(Case(f"fabric.sim.{kind}" + (f".x{b}" if b > 1 else ""),
+                  f"NumPy computing the same outputs layer by layer, no timing (n actor-cycles of the 1,000-actor "
+                  f"layered graph, {b} instance(s), compiled engine; docs/performance.md)", _fabric_setup(kind, b))
+             for kind in ("i32", "f32") for b in (1, 256))
+
+
 # ---------------------------------------------------------------- runner
 
 clock = time.perf_counter      # the timer of warm_up and measure (tests substitute a scripted one)

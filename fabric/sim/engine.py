@@ -1,36 +1,62 @@
 """The cycle-level simulator: every resource of a configured fabric stepped together, wired by
-the graph's realized edges, with a valid/ready handshake on every edge.
+the graph's realized edges, with a valid/ready handshake on every edge, for one instance of the
+graph or a batch of independent instances with their own input streams.
 
-One cycle t:
-  1. Registered resources present their held results; input streams present their current
-     token; an edge with an initial token presents it first.
-  2. Transparent resources (LoopCarry/Invariant/Gate) forward in topological order.
-  3. The handshakes settle: starting from "every valid edge is taken", each resource decides
-     from its operands and from whether its results are discharged; an edge whose consumer
-     will not take it, or whose transparent producer cannot commit, is withdrawn and its
-     neighbours decide again.  Valid and taken only ever fall, so this reaches the greatest
-     consistent set of handoffs: a registered add feeding a carry that feeds the add back
-     (a ring of simultaneous handoffs) advances one recurrence per cycle, as the seed requires.
-  4. Every resource applies its decision once; tokens move on valid && ready.
+Two engines run the one cycle kernel (fabric/sim/kernel.py) and the one set of semantic kernels
+(fabric/sim/semantics.py): `reference` runs the kernel as plain Python, `compiled` runs the
+Numba build of the same functions.  They differ in speed only; the tests compare their outputs,
+counters, traces and waveforms over random graphs of every family.  `auto` is the compiled
+engine (every graph the loader accepts is within it).
 
-Fan-out is real broadcast.  A registered result (or an input-stream token) is offered on all
-its consumer edges; each edge hands off when its consumer takes it, one pending bit per edge
-remembers it, and the result is discharged - the holding slot may be released - only when
-every consumer has taken it (eager fork: the pending bits are the claim-local obligation bits,
-not payload storage).  A transparent result has no holding slot, so it commits only in a cycle
-in which every consumer takes it.  No edge stores more than the one token in flight.
+Per cycle t: the kernel settles the handshakes of every live instance, the engine evaluates the
+semantic kernels of the firings with computed results (all firings of one kernel in one call,
+across the batch), and the kernel applies the cycle.  An instance in which nothing fired and no
+token moved sleeps until the next cycle that can differ (docs/fabric-graph.md, "Limits"): its
+repeated cycles are counted and traced as repeats, with identical outputs, counters, trace and
+waveform to stepping every one.
 
-The run ends when nothing has happened for a quiet window longer than any latency or consumer
-period: with no token waiting and no resource mid-transaction it is complete; otherwise it is
-a deadlock, reported with its cycle, the edges whose valid token is not accepted and the
-operands the blocked resources wait for.
+A run ends, per instance, when nothing has happened for a quiet window longer than any latency
+or consumer period: complete with no token waiting and no resource mid-transaction; otherwise a
+deadlock (with its cycle, the edges whose valid token is not accepted and the operands the
+blocked resources wait for) or starvation (a resource mid-transaction that nothing can feed).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .graph import Graph, build_resources
-from .resources import SimFault
+import numpy as np
+
+from . import kernel as K
+from .graph import Graph, GraphCode, GraphDiagnostic, GraphError
+from .program import ProgramError, build_program, decode, grow_outputs, lanes, new_state
+
+# The budget of one run (docs/fabric-graph.md, "Limits"), checked by `tile-emu fabric sim`
+# before it starts: idle stretches cost nothing (they are skipped), but a graph can stay busy
+# for ever (a stream with step 0), so the work a run may do is bounded too.
+MAX_CYCLES = 1 << 32                 # --cycles
+MAX_ACTOR_CYCLES = 1 << 30           # --cycles x actors, the reference engine: hours at its rate
+MAX_COMPILED_ACTOR_CYCLES = 1 << 38  # --cycles x actors x --instances, the compiled engine
+MAX_INSTANCES = 1 << 16              # --instances
+ENGINES = ("auto", "reference", "compiled")
+
+_COMPILED = None
+
+
+def kernel_for(engine: str):
+    """The kernel namespace an engine runs."""
+    global _COMPILED
+    if engine == "reference":
+        return K.REFERENCE
+    if _COMPILED is None:
+        _COMPILED = K.compiled()
+    return _COMPILED
+
+
+def resolve_engine(engine: str) -> str:
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
+    return "compiled" if engine == "auto" else engine
 
 
 @dataclass
@@ -38,6 +64,25 @@ class Counters:
     fires: int = 0
     stalls: int = 0        # a transition was possible but blocked: backpressure or next-state timing
     waits: int = 0         # some but not all operands of a transition were valid
+
+
+class CounterTable(Mapping):
+    """Actor name -> Counters, built on access (a batch of 256 instances of a 1,000-actor graph
+    would otherwise build 256,000 objects nobody reads)."""
+
+    def __init__(self, names, fires, stalls, waits):
+        self._index = {n: i for i, n in enumerate(names)}
+        self._cols = (fires, stalls, waits)
+
+    def __getitem__(self, name):
+        i = self._index[name]
+        return Counters(*(int(c[i]) for c in self._cols))
+
+    def __iter__(self):
+        return iter(self._index)
+
+    def __len__(self):
+        return len(self._index)
 
 
 @dataclass
@@ -50,250 +95,338 @@ class Result:
     waiting: list = field(default_factory=list)   # edge labels stuck at the end
 
 
+REASONS = {K.R_BACKPRESSURE: "backpressure", K.R_NEXT_STATE: "next_state", K.R_OPERANDS: "operands",
+           K.R_GRANT: "grant"}
+
+
+def _bit(x, l):
+    return ((x >> np.uint64(l)) & np.uint64(1)).astype(np.bool_)
+
+
+class CycleView:
+    """What one cycle of one instance looked like, for traces: fired actors, handoff edges,
+    stall reasons, and every edge's valid, ready and data."""
+
+    def __init__(self, sim, t, b=0):
+        self.sim, self.t, self.b = sim, t, b
+        st = sim.st
+        w, l = divmod(b, 64)
+        am, em = st.am[w], st.em[w]
+        self.fire = _bit(am[:, K.FIRE], l)
+        reason = np.full(len(self.fire), K.R_IDLE, np.int64)
+        reason[_bit(am[:, K.ROP], l)] = K.R_OPERANDS
+        reason[_bit(am[:, K.RNS], l)] = K.R_NEXT_STATE
+        reason[_bit(am[:, K.RBP], l)] = K.R_BACKPRESSURE
+        reason[_bit(am[:, K.RGR], l)] = K.R_GRANT
+        reason[self.fire] = K.R_FIRE
+        self.reason = reason
+        self.hand, self.valid_bits, self.ready_bits = _bit(em[:, K.HAND], l), _bit(em[:, K.VALID], l), \
+            _bit(em[:, K.READY], l)
+        self.words = st.data[w, :, l]
+
+    @property
+    def fired(self):
+        return np.flatnonzero(self.fire).tolist()
+
+    @property
+    def handoffs(self):
+        return np.flatnonzero(self.hand).tolist()
+
+    @property
+    def stalls(self):
+        r = self.reason
+        return {int(i): REASONS[int(r[i])] for i in np.flatnonzero((r != K.R_IDLE) & (r != K.R_FIRE))}
+
+    @property
+    def valid(self):
+        return self.valid_bits.tolist()
+
+    @property
+    def R(self):
+        return self.ready_bits.tolist()
+
+    @property
+    def data(self):
+        p = self.sim.p
+        return [decode(p, self.words[e], p.edge_types[e], p.widths[e]) if v else None
+                for e, v in enumerate(self.valid_bits)]
+
+
 class Simulator:
-    def __init__(self, g: Graph):
+    def __init__(self, g: Graph, engine: str = "reference", instances: int = 1, streams=None):
+        try:
+            self.p = build_program(g, streams, instances)
+        except ProgramError as exc:
+            raise GraphError([GraphDiagnostic(GraphCode[exc.code], f"actor {exc.actor}", str(exc))]) from None
         self.g = g
-        self.res = build_resources(g)
-        A = len(g.actors)
-        self.names = [a.name for a in g.actors]
-        index = {a.name: i for i, a in enumerate(g.actors)}
-        self.n_in = [r.n_in for r in self.res]
-        self.n_out = [r.n_out for r in self.res]
-        E = len(g.edges)
-        self.src = []            # (kind, node, port): kind "a" actor, "i" input
-        self.dst = []            # (kind, node, port): kind "a" actor, "o" output
-        self.in_edge = [[None] * self.n_in[i] for i in range(A)]
-        self.out_edges = [[[] for _ in range(self.n_out[i])] for i in range(A)]
-        self.input_edges = [[] for _ in g.inputs]
-        for e, ed in enumerate(g.edges):
-            s, d = ed.src, ed.dst
-            if s[0] == "@input":
-                self.src.append(("i", s[1], 0))
-                self.input_edges[s[1]].append(e)
-            else:
-                self.src.append(("a", index[s[0]], s[1]))
-                self.out_edges[index[s[0]]][s[1]].append(e)
-            if d[0] == "@output":
-                self.dst.append(("o", d[1], 0))
-            else:
-                self.dst.append(("a", index[d[0]], d[1]))
-                self.in_edge[index[d[0]]][d[1]] = e
-        self.labels = [ed.label for ed in g.edges]
-        self.widths = [ed.width for ed in g.edges]
-        self.initial = [ed.initial for ed in g.edges]
-        self.taken = [False] * E
-        self.transparent = [r.transparent for r in self.res]
-        self.topo = self._transparent_order()
-        self.src_pos = [0] * len(g.inputs)
-        self.src_at = [0] * len(g.inputs)
-        self.outputs = {name: [] for name, _, _ in g.outputs}
-        self.counters = {n: Counters() for n in self.names}
-        self.every = [ev for _, ev, _ in g.outputs]
+        self.engine = resolve_engine(engine)
+        self.k = kernel_for(self.engine)
+        self.names, self.labels, self.widths = self.p.names, self.p.labels, self.p.widths
+        self.st = new_state(self.p)
+        self._jit = self.engine == "compiled"
+        if self._jit:
+            from . import jit
+            self._P, self._S = jit.tables(self.p.T), jit.state(self.st)
+        else:
+            self._P, self._S = self.p.T, self.st
+        T = self.p.T
+        B, A = self.p.B, len(self.names)
+        self.W, self.LW = lanes(B)
+        self._scratch = (np.zeros(max(1, A), np.int64), np.zeros(max(1, A), np.bool_),
+                         np.zeros(T.a_in.shape[1], np.uint64), np.zeros(T.c_out.shape[1], np.uint64))
+        self._op = T.c_out.shape[1] + 3           # vals slot of operand 0
+        self._buffers = {}
         self.t = 0
+        self._outputs_to = int((T.ei[:, K.E_CK] == 1).sum())
+        self._end = [None] * B
+        self._ended = np.zeros(B, np.bool_)
 
-    def _transparent_order(self):
-        """Transparent actors, each after the transparent actors feeding it (acyclic by load)."""
-        order, seen = [], set()
+    def rewind(self):
+        """Back to cycle 0 with the initial state (the same graph, streams and engine)."""
+        self.st = new_state(self.p)
+        if self._jit:
+            from . import jit
+            self._S = jit.state(self.st)
+        else:
+            self._S = self.st
+        self.t = 0
+        self._end = [None] * self.p.B
+        self._ended = np.zeros(self.p.B, np.bool_)
 
-        def visit(i):
-            if i in seen:
-                return
-            seen.add(i)
-            for e in self.in_edge[i]:
-                k, n, _ = self.src[e]
-                if k == "a" and self.transparent[n]:
-                    visit(n)
-            order.append(i)
-        for i, tr in enumerate(self.transparent):
-            if tr:
-                visit(i)
-        return order
+    def snapshot(self):
+        """The complete simulation state, to `restore` later (a copy)."""
+        return (self.t, list(self._end), self._ended.copy(), [a.copy() for a in self.st])
 
-    # --- one cycle ---------------------------------------------------------------------------------
+    def restore(self, snap):
+        """Back to a `snapshot` of this simulator (in place: the compiled engine's view stays valid)."""
+        self.t, end, ended, arrays = snap
+        self._end, self._ended = list(end), ended.copy()
+        if any(a.shape != b.shape for a, b in zip(self.st, arrays)):
+            self.st = type(self.st)(*(a.copy() for a in arrays))
+            if self._jit:
+                from . import jit
+                self._S = jit.state(self.st)
+            else:
+                self._S = self.st
+            return
+        for a, b in zip(self.st, arrays):
+            np.copyto(a, b)
 
-    def _ins(self, i, valid, data):
-        return tuple(data[e] if valid[e] else None for e in self.in_edge[i])
+    def _words(self, live):
+        """A bool per instance as a mask per word."""
+        x = np.zeros(self.W * 64, np.bool_)
+        x[:len(live)] = live
+        return np.packbits(x.reshape(self.W, 64), axis=1, bitorder="little").view(np.uint64).reshape(self.W)
 
-    def _done(self, i, R):
-        """Per result: is the obligation discharged this cycle (see the module docstring)."""
-        out = []
-        tr = self.transparent[i]
-        for edges in self.out_edges[i]:
-            ok = True
-            for e in edges:
-                if self.initial[e] is not None or not (R[e] or (self.taken[e] and not tr)):
-                    ok = False
-                    break
-            out.append(ok)
-        return out
+    # --- one cycle -------------------------------------------------------------------------------
+
+    def _compute(self):
+        """Every semantic kernel once, on all its firings of the cycle (across the batch)."""
+        st, k = self.st, self.k
+        fire = st.am[:, :, K.FIRE]
+        for gi, g in enumerate(self.p.groups):
+            buf = self._buffers.get(gi)
+            if buf is None:
+                n_max = self.W * self.LW * len(g.actors)
+                nw = max(g.in_words)
+                buf = self._buffers[gi] = (np.zeros((len(g.in_words), n_max, nw), np.uint64), nw,
+                                           self.p.models[int(g.actors[0])].kind == "stream")
+            ops, nw, stream = buf
+            n = k.gather(fire, g.actors, st.vals, self._op, st.data, self.p.T.a_in, not stream, len(g.in_words), nw,
+                         ops)
+            if not n:
+                continue
+            args = [ops[i, :n, 0] if w == 1 else ops[i, :n, :w] for i, w in enumerate(g.in_words)]
+            res = g.fn(*args)
+            for j, (r, w) in enumerate(zip(res, g.out_words)):
+                r = np.ascontiguousarray(np.asarray(r, np.uint64).reshape(n, -1)[:, :w])
+                k.scatter(fire, g.actors, st.vals, j, r)
+
+    def _cycle(self, t, live):
+        """Settle, compute and apply cycle t of the live instances; faulted ones end here."""
+        k, p = self.k, self.p
+        st = grow_outputs(self.st, int(self.st.out_n[0]) + self._outputs_to * p.B + 1)
+        if st is not self.st:
+            self.st = st
+            if self._jit:
+                from . import jit
+                self._S = jit.state(st)
+            else:
+                self._S = st
+        words = self._words(live)
+        k.settle(self._P, self._S, t, words, *self._scratch)
+        bad = live & (st.bi[:, K.FAULT] >= 0)
+        if bad.any():
+            for b in np.flatnonzero(bad):
+                a = int(st.bi[b, K.FAULT])
+                m = p.models[a]
+                sel = int(np.int64(st.bi[b, K.FAULT_VALUE]).view(np.uint64))
+                self._ended[b] = True
+                self._end[b] = ("fault", t, f"cycle {t}: {self.names[a]}: selector value {sel} "
+                                            f"addresses none of {m.extra['fan']} {m.extra['routed']} ports")
+            live = live & ~bad
+            words = self._words(live)
+            st.am[:, :, K.FIRE] &= words[:, None]
+        with np.errstate(all="ignore"):
+            self._compute()
+        k.apply(self._P, self._S, t, words)
+        return live, words
 
     def step(self):
-        """Simulate cycle self.t; return (fired actors, handoff edges, {actor: stall reason}, valid, R, data)."""
-        t = self.t
-        E = len(self.labels)
-        valid, data = [False] * E, [None] * E
-        for i, r in enumerate(self.res):
-            if r.transparent:
-                continue
-            pres = r.present(t)
-            for j, edges in enumerate(self.out_edges[i]):
-                for e in edges:
-                    if self.initial[e] is not None:
-                        valid[e], data[e] = True, self.initial[e]
-                    elif pres[j] is not None and not self.taken[e]:
-                        valid[e], data[e] = True, pres[j]
-        for s, edges in enumerate(self.input_edges):
-            toks = self.g.inputs[s][1]
-            tok = toks[self.src_pos[s]] if self.src_pos[s] < len(toks) and t >= self.src_at[s] else None
-            for e in edges:
-                if tok is not None and not self.taken[e]:
-                    valid[e], data[e] = True, tok
-        everyone = [True] * max([0] + self.n_out)
-        for i in self.topo:
-            d = self.res[i].decide(t, self._ins(i, valid, data), everyone)
-            for j, edges in enumerate(self.out_edges[i]):
-                for e in edges:
-                    if self.initial[e] is not None:
-                        valid[e], data[e] = True, self.initial[e]
-                    elif d.fire and d.publish[j] is not None:
-                        valid[e], data[e] = True, d.publish[j]
-        R = list(valid)
-        for e in range(E):
-            k, n, _ = self.dst[e]
-            if k == "o" and valid[e]:
-                R[e] = (t % self.every[n]) == self.every[n] - 1
-        # settle the handshakes: valid and R only fall
-        decisions = [None] * len(self.res)
-        work = list(range(len(self.res)))
-        queued = [True] * len(self.res)
-        while work:
-            i = work.pop()
-            queued[i] = False
-            d = self.res[i].decide(t, self._ins(i, valid, data), self._done(i, R))
-            decisions[i] = d
-            for k, e in enumerate(self.in_edge[i]):
-                if R[e] and not d.consume[k]:
-                    R[e] = False
-                    sk, n, _ = self.src[e]
-                    if sk == "a" and not queued[n]:
-                        queued[n] = True
-                        work.append(n)
-            if self.transparent[i]:
-                for j, edges in enumerate(self.out_edges[i]):
-                    live = d.fire and d.publish[j] is not None
-                    for e in edges:
-                        if valid[e] and self.initial[e] is None and not live:
-                            valid[e] = R[e] = False
-                            dk, n, _ = self.dst[e]
-                            if dk == "a" and not queued[n]:
-                                queued[n] = True
-                                work.append(n)
-        # apply
-        fired, stalls, discharged = [], {}, []
-        done_all = [self._done(i, R) for i in range(len(self.res))]
-        for i, r in enumerate(self.res):
-            ins = self._ins(i, valid, data)
-            d = decisions[i]
-            pres = None if r.transparent else r.present(t)
-            f = r.apply(t, ins, done_all[i])
-            if bool(f) != d.fire:
-                raise AssertionError(f"{self.names[i]}: applied {f}, decided {d.fire} at cycle {t}")
-            c = self.counters[self.names[i]]
-            if d.fire:
-                fired.append(i)
-                c.fires += 1
-            elif d.reason in ("backpressure", "next_state"):
-                c.stalls += 1
-                stalls[i] = d.reason
-            elif d.reason == "operands" and any(x is not None for x in ins):
-                c.waits += 1
-                stalls[i] = "operands"
-            if not r.transparent:
-                discharged.extend(e for j, edges in enumerate(self.out_edges[i])
-                                  if pres[j] is not None and done_all[i][j] for e in edges)
-        handoffs = [e for e in range(E) if valid[e] and R[e]]
-        for e in handoffs:
-            if self.initial[e] is not None:
-                self.initial[e] = None
-                continue
-            sk, n, _ = self.src[e]
-            dk, m, _ = self.dst[e]
-            if dk == "o":
-                self.outputs[self.g.outputs[m][0]].append(data[e])
-            if sk == "i" or not self.transparent[n]:
-                self.taken[e] = True
-        for e in discharged:
-            self.taken[e] = False
-        for s, edges in enumerate(self.input_edges):
-            if edges and all(self.taken[e] for e in edges):
-                for e in edges:
-                    self.taken[e] = False
-                self.src_pos[s] += 1
-                self.src_at[s] = t + 1
+        """Simulate cycle self.t of every instance (no idle skipping); return its CycleView."""
+        self._cycle(self.t, ~self._ended)
+        view = CycleView(self, self.t)
         self.t += 1
-        return fired, handoffs, stalls, valid, R, data
+        return view
 
     def reset(self):
         """Reset every resource: held results, claims, pending groups and loop state are dropped
         and every pending handoff bit is cleared.  Input streams are outside the fabric and
         continue from their position; initial tokens are not re-created."""
-        for r in self.res:
-            r.reset()
-        self.taken = [False] * len(self.taken)
+        st = self.st
+        st.am[:, :, [K.HELD, K.MORE]] = 0
+        st.pend[...] = 0
+        st.la[:, :, :, [K.GLEFT, K.LSTATE, K.AUX, K.NEXTAT]] = 0
+        st.em[:, :, K.TAKEN] = 0
+        st.rs[:, :, :, K.NEXT_GRANT] = 0
+        st.rs[:, :, :, K.LAST_GRANT] = -1
+        mo = self.p.T.c_out.shape[1]
+        st.vals[:, :, :, mo:mo + 3] = 0
+
+    def _held(self, b, a):
+        w, l = divmod(b, 64)
+        return bool((int(self.st.am[w, a, K.HELD]) >> l) & 1) or int(self.st.la[w, a, l, K.LSTATE]) != 0
+
+    def busy(self, name: str, b: int = 0) -> bool:
+        """A resource is mid-transaction: a held claim, or a logical state other than the initial one."""
+        return self._held(b, self.names.index(name))
+
+    def parallelize_buffer(self, name: str, b: int = 0) -> list:
+        """The elements a parallelize adapter has accumulated (lane 0 first)."""
+        from .semantics import field
+        a = self.names.index(name)
+        m = self.p.models[a]
+        w, l = divmod(b, 64)
+        wd = self.st.vals[w, a, l, self.p.T.c_out.shape[1]][None, :]
+        return [int(field(wd, i * m.element_width, m.element_width)[0])
+                for i in range(int(self.st.la[w, a, l, K.LSTATE]))]
+
+    def _busy(self, b):
+        return [n for a, n in enumerate(self.names) if self._held(b, a)]
 
     # --- a whole run ---------------------------------------------------------------------------------
 
     def quiet_window(self) -> int:
         """Cycles without any event after which nothing can happen any more: longer than every
         step latency and every consumer period."""
-        lat = max([getattr(r, "latency", 1) for r in self.res] + [1])
-        return max([lat] + self.every) + 2
+        return self.p.window
 
-    def _busy(self):
-        return [self.names[i] for i, r in enumerate(self.res) if r.busy]
+    def run(self, max_cycles: int, trace=None, skip_idle: bool = True) -> Result:
+        """Run up to max_cycles cycles; the result of instance 0 (`run_all` gives every instance's).
+        `skip_idle=False` steps every idle cycle one by one (the tests compare both)."""
+        return self.run_all(max_cycles, trace, skip_idle)[0]
 
-    def run(self, max_cycles: int, trace=None) -> Result:
-        quiet, last = 0, -1
-        window = self.quiet_window()
-        try:
-            while self.t < max_cycles:
-                t = self.t
-                fired, handoffs, stalls, valid, R, data = self.step()
-                if trace is not None:
-                    trace(t, fired, handoffs, stalls, valid, R, data)
-                if fired or handoffs:
-                    quiet, last = 0, t
-                else:
-                    quiet += 1
-                    if quiet >= window:
-                        return self._finish(last, valid, R)
-        except SimFault as exc:
-            return Result("fault", self.t, self.outputs, self.counters, f"cycle {self.t}: {exc}")
-        return Result("cycle_limit", self.t, self.outputs, self.counters,
-                      f"stopped at the cycle limit {max_cycles} with work pending" if self._pending(valid)
-                      else f"reached the cycle limit {max_cycles}")
+    def run_all(self, max_cycles: int, trace=None, skip_idle: bool = True) -> list:
+        p, k = self.p, self.k
+        B = p.B
+        quiet = np.zeros(B, np.int64)
+        last = -np.ones(B, np.int64)
+        wake = np.full(B, self.t, np.int64)
+        done = self._ended.copy()
+        skip = bool(skip_idle) and (trace is None or B == 1)
+        t = self.t
+        while t < max_cycles:
+            live = ~done & (wake <= t)
+            if not live.any():
+                if done.all():
+                    break
+                t = int(wake[~done].min())
+                continue
+            live, words = self._cycle(t, live)
+            done |= self._ended
+            if trace is not None:
+                for b in np.flatnonzero(live):
+                    trace(t, CycleView(self, t, int(b)))
+            was_done = done.copy()
+            rep0 = k.pace(self._P, self._S, t, words, quiet, last, wake, done, p.window, max_cycles, skip)
+            if trace is not None and rep0 > 0:
+                trace.repeat(t + 1, t + rep0, CycleView(self, t, 0))
+            for b in np.flatnonzero(done & ~was_done):
+                self._end[b] = self._finish(int(b), int(last[b]))
+            t += 1
+        self.t = t
+        out = []
+        outputs = self._outputs()
+        for b in range(B):
+            e = self._end[b]
+            w, l = divmod(b, 64)
+            la = self.st.la[w, :, l]
+            counters = CounterTable(self.names, la[:, K.FIRES].copy(), la[:, K.STALLS].copy(), la[:, K.WAITS].copy())
+            if e is None:
+                pending = bool(_bit(self.st.em[w, :, K.VALID], l).any()) or bool(self._busy(b))
+                msg = (f"stopped at the cycle limit {max_cycles} with work pending" if pending
+                       else f"reached the cycle limit {max_cycles}")
+                out.append(Result("cycle_limit", t, outputs[b], counters, msg))
+            else:
+                status, cycles, msg, *waiting = e
+                out.append(Result(status, cycles, outputs[b], counters, msg, waiting[0] if waiting else []))
+        return out
 
-    def _pending(self, valid):
-        return any(valid) or bool(self._busy())
-
-    def _finish(self, last, valid, R) -> Result:
+    def _finish(self, b, last):
         cycles = last + 1
-        stuck = [self.labels[e] for e in range(len(valid)) if valid[e] and not R[e]]
-        busy = self._busy()
+        st, T = self.st, self.p.T
+        w, l = divmod(b, 64)
+        valid, R = _bit(st.em[w, :, K.VALID], l), _bit(st.em[w, :, K.READY], l)
+        stuck = [self.labels[e] for e in np.flatnonzero(valid & ~R)]
+        busy = self._busy(b)
         if not stuck and not busy:
-            return Result("complete", cycles, self.outputs, self.counters)
+            return ("complete", cycles, "")
         waiting_ops = []
-        for i, r in enumerate(self.res):
-            if r.busy or any(valid[e] for e in self.in_edge[i]):
-                waiting_ops += [self.labels[e] for e in self.in_edge[i] if not valid[e]]
+        for a in range(len(self.names)):
+            ins = [int(e) for e in T.a_in[a, :T.ai[a, K.A_NIN]]]
+            if self._held(b, a) or any(valid[e] for e in ins):
+                waiting_ops += [self.labels[e] for e in ins if not valid[e]]
         if stuck:
             msg = (f"deadlock at cycle {cycles}: valid tokens never accepted on {', '.join(stuck)}"
                    + (f"; their consumers wait for {', '.join(waiting_ops)}" if waiting_ops else ""))
-            return Result("deadlock", cycles, self.outputs, self.counters, msg, stuck)
+            return ("deadlock", cycles, msg, stuck)
         msg = (f"starved at cycle {cycles}: {', '.join(busy)} mid-transaction, waiting for "
                f"{', '.join(waiting_ops) or 'nothing that can arrive'}")
-        return Result("starved", cycles, self.outputs, self.counters, msg, waiting_ops)
+        return ("starved", cycles, msg, waiting_ops)
+
+    def _outputs(self):
+        """Every instance's collected tokens, per output, in the order they were taken."""
+        p, st = self.p, self.st
+        n = int(st.out_n[0])
+        o, b, v = st.out_i[:n, 0], st.out_i[:n, 1], st.out_v[:n]
+        names = [name for name, _, _ in self.g.outputs]
+        types = [t for _, _, t in self.g.outputs]
+        widths = {}
+        for ed in self.g.edges:
+            if ed.dst[0] == "@output":
+                widths[ed.dst[1]] = ed.width
+        res = [{name: [] for name in names} for _ in range(p.B)]
+        order = np.lexsort((np.arange(n), b, o))          # by output, then instance, then time
+        key = o[order] * p.B + b[order]
+        bounds = np.flatnonzero(np.diff(key)) + 1
+        for part in np.split(order, bounds) if n else []:
+            oi, bi = int(o[part[0]]), int(b[part[0]])
+            t, w = types[oi], widths[oi]
+            rows = v[part]
+            if p.NW == 1 and not hasattr(t, "shape") and not hasattr(t, "tag"):
+                res[bi][names[oi]] = rows[:, 0].tolist()
+            else:
+                res[bi][names[oi]] = [decode(p, r, t, w) for r in rows]
+        return res
+
+    def output_counts(self):
+        """[B, O] tokens each output collected (without decoding them)."""
+        st = self.st
+        n = int(st.out_n[0])
+        out = np.zeros((self.p.B, len(self.g.outputs)), np.int64)
+        np.add.at(out, (st.out_i[:n, 1], st.out_i[:n, 0]), 1)
+        return out
 
 
-def simulate(g: Graph, max_cycles: int, trace=None) -> Result:
-    return Simulator(g).run(max_cycles, trace)
+def simulate(g: Graph, max_cycles: int, trace=None, skip_idle: bool = True, engine: str = "reference") -> Result:
+    return Simulator(g, engine).run(max_cycles, trace, skip_idle)

@@ -12,16 +12,21 @@ import enum
 from dataclasses import dataclass, field
 
 from ..elastic import DEFINEDNESS_REQUIRED
-from ..errors import FabricError, FormatError, closed_object as _obj, json_kind as _kind
+from ..errors import FormatError
 from ..io import parse_json as parse_document
+from . import jsonread
 from ..topology import split_ref
 from ..types import NoneType, TaggedType, TypeWidthError, VectorType, payload_bits
-from .models import CYCLE_MODELS, NO_CYCLE_MODEL, build, no_kernel_reason
+from .models import CYCLE_MODELS, NO_CYCLE_MODEL, no_kernel_reason
 
 FORMAT = "tile-emu-fabric-graph/1"
 MAX_BYTES = 8 << 20
 MAX_ITEMS = 1 << 16
 MAX_TOKENS = 1 << 20          # tokens per input stream
+MAX_INSTANCE_STREAMS = 1 << 16  # per-instance token lists of one input
+MAX_READY_EVERY = 1 << 20
+MAX_CONTEXTS = 1 << 10        # resident InstructionContextRefs of one temporal resource
+GRANT_POLICIES = ("round_robin", "fixed_priority")
 MAX_VALUE_BITS = 4096         # widest token this model carries
 
 
@@ -41,7 +46,10 @@ class GraphCode(enum.Enum):
     CombinationalLoop = "a cycle of elastic-transparent resources with no registered stage"
     CapabilityInadmissible = "a required activity-definedness proof is missing"
     DuplicateName = "two actors, inputs or outputs share a name"
-    SharedResource = "two actors are mapped onto one fabric.op: resource sharing has no cycle model"
+    SharedResource = "two actors are mapped onto one fabric.op without a temporal declaration giving each a context"
+    ContextCapacity = "an InstructionContextRef beyond the temporal resource's resident contexts, or one used twice"
+    TemporalInvalid = "a temporal declaration that names no resource of the actors, or a resource that cannot be shared"
+    ContractCasesUncovered = "a resource contract's per-case use patterns do not cover the schema's cases"
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,18 @@ class Edge:
     label: str = ""
 
 
+@dataclass(frozen=True)
+class Temporal:
+    """One operation resource of a temporal PE shared by several actors, each in its own resident
+    InstructionContextRef: `members` are the actors in context order; the resource grants one
+    acceptance per `initiation_interval` cycles to a requesting context by `grant_policy`."""
+    op: str
+    contexts: int
+    initiation_interval: int
+    grant_policy: str
+    members: tuple            # ((context, actor name), ...) sorted by context
+
+
 @dataclass
 class Graph:
     name: str
@@ -98,40 +118,53 @@ class Graph:
     edges: list
     inputs: list = field(default_factory=list)    # [(name, [tokens], type)]
     outputs: list = field(default_factory=list)   # [(name, ready_every, type)]
+    instance_inputs: dict = field(default_factory=dict)   # input index -> [[tokens] per instance list]
+    temporal: list = field(default_factory=list)          # [Temporal]
+
+    def streams(self, instances: int):
+        """Each instance's input tokens: an input with instance_tokens gives instance i its list
+        i mod K, every other input its tokens to every instance."""
+        if not self.instance_inputs:
+            return None
+        return [{self.inputs[s][0]: lists[i % len(lists)] for s, lists in self.instance_inputs.items() if lists}
+                for i in range(instances)]
 
 
 def _d(code, path, msg):
     return GraphDiagnostic(code, path, msg)
 
 
-def _str(v, path):
-    if not isinstance(v, str) or not v:
-        raise FormatError(path, f"expected a nonempty string, found {_kind(v)}")
-    return v
+# --- the document: a closed JSON Schema (fabric.sim.jsonread) --------------------------------------
 
-
-def _list(v, path, limit=MAX_ITEMS):
-    if not isinstance(v, list):
-        raise FormatError(path, f"expected a list, found {_kind(v)}")
-    if len(v) > limit:
-        raise FormatError(path, f"{len(v)} entries exceed the limit of {limit}")
-    return v
-
-
-def _ref(v, path):
-    s = _str(v, path)
-    r = split_ref(s)
-    if r is None:
-        raise FormatError(path, f"{s!r} is not an endpoint (actor.K)")
-    return r
-
-
-def _int(v, path, lo, hi):
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise FormatError(path, f"expected an integer, found {_kind(v)}")
-    if not lo <= v <= hi:
-        raise FormatError(path, f"{v} is outside [{lo}, {hi}]")
-    return v
+jsonread.register_format("endpoint", lambda v: not isinstance(v, str) or split_ref(v) is not None,
+                         lambda v: f"{v!r} is not an endpoint (actor.K)")
+_REF = jsonread.string("endpoint")
+GRAPH_SCHEMA = jsonread.closed(
+    ("format", "name", "fabric", "actors", "edges"), ("inputs", "outputs", "activity_defined", "temporal"), {
+        "format": {"const": FORMAT},
+        "name": jsonread.string(),
+        "fabric": jsonread.string(),
+        "actors": jsonread.array(jsonread.string(), MAX_ITEMS),
+        "edges": jsonread.array(jsonread.closed(("from", "to"), ("initial",), {"from": _REF, "to": _REF}), MAX_ITEMS),
+        "inputs": jsonread.array({
+            **jsonread.closed(("name", "to"), ("tokens", "instance_tokens"), {
+                "name": jsonread.string(), "to": jsonread.array(_REF, MAX_ITEMS),
+                "tokens": jsonread.array(None, MAX_TOKENS),
+                "instance_tokens": {**jsonread.array(jsonread.array(None, MAX_TOKENS), MAX_INSTANCE_STREAMS),
+                                    "minItems": 1}}),
+            "oneOf": [{"required": ["tokens"]}, {"required": ["instance_tokens"]}],
+            "description": "an input has exactly one of tokens (every instance) and instance_tokens "
+                           "(one list per instance)"}, MAX_ITEMS),
+        "outputs": jsonread.array(jsonread.closed(("name", "from"), ("ready_every",), {
+            "name": jsonread.string(), "from": _REF, "ready_every": jsonread.integer(1, MAX_READY_EVERY)}), MAX_ITEMS),
+        "activity_defined": jsonread.array(_REF, MAX_ITEMS),
+        "temporal": jsonread.array(jsonread.closed(("op", "contexts", "actors"), ("initiation_interval", "grant_policy"), {
+            "op": jsonread.string(), "contexts": jsonread.integer(1, MAX_CONTEXTS),
+            "initiation_interval": jsonread.integer(1, MAX_READY_EVERY),
+            "grant_policy": {"enum": list(GRANT_POLICIES), "description": "grant_policy is round_robin or fixed_priority"},
+            "actors": {"type": "object", "maxProperties": MAX_CONTEXTS,
+                       "additionalProperties": jsonread.integer(0, MAX_CONTEXTS - 1)}}), MAX_ITEMS),
+    })
 
 
 def token_value(v, t, width: int, path: str):
@@ -190,33 +223,15 @@ def load_graph(path, fabric) -> Graph:
 def load_graph_document(doc, fabric) -> Graph:
     from ..view import check_fabric
 
-    _obj(doc, "$", required=("format", "name", "fabric", "actors", "edges"),
-         optional=("inputs", "outputs", "activity_defined"))
-    if doc["format"] != FORMAT:
-        raise FormatError("$.format", f"expected {FORMAT!r}, found {doc['format']!r}")
-    name = _str(doc["name"], "$.name")
-    fname = _str(doc["fabric"], "$.fabric")
-    actor_names = [_str(a, f"$.actors[{i}]") for i, a in enumerate(_list(doc["actors"], "$.actors"))]
-    raw_edges = []
-    for i, e in enumerate(_list(doc["edges"], "$.edges")):
-        p = f"$.edges[{i}]"
-        _obj(e, p, required=("from", "to"), optional=("initial",))
-        raw_edges.append((_ref(e["from"], p + ".from"), _ref(e["to"], p + ".to"), e.get("initial"), p))
-    raw_inputs = []
-    for i, x in enumerate(_list(doc.get("inputs", []), "$.inputs")):
-        p = f"$.inputs[{i}]"
-        _obj(x, p, required=("name", "to", "tokens"))
-        raw_inputs.append((_str(x["name"], p + ".name"),
-                           [_ref(r, f"{p}.to[{k}]") for k, r in enumerate(_list(x["to"], p + ".to"))],
-                           _list(x["tokens"], p + ".tokens", MAX_TOKENS), p))
-    raw_outputs = []
-    for i, x in enumerate(_list(doc.get("outputs", []), "$.outputs")):
-        p = f"$.outputs[{i}]"
-        _obj(x, p, required=("name", "from"), optional=("ready_every",))
-        raw_outputs.append((_str(x["name"], p + ".name"), _ref(x["from"], p + ".from"),
-                            _int(x.get("ready_every", 1), p + ".ready_every", 1, 1 << 20), p))
-    proofs = {_ref(r, f"$.activity_defined[{i}]") for i, r in enumerate(_list(doc.get("activity_defined", []),
-                                                                                "$.activity_defined"))}
+    jsonread.check(doc, GRAPH_SCHEMA)
+    name, fname, actor_names = doc["name"], doc["fabric"], doc["actors"]
+    raw_edges = [(split_ref(e["from"]), split_ref(e["to"]), e.get("initial"), f"$.edges[{i}]")
+                 for i, e in enumerate(doc["edges"])]
+    raw_inputs = [(x["name"], [split_ref(r) for r in x["to"]], x.get("tokens"), x.get("instance_tokens"),
+                   f"$.inputs[{i}]") for i, x in enumerate(doc.get("inputs", []))]
+    raw_outputs = [(x["name"], split_ref(x["from"]), x.get("ready_every", 1), f"$.outputs[{i}]")
+                   for i, x in enumerate(doc.get("outputs", []))]
+    proofs = {split_ref(r) for r in doc.get("activity_defined", [])}
 
     # --- the fabric: verified, named, mapped ---
     if fabric.name != fname:
@@ -263,12 +278,15 @@ def load_graph_document(doc, fabric) -> Graph:
                 diags.append(_d(GraphCode.CapabilityInadmissible, p,
                                 f"{u.actor.schema} {a!r}: no activity-definedness proof for operand(s) "
                                 f"{', '.join(f'{a}.{k}' for k in missing)} (list them in activity_defined)"))
+    temporal = _temporal(doc.get("temporal", []), actors, diags)
+    shared = {t.op for t in temporal}
     owner: dict = {}
     for a in actors.values():
-        if a.use.op in owner:
+        if a.use.op in owner and a.use.op not in shared:
             diags.append(_d(GraphCode.SharedResource, "$.actors",
-                            f"actors {owner[a.use.op]!r} and {a.name!r} both run on {a.use.op}: this model gives "
-                            f"each actor its own spatial resource and has no cycle model for sharing one"))
+                            f"actors {owner[a.use.op]!r} and {a.name!r} both run on {a.use.op}: a spatial PE has one "
+                            f"context per resource; declare the resource temporal (temporal[].actors) to give each "
+                            f"actor its own InstructionContextRef"))
         owner.setdefault(a.use.op, a.name)
     for u in fabric.mapping.uses:
         if u.name not in seen:
@@ -322,30 +340,36 @@ def load_graph_document(doc, fabric) -> Graph:
                         f"the mapping realizes edge {src[0]}.{src[1]} -> {dst[0]}.{dst[1]}, which the graph lacks"))
     names = set()
     inputs = []
-    for ii, (nm, tos, toks, p) in enumerate(raw_inputs):
+    instance_inputs = {}
+    for ii, (nm, tos, toks, per, p) in enumerate(raw_inputs):
         if nm in names:
             diags.append(_d(GraphCode.DuplicateName, p + ".name", f"{nm!r} is taken"))
         names.add(nm)
         types = [operand(r, f"{p}.to[{k}]") for k, r in enumerate(tos)]
-        types = [t for t in types if t is not None]
         if not tos:
             diags.append(_d(GraphCode.DanglingResult, p + ".to", f"input {nm!r} drives no operand"))
             continue
-        if not types:
+        if None in types:       # an unknown or doubly driven operand: operand() said which
             continue
         if any(t != types[0] for t in types):
             diags.append(_d(GraphCode.TypeMismatch, p + ".to", f"input {nm!r} drives operands of different types"))
             continue
         a, k = tos[0]
         w = actors[a].widths_in[k]
-        vals = []
-        for j, v in enumerate(toks):
-            tv = token_value(v, types[0], w, f"{p}.tokens[{j}]")
-            if isinstance(tv, GraphDiagnostic):
-                diags.append(tv)
-                break
-            vals.append(tv)
-        inputs.append((nm, vals, types[0]))
+        lists = [(toks, p + ".tokens")] if per is None else [(x, f"{p}.instance_tokens[{j}]") for j, x in enumerate(per)]
+        converted = []
+        for xs, where in lists:
+            vals = []
+            for j, v in enumerate(xs):
+                tv = token_value(v, types[0], w, f"{where}[{j}]")
+                if isinstance(tv, GraphDiagnostic):
+                    diags.append(tv)
+                    break
+                vals.append(tv)
+            converted.append(vals)
+        inputs.append((nm, converted[0] if converted else [], types[0]))
+        if per is not None:
+            instance_inputs[len(inputs) - 1] = converted
         for r in tos:
             edges.append(Edge(("@input", ii), r, w, None, "external", f"{nm}->{r[0]}.{r[1]}"))
     outputs = []
@@ -369,11 +393,59 @@ def load_graph_document(doc, fabric) -> Graph:
                                 f"result {a.name}.{k} has no consumer (add an edge or an output)"))
     if diags:
         raise GraphError(diags)
-    g = Graph(name, fabric, list(actors.values()), edges, inputs, outputs)
+    g = Graph(name, fabric, list(actors.values()), edges, inputs, outputs, instance_inputs, temporal)
     _check_cycles(g, diags)
     if diags:
         raise GraphError(diags)
     return g
+
+
+def _temporal(entries, actors, diags) -> list:
+    """The temporal declarations: every actor of a shared resource in its own context below the
+    resource's resident-context count; a transparent resource forwards within the cycle and is
+    never shared."""
+    from .models import CYCLE_MODELS
+    out, seen = [], set()
+    for i, t in enumerate(entries):
+        p = f"$.temporal[{i}]"
+        op = t["op"]
+        on_op = {a.name for a in actors.values() if a.use.op == op}
+        if not on_op:
+            diags.append(_d(GraphCode.TemporalInvalid, p + ".op", f"no actor of the graph runs on {op!r}"))
+            continue
+        if op in seen:
+            diags.append(_d(GraphCode.TemporalInvalid, p + ".op", f"{op!r} is declared temporal twice"))
+            continue
+        seen.add(op)
+        fam = next(a.family for a in actors.values() if a.use.op == op)
+        if fam in ("LoopCarry", "LoopInvariant", "LoopGate"):
+            diags.append(_d(GraphCode.TemporalInvalid, p + ".op", f"{op} is an elastic-transparent {fam} resource: it "
+                                                                 f"forwards within the cycle, so contexts cannot take turns on it"))
+            continue
+        ctx = t["actors"]
+        bad = False
+        for name in sorted(on_op - set(ctx)):
+            diags.append(_d(GraphCode.SharedResource, p + ".actors",
+                            f"actor {name!r} runs on temporal resource {op} without an InstructionContextRef"))
+            bad = True
+        for name in sorted(set(ctx) - on_op):
+            diags.append(_d(GraphCode.TemporalInvalid, p + f".actors.{name}", f"actor {name!r} does not run on {op}"))
+            bad = True
+        by_ctx: dict = {}
+        for name, c in ctx.items():
+            if c >= t["contexts"]:
+                diags.append(_d(GraphCode.ContextCapacity, p + f".actors.{name}",
+                                f"context {c} of {name!r} is beyond the {t['contexts']} resident context(s) of {op}"))
+                bad = True
+            elif c in by_ctx:
+                diags.append(_d(GraphCode.ContextCapacity, p + f".actors.{name}",
+                                f"context {c} of {op} is already resident for {by_ctx[c]!r}"))
+                bad = True
+            by_ctx.setdefault(c, name)
+        if not bad and CYCLE_MODELS.get(fam) is not None:
+            out.append(Temporal(op, t["contexts"], t.get("initiation_interval", 1), t.get("grant_policy", "round_robin"),
+                                tuple(sorted((c, n) for n, c in ctx.items()))))
+    return out
 
 
 class _UseView:
@@ -383,59 +455,45 @@ class _UseView:
         self.name, self.actor, self.corr, self.family, self.fabric_op = a.name, a.actor, a.corr, a.family, a.fabric_op
 
 
-def build_resources(g: Graph) -> list:
-    out = []
-    for a in g.actors:
-        try:
-            out.append(build(_UseView(a)))
-        except FabricError as exc:  # e.g. an adapter contract the portable provider rejects
-            raise GraphError([_d(GraphCode.NoCycleModel, f"actor {a.name}", str(d)) for d in exc.diagnostics]) from None
-    return out
-
-
 # --- static liveness: cycles ------------------------------------------------------------------------
 
-def _find_cycle(nodes, succ):
-    """One directed cycle (list of nodes) of the graph, or None (iterative DFS)."""
-    color = {n: 0 for n in nodes}
-    for root in nodes:
-        if color[root]:
-            continue
-        stack = [(root, iter(succ.get(root, ())))]
-        color[root] = 1
-        while stack:
-            n, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
-                color[n] = 2
-                stack.pop()
-                continue
-            if color.get(nxt, 2) == 1:
-                path = [m for m, _ in stack]
-                return path[path.index(nxt):] + [nxt]
-            if color.get(nxt) == 0:
-                color[nxt] = 1
-                stack.append((nxt, iter(succ.get(nxt, ()))))
+def _cycle(succ) -> list | None:
+    """One directed cycle of the graph `succ` (node -> successors), as graphlib reports it, or None."""
+    import graphlib
+    ts = graphlib.TopologicalSorter()
+    for n in sorted(succ):
+        ts.add(n)
+        for m in sorted(succ[n]):
+            ts.add(m, n)
+    try:
+        ts.prepare()
+    except graphlib.CycleError as exc:
+        return list(exc.args[1])
     return None
 
 
 def _check_cycles(g: Graph, diags: list):
-    res = {a.name: build(_UseView(a)) for a in g.actors}
+    from .program import ProgramError, models_of
+    try:
+        models = dict(zip((a.name for a in g.actors), models_of(g)))
+    except ProgramError as exc:
+        diags.append(_d(GraphCode[exc.code], f"actor {exc.actor}", str(exc)))
+        return
     dead, comb = {}, {}
     for e in g.edges:
         s, d = e.src[0], e.dst[0]
         if s.startswith("@") or d.startswith("@"):
             continue
         # an operand every transition needs, with no initial token: its producer must fire first
-        if res[d].required[e.dst[1]] and e.initial is None:
+        if all(e.dst[1] in c.need for c in models[d].cases) and e.initial is None:
             dead.setdefault(s, set()).add(d)
-        if res[s].transparent and res[d].transparent:
+        if not models[s].registered and not models[d].registered:
             comb.setdefault(s, set()).add(d)
     for succ, code, why in ((dead, GraphCode.CycleWithoutInitialToken,
                              "every actor on it waits for a token only the cycle can produce; put an initial "
                              "token on one of its edges"),
                             (comb, GraphCode.CombinationalLoop,
                              "forwarding adds no registered cycle, so valid would depend on itself")):
-        cyc = _find_cycle(sorted(succ), {k: sorted(v) for k, v in succ.items()})
+        cyc = _cycle(succ)
         if cyc:
             diags.append(_d(code, "$.edges", f"{' -> '.join(cyc)}: {why}"))

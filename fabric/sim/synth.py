@@ -19,8 +19,9 @@ def _w(t) -> int:
     return payload_bits(parse_type(t))
 
 
-def _behavior(nan: str) -> dict:
-    return {"rounding_modes": ["to_nearest_even"], "nan_behaviors": [nan], "subnormal_behaviors": ["preserve"],
+def _behavior(nan: str, attrs=None) -> dict:
+    mode = (attrs or {}).get("rounding_mode") or "to_nearest_even"
+    return {"rounding_modes": [mode], "nan_behaviors": [nan], "subnormal_behaviors": ["preserve"],
             "signed_zero_behaviors": ["preserve"], "required_fast_math": []}
 
 
@@ -32,7 +33,7 @@ def _fmt(t: str) -> str:
 def _float_hw(family: str, schema: str, ins, outs, attrs) -> dict | None:
     if family in ("ScalarFloatSign", "ScalarFloatAddSub", "ScalarFloatMultiply", "ScalarFloatFma",
                   "ScalarFloatDivide", "ScalarFloatRemainder"):
-        return {"formats": [_fmt(ins[0])], "behavior": _behavior("ieee")}
+        return {"formats": [_fmt(ins[0])], "behavior": _behavior("ieee", attrs)}
     if family == "FixedVectorFloatSign":
         return {"formats": [_fmt(ins[0])], "behavior": _behavior("ieee"), "max_payload_bits": _w(ins[0])}
     if family == "ScalarFloatCompareMinMax":
@@ -40,7 +41,7 @@ def _float_hw(family: str, schema: str, ins, outs, attrs) -> dict | None:
         return {"formats": [_fmt(ins[0])], "comparison_predicates": [attrs["predicate"]] if "predicate" in attrs else [],
                 "behavior": _behavior(nan)}
     if family == "ScalarFloatWidthCast":
-        return {"format_pairs": [[_fmt(ins[0]), _fmt(outs[0])]], "behavior": _behavior("ieee")}
+        return {"format_pairs": [[_fmt(ins[0]), _fmt(outs[0])]], "behavior": _behavior("ieee", attrs)}
     if family == "ScalarIntegerToFloat":
         return {"format_pairs": [[_w(ins[0]), _fmt(outs[0])]]}
     if family == "ScalarFloatToInteger":
@@ -50,7 +51,28 @@ def _float_hw(family: str, schema: str, ins, outs, attrs) -> dict | None:
     return None
 
 
+def _elements(vt) -> dict:
+    e = vt.element
+    return ({"integer_element_widths": [e.width], "float_element_formats": []} if not hasattr(e, "format")
+            else {"integer_element_widths": [], "float_element_formats": [e.format]})
+
+
+INDEX_WIDTH = 64          # the index width a synthesised use selects for index operands
+
+
 def _hw(family: str, schema: str, ins, outs, attrs) -> dict:
+    if family == "FixedVectorSliceAlignMerge":
+        container = parse_type(ins[0] if schema == "vector.extract" else ins[1])
+        sl = outs[0] if schema == "vector.extract" else ins[0]
+        rank = sum(1 for t in ins if t == "index")
+        return {**_elements(container), "max_container_payload_bits": payload_bits(container),
+                "max_slice_payload_bits": _w(sl), "max_dynamic_position_rank": rank,
+                "resolved_index_widths": [INDEX_WIDTH] if rank else []}
+    if family == "FixedVectorShuffle":
+        v1, v2, r = (parse_type(t) for t in (ins[0], ins[1], outs[0]))
+        return {**_elements(v1), "max_operand_payload_bits": max(payload_bits(v1), payload_bits(v2)),
+                "max_result_payload_bits": payload_bits(r), "max_block_payload_bits": payload_bits(v1) // v1.shape[0],
+                "max_source_blocks": v1.shape[0] + v2.shape[0], "max_result_blocks": r.shape[0]}
     fl = _float_hw(family, schema, ins, outs, attrs)
     if fl is not None:
         return fl
@@ -61,8 +83,9 @@ def _hw(family: str, schema: str, ins, outs, attrs) -> dict:
     if family == "ScalarIntegerCompareMinMax":
         return {"operand_widths": [w], "comparison_predicates": [attrs["predicate"]] if "predicate" in attrs else []}
     if family in ("ScalarValueSelect", "ScalarBitReinterpret"):
-        w = _w(ins[-1])
-        return {"integer_widths": [w], "float_formats": []}
+        ts = [parse_type(t) for t in list(ins[-1:]) + list(outs)]
+        return {"integer_widths": sorted({t.width for t in ts if not hasattr(t, "format")}),
+                "float_formats": sorted({t.format for t in ts if hasattr(t, "format")})}
     if family == "ScalarIntegerCast":
         return {"width_pairs": [[w, _w(outs[0])]], "resolved_index_widths": []}
     if family == "LoopStream":
@@ -86,7 +109,16 @@ def _hw(family: str, schema: str, ins, outs, attrs) -> dict:
 
 
 def _port(t) -> str:
-    return f"bits<{_w(t)}>"
+    return f"bits<{INDEX_WIDTH if t == 'index' else _w(t)}>"
+
+
+def _physical(schema: str, ins, outs):
+    """(physical input types, actor operand -> physical input): vector.extract leaves physical
+    input 1 (the insert's container role) unbound - the schema guarantees it inactive."""
+    if schema == "vector.extract":
+        phys = [ins[0], outs[0]] + list(ins[1:])
+        return phys, [0] + [2 + k for k in range(len(ins) - 1)]
+    return list(ins), list(range(len(ins)))
 
 
 def family_for(schema: str) -> str:
@@ -105,17 +137,21 @@ def configured_fabric(name: str, actors, family_override: dict | None = None) ->
             fam = {"arith.addi": "FixedVectorIntegerAddSub", "arith.subi": "FixedVectorIntegerAddSub"}.get(
                 schema, "FixedVectorIntegerLogic")
         d = FAMILIES[fam]
+        phys, operands = _physical(schema, ins, outs)
         op = {"kind": "op", "name": "op", "implementation_family": fam, "op_list": [schema],
               "hw_params": _hw(fam, schema, ins, outs, attrs),
-              "operands": [f"in.{k}" for k in range(len(ins))],
-              "ports": {"inputs": [_port(t) for t in ins], "results": [_port(t) for t in outs]},
+              "operands": [f"in.{k}" for k in range(len(phys))],
+              "ports": {"inputs": [_port(t) for t in phys], "results": [_port(t) for t in outs]},
               "constraints": [{"resource_contract": _CONTRACT[d.contract]}]}
-        fus.append({"name": an, "inputs": [_port(t) for t in ins], "outputs": [_port(t) for t in outs],
+        fus.append({"name": an, "inputs": [_port(t) for t in phys], "outputs": [_port(t) for t in outs],
                     "nodes": [op], "yield": [f"op.{k}" for k in range(len(outs))],
                     "templates": [{"name": "t", "nodes": ["op"]}]})
-        uses.append({"name": an, "op": f"{an}/op",
-                     "actor": {"schema": schema, "inputs": list(ins), "results": list(outs), "attributes": dict(attrs)},
-                     "operands": list(range(len(ins))), "results": list(range(len(outs)))})
+        use = {"name": an, "op": f"{an}/op",
+               "actor": {"schema": schema, "inputs": list(ins), "results": list(outs), "attributes": dict(attrs)},
+               "operands": operands, "results": list(range(len(outs)))}
+        if "index" in ins:
+            use["index_width"] = INDEX_WIDTH
+        uses.append(use)
     return {"format": "tile-emu-fabric/1", "name": name, "fus": fus,
             "mapping": {"templates": {a[0]: "t" for a in actors}, "uses": uses, "edges": []}}
 

@@ -22,13 +22,18 @@ class Recorder:
         self.sim = sim
         self.fires, self.handoffs, self.stalls, self.valid, self.data = {}, {}, {}, {}, {}
 
-    def __call__(self, t, fired, handoffs, stalls, valid, R, data):
+    def __call__(self, t, view):
         s = self.sim
-        self.fires[t] = {s.names[i] for i in fired}
-        self.handoffs[t] = {s.labels[e] for e in handoffs}
-        self.stalls[t] = {s.names[i]: why for i, why in stalls.items()}
+        valid, data = view.valid, view.data
+        self.fires[t] = {s.names[i] for i in view.fired}
+        self.handoffs[t] = {s.labels[e] for e in view.handoffs}
+        self.stalls[t] = {s.names[i]: why for i, why in view.stalls.items()}
         self.valid[t] = {s.labels[e]: valid[e] for e in range(len(valid))}
         self.data[t] = {s.labels[e]: data[e] for e in range(len(valid)) if valid[e]}
+
+    def repeat(self, first, last, view):
+        for u in range(first, last + 1):
+            self(u, view)
 
     def cycles_firing(self, actor):
         return sorted(t for t, f in self.fires.items() if actor in f)
@@ -37,9 +42,9 @@ class Recorder:
         return sorted(t for t, h in self.handoffs.items() if label in h)
 
 
-def run(actors, edges, inputs=(), outputs=(), defined=(), cycles=1000):
+def run(actors, edges, inputs=(), outputs=(), defined=(), cycles=1000, engine="reference"):
     g = load(actors, edges, inputs, outputs, defined)
-    sim = Simulator(g)
+    sim = Simulator(g, engine)
     rec = Recorder(sim)
     return sim.run(cycles, rec), rec
 

@@ -133,10 +133,10 @@ def test_reset_during_drain_clears_the_slot_and_the_continuation():
     sim = Simulator(g)
     for _ in range(4):   # 5, 6 accumulated; close accepted at 2; partial group visible, stalled
         sim.step()
-    assert sim.res[0].busy
+    assert sim.busy("par")
     sim.reset()
-    assert not sim.res[0].busy
+    assert not sim.busy("par")
     res = sim.run(200)
     assert res.outputs["vec"] == []          # neither the partial group nor the false group
     assert res.status == "starved"            # 7 accumulated: the adapter is mid-transaction again
-    assert sim.res[0].r.buffer == [7]
+    assert sim.parallelize_buffer("par") == [7]

@@ -25,7 +25,10 @@ def test_every_registered_family_runs_or_is_named_without_a_cycle_model():
     assert not set(CYCLE_MODELS) & set(NO_CYCLE_MODEL)
 
 
-def test_family_without_a_cycle_model_is_rejected_by_name():
+def test_family_without_a_cycle_model_is_rejected_by_name(monkeypatch):
+    from fabric.sim import models
+    monkeypatch.delitem(models.CYCLE_MODELS, "ScalarMathSin")
+    monkeypatch.setitem(models.NO_CYCLE_MODEL, "ScalarMathSin", "taken out for this test")
     sin = ("f", "math.sin", ["f32"], ["f32"], {"accuracy": "correctly_rounded"})
     fab = configured_fabric("fab", [sin])
     g = graph_document("g", "fab", [sin], [], [("a", ["f.0"], [0])], [("y", "f.0")])
@@ -35,14 +38,14 @@ def test_family_without_a_cycle_model_is_rejected_by_name():
     assert d.code is GraphCode.NoCycleModel and "ScalarMathSin" in str(d) and "no cycle model" in str(d)
 
 
-def test_rounding_mode_without_a_kernel_is_rejected():
-    addf = ("f", "arith.addf", ["f32", "f32"], ["f32"], {"rounding_mode": "upward"})
-    fab = configured_fabric("fab", [addf])
-    fab["fus"][0]["nodes"][0]["hw_params"]["behavior"]["rounding_modes"] = ["upward"]
-    g = graph_document("g", "fab", [addf], [], [("a", ["f.0", "f.1"], [0])], [("y", "f.0")])
+def test_exact_types_without_a_kernel_are_rejected():
+    """i1 -> f32 conversion: the integer conversions this model runs take 8 to 64 bits."""
+    cvt = ("f", "arith.sitofp", ["i1"], ["f32"], {})
+    fab = configured_fabric("fab", [cvt])
+    g = graph_document("g", "fab", [cvt], [], [("a", ["f.0"], [0])], [("y", "f.0")])
     with pytest.raises(GraphError) as exc:
         load_graph_document(g, load_document(fab))
-    assert exc.value.diagnostics[0].code is GraphCode.NoCycleModel and "upward" in str(exc.value)
+    assert exc.value.diagnostics[0].code is GraphCode.NoCycleModel and "arith.sitofp on i1" in str(exc.value)
 
 
 def test_unmapped_actor_and_unused_use():
@@ -121,7 +124,10 @@ def cli(capsys):
     from emulator.cli import main
 
     def call(*args):
-        rc = main(["fabric", "sim", *args])
+        try:
+            rc = main(["fabric", "sim", *args])
+        except SystemExit as exc:          # argparse's own usage errors
+            rc = exc.code
         out = capsys.readouterr()
         return _Run(rc, out.out, out.err)
     return call
@@ -156,14 +162,15 @@ def test_cli_reports_a_deadlock_with_cycle_and_waiting_edges(tmp_path, cli):
 def test_cli_refuses_a_trace_too_large_before_starting(tmp_path, cli):
     g, f = _files(tmp_path, *sum_loop([1, 2, 3]))
     out = tmp_path / "t.arrow"
-    r = cli(g, "--fabric", f, "--cycles", str(1 << 38), "--trace", str(out))
+    r = cli(g, "--fabric", f, "--cycles", str(1 << 27), "--trace", str(out))   # within the run budget
     assert r.returncode == 2 and "lower --cycles" in r.stderr and not out.exists()
     r = cli(g, "--fabric", f, "--cycles", str(1 << 50))
     assert r.returncode == 2 and "outside" in r.stderr
 
 
 def read_vcd(text):
-    """A small VCD reader: header variables and the value of every signal at every time."""
+    """A small VCD reader: header variables and the value of every signal at every time (a time
+    with no change repeats the previous one)."""
     lines = iter(text.splitlines())
     ids, names = {}, []
     for line in lines:
@@ -173,13 +180,15 @@ def read_vcd(text):
             ids[tok[3]] = (tok[4], int(tok[2]))
         if tok[:1] == ["$enddefinitions"]:
             break
-    values, cur, t = {}, {}, None
+    changes, cur, t = {}, {}, None
     for line in lines:
         if line.startswith("#"):
             if t is not None:
-                values[t] = dict(cur)
+                changes[t] = dict(cur)
             t = int(line[1:])
-        elif line[0] in "01":
+        elif line in ("$dumpvars", "$end"):
+            continue
+        elif line[0] in "01x":
             cur[ids[line[1:]][0]] = line[0]
         elif line[0] == "b":
             v, ident = line[1:].split()
@@ -188,7 +197,11 @@ def read_vcd(text):
             cur[name] = v
         else:
             raise AssertionError(f"unexpected VCD line {line!r}")
-    values[t] = dict(cur)
+    changes[t] = dict(cur)
+    values, last = {}, {}
+    for u in range(max(changes) + 1):
+        last = changes.get(u, last)
+        values[u] = last
     return ids, values
 
 
@@ -275,3 +288,58 @@ def test_cli_refuses_a_device_as_arrow_trace_and_writes_a_waveform_to_one(tmp_pa
     assert r.returncode == 1 and "not a regular file" in r.stderr
     r = cli(g, "--fabric", f, "--cycles", "10", "--vcd", "/dev/null")
     assert r.returncode == 0, r.stderr
+
+
+# --- engines and instances on the command line -----------------------------------------------------
+
+def test_cli_says_which_engine_ran(tmp_path, cli):
+    g, f = _files(tmp_path, *sum_loop([1, 2, 3]))
+    for engine, shown_ in (("auto", "compiled"), ("compiled", "compiled"), ("reference", "reference")):
+        r = cli(g, "--fabric", f, "--cycles", "100", "--engine", engine)
+        assert r.returncode == 0 and f"engine: {shown_}\n" in r.stdout and "status: complete, 6 cycle(s)" in r.stdout
+
+
+def test_cli_runs_instances_with_their_own_streams(tmp_path, cli):
+    actors, edges, inputs, outputs = sum_loop([1])
+    inputs = [x for x in inputs if x[0] not in ("x", "limit")]
+    fab = configured_fabric("fab", actors)
+    doc = graph_document("g", "fab", actors, edges, inputs, outputs)
+    doc["inputs"] += [{"name": "limit", "to": ["cnt.1", "cnt2.1"], "instance_tokens": [[2], [3], [1]]},
+                      {"name": "x", "to": ["add.1"], "instance_tokens": [[5, 6], [1, 2, 3], [9]]}]
+    (tmp_path / "f.json").write_text(json.dumps(fab))
+    (tmp_path / "g.json").write_text(json.dumps(doc))
+    r = cli(str(tmp_path / "g.json"), "--fabric", str(tmp_path / "f.json"), "--cycles", "100", "--instances", "4")
+    assert r.returncode == 0, r.stderr
+    assert "engine: compiled, 4 instances" in r.stdout
+    for k, total in ((0, 11), (1, 6), (2, 9), (3, 11)):                 # instance 3 takes list 3 mod 3 = 0
+        assert f"instance {k}: output sum: 1 token(s): [{total}]" in r.stdout
+    ref = cli(str(tmp_path / "g.json"), "--fabric", str(tmp_path / "f.json"), "--cycles", "100", "--instances", "4",
+              "--engine", "reference")
+    assert ref.stdout.replace("engine: reference", "engine: compiled") == r.stdout
+
+
+@pytest.mark.parametrize("args, words", [(["--instances", "0"], "outside [1, 2^16]"),
+                                         (["--instances", str(1 << 17)], "outside [1, 2^16]"),
+                                         (["--engine", "fast"], "invalid choice")])
+def test_cli_refuses_bad_engine_options(tmp_path, cli, args, words):
+    g, f = _files(tmp_path, *sum_loop([1]))
+    r = cli(g, "--fabric", f, "--cycles", "10", *args)
+    assert r.returncode == 2 and words in r.stderr and r.stdout == ""
+
+
+def test_cli_refuses_a_trace_of_too_many_instances_before_starting(tmp_path, cli):
+    g, f = _files(tmp_path, *sum_loop([1]))
+    out = tmp_path / "t.arrow"
+    r = cli(g, "--fabric", f, "--cycles", str(1 << 20), "--instances", "4096", "--trace", str(out))
+    assert r.returncode == 2 and "lower --cycles or --instances" in r.stderr and not out.exists()
+
+
+def test_instance_tokens_are_checked_like_tokens():
+    fab = load_document(configured_fabric("fab", [ADD]))
+    doc = graph_document("g", "fab", [ADD], [], [("a", ["add.0"], [1])], [("y", "add.0")])
+    doc["inputs"].append({"name": "b", "to": ["add.1"], "instance_tokens": [[1], [1 << 40]]})
+    assert codes(lambda: load_graph_document(doc, fab)) == [GraphCode.BadToken]
+    doc["inputs"][1]["instance_tokens"] = []
+    with pytest.raises(FormatError) as exc:
+        load_graph_document(doc, fab)
+    assert "instance_tokens" in exc.value.path and "at least 1" in str(exc.value)

@@ -1,0 +1,926 @@
+"""The one cycle kernel: the valid/ready handshake, the claims and the transition cases of every
+resource, for every instance of a batch.  Both engines run these functions unchanged: the
+reference engine as the plain Python below (no compilation, every step inspectable), the
+compiled engine as Numba builds of the same source (`compiled`).  Nothing here is specific to a
+family: the resources' behaviour is the `Program` tables (fabric/sim/program.py), built from
+their cycle models and contract records (fabric/sim/models.py).
+
+Instances are bit-sliced: 64 instances form a word, and every handshake signal of a word -
+an edge's valid, ready, taken, initial-pending and handoff, a resource's held claim, its
+pending results, its firing - is one uint64 whose bit l is instance 64w + l.  The settling
+rules are bitwise, so one pass over the actors settles 64 instances; what differs per instance
+(the case a resource selects from its state and condition value, payloads, counters) is kept
+per lane and visited only for the lanes concerned.  A single run is one word with one lane.
+
+One cycle t of the live lanes m of word w (docs/fabric-graph.md, "Execution semantics"):
+
+  settle  1. registered results present their held group; input streams their current token;
+             an edge with an initial token presents it first;
+          2. transparent resources forward, in topological order, as if every consumer took;
+          3. the handshakes settle: from "every valid token is taken", each resource selects its
+             case (state and condition), checks its operands, its holding slot or its active
+             consumers, and its in-flight next-state update; an operand it does not consume is
+             withdrawn (its producer decides again), a transparent result it cannot commit is
+             withdrawn (its consumers decide again).  Valid and ready only fall, so this ends at
+             the greatest consistent set of handoffs, whatever order the resources decide in;
+          4. the operands of every firing with computed results are copied for the semantic
+             kernels (fabric/sim/semantics.py), which the engine runs between settle and apply.
+  apply   tokens move on valid && ready; a registered result is discharged when every consumer
+          has taken it (its claim released at the final handoff, before a new acceptance, so a
+          replacement may be accepted in the same cycle); firings commit their cases: state,
+          stored values, claims; counters; input streams advance.
+  pace    a lane in which nothing happened sleeps until the next cycle that can differ, or ends
+          after its quiet window.
+
+A registered result becomes visible the cycle after it is accepted, and an input stream's next
+token the cycle after its last take, which is always the next settle: no coordinate needs
+storing for them.  Values are `NW` uint64 words, least significant first; `vals[w, a, l]` holds
+an actor's current group (slots 0..MO-1), its stored values (MO..MO+2) and the operands of its
+computed firing (MO+3..).  Numba's compile time grows with the number of array arguments, so
+the tables and the state are a few packed arrays with named columns.
+"""
+from __future__ import annotations
+
+import types as _types
+
+import numpy as np
+
+# result sources (Tables.c_src): >= 0 an operand
+SRC_COMPUTED, SRC_STORED, SRC_ONE, SRC_ZERO, SRC_CONST, SRC_GROUP, SRC_NONE = -1, -2, -3, -4, -5, -6, -7
+# resource kinds (ai[:, A_KIND])
+K_ELASTIC, K_ROUTED, K_STREAM, K_TRANSPARENT, K_PARALLELIZE, K_SERIALIZE = 0, 1, 2, 3, 4, 5
+# why a lane of an actor did not fire: counted stalls, counted waits, nothing to report
+R_FIRE, R_BACKPRESSURE, R_NEXT_STATE, R_OPERANDS, R_IDLE, R_GRANT = 0, 1, 2, 3, 4, 5
+NEXT_BY_CONTINUE = -2
+STORE_CLEAR = -2
+NEVER = 1 << 62
+
+# Tables.ai columns (per actor); A_UNIFORM: one case, no condition, any state, one group, no wait
+A_REG, A_KIND, A_NIN, A_NOUT, A_RBASE, A_C0, A_C1, A_GRP, A_LAT, A_LANES, A_EW, A_UNIFORM, A_RES = range(13)
+# Tables.rt columns (per shared temporal resource): initiation interval, grant policy, member count,
+# then the member actors in context order
+RT_II, RT_POLICY, RT_N, RT_MEMBERS = 0, 1, 2, 3
+ROUND_ROBIN, FIXED_PRIORITY = 0, 1
+# Tables.ci columns (per case)
+C_SLO, C_SHI, C_COND, C_NEXT, C_STORE, C_WAIT, C_ACASE = range(7)
+# Tables.ei columns (per edge)
+E_PK, E_P, E_PJ, E_CK, E_C, E_INIT, E_EVERY = range(7)
+# State.em: per word and edge, masks over the word's lanes
+VALID, READY, TAKEN, INITP, HAND = range(5)
+# State.am: per word and actor, masks: held claim, firing, more groups to come, stall reasons
+HELD, FIRE, MORE, RBP, RNS, ROP, GRANT, RGR = range(8)
+# State.rs: per word, shared resource and lane: the first cycle it may grant again, the last granted
+NEXT_GRANT, LAST_GRANT = range(2)
+# State.la: per word, actor and lane
+GLEFT, NEXTAT, LSTATE, AUX, CASE, FIRES, STALLS, WAITS = range(8)
+# State.bi: per lane of the batch
+ACT, FAULT, FAULT_VALUE = range(3)
+
+ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+_KERNELS: list = []
+
+
+def kernel(fn):
+    """Mark a function of this module as part of the kernel (compiled together by `compiled`)."""
+    _KERNELS.append(fn.__name__)
+    return fn
+
+
+@kernel
+def lane_of(bit):
+    """The index of the one set bit of `bit` (the bits below it, counted)."""
+    x = bit - np.uint64(1)
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@kernel
+def get_field(vals, w, a, l, slot, off, width):
+    """Bits [off, off + width) (width <= 64) of the value in vals[w, a, l, slot]."""
+    k = off // 64
+    s = off % 64
+    v = vals[w, a, l, slot, k] >> np.uint64(s)
+    if s != 0 and s + width > 64 and k + 1 < vals.shape[4]:
+        v = v | (vals[w, a, l, slot, k + 1] << np.uint64(64 - s))
+    if width < 64:
+        v = v & ((np.uint64(1) << np.uint64(width)) - np.uint64(1))
+    return v
+
+
+@kernel
+def set_field(vals, w, a, l, slot, off, width, v):
+    k = off // 64
+    s = off % 64
+    m = ONES if width >= 64 else (np.uint64(1) << np.uint64(width)) - np.uint64(1)
+    v = v & m
+    lo = m << np.uint64(s)
+    vals[w, a, l, slot, k] = (vals[w, a, l, slot, k] & ~lo) | (v << np.uint64(s))
+    if s + width > 64:
+        hm = (np.uint64(1) << np.uint64(s + width - 64)) - np.uint64(1)
+        vals[w, a, l, slot, k + 1] = (vals[w, a, l, slot, k + 1] & ~hm) | (v >> np.uint64(64 - s))
+
+
+# --- settle ----------------------------------------------------------------------------------------
+
+@kernel
+def settle(P, S, t, live, stack, queued, cons, outm):
+    """Settle cycle t of the live lanes (`live[w]`, a mask per word).  `stack`, `queued` (one
+    entry per actor) and `cons`, `outm` (one mask per operand / result) are scratch."""
+    ai, a_in, ci, c_cval, c_need, c_out, c_src, ei = P.ai, P.a_in, P.ci, P.c_cval, P.c_need, P.c_out, P.c_src, P.ei
+    r_ptr, r_edges, s_ptr, s_edges, tok, tok_val = P.r_ptr, P.r_edges, P.s_ptr, P.s_edges, P.tok, P.tok_val
+    em, data, am, pend, la, vals, si, bi = S.em, S.data, S.am, S.pend, S.la, S.vals, S.si, S.bi
+    A, E, NW = ai.shape[0], ei.shape[0], data.shape[3]
+    MO = c_out.shape[1]
+    ST = MO
+    OP = MO + 3
+
+    def select_case(w, a, l):
+        """The case of lane l of actor a: its index, -2 when its condition operand is not valid
+        (undecidable), -1 when no case applies (a runtime selector addressing no port)."""
+        st = la[w, a, l, LSTATE]
+        bit = np.uint64(1) << np.uint64(l)
+        for c in range(ai[a, A_C0], ai[a, A_C1]):
+            if st < ci[c, C_SLO] or st > ci[c, C_SHI]:
+                continue
+            k = ci[c, C_COND]
+            if k >= 0:
+                e = a_in[a, k]
+                if em[w, e, VALID] & bit == 0:
+                    return -2
+                if data[w, e, l, 0] != c_cval[c]:
+                    continue
+            return c
+        return -1
+
+    def done_mask(w, a, j):
+        """Lanes whose result j is discharged this cycle: every consumer edge has taken (a held
+        result) or takes now the token; an edge still presenting its initial token is not done."""
+        r = ai[a, A_RBASE] + j
+        d = ONES
+        for q in range(r_ptr[r], r_ptr[r + 1]):
+            e = r_edges[q]
+            x = em[w, e, READY]
+            if ai[a, A_REG] != 0:
+                x = x | em[w, e, TAKEN]
+            d = d & x & ~em[w, e, INITP]
+        return d
+
+    def free_mask(w, a):
+        """Lanes whose holding slot can take a new acceptance: empty, or its last group
+        discharged this cycle (the final handoff releases the claim first)."""
+        ok = ~am[w, a, MORE]
+        for j in range(ai[a, A_NOUT]):
+            p = pend[w, a, j]
+            if p != 0:
+                ok = ok & (~p | done_mask(w, a, j))
+        return ~am[w, a, HELD] | ok
+
+    def decide(w, a, m):
+        """Set the actor's firing lanes, its per-operand consumption masks `cons` and active
+        result masks `outm`, its reasons, and (cased resources) each lane's case."""
+        nin, nout = ai[a, A_NIN], ai[a, A_NOUT]
+        reg = ai[a, A_REG] != 0
+        if ai[a, A_UNIFORM] != 0:
+            c = ai[a, A_C0]
+            ok = m
+            for k in range(nin):
+                if c_need[c, k]:
+                    ok = ok & em[w, a_in[a, k], VALID]
+            f = ok
+            if reg:
+                f = ok & free_mask(w, a)
+            else:
+                for j in range(nout):
+                    if c_out[c, j]:
+                        f = f & done_mask(w, a, j)
+            bp = ok & ~f
+            gr = np.uint64(0)
+            if ai[a, A_RES] >= 0:                    # a context of a shared resource: only if granted
+                gr = f & ~am[w, a, GRANT]
+                f = f & am[w, a, GRANT]
+            for k in range(nin):
+                cons[k] = f if c_need[c, k] else np.uint64(0)
+            for j in range(nout):
+                outm[j] = f if c_out[c, j] else np.uint64(0)
+            am[w, a, FIRE] = f
+            am[w, a, RBP] = bp
+            am[w, a, RNS] = np.uint64(0)
+            am[w, a, ROP] = m & ~ok
+            am[w, a, RGR] = gr
+            return
+        for k in range(nin):
+            cons[k] = np.uint64(0)
+        for j in range(nout):
+            outm[j] = np.uint64(0)
+        free = free_mask(w, a) if reg else ONES
+        granted = am[w, a, GRANT] if ai[a, A_RES] >= 0 else ONES
+        f = np.uint64(0)
+        bp = np.uint64(0)
+        ns = np.uint64(0)
+        op = np.uint64(0)
+        gr = np.uint64(0)
+        mm = m
+        while mm != 0:
+            bit = mm & (~mm + np.uint64(1))
+            mm = mm ^ bit
+            l = lane_of(bit)
+            c = select_case(w, a, l)
+            la[w, a, l, CASE] = c
+            if c < 0:
+                if c == -1 and ai[a, A_KIND] == K_ROUTED:
+                    L = w * 64 + l
+                    bi[L, FAULT] = a
+                    bi[L, FAULT_VALUE] = np.int64(data[w, a_in[a, 0], l, 0])
+                op = op | bit
+                continue
+            ok = True
+            for k in range(nin):
+                if c_need[c, k] and em[w, a_in[a, k], VALID] & bit == 0:
+                    ok = False
+            if not ok:
+                op = op | bit
+                continue
+            if reg:
+                if free & bit == 0:
+                    bp = bp | bit
+                    continue
+                if ci[c, C_WAIT] != 0 and t < la[w, a, l, NEXTAT]:
+                    ns = ns | bit
+                    continue
+            else:
+                blocked = False
+                for j in range(nout):
+                    if c_out[c, j] and done_mask(w, a, j) & bit == 0:
+                        blocked = True
+                if blocked:
+                    bp = bp | bit
+                    continue
+            if granted & bit == 0:
+                gr = gr | bit
+                continue
+            f = f | bit
+            for k in range(nin):
+                if c_need[c, k]:
+                    cons[k] = cons[k] | bit
+            for j in range(nout):
+                if c_out[c, j]:
+                    outm[j] = outm[j] | bit
+        am[w, a, FIRE] = f
+        am[w, a, RBP] = bp
+        am[w, a, RNS] = ns
+        am[w, a, ROP] = op
+        am[w, a, RGR] = gr
+
+    def requests(w, a, l):
+        """Lane l of actor a asks for its resource: a case selected, its operands valid, its
+        holding slot free and its next state available (as the cycle begins)."""
+        c = select_case(w, a, l)
+        if c < 0:
+            return False
+        bit = np.uint64(1) << np.uint64(l)
+        for k in range(ai[a, A_NIN]):
+            if c_need[c, k] and em[w, a_in[a, k], VALID] & bit == 0:
+                return False
+        if ai[a, A_REG] != 0 and free_mask(w, a) & bit == 0:
+            return False
+        return not (ci[c, C_WAIT] != 0 and t < la[w, a, l, NEXTAT])
+
+    def arbitrate(w, m):
+        """Each shared resource grants, per lane, one requesting context in its policy's order,
+        once its initiation interval since the last grant has passed."""
+        rt, rs = P.rt, S.rs
+        for r in range(rt.shape[0]):
+            nm = rt[r, RT_N]
+            for i in range(nm):
+                a = rt[r, RT_MEMBERS + i]
+                am[w, a, GRANT] = am[w, a, GRANT] & ~m
+            mm = m
+            while mm != 0:
+                bit = mm & (~mm + np.uint64(1))
+                mm = mm ^ bit
+                l = lane_of(bit)
+                if t < rs[w, r, l, NEXT_GRANT]:
+                    continue
+                start = (rs[w, r, l, LAST_GRANT] + 1) % nm if rt[r, RT_POLICY] == ROUND_ROBIN else 0
+                for i in range(nm):
+                    a = rt[r, RT_MEMBERS + (start + i) % nm]
+                    if requests(w, a, l):
+                        am[w, a, GRANT] = am[w, a, GRANT] | bit
+                        break
+
+    def publish(w, a, c, j, e, l):
+        """Edge e, lane l, carries what a transparent case publishes on result j: an operand,
+        the stored value, or a constant."""
+        src = c_src[c, j]
+        if src >= 0:
+            f = a_in[a, src]
+            for x in range(NW):
+                data[w, e, l, x] = data[w, f, l, x]
+        elif src == SRC_STORED:
+            for x in range(NW):
+                data[w, e, l, x] = vals[w, a, l, ST, x]
+        else:
+            for x in range(NW):
+                data[w, e, l, x] = np.uint64(0)
+            if src == SRC_ONE:
+                data[w, e, l, 0] = np.uint64(1)
+
+    def present(w, m):
+        for e in range(E):
+            em[w, e, VALID] = em[w, e, VALID] & ~m
+        for a in range(A):
+            h = am[w, a, HELD] & m
+            if ai[a, A_REG] == 0 or h == 0:
+                continue
+            for j in range(ai[a, A_NOUT]):
+                pm = pend[w, a, j] & h
+                if pm == 0:
+                    continue
+                r = ai[a, A_RBASE] + j
+                for q in range(r_ptr[r], r_ptr[r + 1]):
+                    e = r_edges[q]
+                    v = pm & ~em[w, e, TAKEN]
+                    em[w, e, VALID] = em[w, e, VALID] | v
+                    while v != 0:
+                        bit = v & (~v + np.uint64(1))
+                        v = v ^ bit
+                        l = lane_of(bit)
+                        for x in range(NW):
+                            data[w, e, l, x] = vals[w, a, l, j, x]
+        for s in range(s_ptr.shape[0] - 1):
+            mm = m
+            while mm != 0:
+                bit = mm & (~mm + np.uint64(1))
+                mm = mm ^ bit
+                l = lane_of(bit)
+                L = w * 64 + l
+                if si[w, s, l] < tok[s, L, 1]:
+                    k = tok[s, L, 0] + si[w, s, l]
+                    for q in range(s_ptr[s], s_ptr[s + 1]):
+                        e = s_edges[q]
+                        if em[w, e, TAKEN] & bit == 0:
+                            em[w, e, VALID] = em[w, e, VALID] | bit
+                            for x in range(NW):
+                                data[w, e, l, x] = tok_val[k, x]
+        for e in range(E):
+            ip = em[w, e, INITP] & m
+            if ip != 0:
+                em[w, e, VALID] = em[w, e, VALID] | ip
+                while ip != 0:
+                    bit = ip & (~ip + np.uint64(1))
+                    ip = ip ^ bit
+                    l = lane_of(bit)
+                    for x in range(NW):
+                        data[w, e, l, x] = P.e_ival[e, x]
+        # transparent resources forward (acyclic among themselves: the loader refuses a combinational loop)
+        for i in range(P.topo_tr.shape[0]):
+            a = P.topo_tr[i]
+            mm = m
+            while mm != 0:
+                bit = mm & (~mm + np.uint64(1))
+                mm = mm ^ bit
+                l = lane_of(bit)
+                c = select_case(w, a, l)
+                if c < 0:
+                    continue
+                ok = True
+                for k in range(ai[a, A_NIN]):
+                    if c_need[c, k] and em[w, a_in[a, k], VALID] & bit == 0:
+                        ok = False
+                if not ok:
+                    continue
+                for j in range(ai[a, A_NOUT]):
+                    if c_out[c, j]:
+                        r = ai[a, A_RBASE] + j
+                        for q in range(r_ptr[r], r_ptr[r + 1]):
+                            e = r_edges[q]
+                            if em[w, e, INITP] & bit == 0:
+                                em[w, e, VALID] = em[w, e, VALID] | bit
+                                publish(w, a, c, j, e, l)
+        for e in range(E):
+            v = em[w, e, VALID] & m
+            k = ei[e, E_EVERY]
+            if k > 1 and (t % k) != k - 1:
+                v = np.uint64(0)
+            em[w, e, READY] = (em[w, e, READY] & ~m) | v
+
+    def push(n, a):
+        if not queued[a]:
+            queued[a] = True
+            stack[n] = a
+            return n + 1
+        return n
+
+    def settle_word(w, m):
+        present(w, m)
+        if P.rt.shape[0] > 0:
+            arbitrate(w, m)
+        n = 0
+        for i in range(A):
+            n = push(n, P.order[i])
+        while n > 0:
+            n -= 1
+            a = stack[n]
+            queued[a] = False
+            decide(w, a, m)
+            for k in range(ai[a, A_NIN]):
+                e = a_in[a, k]
+                r = em[w, e, READY]
+                nr = r & (cons[k] | ~m)
+                if nr != r:
+                    em[w, e, READY] = nr
+                    if ei[e, E_PK] == 0:
+                        n = push(n, ei[e, E_P])
+            if ai[a, A_REG] == 0:
+                for j in range(ai[a, A_NOUT]):
+                    r = ai[a, A_RBASE] + j
+                    for q in range(r_ptr[r], r_ptr[r + 1]):
+                        e = r_edges[q]
+                        kill = em[w, e, VALID] & ~em[w, e, INITP] & m & ~outm[j]
+                        if kill != 0:
+                            em[w, e, VALID] = em[w, e, VALID] & ~kill
+                            em[w, e, READY] = em[w, e, READY] & ~kill
+                            if ei[e, E_CK] == 0:
+                                n = push(n, ei[e, E_C])
+        # a stream's computed firing takes its operands from its state: set them out (the other
+        # semantic kernels read their operands from the edges, `gather`)
+        for a in range(A):
+            f = am[w, a, FIRE]
+            if f == 0 or ai[a, A_GRP] < 0 or ai[a, A_KIND] != K_STREAM:
+                continue
+            while f != 0:
+                bit = f & (~f + np.uint64(1))
+                f = f ^ bit
+                l = lane_of(bit)
+                init = la[w, a, l, LSTATE] == 0
+                for x in range(NW):                      # (base, step, limit, is_step)
+                    if init:                             # Init: (start, step, limit, 0)
+                        vals[w, a, l, OP, x] = data[w, a_in[a, 0], l, x]
+                        vals[w, a, l, OP + 1, x] = data[w, a_in[a, 2], l, x]
+                        vals[w, a, l, OP + 2, x] = data[w, a_in[a, 1], l, x]
+                    else:                                # step: (current, step, limit, 1)
+                        vals[w, a, l, OP, x] = vals[w, a, l, ST, x]
+                        vals[w, a, l, OP + 1, x] = vals[w, a, l, ST + 2, x]
+                        vals[w, a, l, OP + 2, x] = vals[w, a, l, ST + 1, x]
+                    vals[w, a, l, OP + 3, x] = np.uint64(0)
+                if not init:
+                    vals[w, a, l, OP + 3, 0] = np.uint64(1)
+
+    for w in range(live.shape[0]):
+        if live[w] != 0:
+            settle_word(w, live[w])
+
+
+# --- apply -----------------------------------------------------------------------------------------
+
+@kernel
+def apply(P, S, t, live):
+    ai, a_in, ci, c_out, c_src, ei = P.ai, P.a_in, P.ci, P.c_out, P.c_src, P.ei
+    r_ptr, r_edges, s_ptr, s_edges, tok = P.r_ptr, P.r_edges, P.s_ptr, P.s_edges, P.tok
+    em, data, am, pend, la, vals, si, bi = S.em, S.data, S.am, S.pend, S.la, S.vals, S.si, S.bi
+    A, E, NW = ai.shape[0], ei.shape[0], data.shape[3]
+    MO = c_out.shape[1]
+    ST = MO
+
+    def clear(w, a, l, slot):
+        for x in range(NW):
+            vals[w, a, l, slot, x] = np.uint64(0)
+
+    def copy_in(w, a, l, slot, e):
+        for x in range(NW):
+            vals[w, a, l, slot, x] = data[w, e, l, x]
+
+    def open_claim(w, a, l, c, bit):
+        am[w, a, HELD] = am[w, a, HELD] | bit
+        am[w, a, MORE] = am[w, a, MORE] & ~bit
+        la[w, a, l, GLEFT] = 0
+        for j in range(ai[a, A_NOUT]):
+            if c_out[c, j]:
+                pend[w, a, j] = pend[w, a, j] | bit
+            else:
+                pend[w, a, j] = pend[w, a, j] & ~bit
+
+    def no_group(w, a, bit):
+        """A case with no production group commits and retires at t + 1: no claim remains."""
+        am[w, a, HELD] = am[w, a, HELD] & ~bit
+        for j in range(ai[a, A_NOUT]):
+            pend[w, a, j] = pend[w, a, j] & ~bit
+
+    def next_group(w, a, l, bit):
+        """An adapter's following production group (the claim stays; visible next cycle)."""
+        for j in range(ai[a, A_NOUT]):
+            clear(w, a, l, j)
+            pend[w, a, j] = pend[w, a, j] | bit
+        if ai[a, A_KIND] == K_SERIALIZE:       # the next defined-one mask lane above the current one
+            ew = ai[a, A_EW]
+            i = la[w, a, l, AUX] + 1
+            while i < ai[a, A_LANES] and get_field(vals, w, a, l, ST + 1, i, 1) == 0:
+                i += 1
+            la[w, a, l, AUX] = i
+            vals[w, a, l, 0, 0] = get_field(vals, w, a, l, ST, i * ew, ew)
+            vals[w, a, l, 1, 0] = np.uint64(1)
+        # parallelize: the partial close's terminating (zero vector, zero mask, false) group
+
+    def commit_adapter(w, a, l, c, bit):
+        L = ai[a, A_LANES]
+        ew = ai[a, A_EW]
+        ac = ci[c, C_ACASE]
+        if ai[a, A_KIND] == K_PARALLELIZE:
+            n = la[w, a, l, LSTATE]
+            if ac <= 1:                                      # accumulate / full: store the element
+                set_field(vals, w, a, l, ST, n * ew, ew, data[w, a_in[a, 0], l, 0])
+                n += 1
+            if ac == 0:                                      # accumulate: commit, no group
+                la[w, a, l, LSTATE] = n
+                no_group(w, a, bit)
+                return
+            open_claim(w, a, l, c, bit)
+            for j in range(3):
+                clear(w, a, l, j)
+            if ac == 1 or ac == 3:                           # a true group of the n stored lanes
+                for x in range(NW):
+                    vals[w, a, l, 0, x] = vals[w, a, l, ST, x]
+                for i in range(n):
+                    set_field(vals, w, a, l, 1, i, 1, np.uint64(1))
+                vals[w, a, l, 2, 0] = np.uint64(1)
+            if ac == 3:                                      # then the false group, same claim
+                la[w, a, l, GLEFT] = 1
+                am[w, a, MORE] = am[w, a, MORE] | bit
+            clear(w, a, l, ST)
+            la[w, a, l, LSTATE] = 0
+            return
+        # serialize
+        if ac == 1:                                          # close: (zero, false)
+            open_claim(w, a, l, c, bit)
+            clear(w, a, l, 0)
+            clear(w, a, l, 1)
+            return
+        copy_in(w, a, l, ST, a_in[a, 0])
+        copy_in(w, a, l, ST + 1, a_in[a, 1])
+        count = 0
+        first = -1
+        for i in range(L):                                   # lanes at or above L are never read
+            if get_field(vals, w, a, l, ST + 1, i, 1) != 0:
+                if first < 0:
+                    first = i
+                count += 1
+        if count == 0:                                       # all-zero mask: commit and retire at t + 1
+            no_group(w, a, bit)
+            return
+        open_claim(w, a, l, c, bit)
+        la[w, a, l, AUX] = first
+        la[w, a, l, GLEFT] = count - 1
+        if count > 1:
+            am[w, a, MORE] = am[w, a, MORE] | bit
+        clear(w, a, l, 0)
+        clear(w, a, l, 1)
+        vals[w, a, l, 0, 0] = get_field(vals, w, a, l, ST, first * ew, ew)
+        vals[w, a, l, 1, 0] = np.uint64(1)
+
+    def commit(w, a, l, c, bit):
+        """Lane l of actor a commits case c."""
+        kind = ai[a, A_KIND]
+        if kind == K_PARALLELIZE or kind == K_SERIALIZE:
+            commit_adapter(w, a, l, c, bit)
+            return
+        if ai[a, A_REG] != 0:
+            open_claim(w, a, l, c, bit)
+            for j in range(ai[a, A_NOUT]):
+                src = c_src[c, j]
+                if src >= 0:
+                    copy_in(w, a, l, j, a_in[a, src])
+                elif src == SRC_CONST:
+                    for x in range(NW):
+                        vals[w, a, l, j, x] = P.a_const[a, x]
+                # SRC_COMPUTED: the semantic kernel has written the group
+        if kind == K_STREAM:
+            if la[w, a, l, LSTATE] == 0:
+                copy_in(w, a, l, ST + 1, a_in[a, 1])             # limit
+                copy_in(w, a, l, ST + 2, a_in[a, 2])             # step
+            for x in range(NW):
+                vals[w, a, l, ST, x] = vals[w, a, l, 0, x]       # the published index
+        if ci[c, C_WAIT] != 0:
+            la[w, a, l, NEXTAT] = t + ai[a, A_LAT]               # the in-flight next-state update
+        st = ci[c, C_STORE]
+        if st >= 0:
+            copy_in(w, a, l, ST, a_in[a, st])
+        elif st == STORE_CLEAR:
+            clear(w, a, l, ST)
+        nx = ci[c, C_NEXT]
+        if nx == NEXT_BY_CONTINUE:
+            la[w, a, l, LSTATE] = 1 if vals[w, a, l, 1, 0] != 0 else 0
+        elif nx >= 0:
+            la[w, a, l, LSTATE] = nx
+
+    def apply_word(w, m):
+        act = np.uint64(0)
+        for e in range(E):
+            h = em[w, e, VALID] & em[w, e, READY] & m
+            em[w, e, HAND] = (em[w, e, HAND] & ~m) | h
+            if h == 0:
+                continue
+            act = act | h
+            ip = h & em[w, e, INITP]
+            em[w, e, INITP] = em[w, e, INITP] & ~ip
+            rest = h & ~ip
+            if ei[e, E_PK] == 1 or ai[ei[e, E_P], A_REG] != 0:
+                em[w, e, TAKEN] = em[w, e, TAKEN] | rest
+            if ei[e, E_CK] == 1:
+                while rest != 0:
+                    bit = rest & (~rest + np.uint64(1))
+                    rest = rest ^ bit
+                    l = lane_of(bit)
+                    n = S.out_n[0]
+                    if n < S.out_v.shape[0]:
+                        S.out_i[n, 0] = ei[e, E_C]
+                        S.out_i[n, 1] = w * 64 + l
+                        for x in range(NW):
+                            S.out_v[n, x] = data[w, e, l, x]
+                    S.out_n[0] = n + 1
+        # discharge and release (before acceptance: same-coordinate replacement)
+        for a in range(A):
+            h = am[w, a, HELD] & m
+            if ai[a, A_REG] == 0 or h == 0:
+                continue
+            left = np.uint64(0)
+            for j in range(ai[a, A_NOUT]):
+                pm = pend[w, a, j] & h
+                if pm == 0:
+                    continue
+                r = ai[a, A_RBASE] + j
+                done = pm
+                for q in range(r_ptr[r], r_ptr[r + 1]):
+                    done = done & em[w, r_edges[q], TAKEN]
+                if done != 0:
+                    pend[w, a, j] = pend[w, a, j] & ~done
+                    for q in range(r_ptr[r], r_ptr[r + 1]):
+                        em[w, r_edges[q], TAKEN] = em[w, r_edges[q], TAKEN] & ~done
+                left = left | (pm & ~done)
+            finished = h & ~left
+            if finished == 0:
+                continue
+            more = finished & am[w, a, MORE]
+            am[w, a, HELD] = am[w, a, HELD] & ~(finished & ~more)
+            while more != 0:
+                bit = more & (~more + np.uint64(1))
+                more = more ^ bit
+                l = lane_of(bit)
+                la[w, a, l, GLEFT] -= 1
+                if la[w, a, l, GLEFT] == 0:
+                    am[w, a, MORE] = am[w, a, MORE] & ~bit
+                next_group(w, a, l, bit)
+        # firings commit their cases; the others count their stall or wait
+        for a in range(A):
+            f = am[w, a, FIRE] & m
+            stalled = (am[w, a, RBP] | am[w, a, RNS] | am[w, a, RGR]) & m
+            while stalled != 0:
+                bit = stalled & (~stalled + np.uint64(1))
+                stalled = stalled ^ bit
+                la[w, a, lane_of(bit), STALLS] += 1
+            op = am[w, a, ROP] & m
+            if op != 0:
+                some = np.uint64(0)
+                for k in range(ai[a, A_NIN]):
+                    some = some | em[w, a_in[a, k], VALID]
+                op = op & some                       # waiting for some operands, not idle
+                am[w, a, ROP] = (am[w, a, ROP] & ~m) | op
+                while op != 0:
+                    bit = op & (~op + np.uint64(1))
+                    op = op ^ bit
+                    la[w, a, lane_of(bit), WAITS] += 1
+            if f == 0:
+                continue
+            act = act | f
+            if ai[a, A_UNIFORM] != 0 and ai[a, A_REG] != 0:
+                c = ai[a, A_C0]
+                am[w, a, HELD] = am[w, a, HELD] | f
+                for j in range(ai[a, A_NOUT]):
+                    pend[w, a, j] = pend[w, a, j] | f
+                copies = False
+                for j in range(ai[a, A_NOUT]):
+                    if c_src[c, j] != SRC_COMPUTED:
+                        copies = True
+                while f != 0:
+                    bit = f & (~f + np.uint64(1))
+                    f = f ^ bit
+                    l = lane_of(bit)
+                    la[w, a, l, FIRES] += 1
+                    if copies:
+                        for j in range(ai[a, A_NOUT]):
+                            src = c_src[c, j]
+                            if src >= 0:
+                                copy_in(w, a, l, j, a_in[a, src])
+                            elif src == SRC_CONST:
+                                for x in range(NW):
+                                    vals[w, a, l, j, x] = P.a_const[a, x]
+                continue
+            while f != 0:
+                bit = f & (~f + np.uint64(1))
+                f = f ^ bit
+                l = lane_of(bit)
+                la[w, a, l, FIRES] += 1
+                commit(w, a, l, ai[a, A_C0] if ai[a, A_UNIFORM] != 0 else la[w, a, l, CASE], bit)
+        # a shared resource that granted an acceptance waits its initiation interval
+        rt, rs = P.rt, S.rs
+        for r in range(rt.shape[0]):
+            for i in range(rt[r, RT_N]):
+                f = am[w, rt[r, RT_MEMBERS + i], FIRE] & m
+                while f != 0:
+                    bit = f & (~f + np.uint64(1))
+                    f = f ^ bit
+                    l = lane_of(bit)
+                    rs[w, r, l, NEXT_GRANT] = t + rt[r, RT_II]
+                    rs[w, r, l, LAST_GRANT] = i
+        # input streams advance once every consumer has taken the current token
+        for s in range(s_ptr.shape[0] - 1):
+            lo = s_ptr[s]
+            hi = s_ptr[s + 1]
+            if hi <= lo:
+                continue
+            adv = m
+            for q in range(lo, hi):
+                adv = adv & em[w, s_edges[q], TAKEN]
+            if adv == 0:
+                continue
+            for q in range(lo, hi):
+                em[w, s_edges[q], TAKEN] = em[w, s_edges[q], TAKEN] & ~adv
+            while adv != 0:
+                bit = adv & (~adv + np.uint64(1))
+                adv = adv ^ bit
+                si[w, s, lane_of(bit)] += 1
+        mm = m
+        while mm != 0:
+            bit = mm & (~mm + np.uint64(1))
+            mm = mm ^ bit
+            bi[w * 64 + lane_of(bit), ACT] = 1 if act & bit != 0 else 0
+
+    for w in range(live.shape[0]):
+        if live[w] != 0:
+            apply_word(w, live[w])
+
+
+# --- idle stretches --------------------------------------------------------------------------------
+
+@kernel
+def pace(P, S, t, live, quiet, last, wake, done, window, limit, skip):
+    """After cycle t: per live lane, note activity, end it after a quiet window, or let it sleep
+    through the idle cycles up to the next one that can differ.  Returns the number of repeated
+    cycles of lane 0 (the engine traces them) and sets wake/done.
+
+    In a cycle in which nothing fired and no token moved no state changed, so the next cycle
+    repeats it unless a time-dependent coordinate is reached: an in-flight next-state update
+    completing, a shared resource's initiation interval ending, or a slow output's next ready
+    cycle."""
+    ai, o_every = P.ai, P.o_every
+    am, la, bi = S.am, S.la, S.bi
+    A = ai.shape[0]
+
+    def next_event(w, l):
+        best = NEVER
+        for a in range(A):
+            x = la[w, a, l, NEXTAT]
+            if t < x < best:
+                best = x
+        for o in range(o_every.shape[0]):
+            k = o_every[o]
+            if k > 1:
+                x = t + 1 + (k - 1 - (t + 1) % k) % k
+                if x < best:
+                    best = x
+        for r in range(P.rt.shape[0]):
+            x = S.rs[w, r, l, NEXT_GRANT]
+            if t < x < best:
+                best = x
+        return best
+
+    def repeat_idle(w, l, n):
+        """Count n more cycles like the idle one just applied (its stalls and waits)."""
+        bit = np.uint64(1) << np.uint64(l)
+        for a in range(A):
+            if (am[w, a, RBP] | am[w, a, RNS] | am[w, a, RGR]) & bit != 0:
+                la[w, a, l, STALLS] += n
+            elif am[w, a, ROP] & bit != 0:
+                la[w, a, l, WAITS] += n
+
+    rep0 = 0
+    for w in range(live.shape[0]):
+        mm = live[w]
+        while mm != 0:
+            bit = mm & (~mm + np.uint64(1))
+            mm = mm ^ bit
+            l = lane_of(bit)
+            b = w * 64 + l
+            if bi[b, ACT] != 0:
+                quiet[b] = 0
+                last[b] = t
+                wake[b] = t + 1
+                continue
+            quiet[b] += 1
+            if quiet[b] >= window:
+                done[b] = True
+                continue
+            wake[b] = t + 1
+            if not skip:
+                continue
+            upto = t + window - quiet[b]
+            nxt = next_event(w, l)
+            if nxt - 1 < upto:
+                upto = nxt - 1
+            if limit - 1 < upto:
+                upto = limit - 1
+            if upto > t:
+                repeat_idle(w, l, upto - t)
+                quiet[b] += upto - t
+                wake[b] = upto + 1
+                if b == 0:
+                    rep0 = upto - t
+                if quiet[b] >= window:
+                    done[b] = True
+    return rep0
+
+
+# --- the semantic kernels' operands and results ------------------------------------------------------
+
+@kernel
+def gather(fire, acts, vals, slot, data, a_in, from_edges, n_ops, nw, ops):
+    """The operands of the lanes of the group's actors `acts` that fired, in (word, actor, lane)
+    order: ops[k][i] is operand k of firing i (its first nw words), from its edge or (a stream)
+    from vals slot + k; returns how many.  `scatter` visits the firings in the same order."""
+    n = 0
+    LW = data.shape[2]
+    full = ONES if LW == 64 else (np.uint64(1) << np.uint64(LW)) - np.uint64(1)
+    for w in range(fire.shape[0]):
+        for i in range(acts.shape[0]):
+            a = acts[i]
+            f = fire[w, a]
+            if f == 0:
+                continue
+            if f == full and from_edges:             # every lane fired: copy whole rows
+                for k in range(n_ops):
+                    e = a_in[a, k]
+                    for l in range(LW):
+                        for x in range(nw):
+                            ops[k, n + l, x] = data[w, e, l, x]
+                n += LW
+                continue
+            while f != 0:
+                bit = f & (~f + np.uint64(1))
+                f = f ^ bit
+                l = lane_of(bit)
+                for k in range(n_ops):
+                    if from_edges:
+                        e = a_in[a, k]
+                        for x in range(nw):
+                            ops[k, n, x] = data[w, e, l, x]
+                    else:
+                        for x in range(nw):
+                            ops[k, n, x] = vals[w, a, l, slot + k, x]
+                n += 1
+    return n
+
+
+@kernel
+def scatter(fire, acts, vals, j, res):
+    """Result j of the gathered firings (in gather's order) into their current group."""
+    n = 0
+    nw = res.shape[1]
+    LW = vals.shape[2]
+    full = ONES if LW == 64 else (np.uint64(1) << np.uint64(LW)) - np.uint64(1)
+    for w in range(fire.shape[0]):
+        for i in range(acts.shape[0]):
+            a = acts[i]
+            f = fire[w, a]
+            if f == 0:
+                continue
+            if f == full:
+                for l in range(LW):
+                    for x in range(nw):
+                        vals[w, a, l, j, x] = res[n + l, x]
+                n += LW
+                continue
+            while f != 0:
+                bit = f & (~f + np.uint64(1))
+                f = f ^ bit
+                l = lane_of(bit)
+                for x in range(nw):
+                    vals[w, a, l, j, x] = res[n, x]
+                n += 1
+
+
+def compiled():
+    """The kernel compiled by Numba: the same functions, calling each other's compiled builds."""
+    import numba
+
+    g = dict(globals())
+    ns = {}
+    for name in _KERNELS:
+        f = globals()[name]
+        copy = _types.FunctionType(f.__code__, g, name, f.__defaults__, f.__closure__)
+        ns[name] = g[name] = numba.njit(cache=True)(copy)
+    return _types.SimpleNamespace(**ns)
+
+
+REFERENCE = _types.SimpleNamespace(**{n: globals()[n] for n in _KERNELS})

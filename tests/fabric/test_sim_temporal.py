@@ -1,0 +1,179 @@
+"""Temporal PE contexts (issue 19): several actors on one operation resource, each in its own
+resident InstructionContextRef, take turns as the resource's initiation interval and grant
+policy permit; each context keeps its own state and its own fire/stall counters.  Cycle counts
+are derived by hand in each test."""
+import json
+
+import pytest
+
+from fabric.io import load_document
+from fabric.sim.engine import Simulator
+from fabric.sim.graph import GraphCode, GraphError, load_graph_document
+from fabric.sim.synth import configured_fabric, graph_document
+from sim_fixtures import Recorder
+
+ADD = ("add", "arith.addi", ["i16", "i16"], ["i16"], {})
+# a second actor of the same configured function: the fabric verifier checks one configuration
+# per physical field (it has no per-context configuration), so both contexts run arith.addi
+SUB = ("sub", "arith.addi", ["i16", "i16"], ["i16"], {})
+
+
+def shared(actors, temporal, inputs, outputs, edges=()):
+    """A fabric whose first actor's op also runs the others (op_list extended), and the graph."""
+    fab = configured_fabric("fab", actors)
+    node = fab["fus"][0]["nodes"][0]
+    for a in actors[1:]:
+        if a[1] not in node["op_list"]:
+            node["op_list"].append(a[1])
+    first = fab["mapping"]["uses"][0]["op"]
+    for u in fab["mapping"]["uses"][1:]:
+        u["op"] = first
+    keep = fab["fus"][0]["name"]
+    fab["fus"] = [f for f in fab["fus"] if f["name"] == keep]
+    fab["mapping"]["templates"] = {keep: "t"}
+    doc = graph_document("g", "fab", actors, list(edges), inputs, outputs)
+    if temporal is not None:
+        doc["temporal"] = [dict(temporal, op=first)]
+    return doc, load_document(fab)
+
+
+def load(actors, temporal, inputs, outputs, edges=()):
+    doc, fab = shared(actors, temporal, inputs, outputs, edges)
+    return load_graph_document(doc, fab)
+
+
+def two(n, **kw):
+    xs = list(range(1, n + 1))
+    return load([ADD, SUB], {"contexts": 2, "actors": {"add": 0, "sub": 1}, **kw},
+                [("a", ["add.0"], [10 * x for x in xs]), ("b", ["add.1"], xs),
+                 ("c", ["sub.0"], [100 * x for x in xs]), ("e", ["sub.1"], xs)],
+                [("s", "add.0"), ("d", "sub.0")])
+
+
+@pytest.mark.parametrize("engine", ["reference", "compiled"])
+def test_round_robin_contexts_interleave_one_acceptance_per_cycle(engine):
+    """II 1, round robin: cycle 0 grants context 0 (add), cycle 1 context 1 (sub), ... each
+    context fires every other cycle (its own holding slot frees on its output's handoff); the
+    last sub fires at 2n - 1 and is delivered at 2n: 2n + 1 cycles.  Each context has its own
+    counters: it loses the grant in the cycles in between (a stall, reason grant)."""
+    n = 4
+    g = two(n)
+    sim = Simulator(g, engine)
+    rec = Recorder(sim)
+    res = sim.run(100, rec)
+    assert res.status == "complete"
+    assert res.outputs["s"] == [11 * x for x in range(1, n + 1)] and res.outputs["d"] == [101 * x for x in range(1, n + 1)]
+    assert rec.cycles_firing("add") == [0, 2, 4, 6] and rec.cycles_firing("sub") == [1, 3, 5, 7]
+    assert res.cycles == 2 * n + 1
+    assert res.counters["add"].fires == n and res.counters["sub"].fires == n
+    assert rec.stalls[0]["sub"] == "grant" and rec.stalls[1]["add"] == "grant"
+    assert res.counters["sub"].stalls == n and res.counters["add"].stalls == n - 1
+
+
+def test_fixed_priority_serves_the_first_context_while_it_requests():
+    """Context 0 requests every cycle (its slot frees each cycle): it fires at 0..n-1, context 1
+    only afterwards, at n..2n-1: again 2n + 1 cycles, in the other order."""
+    n = 3
+    sim = Simulator(two(n, grant_policy="fixed_priority"))
+    rec = Recorder(sim)
+    res = sim.run(100, rec)
+    assert rec.cycles_firing("add") == [0, 1, 2] and rec.cycles_firing("sub") == [3, 4, 5]
+    assert res.cycles == 2 * n + 1 and res.counters["sub"].stalls == n
+
+
+@pytest.mark.parametrize("engine", ["reference", "compiled"])
+def test_initiation_interval_spaces_the_grants(engine):
+    """II 3: a grant at t blocks the resource until t + 3; round robin alternates: add at 0, 6,
+    sub at 3, 9 (n = 2): the last result is delivered at 10, 11 cycles; idle stretches between
+    grants are skipped and counted."""
+    sim = Simulator(two(2, initiation_interval=3), engine)
+    rec = Recorder(sim)
+    res = sim.run(100, rec)
+    assert rec.cycles_firing("add") == [0, 6] and rec.cycles_firing("sub") == [3, 9]
+    assert res.cycles == 11 and res.outputs["d"] == [101, 202]
+
+
+def test_each_context_keeps_its_own_logical_state():
+    """Two streams in two contexts of one LoopStream resource: each counts its own loop."""
+    st = {"step_kind": "add", "predicate": "slt"}
+    s1 = ("c1", "dataflow.stream", ["i8"] * 3, ["i8", "i1"], st)
+    s2 = ("c2", "dataflow.stream", ["i8"] * 3, ["i8", "i1"], st)
+    g = load([s1, s2], {"contexts": 2, "actors": {"c1": 0, "c2": 1}},
+             [("a", ["c1.0"], [0]), ("l", ["c1.1"], [3]), ("s", ["c1.2"], [1]),
+              ("b", ["c2.0"], [10]), ("m", ["c2.1"], [12]), ("t", ["c2.2"], [1])],
+             [("i1", "c1.0"), ("k1", "c1.1"), ("i2", "c2.0"), ("k2", "c2.1")])
+    for engine in ("reference", "compiled"):
+        res = Simulator(g, engine).run(200)
+        assert res.status == "complete"
+        assert res.outputs["i1"] == [0, 1, 2, 3] and res.outputs["k1"] == [1, 1, 1, 0]
+        assert res.outputs["i2"] == [10, 11, 12] and res.outputs["k2"] == [1, 1, 0]
+
+
+def _codes(actors, temporal, inputs, outputs):
+    with pytest.raises(GraphError) as exc:
+        load(actors, temporal, inputs, outputs)
+    return exc.value.diagnostics
+
+
+IO = ([("a", ["add.0", "sub.0"], [1]), ("b", ["add.1", "sub.1"], [1])], [("s", "add.0"), ("d", "sub.0")])
+
+
+def test_sharing_without_contexts_is_one_diagnostic():
+    d = _codes([ADD, SUB], None, *IO)
+    assert d[0].code is GraphCode.SharedResource and "InstructionContextRef" in str(d[0])
+
+
+@pytest.mark.parametrize("temporal, code, words", [
+    ({"contexts": 1, "actors": {"add": 0, "sub": 1}}, GraphCode.ContextCapacity, "beyond the 1 resident context"),
+    ({"contexts": 2, "actors": {"add": 0, "sub": 0}}, GraphCode.ContextCapacity, "already resident"),
+    ({"contexts": 2, "actors": {"add": 0}}, GraphCode.SharedResource, "without an InstructionContextRef"),
+    ({"contexts": 2, "actors": {"add": 0, "sub": 1, "ghost": 1}}, GraphCode.TemporalInvalid, "does not run on"),
+])
+def test_bad_context_assignments_are_typed_diagnostics(temporal, code, words):
+    d = _codes([ADD, SUB], temporal, *IO)
+    assert d[0].code is code and words in str(d[0]) and "\n" not in str(d[0])
+
+
+def test_a_transparent_resource_cannot_be_shared():
+    c1 = ("c1", "dataflow.carry", ["i1", "i8", "i8"], ["i8"], {})
+    c2 = ("c2", "dataflow.carry", ["i1", "i8", "i8"], ["i8"], {})
+    d = _codes([c1, c2], {"contexts": 2, "actors": {"c1": 0, "c2": 1}},
+               [("k", ["c1.0", "c2.0"], [0]), ("i", ["c1.1", "c2.1"], [1]), ("n", ["c1.2", "c2.2"], [1])],
+               [("o1", "c1.0"), ("o2", "c2.0")])
+    assert d[0].code is GraphCode.TemporalInvalid and "elastic-transparent" in str(d[0])
+
+
+def test_malformed_temporal_declarations_are_format_errors():
+    from fabric.errors import FormatError
+    doc, fab = shared([ADD, SUB], {"contexts": 2, "actors": {"add": 0, "sub": 1}}, *IO)
+    for bad, where in ((lambda t: t.update(grant_policy="lottery"), "grant_policy"),
+                       (lambda t: t.update(contexts=0), "contexts"),
+                       (lambda t: t["actors"].update(add=-1), "actors.add")):
+        d = json.loads(json.dumps(doc))
+        bad(d["temporal"][0])
+        with pytest.raises(FormatError) as exc:
+            load_graph_document(d, fab)
+        assert where in exc.value.path + str(exc.value)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_temporal_sharing_is_identical_on_both_engines(seed, tmp_path):
+    import random
+
+    from test_sim_engines import outcome, same_on_both
+    rng = random.Random(seed)
+    k = rng.randint(2, 4)
+    actors = [(f"a{i}", "arith.addi", ["i16", "i16"], ["i16"], {}) for i in range(k)]
+    order = list(range(k))
+    rng.shuffle(order)
+    temporal = {"contexts": k + rng.randint(0, 2), "actors": {f"a{i}": order[i] for i in range(k)},
+                "initiation_interval": rng.randint(1, 3), "grant_policy": rng.choice(["round_robin", "fixed_priority"])}
+    inputs = [(f"x{i}{j}", [f"a{i}.{j}"], [rng.randrange(1 << 16) for _ in range(rng.randint(0, 6))])
+              for i in range(k) for j in range(2)]
+    outputs = [(f"y{i}", f"a{i}.0", rng.choice([1, 2, 5])) for i in range(k)]
+    g = load(actors, temporal, inputs, outputs)
+    same_on_both(g, tmp_path, 300)
+    streams = [{n: [rng.randrange(1 << 16) for _ in range(rng.randint(0, 5))] for n, _, _ in inputs} for _ in range(3)]
+    batch = Simulator(g, "compiled", streams=streams).run_all(300)
+    for b in range(3):
+        assert outcome(batch[b]) == outcome(Simulator(g, "reference", streams=[streams[b]]).run(300))
