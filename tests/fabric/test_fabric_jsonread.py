@@ -19,7 +19,9 @@ from fabric.jsonread import SchemaReader, description_path, dollar_path, integer
 from fabric.params import record_schema
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "fabric"
-DOCS = [json.loads((EXAMPLES / n).read_text()) for n in ("alu.json", "loop.json", "pe.json", "mac.fabric.json")]
+PE_JSON = EXAMPLES.parents[1] / "emulator" / "pe.json"      # the one PE engine description
+DOCS = [json.loads(p.read_text()) for p in (EXAMPLES / "alu.json", EXAMPLES / "loop.json", PE_JSON,
+                                            EXAMPLES / "mac.fabric.json")]
 
 
 def _root():
