@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import itertools
 import os
 import pathlib
 import sys
@@ -32,7 +33,8 @@ def add_arguments(p) -> None:
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--profile", default=DEFAULT_PROFILE,
                    help=f"numeric profile: {', '.join(PROFILES)} (default {DEFAULT_PROFILE})")
-    g.add_argument("--out", help="output folder (must be empty unless --resume)")
+    g.add_argument("--out", help="output folder (must be empty unless --resume); export: the file (testfloat) "
+                                 "or folder (hex) to write")
     g.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
     g.add_argument("--workers", type=int, help="run on a local Dask cluster of N worker processes")
     g.add_argument("--scheduler", help="run on an existing Dask cluster (tcp://host:port)")
@@ -40,7 +42,7 @@ def add_arguments(p) -> None:
     p.add_argument("--coverage", metavar="DIR", help="print coverage classes x partitions of a dataset")
     e = p.add_argument_group("export")
     e.add_argument("--format", choices=["testfloat", "hex"],
-                   help="export format: testfloat (lines on stdout) or hex ($readmemh files in --out)")
+                   help="export format: testfloat (lines on stdout, or in the file --out) or hex ($readmemh files in --out)")
     e.add_argument("--op", help="export: the instruction")
     e.add_argument("--dtype", help="export: the DataType (TCVT: the source)")
     e.add_argument("--dst", help="export: TCVT destination DataType")
@@ -166,8 +168,24 @@ def coverage_table(folder) -> str:
     return "\n".join(lines)
 
 
+def _outside(dataset: str, out: str | None) -> None:
+    """An export's --out may not lie in the dataset folder (nor be it): the dataset would hold a
+    file its manifest does not list, and every later verify would refuse it."""
+    from emulator.commands import distinct_paths
+    if not out:
+        return
+    distinct_paths({"DATASET": dataset}, {"--out": out})
+    folder, target = os.path.realpath(dataset), os.path.realpath(out)
+    if os.path.commonpath([folder, target]) == folder:
+        raise CommandError(f"--out {quote(out)} lies in the dataset folder {quote(dataset)}: "
+                           "the dataset would hold a file its manifest does not list", 2)
+
+
 def _export(args) -> int:
     from emulator.golden.export import ROUNDING, function_name, lines
+    from isa.atomicio import OutputPathError, atomic_open
+    if args.dataset:
+        _outside(args.dataset, args.out)
     if args.format == "hex":                 # a folder of files: emulator/golden/hexport.py
         from emulator.golden.hexport import write_hex
         if not args.dataset or not args.out:
@@ -180,10 +198,23 @@ def _export(args) -> int:
     if not args.dataset or not args.format or not args.op or not args.dtype:
         raise CommandError("export needs DATASET --format testfloat --op OP --dtype DTYPE", 2)
     name = function_name(args.op.upper(), args.dtype.upper() if len(args.dtype) <= 4 else args.dtype, args.dst)
-    out = sys.stdout.buffer
-    for block in lines(args.dataset, args.op, args.dtype, args.dst, args.rmode):
-        out.write(block)
-    out.flush()
+    blocks = lines(args.dataset, args.op, args.dtype, args.dst, args.rmode)
+    blocks = itertools.chain([next(blocks, b"")], blocks)     # the dataset checked before --out is opened
+    if args.out:                             # a file, written whole or not at all
+        from emulator.commands import cannot_write
+        try:
+            with atomic_open(args.out, "wb") as out:
+                for block in blocks:
+                    out.write(block)
+        except OutputPathError as exc:
+            raise CommandError(str(exc), 1) from None
+        except OSError as exc:
+            raise CommandError(cannot_write(args.out, exc), 1) from None
+    else:
+        out = sys.stdout.buffer
+        for block in blocks:
+            out.write(block)
+        out.flush()
     mode = ROUNDING.get((args.rmode or "RNE").upper(), "-rnear_even")
     print(f"# check with: testfloat_ver {name} {mode} -tininessafter < FILE", file=sys.stderr)
     return 0

@@ -101,10 +101,16 @@ def one_line(capsys, rc, *words) -> str:
 
 
 def refused_everywhere(folder, capsys, *words, export=EXPORT_TADD) -> str:
-    """verify, --coverage and export each refuse the dataset in one line holding `words`."""
+    """verify (and verify --oracle), --coverage and both exports each refuse the dataset in one
+    line holding `words`; the exports write nothing."""
     err = one_line(capsys, main(["verify", str(folder), "--quiet"]), *words)
+    one_line(capsys, main(["verify", str(folder), "--oracle", "--quiet"]), *words)
     one_line(capsys, main(["golden", "--coverage", str(folder)]), *words)
     one_line(capsys, main(["golden", "export", str(folder), *export]), *words)
+    out = pathlib.Path(folder).parent / "export-out"
+    one_line(capsys, main(["golden", "export", str(folder), *export, "--out", str(out / "f.txt")]), *words)
+    one_line(capsys, main(["golden", "export", str(folder), "--format", "hex", "--out", str(out / "hex")]), *words)
+    assert not out.exists() or not any(out.iterdir())
     return err
 
 
@@ -452,6 +458,28 @@ def test_an_unbounded_worker_count_is_refused_before_a_cluster_starts(tmp_path, 
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and f"--workers {workers}: at most " in err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_testfloat_export_to_out_is_the_stdout_text_written_whole(tadd, tmp_path, capsysbinary):
+    assert main(["golden", "export", str(tadd), *EXPORT_TADD]) == 0
+    stdout = capsysbinary.readouterr().out
+    assert main(["golden", "export", str(tadd), *EXPORT_TADD, "--out", str(tmp_path / "f.txt")]) == 0
+    assert capsysbinary.readouterr().out == b"" and (tmp_path / "f.txt").read_bytes() == stdout
+    assert stdout.count(b"\n") > 100
+
+
+@pytest.mark.parametrize("fmt, out", [("testfloat", "f.txt"), ("hex", "hex"), ("hex", "."), ("testfloat", "op=TADD")])
+def test_an_export_into_its_own_dataset_folder_is_a_usage_error_and_writes_nothing(tadd, tmp_path, capsys, fmt, out):
+    """Output in the dataset folder: that folder would hold a file its manifest does not list."""
+    folder = copy(tadd, tmp_path)
+    before = sorted(p.relative_to(folder) for p in folder.rglob("*"))
+    argv = ["golden", "export", str(folder), "--format", fmt, "--op", "TADD", "--dtype", "FP32",
+            "--out", str(folder / out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "lies in the dataset folder" in err
+    assert sorted(p.relative_to(folder) for p in folder.rglob("*")) == before
+    assert main(["verify", str(folder), "--quiet"]) == 0
 
 
 @pytest.mark.parametrize("address", ["garbage", "tcp://", "tcp://host:notaport"])
