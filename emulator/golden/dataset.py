@@ -497,11 +497,11 @@ class Dataset:
     def read(self, f: DataFile) -> pa.Table:
         return _read_checked(self, f)
 
-    def listed(self) -> list[tuple[dict, dict]]:
-        """(manifest partition entry, file record) for every checked data file, in manifest
+    def listed(self) -> list[tuple[dict, DataFile]]:
+        """(manifest partition entry, data file) for every checked data file, in manifest
         order: for consumers that read the manifest's own words (hex export, --oracle)."""
         entry = dict(zip(self.partitions, self.manifest["partitions"]))
-        return [(entry[f.partition], f.record) for f in self.files]
+        return [(entry[f.partition], f) for f in self.files]
 
 
 def open_dataset(folder, progress=None) -> Dataset:

@@ -29,7 +29,6 @@ import ml_dtypes
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from isa import encoding, instructions as I
 from isa.datatypes import Kind, datatype
@@ -39,6 +38,7 @@ from kernels.numeric.profiles import DEFAULT_PROFILE
 
 from .dataset import GoldenError, open_dataset
 from .hexport import _gather
+from .replay import require_well_formed
 from .rows import tiles_of
 
 # kernels/numeric/flags.py bits
@@ -476,20 +476,17 @@ def check(folder, limit: int = 20, progress=None) -> Report:
     rep = Report()
     plans = {}
     ds = open_dataset(folder)
-    for part, rec in ds.listed():
+    for part, f in ds.listed():
         key = id(part)
         if key not in plans:
             plans[key] = plan_for(part) if _profile_free(part, ds.profile.name) else None
             if plans[key] is None:
                 rep.none.append(label(part))
-        path = folder / rec["path"]
-        try:
-            t = pq.read_table(path)
-        except (OSError, pa.ArrowException) as exc:
-            raise GoldenError(f"{rec['path']}: cannot read ({str(exc)[:80]})") from None
+        t = ds.read(f)
+        require_well_formed(t, ds, f.path)
         rep.rows += len(t)
         if plans[key] is not None and len(rep.mismatches) < limit:
-            _check_table(rep, plans[key], part, t, rec["path"], limit)
+            _check_table(rep, plans[key], part, t, f.path, limit)
         if progress:
             progress(len(t))
     return rep

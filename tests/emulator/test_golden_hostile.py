@@ -381,6 +381,17 @@ def test_an_input_tile_of_2_31_rows_is_one_line_in_export_and_a_mismatch_in_veri
     rewrite(x, TADD_FP32, lambda rows: [t.update(Row=2 ** 31) for r in rows for t in r["inputs"]])
     one_line(capsys, main(["golden", "export", str(x), *EXPORT_TADD]), f"{TADD_FP32}: case 0: a malformed row")
     mismatch(x, capsys, f"{TADD_FP32}: case 0: inputs: expected well-formed tiles, got a malformed row")
+    _other_consumers_refuse(x, tmp_path, capsys, f"{TADD_FP32}: case 0: a malformed row")
+
+
+def _other_consumers_refuse(x, tmp_path, capsys, words):
+    """The hex export (into a new or an empty folder) and verify --oracle refuse what verify
+    refuses, and the export leaves its --out as it found it."""
+    (tmp_path / "empty").mkdir()
+    for out in (tmp_path / "new", tmp_path / "empty"):
+        one_line(capsys, main(["golden", "export", str(x), "--format", "hex", "--out", str(out)]), words)
+    assert not (tmp_path / "new").exists() and not any((tmp_path / "empty").iterdir())
+    one_line(capsys, main(["verify", str(x), "--oracle", "--quiet"]), words)
 
 
 def test_feature_map_parameters_without_a_layout_are_one_line_in_export_and_verify(tadd, tmp_path, capsys):
@@ -389,6 +400,7 @@ def test_feature_map_parameters_without_a_layout_are_one_line_in_export_and_veri
     words = f"{TADD_FP32}: case 0: inputs: fmap_params, fmap_pad_bits or fmap_transposed set without fmap_layout"
     one_line(capsys, main(["golden", "export", str(x), *EXPORT_TADD]), words)
     one_line(capsys, main(["verify", str(x), "--quiet"]), words)
+    _other_consumers_refuse(x, tmp_path, capsys, words)
 
 
 # ---------------------------------------------------------------------------- generation arguments
