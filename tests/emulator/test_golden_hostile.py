@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from emulator.cli import main
 from emulator.golden import dataset as D
 from emulator.golden.rows import SCHEMA
+from json_paths import paths as _paths
 
 SEED = ["--seed", "5", "--quiet"]
 TADD_FP32 = "op=TADD/dtype=FP32/part-00000.parquet"
@@ -542,17 +543,6 @@ def _clean_or_one_line(folder, capsys) -> None:
             assert mismatch_lines or (cap.err.count("\n") == 1 and len(cap.err) < 600), (argv[0], cap.err[-1000:])
         elif argv[0] == "verify":
             assert "cases match" in cap.out
-
-
-def _paths(obj, at=()):
-    """Every path (tuple of keys and indices) into a JSON value."""
-    yield at
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from _paths(v, at + (k,))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            yield from _paths(v, at + (i,))
 
 
 HOSTILE_JSON = st.one_of(

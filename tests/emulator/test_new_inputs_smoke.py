@@ -23,6 +23,7 @@ import pytest
 
 from emulator.cli import main
 from isa import assemble
+from json_paths import paths as _paths
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EX = ROOT / "examples"
@@ -36,16 +37,6 @@ BACKENDS = ["reference", "cpu", "gpu", "auto", "", "nosuch", "CPU", "cpu ", "x" 
 
 
 # ---------------------------------------------------------------------------- mutators
-
-def _paths(node, prefix=()):
-    yield prefix
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _paths(v, prefix + (k,))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _paths(v, prefix + (i,))
-
 
 def mutate_json(doc, rng: random.Random, edits: int):
     """`edits` random edits of a JSON document: a value replaced by junk or by another value of

@@ -10,6 +10,7 @@ from emulator.cli import main
 from fabric.errors import DiagnosticCode as C, FormatError
 from fabric.io import dump, load, load_text
 from fabric.view import check_fabric, render
+from json_paths import paths as _paths
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "fabric"
 RICH = json.loads((EXAMPLES / "alu.json").read_text())
@@ -87,16 +88,6 @@ _JSON = st.recursive(
     | st.text(max_size=8) | st.sampled_from(["bits<32>", "bits_tag<8,2>", "in.0", "add.0", "arith.addi", "i32",
                                              "vector<2xi8>", "index", "ScalarIntegerAddSub", "dynamic", "none"]),
     lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3), max_leaves=6)
-
-
-def _paths(node, prefix=()):
-    yield prefix
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _paths(v, prefix + (k,))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _paths(v, prefix + (i,))
 
 
 PATHS = [p for p in _paths(RICH) if p]
