@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from emulator.calculus import RegionError, RegionRuntimeError, loads, run
 from emulator.calculus import interp
 from emulator.calculus.effects import events
-from json_paths import paths as _paths
+from mutate import paths as _paths
 
 KEYS = ["op", "seq", "if", "then", "else", "parallel", "serial", "pipeline", "reduce", "body", "where",
         "carry", "next", "stages", "ii", "into", "group", "value", "combine", "policy", "mask", "key",

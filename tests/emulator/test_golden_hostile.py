@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from emulator.cli import main
 from emulator.golden import dataset as D
 from emulator.golden.rows import SCHEMA
-from json_paths import paths as _paths
+from mutate import byte_edits, paths as _paths
 
 SEED = ["--seed", "5", "--quiet"]
 TADD_FP32 = "op=TADD/dtype=FP32/part-00000.parquet"
@@ -581,31 +581,11 @@ def _fuzz_manifest(small, capsys, data):
         if data.draw(st.booleans()):
             write_manifest(x, _mutate_manifest(data, manifest(x)))
         else:
-            raw = bytearray((x / D.MANIFEST).read_bytes())
-            for _ in range(data.draw(st.integers(1, 4))):
-                at = data.draw(st.integers(0, len(raw) - 1))
-                op = data.draw(st.sampled_from(["flip", "drop", "dup"]))
-                if op == "flip":
-                    raw[at] ^= data.draw(st.integers(1, 255))
-                elif op == "drop":
-                    del raw[at:at + data.draw(st.integers(1, 8))]
-                else:
-                    raw[at:at] = raw[at:at + data.draw(st.integers(1, 8))]
+            raw = byte_edits(bytearray((x / D.MANIFEST).read_bytes()), data, data.draw(st.integers(1, 4)))
             (x / D.MANIFEST).write_bytes(bytes(raw))
         _clean_or_one_line(x, capsys)
 
 
-@FUZZ
-@given(data=st.data())
-def test_fuzzed_manifests_give_one_line_or_a_clean_result(small, capsys, data):
-    _fuzz_manifest(small, capsys, data)
-
-
-@pytest.mark.slow
-@FUZZ_SLOW
-@given(data=st.data())
-def test_many_fuzzed_manifests_give_one_line_or_a_clean_result(small, capsys, data):
-    _fuzz_manifest(small, capsys, data)
 
 
 HOSTILE_VALUES = st.one_of(
@@ -669,14 +649,19 @@ def _fuzz_data_file(small, capsys, data):
         _clean_or_one_line(x, capsys)
 
 
+FUZZERS = {"manifest": _fuzz_manifest, "data file": _fuzz_data_file}
+
+
+@pytest.mark.parametrize("kind", sorted(FUZZERS))
 @FUZZ
 @given(data=st.data())
-def test_fuzzed_data_files_give_one_line_a_mismatch_or_a_clean_result(small, capsys, data):
-    _fuzz_data_file(small, capsys, data)
+def test_fuzzed_manifests_and_data_files_give_one_line_a_mismatch_or_a_clean_result(small, capsys, kind, data):
+    FUZZERS[kind](small, capsys, data)
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(FUZZERS))
 @FUZZ_SLOW
 @given(data=st.data())
-def test_many_fuzzed_data_files_give_one_line_a_mismatch_or_a_clean_result(small, capsys, data):
-    _fuzz_data_file(small, capsys, data)
+def test_many_fuzzed_manifests_and_data_files_give_one_line_a_mismatch_or_a_clean_result(small, capsys, kind, data):
+    FUZZERS[kind](small, capsys, data)

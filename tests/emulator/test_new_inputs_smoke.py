@@ -23,7 +23,7 @@ import pytest
 
 from emulator.cli import main
 from isa import assemble
-from json_paths import paths as _paths
+from mutate import paths as _paths
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EX = ROOT / "examples"

@@ -20,7 +20,7 @@ from emulator.cli import main
 from emulator.timing import DEFAULT_FABRIC, EngineModelError, PEEngines, stream_timing
 from fabric.io import load_text
 from isa import encode
-from json_paths import paths as _paths, set_at as _set
+from mutate import paths as _paths, set_at as _set
 
 PE = json.loads(DEFAULT_FABRIC.read_text())
 DATATYPES = PE["fus"][0]["nodes"][0]["hw_params"]["datatypes"]

@@ -10,7 +10,7 @@ from emulator.cli import main
 from fabric.errors import DiagnosticCode as C, FormatError
 from fabric.io import dump, load, load_text
 from fabric.view import check_fabric, render
-from json_paths import paths as _paths
+from mutate import byte_edits, paths as _paths, set_copy
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "fabric"
 RICH = json.loads((EXAMPLES / "alu.json").read_text())
@@ -46,15 +46,7 @@ def test_canonical_print_orders_sets_by_domain():
 
 
 def _mut(doc, path, value):
-    d = copy.deepcopy(doc)
-    cur = d
-    for k in path[:-1]:
-        cur = cur[k]
-    if value is KeyError:
-        del cur[path[-1]]
-    else:
-        cur[path[-1]] = value
-    return json.dumps(d)
+    return json.dumps(set_copy(doc, path, value))
 
 
 @pytest.mark.parametrize("text, where, why", [
@@ -116,16 +108,7 @@ def test_structurally_fuzzed_descriptions_never_raise(i, value):
 @settings(max_examples=100, deadline=None)
 @given(data=st.data())
 def test_byte_fuzzed_descriptions_never_raise(data):
-    raw = bytearray(json.dumps(RICH).encode())
-    for _ in range(data.draw(st.integers(1, 4))):
-        at = data.draw(st.integers(0, len(raw) - 1))
-        op = data.draw(st.sampled_from(["flip", "drop", "dup"]))
-        if op == "flip":
-            raw[at] ^= data.draw(st.integers(1, 255))
-        elif op == "drop":
-            del raw[at:at + data.draw(st.integers(1, 8))]
-        else:
-            raw[at:at] = raw[at:at + data.draw(st.integers(1, 8))]
+    raw = byte_edits(bytearray(json.dumps(RICH).encode()), data, data.draw(st.integers(1, 4)))
     _never_a_traceback(bytes(raw))
 
 

@@ -17,7 +17,7 @@ from fabric.errors import FormatError
 from fabric.families import FAMILIES
 from fabric.jsonread import SchemaReader, description_path, dollar_path, integer, lst, obj, parse_json, string
 from fabric.params import record_schema
-from json_paths import paths as _paths
+from mutate import paths as _paths
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "fabric"
 PE_JSON = EXAMPLES.parents[1] / "emulator" / "pe.json"      # the one PE engine description
