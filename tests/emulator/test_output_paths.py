@@ -39,7 +39,7 @@ PATHS = {
 NOT_PATHS = {
     "vcg": {"axes", "slice", "time", "packet", "reduce", "track"},
     "reduce": {"dtype"},
-    "bench": {"case"},
+    "bench": {"case", "profile"},
     "golden": {"ops", "dtypes", "dst_dtypes", "rmodes", "sat", "profile", "scheduler", "op", "dtype", "dst",
                "rmode"},
 }
