@@ -778,6 +778,8 @@ def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool) -> None:
         if prev != p:
             raise GoldenError(f"--resume: {shown(folder)} was generated with other parameters "
                               f"({PARAMS}); resume with the same command")
+        if (folder / MANIFEST).exists():   # a finished run of another profile version is not relabelled
+            dataset_profile(read_manifest(folder)["profile"])
         _remove_temporaries(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
