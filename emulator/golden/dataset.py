@@ -497,6 +497,12 @@ class Dataset:
     def read(self, f: DataFile) -> pa.Table:
         return _read_checked(self, f)
 
+    def listed(self) -> list[tuple[dict, dict]]:
+        """(the manifest's partition entry, the file's record) for every data file, in manifest
+        order: for consumers that read the manifest's own words (hex export, the oracle)."""
+        entry = {p: e for p, e in zip(self.partitions, self.manifest["partitions"])}
+        return [(entry[f.partition], f.record) for f in self.files]
+
 
 def open_dataset(folder, progress=None) -> Dataset:
     """Open a golden dataset and check everything that needs no replay; GoldenError (one line

@@ -28,7 +28,7 @@ from isa.atomicio import atomic_open, quote, shown, why
 from isa.datatypes import datatype
 from isa.errors import DecodeError
 
-from .dataset import MANIFEST, GoldenError, check_files, read_manifest, sha256, write_json
+from .dataset import MANIFEST, GoldenError, open_dataset, sha256, write_json
 from .export import hex_columns
 from .rows import gprs_of, tiles_of
 
@@ -294,8 +294,8 @@ def write_hex(folder, out, op: str | None = None, dtype: str | None = None) -> d
     (absent or empty); returns the manifest written last.  GoldenError, one line, for a
     damaged dataset or an unusable `out`."""
     folder = pathlib.Path(folder)
-    m = read_manifest(folder)
-    files = check_files(folder, m)
+    ds = open_dataset(folder)
+    m, files = ds.manifest, ds.listed()
     wanted = {id(q) for q in _selected(m, op, dtype)}
     if out is None or str(out) == "":
         raise GoldenError("--format hex needs --out FOLDER")

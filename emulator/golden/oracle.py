@@ -36,7 +36,7 @@ from isa.datatypes import Kind, datatype
 from isa.errors import DecodeError
 from isa.fields import CMODES
 
-from .dataset import GoldenError, check_files, read_manifest
+from .dataset import GoldenError, open_dataset
 from .hexport import _gather
 from .rows import tiles_of
 
@@ -465,10 +465,9 @@ def label(part: dict) -> str:
 def check(folder, limit: int = 20, progress=None) -> Report:
     """Check every committed case of every partition that has an oracle; see Report."""
     folder = pathlib.Path(folder)
-    m = read_manifest(folder)
     rep = Report()
     plans = {}
-    for part, rec in check_files(folder, m):
+    for part, rec in open_dataset(folder).listed():
         key = id(part)
         if key not in plans:
             plans[key] = plan_for(part)
