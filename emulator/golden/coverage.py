@@ -563,7 +563,6 @@ def stream_coverage(ds) -> dict:
     per (single-block shape class, instruction) of every executed block."""
     import pyarrow.compute as pc
     from isa import encoding
-    from . import streams_block_classes
     cov = {"streams": {}, "hazards": {}, "aliasing": {}, "faults": {}, "values": {}, "shapes": {}}
     for part, chunk, rec in ds.files:
         t = ds.read(part, chunk, rec)
