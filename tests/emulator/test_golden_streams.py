@@ -274,7 +274,7 @@ def test_a_row_with_a_wrong_class_outcome_is_named(dataset, tmp_path, capsys):
 
 
 def test_local_dask_clusters_of_one_and_two_workers_write_the_same_bytes(tmp_path):
-    small = ["--blocks", "3", "--cases", "2", "--group-cases", "1", "--shapes", "r1c8,r3c1", "--seed", "4",
+    small = ["--blocks", "2", "--cases", "2", "--group-cases", "1", "--shapes", "r1c8,r3c1", "--seed", "4",
              "--quiet"]
     assert generate(tmp_path / "one", "--workers", "1", args=small) == 0
     assert generate(tmp_path / "two", "--workers", "2", args=small) == 0
