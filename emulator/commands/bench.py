@@ -325,6 +325,54 @@ CASES.append(Case("golden.TCVT.FP32.E4M3.sat", "pyarrow writing the same rows to
                   golden_setup("TCVT", "FP32", "E4M3", sat=True), memory=golden_memory))
 
 
+STREAM_BLOCKS = 8
+
+
+def golden_streams_setup(n: int):
+    """`tile-emu golden --streams --blocks 8` in-process (generation on the batch engine,
+    records, states, Parquet), n = stream-blocks (n / 8 streams over the four shape classes),
+    against pyarrow writing the same rows to Parquet alone."""
+    import atexit
+    import os
+    import shutil
+    import tempfile
+
+    import pyarrow.parquet as pq
+
+    from emulator.golden import streams_dataset as SD
+    streams = -(-n // STREAM_BLOCKS)
+    shapes = tuple(s.name for s in SD.S.SHAPES)
+    p = SD.StreamParams(blocks=STREAM_BLOCKS, cases=max(1, -(-streams // len(shapes))), seed=1, shapes=shapes)
+    try:
+        plan = SD.chunks(p)
+    except SD.GoldenError as exc:
+        raise CommandError(f"--n {n}: {exc}", 2) from None
+    scratch = tempfile.mkdtemp(prefix="tile-emu-bench-streams-")
+    atexit.register(shutil.rmtree, scratch, True)
+    folder = os.path.join(scratch, "dataset")
+    tables = [SD.chunk_table(p, part, k, m) for part, k, m in plan]
+
+    def ours():
+        shutil.rmtree(folder, ignore_errors=True)
+        for part, k, m in plan:
+            SD.write_chunk(folder, p.to_json(), part.keys(), k, m)
+
+    def base():
+        for t in tables:
+            pq.write_table(t, os.path.join(scratch, "base.parquet"), compression="zstd", write_statistics=False)
+    return ours, base
+
+
+def golden_streams_memory(n: int) -> float:
+    """One chunk's rows (about 40 KB a stream of 8 blocks) and, for the baseline, every chunk's
+    table, plus Parquet's thread pools' address space."""
+    return (3 << 29) + 48_000 * -(-n // STREAM_BLOCKS)
+
+
+CASES.append(Case("golden.streams", "pyarrow writing the same rows to Parquet (n = stream-blocks, 8-block streams)",
+                  golden_streams_setup, memory=golden_streams_memory))
+
+
 # ---------------------------------------------------------------- VCG reduce cases
 
 VCG_STEPS = 64

@@ -34,7 +34,7 @@ from .rows import GPR, TILE, _tiles_array, gprs_array
 
 FORMAT = "tile-emu stream golden dataset"
 FORMAT_VERSION = 1
-CHUNK_CASES = 1 << 14          # streams per data file (a row holds K blocks' records)
+CHUNK_CASES = 1 << 12          # streams per data file (a row holds K blocks' records, the states: ~40 KB)
 GROUP_CASES = 256              # streams per group: one stream, one MachineBatch cohort
 ILLEGAL_FRACTION = 0.1
 MAX_BLOCKS = 1 << 10
