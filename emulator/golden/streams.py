@@ -25,6 +25,7 @@ fault records.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -196,11 +197,11 @@ class StreamRun:
         return desc, e, d
 
     def final(self):
-        """[(descriptor, tile id, (pe,), elems, defined)] of every tile after the stream, PE-major
-        then tile id, and the (n, 4) statuses."""
+        """[(descriptor, tile id, (pe,), elems, defined)] of every tile after the stream, in
+        (tile id, PE) order, and the (n, 4) statuses."""
         out = []
-        for p in range(F.NUM_PES):
-            for tid in sorted(self.ids):
+        for tid in sorted(self.ids):
+            for p in range(F.NUM_PES):
                 if (p, tid) not in self.where:
                     continue
                 g = self.gather(p, tid)
@@ -232,6 +233,7 @@ class StreamGroup:
         return self.gprs.shape[0]
 
 
+@lru_cache(maxsize=None)
 def _regular(dt: str | None, shape: Shape) -> Descriptor:
     return _desc(dt, shape.vrow, shape.cols, shape.vrow, shape.vcol)
 
@@ -378,12 +380,14 @@ class StreamBuilder:
         return (0, 1)
 
     # ------------------------------------------------------------ tracker
-    def _eligible(self, desc: Descriptor, pes) -> list[int]:
-        """Tile ids holding `desc` on every PE of `pes` (not reserved)."""
-        out = []
+    def _common(self, pes) -> dict[Descriptor, list[int]]:
+        """Descriptor -> the tile ids (not reserved) holding it on every PE of `pes`."""
+        out: dict = {}
+        first, rest = self.state[pes[0]], [self.state[p] for p in pes[1:]]
         for tid in REGULAR_IDS + (PRED_TILE,):
-            if all(self.state[p].get(tid) == desc for p in pes):
-                out.append(tid)
+            d = first.get(tid)
+            if d is not None and all(r.get(tid) == d for r in rest):
+                out.setdefault(d, []).append(tid)
         return out
 
     def _pick(self, ids: list[int], pes) -> int:
@@ -404,12 +408,12 @@ class StreamBuilder:
     def _candidates(self, mask: int):
         """(instruction, DataType) pairs buildable from the current state on the PEs of `mask`."""
         pes = F.SELECTED_PES[mask]
+        common = self._common(pes)
         have = {}
-        for d in DATATYPES:
-            ids = self._eligible(_regular(d.name, self.shape), pes)
-            if ids:
-                have[d.name] = ids
-        preds = self._eligible(_regular(None, self.shape), pes)
+        for d, ids in common.items():
+            if d.kind == "numeric" and d == _regular(d.datatype.name, self.shape):
+                have[d.datatype.name] = ids
+        preds = common.get(_regular(None, self.shape), [])
         out = []
         for op in I.INSTRUCTIONS:
             for dt in sorted(op.dtypes):

@@ -216,12 +216,21 @@ def _records_column(recs: CL.Records, n: int) -> pa.Array:
 
 
 def _tiles_column(n: int, entries) -> pa.Array:
-    """list<TILE> per case of [(desc, tid, (pe,), elems (n, E), defined (n, E))]."""
+    """list<TILE> per case of [(desc, tid, (pe,), elems (n, E), defined (n, E))] in (tile, PE)
+    order; consecutive PEs holding one descriptor under one id go to _tiles_array together."""
     if not entries:
         return pa.array([[]] * n, pa.list_(TILE))
-    return _tiles_array(n, [(d, tid, pes) for d, tid, pes, _, _ in entries],
-                        [pack_payloads(e[:, None, :], d.container) for d, _, _, e, _ in entries],
-                        [np.packbits(f[:, None, :], axis=-1, bitorder="little") for *_, f in entries])
+    runs = []
+    for d, tid, pes, e, f in entries:
+        if runs and runs[-1][0] == d and runs[-1][1] == tid:
+            runs[-1][2].extend(pes)
+            runs[-1][3].append(e)
+            runs[-1][4].append(f)
+        else:
+            runs.append((d, tid, list(pes), [e], [f]))
+    return _tiles_array(n, [(d, tid, tuple(pes)) for d, tid, pes, _, _ in runs],
+                        [pack_payloads(np.stack(es, axis=1), d.container) for d, _, _, es, _ in runs],
+                        [np.packbits(np.stack(fs, axis=1), axis=-1, bitorder="little") for *_, fs in runs])
 
 
 def initial_entries(tiles: dict) -> list:
