@@ -32,7 +32,7 @@ from isa.errors import IllegalBlockException
 from isa.fields import NUM_PES
 
 from .stateio import SCHEMA as STATE_SCHEMA
-from .tiles import Descriptor, pack_defined, pack_elements, to_physical
+from .tiles import Descriptor, pack_defined, pack_payloads, to_physical
 
 FORMAT = "tile-emu commit log"
 VERSION = 1
@@ -112,6 +112,43 @@ class Records:
     def to_pylist(self) -> list[dict]:
         return self.to_batch().to_pylist()
 
+    def renumbered(self, *, block: int | None = None, offset: int | None = None,
+                   machine: int | None = None) -> "Records":
+        """These records with every row's block index, byte offset (None: NO_OFFSET) or machine
+        index replaced (a one-block run inside a longer one; machine k of a batch run alone)."""
+        from dataclasses import replace
+        change = {}
+        if block is not None:
+            change["block"] = block
+            change["offset"] = NO_OFFSET if offset is None else offset
+        out = []
+        for g in self.groups:
+            if machine is not None:
+                change["machine"] = np.full(g.rows, machine, np.uint32)
+            out.append(replace(g, **change))
+        return Records(out)
+
+
+class Collector:
+    """A log that keeps what it is given in memory: `blocks`, the Records of each write in
+    order (one per block for a Machine; see Machine.run and MachineBatch.run), and `records()`
+    all of them concatenated; `table()` the Arrow table in the order a CommitLog file holds
+    them, (machine, block, PE)."""
+
+    def __init__(self):
+        self.blocks: list[Records] = []
+
+    def write(self, records: Records) -> None:
+        if len(records):
+            self.blocks.append(records)
+
+    def records(self) -> Records:
+        return Records(g for r in self.blocks for g in r.groups)
+
+    def table(self) -> pa.Table:
+        t = pa.Table.from_batches([self.records().to_batch()], SCHEMA)
+        return t.take(pc.sort_indices(t, [("machine", "ascending")]))   # stable: (block, PE) order kept
+
 
 def _rows(arr, n: int, dtype) -> np.ndarray:
     a = np.asarray(arr, dtype)
@@ -119,11 +156,13 @@ def _rows(arr, n: int, dtype) -> np.ndarray:
 
 
 def _pack(elems: np.ndarray, container: int) -> np.ndarray:
-    """(M, elements) physical elements -> (M, bytes) tile-store images: tiles.pack_elements
-    row by row (the same image), with one array operation for the whole-byte containers."""
-    if container >= 8:
-        return np.ascontiguousarray(elems).astype(f"<u{container // 8}", copy=False).view(np.uint8).reshape(len(elems), -1)
-    return np.stack([np.frombuffer(pack_elements(e, container), np.uint8) for e in elems])
+    """(M, elements) physical elements -> (M, bytes) tile-store images (tiles.pack_payloads)."""
+    return pack_payloads(np.asarray(elems).reshape(len(elems), -1), container)
+
+
+def _on_host(a) -> np.ndarray:
+    """A NumPy view of an engine array (a CuPy array is copied from the device)."""
+    return a if isinstance(a, np.ndarray) else (a.get() if hasattr(a, "get") else np.asarray(a))
 
 
 def commit_records(*, block: int, offset: int | None, mnemonic: str, block_datatype: str, tile: int,
@@ -144,6 +183,36 @@ def commit_records(*, block: int, offset: int | None, mnemonic: str, block_datat
     return Records([Group(COMMIT, block, NO_OFFSET if offset is None else offset, mnemonic, block_datatype,
                           _rows(machine, n, np.uint32), _rows(pe, n, np.uint8), _rows(status, n, np.uint8),
                           tile, desc, payload, np.asarray(defined_bits, np.uint8).reshape(n, -1))])
+
+
+def staged_records(staged, *, block: int, offset: int | None, names: tuple[str, str], tile: int,
+                   machines=None) -> Records:
+    """The commit records of one block from what its commit installs: `staged`, the block's
+    machine.Staged results (per PE group: pes, dest descriptor, (S, m, elements) bits and
+    definedness, (S, m) status; NumPy or CuPy arrays), as Machine._commit and
+    MachineBatch._commit take them; `machines` the (m,) machine indices of the arrays' second
+    axis (default: machine 0 alone); `names` block_names(block); `tile` the destination id.
+    Rows are PE-major over the machines (each machine's rows in ascending PE order), so a
+    stable sort by machine gives a log's (machine, block, PE) order."""
+    ids = np.zeros(1, np.uint32) if machines is None else np.asarray(machines, np.uint32)
+    m = len(ids)
+    pieces = [(st, slice(None)) for st in staged]
+    flat = [p for st in staged for p in st.pes]
+    if any(a > b for a, b in zip(flat, flat[1:])):     # PE groups out of PE order: one piece per PE
+        pieces = sorted(((st, slice(s, s + 1)) for st in staged for s in range(len(st.pes))),
+                        key=lambda x: x[0].pes[x[1].start])
+    out = []
+    for st, s in pieces:
+        pes = st.pes[s]
+        d = st.dest
+        bits = _on_host(st.bits[s]).reshape(len(pes) * m, -1)
+        defined = _on_host(st.defined[s]).reshape(len(pes) * m, -1)
+        out += commit_records(block=block, offset=offset, mnemonic=names[0], block_datatype=names[1], tile=tile,
+                              desc=d, machine=np.tile(ids, len(pes)), pe=np.repeat(np.array(pes, np.uint8), m),
+                              status=_on_host(st.status[s]).reshape(-1),
+                              payload=pack_payloads(bits, d.container),
+                              defined_bits=np.packbits(defined, axis=1, bitorder="little")).groups
+    return Records(out)
 
 
 def fault_group(machine, block: int, offset: int | None, reason: str, field: str, message: str,
