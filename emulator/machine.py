@@ -138,8 +138,8 @@ def one_block(block, offset: int | None = None) -> Iterator:
 
 
 def _commit_records(staged, block, index, offset, tile):
-    from .commitlog import block_names, staged_records
-    return staged_records(staged, block=index, offset=offset, names=block_names(block), tile=tile)
+    from . import commitlog as CL     # not at the top: commitlog reads stateio, which reads this module
+    return CL.staged_records(staged, block=index, offset=offset, names=CL.block_names(block), tile=tile)
 
 
 def _fault_records(err, block, machine=0):
