@@ -19,8 +19,8 @@ writes, TCVT between any two DataTypes in every RMode and Sat.  An illegal strea
 block of a rejection class (STREAM_ILLEGAL) at a random position; the stream stops there.
 
 `StreamRun` is the execution half (used by generation and by `verify`): it runs one block on
-the batch and returns that block's commit records (emulator.commitlog's record schema) or its
-fault records.
+the batch (`MachineBatch.step`, the commit-log hook) and returns that block's commit records
+(emulator.commitlog's record schema) and fault records.
 """
 from __future__ import annotations
 
@@ -149,34 +149,17 @@ class StreamRun:
         self.where = {(p, tid) for p, tid in tiles}
 
     def step(self, block: Block, index: int, offset: int) -> tuple[np.ndarray, CL.Records]:
-        """(committed (n,) bool, records) of `block` as block `index` at byte `offset`."""
-        result = self.batch.run([block])
-        errors = result.errors
-        committed = np.array([e is None for e in errors], bool)
-        mnemonic, dt = CL.block_names(block)
-        recs = CL.Records()
-        if committed.any():
+        """(live (n,) bool: committed every block so far, records) of `block`, block `index` of
+        the stream at byte `offset`: MachineBatch.step's commit log records (emulator/commitlog.py;
+        a machine that rejects a block stops there and takes no further steps)."""
+        recs = self.batch.step(block, offset=offset)
+        live = np.array([e is None for e in self.batch.step_errors()], bool)
+        if live.any():
             dest = block.iot[-1]
-            status = self.batch.statuses()
             for p in F.SELECTED_PES[dest.PE_MASK]:
-                for ids, desc, e, d in self.batch.stacks(p, dest.tile):
-                    keep = ids[committed[ids]]
-                    if not len(keep):
-                        continue
-                    sel = committed[ids]
-                    recs = recs + CL.commit_records(block=index, offset=offset, mnemonic=mnemonic, block_datatype=dt,
-                                                    tile=dest.tile, desc=desc, machine=keep, pe=p,
-                                                    status=status[keep, p], elems=e[sel], defined=d[sel])
                 self.where.add((p, dest.tile))
             self.ids.add(dest.tile)
-        if not committed.all():
-            faults: dict[tuple, list[int]] = {}
-            for k in np.flatnonzero(~committed):
-                c = errors[k].cause
-                faults.setdefault((c.reason, c.field, c.message), []).append(int(k))
-            for (reason, fld, message), ks in faults.items():
-                recs = recs + CL.fault_group(np.array(ks), index, offset, reason, fld, message, mnemonic, dt)
-        return committed, recs
+        return live, recs
 
     def gather(self, p: int, tid: int):
         """(descriptor, elems (n, E), defined (n, E)) of tile `tid` on PE p of every machine, or
