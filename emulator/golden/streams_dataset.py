@@ -30,7 +30,7 @@ from ..tiles import pack_payloads
 from . import dataset as D
 from . import streams as S
 from .dataset import GoldenError
-from .rows import GPR, TILE, _tiles_array, gprs_array
+from .rows import GPR, TILE, _binary, _tiles_array, gprs_array
 
 FORMAT = "tile-emu stream golden dataset"
 FORMAT_VERSION = 1
@@ -183,21 +183,31 @@ def machine_config(p: StreamParams) -> MachineConfig:
     return MachineConfig(profile=numeric_profile(p.profile).name)
 
 
+# An illegal group holds at most this many streams: a fault of the data, of the GPR offsets or of
+# a window block's state rejects machine by machine on the batch engine's rare path (each member
+# on the reference engine), so big illegal groups would cost what a whole chunk costs.
+ILLEGAL_GROUP = 16
+
+
 def group_plan(p: StreamParams, part: StreamPartition, chunk: int, n: int, rng) -> list[tuple[int, str | None]]:
-    """(cases, planted reason or None) of each group of a chunk: groups of group_cases; a group
-    is illegal with probability illegal_fraction, the reasons taken in turn from a random start
-    so every applicable class appears."""
+    """(cases, planted reason or None) of each group of a chunk, in a random order: round(n x
+    illegal_fraction) illegal streams in groups of at most ILLEGAL_GROUP, the reasons taken in
+    turn from a random start (so every applicable class appears as n allows), the rest legal
+    in groups of group_cases."""
     illegal = [S.reason_of(c) for c in classes_for(part.shape)[0] if c != S.LEGAL]
+    bad = int(round(n * p.illegal_fraction)) if illegal else 0
     start = int(rng.integers(len(illegal))) if illegal else 0
-    out, k = [], 0
-    for lo in range(0, n, p.group_cases):
-        m = min(p.group_cases, n - lo)
-        if illegal and rng.random() < p.illegal_fraction:
-            out.append((m, illegal[(start + k) % len(illegal)]))
-            k += 1
-        else:
-            out.append((m, None))
-    return out
+    per_class = min(ILLEGAL_GROUP, p.group_cases)
+    out, k, left = [], 0, bad
+    while left > 0:
+        m = min(per_class, left)
+        out.append((m, illegal[(start + k) % len(illegal)]))
+        k += 1
+        left -= m
+    rest = n - bad
+    for lo in range(0, rest, p.group_cases):
+        out.append((min(p.group_cases, rest - lo), None))
+    return [out[i] for i in rng.permutation(len(out))]
 
 
 # ---------------------------------------------------------------------------- rows
@@ -217,7 +227,8 @@ def _records_column(recs: CL.Records, n: int) -> pa.Array:
 
 def _tiles_column(n: int, entries) -> pa.Array:
     """list<TILE> per case of [(desc, tid, (pe,), elems (n, E), defined (n, E))] in (tile, PE)
-    order; consecutive PEs holding one descriptor under one id go to _tiles_array together."""
+    order.  The descriptor fields are the same for every case: one case's entries are built
+    (rows._tiles_array) and taken n times; the payloads and definedness are every case's."""
     if not entries:
         return pa.array([[]] * n, pa.list_(TILE))
     runs = []
@@ -228,9 +239,16 @@ def _tiles_column(n: int, entries) -> pa.Array:
             runs[-1][4].append(f)
         else:
             runs.append((d, tid, list(pes), [e], [f]))
-    return _tiles_array(n, [(d, tid, tuple(pes)) for d, tid, pes, _, _ in runs],
-                        [pack_payloads(np.stack(es, axis=1), d.container) for d, _, _, es, _ in runs],
-                        [np.packbits(np.stack(fs, axis=1), axis=-1, bitorder="little") for *_, fs in runs])
+    descs = [(d, tid, tuple(pes)) for d, tid, pes, _, _ in runs]
+    payloads = [pack_payloads(np.stack(es, axis=1), d.container) for d, _, _, es, _ in runs]
+    defineds = [np.packbits(np.stack(fs, axis=1), axis=-1, bitorder="little") for *_, fs in runs]
+    one = _tiles_array(1, descs, [p[:1] for p in payloads], [d[:1] for d in defineds]).values
+    k = len(one)
+    taken = one.take(pa.array(np.tile(np.arange(k), n)))
+    real = {"payload": _binary(payloads), "defined": _binary(defineds)}
+    cols = [real.get(f.name, taken.field(i)) for i, f in enumerate(TILE)]
+    flat = pa.StructArray.from_arrays(cols, fields=list(TILE))
+    return pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32) * k), flat)
 
 
 def initial_entries(tiles: dict) -> list:
