@@ -563,7 +563,7 @@ def stream_coverage(ds) -> dict:
     per (single-block shape class, instruction) of every executed block."""
     import pyarrow.compute as pc
     from isa import encoding
-    cov = {"streams": {}, "hazards": {}, "aliasing": {}, "faults": {}, "values": {}, "shapes": {}}
+    cov = {"streams": {}, "hazards": {}, "aliasing": {}, "faults": {}, "values": {}, "shapes": {}, "tcvt": {}}
     for part, chunk, rec in ds.files:
         t = ds.read(part, chunk, rec)
         for name, k in rec["classes"].items():
@@ -593,6 +593,11 @@ def stream_coverage(ds) -> dict:
             for i, b in enumerate(blocks[:executed]):
                 mn = names[i].mnemonic
                 cov["values"][(vc, mn)] = cov["values"].get((vc, mn), 0) + w
+                if names[i].schema == I.CONVERT:
+                    d = b.datr
+                    key = (b.bstart.DataType, b.bstart.DataType if d is None or d.DataType is None else d.DataType,
+                           0 if d is None or d.RMode is None else d.RMode, bool(d is not None and d.Sat))
+                    cov["tcvt"][key] = cov["tcvt"].get(key, 0) + w
                 for cls in streams_block_classes(b):
                     cov["shapes"][(cls, mn)] = cov["shapes"].get((cls, mn), 0) + w
     return cov
@@ -675,6 +680,12 @@ def stream_coverage_table(folder) -> str:
         na = all(stream_class(r) in classes_for(s)[1] for s in shapes)
         lines.append(f"  {r:22s} " + ("n/a (no shape class of this dataset can carry it)" if na else
                                       " ".join(f"{c:,}".rjust(5) for c in counts)))
+    from isa.datatypes import DATATYPES
+    from isa.fields import RMODES
+    pairs = {(a, b) for a, b, _, _ in cov["tcvt"]}
+    lines.append(f"\nTCVT (executed blocks): {len(pairs)} of {len(DATATYPES) ** 2} (source, destination) DataType "
+                 f"pairs, {len(cov['tcvt'])} of {len(DATATYPES) ** 2 * len(RMODES) * 2} (pair, RMode, Sat) cells; "
+                 f"RModes seen: {', '.join(RMODES[m] for m in sorted({m for _, _, m, _ in cov['tcvt']}))}")
     lines.append("\nvalue classes of the initial tiles x instruction (executed blocks)")
     for vc in sorted({v for v, _ in cov["values"]}):
         lines.append(f"  {vc:16s} " + " ".join(f"{op}={cov['values'][(vc, op)]:,}" for op in ops

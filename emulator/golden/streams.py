@@ -24,25 +24,23 @@ the batch (`MachineBatch.step`, the commit-log hook) and returns that block's co
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
-import pyarrow as pa
 
 from isa import encoding, fields as F, instructions as I
 from isa.assembly import disassemble
-from isa.block import BDatr, BDim, BIor, BStart, Block, TileBinding
+from isa.block import BIor, Block, TileBinding
 from isa.datatypes import DATATYPES, datatype
 from isa.errors import EncodeError, IllegalBlockException
 from isa.legality import resolve
 
 from .. import commitlog as CL
 from ..config import MachineConfig
-from ..tiles import Descriptor, element_dtype, pack_payloads
+from ..tiles import Descriptor, element_dtype
 from . import coverage as C
 from .cases import Group, TileSpec, MUTATIONS, _block, _desc, _fmap_geometry, _window_geometry
-from .rows import _tiles_array
 from .space import space
 
 
@@ -80,6 +78,8 @@ BAD_FMAP_TILE = 31           # DESCRIPTOR_INVALID: a feature map with too many c
 # GPR pairs (posM, posK) written by the initial state, one pair per window source
 REGS = {I.EXTRACT: (1, 2), I.INSERT: (3, 4), I.IMG2COL: (5, 6)}
 BEYOND_REGS = (7, 8)         # OFFSET_RANGE: one column past the edge
+PLANTED_MASK = 0b0011        # the planted block's PE_MASK (room for PE_MASK_MISMATCH's flip); data
+                             # faults sit on its last PE
 
 # Instruction weights (relative): TCVT weighs more, it has the most pairs to cover.
 WEIGHTS = {i.mnemonic: 4.0 if i.schema == I.CONVERT else 1.0 for i in I.INSTRUCTIONS}
@@ -335,17 +335,17 @@ class StreamBuilder:
             op, dt = self.plan
             desc = _regular(dt, shape)
             e, d = self._tile(desc, nonzero=True)
+            last = F.SELECTED_PES[PLANTED_MASK][-1]
             if self.reason == "SOURCE_UNDEFINED":        # one element of the valid rectangle, last PE
-                d = d.copy()
                 d_last = d.copy()
                 d_last[:, 0] = False
                 for p in pes:
-                    tiles[(p, RESERVED_TILE)] = (desc, e, d_last if p == self._planned_pes()[-1] else d)
+                    tiles[(p, RESERVED_TILE)] = (desc, e, d_last if p == last else d)
             elif self.reason == "INT_DIVIDE_BY_ZERO":
                 e_last = e.copy()
                 e_last[:, 0] = 0
                 for p in pes:
-                    tiles[(p, RESERVED_TILE)] = (desc, e_last if p == self._planned_pes()[-1] else e, d)
+                    tiles[(p, RESERVED_TILE)] = (desc, e_last if p == last else e, d)
             else:
                 put(RESERVED_TILE, desc, (e, d))
             if self.reason == "DESCRIPTOR_INVALID":
@@ -358,9 +358,6 @@ class StreamBuilder:
                 gprs[:, :, BEYOND_REGS[0]] = np.uint64(hi_r)
                 gprs[:, :, BEYOND_REGS[1]] = np.uint64(hi_c + 1)
         return tiles, gprs
-
-    def _planned_pes(self) -> tuple[int, ...]:
-        return (0, 1)
 
     # ------------------------------------------------------------ tracker
     def _common(self, pes) -> dict[Descriptor, list[int]]:
@@ -420,7 +417,7 @@ class StreamBuilder:
         rng, shape = self.rng, self.shape
         if plan is not None:
             op, dt = plan
-            mask = 0b0011
+            mask = PLANTED_MASK
             pes = F.SELECTED_PES[mask]
             have = {dt: [RESERVED_TILE]}
             preds = [PRED_TILE]

@@ -255,7 +255,8 @@ def initial_entries(tiles: dict) -> list:
     return [(desc, tid, (p,), e, d) for (p, tid), (desc, e, d) in sorted(tiles.items(), key=lambda kv: (kv[0][1], kv[0][0]))]
 
 
-def _fault_columns(recs: CL.Records, n: int, executed: int, blocks: int):
+def _fault_columns(recs: CL.Records, n: int):
+    """(faulted, reason, field, message) per case from the fault records."""
     reason = np.full(n, "", object)
     fld = np.full(n, "", object)
     message = np.full(n, "", object)
@@ -271,7 +272,7 @@ def replay_columns(config: MachineConfig, n: int, tiles: dict, gprs, blocks, rec
                    final, status) -> dict[str, pa.Array]:
     """Every column a replay recomputes (all but case, class, group, value_class)."""
     data, text = S.stream_text(blocks)
-    faulted, reason, fld, message = _fault_columns(records, n, executed, len(blocks))
+    faulted, reason, fld, message = _fault_columns(records, n)
     return {
         "stream": D_repeat(data, n, pa.binary()),
         "asm": D_repeat(text, n, pa.string()),
