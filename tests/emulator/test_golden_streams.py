@@ -260,6 +260,22 @@ def test_truncated_or_altered_files_are_one_line(dataset, tmp_path, capsys, dama
     assert len(err) == 1 and "blocks=6/shape=r4c8/part-00000.parquet" in err[0] and message in err[0]
 
 
+@pytest.mark.parametrize("damage, message", [
+    (lambda x: (x / "manifest.json").write_text((x / "manifest.json").read_text()[:-40]), "not valid JSON"),
+    (lambda x: (x / "blocks=6/shape=r3c1/part-00000.parquet").unlink(), "listed in the manifest but missing"),
+    (lambda x: (x / "blocks=6/shape=r3c1/extra.parquet").write_bytes(b"x"), "not listed in the manifest"),
+    (lambda x: (x / "generation.json").write_text('{"streams": true}'), "generation.json"),
+])
+def test_a_damaged_dataset_folder_is_one_line(dataset, tmp_path, capsys, damage, message):
+    x = tmp_path / "x"
+    shutil.copytree(dataset, x)
+    damage(x)
+    for argv in (["verify", str(x), "--quiet"], ["golden", "--coverage", str(x)]):
+        assert main(argv) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0]
+
+
 def test_a_row_with_a_wrong_class_outcome_is_named(dataset, tmp_path, capsys):
     x = tmp_path / "x"
     shutil.copytree(dataset, x)
