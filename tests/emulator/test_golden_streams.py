@@ -220,6 +220,12 @@ def test_verify_replays_every_stream_block_by_block(dataset, capsys):
     assert "40 streams of 6 blocks match" in capsys.readouterr().out
 
 
+def test_the_reference_engine_replays_the_same_records(dataset, capsys):
+    """Generated on the batch engine, replayed block by block on plain reference Machines."""
+    assert main(["verify", str(dataset), "--backend", "reference", "--quiet"]) == 0
+    assert "40 streams of 6 blocks match, block by block (reference" in capsys.readouterr().out
+
+
 def _rewrite(folder, rel, table):
     """Write `table` over data file `rel` and fix the manifest's size and checksum, so only the
     replay can catch what changed."""
