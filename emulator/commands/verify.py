@@ -22,9 +22,12 @@ def run(args) -> int:
     from emulator.golden.replay import verify
     from emulator.golden.runner import Progress
     from emulator.golden import hexport
+    from emulator.golden.streams_dataset import is_stream_dataset
+    if args.oracle and is_stream_dataset(args.dataset):
+        raise CommandError("verify --oracle checks single-block datasets; a stream dataset is checked by its "
+                           "block-by-block replay (tile-emu verify DIR, --backend reference for the reference engine)", 1)
     if args.oracle:
         return _oracle(args)
-    from emulator.golden.streams_dataset import is_stream_dataset
     if is_stream_dataset(args.dataset):   # golden --streams: replay each stream block by block
         return _streams(args)
     if hexport.is_export(args.dataset):   # a hex export (golden export --format hex): check its files

@@ -226,6 +226,11 @@ def test_the_reference_engine_replays_the_same_records(dataset, capsys):
     assert "40 streams of 6 blocks match, block by block (reference" in capsys.readouterr().out
 
 
+def test_oracle_on_a_stream_dataset_is_one_line(dataset, capsys):
+    assert main(["verify", str(dataset), "--oracle"]) == 1
+    assert "verify --oracle checks single-block datasets" in capsys.readouterr().err
+
+
 def _rewrite(folder, rel, table):
     """Write `table` over data file `rel` and fix the manifest's size and checksum, so only the
     replay can catch what changed."""
