@@ -431,7 +431,10 @@ class StreamBuilder:
                 raise GeneratorError(f"block {index}: nothing can be built from the state")
             pes = F.SELECTED_PES[mask]
             # prefer a DataType a recent block wrote (read-after-write chains), by instruction weight
-            weights = [WEIGHTS[op.mnemonic] / len([1 for o, _ in cands if o is op]) for op, _ in cands]
+            per_op: dict = {}
+            for o, _ in cands:
+                per_op[o.mnemonic] = per_op.get(o.mnemonic, 0) + 1
+            weights = [WEIGHTS[op.mnemonic] / per_op[op.mnemonic] for op, _ in cands]
             op, dt = _weighted(rng, cands, weights)
         dst, rmode, sat = dt, None, False
         if op.schema == I.CONVERT:
