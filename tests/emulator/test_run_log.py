@@ -389,3 +389,12 @@ def test_the_lockstep_recipe_of_the_docs_runs(tmp_path, monkeypatch):
     (tmp_path / "prog.tbs").write_bytes(isa.encode(blocks))
     monkeypatch.chdir(tmp_path)
     exec(compile(recipe, "commit-log.md", "exec"), {})
+
+
+def test_the_log_of_machine_k_run_alone_names_machine_k(batch_files):
+    d = batch_files
+    main(["run", str(d / "s.tbs"), "--init", str(d / "init.arrow"), "--log", str(d / "all.arrow"), "-q"])
+    main(["run", str(d / "s.tbs"), "--init", str(d / "init.arrow"), "--machine", "1", "--log", str(d / "one.arrow"),
+          "-q"])
+    whole = [r for r in CL.read_log(d / "all.arrow").to_pylist() if r["machine"] == 1]
+    assert CL.read_log(d / "one.arrow").to_pylist() == whole and whole
