@@ -1197,7 +1197,8 @@ class _Recorder:
         for index in sorted(set(self.pending) | set(self.faults)):
             parts = self.pending.pop(index, [])
             for err, ks in self.faults.pop(index, {}).values():
-                block = self.blocks.get(index, (None, None))[1] if isinstance(err.cause, IllegalBlockException) else None
+                decoded = isinstance(err.cause, IllegalBlockException)      # else DECODE_ERROR: no block
+                block = self.blocks.get(index, (None, None))[1] if decoded else None
                 parts.append(fault_records(err, np.array(sorted(ks), np.uint32), block))
             self.log.write(Records(g for r in parts for g in r.groups))
         self.blocks.clear()

@@ -282,105 +282,137 @@ def fault_group(machine, block: int, offset: int | None, reason: str, field: str
                           message=message)])
 
 
-def _batch(groups, order: np.ndarray | None = None) -> pa.RecordBatch:
-    """One record batch of SCHEMA from groups: values per group or per descriptor (a few
-    distinct ones: descriptors are interned) are repeated by index, per-record arrays are
-    concatenated -- no Python object per record.  `order` (a permutation of the rows) puts
-    the rows in that order, applied to the NumPy arrays before they become Arrow columns."""
+def _batch(groups) -> pa.RecordBatch:
+    """One record batch of SCHEMA holding every record of `groups`, in order."""
+    return next(_cuts(groups))
+
+
+def _cuts(groups, order: np.ndarray | None = None, chunk: int | None = None):
+    """Record batches of SCHEMA from groups: values per group or per descriptor (a few distinct
+    ones: descriptors are interned) are repeated by index, per-record arrays concatenated -- no
+    Python object per record.  Without `order`: one batch of every row, in order.  With it (row
+    indices, e.g. a machine-major permutation): the rows it names, `chunk` at a time, each
+    batch's bytes gathered into two buffers reused from batch to batch -- so a batch is valid
+    only until the next one is made (write it first); no buffer as large as the whole log is
+    ever touched (first-touch page faults of fresh memory cost more than the copy here)."""
     groups = list(groups)
     if not groups:
-        return pa.RecordBatch.from_pylist([], schema=SCHEMA)
+        yield pa.RecordBatch.from_pylist([], schema=SCHEMA)
+        return
     counts = np.array([g.rows for g in groups], np.int64)
+    starts = np.zeros(len(groups), np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
 
-    def ordered(a):
-        return a if order is None else a[order]
-
-    def per_row(values, dtype):                 # one value per group, numeric
-        return pa.array(ordered(np.repeat(np.array(values, dtype), counts)))
-
-    def by_key(keys):
+    def keyed(keys):
         """(distinct keys, per-row index into them)."""
         seen: dict = {}
         idx = np.array([seen.setdefault(k, len(seen)) for k in keys], np.int64)
-        return list(seen), pa.array(ordered(np.repeat(idx, counts)))
+        return list(seen), np.repeat(idx, counts)
 
-    texts, text_idx = by_key([(g.record, g.mnemonic, g.block_datatype, g.reason, g.field, g.message)
-                              for g in groups])
-    descs, desc_idx = by_key([g.desc for g in groups])
-
-    def text(k):
-        return pa.array([t[k] for t in texts], pa.string()).take(text_idx)
-
-    def dfield(fn, empty, typ):
-        return pa.array([empty if d is None else fn(d) for d in descs], typ).take(desc_idx)
-
-    def fmap(fn, empty, typ):
-        return dfield(lambda d: empty if d.fmap is None else fn(d.fmap), empty, typ)
-
+    texts, text_idx = keyed([(g.record, g.mnemonic, g.block_datatype, g.reason, g.field, g.message) for g in groups])
+    descs, desc_idx = keyed([g.desc for g in groups])
+    rows_of = {"machine": np.concatenate([g.machine for g in groups]),
+               "block": np.repeat(np.array([g.block for g in groups], np.uint64), counts),
+               "offset": np.repeat(np.array([g.offset for g in groups], np.int64), counts),
+               "pe": np.concatenate([g.pe for g in groups]),
+               "tile": np.repeat(np.array([g.tile for g in groups], np.uint32), counts),
+               "status": np.concatenate([g.status for g in groups])}
     packed, buckets = _packed(groups, counts, per_group=order is not None)
-    total = int(counts.sum())
-    where = None if order is None else np.empty(total, np.int64)     # row -> its place in the output
-    if where is not None:
-        where[order] = np.arange(total)
+    widths = [[0 if p[k] is None else p[k].shape[1] for p in packed] for k in (0, 1)]
+    text_values = [pa.array([t[k] for t in texts], pa.string()) for k in range(6)]
 
-    def binary(name):
-        k = 0 if name == "payload" else 1
-        parts = [p[k] for p in packed]
-        shapes = {0 if p is None else p.shape[1] for p in parts}
-        if len(shapes) == 1:                    # one width (the usual log): rows are a 2-D array,
-            width = shapes.pop()                # each bucket scattered to its rows' places at once
-            widths = np.full(total, width, np.int64)
-            if len(buckets) == 1 and order is None:
-                data = buckets[0][1 + k]
-            else:
-                data = np.empty((total, width), np.uint8)
-                for rows, *arrays in buckets:
-                    data[rows if where is None else where[rows]] = arrays[k]
-        else:
-            widths = np.repeat([0 if p is None else p.shape[1] for p in parts], counts)
-            data = np.concatenate([p.reshape(-1) for p in parts if p is not None])
-            if order is not None:               # rows of several widths: gather by byte ranges
-                starts = np.zeros(len(widths), np.int64)
-                np.cumsum(widths[:-1], out=starts[1:])
-                w, st = widths[order], starts[order]
-                data = data[np.repeat(st - np.cumsum(w) + w, w) + np.arange(int(w.sum()))]
-                widths = w
-        offsets = np.zeros(len(widths) + 1, np.int64)
-        np.cumsum(widths, out=offsets[1:])
-        data = np.ascontiguousarray(data, np.uint8).reshape(-1)
-        if offsets[-1] < 1 << 31:
-            return pa.BinaryArray.from_buffers(pa.binary(), len(widths),
-                                               [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)])
-        return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(widths),
-                                                [None, pa.py_buffer(offsets), pa.py_buffer(data)]).cast(pa.binary())
+    def dvalues(fn, empty, typ):
+        return pa.array([empty if d is None else fn(d) for d in descs], typ)
 
-    cols = {
-        "machine": pa.array(ordered(np.concatenate([g.machine for g in groups]))),
-        "block": per_row([g.block for g in groups], np.uint64),
-        "offset": per_row([g.offset for g in groups], np.int64),
-        "record": text(0), "mnemonic": text(1), "block_datatype": text(2),
-        "pe": pa.array(ordered(np.concatenate([g.pe for g in groups]))),
-        "tile": per_row([g.tile for g in groups], np.uint32),
-        "location": dfield(lambda d: d.location, "", pa.string()),
-        "kind": dfield(lambda d: d.kind, "", pa.string()),
-        "datatype": dfield(lambda d: "" if d.dtype is None else d.datatype.name, "", pa.string()),
-        "row": dfield(lambda d: d.Row, 0, pa.uint32()),
-        "col": dfield(lambda d: d.Col, 0, pa.uint32()),
-        "valid_row": dfield(lambda d: d.ValidRow, 0, pa.uint32()),
-        "valid_col": dfield(lambda d: d.ValidCol, 0, pa.uint32()),
-        "layout": dfield(lambda d: d.Layout, 0, pa.uint8()),
-        "representation": dfield(lambda d: d.representation, "", pa.string()),
-        "capacity": dfield(lambda d: d.capacity, 0, pa.uint64()),
-        "payload": binary("payload"),
-        "defined": binary("defined"),
-        "fmap_layout": fmap(lambda f: f.layout, "", pa.string()),
-        "fmap_params": fmap(lambda f: list(f.params()), [], pa.list_(pa.int64())),
-        "fmap_pad_bits": fmap(lambda f: f.pad_bits, 0, pa.uint64()),
-        "fmap_transposed": fmap(lambda f: f.transposed, False, pa.bool_()),
-        "status": pa.array(ordered(np.concatenate([g.status for g in groups]))),
-        "reason": text(3), "field": text(4), "message": text(5),
+    def fvalues(fn, empty, typ):
+        return dvalues(lambda d: empty if d.fmap is None else fn(d.fmap), empty, typ)
+
+    desc_values = {
+        "location": dvalues(lambda d: d.location, "", pa.string()),
+        "kind": dvalues(lambda d: d.kind, "", pa.string()),
+        "datatype": dvalues(lambda d: "" if d.dtype is None else d.datatype.name, "", pa.string()),
+        "row": dvalues(lambda d: d.Row, 0, pa.uint32()),
+        "col": dvalues(lambda d: d.Col, 0, pa.uint32()),
+        "valid_row": dvalues(lambda d: d.ValidRow, 0, pa.uint32()),
+        "valid_col": dvalues(lambda d: d.ValidCol, 0, pa.uint32()),
+        "layout": dvalues(lambda d: d.Layout, 0, pa.uint8()),
+        "representation": dvalues(lambda d: d.representation, "", pa.string()),
+        "capacity": dvalues(lambda d: d.capacity, 0, pa.uint64()),
+        "fmap_layout": fvalues(lambda f: f.layout, "", pa.string()),
+        "fmap_params": fvalues(lambda f: list(f.params()), [], pa.list_(pa.int64())),
+        "fmap_pad_bits": fvalues(lambda f: f.pad_bits, 0, pa.uint64()),
+        "fmap_transposed": fvalues(lambda f: f.transposed, False, pa.bool_()),
     }
-    return pa.RecordBatch.from_arrays(list(cols.values()), schema=SCHEMA)
+    scratch = [np.zeros(0, np.uint8), np.zeros(0, np.uint8)]
+
+    def binary_all(k):
+        """Every row's bytes, in row order."""
+        parts = [p[k] for p in packed]
+        ws = set(widths[k])
+        if len(ws) == 1 and len(buckets) == 1:       # one group or descriptor: its array as it is
+            return np.full(len(rows_of["pe"]), ws.pop(), np.int64), buckets[0][1 + k]
+        if len(ws) == 1:                             # one width: each bucket to its rows at once
+            width = ws.pop()
+            data = np.empty((len(rows_of["pe"]), width), np.uint8)
+            for rows, *arrays in buckets:
+                data[rows] = arrays[k]
+            return np.full(len(data), width, np.int64), data
+        return (np.repeat(widths[k], counts),
+                np.concatenate([p.reshape(-1) for p in parts if p is not None]))
+
+    def binary_rows(k, rows):
+        """The bytes of rows `rows` (global row indices, in output order), into scratch[k]."""
+        gid = np.searchsorted(starts, rows, "right") - 1
+        local = rows - starts[gid]
+        w = np.asarray(widths[k], np.int64)[gid]
+        offsets = np.zeros(len(rows) + 1, np.int64)
+        np.cumsum(w, out=offsets[1:])
+        if scratch[k].size < offsets[-1]:
+            scratch[k] = np.empty(int(offsets[-1]), np.uint8)
+        data = scratch[k][: offsets[-1]]
+        by = np.argsort(gid, kind="stable")          # output positions grouped by group
+        edges = np.flatnonzero(np.diff(gid[by])) + 1
+        uniform = len(rows) and (w == w[0]).all()
+        for pos in np.split(by, edges) if len(rows) else ():
+            g = int(gid[pos[0]])
+            src = packed[g][k]
+            if src is None or not widths[k][g]:
+                continue
+            if uniform:
+                data.reshape(len(rows), -1)[pos] = src[local[pos]]
+            else:
+                data[offsets[pos][:, None] + np.arange(widths[k][g])] = src[local[pos]]
+        return w, data
+
+    def build(rows):
+        def pick(a):
+            return a if rows is None else a[rows]
+
+        def binary(k):
+            w, data = binary_all(k) if rows is None else binary_rows(k, rows)
+            offsets = np.zeros(len(w) + 1, np.int64)
+            np.cumsum(w, out=offsets[1:])
+            data = np.ascontiguousarray(data, np.uint8).reshape(-1)
+            if offsets[-1] < 1 << 31:
+                return pa.BinaryArray.from_buffers(pa.binary(), len(w), [None, pa.py_buffer(offsets.astype(np.int32)),
+                                                                          pa.py_buffer(data)])
+            return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(w),
+                                                    [None, pa.py_buffer(offsets), pa.py_buffer(data)]).cast(pa.binary())
+
+        ti, di = pa.array(pick(text_idx)), pa.array(pick(desc_idx))
+        cols = {name: pa.array(pick(a)) for name, a in rows_of.items()}
+        cols.update({f"{name}": v.take(di) for name, v in desc_values.items()})
+        cols.update({name: text_values[k].take(ti)
+                     for k, name in enumerate(("record", "mnemonic", "block_datatype", "reason", "field", "message"))})
+        cols["payload"], cols["defined"] = binary(0), binary(1)
+        return pa.RecordBatch.from_arrays([cols[f.name] for f in SCHEMA], schema=SCHEMA)
+
+    if order is None:
+        yield build(None)
+        return
+    step = len(order) if chunk is None else chunk
+    for lo in range(0, len(order), max(step, 1)):
+        yield build(np.asarray(order[lo: lo + step], np.int64))
 
 
 def _packed(groups, counts, per_group: bool = False) -> tuple[list[tuple], list[tuple]]:
@@ -601,20 +633,20 @@ class CommitLog:
         self._flush()
 
     def _write_held(self) -> None:
-        """Held records (nothing spilled) -> the log, in one stable sort by machine (the rows
-        permuted as NumPy arrays, then made Arrow columns once)."""
+        """Held records (nothing spilled) -> the log, in one stable sort by machine: the rows'
+        order computed on the machine column, each record batch gathered in that order."""
         held, self._held, self._held_bytes = self._held, [], 0
         if all(isinstance(x, Records) for x in held):
             groups = [g for r in held for g in r.groups]
             ids = np.concatenate([g.machine for g in groups])
-            table = pa.Table.from_batches([_batch(groups, np.argsort(ids, kind="stable"))], SCHEMA)
-        else:
-            batches = []
-            for x in held:
-                batches += [_batch(x.groups)] if isinstance(x, Records) else x.combine_chunks().to_batches()
-            table = pa.Table.from_batches(batches, SCHEMA)
-            table = table.take(pc.sort_indices(table, [("machine", "ascending")]))
-        self._emit(table)
+            for b in _cuts(groups, np.argsort(ids, kind="stable"), BATCH_ROWS):
+                self._emit(pa.Table.from_batches([b], SCHEMA))      # before the next batch reuses its buffers
+            return
+        batches = []                     # some were given as Arrow tables: sort the table
+        for x in held:
+            batches += [_batch(x.groups)] if isinstance(x, Records) else x.combine_chunks().to_batches()
+        table = pa.Table.from_batches(batches, SCHEMA)
+        self._emit(table.take(pc.sort_indices(table, [("machine", "ascending")])))
 
     def _reorder(self) -> None:
         """Spill (block-major) -> the log, machine by machine: a stable sort by machine of

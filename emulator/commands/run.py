@@ -18,7 +18,8 @@ handed to emulator.calculus.cli.run_regions; its budget options (--max-cost, --d
 multi-machine --init file alone (what --timing, --fabric and region programs, which run one
 machine, need).  --out naming the same file as an input is a usage error (exit 2).
 --log writes the commit log (docs/commit-log.md): a record per committed (block, PE) and one
-per fault, in (machine, block, PE) order, Arrow IPC or JSON lines by its suffix, atomically.
+per fault, in (machine, block, PE) order, Arrow IPC or JSON lines by its suffix, atomically
+(with --machine K the records name machine K).
 Its path is checked, and its temporary file created, before any block runs: a wrong suffix,
 a missing or unwritable folder, or the same file as an input or --out is one line, exit 2.
 """
@@ -237,7 +238,7 @@ def run(args) -> int:
     start = m.copy() if args.timing else None
     log = open_commit_log(args, 1)
     with log if log is not None else _nothing():
-        result = m.run(data, log=log)
+        result = m.run(data, log=_as_picked(args, log))
         if args.out:
             write_state(m, args.out)
     if args.timing and not args.quiet and (result.executed or result.ok):
@@ -257,6 +258,20 @@ def run(args) -> int:
         print(f"{args.stream}: {result.executed} block(s) executed; status {status}"
               + (f"; final state {args.out}" if args.out else "") + _logged(args, log))
     return 0
+
+
+class _Picked:
+    """The log of machine K of an --init file run alone (--machine K): its records name K."""
+
+    def __init__(self, log, k: int):
+        self.log, self.k = log, k
+
+    def write(self, records) -> None:
+        self.log.write(records.renumbered(machine=self.k))
+
+
+def _as_picked(args, log):
+    return log if log is None or args.machine is None else _Picked(log, args.machine)
 
 
 def _nothing():
@@ -289,7 +304,7 @@ def run_batch(args, data: bytes) -> int:
         print(f"tile-emu run: {batch.why}", file=sys.stderr)
     log = open_commit_log(args, len(batch))
     with log if log is not None else _nothing():
-        result = batch.run(data, fuse=args.fuse, log=log)
+        result = batch.run(data, fuse=args.fuse, log=_as_picked(args, log))
         if args.out:
             try:
                 save_machines([batch.machine(k) for k in range(len(batch))], args.out)

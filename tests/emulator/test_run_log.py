@@ -365,3 +365,36 @@ def test_compare_takes_what_step_returns():
     a, b = m.copy(), m.copy("cpu")
     for blk_ in blocks:
         assert compare(a.step(blk_), b.step(blk_)) is None
+
+
+def test_one_machines_log_file_has_the_same_bytes_on_every_backend(tmp_path):
+    blocks, m = example("window")
+    (tmp_path / "s.tbs").write_bytes(isa.encode(blocks))
+    m.save(tmp_path / "i.arrow")
+    got = {}
+    for backend in ("reference", "cpu"):
+        for suffix in (".arrow", ".jsonl"):
+            log = tmp_path / f"{backend}{suffix}"
+            assert main(["run", str(tmp_path / "s.tbs"), "--init", str(tmp_path / "i.arrow"), "--backend", backend,
+                         "--log", str(log), "-q"]) == 0
+            got[backend, suffix] = log.read_bytes()
+    assert got["reference", ".arrow"] == got["cpu", ".arrow"] and got["reference", ".jsonl"] == got["cpu", ".jsonl"]
+
+
+def test_the_lockstep_recipe_of_the_docs_runs(tmp_path, monkeypatch):
+    doc = (ROOT / "docs" / "commit-log.md").read_text()
+    recipe = doc.split("## Python: the run hook and lockstep stepping")[1].split("```python\n")[1].split("```")[0]
+    blocks, m = example("absdiff")
+    m.save(tmp_path / "s.arrow")
+    (tmp_path / "prog.tbs").write_bytes(isa.encode(blocks))
+    monkeypatch.chdir(tmp_path)
+    exec(compile(recipe, "commit-log.md", "exec"), {})
+
+
+def test_the_log_of_machine_k_run_alone_names_machine_k(batch_files):
+    d = batch_files
+    main(["run", str(d / "s.tbs"), "--init", str(d / "init.arrow"), "--log", str(d / "all.arrow"), "-q"])
+    main(["run", str(d / "s.tbs"), "--init", str(d / "init.arrow"), "--machine", "1", "--log", str(d / "one.arrow"),
+          "-q"])
+    whole = [r for r in CL.read_log(d / "all.arrow").to_pylist() if r["machine"] == 1]
+    assert CL.read_log(d / "one.arrow").to_pylist() == whole and whole
