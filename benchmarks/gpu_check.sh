@@ -7,7 +7,7 @@
 #    CPU path, then the `tile-emu bench --backend gpu` cases as fractions of the device copy
 #    bandwidth measured in the same run -> $OUT/gpu_numeric.json and $OUT/gpu_numeric.txt.
 # 2. benchmarks/gpu_golden.sh: the batch engine on the device for every instruction the golden
-#    generator covers (every instruction and DataType): cases generated on
+#    generator covers (every instruction and DataType; profile a5's rules under --profile a5): cases generated on
 #    the CPU, every one replayed with `tile-emu verify --backend gpu` and compared field by field.
 # 3. benchmarks/gpu_vcg.py: the VCG reduce kernels (JSON lines).
 # Everything goes to $OUT (the device tool's output folder; /tmp/gpu_check without it):

@@ -25,6 +25,9 @@ else
 fi
 run integer --ops TAND,TOR,TXOR,TSHL,TSHR,TNOT --dtypes S64,S32,S16,S8,U64,U32,U16,U8
 run convert --ops TCVT --dtypes FP64,FP32,FP16,BF16,HiF8,E4M3,E2M1X2,S8,U4X2 --rmodes RNE,RTZ --sat 0,1
+# profile a5 (docs/numerics.md "Profile a5"): its recipes and its non-saturating/same-type TCVT
+run a5 --profile a5 --ops TRSQRT,TREM,TDIV,TRECIP --dtypes FP32,FP16
+run a5-convert --profile a5 --ops TCVT --dtypes FP32,FP16 --dst-dtypes FP32,S16,S8,U8 --rmodes RNE,RTZ,RTM --sat 0
 run movement --ops TEXTRACT,TINSERT \
     --dtypes FP64,FP32,TF32,HF32,FP16,BF16,HiF8,E4M3,E5M2,E3M2,E2M3,E2M1X2,E1M2X2,E8M0,S64,S32,S16,S8,S4X2,U64,U32,U16,U8,U4X2
 run img2col --ops TIMG2COL --dtypes FP32,FP16,BF16,S32,S16,S8,U32,U16,U8   # isa.datatypes.IMG2COL

@@ -546,7 +546,7 @@ class _Unfused(Exception):
     not handle): the cohort runs the chain block by block instead."""
 
 
-def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
+def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...], record: bool = False):
     """The chain `rbs` (fusion.chains: element-wise or TCMP, one PE set and valid rectangle, no GPR
     offsets) on every member of c in one pass: each block's preflight on the descriptors its
     predecessors leave, its rules, its numeric call on the (P, ValidRow, ValidCol) results of
@@ -554,13 +554,24 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
     MachineBatch._commit, the last block's status last.  An element rule that fails raises
     Refused naming the members (they run the chain unfused, the rest try again); any other fault
     raises _Unfused (the cohort runs the chain unfused).  Either way each machine ends exactly as the unfused
-    run ends it (blocks before its fault committed, then its StreamError)."""
+    run ends it (blocks before its fault committed, then its StreamError).  Returns (those
+    (rb, Staged), per block) where, with `record` (a commit log), `per block` holds every
+    block's own (rb, Staged) -- its destination and status as the unfused run commits them --
+    and is empty otherwise."""
     from kernels import numeric
     xp, m = c.xp, len(c)
     shadow = Stores(c.config, [dict(pe) for pe in c.slots])     # c's descriptors as the chain changes them
     made: dict[int, tuple] = {}          # tile id -> (rb, dest, logical (P, vr, vc) result)
     read: dict[int, Any] = {}            # tile id -> its checked valid rectangle, for tiles from before the chain
     last_flags = None
+    S = len(pes)
+
+    def stage(rb, dest, out, flags):
+        o = _xp_outcome(rb, dest, S * m, out, flags, None if rb.instr.schema == I.COMPARE else rb.dtype.name, xp)
+        return Staged(pes, dest, to_physical(dest, o.bits, 0, xp).reshape(S, m, -1),
+                      to_physical(dest, o.defined, False, xp).reshape(S, m, -1), xp.asarray(o.status).reshape(S, m))
+
+    per_block = []
     for rb in rbs:
         try:
             groups = preflight.pe_groups(shadow, rb, pes)
@@ -601,23 +612,24 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...]):
         made.pop(rb.dest.tile, None)     # keep insertion order = order of each tile's last write
         made[rb.dest.tile] = (rb, dest, out)
         last_flags = flags
+        if record:
+            per_block.append((rb, stage(rb, dest, out, flags)))
         for p in pes:
             shadow.slots[p][rb.dest.tile] = Slot(dest, None, None)
     staged = []
     for tid, (rb, dest, out) in made.items():
         flags = last_flags if rb is rbs[-1] else None  # each block replaces the status: the last one's stays
-        o = _xp_outcome(rb, dest, len(pes) * m, out, flags, None if rb.instr.schema == I.COMPARE else rb.dtype.name, xp)
-        S = len(pes)
-        staged.append((rb, Staged(pes, dest, to_physical(dest, o.bits, 0, xp).reshape(S, m, -1),
-                                  to_physical(dest, o.defined, False, xp).reshape(S, m, -1),
-                                  xp.asarray(o.status).reshape(S, m))))
-    return staged
+        staged.append((rb, stage(rb, dest, out, flags)))
+    return staged, per_block
 
 
 # ---------------------------------------------------------------- the batch
 
 class MachineBatch:
     """N independent machines that execute the same block stream (see the module doc)."""
+
+    _rec = None              # the running stream's _Recorder when it has a log
+    _session = None          # step()'s stream: [next block index, errors, live detached machines]
 
     def __init__(self, machines: Iterable[Machine], backend: str = "cpu", profile: str | None = None):
         """`profile` (a kernels.numeric.profiles name) runs every machine under that numeric
@@ -775,7 +787,7 @@ class MachineBatch:
 
     # ------------------------------------------------------------ streams
     def run(self, stream: bytes | bytearray | memoryview | Sequence[Block] | Iterable[Block],
-            fuse: bool = False) -> BatchResult:
+            fuse: bool = False, log=None) -> BatchResult:
         """Run the stream on every machine; each stops at its first failing block.  With `fuse`,
         chains of consecutive element-wise blocks that emulator.calculus.check_plan admits run
         as one pass per cohort (emulator.fusion; the result's `fused` lists them); the states,
@@ -784,14 +796,36 @@ class MachineBatch:
         The stream is read through a window of the next blocks (one, or fusion.MAX_CHAIN with
         `fuse`: memory stays bounded); a chain that starts the window runs in one pass (_chain),
         any other block alone (_step).  A decode fault stops every machine still live at that
-        block."""
+        block.
+
+        `log` (optional; as Machine.run's) is anything with a `write(records)` method -- a
+        commitlog.CommitLog opened with machines=len(batch), a commitlog.Collector -- and
+        receives one commitlog.Records (plain arrays) per block, in block order, once every
+        machine is done with that block: the commit records of every machine that committed
+        it and the fault record of every machine that stopped there (no call for a block no
+        machine committed or faulted on: a strict no-op).  Within one Records each machine's
+        rows are in ascending PE order, machines grouped as the engine holds them, not sorted
+        (the reference backend writes machine by machine, each its whole stream): a stable
+        sort by machine (what CommitLog and Collector.table do) gives the log's (machine,
+        block, PE) order.  The records are the same on every backend, with or without `fuse`."""
+        self._session = None
         if self.backend == "reference":
-            return self._run_reference(stream)
+            return self._run_reference(stream, log)
         if self._host:           # machines stopped by an earlier stream start this one in a cohort
             self._build(dict(self._host))
         source, bad_header = stream_items(stream)
         if bad_header is not None:
+            if log is not None:
+                from .commitlog import fault_records
+                log.write(fault_records(bad_header, np.arange(self._n, dtype=np.uint32)))
             return BatchResult([0] * self._n, [bad_header] * self._n)
+        self._rec = None if log is None else _Recorder(log)
+        try:
+            return self._run(source, fuse)
+        finally:
+            self._rec = None
+
+    def _run(self, source, fuse: bool) -> BatchResult:
         from . import fusion
         errors: list[StreamError | None] = [None] * self._n
         live_host: set[int] = set()
@@ -822,11 +856,66 @@ class MachineBatch:
                 offset, block, _ = window.popleft()
                 self._step(block, index, offset, errors, live_host)
                 index += 1
+            if self._rec is not None:
+                self._rec.flush()
         if undecodable is not None and not window:
+            err = StreamError.undecodable(index, undecodable)
             for k in self._live(live_host):
-                errors[k] = StreamError.undecodable(index, undecodable)
+                errors[k] = err
+                if self._rec is not None:
+                    self._rec.fault(k, err)
+            if self._rec is not None:
+                self._rec.flush()
         executed = [index if e is None else e.index for e in errors]
         return BatchResult(executed, errors, fused)
+
+    def step(self, block, *, offset: int | None = None):
+        """Execute one block (an isa Block, or the bytes of a one-block `.tbs` stream, as
+        Machine.step takes) on every machine still in this stepped stream, and return its
+        records, a commitlog.Records: what `run(..., log=...)` writes for this block (the
+        commit records of the machines that committed it, the fault record of each that
+        rejected it), block index the number of steps taken so far.  A rejection stops that
+        machine alone, as in run: it keeps the state of its last commit, byte for byte, and
+        takes no further steps; nothing is raised for it.  Machine-level errors so far are in
+        `step_errors()`.  `run` starts a new stream (every machine, block 0)."""
+        from .commitlog import Collector
+        from .machine import one_block
+        if self._session is None:
+            if self._host and self.backend != "reference":
+                self._build(dict(self._host))
+            self._session = [0, [None] * self._n, set()]
+        index, errors, live_host = self._session
+        log = Collector()
+        try:
+            items = list(one_block(block, offset))
+        except StreamError as exc:                # bytes that do not decode: every live machine
+            from .commitlog import fault_records
+            live = [k for k in range(self._n) if errors[k] is None]
+            err = StreamError(index, exc.offset, exc.cause, exc.whole_stream)
+            for k in live:
+                errors[k] = err
+            self._session[0] += 1
+            return fault_records(err, np.array(live, np.uint32))
+        (off, b), = items
+        if self.backend == "reference":
+            for k in range(self._n):
+                if errors[k] is None:
+                    r = self._host[k]._run_items(iter(items), _Machine(log, k), index)
+                    errors[k] = r.error
+            self._session[0] += 1
+            return log.records()
+        self._rec = _Recorder(log)
+        try:
+            self._step(b, index, off, errors, live_host)
+            self._rec.flush()
+        finally:
+            self._rec = None
+        self._session[0] += 1
+        return log.records()
+
+    def step_errors(self) -> list[StreamError | None]:
+        """Per machine, the StreamError that stopped it in the stepped stream (None: live)."""
+        return list(self._session[1]) if self._session is not None else [None] * self._n
 
     def _chain(self, items, start: int, errors, live_host) -> bool:
         """The chain `items` ((offset, block, resolved) of blocks start, start + 1, ...): each
@@ -839,13 +928,17 @@ class MachineBatch:
         blocks = [b for _, b, _ in items]
         pes = rbs[0].pes
         done, rest = [], []
+        record = self._rec is not None
+        if record:
+            for index, (offset, block, _) in enumerate(items, start):
+                self._rec.at(index, offset, block)
         for c in self._cohorts:
             if not fusion.admitted(blocks, (c.config, c.signature), lambda: c.machine(0)):
                 rest.append(c)
                 continue
             for _ in range(3):                 # members that fault leave; the others retry
                 try:
-                    done.append((c, _fused_attempt(c, rbs, pes)))
+                    done.append((c, _fused_attempt(c, rbs, pes, record)))
                     c = None
                     break
                 except _Unfused:
@@ -863,9 +956,11 @@ class MachineBatch:
             if not self._cohorts and not live_host:
                 break
             self._step(block, index, offset, errors, live_host)
-        for c, staged in done:
+        for c, (staged, per_block) in done:
             for rb, st in staged:
                 self._commit(c, rb, [st])
+            for index, (rb, st) in enumerate(per_block, start):   # each block's own commit, for the log
+                self._rec.commit(index, c.ids, rb.dest.tile, [st])
             self._cohorts.append(c)
         return bool(done)
 
@@ -876,8 +971,21 @@ class MachineBatch:
         self._host[k] = m
         errors[k] = err
         live_host.discard(k)
+        if self._rec is not None:
+            self._rec.fault(k, err)
+
+    def _execute_host(self, k: int, m: Machine, block: Block, index: int) -> None:
+        """Block `index` on machine k outside every cohort (the reference path), recorded."""
+        if self._rec is None:
+            m.execute(block)
+            return
+        res, staged = m._execute(block)
+        if staged:
+            self._rec.commit(index, [k], res.dest, staged)
 
     def _step(self, block: Block, index: int, offset, errors, live_host: set[int]) -> None:
+        if self._rec is not None:
+            self._rec.at(index, offset, block)
         try:
             rb = resolve(block)
         except IllegalBlockException as exc:     # stateless: every live machine stops here
@@ -889,9 +997,9 @@ class MachineBatch:
                 self._stop(k, self._host[k], err, errors, live_host)
             self._cohorts = []
             return
-        for k in list(live_host):                # detached machines: the reference, block by block
+        for k in sorted(live_host):              # detached machines: the reference, block by block
             try:
-                self._host[k].execute(block)
+                self._execute_host(k, self._host[k], block, index)
             except IllegalBlockException as exc:
                 self._stop(k, self._host[k], StreamError(index, offset, exc), errors, live_host)
         if rb.PE_MASK == 0:                      # strict no-op after the stateless rules
@@ -909,7 +1017,7 @@ class MachineBatch:
         k = int(c.ids[j])
         m = c.machine(j)
         try:
-            m.execute(block)
+            self._execute_host(k, m, block, index)
         except IllegalBlockException as exc:
             self._stop(k, m, StreamError(index, offset, exc), errors, live_host)
             return
@@ -958,6 +1066,8 @@ class MachineBatch:
             if not len(c):
                 return None
         self._commit(c, rb, staged)
+        if self._rec is not None:
+            self._rec.commit(index, c.ids, rb.dest.tile, staged)
         return c
 
     def _commit(self, c: Cohort, rb: ResolvedBlock, staged: list[Staged]) -> None:
@@ -972,14 +1082,14 @@ class MachineBatch:
                 c.slots[p][rb.dest.tile] = Slot(st.dest, st.bits[s], st.defined[s], (st.bits, st.defined, st.pes, s))
                 c.status[:, p] = st.status[s]
 
-    def _run_reference(self, stream) -> BatchResult:
+    def _run_reference(self, stream, log=None) -> BatchResult:
         if isinstance(stream, (bytes, bytearray, memoryview)):
             stream = bytes(stream)
         else:
             stream = list(stream)
         executed, errors = [], []
         for k in range(self._n):
-            r = self._host[k].run(stream)
+            r = self._host[k].run(stream, log=None if log is None else _Machine(log, k))
             executed.append(r.executed)
             errors.append(r.error)
         return BatchResult(executed, errors)
@@ -1010,11 +1120,13 @@ class OnBatch:
         self.machine = machine
         self.batch = MachineBatch([machine], backend=machine.backend)
 
-    def execute(self, block: Block) -> BlockResult:
+    def execute(self, block: Block, log=None, index: int = 0, offset: int | None = None) -> BlockResult:
+        """The block on the batch; its commit records (as block `index` at `offset`) go to `log`
+        (its fault record is Machine.run's to write)."""
         rb = resolve(block)                     # the stateless rules raise here, as on the reference
         if self.machine.engines is not None:
             self.machine.engines.admit(rb)
-        error = self.batch.run([block]).errors[0]
+        error = self.batch.run([block], log=None if log is None else _Commits(log, index, offset)).errors[0]
         if error is not None:
             raise error.cause                   # the reference's exception; state: the last commit's
         pes = rb.pes
@@ -1023,4 +1135,72 @@ class OnBatch:
 
     def adopt(self) -> None:
         self.machine.adopt(self.batch.machine(0).state)
+
+
+class _Commits:
+    """A log for a one-block run inside a longer stream: commit records renumbered as block
+    `index` at `offset`; fault records dropped (the outer run writes its own)."""
+
+    def __init__(self, log, index: int, offset: int | None):
+        self.log, self.index, self.offset = log, index, offset
+
+    def write(self, records) -> None:
+        from .commitlog import COMMIT, Records
+        commits = Records(g for g in records.groups if g.record == COMMIT)
+        if len(commits):
+            self.log.write(commits.renumbered(block=self.index, offset=self.offset))
+
+
+class _Machine:
+    """A log for machine k of a batch run alone (the reference path): records renumbered."""
+
+    def __init__(self, log, k: int):
+        self.log, self.k = log, k
+
+    def write(self, records) -> None:
+        self.log.write(records.renumbered(machine=self.k))
+
+
+class _Recorder:
+    """What MachineBatch hands its log: the records of every machine for each block, gathered
+    from the engine's commit points (cohorts, detached machines, fused chains) and faults, and
+    written one Records per block, in block order, when the block is done (`flush`)."""
+
+    def __init__(self, log):
+        self.log = log
+        self.pending: dict[int, list] = {}        # block index -> Records parts, in arrival order
+        self.faults: dict[int, dict] = {}         # block index -> {id(StreamError): (error, [machines])}
+        self.blocks: dict[int, tuple] = {}        # block index -> (offset, block)
+        self._names: dict[int, tuple] = {}
+
+    def at(self, index: int, offset, block) -> None:
+        self.blocks[index] = (offset, block)
+
+    def names(self, index: int) -> tuple[str, str]:
+        if index not in self._names:
+            from .commitlog import block_names
+            self._names[index] = block_names(self.blocks[index][1])
+        return self._names[index]
+
+    def commit(self, index: int, ids, tile: int, staged) -> None:
+        from .commitlog import staged_records
+        offset = self.blocks[index][0]
+        self.pending.setdefault(index, []).append(
+            staged_records(staged, block=index, offset=offset, names=self.names(index), tile=tile, machines=ids))
+
+    def fault(self, k: int, err) -> None:
+        entry = self.faults.setdefault(err.index, {}).setdefault(id(err), (err, []))
+        entry[1].append(k)
+
+    def flush(self) -> None:
+        from .commitlog import Records, fault_records
+        for index in sorted(set(self.pending) | set(self.faults)):
+            parts = self.pending.pop(index, [])
+            for err, ks in self.faults.pop(index, {}).values():
+                decoded = isinstance(err.cause, IllegalBlockException)      # else DECODE_ERROR: no block
+                block = self.blocks.get(index, (None, None))[1] if decoded else None
+                parts.append(fault_records(err, np.array(sorted(ks), np.uint32), block))
+            self.log.write(Records(g for r in parts for g in r.groups))
+        self.blocks.clear()
+        self._names.clear()
 

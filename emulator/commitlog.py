@@ -32,7 +32,7 @@ from isa.errors import IllegalBlockException
 from isa.fields import NUM_PES
 
 from .stateio import SCHEMA as STATE_SCHEMA
-from .tiles import Descriptor, pack_defined, pack_elements, to_physical
+from .tiles import Descriptor, pack_defined, pack_payloads, to_physical
 
 FORMAT = "tile-emu commit log"
 VERSION = 1
@@ -52,6 +52,8 @@ SCHEMA = pa.schema(_HEAD + list(STATE_SCHEMA) + _TAIL,
 BINARY_COLUMNS = ("payload", "defined")
 # Rows buffered before a record batch is written (about 1 MB of 256-byte tiles): bounded memory
 BATCH_ROWS = 4096
+# A many-machine log holds up to this many bytes of records in memory before it spills them
+HOLD_BYTES = 256 << 20
 # Machine-major reordering of a many-machine log reads the spill this many bytes at a time
 REORDER_BYTES = 64 << 20
 
@@ -62,11 +64,15 @@ class CommitLogError(ValueError):
 
 # ---------------------------------------------------------------------------- records
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Group:
     """Records of one block that share everything but the machine, PE, bytes and status: M
     commits of one destination descriptor (`desc`), or M faults (`desc` None).  Arrays are
-    (M,) and (M, bytes); nothing is converted to Arrow until a log writes a batch."""
+    (M,) and (M, bytes); nothing is converted to Arrow until a log writes a batch.  A group
+    made from a commit's own arrays (staged_records) holds the (M, elements) physical
+    elements and definedness (`elems`, `defined_elems`) instead of `payload`/`defined` and
+    is packed when a batch is built, many blocks of one descriptor at a time (`packed()`
+    packs one group alone).  Never changed once made."""
     record: str
     block: int
     offset: int
@@ -82,10 +88,35 @@ class Group:
     reason: str = ""
     field: str = ""
     message: str = ""
+    elems: np.ndarray | None = None        # (M, desc.elements) physical elements, not yet packed
+    defined_elems: np.ndarray | None = None    # (M, desc.elements) bool
 
     @property
     def rows(self) -> int:
         return len(self.machine)
+
+    def packed(self) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """(payload, defined): the tile-store images and definedness bitmaps, (M, bytes) uint8."""
+        if self.payload is not None or self.elems is None:
+            return self.payload, self.defined
+        return _pack_rows(self.desc, [self.elems], [self.defined_elems])
+
+
+def _pack_rows(desc: Descriptor, elems: list, defined: list) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of physical elements of one descriptor (host or device arrays) -> (payload,
+    defined) uint8 images: tiles.pack_payloads and a little-endian bitmap, in one call each."""
+    e = _on_host(elems[0] if len(elems) == 1 else _xp(elems[0]).concatenate(elems))
+    d = _on_host(defined[0] if len(defined) == 1 else _xp(defined[0]).concatenate(defined))
+    return pack_payloads(e.reshape(len(e), -1), desc.container), np.packbits(d.reshape(len(d), -1), axis=1,
+                                                                               bitorder="little")
+
+
+def _xp(a):
+    """The array module of `a` (NumPy, or CuPy for a device array)."""
+    if isinstance(a, np.ndarray):
+        return np
+    import cupy
+    return cupy
 
 
 class Records:
@@ -94,7 +125,7 @@ class Records:
     read_log give), `len()` the number of records; `a + b` concatenates."""
 
     def __init__(self, groups=()):
-        self.groups = tuple(g for g in groups if g.rows)
+        self.groups = tuple([g for g in groups if len(g.machine)])
 
     def __len__(self) -> int:
         return sum(g.rows for g in self.groups)
@@ -112,6 +143,43 @@ class Records:
     def to_pylist(self) -> list[dict]:
         return self.to_batch().to_pylist()
 
+    def renumbered(self, *, block: int | None = None, offset: int | None = None,
+                   machine: int | None = None) -> "Records":
+        """These records with every row's block index, byte offset (None: NO_OFFSET) or machine
+        index replaced (a one-block run inside a longer one; machine k of a batch run alone)."""
+        from dataclasses import replace
+        change = {}
+        if block is not None:
+            change["block"] = block
+            change["offset"] = NO_OFFSET if offset is None else offset
+        out = []
+        for g in self.groups:
+            if machine is not None:
+                change["machine"] = np.full(g.rows, machine, np.uint32)
+            out.append(replace(g, **change))
+        return Records(out)
+
+
+class Collector:
+    """A log that keeps what it is given in memory: `blocks`, the Records of each write in
+    order (one per block for a Machine; see Machine.run and MachineBatch.run), and `records()`
+    all of them concatenated; `table()` the Arrow table in the order a CommitLog file holds
+    them, (machine, block, PE)."""
+
+    def __init__(self):
+        self.blocks: list[Records] = []
+
+    def write(self, records: Records) -> None:
+        if len(records):
+            self.blocks.append(records)
+
+    def records(self) -> Records:
+        return Records(g for r in self.blocks for g in r.groups)
+
+    def table(self) -> pa.Table:
+        t = pa.Table.from_batches([self.records().to_batch()], SCHEMA)
+        return t.take(pc.sort_indices(t, [("machine", "ascending")]))   # stable: (block, PE) order kept
+
 
 def _rows(arr, n: int, dtype) -> np.ndarray:
     a = np.asarray(arr, dtype)
@@ -119,11 +187,13 @@ def _rows(arr, n: int, dtype) -> np.ndarray:
 
 
 def _pack(elems: np.ndarray, container: int) -> np.ndarray:
-    """(M, elements) physical elements -> (M, bytes) tile-store images: tiles.pack_elements
-    row by row (the same image), with one array operation for the whole-byte containers."""
-    if container >= 8:
-        return np.ascontiguousarray(elems).astype(f"<u{container // 8}", copy=False).view(np.uint8).reshape(len(elems), -1)
-    return np.stack([np.frombuffer(pack_elements(e, container), np.uint8) for e in elems])
+    """(M, elements) physical elements -> (M, bytes) tile-store images (tiles.pack_payloads)."""
+    return pack_payloads(np.asarray(elems).reshape(len(elems), -1), container)
+
+
+def _on_host(a) -> np.ndarray:
+    """A NumPy view of an engine array (a CuPy array is copied from the device)."""
+    return a if isinstance(a, np.ndarray) else (a.get() if hasattr(a, "get") else np.asarray(a))
 
 
 def commit_records(*, block: int, offset: int | None, mnemonic: str, block_datatype: str, tile: int,
@@ -146,6 +216,62 @@ def commit_records(*, block: int, offset: int | None, mnemonic: str, block_datat
                           tile, desc, payload, np.asarray(defined_bits, np.uint8).reshape(n, -1))])
 
 
+def staged_records(staged, *, block: int, offset: int | None, names: tuple[str, str], tile: int,
+                   machines=None) -> Records:
+    """The commit records of one block from what its commit installs: `staged`, the block's
+    machine.Staged results (per PE group: pes, dest descriptor, (S, m, elements) bits and
+    definedness, (S, m) status; NumPy or CuPy arrays), as Machine._commit and
+    MachineBatch._commit take them; `machines` the (m,) machine indices of the arrays' second
+    axis (default: machine 0 alone); `names` block_names(block); `tile` the destination id.
+    Rows are PE-major over the machines (each machine's rows in ascending PE order), so a
+    stable sort by machine gives a log's (machine, block, PE) order."""
+    off = NO_OFFSET if offset is None else offset
+    if machines is None and len(staged) == 1:     # one machine, one PE group: the common block
+        st = staged[0]
+        n = len(st.pes)
+        return Records([Group(COMMIT, block, off, names[0], names[1], _zeros(n), _pe_array(st.pes, 1),
+                              _on_host(st.status).reshape(n).astype(np.uint8, copy=False), tile, st.dest,
+                              elems=st.bits.reshape(n, -1), defined_elems=st.defined.reshape(n, -1))])
+    ids = np.zeros(1, np.uint32) if machines is None else np.asarray(machines, np.uint32)
+    m = len(ids)
+    pieces = [(st, slice(None)) for st in staged]
+    flat = [p for st in staged for p in st.pes]
+    if any(a > b for a, b in zip(flat, flat[1:])):     # PE groups out of PE order: one piece per PE
+        pieces = sorted(((st, slice(s, s + 1)) for st in staged for s in range(len(st.pes))),
+                        key=lambda x: x[0].pes[x[1].start])
+    out = []
+    for st, s in pieces:        # the arrays are kept as they are (a commit never writes them again)
+        pes = st.pes[s]
+        n = len(pes) * m
+        out.append(Group(COMMIT, block, off, names[0], names[1],
+                         np.tile(ids, len(pes)) if m > 1 else ids.repeat(n), _pe_array(pes, m),
+                         _on_host(st.status[s]).reshape(n).astype(np.uint8, copy=False),
+                         tile, st.dest, elems=st.bits[s].reshape(n, -1), defined_elems=st.defined[s].reshape(n, -1)))
+    return Records(out)
+
+
+_SMALL: dict = {}          # read-only per-row arrays shared by the records of many blocks
+
+
+def _zeros(n: int) -> np.ndarray:
+    a = _SMALL.get(n)
+    if a is None:
+        a = _SMALL[n] = np.zeros(n, np.uint32)
+        a.flags.writeable = False
+    return a
+
+
+def _pe_array(pes: tuple, m: int) -> np.ndarray:
+    """The pe column of PEs `pes` each over m machines (PE-major)."""
+    if m > 1:
+        return np.repeat(np.array(pes, np.uint8), m)
+    a = _SMALL.get(pes)
+    if a is None:
+        a = _SMALL[pes] = np.array(pes, np.uint8)
+        a.flags.writeable = False
+    return a
+
+
 def fault_group(machine, block: int, offset: int | None, reason: str, field: str, message: str,
                 mnemonic: str = "", block_datatype: str = "") -> Records:
     """The fault records of one block on the machines in `machine` (one each)."""
@@ -157,72 +283,167 @@ def fault_group(machine, block: int, offset: int | None, reason: str, field: str
 
 
 def _batch(groups) -> pa.RecordBatch:
-    """One record batch of SCHEMA from groups: values per group or per descriptor (a few
-    distinct ones: descriptors are interned) are repeated by index, per-record arrays are
-    concatenated -- no Python object per record."""
+    """One record batch of SCHEMA holding every record of `groups`, in order."""
+    return next(_cuts(groups))
+
+
+def _cuts(groups, order: np.ndarray | None = None, chunk: int | None = None):
+    """Record batches of SCHEMA from groups: values per group or per descriptor (a few distinct
+    ones: descriptors are interned) are repeated by index, per-record arrays concatenated -- no
+    Python object per record.  Without `order`: one batch of every row, in order.  With it (row
+    indices, e.g. a machine-major permutation): the rows it names, `chunk` at a time, each
+    batch's bytes gathered into two buffers reused from batch to batch -- so a batch is valid
+    only until the next one is made (write it first); no buffer as large as the whole log is
+    ever touched (first-touch page faults of fresh memory cost more than the copy here)."""
     groups = list(groups)
     if not groups:
-        return pa.RecordBatch.from_pylist([], schema=SCHEMA)
+        yield pa.RecordBatch.from_pylist([], schema=SCHEMA)
+        return
     counts = np.array([g.rows for g in groups], np.int64)
+    starts = np.zeros(len(groups), np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
 
-    def per_row(values, dtype):                 # one value per group, numeric
-        return pa.array(np.repeat(np.array(values, dtype), counts))
-
-    def by_key(keys):
+    def keyed(keys):
         """(distinct keys, per-row index into them)."""
         seen: dict = {}
         idx = np.array([seen.setdefault(k, len(seen)) for k in keys], np.int64)
-        return list(seen), pa.array(np.repeat(idx, counts))
+        return list(seen), np.repeat(idx, counts)
 
-    texts, text_idx = by_key([(g.record, g.mnemonic, g.block_datatype, g.reason, g.field, g.message)
-                              for g in groups])
-    descs, desc_idx = by_key([g.desc for g in groups])
+    texts, text_idx = keyed([(g.record, g.mnemonic, g.block_datatype, g.reason, g.field, g.message) for g in groups])
+    descs, desc_idx = keyed([g.desc for g in groups])
+    rows_of = {"machine": np.concatenate([g.machine for g in groups]),
+               "block": np.repeat(np.array([g.block for g in groups], np.uint64), counts),
+               "offset": np.repeat(np.array([g.offset for g in groups], np.int64), counts),
+               "pe": np.concatenate([g.pe for g in groups]),
+               "tile": np.repeat(np.array([g.tile for g in groups], np.uint32), counts),
+               "status": np.concatenate([g.status for g in groups])}
+    packed, buckets = _packed(groups, counts, per_group=order is not None)
+    widths = [[0 if p[k] is None else p[k].shape[1] for p in packed] for k in (0, 1)]
+    text_values = [pa.array([t[k] for t in texts], pa.string()) for k in range(6)]
 
-    def text(k):
-        return pa.array([t[k] for t in texts], pa.string()).take(text_idx)
+    def dvalues(fn, empty, typ):
+        return pa.array([empty if d is None else fn(d) for d in descs], typ)
 
-    def dfield(fn, empty, typ):
-        return pa.array([empty if d is None else fn(d) for d in descs], typ).take(desc_idx)
+    def fvalues(fn, empty, typ):
+        return dvalues(lambda d: empty if d.fmap is None else fn(d.fmap), empty, typ)
 
-    def fmap(fn, empty, typ):
-        return dfield(lambda d: empty if d.fmap is None else fn(d.fmap), empty, typ)
-
-    def binary(name):
-        parts = [getattr(g, name) for g in groups]
-        widths = np.repeat([0 if p is None else p.shape[1] for p in parts], counts)
-        offsets = np.zeros(len(widths) + 1, np.int64)
-        np.cumsum(widths, out=offsets[1:])
-        data = np.concatenate([p.reshape(-1) for p in parts if p is not None] or [np.zeros(0, np.uint8)])
-        return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(widths),
-                                                [None, pa.py_buffer(offsets), pa.py_buffer(data)]).cast(pa.binary())
-
-    cols = {
-        "machine": pa.array(np.concatenate([g.machine for g in groups])),
-        "block": per_row([g.block for g in groups], np.uint64),
-        "offset": per_row([g.offset for g in groups], np.int64),
-        "record": text(0), "mnemonic": text(1), "block_datatype": text(2),
-        "pe": pa.array(np.concatenate([g.pe for g in groups])),
-        "tile": per_row([g.tile for g in groups], np.uint32),
-        "location": dfield(lambda d: d.location, "", pa.string()),
-        "kind": dfield(lambda d: d.kind, "", pa.string()),
-        "datatype": dfield(lambda d: "" if d.dtype is None else d.datatype.name, "", pa.string()),
-        "row": dfield(lambda d: d.Row, 0, pa.uint32()),
-        "col": dfield(lambda d: d.Col, 0, pa.uint32()),
-        "valid_row": dfield(lambda d: d.ValidRow, 0, pa.uint32()),
-        "valid_col": dfield(lambda d: d.ValidCol, 0, pa.uint32()),
-        "layout": dfield(lambda d: d.Layout, 0, pa.uint8()),
-        "representation": dfield(lambda d: d.representation, "", pa.string()),
-        "capacity": dfield(lambda d: d.capacity, 0, pa.uint64()),
-        "payload": binary("payload"),
-        "defined": binary("defined"),
-        "fmap_layout": fmap(lambda f: f.layout, "", pa.string()),
-        "fmap_params": fmap(lambda f: list(f.params()), [], pa.list_(pa.int64())),
-        "fmap_pad_bits": fmap(lambda f: f.pad_bits, 0, pa.uint64()),
-        "fmap_transposed": fmap(lambda f: f.transposed, False, pa.bool_()),
-        "status": pa.array(np.concatenate([g.status for g in groups])),
-        "reason": text(3), "field": text(4), "message": text(5),
+    desc_values = {
+        "location": dvalues(lambda d: d.location, "", pa.string()),
+        "kind": dvalues(lambda d: d.kind, "", pa.string()),
+        "datatype": dvalues(lambda d: "" if d.dtype is None else d.datatype.name, "", pa.string()),
+        "row": dvalues(lambda d: d.Row, 0, pa.uint32()),
+        "col": dvalues(lambda d: d.Col, 0, pa.uint32()),
+        "valid_row": dvalues(lambda d: d.ValidRow, 0, pa.uint32()),
+        "valid_col": dvalues(lambda d: d.ValidCol, 0, pa.uint32()),
+        "layout": dvalues(lambda d: d.Layout, 0, pa.uint8()),
+        "representation": dvalues(lambda d: d.representation, "", pa.string()),
+        "capacity": dvalues(lambda d: d.capacity, 0, pa.uint64()),
+        "fmap_layout": fvalues(lambda f: f.layout, "", pa.string()),
+        "fmap_params": fvalues(lambda f: list(f.params()), [], pa.list_(pa.int64())),
+        "fmap_pad_bits": fvalues(lambda f: f.pad_bits, 0, pa.uint64()),
+        "fmap_transposed": fvalues(lambda f: f.transposed, False, pa.bool_()),
     }
-    return pa.RecordBatch.from_arrays(list(cols.values()), schema=SCHEMA)
+    scratch = [np.zeros(0, np.uint8), np.zeros(0, np.uint8)]
+
+    def binary_all(k):
+        """Every row's bytes, in row order."""
+        parts = [p[k] for p in packed]
+        ws = set(widths[k])
+        if len(ws) == 1 and len(buckets) == 1:       # one group or descriptor: its array as it is
+            return np.full(len(rows_of["pe"]), ws.pop(), np.int64), buckets[0][1 + k]
+        if len(ws) == 1:                             # one width: each bucket to its rows at once
+            width = ws.pop()
+            data = np.empty((len(rows_of["pe"]), width), np.uint8)
+            for rows, *arrays in buckets:
+                data[rows] = arrays[k]
+            return np.full(len(data), width, np.int64), data
+        return (np.repeat(widths[k], counts),
+                np.concatenate([p.reshape(-1) for p in parts if p is not None]))
+
+    def binary_rows(k, rows):
+        """The bytes of rows `rows` (global row indices, in output order), into scratch[k]."""
+        gid = np.searchsorted(starts, rows, "right") - 1
+        local = rows - starts[gid]
+        w = np.asarray(widths[k], np.int64)[gid]
+        offsets = np.zeros(len(rows) + 1, np.int64)
+        np.cumsum(w, out=offsets[1:])
+        if scratch[k].size < offsets[-1]:
+            scratch[k] = np.empty(int(offsets[-1]), np.uint8)
+        data = scratch[k][: offsets[-1]]
+        by = np.argsort(gid, kind="stable")          # output positions grouped by group
+        edges = np.flatnonzero(np.diff(gid[by])) + 1
+        uniform = len(rows) and (w == w[0]).all()
+        for pos in np.split(by, edges) if len(rows) else ():
+            g = int(gid[pos[0]])
+            src = packed[g][k]
+            if src is None or not widths[k][g]:
+                continue
+            if uniform:
+                data.reshape(len(rows), -1)[pos] = src[local[pos]]
+            else:
+                data[offsets[pos][:, None] + np.arange(widths[k][g])] = src[local[pos]]
+        return w, data
+
+    def build(rows):
+        def pick(a):
+            return a if rows is None else a[rows]
+
+        def binary(k):
+            w, data = binary_all(k) if rows is None else binary_rows(k, rows)
+            offsets = np.zeros(len(w) + 1, np.int64)
+            np.cumsum(w, out=offsets[1:])
+            data = np.ascontiguousarray(data, np.uint8).reshape(-1)
+            if offsets[-1] < 1 << 31:
+                return pa.BinaryArray.from_buffers(pa.binary(), len(w), [None, pa.py_buffer(offsets.astype(np.int32)),
+                                                                          pa.py_buffer(data)])
+            return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(w),
+                                                    [None, pa.py_buffer(offsets), pa.py_buffer(data)]).cast(pa.binary())
+
+        ti, di = pa.array(pick(text_idx)), pa.array(pick(desc_idx))
+        cols = {name: pa.array(pick(a)) for name, a in rows_of.items()}
+        cols.update({f"{name}": v.take(di) for name, v in desc_values.items()})
+        cols.update({name: text_values[k].take(ti)
+                     for k, name in enumerate(("record", "mnemonic", "block_datatype", "reason", "field", "message"))})
+        cols["payload"], cols["defined"] = binary(0), binary(1)
+        return pa.RecordBatch.from_arrays([cols[f.name] for f in SCHEMA], schema=SCHEMA)
+
+    if order is None:
+        yield build(None)
+        return
+    step = len(order) if chunk is None else chunk
+    for lo in range(0, len(order), max(step, 1)):
+        yield build(np.asarray(order[lo: lo + step], np.int64))
+
+
+def _packed(groups, counts, per_group: bool = False) -> tuple[list[tuple], list[tuple]]:
+    """(each group's (payload, defined) arrays, buckets): groups still holding elements are
+    packed by descriptor, all blocks of one descriptor in one call (per-block packing costs
+    more than the block's own commit on small tiles), or with `per_group` each alone (no
+    concatenation: for a caller that moves every group's rows elsewhere anyway).  A bucket is
+    (the rows it covers, in row order; payload; defined) of one descriptor or one group."""
+    starts = np.zeros(len(groups), np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    out = [None] * len(groups)
+    buckets = []
+    lazy: dict = {}
+    for i, g in enumerate(groups):
+        if g.payload is None and g.elems is not None and not per_group:
+            lazy.setdefault(g.desc, []).append(i)
+        else:
+            out[i] = g.packed()
+            if out[i][0] is not None:
+                buckets.append((np.arange(starts[i], starts[i] + g.rows), *out[i]))
+    for desc, idx in lazy.items():
+        payload, defined = _pack_rows(desc, [groups[i].elems for i in idx], [groups[i].defined_elems for i in idx])
+        a = 0
+        for i in idx:
+            b = a + groups[i].rows
+            out[i] = (payload[a:b], defined[a:b])
+            a = b
+        rows = np.concatenate([np.arange(starts[i], starts[i] + groups[i].rows) for i in idx]) \
+            if len(idx) > 1 else np.arange(starts[idx[0]], starts[idx[0]] + groups[idx[0]].rows)
+        buckets.append((rows, payload, defined))
+    return out, buckets
 
 
 def block_names(block) -> tuple[str, str]:
@@ -317,8 +538,9 @@ class CommitLog:
 
     Rows are written in the order (machine, block, PE).  A log of one machine is written as
     the records come, a record batch per BATCH_ROWS rows.  With `machines` > 1 the records of a
-    block arrive for every machine at once, so they go to a spill file beside the log (Arrow
-    IPC stream, bounded memory) and are written machine by machine at `close()`."""
+    block arrive for every machine at once, so they are held -- in memory up to HOLD_BYTES,
+    beyond that in a spill file beside the log (Arrow IPC stream): bounded memory -- and
+    written machine by machine at `close()`."""
 
     def __init__(self, path, machines: int = 1):
         self.path = check_log_path(path)
@@ -330,12 +552,10 @@ class CommitLog:
         self._ctx = atomic_path(self.path, devices=self.format == "jsonl")
         self._tmp = self._ctx.__enter__()
         self._spill_path = None
+        self._held: list[pa.RecordBatch] = []       # machines > 1: records not yet spilled
+        self._held_bytes = 0
         try:
             self._out = self._open_sink(self._tmp)
-            if machines > 1:
-                self._spill_path = self._tmp + ".spill"
-                self._spill_sink = pa.OSFile(self._spill_path, "wb")
-                self._spill = pa.ipc.new_stream(self._spill_sink, SCHEMA)
         except BaseException as exc:
             self._abort(exc)
             raise
@@ -372,8 +592,16 @@ class CommitLog:
             self._flush()
 
     def _flush(self) -> None:
-        """The pending records as record batches (runs of Records become one batch each)."""
+        """The pending records as record batches (runs of Records become one batch each); a
+        many-machine log holds them (as they are: plain arrays) until it spills or closes."""
         if not self._pending:
+            return
+        if self.machines > 1 and self._spill_path is None:
+            self._held += self._pending
+            self._held_bytes += sum(_nbytes(x) for x in self._pending)
+            self._pending, self._pending_rows = [], 0
+            if self._held_bytes > HOLD_BYTES:
+                self._spill_held()
             return
         batches, groups = [], []
         for x in self._pending:
@@ -387,16 +615,43 @@ class CommitLog:
         if groups:
             batches.append(_batch(groups))
         self._pending, self._pending_rows = [], 0
-        table = pa.Table.from_batches(batches, SCHEMA)
-        if self._spill_path is not None:
-            for b in table.combine_chunks().to_batches(max_chunksize=BATCH_ROWS):
-                self._spill.write_batch(b)
+        table = pa.Table.from_batches(batches, SCHEMA).combine_chunks()
+        if self._spill_path is None:
+            self._emit(table)
         else:
-            self._emit(table.combine_chunks())
+            for b in table.to_batches(max_chunksize=BATCH_ROWS):
+                self._spill.write_batch(b)
+
+    def _spill_held(self) -> None:
+        """From now on records go to the spill file, the held ones first (in arrival order)."""
+        if self._spill_path is None:
+            self._spill_path = self._tmp + ".spill"
+            self._spill_sink = pa.OSFile(self._spill_path, "wb")
+            self._spill = pa.ipc.new_stream(self._spill_sink, SCHEMA)
+        self._pending, self._held = self._held + self._pending, []
+        self._held_bytes = 0
+        self._flush()
+
+    def _write_held(self) -> None:
+        """Held records (nothing spilled) -> the log, in one stable sort by machine: the rows'
+        order computed on the machine column, each record batch gathered in that order."""
+        held, self._held, self._held_bytes = self._held, [], 0
+        if all(isinstance(x, Records) for x in held):
+            groups = [g for r in held for g in r.groups]
+            ids = np.concatenate([g.machine for g in groups])
+            for b in _cuts(groups, np.argsort(ids, kind="stable"), BATCH_ROWS):
+                self._emit(pa.Table.from_batches([b], SCHEMA))      # before the next batch reuses its buffers
+            return
+        batches = []                     # some were given as Arrow tables: sort the table
+        for x in held:
+            batches += [_batch(x.groups)] if isinstance(x, Records) else x.combine_chunks().to_batches()
+        table = pa.Table.from_batches(batches, SCHEMA)
+        self._emit(table.take(pc.sort_indices(table, [("machine", "ascending")])))
 
     def _reorder(self) -> None:
         """Spill (block-major) -> the log, machine by machine: a stable sort by machine of
         each slice of machines keeps (block, PE) order within a machine."""
+        self._spill_held()
         self._spill.close()
         self._spill_sink.close()
         with pa.memory_map(self._spill_path) as src:
@@ -405,10 +660,11 @@ class CommitLog:
             step = max(1, int(self.machines * REORDER_BYTES // max(total, 1)))
             for lo in range(0, self.machines, step):
                 hi = lo + step
-                parts = []
-                for b in batches:
-                    ids = b.column(0)
-                    parts.append(b.filter(pc.and_(pc.greater_equal(ids, lo), pc.less(ids, hi))))
+                if lo == 0 and hi >= self.machines:      # one slice: every record
+                    parts = batches
+                else:
+                    parts = [b.filter(pc.and_(pc.greater_equal(b.column(0), lo), pc.less(b.column(0), hi)))
+                             for b in batches]
                 t = pa.Table.from_batches(parts, SCHEMA)
                 if t.num_rows:
                     self._emit(t.take(pc.sort_indices(t, [("machine", "ascending")])))
@@ -420,6 +676,8 @@ class CommitLog:
             self._flush()
             if self._spill_path is not None:
                 self._reorder()
+            elif self._held:
+                self._write_held()
             f, writer = self._out
             if writer is not None:
                 writer.close()
@@ -456,6 +714,14 @@ class CommitLog:
             self.close()
         else:
             self._abort(exc)
+
+
+def _nbytes(x) -> int:
+    """Bytes a held Records (or Arrow table) keeps alive."""
+    if not isinstance(x, Records):
+        return x.nbytes
+    return sum(sum(a.nbytes for a in (g.payload, g.defined, g.elems, g.defined_elems) if a is not None)
+               + g.machine.nbytes * 3 for g in x.groups)
 
 
 def open_log(path, machines: int = 1) -> CommitLog:

@@ -114,6 +114,39 @@ def stream_items(stream) -> tuple[Iterator, "StreamError | None"]:
     return encoding.iter_blocks(data), None
 
 
+def one_block(block, offset: int | None = None) -> Iterator:
+    """step's argument as run's (offset, Block) pairs: a Block, or a `.tbs` stream of exactly one
+    block (StreamError for a wrong header or an undecodable block; ValueError for a stream of
+    another number of blocks)."""
+    if isinstance(block, Block):
+        return iter([(offset, block)])
+    if not isinstance(block, (bytes, bytearray, memoryview)):
+        raise TypeError(f"step takes an isa Block or the bytes of a one-block .tbs stream, "
+                        f"not {type(block).__name__}")
+    items, bad_header = stream_items(block)
+    if bad_header is not None:
+        raise bad_header
+    from isa import encoding
+    n = encoding.check_header(bytes(block))[0]
+    if n != 1:
+        raise ValueError(f"step executes one block; the stream holds {n}")
+    try:
+        (off, b), = list(items)              # the whole stream decoded, its end checked too
+    except DecodeError as exc:
+        raise StreamError.undecodable(0, exc) from None
+    return iter([(off if offset is None else offset, b)])
+
+
+def _commit_records(staged, block, index, offset, tile):
+    from . import commitlog as CL     # not at the top: commitlog reads stateio, which reads this module
+    return CL.staged_records(staged, block=index, offset=offset, names=CL.block_names(block), tile=tile)
+
+
+def _fault_records(err, block, machine=0):
+    from .commitlog import fault_records
+    return fault_records(err, machine, block)
+
+
 @dataclass
 class RunResult:
     results: list[BlockResult]
@@ -165,6 +198,7 @@ class Machine:
         # The last block's plan over one PE group, to reuse when the same block runs again on the
         # very same source tiles (_plan): (rb, pes, config, tiles per role, stacked sources, dest).
         self._last = None
+        self._steps = 0          # blocks committed through step(): the next step's block index
 
     # ------------------------------------------------------------ blocks and streams
     def execute(self, block: Block) -> BlockResult:
@@ -173,12 +207,17 @@ class Machine:
             if run.error is not None:
                 raise run.error.cause
             return run.results[0]
+        return self._execute(block)[0]
+
+    def _execute(self, block: Block) -> tuple[BlockResult, list[Staged]]:
+        """execute on the reference: the BlockResult and the Staged results it committed (none
+        for a strict no-op), which a commit log records."""
         rb = resolve(block)
         if self.engines is not None:
             self.engines.admit(rb)
         mn = rb.instr.mnemonic
         if rb.PE_MASK == 0:                     # strict no-op: after stateless legality only
-            return BlockResult(mn, (), rb.dest.tile, {})
+            return BlockResult(mn, (), rb.dest.tile, {}), []
         staged = []
         for group in preflight.pe_groups(self, rb, rb.pes):    # one group unless TCMP/TCVT source rows differ
             plan = self._plan(rb, group)
@@ -191,7 +230,7 @@ class Machine:
             # elements): its tiles' definedness memo needs no scan
             whole = d.Layout == 0 and d.representation == "standard" and semantics.is_all_defined(out.defined)
             staged.append(Staged(group, d, bits, defined, out.status.reshape(S, 1), whole))
-        return self._commit(rb, staged)
+        return self._commit(rb, staged), staged
 
     def _commit(self, rb, staged: list[Staged]) -> BlockResult:
         """The one point where a block changes this machine, given its results on every PE
@@ -259,29 +298,76 @@ class Machine:
             plan.sources[role] = done[tid] = semantics.TileStack(
                 (d0,), P, both[0], both[1], fully_defined=all(t.fully_defined for t in tiles))
 
-    def run(self, stream: bytes | bytearray | memoryview | Sequence[Block] | Iterable[Block]) -> RunResult:
-        """Execute blocks in order; stop at the first block that fails to decode or execute."""
+    def run(self, stream: bytes | bytearray | memoryview | Sequence[Block] | Iterable[Block],
+            log=None) -> RunResult:
+        """Execute blocks in order; stop at the first block that fails to decode or execute.
+
+        `log` (optional) is anything with a `write(records)` method -- a commitlog.CommitLog
+        (a file), a commitlog.Collector (memory) -- and receives commitlog.Records, plain
+        arrays: after each block commits, that block's commit records (one per selected PE,
+        PEs ascending; a strict no-op commits nothing and writes nothing); when the stream
+        stops, the fault's record (block index, byte offset, reason code, field, message),
+        and nothing after it.  The records are the same on every backend.  The log is not
+        closed here."""
         items, bad_header = stream_items(stream)
         if bad_header is not None:
+            if log is not None:
+                log.write(_fault_records(bad_header, None))
             return RunResult([], bad_header)
+        return self._run_items(items, log, 0)
+
+    def _run_items(self, items, log, index: int) -> RunResult:
+        """run over (offset, Block) pairs whose first block is block `index` of the stream."""
         runner = machine_runner(self.backend)
         on_batch = None if runner is None else runner(self)
-        execute = self.execute if on_batch is None else on_batch.execute
         results: list[BlockResult] = []
-        index = 0
+        block = None
         try:
             for offset, block in items:
                 try:
-                    results.append(execute(block))
+                    if on_batch is not None:
+                        results.append(on_batch.execute(block, log, index, offset))
+                    elif log is None:
+                        results.append(self._execute(block)[0])
+                    else:
+                        res, staged = self._execute(block)
+                        results.append(res)
+                        if staged:
+                            log.write(_commit_records(staged, block, index, offset, res.dest))
                 except IllegalBlockException as exc:
-                    return RunResult(results, StreamError(index, offset, exc))
+                    err = StreamError(index, offset, exc)
+                    if log is not None:
+                        log.write(_fault_records(err, block))
+                    return RunResult(results, err)
                 index += 1
         except DecodeError as exc:
-            return RunResult(results, StreamError.undecodable(index, exc))
+            err = StreamError.undecodable(index, exc)
+            if log is not None:
+                log.write(_fault_records(err, None))
+            return RunResult(results, err)
         finally:
             if on_batch is not None:
                 on_batch.adopt()
         return RunResult(results)
+
+    def step(self, block, *, offset: int | None = None):
+        """Execute one block -- an isa Block, or the bytes of a `.tbs` stream holding exactly
+        one block, as `run` reads them -- and return its commit records, a commitlog.Records
+        (plain arrays; `.to_batch()` an Arrow record batch, `.to_pylist()` dicts; what
+        emulator.cosim.compare takes): exactly what `run(..., log=...)` writes for this block,
+        with block index the number of blocks this machine has committed through `step` so far
+        and byte offset `offset` (default: -1 for a Block, the BSTART's offset in the bytes).
+        A rejection raises the StreamError `run` would report (its `cause` the
+        IllegalBlockException or isa.DecodeError; commitlog.fault_records(error, block=block)
+        is its fault record), leaves the state byte-identical and does not advance the index."""
+        from .commitlog import Collector
+        items = one_block(block, offset)
+        log = Collector()
+        result = self._run_items(items, log, self._steps)
+        if result.error is not None:
+            raise result.error
+        self._steps += 1
+        return log.records()
 
     # ------------------------------------------------------------ GPRs and status
     def set_gpr(self, pe: int, index: int, value: int) -> None:

@@ -60,6 +60,7 @@ class Case:
     max_n: int | None = None
     device_memory: Callable[[int], float] | None = None    # gpu cases: device bytes at n
     profiled: bool = False             # setup(n, profile): ours runs under --profile
+    profile: str | None = None         # ours runs under this profile whatever --profile says
 
 
 # ---------------------------------------------------------------- numeric cases
@@ -151,7 +152,7 @@ def _profile_case(op: str, fmt: str, profile: str) -> Case:
         return (lambda: numeric.elementwise(op, fmt, *bits, profile=profile)), \
             (lambda: numeric.elementwise(op, fmt, *bits, profile="ieee"))
     return Case(f"profile.{profile}.{op}.{fmt}", f"kernels.numeric.elementwise {op} {fmt} under profile ieee",
-                setup, 0.5)
+                setup, 0.5, profile=profile)
 
 
 CASES += [_profile_case(op, "FP16", "a5") for op in ("TRSQRT", "TREM", "TDIV")]
@@ -272,6 +273,95 @@ CASES.append(Case("machine.TADD.FP32", "kernels.numeric.elementwise on the same 
                   memory=per_element(44), max_n=_machine_max_n()))      # measured 34
 
 
+# ---------------------------------------------------------------- commit-log cases (issue 17: <= 1.3x)
+
+LOG_TILE = (16, 16)        # 4 PEs x 16x16 FP32: 1,024 elements per machine-block
+LOG_OPS = ("TADD", "TMUL", "TSUB", "TMAX")
+LOG_BATCH_BLOCKS = 8
+
+
+def _log_stream(blocks: int) -> bytes:
+    """`blocks` FP32 blocks on every PE cycling through LOG_OPS, each reading two of tiles 1..4
+    and writing a third (read-after-write chains; a valid rectangle of 16 x 12 of 16 x 16 with
+    PadValue ZERO: padding in every result)."""
+    from isa import assemble_blocks, encode
+    rows, cols = LOG_TILE
+    text = []
+    for i in range(min(blocks, 4 * len(LOG_OPS))):        # the pattern repeats every 16 blocks
+        a, b, d = 1 + i % 4, 1 + (i + 1) % 4, 1 + (i + 2) % 4
+        text.append(f"BSTART.VEC {LOG_OPS[i % len(LOG_OPS)]}, FP32\n"
+                    f"    B.IOT t{a}@0b1111, t{b}@0b1111 -> t{d}@0b1111 CAP={rows * cols * 4}\n"
+                    f"    B.DIM LB0={cols - 4}, LB1={rows}, LB2={cols}\n    B.DATR PAD=ZERO\n")
+    pattern = assemble_blocks("".join(text))
+    return encode([pattern[i % len(pattern)] for i in range(blocks)])
+
+
+def _log_machine(rng, config):
+    from emulator import Machine
+    rows, cols = LOG_TILE
+    m = Machine(config)
+    for p in range(4):
+        for t in (1, 2, 3, 4):
+            m.write_tile(p, t, "FP32", (rng.random((rows, cols), dtype=np.float32) + 1).view(np.uint32),
+                         valid_col=cols - 4)
+    return m
+
+
+def log_setup(batch: bool):
+    """`tile-emu run --log` in-process: the run with its commit log written (Arrow IPC, to a
+    scratch folder) against the same run without it; n elements = blocks x 1,024 on one
+    Machine (--n 10240000: 10,000 blocks), or machines x 1,024 of a MachineBatch running an
+    8-block stream (--n 4194304: 4,096 machines).  Target ratio 1/1.3."""
+    def setup(n: int):
+        import atexit
+        import os
+        import shutil
+        import tempfile
+
+        from emulator import MachineBatch, MachineConfig
+        from emulator.commitlog import open_log
+        scratch = tempfile.mkdtemp(prefix="tile-emu-bench-log-")      # scratch, removed when bench ends
+        atexit.register(shutil.rmtree, scratch, True)
+        path = os.path.join(scratch, "commits.arrow")
+        rng = np.random.default_rng(0)
+        config = MachineConfig()
+        count = max(1, n // (4 * LOG_TILE[0] * LOG_TILE[1]))
+        if batch:
+            data = _log_stream(LOG_BATCH_BLOCKS)
+            start = [_log_machine(rng, config) for _ in range(count)]
+
+            def once(log):
+                b = MachineBatch(start, "cpu")
+                if log:
+                    with open_log(path, len(b)) as lg:
+                        r = b.run(data, log=lg)
+                else:
+                    r = b.run(data)
+                assert r.ok, r.errors
+        else:
+            data = _log_stream(count)
+            start = _log_machine(rng, config)
+
+            def once(log):
+                m = start.copy()
+                if log:
+                    with open_log(path) as lg:
+                        r = m.run(data, log=lg)
+                else:
+                    r = m.run(data)
+                assert r.ok, r.error
+        return (lambda: once(True)), (lambda: once(False))
+    return setup
+
+
+CASES.extend([
+    Case("run.log.machine", "the same Machine.run without --log (n // 1024 blocks of 4 PEs x 16x16 FP32; "
+         "--n 10240000 = 10,000 blocks)", log_setup(False), 1 / 1.3, memory=per_element(16)),
+    Case("run.log.batch", "the same MachineBatch.run without --log (n // 1024 machines, 8 blocks of 4 PEs x "
+         "16x16 FP32; --n 4194304 = 4,096 machines)", log_setup(True), 1 / 1.3, memory=per_element(400)),
+])
+
+
 # ---------------------------------------------------------------- golden cases
 
 def golden_setup(op: str, dtype: str, dst: str | None = None, sat: bool = False):
@@ -323,6 +413,54 @@ CASES.append(Case("golden.TADD.FP16", "pyarrow writing the same rows to Parquet 
                   golden_setup("TADD", "FP16"), memory=golden_memory))
 CASES.append(Case("golden.TCVT.FP32.E4M3.sat", "pyarrow writing the same rows to Parquet (n = cases)",
                   golden_setup("TCVT", "FP32", "E4M3", sat=True), memory=golden_memory))
+
+
+STREAM_BLOCKS = 8
+
+
+def golden_streams_setup(n: int):
+    """`tile-emu golden --streams --blocks 8` in-process (generation on the batch engine,
+    records, states, Parquet), n = stream-blocks (n / 8 streams over the four shape classes),
+    against pyarrow writing the same rows to Parquet alone."""
+    import atexit
+    import os
+    import shutil
+    import tempfile
+
+    import pyarrow.parquet as pq
+
+    from emulator.golden import streams_dataset as SD
+    streams = -(-n // STREAM_BLOCKS)
+    shapes = tuple(s.name for s in SD.S.SHAPES)
+    p = SD.StreamParams(blocks=STREAM_BLOCKS, cases=max(1, -(-streams // len(shapes))), seed=1, shapes=shapes)
+    try:
+        plan = SD.chunks(p)
+    except SD.GoldenError as exc:
+        raise CommandError(f"--n {n}: {exc}", 2) from None
+    scratch = tempfile.mkdtemp(prefix="tile-emu-bench-streams-")
+    atexit.register(shutil.rmtree, scratch, True)
+    folder = os.path.join(scratch, "dataset")
+    tables = [SD.chunk_table(p, part, k, m) for part, k, m in plan]
+
+    def ours():
+        shutil.rmtree(folder, ignore_errors=True)
+        for part, k, m in plan:
+            SD.write_chunk(folder, p.to_json(), part.keys(), k, m)
+
+    def base():
+        for t in tables:
+            pq.write_table(t, os.path.join(scratch, "base.parquet"), compression="zstd", write_statistics=False)
+    return ours, base
+
+
+def golden_streams_memory(n: int) -> float:
+    """One chunk's rows (about 40 KB a stream of 8 blocks) and, for the baseline, every chunk's
+    table, plus Parquet's thread pools' address space."""
+    return (3 << 29) + 48_000 * -(-n // STREAM_BLOCKS)
+
+
+CASES.append(Case("golden.streams", "pyarrow writing the same rows to Parquet (n = stream-blocks, 8-block streams)",
+                  golden_streams_setup, memory=golden_streams_memory))
 
 
 # ---------------------------------------------------------------- VCG reduce cases
@@ -439,9 +577,9 @@ def measure(case: Case, n: int, repeat: int, profile: str = "ieee") -> dict:
             t_base = min(t_base, _per_call(base, n_base))
     ratio = t_base / t_ours
     from kernels.numeric.profiles import profile as numeric_profile
-    p = numeric_profile(profile)
+    p = numeric_profile(case.profile or profile)
     return {"case": case.name, "elements": n, "elements_per_s": n / t_ours,
-            "profile": {"name": p.name, "version": p.version} if case.profiled else None,
+            "profile": {"name": p.name, "version": p.version} if case.profiled or case.profile else None,
             "baseline_elements_per_s": n / t_base, "ratio": ratio, "target": case.target,
             "missed": case.target is not None and ratio < case.target, "baseline": case.baseline}
 

@@ -3,6 +3,7 @@
     tile-emu golden --ops TADD,TCVT --dtypes FP16,E4M3 --cases 100000 --seed 7 --out vectors/
     tile-emu golden ... --workers 4 | --scheduler tcp://host:8786 | --resume
     tile-emu golden --coverage vectors/
+    tile-emu golden --streams --blocks 8 --cases 100000 --seed 7 --out streams/   # multi-block streams
     tile-emu golden export vectors/ --format testfloat --op TADD --dtype FP32 > f32_add.txt
     tile-emu golden export vectors/ --format hex --out hex/      # $readmemh files for HDL testbenches
 """
@@ -39,6 +40,14 @@ def add_arguments(p) -> None:
     g.add_argument("--workers", type=int, help="run on a local Dask cluster of N worker processes")
     g.add_argument("--scheduler", help="run on an existing Dask cluster (tcp://host:port)")
     g.add_argument("--quiet", action="store_true", help="no progress line")
+    st = p.add_argument_group("streams (random multi-block streams; docs/golden-format.md, 'Stream goldens')")
+    st.add_argument("--streams", action="store_true", help="generate random streams of --blocks blocks")
+    st.add_argument("--blocks", type=int, help="blocks per stream")
+    st.add_argument("--illegal-fraction", type=float, default=None,
+                    help="share of streams carrying one illegal block (default 0.1)")
+    st.add_argument("--shapes", help="shape classes (default: all)")
+    st.add_argument("--group-cases", type=int, default=None,
+                    help="streams per group (one stream, many initial states; default 256)")
     p.add_argument("--coverage", metavar="DIR", help="print coverage classes x partitions of a dataset")
     e = p.add_argument_group("export")
     e.add_argument("--format", choices=["testfloat", "hex"],
@@ -54,8 +63,15 @@ def run(args) -> int:
         if args.action == "export":
             return _export(args)
         if args.coverage:
+            from emulator.golden.streams_dataset import is_stream_dataset
+            if is_stream_dataset(args.coverage):
+                from emulator.golden.coverage import stream_coverage_table
+                print(stream_coverage_table(args.coverage))
+                return 0
             print(coverage_table(args.coverage))
             return 0
+        if args.streams:
+            return _generate_streams(args)
         return _generate(args)
     except GoldenError as exc:
         raise CommandError(str(exc), 1) from None
@@ -131,6 +147,72 @@ def _generate(args) -> int:
     size = sum(r["bytes"] for r in records)
     print(f"{rows:,} cases in {len(records)} files ({size / 1e6:.1f} MB) -> {out}"
           + (f"; {progress.rate:,.0f} cases/s" if total else ""))
+    return 0
+
+
+def _stream_params(args):
+    from emulator.golden import streams_dataset as SD
+    missing = [f"--{n}" for n in ("blocks", "cases", "out") if getattr(args, n) in (None, "")]
+    if missing:
+        raise CommandError(f"missing {', '.join(missing)} (see tile-emu golden --help)", 2)
+    for flag in ("ops", "dtypes", "dst_dtypes"):
+        if getattr(args, flag):
+            raise CommandError(f"--{flag.replace('_', '-')} is for single-block goldens; streams draw every "
+                               "instruction and DataType", 2)
+    for name, v, lo, hi in (("blocks", args.blocks, 1, SD.MAX_BLOCKS), ("cases", args.cases, 1, D.MAX_CASES),
+                            ("group-cases", args.group_cases or 1, 1, SD.CHUNK_CASES)):
+        if not lo <= v <= hi:
+            raise CommandError(f"--{name} {v}: from {lo} to {hi:,}", 2)
+    frac = SD.ILLEGAL_FRACTION if args.illegal_fraction is None else args.illegal_fraction
+    if not 0 <= frac <= 1:
+        raise CommandError(f"--illegal-fraction {frac}: from 0 to 1", 2)
+    if args.workers is not None and not 1 <= args.workers <= max_workers():
+        raise CommandError(f"--workers {args.workers}: from 1 to {max_workers()} (the CPUs this process may use)", 2)
+    if args.workers and args.scheduler:
+        raise CommandError("--workers and --scheduler exclude each other", 2)
+    if args.profile not in PROFILES:
+        raise CommandError(f"--profile {quote(args.profile)}: one of {', '.join(PROFILES)}", 2)
+    if not D.SEED_RANGE[0] <= args.seed < D.SEED_RANGE[1]:
+        raise CommandError(f"--seed {args.seed}: from -2^63 to 2^64 - 1", 2)
+    kw = {}
+    if args.shapes:
+        kw["shapes"] = D.parse_list(args.shapes, "shapes")
+    if args.group_cases:
+        kw["group_cases"] = args.group_cases
+    p = SD.StreamParams(blocks=args.blocks, cases=args.cases, seed=args.seed, illegal_fraction=float(frac),
+                        profile=args.profile, **kw)
+    SD.chunks(p)
+    if args.scheduler:
+        from emulator.golden.runner import check_scheduler
+        check_scheduler(args.scheduler)
+    return p
+
+
+def _generate_streams(args) -> int:
+    """golden --streams: the same machinery as _generate, with the stream dataset's chunks."""
+    from emulator.golden import streams_dataset as SD
+    from emulator.golden.runner import Progress, run as run_tasks
+    p = _stream_params(args)
+    out = pathlib.Path(args.out)
+    D.params_match_or_fail(out, p, args.resume, read=SD.read_params)
+    tasks, records = [], []
+    for part, chunk, n in SD.chunks(p):
+        path = out / part.path / D.file_name(chunk)
+        if args.resume and path.is_file():
+            records.append(D.file_record(out, path))
+            continue
+        tasks.append((str(out), p.to_json(), part.keys(), chunk, n))
+    total = sum(t[4] for t in tasks)
+    progress = Progress(total, len(tasks), enabled=not args.quiet)
+    workers = min(args.workers, max(len(tasks), 1)) if args.workers else None
+    run_tasks(tasks, SD.write_chunk, lambda task, rec: (records.append(rec), progress.add(task[4])),
+              workers=workers, scheduler=args.scheduler)
+    progress.close()
+    D.write_json(out / D.MANIFEST, SD.manifest(p, records))
+    rows = sum(r["rows"] for r in records)
+    size = sum(r["bytes"] for r in records)
+    print(f"{rows:,} streams of {p.blocks} blocks in {len(records)} files ({size / 1e6:.1f} MB) -> {out}"
+          + (f"; {progress.rate * p.blocks:,.0f} stream-blocks/s" if total else ""))
     return 0
 
 

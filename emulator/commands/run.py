@@ -1,5 +1,5 @@
-"""`tile-emu run STREAM.tbs --init INIT.arrow --out FINAL.arrow [--profile ieee] [--backend B]
-[--timing] [--fabric F] [--fuse]`.
+"""`tile-emu run STREAM.tbs --init INIT.arrow --out FINAL.arrow [--log COMMITS.arrow|.jsonl]
+[--profile ieee] [--backend B] [--timing] [--fabric F] [--fuse]`.
 
 Runs a binary block stream from an initial state (an empty machine without --init).  On a
 failing block it prints the block index, byte offset and reason, still writes the state of
@@ -17,6 +17,11 @@ handed to emulator.calculus.cli.run_regions; its budget options (--max-cost, --d
 --max-code) are a usage error with a .tbs stream.  --machine K takes machine K of a
 multi-machine --init file alone (what --timing, --fabric and region programs, which run one
 machine, need).  --out naming the same file as an input is a usage error (exit 2).
+--log writes the commit log (docs/commit-log.md): a record per committed (block, PE) and one
+per fault, in (machine, block, PE) order, Arrow IPC or JSON lines by its suffix, atomically
+(with --machine K the records name machine K).
+Its path is checked, and its temporary file created, before any block runs: a wrong suffix,
+a missing or unwritable folder, or the same file as an input or --out is one line, exit 2.
 """
 from __future__ import annotations
 
@@ -38,6 +43,9 @@ def add_arguments(parser):
                         help="run only machine K of a multi-machine --init file, as one machine "
                              "(--timing, --fabric and region programs run one)")
     parser.add_argument("--out", type=output_path, help="write the final state here (.arrow)")
+    parser.add_argument("--log", type=output_path, metavar="FILE",
+                        help="write the commit log here: .arrow (Arrow IPC) or .jsonl (JSON lines); "
+                             "docs/commit-log.md")
     from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES
     parser.add_argument("--profile", default=None, choices=sorted(PROFILES),
                         help=f"numeric profile (default: the init file's, else {DEFAULT_PROFILE})")
@@ -156,7 +164,7 @@ def _paths(args) -> None:
     writes X.case<k>.arrow beside --out X.arrow (emulator.calculus.cli), so an input of that name
     counts as one more output's path."""
     inputs = {"STREAM": args.stream, "--init": args.init, "--fabric": args.fabric}
-    outputs = {"--out": args.out}
+    outputs = {"--out": args.out, "--log": getattr(args, "log", None)}
     if args.out and args.stream.endswith(".regions.json") and not args.out.endswith(".json"):
         from emulator.calculus.cli import _case_path
         out = Path(args.out)
@@ -169,8 +177,34 @@ def _paths(args) -> None:
     distinct_paths(inputs, outputs)
 
 
+def open_commit_log(args, machines: int):
+    """The --log CommitLog (None without --log), its temporary file created: an unwritable path
+    is a one-line usage error (exit 2) before any block runs."""
+    if args.log is None:
+        return None
+    from emulator.commitlog import CommitLogError, open_log
+    try:
+        return open_log(args.log, machines)
+    except CommitLogError as exc:
+        raise CommandError(str(exc), 2) from None
+
+
+def _check_log(args) -> None:
+    """What can be known about --log from its name alone (suffix, folder), before any input is read."""
+    if args.log is None:
+        return
+    from emulator.commitlog import CommitLogError, check_log_path
+    if args.stream.endswith(".regions.json"):
+        raise CommandError("--log applies to .tbs block streams, not region programs", 2)
+    try:
+        check_log_path(args.log)
+    except CommitLogError as exc:
+        raise CommandError(str(exc), 2) from None
+
+
 def run(args) -> int:
     _paths(args)
+    _check_log(args)
     if args.stream.endswith(".regions.json"):
         if args.timing or args.fabric is not None or args.fuse or args.backend not in (None, "reference"):
             raise CommandError("--timing, --fabric, --fuse and --backend (but reference) apply to .tbs block "
@@ -202,11 +236,13 @@ def run(args) -> int:
         except EngineModelError as exc:
             raise CommandError(str(exc)) from None
     start = m.copy() if args.timing else None
-    result = m.run(data)
+    log = open_commit_log(args, 1)
+    with log if log is not None else _nothing():
+        result = m.run(data, log=_as_picked(args, log))
+        if args.out:
+            write_state(m, args.out)
     if args.timing and not args.quiet and (result.executed or result.ok):
         print_timing(data, result.executed, start)
-    if args.out:
-        write_state(m, args.out)
     err = result.error
     if err is not None:
         where = err.where
@@ -220,8 +256,31 @@ def run(args) -> int:
         from kernels.numeric.flags import describe
         status = " ".join(f"PE{p}={describe(m.status(p))}" for p in range(m.config.num_pes))
         print(f"{args.stream}: {result.executed} block(s) executed; status {status}"
-              + (f"; final state {args.out}" if args.out else ""))
+              + (f"; final state {args.out}" if args.out else "") + _logged(args, log))
     return 0
+
+
+class _Picked:
+    """The log of machine K of an --init file run alone (--machine K): its records name K."""
+
+    def __init__(self, log, k: int):
+        self.log, self.k = log, k
+
+    def write(self, records) -> None:
+        self.log.write(records.renumbered(machine=self.k))
+
+
+def _as_picked(args, log):
+    return log if log is None or args.machine is None else _Picked(log, args.machine)
+
+
+def _nothing():
+    import contextlib
+    return contextlib.nullcontext()
+
+
+def _logged(args, log) -> str:
+    return "" if log is None else f"; commit log {args.log} ({log.rows} record(s))"
 
 
 def run_batch(args, data: bytes) -> int:
@@ -243,12 +302,14 @@ def run_batch(args, data: bytes) -> int:
     many = len(machines) > 1
     if args.backend == "auto" and not args.quiet:
         print(f"tile-emu run: {batch.why}", file=sys.stderr)
-    result = batch.run(data, fuse=args.fuse)
-    if args.out:
-        try:
-            save_machines([batch.machine(k) for k in range(len(batch))], args.out)
-        except (OSError, OutputPathError) as exc:
-            raise CommandError(f"{shown(args.out)}: cannot write: {why(exc)}") from None
+    log = open_commit_log(args, len(batch))
+    with log if log is not None else _nothing():
+        result = batch.run(data, fuse=args.fuse, log=_as_picked(args, log))
+        if args.out:
+            try:
+                save_machines([batch.machine(k) for k in range(len(batch))], args.out)
+            except (OSError, OutputPathError) as exc:
+                raise CommandError(f"{shown(args.out)}: cannot write: {why(exc)}") from None
     for k in result.faulted:
         err = result.errors[k]
         who = f"machine {k}: " if many else ""
@@ -265,10 +326,11 @@ def run_batch(args, data: bytes) -> int:
         from kernels.numeric.flags import describe
         if many:
             print(f"{args.stream}: {len(batch)} machines, {result.executed[0]} block(s) executed on each "
-                  f"({batch.backend} backend)" + (f"; final states {args.out}" if args.out else ""))
+                  f"({batch.backend} backend)" + (f"; final states {args.out}" if args.out else "")
+                  + _logged(args, log))
         else:
             m = batch.machine(0)
             status = " ".join(f"PE{p}={describe(m.status(p))}" for p in range(m.config.num_pes))
             print(f"{args.stream}: {result.executed[0]} block(s) executed; status {status}"
-                  + (f"; final state {args.out}" if args.out else ""))
+                  + (f"; final state {args.out}" if args.out else "") + _logged(args, log))
     return 0

@@ -22,8 +22,14 @@ def run(args) -> int:
     from emulator.golden.replay import verify
     from emulator.golden.runner import Progress
     from emulator.golden import hexport
+    from emulator.golden.streams_dataset import is_stream_dataset
+    if args.oracle and is_stream_dataset(args.dataset):
+        raise CommandError("verify --oracle checks single-block datasets; a stream dataset is checked by its "
+                           "block-by-block replay (tile-emu verify DIR, --backend reference for the reference engine)", 1)
     if args.oracle:
         return _oracle(args)
+    if is_stream_dataset(args.dataset):   # golden --streams: replay each stream block by block
+        return _streams(args)
     if hexport.is_export(args.dataset):   # a hex export (golden export --format hex): check its files
         try:
             lanes = hexport.check(args.dataset)
@@ -48,6 +54,30 @@ def run(args) -> int:
         print(f"verify: MISMATCH ({len(bad)} shown) after {rows:,} cases")
         return 1
     print(f"verify: {rows:,} cases match ({args.backend}, profile {ds.profile.name} {ds.profile.version})")
+    return 0
+
+
+def _streams(args) -> int:
+    from emulator.golden.runner import Progress
+    from emulator.golden.streams_dataset import open_stream_dataset
+    from emulator.golden.streams_replay import verify
+    try:
+        resolve_backend(args.backend)
+        ds = open_stream_dataset(args.dataset)
+        progress = Progress(ds.rows, 0, enabled=not args.quiet, label="verify")
+        rows, bad = verify(ds, args.backend, progress=lambda k: progress.add(k, 0), limit=max(args.max_report, 1))
+        progress.close()
+    except BackendError as exc:
+        raise CommandError(str(exc), UNAVAILABLE) from None
+    except GoldenError as exc:
+        raise CommandError(str(exc), 1) from None
+    for b in bad:
+        print(b)
+    if bad:
+        print(f"verify: MISMATCH ({len(bad)} shown) after {rows:,} streams")
+        return 1
+    print(f"verify: {rows:,} streams of {ds.params.blocks} blocks match, block by block ({args.backend}, "
+          f"profile {ds.profile.name} {ds.profile.version})")
     return 0
 
 

@@ -461,3 +461,239 @@ assert len(BY_NAME) == len(CLASSES)
 
 def applicable(ctx: Context) -> list[CoverageClass]:
     return [c for c in CLASSES if c.applies(ctx)]
+
+
+# ---------------------------------------------------------------------------- stream classes
+# Classes of random multi-block streams (emulator/golden/streams.py), recomputed from the stored
+# streams themselves (decoded), never from the generator's bookkeeping: hazards between the
+# executed blocks through tiles, per PE; aliasing within a block; the fault class and position.
+
+HAZARDS = ("RAW", "WAR", "WAW")
+ALIASING = ("dest_is_source", "sources_one_tile", "renamed_dest", "overwritten_dest", "fresh_dest")
+
+
+def stream_hazards(blocks, executed: int) -> set[tuple[str, int, int]]:
+    """(kind, producer block, consumer block) of the first `executed` blocks: RAW where block i
+    reads a (PE, tile) whose last writer is j; WAR where i writes one that j read since its last
+    write (j != i); WAW where i writes one whose last writer is j.  Per PE, from the B.IOT
+    tile ids and PE_MASKs alone (the stream is the whole program)."""
+    writer: dict = {}
+    readers: dict = {}
+    out = set()
+    for i, b in enumerate(blocks[:executed]):
+        if not b.iot:
+            continue
+        dest = b.iot[-1]
+        pes = [p for p in range(4) if dest.PE_MASK >> p & 1]
+        for p in pes:
+            for s in b.iot[:-1]:
+                key = (p, s.tile)
+                if key in writer:
+                    out.add(("RAW", writer[key], i))
+            key = (p, dest.tile)
+            for j in readers.get(key, ()):
+                if j != i:
+                    out.add(("WAR", j, i))
+            if key in writer:
+                out.add(("WAW", writer[key], i))
+        for p in pes:
+            for s in b.iot[:-1]:
+                readers.setdefault((p, s.tile), set()).add(i)
+            writer[(p, dest.tile)] = i
+            readers[(p, dest.tile)] = set()
+    return out
+
+
+def stream_aliasing(blocks, executed: int, initial: dict) -> list[set[str]]:
+    """Per executed block, its aliasing kinds.  `initial`: (PE, tile) -> descriptor key of the
+    initial state; later descriptors are tracked as (mnemonic, DataType, block) of the writer
+    -- a destination `renamed_dest` when the tile it replaces on some selected PE came from
+    another instruction's or DataType's write (or the initial state), else `overwritten_dest`."""
+    held = dict(initial)
+    out = []
+    for i, b in enumerate(blocks[:executed]):
+        kinds = set()
+        dest = b.iot[-1]
+        srcs = [s.tile for s in b.iot[:-1]]
+        if dest.tile in srcs:
+            kinds.add("dest_is_source")
+        if len(srcs) != len(set(srcs)):
+            kinds.add("sources_one_tile")
+        pes = [p for p in range(4) if dest.PE_MASK >> p & 1]
+        old = [held.get((p, dest.tile)) for p in pes]
+        me = (b.bstart.Mode, b.bstart.Function, b.bstart.DataType, b.datr.DataType if b.datr else None)
+        if all(o is None for o in old):
+            kinds.add("fresh_dest")
+        elif any(o is not None and o != me for o in old):
+            kinds.add("renamed_dest")
+        else:
+            kinds.add("overwritten_dest")
+        for p in pes:
+            held[(p, dest.tile)] = me
+        out.append(kinds)
+    return out
+
+
+def raw_impossible(producer: I.Instruction, consumer: I.Instruction) -> str | None:
+    """Why the stream generator never makes `consumer` read `producer`'s result (None: it can):
+    TEXTRACT and TIMG2COL read only their window source / feature map from the initial state,
+    a TIMG2COL result lives in the Matrix store (no other block reads Matrix tiles), and a
+    TCMP predicate is read only as TSEL's mask."""
+    if consumer.schema in (I.EXTRACT, I.IMG2COL):
+        return f"{consumer.mnemonic} reads only its initial {'window source' if consumer.schema == I.EXTRACT else 'feature map'}"
+    if producer.location != "Local":
+        return f"{producer.mnemonic} writes the Matrix store, which no later block reads"
+    if producer.dest_kind == "predicate" and consumer.schema != I.SELECT:
+        return "a predicate is read only as TSEL's mask"
+    return None
+
+
+def war_impossible(reader: I.Instruction) -> str | None:
+    """WAR needs the reader's source to be overwritten later: TEXTRACT's window source and
+    TIMG2COL's feature map are never a destination."""
+    if reader.schema in (I.EXTRACT, I.IMG2COL):
+        return f"{reader.mnemonic}'s source is never overwritten"
+    return None
+
+
+def stream_coverage(ds) -> dict:
+    """The stream classes of an opened stream dataset (streams_dataset.open_stream_dataset):
+    counts per stream class and partition, per (hazard kind, instruction pair), per aliasing
+    kind and instruction, per (fault reason, position), per (value class, instruction) and
+    per (single-block shape class, instruction) of every executed block."""
+    import pyarrow.compute as pc
+    from isa import encoding
+    cov = {"streams": {}, "hazards": {}, "aliasing": {}, "faults": {}, "values": {}, "shapes": {}, "tcvt": {}}
+    for part, chunk, rec in ds.files:
+        t = ds.read(part, chunk, rec)
+        for name, k in rec["classes"].items():
+            cov["streams"][(name, part.shape)] = cov["streams"].get((name, part.shape), 0) + k
+        stream = t.column("stream").combine_chunks()
+        uniq = pc.unique(stream)
+        index = pc.index_in(stream, uniq).to_numpy()
+        first = {int(u): int(np.flatnonzero(index == u)[0]) for u in range(len(uniq))}
+        weight = np.bincount(index, minlength=len(uniq))
+        for u, row in first.items():
+            blocks = encoding.decode(uniq[u].as_py())
+            executed = int(t.column("executed")[row].as_py())
+            names = [I.by_carrier(b.bstart.Mode, b.bstart.Function) for b in blocks]
+            w = int(weight[u])
+            for kind, j, i in stream_hazards(blocks, executed):
+                key = (kind, names[j].mnemonic, names[i].mnemonic)
+                cov["hazards"][key] = cov["hazards"].get(key, 0) + w
+            initial = {(e["pe"], e["tile"]): "initial" for e in t.column("initial")[row].as_py()}
+            for i, kinds in enumerate(stream_aliasing(blocks, executed, initial)):
+                for k in kinds:
+                    key = (k, names[i].mnemonic)
+                    cov["aliasing"][key] = cov["aliasing"].get(key, 0) + w
+            if t.column("outcome")[row].as_py() == "fault":
+                key = (t.column("reason")[row].as_py(), executed)
+                cov["faults"][key] = cov["faults"].get(key, 0) + w
+            vc = t.column("value_class")[row].as_py()
+            for i, b in enumerate(blocks[:executed]):
+                mn = names[i].mnemonic
+                cov["values"][(vc, mn)] = cov["values"].get((vc, mn), 0) + w
+                if names[i].schema == I.CONVERT:
+                    d = b.datr
+                    key = (b.bstart.DataType, b.bstart.DataType if d is None or d.DataType is None else d.DataType,
+                           0 if d is None or d.RMode is None else d.RMode, bool(d is not None and d.Sat))
+                    cov["tcvt"][key] = cov["tcvt"].get(key, 0) + w
+                for cls in streams_block_classes(b):
+                    cov["shapes"][(cls, mn)] = cov["shapes"].get((cls, mn), 0) + w
+    return cov
+
+
+def streams_block_classes(b) -> list[str]:
+    """The single-block shape classes (CLASSES, kind shape) a decoded block exhibits."""
+    out = []
+    dim, datr, dest = b.dim, b.datr, b.iot[-1]
+    vcol = dim.LB0 if dim else None
+    col = dim.LB2 if dim and dim.LB2 is not None else vcol
+    if vcol == 1:
+        out.append("valid_col_1")
+    if col is not None and vcol is not None and col > vcol:
+        out.append("col_gt_validcol")
+    pad = datr.PadValueOrByteId if datr else None
+    if pad is not None:
+        out.append({0: "pad_zero", 1: "pad_max", 2: "pad_min", 3: "pad_null"}[pad])
+    out.append("all_pes" if dest.PE_MASK == 0b1111 else "partial_pe_mask")
+    if dest.tile in [s.tile for s in b.iot[:-1]]:
+        out.append("dest_aliases_source")
+    row = I.by_carrier(b.bstart.Mode, b.bstart.Function)
+    if row is not None and row.uses_ior and b.ior is None:
+        out.append("offset_none")
+    if row is not None and row.schema in (I.EXTRACT, I.INSERT):
+        lay = datr.Layout if datr and datr.Layout else 0
+        if lay == 1:
+            out.append("layout_dn")
+        elif lay:
+            out.append("layout_fractal")
+    if dest.capacity is not None or (dim and dim.LB1 is not None and dim.LB2 is not None):
+        out.append("explicit_fields")
+    return out
+
+
+def stream_coverage_table(folder) -> str:
+    """`tile-emu golden --coverage DIR` for a stream dataset (opened through the checked open)."""
+    from .streams import LEGAL, STREAM_ILLEGAL, stream_class
+    from .streams_dataset import classes_for, open_stream_dataset
+    ds = open_stream_dataset(folder)
+    cov = stream_coverage(ds)
+    shapes = [p.shape for p in ds.partitions]
+    lines = ["stream classes (streams)          " + "  ".join(s.rjust(8) for s in shapes)]
+    for name in [LEGAL] + [stream_class(r) for r in STREAM_ILLEGAL]:
+        cells = []
+        for s in shapes:
+            cells.append(("n/a" if name in classes_for(s)[1] else f"{cov['streams'].get((name, s), 0):,}").rjust(8))
+        lines.append(name.ljust(34) + "  ".join(cells))
+    ops = [i.mnemonic for i in I.INSTRUCTIONS]
+    for kind in HAZARDS:
+        seen = sum(1 for (k, _, _) in cov["hazards"] if k == kind)
+        lines.append(f"\n{kind} hazards (streams) by producer -> consumer; {seen} instruction pairs seen")
+        missing, impossible = [], 0
+        for a in I.INSTRUCTIONS:
+            cells = []
+            for b in I.INSTRUCTIONS:
+                why = raw_impossible(a, b) if kind == "RAW" else war_impossible(a) if kind == "WAR" else None
+                n = cov["hazards"].get((kind, a.mnemonic, b.mnemonic), 0)
+                if why:
+                    impossible += 1
+                    continue
+                if n:
+                    cells.append(f"{b.mnemonic}={n:,}")
+                else:
+                    missing.append(f"{a.mnemonic}->{b.mnemonic}")
+            lines.append(f"  {a.mnemonic:9s} " + (" ".join(cells) if cells else "-"))
+        reasons = sorted({w for a in I.INSTRUCTIONS for b in I.INSTRUCTIONS
+                          for w in [raw_impossible(a, b) if kind == "RAW" else war_impossible(a) if kind == "WAR"
+                                    else None] if w})
+        lines.append(f"  impossible: {impossible} pair(s)" + (f" ({'; '.join(reasons)})" if reasons else ""))
+        lines.append(f"  possible without streams: {len(missing)}" + (f" ({', '.join(missing[:12])}"
+                     + (", ..." if len(missing) > 12 else "") + ")" if missing else ""))
+    lines.append("\naliasing (blocks)  " + " ".join(a.rjust(16) for a in ALIASING))
+    for op in ops:
+        lines.append(f"  {op:16s} " + " ".join(f"{cov['aliasing'].get((a, op), 0):,}".rjust(16) for a in ALIASING))
+    lines.append("\nfaults (streams) by reason x position (block index)")
+    K = ds.params.blocks
+    for r in STREAM_ILLEGAL:
+        counts = [cov["faults"].get((r, i), 0) for i in range(K)]
+        na = all(stream_class(r) in classes_for(s)[1] for s in shapes)
+        lines.append(f"  {r:22s} " + ("n/a (no shape class of this dataset can carry it)" if na else
+                                      " ".join(f"{c:,}".rjust(5) for c in counts)))
+    from isa.datatypes import DATATYPES
+    from isa.fields import RMODES
+    pairs = {(a, b) for a, b, _, _ in cov["tcvt"]}
+    lines.append(f"\nTCVT (executed blocks): {len(pairs)} of {len(DATATYPES) ** 2} (source, destination) DataType "
+                 f"pairs, {len(cov['tcvt'])} of {len(DATATYPES) ** 2 * len(RMODES) * 2} (pair, RMode, Sat) cells; "
+                 f"RModes seen: {', '.join(RMODES[m] for m in sorted({m for _, _, m, _ in cov['tcvt']}))}")
+    lines.append("\nvalue classes of the initial tiles x instruction (executed blocks)")
+    for vc in sorted({v for v, _ in cov["values"]}):
+        lines.append(f"  {vc:16s} " + " ".join(f"{op}={cov['values'][(vc, op)]:,}" for op in ops
+                                               if (vc, op) in cov["values"]))
+    lines.append("\nshape classes x instruction (executed blocks)")
+    shape_names = [c.name for c in CLASSES if c.kind == "shape"]
+    for sc in shape_names:
+        row = [f"{op}={cov['shapes'][(sc, op)]:,}" for op in ops if (sc, op) in cov["shapes"]]
+        lines.append(f"  {sc:20s} " + (" ".join(row) if row else "n/a (streams keep Row = ValidRow and omit capacities)"
+                                       if sc in ("valid_row_lt_row", "capacity_limit") else " ".join(row) or "0"))
+    return "\n".join(lines)

@@ -566,9 +566,10 @@ def open_dataset(folder, progress=None) -> Dataset:
     return ds
 
 
-def _check_folder(folder: pathlib.Path, params: Params, listed: set[str]) -> None:
+def _check_folder(folder: pathlib.Path, params: Params, listed: set[str], read=None) -> None:
     """The folder holds exactly the listed data files, the manifest and (optionally) a
-    generation.json of the same parameters; anything else is named."""
+    generation.json of the same parameters (read by `read`, default read_params); anything
+    else is named."""
     extra, seen = [], set()
     for root, dirs, names in os.walk(folder):
         rel = pathlib.Path(root).relative_to(folder)
@@ -594,17 +595,18 @@ def _check_folder(folder: pathlib.Path, params: Params, listed: set[str]) -> Non
                           + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""))
     gen = folder / PARAMS
     if gen.exists() or gen.is_symlink():
-        prev = read_params(gen)
+        prev = (read or read_params)(gen)
         if prev != params:
             raise GoldenError(f"{PARAMS}: other parameters than the manifest's generator")
 
 
-def read_params(path: pathlib.Path) -> Params:
-    """The parameters a generation.json holds (a small file: at most 1 MiB)."""
+def read_params(path: pathlib.Path, cls=None) -> Params:
+    """The parameters a generation.json holds (a small file: at most 1 MiB), as `cls` (default
+    Params; the stream goldens pass theirs) parses them."""
     try:
         if path.stat().st_size > 1 << 20:
             raise GoldenError(f"{PARAMS}: {path.stat().st_size:,} bytes; it holds at most 1 MiB")
-        return Params.from_json(jsontext.loads(path.read_text(encoding="utf-8")), PARAMS)
+        return (cls or Params).from_json(jsontext.loads(path.read_text(encoding="utf-8")), PARAMS)
     except (OSError, UnicodeDecodeError, jsontext.JsonTextError) as exc:
         raise GoldenError(f"{PARAMS}: cannot read ({why(exc)})") from None
 
@@ -612,8 +614,17 @@ def read_params(path: pathlib.Path) -> Params:
 def _read_checked(ds: Dataset, f: DataFile) -> pa.Table:
     """One data file: its size, SHA-256, row count, schema and data size as the manifest and
     the format say, then its rows (`_check_rows`)."""
-    rec, path = f.record, ds.folder / f.path
-    where = shown(f.path)
+    t = read_file_checked(ds.folder, f.record, SCHEMA, "the golden schema (docs/golden-format.md, 'One row per case')")
+    _check_rows(ds, f, t)
+    return t
+
+
+def read_file_checked(folder: pathlib.Path, rec: dict, schema: pa.Schema, schema_name: str) -> pa.Table:
+    """A data file of a manifest record: its size, SHA-256, row count, schema (`schema`, named
+    `schema_name` in the error) and data size as the record and the format say; GoldenError
+    naming the file otherwise.  (The stream goldens read their files through it too.)"""
+    path = folder / rec["path"]
+    where = shown(rec["path"])
     try:
         size = path.stat().st_size
     except OSError as exc:
@@ -627,9 +638,8 @@ def _read_checked(ds: Dataset, f: DataFile) -> pa.Table:
         rows = meta.num_rows
         if rows != rec["rows"]:
             raise GoldenError(f"{where}: {rows} rows, the manifest says {rec['rows']}")
-        if not meta.schema.to_arrow_schema().equals(SCHEMA):
-            raise GoldenError(f"{where}: columns or column types differ from the golden schema "
-                              "(docs/golden-format.md, 'One row per case')")
+        if not meta.schema.to_arrow_schema().equals(schema):
+            raise GoldenError(f"{where}: columns or column types differ from {schema_name}")
         data = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
         if data > MAX_FILE_DATA_BYTES:
             raise GoldenError(f"{where}: {data:,} bytes of column data; a data file holds at most "
@@ -639,9 +649,8 @@ def _read_checked(ds: Dataset, f: DataFile) -> pa.Table:
         raise
     except (OSError, pa.ArrowException, ValueError) as exc:
         raise GoldenError(f"{where}: not a readable Parquet file ({why(exc, 80)})") from None
-    if len(t) != rows or not t.schema.equals(SCHEMA):
+    if len(t) != rows or not t.schema.equals(schema):
         raise GoldenError(f"{where}: the data does not match its own Parquet metadata")
-    _check_rows(ds, f, t)
     return t
 
 
@@ -758,8 +767,9 @@ def _block_keys(block) -> dict:
 
 # ---------------------------------------------------------------------------- the output folder
 
-def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool) -> None:
-    """--out must be empty (or hold this same generation, with --resume)."""
+def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool, read=None) -> None:
+    """--out must be empty (or hold this same generation, with --resume; generation.json read
+    by `read`, default read_params)."""
     try:
         if folder.exists() and not folder.is_dir():
             raise GoldenError(f"--out {shown(folder)} is not a folder")
@@ -771,13 +781,15 @@ def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool) -> None:
                           "or choose an empty folder")
     if entries and resume:
         try:
-            prev = read_params(folder / PARAMS)
+            prev = (read or read_params)(folder / PARAMS)
         except GoldenError as exc:
             raise GoldenError(f"--resume: {shown(folder)} holds no readable {PARAMS} of an earlier run "
                               f"({exc})") from None
         if prev != p:
             raise GoldenError(f"--resume: {shown(folder)} was generated with other parameters "
                               f"({PARAMS}); resume with the same command")
+        if (folder / MANIFEST).exists():   # a finished run of another profile version is not relabelled
+            dataset_profile(read_manifest(folder)["profile"])
         _remove_temporaries(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -80,7 +80,28 @@ def rebuild_group(t: pa.Table, ds: Dataset, path: str) -> Group | None:
                           f"({shown(str(exc), 120)})") from None
     if len(blocks) != 1:
         return None
-    counts, f = tiles_of(t.column("inputs"))
+    tiles = tile_specs(t, path, "inputs")
+    if tiles is None:
+        return None
+    try:
+        config = ds.config(int(t.column("local_bytes")[0].as_py()), int(t.column("matrix_bytes")[0].as_py()))
+    except ValueError as exc:
+        raise GoldenError(f"{shown(path)}: case {t.column('case')[0].as_py()}: {shown(str(exc), 160)}") from None
+    try:
+        gprs = gprs_of(t.column("gprs"), n)
+    except ValueError as exc:
+        raise GoldenError(f"{shown(path)}: case {t.column('case')[0].as_py()}: {shown(str(exc), 160)}") from None
+    if gprs is not None and np.any(gprs[:, :, 0]):
+        return None                                   # r0 holds nothing: not a machine state
+    return Group(None, None, None, blocks[0], config, tiles, gprs)
+
+
+def tile_specs(t: pa.Table, path: str, column: str) -> list[TileSpec] | None:
+    """The tiles of a list<tile> column (`inputs`; the stream goldens' `initial`) of rows t
+    as TileSpecs, or None when the rows do not share the entries' descriptors (or sizes).
+    GoldenError for a malformed entry (file `path`)."""
+    n = len(t)
+    counts, f = tiles_of(t.column(column))
     if len(counts) == 0 or not np.all(counts == counts[0]):
         return None
     k = int(counts[0])
@@ -96,7 +117,7 @@ def rebuild_group(t: pa.Table, ds: Dataset, path: str) -> Group | None:
     try:
         entries = [descriptor_at(f, j) for j in range(k)]
     except ValueError as exc:
-        raise GoldenError(f"{shown(path)}: case {t.column('case')[0].as_py()}: inputs: "
+        raise GoldenError(f"{shown(path)}: case {t.column('case')[0].as_py()}: {column}: "
                           f"{shown(str(exc), 160)}") from None
     tiles, j = [], 0
     while j < k:
@@ -114,17 +135,7 @@ def rebuild_group(t: pa.Table, ds: Dataset, path: str) -> Group | None:
         tiles.append(TileSpec(tid, desc, tuple(pes), elems.astype(element_dtype(desc)),
                               unpack_rows(defined, desc.elements, 1).astype(bool)))
         j += len(pes)
-    try:
-        config = ds.config(int(t.column("local_bytes")[0].as_py()), int(t.column("matrix_bytes")[0].as_py()))
-    except ValueError as exc:
-        raise GoldenError(f"{shown(path)}: case {t.column('case')[0].as_py()}: {shown(str(exc), 160)}") from None
-    try:
-        gprs = gprs_of(t.column("gprs"), n)
-    except ValueError as exc:
-        raise GoldenError(f"{shown(path)}: case {t.column('case')[0].as_py()}: {shown(str(exc), 160)}") from None
-    if gprs is not None and np.any(gprs[:, :, 0]):
-        return None                                   # r0 holds nothing: not a machine state
-    return Group(None, None, None, blocks[0], config, tiles, gprs)
+    return tiles
 
 
 def _compare(file: str, t: pa.Table, g: Group, backend: str) -> list[Mismatch]:

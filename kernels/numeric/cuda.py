@@ -13,13 +13,16 @@ What runs where, per (op, DataType):
     `fma.rn.f64`),
     fastdiv.py's (TDIV/TRECIP/TSQRT on FP32/TF32/HF32 and TDIV on FP16/BF16, both profiles),
     fastfn.py's (TRSQRT and TLOG on FP32/TF32/HF32: binary64 value, rounding test; TREM on
-    FP32/TF32/HF32/BF16/FP16: integer fmod, then one rounding; both profiles)
+    FP32/TF32/HF32/BF16/FP16: integer fmod, then one rounding; both profiles),
+    fasta5.py's (profile a5: TREM FP32/FP16, TDIV FP16)
     and fast.py's rounding routines (TADD/TSUB/TMUL/TFMA on TF32, HF32, FP16, BF16, FP32 in
     any profile, TFMA on E4M3/E5M2, TEXP on FP32/TF32/HF32) are compiled unchanged into CUDA kernels
     (`kernel_sources()`), one thread per element: the same Python source the CPU loops compile,
     so the same bits.
   * Table-driven pairs (8-bit binary and <= 16-bit unary operations, tables.py) gather from the
     reference's exact tables copied to the device once.
+  * A profile's recipe that is a composition (tiers 'compose': a5's FP32 TRSQRT) runs its IEEE
+    steps as the device placements of those steps (`_device_primitive`).
   * Elements a kernel marks (flags 0xFF: NaN/infinite operands, results outside a shortcut's
     range, exp results within 2^-46 and rsqrt/log results within 4/16 binary64 ulps of a
     rounding boundary) are gathered, settled on the host
@@ -191,8 +194,9 @@ def _launch(name, n, *args):
 
 def placement(op: str, dt: DataType, prof, arity: int) -> str:
     """Where elementwise_device computes (op, dt) under prof: the tier table's device tier
-    ('fastvec', 'fast64', 'fast', 'table', 'fastdiv', 'fastfn', 'xp' -- the CPU implementation
-    itself on the device arrays; all on the device) or 'host'."""
+    ('fastvec', 'fast64', 'fast', 'table', 'fastdiv', 'fastfn', 'a5', 'compose' -- a recipe on
+    the device kernels of its steps --, 'xp' -- the CPU implementation itself on the device
+    arrays; all on the device) or 'host'."""
     t = tiers.select(op, dt, prof, arity, device=True)
     return t.where if t is not None else "host"
 

@@ -8,7 +8,8 @@ serial below fast.PARALLEL_MIN elements or without an idle core.
 - `gather_hi16`: the 2^17-entry table lookup for FP32/TF32/HF32 -> 8-bit-or-smaller floats.
 - `convert_ieee`: IEEE-family -> IEEE-family conversion (FP64/FP32/TF32/HF32 sources to
   FP64/FP32/TF32/HF32/FP16/BF16), every rounding mode, Sat, ftz, NaN payloads, flags; FP32 ->
-  BF16 and FP32 -> FP16 in RNE without Sat or ftz by the vectorised kernels of FAST_PAIRS.
+  BF16 and FP32 -> FP16 in RNE without Sat by the vectorised kernels of FAST_PAIRS (profile
+  ftz: then one flushing pass, FLUSH_AFTER).
 
 The per-element function `_cvt_one` (and its helpers) is plain integer arithmetic on scalars,
 compiled with numba's `njit(inline="always")` (inlined, so Numba-CUDA needs no device to
@@ -25,6 +26,7 @@ from numba import njit
 from isa.datatypes import DataType
 
 from .fast import Twin
+from .flags import NX, UF
 from .formats import FORMATS
 from .rn import bits_f32, f32_bits
 
@@ -177,14 +179,19 @@ _U = np.uint32
 # 64-bit lanes at less than half the speed).
 
 
-def _fp32_to_bf16_rne(u, ob, of):
-    """FP32 -> BF16, RNE, profile ieee: the carry trick (BF16 shares FP32's exponent range, so
+def _fp32_to_bf16_rne(u, ftz, ob, of):
+    """FP32 -> BF16, RNE: the carry trick (BF16 shares FP32's exponent range, so
     adding 0x7FFF + lsb rounds normals, subnormals and overflow alike), branch-free so LLVM
     vectorises it.  NX when the low half is nonzero (an infinity has none: no flag); OF when that
     rounding reaches the infinity code; UF when inexact and tiny after rounding: below
-    2^-126 - 2^-135 (binary32 0x007FC000) the unbounded 8-bit grid stays below 2^-126."""
+    2^-126 - 2^-135 (binary32 0x007FC000) the unbounded 8-bit grid stays below 2^-126.  ftz:
+    a subnormal input reads as the zero of its sign, and then no result is subnormal (a normal
+    binary32 value rounds to at least 2^-126): the flush is one select, branch-free."""
+    F = _U(1) if ftz else _U(0)
     for i in nb.prange(u.shape[0]):
         x = u[i]
+        z = _U(_U(_U(x & _U(0x7F800000)) == _U(0)) & F)
+        x = _U(x & _U(_U(0x80000000) | _U(_U(0x7FFFFFFF) * _U(_U(1) - z))))
         a = _U(x & _U(0x7FFFFFFF))
         r = _U(_U(_U(x + _U(0x7FFF)) + _U(_U(x >> _U(16)) & _U(1))) >> _U(16))
         nx = _U((x & _U(0xFFFF)) != _U(0))
@@ -227,18 +234,44 @@ def _fp32_to_fp16_rne(u, ob, of):
 FAST_PAIRS = {("FP32", "BF16"): Twin(_fp32_to_bf16_rne), ("FP32", "FP16"): Twin(_fp32_to_fp16_rne)}
 
 
-def fast_rne(bits, s: DataType, d: DataType):
-    """The branch-free RNE kernel of (s, d) (FAST_PAIRS) on any-shape bits."""
+def _flush_after(u, min_normal, ob, of):
+    """Profile ftz on the ieee results of FP32 -> FP16, in place (a pass of its own: the flush
+    inside the FP16 loop, even branch-free, halved that loop's speed under profile ieee too): a result below the destination's min
+    normal code is the zero of its sign with UF|NX, and a subnormal binary32 input, which ftz
+    reads as the zero of its sign, gives that zero without a flag."""
+    m = _U(min_normal - _U(1))
+    for i in nb.prange(u.shape[0]):
+        x = u[i]
+        b = _U(ob[i])
+        sub_out = _U(_U(_U(b & _U(0x7FFF)) - _U(1)) < m)
+        sub_in = _U(_U(x & _U(0x7F800000)) == _U(0))
+        keep = _U(_U(1) - _U(sub_out | sub_in))                  # branch-free: LLVM vectorises it
+        ob[i] = np.uint16(_U(b & _U(_U(0x8000) | _U(keep * _U(0x7FFF)))))
+        of[i] = np.uint8(_U(_U(_U(of[i]) * keep) | _U(sub_out * _U(_U(1) - sub_in) * _U(UF | NX))))
+
+
+FLUSH_AFTER = Twin(_flush_after)
+_MIN_NORMAL = {"FP16": np.uint32(0x0400), "BF16": np.uint32(0x0080)}
+
+
+def fast_rne(bits, s: DataType, d: DataType, ftz: bool = False):
+    """The branch-free RNE kernel of (s, d) (FAST_PAIRS) on any-shape bits, then profile
+    ftz's flushing when `ftz`."""
     u = np.ascontiguousarray(bits, dtype=np.uint32).ravel()
     ob = np.empty(u.size, np.uint16)
     of = np.empty(u.size, np.uint8)
-    FAST_PAIRS[(s.name, d.name)](u, ob, of)
+    if d.name == "BF16":
+        FAST_PAIRS[(s.name, d.name)](u, bool(ftz), ob, of)
+    else:
+        FAST_PAIRS[(s.name, d.name)](u, ob, of)
+        if ftz:
+            FLUSH_AFTER(u, _MIN_NORMAL[d.name], ob, of)
     return ob.reshape(np.shape(bits)), of.reshape(np.shape(bits))
 
 
 def convert_ieee(bits, s: DataType, d: DataType, rmode: str, sat: bool, ftz: bool):
-    if (s.name, d.name) in FAST_PAIRS and rmode == "RNE" and not (sat or ftz):
-        return fast_rne(bits, s, d)
+    if (s.name, d.name) in FAST_PAIRS and rmode == "RNE" and not sat:
+        return fast_rne(bits, s, d, ftz)
     fs, fd = FORMATS[s.name], FORMATS[d.name]
     p = np.array([fs.ebits, fs.t, fs.bias, fs.shift, fs.width, fd.ebits, fd.t, fd.bias, fd.shift, fd.width,
                   MODE_CODE[rmode], int(sat), int(ftz)], dtype=np.int64)

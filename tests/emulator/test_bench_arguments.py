@@ -116,7 +116,7 @@ def test_every_cases_memory_table_is_an_upper_bound(name):
 # ---------------------------------------------------------------- --strict
 
 def _scripted(monkeypatch, ratios: dict):
-    def measure(case, n, repeat):
+    def measure(case, n, repeat, profile="ieee"):
         r = ratios[case.name]
         return {"case": case.name, "elements": n, "elements_per_s": 1.0, "baseline_elements_per_s": r,
                 "ratio": r, "target": case.target, "missed": case.target is not None and r < case.target,

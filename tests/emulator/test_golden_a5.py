@@ -76,3 +76,22 @@ def test_an_a5_dataset_verifies_under_a5_and_fails_under_ieee(tmp_path, capsys, 
     _relabel(tmp_path / "a5", tmp_path / "as_ieee", "ieee")
     assert main(["verify", str(tmp_path / "as_ieee"), "--quiet"]) == 1       # the rules differ there
     assert "MISMATCH" in capsys.readouterr().out
+
+
+def test_resuming_a_dataset_of_another_a5_version_is_one_line_and_writes_nothing(tmp_path, capsys):
+    """A finished a5 dataset whose manifest names another version of the rules: --resume would
+    relabel its files with this build's version; it is refused (exit 1, one line), the folder
+    byte for byte as it was."""
+    out = tmp_path / "a5"
+    argv = ["golden", "--ops", "TREM", "--dtypes", "FP16", "--cases", "40", "--seed", "3", "--profile", "a5",
+            "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    m = json.loads((out / "manifest.json").read_text())
+    m["profile"]["version"] = "0.9"
+    (out / "manifest.json").write_text(json.dumps(m))
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    assert main(argv + ["--resume"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "profile a5 version '0.9'" in err, err
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before

@@ -19,31 +19,33 @@ ARGS = ["--cases", "40", "--seed", "11", "--quiet"]
 
 
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
-    """Two datasets (one golden run cannot hold both: TEXP has no S16): floating in d/,
-    integer in i/; a partition `op=X/dtype=Y` lives in the one of its DataType."""
+def datasets(tmp_path_factory):
+    """Two datasets (a manifest must be exactly what its generator parameters give, so float
+    and integer partitions cannot share one): floats in d/, integers in i/."""
     root = tmp_path_factory.mktemp("oracle")
     assert main(["golden", "--ops", "TADD,TEXP,TMAX", "--dtypes", "FP32,E4M3", *ARGS, "--out", str(root / "d")]) == 0
     assert main(["golden", "--ops", "TSHR,TDIV", "--dtypes", "S16", *ARGS, "--out", str(root / "i")]) == 0
     return root
 
 
-def home(root, part):
-    return root / ("i" if part.endswith("S16") else "d")
+def _dataset(root, part):
+    return root / ("i" if "S16" in part else "d")
 
 
-def test_every_result_with_a_reference_matches_and_the_report_says_which_had_none(dataset, capsys):
-    lines = {}
-    for name in ("d", "i"):
-        assert main(["verify", str(dataset / name), "--oracle", "--quiet"]) == 0
-        out = capsys.readouterr().out
-        assert "every checked result matches" in out
-        lines[name] = {line.split(":")[0].strip(): line for line in out.splitlines() if line.startswith("  ")}
-    assert "TADD (FP32)" in lines["d"]["softfloat"]
-    assert "TADD (E4M3)" in lines["d"]["mpfr"] and "TEXP (E4M3, FP32)" in lines["d"]["mpfr"]
-    assert "TDIV (S16)" in lines["i"]["exact"] and "TSHR (S16)" in lines["i"]["exact"]
-    assert lines["d"]["no independent reference"].endswith("TMAX (E4M3, FP32)")
-    assert lines["i"]["no independent reference"].endswith("none")
+def _report(folder, capsys) -> dict:
+    assert main(["verify", str(folder), "--oracle", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "every checked result matches" in out
+    return {line.split(":")[0].strip(): line for line in out.splitlines() if line.startswith("  ")}
+
+
+def test_every_result_with_a_reference_matches_and_the_report_says_which_had_none(datasets, capsys):
+    lines = _report(datasets / "d", capsys)
+    assert "TADD (FP32)" in lines["softfloat"]
+    assert "TADD (E4M3)" in lines["mpfr"] and "TEXP (E4M3, FP32)" in lines["mpfr"]
+    assert lines["no independent reference"].endswith("TMAX (E4M3, FP32)")
+    lines = _report(datasets / "i", capsys)
+    assert "TDIV (S16)" in lines["exact"] and "TSHR (S16)" in lines["exact"]
 
 
 def _plant(folder, part, edit):
@@ -68,9 +70,9 @@ def _first_commit(rows):
 
 @pytest.mark.parametrize("part,width", [("op=TADD/dtype=FP32", "<u4"), ("op=TEXP/dtype=E4M3", "u1"),
                                         ("op=TSHR/dtype=S16", "<u2")])
-def test_a_planted_wrong_expected_value_is_caught_and_named(dataset, tmp_path, capsys, part, width):
+def test_a_planted_wrong_expected_value_is_caught_and_named(datasets, tmp_path, capsys, part, width):
     folder = tmp_path / "d"
-    shutil.copytree(home(dataset, part), folder)
+    shutil.copytree(_dataset(datasets, part), folder)
 
     def edit(rows):
         i = _first_commit(rows)
@@ -87,9 +89,9 @@ def test_a_planted_wrong_expected_value_is_caught_and_named(dataset, tmp_path, c
     assert "MISMATCH" in out
 
 
-def test_a_planted_wrong_status_is_caught_by_the_softfloat_flags(dataset, tmp_path, capsys):
+def test_a_planted_wrong_status_is_caught_by_the_softfloat_flags(datasets, tmp_path, capsys):
     folder = tmp_path / "d"
-    shutil.copytree(dataset / "d", folder)
+    shutil.copytree(datasets / "d", folder)
 
     def edit(rows):
         i = _first_commit(rows)

@@ -24,7 +24,7 @@ EX = ROOT / "examples"
 PATHS = {
     "asm": {"input": "input", "output": "output"},
     "disasm": {"input": "input", "output": "output"},
-    "run": {"stream": "input", "init": "input", "fabric": "input", "out": "output"},
+    "run": {"stream": "input", "init": "input", "fabric": "input", "out": "output", "log": "output"},
     "show": {"state": "input"},
     "diff": {"a": "input", "b": "input"},
     "fabric": {"file": "input", "fabric": "input", "trace": "output", "vcd": "output"},
@@ -39,7 +39,7 @@ PATHS = {
 NOT_PATHS = {
     "vcg": {"axes", "slice", "time", "packet", "reduce", "track"},
     "reduce": {"dtype"},
-    "bench": {"case"},
+    "bench": {"case", "profile"},
     "golden": {"ops", "dtypes", "dst_dtypes", "rmodes", "sat", "profile", "scheduler", "op", "dtype", "dst",
                "rmode"},
 }
@@ -74,8 +74,10 @@ def files(tmp_path):
 INVOCATIONS = {
     "asm": (lambda p: ["asm", p["input"], "-o", p["output"]], {"input": "saxpy.s", "output": "o.tbs"}),
     "disasm": (lambda p: ["disasm", p["input"], "-o", p["output"]], {"input": "saxpy.tbs", "output": "o.s"}),
-    "run": (lambda p: ["run", p["stream"], "--init", p["init"], "--fabric", p["fabric"], "--out", p["out"], "-q"],
-            {"stream": "saxpy.tbs", "init": "saxpy.init.arrow", "fabric": "pe.json", "out": "o.arrow"}),
+    "run": (lambda p: ["run", p["stream"], "--init", p["init"], "--fabric", p["fabric"], "--out", p["out"],
+                       "--log", p["log"], "-q"],
+            {"stream": "saxpy.tbs", "init": "saxpy.init.arrow", "fabric": "pe.json", "out": "o.arrow",
+             "log": "o.commits.arrow"}),
     "run regions": (lambda p: ["run", p["stream"], "--init", p["init"], "--out", p["out"], "-q"],
                     {"stream": "saxpy_tiles.regions.json", "init": "saxpy.init.arrow", "out": "o.arrow"}),
     "reduce": (lambda p: ["reduce", p["input"], "--mapping", p["mapping"], "--op", "AddSat", "--out", p["out"]],

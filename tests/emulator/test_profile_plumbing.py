@@ -109,6 +109,21 @@ def test_machine_batch_takes_a_profile_on_every_backend(tmp_path, backend):
     assert MachineBatch.load(path, backend, profile="a5").machine(1).config.profile == "a5"
 
 
+def test_machine_batch_takes_a_profile_on_the_gpu_backend():
+    """The gpu backend on a device stand-in (test_strict_device.py runs this again on the strict
+    CuPy stand-in under the CUDA simulator, Numba-CUDA kernels included): a5's TREM FP16 on the
+    device, ieee by default."""
+    from test_batch_differential import device_stand_in
+    machines = [trem_machine() for _ in range(2)]
+    for profile, bits in {"a5": 0x3BFF, None: 0x3C00}.items():
+        with device_stand_in():
+            batch = MachineBatch(machines, "gpu", profile=profile)
+            batch.run([trem_block()])
+        assert batch.backend == "gpu"
+        got = {int(batch.machine(k).read_tile(p, 3).bits.ravel()[0]) for k in range(2) for p in range(4)}
+        assert got == {bits}, profile
+
+
 def test_run_profile_a5_runs_the_block_under_a5(tmp_path, capsys):
     init = tmp_path / "s.arrow"
     save_state(trem_machine(), init)

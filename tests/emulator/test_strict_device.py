@@ -29,6 +29,7 @@ GPU_TESTS = [
     f"{HERE / 'test_machine_backend.py'}::test_a_machine_on_the_device_path_runs_a_stream_exactly_as_the_reference",
     f"{HERE / 'test_batch.py'}::test_the_device_path_of_the_engine_matches_the_reference",
     f"{HERE / 'test_batch.py'}::test_status_flags_on_the_device_path_match_the_reference",
+    f"{HERE / 'test_profile_plumbing.py'}::test_machine_batch_takes_a_profile_on_the_gpu_backend",
 ]
 
 

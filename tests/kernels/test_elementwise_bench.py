@@ -41,6 +41,9 @@ def test_profile_option_runs_the_numeric_cases_under_it_and_says_so(capsys):
     assert main(["bench", "--quick", "--n", "256", "--repeat", "1", "--case", "profile.a5.TREM"]) == 0
     out = capsys.readouterr().out
     assert "numeric profile ieee 1.0" in out.splitlines()[0] and "profile.a5.TREM.FP16" in out
+    assert main(["bench", "--quick", "--n", "256", "--repeat", "1", "--case", "profile.a5.TREM", "--json"]) == 0
+    row, = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert row["profile"] == {"name": "a5", "version": "1.0"}          # the profile the case measures
 
 
 def test_an_unknown_profile_is_one_line_listing_the_known_ones(capsys):

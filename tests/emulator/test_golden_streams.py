@@ -1,0 +1,343 @@
+"""Random multi-block stream goldens (docs/golden-format.md, "Stream goldens").
+
+The streams are checked by decoding them here (hazards, aliasing, instructions and DataTypes
+are recomputed from the bytes with code of this file), the outcomes against the reference
+engine (a plain `Machine` with backend "reference" run on each case's initial state), and the
+dataset machinery by byte comparison across worker counts and a resumed run."""
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from emulator import commitlog as CL
+from emulator.cli import main
+from emulator.config import MachineConfig
+from emulator.golden import dataset as D
+from emulator.golden import streams as S
+from emulator.machine import Machine
+from emulator.state import MachineState, PEState
+from emulator.tiles import make_tile
+from isa import encoding
+from isa.datatypes import DATATYPES, datatype
+from isa.errors import IllegalBlockException
+from isa.fields import RMODES
+from isa.instructions import INSTRUCTIONS, by_carrier
+
+ARGS = ["--blocks", "6", "--cases", "10", "--group-cases", "2", "--illegal-fraction", "0.5", "--seed", "11",
+        "--quiet"]
+
+
+def generate(out, *extra, args=ARGS):
+    return main(["golden", "--streams", *args, "--out", str(out), *extra])
+
+
+def data_files(folder):
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(pathlib.Path(folder).rglob("*"))
+            if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    out = tmp_path_factory.mktemp("streams") / "s"
+    assert generate(out) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def groups():
+    """Streams straight from the generator: 40 groups of 2 cases, 8 blocks, every shape class."""
+    rng = np.random.default_rng(5)
+    return [S.build_group(S.SHAPES[k % len(S.SHAPES)], 8, 2, rng, MachineConfig()) for k in range(40)]
+
+
+def all_rows(folder):
+    return [r for p in sorted(pathlib.Path(folder).rglob("*.parquet")) for r in pq.read_table(p).to_pylist()]
+
+
+# ---------------------------------------------------------------------------- what the streams hold
+
+def _hazards_and_aliasing(blocks, executed):
+    """Recomputed here from the decoded blocks: per (PE, tile) the last writer and the readers."""
+    found = set()
+    last_write, read_since = {}, {}
+    for i, b in enumerate(blocks[:executed]):
+        *srcs, dest = b.iot
+        pes = [p for p in range(4) if dest.PE_MASK & (1 << p)]
+        if dest.tile in [s.tile for s in srcs]:
+            found.add("dest_is_source")
+        if len({s.tile for s in srcs}) < len(srcs):
+            found.add("sources_one_tile")
+        for p in pes:
+            if any((p, s.tile) in last_write for s in srcs):
+                found.add("RAW")
+            if any(j != i for j in read_since.get((p, dest.tile), ())):
+                found.add("WAR")
+            if (p, dest.tile) in last_write:
+                found.add("WAW")
+        for p in pes:
+            for s in srcs:
+                read_since.setdefault((p, s.tile), set()).add(i)
+            last_write[(p, dest.tile)] = i
+            read_since[(p, dest.tile)] = set()
+        if dest.PE_MASK != 0b1111:
+            found.add("partial_pe_mask")
+    return found
+
+
+def test_streams_hold_every_hazard_and_aliasing_kind(dataset):
+    kinds = set()
+    for r in all_rows(dataset):
+        kinds |= _hazards_and_aliasing(encoding.decode(r["stream"]), r["executed"])
+    assert {"RAW", "WAR", "WAW", "dest_is_source", "sources_one_tile", "partial_pe_mask"} <= kinds
+
+
+def test_destinations_rename_tiles_of_another_descriptor(groups):
+    """A destination id that held a tile of another DataType or shape on a selected PE."""
+    renamed = 0
+    for g in groups:
+        held = {k: v[0] for k, v in g.tiles.items()}
+        m = _machine(g, 0)
+        for i, b in enumerate(g.blocks[:g.executed]):
+            dest = b.iot[-1]
+            pes = [p for p in range(4) if dest.PE_MASK >> p & 1]
+            m.execute(b)
+            for p in pes:
+                new = m.read_tile(p, dest.tile).desc
+                if (p, dest.tile) in held and held[(p, dest.tile)] != new:
+                    renamed += 1
+                held[(p, dest.tile)] = new
+    assert renamed > 0
+
+
+def test_every_instruction_datatype_padvalue_and_tcvt_mode_appears(groups):
+    ops, dtypes, pads, rmodes, sats, tcvt_dst = set(), set(), set(), set(), set(), set()
+    for g in groups:
+        for b in encoding.decode(encoding.encode(g.blocks)):
+            row = by_carrier(b.bstart.Mode, b.bstart.Function)
+            ops.add(row.mnemonic)
+            dtypes.add(datatype(b.bstart.DataType).name)
+            if b.datr is not None and b.datr.PadValueOrByteId is not None:
+                pads.add(b.datr.PadValueOrByteId)
+            if row.mnemonic == "TCVT":
+                d = b.datr
+                tcvt_dst.add(datatype(d.DataType).name)
+                rmodes.add(RMODES[d.RMode or 0])
+                sats.add(bool(d.Sat))
+    assert ops == {i.mnemonic for i in INSTRUCTIONS}
+    assert dtypes | tcvt_dst == {d.name for d in DATATYPES}
+    assert pads == {0, 1, 2, 3}
+    assert rmodes == set(RMODES.values()) and sats == {False, True}
+
+
+def test_window_offsets_come_from_gprs_the_initial_state_writes(groups):
+    """Every TEXTRACT/TINSERT/TIMG2COL with B.IOR names registers the initial state wrote
+    (nonzero on some case and PE), and some of them read a nonzero offset."""
+    nonzero = 0
+    for g in groups:
+        for b in g.blocks[:g.executed]:
+            row = by_carrier(b.bstart.Mode, b.bstart.Function)
+            if row.uses_ior and b.ior is not None:
+                regs = [b.ior.RegSrc0, b.ior.RegSrc1]
+                assert all(r != 0 for r in regs)
+                nonzero += int(g.gprs[:, :, regs].any())
+    assert nonzero > 0
+
+
+# ---------------------------------------------------------------------------- against the reference engine
+
+def _machine(g, k: int) -> Machine:
+    """Case k's initial state on a plain reference Machine (built here from the group's arrays)."""
+    pes = [PEState({}, np.array(g.gprs[k, p], np.uint64), 0) for p in range(4)]
+    for (p, tid), (desc, e, d) in g.tiles.items():
+        pes[p].tiles[tid] = make_tile(desc, e[k], d[k])
+    return Machine.from_state(MachineState(g.config, pes), backend="reference")
+
+
+def _case_records(recs: CL.Records, k: int) -> list[dict]:
+    rows = recs.to_pylist()
+    return [r for r in rows if r["machine"] == k]
+
+
+def test_records_and_final_states_match_a_plain_machine_run(groups):
+    """Block by block on the reference engine: each block's commit records (commitlog's
+    block_records of the reference machine) and the final tiles and statuses."""
+    for g in groups[:12]:
+        for k in range(g.n):
+            m = _machine(g, k)
+            want = CL.Records()
+            offsets = [off for off, _ in encoding.iter_blocks(encoding.encode(g.blocks))]
+            for i, b in enumerate(g.blocks[:g.executed]):
+                m.execute(b)
+                want = want + CL.block_records(m, b, index=i, offset=offsets[i], machine_index=k)
+            assert _case_records(g.records, k) == want.to_pylist()
+            for desc, tid, (p,), e, d in g.final:
+                v = m.read_tile(p, tid)
+                assert v.desc == desc and np.array_equal(m.pes[p].tiles[tid].elems, e[k])
+                assert np.array_equal(m.pes[p].tiles[tid].defined, d[k])
+            assert [m.status(p) for p in range(4)] == list(g.status[k])
+            assert sum(len(pe.tiles) for pe in m.pes) == len(g.final)
+
+
+@pytest.mark.parametrize("reason", S.STREAM_ILLEGAL)
+def test_an_illegal_stream_stops_at_the_planted_block_with_its_reason(reason):
+    rng = np.random.default_rng(len(reason))
+    g = S.build_group(S.SHAPE_BY_NAME["r4c8"], 5, 2, rng, MachineConfig(), reason)
+    assert g.cls == f"illegal_{reason.lower()}"
+    for k in range(g.n):
+        m = _machine(g, k)
+        result = m.run(encoding.encode(g.blocks))          # the reference engine, the whole stream
+        assert result.error is not None and result.error.index == g.executed
+        assert isinstance(result.error.cause, IllegalBlockException) and result.error.cause.reason == reason
+        recs = _case_records(g.records, k)
+        assert [r["record"] for r in recs if r["block"] == g.executed] == ["fault"]
+        assert recs[-1]["reason"] == reason
+        assert all(r["record"] == "commit" and r["block"] < g.executed for r in recs[:-1])
+        for desc, tid, (p,), e, d in g.final:              # the state of the last commit
+            assert np.array_equal(m.pes[p].tiles[tid].elems, e[k])
+
+
+# ---------------------------------------------------------------------------- the dataset
+
+def test_manifest_names_format_profile_and_partitions(dataset):
+    m = json.loads((dataset / "manifest.json").read_text())
+    assert m["format"] == "tile-emu stream golden dataset" and m["profile"]["name"] == "ieee"
+    assert m["generator"]["blocks"] == 6 and m["generator"]["streams"] is True
+    assert [p["shape"] for p in m["partitions"]] == [s.name for s in S.SHAPES]
+    r3 = next(p for p in m["partitions"] if p["shape"] == "r3c1")
+    assert "illegal_dim_range" in r3["not_applicable"]
+    for p in m["partitions"]:
+        assert [f["path"] for f in p["files"]] == [f"blocks=6/shape={p['shape']}/part-00000.parquet"]
+
+
+def test_verify_replays_every_stream_block_by_block(dataset, capsys):
+    assert main(["verify", str(dataset), "--quiet"]) == 0
+    assert "40 streams of 6 blocks match" in capsys.readouterr().out
+
+
+def test_the_reference_engine_replays_the_same_records(dataset, capsys):
+    """Generated on the batch engine, replayed block by block on plain reference Machines."""
+    assert main(["verify", str(dataset), "--backend", "reference", "--quiet"]) == 0
+    assert "40 streams of 6 blocks match, block by block (reference" in capsys.readouterr().out
+
+
+def test_oracle_on_a_stream_dataset_is_one_line(dataset, capsys):
+    assert main(["verify", str(dataset), "--oracle"]) == 1
+    assert "verify --oracle checks single-block datasets" in capsys.readouterr().err
+
+
+def _rewrite(folder, rel, table):
+    """Write `table` over data file `rel` and fix the manifest's size and checksum, so only the
+    replay can catch what changed."""
+    path = folder / rel
+    pq.write_table(table, path, compression="zstd", write_statistics=False)
+    m = json.loads((folder / "manifest.json").read_text())
+    for p in m["partitions"]:
+        for f in p["files"]:
+            if f["path"] == rel:
+                f["sha256"], f["bytes"] = D.sha256(path), path.stat().st_size
+    (folder / "manifest.json").write_text(json.dumps(m))
+
+
+def test_a_planted_wrong_record_fails_verify_naming_file_case_and_block(dataset, tmp_path, capsys):
+    x = tmp_path / "x"
+    shutil.copytree(dataset, x)
+    rel = "blocks=6/shape=r1c8/part-00000.parquet"
+    rows = pq.read_table(x / rel).to_pylist()
+    row = next(i for i, r in enumerate(rows) if len([q for q in r["records"] if q["record"] == "commit"]) > 3)
+    rec = [q for q in rows[row]["records"] if q["record"] == "commit"][3]
+    rec["payload"] = bytes([rec["payload"][0] ^ 0x01]) + rec["payload"][1:]
+    _rewrite(x, rel, pa.Table.from_pylist(rows, schema=pq.read_schema(x / rel)))
+    assert main(["verify", str(x), "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert f"{rel}: case {rows[row]['case']}: block {rec['block']}: records.payload" in out
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda p: p.write_bytes(p.read_bytes()[:-100]), "bytes, the manifest says"),
+    (lambda p: p.write_bytes(p.read_bytes()[:50] + b"\xff" + p.read_bytes()[51:]), "SHA-256 differs"),
+])
+def test_truncated_or_altered_files_are_one_line(dataset, tmp_path, capsys, damage, message):
+    x = tmp_path / "x"
+    shutil.copytree(dataset, x)
+    damage(x / "blocks=6/shape=r4c8/part-00000.parquet")
+    assert main(["verify", str(x), "--quiet"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "blocks=6/shape=r4c8/part-00000.parquet" in err[0] and message in err[0]
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda x: (x / "manifest.json").write_text((x / "manifest.json").read_text()[:-40]), "not valid JSON"),
+    (lambda x: (x / "blocks=6/shape=r3c1/part-00000.parquet").unlink(), "listed in the manifest but missing"),
+    (lambda x: (x / "blocks=6/shape=r3c1/extra.parquet").write_bytes(b"x"), "not listed in the manifest"),
+    (lambda x: (x / "generation.json").write_text('{"streams": true}'), "generation.json"),
+])
+def test_a_damaged_dataset_folder_is_one_line(dataset, tmp_path, capsys, damage, message):
+    x = tmp_path / "x"
+    shutil.copytree(dataset, x)
+    damage(x)
+    for argv in (["verify", str(x), "--quiet"], ["golden", "--coverage", str(x)]):
+        assert main(argv) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0]
+
+
+def test_a_row_with_a_wrong_class_outcome_is_named(dataset, tmp_path, capsys):
+    x = tmp_path / "x"
+    shutil.copytree(dataset, x)
+    rel = "blocks=6/shape=r2c3w8/part-00000.parquet"
+    rows = pq.read_table(x / rel).to_pylist()
+    i = next(i for i, r in enumerate(rows) if r["class"] == "legal")
+    rows[i]["outcome"] = "fault"
+    _rewrite(x, rel, pa.Table.from_pylist(rows, schema=pq.read_schema(x / rel)))
+    assert main(["verify", str(x), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert f"{rel}: case {rows[i]['case']}: class legal expects commit" in err
+
+
+def test_local_dask_clusters_of_one_and_two_workers_write_the_same_bytes(tmp_path):
+    small = ["--blocks", "2", "--cases", "2", "--group-cases", "1", "--shapes", "r1c8,r3c1", "--seed", "4",
+             "--quiet"]
+    assert generate(tmp_path / "one", "--workers", "1", args=small) == 0
+    assert generate(tmp_path / "two", "--workers", "2", args=small) == 0
+    assert generate(tmp_path / "here", args=small) == 0
+    assert data_files(tmp_path / "one") == data_files(tmp_path / "two") == data_files(tmp_path / "here")
+
+
+def test_resume_after_an_interrupted_run_gives_the_same_bytes(dataset, tmp_path):
+    x = tmp_path / "x"
+    shutil.copytree(dataset, x)
+    (x / "manifest.json").unlink()
+    (x / "blocks=6/shape=r4c8/part-00000.parquet").unlink()
+    (x / "blocks=6/shape=r4c8/.part-00000.parquet.0123abcd.tmp").write_bytes(b"half")
+    assert generate(x, "--resume") == 0
+    assert data_files(x) == data_files(dataset)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--cases", "4", "--out", "o"], "missing --blocks"),
+    (["--blocks", "4", "--cases", "4", "--ops", "TADD", "--out", "o"], "--ops is for single-block goldens"),
+    (["--blocks", "4", "--cases", "4", "--illegal-fraction", "2", "--out", "o"], "--illegal-fraction 2"),
+])
+def test_bad_stream_arguments_are_one_line(tmp_path, capsys, argv, message):
+    assert main(["golden", "--streams", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unknown_shape_class_is_one_line(tmp_path, capsys):
+    assert main(["golden", "--streams", "--blocks", "2", "--cases", "1", "--shapes", "r9", "--out",
+                 str(tmp_path / "o")]) == 1
+    assert "unknown stream shape class 'r9'" in capsys.readouterr().err
+
+
+def test_coverage_reports_stream_classes_and_impossible_cells(dataset, capsys):
+    assert main(["golden", "--coverage", str(dataset)]) == 0
+    out = capsys.readouterr().out
+    assert "illegal_dim_range" in out and "n/a" in out
+    assert "RAW hazards" in out and "impossible:" in out and "TEXTRACT reads only its initial window source" in out
+    assert "faults (streams) by reason x position" in out
