@@ -123,18 +123,29 @@ def max_workers() -> int:
 
 
 def _generate(args) -> int:
-    from emulator.golden.dataset import file_name, file_record, write_chunk
-    from emulator.golden.runner import Progress, run as run_tasks
+    from emulator.golden.dataset import write_chunk
     p = _params(args)
     out = pathlib.Path(args.out)
     D.params_match_or_fail(out, p, args.resume)
+    records, rows, size, rate = _write(args, out, p, D.chunks(p), _part_dict, write_chunk, D.manifest)
+    print(f"{rows:,} cases in {len(records)} files ({size / 1e6:.1f} MB) -> {out}"
+          + (f"; {rate:,.0f} cases/s" if rate is not None else ""))
+    return 0
+
+
+def _write(args, out: pathlib.Path, p, plan, keys, write_chunk, manifest):
+    """Write the data files of `plan` (those --resume finds done are kept) through the runner,
+    then the manifest; (file records, rows, bytes, rate or None when nothing was written).
+    `keys(part)` is the task's partition, `manifest(p, records)` the manifest (golden and
+    golden --streams share this)."""
+    from emulator.golden.runner import Progress, run as run_tasks
     tasks, records = [], []
-    for part, chunk, n in D.chunks(p):
-        path = out / part.path / file_name(chunk)
+    for part, chunk, n in plan:
+        path = out / part.path / D.file_name(chunk)
         if args.resume and path.is_file():
-            records.append(file_record(out, path))
+            records.append(D.file_record(out, path))
             continue
-        tasks.append((str(out), p.to_json(), _part_dict(part), chunk, n))
+        tasks.append((str(out), p.to_json(), keys(part), chunk, n))
     total = sum(t[4] for t in tasks)
     progress = Progress(total, len(tasks), enabled=not args.quiet)
     # no more worker processes than files: the rest would only start and idle
@@ -142,12 +153,9 @@ def _generate(args) -> int:
     run_tasks(tasks, write_chunk, lambda task, rec: (records.append(rec), progress.add(task[4])),
               workers=workers, scheduler=args.scheduler)
     progress.close()
-    D.write_json(out / D.MANIFEST, D.manifest(p, records))
-    rows = sum(r["rows"] for r in records)
-    size = sum(r["bytes"] for r in records)
-    print(f"{rows:,} cases in {len(records)} files ({size / 1e6:.1f} MB) -> {out}"
-          + (f"; {progress.rate:,.0f} cases/s" if total else ""))
-    return 0
+    D.write_json(out / D.MANIFEST, manifest(p, records))
+    return (records, sum(r["rows"] for r in records), sum(r["bytes"] for r in records),
+            progress.rate if total else None)
 
 
 def _stream_params(args):
@@ -191,28 +199,13 @@ def _stream_params(args):
 def _generate_streams(args) -> int:
     """golden --streams: the same machinery as _generate, with the stream dataset's chunks."""
     from emulator.golden import streams_dataset as SD
-    from emulator.golden.runner import Progress, run as run_tasks
     p = _stream_params(args)
     out = pathlib.Path(args.out)
     D.params_match_or_fail(out, p, args.resume, read=SD.read_params)
-    tasks, records = [], []
-    for part, chunk, n in SD.chunks(p):
-        path = out / part.path / D.file_name(chunk)
-        if args.resume and path.is_file():
-            records.append(D.file_record(out, path))
-            continue
-        tasks.append((str(out), p.to_json(), part.keys(), chunk, n))
-    total = sum(t[4] for t in tasks)
-    progress = Progress(total, len(tasks), enabled=not args.quiet)
-    workers = min(args.workers, max(len(tasks), 1)) if args.workers else None
-    run_tasks(tasks, SD.write_chunk, lambda task, rec: (records.append(rec), progress.add(task[4])),
-              workers=workers, scheduler=args.scheduler)
-    progress.close()
-    D.write_json(out / D.MANIFEST, SD.manifest(p, records))
-    rows = sum(r["rows"] for r in records)
-    size = sum(r["bytes"] for r in records)
+    records, rows, size, rate = _write(args, out, p, SD.chunks(p), lambda part: part.keys(), SD.write_chunk,
+                                       SD.manifest)
     print(f"{rows:,} streams of {p.blocks} blocks in {len(records)} files ({size / 1e6:.1f} MB) -> {out}"
-          + (f"; {progress.rate * p.blocks:,.0f} stream-blocks/s" if total else ""))
+          + (f"; {rate * p.blocks:,.0f} stream-blocks/s" if rate is not None else ""))
     return 0
 
 

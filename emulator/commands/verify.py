@@ -20,7 +20,6 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from emulator.golden.dataset import open_dataset
     from emulator.golden.replay import verify
-    from emulator.golden.runner import Progress
     from emulator.golden import hexport
     from emulator.golden.streams_dataset import is_stream_dataset
     if args.oracle and is_stream_dataset(args.dataset):
@@ -37,17 +36,7 @@ def run(args) -> int:
             raise CommandError(str(exc), 1) from None
         print(f"verify: hex export intact ({lanes:,} case x PE lanes)")
         return 0
-    try:
-        resolve_backend(args.backend)     # before any progress line: no usable GPU is one line, exit 3
-        ds = open_dataset(args.dataset)   # every check that needs no replay, before any replay
-        progress = Progress(ds.rows, 0, enabled=not args.quiet, label="verify")
-        rows, bad = verify(ds, args.backend, progress=lambda k: progress.add(k, 0),
-                           limit=max(args.max_report, 1))
-        progress.close()
-    except BackendError as exc:           # a GPU backend without a usable GPU
-        raise CommandError(str(exc), UNAVAILABLE) from None
-    except GoldenError as exc:
-        raise CommandError(str(exc), 1) from None
+    ds, rows, bad = _replay(args, open_dataset, verify)
     for b in bad:
         print(b)
     if bad:
@@ -57,20 +46,28 @@ def run(args) -> int:
     return 0
 
 
-def _streams(args) -> int:
+def _replay(args, open_fn, verify_fn):
+    """(dataset, rows replayed, mismatches): the backend resolved first (no usable GPU is one
+    line, exit 3, before any progress line), the dataset opened by `open_fn` (every check that
+    needs no replay, before any replay), then replayed by `verify_fn` with a progress line."""
     from emulator.golden.runner import Progress
-    from emulator.golden.streams_dataset import open_stream_dataset
-    from emulator.golden.streams_replay import verify
     try:
         resolve_backend(args.backend)
-        ds = open_stream_dataset(args.dataset)
+        ds = open_fn(args.dataset)
         progress = Progress(ds.rows, 0, enabled=not args.quiet, label="verify")
-        rows, bad = verify(ds, args.backend, progress=lambda k: progress.add(k, 0), limit=max(args.max_report, 1))
+        rows, bad = verify_fn(ds, args.backend, progress=lambda k: progress.add(k, 0), limit=max(args.max_report, 1))
         progress.close()
-    except BackendError as exc:
+    except BackendError as exc:           # a GPU backend without a usable GPU
         raise CommandError(str(exc), UNAVAILABLE) from None
     except GoldenError as exc:
         raise CommandError(str(exc), 1) from None
+    return ds, rows, bad
+
+
+def _streams(args) -> int:
+    from emulator.golden.streams_dataset import open_stream_dataset
+    from emulator.golden.streams_replay import verify
+    ds, rows, bad = _replay(args, open_stream_dataset, verify)
     for b in bad:
         print(b)
     if bad:
