@@ -516,7 +516,7 @@ def open_dataset(folder, progress=None) -> Dataset:
     m = read_manifest(folder)
     prof = dataset_profile(m["profile"])
     params = Params.from_json(m["generator"], "manifest: generator")
-    if numeric_profile(params.profile).name != prof.name:
+    if params.profile != prof.name:         # (an unknown name is not the recorded one either)
         raise GoldenError(f"manifest: generator profile {quote(params.profile)} is not the recorded "
                           f"profile {prof.name}")
     try:

@@ -434,7 +434,7 @@ def open_stream_dataset(folder, progress=None) -> StreamDataset:
     m = read_manifest(folder)
     prof = D.dataset_profile(m["profile"])
     params = StreamParams.from_json(m["generator"], "manifest: generator")
-    if numeric_profile(params.profile).name != prof.name:
+    if params.profile != prof.name:         # (an unknown name is not the recorded one either)
         raise GoldenError(f"manifest: generator profile {quote(params.profile)} is not the recorded profile {prof.name}")
     try:
         plan = chunks(params)

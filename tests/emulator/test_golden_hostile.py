@@ -79,7 +79,8 @@ def resync(folder, counts: bool = False) -> None:
             if counts:
                 t = pq.read_table(path)
                 rec["rows"] = len(t)
-                rec["classes"] = {c["values"]: c["counts"] for c in t.column("class").value_counts().to_pylist()}
+                rec["classes"] = {str(c["values"]): c["counts"]            # str: a retyped column's values too
+                                  for c in t.column("class").value_counts().to_pylist()}
     write_manifest(folder, m)
 
 
@@ -277,6 +278,8 @@ def _swap_files(p, q):
     (lambda m: _swap_files(*m["partitions"]),
      "manifest: op=TADD/dtype=FP32: files lack 'op=TADD/dtype=FP32/part-00000.parquet'"),
     (lambda m: m["generator"].update(profile="ftz"), "generator profile 'ftz' is not the recorded profile ieee"),
+    (lambda m: m["generator"].update(profile="tile-emu golden dataset"),       # no profile at all (was UnknownProfile)
+     "generator profile 'tile-emu golden dataset' is not the recorded profile ieee"),
     (lambda m: m["generator"].update(chunk_cases=0), "generator.chunk_cases: 0 is less than the minimum of 1"),
     (lambda m: m["generator"].update(ops=["TADD", "TADD"]),
      "manifest: generator: --ops: 'TADD' is listed more than once"),

@@ -246,3 +246,18 @@ def test_hostile_inputs_of_every_new_kind(kind, seed, world, tmp_path, capsys):
 @pytest.mark.parametrize("seed", range(100, 300))
 def test_many_hostile_inputs_of_every_new_kind(kind, seed, world, tmp_path, capsys):
     KINDS[kind](seed, world, tmp_path, capsys)
+
+
+@pytest.mark.parametrize("streams", [False, True], ids=["cases", "streams"])
+def test_a_generator_profile_that_names_no_profile_is_one_line(tmp_path, capsys, streams):
+    """Found by the manifest fuzz: `generator.profile` set to a string that is no profile raised
+    UnknownProfile from open_dataset (and its stream twin) instead of the one-line refusal."""
+    out = tmp_path / "d"
+    argv = ["--streams", "--blocks", "2"] if streams else ["--ops", "TADD", "--dtypes", "FP32"]
+    assert main(["golden", *argv, "--cases", "4", "--seed", "1", "--quiet", "--out", str(out)]) == 0
+    m = json.loads((out / "manifest.json").read_text())
+    m["generator"]["profile"] = m["format"]
+    (out / "manifest.json").write_text(json.dumps(m))
+    (out / "generation.json").write_text(json.dumps(m["generator"]))
+    rc = check(["verify", out, "--quiet"], capsys, out)
+    assert rc == 1
