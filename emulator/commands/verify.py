@@ -37,12 +37,18 @@ def run(args) -> int:
         print(f"verify: hex export intact ({lanes:,} case x PE lanes)")
         return 0
     ds, rows, bad = _replay(args, open_dataset, verify)
+    return _verdict(bad, f"{rows:,} cases", f"{rows:,} cases match ({args.backend}, "
+                    f"profile {ds.profile.name} {ds.profile.version})")
+
+
+def _verdict(bad, replayed: str, matched: str) -> int:
+    """Print the mismatch lines and the last line; the exit status (1: a mismatch)."""
     for b in bad:
         print(b)
     if bad:
-        print(f"verify: MISMATCH ({len(bad)} shown) after {rows:,} cases")
+        print(f"verify: MISMATCH ({len(bad)} shown) after {replayed}")
         return 1
-    print(f"verify: {rows:,} cases match ({args.backend}, profile {ds.profile.name} {ds.profile.version})")
+    print(f"verify: {matched}")
     return 0
 
 
@@ -68,14 +74,8 @@ def _streams(args) -> int:
     from emulator.golden.streams_dataset import open_stream_dataset
     from emulator.golden.streams_replay import verify
     ds, rows, bad = _replay(args, open_stream_dataset, verify)
-    for b in bad:
-        print(b)
-    if bad:
-        print(f"verify: MISMATCH ({len(bad)} shown) after {rows:,} streams")
-        return 1
-    print(f"verify: {rows:,} streams of {ds.params.blocks} blocks match, block by block ({args.backend}, "
-          f"profile {ds.profile.name} {ds.profile.version})")
-    return 0
+    return _verdict(bad, f"{rows:,} streams", f"{rows:,} streams of {ds.params.blocks} blocks match, block by "
+                    f"block ({args.backend}, profile {ds.profile.name} {ds.profile.version})")
 
 
 def _oracle(args) -> int:
