@@ -654,6 +654,30 @@ def read_file_checked(folder: pathlib.Path, rec: dict, schema: pa.Schema, schema
     return t
 
 
+def check_cases(t: pa.Table, where: str, first: int) -> np.ndarray:
+    """The case numbers of a data file's rows (data file `where`, its first case `first`):
+    GoldenError unless no column holds a null and the rows hold first, first + 1, ... in order.
+    (The stream goldens' files follow the same rule.)"""
+    for name in t.column_names:
+        hit = _first_null(t.column(name), name)
+        if hit:
+            raise GoldenError(f"{where}: column {hit} holds a null (the format has none)")
+    cases = t.column("case").to_numpy()
+    n = len(t)
+    wrong = np.flatnonzero(cases != np.arange(first, first + n, dtype=np.uint64))
+    if wrong.size:
+        i = int(wrong[0])
+        raise GoldenError(f"{where}: row {i} holds case {int(cases[i])}; this file holds cases {first} to "
+                          f"{first + n - 1} in order")
+    return cases
+
+
+def case_at(cases: np.ndarray, mask) -> int:
+    """The case number of the first row `mask` (a boolean NumPy or Arrow array) selects."""
+    mask = mask.to_numpy(zero_copy_only=False) if isinstance(mask, (pa.Array, pa.ChunkedArray)) else mask
+    return int(cases[np.flatnonzero(mask)[0]])
+
+
 def _first_null(arr, path: str) -> str | None:
     """The column path of the first null anywhere in arr (the format has none)."""
     chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
@@ -680,21 +704,10 @@ def _check_rows(ds: Dataset, f: DataFile, t: pa.Table) -> None:
     pe_mask its destination binding's; the class counts the manifest's; each class one the
     partition can have, an illegal class rejected with its reason code, a legal one committed."""
     where, part, n = shown(f.path), f.partition, len(t)
-    for name in t.column_names:
-        hit = _first_null(t.column(name), name)
-        if hit:
-            raise GoldenError(f"{where}: column {hit} holds a null (the format has none)")
-    cases = t.column("case").to_numpy()
-    first = f.chunk * ds.params.chunk_cases
-    wrong = np.flatnonzero(cases != np.arange(first, first + n, dtype=np.uint64))
-    if wrong.size:
-        i = int(wrong[0])
-        raise GoldenError(f"{where}: row {i} holds case {int(cases[i])}; this file holds cases {first} to "
-                          f"{first + n - 1} in order")
+    cases = check_cases(t, where, f.chunk * ds.params.chunk_cases)
 
     def case(mask) -> int:
-        mask = mask.to_numpy(zero_copy_only=False) if isinstance(mask, (pa.Array, pa.ChunkedArray)) else mask
-        return int(cases[np.flatnonzero(mask)[0]])
+        return case_at(cases, mask)
 
     stream = t.column("stream").combine_chunks()
     uniques = pc.unique(stream)

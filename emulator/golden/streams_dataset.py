@@ -482,22 +482,11 @@ def _check_rows(ds: StreamDataset, part: StreamPartition, chunk: int, rec: dict,
     first; each stream decodes to `blocks` blocks (the partition's); asm its canonical text;
     the class one the shape class can have and its outcome (legal: commit; illegal_<reason>:
     fault with that reason at fault_block = executed < blocks); the class counts the manifest's."""
-    where, n = shown(rec["path"]), len(t)
-    for name in t.column_names:
-        hit = D._first_null(t.column(name), name)
-        if hit:
-            raise GoldenError(f"{where}: column {hit} holds a null (the format has none)")
-    cases = t.column("case").to_numpy()
-    first = chunk * ds.params.chunk_cases
-    wrong = np.flatnonzero(cases != np.arange(first, first + n, dtype=np.uint64))
-    if wrong.size:
-        i = int(wrong[0])
-        raise GoldenError(f"{where}: row {i} holds case {int(cases[i])}; this file holds cases {first} to "
-                          f"{first + n - 1} in order")
+    where = shown(rec["path"])
+    cases = D.check_cases(t, where, chunk * ds.params.chunk_cases)
 
     def case(mask) -> int:
-        mask = mask.to_numpy(zero_copy_only=False) if isinstance(mask, (pa.Array, pa.ChunkedArray)) else mask
-        return int(cases[np.flatnonzero(mask)[0]])
+        return D.case_at(cases, mask)
 
     blocks_col = t.column("blocks").to_numpy()
     if (blocks_col != part.blocks).any():
