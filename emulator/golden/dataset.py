@@ -368,19 +368,24 @@ def sha256(path) -> str:
 # ---------------------------------------------------------------------------- manifest
 
 def manifest(p: Params, records: list[dict]) -> dict:
+    return manifest_of(FORMAT, FORMAT_VERSION, p, {part.path: {**part.keys(), "not_applicable": classes_for(part)[1]}
+                                                   for part in partitions(p)}, records)
+
+
+def manifest_of(fmt: str, fmt_version: int, p, entries: dict, records: list[dict]) -> dict:
+    """A manifest of format `fmt` (golden, and the stream goldens' own): this build's version,
+    the profile of parameters `p`, and each partition's entry (`entries`: path -> keys and
+    not_applicable, in order) with the file records below its path."""
     from importlib import metadata
     try:
         version = metadata.version("tile-emu")
     except metadata.PackageNotFoundError:
         version = "unknown"
     prof = numeric_profile(p.profile)
-    parts = {}
-    for part in partitions(p):
-        _, na = classes_for(part)
-        parts[part.path] = {**part.keys(), "not_applicable": na, "files": []}
+    parts = {path: {**entry, "files": []} for path, entry in entries.items()}
     for r in sorted(records, key=lambda r: r["path"]):
         parts[r["path"].rsplit("/", 1)[0]]["files"].append(r)
-    return {"format": FORMAT, "format_version": FORMAT_VERSION, "tile_emu_version": version,
+    return {"format": fmt, "format_version": fmt_version, "tile_emu_version": version,
             "profile": {"name": prof.name, "version": prof.version}, "generator": p.to_json(),
             "partitions": list(parts.values())}
 

@@ -339,20 +339,9 @@ def write_chunk(out_dir: str, params: dict, part: dict, chunk: int, n: int, back
 
 
 def manifest(p: StreamParams, records: list[dict]) -> dict:
-    from importlib import metadata
-    try:
-        version = metadata.version("tile-emu")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
-    prof = numeric_profile(p.profile)
-    parts = {}
-    for part in partitions(p):
-        parts[part.path] = {**part.keys(), "not_applicable": classes_for(part.shape)[1], "files": []}
-    for r in sorted(records, key=lambda r: r["path"]):
-        parts[r["path"].rsplit("/", 1)[0]]["files"].append(r)
-    return {"format": FORMAT, "format_version": FORMAT_VERSION, "tile_emu_version": version,
-            "profile": {"name": prof.name, "version": prof.version}, "generator": p.to_json(),
-            "partitions": list(parts.values())}
+    return D.manifest_of(FORMAT, FORMAT_VERSION, p, {part.path: {**part.keys(), "not_applicable":
+                                                                 classes_for(part.shape)[1]} for part in partitions(p)},
+                         records)
 
 
 def is_stream_dataset(folder) -> bool:
