@@ -63,6 +63,20 @@ def _entries(arr: pa.Array, n: int, k: int, sl: slice) -> np.ndarray | None:
     return binary_block(arr.take(pa.array(idx)), n, sl.stop - sl.start)
 
 
+def shared_blocks(t: pa.Table, path: str) -> list | None:
+    """The decoded blocks of rows t's one stream, or None when the rows differ in stream or
+    store sizes (they do not replay together); GoldenError when the stream does not decode.
+    (The stream goldens' rebuild starts the same way.)"""
+    for name in ("stream", "local_bytes", "matrix_bytes"):
+        if not _uniform(t, name):
+            return None
+    try:
+        return encoding.decode(t.column("stream")[0].as_py())
+    except DecodeError as exc:
+        raise GoldenError(f"{shown(path)}: case {t.column('case')[0].as_py()}: stream does not decode "
+                          f"({shown(str(exc), 120)})") from None
+
+
 def rebuild_group(t: pa.Table, ds: Dataset, path: str) -> Group | None:
     """The group of rows t (of data file `path`) on the dataset's machine (store sizes of the
     rows, the dataset's numeric profile), or None when they do not share a block and
@@ -70,15 +84,8 @@ def rebuild_group(t: pa.Table, ds: Dataset, path: str) -> Group | None:
     n = len(t)
     if n == 0:
         return None
-    for name in ("stream", "local_bytes", "matrix_bytes"):
-        if not _uniform(t, name):
-            return None
-    try:
-        blocks = encoding.decode(t.column("stream")[0].as_py())
-    except DecodeError as exc:
-        raise GoldenError(f"{shown(path)}: case {t.column('case')[0].as_py()}: stream does not decode "
-                          f"({shown(str(exc), 120)})") from None
-    if len(blocks) != 1:
+    blocks = shared_blocks(t, path)
+    if blocks is None or len(blocks) != 1:
         return None
     tiles = tile_specs(t, path, "inputs")
     if tiles is None:
