@@ -333,9 +333,15 @@ def write_chunk(out_dir: str, params: dict, part: dict, chunk: int, n: int, back
     write (a full disk, a file-size limit) is one GoldenError; the temporary file is removed."""
     p = Params.from_json(params)
     pt = Partition(**part)
-    folder = pathlib.Path(out_dir) / pt.path
+    return write_data_file(out_dir, pt.path, chunk, chunk_table(p, pt, chunk, n, backend))
+
+
+def write_data_file(out_dir, part_path: str, chunk: int, table: pa.Table) -> dict:
+    """Write data file `chunk` of partition folder `part_path` atomically (the stream goldens'
+    files too) and return its record.  A failed write (a full disk, a file-size limit) is one
+    GoldenError; the temporary file is removed."""
+    folder = pathlib.Path(out_dir) / part_path
     path = folder / file_name(chunk)
-    table = chunk_table(p, pt, chunk, n, backend)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with atomic_path(path) as tmp:

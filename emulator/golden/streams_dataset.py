@@ -17,10 +17,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from isa import encoding
-from isa.atomicio import atomic_path, quote, shown, why
+from isa.atomicio import quote, shown, why
 from isa.errors import DecodeError
 from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES, Profile, profile as numeric_profile
 
@@ -326,16 +325,7 @@ def write_chunk(out_dir: str, params: dict, part: dict, chunk: int, n: int, back
     """Generate and write one file (a Dask task: plain arguments, plain result)."""
     p = StreamParams.from_json(params)
     pt = StreamPartition(**part)
-    folder = pathlib.Path(out_dir) / pt.path
-    path = folder / D.file_name(chunk)
-    table = chunk_table(p, pt, chunk, n, backend)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with atomic_path(path) as tmp:
-            pq.write_table(table, tmp, compression="zstd", write_statistics=False)
-    except (OSError, pa.ArrowException) as exc:
-        raise GoldenError(f"{shown(path)}: cannot write ({why(exc)}); fix that and rerun with --resume") from None
-    return D.file_record(out_dir, path)
+    return D.write_data_file(out_dir, pt.path, chunk, chunk_table(p, pt, chunk, n, backend))
 
 
 def manifest(p: StreamParams, records: list[dict]) -> dict:
