@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ..elastic import DEFINEDNESS_REQUIRED
 from ..errors import FormatError
 from ..io import parse_json as parse_document
-from . import jsonread
+from ..jsonread import SchemaReader, dollar_path, enum as one_of, integer, lst, obj, register_format, string
 from ..topology import split_ref
 from ..types import NoneType, TaggedType, TypeWidthError, VectorType, payload_bits
 from .models import CYCLE_MODELS, NO_CYCLE_MODEL, no_kernel_reason
@@ -134,37 +134,48 @@ def _d(code, path, msg):
     return GraphDiagnostic(code, path, msg)
 
 
-# --- the document: a closed JSON Schema (fabric.sim.jsonread) --------------------------------------
+# --- the document: a closed JSON Schema (fabric.jsonread, as the fabric description's) -----------
 
-jsonread.register_format("endpoint", lambda v: not isinstance(v, str) or split_ref(v) is not None,
-                         lambda v: f"{v!r} is not an endpoint (actor.K)")
-_REF = jsonread.string("endpoint")
-GRAPH_SCHEMA = jsonread.closed(
-    ("format", "name", "fabric", "actors", "edges"), ("inputs", "outputs", "activity_defined", "temporal"), {
-        "format": {"const": FORMAT},
-        "name": jsonread.string(),
-        "fabric": jsonread.string(),
-        "actors": jsonread.array(jsonread.string(), MAX_ITEMS),
-        "edges": jsonread.array(jsonread.closed(("from", "to"), ("initial",), {"from": _REF, "to": _REF}), MAX_ITEMS),
-        "inputs": jsonread.array({
-            **jsonread.closed(("name", "to"), ("tokens", "instance_tokens"), {
-                "name": jsonread.string(), "to": jsonread.array(_REF, MAX_ITEMS),
-                "tokens": jsonread.array(None, MAX_TOKENS),
-                "instance_tokens": {**jsonread.array(jsonread.array(None, MAX_TOKENS), MAX_INSTANCE_STREAMS),
-                                    "minItems": 1}}),
-            "oneOf": [{"required": ["tokens"]}, {"required": ["instance_tokens"]}],
-            "description": "an input has exactly one of tokens (every instance) and instance_tokens "
-                           "(one list per instance)"}, MAX_ITEMS),
-        "outputs": jsonread.array(jsonread.closed(("name", "from"), ("ready_every",), {
-            "name": jsonread.string(), "from": _REF, "ready_every": jsonread.integer(1, MAX_READY_EVERY)}), MAX_ITEMS),
-        "activity_defined": jsonread.array(_REF, MAX_ITEMS),
-        "temporal": jsonread.array(jsonread.closed(("op", "contexts", "actors"), ("initiation_interval", "grant_policy"), {
-            "op": jsonread.string(), "contexts": jsonread.integer(1, MAX_CONTEXTS),
-            "initiation_interval": jsonread.integer(1, MAX_READY_EVERY),
-            "grant_policy": {"enum": list(GRANT_POLICIES), "description": "grant_policy is round_robin or fixed_priority"},
-            "actors": {"type": "object", "maxProperties": MAX_CONTEXTS,
-                       "additionalProperties": jsonread.integer(0, MAX_CONTEXTS - 1)}}), MAX_ITEMS),
-    })
+register_format("endpoint", lambda v: split_ref(v) is not None)
+_REF = string({"format": "endpoint", "x-message": "{value!r} is not an endpoint (actor.K)"})
+
+
+def _list(items: dict | None = None, limit: int = MAX_ITEMS, **extra) -> dict:
+    """A list of at most `limit` entries (of any JSON values where `items` is None)."""
+    return lst(items, limit, **extra) if items is not None else {"type": "array", "maxItems": limit, **extra}
+
+
+def _input() -> dict:
+    # an input's own checks in reading order: unknown fields, missing ones, then which token form
+    s = obj({"name": string(), "to": _list(_REF),
+             "tokens": _list(None, MAX_TOKENS),
+             "instance_tokens": _list(_list(None, MAX_TOKENS), MAX_INSTANCE_STREAMS, minItems=1)},
+            required=("name", "to"))
+    s["allOf"] += [{"required": s["required"]},
+                   {"oneOf": [{"required": ["tokens"]}, {"required": ["instance_tokens"]}],
+                    "x-message": "an input has exactly one of tokens (every instance) and instance_tokens "
+                                 "(one list per instance)"}]
+    return s
+
+
+GRAPH_SCHEMA = obj({
+    "format": {"const": FORMAT, "x-message": f"expected {FORMAT!r}, found {{value!r}}"},
+    "name": string(),
+    "fabric": string(),
+    "actors": _list(string()),
+    "edges": _list(obj({"from": _REF, "to": _REF, "initial": {}}, required=("from", "to"))),
+    "inputs": _list(_input()),
+    "outputs": _list(obj({"name": string(), "from": _REF, "ready_every": integer(1, MAX_READY_EVERY)},
+                         required=("name", "from"))),
+    "activity_defined": _list(_REF),
+    "temporal": _list(obj({
+        "op": string(), "contexts": integer(1, MAX_CONTEXTS), "actors": {
+            "type": "object", "maxProperties": MAX_CONTEXTS, "additionalProperties": integer(0, MAX_CONTEXTS - 1)},
+        "initiation_interval": integer(1, MAX_READY_EVERY),
+        "grant_policy": one_of(GRANT_POLICIES, f"{{value!r}} is not one of {', '.join(map(repr, GRANT_POLICIES))}")},
+        required=("op", "contexts", "actors"))),
+}, required=("format", "name", "fabric", "actors", "edges"))
+_READER = SchemaReader(GRAPH_SCHEMA, dollar_path)
 
 
 def token_value(v, t, width: int, path: str):
@@ -223,7 +234,7 @@ def load_graph(path, fabric) -> Graph:
 def load_graph_document(doc, fabric) -> Graph:
     from ..view import check_fabric
 
-    jsonread.check(doc, GRAPH_SCHEMA)
+    _READER.check(doc)
     name, fname, actor_names = doc["name"], doc["fabric"], doc["actors"]
     raw_edges = [(split_ref(e["from"]), split_ref(e["to"]), e.get("initial"), f"$.edges[{i}]")
                  for i, e in enumerate(doc["edges"])]
