@@ -15,7 +15,7 @@ from ..elastic import DEFINEDNESS_REQUIRED
 from ..errors import FormatError
 from ..io import parse_json as parse_document
 from ..jsonread import SchemaReader, dollar_path, enum as one_of, integer, lst, obj, register_format, string
-from ..topology import split_ref
+from ..topology import GRANT_POLICIES, split_ref
 from ..types import NoneType, TaggedType, TypeWidthError, VectorType, payload_bits
 from .models import CYCLE_MODELS, NO_CYCLE_MODEL, no_kernel_reason
 
@@ -26,7 +26,6 @@ MAX_TOKENS = 1 << 20          # tokens per input stream
 MAX_INSTANCE_STREAMS = 1 << 16  # per-instance token lists of one input
 MAX_READY_EVERY = 1 << 20
 MAX_CONTEXTS = 1 << 10        # resident InstructionContextRefs of one temporal resource
-GRANT_POLICIES = ("round_robin", "fixed_priority")
 MAX_VALUE_BITS = 4096         # widest token this model carries
 
 
@@ -289,15 +288,15 @@ def load_graph_document(doc, fabric) -> Graph:
                 diags.append(_d(GraphCode.CapabilityInadmissible, p,
                                 f"{u.actor.schema} {a!r}: no activity-definedness proof for operand(s) "
                                 f"{', '.join(f'{a}.{k}' for k in missing)} (list them in activity_defined)"))
-    temporal = _temporal(doc.get("temporal", []), actors, diags)
-    shared = {t.op for t in temporal}
+    temporal = _temporal(doc.get("temporal", []), actors, fabric, diags)
+    shared = {t.op for t in temporal} | {a.use.op for a in actors.values() if _in_temporal_pe(fabric, a.use.op)}
     owner: dict = {}
     for a in actors.values():
         if a.use.op in owner and a.use.op not in shared:
             diags.append(_d(GraphCode.SharedResource, "$.actors",
                             f"actors {owner[a.use.op]!r} and {a.name!r} both run on {a.use.op}: a spatial PE has one "
-                            f"context per resource; declare the resource temporal (temporal[].actors) to give each "
-                            f"actor its own InstructionContextRef"))
+                            f"context per resource; put its FU in a temporal PE (pes[], kind temporal) and give each "
+                            f"use its own context, to give each actor its own InstructionContextRef"))
         owner.setdefault(a.use.op, a.name)
     for u in fabric.mapping.uses:
         if u.name not in seen:
@@ -411,12 +410,18 @@ def load_graph_document(doc, fabric) -> Graph:
     return g
 
 
-def _temporal(entries, actors, diags) -> list:
-    """The temporal declarations: every actor of a shared resource in its own context below the
-    resource's resident-context count; a transparent resource forwards within the cycle and is
-    never shared."""
-    from .models import CYCLE_MODELS
-    out, seen = [], set()
+_TRANSPARENT = ("LoopCarry", "LoopInvariant", "LoopGate")
+
+
+def _temporal(entries, actors, fabric, diags) -> list:
+    """The shared operation resources: those of the fabric's temporal PEs (each actor in its
+    use's InstructionContextRef, the PE's initiation interval and grant policy), then the graph's
+    `temporal` entries for fabrics that declare no PE around the resource.  Every actor of a
+    shared resource is in its own context below the resident-context count; a transparent
+    resource forwards within the cycle and is never shared."""
+    out = _fabric_temporal(actors, fabric, diags)
+    declared = {t.op for t in out}
+    seen = set()
     for i, t in enumerate(entries):
         p = f"$.temporal[{i}]"
         op = t["op"]
@@ -428,10 +433,15 @@ def _temporal(entries, actors, diags) -> list:
             diags.append(_d(GraphCode.TemporalInvalid, p + ".op", f"{op!r} is declared temporal twice"))
             continue
         seen.add(op)
+        pe = fabric.pe_of(op.split("/")[0])
+        if pe is not None:      # the fabric owns the resource's contexts and scheduler: one place
+            why = ("which owns its contexts (the uses' context), initiation interval and grant policy; drop this "
+                   "entry" if pe.kind == "temporal" else "which uses its sole context")
+            diags.append(_d(GraphCode.TemporalInvalid, p + ".op", f"{op} is in {pe.kind} PE {pe.name} of the fabric, {why}"))
+            continue
         fam = next(a.family for a in actors.values() if a.use.op == op)
-        if fam in ("LoopCarry", "LoopInvariant", "LoopGate"):
-            diags.append(_d(GraphCode.TemporalInvalid, p + ".op", f"{op} is an elastic-transparent {fam} resource: it "
-                                                                 f"forwards within the cycle, so contexts cannot take turns on it"))
+        if fam in _TRANSPARENT:
+            diags.append(_transparent(p + ".op", op, fam))
             continue
         ctx = t["actors"]
         bad = False
@@ -456,6 +466,49 @@ def _temporal(entries, actors, diags) -> list:
         if not bad and CYCLE_MODELS.get(fam) is not None:
             out.append(Temporal(op, t["contexts"], t.get("initiation_interval", 1), t.get("grant_policy", "round_robin"),
                                 tuple(sorted((c, n) for n, c in ctx.items()))))
+    return out
+
+
+def _in_temporal_pe(fabric, op) -> bool:
+    pe = fabric.pe_of(op.split("/")[0])
+    return pe is not None and pe.kind == "temporal"
+
+
+def _transparent(path, op, fam):
+    return _d(GraphCode.TemporalInvalid, path, f"{op} is an elastic-transparent {fam} resource: it forwards "
+                                               f"within the cycle, so contexts cannot take turns on it")
+
+
+def _fabric_temporal(actors, fabric, diags) -> list:
+    """The operation resources of the fabric's temporal PEs that take turns: several actors (or
+    one, when the PE spaces its grants), each in its use's resident context (the verifier keeps
+    the context below the PE's count), one context per actor."""
+    from .models import CYCLE_MODELS
+    by_op: dict = {}
+    for a in actors.values():
+        by_op.setdefault(a.use.op, []).append(a)
+    out = []
+    for op, members in by_op.items():
+        if not _in_temporal_pe(fabric, op):
+            continue
+        pe = fabric.pe_of(op.split("/")[0])
+        ii = pe.initiation_interval or 1
+        if len(members) == 1 and ii == 1:
+            continue            # one context granted every cycle: the resource runs as it would alone
+        if members[0].family in _TRANSPARENT:
+            diags.append(_transparent(f"pes[{fabric.pes.index(pe)}]", op, members[0].family))
+            continue
+        by_ctx: dict = {}
+        for a in members:
+            c = a.use.context or 0
+            if c in by_ctx:
+                diags.append(_d(GraphCode.ContextCapacity, f"actor {a.name}",
+                                f"context {c} of {op} is already resident for {by_ctx[c]!r} (give each use of "
+                                f"temporal PE {pe.name} its own context)"))
+            by_ctx.setdefault(c, a.name)
+        if len(by_ctx) == len(members) and CYCLE_MODELS.get(members[0].family) is not None:
+            out.append(Temporal(op, pe.contexts, ii, pe.grant_policy or GRANT_POLICIES[0],
+                                tuple(sorted((c, n) for c, n in by_ctx.items()))))
     return out
 
 

@@ -177,3 +177,107 @@ def test_temporal_sharing_is_identical_on_both_engines(seed, tmp_path):
     batch = Simulator(g, "compiled", streams=streams).run_all(300)
     for b in range(3):
         assert outcome(batch[b]) == outcome(Simulator(g, "reference", streams=[streams[b]]).run(300))
+
+
+# --- the fabric's temporal PE owns the contexts and the scheduler -------------------------------
+# (seed: "A temporal PE instantiates the declared state for each resident InstructionContextRef";
+# the fabric.op owns its "exact GrantPolicy"; mapping "cannot ... define another scheduler")
+
+SUBI = ("sub", "arith.subi", ["i16", "i16"], ["i16"], {})
+
+
+def pe_fabric(actors, contexts, pe_extra=None, uses_contexts=None):
+    """One FU in a temporal PE of `contexts` contexts running every actor, use i in context i."""
+    fab = configured_fabric("fab", actors)
+    node = fab["fus"][0]["nodes"][0]
+    for a in actors[1:]:
+        if a[1] not in node["op_list"]:
+            node["op_list"].append(a[1])
+    first = fab["mapping"]["uses"][0]["op"]
+    for i, u in enumerate(fab["mapping"]["uses"]):
+        u["op"] = first
+        u["context"] = i if uses_contexts is None else uses_contexts[i]
+    keep = fab["fus"][0]["name"]
+    fab["fus"] = [f for f in fab["fus"] if f["name"] == keep]
+    fab["mapping"]["templates"] = {keep: "t"}
+    fab["pes"] = [{"name": "pe0", "kind": "temporal", "fus": [keep], "contexts": contexts, **(pe_extra or {})}]
+    return fab, first
+
+
+def add_sub(n, pe_extra=None, uses_contexts=None, temporal=None):
+    xs = list(range(1, n + 1))
+    fab, first = pe_fabric([ADD, SUBI], 2, pe_extra, uses_contexts)
+    doc = graph_document("g", "fab", [ADD, SUBI], [], [("a", ["add.0"], [10 * x for x in xs]), ("b", ["add.1"], xs),
+                                                       ("c", ["sub.0"], [x for x in xs]), ("e", ["sub.1"], [3 * x for x in xs])],
+                         [("s", "add.0"), ("d", "sub.0")])
+    if temporal is not None:
+        doc["temporal"] = [dict(temporal, op=first)]
+    return load_graph_document(doc, load_document(fab))
+
+
+@pytest.mark.parametrize("engine", ["reference", "compiled"])
+def test_a_fabric_temporal_pe_runs_distinct_functions_in_its_contexts(engine):
+    """add in context 0 and subi in context 1 of one resource (each context its own configured
+    function): round robin grants add at 0, 2, 4 and sub at 1, 3, 5; sub wraps modulo 2^16."""
+    n = 3
+    sim = Simulator(add_sub(n), engine)
+    rec = Recorder(sim)
+    res = sim.run(100, rec)
+    assert res.status == "complete" and res.cycles == 2 * n + 1
+    assert res.outputs["s"] == [11 * x for x in range(1, n + 1)]
+    assert res.outputs["d"] == [(x - 3 * x) % (1 << 16) for x in range(1, n + 1)]
+    assert rec.cycles_firing("add") == [0, 2, 4] and rec.cycles_firing("sub") == [1, 3, 5]
+
+
+@pytest.mark.parametrize("engine", ["reference", "compiled"])
+def test_the_pe_declares_initiation_interval_and_grant_policy(engine):
+    """II 3, fixed priority: grants at 0, 3, 6, 9; context 0 (add) requests again by 3 (its result
+    left at 1), so add takes 0 and 3, sub 6 and 9; the last result is delivered at 10."""
+    sim = Simulator(add_sub(2, {"initiation_interval": 3, "grant_policy": "fixed_priority"}), engine)
+    rec = Recorder(sim)
+    res = sim.run(100, rec)
+    assert rec.cycles_firing("add") == [0, 3] and rec.cycles_firing("sub") == [6, 9] and res.cycles == 11
+
+
+def test_two_uses_in_one_context_of_the_pe_is_one_diagnostic():
+    """Two functions in one context are two values in one configuration slot (the verifier's
+    ConflictingAssignment); two uses of one function there are two actors in one context."""
+    with pytest.raises(GraphError) as exc:
+        add_sub(1, uses_contexts=[1, 1])
+    assert exc.value.diagnostics[0].code is GraphCode.FabricInvalid and "ConflictingAssignment" in str(exc.value)
+    fab, _ = pe_fabric([ADD, SUB], 2, uses_contexts=[1, 1])
+    doc = graph_document("g", "fab", [ADD, SUB], [], *IO)
+    with pytest.raises(GraphError) as exc:
+        load_graph_document(doc, load_document(fab))
+    (d,) = exc.value.diagnostics
+    assert d.code is GraphCode.ContextCapacity and "already resident" in str(d) and "\n" not in str(d)
+
+
+def test_the_graph_cannot_declare_again_what_the_pe_declares():
+    with pytest.raises(GraphError) as exc:
+        add_sub(1, temporal={"contexts": 2, "actors": {"add": 1, "sub": 0}})
+    d = exc.value.diagnostics[0]
+    assert d.code is GraphCode.TemporalInvalid and "temporal PE pe0" in str(d)
+
+
+def test_a_use_context_beyond_the_pe_is_a_fabric_diagnostic():
+    with pytest.raises(GraphError) as exc:
+        add_sub(1, uses_contexts=[0, 2])
+    assert exc.value.diagnostics[0].code is GraphCode.FabricInvalid and "InvalidContext" in str(exc.value)
+
+
+def test_pe_scheduler_fields_round_trip_and_a_spatial_pe_has_none():
+    from fabric.io import dump, load_text
+    from fabric.view import check_fabric
+    fab, _ = pe_fabric([ADD, SUBI], 2, {"initiation_interval": 3, "grant_policy": "fixed_priority"})
+    f = load_document(fab)
+    assert (f.pes[0].initiation_interval, f.pes[0].grant_policy) == (3, "fixed_priority")
+    assert load_text(dump(f)).pes == f.pes
+    fab["pes"][0].update(kind="spatial", contexts=1)
+    rep = check_fabric(load_document(fab))
+    assert any(d.code.name == "InvalidContext" and "grant_policy" in str(d) for d in rep.diagnostics)
+    fab["pes"][0]["grant_policy"] = "lottery"
+    from fabric.errors import FormatError
+    with pytest.raises(FormatError) as exc:
+        load_document(fab)
+    assert "pes[0].grant_policy" in str(exc.value) and "not a grant policy" in str(exc.value)
