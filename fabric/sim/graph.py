@@ -15,6 +15,7 @@ from ..elastic import DEFINEDNESS_REQUIRED
 from ..errors import FormatError
 from ..io import parse_json as parse_document
 from ..jsonread import SchemaReader, dollar_path, enum as one_of, integer, lst, obj, register_format, string
+from ..refinement import REFINEMENTS
 from ..topology import GRANT_POLICIES, split_ref
 from ..types import NoneType, TaggedType, TypeWidthError, VectorType, payload_bits
 from .models import CYCLE_MODELS, NO_CYCLE_MODEL, no_kernel_reason
@@ -254,7 +255,10 @@ def load_graph_document(doc, fabric) -> Graph:
     if not rep.ok:
         raise GraphError([_d(GraphCode.FabricInvalid, "fabric", str(d)) for d in rep.diagnostics])
 
-    diags: list = []
+    diags: list = [_d(GraphCode.NoCycleModel, f"mapping.physical_refinements[{i}]",
+                      f"{r.op} selects {r.kind} {r.value!r}, which retimes the resource; the cycle models run "
+                      f"the unrefined timing only, so this run is refused rather than mistimed")
+                   for i, r in enumerate(fabric.mapping.refinements) if REFINEMENTS[r.kind].retimes(r.value)]
     uses = {u.name: u for u in fabric.mapping.uses}
     actors, seen = {}, set()
     for i, a in enumerate(actor_names):

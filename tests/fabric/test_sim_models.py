@@ -425,3 +425,37 @@ def test_a_pointer_payload_without_its_layout_is_one_fabric_diagnostic():
         _pointer_graph(carry, [("k", ["c.0"], [0]), ("i", ["c.1"], [5]), ("n", ["c.2"], [])], [("y", "c.0")], layout=False)
     (d,) = exc.value.diagnostics
     assert d.code is GraphCode.FabricInvalid and "PointerLayout(1)" in str(d) and "\n" not in str(d)
+
+
+# --- physical refinements: the cycle models do not retime, so a retiming selection is refused ---
+
+def _refined(kind, values, value):
+    from fabric.io import load_document
+    from fabric.sim.graph import load_graph_document
+    from fabric.sim.synth import configured_fabric, graph_document
+    add = ("add", "arith.addi", ["i16", "i16"], ["i16"], {})
+    fab = configured_fabric("fab", [add])
+    fab["fus"][0]["nodes"][0]["constraints"].append({"physical_refinement": {"kind": kind, "values": values}})
+    fab["mapping"]["physical_refinements"] = [{"op": fab["mapping"]["uses"][0]["op"], "kind": kind, "value": value}]
+    doc = graph_document("g", "fab", [add], [], [("a", ["add.0"], [1, 2, 3]), ("b", ["add.1"], [4, 5, 0xFFFF])],
+                         [("s", "add.0")])
+    return load_graph_document(doc, load_document(fab))
+
+
+@pytest.mark.parametrize("kind, values, value", [("pipeline_depth", [3, 4], 3), ("result_bypass", [True, False], True)])
+def test_a_refinement_that_retimes_is_refused_not_run_at_the_unrefined_timing(kind, values, value):
+    """seed: pipeline registers "delay publication", a bypass "publishes ... one cycle earlier";
+    the one-cycle elastic cycle model publishes at t + 1 only, so it must not run them."""
+    from fabric.sim.graph import GraphCode, GraphError
+    with pytest.raises(GraphError) as exc:
+        _refined(kind, values, value)
+    (d,) = exc.value.diagnostics
+    assert d.code is GraphCode.NoCycleModel and d.path == "mapping.physical_refinements[0]" and kind in str(d)
+
+
+@pytest.mark.parametrize("kind, values, value", [("result_bypass", [True, False], False),
+                                                 ("power_mode", ["nominal", "low_power"], "low_power")])
+def test_a_refinement_that_keeps_the_timing_runs(kind, values, value):
+    """Accepted at 0, 1, 2, published a cycle later: the last result leaves at 3, four cycles."""
+    res = Simulator(_refined(kind, values, value)).run(100)
+    assert res.status == "complete" and res.cycles == 4 and res.outputs["s"] == [5, 7, (3 + 0xFFFF) % (1 << 16)]
