@@ -424,7 +424,6 @@ def _temporal(entries, actors, fabric, diags) -> list:
     shared resource is in its own context below the resident-context count; a transparent
     resource forwards within the cycle and is never shared."""
     out = _fabric_temporal(actors, fabric, diags)
-    declared = {t.op for t in out}
     seen = set()
     for i, t in enumerate(entries):
         p = f"$.temporal[{i}]"
@@ -493,9 +492,9 @@ def _fabric_temporal(actors, fabric, diags) -> list:
         by_op.setdefault(a.use.op, []).append(a)
     out = []
     for op, members in by_op.items():
-        if not _in_temporal_pe(fabric, op):
-            continue
         pe = fabric.pe_of(op.split("/")[0])
+        if pe is None or pe.kind != "temporal":
+            continue
         ii = pe.initiation_interval or 1
         if len(members) == 1 and ii == 1:
             continue            # one context granted every cycle: the resource runs as it would alone
@@ -506,7 +505,7 @@ def _fabric_temporal(actors, fabric, diags) -> list:
         for a in members:
             c = a.use.context or 0
             if c in by_ctx:
-                diags.append(_d(GraphCode.ContextCapacity, f"actor {a.name}",
+                diags.append(_d(GraphCode.ContextCapacity, f"mapping.uses[{fabric.mapping.uses.index(a.use)}].context",
                                 f"context {c} of {op} is already resident for {by_ctx[c]!r} (give each use of "
                                 f"temporal PE {pe.name} its own context)"))
             by_ctx.setdefault(c, a.name)

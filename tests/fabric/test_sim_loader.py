@@ -377,3 +377,48 @@ def test_the_first_schema_error_in_reading_order_is_one_line(extra, message):
     with pytest.raises(FormatError) as exc:
         load_graph_document({**_DOC, **extra}, fab)
     assert str(exc.value) == message
+
+
+def test_the_graph_schema_verdicts_agree_with_the_reference_jsonschema():
+    """fastjsonschema decides; the reference implementation (Draft 7, the endpoint format as
+    fabric.topology.split_ref) must reach the same verdict on every mutated example graph."""
+    import copy
+    import pathlib
+    import random
+
+    import jsonschema
+
+    from fabric.sim.graph import _READER
+    from fabric.topology import split_ref
+    fmt = jsonschema.FormatChecker(formats=())
+    fmt.checks("endpoint")(lambda v: not isinstance(v, str) or split_ref(v) is not None)
+    reference = jsonschema.Draft7Validator(json.loads(_READER._frozen), format_checker=fmt)
+    ex = pathlib.Path(__file__).resolve().parents[2] / "examples" / "fabric"
+    docs = [json.loads(p.read_text()) for p in sorted(ex.glob("*.graph.json"))]
+    junk = [None, True, 0, -1, 1 << 40, 1.5, "", "x", "a.7", "a.b", [], {}, [1], {"a": 1}, [[1]]]
+    rng = random.Random(19)
+    verdicts = {True: 0, False: 0}
+    for _ in range(300):
+        d = copy.deepcopy(rng.choice(docs))
+        if rng.random() < 0.3:
+            d["temporal"] = [{"op": "fu/x", "contexts": 2, "actors": {"a": 0, "b": 1}}]
+        for _ in range(rng.randint(1, 2)):
+            paths, stack = [], [((), d)]
+            while stack:
+                p, v = stack.pop()
+                paths.append(p)
+                stack += [(p + (k,), x) for k, x in (v.items() if isinstance(v, dict) else
+                                                     enumerate(v) if isinstance(v, list) else ())]
+            p = rng.choice(paths[1:])
+            cur = d
+            for k in p[:-1]:
+                cur = cur[k]
+            cur[p[-1]] = copy.deepcopy(rng.choice(junk))
+        try:
+            _READER.check(d)
+            ours = True
+        except FormatError:
+            ours = False
+        assert reference.is_valid(d) == ours, json.dumps(d)[:300]
+        verdicts[ours] += 1
+    assert verdicts[True] and verdicts[False]

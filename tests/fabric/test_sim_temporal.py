@@ -251,6 +251,7 @@ def test_two_uses_in_one_context_of_the_pe_is_one_diagnostic():
         load_graph_document(doc, load_document(fab))
     (d,) = exc.value.diagnostics
     assert d.code is GraphCode.ContextCapacity and "already resident" in str(d) and "\n" not in str(d)
+    assert d.path == "mapping.uses[1].context"
 
 
 def test_the_graph_cannot_declare_again_what_the_pe_declares():
@@ -281,3 +282,14 @@ def test_pe_scheduler_fields_round_trip_and_a_spatial_pe_has_none():
     with pytest.raises(FormatError) as exc:
         load_document(fab)
     assert "pes[0].grant_policy" in str(exc.value) and "not a grant policy" in str(exc.value)
+
+
+@pytest.mark.parametrize("engine", ["reference", "compiled"])
+def test_one_context_of_a_pe_with_initiation_interval_two_fires_every_other_cycle(engine):
+    """Grants at 0, 2, 4 for three tokens; the last result is delivered at 5: six cycles."""
+    fab, _ = pe_fabric([ADD], 1, {"initiation_interval": 2})
+    doc = graph_document("g", "fab", [ADD], [], [("a", ["add.0"], [1, 2, 3]), ("b", ["add.1"], [7, 8, 9])], [("s", "add.0")])
+    sim = Simulator(load_graph_document(doc, load_document(fab)), engine)
+    rec = Recorder(sim)
+    res = sim.run(100, rec)
+    assert rec.cycles_firing("add") == [0, 2, 4] and res.cycles == 6 and res.outputs["s"] == [8, 10, 12]
