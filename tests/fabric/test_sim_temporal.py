@@ -18,8 +18,9 @@ ADD = ("add", "arith.addi", ["i16", "i16"], ["i16"], {})
 SUB = ("sub", "arith.addi", ["i16", "i16"], ["i16"], {})
 
 
-def shared(actors, temporal, inputs, outputs, edges=()):
-    """A fabric whose first actor's op also runs the others (op_list extended), and the graph."""
+def one_fu(actors):
+    """A fabric description whose first actor's op also runs the others (op_list extended), the
+    other FUs gone; and that op's reference."""
     fab = configured_fabric("fab", actors)
     node = fab["fus"][0]["nodes"][0]
     for a in actors[1:]:
@@ -31,6 +32,12 @@ def shared(actors, temporal, inputs, outputs, edges=()):
     keep = fab["fus"][0]["name"]
     fab["fus"] = [f for f in fab["fus"] if f["name"] == keep]
     fab["mapping"]["templates"] = {keep: "t"}
+    return fab, first
+
+
+def shared(actors, temporal, inputs, outputs, edges=()):
+    """The one-FU fabric and the graph (with the graph's own temporal entry, when given)."""
+    fab, first = one_fu(actors)
     doc = graph_document("g", "fab", actors, list(edges), inputs, outputs)
     if temporal is not None:
         doc["temporal"] = [dict(temporal, op=first)]
@@ -188,18 +195,10 @@ SUBI = ("sub", "arith.subi", ["i16", "i16"], ["i16"], {})
 
 def pe_fabric(actors, contexts, pe_extra=None, uses_contexts=None):
     """One FU in a temporal PE of `contexts` contexts running every actor, use i in context i."""
-    fab = configured_fabric("fab", actors)
-    node = fab["fus"][0]["nodes"][0]
-    for a in actors[1:]:
-        if a[1] not in node["op_list"]:
-            node["op_list"].append(a[1])
-    first = fab["mapping"]["uses"][0]["op"]
-    for i, u in enumerate(fab["mapping"]["uses"]):
-        u["op"] = first
-        u["context"] = i if uses_contexts is None else uses_contexts[i]
+    fab, first = one_fu(actors)
     keep = fab["fus"][0]["name"]
-    fab["fus"] = [f for f in fab["fus"] if f["name"] == keep]
-    fab["mapping"]["templates"] = {keep: "t"}
+    for i, u in enumerate(fab["mapping"]["uses"]):
+        u["context"] = i if uses_contexts is None else uses_contexts[i]
     fab["pes"] = [{"name": "pe0", "kind": "temporal", "fus": [keep], "contexts": contexts, **(pe_extra or {})}]
     return fab, first
 
