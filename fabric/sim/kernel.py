@@ -849,10 +849,10 @@ def pace(P, S, t, live, quiet, last, wake, done, window, limit, skip):
 # --- the semantic kernels' operands and results ------------------------------------------------------
 
 @kernel
-def gather(fire, acts, vals, slot, data, a_in, from_edges, n_ops, nw, ops):
+def gather(fire, acts, vals, slot, data, a_in, from_edges, n_ops, nw, ops, where):
     """The operands of the lanes of the group's actors `acts` that fired, in (word, actor, lane)
     order: ops[k][i] is operand k of firing i (its first nw words), from its edge or (a stream)
-    from vals slot + k; returns how many.  `scatter` visits the firings in the same order."""
+    from vals slot + k, and where[i] its (word, actor, lane); returns how many."""
     n = 0
     LW = data.shape[2]
     full = ONES if LW == 64 else (np.uint64(1) << np.uint64(LW)) - np.uint64(1)
@@ -868,6 +868,10 @@ def gather(fire, acts, vals, slot, data, a_in, from_edges, n_ops, nw, ops):
                     for l in range(LW):
                         for x in range(nw):
                             ops[k, n + l, x] = data[w, e, l, x]
+                for l in range(LW):
+                    where[n + l, 0] = w
+                    where[n + l, 1] = a
+                    where[n + l, 2] = l
                 n += LW
                 continue
             while f != 0:
@@ -882,36 +886,21 @@ def gather(fire, acts, vals, slot, data, a_in, from_edges, n_ops, nw, ops):
                     else:
                         for x in range(nw):
                             ops[k, n, x] = vals[w, a, l, slot + k, x]
+                where[n, 0] = w
+                where[n, 1] = a
+                where[n, 2] = l
                 n += 1
     return n
 
 
 @kernel
-def scatter(fire, acts, vals, j, res):
-    """Result j of the gathered firings (in gather's order) into their current group."""
-    n = 0
+def scatter(where, vals, j, res):
+    """Result j of the gathered firings into their current group, at gather's `where`."""
     nw = res.shape[1]
-    LW = vals.shape[2]
-    full = ONES if LW == 64 else (np.uint64(1) << np.uint64(LW)) - np.uint64(1)
-    for w in range(fire.shape[0]):
-        for i in range(acts.shape[0]):
-            a = acts[i]
-            f = fire[w, a]
-            if f == 0:
-                continue
-            if f == full:
-                for l in range(LW):
-                    for x in range(nw):
-                        vals[w, a, l, j, x] = res[n + l, x]
-                n += LW
-                continue
-            while f != 0:
-                bit = f & (~f + np.uint64(1))
-                f = f ^ bit
-                l = lane_of(bit)
-                for x in range(nw):
-                    vals[w, a, l, j, x] = res[n, x]
-                n += 1
+    for q in range(res.shape[0]):
+        w, a, l = where[q, 0], where[q, 1], where[q, 2]
+        for x in range(nw):
+            vals[w, a, l, j, x] = res[q, x]
 
 
 def compiled():
