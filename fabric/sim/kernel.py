@@ -584,6 +584,17 @@ def apply(P, S, t, live):
         vals[w, a, l, 0, 0] = get_field(vals, w, a, l, ST, first * ew, ew)
         vals[w, a, l, 1, 0] = np.uint64(1)
 
+    def copy_sources(w, a, l, c):
+        """The results of case c that carry an operand or the constant into lane l's group
+        (SRC_COMPUTED ones: the semantic kernel has written them)."""
+        for j in range(ai[a, A_NOUT]):
+            src = c_src[c, j]
+            if src >= 0:
+                copy_in(w, a, l, j, a_in[a, src])
+            elif src == SRC_CONST:
+                for x in range(NW):
+                    vals[w, a, l, j, x] = P.a_const[a, x]
+
     def commit(w, a, l, c, bit):
         """Lane l of actor a commits case c."""
         kind = ai[a, A_KIND]
@@ -592,14 +603,7 @@ def apply(P, S, t, live):
             return
         if ai[a, A_REG] != 0:
             open_claim(w, a, l, c, bit)
-            for j in range(ai[a, A_NOUT]):
-                src = c_src[c, j]
-                if src >= 0:
-                    copy_in(w, a, l, j, a_in[a, src])
-                elif src == SRC_CONST:
-                    for x in range(NW):
-                        vals[w, a, l, j, x] = P.a_const[a, x]
-                # SRC_COMPUTED: the semantic kernel has written the group
+            copy_sources(w, a, l, c)
         if kind == K_STREAM:
             if la[w, a, l, LSTATE] == 0:
                 copy_in(w, a, l, ST + 1, a_in[a, 1])             # limit
@@ -713,13 +717,7 @@ def apply(P, S, t, live):
                     l = lane_of(bit)
                     la[w, a, l, FIRES] += 1
                     if copies:
-                        for j in range(ai[a, A_NOUT]):
-                            src = c_src[c, j]
-                            if src >= 0:
-                                copy_in(w, a, l, j, a_in[a, src])
-                            elif src == SRC_CONST:
-                                for x in range(NW):
-                                    vals[w, a, l, j, x] = P.a_const[a, x]
+                        copy_sources(w, a, l, c)
                 continue
             while f != 0:
                 bit = f & (~f + np.uint64(1))
