@@ -69,10 +69,10 @@ def _fail(message: str, status: int) -> int:
 def check_datasets(folders) -> str | None:
     """A damaged dataset is one line (the golden reader names the file), before any build."""
     sys.path.insert(0, str(ROOT))
-    from emulator.golden.dataset import GoldenError, check_files, read_manifest
+    from emulator.golden.dataset import GoldenError, open_dataset
     for f in folders:
         try:
-            check_files(f, read_manifest(f))
+            open_dataset(f)
         except GoldenError as exc:
             return f"--dataset {f}: {exc}"
     return None
