@@ -81,7 +81,7 @@ def check_datasets(folders) -> str | None:
 def simulate(dut: str, folders, build: pathlib.Path) -> dict:
     from cocotb_tools.runner import get_runner
     runner = get_runner("icarus")
-    runner.build(sources=[HERE / f"{dut}.v"], hdl_toplevel=TOPLEVEL, build_dir=build, timescale=("1ns", "1ps"),
+    runner.build(sources=[HERE / f"{dut}.v"], includes=[HERE], hdl_toplevel=TOPLEVEL, build_dir=build, timescale=("1ns", "1ps"),
                  log_file=build / "build.log")
     result = build / "result.json"
     env = {"TB_DATASETS": os.pathsep.join(str(f) for f in folders), "TB_RESULT": str(result),
