@@ -64,6 +64,51 @@ def test_adding_order_must_stay_acyclic_keep_observable_edges_and_be_implementab
     assert v.obligation == "implementable" and "synchronizes no participants" in v.detail
 
 
+def test_two_participants_waiting_on_each_other_are_not_implementable():
+    # p0 runs 0 then 1, p1 runs 2 then 3; the schedule asks 1 before 2 and 3 before 0: acyclic as
+    # a schedule, a deadlock once each participant's local order is added
+    two = dict(participant=[0, 0, 1, 1], time=[0, 1, 0, 1])
+    v = check_strengthening(StrengthWitness(4, [], [(1, 2), (3, 0)], **two))
+    assert v.obligation == "implementable" and "wait on each other" in v.detail
+    assert extensions(4, [(1, 2), (3, 0), (0, 1), (2, 3)]) == set()
+    v = check_strengthening(StrengthWitness(3, [], [], participant=[0, 0, 1], time=[4, 4, 0]))
+    assert v.obligation == "implementable" and "event 0 and event 1 both at local time 4" in v.detail
+
+
+placed = st.integers(2, 5).flatmap(lambda n: st.tuples(
+    st.just(n),
+    st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(lambda e: e[0] < e[1]), max_size=5),
+    st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(lambda e: e[0] != e[1]), max_size=6),
+    st.lists(st.integers(0, 1), min_size=n, max_size=n), st.lists(st.integers(0, 3), min_size=n, max_size=n),
+    st.sampled_from(["barrier", "none"])))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(placed)
+def test_strengthening_agrees_with_brute_force_linear_extensions(case):
+    """The reference, from the seed's sentences and permutations enumerated here: the schedule
+    has a linear extension (acyclic); each of its extensions is one of the source's (observable
+    edges kept); some extension runs every participant's events in their local time order, no
+    participant runs two events at one time, and with sync "none" no two events of different
+    participants are ordered in every extension (implementable)."""
+    n, src, sched, part, time, sync = case
+    ext, ext_src = extensions(n, sched), extensions(n, src)
+    local = [(a, b) for a in range(n) for b in range(n) if part[a] == part[b] and time[a] < time[b]]
+    always = lambda a, b: all(p.index(a) < p.index(b) for p in ext)             # noqa: E731
+    if not ext:
+        want = "acyclic"
+    elif not ext <= ext_src:
+        want = "observable edges kept"
+    elif (any(part[a] == part[b] and time[a] == time[b] for a in range(n) for b in range(a + 1, n))
+          or not extensions(n, sched + local)
+          or (sync == "none" and any(part[a] != part[b] and always(a, b) for a in range(n) for b in range(n)))):
+        want = "implementable"
+    else:
+        want = None
+    v = check_strengthening(StrengthWitness(n, src, sched, participant=part, time=time, sync=sync))
+    assert (v.obligation if not v else None) == want, (v, want)
+
+
 @pytest.mark.parametrize("events,source,schedule", [
     (3, None, []), (3, [(0, 5)], []), (3, [(0,)], []), (3, [("a", 1)], []), (-1, [], []), (True, [], []),
     (3, [], 7), (3, [], [(True, 1)]), (3, [(0, 1), (1, 0)], []),
