@@ -462,9 +462,12 @@ def check_reduction(w: ReductionWitness) -> Verdict:
     order = list(range(len(w.pieces))) if w.order is None else list(w.order)
     if sorted(order) != list(range(len(w.pieces))):
         raise _Fail("contribution accounting", f"merge order {order} is not a permutation of the pieces")
-    trivial = len(w.pieces) <= 1 and flat == sorted(flat)
-    if trivial:
+    if len(w.pieces) <= 1 and flat == sorted(flat):
         return "a single piece in source order: the fold itself"
+    if f.kind == "merge" and all(len(p) == 1 for p in w.pieces) and \
+            [w.pieces[k][0] for k in order] == list(range(w.fiber)):
+        # merge(...merge(seed, lift(r0))..., lift(rn-1)) is the left update chain, tree for tree
+        return f"{len(w.pieces)} single-contribution pieces merged in source order: the fold itself"
     if not may_regroup(w.policy, f):
         raise _Fail("compatible merge", f"{w.policy} fixes the grouping and '{f.name}' is not an exactly "
                                         f"associative merge, so partial states cannot be combined exactly")
