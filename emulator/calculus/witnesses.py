@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from .budget import BudgetError
 from .domains import FiniteDomain, IndexMap, fmt
 from .errors import ReductionPolicyError, RegionError, UndecidedError
 from .expr import EvalError
@@ -89,6 +90,8 @@ def _verdict(rule: str, fn, *args, **kw) -> Verdict:
         return v
     except UndecidedError as exc:
         return Verdict(rule, False, "undecided", str(exc), decided=False)
+    except BudgetError as exc:          # too large to enumerate: unknown, not false (seed 002)
+        return Verdict(rule, False, "undecided", f"effects too large to enumerate: {exc}", decided=False)
     except RegionError as exc:          # a program whose effects cannot be derived
         return Verdict(rule, False, "effects known", str(exc))
     except EvalError as exc:
@@ -990,6 +993,8 @@ def _fission(program, w: FissionWitness, gprs=None, machines=None) -> str:
                            gprs, machines)
     if v:
         return f"{w.scope} splits before body item {w.at}: " + v.detail
+    if not v.decided:
+        raise UndecidedError(v.detail.replace(a, f"{w.scope} part 1").replace(b, f"{w.scope} part 2"))
     cr = getattr(v, "crossing", None)
     if cr is None:
         raise _Fail("preserved cross-region dependences",

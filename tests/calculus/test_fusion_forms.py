@@ -290,3 +290,16 @@ def test_a_final_stage_runs_its_consumers_in_listed_order():
     assert check_plan(prog, Plan([Step("parallel", contrib), Step("merge", res, tree=tree, final=uses)]))
     v = check_plan(prog, Plan([Step("parallel", contrib), Step("merge", res, tree=tree, final=uses[::-1])]))
     assert v.obligation == "dependences preserved" and "(its final stage)" in v.detail
+
+
+# ---- too large to enumerate: unknown, never false and never admitted ---------------------------
+
+def test_checks_over_domains_too_large_to_enumerate_are_unknown():
+    big = 1 << 30
+    two = siblings(([("i", big)], B.op("tmp[i % 6] = x[i % 6]")), ([("i", big)], B.op("out[i % 6] = tmp[i % 6]")))
+    one = B.program(B.parallel([("i", big)], B.seq(B.op("tmp[i % 6] = x[i % 6]"), B.op("out[i % 6] = tmp[i % 6]"))),
+                    arrays=arrays())
+    verdicts = [check_scope_fusion(two, W), check_scope_fusion(two, FusionWitness(W.first, W.second, "horizontal")),
+                check_fission(one, FissionWitness("$.body", 1)), check_plan(two, Plan([Step("fused", [0])]))]
+    for v in verdicts:
+        assert not v and not v.decided and str(v).startswith("unknown:") and "too large to enumerate" in v.detail, v
