@@ -699,6 +699,10 @@ def _fusion(program, w: FusionWitness, gprs=None, machines=None) -> str:
             raise _Fail("carried values", f"B uses A's carried value '{hit[0]}', which is final only after A's loop")
     if w.kind == "pipeline" and (not isinstance(w.distance, int) or isinstance(w.distance, bool) or w.distance < 0):
         raise _Fail("dependence distances", f"the distance must be a nonnegative integer, got {w.distance!r}")
+    # the walks below visit at most the program's instances: bound them as events() does (too
+    # large is unknown, not false)
+    from .budget import DEFAULT_MAX_COST, WALK_BLOCK_COST, check_budget
+    check_budget(program, DEFAULT_MAX_COST, None, None, WALK_BLOCK_COST)
     if w.kind == "barrier":
         return _barrier(program, w, A, B, gprs, machines)
     pairs = 0
