@@ -206,6 +206,32 @@ def test_a_pipeline_step_keeps_every_read_after_its_write_lands(lag, latency):
         assert v.obligation == "dependences preserved" and f"landing at tick {latency - 1}" in v.detail
 
 
+@pytest.mark.parametrize("read", ["tmp[j] + 1", "tmp[(j + 1) % 6]", "tmp[(j + 2) % 6]"])
+@pytest.mark.parametrize("d", [0, 1, 2])
+def test_pipeline_fusion_as_a_plan_step(read, d):
+    """serial A; serial B as one pipeline step: A(i) issues at tick i, B(j) at j + d + 1 (stage 1 of
+    iteration j + d).  The plan's verdict, the witness's and the interpreter's pipelined program
+    agree."""
+    src = siblings(([("i", N)], B.op("tmp[i] = x[i] * 2")), ([("j", N)], B.op(f"out[j] = {read}")), kind="serial")
+    evs = source_events(src)
+    ids = [e.ordinal for e in evs if e.path.startswith(W.first)] + [e.ordinal for e in evs if e.path.startswith(W.second)]
+    v = check_plan(src, Plan([Step("pipeline", ids, times=list(range(N)) + [j + d + 1 for j in range(N)])]))
+    w = check_scope_fusion(src, FusionWitness(W.first, W.second, "pipeline", distance=d))
+    assert bool(v) == bool(w) == same_result(src, pipelined(read, d, None)), (v, w)
+
+
+@pytest.mark.parametrize("b,ok", [("out[i] = x[i] + 1", True), ("out[i] = tmp[0]", False), ("x[i] = 0", False)])
+def test_horizontal_fusion_as_a_plan_step(b, ok):
+    """A horizontal fusion is one parallel step holding both siblings' events: its verdict is the
+    witness's and the interpreter's on the tagged union."""
+    p = siblings(([("i", 3)], B.op("tmp[i] = x[i] * 2")), ([("i", 1, N)], B.op(b)))
+    h = FusionWitness(W.first, W.second, "horizontal")
+    v = check_plan(p, Plan([Step("parallel", [e.ordinal for e in source_events(p)])]))
+    assert bool(v) == bool(check_scope_fusion(p, h)) == same_result(p, apply_fusion(p, h)) == ok, v
+    if not ok:
+        assert v.obligation in ("parallel noninterference", "dependences preserved")
+
+
 def test_malformed_pipeline_steps():
     prog = loop_program()
     ids = list(range(8))
