@@ -245,3 +245,21 @@ def test_fusion_outside_the_fragment_is_unknown(b, words):
     assert not v and not v.decided and words in v.detail, v
     v = check_scope_fusion_symbolic(prog, FusionWitness(W.first, W.second, "pipeline"))
     assert not v.decided
+
+
+def test_a_fusion_counterexample_is_a_real_edge_and_a_solver_limit_is_unknown():
+    prog = B.program(B.seq(B.parallel([("i", 40), ("j", 40)], B.op("tmp[i, j] = x[i, j]")),
+                           B.parallel([("i", 40), ("j", 40)],
+                                      B.op("out[i, j] = tmp[(i * 7 + j * 3) % 40, (j * 5 + i) % 40]"))),
+                     arrays={k: B.array([40, 40], fill=0) for k in ("x", "tmp", "out")})
+    v = check_scope_fusion_symbolic(prog, W)
+    assert v.obligation == "Dep_AB ⊆ diagonal"
+    a = tuple(int(x) for x in v.detail.split("$.body.seq[0] (i=")[1].split(")")[0].split(", j="))
+    b = tuple(int(x) for x in v.detail.split("$.body.seq[1] (i=")[1].split(")")[0].split(", j="))
+    assert a == ((b[0] * 7 + b[1] * 3) % 40, (b[1] * 5 + b[0]) % 40) and a != b     # B(b) reads what A(a) wrote
+    assert check_scope_fusion(prog, W).obligation == "Dep_AB ⊆ diagonal"
+    v = check_scope_fusion_symbolic(prog, W, max_operations=50)
+    assert not v and not v.decided and "isl stopped" in v.detail
+    for bad in (("nonsense", W), (prog, "w")):
+        v = check_scope_fusion_symbolic(*bad)
+        assert not v and not v.decided
