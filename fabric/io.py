@@ -20,7 +20,8 @@ from .jsonread import SchemaReader, description_path, enum, integer, lst, obj, p
 from .params import build_pointer_format, parse_record, pointer_format_schema, record_to_json
 from .refinement import parse_value
 from .schemas import SCHEMAS, make_actor
-from .topology import FU, PE, DemuxNode, Fabric, Memory, MuxNode, OpNode, RegisterFile, Template, split_ref
+from .topology import (FU, GRANT_POLICIES, PE, DemuxNode, Fabric, Memory, MuxNode, OpNode, RegisterFile, Template,
+                       split_ref)
 from .types import MAX_POINTER_BITS, MAX_PORT_WIDTH, bind_pointer_layouts, parse_port_type, parse_type
 
 FORMAT = "tile-emu-fabric/1"
@@ -29,6 +30,7 @@ ALL_MEMBERS = "*"          # an op_list of just this enables every member of the
 MAX_PORTS = 1024
 MAX_ITEMS = 1 << 16
 MAX_CONTEXTS = 1024       # resident InstructionContextRefs of one temporal PE
+MAX_INITIATION_INTERVAL = 1 << 20   # cycles between two grants of one temporal-PE resource
 
 
 # --- the schema: every structural rule of the format (docs/fabric-format.md) --------------------
@@ -134,7 +136,10 @@ _MAPPING = _def("mapping", obj({"templates": {"type": "object", "additionalPrope
 _PE = _def("pe", obj({"name": _STRING, "kind": enum(("spatial", "temporal"), "{value!r} is not a PE kind (spatial, temporal)"),
                       "fus": lst(_STRING), "contexts": integer(1, MAX_CONTEXTS),
                       "register_file": obj({"registers": integer(1, MAX_PORTS), "width": integer(1, MAX_PORT_WIDTH)},
-                                           required=("registers", "width"))},
+                                           required=("registers", "width")),
+                      "initiation_interval": integer(1, MAX_INITIATION_INTERVAL),
+                      "grant_policy": enum(GRANT_POLICIES, "{value!r} is not a grant policy ("
+                                           + ", ".join(GRANT_POLICIES) + ")")},
                      required=("name", "kind", "fus")))
 _FU_PORT = _def("fu_port", string(pattern(_REF_PATTERN, "{value!r} is not an FU port reference (fu.K)")))
 _MEMORY = _def("memory", obj({"name": _STRING, "width": integer(1, MAX_PORT_WIDTH), "slots": integer(1, MAX_ITEMS),
@@ -295,7 +300,8 @@ def _bind(u: Use, layouts: dict) -> Use:
 def _pe(v, path):
     rf = v.get("register_file")
     return PE(v["name"], v["kind"], tuple(v["fus"]), v.get("contexts", 1),
-              None if rf is None else RegisterFile(rf["registers"], rf["width"]), path)
+              None if rf is None else RegisterFile(rf["registers"], rf["width"]), path,
+              v.get("initiation_interval"), v.get("grant_policy"))
 
 
 def _memory(v, path):
@@ -383,6 +389,9 @@ def _pe_json(pe: PE) -> dict:
     out = {"name": pe.name, "kind": pe.kind, "fus": list(pe.fus), "contexts": pe.contexts}
     if pe.register_file is not None:
         out["register_file"] = {"registers": pe.register_file.registers, "width": pe.register_file.width}
+    for k in ("initiation_interval", "grant_policy"):
+        if getattr(pe, k) is not None:
+            out[k] = getattr(pe, k)
     return out
 
 

@@ -31,6 +31,14 @@ from .errors import FormatError, json_kind
 
 MAX_ITEMS = 1 << 16
 
+# string formats a schema may name (`{"format": NAME}`): NAME -> test(str) -> bool, registered by
+# the reader that owns the rule (the graph reader's `endpoint` is fabric.topology.split_ref)
+FORMATS: dict = {}
+
+
+def register_format(name: str, test) -> None:
+    FORMATS[name] = test
+
 
 # --- parsing ---------------------------------------------------------------------------------
 
@@ -136,7 +144,7 @@ def _freeze(v):
 
 @lru_cache(maxsize=None)
 def _compile(frozen: str):
-    return fastjsonschema.compile(json.loads(frozen), use_default=False)
+    return fastjsonschema.compile(json.loads(frozen), formats=FORMATS, use_default=False)
 
 
 class SchemaReader:
@@ -200,8 +208,11 @@ def translate(exc, render) -> FormatError:
         want = d.get("type", "string")
         noun = (_EXPECTED.get(want, want) if isinstance(want, str) else " or ".join(want))
         return FormatError(path, f"expected {noun}{_of(d) if want == 'object' else ''}, found {json_kind(value)}")
-    if rule == "maxItems":
-        return FormatError(path, f"{len(value)} entries exceed the limit of {d['maxItems']}")
+    if rule in ("maxItems", "maxProperties"):
+        return FormatError(path, f"{len(value)} entries exceed the limit of {d[rule]}")
+    if rule == "minItems":
+        n = d["minItems"]
+        return FormatError(path, f"needs at least {n} entr{'y' if n == 1 else 'ies'}")
     if rule in ("minimum", "maximum"):
         return FormatError(path, f"{value} is outside [{d['minimum']}, {d['maximum']}]")
     return FormatError(path, f"{json_kind(value)} violates the schema ({rule})")

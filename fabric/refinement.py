@@ -116,13 +116,16 @@ class RefinementKind:
     value: ValueType
     proof: Callable            # (FabricOp) -> None when the refinement preserves semantics, else why not
     statement: str             # what the proof establishes
+    retimes: Callable = lambda value: False   # (value) -> whether it moves a publication or an acceptance
 
 
 REFINEMENTS: dict[str, RefinementKind] = {r.kind: r for r in (
     RefinementKind("pipeline_depth", VALUE_TYPES["cycles"], _elastic_compute,
-                   "extra pipeline registers of an elastic stateless resource delay publication only"),
+                   "extra pipeline registers of an elastic stateless resource delay publication only",
+                   lambda cycles: True),
     RefinementKind("result_bypass", VALUE_TYPES["boolean"], _holding_bypass,
-                   "bypassing the one-cycle result register publishes the same held tuple one cycle earlier"),
+                   "bypassing the one-cycle result register publishes the same held tuple one cycle earlier",
+                   lambda bypass: bypass is True),
     RefinementKind("power_mode", VALUE_TYPES["power_mode"], _any_resource,
                    "a power mode changes leakage and clocking of idle state, never a result or its timing"),
 )}

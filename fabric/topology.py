@@ -132,17 +132,25 @@ class RegisterFile:
     width: int
 
 
+GRANT_POLICIES = ("round_robin", "fixed_priority")
+
+
 @dataclass(frozen=True)
 class PE:
     """A processing element grouping FUs.  A spatial PE has one sole instruction context; a
     temporal PE has `contexts` resident InstructionContextRefs (0 .. contexts-1) and may own a
-    register file through which one context's result reaches another context's operand."""
+    register file through which one context's result reaches another context's operand.  Each
+    operation resource of a temporal PE grants one acceptance per `initiation_interval` cycles
+    to a requesting context chosen by `grant_policy` (None: not declared, i.e. 1 and round
+    robin; a spatial PE declares neither)."""
     name: str
     kind: str                                  # "spatial" | "temporal"
     fus: tuple[str, ...]
     contexts: int = 1
     register_file: RegisterFile | None = None
     path: str = ""
+    initiation_interval: int | None = None
+    grant_policy: str | None = None
 
 
 @dataclass(frozen=True)
@@ -571,6 +579,9 @@ def check_pes(fabric: "Fabric") -> list[Diagnostic]:
         if pe.kind == "spatial" and (pe.contexts != 1 or pe.register_file is not None):
             diags.append(Diagnostic(C.InvalidContext, pe.path, "a spatial PE uses its sole context: contexts is 1 "
                                                                "and it has no register file"))
+        elif pe.kind == "spatial" and (pe.initiation_interval, pe.grant_policy) != (None, None):
+            diags.append(Diagnostic(C.InvalidContext, pe.path, "a spatial PE uses its sole context: no contexts "
+                                                               "take turns, so it has no initiation_interval or grant_policy"))
         for i, f in enumerate(pe.fus):
             p = f"{pe.path}.fus[{i}]"
             if fabric.fu(f) is None:

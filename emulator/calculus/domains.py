@@ -97,6 +97,13 @@ class FiniteDomain:
                 raise UndecidedError(f"the domain {self.describe()} has {n} points; exhaustive checks stop "
                                      f"at {limit}")
 
+            if n == 0:
+                return out                  # an empty axis: no point (and no walk over the others)
+        # every step of every axis counts, so empty or ragged inner axes under a long outer one
+        # (a < 10^12, b < 0) are declined too, not walked
+        steps = [0]
+        cap = limit * max(1, len(self.axes))
+
         def rec(k, cur, env):
             if k == len(self.axes):
                 t = tuple(cur)
@@ -104,7 +111,12 @@ class FiniteDomain:
                     out.append(t)
                 return
             n, lo, hi = self.axes[k]
-            for i in range(self._bound(lo, env), self._bound(hi, env)):
+            a, b = self._bound(lo, env), self._bound(hi, env)
+            steps[0] += max(b - a, 0)
+            if steps[0] > cap:
+                raise UndecidedError(f"the domain {self.describe()} takes more than {cap} steps to enumerate; "
+                                     f"exhaustive checks stop at {limit} points")
+            for i in range(a, b):
                 cur.append(i)
                 rec(k + 1, cur, {**env, n: i})
                 cur.pop()

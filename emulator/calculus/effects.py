@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .budget import DEFAULT_MAX_COST, WALK_BLOCK_COST, check_budget
+from .budget import DEFAULT_MAX_COST, WALK_BLOCK_COST, BudgetError, check_budget
 from .cells import DATA, Access, describe
 from .errors import RegionError, format_coords
 from .expr import Const, EvalError, Load, Var, as_index, table_entry, truth, walk
@@ -224,7 +224,7 @@ class Walker:
             except EvalError as exc:
                 raise RegionError(path, f"axis {ax.name}: {exc}") from None
             if hi - lo > MAX_INSTANCES:
-                raise RegionError(path, f"axis {ax.name} spans {hi - lo} values; at most {MAX_INSTANCES}")
+                raise BudgetError(path, f"axis {ax.name} spans {hi - lo} values; at most {MAX_INSTANCES}")
             for i in range(lo, hi):
                 cur[ax.name] = i
                 rec(k + 1, cur, e.child({ax.name: i}))

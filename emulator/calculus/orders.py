@@ -89,7 +89,8 @@ def compare(n: int, h1, h2) -> str:
 class StrengthWitness:
     """Adding order: `source` is the required order (the program's observable edges), `schedule`
     the new constraint set over the same `events` (count).  `participant[e]` and `time[e]`
-    (optional) place event e; `sync` says which edges between participants the target can
+    (optional) place event e (with `time`, a participant runs its events one at a time in that
+    order; without it, only the schedule's own edges on one participant are checked); `sync` says which edges between participants the target can
     enforce: "barrier" (any), "none" (none)."""
     events: int
     source: list
@@ -136,9 +137,34 @@ def _strength(w: StrengthWitness) -> str:
             raise _Fail("implementable", f"{name(i)} (participant {int(part[i])}) must precede {name(j)} "
                                          f"(participant {int(part[j])}); the target synchronizes no participants "
                                          f"(sync {w.sync!r})")
+        if w.time is not None:
+            _one_at_a_time(n, new, part, tm, name)
     extra = int((cn & ~cs).sum())
     return "the schedule is the source order" if not extra else \
         f"the schedule strengthens the source order by {extra} ordered pair(s) (fewer linear extensions)"
+
+
+def _one_at_a_time(n: int, schedule: np.ndarray, part: np.ndarray, tm: np.ndarray, name) -> None:
+    """A participant runs its events one at a time in local time order, so that order is part of
+    the realized schedule: two events at one local time are not implementable, and the schedule's
+    edges between participants together with every participant's local order must stay acyclic
+    (p0 runs a then b, p1 runs c then d, the schedule asks b before c and d before a: each edge is
+    fine alone, together the participants wait on each other for ever)."""
+    by = np.lexsort((tm, part))
+    same = part[by[1:]] == part[by[:-1]]
+    tie = np.nonzero(same & (tm[by[1:]] == tm[by[:-1]]))[0]
+    if len(tie):
+        i, j = sorted((int(by[tie[0]]), int(by[tie[0] + 1])))
+        raise _Fail("implementable", f"participant {int(part[i])} runs {name(i)} and {name(j)} both at local time "
+                                     f"{int(tm[i])}: a participant runs its events one at a time")
+    local = np.stack([by[:-1][same], by[1:][same]], axis=1)
+    try:
+        _reach(n, np.concatenate([schedule, local]).astype(np.int64))
+    except graphlib.CycleError as exc:
+        cyc = list(reversed(exc.args[1]))
+        raise _Fail("implementable", "with each participant's local order the schedule orders "
+                    + " before ".join(f"{name(e)} (participant {int(part[e])})" for e in cyc)
+                    + ": the participants would wait on each other for ever") from None
 
 
 def check_strengthening(w: StrengthWitness) -> Verdict:

@@ -35,7 +35,8 @@ import numpy as np
 from isa.atomicio import shown
 
 from .effects import CELL_MASK, KEY_SHIFT, Event, Keys, describe, events as source_events_of
-from .errors import RegionError
+from .budget import BudgetError
+from .errors import RegionError, UndecidedError
 from .program import Program, Scan
 from .tilelaws import merge_laws
 from .witnesses import MergeTreeWitness, Verdict, _Fail, _verdict, check_merge_tree
@@ -511,6 +512,8 @@ def _check(program: Program, plan: Plan, machines, evs) -> str:
     if evs is None:
         try:
             evs = source_events(program, machines=machines, renamed=plan.renamed)
+        except BudgetError as exc:              # too large to enumerate: unknown, not false (seed 002)
+            raise UndecidedError(f"effects too large to enumerate: {exc}") from None
         except RegionError as exc:
             raise _Fail("effects known", str(exc))
     if [e.ordinal for e in evs] != list(range(len(evs))):

@@ -19,11 +19,12 @@ decided as questions about integer sets and maps:
   tile-emu[symbolic]`).
 
 `check_reindex_symbolic`, `check_split_fuse_symbolic`, `check_bind_symbolic` mirror the finite
-checkers' obligations and order; `check_symbolic(w)` dispatches.
+checkers' obligations and order; `check_symbolic(w)` dispatches.  `check_scope_fusion_symbolic`
+does the same for pointwise and horizontal fusion of two parallel siblings with affine accesses.
 """
 from __future__ import annotations
 
-from .domains import FiniteDomain, IndexMap
+from .domains import FiniteDomain, IndexMap, fmt
 from .expr import Bin, Const, Expr, ExprSyntaxError, Load, Un, Var, parse_expr
 from .witnesses import BindWitness, ReindexWitness, SplitFuseWitness, Verdict
 
@@ -179,6 +180,14 @@ def _point(s) -> str:
             for k in range(sp.dim(isl.dim_type.param))]
     where = ", ".join(f"{n[2:]} = {v}" for n, v in pars)
     return f"{tuple(vals)}" + (f" (for {where})" if where else "")
+
+
+def _pair(dep, A, B) -> str:
+    """One (A instance, B instance) pair of a nonempty relation, with the axes' names."""
+    p = dep.wrap().sample_point()
+    n = len(A.domain.axes)
+    vals = [p.get_coordinate_val(isl.dim_type.set, k).to_python() for k in range(n + len(B.domain.axes))]
+    return f"{A.path} {fmt(A.domain.names, tuple(vals[:n]))} and {B.path} {fmt(B.domain.names, tuple(vals[n:]))}"
 
 
 def _run(rule: str, fn, w, max_operations) -> Verdict:
@@ -369,3 +378,142 @@ def check_symbolic(w, max_operations: int = MAX_OPERATIONS) -> Verdict:
         if isinstance(w, cls):
             return fn(w, max_operations)
     return Verdict("Symbolic", False, "undecided", f"symbolic: no symbolic check for {type(w).__name__}", decided=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# Scope fusion (pointwise and horizontal) of two parallel siblings with affine array accesses
+
+def _node_domain(sp: _Space, d, prefix: str) -> tuple[str, list[str], dict]:
+    """A program node's Domain (Axis objects, a `where` Expr) as constraints over isl names."""
+    names = _names(prefix, len(d.axes))
+    bound: dict = {}
+    out = []
+    for ax, n in zip(d.axes, names):
+        out.append(f"{sp.term(ax.lo, bound)} <= {n} < {sp.term(ax.hi, bound)}")
+        bound[ax.name] = n
+    if d.where is not None:
+        out.append(sp.cond(d.where, bound))
+    return " and ".join(out) or "0 = 0", names, bound
+
+
+def _accesses(program, node, sp: _Space, bound: dict) -> list[tuple[str, bool, list[str]]]:
+    """(array, writes?, subscript terms) of every array access of a scope's body: ops only, with
+    subscripts quasi-affine in the coordinates (a local, a load or a table in a subscript, or any
+    other construct in the body, is outside the fragment)."""
+    from .expr import Call, Load, walk
+    from .program import Op, Seq
+    out: list = []
+    locals_: set = set()
+
+    def reads(e) -> None:
+        for n in walk(e):
+            if isinstance(n, Load) and n.name in program.arrays:
+                out.append((n.name, False, [sp.term(i, _no_locals(i)) for i in n.index]))
+
+    def _no_locals(e) -> dict:
+        from .expr import Var
+        for v in walk(e):
+            if isinstance(v, Var) and v.name in locals_:
+                raise _Unsupported(f"the subscript {e!r} uses the local '{v.name}'")
+            if isinstance(v, Call):
+                raise _Unsupported(f"the subscript {e!r} calls a function")
+        return bound
+
+    def visit(n) -> None:
+        if isinstance(n, Seq):
+            for item in n.items:
+                visit(item)
+        elif isinstance(n, Op):
+            for st in n.stmts:
+                reads(st.value)
+                if isinstance(st.target, Load):
+                    for i in st.target.index:
+                        reads(i)
+                    out.append((st.target.name, True, [sp.term(i, _no_locals(i)) for i in st.target.index]))
+                else:
+                    locals_.add(st.target.name)
+            for ld in n.reads:
+                out.append((ld.name, False, [sp.term(i, _no_locals(i)) for i in ld.index]))
+            for ld in n.writes:
+                out.append((ld.name, True, [sp.term(i, _no_locals(i)) for i in ld.index]))
+        else:
+            raise _Unsupported(f"{n.path} is a {type(n).__name__.lower()}: the symbolic fusion check takes "
+                               f"bodies of ops with affine array accesses")
+    visit(node.body)
+    return out
+
+
+def _scope_fusion(args, max_operations) -> str:
+    from .program import Parallel
+    from .witnesses import FusionWitness, _Fail as _FiniteFail, _siblings
+    program, w = args
+    if not isinstance(w, FusionWitness):
+        raise _Unsupported("not a FusionWitness")
+    try:
+        A, B = _siblings(program, w)
+    except _FiniteFail as f:
+        raise _Fail(f.obligation, f.detail)
+    if w.kind not in ("parallel", "horizontal"):
+        raise _Unsupported(f"kind {w.kind!r}: the symbolic check takes pointwise and horizontal fusion")
+    for n, p in ((A, w.first), (B, w.second)):
+        if not isinstance(n, Parallel):
+            raise _Fail("scope kinds", f"{p} is a {type(n).__name__.lower()}, not a parallel scope")
+        if n.batch or n.snapshot:
+            raise _Unsupported(f"{p} is a batch or snapshot parallel")
+    parent = w.first.rsplit(".", 1)[0]
+    if parent != "$.body":
+        raise _Unsupported("the siblings are inside another scope: enclosing coordinates are enumerated")
+    sp = _Space(program.params)
+    a_c, an, a_bound = _node_domain(sp, A.domain, "a")
+    b_c, bn, b_bound = _node_domain(sp, B.domain, "b")
+    acc_a, acc_b = _accesses(program, A, sp, a_bound), _accesses(program, B, sp, b_bound)
+    I = _Isl(sp, max_operations)
+    for (name, _, terms), names, cond in [(x, an, a_c) for x in acc_a] + [(x, bn, b_c) for x in acc_b]:
+        shape = program.arrays[name].shape
+        if len(terms) != len(shape):
+            raise _Unsupported(f"an access of {name} has {len(terms)} subscript(s) for rank {len(shape)}")
+        out = " or ".join(f"{t} < 0 or {t} >= {s}" for t, s in zip(terms, shape)) or "0 = 1"
+        if not I.set(names, f"{cond} and ({out})").is_empty():
+            raise _Unsupported(f"an access of {name} may leave its bounds: decided by enumeration")
+    dep = None
+    for na, wa, ta in acc_a:
+        for nb, wb, tb in acc_b:
+            if na != nb or not (wa or wb):
+                continue
+            eq = " and ".join(f"{x} = {y}" for x, y in zip(ta, tb)) or "0 = 0"
+            rel = I.map(an, bn, f"{a_c} and {b_c} and {eq}")
+            dep = rel if dep is None else dep.union(rel)
+    if w.kind == "horizontal":
+        if dep is not None and not dep.is_empty():
+            raise _Fail("independent siblings", f"{_pair(dep, A, B)} touch one element, one of them writing it: "
+                                                f"a tagged disjoint union runs the two scopes concurrently")
+        return "the siblings share no written element: a tagged disjoint union"
+    if w.map is None and len(an) != len(bn):
+        raise _Fail("domains align", f"A has {len(an)} axes and B {len(bn)}; give a map (independent siblings of "
+                                     f"unlike domains fuse horizontally: a tagged disjoint union, not pointwise zipping)")
+    terms = bn if w.map is None else _map_terms(sp, w.map, bn)
+    if len(terms) != len(an):
+        raise _Fail("domains align", f"the map gives {len(terms)} coordinate(s); A has {len(an)} axes")
+    M = I.map(bn, an, f"{b_c} and " + (" and ".join(f"{x} = {t}" for x, t in zip(an, terms)) or "0 = 0"))
+    stray = M.range().subtract(I.set(an, a_c))
+    if not stray.is_empty():
+        raise _Fail("domains align", f"a B instance maps to {_point(stray)}, which is not an active instance of A")
+    if not M.is_injective():
+        raise _Fail("domains align", "two B instances map to one A instance")
+    lost = I.set(an, a_c).subtract(M.range())
+    if not lost.is_empty():
+        raise _Fail("domains align", f"A{_point(lost)} has no B instance to fuse with")
+    if dep is not None:
+        off = dep.subtract(M.reverse())
+        if not off.is_empty():
+            raise _Fail("Dep_AB ⊆ diagonal", f"a crossing edge between {_pair(off, A, B)}: per-instance fusion "
+                                             f"would lose it")
+    return "Dep_AB ⊆ diagonal over the whole domains"
+
+
+def check_scope_fusion_symbolic(program, w, max_operations: int = MAX_OPERATIONS) -> Verdict:
+    """Pointwise (`parallel`) or `horizontal` fusion of two parallel siblings directly under the
+    program's seq, decided with isl over the whole domains: the obligations of check_scope_fusion
+    (adjacent siblings, scope kinds, domains align, Dep_AB ⊆ diagonal / independent siblings) for
+    bodies of ops whose array subscripts are quasi-affine.  Anything else is unknown."""
+    return _run("Scope fusion", _scope_fusion, (program, w), max_operations)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from .budget import BudgetError
 from .domains import FiniteDomain, IndexMap, fmt
 from .errors import ReductionPolicyError, RegionError, UndecidedError
 from .expr import EvalError
@@ -89,6 +90,8 @@ def _verdict(rule: str, fn, *args, **kw) -> Verdict:
         return v
     except UndecidedError as exc:
         return Verdict(rule, False, "undecided", str(exc), decided=False)
+    except BudgetError as exc:          # too large to enumerate: unknown, not false (seed 002)
+        return Verdict(rule, False, "undecided", f"effects too large to enumerate: {exc}", decided=False)
     except RegionError as exc:          # a program whose effects cannot be derived
         return Verdict(rule, False, "effects known", str(exc))
     except EvalError as exc:
@@ -462,9 +465,12 @@ def check_reduction(w: ReductionWitness) -> Verdict:
     order = list(range(len(w.pieces))) if w.order is None else list(w.order)
     if sorted(order) != list(range(len(w.pieces))):
         raise _Fail("contribution accounting", f"merge order {order} is not a permutation of the pieces")
-    trivial = len(w.pieces) <= 1 and flat == sorted(flat)
-    if trivial:
+    if len(w.pieces) <= 1 and flat == sorted(flat):
         return "a single piece in source order: the fold itself"
+    if f.kind == "merge" and all(len(p) == 1 for p in w.pieces) and \
+            [w.pieces[k][0] for k in order] == list(range(w.fiber)):
+        # merge(...merge(seed, lift(r0))..., lift(rn-1)) is the left update chain, tree for tree
+        return f"{len(w.pieces)} single-contribution pieces merged in source order: the fold itself"
     if not may_regroup(w.policy, f):
         raise _Fail("compatible merge", f"{w.policy} fixes the grouping and '{f.name}' is not an exactly "
                                         f"associative merge, so partial states cannot be combined exactly")
@@ -693,6 +699,10 @@ def _fusion(program, w: FusionWitness, gprs=None, machines=None) -> str:
             raise _Fail("carried values", f"B uses A's carried value '{hit[0]}', which is final only after A's loop")
     if w.kind == "pipeline" and (not isinstance(w.distance, int) or isinstance(w.distance, bool) or w.distance < 0):
         raise _Fail("dependence distances", f"the distance must be a nonnegative integer, got {w.distance!r}")
+    # the walks below visit at most the program's instances: bound them as events() does (too
+    # large is unknown, not false)
+    from .budget import DEFAULT_MAX_COST, WALK_BLOCK_COST, check_budget
+    check_budget(program, DEFAULT_MAX_COST, None, None, WALK_BLOCK_COST)
     if w.kind == "barrier":
         return _barrier(program, w, A, B, gprs, machines)
     pairs = 0
@@ -987,6 +997,8 @@ def _fission(program, w: FissionWitness, gprs=None, machines=None) -> str:
                            gprs, machines)
     if v:
         return f"{w.scope} splits before body item {w.at}: " + v.detail
+    if not v.decided:
+        raise UndecidedError(v.detail.replace(a, f"{w.scope} part 1").replace(b, f"{w.scope} part 2"))
     cr = getattr(v, "crossing", None)
     if cr is None:
         raise _Fail("preserved cross-region dependences",

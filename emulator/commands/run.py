@@ -47,8 +47,9 @@ def add_arguments(parser):
                         help="write the commit log here: .arrow (Arrow IPC) or .jsonl (JSON lines); "
                              "docs/commit-log.md")
     from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES
-    parser.add_argument("--profile", default=None, choices=sorted(PROFILES),
-                        help=f"numeric profile (default: the init file's, else {DEFAULT_PROFILE})")
+    parser.add_argument("--profile", default=None, metavar="NAME",
+                        help=f"numeric profile, one of {', '.join(PROFILES)} (default: the init file's, "
+                             f"else {DEFAULT_PROFILE})")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     parser.add_argument("--timing", action="store_true", help="print per-block issue/complete cycles, "
                         "engine utilisation and total cycles (docs/timing.md)")
@@ -121,11 +122,15 @@ def init_machines(args, one: str | None = None) -> list:
         raise CommandError(str(exc)) from None
 
 
-def initial_machine(args):
-    from kernels.numeric.profiles import PROFILES
-
+def check_profile(args) -> None:
+    """An unknown --profile is one line naming the known ones (the profile table's), exit 2."""
+    from kernels.numeric.profiles import PROFILES, known
     if args.profile is not None and args.profile not in PROFILES:
-        raise CommandError(f"unknown profile {quote(args.profile)}; known: {', '.join(sorted(PROFILES))}", 2)
+        raise CommandError(f"--profile {quote(args.profile)}: unknown numeric profile; known: {known()}", 2)
+
+
+def initial_machine(args):
+    check_profile(args)
     if args.stream.endswith(".regions.json"):
         one = "a region program runs on one machine"
     else:
@@ -203,6 +208,7 @@ def _check_log(args) -> None:
 
 
 def run(args) -> int:
+    check_profile(args)
     _paths(args)
     _check_log(args)
     if args.stream.endswith(".regions.json"):

@@ -53,7 +53,11 @@ module alu (
     wire signed [63:0] ssb = sb;
     wire        a_less = is_signed ? (ssa < ssb) : (ua < ub);
     wire [63:0] shr_signed = ssa >>> count;                    // a signed operand alone: arithmetic shift
+`ifdef SEEDED_BUG
+    wire [63:0] shr = ua >> count;                              // SEEDED BUG: no sign fill for S* (Decision 066)
+`else
     wire [63:0] shr = is_signed ? shr_signed : (ua >> count);
+`endif
     reg  [63:0] int_y;
     always @* begin
         case (func)

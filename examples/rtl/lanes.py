@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import isa
-from emulator.golden.dataset import check_files, read_manifest
+from emulator.golden.dataset import open_dataset
 from isa.datatypes import datatype
 from isa.instructions import lookup
 
@@ -54,9 +54,8 @@ class Partition:
 def partitions(folder) -> list[Partition]:
     """The binary element-wise partitions of a dataset (after its integrity check)."""
     folder = pathlib.Path(folder)
-    m = read_manifest(folder)
     out: dict[str, Partition] = {}
-    for part, rec in check_files(folder, m):
+    for part, rec in open_dataset(folder).listed():
         instr = lookup(part["op"])
         if instr.schema != "binary" or part.get("dst"):
             continue

@@ -69,10 +69,10 @@ def _fail(message: str, status: int) -> int:
 def check_datasets(folders) -> str | None:
     """A damaged dataset is one line (the golden reader names the file), before any build."""
     sys.path.insert(0, str(ROOT))
-    from emulator.golden.dataset import GoldenError, check_files, read_manifest
+    from emulator.golden.dataset import GoldenError, open_dataset
     for f in folders:
         try:
-            check_files(f, read_manifest(f))
+            open_dataset(f)
         except GoldenError as exc:
             return f"--dataset {f}: {exc}"
     return None
@@ -81,7 +81,7 @@ def check_datasets(folders) -> str | None:
 def simulate(dut: str, folders, build: pathlib.Path) -> dict:
     from cocotb_tools.runner import get_runner
     runner = get_runner("icarus")
-    runner.build(sources=[HERE / f"{dut}.v"], hdl_toplevel=TOPLEVEL, build_dir=build, timescale=("1ns", "1ps"),
+    runner.build(sources=[HERE / f"{dut}.v"], includes=[HERE], hdl_toplevel=TOPLEVEL, build_dir=build, timescale=("1ns", "1ps"),
                  log_file=build / "build.log")
     result = build / "result.json"
     env = {"TB_DATASETS": os.pathsep.join(str(f) for f in folders), "TB_RESULT": str(result),

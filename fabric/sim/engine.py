@@ -230,17 +230,18 @@ class Simulator:
                 n_max = self.W * self.LW * len(g.actors)
                 nw = max(g.in_words)
                 buf = self._buffers[gi] = (np.zeros((len(g.in_words), n_max, nw), np.uint64), nw,
-                                           self.p.models[int(g.actors[0])].kind == "stream")
-            ops, nw, stream = buf
+                                           self.p.models[int(g.actors[0])].kind == "stream",
+                                           np.zeros((n_max, 3), np.int64))
+            ops, nw, stream, where = buf
             n = k.gather(fire, g.actors, st.vals, self._op, st.data, self.p.T.a_in, not stream, len(g.in_words), nw,
-                         ops)
+                         ops, where)
             if not n:
                 continue
             args = [ops[i, :n, 0] if w == 1 else ops[i, :n, :w] for i, w in enumerate(g.in_words)]
             res = g.fn(*args)
             for j, (r, w) in enumerate(zip(res, g.out_words)):
                 r = np.ascontiguousarray(np.asarray(r, np.uint64).reshape(n, -1)[:, :w])
-                k.scatter(fire, g.actors, st.vals, j, r)
+                k.scatter(where, st.vals, j, r)
 
     def _cycle(self, t, live):
         """Settle, compute and apply cycle t of the live instances; faulted ones end here."""

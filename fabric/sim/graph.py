@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from ..elastic import DEFINEDNESS_REQUIRED
 from ..errors import FormatError
 from ..io import parse_json as parse_document
-from . import jsonread
-from ..topology import split_ref
+from ..jsonread import SchemaReader, dollar_path, enum as one_of, integer, lst, obj, register_format, string
+from ..refinement import REFINEMENTS
+from ..topology import GRANT_POLICIES, split_ref
 from ..types import NoneType, TaggedType, TypeWidthError, VectorType, payload_bits
 from .models import CYCLE_MODELS, NO_CYCLE_MODEL, no_kernel_reason
 
@@ -26,7 +27,6 @@ MAX_TOKENS = 1 << 20          # tokens per input stream
 MAX_INSTANCE_STREAMS = 1 << 16  # per-instance token lists of one input
 MAX_READY_EVERY = 1 << 20
 MAX_CONTEXTS = 1 << 10        # resident InstructionContextRefs of one temporal resource
-GRANT_POLICIES = ("round_robin", "fixed_priority")
 MAX_VALUE_BITS = 4096         # widest token this model carries
 
 
@@ -134,37 +134,48 @@ def _d(code, path, msg):
     return GraphDiagnostic(code, path, msg)
 
 
-# --- the document: a closed JSON Schema (fabric.sim.jsonread) --------------------------------------
+# --- the document: a closed JSON Schema (fabric.jsonread, as the fabric description's) -----------
 
-jsonread.register_format("endpoint", lambda v: not isinstance(v, str) or split_ref(v) is not None,
-                         lambda v: f"{v!r} is not an endpoint (actor.K)")
-_REF = jsonread.string("endpoint")
-GRAPH_SCHEMA = jsonread.closed(
-    ("format", "name", "fabric", "actors", "edges"), ("inputs", "outputs", "activity_defined", "temporal"), {
-        "format": {"const": FORMAT},
-        "name": jsonread.string(),
-        "fabric": jsonread.string(),
-        "actors": jsonread.array(jsonread.string(), MAX_ITEMS),
-        "edges": jsonread.array(jsonread.closed(("from", "to"), ("initial",), {"from": _REF, "to": _REF}), MAX_ITEMS),
-        "inputs": jsonread.array({
-            **jsonread.closed(("name", "to"), ("tokens", "instance_tokens"), {
-                "name": jsonread.string(), "to": jsonread.array(_REF, MAX_ITEMS),
-                "tokens": jsonread.array(None, MAX_TOKENS),
-                "instance_tokens": {**jsonread.array(jsonread.array(None, MAX_TOKENS), MAX_INSTANCE_STREAMS),
-                                    "minItems": 1}}),
-            "oneOf": [{"required": ["tokens"]}, {"required": ["instance_tokens"]}],
-            "description": "an input has exactly one of tokens (every instance) and instance_tokens "
-                           "(one list per instance)"}, MAX_ITEMS),
-        "outputs": jsonread.array(jsonread.closed(("name", "from"), ("ready_every",), {
-            "name": jsonread.string(), "from": _REF, "ready_every": jsonread.integer(1, MAX_READY_EVERY)}), MAX_ITEMS),
-        "activity_defined": jsonread.array(_REF, MAX_ITEMS),
-        "temporal": jsonread.array(jsonread.closed(("op", "contexts", "actors"), ("initiation_interval", "grant_policy"), {
-            "op": jsonread.string(), "contexts": jsonread.integer(1, MAX_CONTEXTS),
-            "initiation_interval": jsonread.integer(1, MAX_READY_EVERY),
-            "grant_policy": {"enum": list(GRANT_POLICIES), "description": "grant_policy is round_robin or fixed_priority"},
-            "actors": {"type": "object", "maxProperties": MAX_CONTEXTS,
-                       "additionalProperties": jsonread.integer(0, MAX_CONTEXTS - 1)}}), MAX_ITEMS),
-    })
+register_format("endpoint", lambda v: split_ref(v) is not None)
+_REF = string({"format": "endpoint", "x-message": "{value!r} is not an endpoint (actor.K)"})
+
+
+def _list(items: dict | None = None, limit: int = MAX_ITEMS, **extra) -> dict:
+    """A list of at most `limit` entries (of any JSON values where `items` is None)."""
+    return lst(items, limit, **extra) if items is not None else {"type": "array", "maxItems": limit, **extra}
+
+
+def _input() -> dict:
+    # an input's own checks in reading order: unknown fields, missing ones, then which token form
+    s = obj({"name": string(), "to": _list(_REF),
+             "tokens": _list(None, MAX_TOKENS),
+             "instance_tokens": _list(_list(None, MAX_TOKENS), MAX_INSTANCE_STREAMS, minItems=1)},
+            required=("name", "to"))
+    s["allOf"] += [{"required": s["required"]},
+                   {"oneOf": [{"required": ["tokens"]}, {"required": ["instance_tokens"]}],
+                    "x-message": "an input has exactly one of tokens (every instance) and instance_tokens "
+                                 "(one list per instance)"}]
+    return s
+
+
+GRAPH_SCHEMA = obj({
+    "format": {"const": FORMAT, "x-message": f"expected {FORMAT!r}, found {{value!r}}"},
+    "name": string(),
+    "fabric": string(),
+    "actors": _list(string()),
+    "edges": _list(obj({"from": _REF, "to": _REF, "initial": {}}, required=("from", "to"))),
+    "inputs": _list(_input()),
+    "outputs": _list(obj({"name": string(), "from": _REF, "ready_every": integer(1, MAX_READY_EVERY)},
+                         required=("name", "from"))),
+    "activity_defined": _list(_REF),
+    "temporal": _list(obj({
+        "op": string(), "contexts": integer(1, MAX_CONTEXTS), "actors": {
+            "type": "object", "maxProperties": MAX_CONTEXTS, "additionalProperties": integer(0, MAX_CONTEXTS - 1)},
+        "initiation_interval": integer(1, MAX_READY_EVERY),
+        "grant_policy": one_of(GRANT_POLICIES, f"{{value!r}} is not one of {', '.join(map(repr, GRANT_POLICIES))}")},
+        required=("op", "contexts", "actors"))),
+}, required=("format", "name", "fabric", "actors", "edges"))
+_READER = SchemaReader(GRAPH_SCHEMA, dollar_path)
 
 
 def token_value(v, t, width: int, path: str):
@@ -223,7 +234,7 @@ def load_graph(path, fabric) -> Graph:
 def load_graph_document(doc, fabric) -> Graph:
     from ..view import check_fabric
 
-    jsonread.check(doc, GRAPH_SCHEMA)
+    _READER.check(doc)
     name, fname, actor_names = doc["name"], doc["fabric"], doc["actors"]
     raw_edges = [(split_ref(e["from"]), split_ref(e["to"]), e.get("initial"), f"$.edges[{i}]")
                  for i, e in enumerate(doc["edges"])]
@@ -244,7 +255,10 @@ def load_graph_document(doc, fabric) -> Graph:
     if not rep.ok:
         raise GraphError([_d(GraphCode.FabricInvalid, "fabric", str(d)) for d in rep.diagnostics])
 
-    diags: list = []
+    diags: list = [_d(GraphCode.NoCycleModel, f"mapping.physical_refinements[{i}]",
+                      f"{r.op} selects {r.kind} {r.value!r}, which retimes the resource; the cycle models run "
+                      f"the unrefined timing only, so this run is refused rather than mistimed")
+                   for i, r in enumerate(fabric.mapping.refinements) if REFINEMENTS[r.kind].retimes(r.value)]
     uses = {u.name: u for u in fabric.mapping.uses}
     actors, seen = {}, set()
     for i, a in enumerate(actor_names):
@@ -278,15 +292,15 @@ def load_graph_document(doc, fabric) -> Graph:
                 diags.append(_d(GraphCode.CapabilityInadmissible, p,
                                 f"{u.actor.schema} {a!r}: no activity-definedness proof for operand(s) "
                                 f"{', '.join(f'{a}.{k}' for k in missing)} (list them in activity_defined)"))
-    temporal = _temporal(doc.get("temporal", []), actors, diags)
-    shared = {t.op for t in temporal}
+    temporal = _temporal(doc.get("temporal", []), actors, fabric, diags)
+    shared = {t.op for t in temporal} | {a.use.op for a in actors.values() if _in_temporal_pe(fabric, a.use.op)}
     owner: dict = {}
     for a in actors.values():
         if a.use.op in owner and a.use.op not in shared:
             diags.append(_d(GraphCode.SharedResource, "$.actors",
                             f"actors {owner[a.use.op]!r} and {a.name!r} both run on {a.use.op}: a spatial PE has one "
-                            f"context per resource; declare the resource temporal (temporal[].actors) to give each "
-                            f"actor its own InstructionContextRef"))
+                            f"context per resource; put its FU in a temporal PE (pes[], kind temporal) and give each "
+                            f"use its own context, to give each actor its own InstructionContextRef"))
         owner.setdefault(a.use.op, a.name)
     for u in fabric.mapping.uses:
         if u.name not in seen:
@@ -400,12 +414,17 @@ def load_graph_document(doc, fabric) -> Graph:
     return g
 
 
-def _temporal(entries, actors, diags) -> list:
-    """The temporal declarations: every actor of a shared resource in its own context below the
-    resource's resident-context count; a transparent resource forwards within the cycle and is
-    never shared."""
-    from .models import CYCLE_MODELS
-    out, seen = [], set()
+_TRANSPARENT = ("LoopCarry", "LoopInvariant", "LoopGate")
+
+
+def _temporal(entries, actors, fabric, diags) -> list:
+    """The shared operation resources: those of the fabric's temporal PEs (each actor in its
+    use's InstructionContextRef, the PE's initiation interval and grant policy), then the graph's
+    `temporal` entries for fabrics that declare no PE around the resource.  Every actor of a
+    shared resource is in its own context below the resident-context count; a transparent
+    resource forwards within the cycle and is never shared."""
+    out = _fabric_temporal(actors, fabric, diags)
+    seen = set()
     for i, t in enumerate(entries):
         p = f"$.temporal[{i}]"
         op = t["op"]
@@ -417,10 +436,15 @@ def _temporal(entries, actors, diags) -> list:
             diags.append(_d(GraphCode.TemporalInvalid, p + ".op", f"{op!r} is declared temporal twice"))
             continue
         seen.add(op)
+        pe = fabric.pe_of(op.split("/")[0])
+        if pe is not None:      # the fabric owns the resource's contexts and scheduler: one place
+            why = ("which owns its contexts (the uses' context), initiation interval and grant policy; drop this "
+                   "entry" if pe.kind == "temporal" else "which uses its sole context")
+            diags.append(_d(GraphCode.TemporalInvalid, p + ".op", f"{op} is in {pe.kind} PE {pe.name} of the fabric, {why}"))
+            continue
         fam = next(a.family for a in actors.values() if a.use.op == op)
-        if fam in ("LoopCarry", "LoopInvariant", "LoopGate"):
-            diags.append(_d(GraphCode.TemporalInvalid, p + ".op", f"{op} is an elastic-transparent {fam} resource: it "
-                                                                 f"forwards within the cycle, so contexts cannot take turns on it"))
+        if fam in _TRANSPARENT:
+            diags.append(_transparent(p + ".op", op, fam))
             continue
         ctx = t["actors"]
         bad = False
@@ -445,6 +469,49 @@ def _temporal(entries, actors, diags) -> list:
         if not bad and CYCLE_MODELS.get(fam) is not None:
             out.append(Temporal(op, t["contexts"], t.get("initiation_interval", 1), t.get("grant_policy", "round_robin"),
                                 tuple(sorted((c, n) for n, c in ctx.items()))))
+    return out
+
+
+def _in_temporal_pe(fabric, op) -> bool:
+    pe = fabric.pe_of(op.split("/")[0])
+    return pe is not None and pe.kind == "temporal"
+
+
+def _transparent(path, op, fam):
+    return _d(GraphCode.TemporalInvalid, path, f"{op} is an elastic-transparent {fam} resource: it forwards "
+                                               f"within the cycle, so contexts cannot take turns on it")
+
+
+def _fabric_temporal(actors, fabric, diags) -> list:
+    """The operation resources of the fabric's temporal PEs that take turns: several actors (or
+    one, when the PE spaces its grants), each in its use's resident context (the verifier keeps
+    the context below the PE's count), one context per actor."""
+    from .models import CYCLE_MODELS
+    by_op: dict = {}
+    for a in actors.values():
+        by_op.setdefault(a.use.op, []).append(a)
+    out = []
+    for op, members in by_op.items():
+        pe = fabric.pe_of(op.split("/")[0])
+        if pe is None or pe.kind != "temporal":
+            continue
+        ii = pe.initiation_interval or 1
+        if len(members) == 1 and ii == 1:
+            continue            # one context granted every cycle: the resource runs as it would alone
+        if members[0].family in _TRANSPARENT:
+            diags.append(_transparent(f"pes[{fabric.pes.index(pe)}]", op, members[0].family))
+            continue
+        by_ctx: dict = {}
+        for a in members:
+            c = a.use.context or 0
+            if c in by_ctx:
+                diags.append(_d(GraphCode.ContextCapacity, f"mapping.uses[{fabric.mapping.uses.index(a.use)}].context",
+                                f"context {c} of {op} is already resident for {by_ctx[c]!r} (give each use of "
+                                f"temporal PE {pe.name} its own context)"))
+            by_ctx.setdefault(c, a.name)
+        if len(by_ctx) == len(members) and CYCLE_MODELS.get(members[0].family) is not None:
+            out.append(Temporal(op, pe.contexts, ii, pe.grant_policy or GRANT_POLICIES[0],
+                                tuple(sorted((c, n) for c, n in by_ctx.items()))))
     return out
 
 

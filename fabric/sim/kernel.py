@@ -94,7 +94,11 @@ def lane_of(bit):
     x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
     x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
     x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+    # the byte counts summed by shifts, not by a wrapping multiply (NumPy scalars warn on overflow)
+    x = x + (x >> np.uint64(8))
+    x = x + (x >> np.uint64(16))
+    x = x + (x >> np.uint64(32))
+    return np.int64(x & np.uint64(0x7F))
 
 
 @kernel
@@ -580,6 +584,17 @@ def apply(P, S, t, live):
         vals[w, a, l, 0, 0] = get_field(vals, w, a, l, ST, first * ew, ew)
         vals[w, a, l, 1, 0] = np.uint64(1)
 
+    def copy_sources(w, a, l, c):
+        """The results of case c that carry an operand or the constant into lane l's group
+        (SRC_COMPUTED ones: the semantic kernel has written them)."""
+        for j in range(ai[a, A_NOUT]):
+            src = c_src[c, j]
+            if src >= 0:
+                copy_in(w, a, l, j, a_in[a, src])
+            elif src == SRC_CONST:
+                for x in range(NW):
+                    vals[w, a, l, j, x] = P.a_const[a, x]
+
     def commit(w, a, l, c, bit):
         """Lane l of actor a commits case c."""
         kind = ai[a, A_KIND]
@@ -588,14 +603,7 @@ def apply(P, S, t, live):
             return
         if ai[a, A_REG] != 0:
             open_claim(w, a, l, c, bit)
-            for j in range(ai[a, A_NOUT]):
-                src = c_src[c, j]
-                if src >= 0:
-                    copy_in(w, a, l, j, a_in[a, src])
-                elif src == SRC_CONST:
-                    for x in range(NW):
-                        vals[w, a, l, j, x] = P.a_const[a, x]
-                # SRC_COMPUTED: the semantic kernel has written the group
+            copy_sources(w, a, l, c)
         if kind == K_STREAM:
             if la[w, a, l, LSTATE] == 0:
                 copy_in(w, a, l, ST + 1, a_in[a, 1])             # limit
@@ -709,13 +717,7 @@ def apply(P, S, t, live):
                     l = lane_of(bit)
                     la[w, a, l, FIRES] += 1
                     if copies:
-                        for j in range(ai[a, A_NOUT]):
-                            src = c_src[c, j]
-                            if src >= 0:
-                                copy_in(w, a, l, j, a_in[a, src])
-                            elif src == SRC_CONST:
-                                for x in range(NW):
-                                    vals[w, a, l, j, x] = P.a_const[a, x]
+                        copy_sources(w, a, l, c)
                 continue
             while f != 0:
                 bit = f & (~f + np.uint64(1))
@@ -845,10 +847,10 @@ def pace(P, S, t, live, quiet, last, wake, done, window, limit, skip):
 # --- the semantic kernels' operands and results ------------------------------------------------------
 
 @kernel
-def gather(fire, acts, vals, slot, data, a_in, from_edges, n_ops, nw, ops):
+def gather(fire, acts, vals, slot, data, a_in, from_edges, n_ops, nw, ops, where):
     """The operands of the lanes of the group's actors `acts` that fired, in (word, actor, lane)
     order: ops[k][i] is operand k of firing i (its first nw words), from its edge or (a stream)
-    from vals slot + k; returns how many.  `scatter` visits the firings in the same order."""
+    from vals slot + k, and where[i] its (word, actor, lane); returns how many."""
     n = 0
     LW = data.shape[2]
     full = ONES if LW == 64 else (np.uint64(1) << np.uint64(LW)) - np.uint64(1)
@@ -864,6 +866,10 @@ def gather(fire, acts, vals, slot, data, a_in, from_edges, n_ops, nw, ops):
                     for l in range(LW):
                         for x in range(nw):
                             ops[k, n + l, x] = data[w, e, l, x]
+                for l in range(LW):
+                    where[n + l, 0] = w
+                    where[n + l, 1] = a
+                    where[n + l, 2] = l
                 n += LW
                 continue
             while f != 0:
@@ -878,36 +884,21 @@ def gather(fire, acts, vals, slot, data, a_in, from_edges, n_ops, nw, ops):
                     else:
                         for x in range(nw):
                             ops[k, n, x] = vals[w, a, l, slot + k, x]
+                where[n, 0] = w
+                where[n, 1] = a
+                where[n, 2] = l
                 n += 1
     return n
 
 
 @kernel
-def scatter(fire, acts, vals, j, res):
-    """Result j of the gathered firings (in gather's order) into their current group."""
-    n = 0
+def scatter(where, vals, j, res):
+    """Result j of the gathered firings into their current group, at gather's `where`."""
     nw = res.shape[1]
-    LW = vals.shape[2]
-    full = ONES if LW == 64 else (np.uint64(1) << np.uint64(LW)) - np.uint64(1)
-    for w in range(fire.shape[0]):
-        for i in range(acts.shape[0]):
-            a = acts[i]
-            f = fire[w, a]
-            if f == 0:
-                continue
-            if f == full:
-                for l in range(LW):
-                    for x in range(nw):
-                        vals[w, a, l, j, x] = res[n + l, x]
-                n += LW
-                continue
-            while f != 0:
-                bit = f & (~f + np.uint64(1))
-                f = f ^ bit
-                l = lane_of(bit)
-                for x in range(nw):
-                    vals[w, a, l, j, x] = res[n, x]
-                n += 1
+    for q in range(res.shape[0]):
+        w, a, l = where[q, 0], where[q, 1], where[q, 2]
+        for x in range(nw):
+            vals[w, a, l, j, x] = res[q, x]
 
 
 def compiled():

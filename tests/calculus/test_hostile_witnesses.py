@@ -121,3 +121,15 @@ def test_cyclic_and_huge_inputs_are_bounded():
     huge = ReindexWitness(FiniteDomain([("i", 1 << 40)]), FiniteDomain([("a", 1 << 40)]), IndexMap(("a",), ["a"]))
     assert not check_witness(huge).decided                   # enumeration declines ...
     assert check_symbolic(huge)                              # ... isl decides
+
+
+def test_an_empty_inner_axis_under_a_huge_outer_one_is_not_walked():
+    """a < 857107251973, b < 0 has no point: it is empty at once, not after 10^12 steps; a ragged
+    domain too long to enumerate is declined (unknown), never walked."""
+    empty = FiniteDomain([("a", 857107251973), ("b", 0)])
+    assert empty.points(active_only=False) == []
+    w = dataclasses.replace(split(10, 4), new=empty)
+    one_line(check_witness(w))
+    ragged = FiniteDomain([("a", 1 << 30), ("b", "a // 536870912")])
+    v = check_witness(ReindexWitness(ragged, ragged, IndexMap(("a", "b"), ["a", "b"])))
+    assert not v and not v.decided and "steps to enumerate" in v.detail

@@ -64,6 +64,51 @@ def test_adding_order_must_stay_acyclic_keep_observable_edges_and_be_implementab
     assert v.obligation == "implementable" and "synchronizes no participants" in v.detail
 
 
+def test_two_participants_waiting_on_each_other_are_not_implementable():
+    # p0 runs 0 then 1, p1 runs 2 then 3; the schedule asks 1 before 2 and 3 before 0: acyclic as
+    # a schedule, a deadlock once each participant's local order is added
+    two = dict(participant=[0, 0, 1, 1], time=[0, 1, 0, 1])
+    v = check_strengthening(StrengthWitness(4, [], [(1, 2), (3, 0)], **two))
+    assert v.obligation == "implementable" and "wait on each other" in v.detail
+    assert extensions(4, [(1, 2), (3, 0), (0, 1), (2, 3)]) == set()
+    v = check_strengthening(StrengthWitness(3, [], [], participant=[0, 0, 1], time=[4, 4, 0]))
+    assert v.obligation == "implementable" and "event 0 and event 1 both at local time 4" in v.detail
+
+
+placed = st.integers(2, 5).flatmap(lambda n: st.tuples(
+    st.just(n),
+    st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(lambda e: e[0] < e[1]), max_size=5),
+    st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(lambda e: e[0] != e[1]), max_size=6),
+    st.lists(st.integers(0, 1), min_size=n, max_size=n), st.lists(st.integers(0, 3), min_size=n, max_size=n),
+    st.sampled_from(["barrier", "none"])))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(placed)
+def test_strengthening_agrees_with_brute_force_linear_extensions(case):
+    """The reference, from the seed's sentences and permutations enumerated here: the schedule
+    has a linear extension (acyclic); each of its extensions is one of the source's (observable
+    edges kept); some extension runs every participant's events in their local time order, no
+    participant runs two events at one time, and with sync "none" no two events of different
+    participants are ordered in every extension (implementable)."""
+    n, src, sched, part, time, sync = case
+    ext, ext_src = extensions(n, sched), extensions(n, src)
+    local = [(a, b) for a in range(n) for b in range(n) if part[a] == part[b] and time[a] < time[b]]
+    always = lambda a, b: all(p.index(a) < p.index(b) for p in ext)             # noqa: E731
+    if not ext:
+        want = "acyclic"
+    elif not ext <= ext_src:
+        want = "observable edges kept"
+    elif (any(part[a] == part[b] and time[a] == time[b] for a in range(n) for b in range(a + 1, n))
+          or not extensions(n, sched + local)
+          or (sync == "none" and any(part[a] != part[b] and always(a, b) for a in range(n) for b in range(n)))):
+        want = "implementable"
+    else:
+        want = None
+    v = check_strengthening(StrengthWitness(n, src, sched, participant=part, time=time, sync=sync))
+    assert (v.obligation if not v else None) == want, (v, want)
+
+
 @pytest.mark.parametrize("events,source,schedule", [
     (3, None, []), (3, [(0, 5)], []), (3, [(0,)], []), (3, [("a", 1)], []), (-1, [], []), (True, [], []),
     (3, [], 7), (3, [], [(True, 1)]), (3, [(0, 1), (1, 0)], []),
@@ -120,6 +165,73 @@ def test_composition_refuses_what_does_not_compose():
     assert v.obligation == "chain" and "old domain" in v.detail
     assert check_composition([]).obligation == "well-typed witness"
     assert check_composition([SPLIT]).obligation == "well-typed witness"
+
+
+SHAPES = [(("a", 2), ("b", 3)), (("c", 3), ("d", 2)), (("e", 6),), (("f", 2), ("g", 3))]
+
+
+def points(shape):
+    return list(itertools.product(*(range(n) for _, n in shape)))
+
+
+def remap_is_sound(old, new, table, cuts):
+    """The Reindex obligations by enumeration, restated here: the table is a bijection of the
+    points, and per observed cut (j, rho) the new rho-prefix determines the old j-prefix,
+    distinct new prefixes giving distinct old ones."""
+    if sorted(table.values()) != sorted(points(old)) or sorted(table) != sorted(points(new)):
+        return False
+    for j, rho in cuts:
+        pre = {}
+        for n, o in table.items():
+            if pre.setdefault(n[:rho], o[:j]) != o[:j]:
+                return False
+        if len(set(pre.values())) != len(pre):
+            return False
+    return True
+
+
+# a flat permutation of 6 points: arbitrary, or blocked (block q of 3 to block sigma(q), each
+# block permuted within), which keeps a 2 x 3 shape's first coordinate an identity
+flat_perms = st.one_of(
+    st.permutations(range(6)),
+    st.tuples(st.permutations(range(2)), st.permutations(range(3)), st.permutations(range(3))).map(
+        lambda t: [3 * t[0][k // 3] + t[1 + k // 3][k % 3] for k in range(6)]))
+remaps = st.tuples(st.sampled_from(range(len(SHAPES))), st.sampled_from(range(len(SHAPES))), flat_perms, flat_perms,
+                   st.sampled_from([0, 1, 2]), st.sampled_from([0, 1, 2]), st.booleans())
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
+@given(remaps)
+def test_law_2_remaps_compose_by_map_composition(case):
+    """Random bijections old -> mid -> new of 6 points (tables), the first observing old cut j
+    (j = 0, 1 or the whole occurrence) at mid prefix rho1, the second observing it (or not) at
+    new prefix rho2: each step's verdict, the chain's, and the composite's tau and soundness are
+    computed here by enumeration."""
+    mi, ni, p1, p2, j, rho2, observe = case
+    old, mid, new = SHAPES[0], SHAPES[mi], SHAPES[ni]
+    rho1 = min(j, len(mid)) if j < 2 else len(mid)
+    rho2 = len(new) if rho1 == len(mid) and rho2 == 2 else min(rho2, len(new))
+    t1 = {m: points(old)[p1[k]] for k, m in enumerate(points(mid))}         # tau1: mid -> old
+    t2 = {n: points(mid)[p2[k]] for k, n in enumerate(points(new))}         # tau2: new -> mid
+    dom = lambda sh: FiniteDomain(list(sh))                                   # noqa: E731
+    cut2 = (Cut(rho1, rho2),) if observe else ()
+    first = ReindexWitness(dom(old), dom(mid), IndexMap(tuple(a for a, _ in mid), lambda *c: t1[c]), (Cut(j, rho1),))
+    second = ReindexWitness(dom(mid), dom(new), IndexMap(tuple(a for a, _ in new), lambda *c: t2[c]), cut2)
+    ok1 = remap_is_sound(old, mid, t1, [(j, rho1)])
+    ok2 = remap_is_sound(mid, new, t2, [(rho1, rho2)] if observe else [])
+    assert bool(check_reindex(first)) == ok1 and bool(check_reindex(second)) == ok2
+    v = check_composition([Refinement(first, C, C), Refinement(second, C, C)])
+    composite = {n: t1[t2[n]] for n in points(new)}
+    if not (ok1 and ok2):
+        assert v.obligation == "steps admitted"
+    elif not observe:
+        assert v.obligation == "chain" and "does not observe" in v.detail
+    else:
+        # the law's conclusion: the composite is a bijection whose prefix equations commute
+        assert remap_is_sound(old, new, composite, [(j, rho2)])
+        assert v, v
+        both = compose_reindex(first, second)
+        assert {n: both.tau(n) for n in points(new)} == composite and [(c.j, c.rho) for c in both.cuts] == [(j, rho2)]
 
 
 # ---- re-homing across an identity cut ----------------------------------------------------------

@@ -161,3 +161,105 @@ def test_a_solver_limit_is_unknown():
     w = split(1 << 30, 7)
     v = check_split_fuse_symbolic(w, max_operations=10)
     assert not v and not v.decided and "isl stopped" in v.detail
+
+
+# ---- scope fusion: two parallel siblings with affine accesses ---------------------------------
+
+from emulator.calculus import builder as B                                  # noqa: E402
+from emulator.calculus.symbolic import check_scope_fusion_symbolic          # noqa: E402
+from emulator.calculus.witnesses import FusionWitness, check_scope_fusion   # noqa: E402
+
+W = FusionWitness("$.body.seq[0]", "$.body.seq[1]")
+S = 6                                                                       # array extent
+
+
+def subscript(names):
+    v = st.sampled_from(names)
+    c = st.integers(0, 3)
+    return st.one_of(v, st.integers(0, S - 1).map(str),
+                     st.tuples(v, c).map(lambda t: f"({t[0]} + {t[1]}) % {S}"),
+                     st.tuples(c, v).map(lambda t: f"{S - 1} - {t[1]} // {t[0] + 1}"),
+                     st.tuples(v, v).map(lambda t: f"({t[0]} + {t[1]}) % {S}"))
+
+
+@st.composite
+def sibling_programs(draw):
+    rank = draw(st.sampled_from([1, 2]))
+    names = ["i", "j"][:rank]
+    ext = [draw(st.integers(1, S)) for _ in names]
+    b_ext = ext if draw(st.booleans()) else [draw(st.integers(1, S)) for _ in names]
+    dom = list(zip(names, ext))
+    where = draw(st.sampled_from([None, "i % 2 == 0", f"i + {names[-1]} < 5"]))
+    sub = lambda: "[" + ", ".join(draw(subscript(names)) for _ in range(2)) + "]"   # noqa: E731
+    a_stmt = f"tmp{sub()} = x{sub()} + 1"
+    b_stmt = draw(st.sampled_from([f"out{sub()} = tmp{sub()} * 2", f"tmp{sub()} = x{sub()}",
+                                   f"out{sub()} = x{sub()} + tmp{sub()}", f"x{sub()} = 3"]))
+    arrays = {k: B.array([S, S], fill=1) for k in ("x", "tmp", "out")}
+    prog = B.program(B.seq(B.parallel(dom, B.op(a_stmt), where=where),
+                           B.parallel(list(zip(names, b_ext)), B.op(b_stmt))), arrays=arrays)
+    kind = draw(st.sampled_from(["parallel", "horizontal"]))
+    m = None
+    if kind == "parallel" and rank == 2 and draw(st.booleans()):
+        m = IndexMap(("i", "j"), draw(st.sampled_from([["j", "i"], ["i", "j"], [f"{ext[0] - 1} - i", "j"]])))
+    return prog, FusionWitness(W.first, W.second, kind, map=m)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(sibling_programs())
+def test_fusion_finite_and_symbolic_agree(case):
+    prog, w = case
+    same(check_scope_fusion(prog, w), check_scope_fusion_symbolic(prog, w))
+
+
+def test_fusion_beyond_enumeration_is_decided_symbolically():
+    n = 1 << 11                                                  # 2^22 instances per scope
+    def prog(b):                                                 # noqa: E306
+        return B.program(B.seq(B.parallel([("i", n), ("j", n)], B.op("tmp[i, j] = x[i, j]")),
+                               B.parallel([("i", n), ("j", n)], B.op(b))),
+                         arrays={k: B.array([n, n], fill=0) for k in ("x", "tmp", "out")})
+    pointwise = prog("out[i, j] = tmp[i, j] + 1")
+    assert not check_scope_fusion(pointwise, W).decided         # the finite reference declines
+    assert check_scope_fusion_symbolic(pointwise, W)
+    v = check_scope_fusion_symbolic(prog(f"out[i, j] = tmp[i, (j + 1) % {n}]"), W)
+    assert v.obligation == "Dep_AB ⊆ diagonal" and "per-instance fusion would lose it" in v.detail
+    i, j = (int(x) for x in v.detail.split("$.body.seq[0] (i=")[1].split(")")[0].split(", j="))
+    bi, bj = (int(x) for x in v.detail.split("$.body.seq[1] (i=")[1].split(")")[0].split(", j="))
+    assert (i, j) == (bi, (bj + 1) % n)                           # the counterexample is a real edge
+    transposed = FusionWitness(W.first, W.second, map=IndexMap(("i", "j"), ["j", "i"]))
+    assert check_scope_fusion_symbolic(prog("out[j, i] = tmp[j, i]"), transposed)
+    h = FusionWitness(W.first, W.second, "horizontal")
+    assert check_scope_fusion_symbolic(prog("out[i, j] = x[i, j]"), h)
+    assert check_scope_fusion_symbolic(prog("out[i, j] = tmp[0, 0]"), h).obligation == "independent siblings"
+
+
+@pytest.mark.parametrize("b,words", [
+    ("out[i, j] = tmp[i, j + 1]", "may leave its bounds"),
+    ("out[i, j] = tmp[x[i, j], j]", "reads a table"),
+    ("out[i, j] = tmp[i * j % 4, j]", "multiplies two variables"),
+])
+def test_fusion_outside_the_fragment_is_unknown(b, words):
+    prog = B.program(B.seq(B.parallel([("i", 4), ("j", 4)], B.op("tmp[i, j] = x[i, j]")),
+                           B.parallel([("i", 4), ("j", 4)], B.op(b))),
+                     arrays={k: B.array([4, 4], fill=0) for k in ("x", "tmp", "out")})
+    v = check_scope_fusion_symbolic(prog, W)
+    assert not v and not v.decided and words in v.detail, v
+    v = check_scope_fusion_symbolic(prog, FusionWitness(W.first, W.second, "pipeline"))
+    assert not v.decided
+
+
+def test_a_fusion_counterexample_is_a_real_edge_and_a_solver_limit_is_unknown():
+    prog = B.program(B.seq(B.parallel([("i", 40), ("j", 40)], B.op("tmp[i, j] = x[i, j]")),
+                           B.parallel([("i", 40), ("j", 40)],
+                                      B.op("out[i, j] = tmp[(i * 7 + j * 3) % 40, (j * 5 + i) % 40]"))),
+                     arrays={k: B.array([40, 40], fill=0) for k in ("x", "tmp", "out")})
+    v = check_scope_fusion_symbolic(prog, W)
+    assert v.obligation == "Dep_AB ⊆ diagonal"
+    a = tuple(int(x) for x in v.detail.split("$.body.seq[0] (i=")[1].split(")")[0].split(", j="))
+    b = tuple(int(x) for x in v.detail.split("$.body.seq[1] (i=")[1].split(")")[0].split(", j="))
+    assert a == ((b[0] * 7 + b[1] * 3) % 40, (b[1] * 5 + b[0]) % 40) and a != b     # B(b) reads what A(a) wrote
+    assert check_scope_fusion(prog, W).obligation == "Dep_AB ⊆ diagonal"
+    v = check_scope_fusion_symbolic(prog, W, max_operations=50)
+    assert not v and not v.decided and "isl stopped" in v.detail
+    for bad in (("nonsense", W), (prog, "w")):
+        v = check_scope_fusion_symbolic(*bad)
+        assert not v and not v.decided

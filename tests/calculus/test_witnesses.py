@@ -3,6 +3,8 @@ and the Bind/serialize obligations 'preserved identity' and 'serial order'.
 
 Every admitted factorisation is checked against folding the pieces by hand here (Python's own
 integer, string and binary64 arithmetic), every rejected one against a counterexample value."""
+import itertools
+
 import pytest
 
 from emulator.calculus.domains import FiniteDomain, IndexMap
@@ -93,6 +95,76 @@ def test_an_update_has_no_merge_to_combine_partials():
     assert v.obligation == "compatible merge" and "not a State x State merge" in v.detail
     assert check_reduction(ReductionWitness("fold_left", "nosuch", 4, [[0, 1, 2, 3]])).obligation == \
         "compatible merge"
+
+
+def set_partitions(xs):
+    if not xs:
+        yield []
+        return
+    first, rest = xs[0], xs[1:]
+    for part in set_partitions(rest):
+        for k in range(len(part)):
+            yield part[:k] + [[first] + part[k]] + part[k + 1:]
+        yield [[first]] + part
+
+
+def leaves(t):
+    return leaves(t[0]) + leaves(t[1]) if isinstance(t, tuple) else [t]
+
+
+# the laws of the builtins, restated from the seed and docs/regions.md (not read from the code):
+# (exactly associative, exactly commutative, a tree policy may regroup/permute it anyway)
+LAWS = {"add": (True, True, True), "concat": (True, False, False), "fadd": (False, True, True)}
+
+
+def expected(policy, combine, pieces, order):
+    """Fold the pieces as a tree of pairs (the computation itself, not a value), and say what
+    the seed allows it: the left update chain is always the fold; other parentheses need an
+    exactly associative merge or a tree policy; another leaf order needs commutativity (exact, or
+    authorized by unordered_tree); a tree policy without a compatible merge is diagnosed."""
+    assoc, comm, authorized = LAWS[combine]
+    if policy == "unordered_tree" and not (comm and (assoc or authorized)) or \
+            policy == "ordered_tree" and not (assoc or authorized):
+        return "compatible merge"
+    n = sum(map(len, pieces))
+    if len(pieces) == 1 and pieces[0] == sorted(pieces[0]):
+        return None                                   # no partial state: the fold run on the seed
+    tree = by_pieces(lambda a, b: (a, b), "seed", list(range(n)), pieces, order)
+    if tree == fold(lambda a, b: (a, b), "seed", range(n)):
+        return None
+    if not (assoc or policy != "fold_left" and authorized):
+        return "compatible merge"
+    if leaves(tree) == ["seed", *range(n)]:
+        return None
+    return None if (comm and assoc) or policy == "unordered_tree" else "contiguous order-preserving pieces"
+
+
+@pytest.mark.parametrize("combine", sorted(LAWS))
+@pytest.mark.parametrize("policy", ["fold_left", "ordered_tree", "unordered_tree"])
+def test_every_factorisation_of_a_small_fiber_agrees_with_the_computation_it_builds(policy, combine):
+    """All set partitions of 4 contributions, each piece in source or reversed order, merged in
+    every order of the pieces (138 witnesses per case)."""
+    count = 0
+    for part in set_partitions(list(range(4))):
+        for flips in itertools.product((False, True), repeat=len(part)):
+            pieces = [p[::-1] if f else p for p, f in zip(part, flips)]
+            if any(f and len(p) == 1 for p, f in zip(part, flips)):
+                continue
+            for order in itertools.permutations(range(len(pieces))):
+                v = check_reduction(ReductionWitness(policy, combine, 4, pieces, list(order)))
+                assert (None if v else v.obligation) == expected(policy, combine, pieces, list(order)), \
+                    (pieces, order, v)
+                count += 1
+    assert count == 138
+    # and the values agree where the laws are exact: letters for concat, powers of ten for add
+    if combine in ("add", "concat") and policy != "unordered_tree":
+        xs = [10 ** k for k in range(4)] if combine == "add" else list("abcd")
+        seed = 0 if combine == "add" else ""
+        op = lambda a, b: a + b                                                    # noqa: E731
+        for part in set_partitions(list(range(4))):
+            for order in itertools.permutations(range(len(part))):
+                ok = bool(check_reduction(ReductionWitness(policy, combine, 4, part, list(order))))
+                assert ok == (by_pieces(op, seed, xs, part, list(order)) == fold(op, seed, xs)), (part, order)
 
 
 # ---- Bind/serialize: preserved identity and serial order --------------------------------------

@@ -37,7 +37,6 @@ def test_a_hostile_file_name_is_escaped_and_cut(capsys, command, bad):
 
 
 @pytest.mark.parametrize("argv", [
-    ["run", str(EX / "saxpy.s"), "--profile", "p\x1b" * 50_000],        # argparse: invalid choice
     ["run", str(EX / "saxpy.s"), "extra", "a\x1b[2J" * 20_000],          # argparse: unrecognized
     ["show", "s.arrow", "--max", "9\x1b" * 50_000],                      # a count argument
 ])
@@ -53,3 +52,9 @@ def test_an_unknown_command_is_quoted(capsys):
     assert main(["x\x1b" * 50_000]) == 2
     err = capsys.readouterr().err
     assert "\x1b" not in err.replace("\\x1b", "") and len(err) < 400
+
+
+def test_a_hostile_profile_name_is_one_bounded_escaped_line(capsys):
+    assert main(["run", str(EX / "saxpy.s"), "--profile", "p\x1b" * 50_000]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "\x1b" not in err.replace("\\x1b", "") and len(err) < 400

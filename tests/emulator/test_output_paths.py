@@ -41,8 +41,9 @@ NOT_PATHS = {
     "vcg": {"axes", "slice", "time", "packet", "reduce", "track"},
     "reduce": {"dtype"},
     "bench": {"case", "profile"},
-    "golden": {"ops", "dtypes", "dst_dtypes", "rmodes", "sat", "profile", "scheduler", "op", "dtype", "dst",
-               "rmode", "shapes"},
+    "run": {"profile"},
+    "golden": {"ops", "dtypes", "dst_dtypes", "rmodes", "sat", "profile", "scheduler", "op", "dtype", "dst", "shapes",
+               "rmode"},
 }
 
 

@@ -206,3 +206,24 @@ def test_an_arrow_trace_of_several_batches_is_written(tmp_path):
     assert t.num_rows > 2 * BATCH_ROWS
     assert t.column("cycle").to_pylist() == sorted(t.column("cycle").to_pylist())
     assert set(t.column("event").to_pylist()) == {"fire", "handoff", "stall"}
+
+
+def test_lane_of_names_the_set_bit_in_both_builds_without_a_numpy_warning():
+    import warnings
+
+    import numpy as np
+
+    from fabric.sim import kernel as K
+    from fabric.sim.engine import kernel_for
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")      # a wrapping NumPy scalar multiply warned on stderr
+        for build in (K.REFERENCE, kernel_for("compiled")):
+            assert [int(build.lane_of(np.uint64(1) << np.uint64(k))) for k in range(64)] == list(range(64))
+
+
+def test_a_reference_batch_prints_no_warning(tmp_path, capsys):
+    from emulator.cli import main
+    ex = pathlib.Path(__file__).resolve().parents[2] / "examples" / "fabric"
+    rc = main(["fabric", "sim", str(ex / "sum-loop.graph.json"), "--fabric", str(ex / "sum-loop.fabric.json"),
+               "--cycles", "12", "--engine", "reference", "--instances", "65"])
+    assert rc == 0 and capsys.readouterr().err == ""

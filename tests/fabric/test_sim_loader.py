@@ -343,3 +343,82 @@ def test_instance_tokens_are_checked_like_tokens():
     with pytest.raises(FormatError) as exc:
         load_graph_document(doc, fab)
     assert "instance_tokens" in exc.value.path and "at least 1" in str(exc.value)
+
+
+# --- the document schema's wording (read by fabric/jsonread.py, the description's reader) -------
+
+_DOC = {"format": "tile-emu-fabric-graph/1", "name": "g", "fabric": "f", "actors": [], "edges": []}
+_ONE_FORM = "an input has exactly one of tokens (every instance) and instance_tokens (one list per instance)"
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"format": 5}, "$.format: expected 'tile-emu-fabric-graph/1', found 5"),
+    ({"inputs": [{"name": "a", "to": []}]}, f"$.inputs[0]: {_ONE_FORM}"),
+    ({"inputs": [{"name": "a", "to": [], "tokens": [], "instance_tokens": [[1]]}]}, f"$.inputs[0]: {_ONE_FORM}"),
+    ({"inputs": [{"name": "a", "tokens": [], "instance_tokens": [[1]]}]}, "$.inputs[0]: missing required field 'to'"),
+    ({"inputs": [{"name": "a", "to": [], "tokens": [], "zz": 1}]},
+     "$.inputs[0].zz: unknown field (allowed: instance_tokens, name, to, tokens)"),
+    ({"inputs": [{"name": "a", "to": [], "instance_tokens": []}]}, "$.inputs[0].instance_tokens: needs at least 1 entry"),
+    ({"inputs": [{"name": "a", "to": ["x.0\n"], "tokens": []}]}, "$.inputs[0].to[0]: 'x.0\\n' is not an endpoint (actor.K)"),
+    ({"temporal": [{"op": "x", "contexts": 1, "actors": {str(i): 0 for i in range(1025)}}]},
+     "$.temporal[0].actors: 1025 entries exceed the limit of 1024"),
+    ({"temporal": [{"op": "x", "contexts": 1, "actors": {"a": -1}}]}, "$.temporal[0].actors.a: -1 is outside [0, 1023]"),
+    ({"temporal": [{"op": "x", "contexts": 1, "actors": {}, "grant_policy": "lifo"}]},
+     "$.temporal[0].grant_policy: 'lifo' is not one of 'round_robin', 'fixed_priority'"),
+    ({"edges": [{"from": "a.0", "to": "b.0", "q": 1}]}, "$.edges[0].q: unknown field (allowed: from, initial, to)"),
+    ({"outputs": [{"name": "y", "from": "a.0", "ready_every": 1.5}]},
+     "$.outputs[0].ready_every: expected an integer, found a number"),
+    ({"outputs": [{"name": "", "from": "a.0"}]}, "$.outputs[0].name: expected a nonempty string, found a string"),
+    ({"actors": ["x"] * 70000}, "$.actors: 70000 entries exceed the limit of 65536"),
+    ({"activity_defined": ["a.b"]}, "$.activity_defined[0]: 'a.b' is not an endpoint (actor.K)"),
+])
+def test_the_first_schema_error_in_reading_order_is_one_line(extra, message):
+    fab = load_document(configured_fabric("fab", [ADD]))
+    with pytest.raises(FormatError) as exc:
+        load_graph_document({**_DOC, **extra}, fab)
+    assert str(exc.value) == message
+
+
+def test_the_graph_schema_verdicts_agree_with_the_reference_jsonschema():
+    """fastjsonschema decides; the reference implementation (Draft 7, the endpoint format as
+    fabric.topology.split_ref) must reach the same verdict on every mutated example graph."""
+    import copy
+    import pathlib
+    import random
+
+    import jsonschema
+
+    from fabric.sim.graph import _READER
+    from fabric.topology import split_ref
+    fmt = jsonschema.FormatChecker(formats=())
+    fmt.checks("endpoint")(lambda v: not isinstance(v, str) or split_ref(v) is not None)
+    reference = jsonschema.Draft7Validator(json.loads(_READER._frozen), format_checker=fmt)
+    ex = pathlib.Path(__file__).resolve().parents[2] / "examples" / "fabric"
+    docs = [json.loads(p.read_text()) for p in sorted(ex.glob("*.graph.json"))]
+    junk = [None, True, 0, -1, 1 << 40, 1.5, "", "x", "a.7", "a.b", [], {}, [1], {"a": 1}, [[1]]]
+    rng = random.Random(19)
+    verdicts = {True: 0, False: 0}
+    for _ in range(300):
+        d = copy.deepcopy(rng.choice(docs))
+        if rng.random() < 0.3:
+            d["temporal"] = [{"op": "fu/x", "contexts": 2, "actors": {"a": 0, "b": 1}}]
+        for _ in range(rng.randint(1, 2)):
+            paths, stack = [], [((), d)]
+            while stack:
+                p, v = stack.pop()
+                paths.append(p)
+                stack += [(p + (k,), x) for k, x in (v.items() if isinstance(v, dict) else
+                                                     enumerate(v) if isinstance(v, list) else ())]
+            p = rng.choice(paths[1:])
+            cur = d
+            for k in p[:-1]:
+                cur = cur[k]
+            cur[p[-1]] = copy.deepcopy(rng.choice(junk))
+        try:
+            _READER.check(d)
+            ours = True
+        except FormatError:
+            ours = False
+        assert reference.is_valid(d) == ours, json.dumps(d)[:300]
+        verdicts[ours] += 1
+    assert verdicts[True] and verdicts[False]

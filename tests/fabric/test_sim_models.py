@@ -385,3 +385,77 @@ def test_vector_shuffle_against_list_indexing(seed):
         blocks = [a[k][i * bl:(i + 1) * bl] for i in range(L1)] + [b[k][i * bl:(i + 1) * bl] for i in range(L2)]
         want = [x for m in mask for x in blocks[max(m, 0)]]
         assert list(res.outputs["y"][k]) == want
+
+
+# --- pointer payloads on the token plane (seed: "A pointer payload also requires the exact
+# module-derived stable-integral PointerLayout(AS) and port capacity for all representation_bits")
+
+def _pointer_graph(actor, inputs, outputs, layout=True):
+    from fabric.io import load_document
+    from fabric.sim.graph import load_graph_document
+    from fabric.sim.synth import configured_fabric, graph_document
+    as_i64 = tuple([t.replace("ptr<1>", "i64") for t in x] if isinstance(x, list) else x for x in actor)
+    fab = configured_fabric("fab", [as_i64])        # 64-bit ports and capacity, then the pointer actor
+    u = fab["mapping"]["uses"][0]["actor"]
+    u["inputs"], u["results"] = actor[2], actor[3]
+    if layout:
+        fab["mapping"]["pointer_layouts"] = [{"address_space": 1, "representation_bits": 64, "address_bits": 48,
+                                              "kind": "stable_integral"}]
+    return load_graph_document(graph_document("g", "fab", [actor], [], inputs, outputs), load_document(fab))
+
+
+@pytest.mark.parametrize("engine", ["reference", "compiled"])
+def test_carry_and_invariant_transport_all_64_representation_bits_of_a_pointer(engine):
+    from fabric.sim.engine import Simulator
+    top = (1 << 64) - 1          # above the 48 address bits: transported unchanged, not masked
+    carry = ("c", "dataflow.carry", ["i1", "ptr<1>", "ptr<1>"], ["ptr<1>"], {})
+    g = _pointer_graph(carry, [("k", ["c.0"], [1, 0]), ("i", ["c.1"], [5]), ("n", ["c.2"], [top])], [("y", "c.0")])
+    res = Simulator(g, engine).run(100)
+    assert res.status == "complete" and res.outputs["y"] == [5, top]      # init, then the carried next value
+    inv = ("v", "dataflow.invariant", ["i1", "ptr<1>"], ["ptr<1>"], {})
+    g = _pointer_graph(inv, [("k", ["v.0"], [1, 1, 0]), ("i", ["v.1"], [top - 1])], [("y", "v.0")])
+    res = Simulator(g, engine).run(100)
+    assert res.status == "complete" and res.outputs["y"] == [top - 1] * 3   # one per iteration: first, 1, 1
+
+
+def test_a_pointer_payload_without_its_layout_is_one_fabric_diagnostic():
+    from fabric.sim.graph import GraphCode, GraphError
+    carry = ("c", "dataflow.carry", ["i1", "ptr<1>", "ptr<1>"], ["ptr<1>"], {})
+    with pytest.raises(GraphError) as exc:
+        _pointer_graph(carry, [("k", ["c.0"], [0]), ("i", ["c.1"], [5]), ("n", ["c.2"], [])], [("y", "c.0")], layout=False)
+    (d,) = exc.value.diagnostics
+    assert d.code is GraphCode.FabricInvalid and "PointerLayout(1)" in str(d) and "\n" not in str(d)
+
+
+# --- physical refinements: the cycle models do not retime, so a retiming selection is refused ---
+
+def _refined(kind, values, value):
+    from fabric.io import load_document
+    from fabric.sim.graph import load_graph_document
+    from fabric.sim.synth import configured_fabric, graph_document
+    add = ("add", "arith.addi", ["i16", "i16"], ["i16"], {})
+    fab = configured_fabric("fab", [add])
+    fab["fus"][0]["nodes"][0]["constraints"].append({"physical_refinement": {"kind": kind, "values": values}})
+    fab["mapping"]["physical_refinements"] = [{"op": fab["mapping"]["uses"][0]["op"], "kind": kind, "value": value}]
+    doc = graph_document("g", "fab", [add], [], [("a", ["add.0"], [1, 2, 3]), ("b", ["add.1"], [4, 5, 0xFFFF])],
+                         [("s", "add.0")])
+    return load_graph_document(doc, load_document(fab))
+
+
+@pytest.mark.parametrize("kind, values, value", [("pipeline_depth", [3, 4], 3), ("result_bypass", [True, False], True)])
+def test_a_refinement_that_retimes_is_refused_not_run_at_the_unrefined_timing(kind, values, value):
+    """seed: pipeline registers "delay publication", a bypass "publishes ... one cycle earlier";
+    the one-cycle elastic cycle model publishes at t + 1 only, so it must not run them."""
+    from fabric.sim.graph import GraphCode, GraphError
+    with pytest.raises(GraphError) as exc:
+        _refined(kind, values, value)
+    (d,) = exc.value.diagnostics
+    assert d.code is GraphCode.NoCycleModel and d.path == "mapping.physical_refinements[0]" and kind in str(d)
+
+
+@pytest.mark.parametrize("kind, values, value", [("result_bypass", [True, False], False),
+                                                 ("power_mode", ["nominal", "low_power"], "low_power")])
+def test_a_refinement_that_keeps_the_timing_runs(kind, values, value):
+    """Accepted at 0, 1, 2, published a cycle later: the last result leaves at 3, four cycles."""
+    res = Simulator(_refined(kind, values, value)).run(100)
+    assert res.status == "complete" and res.cycles == 4 and res.outputs["s"] == [5, 7, (3 + 0xFFFF) % (1 << 16)]

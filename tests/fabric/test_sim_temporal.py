@@ -18,8 +18,9 @@ ADD = ("add", "arith.addi", ["i16", "i16"], ["i16"], {})
 SUB = ("sub", "arith.addi", ["i16", "i16"], ["i16"], {})
 
 
-def shared(actors, temporal, inputs, outputs, edges=()):
-    """A fabric whose first actor's op also runs the others (op_list extended), and the graph."""
+def one_fu(actors):
+    """A fabric description whose first actor's op also runs the others (op_list extended), the
+    other FUs gone; and that op's reference."""
     fab = configured_fabric("fab", actors)
     node = fab["fus"][0]["nodes"][0]
     for a in actors[1:]:
@@ -31,6 +32,12 @@ def shared(actors, temporal, inputs, outputs, edges=()):
     keep = fab["fus"][0]["name"]
     fab["fus"] = [f for f in fab["fus"] if f["name"] == keep]
     fab["mapping"]["templates"] = {keep: "t"}
+    return fab, first
+
+
+def shared(actors, temporal, inputs, outputs, edges=()):
+    """The one-FU fabric and the graph (with the graph's own temporal entry, when given)."""
+    fab, first = one_fu(actors)
     doc = graph_document("g", "fab", actors, list(edges), inputs, outputs)
     if temporal is not None:
         doc["temporal"] = [dict(temporal, op=first)]
@@ -177,3 +184,135 @@ def test_temporal_sharing_is_identical_on_both_engines(seed, tmp_path):
     batch = Simulator(g, "compiled", streams=streams).run_all(300)
     for b in range(3):
         assert outcome(batch[b]) == outcome(Simulator(g, "reference", streams=[streams[b]]).run(300))
+
+
+# --- the fabric's temporal PE owns the contexts and the scheduler -------------------------------
+# (seed: "A temporal PE instantiates the declared state for each resident InstructionContextRef";
+# the fabric.op owns its "exact GrantPolicy"; mapping "cannot ... define another scheduler")
+
+SUBI = ("sub", "arith.subi", ["i16", "i16"], ["i16"], {})
+
+
+def pe_fabric(actors, contexts, pe_extra=None, uses_contexts=None):
+    """One FU in a temporal PE of `contexts` contexts running every actor, use i in context i."""
+    fab, first = one_fu(actors)
+    keep = fab["fus"][0]["name"]
+    for i, u in enumerate(fab["mapping"]["uses"]):
+        u["context"] = i if uses_contexts is None else uses_contexts[i]
+    fab["pes"] = [{"name": "pe0", "kind": "temporal", "fus": [keep], "contexts": contexts, **(pe_extra or {})}]
+    return fab, first
+
+
+def add_sub(n, pe_extra=None, uses_contexts=None, temporal=None):
+    xs = list(range(1, n + 1))
+    fab, first = pe_fabric([ADD, SUBI], 2, pe_extra, uses_contexts)
+    doc = graph_document("g", "fab", [ADD, SUBI], [], [("a", ["add.0"], [10 * x for x in xs]), ("b", ["add.1"], xs),
+                                                       ("c", ["sub.0"], [x for x in xs]), ("e", ["sub.1"], [3 * x for x in xs])],
+                         [("s", "add.0"), ("d", "sub.0")])
+    if temporal is not None:
+        doc["temporal"] = [dict(temporal, op=first)]
+    return load_graph_document(doc, load_document(fab))
+
+
+@pytest.mark.parametrize("engine", ["reference", "compiled"])
+def test_a_fabric_temporal_pe_runs_distinct_functions_in_its_contexts(engine):
+    """add in context 0 and subi in context 1 of one resource (each context its own configured
+    function): round robin grants add at 0, 2, 4 and sub at 1, 3, 5; sub wraps modulo 2^16."""
+    n = 3
+    sim = Simulator(add_sub(n), engine)
+    rec = Recorder(sim)
+    res = sim.run(100, rec)
+    assert res.status == "complete" and res.cycles == 2 * n + 1
+    assert res.outputs["s"] == [11 * x for x in range(1, n + 1)]
+    assert res.outputs["d"] == [(x - 3 * x) % (1 << 16) for x in range(1, n + 1)]
+    assert rec.cycles_firing("add") == [0, 2, 4] and rec.cycles_firing("sub") == [1, 3, 5]
+
+
+@pytest.mark.parametrize("engine", ["reference", "compiled"])
+def test_the_pe_declares_initiation_interval_and_grant_policy(engine):
+    """II 3, fixed priority: grants at 0, 3, 6, 9; context 0 (add) requests again by 3 (its result
+    left at 1), so add takes 0 and 3, sub 6 and 9; the last result is delivered at 10."""
+    sim = Simulator(add_sub(2, {"initiation_interval": 3, "grant_policy": "fixed_priority"}), engine)
+    rec = Recorder(sim)
+    res = sim.run(100, rec)
+    assert rec.cycles_firing("add") == [0, 3] and rec.cycles_firing("sub") == [6, 9] and res.cycles == 11
+
+
+def test_two_uses_in_one_context_of_the_pe_is_one_diagnostic():
+    """Two functions in one context are two values in one configuration slot (the verifier's
+    ConflictingAssignment); two uses of one function there are two actors in one context."""
+    with pytest.raises(GraphError) as exc:
+        add_sub(1, uses_contexts=[1, 1])
+    assert exc.value.diagnostics[0].code is GraphCode.FabricInvalid and "ConflictingAssignment" in str(exc.value)
+    fab, _ = pe_fabric([ADD, SUB], 2, uses_contexts=[1, 1])
+    doc = graph_document("g", "fab", [ADD, SUB], [], *IO)
+    with pytest.raises(GraphError) as exc:
+        load_graph_document(doc, load_document(fab))
+    (d,) = exc.value.diagnostics
+    assert d.code is GraphCode.ContextCapacity and "already resident" in str(d) and "\n" not in str(d)
+    assert d.path == "mapping.uses[1].context"
+
+
+def test_the_graph_cannot_declare_again_what_the_pe_declares():
+    with pytest.raises(GraphError) as exc:
+        add_sub(1, temporal={"contexts": 2, "actors": {"add": 1, "sub": 0}})
+    d = exc.value.diagnostics[0]
+    assert d.code is GraphCode.TemporalInvalid and "temporal PE pe0" in str(d)
+
+
+def test_a_use_context_beyond_the_pe_is_a_fabric_diagnostic():
+    with pytest.raises(GraphError) as exc:
+        add_sub(1, uses_contexts=[0, 2])
+    assert exc.value.diagnostics[0].code is GraphCode.FabricInvalid and "InvalidContext" in str(exc.value)
+
+
+def test_pe_scheduler_fields_round_trip_and_a_spatial_pe_has_none():
+    from fabric.io import dump, load_text
+    from fabric.view import check_fabric
+    fab, _ = pe_fabric([ADD, SUBI], 2, {"initiation_interval": 3, "grant_policy": "fixed_priority"})
+    f = load_document(fab)
+    assert (f.pes[0].initiation_interval, f.pes[0].grant_policy) == (3, "fixed_priority")
+    assert load_text(dump(f)).pes == f.pes
+    fab["pes"][0].update(kind="spatial", contexts=1)
+    rep = check_fabric(load_document(fab))
+    assert any(d.code.name == "InvalidContext" and "grant_policy" in str(d) for d in rep.diagnostics)
+    fab["pes"][0]["grant_policy"] = "lottery"
+    from fabric.errors import FormatError
+    with pytest.raises(FormatError) as exc:
+        load_document(fab)
+    assert "pes[0].grant_policy" in str(exc.value) and "not a grant policy" in str(exc.value)
+
+
+@pytest.mark.parametrize("engine", ["reference", "compiled"])
+def test_one_context_of_a_pe_with_initiation_interval_two_fires_every_other_cycle(engine):
+    """Grants at 0, 2, 4 for three tokens; the last result is delivered at 5: six cycles."""
+    fab, _ = pe_fabric([ADD], 1, {"initiation_interval": 2})
+    doc = graph_document("g", "fab", [ADD], [], [("a", ["add.0"], [1, 2, 3]), ("b", ["add.1"], [7, 8, 9])], [("s", "add.0")])
+    sim = Simulator(load_graph_document(doc, load_document(fab)), engine)
+    rec = Recorder(sim)
+    res = sim.run(100, rec)
+    assert rec.cycles_firing("add") == [0, 2, 4] and res.cycles == 6 and res.outputs["s"] == [8, 10, 12]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pe_declared_contexts_with_distinct_functions_are_identical_on_both_engines(seed, tmp_path):
+    """addi and subi contexts (and a third addi) of one temporal PE resource, random II, policy
+    and streams: equal outputs, Arrow trace and VCD from the reference and compiled engines, and
+    the outputs are the plain modular sums and differences of the streams."""
+    import random
+
+    from test_sim_engines import same_on_both
+    rng = random.Random(seed)
+    actors = [ADD, SUBI, ("add2", "arith.addi", ["i16", "i16"], ["i16"], {})]
+    order = rng.sample(range(4), 3)
+    fab, _ = pe_fabric(actors, 4, {"initiation_interval": rng.randint(1, 3),
+                                   "grant_policy": rng.choice(["round_robin", "fixed_priority"])}, order)
+    xs = {(a[0], j): [rng.randrange(1 << 16) for _ in range(4)] for a in actors for j in range(2)}
+    doc = graph_document("g", "fab", actors, [], [(f"{a}{j}", [f"{a}.{j}"], v) for (a, j), v in xs.items()],
+                         [(f"y{a[0]}", f"{a[0]}.0", rng.choice([1, 2])) for a in actors])
+    g = load_graph_document(doc, load_document(fab))
+    same_on_both(g, tmp_path, 300)
+    res = Simulator(g, "compiled").run(300)
+    sign = {"add": 1, "sub": -1, "add2": 1}
+    for a in sign:
+        assert res.outputs[f"y{a}"] == [(x + sign[a] * y) % (1 << 16) for x, y in zip(xs[(a, 0)], xs[(a, 1)])]
