@@ -391,6 +391,11 @@ class Machine:
         self._check_pe(pe)
         return self._pes[pe].status
 
+    def statuses(self, pes) -> np.ndarray:
+        """The status of each PE of `pes` (PE ids a resolved block selected: no check), uint8:
+        what preflight's plan reads (preflight.MachineView)."""
+        return np.array([self._pes[pe].status for pe in pes], np.uint8)
+
     # ------------------------------------------------------------ tiles
     def tiles(self, pe: int) -> list[int]:
         self._check_pe(pe)

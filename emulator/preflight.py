@@ -68,8 +68,8 @@ class MachineView(TileState, Protocol):
     def gpr(self, pe: int, index: int) -> int:
         """GPR r<index> of PE `pe` (r0 reads 0)."""
 
-    def status(self, pe: int) -> int:
-        """PE `pe`'s numeric status."""
+    def statuses(self, pes) -> np.ndarray:
+        """uint8 numeric status of each PE of `pes` (PEs a resolved block selected)."""
 
 
 @dataclass
@@ -353,15 +353,11 @@ def check(state: TileState, rb: ResolvedBlock, pes: tuple[int, ...], offsets=Non
     return dest, sources
 
 
-def _statuses(machine: MachineView, pes) -> np.ndarray:
-    return np.array([machine.status(pe) for pe in pes], np.uint8)
-
-
 def plan(machine: MachineView, rb: ResolvedBlock, pes: tuple[int, ...]) -> Plan:
     """One machine's plan of `rb` on PEs `pes`: check at its GPR offsets, with each PE's status."""
     offsets = gpr_offsets(rb, lambda r: [machine.gpr(pe, r) for pe in pes], len(pes))
     dest, sources = check(machine, rb, pes, offsets)
-    return Plan(rb, pes, sources, dest, offsets[0], offsets[1], machine.config.profile, _statuses(machine, pes))
+    return Plan(rb, pes, sources, dest, offsets[0], offsets[1], machine.config.profile, machine.statuses(pes))
 
 
 def replan(machine: MachineView, rb: ResolvedBlock, pes: tuple[int, ...], dest: Descriptor, sources: list) -> Plan:
@@ -372,7 +368,7 @@ def replan(machine: MachineView, rb: ResolvedBlock, pes: tuple[int, ...], dest: 
     and each PE's status is read afresh."""
     check_allocation(machine, rb, pes, dest)
     z = no_offsets(len(pes))
-    return Plan(rb, pes, sources, dest, z, z, machine.config.profile, _statuses(machine, pes))
+    return Plan(rb, pes, sources, dest, z, z, machine.config.profile, machine.statuses(pes))
 
 
 def check_allocation(state: TileState, rb: ResolvedBlock, pes, dest: Descriptor):

@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import itertools
 import os
 import pathlib
 import sys
@@ -33,7 +34,8 @@ def add_arguments(p) -> None:
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--profile", default=DEFAULT_PROFILE,
                    help=f"numeric profile: {', '.join(PROFILES)} (default {DEFAULT_PROFILE})")
-    g.add_argument("--out", help="output folder (must be empty unless --resume)")
+    g.add_argument("--out", help="output folder (must be empty unless --resume); export: the file (testfloat) "
+                                 "or folder (hex) to write")
     g.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
     g.add_argument("--workers", type=int, help="run on a local Dask cluster of N worker processes")
     g.add_argument("--scheduler", help="run on an existing Dask cluster (tcp://host:port)")
@@ -49,7 +51,7 @@ def add_arguments(p) -> None:
     p.add_argument("--coverage", metavar="DIR", help="print coverage classes x partitions of a dataset")
     e = p.add_argument_group("export")
     e.add_argument("--format", choices=["testfloat", "hex"],
-                   help="export format: testfloat (lines on stdout) or hex ($readmemh files in --out)")
+                   help="export format: testfloat (lines on stdout, or in the file --out) or hex ($readmemh files in --out)")
     e.add_argument("--op", help="export: the instruction")
     e.add_argument("--dtype", help="export: the DataType (TCVT: the source)")
     e.add_argument("--dst", help="export: TCVT destination DataType")
@@ -121,18 +123,29 @@ def max_workers() -> int:
 
 
 def _generate(args) -> int:
-    from emulator.golden.dataset import file_name, file_record, write_chunk
-    from emulator.golden.runner import Progress, run as run_tasks
+    from emulator.golden.dataset import write_chunk
     p = _params(args)
     out = pathlib.Path(args.out)
     D.params_match_or_fail(out, p, args.resume)
+    records, rows, size, rate = _write(args, out, p, D.chunks(p), _part_dict, write_chunk, D.manifest)
+    print(f"{rows:,} cases in {len(records)} files ({size / 1e6:.1f} MB) -> {out}"
+          + (f"; {rate:,.0f} cases/s" if rate is not None else ""))
+    return 0
+
+
+def _write(args, out: pathlib.Path, p, plan, keys, write_chunk, manifest):
+    """Write the data files of `plan` (those --resume finds done are kept) through the runner,
+    then the manifest; (file records, rows, bytes, rate or None when nothing was written).
+    `keys(part)` is the task's partition, `manifest(p, records)` the manifest (golden and
+    golden --streams share this)."""
+    from emulator.golden.runner import Progress, run as run_tasks
     tasks, records = [], []
-    for part, chunk, n in D.chunks(p):
-        path = out / part.path / file_name(chunk)
+    for part, chunk, n in plan:
+        path = out / part.path / D.file_name(chunk)
         if args.resume and path.is_file():
-            records.append(file_record(out, path))
+            records.append(D.file_record(out, path))
             continue
-        tasks.append((str(out), p.to_json(), _part_dict(part), chunk, n))
+        tasks.append((str(out), p.to_json(), keys(part), chunk, n))
     total = sum(t[4] for t in tasks)
     progress = Progress(total, len(tasks), enabled=not args.quiet)
     # no more worker processes than files: the rest would only start and idle
@@ -140,12 +153,9 @@ def _generate(args) -> int:
     run_tasks(tasks, write_chunk, lambda task, rec: (records.append(rec), progress.add(task[4])),
               workers=workers, scheduler=args.scheduler)
     progress.close()
-    D.write_json(out / D.MANIFEST, D.manifest(p, records))
-    rows = sum(r["rows"] for r in records)
-    size = sum(r["bytes"] for r in records)
-    print(f"{rows:,} cases in {len(records)} files ({size / 1e6:.1f} MB) -> {out}"
-          + (f"; {progress.rate:,.0f} cases/s" if total else ""))
-    return 0
+    D.write_json(out / D.MANIFEST, manifest(p, records))
+    return (records, sum(r["rows"] for r in records), sum(r["bytes"] for r in records),
+            progress.rate if total else None)
 
 
 def _stream_params(args):
@@ -189,28 +199,13 @@ def _stream_params(args):
 def _generate_streams(args) -> int:
     """golden --streams: the same machinery as _generate, with the stream dataset's chunks."""
     from emulator.golden import streams_dataset as SD
-    from emulator.golden.runner import Progress, run as run_tasks
     p = _stream_params(args)
     out = pathlib.Path(args.out)
     D.params_match_or_fail(out, p, args.resume, read=SD.read_params)
-    tasks, records = [], []
-    for part, chunk, n in SD.chunks(p):
-        path = out / part.path / D.file_name(chunk)
-        if args.resume and path.is_file():
-            records.append(D.file_record(out, path))
-            continue
-        tasks.append((str(out), p.to_json(), part.keys(), chunk, n))
-    total = sum(t[4] for t in tasks)
-    progress = Progress(total, len(tasks), enabled=not args.quiet)
-    workers = min(args.workers, max(len(tasks), 1)) if args.workers else None
-    run_tasks(tasks, SD.write_chunk, lambda task, rec: (records.append(rec), progress.add(task[4])),
-              workers=workers, scheduler=args.scheduler)
-    progress.close()
-    D.write_json(out / D.MANIFEST, SD.manifest(p, records))
-    rows = sum(r["rows"] for r in records)
-    size = sum(r["bytes"] for r in records)
+    records, rows, size, rate = _write(args, out, p, SD.chunks(p), lambda part: part.keys(), SD.write_chunk,
+                                       SD.manifest)
     print(f"{rows:,} streams of {p.blocks} blocks in {len(records)} files ({size / 1e6:.1f} MB) -> {out}"
-          + (f"; {progress.rate * p.blocks:,.0f} stream-blocks/s" if total else ""))
+          + (f"; {rate * p.blocks:,.0f} stream-blocks/s" if rate is not None else ""))
     return 0
 
 
@@ -248,8 +243,24 @@ def coverage_table(folder) -> str:
     return "\n".join(lines)
 
 
+def _outside(dataset: str, out: str | None) -> None:
+    """An export's --out may not lie in the dataset folder (nor be it): the dataset would hold a
+    file its manifest does not list, and every later verify would refuse it."""
+    from emulator.commands import distinct_paths
+    if not out:
+        return
+    distinct_paths({"DATASET": dataset}, {"--out": out})
+    folder, target = os.path.realpath(dataset), os.path.realpath(out)
+    if os.path.commonpath([folder, target]) == folder:
+        raise CommandError(f"--out {quote(out)} lies in the dataset folder {quote(dataset)}: "
+                           "the dataset would hold a file its manifest does not list", 2)
+
+
 def _export(args) -> int:
     from emulator.golden.export import ROUNDING, function_name, lines
+    from isa.atomicio import OutputPathError, atomic_open
+    if args.dataset:
+        _outside(args.dataset, args.out)
     if args.format == "hex":                 # a folder of files: emulator/golden/hexport.py
         from emulator.golden.hexport import write_hex
         if not args.dataset or not args.out:
@@ -262,10 +273,23 @@ def _export(args) -> int:
     if not args.dataset or not args.format or not args.op or not args.dtype:
         raise CommandError("export needs DATASET --format testfloat --op OP --dtype DTYPE", 2)
     name = function_name(args.op.upper(), args.dtype.upper() if len(args.dtype) <= 4 else args.dtype, args.dst)
-    out = sys.stdout.buffer
-    for block in lines(args.dataset, args.op, args.dtype, args.dst, args.rmode):
-        out.write(block)
-    out.flush()
+    blocks = lines(args.dataset, args.op, args.dtype, args.dst, args.rmode)
+    blocks = itertools.chain([next(blocks, b"")], blocks)     # the dataset checked before --out is opened
+    if args.out:                             # a file, written whole or not at all
+        from emulator.commands import cannot_write
+        try:
+            with atomic_open(args.out, "wb") as out:
+                for block in blocks:
+                    out.write(block)
+        except OutputPathError as exc:
+            raise CommandError(str(exc), 1) from None
+        except OSError as exc:
+            raise CommandError(cannot_write(args.out, exc), 1) from None
+    else:
+        out = sys.stdout.buffer
+        for block in blocks:
+            out.write(block)
+        out.flush()
     mode = ROUNDING.get((args.rmode or "RNE").upper(), "-rnear_even")
     print(f"# check with: testfloat_ver {name} {mode} -tininessafter < FILE", file=sys.stderr)
     return 0

@@ -20,7 +20,6 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from emulator.golden.dataset import open_dataset
     from emulator.golden.replay import verify
-    from emulator.golden.runner import Progress
     from emulator.golden import hexport
     from emulator.golden.streams_dataset import is_stream_dataset
     if args.oracle and is_stream_dataset(args.dataset):
@@ -37,48 +36,46 @@ def run(args) -> int:
             raise CommandError(str(exc), 1) from None
         print(f"verify: hex export intact ({lanes:,} case x PE lanes)")
         return 0
+    ds, rows, bad = _replay(args, open_dataset, verify)
+    return _verdict(bad, f"{rows:,} cases", f"{rows:,} cases match ({args.backend}, "
+                    f"profile {ds.profile.name} {ds.profile.version})")
+
+
+def _verdict(bad, replayed: str, matched: str) -> int:
+    """Print the mismatch lines and the last line; the exit status (1: a mismatch)."""
+    for b in bad:
+        print(b)
+    if bad:
+        print(f"verify: MISMATCH ({len(bad)} shown) after {replayed}")
+        return 1
+    print(f"verify: {matched}")
+    return 0
+
+
+def _replay(args, open_fn, verify_fn):
+    """(dataset, rows replayed, mismatches): the backend resolved first (no usable GPU is one
+    line, exit 3, before any progress line), the dataset opened by `open_fn` (every check that
+    needs no replay, before any replay), then replayed by `verify_fn` with a progress line."""
+    from emulator.golden.runner import Progress
     try:
-        resolve_backend(args.backend)     # before any progress line: no usable GPU is one line, exit 3
-        ds = open_dataset(args.dataset)   # every check that needs no replay, before any replay
+        resolve_backend(args.backend)
+        ds = open_fn(args.dataset)
         progress = Progress(ds.rows, 0, enabled=not args.quiet, label="verify")
-        rows, bad = verify(ds, args.backend, progress=lambda k: progress.add(k, 0),
-                           limit=max(args.max_report, 1))
+        rows, bad = verify_fn(ds, args.backend, progress=lambda k: progress.add(k, 0), limit=max(args.max_report, 1))
         progress.close()
     except BackendError as exc:           # a GPU backend without a usable GPU
         raise CommandError(str(exc), UNAVAILABLE) from None
     except GoldenError as exc:
         raise CommandError(str(exc), 1) from None
-    for b in bad:
-        print(b)
-    if bad:
-        print(f"verify: MISMATCH ({len(bad)} shown) after {rows:,} cases")
-        return 1
-    print(f"verify: {rows:,} cases match ({args.backend}, profile {ds.profile.name} {ds.profile.version})")
-    return 0
+    return ds, rows, bad
 
 
 def _streams(args) -> int:
-    from emulator.golden.runner import Progress
     from emulator.golden.streams_dataset import open_stream_dataset
     from emulator.golden.streams_replay import verify
-    try:
-        resolve_backend(args.backend)
-        ds = open_stream_dataset(args.dataset)
-        progress = Progress(ds.rows, 0, enabled=not args.quiet, label="verify")
-        rows, bad = verify(ds, args.backend, progress=lambda k: progress.add(k, 0), limit=max(args.max_report, 1))
-        progress.close()
-    except BackendError as exc:
-        raise CommandError(str(exc), UNAVAILABLE) from None
-    except GoldenError as exc:
-        raise CommandError(str(exc), 1) from None
-    for b in bad:
-        print(b)
-    if bad:
-        print(f"verify: MISMATCH ({len(bad)} shown) after {rows:,} streams")
-        return 1
-    print(f"verify: {rows:,} streams of {ds.params.blocks} blocks match, block by block ({args.backend}, "
-          f"profile {ds.profile.name} {ds.profile.version})")
-    return 0
+    ds, rows, bad = _replay(args, open_stream_dataset, verify)
+    return _verdict(bad, f"{rows:,} streams", f"{rows:,} streams of {ds.params.blocks} blocks match, block by "
+                    f"block ({args.backend}, profile {ds.profile.name} {ds.profile.version})")
 
 
 def _oracle(args) -> int:

@@ -333,9 +333,15 @@ def write_chunk(out_dir: str, params: dict, part: dict, chunk: int, n: int, back
     write (a full disk, a file-size limit) is one GoldenError; the temporary file is removed."""
     p = Params.from_json(params)
     pt = Partition(**part)
-    folder = pathlib.Path(out_dir) / pt.path
+    return write_data_file(out_dir, pt.path, chunk, chunk_table(p, pt, chunk, n, backend))
+
+
+def write_data_file(out_dir, part_path: str, chunk: int, table: pa.Table) -> dict:
+    """Write data file `chunk` of partition folder `part_path` atomically (the stream goldens'
+    files too) and return its record.  A failed write (a full disk, a file-size limit) is one
+    GoldenError; the temporary file is removed."""
+    folder = pathlib.Path(out_dir) / part_path
     path = folder / file_name(chunk)
-    table = chunk_table(p, pt, chunk, n, backend)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with atomic_path(path) as tmp:
@@ -368,19 +374,24 @@ def sha256(path) -> str:
 # ---------------------------------------------------------------------------- manifest
 
 def manifest(p: Params, records: list[dict]) -> dict:
+    return manifest_of(FORMAT, FORMAT_VERSION, p, {part.path: {**part.keys(), "not_applicable": classes_for(part)[1]}
+                                                   for part in partitions(p)}, records)
+
+
+def manifest_of(fmt: str, fmt_version: int, p, entries: dict, records: list[dict]) -> dict:
+    """A manifest of format `fmt` (golden, and the stream goldens' own): this build's version,
+    the profile of parameters `p`, and each partition's entry (`entries`: path -> keys and
+    not_applicable, in order) with the file records below its path."""
     from importlib import metadata
     try:
         version = metadata.version("tile-emu")
     except metadata.PackageNotFoundError:
         version = "unknown"
     prof = numeric_profile(p.profile)
-    parts = {}
-    for part in partitions(p):
-        _, na = classes_for(part)
-        parts[part.path] = {**part.keys(), "not_applicable": na, "files": []}
+    parts = {path: {**entry, "files": []} for path, entry in entries.items()}
     for r in sorted(records, key=lambda r: r["path"]):
         parts[r["path"].rsplit("/", 1)[0]]["files"].append(r)
-    return {"format": FORMAT, "format_version": FORMAT_VERSION, "tile_emu_version": version,
+    return {"format": fmt, "format_version": fmt_version, "tile_emu_version": version,
             "profile": {"name": prof.name, "version": prof.version}, "generator": p.to_json(),
             "partitions": list(parts.values())}
 
@@ -497,11 +508,11 @@ class Dataset:
     def read(self, f: DataFile) -> pa.Table:
         return _read_checked(self, f)
 
-    def listed(self) -> list[tuple[dict, dict]]:
-        """(the manifest's partition entry, the file's record) for every data file, in manifest
-        order: for consumers that read the manifest's own words (hex export, the oracle)."""
-        entry = {p: e for p, e in zip(self.partitions, self.manifest["partitions"])}
-        return [(entry[f.partition], f.record) for f in self.files]
+    def listed(self) -> list[tuple[dict, DataFile]]:
+        """(manifest partition entry, data file) for every checked data file, in manifest
+        order: for consumers that read the manifest's own words (hex export, --oracle)."""
+        entry = dict(zip(self.partitions, self.manifest["partitions"]))
+        return [(entry[f.partition], f) for f in self.files]
 
 
 def open_dataset(folder, progress=None) -> Dataset:
@@ -516,7 +527,7 @@ def open_dataset(folder, progress=None) -> Dataset:
     m = read_manifest(folder)
     prof = dataset_profile(m["profile"])
     params = Params.from_json(m["generator"], "manifest: generator")
-    if numeric_profile(params.profile).name != prof.name:
+    if params.profile != prof.name:         # (an unknown name is not the recorded one either)
         raise GoldenError(f"manifest: generator profile {quote(params.profile)} is not the recorded "
                           f"profile {prof.name}")
     try:
@@ -654,6 +665,30 @@ def read_file_checked(folder: pathlib.Path, rec: dict, schema: pa.Schema, schema
     return t
 
 
+def check_cases(t: pa.Table, where: str, first: int) -> np.ndarray:
+    """The case numbers of a data file's rows (data file `where`, its first case `first`):
+    GoldenError unless no column holds a null and the rows hold first, first + 1, ... in order.
+    (The stream goldens' files follow the same rule.)"""
+    for name in t.column_names:
+        hit = _first_null(t.column(name), name)
+        if hit:
+            raise GoldenError(f"{where}: column {hit} holds a null (the format has none)")
+    cases = t.column("case").to_numpy()
+    n = len(t)
+    wrong = np.flatnonzero(cases != np.arange(first, first + n, dtype=np.uint64))
+    if wrong.size:
+        i = int(wrong[0])
+        raise GoldenError(f"{where}: row {i} holds case {int(cases[i])}; this file holds cases {first} to "
+                          f"{first + n - 1} in order")
+    return cases
+
+
+def case_at(cases: np.ndarray, mask) -> int:
+    """The case number of the first row `mask` (a boolean NumPy or Arrow array) selects."""
+    mask = mask.to_numpy(zero_copy_only=False) if isinstance(mask, (pa.Array, pa.ChunkedArray)) else mask
+    return int(cases[np.flatnonzero(mask)[0]])
+
+
 def _first_null(arr, path: str) -> str | None:
     """The column path of the first null anywhere in arr (the format has none)."""
     chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
@@ -680,21 +715,10 @@ def _check_rows(ds: Dataset, f: DataFile, t: pa.Table) -> None:
     pe_mask its destination binding's; the class counts the manifest's; each class one the
     partition can have, an illegal class rejected with its reason code, a legal one committed."""
     where, part, n = shown(f.path), f.partition, len(t)
-    for name in t.column_names:
-        hit = _first_null(t.column(name), name)
-        if hit:
-            raise GoldenError(f"{where}: column {hit} holds a null (the format has none)")
-    cases = t.column("case").to_numpy()
-    first = f.chunk * ds.params.chunk_cases
-    wrong = np.flatnonzero(cases != np.arange(first, first + n, dtype=np.uint64))
-    if wrong.size:
-        i = int(wrong[0])
-        raise GoldenError(f"{where}: row {i} holds case {int(cases[i])}; this file holds cases {first} to "
-                          f"{first + n - 1} in order")
+    cases = check_cases(t, where, f.chunk * ds.params.chunk_cases)
 
     def case(mask) -> int:
-        mask = mask.to_numpy(zero_copy_only=False) if isinstance(mask, (pa.Array, pa.ChunkedArray)) else mask
-        return int(cases[np.flatnonzero(mask)[0]])
+        return case_at(cases, mask)
 
     stream = t.column("stream").combine_chunks()
     uniques = pc.unique(stream)

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import pathlib
 import zlib
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from isa import encoding, instructions as I
 from isa.atomicio import atomic_open, quote, shown, why
@@ -30,6 +30,7 @@ from isa.errors import DecodeError
 
 from .dataset import MANIFEST, GoldenError, open_dataset, sha256, write_json
 from .export import hex_columns
+from .replay import require_well_formed
 from .rows import gprs_of, tiles_of
 
 FORMAT = "tile-emu hex export"
@@ -294,48 +295,63 @@ def write_hex(folder, out, op: str | None = None, dtype: str | None = None) -> d
     (absent or empty); returns the manifest written last.  GoldenError, one line, for a
     damaged dataset or an unusable `out`."""
     folder = pathlib.Path(folder)
-    ds = open_dataset(folder)
-    m, files = ds.manifest, ds.listed()
+    ds = open_dataset(folder)             # export refuses what verify refuses
+    m = ds.manifest
     wanted = {id(q) for q in _selected(m, op, dtype)}
     if out is None or str(out) == "":
         raise GoldenError("--format hex needs --out FOLDER")
     out = pathlib.Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise GoldenError(f"--out {shown(out)} must be an empty or new folder")
+    created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise GoldenError(f"--out {shown(out)}: cannot create ({why(exc)})") from None
-    by_part: dict[int, list[dict]] = {}
-    for part, rec in files:
+    by_part: dict[int, list] = {}
+    for part, f in ds.listed():
         if id(part) in wanted:
-            by_part.setdefault(id(part), []).append(rec)
+            by_part.setdefault(id(part), []).append(f)
     entries = []
-    for part in m["partitions"]:
-        if id(part) not in wanted:
-            continue
-        recs = by_part.get(id(part), [])
-        path = recs[0]["path"].rsplit("/", 1)[0] if recs else _part_path(part)
-        target = out / path
-        target.mkdir(parents=True, exist_ok=True)
-        p = _Part(target, part)
-        try:
-            for rec in recs:
-                try:
-                    t = pq.read_table(folder / rec["path"])
-                except (OSError, pa.ArrowException) as exc:
-                    raise GoldenError(f"{quote(rec['path'])}: cannot read ({why(exc)})") from None
-                _append(p, t, rec["path"])
-        except BaseException as exc:
-            p.close(exc)
-            raise
-        p.close()
-        entries.append(_entry(target, path, part, p))
+    try:
+        for part in m["partitions"]:
+            if id(part) not in wanted:
+                continue
+            files = by_part.get(id(part), [])
+            path = files[0].path.rsplit("/", 1)[0] if files else _part_path(part)
+            target = out / path
+            target.mkdir(parents=True, exist_ok=True)
+            p = _Part(target, part)
+            try:
+                for f in files:
+                    t = ds.read(f)
+                    require_well_formed(t, ds, f.path)
+                    _append(p, t, f.path)
+            except BaseException as exc:
+                p.close(exc)
+                raise
+            p.close()
+            entries.append(_entry(target, path, part, p))
+    except BaseException:                 # a failed export leaves --out as it found it
+        _empty(out, remove=created)
+        raise
     manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "dataset": {
         "manifest_sha256": sha256(folder / MANIFEST), "profile": m.get("profile"),
         "tile_emu_version": m.get("tile_emu_version")}, "partitions": entries}
     write_json(out / MANIFEST, manifest)
     return manifest
+
+
+def _empty(out: pathlib.Path, remove: bool) -> None:
+    """Remove what a failed export created below `out` (and `out` itself when it created it);
+    --out was absent or empty, so everything there is the export's own."""
+    for root, dirs, names in os.walk(out, topdown=False):
+        for name in names:
+            os.unlink(os.path.join(root, name))
+        for name in dirs:
+            os.rmdir(os.path.join(root, name))
+    if remove:
+        out.rmdir()
 
 
 def _part_path(part: dict) -> str:

@@ -63,6 +63,20 @@ def _entries(arr: pa.Array, n: int, k: int, sl: slice) -> np.ndarray | None:
     return binary_block(arr.take(pa.array(idx)), n, sl.stop - sl.start)
 
 
+def shared_blocks(t: pa.Table, path: str) -> list | None:
+    """The decoded blocks of rows t's one stream, or None when the rows differ in stream or
+    store sizes (they do not replay together); GoldenError when the stream does not decode.
+    (The stream goldens' rebuild starts the same way.)"""
+    for name in ("stream", "local_bytes", "matrix_bytes"):
+        if not _uniform(t, name):
+            return None
+    try:
+        return encoding.decode(t.column("stream")[0].as_py())
+    except DecodeError as exc:
+        raise GoldenError(f"{shown(path)}: case {t.column('case')[0].as_py()}: stream does not decode "
+                          f"({shown(str(exc), 120)})") from None
+
+
 def rebuild_group(t: pa.Table, ds: Dataset, path: str) -> Group | None:
     """The group of rows t (of data file `path`) on the dataset's machine (store sizes of the
     rows, the dataset's numeric profile), or None when they do not share a block and
@@ -70,15 +84,8 @@ def rebuild_group(t: pa.Table, ds: Dataset, path: str) -> Group | None:
     n = len(t)
     if n == 0:
         return None
-    for name in ("stream", "local_bytes", "matrix_bytes"):
-        if not _uniform(t, name):
-            return None
-    try:
-        blocks = encoding.decode(t.column("stream")[0].as_py())
-    except DecodeError as exc:
-        raise GoldenError(f"{shown(path)}: case {t.column('case')[0].as_py()}: stream does not decode "
-                          f"({shown(str(exc), 120)})") from None
-    if len(blocks) != 1:
+    blocks = shared_blocks(t, path)
+    if blocks is None or len(blocks) != 1:
         return None
     tiles = tile_specs(t, path, "inputs")
     if tiles is None:
@@ -210,22 +217,38 @@ def verify(dataset, backend: str = "cpu", progress=None, limit: int = 20) -> tup
         for lo, hi in _runs(t.column("group").to_numpy()):
             if hi == lo:
                 continue
-            part_t = t.slice(lo, hi - lo)
-            g = rebuild_group(part_t, ds, f.path)
-            if g is None:                                     # replay row by row
-                for i in range(len(part_t)):
-                    one = part_t.slice(i, 1)
-                    g1 = rebuild_group(one, ds, f.path)
-                    if g1 is None:
-                        bad.append(Mismatch(f.path, int(one.column("case")[0].as_py()), "inputs",
-                                            "well-formed tiles", "a malformed row"))
-                        continue
-                    bad += _compare(f.path, one, g1, backend)
-            else:
-                bad += _compare(f.path, part_t, g, backend)
+            for one, g in units(t.slice(lo, hi - lo), ds, f.path):
+                if g is None:
+                    bad.append(Mismatch(f.path, int(one.column("case")[0].as_py()), "inputs",
+                                        "well-formed tiles", "a malformed row"))
+                else:
+                    bad += _compare(f.path, one, g, backend)
             rows += hi - lo
             if progress:
                 progress(hi - lo)
             if len(bad) >= limit:
                 return rows, bad[:limit]
     return rows, bad
+
+
+def units(t: pa.Table, ds: Dataset, path: str):
+    """(rows, Group) for what the replay runs at once: the rows of one group, or, where they do
+    not rebuild together, each row alone -- Group None for a row no machine state can be
+    rebuilt from (verify's mismatch 'a malformed row').  GoldenError for malformed fields."""
+    g = rebuild_group(t, ds, path)
+    if g is not None:
+        yield t, g
+        return
+    for i in range(len(t)):
+        one = t.slice(i, 1)
+        yield one, rebuild_group(one, ds, path)
+
+
+def require_well_formed(t: pa.Table, ds: Dataset, path: str) -> None:
+    """What a consumer other than the replay (the hex export, verify --oracle) refuses in one
+    line: a row verify would report as malformed, or whose fields raise there."""
+    for lo, hi in _runs(t.column("group").to_numpy()):
+        for one, g in units(t.slice(lo, hi - lo), ds, path):
+            if g is None:
+                raise GoldenError(f"{shown(path)}: case {one.column('case')[0].as_py()}: a malformed row; "
+                                  "run `tile-emu verify`")

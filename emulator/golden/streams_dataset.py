@@ -17,10 +17,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from isa import encoding
-from isa.atomicio import atomic_path, quote, shown, why
+from isa.atomicio import quote, shown, why
 from isa.errors import DecodeError
 from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES, Profile, profile as numeric_profile
 
@@ -326,33 +325,13 @@ def write_chunk(out_dir: str, params: dict, part: dict, chunk: int, n: int, back
     """Generate and write one file (a Dask task: plain arguments, plain result)."""
     p = StreamParams.from_json(params)
     pt = StreamPartition(**part)
-    folder = pathlib.Path(out_dir) / pt.path
-    path = folder / D.file_name(chunk)
-    table = chunk_table(p, pt, chunk, n, backend)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with atomic_path(path) as tmp:
-            pq.write_table(table, tmp, compression="zstd", write_statistics=False)
-    except (OSError, pa.ArrowException) as exc:
-        raise GoldenError(f"{shown(path)}: cannot write ({why(exc)}); fix that and rerun with --resume") from None
-    return D.file_record(out_dir, path)
+    return D.write_data_file(out_dir, pt.path, chunk, chunk_table(p, pt, chunk, n, backend))
 
 
 def manifest(p: StreamParams, records: list[dict]) -> dict:
-    from importlib import metadata
-    try:
-        version = metadata.version("tile-emu")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
-    prof = numeric_profile(p.profile)
-    parts = {}
-    for part in partitions(p):
-        parts[part.path] = {**part.keys(), "not_applicable": classes_for(part.shape)[1], "files": []}
-    for r in sorted(records, key=lambda r: r["path"]):
-        parts[r["path"].rsplit("/", 1)[0]]["files"].append(r)
-    return {"format": FORMAT, "format_version": FORMAT_VERSION, "tile_emu_version": version,
-            "profile": {"name": prof.name, "version": prof.version}, "generator": p.to_json(),
-            "partitions": list(parts.values())}
+    return D.manifest_of(FORMAT, FORMAT_VERSION, p, {part.path: {**part.keys(), "not_applicable":
+                                                                 classes_for(part.shape)[1]} for part in partitions(p)},
+                         records)
 
 
 def is_stream_dataset(folder) -> bool:
@@ -434,7 +413,7 @@ def open_stream_dataset(folder, progress=None) -> StreamDataset:
     m = read_manifest(folder)
     prof = D.dataset_profile(m["profile"])
     params = StreamParams.from_json(m["generator"], "manifest: generator")
-    if numeric_profile(params.profile).name != prof.name:
+    if params.profile != prof.name:         # (an unknown name is not the recorded one either)
         raise GoldenError(f"manifest: generator profile {quote(params.profile)} is not the recorded profile {prof.name}")
     try:
         plan = chunks(params)
@@ -482,22 +461,11 @@ def _check_rows(ds: StreamDataset, part: StreamPartition, chunk: int, rec: dict,
     first; each stream decodes to `blocks` blocks (the partition's); asm its canonical text;
     the class one the shape class can have and its outcome (legal: commit; illegal_<reason>:
     fault with that reason at fault_block = executed < blocks); the class counts the manifest's."""
-    where, n = shown(rec["path"]), len(t)
-    for name in t.column_names:
-        hit = D._first_null(t.column(name), name)
-        if hit:
-            raise GoldenError(f"{where}: column {hit} holds a null (the format has none)")
-    cases = t.column("case").to_numpy()
-    first = chunk * ds.params.chunk_cases
-    wrong = np.flatnonzero(cases != np.arange(first, first + n, dtype=np.uint64))
-    if wrong.size:
-        i = int(wrong[0])
-        raise GoldenError(f"{where}: row {i} holds case {int(cases[i])}; this file holds cases {first} to "
-                          f"{first + n - 1} in order")
+    where = shown(rec["path"])
+    cases = D.check_cases(t, where, chunk * ds.params.chunk_cases)
 
     def case(mask) -> int:
-        mask = mask.to_numpy(zero_copy_only=False) if isinstance(mask, (pa.Array, pa.ChunkedArray)) else mask
-        return int(cases[np.flatnonzero(mask)[0]])
+        return D.case_at(cases, mask)
 
     blocks_col = t.column("blocks").to_numpy()
     if (blocks_col != part.blocks).any():

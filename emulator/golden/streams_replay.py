@@ -16,10 +16,9 @@ import pyarrow as pa
 
 from isa import encoding, fields as F
 from isa.atomicio import shown
-from isa.errors import DecodeError
 
 from .dataset import GoldenError
-from .replay import _diff, _runs, _uniform, tile_specs
+from .replay import _diff, _runs, shared_blocks, tile_specs
 from .rows import gprs_of
 from . import streams as S
 from . import streams_dataset as SD
@@ -49,13 +48,9 @@ def rebuild(t: pa.Table, ds: SD.StreamDataset, path: str):
     """(config, n, tiles, gprs, blocks) of rows t, or None when they do not share a stream and
     initial descriptors.  GoldenError for a row no machine could hold."""
     n = len(t)
-    for name in ("stream", "local_bytes", "matrix_bytes"):
-        if not _uniform(t, name):
-            return None
-    try:
-        blocks = encoding.decode(t.column("stream")[0].as_py())
-    except DecodeError as exc:
-        raise _malformed(path, t, f"stream does not decode ({exc})") from None
+    blocks = shared_blocks(t, path)
+    if blocks is None:
+        return None
     specs = tile_specs(t, path, "initial")
     if specs is None:
         return None

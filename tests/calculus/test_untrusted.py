@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from emulator.calculus import RegionError, RegionRuntimeError, loads, run
 from emulator.calculus import interp
 from emulator.calculus.effects import events
+from mutate import paths as _paths
 
 KEYS = ["op", "seq", "if", "then", "else", "parallel", "serial", "pipeline", "reduce", "body", "where",
         "carry", "next", "stages", "ii", "into", "group", "value", "combine", "policy", "mask", "key",
@@ -72,16 +73,6 @@ SEEDS = [
      "body": {"reduce": [["k", 2], ["l", 2]], "into": "y", "group": ["k"], "value": "x[l]", "combine": "g",
               "policy": "fold_left", "body": {"op": "u = x[k]"}}},
 ]
-
-
-def _paths(doc, prefix=()):
-    yield prefix
-    if isinstance(doc, dict):
-        for k, v in doc.items():
-            yield from _paths(v, prefix + (k,))
-    elif isinstance(doc, list):
-        for i, v in enumerate(doc):
-            yield from _paths(v, prefix + (i,))
 
 
 def _replace(doc, path, value):

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from emulator.cli import main
 from emulator.golden import dataset as D
 from emulator.golden.rows import SCHEMA
+from mutate import byte_edits, paths as _paths
 
 SEED = ["--seed", "5", "--quiet"]
 TADD_FP32 = "op=TADD/dtype=FP32/part-00000.parquet"
@@ -78,7 +79,8 @@ def resync(folder, counts: bool = False) -> None:
             if counts:
                 t = pq.read_table(path)
                 rec["rows"] = len(t)
-                rec["classes"] = {c["values"]: c["counts"] for c in t.column("class").value_counts().to_pylist()}
+                rec["classes"] = {str(c["values"]): c["counts"]            # str: a retyped column's values too
+                                  for c in t.column("class").value_counts().to_pylist()}
     write_manifest(folder, m)
 
 
@@ -101,10 +103,16 @@ def one_line(capsys, rc, *words) -> str:
 
 
 def refused_everywhere(folder, capsys, *words, export=EXPORT_TADD) -> str:
-    """verify, --coverage and export each refuse the dataset in one line holding `words`."""
+    """verify (and verify --oracle), --coverage and both exports each refuse the dataset in one
+    line holding `words`; the exports write nothing."""
     err = one_line(capsys, main(["verify", str(folder), "--quiet"]), *words)
+    one_line(capsys, main(["verify", str(folder), "--oracle", "--quiet"]), *words)
     one_line(capsys, main(["golden", "--coverage", str(folder)]), *words)
     one_line(capsys, main(["golden", "export", str(folder), *export]), *words)
+    out = pathlib.Path(folder).parent / "export-out"
+    one_line(capsys, main(["golden", "export", str(folder), *export, "--out", str(out / "f.txt")]), *words)
+    one_line(capsys, main(["golden", "export", str(folder), "--format", "hex", "--out", str(out / "hex")]), *words)
+    assert not out.exists() or not any(out.iterdir())
     return err
 
 
@@ -270,6 +278,8 @@ def _swap_files(p, q):
     (lambda m: _swap_files(*m["partitions"]),
      "manifest: op=TADD/dtype=FP32: files lack 'op=TADD/dtype=FP32/part-00000.parquet'"),
     (lambda m: m["generator"].update(profile="ftz"), "generator profile 'ftz' is not the recorded profile ieee"),
+    (lambda m: m["generator"].update(profile="tile-emu golden dataset"),       # no profile at all (was UnknownProfile)
+     "generator profile 'tile-emu golden dataset' is not the recorded profile ieee"),
     (lambda m: m["generator"].update(chunk_cases=0), "generator.chunk_cases: 0 is less than the minimum of 1"),
     (lambda m: m["generator"].update(ops=["TADD", "TADD"]),
      "manifest: generator: --ops: 'TADD' is listed more than once"),
@@ -375,6 +385,17 @@ def test_an_input_tile_of_2_31_rows_is_one_line_in_export_and_a_mismatch_in_veri
     rewrite(x, TADD_FP32, lambda rows: [t.update(Row=2 ** 31) for r in rows for t in r["inputs"]])
     one_line(capsys, main(["golden", "export", str(x), *EXPORT_TADD]), f"{TADD_FP32}: case 0: a malformed row")
     mismatch(x, capsys, f"{TADD_FP32}: case 0: inputs: expected well-formed tiles, got a malformed row")
+    _other_consumers_refuse(x, tmp_path, capsys, f"{TADD_FP32}: case 0: a malformed row")
+
+
+def _other_consumers_refuse(x, tmp_path, capsys, words):
+    """The hex export (into a new or an empty folder) and verify --oracle refuse what verify
+    refuses, and the export leaves its --out as it found it."""
+    (tmp_path / "empty").mkdir()
+    for out in (tmp_path / "new", tmp_path / "empty"):
+        one_line(capsys, main(["golden", "export", str(x), "--format", "hex", "--out", str(out)]), words)
+    assert not (tmp_path / "new").exists() and not any((tmp_path / "empty").iterdir())
+    one_line(capsys, main(["verify", str(x), "--oracle", "--quiet"]), words)
 
 
 def test_feature_map_parameters_without_a_layout_are_one_line_in_export_and_verify(tadd, tmp_path, capsys):
@@ -383,6 +404,7 @@ def test_feature_map_parameters_without_a_layout_are_one_line_in_export_and_veri
     words = f"{TADD_FP32}: case 0: inputs: fmap_params, fmap_pad_bits or fmap_transposed set without fmap_layout"
     one_line(capsys, main(["golden", "export", str(x), *EXPORT_TADD]), words)
     one_line(capsys, main(["verify", str(x), "--quiet"]), words)
+    _other_consumers_refuse(x, tmp_path, capsys, words)
 
 
 # ---------------------------------------------------------------------------- generation arguments
@@ -454,6 +476,28 @@ def test_an_unbounded_worker_count_is_refused_before_a_cluster_starts(tmp_path, 
     assert not (tmp_path / "o").exists()
 
 
+def test_a_testfloat_export_to_out_is_the_stdout_text_written_whole(tadd, tmp_path, capsysbinary):
+    assert main(["golden", "export", str(tadd), *EXPORT_TADD]) == 0
+    stdout = capsysbinary.readouterr().out
+    assert main(["golden", "export", str(tadd), *EXPORT_TADD, "--out", str(tmp_path / "f.txt")]) == 0
+    assert capsysbinary.readouterr().out == b"" and (tmp_path / "f.txt").read_bytes() == stdout
+    assert stdout.count(b"\n") > 100
+
+
+@pytest.mark.parametrize("fmt, out", [("testfloat", "f.txt"), ("hex", "hex"), ("hex", "."), ("testfloat", "op=TADD")])
+def test_an_export_into_its_own_dataset_folder_is_a_usage_error_and_writes_nothing(tadd, tmp_path, capsys, fmt, out):
+    """Output in the dataset folder: that folder would hold a file its manifest does not list."""
+    folder = copy(tadd, tmp_path)
+    before = sorted(p.relative_to(folder) for p in folder.rglob("*"))
+    argv = ["golden", "export", str(folder), "--format", fmt, "--op", "TADD", "--dtype", "FP32",
+            "--out", str(folder / out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "lies in the dataset folder" in err
+    assert sorted(p.relative_to(folder) for p in folder.rglob("*")) == before
+    assert main(["verify", str(folder), "--quiet"]) == 0
+
+
 @pytest.mark.parametrize("address", ["garbage", "tcp://", "tcp://host:notaport"])
 def test_a_scheduler_address_that_is_no_address_is_one_line(tmp_path, capsys, address):
     pytest.importorskip("distributed")
@@ -504,17 +548,6 @@ def _clean_or_one_line(folder, capsys) -> None:
             assert "cases match" in cap.out
 
 
-def _paths(obj, at=()):
-    """Every path (tuple of keys and indices) into a JSON value."""
-    yield at
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from _paths(v, at + (k,))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            yield from _paths(v, at + (i,))
-
-
 HOSTILE_JSON = st.one_of(
     st.none(), st.booleans(), st.integers(-2 ** 70, 2 ** 70), st.floats(allow_nan=False), st.text(max_size=20),
     st.sampled_from(["FP32", "TADD", "ieee", "ftz", "RNE", "random", "op=TADD/dtype=FP32/part-00000.parquet",
@@ -551,31 +584,11 @@ def _fuzz_manifest(small, capsys, data):
         if data.draw(st.booleans()):
             write_manifest(x, _mutate_manifest(data, manifest(x)))
         else:
-            raw = bytearray((x / D.MANIFEST).read_bytes())
-            for _ in range(data.draw(st.integers(1, 4))):
-                at = data.draw(st.integers(0, len(raw) - 1))
-                op = data.draw(st.sampled_from(["flip", "drop", "dup"]))
-                if op == "flip":
-                    raw[at] ^= data.draw(st.integers(1, 255))
-                elif op == "drop":
-                    del raw[at:at + data.draw(st.integers(1, 8))]
-                else:
-                    raw[at:at] = raw[at:at + data.draw(st.integers(1, 8))]
+            raw = byte_edits(bytearray((x / D.MANIFEST).read_bytes()), data, data.draw(st.integers(1, 4)))
             (x / D.MANIFEST).write_bytes(bytes(raw))
         _clean_or_one_line(x, capsys)
 
 
-@FUZZ
-@given(data=st.data())
-def test_fuzzed_manifests_give_one_line_or_a_clean_result(small, capsys, data):
-    _fuzz_manifest(small, capsys, data)
-
-
-@pytest.mark.slow
-@FUZZ_SLOW
-@given(data=st.data())
-def test_many_fuzzed_manifests_give_one_line_or_a_clean_result(small, capsys, data):
-    _fuzz_manifest(small, capsys, data)
 
 
 HOSTILE_VALUES = st.one_of(
@@ -639,14 +652,19 @@ def _fuzz_data_file(small, capsys, data):
         _clean_or_one_line(x, capsys)
 
 
+FUZZERS = {"manifest": _fuzz_manifest, "data file": _fuzz_data_file}
+
+
+@pytest.mark.parametrize("kind", sorted(FUZZERS))
 @FUZZ
 @given(data=st.data())
-def test_fuzzed_data_files_give_one_line_a_mismatch_or_a_clean_result(small, capsys, data):
-    _fuzz_data_file(small, capsys, data)
+def test_fuzzed_manifests_and_data_files_give_one_line_a_mismatch_or_a_clean_result(small, capsys, kind, data):
+    FUZZERS[kind](small, capsys, data)
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(FUZZERS))
 @FUZZ_SLOW
 @given(data=st.data())
-def test_many_fuzzed_data_files_give_one_line_a_mismatch_or_a_clean_result(small, capsys, data):
-    _fuzz_data_file(small, capsys, data)
+def test_many_fuzzed_manifests_and_data_files_give_one_line_a_mismatch_or_a_clean_result(small, capsys, kind, data):
+    FUZZERS[kind](small, capsys, data)

@@ -174,3 +174,26 @@ def test_an_unknown_profile_or_version_is_one_line(pair, tmp_path, capsys, name,
         assert main(argv) == 1
         err = capsys.readouterr().err
         assert words in err and err.count("\n") == 1, err
+
+
+def test_the_oracle_checks_ieee_data_and_claims_no_reference_under_ftz(pair, capsys):
+    """verify --oracle's references are IEEE 754's: an ieee dataset is checked against them,
+    an ftz one is not compared with them (its flushed sums would read as mismatches) but listed
+    as having no independent reference; the model above is this profile's check."""
+    dtype, root = pair
+    assert main(["verify", str(root / "ieee"), "--oracle", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "softfloat:" in out and "no independent reference: none" in out
+    assert main(["verify", str(root / "ftz"), "--oracle", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "softfloat:" not in out and f"no independent reference: TADD ({dtype})" in out
+
+
+def test_a_hex_export_of_either_profile_is_written_and_checks(pair, tmp_path, capsys):
+    dtype, root = pair
+    for profile in ("ieee", "ftz"):
+        out = tmp_path / profile
+        assert main(["golden", "export", str(root / profile), "--format", "hex", "--out", str(out)]) == 0
+        assert json.loads((out / "manifest.json").read_text())["dataset"]["profile"]["name"] == profile
+        assert main(["verify", str(out)]) == 0
+    assert "hex export intact" in capsys.readouterr().out

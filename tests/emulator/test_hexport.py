@@ -150,30 +150,27 @@ def test_a_truncated_file_names_the_file_and_the_first_missing_case(copy, capsys
     _fails(copy, capsys, rf"op=TFMA/dtype=FP16/addend.hex.*: case {case} \(PE {pe}\): truncated")
 
 
-def test_an_altered_value_names_the_file_and_its_case(copy, capsys):
-    p = copy / "dst.hex"
+def _edit_line(copy, file, i, edit):
+    """Replace line i of `file` by edit(line); the (case, PE) lane it belongs to."""
+    p = copy / file
     lines = p.read_text().split("\n")
-    lines[37] = format(int(lines[37], 16) ^ 1, "04X")
+    lines[i] = edit(lines[i])
     p.write_text("\n".join(lines))
-    case, pe = _lane_of(copy, "dst.hex", 37)
+    return _lane_of(copy, file, i)
+
+
+def test_an_altered_value_names_the_file_and_its_case(copy, capsys):
+    case, pe = _edit_line(copy, "dst.hex", 37, lambda v: format(int(v, 16) ^ 1, "04X"))
     _fails(copy, capsys, rf"dst.hex.*: case {case} \(PE {pe}\): altered")
 
 
 def test_an_altered_definedness_bit_names_the_file_and_its_case(copy, capsys):
-    p = copy / "left.def.hex"
-    lines = p.read_text().split("\n")
-    lines[5] = "0" if lines[5] == "1" else "1"
-    p.write_text("\n".join(lines))
-    case, pe = _lane_of(copy, "left.def.hex", 5)
+    case, pe = _edit_line(copy, "left.def.hex", 5, lambda v: "0" if v == "1" else "1")
     _fails(copy, capsys, rf"left.def.hex.*: case {case} \(PE {pe}\): altered")
 
 
 def test_a_line_that_is_not_hex_names_its_case(copy, capsys):
-    p = copy / "right.hex"
-    lines = p.read_text().split("\n")
-    lines[3] = "3C0G"
-    p.write_text("\n".join(lines))
-    case, pe = _lane_of(copy, "right.hex", 3)
+    case, pe = _edit_line(copy, "right.hex", 3, lambda v: "3C0G")
     _fails(copy, capsys, rf"right.hex.*: line 4: not 4 hex digits \(case {case} \(PE {pe}\)\)")
 
 

@@ -31,8 +31,9 @@ PATHS = {
     "vcg": {"mapping": "input", "heatmap": "output"},
     "reduce": {"input": "input", "mapping": "input", "out": "output"},
     "bench": {},
-    # generation writes --out and reads nothing; --coverage and export read DATASET and write
-    # stdout: no invocation reads one path and writes another
+    # generation writes --out and reads nothing; --coverage reads DATASET and writes stdout;
+    # export reads DATASET and writes stdout or --out, which may not lie in DATASET
+    # (test_golden_hostile: an export into its own dataset folder)
     "golden": {"dataset": "input", "coverage": "input", "out": "output"},
     "verify": {"dataset": "input"},
 }

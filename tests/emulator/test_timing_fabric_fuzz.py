@@ -20,31 +20,12 @@ from emulator.cli import main
 from emulator.timing import DEFAULT_FABRIC, EngineModelError, PEEngines, stream_timing
 from fabric.io import load_text
 from isa import encode
+from mutate import paths as _paths, set_at as _set
 
 PE = json.loads(DEFAULT_FABRIC.read_text())
 DATATYPES = PE["fus"][0]["nodes"][0]["hw_params"]["datatypes"]
 JUNK = [None, True, 0, -1, 1, 2 ** 32, 2 ** 64, 1.5, "", "x", [], {}, [1], {"a": 1}, "bits<64>", "tile.TADD",
         "TileVecEngine", "in.0", "vec.0", "FP32", "bits_tag<8,2>", "pipelined_beats"]
-
-
-def _paths(node, prefix=()):
-    yield prefix
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _paths(v, prefix + (k,))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _paths(v, prefix + (i,))
-
-
-def _set(doc, path, value):
-    cur = doc
-    for k in path[:-1]:
-        cur = cur[k]
-    if value is KeyError:
-        del cur[path[-1]]
-    else:
-        cur[path[-1]] = value
 
 
 def _edit(d, rng):

@@ -10,6 +10,7 @@ from emulator.cli import main
 from fabric.errors import DiagnosticCode as C, FormatError
 from fabric.io import dump, load, load_text
 from fabric.view import check_fabric, render
+from mutate import byte_edits, paths as _paths, set_copy
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "fabric"
 RICH = json.loads((EXAMPLES / "alu.json").read_text())
@@ -45,15 +46,7 @@ def test_canonical_print_orders_sets_by_domain():
 
 
 def _mut(doc, path, value):
-    d = copy.deepcopy(doc)
-    cur = d
-    for k in path[:-1]:
-        cur = cur[k]
-    if value is KeyError:
-        del cur[path[-1]]
-    else:
-        cur[path[-1]] = value
-    return json.dumps(d)
+    return json.dumps(set_copy(doc, path, value))
 
 
 @pytest.mark.parametrize("text, where, why", [
@@ -89,16 +82,6 @@ _JSON = st.recursive(
     lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3), max_leaves=6)
 
 
-def _paths(node, prefix=()):
-    yield prefix
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _paths(v, prefix + (k,))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _paths(v, prefix + (i,))
-
-
 PATHS = [p for p in _paths(RICH) if p]
 
 
@@ -125,16 +108,7 @@ def test_structurally_fuzzed_descriptions_never_raise(i, value):
 @settings(max_examples=100, deadline=None)
 @given(data=st.data())
 def test_byte_fuzzed_descriptions_never_raise(data):
-    raw = bytearray(json.dumps(RICH).encode())
-    for _ in range(data.draw(st.integers(1, 4))):
-        at = data.draw(st.integers(0, len(raw) - 1))
-        op = data.draw(st.sampled_from(["flip", "drop", "dup"]))
-        if op == "flip":
-            raw[at] ^= data.draw(st.integers(1, 255))
-        elif op == "drop":
-            del raw[at:at + data.draw(st.integers(1, 8))]
-        else:
-            raw[at:at] = raw[at:at + data.draw(st.integers(1, 8))]
+    raw = byte_edits(bytearray(json.dumps(RICH).encode()), data, data.draw(st.integers(1, 4)))
     _never_a_traceback(bytes(raw))
 
 

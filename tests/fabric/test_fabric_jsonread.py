@@ -17,6 +17,7 @@ from fabric.errors import FormatError
 from fabric.families import FAMILIES
 from fabric.jsonread import SchemaReader, description_path, dollar_path, integer, lst, obj, parse_json, string
 from fabric.params import record_schema
+from mutate import paths as _paths
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "fabric"
 PE_JSON = EXAMPLES.parents[1] / "emulator" / "pe.json"      # the one PE engine description
@@ -32,16 +33,6 @@ def test_the_schemas_are_valid_draft7_schemas_for_the_reference_implementation()
     jsonschema.Draft7Validator.check_schema(_root())
     for d in {d.params for d in FAMILIES.values()}:
         jsonschema.Draft7Validator.check_schema(record_schema(d))
-
-
-def _paths(node, prefix=()):
-    yield prefix
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _paths(v, prefix + (k,))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _paths(v, prefix + (i,))
 
 
 JUNK = [None, True, 0, -1, 2 ** 32, Decimal("1.5"), Decimal("2.0"), "", "x", "a.7", [], {}, [1], {"a": 1}, "op"]

@@ -1,0 +1,52 @@
+"""Mutations for the fuzz tests (hostile manifests, graphs, fabric descriptions, region
+programs): paths into a JSON document and edits at them, byte edits of a file's text -- one
+copy instead of one in each fuzz test."""
+from __future__ import annotations
+
+import copy
+
+from hypothesis import strategies as st
+
+
+def paths(doc, prefix=()):
+    """Every path (a tuple of keys and indices) into `doc`, the root's () first."""
+    yield prefix
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield from paths(v, prefix + (k,))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from paths(v, prefix + (i,))
+
+
+def set_at(doc, path, value) -> None:
+    """Set the value at (non-empty) `path` in place; `value` KeyError deletes it."""
+    cur = doc
+    for k in path[:-1]:
+        cur = cur[k]
+    if value is KeyError:
+        del cur[path[-1]]
+    else:
+        cur[path[-1]] = value
+
+
+def set_copy(doc, path, value):
+    """A deep copy of `doc` with `set_at(path, value)` applied."""
+    doc = copy.deepcopy(doc)
+    set_at(doc, path, value)
+    return doc
+
+
+def byte_edits(raw: bytearray, data, edits) -> bytearray:
+    """`edits` random edits of `raw` in place, drawn with hypothesis `data`: a byte flipped, a
+    run of up to 8 bytes dropped or repeated."""
+    for _ in range(edits):
+        at = data.draw(st.integers(0, len(raw) - 1))
+        op = data.draw(st.sampled_from(["flip", "drop", "dup"]))
+        if op == "flip":
+            raw[at] ^= data.draw(st.integers(1, 255))
+        elif op == "drop":
+            del raw[at:at + data.draw(st.integers(1, 8))]
+        else:
+            raw[at:at] = raw[at:at + data.draw(st.integers(1, 8))]
+    return raw
