@@ -325,8 +325,12 @@ def validate_per_node(doc) -> None:
 
 
 def validate_block_mapping(m, path: str) -> None:
-    if _fast_accepts(_fast_block, m):
-        return
+    """RegionError at the first shape error of a block mapping at `path`: fast, as validate."""
+    if not _fast_accepts(_fast_block, m):
+        validate_block_mapping_per_node(m, path)
+
+
+def validate_block_mapping_per_node(m, path: str) -> None:
     err = next(_BLOCK_VALIDATOR.iter_errors(m), None)
     if err is not None:
         p, why = message(err)
@@ -415,7 +419,8 @@ _PY_TYPES = {"null": "NoneType", "boolean": "bool", "integer": "int", "number": 
              "string": "str", "array": "list", "object": "dict", "block": "Block"}
 
 
-def _compile(schema: dict):
+def _generate(schema: dict):
+    """fastjsonschema's code for `schema` (draft 7), its globals and the entry function's name."""
     from fastjsonschema.draft07 import CodeGeneratorDraft07
     from fastjsonschema.ref_resolver import RefResolver
     from isa.block import Block
@@ -435,9 +440,13 @@ def _compile(schema: dict):
 
     resolver = RefResolver.from_schema(schema, handlers={}, store={})
     gen = ExactTypes(schema, resolver=resolver, use_default=False, detailed_exceptions=False)
-    state = gen.global_state
-    exec(gen.func_code, state)
-    return state[resolver.get_scope_name()]
+    return gen.func_code, gen.global_state, resolver.get_scope_name()
+
+
+def _compile(schema: dict):
+    code, state, name = _generate(schema)
+    exec(code, state)
+    return state[name]
 
 
 class _Fast:
