@@ -10,7 +10,8 @@ Besides the standard keywords, four of ours (registered with jsonschema's valida
 mechanism) keep the messages and paths exact:
 
 - `x-what`: the words before ", got <type>" when a value has the wrong type;
-- `x-messages`: {keyword: message} for the other keywords (`{value}` is the offending value);
+- `x-messages`: {keyword: message} for the other keywords (a format string: `{value}` is the
+  offending value, `{{` a brace);
 - `x-name`: an identifier [A-Za-z_][A-Za-z0-9_]* that is not a Python reserved word (expressions
   are parsed by Python's parser), the value named by the keyword's text;
 - `x-names`: every key of the object is such an identifier (the error's path is the key's);
@@ -167,7 +168,7 @@ CONSTRUCT_SCHEMAS = {
         # a tile accumulator takes tile contributions, an array accumulator expressions
         "if": {"required": ["into"], "properties": {"into": {"type": "object"}}},
         "then": {"properties": {"value": {"type": "object", "x-messages": {
-            "type": "a tile reduction contributes a tile {pe, tile}"}}}}},
+            "type": "a tile reduction contributes a tile {{pe, tile}}"}}}}},   # (braces: a format string)
     "scan": _node_schema("scan", {
         "scan": _domain("scan"), "where": OPT_EXPR, "into": {"x-name": "'into' (the array of prefix results)"},
         "group": _what("'group' (g) is a list of index expressions", type="array", items=EXPR),
@@ -311,17 +312,26 @@ def validate_per_node(doc) -> None:
     jsonschema descends through nested generators, which would bound the nesting depth of a
     program by Python's recursion limit; this way the depth costs no recursion here at all.
     Nodes are visited in document order (depth first), so the first error is the one the
-    loader always reported first."""
-    stack = [((), doc, _VALIDATOR)]
+    loader always reported first.  A node's path is kept as (parent's, own steps) and spelled out
+    only for an error: copying it per node would make the check quadratic in the depth."""
+    stack = [(None, doc, _VALIDATOR)]
     while stack:
         base, inst, validator = stack.pop()
         children = []
         for err in validator.iter_errors(inst):
             if isinstance(err, _Child):
-                children.append((base + tuple(err.absolute_path), err.instance, _NODE_VALIDATOR))
+                children.append(((base, tuple(err.absolute_path)), err.instance, _NODE_VALIDATOR))
                 continue
-            raise RegionError(*message(err, base))
+            raise RegionError(*message(err, _spelled(base)))
         stack.extend(reversed(children))
+
+
+def _spelled(base) -> tuple:
+    steps = []
+    while base is not None:
+        base, own = base
+        steps.append(own)
+    return tuple(p for own in reversed(steps) for p in own)
 
 
 def validate_block_mapping(m, path: str) -> None:

@@ -172,6 +172,13 @@ def test_python_values_json_does_not_have_are_left_to_jsonschema():
         assert verdict(validate, doc) == verdict(validate_per_node, doc) is not None
 
 
+def test_a_tile_reduction_with_an_expression_contribution_is_a_region_error():
+    """Found by the mutations: the message's braces were read as a format field (a KeyError)."""
+    doc = {"body": {"reduce": [["i", 4]], "into": {"pe": 0, "tile": 1}, "value": "x[i]", "combine": "tadd"}}
+    assert verdict(validate, doc) == verdict(validate_per_node, doc) == (
+        "$.body.value", "$.body.value: a tile reduction contributes a tile {pe, tile}")
+
+
 DEPTH = max(20_000, 20 * sys.getrecursionlimit())
 
 
