@@ -372,11 +372,11 @@ def _construct_check(constructs: dict, defs: dict) -> dict:
     x-construct."""
     for k in CONSTRUCTS:
         s, others = constructs[k], [j for j in CONSTRUCTS if j != k]
-        defs[k] = standard(s, defs)
+        defs[f"construct-{k}"] = one = standard(s, defs)
         if s.get("additionalProperties") is not False or set(s.get("properties", ())) & set(others):
-            defs[k] = {"allOf": [defs[k], {"not": {"anyOf": [{"required": [j]} for j in others]}}]}
+            defs[f"construct-{k}"] = {"allOf": [one, {"not": {"anyOf": [{"required": [j]} for j in others]}}]}
     return {"anyOf": [{"required": [k]} for k in CONSTRUCTS],
-            "dependencies": {k: {"$ref": f"#/definitions/{k}"} for k in CONSTRUCTS}}
+            "dependencies": {k: {"$ref": f"#/definitions/construct-{k}"} for k in CONSTRUCTS}}
 
 
 def standard(schema, defs: dict):
@@ -390,6 +390,10 @@ def standard(schema, defs: dict):
     for kw, v in schema.items():
         if kw in _WORDING:
             continue
+        if kw == "enum" and not all(isinstance(x, str) for x in v):
+            # fastjsonschema compares with Python's == (True == 1), jsonschema by JSON equality:
+            # the same only for strings
+            raise ValueError("the fast check translates string enums only")
         if kw in _AS_IS:
             out[kw] = v
         elif kw in _ONE:

@@ -21,7 +21,7 @@ from emulator.calculus import load
 from emulator.calculus.errors import RegionError
 from emulator.calculus.schema import (CONSTRUCT_SCHEMAS, SCHEMA, _fast_accepts, _fast_block, _fast_program,
                                       validate, validate_block_mapping,
-                                      validate_block_mapping_per_node, validate_per_node)
+                                      standard, validate_block_mapping_per_node, validate_per_node)
 from emulator.calculus.expr import RESERVED
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -170,6 +170,13 @@ def test_python_values_json_does_not_have_are_left_to_jsonschema():
         doc = {"body": body}
         assert not _fast_accepts(_fast_program, doc)
         assert verdict(validate, doc) == verdict(validate_per_node, doc) is not None
+
+
+def test_a_keyword_the_translation_does_not_know_stops_it_rather_than_being_dropped():
+    with pytest.raises(ValueError, match="'minimum'"):
+        standard({"type": "integer", "minimum": 1}, {})
+    with pytest.raises(ValueError, match="string enums"):
+        standard({"enum": [1, True]}, {})
 
 
 def test_a_tile_reduction_with_an_expression_contribution_is_a_region_error():
