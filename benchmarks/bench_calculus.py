@@ -1,12 +1,14 @@
 """Region-program load cost (docs/regions.md, "Expressions"): parsing the statements and
 expressions of an op with Python's `ast` (emulator.calculus.expr) against the recursive-descent
 parser it replaced (tests/calculus/legacy_expr.py), interleaved in the same run, and loading a
-10,000-op program end to end.
+10,000-op program end to end, and its shape check alone: fastjsonschema (schema.validate's
+fast check) against jsonschema node by node (its fallback, the check alone before).
 
     python -m pytest benchmarks/bench_calculus.py -q --benchmark-only
     python benchmarks/bench_calculus.py            # the same numbers, printed
 
-extra_info: us_per_op for both parsers and their ratio (old / new, > 1 means faster now).
+extra_info: us_per_op for both parsers and their ratio (old / new, > 1 means faster now), the
+load's us per op, and the shape check's us per op both ways.
 """
 import importlib.util
 import json
@@ -16,6 +18,7 @@ import timeit
 
 from emulator.calculus import loads
 from emulator.calculus.expr import parse_expr, parse_stmt
+from emulator.calculus.schema import validate, validate_per_node
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 OPS = ["x[0] = x[0] + 1", "tmp[i] = fadd(x[i], x[i])", "y[i, j] = a[i, k] * b[k, j] + c[(i + 1) % N, j]",
@@ -48,11 +51,22 @@ def measure() -> dict:
         old_us.append(per_call_us(old.parse_stmt, old.parse_expr))
     doc = json.dumps({"params": {"N": 4}, "arrays": {"x": {"shape": [1], "init": [0]}},
                       "body": {"seq": [{"op": "x[0] = x[0] + 1"}] * 10_000}})
-    t = time.process_time()
-    loads(doc)
-    load_us = (time.process_time() - t) / 10_000 * 1e6
+    loads(doc)                                  # warm: the fast check compiles on first use
+    load_us = min(_cpu_us(loads, doc) for _ in range(3))
+    parsed = json.loads(doc)
+    fast_us, jsonschema_us = [], []
+    for _ in range(3):                          # interleaved, as above
+        fast_us.append(_cpu_us(validate, parsed))
+        jsonschema_us.append(_cpu_us(validate_per_node, parsed))
     return {"new_us_per_parse": min(new_us), "old_us_per_parse": min(old_us),
-            "ratio": min(old_us) / min(new_us), "load_us_per_op": load_us}
+            "ratio": min(old_us) / min(new_us), "load_us_per_op": load_us,
+            "shape_fast_us_per_op": min(fast_us), "shape_jsonschema_us_per_op": min(jsonschema_us)}
+
+
+def _cpu_us(f, arg, ops=10_000) -> float:
+    t = time.process_time()
+    f(arg)
+    return (time.process_time() - t) / ops * 1e6
 
 
 def test_expression_parse_cost(benchmark):

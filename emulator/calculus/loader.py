@@ -2,7 +2,8 @@
 
 Every rejection is a RegionError naming the JSON path of the offending value and why
 (`$.body.seq[1].parallel[0]: an axis is [name, hi] or [name, lo, hi]`).  The shape of the
-document is checked first, against the JSON Schema in schema.py (jsonschema); building the
+document is checked first, against the JSON Schema in schema.py (fastjsonschema, then jsonschema
+for the words of an error); building the
 program then checks what depends on meaning.  The Python builder (builder.py) produces the
 same JSON structure, so both paths share one loader.
 """

@@ -10,7 +10,8 @@ Besides the standard keywords, four of ours (registered with jsonschema's valida
 mechanism) keep the messages and paths exact:
 
 - `x-what`: the words before ", got <type>" when a value has the wrong type;
-- `x-messages`: {keyword: message} for the other keywords (`{value}` is the offending value);
+- `x-messages`: {keyword: message} for the other keywords (a format string: `{value}` is the
+  offending value, `{{` a brace);
 - `x-name`: an identifier [A-Za-z_][A-Za-z0-9_]* that is not a Python reserved word (expressions
   are parsed by Python's parser), the value named by the keyword's text;
 - `x-names`: every key of the object is such an identifier (the error's path is the key's);
@@ -19,6 +20,15 @@ mechanism) keep the messages and paths exact:
 
 Keywords are listed in each subschema in the order the loader checked them before (jsonschema
 applies them in order), so a program with several problems reports the one it always did.
+
+jsonschema costs about 67 us per region node (its `descend` builds a validator per subschema),
+so a document is first checked by fastjsonschema against the same schema with our keywords
+translated into standard ones (`standard`: x-name a pattern and a `not enum` of the reserved
+words, x-names `propertyNames`, x-construct an if/then chain on the construct key, x-node a
+`$ref` to the node schema): it only decides validity, quickly.  Only a document it does not
+accept -- or one it cannot finish, nested deeper than Python's recursion limit -- goes through
+jsonschema node by node, which finds and words the first error (and accepts the document when
+it finds none: the fast check may be stricter, never looser).
 """
 from __future__ import annotations
 
@@ -158,7 +168,7 @@ CONSTRUCT_SCHEMAS = {
         # a tile accumulator takes tile contributions, an array accumulator expressions
         "if": {"required": ["into"], "properties": {"into": {"type": "object"}}},
         "then": {"properties": {"value": {"type": "object", "x-messages": {
-            "type": "a tile reduction contributes a tile {pe, tile}"}}}}},
+            "type": "a tile reduction contributes a tile {{pe, tile}}"}}}}},   # (braces: a format string)
     "scan": _node_schema("scan", {
         "scan": _domain("scan"), "where": OPT_EXPR, "into": {"x-name": "'into' (the array of prefix results)"},
         "group": _what("'group' (g) is a list of index expressions", type="array", items=EXPR),
@@ -289,26 +299,48 @@ def message(err: jsonschema.ValidationError, base=()) -> tuple[str, str]:
 
 
 def validate(doc) -> None:
-    """RegionError at the first shape error of a program document (nothing when it is well formed).
+    """RegionError at the first shape error of a program document (nothing when it is well formed):
+    the fast check accepts it, or the node-by-node check below decides and words the error."""
+    if not _fast_accepts(_fast_program, doc):
+        validate_per_node(doc)
+
+
+def validate_per_node(doc) -> None:
+    """The reference check (jsonschema): RegionError at the first shape error of a document.
 
     Each region node is validated on its own, its child nodes queued (the `x-node` keyword):
     jsonschema descends through nested generators, which would bound the nesting depth of a
     program by Python's recursion limit; this way the depth costs no recursion here at all.
     Nodes are visited in document order (depth first), so the first error is the one the
-    loader always reported first."""
-    stack = [((), doc, _VALIDATOR)]
+    loader always reported first.  A node's path is kept as (parent's, own steps) and spelled out
+    only for an error: copying it per node would make the check quadratic in the depth."""
+    stack = [(None, doc, _VALIDATOR)]
     while stack:
         base, inst, validator = stack.pop()
         children = []
         for err in validator.iter_errors(inst):
             if isinstance(err, _Child):
-                children.append((base + tuple(err.absolute_path), err.instance, _NODE_VALIDATOR))
+                children.append(((base, tuple(err.absolute_path)), err.instance, _NODE_VALIDATOR))
                 continue
-            raise RegionError(*message(err, base))
+            raise RegionError(*message(err, _spelled(base)))
         stack.extend(reversed(children))
 
 
+def _spelled(base) -> tuple:
+    steps = []
+    while base is not None:
+        base, own = base
+        steps.append(own)
+    return tuple(p for own in reversed(steps) for p in own)
+
+
 def validate_block_mapping(m, path: str) -> None:
+    """RegionError at the first shape error of a block mapping at `path`: fast, as validate."""
+    if not _fast_accepts(_fast_block, m):
+        validate_block_mapping_per_node(m, path)
+
+
+def validate_block_mapping_per_node(m, path: str) -> None:
     err = next(_BLOCK_VALIDATOR.iter_errors(m), None)
     if err is not None:
         p, why = message(err)
@@ -318,3 +350,147 @@ def validate_block_mapping(m, path: str) -> None:
 _VALIDATOR = _Validator(SCHEMA)
 _NODE_VALIDATOR = _Validator(NODE_SCHEMA)
 _BLOCK_VALIDATOR = _Validator(_block_mapping_schema())
+
+
+# ---------------------------------------------------------------------------------------------
+# The fast check: the schema above in standard keywords (draft 7), compiled by fastjsonschema.
+
+_NODE_REF = {"$ref": "#/definitions/node"}
+_FAST_NAME = {"type": "string", "pattern": "^" + _NAME.pattern, "not": {"enum": sorted(RESERVED)}}
+# keywords whose value is kept as it is, and those whose value is a schema, a list or a map of them
+_AS_IS = {"type", "enum", "required", "minItems", "maxItems", "uniqueItems", "minLength", "maxLength"}
+_ONE, _MANY, _MAP = {"not", "if", "then", "else", "additionalProperties"}, {"allOf", "anyOf", "oneOf"}, \
+    {"properties", "patternProperties"}
+_WORDING = {"x-what", "x-messages"}
+
+
+def _construct_check(constructs: dict, defs: dict) -> dict:
+    """x-construct in standard keywords: a node has a construct key (`anyOf` of `required`), and
+    with construct key k it is k's schema (`dependencies`; each one a definition of its own, so
+    the generated code stays shallow) and has no other construct key (implied when k's schema is
+    closed and names no other one).  Keywords of objects only: a non-object passes, as with
+    x-construct."""
+    for k in CONSTRUCTS:
+        s, others = constructs[k], [j for j in CONSTRUCTS if j != k]
+        defs[f"construct-{k}"] = one = standard(s, defs)
+        if s.get("additionalProperties") is not False or set(s.get("properties", ())) & set(others):
+            defs[f"construct-{k}"] = {"allOf": [one, {"not": {"anyOf": [{"required": [j]} for j in others]}}]}
+    return {"anyOf": [{"required": [k]} for k in CONSTRUCTS],
+            "dependencies": {k: {"$ref": f"#/definitions/construct-{k}"} for k in CONSTRUCTS}}
+
+
+def standard(schema, defs: dict):
+    """`schema` with our keywords replaced by standard ones of the same or a stricter meaning
+    (x-node: a `$ref` to `#/definitions/node`; the subschemas they refer to are added to
+    `defs`, the definitions of the schema compiled); ValueError on a keyword it does not know, so a
+    keyword added to the schema cannot slip through the fast check unchecked."""
+    if not isinstance(schema, dict):
+        return schema
+    out, extra = {}, []
+    for kw, v in schema.items():
+        if kw in _WORDING:
+            continue
+        if kw == "enum" and not all(isinstance(x, str) for x in v):
+            # fastjsonschema compares with Python's == (True == 1), jsonschema by JSON equality:
+            # the same only for strings
+            raise ValueError("the fast check translates string enums only")
+        if kw in _AS_IS:
+            out[kw] = v
+        elif kw in _ONE:
+            out[kw] = standard(v, defs)
+        elif kw in _MANY:
+            out[kw] = [standard(x, defs) for x in v]
+        elif kw in _MAP:
+            out[kw] = {k: standard(x, defs) for k, x in v.items()}
+        elif kw == "items" and "prefixItems" in schema:     # draft 7 spells 2020-12's prefixItems so
+            out["additionalItems"] = standard(v, defs)
+        elif kw in ("items", "prefixItems"):
+            out["items"] = [standard(x, defs) for x in v] if kw == "prefixItems" else standard(v, defs)
+        elif kw == "x-name":
+            extra.append(_FAST_NAME)
+        elif kw == "x-names":
+            extra.append({"propertyNames": _FAST_NAME})
+        elif kw == "x-construct":
+            extra.append(_construct_check(v, defs))
+        elif kw == "x-node":
+            if "node" not in defs:
+                defs["node"] = {}                      # (a placeholder while the node schema recurses)
+                defs["node"] = standard(NODE_SCHEMA, defs)
+            extra.append(_NODE_REF if v == "required" else {"anyOf": [_NODE_REF, {"type": "null"}]})
+        else:
+            raise ValueError(f"schema keyword {kw!r} has no standard form for the fast check")
+    if extra:
+        if not out and len(extra) == 1:
+            return extra[0]
+        out["allOf"] = out.get("allOf", []) + extra
+    return out
+
+
+# JSON's types exactly as the jsonschema validator reads them (_TYPES): fastjsonschema's own
+# admit tuples as arrays, Decimal as a number and, since draft 6, 1.0 as an integer, and know no
+# isa.Block.  Written here because fastjsonschema has no type-checker hook (jsonschema's has).
+_PY_TYPES = {"null": "NoneType", "boolean": "bool", "integer": "int", "number": "int, float",
+             "string": "str", "array": "list", "object": "dict", "block": "Block"}
+
+
+def _generate(schema: dict):
+    """fastjsonschema's code for `schema` (draft 7), its globals and the entry function's name."""
+    from fastjsonschema.draft07 import CodeGeneratorDraft07
+    from fastjsonschema.ref_resolver import RefResolver
+    from isa.block import Block
+
+    class ExactTypes(CodeGeneratorDraft07):
+        def generate_type(self):
+            types = self._definition["type"]
+            types = [types] if isinstance(types, str) else types
+            bool_out = {"integer", "number"} & set(types) and "boolean" not in types
+            with self.l("if not isinstance({variable}, ({})){}:", ", ".join(_PY_TYPES[t] for t in types) or "()",
+                        f" or isinstance({self._variable}, bool)" if bool_out else ""):
+                self.exc("{name} must be {}", " or ".join(types), rule="type")
+
+        @property
+        def global_state(self):
+            return {**super().global_state, "Block": Block}
+
+    resolver = RefResolver.from_schema(schema, handlers={}, store={})
+    gen = ExactTypes(schema, resolver=resolver, use_default=False, detailed_exceptions=False)
+    return gen.func_code, gen.global_state, resolver.get_scope_name()
+
+
+def _compile(schema: dict):
+    code, state, name = _generate(schema)
+    exec(code, state)
+    return state[name]
+
+
+class _Fast:
+    """A compiled fast check, compiled on first use (once per process)."""
+
+    def __init__(self, schema_of):
+        self._schema_of, self._check = schema_of, None
+
+    def __call__(self, doc):
+        if self._check is None:
+            self._check = _compile(self._schema_of())
+        self._check(doc)
+
+
+def _standard_root(schema: dict) -> dict:
+    defs: dict = {}
+    root = standard(schema, defs)
+    return {"$schema": "http://json-schema.org/draft-07/schema#", "definitions": defs, **root}
+
+
+_fast_program = _Fast(lambda: _standard_root(SCHEMA))
+_fast_block = _Fast(lambda: _standard_root(_block_mapping_schema()))
+
+
+def _fast_accepts(check, doc) -> bool:
+    """Whether the fast check accepts `doc`.  Any failure of it -- a violation, a document nested
+    deeper than the recursion limit (the compiled check recurses per node), a value its generated
+    code trips on -- only means "not shown valid": the jsonschema check then decides."""
+    try:
+        check(doc)
+    except Exception:          # noqa: BLE001 -- see above: never a verdict, only "ask jsonschema"
+        return False
+    return True
