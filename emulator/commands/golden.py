@@ -65,7 +65,7 @@ def run(args) -> int:
         if args.coverage:
             from emulator.golden.streams_dataset import is_stream_dataset
             if is_stream_dataset(args.coverage):
-                from emulator.golden.coverage import stream_coverage_table
+                from emulator.golden.streams_coverage import stream_coverage_table
                 print(stream_coverage_table(args.coverage))
                 return 0
             print(coverage_table(args.coverage))

@@ -23,11 +23,15 @@ def test_an_unknown_dut_is_a_usage_error():
     assert done.returncode == 2 and done.stderr.startswith("run.py: --dut 'nosuch': one of alu, alu_bug")
 
 
-def test_the_buggy_dut_is_a_copy_with_one_changed_line():
+def test_the_buggy_dut_is_the_same_source_with_one_line_changed():
+    """alu_bug.v defines SEEDED_BUG and includes alu.v, whose only conditional text is the
+    seeded line: the two DUTs differ in exactly that line."""
+    bad = [line for line in (RTL / "alu_bug.v").read_text().splitlines() if not line.startswith("//")]
+    assert bad == ["`define SEEDED_BUG", '`include "alu.v"']
     good = (RTL / "alu.v").read_text().splitlines()
-    bad = (RTL / "alu_bug.v").read_text().splitlines()
-    changed = [line for line in difflib.unified_diff(good, bad, lineterm="", n=0)
-               if line[:1] in "+-" and not line.startswith(("+++", "---"))]
-    assert len(changed) == 3                     # the header comment, and one line replaced
-    assert changed[0].startswith("+// alu.v with one seeded bug")
-    assert "shr_signed" in changed[1] and "SEEDED BUG" in changed[2]
+    starts = [i for i, line in enumerate(good) if line.startswith("`ifdef")]
+    assert len(starts) == 1 and good[starts[0]] == "`ifdef SEEDED_BUG"
+    i = starts[0]
+    assert good[i + 2] == "`else" and good[i + 4] == "`endif"
+    assert "SEEDED BUG" in good[i + 1] and "shr_signed" in good[i + 3]
+    assert sum(line.startswith("`") for line in good) == 3
