@@ -53,6 +53,19 @@ def _baseline(x8, vs, r_in_packet):
     return kept.sum(axis=(1, 2)) if r_in_packet else kept.sum(axis=1)
 
 
+def _measure(benchmark, args, t_base, base_key, label, base_label):
+    """Time reduce_flits(*args) and record and print its flit rate against `t_base` (the
+    baseline timed in the same run): extra_info's `<base_key>_Mflits_s` and ratio."""
+    benchmark.pedantic(reduce_flits, args=args, rounds=3, iterations=1)
+    t = benchmark.stats.stats.min
+    flits = SLICES * STEPS
+    benchmark.extra_info.update({"flits": flits, "Mflits_s": round(flits / t / 1e6, 2),
+                                 f"{base_key}_Mflits_s": round(flits / t_base / 1e6, 2),
+                                 "ratio": round(t_base / t, 2)})
+    print(f"\n{label}: {flits / t / 1e6:.1f} M flits/s, "
+          f"{base_label} {flits / t_base / 1e6:.1f} M flits/s, ratio {t_base / t:.2f}")
+
+
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
 @pytest.mark.parametrize("dtype,op", CASES)
 @pytest.mark.parametrize("placement", list(PLACEMENTS))
@@ -60,13 +73,8 @@ def test_reduce_throughput(benchmark, placement, dtype, op, backend):
     m, vs, x8, plan = _batch(placement, dtype)
     reduce_flits(x8, vs, plan, op, backend)                       # compile / warm caches
     t_base = min(timeit.repeat(lambda: _baseline(x8, vs, plan.r_in_packet), number=1, repeat=3))
-    benchmark.pedantic(reduce_flits, args=(x8, vs, plan, op, backend), rounds=3, iterations=1)
-    t = benchmark.stats.stats.min
-    flits = SLICES * STEPS
-    benchmark.extra_info.update(flits=flits, Mflits_s=round(flits / t / 1e6, 2),
-                                baseline_Mflits_s=round(flits / t_base / 1e6, 2), ratio=round(t_base / t, 2))
-    print(f"\n{placement} {dtype} {op} {backend}: {flits / t / 1e6:.1f} M flits/s, "
-          f"NumPy masked sum {flits / t_base / 1e6:.1f} M flits/s, ratio {t_base / t:.2f}")
+    _measure(benchmark, (x8, vs, plan, op, backend), t_base, "baseline",
+             f"{placement} {dtype} {op} {backend}", "NumPy masked sum")
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -76,10 +84,5 @@ def test_16bit_reduce_numba_against_numpy(benchmark, placement, dtype):
     for backend in ("numpy", "numba"):                            # compile / warm caches
         reduce_flits(x8, vs, plan, "Add", backend)
     t_np = min(timeit.repeat(lambda: reduce_flits(x8, vs, plan, "Add", "numpy"), number=1, repeat=3))
-    benchmark.pedantic(reduce_flits, args=(x8, vs, plan, "Add", "numba"), rounds=3, iterations=1)
-    t = benchmark.stats.stats.min
-    flits = SLICES * STEPS
-    benchmark.extra_info.update(flits=flits, Mflits_s=round(flits / t / 1e6, 2),
-                                numpy_Mflits_s=round(flits / t_np / 1e6, 2), ratio=round(t_np / t, 2))
-    print(f"\n{placement} {dtype} Add numba: {flits / t / 1e6:.1f} M flits/s, "
-          f"numpy backend {flits / t_np / 1e6:.1f} M flits/s, ratio {t_np / t:.2f}")
+    _measure(benchmark, (x8, vs, plan, "Add", "numba"), t_np, "numpy", f"{placement} {dtype} Add numba",
+             "numpy backend")

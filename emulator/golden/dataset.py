@@ -405,9 +405,11 @@ def write_json(path, obj) -> None:
         raise GoldenError(f"{shown(path)}: cannot write ({why(exc)})") from None
 
 
-def read_manifest(folder) -> dict:
+def read_manifest(folder, fmt: str = FORMAT, version: int = FORMAT_VERSION, schema=None) -> dict:
     """The manifest, parsed and checked against MANIFEST_SCHEMA (types and structure only;
-    open_dataset checks what it says)."""
+    open_dataset checks what it says).  The stream goldens read theirs through it, with their
+    format, version and `schema`."""
+    schema = MANIFEST_SCHEMA if schema is None else schema
     path = pathlib.Path(folder) / MANIFEST
     try:
         if path.stat().st_size > MAX_MANIFEST_BYTES:
@@ -420,10 +422,10 @@ def read_manifest(folder) -> dict:
         m = jsontext.loads(text)
     except jsontext.JsonTextError as exc:
         raise GoldenError(f"{shown(path)}: not valid JSON ({exc})") from None
-    if not isinstance(m, dict) or m.get("format") != FORMAT or type(m.get("format_version")) is not int \
-            or m.get("format_version") != FORMAT_VERSION:
-        raise GoldenError(f"{shown(path)}: not a {FORMAT} version {FORMAT_VERSION} manifest")
-    _validate(m, MANIFEST_SCHEMA, shown(path))
+    if not isinstance(m, dict) or m.get("format") != fmt or type(m.get("format_version")) is not int \
+            or m.get("format_version") != version:
+        raise GoldenError(f"{shown(path)}: not a {fmt} version {version} manifest")
+    _validate(m, schema, shown(path))
     for i, part in enumerate(m["partitions"]):
         for j, rec in enumerate(part["files"]):
             _check_record(rec, f"{shown(path)}: partitions[{i}].files[{j}]")
@@ -515,18 +517,13 @@ class Dataset:
         return [(entry[f.partition], f) for f in self.files]
 
 
-def open_dataset(folder, progress=None) -> Dataset:
-    """Open a golden dataset and check everything that needs no replay; GoldenError (one line
-    naming the file, case and field) for the first fault.  In order: the manifest's structure
-    and types; its profile (known, same version); its generator parameters (valid, within the
-    limits) and the partitions and files they imply, with each partition's not_applicable
-    classes recomputed from the class table; the folder holding exactly the listed files
-    (plus generation.json, which must hold the same parameters); each file's size, SHA-256,
-    row count and schema; and each row (`_check_rows`).  `progress(rows)` after each file."""
-    folder = pathlib.Path(folder)
-    m = read_manifest(folder)
+def manifest_plan(m: dict, params_cls, chunks) -> tuple:
+    """(profile, parameters, chunk plan, rows of each file of a partition) a manifest records:
+    its profile known, its generator parameters (as `params_cls` parses them) of that profile
+    and valid (`chunks` plans them), and as many partitions as they give.  (The stream
+    goldens open their manifests through it too.)"""
     prof = dataset_profile(m["profile"])
-    params = Params.from_json(m["generator"], "manifest: generator")
+    params = params_cls.from_json(m["generator"], "manifest: generator")
     if params.profile != prof.name:         # (an unknown name is not the recorded one either)
         raise GoldenError(f"manifest: generator profile {quote(params.profile)} is not the recorded "
                           f"profile {prof.name}")
@@ -537,8 +534,43 @@ def open_dataset(folder, progress=None) -> Dataset:
     if len(m["partitions"]) != len(plan.parts):
         raise GoldenError(f"manifest: {len(m['partitions'])} partition(s); its generator parameters give "
                           f"{len(plan.parts)}")
-    files, na = [], {}
     sizes = [min(plan.chunk_cases, plan.cases - k * plan.chunk_cases) for k in range(plan.per_partition)]
+    return prof, params, plan, sizes
+
+
+def check_file_records(entry: dict, part, sizes: list[int], note=lambda n: "") -> None:
+    """A partition entry's file records: exactly the files its generator parameters give, in
+    order (the message ends with `note(number of files)`), each of the rows they give
+    and with class counts adding up to them."""
+    want = [f"{part.path}/{file_name(k)}" for k in range(len(sizes))]
+    got = [rec["path"] for rec in entry["files"]]
+    if got != want:
+        missing = [w for w in want if w not in got]
+        raise GoldenError(f"manifest: {part.path}: files "
+                          + (f"lack {quote(missing[0])}" if missing else f"are {quote(', '.join(got), 160)}; "
+                             f"expected {quote(', '.join(want), 160)}")
+                          + note(len(want)))
+    for k, rec in enumerate(entry["files"]):
+        if rec["rows"] != sizes[k]:
+            raise GoldenError(f"{shown(rec['path'])}: the generator parameters give {sizes[k]} rows, "
+                              f"the manifest says {rec['rows']}")
+        if sum(rec["classes"].values()) != rec["rows"]:
+            raise GoldenError(f"{shown(rec['path'])}: the manifest's class counts add up to "
+                              f"{sum(rec['classes'].values())}, not its {rec['rows']} rows")
+
+
+def open_dataset(folder, progress=None) -> Dataset:
+    """Open a golden dataset and check everything that needs no replay; GoldenError (one line
+    naming the file, case and field) for the first fault.  In order: the manifest's structure
+    and types; its profile (known, same version); its generator parameters (valid, within the
+    limits) and the partitions and files they imply, with each partition's not_applicable
+    classes recomputed from the class table; the folder holding exactly the listed files
+    (plus generation.json, which must hold the same parameters); each file's size, SHA-256,
+    row count and schema; and each row (`_check_rows`).  `progress(rows)` after each file."""
+    folder = pathlib.Path(folder)
+    m = read_manifest(folder)
+    prof, params, plan, sizes = manifest_plan(m, Params, chunks)
+    files, na = [], {}
     for i, (entry, part) in enumerate(zip(m["partitions"], plan.parts)):
         keys = {k: v for k, v in entry.items() if k not in ("not_applicable", "files")}
         if keys != part.keys():
@@ -552,22 +584,8 @@ def open_dataset(folder, progress=None) -> Dataset:
                               + (f"lists {', '.join(extra[:5])}, which the class table applies"
                                  if extra else f"omits {', '.join(lacking[:5])}, which cannot occur there"))
         na[part] = tuple(inapplicable)
-        want = [f"{part.path}/{file_name(k)}" for k in range(plan.per_partition)]
-        got = [rec["path"] for rec in entry["files"]]
-        if got != want:
-            missing = [w for w in want if w not in got]
-            raise GoldenError(f"manifest: {part.path}: files "
-                              + (f"lack {quote(missing[0])}" if missing else f"are {quote(', '.join(got), 160)}; "
-                                 f"expected {quote(', '.join(want), 160)}")
-                              + f" ({len(want)} file(s) of the generator parameters)")
-        for k, rec in enumerate(entry["files"]):
-            if rec["rows"] != sizes[k]:
-                raise GoldenError(f"{shown(rec['path'])}: the generator parameters give {sizes[k]} rows, "
-                                  f"the manifest says {rec['rows']}")
-            if sum(rec["classes"].values()) != rec["rows"]:
-                raise GoldenError(f"{shown(rec['path'])}: the manifest's class counts add up to "
-                                  f"{sum(rec['classes'].values())}, not its {rec['rows']} rows")
-            files.append(DataFile(part, k, rec))
+        check_file_records(entry, part, sizes, lambda n: f" ({n} file(s) of the generator parameters)")
+        files += [DataFile(part, k, rec) for k, rec in enumerate(entry["files"])]
     _check_folder(folder, params, {f.path for f in files})
     ds = Dataset(folder, m, prof, params, plan.parts, na, tuple(files))
     for f in files:
@@ -683,6 +701,36 @@ def check_cases(t: pa.Table, where: str, first: int) -> np.ndarray:
     return cases
 
 
+def distinct_streams(t: pa.Table) -> tuple[pa.Array, np.ndarray]:
+    """(the rows' distinct streams, each row's index among them)."""
+    stream = t.column("stream").combine_chunks()
+    uniques = pc.unique(stream)
+    return uniques, pc.index_in(stream, uniques).to_numpy()
+
+
+def decoded_streams(uniques: pa.Array, index: np.ndarray, where: str, case):
+    """(rows of that stream, its blocks) for each distinct stream in order, decoded when
+    reached; one that does not decode is one GoldenError line naming its first case
+    (`case(mask)`).  (The stream goldens check their rows through it too.)"""
+    for u in range(len(uniques)):
+        rows = index == u
+        try:
+            blocks = encoding.decode(uniques[u].as_py())
+        except DecodeError as exc:
+            raise GoldenError(f"{where}: case {case(rows)}: stream does not decode ({shown(str(exc), 120)})") from None
+        yield rows, blocks
+
+
+def class_counts(t: pa.Table, where: str, rec: dict) -> dict:
+    """The rows' class counts, which must be the manifest record's."""
+    counts = {c["values"]: c["counts"] for c in t.column("class").value_counts().to_pylist()}
+    if counts != rec["classes"]:
+        diff = sorted(set(counts.items()) ^ set(rec["classes"].items()))[0][0]
+        raise GoldenError(f"{where}: class {quote(diff)}: {counts.get(diff, 0)} rows, the manifest says "
+                          f"{rec['classes'].get(diff, 0)}")
+    return counts
+
+
 def case_at(cases: np.ndarray, mask) -> int:
     """The case number of the first row `mask` (a boolean NumPy or Arrow array) selects."""
     mask = mask.to_numpy(zero_copy_only=False) if isinstance(mask, (pa.Array, pa.ChunkedArray)) else mask
@@ -720,18 +768,11 @@ def _check_rows(ds: Dataset, f: DataFile, t: pa.Table) -> None:
     def case(mask) -> int:
         return case_at(cases, mask)
 
-    stream = t.column("stream").combine_chunks()
-    uniques = pc.unique(stream)
+    uniques, index = distinct_streams(t)
     if len(uniques) > n:
         raise GoldenError(f"{where}: more distinct streams than rows")
-    index = pc.index_in(stream, uniques).to_numpy()
     asm, masks = [], np.zeros(len(uniques), np.uint8)
-    for u in range(len(uniques)):
-        rows = index == u
-        try:
-            blocks = encoding.decode(uniques[u].as_py())
-        except DecodeError as exc:
-            raise GoldenError(f"{where}: case {case(rows)}: stream does not decode ({shown(str(exc), 120)})") from None
+    for u, (rows, blocks) in enumerate(decoded_streams(uniques, index, where, case)):
         if len(blocks) != 1:
             raise GoldenError(f"{where}: case {case(rows)}: the stream holds {len(blocks)} blocks; a case holds one")
         keys = _block_keys(blocks[0])
@@ -746,11 +787,7 @@ def _check_rows(ds: Dataset, f: DataFile, t: pa.Table) -> None:
     bad = t.column("pe_mask").to_numpy() != masks[index]
     if bad.any():
         raise GoldenError(f"{where}: case {case(bad)}: pe_mask is not the destination binding's PE_MASK")
-    counts = {c["values"]: c["counts"] for c in t.column("class").value_counts().to_pylist()}
-    if counts != f.record["classes"]:
-        diff = sorted(set(counts.items()) ^ set(f.record["classes"].items()))[0][0]
-        raise GoldenError(f"{where}: class {quote(diff)}: {counts.get(diff, 0)} rows, the manifest says "
-                          f"{f.record['classes'].get(diff, 0)}")
+    counts = class_counts(t, where, f.record)
     applicable = {c.name: c for c in classes_for(part)[0]}
     cls_col, outcome, reason = (t.column(k).combine_chunks() for k in ("class", "outcome", "reason"))
     for name in counts:

@@ -211,18 +211,30 @@ def _show(v) -> str:
 def verify(dataset, backend: str = "cpu", progress=None, limit: int = 20) -> tuple[int, list[Mismatch]]:
     """(rows replayed, mismatches) for the whole dataset (a folder, or an opened Dataset)."""
     ds = dataset if isinstance(dataset, Dataset) else open_dataset(dataset)
+
+    def check(path: str, run: pa.Table) -> list[Mismatch]:
+        bad = []
+        for one, g in units(run, ds, path):
+            if g is None:
+                bad.append(Mismatch(path, int(one.column("case")[0].as_py()), "inputs",
+                                    "well-formed tiles", "a malformed row"))
+            else:
+                bad += _compare(path, one, g, backend)
+        return bad
+
+    return replay_runs(((f.path, ds.read(f)) for f in ds.files), check, progress, limit)
+
+
+def replay_runs(files, check, progress=None, limit: int = 20) -> tuple[int, list]:
+    """(rows replayed, mismatches) over the (path, table) pairs of `files`, one run of rows of
+    the same group at a time (`check(path, run)` gives its mismatches): `progress(rows)` after
+    each run, and a stop at `limit` mismatches.  (The stream goldens verify through it too.)"""
     rows, bad = 0, []
-    for f in ds.files:
-        t = ds.read(f)
+    for path, t in files:
         for lo, hi in _runs(t.column("group").to_numpy()):
-            if hi == lo:
+            if hi == lo:                  # an empty file's one run
                 continue
-            for one, g in units(t.slice(lo, hi - lo), ds, f.path):
-                if g is None:
-                    bad.append(Mismatch(f.path, int(one.column("case")[0].as_py()), "inputs",
-                                        "well-formed tiles", "a malformed row"))
-                else:
-                    bad += _compare(f.path, one, g, backend)
+            bad += check(path, t.slice(lo, hi - lo))
             rows += hi - lo
             if progress:
                 progress(hi - lo)

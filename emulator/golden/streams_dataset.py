@@ -18,9 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from isa import encoding
-from isa.atomicio import quote, shown, why
-from isa.errors import DecodeError
+from isa.atomicio import quote, shown
 from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES, Profile, profile as numeric_profile
 
 from .. import commitlog as CL
@@ -382,26 +380,7 @@ class StreamDataset:
 
 def read_manifest(folder) -> dict:
     """The manifest, parsed, checked against MANIFEST_SCHEMA (file records by dataset.py's check)."""
-    path = pathlib.Path(folder) / D.MANIFEST
-    try:
-        if path.stat().st_size > D.MAX_MANIFEST_BYTES:
-            raise GoldenError(f"{shown(path)}: {path.stat().st_size:,} bytes; a manifest holds at most "
-                              f"{D.MAX_MANIFEST_BYTES:,}")
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GoldenError(f"{shown(path)}: cannot read the manifest ({why(exc)})") from None
-    try:
-        m = D.jsontext.loads(text)
-    except D.jsontext.JsonTextError as exc:
-        raise GoldenError(f"{shown(path)}: not valid JSON ({exc})") from None
-    if not isinstance(m, dict) or m.get("format") != FORMAT or type(m.get("format_version")) is not int \
-            or m.get("format_version") != FORMAT_VERSION:
-        raise GoldenError(f"{shown(path)}: not a {FORMAT} version {FORMAT_VERSION} manifest")
-    D._validate(m, MANIFEST_SCHEMA, shown(path))
-    for i, part in enumerate(m["partitions"]):
-        for j, rec in enumerate(part["files"]):
-            D._check_record(rec, f"{shown(path)}: partitions[{i}].files[{j}]")
-    return m
+    return D.read_manifest(folder, FORMAT, FORMAT_VERSION, MANIFEST_SCHEMA)
 
 
 def open_stream_dataset(folder, progress=None) -> StreamDataset:
@@ -411,18 +390,7 @@ def open_stream_dataset(folder, progress=None) -> StreamDataset:
     SHA-256, row count and schema, and each row (`_check_rows`)."""
     folder = pathlib.Path(folder)
     m = read_manifest(folder)
-    prof = D.dataset_profile(m["profile"])
-    params = StreamParams.from_json(m["generator"], "manifest: generator")
-    if params.profile != prof.name:         # (an unknown name is not the recorded one either)
-        raise GoldenError(f"manifest: generator profile {quote(params.profile)} is not the recorded profile {prof.name}")
-    try:
-        plan = chunks(params)
-    except GoldenError as exc:
-        raise GoldenError(f"manifest: generator: {exc}") from None
-    if len(m["partitions"]) != len(plan.parts):
-        raise GoldenError(f"manifest: {len(m['partitions'])} partition(s); its generator parameters give "
-                          f"{len(plan.parts)}")
-    sizes = [min(plan.chunk_cases, plan.cases - k * plan.chunk_cases) for k in range(plan.per_partition)]
+    prof, params, plan, sizes = D.manifest_plan(m, StreamParams, chunks)
     files = []
     for i, (entry, part) in enumerate(zip(m["partitions"], plan.parts)):
         keys = {k: v for k, v in entry.items() if k not in ("not_applicable", "files")}
@@ -433,20 +401,8 @@ def open_stream_dataset(folder, progress=None) -> StreamDataset:
         if sorted(entry["not_applicable"]) != sorted(na):
             raise GoldenError(f"manifest: {part.path}: not_applicable differs from this tile-emu's stream classes "
                               f"({', '.join(sorted(set(entry['not_applicable']) ^ set(na))[:5])})")
-        want = [f"{part.path}/{D.file_name(k)}" for k in range(plan.per_partition)]
-        got = [rec["path"] for rec in entry["files"]]
-        if got != want:
-            missing = [w for w in want if w not in got]
-            raise GoldenError(f"manifest: {part.path}: files " + (f"lack {quote(missing[0])}" if missing else
-                              f"are {quote(', '.join(got), 160)}; expected {quote(', '.join(want), 160)}"))
-        for k, rec in enumerate(entry["files"]):
-            if rec["rows"] != sizes[k]:
-                raise GoldenError(f"{shown(rec['path'])}: the generator parameters give {sizes[k]} rows, "
-                                  f"the manifest says {rec['rows']}")
-            if sum(rec["classes"].values()) != rec["rows"]:
-                raise GoldenError(f"{shown(rec['path'])}: the manifest's class counts add up to "
-                                  f"{sum(rec['classes'].values())}, not its {rec['rows']} rows")
-            files.append((part, k, rec))
+        D.check_file_records(entry, part, sizes)
+        files += [(part, k, rec) for k, rec in enumerate(entry["files"])]
     D._check_folder(folder, params, {rec["path"] for _, _, rec in files}, read=read_params)
     ds = StreamDataset(folder, m, prof, params, plan.parts, tuple(files))
     for part, k, rec in files:
@@ -470,16 +426,9 @@ def _check_rows(ds: StreamDataset, part: StreamPartition, chunk: int, rec: dict,
     blocks_col = t.column("blocks").to_numpy()
     if (blocks_col != part.blocks).any():
         raise GoldenError(f"{where}: case {case(blocks_col != part.blocks)}: blocks is not the partition's {part.blocks}")
-    stream = t.column("stream").combine_chunks()
-    uniques = pc.unique(stream)
-    index = pc.index_in(stream, uniques).to_numpy()
+    uniques, index = D.distinct_streams(t)
     asm = []
-    for u in range(len(uniques)):
-        rows = index == u
-        try:
-            blocks = encoding.decode(uniques[u].as_py())
-        except DecodeError as exc:
-            raise GoldenError(f"{where}: case {case(rows)}: stream does not decode ({shown(str(exc), 120)})") from None
+    for rows, blocks in D.decoded_streams(uniques, index, where, case):
         if len(blocks) != part.blocks:
             raise GoldenError(f"{where}: case {case(rows)}: the stream holds {len(blocks)} blocks; the partition's "
                               f"streams hold {part.blocks}")
@@ -487,11 +436,7 @@ def _check_rows(ds: StreamDataset, part: StreamPartition, chunk: int, rec: dict,
     bad = pc.not_equal(t.column("asm").combine_chunks(), pa.array(asm, pa.string()).take(pa.array(index)))
     if pc.any(bad).as_py():
         raise GoldenError(f"{where}: case {case(bad)}: asm is not the stream's canonical text")
-    counts = {c["values"]: c["counts"] for c in t.column("class").value_counts().to_pylist()}
-    if counts != rec["classes"]:
-        diff = sorted(set(counts.items()) ^ set(rec["classes"].items()))[0][0]
-        raise GoldenError(f"{where}: class {quote(diff)}: {counts.get(diff, 0)} rows, the manifest says "
-                          f"{rec['classes'].get(diff, 0)}")
+    counts = D.class_counts(t, where, rec)
     ok = set(classes_for(part.shape)[0])
     cls = t.column("class").combine_chunks()
     outcome, reason = t.column("outcome").combine_chunks(), t.column("reason").combine_chunks()

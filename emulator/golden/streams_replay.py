@@ -18,7 +18,7 @@ from isa import encoding, fields as F
 from isa.atomicio import shown
 
 from .dataset import GoldenError
-from .replay import _diff, _runs, shared_blocks, tile_specs
+from .replay import _diff, replay_runs, shared_blocks, tile_specs
 from .rows import gprs_of
 from . import streams as S
 from . import streams_dataset as SD
@@ -136,29 +136,23 @@ def _replay_checked(path: str, t: pa.Table, got, backend: str):
 
 def verify(ds: SD.StreamDataset, backend: str = "cpu", progress=None, limit: int = 20):
     """(rows replayed, mismatches) of a checked stream dataset."""
-    rows, bad = 0, []
-    for part, chunk, rec in ds.files:
-        t = ds.read(part, chunk, rec)
-        path = rec["path"]
-        for lo, hi in _runs(t.column("group").to_numpy()):
-            sub = t.slice(lo, hi - lo)
-            got = rebuild(sub, ds, path)
-            want = _replay_checked(path, sub, got, backend) if got is not None else None
-            if want is None:
-                for i in range(len(sub)):
-                    one = sub.slice(i, 1)
-                    g1 = rebuild(one, ds, path)
-                    if g1 is None:
-                        bad.append(StreamMismatch(path, int(one.column("case")[0].as_py()), None, "initial",
-                                                  "well-formed tiles", "a malformed row"))
-                        continue
-                    w1 = _replay_checked(path, one, g1, backend)
-                    bad += _compare(path, one, w1) if w1 is not None else []
-            else:
-                bad += _compare(path, sub, want)
-            rows += hi - lo
-            if progress:
-                progress(hi - lo)
-            if len(bad) >= limit:
-                return rows, bad[:limit]
-    return rows, bad
+
+    def check(path: str, sub: pa.Table) -> list[StreamMismatch]:
+        got = rebuild(sub, ds, path)
+        want = _replay_checked(path, sub, got, backend) if got is not None else None
+        if want is not None:
+            return _compare(path, sub, want)
+        bad = []
+        for i in range(len(sub)):
+            one = sub.slice(i, 1)
+            g1 = rebuild(one, ds, path)
+            if g1 is None:
+                bad.append(StreamMismatch(path, int(one.column("case")[0].as_py()), None, "initial",
+                                          "well-formed tiles", "a malformed row"))
+                continue
+            w1 = _replay_checked(path, one, g1, backend)
+            bad += _compare(path, one, w1) if w1 is not None else []
+        return bad
+
+    return replay_runs(((rec["path"], ds.read(part, chunk, rec)) for part, chunk, rec in ds.files),
+                       check, progress, limit)

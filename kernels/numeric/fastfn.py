@@ -211,24 +211,6 @@ def rem(op, x, y, fmt):
     return code, f if ok else FALLBACK
 
 
-@nb.njit(cache=True)
-def rsqrt_values(x):
-    """rsqrt_approx over a float64 array (test hook for the error bound)."""
-    out = np.empty(x.shape[0])
-    for i in range(x.shape[0]):
-        out[i] = rsqrt_approx(x[i])
-    return out
-
-
-@nb.njit(cache=True)
-def log_values(x):
-    """log_approx over a float64 array (test hook for the error bound)."""
-    out = np.empty(x.shape[0])
-    for i in range(x.shape[0]):
-        out[i] = log_approx(x[i])
-    return out
-
-
 # ---------------------------------------------------------------- the rows
 
 _ROUTINES = {"TRSQRT": (rsqrt, 1), "TLOG": (log, 1), "TREM": (rem, 2)}

@@ -2,26 +2,17 @@
 `ast` (issue 18), kept only as the test oracle for tests/calculus/test_expr.py: the new parser
 must accept exactly what this one accepts, build the same trees and report the same columns."""
 import math
-import re
 
 from isa.atomicio import quote
 
-from emulator.calculus.expr import Bin, Call, Const, Expr, ExprSyntaxError, Load, Stmt, Un, Var
+from emulator.calculus.expr import _TOKEN, Bin, Call, Const, Expr, ExprSyntaxError, Load, Stmt, Un, Var
 
 MAX_LITERAL = 4300
 
 
 # ---------------------------------------------------------------------------------------------
-# Tokenizer and recursive-descent parser.
-
-_TOKEN = re.compile(r"""
-    (?P<ws>\s+)
-  | (?P<float>(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)
-  | (?P<int>0[xX][0-9a-fA-F]+|0[bB][01]+|\d+)
-  | (?P<str>'[^'\\]*')
-  | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<op>//|<<|>>|<=|>=|==|!=|[-+*/%&|^~<>=()\[\],])
-""", re.VERBOSE)
+# Tokenizer and recursive-descent parser.  The token classes are the language's lexical
+# definition, one table in expr.py (`_TOKEN`), which both parsers read.
 
 _COMPARE = ("==", "!=", "<", "<=", ">", ">=")
 _ARITH = {"&": 1, "|": 1, "^": 1, "<<": 2, ">>": 2, "+": 3, "-": 3, "*": 4, "/": 4, "//": 4, "%": 4}

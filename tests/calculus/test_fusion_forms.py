@@ -14,6 +14,7 @@ from emulator.calculus.plan import Plan, Step, check_plan, source_events
 from emulator.calculus.witnesses import (FissionWitness, FusionWitness, Value, VersionWitness, apply_fission,
                                          apply_fusion, check_fission, check_scope_fusion, check_versioning,
                                          pipeline_schedule)
+from plan_events import ordinals, stages
 
 N = 6
 X = [3, 1, 4, 1, 5, 9]
@@ -249,9 +250,7 @@ def reduce_then_scalar():
 def test_a_scalar_consumer_of_a_reduction_fuses_into_its_final_stage():
     prog = reduce_then_scalar()
     evs = source_events(prog)
-    contrib = [e.ordinal for e in evs if e.kind == "contribution"]
-    res = [e.ordinal for e in evs if e.kind == "result"]
-    use = [e.ordinal for e in evs if e.path == "$.body.seq[1]"]
+    contrib, res, use = stages(evs)
     tree = ["seed", [[0, 1], [2, 3]]]
     assert check_plan(prog, Plan([Step("parallel", contrib), Step("merge", res, tree=tree, final=use)]))
     v = check_plan(prog, Plan([Step("parallel", contrib + use), Step("merge", res, tree=tree)]))   # per worker
@@ -309,9 +308,9 @@ def test_a_final_stage_runs_its_consumers_in_listed_order():
     prog = B.program(B.seq(B.reduce([("k", 2)], "s", "x[k]", "add", group=[0]), *chain),
                      arrays={**arrays(), "s": B.array([1], init=[0])})
     evs = source_events(prog)
-    contrib = [e.ordinal for e in evs if e.kind == "contribution"]
-    res = [e.ordinal for e in evs if e.kind == "result"]
-    uses = [e.ordinal for e in evs if e.kind == "op"]
+    contrib = ordinals(evs, "contribution")
+    res = ordinals(evs, "result")
+    uses = ordinals(evs, "op")
     tree = ["seed", [0, 1]]
     assert check_plan(prog, Plan([Step("parallel", contrib), Step("merge", res, tree=tree, final=uses)]))
     v = check_plan(prog, Plan([Step("parallel", contrib), Step("merge", res, tree=tree, final=uses[::-1])]))

@@ -13,6 +13,7 @@ from emulator.calculus import reduction as R
 from emulator.calculus.budget import static_cost
 from emulator.calculus.functions import BUILTINS
 from emulator.calculus.plan import MAX_SCAN_LEAVES, Plan, Step, check_plan, scan_trees, source_events
+from plan_events import ordinals, stages
 
 X = [1, 2, 3, 4]
 
@@ -119,8 +120,8 @@ def scan_program(n=6, combine="concat", policy="ordered_tree", seed="'S'", exclu
 
 def scan_plan(prog, realization, kind="scan"):
     evs = source_events(prog)
-    contrib = [e.ordinal for e in evs if e.kind == "contribution"]
-    res = [e.ordinal for e in evs if e.kind == "result"]
+    contrib = ordinals(evs, "contribution")
+    res = ordinals(evs, "result")
     seed = [Step("serial", [e.ordinal]) for e in evs if e.kind == "seed"]
     rest = [Step("serial", [e.ordinal]) for e in evs if e.kind not in ("contribution", "result", "seed")]
     return Plan(seed + [Step("parallel", contrib), Step(kind, res, tree=realization)] + rest)
@@ -178,10 +179,8 @@ def test_explicit_per_prefix_trees_and_their_accounting():
 def test_the_consumer_of_a_prefix_result_waits_for_the_scan():
     prog = scan_program()
     evs = source_events(prog)
-    contrib = [e.ordinal for e in evs if e.kind == "contribution"]
-    res = [e.ordinal for e in evs if e.kind == "result"]
-    use = [e.ordinal for e in evs if e.path == "$.body.seq[1]"]
-    seed = [e.ordinal for e in evs if e.kind == "seed"]
+    contrib, res, use = stages(evs)
+    seed = ordinals(evs, "seed")
     v = check_plan(prog, Plan([Step("serial", seed), Step("parallel", contrib), Step("serial", use),
                                Step("scan", res, tree="serial")]))
     assert v.obligation == "dependences preserved" and "#result" in v.detail and "y[2]" in v.detail

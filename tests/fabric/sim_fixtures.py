@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fabric.io import load_document
 from fabric.sim.engine import Simulator
-from fabric.sim.graph import load_graph_document
+from fabric.sim.graph import GraphError, load_graph_document
 from fabric.sim.synth import configured_fabric, graph_document
 
 STREAM = {"step_kind": "add", "predicate": "slt"}
@@ -13,6 +13,15 @@ STREAM = {"step_kind": "add", "predicate": "slt"}
 def load(actors, edges, inputs=(), outputs=(), defined=(), name="g"):
     fab = load_document(configured_fabric(f"{name}-fabric", actors))
     return load_graph_document(graph_document(name, f"{name}-fabric", actors, edges, inputs, outputs, defined), fab)
+
+
+def load_random(program, rng):
+    """The loaded graph of the random program `program(rng)`, or None where the loader refuses
+    it (a random program may be ill-formed; the refusals are tested on their own)."""
+    try:
+        return load(*program(rng))
+    except GraphError:
+        return None
 
 
 class Recorder:

@@ -79,40 +79,38 @@ def ro53(x: Fraction) -> float:
         return 0.0
     neg = x < 0
     n, d = abs(x.numerator), x.denominator
-    k = 53 - (n.bit_length() - d.bit_length())
+
+    def scaled(k):                          # floor(|x| 2^k), and whether that drops a rest
+        q, r = divmod(n << k, d) if k >= 0 else divmod(n, d << -k)
+        return q, r != 0
+
+    v = _odd53(53 - (n.bit_length() - d.bit_length()), scaled)
+    return -v if neg else v
+
+
+def _odd53(k, scaled):
+    """The 53-bit round-to-odd value q 2^-k, with k moved until `scaled(k)`'s q has 53 bits;
+    q's last bit is set when `scaled` says the scaling was inexact."""
     while True:
-        num, den = (n << k, d) if k >= 0 else (n, d << -k)
-        q, r = divmod(num, den)
+        q, inexact = scaled(k)
         if q >= 1 << 53:
             k -= 1
         elif q < 1 << 52:
             k += 1
         else:
-            break
-    if r:
-        q |= 1
-    v = math.ldexp(q, -k)
-    return -v if neg else v
+            return math.ldexp(q | inexact, -k)
 
 
 def sqrt_ro53(x: Fraction) -> float:
     """Stand-in of sqrt(x) for x > 0, from an integer square root."""
     n, d = x.numerator, x.denominator
-    k = 53 - (n.bit_length() - d.bit_length()) // 2
-    while True:
-        num = n << (2 * k) if k >= 0 else n
-        den = d if k >= 0 else d << (-2 * k)
-        m, rem = divmod(num, den)
+
+    def scaled(k):                          # floor(sqrt(x) 2^k), and whether that drops a rest
+        m, rem = divmod(n << (2 * k), d) if k >= 0 else divmod(n, d << (-2 * k))
         q = math.isqrt(m)
-        if q >= 1 << 53:
-            k -= 1
-        elif q < 1 << 52:
-            k += 1
-        else:
-            break
-    if rem or q * q != m:
-        q |= 1
-    return math.ldexp(q, -k)
+        return q, bool(rem) or q * q != m
+
+    return _odd53(53 - (n.bit_length() - d.bit_length()) // 2, scaled)
 
 
 def daz(name, codes):

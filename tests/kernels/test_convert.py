@@ -159,24 +159,26 @@ def all_codes(src):
 # ---------------------------------------------------------------------------------------------
 # exhaustive: every source of 8 bits or fewer, every destination, every mode, Sat on and off
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("src", SMALL_SOURCES)
-def test_every_small_source_code_to_every_destination(src):
+def check_every_destination(src, ftz_modes):
+    """Every code of `src` to every destination in every mode, Sat on and off, and under ftz in
+    the modes `ftz_modes(dst)` gives."""
     codes = all_codes(src)
     for dst in ALL:
         for mode in modes_for(dst):
             for sat in (False, True):
                 check(src, codes, dst, mode, sat)
-        check(src, codes, dst, "RNE", False, ftz=True)
+        for mode in ftz_modes(dst):
+            check(src, codes, dst, mode, False, ftz=True)
+
+
+@pytest.mark.parametrize("src", SMALL_SOURCES)
+def test_every_small_source_code_to_every_destination(src):
+    check_every_destination(src, lambda dst: ["RNE"])
 
 
 @pytest.mark.parametrize("src", ["FP16", "BF16", "S16", "U16"])
 def test_all_16_bit_inputs_every_mode(src):
-    codes = all_codes(src)
-    for dst in ALL:
-        for mode in modes_for(dst):
-            for sat in (False, True):
-                check(src, codes, dst, mode, sat)
-            check(src, codes, dst, mode, False, ftz=True)
+    check_every_destination(src, modes_for)
 
 
 @pytest.mark.slow

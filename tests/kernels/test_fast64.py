@@ -8,6 +8,7 @@ infinities, subnormals) and on operands chosen around each limit of the settled 
 with an operand at 2^1022 and above, products near 2^-1022, 2^-960, 2^1020 and the largest
 finite value, operands near 2^995 and subnormal operands.
 """
+import functools
 from fractions import Fraction
 
 import gmpy2
@@ -397,17 +398,22 @@ def test_rem_zero_results_take_the_divisor_sign_and_opposite_signs_round_once():
 
 # ---------------------------------------------------------------- reciprocal square root
 
+def mpfr53(fn, codes):
+    """The binary64 codes of fn(x) for binary64 codes x by MPFR: 53 bits, one rounding, an
+    exponent range wide enough that every result here is normal."""
+    out = np.empty(codes.shape[0])
+    with gmpy2.context(gmpy2.get_context(), precision=53, emin=-2000, emax=2000):
+        for i, v in enumerate(codes.view(np.float64).tolist()):
+            out[i] = float(fn(gmpy2.mpfr(v)))
+    return out.view(np.uint64)
+
+
 def rsqrt_mpfr(codes):
     """(bits, flags) of 1/sqrt(x) for positive finite binary64 codes by MPFR (53 bits, one
     rounding; every result is normal), NX unless x = 4^k."""
-    x = codes.view(np.float64)
-    out = np.empty(x.shape[0])
-    with gmpy2.context(gmpy2.get_context(), precision=53, emin=-2000, emax=2000):
-        for i, v in enumerate(x.tolist()):
-            out[i] = float(gmpy2.rec_sqrt(gmpy2.mpfr(v)))
-    m, e = np.frexp(x)
+    m, e = np.frexp(codes.view(np.float64))
     power4 = (m == 0.5) & ((e - 1) % 2 == 0)
-    return out.view(np.uint64), np.where(power4, 0, NX).astype(np.uint8)
+    return mpfr53(gmpy2.rec_sqrt, codes), np.where(power4, 0, NX).astype(np.uint8)
 
 
 def rsqrt_samples(n, seed):
@@ -422,21 +428,16 @@ def rsqrt_samples(n, seed):
 def test_rsqrt_samples_match_mpfr_powers_of_4_exact():
     codes = rsqrt_samples(20_000, 61)
     want = rsqrt_mpfr(codes)
-    got = run_ref("TRSQRT", codes)
+    got = run("TRSQRT", codes)
     assert_same("TRSQRT.FP64", got, want, (codes,))
     assert (want[1] == 0).sum() >= 1023 + 26
     bits, flags = tier("TRSQRT", codes)
     assert (flags != fast64.FALLBACK).all()                 # no positive finite input was undecided here
 
 
-def run_ref(op, *ops):
-    with np.errstate(all="ignore"):
-        return TH.run("fast64", op, "FP64", *ops)
-
-
 def test_rsqrt_specials_follow_decision_077():
     codes = np.uint64([0, 1 << 63, 0x7FF0000000000000, 0xFFF0000000000000, 0xBFF0000000000000, 0x7FF8000000000000])
-    bits, flags = run_ref("TRSQRT", codes)
+    bits, flags = run("TRSQRT", codes)
     assert list(bits[:3]) == [0x7FF0000000000000, 0xFFF0000000000000, 0]
     assert list(flags) == [DZ, DZ, 0, NV, NV, 0]
     assert ((bits[3:] & 0x7FF0000000000000) == 0x7FF0000000000000).all() and ((bits[3:] & ((1 << 52) - 1)) != 0).all()
@@ -500,21 +501,14 @@ def _rounds_to_r(r, e):
     return _hooks["round"](r, e)
 
 
-def test_fp64_rsqrt_through_elementwise():
-    codes = rsqrt_samples(300, 64)
-    assert_same("TRSQRT.FP64", numeric.elementwise("TRSQRT", "FP64", codes), rsqrt_mpfr(codes), (codes,))
-
-
 # ---------------------------------------------------------------- exp
 
-def exp_mpfr(codes):
-    """(bits, NX) of exp(x) by MPFR, one rounding to binary64 (normal results only)."""
-    x = codes.view(np.float64)
-    out = np.empty(x.shape[0])
-    with gmpy2.context(gmpy2.get_context(), precision=53, emin=-2000, emax=2000):
-        for i, v in enumerate(x.tolist()):
-            out[i] = float(gmpy2.exp(gmpy2.mpfr(v)))
-    return out.view(np.uint64), np.full(x.shape[0], NX, np.uint8)
+def inexact_mpfr(fn, codes):
+    """(bits, NX) of fn(x) by MPFR (`mpfr53`), for samples where no result is exact."""
+    return mpfr53(fn, codes), np.full(codes.shape[0], NX, np.uint8)
+
+
+exp_mpfr = functools.partial(inexact_mpfr, gmpy2.exp)      # normal results only
 
 
 def exp_samples(n, seed):
@@ -527,7 +521,7 @@ def exp_samples(n, seed):
 def test_exp_samples_match_mpfr_and_the_loop_settles_all_from_2_to_minus_60():
     codes = exp_samples(20_000, 71)
     want = exp_mpfr(codes)
-    assert_same("TEXP.FP64", run_ref("TEXP", codes), want, (codes,))
+    assert_same("TEXP.FP64", run("TEXP", codes), want, (codes,))
     settled = tier("TEXP", codes)[1] != fast64.FALLBACK
     assert (settled == (np.abs(codes.view(np.float64)) >= 2.0 ** -60)).all()
 
@@ -537,7 +531,7 @@ def test_exp_outside_the_settled_range_goes_to_the_reference():
     x = [0.0, -0.0, 2.0 ** -61, -1e-300, 709.5, 709.8, 800.0, -708.5, -745.0, -746.0, np.inf, -np.inf, np.nan]
     codes = f64(x)
     assert (tier("TEXP", codes)[1] == fast64.FALLBACK).all()
-    bits, flags = run_ref("TEXP", codes)
+    bits, flags = run("TEXP", codes)
     assert list(bits[:2]) == list(f64([1.0, 1.0])) and list(flags[:2]) == [0, 0]
     assert bits[6] == 0x7FF0000000000000 and flags[6] == OF | NX
     assert bits[9] == 0 and flags[9] == UF | NX
@@ -573,35 +567,33 @@ def test_exp_constants_are_mpfrs():
         assert float(np.ldexp(np.frexp(c)[0], 36)).is_integer()          # 36 bits: k*c exact
 
 
-def _exp_parts(x):
+@functools.cache
+def _loop3(fn, error_model):
+    """A compiled loop storing the three results of the compiled element function `fn`
+    (inlined, so under this loop's `error_model`)."""
     import numba as nb
-    if "exp" not in _hooks:
-        @nb.njit
-        def parts(x):
-            h = np.empty(x.shape[0])
-            l = np.empty(x.shape[0])
-            s = np.empty(x.shape[0], np.int64)
-            for i in range(x.shape[0]):
-                h[i], l[i], s[i] = fast64.exp_parts(x[i])
-            return h, l, s
-        _hooks["exp"] = parts
-    return _hooks["exp"](x)
+
+    @nb.njit(error_model=error_model)
+    def loop(x, a, b, c):
+        for i in range(x.shape[0]):
+            a[i], b[i], c[i] = fn(x[i])
+    return loop
 
 
-def test_fp64_exp_through_elementwise():
-    codes = exp_samples(300, 73)
-    assert_same("TEXP.FP64", numeric.elementwise("TEXP", "FP64", codes), exp_mpfr(codes), (codes,))
+def _three_parts(fn, x, third=np.float64, error_model="python"):
+    """fn's three results (float64, float64, `third`) for every element of x."""
+    out = np.empty(x.shape[0]), np.empty(x.shape[0]), np.empty(x.shape[0], third)
+    _loop3(fn, error_model)(x, *out)
+    return out
+
+
+def _exp_parts(x):
+    return _three_parts(fast64.exp_parts, x, np.int64)
 
 
 # ---------------------------------------------------------------- log
 
-def log_mpfr(codes):
-    x = codes.view(np.float64)
-    out = np.empty(x.shape[0])
-    with gmpy2.context(gmpy2.get_context(), precision=53, emin=-2000, emax=2000):
-        for i, v in enumerate(x.tolist()):
-            out[i] = float(gmpy2.log(gmpy2.mpfr(v)))
-    return out.view(np.uint64), np.full(x.shape[0], NX, np.uint8)
+log_mpfr = functools.partial(inexact_mpfr, gmpy2.log)
 
 
 def log_samples(n, seed):
@@ -617,14 +609,14 @@ def log_samples(n, seed):
 
 def test_log_samples_match_mpfr_and_the_loop_settles_them_all():
     codes = log_samples(20_000, 81)
-    assert_same("TLOG.FP64", run_ref("TLOG", codes), log_mpfr(codes), (codes,))
+    assert_same("TLOG.FP64", run("TLOG", codes), log_mpfr(codes), (codes,))
     assert (tier("TLOG", codes)[1] != fast64.FALLBACK).all()
 
 
 def test_log_specials_follow_decision_074():
     codes = np.uint64([0x3FF0000000000000, 0, 1 << 63, 0x7FF0000000000000, 0xBFF0000000000000, 0xFFF0000000000000])
     assert (tier("TLOG", codes)[1] == fast64.FALLBACK).all()
-    bits, flags = run_ref("TLOG", codes)
+    bits, flags = run("TLOG", codes)
     assert list(bits[:4]) == [0, 0xFFF0000000000000, 0xFFF0000000000000, 0x7FF0000000000000]
     assert list(flags) == [0, DZ, DZ, 0, NV, NV]
 
@@ -651,23 +643,15 @@ def test_ln2_parts():
 
 
 def _log_parts(x):
-    import numba as nb
-    if "log" not in _hooks:
-        @nb.njit(error_model="numpy")
-        def parts(x):
-            h = np.empty(x.shape[0])
-            l = np.empty(x.shape[0])
-            e = np.empty(x.shape[0])
-            for i in range(x.shape[0]):
-                h[i], l[i], e[i] = fast64.log_parts(x[i])
-            return h, l, e
-        _hooks["log"] = parts
-    return _hooks["log"](x)
+    return _three_parts(fast64.log_parts, x, error_model="numpy")
 
 
-def test_fp64_log_through_elementwise():
-    codes = log_samples(300, 83)
-    assert_same("TLOG.FP64", numeric.elementwise("TLOG", "FP64", codes), log_mpfr(codes), (codes,))
+@pytest.mark.parametrize("op,samples,mpfr,seed", [("TRSQRT", rsqrt_samples, rsqrt_mpfr, 64),
+                                                   ("TEXP", exp_samples, exp_mpfr, 73),
+                                                   ("TLOG", log_samples, log_mpfr, 83)])
+def test_fp64_special_math_through_elementwise(op, samples, mpfr, seed):
+    codes = samples(300, seed)
+    assert_same(f"{op}.FP64", numeric.elementwise(op, "FP64", codes), mpfr(codes), (codes,))
 
 
 # ---------------------------------------------------------------- profile ftz

@@ -34,6 +34,12 @@ def reference(op, name, *ops):
         return tiers.reference(op)(name, *[np.asarray(x) for x in ops], prof=A5)
 
 
+def assert_a5_and_its_reference(op, name, want, *ops):
+    """The a5 profile's bits and flags, and those of its NumPy reference recipe alone, are `want`."""
+    assert_same(f"{op}.{name} a5", a5(op, name, *ops), want, ops)
+    assert_same(f"{op}.{name} a5 reference", reference(op, name, *ops), want, ops)
+
+
 def fp32(values):
     with np.errstate(over="ignore"):
         return np.asarray(values, np.float32).view(np.uint32)
@@ -91,8 +97,7 @@ def test_trsqrt_fp32_samples_and_edges():
     x = np.concatenate([fp32_samples(3000, 4), fp32(rng.uniform(0, 4, 2000)),
                         fp32(4.0 ** np.arange(-74, 64)), np.array([0x3E0D7265, 1, 0x007FFFFF], np.uint32)])
     want = M.trsqrt("FP32", x)
-    assert_same("TRSQRT.FP32 a5", a5("TRSQRT", "FP32", x), want, (x,))
-    assert_same("TRSQRT.FP32 a5 reference", reference("TRSQRT", "FP32", x), want, (x,))
+    assert_a5_and_its_reference("TRSQRT", "FP32", want, x)
 
 
 def test_trecip_fp16_every_code():
@@ -124,8 +129,7 @@ def test_trem_fp16_random_pairs_specials_and_the_reference():
     b = np.concatenate([a[::-1], np.array(DIVISORS16, np.uint16)])
     a = np.concatenate([a, np.full(len(DIVISORS16), 0x5640, np.uint16)])
     want = M.trem_fp16(a, b)
-    assert_same("TREM.FP16 a5", a5("TREM", "FP16", a, b), want, (a, b))
-    assert_same("TREM.FP16 a5 reference", reference("TREM", "FP16", a, b), want, (a, b))
+    assert_a5_and_its_reference("TREM", "FP16", want, a, b)
 
 
 def trem32_cases():
@@ -151,8 +155,7 @@ def trem32_cases():
 def test_trem_fp32_samples_with_edges():
     x, y = trem32_cases()
     want = M.trem_fp32(x, y)
-    assert_same("TREM.FP32 a5", a5("TREM", "FP32", x, y), want, (x, y))
-    assert_same("TREM.FP32 a5 reference", reference("TREM", "FP32", x, y), want, (x, y))
+    assert_a5_and_its_reference("TREM", "FP32", want, x, y)
     with np.errstate(all="ignore"):
         big = np.abs(x.view(np.float32).astype(np.float64) / y.view(np.float32).astype(np.float64)) >= 2.0 ** 24
     assert big.sum() > 300
@@ -186,8 +189,7 @@ def tdiv16_boundary():
 def test_tdiv_fp16_at_the_subnormal_quotient_boundary():
     a, b = tdiv16_boundary()
     want = M.tdiv_fp16(a, b)
-    assert_same("TDIV.FP16 a5", a5("TDIV", "FP16", a, b), want, (a, b))
-    assert_same("TDIV.FP16 a5 reference", reference("TDIV", "FP16", a, b), want, (a, b))
+    assert_a5_and_its_reference("TDIV", "FP16", want, a, b)
     ieee = numeric.elementwise("TDIV", "FP16", a, b)[0]
     assert (ieee != want[0]).sum() > 100
 
