@@ -105,6 +105,8 @@ def _group_lines(t, g, ds, op, dtype, dst, rmode, digits, path):
                 or spec.pes != g.tiles[0].pes:
             raise refuse(f"source tile {spec.tile} is not one {dtype} tile on every selected PE")
         by_tile[spec.tile] = spec
+    if len({(s.desc.ValidRow, s.desc.ValidCol) for s in by_tile.values()}) > 1:
+        raise refuse("source tiles of different valid shapes")     # no element-wise case lines
     ins, valid = [], None
     for tid in sorted(by_tile):
         spec = by_tile[tid]
