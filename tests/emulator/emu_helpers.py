@@ -52,6 +52,15 @@ def draw_datr_fields(draw, row) -> dict:
     return {name: draw(st.none() | codes[name]) for name in row.datr}
 
 
+def run_binary(mn, dtype, a, b, machine: Machine | None = None, **kw):
+    """One binary block t3 = t1 op t2 on PE0 (a, b: the logical elements); (result tile, result)."""
+    m = Machine() if machine is None else machine
+    m.write_tile(0, 1, dtype, a)
+    m.write_tile(0, 2, dtype, b)
+    res = m.execute(blk(mn, dtype, [1, 2], 3, vc=a.shape[1], vr=a.shape[0], **kw))
+    return m.read_tile(0, 3), res
+
+
 def fill(m: Machine, pe, tile, dtype, values, **kw):
     return m.write_tile(pe, tile, dtype, np.asarray(values), **kw)
 

@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from emu_helpers import FMT, Machine, blk, fdecode, round_rne
+from emu_helpers import FMT, Machine, blk, fdecode, round_rne, run_binary
 from isa.datatypes import datatype
 
 rng = np.random.default_rng(2024)
@@ -59,13 +59,6 @@ def sample(dt, shape, nonzero=False):
         v[v == 0] = 3
     return v.astype(dt.raw_dtype)
 
-
-def run_binary(mn, dtype, a, b, **kw):
-    m = Machine()
-    m.write_tile(0, 1, dtype, a)
-    m.write_tile(0, 2, dtype, b)
-    res = m.execute(blk(mn, dtype, [1, 2], 3, vc=a.shape[1], vr=a.shape[0], **kw))
-    return m.read_tile(0, 3), res
 
 
 @pytest.mark.parametrize("dtype", INTS)

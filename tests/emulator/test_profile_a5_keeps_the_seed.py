@@ -6,6 +6,7 @@ another result (so the test would see a profile that copied A5)."""
 import numpy as np
 import pytest
 
+import emu_helpers
 from emu_helpers import blk
 from emulator import Machine, MachineConfig
 from isa.datatypes import datatype
@@ -19,11 +20,7 @@ def a5_machine() -> Machine:
 
 
 def run_binary(mn, dtype, a, b, **kw):
-    m = a5_machine()
-    m.write_tile(0, 1, dtype, a)
-    m.write_tile(0, 2, dtype, b)
-    res = m.execute(blk(mn, dtype, [1, 2], 3, vc=a.shape[1], vr=a.shape[0], **kw))
-    return m.read_tile(0, 3), res
+    return emu_helpers.run_binary(mn, dtype, a, b, a5_machine(), **kw)
 
 
 def signed(v: int, w: int) -> int:
