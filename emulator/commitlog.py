@@ -29,7 +29,7 @@ from isa import jsontext
 from isa.atomicio import OutputPathError, atomic_path, check_output_path, quote, shown, why
 from isa.datatypes import BY_NAME, datatype
 from isa.errors import IllegalBlockException
-from isa.fields import NUM_PES
+from isa.fields import NUM_PES, SELECTED_PES
 
 from .stateio import SCHEMA as STATE_SCHEMA
 from .tiles import Descriptor, pack_defined, pack_payloads, to_physical
@@ -469,7 +469,7 @@ def block_records(machine, block, *, index: int, offset: int | None = None, mach
     commit -- calls commit_records with them and skips the reads.)"""
     mnemonic, dt = block_names(block)
     dest = block.iot[-1]
-    pes = tuple(p for p in range(NUM_PES) if dest.PE_MASK >> p & 1) if pes is None else tuple(pes)
+    pes = SELECTED_PES[dest.PE_MASK] if pes is None else tuple(pes)
     out, run = Records(), []
 
     def flush():
