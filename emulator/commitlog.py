@@ -29,7 +29,7 @@ from isa import jsontext
 from isa.atomicio import OutputPathError, atomic_path, check_output_path, quote, shown, why
 from isa.datatypes import BY_NAME, datatype
 from isa.errors import IllegalBlockException
-from isa.fields import NUM_PES, SELECTED_PES
+from isa.fields import SELECTED_PES
 
 from .stateio import SCHEMA as STATE_SCHEMA
 from .tiles import Descriptor, pack_defined, pack_payloads, to_physical
