@@ -208,8 +208,7 @@ class StreamGroup:
     records: CL.Records
     executed: int                      # blocks committed (the fault block, if any, is `executed`)
     fault: tuple | None                # (reason, field, message) per case: arrays, or None
-    final: list
-    status: np.ndarray
+    status: np.ndarray                 # (n, 4) statuses at the end (the final tiles: the records)
 
     @property
     def n(self) -> int:
@@ -593,9 +592,8 @@ class StreamBuilder:
             self._track(run, block, i)
         for j in range(len(blocks), self.K):           # the rest of an illegal stream: never runs
             blocks.append(_roundtrip(self._legal_block(j)[0]))
-        final, status = run.final()
         return StreamGroup(stream_class(self.reason), self.value_class, self.shape, self.config, tiles, gprs,
-                           blocks, records, executed, fault, final, status)
+                           blocks, records, executed, fault, run.batch.statuses())
 
     def _planted(self, legal: Block, meta: dict, i: int) -> Block:
         block = self._plant(legal, meta)
