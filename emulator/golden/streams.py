@@ -570,9 +570,12 @@ class StreamBuilder:
                     dest = _regular(None if ctx.op.dest_kind == "predicate" else ctx.dst.name, self.shape)
                     used = self._used()
                     return self.peak if any(used[p] + dest.capacity > self.peak for p in (0, 1)) else None
-                block = self._planted(legal, meta, i)
+                block, stateless = self._planted(legal, meta, i)
             blocks.append(block)
-            committed, recs = run.step(block, i, offset)
+            if i == self.position and stateless is not None:
+                committed, recs = self._stateless_fault(block, stateless, i, offset)
+            else:
+                committed, recs = run.step(block, i, offset)
             offset += len(encoding.encode([block])) - encoding.HEADER_BYTES
             records = records + recs
             if i == self.position:
@@ -595,7 +598,8 @@ class StreamBuilder:
         return StreamGroup(stream_class(self.reason), self.value_class, self.shape, self.config, tiles, gprs,
                            blocks, records, executed, fault, run.batch.statuses())
 
-    def _planted(self, legal: Block, meta: dict, i: int) -> Block:
+    def _planted(self, legal: Block, meta: dict, i: int) -> tuple[Block, IllegalBlockException | None]:
+        """(the planted block, the stateless rules' rejection of it: None for a stateful reason)."""
         block = self._plant(legal, meta)
         try:
             block = _roundtrip(block)
@@ -608,9 +612,19 @@ class StreamBuilder:
                 if exc.reason != self.reason:
                     raise GeneratorError(f"block {i}: the planted {self.reason} block is rejected by the "
                                          f"stateless rules with {exc.reason}") from None
-            else:
-                raise GeneratorError(f"block {i}: the planted {self.reason} block passes the stateless rules")
-        return block
+                return block, exc
+            raise GeneratorError(f"block {i}: the planted {self.reason} block passes the stateless rules")
+        return block, None
+
+    def _stateless_fault(self, block: Block, exc: IllegalBlockException, i: int, offset: int):
+        """What MachineBatch.step gives for a block the stateless rules reject (isa.legality.resolve,
+        the batch engine's first check: every live machine stops there with that one error, its
+        state untouched), without the step: the batch would turn each machine into a host Machine
+        to keep its state, which a stream that ends here never reads.  `verify` replays the block
+        on the engine itself."""
+        from ..machine import StreamError
+        recs = CL.fault_records(StreamError(i, offset, exc), np.arange(self.n, dtype=np.uint32), block)
+        return np.zeros(self.n, bool), recs
 
     def _track(self, run: StreamRun, block: Block, i: int) -> None:
         """The state after block i, as the engine holds it (descriptors of case 0's cohort), and
