@@ -582,7 +582,8 @@ def stream_coverage(ds) -> dict:
             for kind, j, i in stream_hazards(blocks, executed):
                 key = (kind, names[j].mnemonic, names[i].mnemonic)
                 cov["hazards"][key] = cov["hazards"].get(key, 0) + w
-            initial = {(e["pe"], e["tile"]): "initial" for e in parse_layout(t.column("layout")[row].as_py()).initial}
+            initial = {(p, e["tile"]): "initial" for e in parse_layout(t.column("layout")[row].as_py()).initial
+                       for p in e["pes"]}
             for i, kinds in enumerate(stream_aliasing(blocks, executed, initial)):
                 for k in kinds:
                     key = (k, names[i].mnemonic)

@@ -263,20 +263,23 @@ def initial_entries(tiles: dict) -> list:
 
 
 def _initial_columns(tiles: dict, n: int):
-    """(layout entries, payload (n, L), defined (n, D)) of the initial state; arrays a group's
-    PEs share (the generator puts one tile on every PE) are packed once."""
-    heads, pays, defs, packed = [], [], [], {}
+    """(layout entries, payload (n, L), defined (n, D)) of the initial state: consecutive PEs of
+    one tile with one descriptor and the same values on every machine are one entry, stored once
+    (the generator puts each tile on every PE)."""
+    heads, pays, defs = [], [], []
+    last = None
     for desc, tid, p, e, d in initial_entries(tiles):
-        key = (id(e), id(d), desc.container)
-        if key not in packed:
-            packed[key] = (pack_payloads(np.asarray(e).reshape(n, -1), desc.container),
-                           np.packbits(np.asarray(d, bool).reshape(n, -1), axis=1, bitorder="little"))
-        pay, dfn = packed[key]
-        heads.append({"pe": p, "tile": tid, **_desc_json(desc), **_sizes(desc)})
+        pay = pack_payloads(np.asarray(e).reshape(n, -1), desc.container)
+        dfn = np.packbits(np.asarray(d, bool).reshape(n, -1), axis=1, bitorder="little")
+        if last is not None and last == (tid, desc) and np.array_equal(pays[-1], pay) and np.array_equal(defs[-1], dfn):
+            heads[-1]["pes"].append(p)
+            continue
+        last = (tid, desc)
+        heads.append({"pes": [p], "tile": tid, **_desc_json(desc), **_sizes(desc)})
         pays.append(pay)
         defs.append(dfn)
-    cat = lambda parts, w: np.concatenate(parts, axis=1) if parts else np.zeros((n, 0), np.uint8)
-    return heads, cat(pays, 0), cat(defs, 0)
+    cat = lambda parts: np.concatenate(parts, axis=1) if parts else np.zeros((n, 0), np.uint8)
+    return heads, cat(pays), cat(defs)
 
 
 def _record_columns(recs: CL.Records, n: int):
@@ -376,8 +379,10 @@ def D_repeat(value, n: int, typ) -> pa.Array:
 # ---------------------------------------------------------------------------- reading rows
 
 _ENTRY = {"type": "object", "additionalProperties": False,
-          "required": ["pe", "tile", *DESC_KEYS, *SIZE_KEYS],
-          "properties": {**{k: {"type": "integer", "minimum": 0, "maximum": 1 << 40}
+          "required": ["pes", "tile", *DESC_KEYS, *SIZE_KEYS],
+          "properties": {"pes": {"type": "array", "minItems": 1, "maxItems": F.NUM_PES, "uniqueItems": True,
+                                 "items": {"type": "integer", "minimum": 0, "maximum": F.NUM_PES - 1}},
+                         **{k: {"type": "integer", "minimum": 0, "maximum": 1 << 40}
                             for k in ("pe", "tile", "row", "col", "valid_row", "valid_col", "layout", "capacity",
                                       "fmap_pad_bits", *SIZE_KEYS)},
                          **{k: {"type": "string", "maxLength": 64}
@@ -385,7 +390,7 @@ _ENTRY = {"type": "object", "additionalProperties": False,
                          "fmap_params": {"type": "array", "maxItems": 64, "items": {"type": "integer"}},
                          "fmap_transposed": {"type": "boolean"}}}
 _RECORD = {**_ENTRY, "required": [*HEAD_KEYS, *DESC_KEYS, *SIZE_KEYS],
-           "properties": {**_ENTRY["properties"], "block": {"type": "integer", "minimum": 0, "maximum": MAX_BLOCKS},
+           "properties": {**{k: v for k, v in _ENTRY["properties"].items() if k != "pes"}, "block": {"type": "integer", "minimum": 0, "maximum": MAX_BLOCKS},
                           "offset": {"type": "integer", "minimum": -1, "maximum": 1 << 40},
                           "record": {"enum": [CL.COMMIT, CL.FAULT]},
                           **{k: {"type": "string", "maxLength": 64} for k in ("mnemonic", "block_datatype")}}}
@@ -447,12 +452,12 @@ def parse_layout(text: str) -> Layout:
                     raise ValueError(f"layout {part}[{i}]: not a descriptor ({type(exc).__name__}: {exc})") from None
             if _sizes(d) != {k: e[k] for k in SIZE_KEYS}:
                 raise ValueError(f"layout {part}[{i}]: payload_bytes/defined_bytes are not its descriptor's")
-            if not 0 <= e["pe"] < F.NUM_PES:
+            if part == "records" and not 0 <= e["pe"] < F.NUM_PES:
                 raise ValueError(f"layout {part}[{i}]: PE {e['pe']} out of range")
             out.append(d)
         descs.append(tuple(out))
-    seen = {(e["pe"], e["tile"]) for e in v["initial"]}
-    if len(seen) != len(v["initial"]):
+    seen = [(p, e["tile"]) for e in v["initial"] for p in e["pes"]]
+    if len(set(seen)) != len(seen):
         raise ValueError("layout initial: a (PE, tile) listed twice")
     ini, rec = v["initial"], v["records"]
     return Layout(tuple(ini), tuple(rec), descs[0], descs[1], (_offsets(ini, "payload_bytes"),
@@ -500,8 +505,12 @@ def initial_tiles(layout: Layout, payload: np.ndarray, defined: np.ndarray) -> d
     """(pe, tile) -> (descriptor, elems (n, E), defined (n, E)) of the initial state of n rows
     of one layout (payload, defined: their (n, bytes) `initial_*` values)."""
     po, do = layout.initial_offsets
-    return {(e["pe"], e["tile"]): (d, *_values(d, payload[:, po[i]:po[i + 1]], defined[:, do[i]:do[i + 1]]))
-            for i, (e, d) in enumerate(zip(layout.initial, layout.initial_descs))}
+    out = {}
+    for i, (e, d) in enumerate(zip(layout.initial, layout.initial_descs)):
+        values = (d, *_values(d, payload[:, po[i]:po[i + 1]], defined[:, do[i]:do[i + 1]]))
+        for p in e["pes"]:
+            out[(p, e["tile"])] = values
+    return out
 
 
 def final_tiles(layout: Layout, initial_payload, initial_defined, record_payload, record_defined) -> dict:

@@ -216,6 +216,21 @@ def test_an_illegal_stream_stops_at_the_planted_block_with_its_reason(reason):
             assert np.array_equal(m.pes[p].tiles[tid].elems, e[k])
 
 
+def test_the_initial_state_reads_back_exactly_with_per_pe_values_kept_apart():
+    """An initial entry covers the PEs that hold one tile with the same values; SOURCE_UNDEFINED
+    gives the reserved tile an undefined element on one PE only, so that PE is an entry of its own."""
+    g = S.build_group(S.SHAPE_BY_NAME["r4c8"], 4, 3, np.random.default_rng(9), MachineConfig(), "SOURCE_UNDEFINED")
+    cols = SD.group_columns(g, 0, 0)
+    layout = SD.parse_layout(cols["layout"])
+    got = SD.initial_tiles(layout, SD.binary_rows(cols["initial_payload"], layout.width("initial_payload")),
+                           SD.binary_rows(cols["initial_defined"], layout.width("initial_defined")))
+    assert set(got) == set(g.tiles)
+    for key, (desc, e, d) in g.tiles.items():
+        assert got[key][0] == desc and np.array_equal(got[key][1], e) and np.array_equal(got[key][2], d)
+    reserved = [e["pes"] for e in layout.initial if e["tile"] == S.RESERVED_TILE]
+    assert sorted(p for pes in reserved for p in pes) == [0, 1, 2, 3] and len(reserved) > 1
+
+
 # ---------------------------------------------------------------------------- the dataset
 
 def test_manifest_names_format_profile_and_partitions(dataset):
