@@ -221,8 +221,18 @@ def _regular(dt: str | None, shape: Shape) -> Descriptor:
 
 
 def _weighted(rng, items, weights):
-    w = np.asarray(weights, float)
-    return items[int(rng.choice(len(items), p=w / w.sum()))]
+    """items[i] with probability weights[i] / sum: what rng.choice(len(items), p=...) draws (one
+    uniform, the cumulative distribution searched), without choice's per-call checks."""
+    cdf = np.cumsum(np.asarray(weights, float))
+    cdf /= cdf[-1]
+    return items[int(cdf.searchsorted(rng.random(), side="right"))]
+
+
+@lru_cache(maxsize=None)
+def _op_dtypes() -> tuple:
+    """(instruction, its DataTypes sorted, integer-divisor check per DataType) of every instruction."""
+    return tuple((op, tuple(sorted(op.dtypes)), tuple(bool(op.int_zero_check and datatype(dt).is_int)
+                                                       for dt in sorted(op.dtypes))) for op in I.INSTRUCTIONS)
 
 
 class StreamBuilder:
@@ -394,18 +404,21 @@ class StreamBuilder:
                 have[d.datatype.name] = ids
         preds = common.get(_regular(None, self.shape), [])
         out = []
-        for op in I.INSTRUCTIONS:
-            for dt in sorted(op.dtypes):
-                if op.schema in REGS:
-                    _, wdt, _ = self.info[op.schema]
-                    if dt != wdt or (op.schema == I.INSERT and dt not in have):
+        divisors = {}
+        for op, dts, checks in _op_dtypes():
+            if op.schema == I.SELECT and not preds:
+                continue
+            window = self.info[op.schema][1] if op.schema in REGS else None
+            for dt, check in zip(dts, checks):
+                if window is not None:
+                    if dt != window or (op.schema == I.INSERT and dt not in have):
                         continue
                 elif dt not in have:
                     continue
-                if op.schema == I.SELECT and not preds:
-                    continue
-                if op.int_zero_check and datatype(dt).is_int:
-                    if not [t for t in have[dt] if all((p, t) in self.nonzero for p in pes)]:
+                if check:
+                    if dt not in divisors:
+                        divisors[dt] = any(all((p, t) in self.nonzero for p in pes) for t in have[dt])
+                    if not divisors[dt]:
                         continue
                 out.append((op, dt))
         return out, have, preds

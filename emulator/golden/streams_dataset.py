@@ -269,12 +269,16 @@ def _initial_columns(tiles: dict, n: int):
     heads, pays, defs = [], [], []
     last = None
     for desc, tid, p, e, d in initial_entries(tiles):
+        if last is not None and last[:2] == (tid, desc) and last[2] is e and last[3] is d:
+            heads[-1]["pes"].append(p)          # the same arrays: the same values
+            continue
         pay = pack_payloads(np.asarray(e).reshape(n, -1), desc.container)
         dfn = np.packbits(np.asarray(d, bool).reshape(n, -1), axis=1, bitorder="little")
-        if last is not None and last == (tid, desc) and np.array_equal(pays[-1], pay) and np.array_equal(defs[-1], dfn):
+        same = last is not None and last[:2] == (tid, desc)
+        last = (tid, desc, e, d)
+        if same and np.array_equal(pays[-1], pay) and np.array_equal(defs[-1], dfn):
             heads[-1]["pes"].append(p)
             continue
-        last = (tid, desc)
         heads.append({"pes": [p], "tile": tid, **_desc_json(desc), **_sizes(desc)})
         pays.append(pay)
         defs.append(dfn)
