@@ -293,13 +293,18 @@ def _record_columns(recs: CL.Records, n: int):
     slots: dict = {}
     for g in recs.groups:
         payload, defined = g.packed()
-        pes = np.asarray(g.pe)
-        for pe in np.unique(pes):
-            sel = pes == pe
-            key = (g.block, g.record != CL.COMMIT, int(pe), g.offset, g.record, g.mnemonic, g.block_datatype,
+        pes, machine, status = np.asarray(g.pe), np.asarray(g.machine), np.asarray(g.status)
+        if len(pes) > 1 and np.all(pes[1:] >= pes[:-1]):        # PE-major (a cohort's commit): slices
+            cuts = np.flatnonzero(pes[1:] != pes[:-1]) + 1
+            parts = zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [len(pes)]]))
+            sels = [(int(pes[a]), slice(int(a), int(b))) for a, b in parts]
+        else:
+            sels = [(int(pe), pes == pe) for pe in np.unique(pes)]
+        for pe, sel in sels:
+            key = (g.block, g.record != CL.COMMIT, pe, g.offset, g.record, g.mnemonic, g.block_datatype,
                    g.tile, g.desc)
-            slots.setdefault(key, []).append((np.asarray(g.machine)[sel], None if payload is None else payload[sel],
-                                              None if defined is None else defined[sel], np.asarray(g.status)[sel]))
+            slots.setdefault(key, []).append((machine[sel], None if payload is None else payload[sel],
+                                              None if defined is None else defined[sel], status[sel]))
     heads, pays, defs, stats = [], [], [], []
     blocks_pes = set()
     for key in sorted(slots, key=lambda k: k[:3]):
@@ -314,7 +319,11 @@ def _record_columns(recs: CL.Records, n: int):
         size = _sizes(desc)
         heads.append({"block": int(block), "offset": int(offset), "record": record, "mnemonic": mnemonic,
                       "block_datatype": bdt, "pe": pe, "tile": int(tile), **_desc_json(desc), **size})
+        in_order = len(parts) == 1 and np.array_equal(parts[0][0], np.arange(n))
         for out, k, width in ((pays, 1, size["payload_bytes"]), (defs, 2, size["defined_bytes"]), (stats, 3, 1)):
+            if in_order and parts[0][k] is not None:        # one part, machines 0..n-1: as it is
+                out.append(np.asarray(parts[0][k], np.uint8).reshape(n, width))
+                continue
             a = np.zeros((n, width), np.uint8)
             for part in parts:
                 if part[k] is not None:
