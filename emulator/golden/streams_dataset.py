@@ -216,8 +216,8 @@ def group_plan(p: StreamParams, part: StreamPartition, chunk: int, n: int, rng) 
 # JSON text per group stored once per file (a dictionary column); what each stream has of its own
 # is a few flat binaries (payloads, definedness, statuses, GPRs) in the layout's order.  The final
 # state is not stored: it is the initial state overlaid with each (PE, tile)'s last commit record
-# (`final_tiles`).  Version 1 stored every tile of both states per row: ~100 list entries a row
-# made Parquet cost 5x the generation.
+# (`final_tiles`).  Version 1 stored every tile of both states per row: ~100 list entries a row,
+# whose building and writing cost as much as generating the streams.
 
 DESC_KEYS = tuple(n for n in CL.TILE_COLUMNS if n not in ("pe", "tile", "payload", "defined"))
 HEAD_KEYS = ("block", "offset", "record", "mnemonic", "block_datatype", "pe", "tile")
