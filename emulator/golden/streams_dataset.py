@@ -243,6 +243,12 @@ def _desc_json(d: Descriptor | None) -> dict:
             "fmap_pad_bits": 0 if fm is None else fm.pad_bits, "fmap_transposed": False if fm is None else fm.transposed}
 
 
+@functools.lru_cache(maxsize=4096)
+def _desc_entry(d: Descriptor | None) -> tuple:
+    """(key, value) pairs of _desc_json and _sizes of one descriptor (a stream reuses a few)."""
+    return tuple({**_desc_json(d), **_sizes(d)}.items())
+
+
 def _sizes(d: Descriptor | None) -> dict:
     return {"payload_bytes": 0 if d is None else d.payload_nbytes,
             "defined_bytes": 0 if d is None else (d.elements + 7) // 8}
@@ -279,7 +285,7 @@ def _initial_columns(tiles: dict, n: int):
         if same and np.array_equal(pays[-1], pay) and np.array_equal(defs[-1], dfn):
             heads[-1]["pes"].append(p)
             continue
-        heads.append({"pes": [p], "tile": tid, **_desc_json(desc), **_sizes(desc)})
+        heads.append({"pes": [p], "tile": tid, **dict(_desc_entry(desc))})
         pays.append(pay)
         defs.append(dfn)
     cat = lambda parts: np.concatenate(parts, axis=1) if parts else np.zeros((n, 0), np.uint8)
@@ -313,13 +319,16 @@ def _record_columns(recs: CL.Records, n: int):
             raise Ragged(f"block {block} PE {pe}: the machines hold different records")
         blocks_pes.add((block, pe, record))
         parts = slots[key]
-        machine = np.concatenate([m for m, *_ in parts]).astype(np.int64)
-        if len(machine) != n or not np.array_equal(np.sort(machine), np.arange(n)):
-            raise Ragged(f"block {block} PE {pe}: a record some machines do not have")
-        size = _sizes(desc)
+        every = np.arange(n)
+        in_order = len(parts) == 1 and np.array_equal(parts[0][0], every)
+        if not in_order:
+            machine = np.concatenate([m for m, *_ in parts]).astype(np.int64)
+            if len(machine) != n or not np.array_equal(np.sort(machine), every):
+                raise Ragged(f"block {block} PE {pe}: a record some machines do not have")
+        entry = dict(_desc_entry(desc))
+        size = {k: entry[k] for k in SIZE_KEYS}
         heads.append({"block": int(block), "offset": int(offset), "record": record, "mnemonic": mnemonic,
-                      "block_datatype": bdt, "pe": pe, "tile": int(tile), **_desc_json(desc), **size})
-        in_order = len(parts) == 1 and np.array_equal(parts[0][0], np.arange(n))
+                      "block_datatype": bdt, "pe": pe, "tile": int(tile), **entry})
         for out, k, width in ((pays, 1, size["payload_bytes"]), (defs, 2, size["defined_bytes"]), (stats, 3, 1)):
             if in_order and parts[0][k] is not None:        # one part, machines 0..n-1: as it is
                 out.append(np.asarray(parts[0][k], np.uint8).reshape(n, width))
