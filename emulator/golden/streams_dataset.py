@@ -592,6 +592,26 @@ def write_chunk(out_dir: str, params: dict, part: dict, chunk: int, n: int, back
     return D.write_data_file(out_dir, pt.path, chunk, chunk_table(p, pt, chunk, n, backend))
 
 
+def check_resumable(out, plan: D.ChunkPlan) -> None:
+    """--resume keeps the data files it finds: each must hold this format's rows (a file an
+    earlier tile-emu wrote in another stream-row format would make a dataset no reader opens).
+    GoldenError naming the first that does not; its schema is read, not its rows."""
+    import pyarrow.parquet as pq
+    for part, chunk, _ in plan:
+        rel = f"{part.path}/{D.file_name(chunk)}"
+        path = pathlib.Path(out) / rel
+        if not path.is_file():
+            continue
+        try:
+            same = pq.read_schema(path).equals(SCHEMA)
+        except (OSError, pa.ArrowException) as exc:
+            raise GoldenError(f"--resume: {shown(rel)}: not a readable Parquet file ({D.why(exc, 80)}); remove it "
+                              f"and resume") from None
+        if not same:
+            raise GoldenError(f"--resume: {shown(rel)} does not hold stream rows of format version {FORMAT_VERSION} "
+                              f"(an earlier tile-emu's?); generate into an empty --out")
+
+
 def manifest(p: StreamParams, records: list[dict]) -> dict:
     return D.manifest_of(FORMAT, FORMAT_VERSION, p, {part.path: {**part.keys(), "not_applicable":
                                                                  classes_for(part.shape)[1]} for part in partitions(p)},

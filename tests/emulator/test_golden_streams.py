@@ -426,6 +426,19 @@ def test_resume_after_an_interrupted_run_gives_the_same_bytes(dataset, tmp_path)
     assert data_files(x) == data_files(dataset)
 
 
+def test_resume_refuses_a_data_file_of_another_stream_row_format(dataset, tmp_path, capsys):
+    """A kept file must hold this format's rows: one of version 1's columns is one line, exit 1."""
+    x = tmp_path / "x"
+    shutil.copytree(dataset, x)
+    (x / "manifest.json").unlink()
+    rel = "blocks=6/shape=r1c8/part-00000.parquet"
+    old = pq.read_table(x / rel).drop_columns(["layout"]).append_column("final", pa.array([[]] * 10, pa.list_(pa.uint8())))
+    pq.write_table(old, x / rel)
+    assert generate(x, "--resume") == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and rel in err[0] and "does not hold stream rows of format version 2" in err[0]
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--cases", "4", "--out", "o"], "missing --blocks"),
     (["--blocks", "4", "--cases", "4", "--ops", "TADD", "--out", "o"], "--ops is for single-block goldens"),
