@@ -202,6 +202,8 @@ def _generate_streams(args) -> int:
     p = _stream_params(args)
     out = pathlib.Path(args.out)
     D.params_match_or_fail(out, p, args.resume, read=SD.read_params)
+    if args.resume:
+        SD.check_resumable(out, SD.chunks(p))
     records, rows, size, rate = _write(args, out, p, SD.chunks(p), lambda part: part.keys(), SD.write_chunk,
                                        SD.manifest)
     print(f"{rows:,} streams of {p.blocks} blocks in {len(records)} files ({size / 1e6:.1f} MB) -> {out}"

@@ -563,6 +563,7 @@ def stream_coverage(ds) -> dict:
     per (single-block shape class, instruction) of every executed block."""
     import pyarrow.compute as pc
     from isa import encoding
+    from .streams_dataset import parse_layout
     cov = {"streams": {}, "hazards": {}, "aliasing": {}, "faults": {}, "values": {}, "shapes": {}, "tcvt": {}}
     for part, chunk, rec in ds.files:
         t = ds.read(part, chunk, rec)
@@ -581,7 +582,8 @@ def stream_coverage(ds) -> dict:
             for kind, j, i in stream_hazards(blocks, executed):
                 key = (kind, names[j].mnemonic, names[i].mnemonic)
                 cov["hazards"][key] = cov["hazards"].get(key, 0) + w
-            initial = {(e["pe"], e["tile"]): "initial" for e in t.column("initial")[row].as_py()}
+            initial = {(p, e["tile"]): "initial" for e in parse_layout(t.column("layout")[row].as_py()).initial
+                       for p in e["pes"]}
             for i, kinds in enumerate(stream_aliasing(blocks, executed, initial)):
                 for k in kinds:
                     key = (k, names[i].mnemonic)

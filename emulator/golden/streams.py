@@ -208,8 +208,7 @@ class StreamGroup:
     records: CL.Records
     executed: int                      # blocks committed (the fault block, if any, is `executed`)
     fault: tuple | None                # (reason, field, message) per case: arrays, or None
-    final: list
-    status: np.ndarray
+    status: np.ndarray                 # (n, 4) statuses at the end (the final tiles: the records)
 
     @property
     def n(self) -> int:
@@ -222,8 +221,18 @@ def _regular(dt: str | None, shape: Shape) -> Descriptor:
 
 
 def _weighted(rng, items, weights):
-    w = np.asarray(weights, float)
-    return items[int(rng.choice(len(items), p=w / w.sum()))]
+    """items[i] with probability weights[i] / sum: what rng.choice(len(items), p=...) draws (one
+    uniform, the cumulative distribution searched), without choice's per-call checks."""
+    cdf = np.cumsum(np.asarray(weights, float))
+    cdf /= cdf[-1]
+    return items[int(cdf.searchsorted(rng.random(), side="right"))]
+
+
+@lru_cache(maxsize=None)
+def _op_dtypes() -> tuple:
+    """(instruction, its DataTypes sorted, integer-divisor check per DataType) of every instruction."""
+    return tuple((op, tuple(sorted(op.dtypes)), tuple(bool(op.int_zero_check and datatype(dt).is_int)
+                                                       for dt in sorted(op.dtypes))) for op in I.INSTRUCTIONS)
 
 
 class StreamBuilder:
@@ -395,18 +404,21 @@ class StreamBuilder:
                 have[d.datatype.name] = ids
         preds = common.get(_regular(None, self.shape), [])
         out = []
-        for op in I.INSTRUCTIONS:
-            for dt in sorted(op.dtypes):
-                if op.schema in REGS:
-                    _, wdt, _ = self.info[op.schema]
-                    if dt != wdt or (op.schema == I.INSERT and dt not in have):
+        divisors = {}
+        for op, dts, checks in _op_dtypes():
+            if op.schema == I.SELECT and not preds:
+                continue
+            window = self.info[op.schema][1] if op.schema in REGS else None
+            for dt, check in zip(dts, checks):
+                if window is not None:
+                    if dt != window or (op.schema == I.INSERT and dt not in have):
                         continue
                 elif dt not in have:
                     continue
-                if op.schema == I.SELECT and not preds:
-                    continue
-                if op.int_zero_check and datatype(dt).is_int:
-                    if not [t for t in have[dt] if all((p, t) in self.nonzero for p in pes)]:
+                if check:
+                    if dt not in divisors:
+                        divisors[dt] = any(all((p, t) in self.nonzero for p in pes) for t in have[dt])
+                    if not divisors[dt]:
                         continue
                 out.append((op, dt))
         return out, have, preds
@@ -571,9 +583,12 @@ class StreamBuilder:
                     dest = _regular(None if ctx.op.dest_kind == "predicate" else ctx.dst.name, self.shape)
                     used = self._used()
                     return self.peak if any(used[p] + dest.capacity > self.peak for p in (0, 1)) else None
-                block = self._planted(legal, meta, i)
+                block, stateless = self._planted(legal, meta, i)
             blocks.append(block)
-            committed, recs = run.step(block, i, offset)
+            if i == self.position and stateless is not None:
+                committed, recs = self._stateless_fault(block, stateless, i, offset)
+            else:
+                committed, recs = run.step(block, i, offset)
             offset += len(encoding.encode([block])) - encoding.HEADER_BYTES
             records = records + recs
             if i == self.position:
@@ -593,11 +608,11 @@ class StreamBuilder:
             self._track(run, block, i)
         for j in range(len(blocks), self.K):           # the rest of an illegal stream: never runs
             blocks.append(_roundtrip(self._legal_block(j)[0]))
-        final, status = run.final()
         return StreamGroup(stream_class(self.reason), self.value_class, self.shape, self.config, tiles, gprs,
-                           blocks, records, executed, fault, final, status)
+                           blocks, records, executed, fault, run.batch.statuses())
 
-    def _planted(self, legal: Block, meta: dict, i: int) -> Block:
+    def _planted(self, legal: Block, meta: dict, i: int) -> tuple[Block, IllegalBlockException | None]:
+        """(the planted block, the stateless rules' rejection of it: None for a stateful reason)."""
         block = self._plant(legal, meta)
         try:
             block = _roundtrip(block)
@@ -610,9 +625,19 @@ class StreamBuilder:
                 if exc.reason != self.reason:
                     raise GeneratorError(f"block {i}: the planted {self.reason} block is rejected by the "
                                          f"stateless rules with {exc.reason}") from None
-            else:
-                raise GeneratorError(f"block {i}: the planted {self.reason} block passes the stateless rules")
-        return block
+                return block, exc
+            raise GeneratorError(f"block {i}: the planted {self.reason} block passes the stateless rules")
+        return block, None
+
+    def _stateless_fault(self, block: Block, exc: IllegalBlockException, i: int, offset: int):
+        """What MachineBatch.step gives for a block the stateless rules reject (isa.legality.resolve,
+        the batch engine's first check: every live machine stops there with that one error, its
+        state untouched), without the step: the batch would turn each machine into a host Machine
+        to keep its state, which a stream that ends here never reads.  `verify` replays the block
+        on the engine itself."""
+        from ..machine import StreamError
+        recs = CL.fault_records(StreamError(i, offset, exc), np.arange(self.n, dtype=np.uint32), block)
+        return np.zeros(self.n, bool), recs
 
     def _track(self, run: StreamRun, block: Block, i: int) -> None:
         """The state after block i, as the engine holds it (descriptors of case 0's cohort), and

@@ -11,6 +11,7 @@ checks of it (docs/golden-format.md, "Stream goldens").
 from __future__ import annotations
 
 import functools
+import json
 import pathlib
 from dataclasses import asdict, dataclass
 
@@ -18,25 +19,24 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from isa import fields as F
 from isa.atomicio import quote, shown
 from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES, Profile, profile as numeric_profile
 
 from .. import commitlog as CL
 from ..config import MachineConfig
-from ..tiles import pack_payloads
+from ..tiles import Descriptor, pack_payloads
 from . import dataset as D
 from . import streams as S
 from .dataset import GoldenError
-from .rows import GPR, TILE, _binary, _tiles_array, gprs_array
 
 FORMAT = "tile-emu stream golden dataset"
-FORMAT_VERSION = 1
-CHUNK_CASES = 1 << 12          # streams per data file (a row holds K blocks' records, the states: ~40 KB)
+FORMAT_VERSION = 2
+CHUNK_CASES = 1 << 12          # streams per data file
 GROUP_CASES = 256              # streams per group: one stream, one MachineBatch cohort
 ILLEGAL_FRACTION = 0.1
 MAX_BLOCKS = 1 << 10
 
-RECORD = pa.struct(list(CL.SCHEMA)[1:])          # a commit-log record without `machine` (the row is one)
 SCHEMA = pa.schema([
     ("case", pa.uint64()),
     ("class", pa.string()),
@@ -47,16 +47,19 @@ SCHEMA = pa.schema([
     ("blocks", pa.uint32()),
     ("local_bytes", pa.uint32()),
     ("matrix_bytes", pa.uint32()),
-    ("gprs", pa.list_(GPR)),
-    ("initial", pa.list_(TILE)),
-    ("records", pa.list_(RECORD)),
+    ("gprs", pa.binary()),
+    ("layout", pa.dictionary(pa.int32(), pa.string())),
+    ("initial_payload", pa.binary()),
+    ("initial_defined", pa.binary()),
+    ("record_payload", pa.binary()),
+    ("record_defined", pa.binary()),
+    ("record_status", pa.binary()),
     ("executed", pa.uint32()),
     ("outcome", pa.string()),
     ("fault_block", pa.int32()),
     ("reason", pa.string()),
     ("field", pa.string()),
     ("message", pa.string()),
-    ("final", pa.list_(TILE)),
     ("status", pa.list_(pa.uint8(), 4)),
 ])
 
@@ -208,48 +211,140 @@ def group_plan(p: StreamParams, part: StreamPartition, chunk: int, n: int, rng) 
 
 
 # ---------------------------------------------------------------------------- rows
+# Format version 2: what every stream of a group shares (the initial descriptors, the records'
+# heads: block, offset, mnemonic, PE, destination tile and descriptor) is the row's `layout`, one
+# JSON text per group stored once per file (a dictionary column); what each stream has of its own
+# is a few flat binaries (payloads, definedness, statuses, GPRs) in the layout's order.  The final
+# state is not stored: it is the initial state overlaid with each (PE, tile)'s last commit record
+# (`final_tiles`).  Version 1 stored every tile of both states per row: ~100 list entries a row,
+# whose building and writing cost as much as generating the streams.
 
-def _records_column(recs: CL.Records, n: int) -> pa.Array:
-    """list<RECORD> per case from the group's records (block-major; PEs ascending within a
-    block): stably reordered by machine, so each case's list is (block, PE) ordered."""
-    batch = recs.to_batch()
-    machine = batch.column(0).to_numpy()
-    order = np.argsort(machine, kind="stable")
-    batch = batch.take(pa.array(order))
-    flat = pa.StructArray.from_arrays(batch.columns[1:], fields=list(RECORD))
-    offsets = np.zeros(n + 1, np.int32)
-    np.cumsum(np.bincount(machine, minlength=n), out=offsets[1:])
-    return pa.ListArray.from_arrays(pa.array(offsets), flat)
+DESC_KEYS = tuple(n for n in CL.TILE_COLUMNS if n not in ("pe", "tile", "payload", "defined"))
+HEAD_KEYS = ("block", "offset", "record", "mnemonic", "block_datatype", "pe", "tile")
+SIZE_KEYS = ("payload_bytes", "defined_bytes")
+GPR_BYTES = F.NUM_PES * F.GPR_COUNT * 8
 
 
-def _tiles_column(n: int, entries) -> pa.Array:
-    """list<TILE> per case of [(desc, tid, (pe,), elems (n, E), defined (n, E))] in (tile, PE)
-    order.  The descriptor fields are the same for every case: one case's entries are built
-    (rows._tiles_array) and taken n times; the payloads and definedness are every case's."""
-    if not entries:
-        return pa.array([[]] * n, pa.list_(TILE))
-    runs = []
-    for d, tid, pes, e, f in entries:
-        if runs and runs[-1][0] == d and runs[-1][1] == tid:
-            runs[-1][2].extend(pes)
-            runs[-1][3].append(e)
-            runs[-1][4].append(f)
-        else:
-            runs.append((d, tid, list(pes), [e], [f]))
-    descs = [(d, tid, tuple(pes)) for d, tid, pes, _, _ in runs]
-    payloads = [pack_payloads(np.stack(es, axis=1), d.container) for d, _, _, es, _ in runs]
-    defineds = [np.packbits(np.stack(fs, axis=1), axis=-1, bitorder="little") for *_, fs in runs]
-    one = _tiles_array(1, descs, [p[:1] for p in payloads], [d[:1] for d in defineds]).values
-    k = len(one)
-    taken = one.take(pa.array(np.tile(np.arange(k), n)))
-    real = {"payload": _binary(payloads), "defined": _binary(defineds)}
-    cols = [real.get(f.name, taken.field(i)) for i, f in enumerate(TILE)]
-    flat = pa.StructArray.from_arrays(cols, fields=list(TILE))
-    return pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32) * k), flat)
+class Ragged(ValueError):
+    """The streams of a group disagree on a record's head (they cannot share one layout)."""
+
+
+def _desc_json(d: Descriptor | None) -> dict:
+    """A descriptor under the state file's column names (docs/state-format.md); every field
+    empty for a fault record (as commitlog does)."""
+    fm = None if d is None else d.fmap
+    return {"location": "" if d is None else d.location, "kind": "" if d is None else d.kind,
+            "datatype": "" if d is None or d.dtype is None else d.datatype.name,
+            "row": 0 if d is None else d.Row, "col": 0 if d is None else d.Col,
+            "valid_row": 0 if d is None else d.ValidRow, "valid_col": 0 if d is None else d.ValidCol,
+            "layout": 0 if d is None else d.Layout, "representation": "" if d is None else d.representation,
+            "capacity": 0 if d is None else d.capacity,
+            "fmap_layout": "" if fm is None else fm.layout, "fmap_params": [] if fm is None else list(fm.params()),
+            "fmap_pad_bits": 0 if fm is None else fm.pad_bits, "fmap_transposed": False if fm is None else fm.transposed}
+
+
+@functools.lru_cache(maxsize=4096)
+def _desc_entry(d: Descriptor | None) -> tuple:
+    """(key, value) pairs of _desc_json and _sizes of one descriptor (a stream reuses a few)."""
+    return tuple({**_desc_json(d), **_sizes(d)}.items())
+
+
+def _sizes(d: Descriptor | None) -> dict:
+    return {"payload_bytes": 0 if d is None else d.payload_nbytes,
+            "defined_bytes": 0 if d is None else (d.elements + 7) // 8}
+
+
+def _flat_binary(rows: np.ndarray) -> pa.Array:
+    """A binary array of n equal-size values: the rows of a (n, L) uint8 array (no copy per row)."""
+    n, width = rows.shape
+    offsets = (np.arange(n + 1, dtype=np.int64) * width)
+    data = np.ascontiguousarray(rows).reshape(-1)
+    return pa.LargeBinaryArray.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+                                            ).cast(pa.binary())
 
 
 def initial_entries(tiles: dict) -> list:
-    return [(desc, tid, (p,), e, d) for (p, tid), (desc, e, d) in sorted(tiles.items(), key=lambda kv: (kv[0][1], kv[0][0]))]
+    """[(desc, tile id, pe, elems (n, E), defined (n, E))] of the initial tiles, in (tile, PE) order."""
+    return [(desc, tid, p, e, d) for (p, tid), (desc, e, d) in sorted(tiles.items(), key=lambda kv: (kv[0][1], kv[0][0]))]
+
+
+def _initial_columns(tiles: dict, n: int):
+    """(layout entries, payload (n, L), defined (n, D)) of the initial state: consecutive PEs of
+    one tile with one descriptor and the same values on every machine are one entry, stored once
+    (the generator puts each tile on every PE)."""
+    heads, pays, defs = [], [], []
+    last = None
+    for desc, tid, p, e, d in initial_entries(tiles):
+        if last is not None and last[:2] == (tid, desc) and last[2] is e and last[3] is d:
+            heads[-1]["pes"].append(p)          # the same arrays: the same values
+            continue
+        pay = pack_payloads(np.asarray(e).reshape(n, -1), desc.container)
+        dfn = np.packbits(np.asarray(d, bool).reshape(n, -1), axis=1, bitorder="little")
+        same = last is not None and last[:2] == (tid, desc)
+        last = (tid, desc, e, d)
+        if same and np.array_equal(pays[-1], pay) and np.array_equal(defs[-1], dfn):
+            heads[-1]["pes"].append(p)
+            continue
+        heads.append({"pes": [p], "tile": tid, **dict(_desc_entry(desc))})
+        pays.append(pay)
+        defs.append(dfn)
+    cat = lambda parts: np.concatenate(parts, axis=1) if parts else np.zeros((n, 0), np.uint8)
+    return heads, cat(pays), cat(defs)
+
+
+def _record_columns(recs: CL.Records, n: int):
+    """(record heads, payload (n, L), defined (n, D), status (n, R)) of a group's records: one
+    slot per (block, PE, head), each covering every machine once, in (block, PE) order (the
+    fault record after a block's commits).  Ragged when the machines' heads differ."""
+    slots: dict = {}
+    for g in recs.groups:
+        payload, defined = g.packed()
+        pes, machine, status = np.asarray(g.pe), np.asarray(g.machine), np.asarray(g.status)
+        if len(pes) > 1 and np.all(pes[1:] >= pes[:-1]):        # PE-major (a cohort's commit): slices
+            cuts = np.flatnonzero(pes[1:] != pes[:-1]) + 1
+            parts = zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [len(pes)]]))
+            sels = [(int(pes[a]), slice(int(a), int(b))) for a, b in parts]
+        else:
+            sels = [(int(pe), pes == pe) for pe in np.unique(pes)]
+        for pe, sel in sels:
+            key = (g.block, g.record != CL.COMMIT, pe, g.offset, g.record, g.mnemonic, g.block_datatype,
+                   g.tile, g.desc)
+            slots.setdefault(key, []).append((machine[sel], None if payload is None else payload[sel],
+                                              None if defined is None else defined[sel], status[sel]))
+    heads, pays, defs, stats = [], [], [], []
+    blocks_pes = set()
+    for key in sorted(slots, key=lambda k: k[:3]):
+        block, _, pe, offset, record, mnemonic, bdt, tile, desc = key
+        if (block, pe, record) in blocks_pes:
+            raise Ragged(f"block {block} PE {pe}: the machines hold different records")
+        blocks_pes.add((block, pe, record))
+        parts = slots[key]
+        every = np.arange(n)
+        in_order = len(parts) == 1 and np.array_equal(parts[0][0], every)
+        if not in_order:
+            machine = np.concatenate([m for m, *_ in parts]).astype(np.int64)
+            if len(machine) != n or not np.array_equal(np.sort(machine), every):
+                raise Ragged(f"block {block} PE {pe}: a record some machines do not have")
+        entry = dict(_desc_entry(desc))
+        size = {k: entry[k] for k in SIZE_KEYS}
+        heads.append({"block": int(block), "offset": int(offset), "record": record, "mnemonic": mnemonic,
+                      "block_datatype": bdt, "pe": pe, "tile": int(tile), **entry})
+        for out, k, width in ((pays, 1, size["payload_bytes"]), (defs, 2, size["defined_bytes"]), (stats, 3, 1)):
+            if in_order and parts[0][k] is not None:        # one part, machines 0..n-1: as it is
+                out.append(np.asarray(parts[0][k], np.uint8).reshape(n, width))
+                continue
+            a = np.zeros((n, width), np.uint8)
+            for part in parts:
+                if part[k] is not None:
+                    a[part[0]] = np.asarray(part[k], np.uint8).reshape(len(part[0]), width)
+            out.append(a)
+    cat = lambda parts: np.concatenate(parts, axis=1) if parts else np.zeros((n, 0), np.uint8)
+    return heads, cat(pays), cat(defs), cat(stats)
+
+
+def layout_text(initial: list, records: list) -> str:
+    """The `layout` JSON text (canonical: one text per layout, so equal layouts compare equal)."""
+    return json.dumps({"initial": initial, "records": records}, separators=(",", ":"))
 
 
 def _fault_columns(recs: CL.Records, n: int):
@@ -266,26 +361,34 @@ def _fault_columns(recs: CL.Records, n: int):
 
 
 def replay_columns(config: MachineConfig, n: int, tiles: dict, gprs, blocks, records: CL.Records, executed: int,
-                   final, status) -> dict[str, pa.Array]:
-    """Every column a replay recomputes (all but case, class, group, value_class)."""
+                   status) -> dict[str, pa.Array]:
+    """Every column a replay recomputes (all but case, class, group, value_class); `layout` as a
+    plain string column (group_table makes it a dictionary column).  Ragged when the machines'
+    records differ in a head."""
     data, text = S.stream_text(blocks)
     faulted, reason, fld, message = _fault_columns(records, n)
+    init_heads, init_pay, init_def = _initial_columns(tiles, n)
+    rec_heads, rec_pay, rec_def, rec_stat = _record_columns(records, n)
+    g = np.ascontiguousarray(np.asarray(gprs, np.uint64).reshape(n, -1), "<u8").view(np.uint8)
     return {
         "stream": D_repeat(data, n, pa.binary()),
         "asm": D_repeat(text, n, pa.string()),
         "blocks": pa.array(np.full(n, len(blocks), np.uint32)),
         "local_bytes": pa.array(np.full(n, config.local_bytes, np.uint32)),
         "matrix_bytes": pa.array(np.full(n, config.matrix_bytes, np.uint32)),
-        "gprs": gprs_array(gprs, n),
-        "initial": _tiles_column(n, initial_entries(tiles)),
-        "records": _records_column(records, n),
+        "gprs": _flat_binary(g),
+        "layout": layout_text(init_heads, rec_heads),
+        "initial_payload": _flat_binary(init_pay),
+        "initial_defined": _flat_binary(init_def),
+        "record_payload": _flat_binary(rec_pay),
+        "record_defined": _flat_binary(rec_def),
+        "record_status": _flat_binary(rec_stat),
         "executed": pa.array(np.full(n, executed, np.uint32)),
         "outcome": pa.array(np.where(faulted, "fault", "commit").astype(object), pa.string()),
         "fault_block": pa.array(np.where(faulted, executed, -1).astype(np.int32)),
         "reason": pa.array(reason, pa.string()),
         "field": pa.array(fld, pa.string()),
         "message": pa.array(message, pa.string()),
-        "final": _tiles_column(n, final),
         "status": pa.FixedSizeListArray.from_arrays(pa.array(np.asarray(status, np.uint8).reshape(-1)), 4),
     }
 
@@ -295,28 +398,191 @@ def D_repeat(value, n: int, typ) -> pa.Array:
     return _repeat(value, n, typ)
 
 
-def group_table(g: S.StreamGroup, first_case: int, group_index: int) -> pa.Table:
+# ---------------------------------------------------------------------------- reading rows
+
+_ENTRY = {"type": "object", "additionalProperties": False,
+          "required": ["pes", "tile", *DESC_KEYS, *SIZE_KEYS],
+          "properties": {"pes": {"type": "array", "minItems": 1, "maxItems": F.NUM_PES, "uniqueItems": True,
+                                 "items": {"type": "integer", "minimum": 0, "maximum": F.NUM_PES - 1}},
+                         **{k: {"type": "integer", "minimum": 0, "maximum": 1 << 40}
+                            for k in ("pe", "tile", "row", "col", "valid_row", "valid_col", "layout", "capacity",
+                                      "fmap_pad_bits", *SIZE_KEYS)},
+                         **{k: {"type": "string", "maxLength": 64}
+                            for k in ("location", "kind", "datatype", "representation", "fmap_layout")},
+                         "fmap_params": {"type": "array", "maxItems": 64, "items": {"type": "integer"}},
+                         "fmap_transposed": {"type": "boolean"}}}
+_RECORD = {**_ENTRY, "required": [*HEAD_KEYS, *DESC_KEYS, *SIZE_KEYS],
+           "properties": {**{k: v for k, v in _ENTRY["properties"].items() if k != "pes"}, "block": {"type": "integer", "minimum": 0, "maximum": MAX_BLOCKS},
+                          "offset": {"type": "integer", "minimum": -1, "maximum": 1 << 40},
+                          "record": {"enum": [CL.COMMIT, CL.FAULT]},
+                          **{k: {"type": "string", "maxLength": 64} for k in ("mnemonic", "block_datatype")}}}
+LAYOUT_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["initial", "records"],
+                 "properties": {"initial": {"type": "array", "maxItems": 1 << 12, "items": _ENTRY},
+                                "records": {"type": "array", "maxItems": 4 * (MAX_BLOCKS + 1), "items": _RECORD}}}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A parsed `layout`: the initial entries and record heads, each with its descriptor
+    (None for a fault record) and the byte offsets of its values in the row's binaries."""
+    initial: tuple[dict, ...]
+    records: tuple[dict, ...]
+    initial_descs: tuple[Descriptor, ...]
+    record_descs: tuple[Descriptor | None, ...]
+    initial_offsets: tuple[np.ndarray, np.ndarray]      # payload, defined: (entries + 1,) byte offsets
+    record_offsets: tuple[np.ndarray, np.ndarray]
+
+    def width(self, column: str) -> int:
+        """The byte length every row of this layout has in a per-stream binary column."""
+        if column == "gprs":
+            return GPR_BYTES
+        if column == "record_status":
+            return len(self.records)
+        part, kind = column.split("_")
+        return int((self.initial_offsets if part == "initial" else self.record_offsets)[kind == "defined"][-1])
+
+
+def _offsets(entries, key: str) -> np.ndarray:
+    out = np.zeros(len(entries) + 1, np.int64)
+    np.cumsum([e[key] for e in entries], out=out[1:])
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def parse_layout(text: str) -> Layout:
+    """The Layout of a `layout` text; ValueError (one line) when it is malformed: not JSON, not
+    of LAYOUT_SCHEMA, a descriptor no tile can have, or sizes that are not its descriptor's."""
+    try:
+        v = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"layout is not JSON ({exc})") from None
+    try:
+        D._validate(v, LAYOUT_SCHEMA, "layout")
+    except GoldenError as exc:
+        raise ValueError(str(exc)) from None
+    from ..cosim import _descriptor
+    descs = []
+    for part in ("initial", "records"):
+        out = []
+        for i, e in enumerate(v[part]):
+            if part == "records" and e["record"] == CL.FAULT:
+                d = None
+            else:
+                try:
+                    d = _descriptor(e)
+                except Exception as exc:       # untrusted text: every refusal is one line
+                    raise ValueError(f"layout {part}[{i}]: not a descriptor ({type(exc).__name__}: {exc})") from None
+            if _sizes(d) != {k: e[k] for k in SIZE_KEYS}:
+                raise ValueError(f"layout {part}[{i}]: payload_bytes/defined_bytes are not its descriptor's")
+            if part == "records" and not 0 <= e["pe"] < F.NUM_PES:
+                raise ValueError(f"layout {part}[{i}]: PE {e['pe']} out of range")
+            out.append(d)
+        descs.append(tuple(out))
+    seen = [(p, e["tile"]) for e in v["initial"] for p in e["pes"]]
+    if len(set(seen)) != len(seen):
+        raise ValueError("layout initial: a (PE, tile) listed twice")
+    ini, rec = v["initial"], v["records"]
+    return Layout(tuple(ini), tuple(rec), descs[0], descs[1], (_offsets(ini, "payload_bytes"),
+                  _offsets(ini, "defined_bytes")), (_offsets(rec, "payload_bytes"), _offsets(rec, "defined_bytes")))
+
+
+def layouts_of(t: pa.Table) -> tuple[list[str], np.ndarray]:
+    """(the distinct layout texts of rows t, each row's index among them)."""
+    col = t.column("layout").combine_chunks()
+    if isinstance(col, pa.DictionaryArray):
+        idx = col.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        used = np.unique(idx)
+        texts = [col.dictionary[int(u)].as_py() for u in used]
+        inv = np.searchsorted(used, idx)
+    else:
+        uniq = pc.unique(col)
+        texts, inv = uniq.to_pylist(), pc.index_in(col, uniq).to_numpy()
+    # equal texts under two dictionary entries are one layout
+    first = {}
+    remap = np.array([first.setdefault(x, len(first)) for x in texts], np.int64)
+    return list(first), remap[inv]
+
+
+def binary_rows(col, width: int) -> np.ndarray | None:
+    """(n, width) uint8 of a binary column whose every value is `width` bytes (else None)."""
+    arr = (col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col).cast(pa.large_binary())
+    n = len(arr)
+    offs = np.frombuffer(arr.buffers()[1], np.int64)[arr.offset: arr.offset + n + 1]
+    if not np.all(np.diff(offs) == width):
+        return None
+    if width == 0:
+        return np.zeros((n, 0), np.uint8)
+    return np.frombuffer(arr.buffers()[2], np.uint8)[offs[0]: offs[-1]].reshape(n, width)
+
+
+def _values(desc: Descriptor, payload: np.ndarray, defined: np.ndarray):
+    """(elems (n, E), defined (n, E)) of a tile's payload and definedness bytes."""
+    from ..tiles import element_dtype, unpack_payloads
+    elems = unpack_payloads(np.ascontiguousarray(payload), desc.elements, desc.container).astype(element_dtype(desc))
+    return elems, np.unpackbits(np.ascontiguousarray(defined), axis=-1, bitorder="little",
+                                count=desc.elements).astype(bool)
+
+
+def initial_tiles(layout: Layout, payload: np.ndarray, defined: np.ndarray) -> dict:
+    """(pe, tile) -> (descriptor, elems (n, E), defined (n, E)) of the initial state of n rows
+    of one layout (payload, defined: their (n, bytes) `initial_*` values)."""
+    po, do = layout.initial_offsets
+    out = {}
+    for i, (e, d) in enumerate(zip(layout.initial, layout.initial_descs)):
+        values = (d, *_values(d, payload[:, po[i]:po[i + 1]], defined[:, do[i]:do[i + 1]]))
+        for p in e["pes"]:
+            out[(p, e["tile"])] = values
+    return out
+
+
+def final_tiles(layout: Layout, initial_payload, initial_defined, record_payload, record_defined) -> dict:
+    """(pe, tile) -> (descriptor, elems (n, E), defined (n, E)) after the stream: the initial
+    state overlaid with each (PE, tile)'s last commit record."""
+    out = initial_tiles(layout, initial_payload, initial_defined)
+    po, do = layout.record_offsets
+    for i, (e, d) in enumerate(zip(layout.records, layout.record_descs)):
+        if e["record"] == CL.COMMIT:
+            out[(e["pe"], e["tile"])] = (d, *_values(d, record_payload[:, po[i]:po[i + 1]],
+                                                     record_defined[:, do[i]:do[i + 1]]))
+    return dict(sorted(out.items(), key=lambda kv: (kv[0][1], kv[0][0])))
+
+
+def group_columns(g: S.StreamGroup, first_case: int, group_index: int) -> dict:
+    """The group's columns (`layout` its one JSON text); GeneratorError when its machines'
+    records cannot share one layout (the generator's groups always can)."""
     n = g.n
-    cols = {
-        "case": pa.array(np.arange(first_case, first_case + n, dtype=np.uint64)),
-        "class": D_repeat(g.cls, n, pa.string()),
-        "group": pa.array(np.full(n, group_index, np.uint32)),
-        "value_class": D_repeat(g.value_class, n, pa.string()),
-        **replay_columns(g.config, n, g.tiles, g.gprs, g.blocks, g.records, g.executed, g.final, g.status),
-    }
-    return pa.Table.from_arrays([cols[f.name] for f in SCHEMA], schema=SCHEMA)
+    try:
+        cols = replay_columns(g.config, n, g.tiles, g.gprs, g.blocks, g.records, g.executed, g.status)
+    except Ragged as exc:
+        raise S.GeneratorError(f"group {group_index}: {exc}") from None
+    return {"case": pa.array(np.arange(first_case, first_case + n, dtype=np.uint64)),
+            "class": D_repeat(g.cls, n, pa.string()),
+            "group": pa.array(np.full(n, group_index, np.uint32)),
+            "value_class": D_repeat(g.value_class, n, pa.string()),
+            **cols}
+
+
+def rows_table(groups: list[dict]) -> pa.Table:
+    """One table of the groups' columns: `layout` one dictionary column (a value per group,
+    each row its group's index), so Parquet stores each layout once."""
+    sizes = [len(c["case"]) for c in groups]
+    texts = [c["layout"] for c in groups]
+    layout = pa.DictionaryArray.from_arrays(pa.array(np.repeat(np.arange(len(groups), dtype=np.int32), sizes)),
+                                            pa.array(texts, pa.string()))
+    arrays = [layout if f.name == "layout" else pa.concat_arrays([c[f.name] for c in groups]) for f in SCHEMA]
+    return pa.Table.from_arrays(arrays, schema=SCHEMA)
 
 
 def chunk_table(p: StreamParams, part: StreamPartition, chunk: int, n: int, backend: str = "cpu") -> pa.Table:
     rng = D._rng(p.seed, part, chunk)
     config = machine_config(p)
     shape = S.SHAPE_BY_NAME[part.shape]
-    tables, first = [], chunk * p.chunk_cases
+    groups, first = [], chunk * p.chunk_cases
     for gi, (m, reason) in enumerate(group_plan(p, part, chunk, n, rng)):
         g = S.build_group(shape, p.blocks, m, rng, config, reason, backend)
-        tables.append(group_table(g, first, gi))
+        groups.append(group_columns(g, first, gi))
         first += m
-    return pa.concat_tables(tables)
+    return rows_table(groups)
 
 
 def write_chunk(out_dir: str, params: dict, part: dict, chunk: int, n: int, backend: str = "cpu") -> dict:
@@ -324,6 +590,26 @@ def write_chunk(out_dir: str, params: dict, part: dict, chunk: int, n: int, back
     p = StreamParams.from_json(params)
     pt = StreamPartition(**part)
     return D.write_data_file(out_dir, pt.path, chunk, chunk_table(p, pt, chunk, n, backend))
+
+
+def check_resumable(out, plan: D.ChunkPlan) -> None:
+    """--resume keeps the data files it finds: each must hold this format's rows (a file an
+    earlier tile-emu wrote in another stream-row format would make a dataset no reader opens).
+    GoldenError naming the first that does not; its schema is read, not its rows."""
+    import pyarrow.parquet as pq
+    for part, chunk, _ in plan:
+        rel = f"{part.path}/{D.file_name(chunk)}"
+        path = pathlib.Path(out) / rel
+        if not path.is_file():
+            continue
+        try:
+            same = pq.read_schema(path).equals(SCHEMA)
+        except (OSError, pa.ArrowException) as exc:
+            raise GoldenError(f"--resume: {shown(rel)}: not a readable Parquet file ({D.why(exc, 80)}); remove it "
+                              f"and resume") from None
+        if not same:
+            raise GoldenError(f"--resume: {shown(rel)} does not hold stream rows of format version {FORMAT_VERSION} "
+                              f"(an earlier tile-emu's?); generate into an empty --out")
 
 
 def manifest(p: StreamParams, records: list[dict]) -> dict:
@@ -380,7 +666,28 @@ class StreamDataset:
 
 def read_manifest(folder) -> dict:
     """The manifest, parsed, checked against MANIFEST_SCHEMA (file records by dataset.py's check)."""
-    return D.read_manifest(folder, FORMAT, FORMAT_VERSION, MANIFEST_SCHEMA)
+    try:
+        return D.read_manifest(folder, FORMAT, FORMAT_VERSION, MANIFEST_SCHEMA)
+    except GoldenError:
+        old = _stated_version(folder)
+        if old is not None and old < FORMAT_VERSION:
+            raise GoldenError(f"{shown(pathlib.Path(folder) / D.MANIFEST)}: a {FORMAT} of format version {old}; this "
+                              f"tile-emu reads version {FORMAT_VERSION} (docs/golden-format.md, 'Stream goldens'): "
+                              f"regenerate it with golden --streams") from None
+        raise
+
+
+def _stated_version(folder) -> int | None:
+    """The format_version an old stream manifest states (None: not one, or unreadable)."""
+    path = pathlib.Path(folder) / D.MANIFEST
+    try:
+        if path.stat().st_size > D.MAX_MANIFEST_BYTES:
+            return None
+        m = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    v = m.get("format_version") if isinstance(m, dict) and m.get("format") == FORMAT else None
+    return v if type(v) is int else None
 
 
 def open_stream_dataset(folder, progress=None) -> StreamDataset:
@@ -458,3 +765,42 @@ def _check_rows(ds: StreamDataset, part: StreamPartition, chunk: int, rec: dict,
             want = f"a fault with {r} at block fault_block = executed"
         if bad.any():
             raise GoldenError(f"{where}: case {case(bad)}: class {name} expects {want}")
+    _check_layouts(t, where, case, outcome.to_numpy(zero_copy_only=False) == "fault", executed)
+
+
+BINARY_COLUMNS = ("gprs", "initial_payload", "initial_defined", "record_payload", "record_defined", "record_status")
+
+
+def _check_layouts(t: pa.Table, where: str, case, faulted: np.ndarray, executed: np.ndarray) -> None:
+    """Each row's layout parses, its per-stream binaries have the lengths it gives, and its
+    records are those of its outcome: commits of blocks before `executed` in (block, PE) order,
+    then, on a fault, one fault record of block `executed`."""
+    texts, index = layouts_of(t)
+    lengths = {name: pc.binary_length(t.column(name).combine_chunks()).to_numpy(zero_copy_only=False)
+               for name in BINARY_COLUMNS}
+    for u, text in enumerate(texts):
+        rows = index == u
+        try:
+            lay = parse_layout(text)
+        except ValueError as exc:
+            raise GoldenError(f"{where}: case {case(rows)}: {shown(str(exc), 160)}") from None
+        for name in BINARY_COLUMNS:
+            bad = rows & (lengths[name] != lay.width(name))
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise GoldenError(f"{where}: case {case(bad)}: {name} holds {int(lengths[name][i]):,} bytes; its "
+                                  f"layout gives {lay.width(name):,}")
+        heads = [(r["block"], r["record"] != CL.COMMIT, r["pe"]) for r in lay.records]
+        commits = [b for b, f, _ in heads if not f]
+        fault = [b for b, f, _ in heads if f]
+        order_ok = heads == sorted(heads) and len(set(heads)) == len(heads) and (not fault or heads[-1][1])
+        for is_fault in (False, True):
+            sel = rows & (faulted == is_fault)
+            if not sel.any():
+                continue
+            ex = executed[sel]
+            ok = order_ok and np.all(ex == ex[0]) and all(b < ex[0] for b in commits) and \
+                (fault == [int(ex[0])] if is_fault else not fault)
+            if not ok:
+                raise GoldenError(f"{where}: case {case(sel)}: layout: the records are not commits of the blocks before "
+                                  f"`executed`{' then its fault' if is_fault else ''}, in (block, PE) order")

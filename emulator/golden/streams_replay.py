@@ -18,8 +18,7 @@ from isa import encoding, fields as F
 from isa.atomicio import shown
 
 from .dataset import GoldenError
-from .replay import _diff, replay_runs, shared_blocks, tile_specs
-from .rows import gprs_of
+from .replay import _diff, replay_runs, shared_blocks
 from . import streams as S
 from . import streams_dataset as SD
 
@@ -46,27 +45,26 @@ def _malformed(path: str, t: pa.Table, what: str) -> GoldenError:
 
 def rebuild(t: pa.Table, ds: SD.StreamDataset, path: str):
     """(config, n, tiles, gprs, blocks) of rows t, or None when they do not share a stream and
-    initial descriptors.  GoldenError for a row no machine could hold."""
+    a layout.  GoldenError for a row no machine could hold."""
     n = len(t)
     blocks = shared_blocks(t, path)
     if blocks is None:
         return None
-    specs = tile_specs(t, path, "initial")
-    if specs is None:
+    texts, _ = SD.layouts_of(t)
+    if len(texts) != 1:
         return None
-    tiles = {}
-    for s in specs:
-        for j, p in enumerate(s.pes):
-            if not 0 <= p < F.NUM_PES or (p, s.tile) in tiles:
-                raise _malformed(path, t, f"initial: PE {p} tile {s.tile} is out of range or listed twice")
-            tiles[(p, s.tile)] = (s.desc, s.elems[:, j], s.defined[:, j])
     try:
+        layout = SD.parse_layout(texts[0])
+        payload = SD.binary_rows(t.column("initial_payload"), layout.width("initial_payload"))
+        defined = SD.binary_rows(t.column("initial_defined"), layout.width("initial_defined"))
+        g = SD.binary_rows(t.column("gprs"), SD.GPR_BYTES)
+        if payload is None or defined is None or g is None:
+            raise ValueError("initial_payload, initial_defined or gprs: not the lengths the layout gives")
+        tiles = SD.initial_tiles(layout, payload, defined)
         config = ds.config(int(t.column("local_bytes")[0].as_py()), int(t.column("matrix_bytes")[0].as_py()))
-        gprs = gprs_of(t.column("gprs"), n)
     except ValueError as exc:
         raise _malformed(path, t, str(exc)) from None
-    if gprs is None:
-        gprs = np.zeros((n, F.NUM_PES, F.GPR_COUNT), np.uint64)
+    gprs = np.ascontiguousarray(g).view("<u8").astype(np.uint64).reshape(n, F.NUM_PES, F.GPR_COUNT)
     if np.any(gprs[:, :, 0]):
         raise _malformed(path, t, "gprs: r0 is the hard-wired zero and holds nothing")
     return config, n, tiles, gprs, blocks
@@ -74,7 +72,9 @@ def rebuild(t: pa.Table, ds: SD.StreamDataset, path: str):
 
 def replay(config, n, tiles, gprs, blocks, backend: str = "cpu") -> dict | None:
     """The replayed columns of n machines running `blocks` (None when the machines stop at
-    different blocks: the caller replays them one by one)."""
+    different blocks or disagree on a record's head: the caller replays them one by one).
+    The engine's final tiles must be the initial ones overlaid with the commit records (the
+    format stores no final state): `final` is the first (PE, tile) where they are not."""
     run = S.StreamRun(config, n, tiles, gprs, backend)
     records = S.CL.Records()
     executed, offset = len(blocks), encoding.HEADER_BYTES
@@ -87,40 +87,105 @@ def replay(config, n, tiles, gprs, blocks, backend: str = "cpu") -> dict | None:
                 return None
             executed = i
             break
-    final, status = run.final()
-    return SD.replay_columns(config, n, tiles, gprs, blocks, records, executed, final, status)
+    try:
+        cols = SD.replay_columns(config, n, tiles, gprs, blocks, records, executed, run.batch.statuses())
+    except SD.Ragged:
+        return None
+    cols["final"] = _final_difference(run, cols)
+    return cols
+
+
+def _final_difference(run: S.StreamRun, cols: dict) -> str | None:
+    """Where the engine's final state differs from the overlay of its own records, or None."""
+    layout = SD.parse_layout(cols["layout"])
+    get = lambda name: SD.binary_rows(cols[name], layout.width(name))
+    want = SD.final_tiles(layout, get("initial_payload"), get("initial_defined"), get("record_payload"),
+                          get("record_defined"))
+    entries, _ = run.final()
+    got = {(pes[0], tid): (d, e, f) for d, tid, pes, e, f in entries}
+    for key in sorted(set(want) | set(got), key=lambda k: (k[1], k[0])):
+        a, b = want.get(key), got.get(key)
+        if a is None or b is None or a[0] != b[0] or not np.array_equal(a[1], b[1]) or not np.array_equal(a[2], b[2]):
+            return f"PE {key[0]} tile {key[1]}"
+    return None
+
+
+BINARY_FIELDS = {"initial_payload": ("initial", "payload"), "initial_defined": ("initial", "defined"),
+                 "record_payload": ("records", "payload"), "record_defined": ("records", "defined"),
+                 "record_status": ("records", "status")}
 
 
 def _compare(path: str, t: pa.Table, want: dict) -> list[StreamMismatch]:
     cases = t.column("case").to_numpy()
     bad = []
+    if want.get("final"):
+        bad.append(StreamMismatch(path, int(cases[0]), None, "final", "the initial state overlaid with the records",
+                                  f"the engine's final state differs at {want['final']}"))
+    texts, index = SD.layouts_of(t)
+    stored_layout = texts[0] if len(texts) == 1 else None
+    if stored_layout != want["layout"]:
+        r = 0 if stored_layout is not None else int(np.flatnonzero(index != index[0])[0])
+        bad.append(_layout_mismatch(path, int(cases[r]), texts[index[r]], want["layout"]))
+        return bad                          # the binaries are laid out by it: their bytes cannot be compared
+    layout = SD.parse_layout(stored_layout)
     for name in SD.SCHEMA.names:
-        if name in NOT_REPLAYED:
+        if name in NOT_REPLAYED or name == "layout":
             continue
         stored = t.column(name).combine_chunks()
+        if name in BINARY_FIELDS:
+            bad += _binary_mismatches(path, cases, name, layout, stored, want[name])
+            continue
         for r, fld, entry, s, g in _diff(name, stored, want[name], np.arange(len(t)), None):
-            block = None
-            if name == "records" and entry is not None:
-                recs = stored[r].values
-                if entry < len(recs):
-                    block = int(recs[entry]["block"].as_py())
-                else:
-                    block = None
-            elif name == "records":
-                block = _first_block_difference(stored[r], want[name][r])
-            bad.append(StreamMismatch(path, int(cases[r]), block, fld + ("" if entry is None else f" (record {entry})"),
-                                      s, g))
+            bad.append(StreamMismatch(path, int(cases[r]), None, fld, s, g))
     return bad
 
 
-def _first_block_difference(stored, want) -> int | None:
-    """The first block whose records differ between two record lists of one case."""
-    s, w = stored.values.to_pylist(), want.values.to_pylist()
-    for a, b in zip(s, w):
-        if a != b:
-            return int(min(a["block"], b["block"]))
-    longer = s if len(s) > len(w) else w
-    return int(longer[min(len(s), len(w))]["block"]) if longer and len(s) != len(w) else None
+def _binary_mismatches(path: str, cases, name: str, layout: SD.Layout, stored, want) -> list[StreamMismatch]:
+    """The first differing entry of each differing row (up to PER_FIELD rows) of a per-stream
+    binary, named by the layout: `records.payload (record 5)` with its block, or `initial.defined
+    (PE 2 tile 7)`; both values that entry's bytes in hex."""
+    from .replay import PER_FIELD, _show
+    width = layout.width(name)
+    s, w = SD.binary_rows(stored, width), SD.binary_rows(want, width)
+    part, kind = BINARY_FIELDS[name]
+    entries = layout.initial if part == "initial" else layout.records
+    if kind == "status":
+        offsets = np.arange(len(entries) + 1)
+    else:
+        offsets = (layout.initial_offsets if part == "initial" else layout.record_offsets)[kind == "defined"]
+    differ = s != w
+    out = []
+    for r in np.flatnonzero(differ.any(axis=1))[:PER_FIELD]:
+        byte = int(np.flatnonzero(differ[r])[0])
+        k = int(np.searchsorted(offsets, byte, side="right") - 1)
+        lo, hi = int(offsets[k]), int(offsets[k + 1])
+        e = entries[k]
+        if part == "initial":
+            at, block = f"{part}.{kind} (PE {e['pe']} tile {e['tile']})", None
+        else:
+            at, block = f"{part}.{kind} (record {k})", int(e["block"])
+        out.append(StreamMismatch(path, int(cases[r]), block, at, _show(bytes(s[r, lo:hi])), _show(bytes(w[r, lo:hi]))))
+    return out
+
+
+def _layout_mismatch(path: str, case: int, stored: str, want: str) -> StreamMismatch:
+    """The first layout entry and key where the stored layout differs from the replay's."""
+    try:
+        a = SD.parse_layout(stored)
+    except ValueError as exc:
+        return StreamMismatch(path, case, None, "layout", "the replay's layout", str(exc))
+    b = SD.parse_layout(want)
+    for part in ("initial", "records"):
+        x, y = getattr(a, part), getattr(b, part)
+        for k in range(min(len(x), len(y))):
+            for key in y[k]:
+                if x[k].get(key) != y[k][key]:
+                    block = int(y[k]["block"]) if part == "records" else None
+                    return StreamMismatch(path, case, block, f"layout.{part}[{k}].{key}", repr(x[k].get(key)),
+                                          repr(y[k][key]))
+        if len(x) != len(y):
+            return StreamMismatch(path, case, None, f"layout.{part}", f"{len(x)} entries", f"{len(y)} entries")
+    return StreamMismatch(path, case, None, "layout", shown(stored, 80), shown(want, 80))
 
 
 def _replay_checked(path: str, t: pa.Table, got, backend: str):

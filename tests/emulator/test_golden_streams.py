@@ -20,6 +20,7 @@ from emulator.cli import main
 from emulator.config import MachineConfig
 from emulator.golden import dataset as D
 from emulator.golden import streams as S
+from emulator.golden import streams_dataset as SD
 from emulator.machine import Machine
 from emulator.state import MachineState, PEState
 from emulator.tiles import make_tile
@@ -164,10 +165,22 @@ def _case_records(recs: CL.Records, k: int) -> list[dict]:
     return [r for r in rows if r["machine"] == k]
 
 
+def _final(g):
+    """The group's final tiles as a reader gets them from its rows: the initial state overlaid
+    with the commit records (the format stores no final state)."""
+    cols = SD.group_columns(g, 0, 0)
+    layout = SD.parse_layout(cols["layout"])
+    get = lambda name: SD.binary_rows(cols[name], layout.width(name))
+    return SD.final_tiles(layout, get("initial_payload"), get("initial_defined"), get("record_payload"),
+                          get("record_defined"))
+
+
 def test_records_and_final_states_match_a_plain_machine_run(groups):
     """Block by block on the reference engine: each block's commit records (commitlog's
-    block_records of the reference machine) and the final tiles and statuses."""
+    block_records of the reference machine) and the final tiles (read back from the rows) and
+    statuses."""
     for g in groups[:12]:
+        final = _final(g)
         for k in range(g.n):
             m = _machine(g, k)
             want = CL.Records()
@@ -176,12 +189,12 @@ def test_records_and_final_states_match_a_plain_machine_run(groups):
                 m.execute(b)
                 want = want + CL.block_records(m, b, index=i, offset=offsets[i], machine_index=k)
             assert _case_records(g.records, k) == want.to_pylist()
-            for desc, tid, (p,), e, d in g.final:
+            for (p, tid), (desc, e, d) in final.items():
                 v = m.read_tile(p, tid)
                 assert v.desc == desc and np.array_equal(m.pes[p].tiles[tid].elems, e[k])
                 assert np.array_equal(m.pes[p].tiles[tid].defined, d[k])
             assert [m.status(p) for p in range(4)] == list(g.status[k])
-            assert sum(len(pe.tiles) for pe in m.pes) == len(g.final)
+            assert sum(len(pe.tiles) for pe in m.pes) == len(final)
 
 
 @pytest.mark.parametrize("reason", S.STREAM_ILLEGAL)
@@ -189,6 +202,7 @@ def test_an_illegal_stream_stops_at_the_planted_block_with_its_reason(reason):
     rng = np.random.default_rng(len(reason))
     g = S.build_group(S.SHAPE_BY_NAME["r4c8"], 5, 2, rng, MachineConfig(), reason)
     assert g.cls == f"illegal_{reason.lower()}"
+    final = _final(g)
     for k in range(g.n):
         m = _machine(g, k)
         result = m.run(encoding.encode(g.blocks))          # the reference engine, the whole stream
@@ -198,8 +212,23 @@ def test_an_illegal_stream_stops_at_the_planted_block_with_its_reason(reason):
         assert [r["record"] for r in recs if r["block"] == g.executed] == ["fault"]
         assert recs[-1]["reason"] == reason
         assert all(r["record"] == "commit" and r["block"] < g.executed for r in recs[:-1])
-        for desc, tid, (p,), e, d in g.final:              # the state of the last commit
+        for (p, tid), (desc, e, d) in final.items():      # the state of the last commit
             assert np.array_equal(m.pes[p].tiles[tid].elems, e[k])
+
+
+def test_the_initial_state_reads_back_exactly_with_per_pe_values_kept_apart():
+    """An initial entry covers the PEs that hold one tile with the same values; SOURCE_UNDEFINED
+    gives the reserved tile an undefined element on one PE only, so that PE is an entry of its own."""
+    g = S.build_group(S.SHAPE_BY_NAME["r4c8"], 4, 3, np.random.default_rng(9), MachineConfig(), "SOURCE_UNDEFINED")
+    cols = SD.group_columns(g, 0, 0)
+    layout = SD.parse_layout(cols["layout"])
+    got = SD.initial_tiles(layout, SD.binary_rows(cols["initial_payload"], layout.width("initial_payload")),
+                           SD.binary_rows(cols["initial_defined"], layout.width("initial_defined")))
+    assert set(got) == set(g.tiles)
+    for key, (desc, e, d) in g.tiles.items():
+        assert got[key][0] == desc and np.array_equal(got[key][1], e) and np.array_equal(got[key][2], d)
+    reserved = [e["pes"] for e in layout.initial if e["tile"] == S.RESERVED_TILE]
+    assert sorted(p for pes in reserved for p in pes) == [0, 1, 2, 3] and len(reserved) > 1
 
 
 # ---------------------------------------------------------------------------- the dataset
@@ -244,18 +273,96 @@ def _rewrite(folder, rel, table):
     (folder / "manifest.json").write_text(json.dumps(m))
 
 
+def _commit(row, k):
+    """(index, head, byte offset into record_payload) of the row's k-th commit record, read
+    from its layout with plain JSON (as docs/golden-format.md tells a reader to)."""
+    heads = json.loads(row["layout"])["records"]
+    i = [j for j, h in enumerate(heads) if h["record"] == "commit"][k]
+    return i, heads[i], sum(h["payload_bytes"] for h in heads[:i])
+
+
+def _row_with_commits(rows, k):
+    return next(i for i, r in enumerate(rows)
+                if len([h for h in json.loads(r["layout"])["records"] if h["record"] == "commit"]) > k)
+
+
 def test_a_planted_wrong_record_fails_verify_naming_file_case_and_block(dataset, tmp_path, capsys):
     x = tmp_path / "x"
     shutil.copytree(dataset, x)
     rel = "blocks=6/shape=r1c8/part-00000.parquet"
     rows = pq.read_table(x / rel).to_pylist()
-    row = next(i for i, r in enumerate(rows) if len([q for q in r["records"] if q["record"] == "commit"]) > 3)
-    rec = [q for q in rows[row]["records"] if q["record"] == "commit"][3]
-    rec["payload"] = bytes([rec["payload"][0] ^ 0x01]) + rec["payload"][1:]
+    row = _row_with_commits(rows, 3)
+    i, head, at = _commit(rows[row], 3)
+    pay = bytearray(rows[row]["record_payload"])
+    pay[at] ^= 0x01
+    rows[row]["record_payload"] = bytes(pay)
     _rewrite(x, rel, pa.Table.from_pylist(rows, schema=pq.read_schema(x / rel)))
     assert main(["verify", str(x), "--quiet"]) == 1
     out = capsys.readouterr().out
-    assert f"{rel}: case {rows[row]['case']}: block {rec['block']}: records.payload" in out
+    assert f"{rel}: case {rows[row]['case']}: block {head['block']}: records.payload (record {i})" in out
+
+
+def test_a_changed_final_tile_fails_verify(dataset, tmp_path, capsys):
+    """The final state is the records: a changed bit of the last commit to a tile (a final
+    tile) or of its definedness is named like any record."""
+    x = tmp_path / "x"
+    shutil.copytree(dataset, x)
+    rel = "blocks=6/shape=r4c8/part-00000.parquet"
+    rows = pq.read_table(x / rel).to_pylist()
+    row = next(i for i, r in enumerate(rows) if r["outcome"] == "commit")
+    heads = json.loads(rows[row]["layout"])["records"]
+    last = len(heads) - 1
+    d = bytearray(rows[row]["record_defined"])
+    d[sum(h["defined_bytes"] for h in heads[:last])] ^= 0x01
+    rows[row]["record_defined"] = bytes(d)
+    _rewrite(x, rel, pa.Table.from_pylist(rows, schema=pq.read_schema(x / rel)))
+    assert main(["verify", str(x), "--quiet"]) == 1
+    assert f"block {heads[last]['block']}: records.defined (record {last})" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda lay: lay["records"][0].update(tile=lay["records"][0]["tile"] + 1), "layout.records[0].tile"),
+    (lambda lay: lay["records"][0].update(valid_col=lay["records"][0]["valid_col"] ^ 1 or 2),
+     "layout.records[0].valid_col"),
+    (lambda lay: lay["records"][0].update(datatype="FP64" if lay["records"][0]["datatype"] != "FP64" else "U8"),
+     "records[0]"),           # the replay names it, or the open check when the sizes differ
+])
+def test_a_changed_stored_descriptor_fails_verify(dataset, tmp_path, capsys, edit, field):
+    x = tmp_path / "x"
+    shutil.copytree(dataset, x)
+    rel = "blocks=6/shape=r1c8/part-00000.parquet"
+    rows = pq.read_table(x / rel).to_pylist()
+    row = next(i for i, r in enumerate(rows) if r["outcome"] == "commit")
+    lay = json.loads(rows[row]["layout"])
+    edit(lay)
+    rows[row]["layout"] = json.dumps(lay, separators=(",", ":"))
+    _rewrite(x, rel, pa.Table.from_pylist(rows, schema=pq.read_schema(x / rel)))
+    assert main(["verify", str(x), "--quiet"]) == 1
+    out = capsys.readouterr()
+    assert f"{rel}: case {rows[row]['case']}" in out.out + out.err and field in out.out + out.err
+
+
+def test_a_layout_that_does_not_fit_its_bytes_is_one_line(dataset, tmp_path, capsys):
+    x = tmp_path / "x"
+    shutil.copytree(dataset, x)
+    rel = "blocks=6/shape=r1c8/part-00000.parquet"
+    rows = pq.read_table(x / rel).to_pylist()
+    rows[0]["initial_payload"] = rows[0]["initial_payload"][:-1]
+    _rewrite(x, rel, pa.Table.from_pylist(rows, schema=pq.read_schema(x / rel)))
+    assert main(["verify", str(x), "--quiet"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"case {rows[0]['case']}: initial_payload holds" in err[0]
+
+
+def test_a_version_1_stream_dataset_is_refused_in_one_line(dataset, tmp_path, capsys):
+    x = tmp_path / "x"
+    shutil.copytree(dataset, x)
+    m = json.loads((x / "manifest.json").read_text())
+    m["format_version"] = 1
+    (x / "manifest.json").write_text(json.dumps(m))
+    assert main(["verify", str(x), "--quiet"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "format version 1; this tile-emu reads version 2" in err[0]
 
 
 @pytest.mark.parametrize("damage, message", [
@@ -317,6 +424,19 @@ def test_resume_after_an_interrupted_run_gives_the_same_bytes(dataset, tmp_path)
     (x / "blocks=6/shape=r4c8/.part-00000.parquet.0123abcd.tmp").write_bytes(b"half")
     assert generate(x, "--resume") == 0
     assert data_files(x) == data_files(dataset)
+
+
+def test_resume_refuses_a_data_file_of_another_stream_row_format(dataset, tmp_path, capsys):
+    """A kept file must hold this format's rows: one of version 1's columns is one line, exit 1."""
+    x = tmp_path / "x"
+    shutil.copytree(dataset, x)
+    (x / "manifest.json").unlink()
+    rel = "blocks=6/shape=r1c8/part-00000.parquet"
+    old = pq.read_table(x / rel).drop_columns(["layout"]).append_column("final", pa.array([[]] * 10, pa.list_(pa.uint8())))
+    pq.write_table(old, x / rel)
+    assert generate(x, "--resume") == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and rel in err[0] and "does not hold stream rows of format version 2" in err[0]
 
 
 @pytest.mark.parametrize("argv, message", [
