@@ -438,6 +438,7 @@ class Report:
     mismatches: list = field(default_factory=list)
     rows_are: str = "cases"                         # what `rows` counts (a stream dataset: streams)
     unit: str = "committed cases"                   # what `covered` counts (streams: (block, PE)s)
+    notes: list = field(default_factory=list)       # last lines (streams: mismatches not reported again)
 
     def lines(self) -> list[str]:
         out = []
@@ -446,7 +447,7 @@ class Report:
                 c, e = self.covered[name]
                 out.append(f"  {name}: {c:,} {self.unit}, {e:,} elements: {_grouped(self.ops[name])}")
         out.append("  no independent reference: " + (_grouped(self.none) if self.none else "none"))
-        return out
+        return out + self.notes
 
 
 def _grouped(labels) -> str:
@@ -532,6 +533,13 @@ class Lanes:
     where: object
     units: int
 
+    def subset(self, keep: np.ndarray, where) -> "Lanes":
+        """The lanes `keep` (bool per lane) selects, renumbered in order, named by `where`."""
+        el = keep[self.lane_of]
+        renumber = np.cumsum(keep) - 1
+        return Lanes([x[el] for x in self.operands], self.stored[el], renumber[self.lane_of[el]], self.status[keep],
+                     self.before[keep], self.cmodes[keep], where, int(keep.sum()))
+
     @staticmethod
     def joined(pieces: list["Lanes"], where) -> "Lanes":
         """One Lanes of many (lanes renumbered in order), named by `where`."""
@@ -586,11 +594,12 @@ def gather_lanes(src_f: dict, src: np.ndarray, dst_f: dict, dst: np.ndarray, pat
     return operands, stored, lane_of
 
 
-def judge(rep: Report, plan: Plan, part: dict, lanes: Lanes, limit: int) -> None:
+def judge(rep: Report, plan: Plan, part: dict, lanes: Lanes, limit: int) -> np.ndarray:
     """Run the oracle on every lane's operands (once; TCMP once per CMode), compare the stored
-    elements and statuses, count them in `rep` and add a line per mismatch (up to `limit`)."""
+    elements and statuses, count them in `rep` and add a line per mismatch (up to `limit`).
+    The lanes that mismatch (bool per lane)."""
     if len(lanes.status) == 0:
-        return
+        return np.zeros(0, bool)
     op = part["op"]
     operands, stored, lane_of = lanes.operands, lanes.stored, lanes.lane_of
     cm = lanes.cmodes[lane_of] if op == "TCMP" else None
@@ -617,18 +626,22 @@ def judge(rep: Report, plan: Plan, part: dict, lanes: Lanes, limit: int) -> None
     rep.ops.setdefault(plan.name, set()).add(label(part))
     rep.covered[plan.name][0] += lanes.units
     rep.covered[plan.name][1] += len(stored)
+    bad_lanes = np.bincount(lane_of[bad], minlength=len(lanes.status)) > 0
     if bad.any():
         _report(rep, plan, part, lanes, bad, want, limit)
-    if plan.status and flags is not None and len(rep.mismatches) < limit:
+    if plan.status and flags is not None:
         st = lanes.status.astype(np.uint8)
         if plan.keeps_status:
             expect = lanes.before.astype(np.uint8)
         else:                                   # the OR of the valid elements' flags
             expect = np.zeros(len(st), np.uint8)
             np.bitwise_or.at(expect, lane_of, flags.astype(np.uint8))
-        for j in np.flatnonzero(expect != st)[: limit - len(rep.mismatches)]:
+        wrong = expect != st
+        bad_lanes |= wrong
+        for j in np.flatnonzero(wrong)[: max(limit - len(rep.mismatches), 0)]:
             rep.mismatches.append(f"{lanes.where(int(j))}: {label(part)}: status: stored {_flags(st[j])}, "
                                   f"{plan.name} gives {_flags(expect[j])}")
+    return bad_lanes
 
 
 def _flags(v) -> str:
@@ -642,7 +655,7 @@ def _report(rep, plan, part, lanes, bad, want, limit):
     dst = part.get("dst") or (None if I.lookup(part["op"]).dest_kind == "predicate" else src)
     lane_of, stored = lanes.lane_of, lanes.stored
     first = np.cumsum(np.r_[0, np.bincount(lane_of, minlength=int(lane_of.max()) + 1)])
-    for e in np.flatnonzero(bad)[: limit - len(rep.mismatches)]:
+    for e in np.flatnonzero(bad)[: max(limit - len(rep.mismatches), 0)]:
         j = int(lane_of[e])
         ops = " ".join(f"0x{int(x[e]):x}" for x in lanes.operands)
         got = value_text(int(stored[e]), dst)
