@@ -11,8 +11,8 @@ reference called once per gathering (FLUSH_ELEMENTS bounds the memory).
 
 A wrong stored result that a later block reads is reported once, at its own block: the later
 block is checked against the stored (wrong) payload, as every block is, and where that block
-then mismatches only because its source is a result already reported, it is counted on the
-report's last line rather than reported again.
+then mismatches while one of its sources is a result that mismatches (or, for TSEL, the status
+it keeps is), it is counted on the report's last line rather than reported again.
 
 `stream_rows` is the one function that knows the stream row format; the rest is
 format-independent.
@@ -24,9 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from isa import instructions as I
 from isa.atomicio import shown
+from isa.datatypes import datatype
 from isa.fields import NUM_PES
 
 from . import dataset as D
@@ -117,7 +119,8 @@ class _Run:
         self.pending: dict[str, list] = {}           # label -> [(Lanes, meta)]
         self.pending_elements: dict[str, int] = {}
         self.bad: list = []                           # (label, Lanes, meta) of mismatching lanes
-        self.bad_kept = 0
+        self.bad_kept = 0                             # lanes in self.bad
+        self.bad_total = 0                            # every mismatching lane
         self.bad_dest: list = []                      # (file, version) of every mismatching lane
 
     # -- one file
@@ -158,6 +161,7 @@ class _Run:
             raise GoldenError(f"{lab}: the {plan.name} reference cannot take the stored operands "
                               f"({type(exc).__name__}: {shown(str(exc), 120)})") from None
         if bad.any():
+            self.bad_total += int(bad.sum())
             self.bad_dest.append(np.stack([meta["file"][bad], meta["dest"][bad]], axis=1))
             if self.bad_kept < 64 * max(self.limit, 1):
                 self.bad.append((lab, lanes.subset(bad, None), {k: v[bad] for k, v in meta.items()}))
@@ -182,6 +186,10 @@ class _Run:
                 plan, keys_ = self.plans[lab]
                 O.judge(O.Report(mismatches=self.rep.mismatches), plan, keys_,
                         lanes.subset(keep, self._where(m)), self.limit)
+        unkept = self.bad_total - self.bad_kept
+        if unkept:
+            self.rep.mismatches.append(f"verify --oracle: {unkept:,} more mismatching committed (block, PE)s not "
+                                       "shown")
         if followed:
             self.rep.notes.append(f"  {followed:,} committed (block, PE)s mismatch where a source holds a result "
                                   "reported above (an earlier block's stored payload): not reported again")
@@ -194,8 +202,9 @@ class _Run:
 
 def _file_lanes(rows: StreamRows, fi: int, run: _Run):
     """(label, Lanes, meta) per instruction label of one file's committed (block, PE)s that
-    have a reference; meta holds per lane file, row, case, block, pe, dest (version index) and
-    src (version indices, -1 past the arity)."""
+    have a reference; meta holds per lane file, row, case, block, pe, dest (its version index)
+    and src (the version indices it reads: its sources, and for TSEL the record whose status it
+    keeps; -1 for none)."""
     path = rows.path
     where = shown(path)
     n_init, n_rec = len(rows.initial_row), len(rows.record_row)
@@ -258,6 +267,7 @@ def _file_lanes(rows: StreamRows, fi: int, run: _Run):
         return (row * NUM_PES + pe) * T + np.where(known, rank, T - 1), known
 
     ok = np.flatnonzero(v_ok)
+    _require_sizes(rows, ok, v_row, v_pe, v_tile, v_ver)
     pk, _ = prefix(v_row[ok], v_pe[ok], v_tile[ok])
     vkey = pk * K1 + v_ver[ok]
     order = np.argsort(vkey, kind="stable")
@@ -300,9 +310,39 @@ def _file_lanes(rows: StreamRows, fi: int, run: _Run):
         fields = _versions(rows)
         operands, stored, lane_of = O.gather_lanes(fields, src, fields, n_init + rec, path, name)
         lanes = O.Lanes(operands, stored, lane_of, rows.record_status[rec], before, cmodes, name, len(rec))
+        fed_by = src
+        if run.plans[lab][0].keeps_status:       # TSEL's status is the earlier record's
+            fed_by = np.concatenate([src, np.where(earlier, n_init + s_idx[np.maximum(at, 0)], -1)[:, None]], axis=1)
         meta = {"file": np.full(len(rec), fi, np.int64), "row": row, "case": cases.astype(np.int64), "block": blk,
-                "pe": pe, "dest": n_init + rec, "src": src}
+                "pe": pe, "dest": n_init + rec, "src": fed_by}
         yield lab, lanes, meta
+
+
+def _require_sizes(rows: StreamRows, ok: np.ndarray, v_row, v_pe, v_tile, v_ver) -> None:
+    """Every tile entry the state is made of (versions `ok`) holds whole elements, Row x Col
+    of them: one GoldenError line naming the first that does not (an altered file)."""
+    f = _versions(rows)
+    kinds = f["kind"].take(pa.array(ok)).to_numpy(zero_copy_only=False).astype(str)
+    dts = f["dtype"].take(pa.array(ok)).to_numpy(zero_copy_only=False).astype(str)
+    pairs, inverse = np.unique(np.stack([kinds, dts]), axis=1, return_inverse=True)
+    bits = np.zeros(pairs.shape[1], np.int64)
+    for j, (k, d) in enumerate(zip(*pairs)):
+        try:
+            bits[j] = 1 if k == "predicate" else datatype(d).container
+        except ValueError:
+            bits[j] = -1
+    bits = bits[np.asarray(inverse).reshape(-1)]
+    length = pc.binary_length(f["payload"].take(pa.array(ok))).to_numpy().astype(np.int64)
+    need = f["Row"].to_numpy().astype(np.int64)[ok] * f["Col"].to_numpy().astype(np.int64)[ok] * bits
+    bad = (bits < 0) | (length * 8 < need) | ((length * 8) % np.maximum(bits, 8) != 0)
+    if bad.any():
+        j = int(np.argmax(bad))
+        v = ok[j]
+        at = (f"initial PE{int(v_pe[v])} tile {int(v_tile[v])}" if v_ver[v] == 0 else
+              f"block {int(v_ver[v]) - 1} PE{int(v_pe[v])}: the commit record")
+        why = (f"DataType {shown(dts[j], 40)} is unknown" if bits[j] < 0 else
+               f"holds {int(length[j])} payload bytes; its descriptor needs {-(-int(need[j]) // 8)}")
+        raise GoldenError(f"{shown(rows.path)}: case {int(rows.cases[v_row[v]])}: {at} {why}")
 
 
 def _versions(rows: StreamRows) -> dict:
