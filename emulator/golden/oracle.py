@@ -565,23 +565,27 @@ def _bits_of(f: dict, idx: np.ndarray, path: str) -> int:
     return w.pop()
 
 
-def gather_valid(f: dict, idx: np.ndarray, path: str) -> tuple[np.ndarray, np.ndarray]:
+def gather_valid(f: dict, idx: np.ndarray, path: str, rect=None) -> tuple[np.ndarray, np.ndarray]:
     """(valid elements, the lane of each) of tile entries f[idx] (flat list<tile> fields,
-    golden names: kind, dtype, Row, Col, ValidRow, ValidCol, payload), lane i = entry idx[i]."""
+    golden names: kind, dtype, Row, Col, ValidRow, ValidCol, payload), lane i = entry idx[i]:
+    each entry's valid rectangle, or rect = (ValidRow, ValidCol) per lane (what a block reads)."""
     shape = {c: f[c].to_numpy().astype(np.int64)[idx] for c in ("Row", "Col", "ValidRow", "ValidCol")}
+    if rect is not None:
+        shape["ValidRow"], shape["ValidCol"] = rect
     counts = shape["Row"] * shape["Col"]
     vals = _gather(f["payload"], idx, counts, _bits_of(f, idx, path), path)
     keep = _valid(shape, counts)
     return vals[keep], np.repeat(np.arange(len(idx)), counts)[keep]
 
 
-def gather_lanes(src_f: dict, src: np.ndarray, dst_f: dict, dst: np.ndarray, path: str, case_of):
+def gather_lanes(src_f: dict, src: np.ndarray, dst_f: dict, dst: np.ndarray, path: str, case_of, rect=None):
     """(operands, stored, lane_of) of lanes whose source entries are src_f[src[:, k]] and whose
     destination entries are dst_f[dst]; sources and destination must hold as many valid
-    elements per lane (`case_of(j)` names lane j where they do not)."""
+    elements per lane (`case_of(j)` names lane j where they do not).  `rect`: the sources'
+    rectangle per lane (gather_valid), where it is not their own valid one."""
     operands, lane_of = [], None
     for k in range(src.shape[1]):
-        vals, lanes_k = gather_valid(src_f, src[:, k], path)
+        vals, lanes_k = gather_valid(src_f, src[:, k], path, rect)
         if lane_of is not None and not np.array_equal(lanes_k, lane_of):
             raise GoldenError(f"{path}: source valid rectangles of different sizes")
         lane_of = lanes_k

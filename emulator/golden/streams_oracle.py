@@ -29,6 +29,8 @@ import pyarrow.compute as pc
 from isa import instructions as I
 from isa.atomicio import shown
 from isa.datatypes import datatype
+from isa.errors import IllegalBlockException
+from isa.legality import resolve
 from isa.fields import NUM_PES
 
 from . import dataset as D
@@ -241,14 +243,21 @@ def _file_lanes(rows: StreamRows, fi: int, run: _Run):
             raise GoldenError(f"{where}: case {case_of(commit & (info == b))}: block {b - base[u]} commits but "
                               f"is no instruction of a DataType ({shown(O.label(keys), 80)})") from None
         if plan is not None:
+            try:
+                rb = resolve(block)
+            except IllegalBlockException as exc:
+                raise GoldenError(f"{where}: case {case_of(commit & (info == b))}: block {b - base[u]} commits but "
+                                  f"is illegal ({exc.reason})") from None
             tiles = [bd.tile for bd in block.iot[:-1][: instr.arity]]
-            per_info[b] = (lab, tiles + [-1] * (3 - len(tiles)), O._cmode(block), len(tiles))
+            per_info[b] = (lab, tiles + [-1] * (3 - len(tiles)), O._cmode(block), len(tiles), rb.ValidRow,
+                           rb.ValidCol)
     if not per_info:
         return
     info_ids = np.array(sorted(per_info), np.int64)
     info_tiles = np.array([per_info[b][1] for b in info_ids.tolist()], np.int64)
     info_cmode = np.array([per_info[b][2] for b in info_ids.tolist()], np.int64)
     info_label = np.array([per_info[b][0] for b in info_ids.tolist()], object)
+    info_rect = np.array([per_info[b][4:6] for b in info_ids.tolist()], np.int64)
 
     # the state before each block: versions (initial entries, then commit records) by
     # (row, PE, tile), ordered by the block that wrote them (initial: 0, block k: k + 1)
@@ -290,6 +299,7 @@ def _file_lanes(rows: StreamRows, fi: int, run: _Run):
         row, pe, blk = rows.record_row[rec], r_pe[rec], r_block[rec]
         arity = per_info[int(info_ids[pos[0]])][3]
         src_tiles, cmodes = info_tiles[pos, :arity], info_cmode[pos]
+        rect = info_rect[pos, 0], info_rect[pos, 1]
         src = np.full((len(rec), arity), -1, np.int64)
         for k in range(arity):
             p, known = prefix(row, pe, src_tiles[:, k])
@@ -308,7 +318,13 @@ def _file_lanes(rows: StreamRows, fi: int, run: _Run):
         cases = rows.cases[row]
         name = lambda j: f"{path}: case {int(cases[j])} block {int(blk[j])} PE{int(pe[j])}"  # noqa: E731
         fields = _versions(rows)
-        operands, stored, lane_of = O.gather_lanes(fields, src, fields, n_init + rec, path, name)
+        shape = [fields[c].to_numpy().astype(np.int64)[n_init + rec] for c in ("ValidRow", "ValidCol")]
+        off = (shape[0] != rect[0]) | (shape[1] != rect[1])
+        if off.any():
+            j = int(np.argmax(off))
+            raise GoldenError(f"{name(j)}: the commit record's valid shape {int(shape[0][j])}x{int(shape[1][j])} is "
+                              f"not the block's {int(rect[0][j])}x{int(rect[1][j])}")
+        operands, stored, lane_of = O.gather_lanes(fields, src, fields, n_init + rec, path, name, rect)
         lanes = O.Lanes(operands, stored, lane_of, rows.record_status[rec], before, cmodes, name, len(rec))
         fed_by = src
         if run.plans[lab][0].keeps_status:       # TSEL's status is the earlier record's
