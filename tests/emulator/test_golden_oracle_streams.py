@@ -182,3 +182,17 @@ def test_state_before_a_block_applies_only_earlier_commits(streams):
     alias = [(row, r) for row in rows for r in row["records"] if _covered(row, r)
              and r["tile"] in [b.tile for b in encoding.decode(row["stream"])[r["block"]].iot[:-1]]]
     assert alias
+
+
+def test_under_another_profile_only_labels_without_a_floating_datatype_keep_a_reference(tmp_path, capsys):
+    out = tmp_path / "ftz"
+    assert main(["golden", "--streams", "--blocks", "4", "--cases", "24", "--group-cases", "12", "--shapes", "r1c8",
+                 "--profile", "ftz", "--seed", "2", "--out", str(out), "--quiet"]) == 0
+    rc, text, _ = _verify(out, capsys)
+    assert rc == 0
+    by = {ln.split(":")[0].strip(): ln.split(":", 1)[1] for ln in text.splitlines() if ln.startswith("  ")}
+    assert set(by) <= {"exact", "no independent reference"}
+    covered = [lab for lab in by.get("exact", "").split("elements: ")[-1].split("), ")]
+    assert all(not datatype(d.strip(" ()")).is_float for lab in covered if "TCVT" not in lab
+               for d in lab.split("(")[1].split(","))
+    assert any(f in by["no independent reference"] for f in ("FP16", "FP32", "E4M3", "HF32", "BF16"))
