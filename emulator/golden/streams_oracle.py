@@ -209,7 +209,7 @@ def _file_lanes(rows: StreamRows, fi: int, run: _Run):
     keeps; -1 for none)."""
     path = rows.path
     where = shown(path)
-    n_init, n_rec = len(rows.initial_row), len(rows.record_row)
+    n_init = len(rows.initial_row)
     commit = rows.record_commit
     r_pe = rows.records["pe"].to_numpy().astype(np.int64)
     r_tile = rows.records["tile"].to_numpy().astype(np.int64)
