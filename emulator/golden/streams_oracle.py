@@ -7,7 +7,7 @@ with the stored commit records of the earlier blocks applied (each record's dest
 replaces that PE's tile): stored data moved, never an emulator kernel run.  The stored payload's
 valid elements and the record's status are judged by oracle.judge, the single-block check's
 own core, with the lanes of one instruction label gathered from every stream and file and the
-reference called once per gathering (FLUSH_ELEMENTS bounds the memory).
+reference called once per gathering (FLUSH_ELEMENTS and PENDING_ELEMENTS bound the memory).
 
 A wrong stored result that a later block reads is reported once, at its own block: the later
 block is checked against the stored (wrong) payload, as every block is, and where that block
@@ -39,6 +39,7 @@ from .dataset import GoldenError
 from .rows import tiles_of
 
 FLUSH_ELEMENTS = 1 << 20       # gathered elements of one label before its reference runs
+PENDING_ELEMENTS = 1 << 21     # gathered elements of every label before all references run
 TILE_FIELDS = ("pe", "tile", "kind", "dtype", "Row", "Col", "ValidRow", "ValidCol", "payload")
 # commit-log record columns (emulator/commitlog.py, the state file's names) -> golden tile names
 _RECORD_NAMES = {"datatype": "dtype", "row": "Row", "col": "Col", "valid_row": "ValidRow", "valid_col": "ValidCol"}
@@ -134,6 +135,9 @@ class _Run:
             self.pending.setdefault(lab, []).append((lanes, meta))
             self.pending_elements[lab] = self.pending_elements.get(lab, 0) + len(lanes.stored)
             if self.pending_elements[lab] >= FLUSH_ELEMENTS:
+                self._flush(lab)
+        if sum(self.pending_elements.values()) >= PENDING_ELEMENTS:     # bounded memory
+            for lab in list(self.pending):
                 self._flush(lab)
 
     def plan(self, keys: dict) -> tuple[str, O.Plan | None]:

@@ -193,3 +193,29 @@ def test_under_another_profile_only_labels_without_a_floating_datatype_keep_a_re
     assert all(not datatype(d.strip(" ()")).is_float for lab in covered if "TCVT" not in lab
                for d in lab.split("(")[1].split(","))
     assert any(f in by["no independent reference"] for f in ("FP16", "FP32", "E4M3", "HF32", "BF16"))
+
+
+def test_gathering_in_small_batches_gives_the_same_report(streams, capsys, monkeypatch):
+    """The references run once per gathering of a label's lanes; how many lanes one gathering
+    holds (a memory bound) changes nothing in what is checked or reported."""
+    from emulator.golden import streams_oracle as M
+    whole = _verify(streams, capsys)
+    monkeypatch.setattr(M, "FLUSH_ELEMENTS", 50)
+    monkeypatch.setattr(M, "PENDING_ELEMENTS", 400)
+    assert _verify(streams, capsys) == whole and whole[0] == 0
+
+
+def test_tsel_keeps_the_status_its_pe_had_before_the_block(streams):
+    """Decision 079: TSEL performs no status update, so a TSEL record's status is the one the
+    PE's previous record left; the dataset holds TSELs after a nonzero status, and they pass."""
+    from emulator.golden import streams_oracle as M
+    from emulator.golden.streams_dataset import open_stream_dataset
+    ds = open_stream_dataset(streams)
+    run = M._Run(O.Report(), ds.profile.name, 20)
+    kept = 0
+    for part, chunk, rec in ds.files:
+        for lab, lanes, _ in M._file_lanes(M.stream_rows(ds.read(part, chunk, rec), rec["path"]), 0, run):
+            if lab.startswith("TSEL."):
+                assert (lanes.status == lanes.before).all()
+                kept += int((lanes.before != 0).sum())
+    assert kept
