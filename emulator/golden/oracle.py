@@ -18,6 +18,10 @@ once more, from the seed, and NaN results are the profile's canonical NaN.  Only
 rectangle of each committed destination is checked (padding and rejections are the replay's
 job, `tile-emu verify`).  SoftFloat and MPFR are called once per value: this is the
 independent check, never the generation path, which stays vectorised in the kernels.
+
+The check itself (`judge`: operands -> reference -> comparison -> report lines) works on
+`Lanes`, whatever rows they came from: `_check_table` builds them from single-block rows,
+emulator/golden/streams_oracle.py from stream datasets' states and commit records.
 """
 from __future__ import annotations
 
