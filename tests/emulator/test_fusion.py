@@ -2,6 +2,8 @@
 pass only where emulator.calculus.check_plan admits it, never where it rejects it, and a
 fused run ends every machine exactly where the reference ends it alone -- equal digests,
 committed-block counts and StreamErrors -- faults inside a chain included."""
+import contextlib
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -168,12 +170,13 @@ def test_tile_emu_run_fuse_writes_the_states_the_unfused_run_writes(tmp_path, ca
     save_machines(machines, tmp_path / "init.arrow")
     (tmp_path / "prog.tbs").write_bytes(encoding.encode(CHAIN))
     runs = {}
-    for flags in ([], ["--fuse"]):
-        out = tmp_path / f"out{len(flags)}.arrow"
-        rc = main(["run", str(tmp_path / "prog.tbs"), "--init", str(tmp_path / "init.arrow"), "--out", str(out)]
-                  + flags)
-        err = capsys.readouterr().err.replace(out.name, "OUT")
-        runs[len(flags)] = (rc, err, [m.digest() for m in load_machines(out)])
+    # relative names: a message cuts a long path (pytest-xdist's base folders are longer)
+    with contextlib.chdir(tmp_path):
+        for flags in ([], ["--fuse"]):
+            out = f"out{len(flags)}.arrow"
+            rc = main(["run", "prog.tbs", "--init", "init.arrow", "--out", out] + flags)
+            err = capsys.readouterr().err.replace(out, "OUT")
+            runs[len(flags)] = (rc, err, [m.digest() for m in load_machines(out)])
     assert runs[0] == runs[1] and runs[1][0] == 1 and "machine 1: block 3" in runs[1][1]
     assert main(["run", str(tmp_path / "prog.tbs"), "--fuse", "--backend", "reference"]) == 2
     assert "--fuse needs a batch backend" in capsys.readouterr().err
