@@ -19,6 +19,7 @@ format-independent.
 """
 from __future__ import annotations
 
+import functools
 import pathlib
 from dataclasses import dataclass
 
@@ -33,16 +34,17 @@ from isa.errors import IllegalBlockException
 from isa.legality import resolve
 from isa.fields import NUM_PES
 
+from .. import commitlog as CL
 from . import dataset as D
 from . import oracle as O
+from . import streams_dataset as SD
 from .dataset import GoldenError
-from .rows import tiles_of
 
 FLUSH_ELEMENTS = 1 << 20       # gathered elements of one label before its reference runs
 PENDING_ELEMENTS = 1 << 21     # gathered elements of every label before all references run
 TILE_FIELDS = ("pe", "tile", "kind", "dtype", "Row", "Col", "ValidRow", "ValidCol", "payload")
-# commit-log record columns (emulator/commitlog.py, the state file's names) -> golden tile names
-_RECORD_NAMES = {"datatype": "dtype", "row": "Row", "col": "Col", "valid_row": "ValidRow", "valid_col": "ValidCol"}
+# a layout entry's descriptor keys (the state file's names) -> golden tile names
+_LAYOUT_NAMES = {"datatype": "dtype", "row": "Row", "col": "Col", "valid_row": "ValidRow", "valid_col": "ValidCol"}
 
 
 @dataclass
@@ -65,33 +67,99 @@ class StreamRows:
 
 
 def stream_rows(t: pa.Table, path: str) -> StreamRows:
-    """The adapter from the stored row format (emulator/golden/streams_dataset.py SCHEMA):
-    columns case, stream (decoded by dataset.distinct_streams / decoded_streams), initial
-    (list<TILE>), records (list<commit-log record>: block, record, pe, tile, kind, datatype,
-    row, col, valid_row, valid_col, payload, status), read by rows.tiles_of.  A row's machines
+    """The adapter from the stored row format, version 2 (emulator/golden/streams_dataset.py
+    SCHEMA; docs/golden-format.md, "Stream goldens"): columns case, stream (decoded by
+    dataset.distinct_streams / decoded_streams), layout (streams_dataset.layouts_of and
+    parse_layout: each entry's head and descriptor and its byte offsets), initial_payload,
+    record_payload and record_status, sliced at those offsets.  An initial entry is one tile
+    entry per PE it lists (the same bytes); a record is one record entry.  The rows are those
+    StreamDataset.read returns: each binary the length its layout gives.  A row's machines
     start with status 0 (the format stores none before block 0)."""
     where = shown(path)
     cases = t.column("case").to_numpy()
     uniques, index = D.distinct_streams(t)
     blocks = [b for _, b in D.decoded_streams(uniques, index, where, lambda m: D.case_at(cases, m))]
     n = len(t)
-    icounts, ifields = tiles_of(t.column("initial"))
-    rcounts, rfields = tiles_of(t.column("records"))
-    renamed = {_RECORD_NAMES.get(k, k): v for k, v in rfields.items()}
-    return StreamRows(
-        path, cases, index, blocks, np.zeros((n, NUM_PES), np.uint8),
-        np.repeat(np.arange(n), icounts), {k: ifields[k] for k in TILE_FIELDS},
-        np.repeat(np.arange(n), rcounts), renamed["block"].to_numpy().astype(np.int64),
-        renamed["record"].to_numpy(zero_copy_only=False) == "commit", renamed["status"].to_numpy().astype(np.uint8),
-        {k: renamed[k] for k in TILE_FIELDS})
+    texts, layout_of = SD.layouts_of(t)
+    slots = [_layout_slots(text) for text in texts]           # per distinct layout (one per group)
+    i_row, i_slot, initial = _entries(t, layout_of, [s[0] for s in slots], "initial_payload")
+    r_row, r_slot, records = _entries(t, layout_of, [s[1] for s in slots], "record_payload")
+    status = _column_bytes(t.column("record_status"), r_row, r_slot["at"])
+    return StreamRows(path, cases, index, blocks, np.zeros((n, NUM_PES), np.uint8), i_row, initial,
+                      r_row, r_slot["block"], r_slot["commit"], status, records)
+
+
+@functools.lru_cache(maxsize=64)
+def _layout_slots(text: str) -> tuple[dict, dict]:
+    """(initial, records) of one layout text as arrays over its tile entries: an initial entry
+    once per PE it lists, a record once; per entry its golden tile fields but the payload,
+    `start` and `bytes` (its payload's place in the row's binary, from parse_layout's offsets)
+    and, for records, `block`, `commit` and `at` (its index: its byte in record_status).
+    A loop over the layout's entries (a few dozen per group), not over tile data."""
+    lay = SD.parse_layout(text)
+    out = []
+    for part, offsets in (("initial", lay.initial_offsets[0]), ("records", lay.record_offsets[0])):
+        entries = getattr(lay, part)
+        pes = [e["pes"] if part == "initial" else [e["pe"]] for e in entries]
+        each = np.repeat(np.arange(len(entries)), [len(p) for p in pes])
+        s = {"pe": np.array([p for ps in pes for p in ps], np.int64),
+             "start": offsets[:-1][each], "bytes": np.diff(offsets)[each], "at": each}
+        for key in ("tile", "kind", "datatype", "row", "col", "valid_row", "valid_col"):
+            s[_LAYOUT_NAMES.get(key, key)] = np.array([e[key] for e in entries], object if key in ("kind", "datatype")
+                                                      else np.int64)[each]
+        if part == "records":
+            s["block"] = np.array([e["block"] for e in entries], np.int64)
+            s["commit"] = np.array([e["record"] == CL.COMMIT for e in entries], bool)
+        out.append(s)
+    return out[0], out[1]
+
+
+def _entries(t: pa.Table, layout_of: np.ndarray, per_layout: list, payload: str):
+    """(row of each entry, its slot fields (NumPy), its TILE_FIELDS (Arrow)) of every row's
+    entries in row order, each row's in its layout's order; payloads sliced out of column
+    `payload` at the slots' offsets (one gather, no per-row step)."""
+    keys = per_layout[0].keys()
+    table = {k: np.concatenate([s[k] for s in per_layout]) for k in keys}
+    size = np.array([len(s["pe"]) for s in per_layout], np.int64)
+    base = np.r_[0, np.cumsum(size)][:-1]
+    count = size[layout_of]
+    row = np.repeat(np.arange(len(layout_of)), count)
+    slot = base[layout_of][row] + np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+    fields = {k: v[slot] for k, v in table.items()}
+    tiles = {k: pa.array(fields[k], pa.string() if k in ("kind", "dtype") else pa.int64())
+             for k in TILE_FIELDS if k != "payload"}
+    tiles["payload"] = _sliced(t.column(payload), row, fields["start"], fields["bytes"])
+    return row, fields, tiles
+
+
+def _flat(col) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets (n + 1,), data) of a binary column."""
+    arr = (col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col).cast(pa.large_binary())
+    offs = np.frombuffer(arr.buffers()[1], np.int64)[arr.offset: arr.offset + len(arr) + 1]
+    data = np.frombuffer(arr.buffers()[2], np.uint8) if arr.buffers()[2] is not None else np.zeros(0, np.uint8)
+    return offs, data
+
+
+def _sliced(col, row: np.ndarray, start: np.ndarray, nbytes: np.ndarray) -> pa.Array:
+    """A binary array of bytes [start, start + nbytes) of each entry's row of column `col`."""
+    offs, data = _flat(col)
+    out_offs = np.r_[0, np.cumsum(nbytes)].astype(np.int64)
+    at = np.repeat(offs[row] + start - out_offs[:-1], nbytes) + np.arange(int(out_offs[-1]))
+    return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(row), [None, pa.py_buffer(out_offs),
+                                            pa.py_buffer(np.ascontiguousarray(data[at]))])
+
+
+def _column_bytes(col, row: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Byte `at` of each entry's row of binary column `col` (uint8)."""
+    offs, data = _flat(col)
+    return data[offs[row] + at].astype(np.uint8)
 
 
 # ---------------------------------------------------------------------------- the check
 
 def check(folder, limit: int = 20, progress=None) -> O.Report:
     """Check every committed (block, PE) of every stream that has a reference; see O.Report."""
-    from .streams_dataset import open_stream_dataset
-    ds = open_stream_dataset(pathlib.Path(folder))
+    ds = SD.open_stream_dataset(pathlib.Path(folder))
     rep = O.Report(rows_are="streams", unit="committed (block, PE)s")
     run = _Run(rep, ds.profile.name, limit)
     for part, chunk, rec in ds.files:

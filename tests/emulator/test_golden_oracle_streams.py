@@ -40,6 +40,19 @@ def _rows(folder):
     return pq.read_table(folder / PART).to_pylist()
 
 
+def _records(row) -> list[dict]:
+    """The row's records (format version 2), read with plain JSON as docs/golden-format.md
+    tells a reader to: each head of `layout.records` with `index` (its byte in record_status),
+    `at` (its payload's byte offset in record_payload), its payload bytes and its status."""
+    heads = json.loads(row["layout"])["records"]
+    out, at = [], 0
+    for j, h in enumerate(heads):
+        out.append({**h, "index": j, "at": at, "payload": row["record_payload"][at: at + h["payload_bytes"]],
+                    "status": row["record_status"][j]})
+        at += h["payload_bytes"]
+    return out
+
+
 def _rewrite(folder, rows):
     """Write the rows back and record the file's new checksum and size in the manifest, as a
     generator with a bug would have written them."""
@@ -65,10 +78,10 @@ def _covered(row, rec, ops=None) -> bool:
     return O.plan_for(keys) is not None and (ops is None or (keys["op"] in ops and datatype(keys["dtype"]).is_int))
 
 
-def _flip_element0(rec):
-    e = bytearray(rec["payload"])
-    e[0] ^= 1 << 1                     # a low bit of element 0 (the first valid element; byte-wide or wider)
-    rec["payload"] = bytes(e)
+def _flip_element0(row, rec):
+    e = bytearray(row["record_payload"])
+    e[rec["at"]] ^= 1 << 1             # a low bit of element 0 (the first valid element; byte-wide or wider)
+    row["record_payload"] = bytes(e)
 
 
 def test_every_committed_block_with_a_reference_matches_and_the_report_names_the_rest(streams, capsys):
@@ -86,9 +99,9 @@ def test_a_planted_wrong_payload_at_a_later_block_is_named_by_file_case_block_pe
     folder = tmp_path / "s"
     shutil.copytree(streams, folder)
     rows = _rows(folder)
-    i, rec = next((i, r) for i, row in enumerate(rows) for r in row["records"]
+    i, rec = next((i, r) for i, row in enumerate(rows) for r in _records(row)
                   if _covered(row, r, BIJECTIVE | {"TAND", "TOR", "TMUL", "TSHL"}))
-    _flip_element0(rec)
+    _flip_element0(rows[i], rec)
     _rewrite(folder, rows)
     rc, out, _ = _verify(folder, capsys)
     assert rc == 1
@@ -102,9 +115,11 @@ def test_a_planted_status_bit_is_caught(streams, tmp_path, capsys):
     folder = tmp_path / "s"
     shutil.copytree(streams, folder)
     rows = _rows(folder)
-    i, rec = next((i, r) for i, row in enumerate(rows) for r in row["records"]
+    i, rec = next((i, r) for i, row in enumerate(rows) for r in _records(row)
                   if _covered(row, r) and O.plan_for(_keys(row, r["block"])).status)
-    rec["status"] ^= O.NV
+    status = bytearray(rows[i]["record_status"])
+    status[rec["index"]] ^= O.NV
+    rows[i]["record_status"] = bytes(status)
     _rewrite(folder, rows)
     rc, out, _ = _verify(folder, capsys)
     assert rc == 1
@@ -119,7 +134,7 @@ def _feeding(rows):
         if row["outcome"] != "commit":
             continue
         blocks = encoding.decode(row["stream"])
-        recs = row["records"]
+        recs = _records(row)
         for r in recs:
             if not _covered(row, r, BIJECTIVE):
                 continue
@@ -139,7 +154,7 @@ def test_a_wrong_result_a_later_block_reads_is_reported_once_at_its_own_block(st
     shutil.copytree(streams, folder)
     rows = _rows(folder)
     i, rec, later = _feeding(rows)
-    _flip_element0(rec)
+    _flip_element0(rows[i], rec)
     _rewrite(folder, rows)
     rc, out, _ = _verify(folder, capsys)
     assert rc == 1
@@ -160,11 +175,13 @@ def test_an_altered_or_truncated_stream_dataset_is_one_line_exit_1(streams, tmp_
         (folder / PART).write_bytes(data[: len(data) // 2])
     else:
         rows = _rows(folder)
-        i, rec = next((i, r) for i, row in enumerate(rows) for r in row["records"] if _covered(row, r))
-        if edit == "short_payload":
-            rec["payload"] = rec["payload"][:1]
-        else:
-            rec["pe"] = 9
+        i, rec = next((i, r) for i, row in enumerate(rows) for r in _records(row) if _covered(row, r))
+        if edit == "short_payload":         # the payload bytes the layout gives, one short
+            rows[i]["record_payload"] = rows[i]["record_payload"][:-1]
+        else:                               # a record of PE 9 in the row's layout
+            lay = json.loads(rows[i]["layout"])
+            lay["records"][rec["index"]]["pe"] = 9
+            rows[i]["layout"] = json.dumps(lay, separators=(",", ":"))
         _rewrite(folder, rows)
     rc, out, err = _verify(folder, capsys)
     assert rc == 1
@@ -176,7 +193,7 @@ def test_state_before_a_block_applies_only_earlier_commits(streams):
     """A block that reads its own destination (source = destination) is judged on the tile as
     it was before the block: the stored dataset passes, so this is the arrangement it has."""
     rows = _rows(streams)
-    alias = [(row, r) for row in rows for r in row["records"] if _covered(row, r)
+    alias = [(row, r) for row in rows for r in _records(row) if _covered(row, r)
              and r["tile"] in [b.tile for b in encoding.decode(row["stream"])[r["block"]].iot[:-1]]]
     assert alias
 
@@ -219,3 +236,32 @@ def test_tsel_keeps_the_status_its_pe_had_before_the_block(streams):
                 assert (lanes.status == lanes.before).all()
                 kept += int((lanes.before != 0).sum())
     assert kept
+
+
+def test_the_check_reads_each_row_as_the_plain_json_recipe_does(streams):
+    """stream_rows (the one adapter from the row format) gives each row's initial tiles, PE by
+    PE, and its records, in order, with the payload bytes and statuses a reader of
+    docs/golden-format.md's recipe (plain JSON and byte offsets) finds."""
+    from emulator.golden import streams_oracle as M
+    ds = SD.open_stream_dataset(streams)
+    part, chunk, rec = next(f for f in ds.files if f[2]["path"] == PART)
+    got = M.stream_rows(ds.read(part, chunk, rec), rec["path"])
+    names = {"kind": "kind", "datatype": "dtype", "row": "Row", "col": "Col", "valid_row": "ValidRow",
+             "valid_col": "ValidCol"}
+    tiles = lambda f, j: {**{k: f[k][j].as_py() for k in ("pe", "tile", *names.values())},  # noqa: E731
+                          "payload": f["payload"][j].as_py()}
+    want_init, want_rec = [], []
+    for r, row in enumerate(_rows(streams)):
+        at = 0
+        for e in json.loads(row["layout"])["initial"]:
+            body = {v: e[k] for k, v in names.items()}
+            payload = row["initial_payload"][at: at + e["payload_bytes"]]
+            want_init += [(r, {"pe": p, "tile": e["tile"], **body, "payload": payload}) for p in e["pes"]]
+            at += e["payload_bytes"]
+        for x in _records(row):
+            want_rec.append((r, x["block"], x["record"] == "commit", x["status"],
+                             {"pe": x["pe"], "tile": x["tile"], **{v: x[k] for k, v in names.items()},
+                              "payload": x["payload"]}))
+    assert [(int(got.initial_row[j]), tiles(got.initial, j)) for j in range(len(got.initial_row))] == want_init
+    assert [(int(got.record_row[j]), int(got.record_block[j]), bool(got.record_commit[j]), int(got.record_status[j]),
+             tiles(got.records, j)) for j in range(len(got.record_row))] == want_rec
