@@ -166,7 +166,7 @@ def test_a_wrong_result_a_later_block_reads_is_reported_once_at_its_own_block(st
     assert "mismatch where a source holds a result reported above" in out.splitlines()[-1]
 
 
-@pytest.mark.parametrize("edit", ["truncate", "short_payload", "pe_out_of_range"])
+@pytest.mark.parametrize("edit", ["truncate", "short_payload", "pe_out_of_range", "source_missing"])
 def test_an_altered_or_truncated_stream_dataset_is_one_line_exit_1(streams, tmp_path, capsys, edit):
     folder = tmp_path / "s"
     shutil.copytree(streams, folder)
@@ -178,15 +178,21 @@ def test_an_altered_or_truncated_stream_dataset_is_one_line_exit_1(streams, tmp_
         i, rec = next((i, r) for i, row in enumerate(rows) for r in _records(row) if _covered(row, r))
         if edit == "short_payload":         # the payload bytes the layout gives, one short
             rows[i]["record_payload"] = rows[i]["record_payload"][:-1]
-        else:                               # a record of PE 9 in the row's layout
+        else:
             lay = json.loads(rows[i]["layout"])
-            lay["records"][rec["index"]]["pe"] = 9
+            if edit == "pe_out_of_range":   # a record of PE 9 in the row's layout (the open refuses it)
+                lay["records"][rec["index"]]["pe"] = 9
+            else:                           # initial tiles under other ids: the open passes, the check cannot read
+                for e in lay["initial"]:
+                    e["tile"] += 1000
             rows[i]["layout"] = json.dumps(lay, separators=(",", ":"))
         _rewrite(folder, rows)
     rc, out, err = _verify(folder, capsys)
     assert rc == 1
     assert "Traceback" not in out + err and len(err.strip().splitlines()) == 1, err
     assert PART.split("/part")[0] in err and ("case " in err or edit == "truncate")
+    if edit == "source_missing":
+        assert "is in neither the initial state nor an earlier block's commit" in err, err
 
 
 def test_state_before_a_block_applies_only_earlier_commits(streams):
