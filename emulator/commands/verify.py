@@ -22,11 +22,8 @@ def run(args) -> int:
     from emulator.golden.replay import verify
     from emulator.golden import hexport
     from emulator.golden.streams_dataset import is_stream_dataset
-    if args.oracle and is_stream_dataset(args.dataset):
-        raise CommandError("verify --oracle checks single-block datasets; a stream dataset is checked by its "
-                           "block-by-block replay (tile-emu verify DIR, --backend reference for the reference engine)", 1)
     if args.oracle:
-        return _oracle(args)
+        return _oracle(args, is_stream_dataset(args.dataset))
     if is_stream_dataset(args.dataset):   # golden --streams: replay each stream block by block
         return _streams(args)
     if hexport.is_export(args.dataset):   # a hex export (golden export --format hex): check its files
@@ -78,21 +75,25 @@ def _streams(args) -> int:
                     f"block ({args.backend}, profile {ds.profile.name} {ds.profile.version})")
 
 
-def _oracle(args) -> int:
-    """verify --oracle: emulator/golden/oracle.py (no emulator kernel runs)."""
-    from emulator.golden import oracle
+def _oracle(args, streams: bool) -> int:
+    """verify --oracle: emulator/golden/oracle.py, and for a stream dataset
+    emulator/golden/streams_oracle.py (no emulator kernel runs)."""
+    from emulator.golden import oracle, streams_oracle
     from emulator.golden.dataset import read_manifest
     from emulator.golden.runner import Progress
+    from emulator.golden.streams_dataset import read_manifest as read_stream_manifest
     try:
-        m = read_manifest(args.dataset)
+        m = (read_stream_manifest if streams else read_manifest)(args.dataset)
         progress = Progress(sum(f["rows"] for p in m["partitions"] for f in p["files"]), 0,
                             enabled=not args.quiet, label="oracle")
-        rep = oracle.check(args.dataset, limit=max(args.max_report, 1), progress=lambda k: progress.add(k, 0))
+        rep = (streams_oracle if streams else oracle).check(args.dataset, limit=max(args.max_report, 1),
+                                                            progress=lambda k: progress.add(k, 0))
         progress.close()
     except GoldenError as exc:
         raise CommandError(str(exc), 1) from None
     for line in rep.mismatches:
         print(line)
-    print(f"verify --oracle: {rep.rows:,} cases; " + ("MISMATCH" if rep.mismatches else "every checked result matches"))
+    print(f"verify --oracle: {rep.rows:,} {rep.rows_are}; "
+          + ("MISMATCH" if rep.mismatches else "every checked result matches"))
     print("\n".join(rep.lines()))
     return 1 if rep.mismatches else 0

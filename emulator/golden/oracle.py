@@ -18,6 +18,10 @@ once more, from the seed, and NaN results are the profile's canonical NaN.  Only
 rectangle of each committed destination is checked (padding and rejections are the replay's
 job, `tile-emu verify`).  SoftFloat and MPFR are called once per value: this is the
 independent check, never the generation path, which stays vectorised in the kernels.
+
+The check itself (`judge`: operands -> reference -> comparison -> report lines) works on
+`Lanes`, whatever rows they came from: `_check_table` builds them from single-block rows,
+emulator/golden/streams_oracle.py from stream datasets' states and commit records.
 """
 from __future__ import annotations
 
@@ -398,6 +402,7 @@ class Plan:
     fn: object              # (operands, cmodes) -> (bits or values, flags or None)
     values: bool = False    # compare float64 values (MPFR) rather than encodings
     status: bool = True     # the oracle gives flags: the per-PE status is checked
+    keeps_status: bool = False   # the PE's status stays what it was (TSEL, Decision 079)
 
 
 def plan_for(part: dict) -> Plan | None:
@@ -406,7 +411,7 @@ def plan_for(part: dict) -> Plan | None:
     dst, rmode, sat = part.get("dst"), part.get("rmode") or "RNE", bool(part.get("sat"))
     d = datatype(dt)
     if op == "TSEL":
-        return Plan("exact", lambda ops, cm: select_op(ops))
+        return Plan("exact", lambda ops, cm: select_op(ops), keeps_status=True)
     if op == "TCMP" and d.is_int:
         return Plan("exact", lambda ops, cm: compare_op(dt, cm, ops))
     if op in INT_OPS and d.is_int:
@@ -431,19 +436,22 @@ def plan_for(part: dict) -> Plan | None:
 @dataclass
 class Report:
     rows: int = 0
-    covered: dict = field(default_factory=dict)     # oracle -> [cases, elements]
+    covered: dict = field(default_factory=dict)     # oracle -> [units, elements]
     ops: dict = field(default_factory=dict)         # oracle -> set of partition labels
     none: list = field(default_factory=list)        # partition labels without an oracle
     mismatches: list = field(default_factory=list)
+    rows_are: str = "cases"                         # what `rows` counts (a stream dataset: streams)
+    unit: str = "committed cases"                   # what `covered` counts (streams: (block, PE)s)
+    notes: list = field(default_factory=list)       # last lines (streams: mismatches not reported again)
 
     def lines(self) -> list[str]:
         out = []
         for name in ("softfloat", "mpfr", "exact"):
             if name in self.covered:
                 c, e = self.covered[name]
-                out.append(f"  {name}: {c:,} committed cases, {e:,} elements: {_grouped(self.ops[name])}")
+                out.append(f"  {name}: {c:,} {self.unit}, {e:,} elements: {_grouped(self.ops[name])}")
         out.append("  no independent reference: " + (_grouped(self.none) if self.none else "none"))
-        return out
+        return out + self.notes
 
 
 def _grouped(labels) -> str:
@@ -470,6 +478,11 @@ def _profile_free(part: dict, profile: str) -> bool:
         datatype(part[k]).is_float for k in ("dtype", "dst") if part.get(k))
 
 
+def plan_under(part: dict, profile: str) -> Plan | None:
+    """The reference of a partition (or of a stream block's keys) in a dataset of `profile`."""
+    return plan_for(part) if _profile_free(part, profile) else None
+
+
 def check(folder, limit: int = 20, progress=None) -> Report:
     """Check every committed case of every partition that has an oracle; see Report."""
     folder = pathlib.Path(folder)
@@ -479,7 +492,7 @@ def check(folder, limit: int = 20, progress=None) -> Report:
     for part, f in ds.listed():
         key = id(part)
         if key not in plans:
-            plans[key] = plan_for(part) if _profile_free(part, ds.profile.name) else None
+            plans[key] = plan_under(part, ds.profile.name)
             if plans[key] is None:
                 rep.none.append(label(part))
         t = ds.read(f)
@@ -504,9 +517,167 @@ def _valid(shape: dict, counts: np.ndarray) -> np.ndarray:
         ((within % col) < np.repeat(shape["ValidCol"], counts))
 
 
-def _check_table(rep: Report, plan: Plan, part: dict, t: pa.Table, path: str, limit: int) -> None:
+# ---------------------------------------------------------------------------- the shared core
+# Both row formats (single-block `inputs`/`outputs`, stream goldens' states and commit records)
+# come down to lanes: one committed destination of one PE, its source tiles and its status.
+
+@dataclass
+class Lanes:
+    """What `judge` checks, whatever the rows looked like: per lane, the valid elements of its
+    sources (`operands`, one array per source, lane-major) and of its stored destination
+    (`stored`), `lane_of` each element's lane; per lane the stored status, the status before
+    the block (`before`: what TSEL keeps), the CMode; `where(j)` names lane j in a mismatch
+    line ("FILE: case N PE1"); `units` is what the report counts for these lanes."""
+    operands: list
+    stored: np.ndarray
+    lane_of: np.ndarray
+    status: np.ndarray
+    before: np.ndarray
+    cmodes: np.ndarray
+    where: object
+    units: int
+
+    def subset(self, keep: np.ndarray, where) -> "Lanes":
+        """The lanes `keep` (bool per lane) selects, renumbered in order, named by `where`."""
+        el = keep[self.lane_of]
+        renumber = np.cumsum(keep) - 1
+        return Lanes([x[el] for x in self.operands], self.stored[el], renumber[self.lane_of[el]], self.status[keep],
+                     self.before[keep], self.cmodes[keep], where, int(keep.sum()))
+
+    @staticmethod
+    def joined(pieces: list["Lanes"], where) -> "Lanes":
+        """One Lanes of many (lanes renumbered in order), named by `where`."""
+        shift = np.cumsum([0] + [len(p.status) for p in pieces[:-1]])
+        cat = np.concatenate
+        return Lanes([cat([p.operands[k] for p in pieces]) for k in range(len(pieces[0].operands))],
+                     cat([p.stored for p in pieces]), cat([p.lane_of + s for p, s in zip(pieces, shift)]),
+                     cat([p.status for p in pieces]), cat([p.before for p in pieces]),
+                     cat([p.cmodes for p in pieces]), where, sum(p.units for p in pieces))
+
+
+def _bits_of(f: dict, idx: np.ndarray, path: str) -> int:
+    """The element width of tile entries idx (one role: one width)."""
+    kinds = f["kind"].take(pa.array(idx)).to_numpy(zero_copy_only=False)
+    dts = f["dtype"].take(pa.array(idx)).to_numpy(zero_copy_only=False)
+    pairs = set(zip(*np.unique(np.stack([kinds, dts]).astype(str), axis=1))) if len(idx) else set()
+    try:
+        w = {1 if k == "predicate" else datatype(d).container for k, d in pairs}
+    except ValueError as exc:
+        raise GoldenError(f"{path}: {exc}") from None
+    if len(w) != 1:
+        raise GoldenError(f"{path}: tiles of one role with different element widths")
+    return w.pop()
+
+
+def gather_valid(f: dict, idx: np.ndarray, path: str, rect=None) -> tuple[np.ndarray, np.ndarray]:
+    """(valid elements, the lane of each) of tile entries f[idx] (flat list<tile> fields,
+    golden names: kind, dtype, Row, Col, ValidRow, ValidCol, payload), lane i = entry idx[i]:
+    each entry's valid rectangle, or rect = (ValidRow, ValidCol) per lane (what a block reads)."""
+    shape = {c: f[c].to_numpy().astype(np.int64)[idx] for c in ("Row", "Col", "ValidRow", "ValidCol")}
+    if rect is not None:
+        shape["ValidRow"], shape["ValidCol"] = rect
+    counts = shape["Row"] * shape["Col"]
+    vals = _gather(f["payload"], idx, counts, _bits_of(f, idx, path), path)
+    keep = _valid(shape, counts)
+    return vals[keep], np.repeat(np.arange(len(idx)), counts)[keep]
+
+
+def gather_lanes(src_f: dict, src: np.ndarray, dst_f: dict, dst: np.ndarray, path: str, case_of, rect=None):
+    """(operands, stored, lane_of) of lanes whose source entries are src_f[src[:, k]] and whose
+    destination entries are dst_f[dst]; sources and destination must hold as many valid
+    elements per lane (`case_of(j)` names lane j where they do not).  `rect`: the sources'
+    rectangle per lane (gather_valid), where it is not their own valid one."""
+    operands, lane_of = [], None
+    for k in range(src.shape[1]):
+        vals, lanes_k = gather_valid(src_f, src[:, k], path, rect)
+        if lane_of is not None and not np.array_equal(lanes_k, lane_of):
+            raise GoldenError(f"{path}: source valid rectangles of different sizes")
+        lane_of = lanes_k
+        operands.append(vals)
+    stored, out_lanes = gather_valid(dst_f, dst, path)
+    if not np.array_equal(out_lanes, lane_of):
+        n = len(dst)
+        j = int(np.argmax(np.bincount(out_lanes, minlength=n) != np.bincount(lane_of, minlength=n)))
+        raise GoldenError(f"{case_of(j)}: destination and source valid rectangles differ in size")
+    return operands, stored, lane_of
+
+
+def judge(rep: Report, plan: Plan, part: dict, lanes: Lanes, limit: int) -> np.ndarray:
+    """Run the oracle on every lane's operands (once; TCMP once per CMode), compare the stored
+    elements and statuses, count them in `rep` and add a line per mismatch (up to `limit`).
+    The lanes that mismatch (bool per lane)."""
+    if len(lanes.status) == 0:
+        return np.zeros(0, bool)
     op = part["op"]
-    instr = I.lookup(op)
+    operands, stored, lane_of = lanes.operands, lanes.stored, lanes.lane_of
+    cm = lanes.cmodes[lane_of] if op == "TCMP" else None
+    if op == "TCMP" and len(set(cm.tolist())) > 1:
+        result = np.zeros(len(stored), np.uint64)
+        flags = np.zeros(len(stored), np.uint8)
+        for c in sorted(set(cm.tolist())):
+            sel = cm == c
+            result[sel], flags[sel] = plan.fn([x[sel] for x in operands], int(c))
+    else:
+        result, flags = plan.fn(operands, int(cm[0]) if cm is not None and len(cm) else 0)
+    want = result
+    if plan.values:
+        have = float_values(stored, part["dtype"])
+        low = FORMATS[part["dtype"]].low_zero_bits
+        nan_ok = stored == np.uint64(canonical_nan(part["dtype"])) if np.isnan(want).any() else True
+        bad = np.where(np.isnan(want), ~np.asarray(nan_ok, bool) | ~np.isnan(have),
+                       (have != want) | (np.signbit(have) != np.signbit(want)))
+        if low:
+            bad |= (stored & np.uint64((1 << low) - 1)) != 0
+    else:
+        bad = stored != want
+    rep.covered.setdefault(plan.name, [0, 0])
+    rep.ops.setdefault(plan.name, set()).add(label(part))
+    rep.covered[plan.name][0] += lanes.units
+    rep.covered[plan.name][1] += len(stored)
+    bad_lanes = np.bincount(lane_of[bad], minlength=len(lanes.status)) > 0
+    if bad.any():
+        _report(rep, plan, part, lanes, bad, want, limit)
+    if plan.status and flags is not None:
+        st = lanes.status.astype(np.uint8)
+        if plan.keeps_status:
+            expect = lanes.before.astype(np.uint8)
+        else:                                   # the OR of the valid elements' flags
+            expect = np.zeros(len(st), np.uint8)
+            np.bitwise_or.at(expect, lane_of, flags.astype(np.uint8))
+        wrong = expect != st
+        bad_lanes |= wrong
+        for j in np.flatnonzero(wrong)[: max(limit - len(rep.mismatches), 0)]:
+            rep.mismatches.append(f"{lanes.where(int(j))}: {label(part)}: status: stored {_flags(st[j])}, "
+                                  f"{plan.name} gives {_flags(expect[j])}")
+    return bad_lanes
+
+
+def _flags(v) -> str:
+    from kernels.numeric.flags import describe
+    return describe(int(v))
+
+
+def _report(rep, plan, part, lanes, bad, want, limit):
+    from ..cosim import value_text
+    src = part["dtype"]
+    dst = part.get("dst") or (None if I.lookup(part["op"]).dest_kind == "predicate" else src)
+    lane_of, stored = lanes.lane_of, lanes.stored
+    first = np.cumsum(np.r_[0, np.bincount(lane_of, minlength=int(lane_of.max()) + 1)])
+    for e in np.flatnonzero(bad)[: max(limit - len(rep.mismatches), 0)]:
+        j = int(lane_of[e])
+        ops = " ".join(f"0x{int(x[e]):x}" for x in lanes.operands)
+        got = value_text(int(stored[e]), dst)
+        oracle = repr(float(want[e])) if plan.values else f"0x{int(want[e]):x} ({value_text(int(want[e]), dst)})"
+        rep.mismatches.append(f"{lanes.where(j)} element {int(e - first[j])}: {label(part)} of {ops}: "
+                              f"stored 0x{int(stored[e]):x} ({got}), {plan.name} gives {oracle}")
+
+
+# ---------------------------------------------------------------------------- single-block rows
+
+def _check_table(rep: Report, plan: Plan, part: dict, t: pa.Table, path: str, limit: int) -> None:
+    """The lanes of one single-block data file: each committed case's selected PEs, the source
+    entries its block's bindings name on that PE (inputs), the destination (outputs)."""
+    instr = I.lookup(part["op"])
     t = t.filter(pc.equal(t.column("outcome"), "commit"))
     n = len(t)
     if n == 0:
@@ -540,91 +711,9 @@ def _check_table(rep: Report, plan: Plan, part: dict, t: pa.Table, path: str, li
     if (src < 0).any():
         j = int(np.argmax((src < 0).any(axis=1)))
         raise GoldenError(f"{path}: case {int(cases[lane_row[j]])}: a committed case lacks a source tile")
-
-    def gather(f, idx, kind_bits):
-        shape = {c: f[c].to_numpy().astype(np.int64)[idx] for c in ("Row", "Col", "ValidRow", "ValidCol")}
-        counts = shape["Row"] * shape["Col"]
-        vals = _gather(f["payload"], idx, counts, kind_bits, path)
-        keep = _valid(shape, counts)
-        lane_of = np.repeat(np.arange(len(idx)), counts)[keep]
-        return vals[keep], lane_of, shape
-
-    def bits_of(f, idx):
-        kinds = f["kind"].to_numpy(zero_copy_only=False)[idx]
-        dts = f["dtype"].to_numpy(zero_copy_only=False)[idx]
-        w = {1 if k == "predicate" else datatype(d).container for k, d in zip(kinds, dts)}
-        if len(w) != 1:
-            raise GoldenError(f"{path}: tiles of one role with different element widths")
-        return w.pop()
-
-    operands = []
-    lane_of = None
-    for k in range(instr.arity):
-        vals, lanes_k, _ = gather(fin, src[:, k], bits_of(fin, src[:, k]))
-        if lane_of is not None and not np.array_equal(lanes_k, lane_of):
-            raise GoldenError(f"{path}: source valid rectangles of different sizes")
-        lane_of = lanes_k
-        operands.append(vals)
-    stored, out_lanes, _ = gather(fout, lane_out, bits_of(fout, lane_out))
-    if not np.array_equal(out_lanes, lane_of):
-        j = int(np.argmax(np.r_[out_lanes != lane_of[: len(out_lanes)], True]))
-        raise GoldenError(f"{path}: case {int(cases[lane_row[min(j, len(lane_row) - 1)]])}: destination and "
-                          f"source valid rectangles differ in size")
-    cm = cmodes[lane_of] if op == "TCMP" else None
-    if op == "TCMP" and len(set(cm.tolist())) > 1:
-        got, flags = [], []
-        for c in sorted(set(cm.tolist())):
-            sel = cm == c
-            g, f = plan.fn([x[sel] for x in operands], int(c))
-            got.append((sel, g, f))
-        result = np.zeros(len(stored), np.uint64)
-        fl = np.zeros(len(stored), np.uint8)
-        for sel, g, f in got:
-            result[sel], fl[sel] = g, f
-        flags = fl
-    else:
-        result, flags = plan.fn(operands, int(cm[0]) if cm is not None and len(cm) else 0)
-    if plan.values:
-        want = result
-        have = float_values(stored, part["dtype"])
-        low = FORMATS[part["dtype"]].low_zero_bits
-        nan_ok = stored == np.uint64(canonical_nan(part["dtype"])) if np.isnan(want).any() else True
-        bad = np.where(np.isnan(want), ~np.asarray(nan_ok, bool) | ~np.isnan(have),
-                       (have != want) | (np.signbit(have) != np.signbit(want)))
-        if low:
-            bad |= (stored & np.uint64((1 << low) - 1)) != 0
-    else:
-        want = result
-        bad = stored != want
-    rep.covered.setdefault(plan.name, [0, 0])
-    rep.ops.setdefault(plan.name, set()).add(label(part))
-    rep.covered[plan.name][0] += n
-    rep.covered[plan.name][1] += len(stored)
-    if bad.any():
-        _report(rep, plan, part, path, bad, lane_of, lane_row, out_pe, cases, operands, stored, want, limit)
-    if plan.status and flags is not None and len(rep.mismatches) < limit:
-        st = fout["status"].to_numpy().astype(np.uint8)[lane_out]
-        per_lane = np.zeros(len(lane_out), np.uint8)
-        np.bitwise_or.at(per_lane, lane_of, flags.astype(np.uint8))
-        for j in np.flatnonzero(per_lane != st)[: limit - len(rep.mismatches)]:
-            rep.mismatches.append(f"{path}: case {int(cases[lane_row[j]])} PE{int(out_pe[j])}: {label(part)}: "
-                                  f"status: stored {_flags(st[j])}, {plan.name} gives {_flags(per_lane[j])}")
-
-
-def _flags(v) -> str:
-    from kernels.numeric.flags import describe
-    return describe(int(v))
-
-
-def _report(rep, plan, part, path, bad, lane_of, lane_row, out_pe, cases, operands, stored, want, limit):
-    from ..cosim import value_text
-    src = part["dtype"]
-    dst = part.get("dst") or (None if I.lookup(part["op"]).dest_kind == "predicate" else src)
-    first = np.cumsum(np.r_[0, np.bincount(lane_of, minlength=int(lane_of.max()) + 1)])
-    for e in np.flatnonzero(bad)[: limit - len(rep.mismatches)]:
-        j = int(lane_of[e])
-        ops = " ".join(f"0x{int(x[e]):x}" for x in operands)
-        got = value_text(int(stored[e]), dst)
-        oracle = repr(float(want[e])) if plan.values else f"0x{int(want[e]):x} ({value_text(int(want[e]), dst)})"
-        rep.mismatches.append(f"{path}: case {int(cases[lane_row[j]])} PE{int(out_pe[j])} element {int(e - first[j])}: "
-                              f"{label(part)} of {ops}: stored 0x{int(stored[e]):x} ({got}), {plan.name} gives {oracle}")
+    operands, stored, lane_of = gather_lanes(fin, src, fout, lane_out, path,
+                                             lambda j: f"{path}: case {int(cases[lane_row[j]])}")
+    status = fout["status"].to_numpy().astype(np.uint8)[lane_out]
+    before = np.zeros(len(lane_out), np.uint8)           # a single-block case starts with status 0
+    judge(rep, plan, part, Lanes(operands, stored, lane_of, status, before, cmodes,
+                                 lambda j: f"{path}: case {int(cases[lane_row[j]])} PE{int(out_pe[j])}", n), limit)
