@@ -224,7 +224,7 @@ class Simulator:
     def _compute(self):
         """Every semantic kernel once, on all its firings of the cycle (across the batch)."""
         st, k = self.st, self.k
-        fire = st.am[:, :, K.FIRE]
+        fire = np.ascontiguousarray(st.am[:, :, K.FIRE])      # one row per word: gather reads it actor by actor
         for gi, g in enumerate(self.p.groups):
             buf = self._buffers.get(gi)
             if buf is None:
@@ -415,22 +415,24 @@ class Simulator:
             if ed.dst[0] == "@output":
                 widths[ed.dst[1]] = ed.width
         res = [{name: [] for name in names} for _ in range(p.B)]
-        order = np.lexsort((np.arange(n), b, o))          # by output, then instance, then time
-        key = o[order] * p.B + b[order]
         if not n:
             return res
-        bounds = np.concatenate(([0], np.flatnonzero(np.diff(key)) + 1, [n]))
-        heads = order[bounds[:-1]]
-        plain = p.NW == 1
+        key = o * p.B + b
+        order = np.argsort(key, kind="stable")            # by output, then instance, then time
+        key = key[order]
+        bounds = np.concatenate(([0], np.flatnonzero(np.diff(key)) + 1, [n])).tolist()
+        heads = key[bounds[:-1]].tolist()
         sorted_v = v[order]
-        flat = sorted_v[:, 0].tolist() if plain else None      # one conversion for every plain output
-        for i, (oi, bi) in enumerate(zip(o[heads].tolist(), b[heads].tolist())):
-            lo, hi = int(bounds[i]), int(bounds[i + 1])
-            t, w = types[oi], widths[oi]
-            if plain and not hasattr(t, "shape") and not hasattr(t, "tag"):
+        # a plain value of one word is its token; one conversion for every such output
+        plain = [p.NW == 1 and not hasattr(t, "shape") and not hasattr(t, "tag") for t in types]
+        flat = sorted_v[:, 0].tolist() if any(plain) else None
+        for i, h in enumerate(heads):
+            oi, bi = divmod(h, p.B)
+            lo, hi = bounds[i], bounds[i + 1]
+            if plain[oi]:
                 res[bi][names[oi]] = flat[lo:hi]
             else:
-                res[bi][names[oi]] = [decode(p, r, t, w) for r in sorted_v[lo:hi]]
+                res[bi][names[oi]] = [decode(p, r, types[oi], widths[oi]) for r in sorted_v[lo:hi]]
         return res
 
     def output_counts(self):
