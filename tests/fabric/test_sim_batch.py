@@ -85,10 +85,10 @@ def _lengths(rng, n):
 def test_a_batch_of_256_layered_instances_equals_each_instance_alone(kind, tmp_path):
     """The benchmark graph's shape (layers of ops, every result broadcast to two consumers), small.
     (f32 runs the same kernel paths with the numeric kernels' operations: in the slow set.)"""
-    g = layered_graph(kind, layers=4, width=4, length=4)
+    g = layered_graph(kind, layers=3, width=4, length=4)
     rng = random.Random(kind)
     streams = [{name: tokens(kind, np.random.default_rng(b + 7), n) for name, _, _ in g.inputs}
-               for b, n in enumerate(_lengths(rng, 6))]
+               for b, n in enumerate(_lengths(rng, 5))]
     assert len({tuple(s["x0"]) for s in streams}) > B - 70          # distinct inputs
     assert batch_equals_each_instance_alone(g, streams, 60, tmp_path)[0] == {"complete"}
 
