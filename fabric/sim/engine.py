@@ -70,8 +70,8 @@ class CounterTable(Mapping):
     """Actor name -> Counters, built on access (a batch of 256 instances of a 1,000-actor graph
     would otherwise build 256,000 objects nobody reads)."""
 
-    def __init__(self, names, fires, stalls, waits):
-        self._index = {n: i for i, n in enumerate(names)}
+    def __init__(self, index, fires, stalls, waits):
+        self._index = index                       # name -> actor index, one dict for every instance
         self._cols = (fires, stalls, waits)
 
     def __getitem__(self, name):
@@ -162,6 +162,7 @@ class Simulator:
         self.engine = resolve_engine(engine)
         self.k = kernel_for(self.engine)
         self.names, self.labels, self.widths = self.p.names, self.p.labels, self.p.widths
+        self._index = {n: i for i, n in enumerate(self.names)}
         self.st = new_state(self.p)
         self._jit = self.engine == "compiled"
         if self._jit:
@@ -223,25 +224,26 @@ class Simulator:
     def _compute(self):
         """Every semantic kernel once, on all its firings of the cycle (across the batch)."""
         st, k = self.st, self.k
-        fire = st.am[:, :, K.FIRE]
+        fire = np.ascontiguousarray(st.am[:, :, K.FIRE])      # one row per word: gather reads it actor by actor
         for gi, g in enumerate(self.p.groups):
             buf = self._buffers.get(gi)
             if buf is None:
                 n_max = self.W * self.LW * len(g.actors)
                 nw = max(g.in_words)
+                segs = self.W * len(g.actors)
                 buf = self._buffers[gi] = (np.zeros((len(g.in_words), n_max, nw), np.uint64), nw,
                                            self.p.models[int(g.actors[0])].kind == "stream",
-                                           np.zeros((n_max, 3), np.int64))
-            ops, nw, stream, where = buf
-            n = k.gather(fire, g.actors, st.vals, self._op, st.data, self.p.T.a_in, not stream, len(g.in_words), nw,
-                         ops, where)
+                                           np.zeros((segs, 3), np.int64), np.zeros(segs, np.uint64))
+            ops, nw, stream, where, wmask = buf
+            n, segments = k.gather(fire, g.actors, st.vals, self._op, st.data, self.p.T.a_in, not stream,
+                                   len(g.in_words), nw, ops, where, wmask)
             if not n:
                 continue
             args = [ops[i, :n, 0] if w == 1 else ops[i, :n, :w] for i, w in enumerate(g.in_words)]
             res = g.fn(*args)
             for j, (r, w) in enumerate(zip(res, g.out_words)):
                 r = np.ascontiguousarray(np.asarray(r, np.uint64).reshape(n, -1)[:, :w])
-                k.scatter(where, st.vals, j, r)
+                k.scatter(where, wmask, segments, st.vals, j, r)
 
     def _cycle(self, t, live):
         """Settle, compute and apply cycle t of the live instances; faulted ones end here."""
@@ -287,16 +289,16 @@ class Simulator:
         st = self.st
         st.am[:, :, [K.HELD, K.MORE]] = 0
         st.pend[...] = 0
-        st.la[:, :, :, [K.GLEFT, K.LSTATE, K.AUX, K.NEXTAT]] = 0
+        st.la[:, :, [K.GLEFT, K.LSTATE, K.AUX, K.NEXTAT], :] = 0
         st.em[:, :, K.TAKEN] = 0
         st.rs[:, :, :, K.NEXT_GRANT] = 0
         st.rs[:, :, :, K.LAST_GRANT] = -1
         mo = self.p.T.c_out.shape[1]
-        st.vals[:, :, :, mo:mo + 3] = 0
+        st.vals[:, :, mo:mo + 3] = 0
 
     def _held(self, b, a):
         w, l = divmod(b, 64)
-        return bool((int(self.st.am[w, a, K.HELD]) >> l) & 1) or int(self.st.la[w, a, l, K.LSTATE]) != 0
+        return bool((int(self.st.am[w, a, K.HELD]) >> l) & 1) or int(self.st.la[w, a, K.LSTATE, l]) != 0
 
     def busy(self, name: str, b: int = 0) -> bool:
         """A resource is mid-transaction: a held claim, or a logical state other than the initial one."""
@@ -308,9 +310,9 @@ class Simulator:
         a = self.names.index(name)
         m = self.p.models[a]
         w, l = divmod(b, 64)
-        wd = self.st.vals[w, a, l, self.p.T.c_out.shape[1]][None, :]
+        wd = self.st.vals[w, a, self.p.T.c_out.shape[1], l][None, :]
         return [int(field(wd, i * m.element_width, m.element_width)[0])
-                for i in range(int(self.st.la[w, a, l, K.LSTATE]))]
+                for i in range(int(self.st.la[w, a, K.LSTATE, l]))]
 
     def _busy(self, b):
         return [n for a, n in enumerate(self.names) if self._held(b, a)]
@@ -358,13 +360,19 @@ class Simulator:
         self.t = t
         out = []
         outputs = self._outputs()
+        st = self.st
+        cnt = st.la[:, :, [K.FIRES, K.STALLS, K.WAITS], :]         # one copy for every instance: [W, A, 3, LW]
+        # per instance: a valid token somewhere, or a resource mid-transaction (`_held`)
+        lanes_ = np.arange(self.LW, dtype=np.uint64)
+        valid_any = _bit(np.bitwise_or.reduce(st.em[:, :, K.VALID], axis=1)[:, None], lanes_).reshape(-1)
+        held_any = (_bit(np.bitwise_or.reduce(st.am[:, :, K.HELD], axis=1)[:, None], lanes_)
+                    | (st.la[:, :, K.LSTATE, :] != 0).any(axis=1)).reshape(-1)
         for b in range(B):
             e = self._end[b]
             w, l = divmod(b, 64)
-            la = self.st.la[w, :, l]
-            counters = CounterTable(self.names, la[:, K.FIRES].copy(), la[:, K.STALLS].copy(), la[:, K.WAITS].copy())
+            counters = CounterTable(self._index, cnt[w, :, 0, l], cnt[w, :, 1, l], cnt[w, :, 2, l])
             if e is None:
-                pending = bool(_bit(self.st.em[w, :, K.VALID], l).any()) or bool(self._busy(b))
+                pending = bool(valid_any[b]) or bool(held_any[b])
                 msg = (f"stopped at the cycle limit {max_cycles} with work pending" if pending
                        else f"reached the cycle limit {max_cycles}")
                 out.append(Result("cycle_limit", t, outputs[b], counters, msg))
@@ -407,17 +415,24 @@ class Simulator:
             if ed.dst[0] == "@output":
                 widths[ed.dst[1]] = ed.width
         res = [{name: [] for name in names} for _ in range(p.B)]
-        order = np.lexsort((np.arange(n), b, o))          # by output, then instance, then time
-        key = o[order] * p.B + b[order]
-        bounds = np.flatnonzero(np.diff(key)) + 1
-        for part in np.split(order, bounds) if n else []:
-            oi, bi = int(o[part[0]]), int(b[part[0]])
-            t, w = types[oi], widths[oi]
-            rows = v[part]
-            if p.NW == 1 and not hasattr(t, "shape") and not hasattr(t, "tag"):
-                res[bi][names[oi]] = rows[:, 0].tolist()
+        if not n:
+            return res
+        key = o * p.B + b
+        order = np.argsort(key, kind="stable")            # by output, then instance, then time
+        key = key[order]
+        bounds = np.concatenate(([0], np.flatnonzero(np.diff(key)) + 1, [n])).tolist()
+        heads = key[bounds[:-1]].tolist()
+        sorted_v = v[order]
+        # a plain value of one word is its token; one conversion for every such output
+        plain = [p.NW == 1 and not hasattr(t, "shape") and not hasattr(t, "tag") for t in types]
+        flat = sorted_v[:, 0].tolist() if any(plain) else None
+        for i, h in enumerate(heads):
+            oi, bi = divmod(h, p.B)
+            lo, hi = bounds[i], bounds[i + 1]
+            if plain[oi]:
+                res[bi][names[oi]] = flat[lo:hi]
             else:
-                res[bi][names[oi]] = [decode(p, r, t, w) for r in rows]
+                res[bi][names[oi]] = [decode(p, r, types[oi], widths[oi]) for r in sorted_v[lo:hi]]
         return res
 
     def output_counts(self):

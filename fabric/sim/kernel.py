@@ -34,10 +34,13 @@ One cycle t of the live lanes m of word w (docs/fabric-graph.md, "Execution sema
 
 A registered result becomes visible the cycle after it is accepted, and an input stream's next
 token the cycle after its last take, which is always the next settle: no coordinate needs
-storing for them.  Values are `NW` uint64 words, least significant first; `vals[w, a, l]` holds
-an actor's current group (slots 0..MO-1), its stored values (MO..MO+2) and the operands of its
-computed firing (MO+3..).  Numba's compile time grows with the number of array arguments, so
-the tables and the state are a few packed arrays with named columns.
+storing for them.  Values are `NW` uint64 words, least significant first; `vals[w, a, slot, l]`
+holds an actor's current group (slots 0..MO-1), its stored values (MO..MO+2) and the operands
+of its computed firing (MO+3..).  Lanes are the innermost index of every per-lane array
+(`vals[w, a, slot, l]`, `la[w, a, column, l]`, `data[w, e, l]`): a batch in lock step reads and
+writes whole contiguous rows (the `full_mask` paths), not one cache line per instance.
+Numba's compile time grows with the number of array arguments, so the tables and the state are
+a few packed arrays with named columns.
 """
 from __future__ import annotations
 
@@ -102,13 +105,20 @@ def lane_of(bit):
 
 
 @kernel
+def full_mask(LW):
+    """Every lane of a word of LW lanes: a mask equal to it takes the row-at-a-time paths below
+    (no per-lane bit search), which are what a batch in lock step runs."""
+    return ONES if LW >= 64 else (np.uint64(1) << np.uint64(LW)) - np.uint64(1)
+
+
+@kernel
 def get_field(vals, w, a, l, slot, off, width):
-    """Bits [off, off + width) (width <= 64) of the value in vals[w, a, l, slot]."""
+    """Bits [off, off + width) (width <= 64) of the value in vals[w, a, slot, l]."""
     k = off // 64
     s = off % 64
-    v = vals[w, a, l, slot, k] >> np.uint64(s)
+    v = vals[w, a, slot, l, k] >> np.uint64(s)
     if s != 0 and s + width > 64 and k + 1 < vals.shape[4]:
-        v = v | (vals[w, a, l, slot, k + 1] << np.uint64(64 - s))
+        v = v | (vals[w, a, slot, l, k + 1] << np.uint64(64 - s))
     if width < 64:
         v = v & ((np.uint64(1) << np.uint64(width)) - np.uint64(1))
     return v
@@ -121,10 +131,10 @@ def set_field(vals, w, a, l, slot, off, width, v):
     m = ONES if width >= 64 else (np.uint64(1) << np.uint64(width)) - np.uint64(1)
     v = v & m
     lo = m << np.uint64(s)
-    vals[w, a, l, slot, k] = (vals[w, a, l, slot, k] & ~lo) | (v << np.uint64(s))
+    vals[w, a, slot, l, k] = (vals[w, a, slot, l, k] & ~lo) | (v << np.uint64(s))
     if s + width > 64:
         hm = (np.uint64(1) << np.uint64(s + width - 64)) - np.uint64(1)
-        vals[w, a, l, slot, k + 1] = (vals[w, a, l, slot, k + 1] & ~hm) | (v >> np.uint64(64 - s))
+        vals[w, a, slot, l, k + 1] = (vals[w, a, slot, l, k + 1] & ~hm) | (v >> np.uint64(64 - s))
 
 
 # --- settle ----------------------------------------------------------------------------------------
@@ -137,6 +147,8 @@ def settle(P, S, t, live, stack, queued, cons, outm):
     r_ptr, r_edges, s_ptr, s_edges, tok, tok_val = P.r_ptr, P.r_edges, P.s_ptr, P.s_edges, P.tok, P.tok_val
     em, data, am, pend, la, vals, si, bi = S.em, S.data, S.am, S.pend, S.la, S.vals, S.si, S.bi
     A, E, NW = ai.shape[0], ei.shape[0], data.shape[3]
+    LW = data.shape[2]
+    FULL = full_mask(LW)
     MO = c_out.shape[1]
     ST = MO
     OP = MO + 3
@@ -144,7 +156,7 @@ def settle(P, S, t, live, stack, queued, cons, outm):
     def select_case(w, a, l):
         """The case of lane l of actor a: its index, -2 when its condition operand is not valid
         (undecidable), -1 when no case applies (a runtime selector addressing no port)."""
-        st = la[w, a, l, LSTATE]
+        st = la[w, a, LSTATE, l]
         bit = np.uint64(1) << np.uint64(l)
         for c in range(ai[a, A_C0], ai[a, A_C1]):
             if st < ci[c, C_SLO] or st > ci[c, C_SHI]:
@@ -232,7 +244,7 @@ def settle(P, S, t, live, stack, queued, cons, outm):
             mm = mm ^ bit
             l = lane_of(bit)
             c = select_case(w, a, l)
-            la[w, a, l, CASE] = c
+            la[w, a, CASE, l] = c
             if c < 0:
                 if c == -1 and ai[a, A_KIND] == K_ROUTED:
                     L = w * 64 + l
@@ -251,7 +263,7 @@ def settle(P, S, t, live, stack, queued, cons, outm):
                 if free & bit == 0:
                     bp = bp | bit
                     continue
-                if ci[c, C_WAIT] != 0 and t < la[w, a, l, NEXTAT]:
+                if ci[c, C_WAIT] != 0 and t < la[w, a, NEXTAT, l]:
                     ns = ns | bit
                     continue
             else:
@@ -290,7 +302,7 @@ def settle(P, S, t, live, stack, queued, cons, outm):
                 return False
         if ai[a, A_REG] != 0 and free_mask(w, a) & bit == 0:
             return False
-        return not (ci[c, C_WAIT] != 0 and t < la[w, a, l, NEXTAT])
+        return not (ci[c, C_WAIT] != 0 and t < la[w, a, NEXTAT, l])
 
     def arbitrate(w, m):
         """Each shared resource grants, per lane, one requesting context in its policy's order,
@@ -325,7 +337,7 @@ def settle(P, S, t, live, stack, queued, cons, outm):
                 data[w, e, l, x] = data[w, f, l, x]
         elif src == SRC_STORED:
             for x in range(NW):
-                data[w, e, l, x] = vals[w, a, l, ST, x]
+                data[w, e, l, x] = vals[w, a, ST, l, x]
         else:
             for x in range(NW):
                 data[w, e, l, x] = np.uint64(0)
@@ -348,12 +360,21 @@ def settle(P, S, t, live, stack, queued, cons, outm):
                     e = r_edges[q]
                     v = pm & ~em[w, e, TAKEN]
                     em[w, e, VALID] = em[w, e, VALID] | v
+                    if v == FULL:
+                        if NW == 1:
+                            for l in range(LW):
+                                data[w, e, l, 0] = vals[w, a, j, l, 0]
+                        else:
+                            for l in range(LW):
+                                for x in range(NW):
+                                    data[w, e, l, x] = vals[w, a, j, l, x]
+                        continue
                     while v != 0:
                         bit = v & (~v + np.uint64(1))
                         v = v ^ bit
                         l = lane_of(bit)
                         for x in range(NW):
-                            data[w, e, l, x] = vals[w, a, l, j, x]
+                            data[w, e, l, x] = vals[w, a, j, l, x]
         for s in range(s_ptr.shape[0] - 1):
             mm = m
             while mm != 0:
@@ -459,19 +480,19 @@ def settle(P, S, t, live, stack, queued, cons, outm):
                 bit = f & (~f + np.uint64(1))
                 f = f ^ bit
                 l = lane_of(bit)
-                init = la[w, a, l, LSTATE] == 0
+                init = la[w, a, LSTATE, l] == 0
                 for x in range(NW):                      # (base, step, limit, is_step)
                     if init:                             # Init: (start, step, limit, 0)
-                        vals[w, a, l, OP, x] = data[w, a_in[a, 0], l, x]
-                        vals[w, a, l, OP + 1, x] = data[w, a_in[a, 2], l, x]
-                        vals[w, a, l, OP + 2, x] = data[w, a_in[a, 1], l, x]
+                        vals[w, a, OP, l, x] = data[w, a_in[a, 0], l, x]
+                        vals[w, a, OP + 1, l, x] = data[w, a_in[a, 2], l, x]
+                        vals[w, a, OP + 2, l, x] = data[w, a_in[a, 1], l, x]
                     else:                                # step: (current, step, limit, 1)
-                        vals[w, a, l, OP, x] = vals[w, a, l, ST, x]
-                        vals[w, a, l, OP + 1, x] = vals[w, a, l, ST + 2, x]
-                        vals[w, a, l, OP + 2, x] = vals[w, a, l, ST + 1, x]
-                    vals[w, a, l, OP + 3, x] = np.uint64(0)
+                        vals[w, a, OP, l, x] = vals[w, a, ST, l, x]
+                        vals[w, a, OP + 1, l, x] = vals[w, a, ST + 2, l, x]
+                        vals[w, a, OP + 2, l, x] = vals[w, a, ST + 1, l, x]
+                    vals[w, a, OP + 3, l, x] = np.uint64(0)
                 if not init:
-                    vals[w, a, l, OP + 3, 0] = np.uint64(1)
+                    vals[w, a, OP + 3, l, 0] = np.uint64(1)
 
     for w in range(live.shape[0]):
         if live[w] != 0:
@@ -486,21 +507,23 @@ def apply(P, S, t, live):
     r_ptr, r_edges, s_ptr, s_edges, tok = P.r_ptr, P.r_edges, P.s_ptr, P.s_edges, P.tok
     em, data, am, pend, la, vals, si, bi = S.em, S.data, S.am, S.pend, S.la, S.vals, S.si, S.bi
     A, E, NW = ai.shape[0], ei.shape[0], data.shape[3]
+    LW = data.shape[2]
+    FULL = full_mask(LW)
     MO = c_out.shape[1]
     ST = MO
 
     def clear(w, a, l, slot):
         for x in range(NW):
-            vals[w, a, l, slot, x] = np.uint64(0)
+            vals[w, a, slot, l, x] = np.uint64(0)
 
     def copy_in(w, a, l, slot, e):
         for x in range(NW):
-            vals[w, a, l, slot, x] = data[w, e, l, x]
+            vals[w, a, slot, l, x] = data[w, e, l, x]
 
     def open_claim(w, a, l, c, bit):
         am[w, a, HELD] = am[w, a, HELD] | bit
         am[w, a, MORE] = am[w, a, MORE] & ~bit
-        la[w, a, l, GLEFT] = 0
+        la[w, a, GLEFT, l] = 0
         for j in range(ai[a, A_NOUT]):
             if c_out[c, j]:
                 pend[w, a, j] = pend[w, a, j] | bit
@@ -520,12 +543,12 @@ def apply(P, S, t, live):
             pend[w, a, j] = pend[w, a, j] | bit
         if ai[a, A_KIND] == K_SERIALIZE:       # the next defined-one mask lane above the current one
             ew = ai[a, A_EW]
-            i = la[w, a, l, AUX] + 1
+            i = la[w, a, AUX, l] + 1
             while i < ai[a, A_LANES] and get_field(vals, w, a, l, ST + 1, i, 1) == 0:
                 i += 1
-            la[w, a, l, AUX] = i
-            vals[w, a, l, 0, 0] = get_field(vals, w, a, l, ST, i * ew, ew)
-            vals[w, a, l, 1, 0] = np.uint64(1)
+            la[w, a, AUX, l] = i
+            vals[w, a, 0, l, 0] = get_field(vals, w, a, l, ST, i * ew, ew)
+            vals[w, a, 1, l, 0] = np.uint64(1)
         # parallelize: the partial close's terminating (zero vector, zero mask, false) group
 
     def commit_adapter(w, a, l, c, bit):
@@ -533,12 +556,12 @@ def apply(P, S, t, live):
         ew = ai[a, A_EW]
         ac = ci[c, C_ACASE]
         if ai[a, A_KIND] == K_PARALLELIZE:
-            n = la[w, a, l, LSTATE]
+            n = la[w, a, LSTATE, l]
             if ac <= 1:                                      # accumulate / full: store the element
                 set_field(vals, w, a, l, ST, n * ew, ew, data[w, a_in[a, 0], l, 0])
                 n += 1
             if ac == 0:                                      # accumulate: commit, no group
-                la[w, a, l, LSTATE] = n
+                la[w, a, LSTATE, l] = n
                 no_group(w, a, bit)
                 return
             open_claim(w, a, l, c, bit)
@@ -546,15 +569,15 @@ def apply(P, S, t, live):
                 clear(w, a, l, j)
             if ac == 1 or ac == 3:                           # a true group of the n stored lanes
                 for x in range(NW):
-                    vals[w, a, l, 0, x] = vals[w, a, l, ST, x]
+                    vals[w, a, 0, l, x] = vals[w, a, ST, l, x]
                 for i in range(n):
                     set_field(vals, w, a, l, 1, i, 1, np.uint64(1))
-                vals[w, a, l, 2, 0] = np.uint64(1)
+                vals[w, a, 2, l, 0] = np.uint64(1)
             if ac == 3:                                      # then the false group, same claim
-                la[w, a, l, GLEFT] = 1
+                la[w, a, GLEFT, l] = 1
                 am[w, a, MORE] = am[w, a, MORE] | bit
             clear(w, a, l, ST)
-            la[w, a, l, LSTATE] = 0
+            la[w, a, LSTATE, l] = 0
             return
         # serialize
         if ac == 1:                                          # close: (zero, false)
@@ -575,14 +598,14 @@ def apply(P, S, t, live):
             no_group(w, a, bit)
             return
         open_claim(w, a, l, c, bit)
-        la[w, a, l, AUX] = first
-        la[w, a, l, GLEFT] = count - 1
+        la[w, a, AUX, l] = first
+        la[w, a, GLEFT, l] = count - 1
         if count > 1:
             am[w, a, MORE] = am[w, a, MORE] | bit
         clear(w, a, l, 0)
         clear(w, a, l, 1)
-        vals[w, a, l, 0, 0] = get_field(vals, w, a, l, ST, first * ew, ew)
-        vals[w, a, l, 1, 0] = np.uint64(1)
+        vals[w, a, 0, l, 0] = get_field(vals, w, a, l, ST, first * ew, ew)
+        vals[w, a, 1, l, 0] = np.uint64(1)
 
     def copy_sources(w, a, l, c):
         """The results of case c that carry an operand or the constant into lane l's group
@@ -593,7 +616,7 @@ def apply(P, S, t, live):
                 copy_in(w, a, l, j, a_in[a, src])
             elif src == SRC_CONST:
                 for x in range(NW):
-                    vals[w, a, l, j, x] = P.a_const[a, x]
+                    vals[w, a, j, l, x] = P.a_const[a, x]
 
     def commit(w, a, l, c, bit):
         """Lane l of actor a commits case c."""
@@ -605,13 +628,13 @@ def apply(P, S, t, live):
             open_claim(w, a, l, c, bit)
             copy_sources(w, a, l, c)
         if kind == K_STREAM:
-            if la[w, a, l, LSTATE] == 0:
+            if la[w, a, LSTATE, l] == 0:
                 copy_in(w, a, l, ST + 1, a_in[a, 1])             # limit
                 copy_in(w, a, l, ST + 2, a_in[a, 2])             # step
             for x in range(NW):
-                vals[w, a, l, ST, x] = vals[w, a, l, 0, x]       # the published index
+                vals[w, a, ST, l, x] = vals[w, a, 0, l, x]       # the published index
         if ci[c, C_WAIT] != 0:
-            la[w, a, l, NEXTAT] = t + ai[a, A_LAT]               # the in-flight next-state update
+            la[w, a, NEXTAT, l] = t + ai[a, A_LAT]               # the in-flight next-state update
         st = ci[c, C_STORE]
         if st >= 0:
             copy_in(w, a, l, ST, a_in[a, st])
@@ -619,9 +642,9 @@ def apply(P, S, t, live):
             clear(w, a, l, ST)
         nx = ci[c, C_NEXT]
         if nx == NEXT_BY_CONTINUE:
-            la[w, a, l, LSTATE] = 1 if vals[w, a, l, 1, 0] != 0 else 0
+            la[w, a, LSTATE, l] = 1 if vals[w, a, 1, l, 0] != 0 else 0
         elif nx >= 0:
-            la[w, a, l, LSTATE] = nx
+            la[w, a, LSTATE, l] = nx
 
     def apply_word(w, m):
         act = np.uint64(0)
@@ -676,8 +699,8 @@ def apply(P, S, t, live):
                 bit = more & (~more + np.uint64(1))
                 more = more ^ bit
                 l = lane_of(bit)
-                la[w, a, l, GLEFT] -= 1
-                if la[w, a, l, GLEFT] == 0:
+                la[w, a, GLEFT, l] -= 1
+                if la[w, a, GLEFT, l] == 0:
                     am[w, a, MORE] = am[w, a, MORE] & ~bit
                 next_group(w, a, l, bit)
         # firings commit their cases; the others count their stall or wait
@@ -687,7 +710,7 @@ def apply(P, S, t, live):
             while stalled != 0:
                 bit = stalled & (~stalled + np.uint64(1))
                 stalled = stalled ^ bit
-                la[w, a, lane_of(bit), STALLS] += 1
+                la[w, a, STALLS, lane_of(bit)] += 1
             op = am[w, a, ROP] & m
             if op != 0:
                 some = np.uint64(0)
@@ -698,7 +721,7 @@ def apply(P, S, t, live):
                 while op != 0:
                     bit = op & (~op + np.uint64(1))
                     op = op ^ bit
-                    la[w, a, lane_of(bit), WAITS] += 1
+                    la[w, a, WAITS, lane_of(bit)] += 1
             if f == 0:
                 continue
             act = act | f
@@ -711,11 +734,20 @@ def apply(P, S, t, live):
                 for j in range(ai[a, A_NOUT]):
                     if c_src[c, j] != SRC_COMPUTED:
                         copies = True
+                if f == FULL:
+                    # two loops: the counting one stays a plain loop (with the copies inlined
+                    # into it, it measured 3x slower)
+                    for l in range(LW):
+                        la[w, a, FIRES, l] += 1
+                    if copies:
+                        for l in range(LW):
+                            copy_sources(w, a, l, c)
+                    continue
                 while f != 0:
                     bit = f & (~f + np.uint64(1))
                     f = f ^ bit
                     l = lane_of(bit)
-                    la[w, a, l, FIRES] += 1
+                    la[w, a, FIRES, l] += 1
                     if copies:
                         copy_sources(w, a, l, c)
                 continue
@@ -723,8 +755,8 @@ def apply(P, S, t, live):
                 bit = f & (~f + np.uint64(1))
                 f = f ^ bit
                 l = lane_of(bit)
-                la[w, a, l, FIRES] += 1
-                commit(w, a, l, ai[a, A_C0] if ai[a, A_UNIFORM] != 0 else la[w, a, l, CASE], bit)
+                la[w, a, FIRES, l] += 1
+                commit(w, a, l, ai[a, A_C0] if ai[a, A_UNIFORM] != 0 else la[w, a, CASE, l], bit)
         # a shared resource that granted an acceptance waits its initiation interval
         rt, rs = P.rt, S.rs
         for r in range(rt.shape[0]):
@@ -783,7 +815,7 @@ def pace(P, S, t, live, quiet, last, wake, done, window, limit, skip):
     def next_event(w, l):
         best = NEVER
         for a in range(A):
-            x = la[w, a, l, NEXTAT]
+            x = la[w, a, NEXTAT, l]
             if t < x < best:
                 best = x
         for o in range(o_every.shape[0]):
@@ -803,9 +835,9 @@ def pace(P, S, t, live, quiet, last, wake, done, window, limit, skip):
         bit = np.uint64(1) << np.uint64(l)
         for a in range(A):
             if (am[w, a, RBP] | am[w, a, RNS] | am[w, a, RGR]) & bit != 0:
-                la[w, a, l, STALLS] += n
+                la[w, a, STALLS, l] += n
             elif am[w, a, ROP] & bit != 0:
-                la[w, a, l, WAITS] += n
+                la[w, a, WAITS, l] += n
 
     rep0 = 0
     for w in range(live.shape[0]):
@@ -847,29 +879,36 @@ def pace(P, S, t, live, quiet, last, wake, done, window, limit, skip):
 # --- the semantic kernels' operands and results ------------------------------------------------------
 
 @kernel
-def gather(fire, acts, vals, slot, data, a_in, from_edges, n_ops, nw, ops, where):
+def gather(fire, acts, vals, slot, data, a_in, from_edges, n_ops, nw, ops, where, wmask):
     """The operands of the lanes of the group's actors `acts` that fired, in (word, actor, lane)
     order: ops[k][i] is operand k of firing i (its first nw words), from its edge or (a stream)
-    from vals slot + k, and where[i] its (word, actor, lane); returns how many."""
+    from vals slot + k.  Segment s is one (word, actor): where[s] = (word, actor, its first
+    firing) and wmask[s] its firing lanes.  Returns (firings, segments)."""
     n = 0
+    s = 0
     LW = data.shape[2]
-    full = ONES if LW == 64 else (np.uint64(1) << np.uint64(LW)) - np.uint64(1)
+    full = full_mask(LW)
     for w in range(fire.shape[0]):
         for i in range(acts.shape[0]):
             a = acts[i]
             f = fire[w, a]
             if f == 0:
                 continue
+            where[s, 0] = w
+            where[s, 1] = a
+            where[s, 2] = n
+            wmask[s] = f
+            s += 1
             if f == full and from_edges:             # every lane fired: copy whole rows
                 for k in range(n_ops):
                     e = a_in[a, k]
-                    for l in range(LW):
-                        for x in range(nw):
-                            ops[k, n + l, x] = data[w, e, l, x]
-                for l in range(LW):
-                    where[n + l, 0] = w
-                    where[n + l, 1] = a
-                    where[n + l, 2] = l
+                    if nw == 1:
+                        for l in range(LW):
+                            ops[k, n + l, 0] = data[w, e, l, 0]
+                    else:
+                        for l in range(LW):
+                            for x in range(nw):
+                                ops[k, n + l, x] = data[w, e, l, x]
                 n += LW
                 continue
             while f != 0:
@@ -883,22 +922,37 @@ def gather(fire, acts, vals, slot, data, a_in, from_edges, n_ops, nw, ops, where
                             ops[k, n, x] = data[w, e, l, x]
                     else:
                         for x in range(nw):
-                            ops[k, n, x] = vals[w, a, l, slot + k, x]
-                where[n, 0] = w
-                where[n, 1] = a
-                where[n, 2] = l
+                            ops[k, n, x] = vals[w, a, slot + k, l, x]
                 n += 1
-    return n
+    return n, s
 
 
 @kernel
-def scatter(where, vals, j, res):
-    """Result j of the gathered firings into their current group, at gather's `where`."""
+def scatter(where, wmask, segments, vals, j, res):
+    """Result j of the gathered firings into their current group, segment by segment (gather's
+    `where`, `wmask`)."""
     nw = res.shape[1]
-    for q in range(res.shape[0]):
-        w, a, l = where[q, 0], where[q, 1], where[q, 2]
-        for x in range(nw):
-            vals[w, a, l, j, x] = res[q, x]
+    LW = vals.shape[3]
+    full = full_mask(LW)
+    for s in range(segments):
+        w, a, q = where[s, 0], where[s, 1], where[s, 2]
+        f = wmask[s]
+        if f == full:
+            if nw == 1:
+                for l in range(LW):
+                    vals[w, a, j, l, 0] = res[q + l, 0]
+            else:
+                for l in range(LW):
+                    for x in range(nw):
+                        vals[w, a, j, l, x] = res[q + l, x]
+            continue
+        while f != 0:
+            bit = f & (~f + np.uint64(1))
+            f = f ^ bit
+            l = lane_of(bit)
+            for x in range(nw):
+                vals[w, a, j, l, x] = res[q, x]
+            q += 1
 
 
 def compiled():
