@@ -36,7 +36,7 @@ from isa.atomicio import quote
 from .errors import Located
 
 __all__ = ["Expr", "Const", "Var", "Load", "Call", "Bin", "Un", "Stmt", "ExprSyntaxError",
-           "EvalError", "parse_expr", "parse_stmt", "walk"]
+           "EvalError", "parse_expr", "parse_stmt", "walk", "refs"]
 
 
 class ExprSyntaxError(Located):
@@ -64,7 +64,7 @@ class Names:
 
 
 class Expr:
-    __slots__ = ()
+    __slots__ = ("_refs",)        # refs(): computed on first use
 
     def children(self) -> tuple["Expr", ...]:
         return ()
@@ -307,6 +307,17 @@ def walk(e: Expr):
         n = stack.pop()
         yield n
         stack.extend(reversed(n.children()))
+
+
+def refs(e: Expr) -> tuple[Expr, ...]:
+    """The Var, Load and Call nodes of `e` in walk order: what a name check reads.  Kept on the
+    tree once computed (a parsed tree is shared by every place its text appears)."""
+    try:
+        return e._refs
+    except AttributeError:
+        pass
+    r = e._refs = tuple([n for n in walk(e) if isinstance(n, (Var, _Applied))])
+    return r
 
 
 # ---------------------------------------------------------------------------------------------

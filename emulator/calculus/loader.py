@@ -78,8 +78,11 @@ def _node(v: Any, path: str) -> Node:
     """A node of a document that schema.validate accepted."""
     if not isinstance(v, dict):                    # an isa.Block from the Python builder
         return TileOp(block=v)
-    kind = next(k for k in CONSTRUCTS if k in v)
-    return _BUILD[kind](v, path)
+    if "op" in v:                                  # the most frequent node, first
+        return _op(v, path)
+    for kind in CONSTRUCTS:
+        if kind in v:
+            return _BUILD[kind](v, path)
 
 
 def _op(v, path):
@@ -88,9 +91,13 @@ def _op(v, path):
         stmts = (_stmt(body, f"{path}.op"),)
     else:
         stmts = tuple(_stmt(s, f"{path}.op[{i}]") for i, s in enumerate(body))
-    effects = {key: tuple(_access(a, f"{path}.{key}[{i}]") for i, a in enumerate(v.get(key, [])))
-               for key in ("reads", "writes")}
-    return Op(stmts, effects["reads"], effects["writes"], v.get("name"))
+    reads, writes = v.get("reads"), v.get("writes")
+    return Op(stmts, _accesses(reads, f"{path}.reads") if reads else (),
+              _accesses(writes, f"{path}.writes") if writes else (), v.get("name"))
+
+
+def _accesses(v, path) -> tuple:
+    return tuple(_access(a, f"{path}[{i}]") for i, a in enumerate(v))
 
 
 def _block(v, path):
