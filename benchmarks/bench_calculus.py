@@ -8,7 +8,10 @@ fast check) against jsonschema node by node (its fallback, the check alone befor
     python benchmarks/bench_calculus.py            # the same numbers, printed
 
 extra_info: us_per_op for both parsers and their ratio (old / new, > 1 means faster now), the
-load's us per op, and the shape check's us per op both ways.
+load's us per op, and the shape check's us per op both ways.  The parse functions cache each
+distinct text (emulator.calculus.expr.PARSE_CACHE), so the parser figures time the parse itself
+(`_expr_tree`, `_stmt_tree`), and a second load, of 10,000 ops that are all different texts
+(`x[0] = x[0] + k`), shows what a program pays that never repeats a text.
 """
 import importlib.util
 import json
@@ -17,7 +20,7 @@ import time
 import timeit
 
 from emulator.calculus import loads
-from emulator.calculus.expr import parse_expr, parse_stmt
+from emulator.calculus.expr import _expr_tree, _stmt_tree
 from emulator.calculus.schema import validate, validate_per_node
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -47,12 +50,15 @@ def measure() -> dict:
     old = _legacy()
     new_us, old_us = [], []
     for _ in range(5):                          # interleaved: the load of the box hits both alike
-        new_us.append(per_call_us(parse_stmt, parse_expr))
+        new_us.append(per_call_us(_stmt_tree, _expr_tree))
         old_us.append(per_call_us(old.parse_stmt, old.parse_expr))
     doc = json.dumps({"params": {"N": 4}, "arrays": {"x": {"shape": [1], "init": [0]}},
                       "body": {"seq": [{"op": "x[0] = x[0] + 1"}] * 10_000}})
     loads(doc)                                  # warm: the fast check compiles on first use
     load_us = min(_cpu_us(loads, doc) for _ in range(3))
+    distinct = json.dumps({"params": {"N": 4}, "arrays": {"x": {"shape": [1], "init": [0]}},
+                           "body": {"seq": [{"op": f"x[0] = x[0] + {k}"} for k in range(10_000)]}})
+    distinct_us = min(_cpu_us(loads, distinct) for _ in range(3))
     parsed = json.loads(doc)
     fast_us, jsonschema_us = [], []
     for _ in range(3):                          # interleaved, as above
@@ -60,6 +66,7 @@ def measure() -> dict:
         jsonschema_us.append(_cpu_us(validate_per_node, parsed))
     return {"new_us_per_parse": min(new_us), "old_us_per_parse": min(old_us),
             "ratio": min(old_us) / min(new_us), "load_us_per_op": load_us,
+            "load_distinct_us_per_op": distinct_us,
             "shape_fast_us_per_op": min(fast_us), "shape_jsonschema_us_per_op": min(jsonschema_us)}
 
 
@@ -71,7 +78,7 @@ def _cpu_us(f, arg, ops=10_000) -> float:
 
 def test_expression_parse_cost(benchmark):
     info = measure()
-    benchmark(lambda: parse_stmt(OPS[1]))
+    benchmark(lambda: _stmt_tree(OPS[1]))
     benchmark.extra_info.update(info)
 
 

@@ -29,13 +29,14 @@ import keyword
 import math
 import re
 import warnings
+from functools import lru_cache
 
 from isa.atomicio import quote
 
 from .errors import Located
 
 __all__ = ["Expr", "Const", "Var", "Load", "Call", "Bin", "Un", "Stmt", "ExprSyntaxError",
-           "EvalError", "parse_expr", "parse_stmt", "walk"]
+           "EvalError", "parse_expr", "parse_stmt", "walk", "refs"]
 
 
 class ExprSyntaxError(Located):
@@ -63,7 +64,7 @@ class Names:
 
 
 class Expr:
-    __slots__ = ()
+    __slots__ = ("_refs",)        # refs(): computed on first use
 
     def children(self) -> tuple["Expr", ...]:
         return ()
@@ -306,6 +307,17 @@ def walk(e: Expr):
         n = stack.pop()
         yield n
         stack.extend(reversed(n.children()))
+
+
+def refs(e: Expr) -> tuple[Expr, ...]:
+    """The Var, Load and Call nodes of `e` in walk order: what a name check reads.  Kept on the
+    tree once computed (a parsed tree is shared by every place its text appears)."""
+    try:
+        return e._refs
+    except AttributeError:
+        pass
+    r = e._refs = tuple([n for n in walk(e) if isinstance(n, (Var, _Applied))])
+    return r
 
 
 # ---------------------------------------------------------------------------------------------
@@ -569,7 +581,16 @@ def _guarded(text, mode: str, build):
         raise ExprSyntaxError(1, "expression nested too deeply") from None
 
 
-def parse_expr(text: str) -> Expr:
+# A program repeats its texts (`x[i]` in many ops, one op in every iteration of a generated
+# stream), so each distinct text is parsed once: the trees are never mutated after parsing
+# (every consumer reads them), so one tree can serve every place the text appears.  The cache is
+# bounded in entries and in the length of a text it keeps, so a hostile stream of distinct long
+# texts costs a parse each, not memory.  Rejections are not cached (lru_cache re-raises them).
+PARSE_CACHE = 4096           # distinct texts kept (least recently used go first)
+CACHED_TEXT = 256            # characters; a longer text is parsed every time
+
+
+def _expr_tree(text: str) -> Expr:
     return _guarded(text, "eval", lambda tree, src: _conv(tree.body, src))
 
 
@@ -583,10 +604,28 @@ def _assignment(tree, src: _Source) -> Stmt:
     return Stmt(target, _conv(a.value, src), src.text)
 
 
-def parse_stmt(text: str) -> Stmt:
+def _stmt_tree(text: str) -> Stmt:
     stmt = _guarded(text, "exec", _assignment)
     stmt.text = text
     return stmt
+
+
+_cached_expr = lru_cache(maxsize=PARSE_CACHE)(_expr_tree)
+_cached_stmt = lru_cache(maxsize=PARSE_CACHE)(_stmt_tree)
+
+
+def parse_expr(text: str) -> Expr:
+    """The tree of `text` (shared by every caller with the same text: do not mutate it)."""
+    if type(text) is str and len(text) <= CACHED_TEXT:
+        return _cached_expr(text)
+    return _expr_tree(text)
+
+
+def parse_stmt(text: str) -> Stmt:
+    """The statement `text` (shared by every caller with the same text: do not mutate it)."""
+    if type(text) is str and len(text) <= CACHED_TEXT:
+        return _cached_stmt(text)
+    return _stmt_tree(text)
 
 
 # ---------------------------------------------------------------------------------------------

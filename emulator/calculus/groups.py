@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..state import TILE_ID_LIMIT
 from .witnesses import Verdict, _Fail, _verdict
 
 _RULE = "Bind/serialize (shared group)"
@@ -134,12 +135,15 @@ def cohort_witness(ids, tiles: dict, pes: int = 4) -> SharedGroupWitness:
     rows = np.repeat(np.arange(n, dtype=np.int64), pes)
     lane = np.tile(np.arange(pes, dtype=np.int64), n)
     keys = sorted((int(p), int(t)) for p, ts in tiles.items() for t in ts)
-    codes = np.array([p << 16 | t for p, t in keys], np.int64)
+    # the name of (PE p, tile t): p * 2^32 + t, one code per pair for every tile id a machine may
+    # hold ([0, 2^32)); p << 16 | t named PE 0's tile 65536 and PE 1's tile 0 alike
+    codes = np.array([p * TILE_ID_LIMIT + t for p, t in keys], np.int64)
     am = np.repeat(np.arange(n, dtype=np.int64), len(codes))
     an = np.tile(codes, n)
+    slot = np.tile(np.arange(len(codes), dtype=np.int64), n)      # the stacked slot of (p, t)
     return SharedGroupWitness(member=rows, participant=rows * pes + lane, time=np.zeros(n * pes, np.int64),
                               context=ids, workers=n * pes, alloc_member=am, alloc_name=an,
-                              alloc_instance=an * max(n, 1) + am, names=[f"machine {int(k)}" for k in ids])
+                              alloc_instance=slot * max(n, 1) + am, names=[f"machine {int(k)}" for k in ids])
 
 
 def check_cohorts(n_machines: int, cohorts, alone=(), pes: int = 4) -> Verdict:

@@ -9,8 +9,11 @@ same JSON structure, so both paths share one loader.
 """
 from __future__ import annotations
 
+import gc
 import math
 import re
+import threading
+from contextlib import contextmanager
 from typing import Any
 
 from isa import jsontext
@@ -78,8 +81,11 @@ def _node(v: Any, path: str) -> Node:
     """A node of a document that schema.validate accepted."""
     if not isinstance(v, dict):                    # an isa.Block from the Python builder
         return TileOp(block=v)
-    kind = next(k for k in CONSTRUCTS if k in v)
-    return _BUILD[kind](v, path)
+    if "op" in v:                                  # the most frequent node, first
+        return _op(v, path)
+    for kind in CONSTRUCTS:
+        if kind in v:
+            return _BUILD[kind](v, path)
 
 
 def _op(v, path):
@@ -88,9 +94,13 @@ def _op(v, path):
         stmts = (_stmt(body, f"{path}.op"),)
     else:
         stmts = tuple(_stmt(s, f"{path}.op[{i}]") for i, s in enumerate(body))
-    effects = {key: tuple(_access(a, f"{path}.{key}[{i}]") for i, a in enumerate(v.get(key, [])))
-               for key in ("reads", "writes")}
-    return Op(stmts, effects["reads"], effects["writes"], v.get("name"))
+    reads, writes = v.get("reads"), v.get("writes")
+    return Op(stmts, _accesses(reads, f"{path}.reads") if reads else (),
+              _accesses(writes, f"{path}.writes") if writes else (), v.get("name"))
+
+
+def _accesses(v, path) -> tuple:
+    return tuple(_access(a, f"{path}[{i}]") for i, a in enumerate(v))
 
 
 def _block(v, path):
@@ -337,9 +347,41 @@ def _closure(args, body, params, known):
     return fn
 
 
+_DEFER = threading.Lock()
+_deferred = {"depth": 0, "thresholds": None}
+
+
+@contextmanager
+def _full_collections_deferred():
+    """Loading builds one acyclic tree of many small objects (and the parsed JSON before it).  While
+    the heap grows, Python's cyclic collector would scan all of it again and again in full
+    collections -- a third of a 10,000-op load's time on a busy box, and more than the one full
+    collection it costs afterwards -- so those wait until the tree is built.  The young
+    generations are still collected (a cycle that dies young is freed as before), and reference
+    counting frees every other temporary at once.  One depth count for all threads: the last
+    load to finish restores the thresholds."""
+    with _DEFER:
+        if _deferred["depth"] == 0:
+            t = _deferred["thresholds"] = gc.get_threshold()
+            gc.set_threshold(t[0], t[1], 1 << 30)
+        _deferred["depth"] += 1
+    try:
+        yield
+    finally:
+        with _DEFER:
+            _deferred["depth"] -= 1
+            if _deferred["depth"] == 0:
+                gc.set_threshold(*_deferred["thresholds"])
+
+
 def load(doc: Any, source: str | None = None, max_code: int | None = DEFAULT_MAX_CODE) -> Program:
     """A Program from parsed JSON (a dict), checked; RegionError on anything malformed, a
     BudgetError before parsing when its code exceeds `max_code` characters (None: no limit)."""
+    with _full_collections_deferred():
+        return _load(doc, max_code)
+
+
+def _load(doc: Any, max_code: int | None) -> Program:
     if not isinstance(doc, dict):
         raise RegionError("$", f"a region program is a JSON object, got {type_name(doc)}")
     check_code_size(doc, max_code)
@@ -364,11 +406,12 @@ def load(doc: Any, source: str | None = None, max_code: int | None = DEFAULT_MAX
 def loads(text: str, max_code: int | None = DEFAULT_MAX_CODE) -> Program:
     if len(text) > MAX_TEXT:
         raise RegionError("$", f"the program text has {len(text)} characters; at most {MAX_TEXT} are read")
-    try:
-        doc = jsontext.loads(text)
-    except jsontext.JsonTextError as exc:
-        raise RegionError("$", f"not JSON: {exc}") from None
-    return load(doc, max_code=max_code)
+    with _full_collections_deferred():
+        try:
+            doc = jsontext.loads(text)
+        except jsontext.JsonTextError as exc:
+            raise RegionError("$", f"not JSON: {exc}") from None
+        return load(doc, max_code=max_code)
 
 
 def load_file(path, max_code: int | None = DEFAULT_MAX_CODE) -> Program:

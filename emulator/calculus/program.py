@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from isa.atomicio import quote
 
 from .errors import ReductionPolicyError, RegionError
-from .expr import Call, Expr, Load, Stmt, Var, walk
+from .expr import Call, Expr, Load, Stmt, Var, refs
 from .functions import BUILTINS, Function
 from .reduction import check_policy
 from .schema import key_segment
@@ -257,7 +257,13 @@ class _Scope:
     def kind(self, name: str, below: int | None = None) -> str | None:
         """How `name` is bound (innermost binding, or only those of frames below `below`: an enclosing
         scope), or None."""
-        kinds = [k for f, k in self.names.get(name, ()) if below is None or f < below]
+        bindings = self.names.get(name)
+        if not bindings:
+            return None
+        if len(bindings) == 1:                 # the common case, without building a list
+            f, k = bindings[0]
+            return k if below is None or f < below else None
+        kinds = [k for f, k in bindings if below is None or f < below]
         if not kinds:
             return None
         return "coord" if "coord" in kinds else kinds[-1]      # a coordinate reads as one wherever bound
@@ -297,10 +303,13 @@ class _Checker:
 
     def expr(self, e: Expr, scope: _Scope, path: str, pure: bool = False, what: str = "expression",
              below: int | None = None):
-        for n in walk(e):
+        ints = self.ints
+        for n in refs(e):
             if isinstance(n, Var):
+                if n.name in ints:
+                    continue
                 kind = scope.kind(n.name, below)
-                if n.name in self.ints or kind == "coord":
+                if kind == "coord":
                     continue
                 if kind is not None:
                     if pure:

@@ -18,6 +18,7 @@ obligation in plain terms.  Obligations, by rule:
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -416,6 +417,16 @@ def may_regroup(policy: str, f: Function) -> bool:
     return f.kind == "merge" and f.associative
 
 
+def _fiber_size(n) -> int:
+    """A fiber is [r0, ..., rn-1] (seed 002): the witness gives n, a count -- a nonnegative
+    integer, and never a boolean (True would read as a one-contribution fiber)."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+        from isa.atomicio import shown
+        raise _Fail("well-typed witness", f"fiber is the number of contributions, a nonnegative integer; "
+                                          f"got {shown(repr(n))}")
+    return int(n)
+
+
 def _accounting(n: int, leaves: Sequence, seed_expected: bool) -> None:
     where: dict = {}
     for pos, x in enumerate(leaves):
@@ -454,6 +465,7 @@ class ReductionWitness:
 @checks("Reduction factorisation")
 def check_reduction(w: ReductionWitness) -> Verdict:
     """Reduction factorisation: pieces partition the fiber and merge under the policy's laws."""
+    n = _fiber_size(w.fiber)
     f = _fn(w.combine)
     _policy_ok(w.policy, f)
     for k, piece in enumerate(w.pieces):
@@ -461,14 +473,14 @@ def check_reduction(w: ReductionWitness) -> Verdict:
             raise _Fail("contribution accounting", f"piece {k} is empty or not a list: a partial state "
                                                    f"needs at least one contribution")
     flat = [x for piece in w.pieces for x in piece]
-    _accounting(w.fiber, flat, seed_expected=False)
+    _accounting(n, flat, seed_expected=False)
     order = list(range(len(w.pieces))) if w.order is None else list(w.order)
     if sorted(order) != list(range(len(w.pieces))):
         raise _Fail("contribution accounting", f"merge order {order} is not a permutation of the pieces")
     if len(w.pieces) <= 1 and flat == sorted(flat):
         return "a single piece in source order: the fold itself"
     if f.kind == "merge" and all(len(p) == 1 for p in w.pieces) and \
-            [w.pieces[k][0] for k in order] == list(range(w.fiber)):
+            [w.pieces[k][0] for k in order] == list(range(n)):
         # merge(...merge(seed, lift(r0))..., lift(rn-1)) is the left update chain, tree for tree
         return f"{len(w.pieces)} single-contribution pieces merged in source order: the fold itself"
     if not may_regroup(w.policy, f):
@@ -533,18 +545,19 @@ def _norm(t):
 @checks("Reduction factorisation")
 def check_merge_tree(w: MergeTreeWitness) -> Verdict:
     """A merge tree the reduction's policy admits, each contribution once."""
+    n = _fiber_size(w.fiber)
     f = _fn(w.combine)
     _policy_ok(w.policy, f)
     leaves = tree_leaves(w.tree)
-    _accounting(w.fiber, leaves, seed_expected=w.seed)
-    seq = list(range(w.fiber))
+    _accounting(n, leaves, seed_expected=w.seed)
+    seq = list(range(n))
     seed_left = {"fold_left": True, "fold_right": False}.get(w.policy, w.seed_side == "left")
     seed = ["seed"] if w.seed else []
     in_order = leaves == (seed + seq if seed_left else seq + seed)
     if may_permute(w.policy, f):
         return f"any tree and order admitted for '{f.name}' under {w.policy}"
     if w.policy in ("fold_left", "fold_right"):
-        want = left_comb(w.fiber, w.seed) if w.policy == "fold_left" else right_comb(w.fiber, w.seed)
+        want = left_comb(n, w.seed) if w.policy == "fold_left" else right_comb(n, w.seed)
         if _norm(w.tree) == want:
             return f"the {w.policy} update chain"
         if may_regroup(w.policy, f) and in_order:

@@ -141,3 +141,20 @@ def test_bounds_are_errors_not_crashes():
     with pytest.raises(ExprSyntaxError, match="must be a string"):
         parse_expr(7)
     assert isinstance(parse_expr("f(" + ", ".join(["1"] * 2000) + ")"), Call)
+
+
+def test_a_text_is_parsed_once_and_a_refusal_every_time():
+    from emulator.calculus import expr as E
+    a = parse_expr("i * 4 + j")
+    assert parse_expr("i * 4 + j") is a and repr(a) == "((i * 4) + j)"
+    s = parse_stmt("y[i] = y[i] + 1")
+    assert parse_stmt("y[i] = y[i] + 1") is s and s.text == "y[i] = y[i] + 1"
+    for _ in range(2):                     # a refused text is never kept: the same words each time
+        with pytest.raises(ExprSyntaxError, match="column 4: expected a value, found end of text"):
+            parse_expr("i +")
+    long = " + ".join(["i"] * 100)         # longer than CACHED_TEXT: parsed anew, the same tree
+    assert len(long) > E.CACHED_TEXT and parse_expr(long) is not parse_expr(long)
+    assert repr(parse_expr(long)) == repr(parse_expr(long))
+    for k in range(E.PARSE_CACHE + 10):    # bounded: a stream of distinct texts does not grow it
+        parse_expr(f"i + {k}")
+    assert E._cached_expr.cache_info().currsize <= E.PARSE_CACHE

@@ -78,3 +78,45 @@ def test_the_batch_engine_cohorts_are_admitted():
     cohorts = [(c.ids, {p: list(c.slots[p]) for p in range(4)}) for c in b._cohorts]
     assert len(cohorts) == 2
     assert check_cohorts(5, cohorts, b._host)
+
+
+def test_a_grouping_that_would_merge_two_machines_identities_is_refused():
+    """"Multiple logical programs may share a group; their virtual context and allocation-instance
+    identities must remain distinct": a cohort that stacks machine 2 in two rows gives both rows
+    one virtual context (and each of its tiles two rows of the stacked arrays), so the grouping is
+    refused -- and so is a cohort whose tile table names one (PE, tile) allocation twice."""
+    v = check_shared_group(cohort_witness([5, 2, 2], {0: [1]}))
+    assert v.obligation == "distinct virtual contexts" and "machine 2 and machine 2 share virtual context 2" in v.detail
+    v = check_cohorts(6, [([5, 2, 2], {0: [1]}), ([0, 1, 3, 4], {})])
+    assert not v and v.obligation == "exact coverage" and "machine 2 is placed twice" in v.detail
+    v = check_cohorts(3, [([0, 1, 2], {0: [1, 1]})])
+    assert not v and v.obligation == "distinct allocation instances"
+    assert "cohort 0: machine 0 lists its allocation 1 twice" in v.detail
+
+
+def _machine(k):
+    m = Machine()
+    m.write_tile(0, 65536, "S32", np.full((2, 4), k, np.uint32))
+    m.write_tile(1, 0, "S32", np.full((2, 4), 10 + k, np.uint32))
+    m.write_tile(3, (1 << 32) - 1, "S32", np.full((2, 4), 20 + k, np.uint32))
+    return m
+
+
+def test_the_batch_engine_refuses_a_grouping_that_merges_identities():
+    b = MachineBatch([_machine(k) for k in range(3)])
+    assert len(b._cohorts) == 1
+    b._cohorts[0].ids = np.array([0, 1, 1])        # row 2 would run as machine 1: machine 2 is lost
+    with pytest.raises(RuntimeError, match="exact coverage: machine 1 is placed twice"):
+        b._build({})                               # the check every grouping passes before it runs
+
+
+def test_every_tile_id_a_machine_may_hold_is_its_own_allocation_instance():
+    """Tile ids are [0, 2^32): PE 0's tile 65536 and PE 1's tile 0 are two allocations (the cohort
+    witness once named both 65536 and refused to batch such machines)."""
+    b = MachineBatch([_machine(k) for k in range(3)])
+    cohorts = [(c.ids, {p: list(c.slots[p]) for p in range(4)}) for c in b._cohorts]
+    assert len(cohorts) == 1 and check_cohorts(3, cohorts, b._host)
+    for k in range(3):
+        m = b.machine(k)
+        assert [int(m.read_tile(pe, t).bits[0, 0]) for pe, t in ((0, 65536), (1, 0), (3, (1 << 32) - 1))] == \
+            [k, 10 + k, 20 + k]

@@ -78,3 +78,22 @@ def test_hostile_scans_and_snapshots_are_one_line(tmp_path, capsys, body, words)
     import json
     text = json.dumps({"arrays": {"y": {"shape": [4096], "fill": 0}}, "body": body})
     assert words in _run(tmp_path, capsys, text)
+
+
+def test_a_load_leaves_the_cyclic_collector_as_it_found_it():
+    """Loading defers full collections while it builds the tree (loader._full_collections_deferred);
+    afterwards, loaded or refused, and nested in another deferral, the thresholds are the caller's."""
+    import gc
+
+    from emulator.calculus.loader import _full_collections_deferred
+    before = gc.get_threshold()
+    loads('{"body": {"seq": [{"op": "x = 1"}]}}')
+    with pytest.raises(RegionError):
+        loads('{"body": 3}')
+    with pytest.raises(RegionError):
+        loads("not json")
+    with _full_collections_deferred():
+        assert gc.get_threshold()[:2] == before[:2] and gc.get_threshold()[2] > before[2]
+        loads('{"body": {"seq": []}}')
+        assert gc.get_threshold()[2] > before[2]
+    assert gc.get_threshold() == before

@@ -8,7 +8,8 @@ import itertools
 import pytest
 
 from emulator.calculus.domains import FiniteDomain, IndexMap
-from emulator.calculus.witnesses import BindWitness, ReductionWitness, check_bind, check_reduction
+from emulator.calculus.witnesses import (BindWitness, MergeTreeWitness, ReductionWitness, check_bind, check_merge_tree,
+                                         check_reduction)
 
 
 def fold(op, seed, xs):
@@ -68,6 +69,38 @@ def test_a_noncommutative_monoid_needs_contiguous_ordered_pieces():
 def test_contribution_accounting_allows_no_omission_and_no_replica(pieces, words):
     v = check_reduction(ReductionWitness("unordered_tree", "add", 6, pieces))
     assert v.obligation == "contribution accounting" and words in v.detail
+
+
+@pytest.mark.parametrize("fiber", [True, False, -1, 4.0, "4", None])
+def test_the_fiber_is_a_count_of_contributions_never_a_boolean(fiber):
+    """fiber(o) = [r0, ..., rn-1]: a witness names n, a nonnegative integer.  fiber=True was once
+    read as a one-contribution fiber (Python's True == 1) and admitted."""
+    for v in (check_reduction(ReductionWitness("unordered_tree", "add", fiber, [[0]])),
+              check_merge_tree(MergeTreeWitness("fold_left", "add", fiber, ["seed", 0]))):
+        assert v.obligation == "well-typed witness" and "fiber is the number of contributions" in v.detail, v
+    # the one-contribution fiber is spelt 1, the empty fiber 0 (no pieces: the seed alone)
+    assert check_reduction(ReductionWitness("unordered_tree", "add", 1, [[0]]))
+    assert check_merge_tree(MergeTreeWitness("fold_left", "add", 1, ["seed", 0]))
+    assert check_reduction(ReductionWitness("unordered_tree", "add", 0, []))
+
+
+def test_pieces_of_another_fiber_are_refused():
+    """"Partition a fiber into disjoint contribution subsets with no omissions": pieces over four
+    contributions factor a fiber of four, not one of five (r4 is never folded) nor one of three
+    (r3 is not in it)."""
+    pieces = [[0, 1], [2, 3]]
+    add = lambda a, b: a + b                              # noqa: E731
+    assert check_reduction(ReductionWitness("unordered_tree", "add", 4, pieces))
+    assert by_pieces(add, 0, INTS[:4], pieces) == fold(add, 0, INTS[:4])
+    v = check_reduction(ReductionWitness("unordered_tree", "add", 5, pieces))
+    assert v.obligation == "contribution accounting" and "contribution 4 is omitted" in v.detail
+    assert by_pieces(add, 0, INTS[:5], pieces) != fold(add, 0, INTS[:5])       # 12 vs 14
+    v = check_reduction(ReductionWitness("unordered_tree", "add", 3, pieces))
+    assert v.obligation == "contribution accounting" and "3 is not a contribution of this fiber (0..2)" in v.detail
+    # the same for an explicit merge tree
+    assert check_merge_tree(MergeTreeWitness("fold_left", "add", 2, [["seed", 0], 1]))
+    v = check_merge_tree(MergeTreeWitness("fold_left", "add", 3, [["seed", 0], 1]))
+    assert v.obligation == "contribution accounting" and "contribution 2 is omitted" in v.detail
 
 
 def test_a_merge_order_that_is_not_a_permutation_of_the_pieces_is_refused():
