@@ -134,6 +134,16 @@ class Tile:
             for a in (self.elems, self.defined):
                 a.flags.writeable = False
 
+    def __getattr__(self, name):
+        # Only reached for an attribute the instance lacks: a row of a stack (stacked_tiles)
+        # gets its `elems` and `defined` views on first use, since a block commits one tile per
+        # PE and the next block over those PEs reads the stack itself (rows_of_one_stack).
+        stack = self.__dict__.get("stack")
+        if stack is not None and name in _ROW_OF:
+            got = self.__dict__[name] = stack[_ROW_OF[name]][stack[2]]
+            return got
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     @cached_property
     def fully_defined(self) -> bool:
         """Every physical element is defined.  Memoised: a tile's definedness never changes
@@ -150,16 +160,20 @@ def stacked_tiles(desc: Descriptor, elems: np.ndarray, defined: np.ndarray,
     out = []
     for k in range(elems.shape[0]):
         # what Tile(desc, elems[k], defined[k], (elems, defined, k)) builds, without the frozen
-        # dataclass's per-field object.__setattr__: a block makes one tile per selected PE
+        # dataclass's per-field object.__setattr__ (a block makes one tile per selected PE) and
+        # with the row views made on first use (Tile.__getattr__)
         t = _new_tile(Tile)
-        t.__dict__.update(desc=desc, elems=elems[k], defined=defined[k], stack=(elems, defined, k))
+        d = t.__dict__
+        d["desc"] = desc
+        d["stack"] = (elems, defined, k)
         if fully_defined:
-            t.__dict__["fully_defined"] = True     # what the cached_property would compute
+            d["fully_defined"] = True     # what the cached_property would compute
         out.append(t)
     return out
 
 
 _new_tile = object.__new__
+_ROW_OF = {"elems": 0, "defined": 1}      # a stack row's payload views: stack[i][k]
 
 
 def rows_of_one_stack(tiles) -> tuple[np.ndarray, np.ndarray] | None:
