@@ -251,13 +251,6 @@ KERNELS = {(name, op): fast.Kernel(fn, 3 if op == "TFMA" else 2, "f32" if name =
            for (name, op), fn in SCALAR.items()}
 
 
-def marked(op, name, operands, flags=None):
-    """(bits, flags) of the compiled loop alone: elements it cannot settle carry FALLBACK.
-    `flags`: a uint8 buffer of the elements' count to write them into (default: a new one)."""
-    k = KERNELS[(name, op)]
-    return fast.launch(k, operands, False, k.loop, flags=flags)
-
-
 # Set in FALLBACK and in no flag (NV DZ OF UF NX are bits 0-4): an OR of flags that has it
 # covers a marked element.
 _MARK_BIT = 0x80
@@ -279,16 +272,17 @@ def _scratch_flags(n: int) -> np.ndarray | None:
     return buf[:n]
 
 
-def run_status(op, name, operands, groups: int, settle):
-    """The compiled loop's bits and, instead of its flags, their OR over each of `groups` equal
-    consecutive parts: one pass over the flags both finds marked elements and gives the status;
-    `settle(bits, flags)` recomputes the marked elements in place (the tier table's hand-off)."""
-    bits, flags = marked(op, name, operands, _scratch_flags(operands[0].shape[0]))
+def run_status(k: fast.Kernel, operands, groups: int, compute):
+    """Kernel `k`'s (bits, flags) on `operands` with, instead of its flags, their OR over each of
+    `groups` equal consecutive parts: one pass over the flags both finds marked elements and
+    gives the status; `compute` settles the marked elements (fast.settle_marked: the tier
+    table's hand-off, tiers.settle)."""
+    bits, flags = fast.launch(k, operands, False, k.loop, flags=_scratch_flags(operands[0].shape[0]))
     status = group_or(flags, groups)
     # a block's few PEs: Python's max of a short list is cheaper than a NumPy call
     if (max(status.tolist()) if groups <= 8 else int(status.max())) & _MARK_BIT:
         with np.errstate(all="ignore"):          # as elementwise runs the reference
-            settle(bits, flags)
+            fast.settle_marked(bits, flags, operands, compute)
         status = group_or(flags, groups)
     return bits, status
 
