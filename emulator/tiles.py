@@ -134,21 +134,27 @@ class Tile:
             for a in (self.elems, self.defined):
                 a.flags.writeable = False
 
-    def __getattr__(self, name):
-        # Only reached for an attribute the instance lacks: a row of a stack (stacked_tiles)
-        # gets its `elems` and `defined` views on first use, since a block commits one tile per
-        # PE and the next block over those PEs reads the stack itself (rows_of_one_stack).
-        stack = self.__dict__.get("stack")
-        if stack is not None and name in _ROW_OF:
-            got = self.__dict__[name] = stack[_ROW_OF[name]][stack[2]]
-            return got
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
     @cached_property
     def fully_defined(self) -> bool:
         """Every physical element is defined.  Memoised: a tile's definedness never changes
         (its arrays are read-only), so a block reading it need not rescan the mask."""
         return bool(self.defined.all())
+
+
+class StackRow(Tile):
+    """A Tile that is row k of a block's committed (P, elements) arrays (stacked_tiles), whose
+    `elems` and `defined` views are made on first use: a block commits one tile per PE, and the
+    next block over those PEs reads the stack itself (rows_of_one_stack), so most rows' views
+    were never read.  (A class of its own, not a __getattr__ on Tile: that would slow every
+    attribute read of every tile.)"""
+
+    @cached_property
+    def elems(self) -> np.ndarray:
+        return self.stack[0][self.stack[2]]
+
+    @cached_property
+    def defined(self) -> np.ndarray:
+        return self.stack[1][self.stack[2]]
 
 
 def stacked_tiles(desc: Descriptor, elems: np.ndarray, defined: np.ndarray,
@@ -161,8 +167,8 @@ def stacked_tiles(desc: Descriptor, elems: np.ndarray, defined: np.ndarray,
     for k in range(elems.shape[0]):
         # what Tile(desc, elems[k], defined[k], (elems, defined, k)) builds, without the frozen
         # dataclass's per-field object.__setattr__ (a block makes one tile per selected PE) and
-        # with the row views made on first use (Tile.__getattr__)
-        t = _new_tile(Tile)
+        # with the row views made on first use (StackRow)
+        t = _new_tile(StackRow)
         d = t.__dict__
         d["desc"] = desc
         d["stack"] = (elems, defined, k)
@@ -173,7 +179,6 @@ def stacked_tiles(desc: Descriptor, elems: np.ndarray, defined: np.ndarray,
 
 
 _new_tile = object.__new__
-_ROW_OF = {"elems": 0, "defined": 1}      # a stack row's payload views: stack[i][k]
 
 
 def rows_of_one_stack(tiles) -> tuple[np.ndarray, np.ndarray] | None:
