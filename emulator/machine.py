@@ -237,10 +237,12 @@ class Machine:
             d = plan.dest
             S = len(group)
             bits = to_physical(d, out.bits).reshape(S, 1, -1)
-            defined = to_physical(d, out.defined, fill=False).reshape(S, 1, -1)
             # a whole-tile NORM result is defined everywhere, in physical order too (the same
-            # elements): its tiles' definedness memo needs no scan
+            # elements): its definedness is the shared all-defined array of that shape, and its
+            # tiles' definedness memo needs no scan
             whole = d.Layout == 0 and d.representation == "standard" and semantics.is_all_defined(out.defined)
+            defined = (semantics.all_defined(bits.shape) if whole else
+                       to_physical(d, out.defined, fill=False).reshape(S, 1, -1))
             staged.append(Staged(group, d, bits, defined, out.status.reshape(S, 1), whole))
         return self._commit(rb, staged), staged
 
