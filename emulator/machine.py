@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -35,12 +36,18 @@ from .tiles import (FMAP_LAYOUTS, KINDS, LOCATIONS, REPRESENTATIONS, Descriptor,
 GPR_MASK = (1 << 64) - 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class BlockResult:
     mnemonic: str
     pes: tuple[int, ...]       # selected PEs (empty for PE_MASK=0000: a strict no-op)
     dest: int                  # destination tile id
     status: dict[int, int]     # PE -> numeric status flags (kernels/numeric/flags.py)
+
+    def __init__(self, mnemonic: str, pes: tuple[int, ...], dest: int, status: dict[int, int]):
+        # the generated frozen __init__ sets each field through object.__setattr__, which cost
+        # a block more than its commit loop; every block returns one
+        d = self.__dict__
+        d["mnemonic"], d["pes"], d["dest"], d["status"] = mnemonic, pes, dest, status
 
     @property
     def noop(self) -> bool:
@@ -85,7 +92,7 @@ class StreamError(Exception):
         return str(self.cause)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Staged:
     """One PE group's results of a block, computed and not yet committed: what a commit
     installs (Machine._commit, MachineBatch._commit) and a commit log records.  Arrays are
@@ -96,6 +103,10 @@ class Staged:
     defined: Any                # (S, m, elements) bool
     status: Any                 # (S, m) uint8: each PE's numeric status after the block
     whole: bool = False         # every element is defined (a whole-tile NORM result): no scan
+
+    def __init__(self, pes, dest, bits, defined, status, whole=False):
+        d = self.__dict__               # as BlockResult: one per PE group of every block
+        d["pes"], d["dest"], d["bits"], d["defined"], d["status"], d["whole"] = pes, dest, bits, defined, status, whole
 
 
 def stream_items(stream) -> tuple[Iterator, "StreamError | None"]:
@@ -196,7 +207,8 @@ class Machine:
         # `cpu`/`gpu`/`auto` through the backend's one-machine runner (backends.machine_runner).
         self.backend, _, self.why = resolve_backend(backend)
         # The last block's plan over one PE group, to reuse when the same block runs again on the
-        # very same source tiles (_plan): (rb, pes, config, tiles per role, stacked sources, dest).
+        # very same source tiles (_plan): (rb, pes, config, (tile id, tiles) per role, stacked
+        # sources, dest).
         self._last = None
         self._steps = 0          # blocks committed through step(): the next step's block index
 
@@ -225,10 +237,12 @@ class Machine:
             d = plan.dest
             S = len(group)
             bits = to_physical(d, out.bits).reshape(S, 1, -1)
-            defined = to_physical(d, out.defined, fill=False).reshape(S, 1, -1)
             # a whole-tile NORM result is defined everywhere, in physical order too (the same
-            # elements): its tiles' definedness memo needs no scan
+            # elements): its definedness is the shared all-defined array of that shape, and its
+            # tiles' definedness memo needs no scan
             whole = d.Layout == 0 and d.representation == "standard" and semantics.is_all_defined(out.defined)
+            defined = (semantics.all_defined(bits.shape) if whole else
+                       to_physical(d, out.defined, fill=False).reshape(S, 1, -1))
             staged.append(Staged(group, d, bits, defined, out.status.reshape(S, 1), whole))
         return self._commit(rb, staged), staged
 
@@ -257,13 +271,12 @@ class Machine:
         and the stacked sources are reused."""
         last = self._last
         if last is not None and last[0] is rb and last[1] == pes and last[2] is self.config:
-            stores = [self._pes[p].tiles for p in pes]
-            if _holds(stores, rb.sources, last[3]):
+            if _holds([self._pes[p].tiles for p in pes], last[3]):
                 return preflight.replan(self, rb, pes, last[5], list(last[4]))
         plan = preflight.plan(self, rb, pes)
         self._stack_sources(rb, plan)
         if rb.offset_regs is None:
-            held = tuple(tuple(self._pes[p].tiles[b.tile] for p in pes) for b in rb.sources)
+            held = tuple((b.tile, tuple(self._pes[p].tiles[b.tile] for p in pes)) for b in rb.sources)
             self._last = (rb, pes, self.config, held, tuple(plan.sources), plan.dest)
         return plan
 
@@ -394,7 +407,7 @@ class Machine:
     def statuses(self, pes) -> np.ndarray:
         """The status of each PE of `pes` (PE ids a resolved block selected: no check), uint8:
         what preflight's plan reads (preflight.MachineView)."""
-        return np.array([self._pes[pe].status for pe in pes], np.uint8)
+        return _status_array(tuple([self._pes[pe].status for pe in pes]))
 
     # ------------------------------------------------------------ tiles
     def tiles(self, pe: int) -> list[int]:
@@ -561,15 +574,23 @@ class Machine:
             raise ValueError(f"PE {pe!r} out of range 0..{NUM_PES - 1}")
 
 
-def _holds(stores, bindings, held) -> bool:
-    """Whether each store (one per PE) still holds, under each binding's tile id, the very tile
-    object `held[role][k]`."""
-    for b, tiles in zip(bindings, held):
-        tid = b.tile
+def _holds(stores, held) -> bool:
+    """Whether each store (one per PE) still holds, under each tile id of `held` ((tile id,
+    tiles) pairs, one per source role), the very tile object `tiles[k]`."""
+    for tid, tiles in held:
         for store, t in zip(stores, tiles):
             if store.get(tid) is not t:
                 return False
     return True
+
+
+@lru_cache(maxsize=4096)      # status values x selected PEs: a stream's few
+def _status_array(values: tuple) -> np.ndarray:
+    """A shared read-only uint8 array of PE statuses `values` (a plan reads it; status_kept
+    copies it)."""
+    a = np.array(values, np.uint8)
+    a.flags.writeable = False
+    return a
 
 
 def _as_raw(data: np.ndarray) -> np.ndarray:

@@ -374,10 +374,12 @@ def replan(machine: MachineView, rb: ResolvedBlock, pes: tuple[int, ...], dest: 
 def check_allocation(state: TileState, rb: ResolvedBlock, pes, dest: Descriptor):
     """The old tile under the destination's name is released only at commit (it may be a
     source), so the new one must fit beside everything the store holds now."""
-    limit = state.config.store_bytes(dest.location)
+    location, need = dest.location, dest.capacity
+    limit = state.config.store_bytes(location)
+    used_bytes = state.used_bytes
     for pe in pes:
-        used = state.used_bytes(pe, dest.location)
-        if used + dest.capacity > limit:
+        used = used_bytes(pe, location)
+        if used + need > limit:
             illegal("ALLOCATION", f"{_binding(len(rb.sources))}.capacity",
                     f"PE{pe} {dest.location} store holds {used} of {limit} bytes; "
                     f"the destination needs {dest.capacity} more")

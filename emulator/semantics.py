@@ -15,11 +15,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib import import_module
 
 import numpy as np
 
 from isa import instructions as I
-from isa.datatypes import DataType
+from isa.datatypes import DataType, datatype
 
 from .padding import padded_tiles
 from .preflight import Plan, fmap_extents, illegal
@@ -31,6 +32,13 @@ class Outcome:
     bits: np.ndarray      # (P, Row, Col) logical raw encodings of the destination
     defined: np.ndarray   # (P, Row, Col) bool
     status: np.ndarray    # (P,) uint8: OR of the valid elements' numeric flags (or kept as it was)
+
+
+@lru_cache(maxsize=None)         # the few kernels.numeric entry points the executors call
+def numeric(name: str):
+    """kernels.numeric's `name`, imported on first use (see above): an `import` statement in
+    each executor cost more per block than the checks around it."""
+    return getattr(import_module("kernels.numeric"), name)
 
 
 # ---------------------------------------------------------------- snapshots
@@ -51,6 +59,7 @@ class TileStack(Sequence):
         self.elems = elems
         self.defined = defined
         self.fully_defined = fully_defined
+        self._windows = {}            # (nr, nc) -> the row-major views read_window gives (window)
 
     def __len__(self) -> int:
         return self.elems.shape[0]
@@ -64,6 +73,22 @@ class TileStack(Sequence):
     def __iter__(self):               # executors iterating for descriptors: no Tile per member
         per, descs = self.per, self.descs
         return (_Member(self, k, descs[k // per]) for k in range(len(self)))
+
+    def window(self, nr: int, nc: int) -> tuple[np.ndarray, np.ndarray]:
+        """The top-left nr x nc window of every tile, which must be NORM, as (P, nr, nc) views of
+        the stacked payloads.  Kept per (nr, nc): a machine hands the same stack to every run of
+        a block over the same tiles (Machine._plan), and views of it are the same views."""
+        got = self._windows.get((nr, nc))
+        if got is None:
+            d0, e, d = self.desc, self.elems, self.defined
+            shape = (e.shape[0], d0.Row, d0.Col)
+            if nr == d0.Row and nc == d0.Col:     # the whole tile (elements = Row*Col: NORM)
+                got = e.reshape(shape), d.reshape(shape)
+            else:
+                n = d0.Row * d0.Col
+                got = e[:, :n].reshape(shape)[:, :nr, :nc], d[:, :n].reshape(shape)[:, :nr, :nc]
+            self._windows[(nr, nc)] = got
+        return got
 
 
 class _Member:
@@ -125,12 +150,7 @@ def read_window(tiles: list[Tile], r0, c0, nr: int, nc: int) -> tuple[np.ndarray
     if isinstance(tiles, TileStack):
         d0 = tiles.desc
         if zero and d0.layout_key == 0:          # row-major views of the stacked payloads
-            e, d = tiles.elems, tiles.defined
-            shape = (e.shape[0], d0.Row, d0.Col)
-            if nr == d0.Row and nc == d0.Col:     # the whole tile (elements = Row*Col: NORM)
-                return e.reshape(shape), d.reshape(shape)
-            n = d0.Row * d0.Col
-            return e[:, :n].reshape(shape)[:, :nr, :nc], d[:, :n].reshape(shape)[:, :nr, :nc]
+            return tiles.window(nr, nc)
         same = False
     else:
         d0 = tiles[0].desc
@@ -175,10 +195,9 @@ def invalid_encodings(bits, dtype: DataType, xp=np):
     """The elements of `bits` that are no encoding of `dtype` (e.g. bits set outside a TF32/FP6
     field), or None when none can be: integer containers, and containers every pattern of which
     encodes dtype (FP32, FP16, BF16, FP8)."""
-    if dtype.is_int or _every_pattern_valid(dtype, bits):
+    if not _may_be_invalid(dtype.name, bits.dtype):
         return None
-    from kernels.numeric import valid_encoding
-    return ~xp.asarray(valid_encoding(bits, dtype.name))
+    return ~xp.asarray(numeric("valid_encoding")(bits, dtype.name))
 
 
 def element_faults(rb, ops, P: int, xp=np):
@@ -237,14 +256,19 @@ def status_kept(plan: Plan) -> np.ndarray:
     return plan.status.copy()
 
 
-def _every_pattern_valid(dtype: DataType, bits) -> bool:
-    """True when every value `bits`' dtype can hold encodes `dtype` (FP32, FP16, BF16, FP8 in
-    their containers): the per-element check would only confirm it."""
-    return _all_patterns_valid(dtype.name, dtype.container, bits.dtype)
+@lru_cache(maxsize=None)          # one entry per (DataType, array dtype): the tables' few pairs
+def _may_be_invalid(name: str, np_dtype: np.dtype) -> bool:
+    """Whether an element of `np_dtype` can be no encoding of DataType `name`: never for an
+    integer DataType, nor where every value np_dtype can hold encodes it (_all_patterns_valid).
+    Keyed by name: a name hashes once, a DataType row on every call."""
+    dtype = datatype(name)
+    return not (dtype.is_int or _all_patterns_valid(dtype.name, dtype.container, np_dtype))
 
 
 @lru_cache(maxsize=None)
 def _all_patterns_valid(name: str, container: int, np_dtype: np.dtype) -> bool:
+    """True when every value `np_dtype` can hold encodes DataType `name` (FP32, FP16, BF16, FP8
+    in their containers): the per-element check would only confirm it."""
     from kernels.numeric.formats import field_mask
     width = 8 * np_dtype.itemsize
     return np_dtype.kind == "u" and width <= container and field_mask(name) == (1 << width) - 1
@@ -326,8 +350,7 @@ def ex_numeric(plan: Plan) -> Outcome:
     require_nonzero_divisor(plan, ops)
     for role, bits in enumerate(ops):
         require_encodings(plan, role, bits, rb.dtype)
-    from kernels.numeric import elementwise_status
-    bits, status = elementwise_status(rb.instr.mnemonic, rb.dtype.name, *ops, groups=len(plan.pes),
+    bits, status = numeric("elementwise_status")(rb.instr.mnemonic, rb.dtype.name, *ops, groups=len(plan.pes),
                                       profile=plan.profile)
     return padded(plan, bits if bits.shape == ops[0].shape else _shaped(bits, ops[0].shape), status, rb.dtype.name)
 
@@ -338,8 +361,7 @@ def ex_compare(plan: Plan) -> Outcome:
     ops = _read_checked(plan)
     for role, bits in enumerate(ops):
         require_encodings(plan, role, bits, rb.dtype)
-    from kernels.numeric import elementwise
-    bits, flags = elementwise("TCMP", rb.dtype.name, *ops, profile=plan.profile, cmode=rb.CMode)
+    bits, flags = numeric("elementwise")("TCMP", rb.dtype.name, *ops, profile=plan.profile, cmode=rb.CMode)
     bits = (np.broadcast_to(np.asarray(bits), ops[0].shape) != 0).astype(np.uint8)
     return padded(plan, bits, status_of(np.broadcast_to(flags, ops[0].shape), len(plan.pes)), None)
 
@@ -357,8 +379,7 @@ def ex_convert(plan: Plan) -> Outcome:
     rb = plan.rb
     (src,) = _read_checked(plan)
     require_encodings(plan, 0, src, rb.dtype)
-    from kernels.numeric import convert
-    bits, flags = convert(src, rb.dtype.name, rb.dst_dtype.name, rmode=rb.RMode, sat=rb.Sat,
+    bits, flags = numeric("convert")(src, rb.dtype.name, rb.dst_dtype.name, rmode=rb.RMode, sat=rb.Sat,
                           profile=plan.profile)
     bits = np.broadcast_to(np.asarray(bits), src.shape).astype(element_dtype(plan.dest), copy=False)
     return padded(plan, bits, status_of(np.broadcast_to(flags, src.shape), len(plan.pes)), rb.dst_dtype.name)

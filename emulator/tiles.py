@@ -141,20 +141,40 @@ class Tile:
         return bool(self.defined.all())
 
 
+class StackRow(Tile):
+    """A Tile that is row k of a block's committed (P, elements) arrays (stacked_tiles), whose
+    `elems` and `defined` views are made on first use: a block commits one tile per PE, and the
+    next block over those PEs reads the stack itself (rows_of_one_stack), so most rows' views
+    were never read.  (A class of its own, not a __getattr__ on Tile: that would slow every
+    attribute read of every tile.)"""
+
+    @cached_property
+    def elems(self) -> np.ndarray:
+        return self.stack[0][self.stack[2]]
+
+    @cached_property
+    def defined(self) -> np.ndarray:
+        return self.stack[1][self.stack[2]]
+
+
 def stacked_tiles(desc: Descriptor, elems: np.ndarray, defined: np.ndarray,
                   fully_defined: bool = False) -> list[Tile]:
     """Tiles that are the rows of read-only (P, elements) arrays `elems` and `defined`, each
     with `stack` set so that a block over the same PEs reads them in place (no copy).
     `fully_defined` True seeds each tile's memo (the caller knows every element is defined)."""
-    elems.flags.writeable = defined.flags.writeable = False
+    elems.setflags(write=False)       # setflags: half the cost of assigning .flags.writeable
+    defined.setflags(write=False)
     out = []
     for k in range(elems.shape[0]):
         # what Tile(desc, elems[k], defined[k], (elems, defined, k)) builds, without the frozen
-        # dataclass's per-field object.__setattr__: a block makes one tile per selected PE
-        t = _new_tile(Tile)
-        t.__dict__.update(desc=desc, elems=elems[k], defined=defined[k], stack=(elems, defined, k))
+        # dataclass's per-field object.__setattr__ (a block makes one tile per selected PE) and
+        # with the row views made on first use (StackRow)
+        t = _new_tile(StackRow)
+        d = t.__dict__
+        d["desc"] = desc
+        d["stack"] = (elems, defined, k)
         if fully_defined:
-            t.__dict__["fully_defined"] = True     # what the cached_property would compute
+            d["fully_defined"] = True     # what the cached_property would compute
         out.append(t)
     return out
 

@@ -26,7 +26,6 @@ from isa.datatypes import DataType, Kind
 
 from . import fastvec, ops_float, ops_int, tiers, transcendental
 from .errors import UnsupportedOperation
-from .fast import settle_marked as fast_settle
 from .profiles import Profile, profile as resolve_profile
 
 CMODES = tuple(fields.CMODES.values())      # EQ NE LT GT LE GE, in CMode code order
@@ -245,7 +244,7 @@ def elementwise_status(op: str, dtype, *operands, groups: int, profile: str | Pr
             if len(_DIRECT) < 4096:
                 _DIRECT[key] = direct
     if direct:
-        mnemonic, name, raw, prof, tier, arity = direct
+        raw, arity, kernel, settle = direct
         if len(operands) == arity:
             shape = operands[0].shape
             flat = []
@@ -254,9 +253,7 @@ def elementwise_status(op: str, dtype, *operands, groups: int, profile: str | Pr
                     break
                 flat.append(x.reshape(-1))
             else:
-                bits, status = fastvec.run_status(
-                    mnemonic, name, flat, groups,
-                    lambda b, f: fast_settle(b, f, flat, tiers.settle(tier, mnemonic, name, prof)))
+                bits, status = fastvec.run_status(kernel, flat, groups, settle)
                 return bits.reshape(shape), status
     bits, flags = elementwise(op, dtype, *operands, profile=profile, cmode=cmode)
     flags = np.asarray(flags, np.uint8)
@@ -267,7 +264,8 @@ def elementwise_status(op: str, dtype, *operands, groups: int, profile: str | Pr
 
 # (op, dtype name, profile name) -> what elementwise_status's compiled path needs, or False when
 # the tier table does not give it to fastvec (or the names are not valid: elementwise then
-# raises as it does)
+# raises as it does).  The tier table is read once per key: the kernel it names and the
+# compute that settles the kernel's marked elements (tiers.settle), not on every block.
 _DIRECT: dict = {}
 
 
@@ -280,4 +278,5 @@ def _direct(op: str, dtype: str, profile: str):
     tier = tiers.select(ins.mnemonic, dt, prof, ins.arity)
     if tier is None or tier.name != "fastvec":
         return False
-    return ins.mnemonic, dt.name, np.dtype(dt.raw_dtype), prof, tier, ins.arity
+    return (np.dtype(dt.raw_dtype), ins.arity, tier.kernels[(dt.name, ins.mnemonic)],
+            tiers.settle(tier, ins.mnemonic, dt.name, prof))

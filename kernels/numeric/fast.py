@@ -27,7 +27,7 @@ import os
 import time
 import types as types_
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import NamedTuple
 
 import numba as nb
@@ -570,8 +570,10 @@ class Kernel:
     format: str = ""
     rule: str = IEEE
 
-    @property
+    @cached_property
     def loop(self) -> Twin:
+        """The compiled loop (`loop`), kept on the row (isa.memo rule 1): a block's fast path asks
+        on every call."""
         return loop(self.kind, self.arity, self.scalar)
 
 
@@ -592,9 +594,10 @@ def launch(k: Kernel, operands, prof_ftz: bool, call, xp=np, gather_values=None,
     n = operands[0].shape[0]
     raw = operands[0].dtype
     flags = xp.empty(n, np.uint8) if flags is None else flags
-    if k.kind in _VIEW:
-        out = xp.empty(n, _VIEW[k.kind])
-        call(*(x.view(_VIEW[k.kind]) for x in operands), out, flags)
+    view = _VIEW.get(k.kind)
+    if view is not None:
+        out = xp.empty(n, view)
+        call(*[x.view(view) for x in operands], out, flags)     # a list: a block's few operands
         return out.view(raw), flags
     if k.kind == "raw":
         out = xp.empty(n, raw)

@@ -42,6 +42,7 @@ never fuses into `fma`).  kernels/numeric/cuda.py compiles these same routines i
 from __future__ import annotations
 
 import threading
+from functools import lru_cache
 
 import numba as nb
 import numpy as np
@@ -250,13 +251,6 @@ KERNELS = {(name, op): fast.Kernel(fn, 3 if op == "TFMA" else 2, "f32" if name =
            for (name, op), fn in SCALAR.items()}
 
 
-def marked(op, name, operands, flags=None):
-    """(bits, flags) of the compiled loop alone: elements it cannot settle carry FALLBACK.
-    `flags`: a uint8 buffer of the elements' count to write them into (default: a new one)."""
-    k = KERNELS[(name, op)]
-    return fast.launch(k, operands, False, k.loop, flags=flags)
-
-
 # Set in FALLBACK and in no flag (NV DZ OF UF NX are bits 0-4): an OR of flags that has it
 # covers a marked element.
 _MARK_BIT = 0x80
@@ -278,15 +272,33 @@ def _scratch_flags(n: int) -> np.ndarray | None:
     return buf[:n]
 
 
-def run_status(op, name, operands, groups: int, settle):
-    """The compiled loop's bits and, instead of its flags, their OR over each of `groups` equal
-    consecutive parts: one pass over the flags both finds marked elements and gives the status;
-    `settle(bits, flags)` recomputes the marked elements in place (the tier table's hand-off)."""
-    bits, flags = marked(op, name, operands, _scratch_flags(operands[0].shape[0]))
-    status = np.bitwise_or.reduce(flags.reshape(groups, -1), axis=1)
+def run_status(k: fast.Kernel, operands, groups: int, compute):
+    """Kernel `k`'s (bits, flags) on `operands` with, instead of its flags, their OR over each of
+    `groups` equal consecutive parts: one pass over the flags both finds marked elements and
+    gives the status; `compute` settles the marked elements (fast.settle_marked: the tier
+    table's hand-off, tiers.settle)."""
+    bits, flags = fast.launch(k, operands, False, k.loop, flags=_scratch_flags(operands[0].shape[0]))
+    status = group_or(flags, groups)
     # a block's few PEs: Python's max of a short list is cheaper than a NumPy call
     if (max(status.tolist()) if groups <= 8 else int(status.max())) & _MARK_BIT:
         with np.errstate(all="ignore"):          # as elementwise runs the reference
-            settle(bits, flags)
-        status = np.bitwise_or.reduce(flags.reshape(groups, -1), axis=1)
+            fast.settle_marked(bits, flags, operands, compute)
+        status = group_or(flags, groups)
     return bits, status
+
+
+def group_or(flags: np.ndarray, groups: int) -> np.ndarray:
+    """uint8 [groups]: the OR of each of `groups` equal consecutive parts of 1-D `flags` -- one
+    reduceat over cached part starts, which on a block's few elements costs half of reducing a
+    (groups, -1) reshape along axis 1 (an empty or uneven split takes that reshape, as before)."""
+    n = flags.shape[0]
+    if n == 0 or n % groups:
+        return np.bitwise_or.reduce(flags.reshape(groups, -1), axis=1)
+    return np.bitwise_or.reduceat(flags, _group_starts(n, groups))
+
+
+@lru_cache(maxsize=256)          # a stream's few (elements, PEs) pairs
+def _group_starts(n: int, groups: int) -> np.ndarray:
+    starts = np.arange(0, n, n // groups, dtype=np.intp)
+    starts.flags.writeable = False
+    return starts
