@@ -1,14 +1,65 @@
 """`tile-emu golden --coverage DIR` for a stream dataset: the stream classes, hazards, aliasing,
-faults, TCVT cells and per-block classes of emulator.golden.coverage, tabulated.  A module of its
+faults, TCVT cells and per-block classes of emulator.golden.coverage, counted and tabulated.  A module of its
 own because it reads the stream dataset (streams_dataset), which itself builds on coverage's
 class table: kept here, the dependency runs one way."""
 from __future__ import annotations
 
+import numpy as np
+
 from isa import instructions as I
 
-from .coverage import ALIASING, CLASSES, HAZARDS, raw_impossible, stream_coverage, war_impossible
+from .coverage import (ALIASING, CLASSES, HAZARDS, raw_impossible, stream_aliasing, stream_hazards,
+                       streams_block_classes, war_impossible)
 from .streams import LEGAL, STREAM_ILLEGAL, stream_class
-from .streams_dataset import classes_for, open_stream_dataset
+from .streams_dataset import classes_for, open_stream_dataset, parse_layout
+
+
+def stream_coverage(ds) -> dict:
+    """The stream classes of an opened stream dataset (streams_dataset.open_stream_dataset):
+    counts per stream class and partition, per (hazard kind, instruction pair), per aliasing
+    kind and instruction, per (fault reason, position), per (value class, instruction) and
+    per (single-block shape class, instruction) of every executed block."""
+    import pyarrow.compute as pc
+    from isa import encoding
+    cov = {"streams": {}, "hazards": {}, "aliasing": {}, "faults": {}, "values": {}, "shapes": {}, "tcvt": {}}
+    for part, chunk, rec in ds.files:
+        t = ds.read(part, chunk, rec)
+        for name, k in rec["classes"].items():
+            cov["streams"][(name, part.shape)] = cov["streams"].get((name, part.shape), 0) + k
+        stream = t.column("stream").combine_chunks()
+        uniq = pc.unique(stream)
+        index = pc.index_in(stream, uniq).to_numpy()
+        first = {int(u): int(np.flatnonzero(index == u)[0]) for u in range(len(uniq))}
+        weight = np.bincount(index, minlength=len(uniq))
+        for u, row in first.items():
+            blocks = encoding.decode(uniq[u].as_py())
+            executed = int(t.column("executed")[row].as_py())
+            names = [I.by_carrier(b.bstart.Mode, b.bstart.Function) for b in blocks]
+            w = int(weight[u])
+            for kind, j, i in stream_hazards(blocks, executed):
+                key = (kind, names[j].mnemonic, names[i].mnemonic)
+                cov["hazards"][key] = cov["hazards"].get(key, 0) + w
+            initial = {(p, e["tile"]): "initial" for e in parse_layout(t.column("layout")[row].as_py()).initial
+                       for p in e["pes"]}
+            for i, kinds in enumerate(stream_aliasing(blocks, executed, initial)):
+                for k in kinds:
+                    key = (k, names[i].mnemonic)
+                    cov["aliasing"][key] = cov["aliasing"].get(key, 0) + w
+            if t.column("outcome")[row].as_py() == "fault":
+                key = (t.column("reason")[row].as_py(), executed)
+                cov["faults"][key] = cov["faults"].get(key, 0) + w
+            vc = t.column("value_class")[row].as_py()
+            for i, b in enumerate(blocks[:executed]):
+                mn = names[i].mnemonic
+                cov["values"][(vc, mn)] = cov["values"].get((vc, mn), 0) + w
+                if names[i].schema == I.CONVERT:
+                    d = b.datr
+                    key = (b.bstart.DataType, b.bstart.DataType if d is None or d.DataType is None else d.DataType,
+                           0 if d is None or d.RMode is None else d.RMode, bool(d is not None and d.Sat))
+                    cov["tcvt"][key] = cov["tcvt"].get(key, 0) + w
+                for cls in streams_block_classes(b):
+                    cov["shapes"][(cls, mn)] = cov["shapes"].get((cls, mn), 0) + w
+    return cov
 
 
 def stream_coverage_table(folder) -> str:
