@@ -144,7 +144,9 @@ class StreamRun:
     def __init__(self, config: MachineConfig, n: int, tiles: dict, gprs: np.ndarray | None, backend: str = "cpu"):
         from ..batch import MachineBatch
         self.n = n
-        self.batch = MachineBatch.from_stacks(config, n, tiles, backend, gprs=gprs)
+        # a stopped case stays stacked (detach_stopped=False): its stream ends there, and what a
+        # row keeps of it (records, statuses, the tiles of its last commit) is read from the stacks
+        self.batch = MachineBatch.from_stacks(config, n, tiles, backend, gprs=gprs, detach_stopped=False)
         self.ids = set(tid for _, tid in tiles)      # every tile id some PE holds
         self.where = {(p, tid) for p, tid in tiles}
 
@@ -233,6 +235,31 @@ def _op_dtypes() -> tuple:
     """(instruction, its DataTypes sorted, integer-divisor check per DataType) of every instruction."""
     return tuple((op, tuple(sorted(op.dtypes)), tuple(bool(op.int_zero_check and datatype(dt).is_int)
                                                        for dt in sorted(op.dtypes))) for op in I.INSTRUCTIONS)
+
+
+@lru_cache(maxsize=4096)
+def _candidate_pairs(have: frozenset, preds: bool, divisors: frozenset, windows: tuple) -> tuple:
+    """The (instruction, DataType) pairs a state offers, in (instruction, DataType) order: `have`
+    the DataTypes of the regular tiles on the selected PEs, `preds` whether a predicate tile is
+    there, `divisors` the integer DataTypes of `have` with a never-zero tile, `windows` the
+    DataTypes of the TEXTRACT, TINSERT and TIMG2COL sources (REGS order).  A pure function of
+    these, so memoised: a stream's blocks offer the same few states again and again."""
+    window_of = dict(zip(REGS, windows))
+    out = []
+    for op, dts, checks in _op_dtypes():
+        if op.schema == I.SELECT and not preds:
+            continue
+        window = window_of.get(op.schema)
+        for dt, check in zip(dts, checks):
+            if window is not None:
+                if dt != window or (op.schema == I.INSERT and dt not in have):
+                    continue
+            elif dt not in have:
+                continue
+            if check and dt not in divisors:
+                continue
+            out.append((op, dt))
+    return tuple(out)
 
 
 class StreamBuilder:
@@ -403,25 +430,10 @@ class StreamBuilder:
             if d.kind == "numeric" and d == _regular(d.datatype.name, self.shape):
                 have[d.datatype.name] = ids
         preds = common.get(_regular(None, self.shape), [])
-        out = []
-        divisors = {}
-        for op, dts, checks in _op_dtypes():
-            if op.schema == I.SELECT and not preds:
-                continue
-            window = self.info[op.schema][1] if op.schema in REGS else None
-            for dt, check in zip(dts, checks):
-                if window is not None:
-                    if dt != window or (op.schema == I.INSERT and dt not in have):
-                        continue
-                elif dt not in have:
-                    continue
-                if check:
-                    if dt not in divisors:
-                        divisors[dt] = any(all((p, t) in self.nonzero for p in pes) for t in have[dt])
-                    if not divisors[dt]:
-                        continue
-                out.append((op, dt))
-        return out, have, preds
+        divisors = frozenset(dt for dt, ids in have.items() if datatype(dt).is_int
+                             and any(all((p, t) in self.nonzero for p in pes) for t in ids))
+        windows = tuple(self.info[schema][1] for schema in REGS)
+        return list(_candidate_pairs(frozenset(have), bool(preds), divisors, windows)), have, preds
 
     # ------------------------------------------------------------ blocks
     def _legal_block(self, index: int, plan=None) -> tuple[Block, dict]:
@@ -488,7 +500,8 @@ class StreamBuilder:
                     srcs.append(self._pick(numeric, pes))
         # destination: a source (aliasing), an existing tile (renamed or overwritten), or a fresh id
         r = rng.random()
-        used = sorted(t for t in REGULAR_IDS if any(t in self.state[p] for p in range(F.NUM_PES)))
+        held = set().union(*self.state)
+        used = [t for t in REGULAR_IDS if t in held]                 # REGULAR_IDS ascend
         fresh = [t for t in REGULAR_IDS if t not in used]
         alias_ok = [s for s in srcs if s in REGULAR_IDS]
         if plan is not None:
@@ -589,7 +602,7 @@ class StreamBuilder:
                 committed, recs = self._stateless_fault(block, stateless, i, offset)
             else:
                 committed, recs = run.step(block, i, offset)
-            offset += len(encoding.encode([block])) - encoding.HEADER_BYTES
+            offset += encoding.WORD_BYTES * len(encoding.block_words(block, i))
             records = records + recs
             if i == self.position:
                 if committed.any():
