@@ -222,11 +222,18 @@ def _regular(dt: str | None, shape: Shape) -> Descriptor:
     return _desc(dt, shape.vrow, shape.cols, shape.vrow, shape.vcol)
 
 
-def _weighted(rng, items, weights):
-    """items[i] with probability weights[i] / sum: what rng.choice(len(items), p=...) draws (one
-    uniform, the cumulative distribution searched), without choice's per-call checks."""
+def _cdf(weights) -> np.ndarray:
+    """The cumulative distribution of `weights` (normalised; read-only: _candidate_pairs keeps it)."""
     cdf = np.cumsum(np.asarray(weights, float))
     cdf /= cdf[-1]
+    cdf.flags.writeable = False
+    return cdf
+
+
+def _weighted(rng, items, cdf: np.ndarray):
+    """items[i] with probability weights[i] / sum (cdf = _cdf(weights)): what
+    rng.choice(len(items), p=...) draws (one uniform, the cumulative distribution searched),
+    without choice's per-call checks."""
     return items[int(cdf.searchsorted(rng.random(), side="right"))]
 
 
@@ -242,8 +249,10 @@ def _candidate_pairs(have: frozenset, preds: bool, divisors: frozenset, windows:
     """The (instruction, DataType) pairs a state offers, in (instruction, DataType) order: `have`
     the DataTypes of the regular tiles on the selected PEs, `preds` whether a predicate tile is
     there, `divisors` the integer DataTypes of `have` with a never-zero tile, `windows` the
-    DataTypes of the TEXTRACT, TINSERT and TIMG2COL sources (REGS order).  A pure function of
-    these, so memoised: a stream's blocks offer the same few states again and again."""
+    DataTypes of the TEXTRACT, TINSERT and TIMG2COL sources (REGS order).  With them, the
+    cumulative distribution (_cdf) _weighted draws a pair from: each instruction by its weight, shared
+    evenly among its DataTypes.  A pure function of these, so memoised: a stream's blocks offer
+    the same few states again and again.  None when the state offers nothing."""
     window_of = dict(zip(REGS, windows))
     out = []
     for op, dts, checks in _op_dtypes():
@@ -259,7 +268,12 @@ def _candidate_pairs(have: frozenset, preds: bool, divisors: frozenset, windows:
             if check and dt not in divisors:
                 continue
             out.append((op, dt))
-    return tuple(out)
+    if not out:
+        return None
+    per_op: dict = {}
+    for o, _ in out:
+        per_op[o.mnemonic] = per_op.get(o.mnemonic, 0) + 1
+    return tuple(out), _cdf([WEIGHTS[op.mnemonic] / per_op[op.mnemonic] for op, _ in out])
 
 
 class StreamBuilder:
@@ -433,7 +447,7 @@ class StreamBuilder:
         divisors = frozenset(dt for dt, ids in have.items() if datatype(dt).is_int
                              and any(all((p, t) in self.nonzero for p in pes) for t in ids))
         windows = tuple(self.info[schema][1] for schema in REGS)
-        return list(_candidate_pairs(frozenset(have), bool(preds), divisors, windows)), have, preds
+        return _candidate_pairs(frozenset(have), bool(preds), divisors, windows), have, preds
 
     # ------------------------------------------------------------ blocks
     def _legal_block(self, index: int, plan=None) -> tuple[Block, dict]:
@@ -454,12 +468,8 @@ class StreamBuilder:
             else:
                 raise GeneratorError(f"block {index}: nothing can be built from the state")
             pes = F.SELECTED_PES[mask]
-            # prefer a DataType a recent block wrote (read-after-write chains), by instruction weight
-            per_op: dict = {}
-            for o, _ in cands:
-                per_op[o.mnemonic] = per_op.get(o.mnemonic, 0) + 1
-            weights = [WEIGHTS[op.mnemonic] / per_op[op.mnemonic] for op, _ in cands]
-            op, dt = _weighted(rng, cands, weights)
+            cands, cdf = cands
+            op, dt = _weighted(rng, cands, cdf)
         dst, rmode, sat = dt, None, False
         if op.schema == I.CONVERT:
             dst = DATATYPES[int(rng.integers(len(DATATYPES)))].name
