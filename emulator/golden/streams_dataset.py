@@ -397,8 +397,14 @@ def replay_columns(config: MachineConfig, n: int, tiles: dict, gprs, blocks, rec
 
 
 def D_repeat(value, n: int, typ) -> pa.Array:
-    from .rows import _repeat
-    return _repeat(value, n, typ)
+    """n copies of one bytes (pa.binary()) or str (pa.string()) value, laid out directly: the
+    value's bytes n times, offsets a multiple of its length."""
+    raw = value.encode() if isinstance(value, str) else bytes(value)
+    if len(raw) * n >= 1 << 31:
+        from .rows import _repeat
+        return _repeat(value, n, typ)
+    offsets = np.arange(n + 1, dtype=np.int32) * np.int32(len(raw))
+    return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(offsets), pa.py_buffer(raw * n)])
 
 
 # ---------------------------------------------------------------------------- reading rows
