@@ -276,6 +276,9 @@ def _candidate_pairs(have: frozenset, preds: bool, divisors: frozenset, windows:
     return tuple(out), _cdf([WEIGHTS[op.mnemonic] / per_op[op.mnemonic] for op, _ in out])
 
 
+_COMMON_IDS = frozenset(REGULAR_IDS + (PRED_TILE,))     # the ids a block may read from the state
+
+
 class StreamBuilder:
     """Draws one group (see the module doc).  `reason`: the planted rejection class, or None."""
 
@@ -414,9 +417,11 @@ class StreamBuilder:
         """Descriptor -> the tile ids (not reserved) holding it on every PE of `pes`."""
         out: dict = {}
         first, rest = self.state[pes[0]], [self.state[p] for p in pes[1:]]
-        for tid in REGULAR_IDS + (PRED_TILE,):
-            d = first.get(tid)
-            if d is not None and all(r.get(tid) == d for r in rest):
+        for tid in sorted(first):                    # ascending, as REGULAR_IDS + (PRED_TILE,)
+            if tid not in _COMMON_IDS:
+                continue
+            d = first[tid]
+            if all(r.get(tid) is d or r.get(tid) == d for r in rest):
                 out.setdefault(d, []).append(tid)
         return out
 
