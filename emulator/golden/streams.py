@@ -660,9 +660,8 @@ class StreamBuilder:
     def _stateless_fault(self, block: Block, exc: IllegalBlockException, i: int, offset: int):
         """What MachineBatch.step gives for a block the stateless rules reject (isa.legality.resolve,
         the batch engine's first check: every live machine stops there with that one error, its
-        state untouched), without the step: the batch would turn each machine into a host Machine
-        to keep its state, which a stream that ends here never reads.  `verify` replays the block
-        on the engine itself."""
+        state untouched), without the step (the records need nothing the step would add).
+        `verify` replays the block on the engine itself."""
         from ..machine import StreamError
         recs = CL.fault_records(StreamError(i, offset, exc), np.arange(self.n, dtype=np.uint32), block)
         return np.zeros(self.n, bool), recs

@@ -30,10 +30,10 @@ def assert_matches_reference(batch, result, machines, *streams):
         assert list(batch.statuses()[k]) == [pe.status for pe in a.pes], f"machine {k}"
 
 
-def logged(machines, stream, **options):
+def logged(machines, stream, fuse=False, **options):
     log = Collector()
     batch = MachineBatch(machines, "cpu", **options)
-    result = batch.run(stream, log=log)
+    result = batch.run(stream, log=log, fuse=fuse)
     return batch, result, log.table()
 
 
@@ -129,3 +129,12 @@ def test_random_streams_end_where_each_machine_ends_alone_on_the_reference(seeds
     assert records.equals(logged(machines, first)[2])
     assert_matches_reference(batch, result, machines, first)
     assert_matches_reference(batch, batch.run(second), machines, first, second)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=4), st.lists(blocks(), min_size=2, max_size=6))
+def test_fused_random_streams_stop_where_the_default_stops(seeds, stream):
+    machines = [machine(s) for s in seeds]
+    batch, result, records = logged(machines, stream, fuse=True, detach_stopped=False)
+    assert records.equals(logged(machines, stream, fuse=True)[2])
+    assert_matches_reference(batch, result, machines, stream)
