@@ -631,9 +631,21 @@ class MachineBatch:
     _rec = None              # the running stream's _Recorder when it has a log
     _session = None          # step()'s stream: [next block index, errors, live detached machines]
 
-    def __init__(self, machines: Iterable[Machine], backend: str = "cpu", profile: str | None = None):
+    def __init__(self, machines: Iterable[Machine], backend: str = "cpu", profile: str | None = None,
+                 *, detach_stopped: bool = True):
         """`profile` (a kernels.numeric.profiles name) runs every machine under that numeric
-        profile instead of its own configuration's."""
+        profile instead of its own configuration's.
+
+        `detach_stopped` says what becomes of a cohort member a block rejects.  True (the
+        default): it is detached into a host Machine holding the state of its last commit.
+        False: it stays stacked, in a cohort of stopped members that no later block of the
+        stream reaches -- its state is simply no longer advanced, its StreamError, fault
+        records and 'stopped' status are the same, and machine(k), tile_arrays, stacks,
+        statuses and save read it as before; the next `run` (or stepped stream) starts it
+        again.  This saves materializing a Machine (every tile) per stopped member, which a
+        caller that never reads the stopped state back (the stream golden generator) does not
+        need.  A member whose fault only the reference can name (an element rule, a GPR window)
+        still runs the block on a materialized Machine, as always, and keeps that one."""
         machines = [m for m in machines]
         if not machines:
             raise ValueError("a batch needs at least one machine")
@@ -656,9 +668,11 @@ class MachineBatch:
             machines = copies
         self.config = config
         self.backend, self.xp, self.why = resolve_backend(backend)
+        self.detach_stopped = bool(detach_stopped)
         self._n = len(machines)
         self._host: dict[int, Machine] = {}      # machines outside every cohort (reference path)
         self._cohorts: list[Cohort] = []
+        self._stopped: list[Cohort] = []         # stopped members kept stacked (detach_stopped=False)
         if self.backend == "reference":
             self._host = {k: m.copy() for k, m in enumerate(machines)}
         else:
@@ -666,9 +680,9 @@ class MachineBatch:
 
     @classmethod
     def load(cls, path, backend: str = "cpu", config: MachineConfig | None = None,
-             profile: str | None = None) -> "MachineBatch":
+             profile: str | None = None, *, detach_stopped: bool = True) -> "MachineBatch":
         from .machine import load_machines
-        return cls(load_machines(path, config), backend, profile)
+        return cls(load_machines(path, config), backend, profile, detach_stopped=detach_stopped)
 
     def save(self, path) -> None:
         from .batchio import save_machines
@@ -684,7 +698,7 @@ class MachineBatch:
         k = int(k)
         if k in self._host:
             return self._host[k].copy()
-        for c in self._cohorts:
+        for c in self._cohorts + self._stopped:
             j = np.flatnonzero(c.ids == k)
             if j.size:
                 return c.machine(int(j[0]))
@@ -692,16 +706,17 @@ class MachineBatch:
 
     @classmethod
     def from_stacks(cls, config: MachineConfig, n: int, tiles: dict, backend: str = "cpu",
-                    gprs: np.ndarray | None = None) -> "MachineBatch":
+                    gprs: np.ndarray | None = None, *, detach_stopped: bool = True) -> "MachineBatch":
         """n machines of one shape straight from stacked arrays, without a host Machine each:
         `tiles` maps (PE, tile id) -> (Descriptor, elems (n, elements), defined (n, elements));
         `gprs` (n, 4, 32) uint64 or None (all zero; r0 must be 0).  Status starts at zero.  The
         tiles must be valid architectural state (as validate_tile accepts); the golden
-        generator builds them so."""
+        generator builds them so.  `detach_stopped`: as the constructor's."""
         batch = cls.__new__(cls)
         batch.config = config
         batch.backend, batch.xp, batch.why = resolve_backend(backend)
-        batch._n, batch._host, batch._cohorts = n, {}, []
+        batch.detach_stopped = bool(detach_stopped)
+        batch._n, batch._host, batch._cohorts, batch._stopped = n, {}, [], []
         if batch.backend == "reference":
             for k in range(n):
                 state = MachineState(config)
@@ -732,7 +747,7 @@ class MachineBatch:
         if not (isinstance(pe, (int, np.integer)) and 0 <= pe < NUM_PES):
             raise ValueError(f"PE {pe!r} out of range 0..{NUM_PES - 1}")
         out = []
-        for c in self._cohorts:
+        for c in self._cohorts + self._stopped:
             s = c.slots[pe].get(tile)
             if s is not None:
                 out.append((c.ids.copy(), s.desc, s.elems, s.defined))
@@ -751,7 +766,7 @@ class MachineBatch:
     def statuses(self) -> np.ndarray:
         """(machines, 4) uint8: every machine's per-PE numeric status."""
         out = np.zeros((self._n, NUM_PES), np.uint8)
-        for c in self._cohorts:
+        for c in self._cohorts + self._stopped:
             out[c.ids] = _host(c.xp)(c.status)
         for k, m in self._host.items():
             out[k] = [pe.status for pe in m.pes]
@@ -811,8 +826,7 @@ class MachineBatch:
         self._session = None
         if self.backend == "reference":
             return self._run_reference(stream, log)
-        if self._host:           # machines stopped by an earlier stream start this one in a cohort
-            self._build(dict(self._host))
+        self._restart()
         source, bad_header = stream_items(stream)
         if bad_header is not None:
             if log is not None:
@@ -881,8 +895,8 @@ class MachineBatch:
         from .commitlog import Collector
         from .machine import one_block
         if self._session is None:
-            if self._host and self.backend != "reference":
-                self._build(dict(self._host))
+            if self.backend != "reference":
+                self._restart()
             self._session = [0, [None] * self._n, set()]
         index, errors, live_host = self._session
         log = Collector()
@@ -967,12 +981,42 @@ class MachineBatch:
     def _live(self, live_host) -> list[int]:
         return sorted([int(k) for c in self._cohorts for k in c.ids] + list(live_host))
 
+    def _restart(self) -> None:
+        """A new stream starts every machine: those an earlier one stopped join the cohorts again
+        (host machines by shape, as at construction; stopped stacked members with the cohort of
+        their shape, or as one of their own)."""
+        if self._stopped:
+            by_sig = {c.signature: i for i, c in enumerate(self._cohorts)}
+            for s in self._stopped:
+                sig = s.signature
+                if sig in by_sig:
+                    self._cohorts[by_sig[sig]] = Cohort.merge(self._cohorts[by_sig[sig]], s)
+                else:
+                    by_sig[sig] = len(self._cohorts)
+                    self._cohorts.append(s)
+            self._stopped = []
+        if self._host:           # machines stopped by an earlier stream start this one in a cohort
+            self._build(dict(self._host))
+
     def _stop(self, k: int, m: Machine, err: StreamError, errors, live_host) -> None:
         self._host[k] = m
         errors[k] = err
         live_host.discard(k)
         if self._rec is not None:
             self._rec.fault(k, err)
+
+    def _stop_cohort(self, c: Cohort, err: StreamError, errors, live_host) -> None:
+        """Every member of cohort c stops at `err`: detached into host Machines, or (with
+        detach_stopped=False) kept stacked in c, which no later block reaches."""
+        if self.detach_stopped:
+            for j, k in enumerate(c.ids):
+                self._stop(int(k), c.machine(j), err, errors, live_host)
+            return
+        self._stopped.append(c)
+        for k in c.ids:
+            errors[int(k)] = err
+            if self._rec is not None:
+                self._rec.fault(int(k), err)
 
     def _execute_host(self, k: int, m: Machine, block: Block, index: int) -> None:
         """Block `index` on machine k outside every cohort (the reference path), recorded."""
@@ -991,8 +1035,7 @@ class MachineBatch:
         except IllegalBlockException as exc:     # stateless: every live machine stops here
             err = StreamError(index, offset, exc)
             for c in self._cohorts:
-                for j, k in enumerate(c.ids):
-                    self._stop(int(k), c.machine(j), err, errors, live_host)
+                self._stop_cohort(c, err, errors, live_host)
             for k in list(live_host):
                 self._stop(k, self._host[k], err, errors, live_host)
             self._cohorts = []
@@ -1033,9 +1076,7 @@ class MachineBatch:
                 plans.append((g, preflight.check(c, rb, g, offsets)[0]))
             except IllegalBlockException as exc:
                 if rb.offset_regs is None and not plans:   # descriptors only: one fault for all
-                    err = StreamError(index, offset, exc)
-                    for j, k in enumerate(c.ids):
-                        self._stop(int(k), c.machine(j), err, errors, live_host)
+                    self._stop_cohort(c, StreamError(index, offset, exc), errors, live_host)
                 else:   # a window, or an earlier group's element rule, may fault first on some members
                     for j in range(len(c)):
                         self._rare(c, j, block, index, offset, errors, live_host)

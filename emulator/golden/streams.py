@@ -144,7 +144,9 @@ class StreamRun:
     def __init__(self, config: MachineConfig, n: int, tiles: dict, gprs: np.ndarray | None, backend: str = "cpu"):
         from ..batch import MachineBatch
         self.n = n
-        self.batch = MachineBatch.from_stacks(config, n, tiles, backend, gprs=gprs)
+        # a stopped case stays stacked (detach_stopped=False): its stream ends there, and what a
+        # row keeps of it (records, statuses, the tiles of its last commit) is read from the stacks
+        self.batch = MachineBatch.from_stacks(config, n, tiles, backend, gprs=gprs, detach_stopped=False)
         self.ids = set(tid for _, tid in tiles)      # every tile id some PE holds
         self.where = {(p, tid) for p, tid in tiles}
 
@@ -220,11 +222,18 @@ def _regular(dt: str | None, shape: Shape) -> Descriptor:
     return _desc(dt, shape.vrow, shape.cols, shape.vrow, shape.vcol)
 
 
-def _weighted(rng, items, weights):
-    """items[i] with probability weights[i] / sum: what rng.choice(len(items), p=...) draws (one
-    uniform, the cumulative distribution searched), without choice's per-call checks."""
+def _cdf(weights) -> np.ndarray:
+    """The cumulative distribution of `weights` (normalised; read-only: _candidate_pairs keeps it)."""
     cdf = np.cumsum(np.asarray(weights, float))
     cdf /= cdf[-1]
+    cdf.flags.writeable = False
+    return cdf
+
+
+def _weighted(rng, items, cdf: np.ndarray):
+    """items[i] with probability weights[i] / sum (cdf = _cdf(weights)): what
+    rng.choice(len(items), p=...) draws (one uniform, the cumulative distribution searched),
+    without choice's per-call checks."""
     return items[int(cdf.searchsorted(rng.random(), side="right"))]
 
 
@@ -233,6 +242,41 @@ def _op_dtypes() -> tuple:
     """(instruction, its DataTypes sorted, integer-divisor check per DataType) of every instruction."""
     return tuple((op, tuple(sorted(op.dtypes)), tuple(bool(op.int_zero_check and datatype(dt).is_int)
                                                        for dt in sorted(op.dtypes))) for op in I.INSTRUCTIONS)
+
+
+@lru_cache(maxsize=4096)
+def _candidate_pairs(have: frozenset, preds: bool, divisors: frozenset, windows: tuple) -> tuple:
+    """The (instruction, DataType) pairs a state offers, in (instruction, DataType) order: `have`
+    the DataTypes of the regular tiles on the selected PEs, `preds` whether a predicate tile is
+    there, `divisors` the integer DataTypes of `have` with a never-zero tile, `windows` the
+    DataTypes of the TEXTRACT, TINSERT and TIMG2COL sources (REGS order).  With them, the
+    cumulative distribution (_cdf) _weighted draws a pair from: each instruction by its weight, shared
+    evenly among its DataTypes.  A pure function of these, so memoised: a stream's blocks offer
+    the same few states again and again.  None when the state offers nothing."""
+    window_of = dict(zip(REGS, windows))
+    out = []
+    for op, dts, checks in _op_dtypes():
+        if op.schema == I.SELECT and not preds:
+            continue
+        window = window_of.get(op.schema)
+        for dt, check in zip(dts, checks):
+            if window is not None:
+                if dt != window or (op.schema == I.INSERT and dt not in have):
+                    continue
+            elif dt not in have:
+                continue
+            if check and dt not in divisors:
+                continue
+            out.append((op, dt))
+    if not out:
+        return None
+    per_op: dict = {}
+    for o, _ in out:
+        per_op[o.mnemonic] = per_op.get(o.mnemonic, 0) + 1
+    return tuple(out), _cdf([WEIGHTS[op.mnemonic] / per_op[op.mnemonic] for op, _ in out])
+
+
+_COMMON_IDS = frozenset(REGULAR_IDS + (PRED_TILE,))     # the ids a block may read from the state
 
 
 class StreamBuilder:
@@ -373,9 +417,11 @@ class StreamBuilder:
         """Descriptor -> the tile ids (not reserved) holding it on every PE of `pes`."""
         out: dict = {}
         first, rest = self.state[pes[0]], [self.state[p] for p in pes[1:]]
-        for tid in REGULAR_IDS + (PRED_TILE,):
-            d = first.get(tid)
-            if d is not None and all(r.get(tid) == d for r in rest):
+        for tid in sorted(first):                    # ascending, as REGULAR_IDS + (PRED_TILE,)
+            if tid not in _COMMON_IDS:
+                continue
+            d = first[tid]
+            if all(r.get(tid) is d or r.get(tid) == d for r in rest):
                 out.setdefault(d, []).append(tid)
         return out
 
@@ -403,25 +449,10 @@ class StreamBuilder:
             if d.kind == "numeric" and d == _regular(d.datatype.name, self.shape):
                 have[d.datatype.name] = ids
         preds = common.get(_regular(None, self.shape), [])
-        out = []
-        divisors = {}
-        for op, dts, checks in _op_dtypes():
-            if op.schema == I.SELECT and not preds:
-                continue
-            window = self.info[op.schema][1] if op.schema in REGS else None
-            for dt, check in zip(dts, checks):
-                if window is not None:
-                    if dt != window or (op.schema == I.INSERT and dt not in have):
-                        continue
-                elif dt not in have:
-                    continue
-                if check:
-                    if dt not in divisors:
-                        divisors[dt] = any(all((p, t) in self.nonzero for p in pes) for t in have[dt])
-                    if not divisors[dt]:
-                        continue
-                out.append((op, dt))
-        return out, have, preds
+        divisors = frozenset(dt for dt, ids in have.items() if datatype(dt).is_int
+                             and any(all((p, t) in self.nonzero for p in pes) for t in ids))
+        windows = tuple(self.info[schema][1] for schema in REGS)
+        return _candidate_pairs(frozenset(have), bool(preds), divisors, windows), have, preds
 
     # ------------------------------------------------------------ blocks
     def _legal_block(self, index: int, plan=None) -> tuple[Block, dict]:
@@ -442,12 +473,8 @@ class StreamBuilder:
             else:
                 raise GeneratorError(f"block {index}: nothing can be built from the state")
             pes = F.SELECTED_PES[mask]
-            # prefer a DataType a recent block wrote (read-after-write chains), by instruction weight
-            per_op: dict = {}
-            for o, _ in cands:
-                per_op[o.mnemonic] = per_op.get(o.mnemonic, 0) + 1
-            weights = [WEIGHTS[op.mnemonic] / per_op[op.mnemonic] for op, _ in cands]
-            op, dt = _weighted(rng, cands, weights)
+            cands, cdf = cands
+            op, dt = _weighted(rng, cands, cdf)
         dst, rmode, sat = dt, None, False
         if op.schema == I.CONVERT:
             dst = DATATYPES[int(rng.integers(len(DATATYPES)))].name
@@ -488,7 +515,8 @@ class StreamBuilder:
                     srcs.append(self._pick(numeric, pes))
         # destination: a source (aliasing), an existing tile (renamed or overwritten), or a fresh id
         r = rng.random()
-        used = sorted(t for t in REGULAR_IDS if any(t in self.state[p] for p in range(F.NUM_PES)))
+        held = set().union(*self.state)
+        used = [t for t in REGULAR_IDS if t in held]                 # REGULAR_IDS ascend
         fresh = [t for t in REGULAR_IDS if t not in used]
         alias_ok = [s for s in srcs if s in REGULAR_IDS]
         if plan is not None:
@@ -589,7 +617,7 @@ class StreamBuilder:
                 committed, recs = self._stateless_fault(block, stateless, i, offset)
             else:
                 committed, recs = run.step(block, i, offset)
-            offset += len(encoding.encode([block])) - encoding.HEADER_BYTES
+            offset += encoding.WORD_BYTES * len(encoding.block_words(block, i))
             records = records + recs
             if i == self.position:
                 if committed.any():
@@ -632,9 +660,8 @@ class StreamBuilder:
     def _stateless_fault(self, block: Block, exc: IllegalBlockException, i: int, offset: int):
         """What MachineBatch.step gives for a block the stateless rules reject (isa.legality.resolve,
         the batch engine's first check: every live machine stops there with that one error, its
-        state untouched), without the step: the batch would turn each machine into a host Machine
-        to keep its state, which a stream that ends here never reads.  `verify` replays the block
-        on the engine itself."""
+        state untouched), without the step (the records need nothing the step would add).
+        `verify` replays the block on the engine itself."""
         from ..machine import StreamError
         recs = CL.fault_records(StreamError(i, offset, exc), np.arange(self.n, dtype=np.uint32), block)
         return np.zeros(self.n, bool), recs

@@ -257,8 +257,11 @@ def _sizes(d: Descriptor | None) -> dict:
 def _flat_binary(rows: np.ndarray) -> pa.Array:
     """A binary array of n equal-size values: the rows of a (n, L) uint8 array (no copy per row)."""
     n, width = rows.shape
-    offsets = (np.arange(n + 1, dtype=np.int64) * width)
     data = np.ascontiguousarray(rows).reshape(-1)
+    if n * width < 1 << 31:                 # binary's own int32 offsets: no cast from large_binary
+        offsets = np.arange(n + 1, dtype=np.int32) * np.int32(width)
+        return pa.BinaryArray.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    offsets = (np.arange(n + 1, dtype=np.int64) * width)
     return pa.LargeBinaryArray.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
                                             ).cast(pa.binary())
 
@@ -394,8 +397,14 @@ def replay_columns(config: MachineConfig, n: int, tiles: dict, gprs, blocks, rec
 
 
 def D_repeat(value, n: int, typ) -> pa.Array:
-    from .rows import _repeat
-    return _repeat(value, n, typ)
+    """n copies of one bytes (pa.binary()) or str (pa.string()) value, laid out directly: the
+    value's bytes n times, offsets a multiple of its length."""
+    raw = value.encode() if isinstance(value, str) else bytes(value)
+    if len(raw) * n >= 1 << 31:
+        from .rows import _repeat
+        return _repeat(value, n, typ)
+    offsets = np.arange(n + 1, dtype=np.int32) * np.int32(len(raw))
+    return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(offsets), pa.py_buffer(raw * n)])
 
 
 # ---------------------------------------------------------------------------- reading rows
