@@ -211,6 +211,7 @@ class StreamGroup:
     executed: int                      # blocks committed (the fault block, if any, is `executed`)
     fault: tuple | None                # (reason, field, message) per case: arrays, or None
     status: np.ndarray                 # (n, 4) statuses at the end (the final tiles: the records)
+    stream: bytes | None = None        # encoding.encode(blocks), kept from generation (None: encode)
 
     @property
     def n(self) -> int:
@@ -599,11 +600,11 @@ class StreamBuilder:
         self.nonzero = {(p, t) for p in range(F.NUM_PES) for t in self.nonzero_init
                         if datatype(self.state[p][t].datatype.name).is_int}
         self.peak = max(self._used())
-        blocks, records, fault = [], CL.Records(), None
+        blocks, words, records, fault = [], [], CL.Records(), None
         executed, offset = self.K, encoding.HEADER_BYTES
         for i in range(min(self.position + 1, self.K)):
             if i < self.position:
-                block = _roundtrip(self._legal_block(i)[0])
+                block, w = _carried(self._legal_block(i)[0])
             else:
                 legal, meta = self._legal_block(i, self.plan)
                 if probe:
@@ -612,12 +613,14 @@ class StreamBuilder:
                     used = self._used()
                     return self.peak if any(used[p] + dest.capacity > self.peak for p in (0, 1)) else None
                 block, stateless = self._planted(legal, meta, i)
+                w = encoding.block_words(block, i)
             blocks.append(block)
+            words.append(w)
             if i == self.position and stateless is not None:
                 committed, recs = self._stateless_fault(block, stateless, i, offset)
             else:
                 committed, recs = run.step(block, i, offset)
-            offset += encoding.WORD_BYTES * len(encoding.block_words(block, i))
+            offset += encoding.WORD_BYTES * len(w)
             records = records + recs
             if i == self.position:
                 if committed.any():
@@ -635,9 +638,11 @@ class StreamBuilder:
                                      f"on case {k} with {g.reason} ({g.message})")
             self._track(run, block, i)
         for j in range(len(blocks), self.K):           # the rest of an illegal stream: never runs
-            blocks.append(_roundtrip(self._legal_block(j)[0]))
+            block, w = _carried(self._legal_block(j)[0])
+            blocks.append(block)
+            words.append(w)
         return StreamGroup(stream_class(self.reason), self.value_class, self.shape, self.config, tiles, gprs,
-                           blocks, records, executed, fault, run.batch.statuses())
+                           blocks, records, executed, fault, run.batch.statuses(), _stream(words))
 
     def _planted(self, legal: Block, meta: dict, i: int) -> tuple[Block, IllegalBlockException | None]:
         """(the planted block, the stateless rules' rejection of it: None for a stateful reason)."""
@@ -697,13 +702,30 @@ def _roundtrip(block: Block) -> Block:
     return encoding.decode(encoding.encode([block]))[0]
 
 
+def _carried(block: Block) -> tuple[Block, list[int]]:
+    """_roundtrip(block) and its words: encode(decode(data)) == data (tests/isa/test_properties.py),
+    so the decoded block's words are the ones just packed, and the stream need not pack them again."""
+    w = encoding.block_words(block)
+    return encoding.decode(_stream([w]))[0], w
+
+
+def _stream(words: list[list[int]]) -> bytes:
+    """encoding.encode of the blocks whose words these are (the same header and packing)."""
+    flat = [x for w in words for x in w]
+    if len(flat) >= 1 << 32:        # pragma: no cover  (encode's own limit)
+        raise EncodeError(len(words) - 1, "stream", "more than 2**32-1 words")
+    return encoding.HEADER.pack(encoding.MAGIC, encoding.VERSION, 0, len(words), len(flat)) + \
+        np.array(flat, dtype="<u8").tobytes()
+
+
 def build_group(shape: Shape, blocks: int, n: int, rng: np.random.Generator, config: MachineConfig,
                 reason: str | None = None, backend: str = "cpu") -> StreamGroup:
     return StreamBuilder(shape, blocks, n, rng, config, reason, backend).build()
 
 
-def stream_text(blocks: list[Block]) -> tuple[bytes, str]:
-    """The encoded stream and its canonical text (no comment lines)."""
-    data = encoding.encode(blocks)
+def stream_text(blocks: list[Block], data: bytes | None = None) -> tuple[bytes, str]:
+    """The encoded stream (`data` when the caller has it already) and its canonical text (no
+    comment lines)."""
+    data = encoding.encode(blocks) if data is None else data
     text = "\n".join(line for line in disassemble(blocks).splitlines() if line and not line.startswith("#"))
     return data, text

@@ -364,11 +364,11 @@ def _fault_columns(recs: CL.Records, n: int):
 
 
 def replay_columns(config: MachineConfig, n: int, tiles: dict, gprs, blocks, records: CL.Records, executed: int,
-                   status) -> dict[str, pa.Array]:
+                   status, stream: bytes | None = None) -> dict[str, pa.Array]:
     """Every column a replay recomputes (all but case, class, group, value_class); `layout` as a
     plain string column (group_table makes it a dictionary column).  Ragged when the machines'
     records differ in a head."""
-    data, text = S.stream_text(blocks)
+    data, text = S.stream_text(blocks, stream)
     faulted, reason, fld, message = _fault_columns(records, n)
     init_heads, init_pay, init_def = _initial_columns(tiles, n)
     rec_heads, rec_pay, rec_def, rec_stat = _record_columns(records, n)
@@ -561,7 +561,7 @@ def group_columns(g: S.StreamGroup, first_case: int, group_index: int) -> dict:
     records cannot share one layout (the generator's groups always can)."""
     n = g.n
     try:
-        cols = replay_columns(g.config, n, g.tiles, g.gprs, g.blocks, g.records, g.executed, g.status)
+        cols = replay_columns(g.config, n, g.tiles, g.gprs, g.blocks, g.records, g.executed, g.status, g.stream)
     except Ragged as exc:
         raise S.GeneratorError(f"group {group_index}: {exc}") from None
     return {"case": pa.array(np.arange(first_case, first_case + n, dtype=np.uint64)),
