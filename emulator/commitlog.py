@@ -488,12 +488,20 @@ def block_names(block) -> tuple[str, str]:
     (an unassigned opcode, a reserved DataType code)."""
     if block is None:
         return "", ""
-    instr = I.by_carrier(block.bstart.Mode, block.bstart.Function)
-    try:
-        dt = datatype(block.bstart.DataType).name
-    except ValueError:
-        dt = ""
-    return ("" if instr is None else instr.mnemonic), dt
+    b = block.bstart
+    key = (b.Mode, b.Function, b.DataType)
+    got = _NAMES.get(key)
+    if got is None:
+        instr = I.by_carrier(b.Mode, b.Function)
+        try:
+            dt = datatype(b.DataType).name
+        except ValueError:
+            dt = ""
+        got = _NAMES[key] = ("" if instr is None else instr.mnemonic), dt
+    return got
+
+
+_NAMES: dict = {}          # (Mode, Function, DataType) -> block_names: looked up once per block of a log
 
 
 def block_records(machine, block, *, index: int, offset: int | None = None, machine_index: int = 0,
