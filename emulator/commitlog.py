@@ -287,14 +287,18 @@ def _batch(groups) -> pa.RecordBatch:
     return next(_cuts(groups))
 
 
-def _cuts(groups, order: np.ndarray | None = None, chunk: int | None = None):
+def _cuts(groups, order: np.ndarray | None = None, chunk: int | None = None, grid: int | None = None):
     """Record batches of SCHEMA from groups: values per group or per descriptor (a few distinct
     ones: descriptors are interned) are repeated by index, per-record arrays concatenated -- no
     Python object per record.  Without `order`: one batch of every row, in order.  With it (row
     indices, e.g. a machine-major permutation): the rows it names, `chunk` at a time, each
     batch's bytes gathered into two buffers reused from batch to batch -- so a batch is valid
     only until the next one is made (write it first); no buffer as large as the whole log is
-    ever touched (first-touch page faults of fresh memory cost more than the copy here)."""
+    ever touched (first-touch page faults of fresh memory cost more than the copy here).
+    `grid` (M): the caller has checked that every group's machine column is 0..M-1 repeated
+    (PE-major over M machines, as a batch commit makes it) and `order` is the stable sort by
+    machine: a chunk's bytes are then copied group by group as strided (machines, PEs) blocks
+    -- one copy, no per-row index -- where every group's rows have one width."""
     groups = list(groups)
     if not groups:
         yield pa.RecordBatch.from_pylist([], schema=SCHEMA)
@@ -384,12 +388,45 @@ def _cuts(groups, order: np.ndarray | None = None, chunk: int | None = None):
                 data[offsets[pos][:, None] + np.arange(widths[k][g])] = src[local[pos]]
         return w, data
 
-    def build(rows):
+    per_machine = None if grid is None else [g.rows // grid for g in groups]      # PEs per machine
+    firsts = None if grid is None else np.concatenate([[0], np.cumsum(per_machine)])
+
+    def binary_grid(k, lo, hi):
+        """Rows lo..hi-1 of the machine-major order (see `grid`), into scratch[k]; None where
+        the widths differ."""
+        ws = set(widths[k])
+        if len(ws) != 1:
+            return None
+        width = ws.pop()
+        n = hi - lo
+        if scratch[k].size < n * width:
+            scratch[k] = np.empty(n * width, np.uint8)
+        data = scratch[k][: n * width].reshape(n, width)
+        if width:
+            r = int(firsts[-1])                       # rows per machine
+            at = lo
+            while at < hi:                            # runs of whole or partial machines
+                k0, r0 = divmod(at, r)
+                if r0 == 0 and hi - at >= r:
+                    k1, r1 = k0 + (hi - at) // r, r
+                else:
+                    k1, r1 = k0 + 1, min(r, r0 + hi - at)
+                dst = data[at - lo: at - lo + (k1 - k0) * (r1 - r0)].reshape(k1 - k0, r1 - r0, width)
+                for g, p in enumerate(per_machine):
+                    a, b = max(r0, int(firsts[g])), min(r1, int(firsts[g]) + p)
+                    if a < b:
+                        src = packed[g][k].reshape(p, grid, width)
+                        dst[:, a - r0: b - r0] = src[a - firsts[g]: b - firsts[g], k0:k1].transpose(1, 0, 2)
+                at += (k1 - k0) * (r1 - r0)
+        return np.full(n, width, np.int64), data
+
+    def build(rows, lo=0):
         def pick(a):
             return a if rows is None else a[rows]
 
         def binary(k):
-            w, data = binary_all(k) if rows is None else binary_rows(k, rows)
+            got = None if rows is None or grid is None else binary_grid(k, lo, lo + len(rows))
+            w, data = got if got is not None else binary_all(k) if rows is None else binary_rows(k, rows)
             offsets = np.zeros(len(w) + 1, np.int64)
             np.cumsum(w, out=offsets[1:])
             data = np.ascontiguousarray(data, np.uint8).reshape(-1)
@@ -412,7 +449,7 @@ def _cuts(groups, order: np.ndarray | None = None, chunk: int | None = None):
         return
     step = len(order) if chunk is None else chunk
     for lo in range(0, len(order), max(step, 1)):
-        yield build(np.asarray(order[lo: lo + step], np.int64))
+        yield build(np.asarray(order[lo: lo + step], np.int64), lo)
 
 
 def _packed(groups, counts, per_group: bool = False) -> tuple[list[tuple], list[tuple]]:
@@ -451,12 +488,20 @@ def block_names(block) -> tuple[str, str]:
     (an unassigned opcode, a reserved DataType code)."""
     if block is None:
         return "", ""
-    instr = I.by_carrier(block.bstart.Mode, block.bstart.Function)
-    try:
-        dt = datatype(block.bstart.DataType).name
-    except ValueError:
-        dt = ""
-    return ("" if instr is None else instr.mnemonic), dt
+    b = block.bstart
+    key = (b.Mode, b.Function, b.DataType)
+    got = _NAMES.get(key)
+    if got is None:
+        instr = I.by_carrier(b.Mode, b.Function)
+        try:
+            dt = datatype(b.DataType).name
+        except ValueError:
+            dt = ""
+        got = _NAMES[key] = ("" if instr is None else instr.mnemonic), dt
+    return got
+
+
+_NAMES: dict = {}          # (Mode, Function, DataType) -> block_names: looked up once per block of a log
 
 
 def block_records(machine, block, *, index: int, offset: int | None = None, machine_index: int = 0,
@@ -639,7 +684,11 @@ class CommitLog:
         if all(isinstance(x, Records) for x in held):
             groups = [g for r in held for g in r.groups]
             ids = np.concatenate([g.machine for g in groups])
-            for b in _cuts(groups, np.argsort(ids, kind="stable"), BATCH_ROWS):
+            m = self.machines
+            grid = m if m > 1 and all(g.rows % m == 0 for g in groups) and \
+                np.array_equal(ids.reshape(-1, m), np.broadcast_to(np.arange(m, dtype=ids.dtype), (len(ids) // m, m))) \
+                else None
+            for b in _cuts(groups, np.argsort(ids, kind="stable"), BATCH_ROWS, grid):
                 self._emit(pa.Table.from_batches([b], SCHEMA))      # before the next batch reuses its buffers
             return
         batches = []                     # some were given as Arrow tables: sort the table
