@@ -182,6 +182,23 @@ def test_the_same_log_file_bytes_on_cpu_reference_and_fused_runs(tmp_path):
     assert member == [dict(r, machine=1) for r in CL.read_log(one).to_pylist()]
 
 
+def test_a_batch_log_whose_machines_straddle_its_record_batches_holds_each_members_records(tmp_path):
+    # 3 blocks x 4 PEs = 12 records a machine: 4,096-record batches end inside a machine
+    import emulator.commands.bench as bench
+    from emulator import MachineConfig
+    rng = np.random.default_rng(9)
+    machines = [bench._log_machine(rng, MachineConfig()) for _ in range(400)]
+    data = bench._log_stream(3)
+    path = tmp_path / "batch.arrow"
+    with CL.open_log(path, len(machines)) as log:
+        assert MachineBatch(machines, "cpu").run(data, log=log).ok
+    alone = []
+    for k, m in enumerate(machines):
+        _, t = logged(m.copy(), data)
+        alone += [dict(r, machine=k) for r in t.to_pylist()]
+    assert len(alone) == 4800 and CL.read_log(path).to_pylist() == alone
+
+
 def test_a_fault_record_names_block_machine_reason_field_and_message_and_ends_the_machine():
     blocks, machines = four_machines()
     result, table, _ = _batch_table(machines, isa.encode(blocks), "cpu")
