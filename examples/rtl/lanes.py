@@ -55,14 +55,14 @@ def partitions(folder) -> list[Partition]:
     """The binary element-wise partitions of a dataset (after its integrity check)."""
     folder = pathlib.Path(folder)
     out: dict[str, Partition] = {}
-    for part, rec in open_dataset(folder).listed():
+    for part, f in open_dataset(folder).listed():
         instr = lookup(part["op"])
         if instr.schema != "binary" or part.get("dst"):
             continue
-        key = rec["path"].rsplit("/", 1)[0]
+        key = f.path.rsplit("/", 1)[0]
         p = out.setdefault(key, Partition(key, part["op"], part["dtype"], instr.function,
                                           datatype(part["dtype"]).code, []))
-        p.files.append(folder / rec["path"])
+        p.files.append(folder / f.path)
     return list(out.values())
 
 

@@ -101,6 +101,8 @@ def simulate(dut: str, folders, build: pathlib.Path) -> dict:
 
 
 def report(dut: str, r: dict) -> int:
+    if r.get("error"):
+        return _fail(f"the testbench stopped on an error: {r['error']}", 1)
     f = r["failure"]
     skipped = f"; {r['rejected']} rejected cases not driven (the lane has no preflight)"
     if r["unsupported"]:

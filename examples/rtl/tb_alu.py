@@ -76,6 +76,9 @@ async def golden_cases(dut):
                     if d is not None:
                         result["failure"] = failure(lane, d)
                         return
+    except Exception as exc:        # the verdict file says the bench itself broke, not "0 cases"
+        result["error"] = f"{type(exc).__name__}: {exc}"
+        raise
     finally:
         with atomic_open(os.environ["TB_RESULT"], "w") as f:
             json.dump(result, f)
