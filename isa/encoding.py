@@ -161,14 +161,16 @@ def block_words(block: Block, index: int = 0) -> list[int]:
 
 def encode(blocks: Iterable[Block]) -> bytes:
     """The canonical `.tbs` stream of `blocks`; EncodeError names a block field that does not fit."""
-    words: list[int] = []
-    count = 0
-    for count, block in enumerate(blocks, 1):
-        words.extend(block_words(block, count - 1))
-    if len(words) >= 1 << 32:
-        raise EncodeError(count - 1, "stream", "more than 2**32-1 words")
-    header = HEADER.pack(MAGIC, VERSION, 0, count, len(words))
-    return header + np.array(words, dtype="<u8").tobytes()
+    return stream_of_words([block_words(block, i) for i, block in enumerate(blocks)])
+
+
+def stream_of_words(words: list[list[int]]) -> bytes:
+    """The canonical `.tbs` stream whose blocks packed to `words` (one block_words list each):
+    the header and the packing, for a caller that already holds the words."""
+    flat = [x for w in words for x in w]
+    if len(flat) >= 1 << 32:
+        raise EncodeError(len(words) - 1, "stream", "more than 2**32-1 words")
+    return HEADER.pack(MAGIC, VERSION, 0, len(words), len(flat)) + np.array(flat, dtype="<u8").tobytes()
 
 
 # ---------------------------------------------------------------------------------- decoding

@@ -642,7 +642,7 @@ class StreamBuilder:
             blocks.append(block)
             words.append(w)
         return StreamGroup(stream_class(self.reason), self.value_class, self.shape, self.config, tiles, gprs,
-                           blocks, records, executed, fault, run.batch.statuses(), _stream(words))
+                           blocks, records, executed, fault, run.batch.statuses(), encoding.stream_of_words(words))
 
     def _planted(self, legal: Block, meta: dict, i: int) -> tuple[Block, IllegalBlockException | None]:
         """(the planted block, the stateless rules' rejection of it: None for a stateful reason)."""
@@ -706,16 +706,7 @@ def _carried(block: Block) -> tuple[Block, list[int]]:
     """_roundtrip(block) and its words: encode(decode(data)) == data (tests/isa/test_properties.py),
     so the decoded block's words are the ones just packed, and the stream need not pack them again."""
     w = encoding.block_words(block)
-    return encoding.decode(_stream([w]))[0], w
-
-
-def _stream(words: list[list[int]]) -> bytes:
-    """encoding.encode of the blocks whose words these are (the same header and packing)."""
-    flat = [x for w in words for x in w]
-    if len(flat) >= 1 << 32:        # pragma: no cover  (encode's own limit)
-        raise EncodeError(len(words) - 1, "stream", "more than 2**32-1 words")
-    return encoding.HEADER.pack(encoding.MAGIC, encoding.VERSION, 0, len(words), len(flat)) + \
-        np.array(flat, dtype="<u8").tobytes()
+    return encoding.decode(encoding.stream_of_words([w]))[0], w
 
 
 def build_group(shape: Shape, blocks: int, n: int, rng: np.random.Generator, config: MachineConfig,
