@@ -66,7 +66,7 @@ from .config import MachineConfig
 from .machine import BlockResult, Machine, Staged, StreamError, stream_items
 from .state import MachineState, PEState, used_bytes
 from .padding import padded_tiles
-from .tiles import Descriptor, Tile, element_dtype, index_grid, intern, make_tile, to_physical
+from .tiles import Descriptor, element_dtype, index_grid, make_tile, to_physical
 
 
 @dataclass
@@ -170,18 +170,8 @@ class Cohort(Stores):
         """Member j as a host Machine (its tiles, GPRs, status)."""
         host = _host(self.xp)
         status = host(self.status[j])
-        # make_tile, with intern's repr taken once per descriptor object (the four PEs' slots,
-        # and every member, share theirs); the cache holds each key's object, so ids stay unique.
-        cache = self.__dict__.setdefault("_interned", {})
-
-        def tile(s):
-            got = cache.get(id(s.desc))
-            if got is None:
-                got = cache[id(s.desc)] = (s.desc, intern(s.desc))
-            return Tile(got[1], np.ascontiguousarray(host(s.elems[j])),
-                        np.ascontiguousarray(host(s.defined[j]), dtype=bool))
         return Machine.from_state(MachineState(self.config, [
-            PEState({tid: tile(s) for tid, s in self.slots[p].items()},
+            PEState({tid: make_tile(s.desc, host(s.elems[j]), host(s.defined[j])) for tid, s in self.slots[p].items()},
                     np.array(self.gprs[j, p], np.uint64), int(status[p]))
             for p in range(NUM_PES)]))
 

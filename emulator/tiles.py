@@ -223,8 +223,11 @@ def intern(desc: Descriptor) -> Descriptor:
     """One object per distinct descriptor (they are immutable): the tiles of one shape on the
     four PEs then share it, and per-block checks that compare descriptors find them identical
     before comparing fields.  Keyed by repr, not equality: 64, np.int64(64) and 64.0 are equal
-    but validate and digest differently, and repr tells them apart."""
-    key = repr(desc)
+    but validate and digest differently, and repr tells them apart.  The repr is taken once per
+    descriptor object (isa.memo rule 1: kept on it), since many tiles share one."""
+    key = desc.__dict__.get("_intern_key")
+    if key is None:
+        key = desc.__dict__["_intern_key"] = repr(desc)
     got = _INTERNED.get(key)
     if got is None:
         _INTERNED[key] = got = desc
