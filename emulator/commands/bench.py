@@ -376,6 +376,7 @@ def golden_setup(op: str, dtype: str, dst: str | None = None, sat: bool = False)
         import pyarrow.parquet as pq
 
         from emulator.golden import dataset as D
+        from emulator.golden.runner import settle_heap
         p = D.Params(ops=(op,), dtypes=(dtype,), cases=n, seed=1, dst_dtypes=(dst,) if dst else (),
                      rmodes=("RNE",), sat=(int(sat),))
         try:
@@ -388,6 +389,7 @@ def golden_setup(op: str, dtype: str, dst: str | None = None, sat: bool = False)
         folder = os.path.join(scratch, "dataset")
         table = D.chunk_table(p, part, 0, min(n, p.chunk_cases))
         copies = -(-n // len(table))
+        settle_heap()                       # as `tile-emu golden` does before its first chunk
 
         def ours():
             shutil.rmtree(folder, ignore_errors=True)
@@ -430,6 +432,7 @@ def golden_streams_setup(n: int):
     import pyarrow.parquet as pq
 
     from emulator.golden import streams_dataset as SD
+    from emulator.golden.runner import settle_heap
     streams = -(-n // STREAM_BLOCKS)
     shapes = tuple(s.name for s in SD.S.SHAPES)
     p = SD.StreamParams(blocks=STREAM_BLOCKS, cases=max(1, -(-streams // len(shapes))), seed=1, shapes=shapes)
@@ -441,6 +444,7 @@ def golden_streams_setup(n: int):
     atexit.register(shutil.rmtree, scratch, True)
     folder = os.path.join(scratch, "dataset")
     tables = [SD.chunk_table(p, part, k, m) for part, k, m in plan]
+    settle_heap()                           # as `tile-emu golden --streams` does before its first chunk
 
     def ours():
         shutil.rmtree(folder, ignore_errors=True)
