@@ -13,7 +13,7 @@ Any rejection raises IllegalBlockException before the commit, so nothing changes
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -22,16 +22,15 @@ import numpy as np
 from isa.block import Block
 from isa.datatypes import datatype
 from isa.errors import DecodeError, IllegalBlockException
-from isa.fields import GPR_COUNT, LAYOUTS, NUM_PES, ZERO_GPR
+from isa.fields import GPR_COUNT, NUM_PES, ZERO_GPR
 from isa.legality import resolve
 
 from . import preflight, semantics
 from .backends import machine_runner, resolve_backend
 from .config import MachineConfig
 from .state import TILE_ID_LIMIT, MachineState, PEState, used_bytes, validate_tile  # noqa: F401  (re-exported)
-from .tiles import (FMAP_LAYOUTS, KINDS, LOCATIONS, REPRESENTATIONS, Descriptor, FeatureMap, Tile,
-                    element_dtype, make_tile, pack_defined, pack_elements, rows_of_one_stack, stacked_tiles,
-                    to_logical, to_physical)
+from .tiles import (KINDS, Descriptor, FeatureMap, element_dtype, make_tile, pack_defined, pack_elements,
+                    rows_of_one_stack, stacked_tiles, to_logical, to_physical)
 
 GPR_MASK = (1 << 64) - 1
 
