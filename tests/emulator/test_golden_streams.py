@@ -287,6 +287,23 @@ def _row_with_commits(rows, k):
                 if len([h for h in json.loads(r["layout"])["records"] if h["record"] == "commit"]) > k)
 
 
+def test_a_layout_is_compact_json_with_the_documented_keys_in_order(dataset):
+    """docs/golden-format.md: initial entries are pes, tile, the descriptor's state-file columns,
+    payload_bytes, defined_bytes; records the commit-log head, the descriptor, the sizes; one
+    canonical text per layout (json.dumps with separators (",", ":"))."""
+    desc = ["location", "kind", "datatype", "row", "col", "valid_row", "valid_col", "layout", "representation",
+            "capacity", "fmap_layout", "fmap_params", "fmap_pad_bits", "fmap_transposed", "payload_bytes",
+            "defined_bytes"]
+    texts = {r["layout"] for r in all_rows(dataset)}
+    for text in texts:
+        lay = json.loads(text)
+        assert text == json.dumps(lay, separators=(",", ":")) and list(lay) == ["initial", "records"]
+        assert all(list(e) == ["pes", "tile", *desc] for e in lay["initial"])
+        assert all(list(e) == ["block", "offset", "record", "mnemonic", "block_datatype", "pe", "tile", *desc]
+                   for e in lay["records"])
+    assert len(texts) > 1
+
+
 def test_a_planted_wrong_record_fails_verify_naming_file_case_and_block(dataset, tmp_path, capsys):
     x = tmp_path / "x"
     shutil.copytree(dataset, x)
