@@ -291,7 +291,7 @@ def _initial_columns(tiles: dict, n: int):
         heads.append(([p], tid, desc))
         pays.append(pay)
         defs.append(dfn)
-    texts = [_entry_text({"pes": pes, "tile": tid}, desc) for pes, tid, desc in heads]
+    texts = [_initial_text(tuple(pes), tid, desc) for pes, tid, desc in heads]
     return texts, _cat(pays, n), _cat(defs, n)
 
 
@@ -333,8 +333,7 @@ def _record_columns(recs: CL.Records, n: int):
             machine = np.concatenate([m for m, *_ in parts]).astype(np.int64)
             if len(machine) != n or not np.array_equal(np.sort(machine), every):
                 raise Ragged(f"block {block} PE {pe}: a record some machines do not have")
-        heads.append(_entry_text({"block": int(block), "offset": int(offset), "record": record, "mnemonic": mnemonic,
-                                  "block_datatype": bdt, "pe": pe, "tile": int(tile)}, desc))
+        heads.append(_record_text(int(block), int(offset), record, mnemonic, bdt, pe, int(tile), desc))
         payload_bytes, defined_bytes = _size_pair(desc)
         for out, k, width in ((pays, 1, payload_bytes), (defs, 2, defined_bytes), (stats, 3, 1)):
             if in_order and parts[0][k] is not None:        # one part, machines 0..n-1: as it is
@@ -370,6 +369,26 @@ def _entry_text(head: dict, d: Descriptor | None) -> str:
     HEAD_KEYS or pes and tile, are none of the descriptor's): the head's members, then the
     descriptor's, kept per descriptor."""
     return _JSON.encode(head)[:-1] + "," + _desc_members(d) + "}"
+
+
+@functools.lru_cache(maxsize=4096)
+def _initial_text(pes: tuple, tile: int, d: Descriptor) -> str:
+    """An initial entry's JSON text (streams of one shape share most: kept)."""
+    return _entry_text({"pes": list(pes), "tile": tile}, d)
+
+
+def _record_text(block: int, offset: int, record: str, mnemonic: str, block_datatype: str, pe: int, tile: int,
+                 d: Descriptor | None) -> str:
+    """A record head's JSON text: _entry_text of the HEAD_KEYS, the strings kept per value."""
+    return (f'{{"block":{block},"offset":{offset},"record":{_json_text(record)},"mnemonic":{_json_text(mnemonic)},'
+            f'"block_datatype":{_json_text(block_datatype)},"pe":{pe},"tile":{tile},{_desc_members(d)}}}')
+
+
+@functools.lru_cache(maxsize=4096)
+def _json_text(value) -> str:
+    """json.dumps(value) of a head's string (a few dozen distinct ones: record kinds, mnemonics,
+    DataType names)."""
+    return _JSON.encode(value)
 
 
 def layout_text(initial: list[str], records: list[str]) -> str:

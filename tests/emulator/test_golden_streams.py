@@ -304,6 +304,22 @@ def test_a_layout_is_compact_json_with_the_documented_keys_in_order(dataset):
     assert len(texts) > 1
 
 
+def test_layout_entry_texts_are_json_dumps_of_the_entry():
+    """The generator writes each entry's JSON from kept pieces: the text is json.dumps's (compact)
+    of the head followed by the descriptor's fields, strings escaped as json escapes them."""
+    desc = S._regular("E4M3", S.SHAPES[1])
+    entry = {**SD._desc_json(desc), **SD._sizes(desc)}
+    for head in ({"block": 3, "offset": 144, "record": "commit", "mnemonic": "TADD", "block_datatype": "E4M3",
+                  "pe": 2, "tile": 7},
+                 {"block": 0, "offset": 16, "record": "fault", "mnemonic": 'T"\\\u00e9\n', "block_datatype": "",
+                  "pe": 0, "tile": 0}):
+        want = json.dumps({**head, **(entry if head["record"] == "commit" else
+                                      {**SD._desc_json(None), **SD._sizes(None)})}, separators=(",", ":"))
+        assert SD._record_text(*head.values(), desc if head["record"] == "commit" else None) == want
+    assert SD._initial_text((0, 1, 2, 3), 5, desc) == json.dumps({"pes": [0, 1, 2, 3], "tile": 5, **entry},
+                                                                 separators=(",", ":"))
+
+
 def test_a_planted_wrong_record_fails_verify_naming_file_case_and_block(dataset, tmp_path, capsys):
     x = tmp_path / "x"
     shutil.copytree(dataset, x)
