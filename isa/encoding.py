@@ -284,6 +284,11 @@ def iter_blocks(data) -> Iterator[tuple[int, Block]]:
     """
     data = memoryview(data).cast("B")
     blocks, nwords = _header(data)
+    yield from _blocks(_words(data, nwords), blocks)
+
+
+def _blocks(stream_words: Iterable[int], blocks: int) -> Iterator[tuple[int, Block]]:
+    """iter_blocks after the header: the words of a stream whose header declares `blocks`."""
     seen = 0
     offset = HEADER_BYTES
     pending = 0                 # descriptor words still owed to the current block
@@ -292,7 +297,7 @@ def iter_blocks(data) -> Iterator[tuple[int, Block]]:
     parts: dict = {}
     rank = 0
     words: list[int] = []        # the current block's words
-    for word in _words(data, nwords):
+    for word in stream_words:
         owner = block_off if pending else offset     # the BSTART of the block this word is in
         try:
             spec, obj = _word(word)
@@ -339,3 +344,12 @@ def iter_blocks(data) -> Iterator[tuple[int, Block]]:
 def decode(data) -> list[Block]:
     """All blocks of a `.tbs` stream, or DecodeError for the first structural fault."""
     return [block for _, block in iter_blocks(data)]
+
+
+def roundtrip(block: Block, index: int = 0) -> tuple[Block, list[int]]:
+    """(the block exactly as a stream carries it, its words): decode(encode([block]))[0] and
+    block_words(block, index), without the stream's bytes.  EncodeError for a block no stream
+    can carry."""
+    words = block_words(block, index)
+    (_, out), = _blocks(words, 1)
+    return out, words

@@ -353,7 +353,7 @@ def build_group(cls: CoverageClass, ctx: Context, n: int, rng: np.random.Generat
     if v.mutation is not None:
         g = MUTATIONS[v.mutation](g, rng)
     # run exactly what the stream says (raises EncodeError for a block a stream cannot carry)
-    return replace(g, block=encoding.decode(encoding.encode([g.block]))[0])
+    return replace(g, block=encoding.roundtrip(g.block)[0])
 
 
 # ---------------------------------------------------------------------------- execution

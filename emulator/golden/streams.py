@@ -745,14 +745,13 @@ def _rebind_dest(block: Block, **changes) -> Block:
 
 def _roundtrip(block: Block) -> Block:
     """Exactly what a stream carries (EncodeError for a block no stream can carry)."""
-    return encoding.decode(encoding.encode([block]))[0]
+    return encoding.roundtrip(block)[0]
 
 
 def _carried(block: Block) -> tuple[Block, list[int]]:
     """_roundtrip(block) and its words: encode(decode(data)) == data (tests/isa/test_properties.py),
     so the decoded block's words are the ones just packed, and the stream need not pack them again."""
-    w = encoding.block_words(block)
-    return encoding.decode(encoding.stream_of_words([w]))[0], w
+    return encoding.roundtrip(block)
 
 
 def build_group(shape: Shape, blocks: int, n: int, rng: np.random.Generator, config: MachineConfig,

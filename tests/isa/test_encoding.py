@@ -6,7 +6,7 @@ import struct
 import pytest
 
 from isa.block import BDatr, BDim, BIor, BIos, Block, BStart, TileBinding
-from isa.encoding import block_words, decode, encode, iter_blocks
+from isa.encoding import block_words, decode, encode, iter_blocks, roundtrip
 from isa.errors import DecodeError, EncodeError
 
 
@@ -176,6 +176,17 @@ def test_a_decoded_block_encodes_to_the_words_it_was_decoded_from():
     assert [block_words(b) for b in rebuilt] == words and encode(rebuilt) == stream(*words)
     block_words(decoded[0]).append(0)              # a caller's list, not the kept words
     assert block_words(decoded[0]) == words[0]
+
+
+def test_roundtrip_is_decode_of_encode_without_the_bytes():
+    blk = Block(BStart(0, 27, 7, spelling="TEPL"), (TileBinding(5, 0b1111), TileBinding(6, 0b1111, 256)),
+                BDim(LB0=16, LB1=2, LB2=32), BDatr(Sat=True, RMode=3))
+    got, words = roundtrip(blk)
+    assert got == decode(encode([blk]))[0] and got.bstart.spelling == "VEC" and type(got.datr.Sat) is int
+    assert stream(words) == encode([blk])
+    with pytest.raises(EncodeError) as e:
+        roundtrip(Block(BStart(0, 0, 4), dim=BDim(LB0=1 << 16)), 3)
+    assert e.value.index == 3 and e.value.field == "B.DIM.LB0"
 
 
 # ---- structural faults: DecodeError with the documented offset
