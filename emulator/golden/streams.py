@@ -126,6 +126,17 @@ def _applies(reason: str, op: I.Instruction, dt: str, shape: Shape) -> bool:
     return cls is not None and cls.applies(ctx)
 
 
+@lru_cache(maxsize=1024)
+def _valid_mask(desc: Descriptor) -> np.ndarray:
+    """(1, elements) bool, read-only: the valid rectangle of a row-major tile of `desc` (a group
+    draws a few descriptors, a run a few dozen)."""
+    grid = np.zeros((desc.Row, desc.Col), bool)
+    grid[: desc.ValidRow, : desc.ValidCol] = True
+    mask = grid.reshape(1, -1)
+    mask.flags.writeable = False
+    return mask
+
+
 @lru_cache(maxsize=None)
 def _initial_choices() -> tuple[tuple[str, ...], ...]:
     """The DataTypes the initial regular tiles draw from: elementwise (TADD's), integer (TAND's), all."""
@@ -364,11 +375,10 @@ class StreamBuilder:
             elems = self.rng.integers(0, 2, (n, E), dtype=np.uint8)
         else:
             elems = self._data(desc.datatype.name, E, nonzero)
-        defined = np.ones((n, E), bool)
         if undefined_outside and desc.Layout == 0 and desc.fmap is None:
-            grid = np.zeros((desc.Row, desc.Col), bool)
-            grid[: desc.ValidRow, : desc.ValidCol] = True
-            defined &= grid.reshape(-1)[None, :]
+            defined = _valid_mask(desc).repeat(n, axis=0)
+        else:
+            defined = np.ones((n, E), bool)
         return elems.astype(element_dtype(desc), copy=False), defined
 
     def _initial(self):
