@@ -216,6 +216,40 @@ def test_an_illegal_stream_stops_at_the_planted_block_with_its_reason(reason):
             assert np.array_equal(m.pes[p].tiles[tid].elems, e[k])
 
 
+@pytest.mark.parametrize("dense", [False, True])
+def test_feature_map_parameters_are_the_draws_of_one_scalar_call_each(dense):
+    """cases._feature_map draws its parameters in one rng.integers over their bounds; the maps and
+    the generator state after them are those of drawing each one alone, in the documented order."""
+    from emulator.golden import cases as CA
+    from emulator.preflight import fmap_extents
+    from emulator.tiles import FeatureMap
+
+    def one_by_one(ctx, rng):
+        c0 = CA.FMAP_BYTES_C0 * 8 // datatype(ctx.src.name).container
+        while True:
+            layout = "NDC1HWC0" if rng.random() < 0.25 else "NC1HWC0"
+            r = lambda lo, hi: int(rng.integers(lo, hi + 1))  # noqa: E731
+            pads = [0] * 4 if dense else [r(0, 1) for _ in range(4)]
+            c1 = r(1, 2)
+            fm = FeatureMap(layout, N=r(1, 2), D=r(1, 2) if layout == "NDC1HWC0" else 1, C1=c1, H=r(3, 6),
+                            W=r(3, 6), C0=c0, filterH=r(2, 3), filterW=r(2, 3), strideH=r(1, 2), strideW=r(1, 2),
+                            dilationH=r(1, 2), dilationW=r(1, 2), padLeft=pads[0], padRight=pads[1],
+                            padTop=pads[2], padBottom=pads[3], channels=c1 * c0 if dense else r(1, c1 * c0),
+                            pad_bits=int(ctx.src.random(rng, 1)[0]))
+            out_h, out_w, m, _ = fmap_extents(fm)
+            if out_h > 0 and out_w > 0 and m >= CA.MIN_FMAP_M:
+                return fm
+
+    op = next(i for i in INSTRUCTIONS if i.mnemonic == "TIMG2COL")
+    for dt in ("FP16", "S8", "U32"):
+        ctx = S._ctx(op, dt)
+        for seed in range(40):
+            a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+            a.integers(0, 7, seed % 3), b.integers(0, 7, seed % 3)     # an odd 32-bit draw buffered
+            assert CA._feature_map(ctx, a, dense) == one_by_one(ctx, b)
+            assert a.bit_generator.state == b.bit_generator.state
+
+
 def test_the_initial_state_reads_back_exactly_with_per_pe_values_kept_apart():
     """An initial entry covers the PEs that hold one tile with the same values; SOURCE_UNDEFINED
     gives the reserved tile an undefined element on one PE only, so that PE is an entry of its own."""
