@@ -291,7 +291,7 @@ def _initial_columns(tiles: dict, n: int):
         heads.append(([p], tid, desc))
         pays.append(pay)
         defs.append(dfn)
-    texts = [_initial_text(tuple(pes), tid, desc) for pes, tid, desc in heads]
+    texts = [_initial_text(pes, tid, _desc_members(desc)[0]) for pes, tid, desc in heads]
     return texts, _cat(pays, n), _cat(defs, n)
 
 
@@ -308,7 +308,9 @@ def _record_columns(recs: CL.Records, n: int):
     for g in recs.groups:
         payload, defined = g.packed()
         pes, machine, status = np.asarray(g.pe), np.asarray(g.machine), np.asarray(g.status)
-        if len(pes) > 1 and (pes[1:] >= pes[:-1]).all():       # PE-major (a cohort's commit): slices
+        if len(pes) == 1:                                        # one machine on one PE (a host run)
+            sels = [(int(pes[0]), slice(0, 1))]
+        elif (pes[1:] >= pes[:-1]).all():                        # PE-major (a cohort's commit): slices
             bounds = [0, *(np.flatnonzero(pes[1:] != pes[:-1]) + 1).tolist(), len(pes)]
             sels = [(pe, slice(a, b)) for pe, a, b in zip(pes[bounds[:-1]].tolist(), bounds[:-1], bounds[1:])]
         else:
@@ -333,8 +335,8 @@ def _record_columns(recs: CL.Records, n: int):
             machine = np.concatenate([m for m, *_ in parts]).astype(np.int64)
             if len(machine) != n or not np.array_equal(np.sort(machine), every):
                 raise Ragged(f"block {block} PE {pe}: a record some machines do not have")
-        heads.append(_record_text(int(block), int(offset), record, mnemonic, bdt, pe, int(tile), desc))
-        payload_bytes, defined_bytes = _size_pair(desc)
+        members, payload_bytes, defined_bytes = _desc_members(desc)
+        heads.append(_record_text(int(block), int(offset), record, mnemonic, bdt, pe, int(tile), members))
         for out, k, width in ((pays, 1, payload_bytes), (defs, 2, defined_bytes), (stats, 3, 1)):
             if in_order and parts[0][k] is not None:        # one part, machines 0..n-1: as it is
                 out.append(np.asarray(parts[0][k], np.uint8).reshape(n, width))
@@ -352,36 +354,27 @@ _JSON = json.JSONEncoder(separators=(",", ":"))
 
 
 @functools.lru_cache(maxsize=4096)
-def _desc_members(d: Descriptor | None) -> str:
-    """The JSON members (no braces) of a descriptor's layout fields: _desc_json and _sizes."""
-    return _JSON.encode(dict(_desc_entry(d)))[1:-1]
+def _desc_members(d: Descriptor | None) -> tuple[str, int, int]:
+    """(the JSON members, no braces, of a descriptor's layout fields -- _desc_json and _sizes --,
+    payload_bytes, defined_bytes)."""
+    entry = dict(_desc_entry(d))
+    return _JSON.encode(entry)[1:-1], entry[SIZE_KEYS[0]], entry[SIZE_KEYS[1]]
 
 
-@functools.lru_cache(maxsize=4096)
-def _size_pair(d: Descriptor | None) -> tuple[int, int]:
-    """(payload_bytes, defined_bytes) of _sizes(d)."""
-    sizes = _sizes(d)
-    return sizes[SIZE_KEYS[0]], sizes[SIZE_KEYS[1]]
+# A layout entry's JSON text is json.dumps({**head, **_desc_json(d), **_sizes(d)}, separators=(",", ":"))
+# (the head's keys, pes and tile or HEAD_KEYS, are none of the descriptor's): the head's members,
+# then the descriptor's (_desc_members).  Ints print as json prints them (int.__repr__).
 
-
-def _entry_text(head: dict, d: Descriptor | None) -> str:
-    """The JSON text of the layout entry {**head, **_desc_json(d), **_sizes(d)} (the head's keys,
-    HEAD_KEYS or pes and tile, are none of the descriptor's): the head's members, then the
-    descriptor's, kept per descriptor."""
-    return _JSON.encode(head)[:-1] + "," + _desc_members(d) + "}"
-
-
-@functools.lru_cache(maxsize=4096)
-def _initial_text(pes: tuple, tile: int, d: Descriptor) -> str:
-    """An initial entry's JSON text (streams of one shape share most: kept)."""
-    return _entry_text({"pes": list(pes), "tile": tile}, d)
+def _initial_text(pes: list[int], tile: int, members: str) -> str:
+    """An initial entry's JSON text."""
+    return f'{{"pes":[{",".join(map(str, pes))}],"tile":{tile},{members}}}'
 
 
 def _record_text(block: int, offset: int, record: str, mnemonic: str, block_datatype: str, pe: int, tile: int,
-                 d: Descriptor | None) -> str:
-    """A record head's JSON text: _entry_text of the HEAD_KEYS, the strings kept per value."""
+                 members: str) -> str:
+    """A record head's JSON text (its strings as json.dumps writes them, kept per value)."""
     return (f'{{"block":{block},"offset":{offset},"record":{_json_text(record)},"mnemonic":{_json_text(mnemonic)},'
-            f'"block_datatype":{_json_text(block_datatype)},"pe":{pe},"tile":{tile},{_desc_members(d)}}}')
+            f'"block_datatype":{_json_text(block_datatype)},"pe":{pe},"tile":{tile},{members}}}')
 
 
 @functools.lru_cache(maxsize=4096)

@@ -349,9 +349,11 @@ def test_layout_entry_texts_are_json_dumps_of_the_entry():
                   "pe": 0, "tile": 0}):
         want = json.dumps({**head, **(entry if head["record"] == "commit" else
                                       {**SD._desc_json(None), **SD._sizes(None)})}, separators=(",", ":"))
-        assert SD._record_text(*head.values(), desc if head["record"] == "commit" else None) == want
-    assert SD._initial_text((0, 1, 2, 3), 5, desc) == json.dumps({"pes": [0, 1, 2, 3], "tile": 5, **entry},
-                                                                 separators=(",", ":"))
+        members = SD._desc_members(desc if head["record"] == "commit" else None)[0]
+        assert SD._record_text(*head.values(), members) == want
+    assert SD._initial_text([0, 1, 2, 3], 5, SD._desc_members(desc)[0]) == \
+        json.dumps({"pes": [0, 1, 2, 3], "tile": 5, **entry}, separators=(",", ":"))
+    assert SD._desc_members(desc)[1:] == (entry["payload_bytes"], entry["defined_bytes"])
 
 
 def test_a_planted_wrong_record_fails_verify_naming_file_case_and_block(dataset, tmp_path, capsys):
