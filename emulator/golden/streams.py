@@ -336,6 +336,7 @@ class StreamBuilder:
                  reason: str | None = None, backend: str = "cpu"):
         self.shape, self.K, self.n, self.rng, self.config = shape, blocks, n, rng, config
         self.reason, self.backend = reason, backend
+        self.regular_names, self.pred_desc = _regular_names(shape), _regular(None, shape)
         self.value_class = VALUE_CLASSES[int(rng.integers(len(VALUE_CLASSES)))]
         self.plan = self._plan() if reason else None
         self.position = int(rng.integers(blocks)) if reason else blocks
@@ -479,7 +480,7 @@ class StreamBuilder:
         ascending) holding that DataType's regular tile on every PE of `mask`, `preds` those
         holding the regular predicate tile."""
         pes = F.SELECTED_PES[mask]
-        regular, pred = _regular_names(self.shape), _regular(None, self.shape)
+        regular, pred = self.regular_names, self.pred_desc
         first, rest = self.state[pes[0]], [self.state[p] for p in pes[1:]]
         have: dict = {}
         preds = []
@@ -569,7 +570,7 @@ class StreamBuilder:
         r = rng.random()
         held = set().union(*self.state)
         used = [t for t in REGULAR_IDS if t in held]                 # REGULAR_IDS ascend
-        fresh = [t for t in REGULAR_IDS if t not in used]
+        fresh = [t for t in REGULAR_IDS if t not in held]
         alias_ok = [s for s in srcs if s in REGULAR_IDS]
         if plan is not None:
             dest = fresh[0] if fresh else REGULAR_IDS[-1]
@@ -649,7 +650,7 @@ class StreamBuilder:
             self.state[p][tid] = desc
         self.writer: dict = {}
         self.nonzero = {(p, t) for p in range(F.NUM_PES) for t in self.nonzero_init
-                        if datatype(self.state[p][t].datatype.name).is_int}
+                        if self.state[p][t].datatype.is_int}
         self.used = self._used()                    # kept up to date by _track
         self.peak = max(self.used)
         blocks, words, records, fault = [], [], CL.Records(), None
