@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from types import MappingProxyType
 
 import numpy as np
 
@@ -324,9 +325,9 @@ _INTEGER_NAMES = frozenset(d.name for d in DATATYPES if d.is_int)
 
 
 @lru_cache(maxsize=None)
-def _regular_names(shape: Shape) -> dict:
-    """Regular numeric descriptor of `shape` -> its DataType name, for every DataType (read only)."""
-    return {_regular(d.name, shape): d.name for d in DATATYPES}
+def _regular_names(shape: Shape) -> MappingProxyType:
+    """Regular numeric descriptor of `shape` -> its DataType name, for every DataType."""
+    return MappingProxyType({_regular(d.name, shape): d.name for d in DATATYPES})
 
 
 class StreamBuilder:
