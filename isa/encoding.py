@@ -29,6 +29,7 @@ from .block import BDatr, BDim, BIor, BIos, Block, BStart, TileBinding
 from .datatypes import DATATYPE_FIELD_BITS
 from .errors import DecodeError, EncodeError
 from .instructions import by_carrier
+from .memo import MEMO, memo
 
 MAGIC = b"\x7fTBS"
 VERSION = 1
@@ -45,6 +46,10 @@ CAPACITY_BITS = 32
 LB_BITS = 16
 IOS_BITS = 32
 _CHUNK_WORDS = 1 << 16                 # words converted to Python ints at a time
+# A decoded block keeps the words it was decoded from (isa.memo rule 1): the decoder accepts only
+# canonical encodings (encode(decode(b)) == b), so they are its block_words, and encoding it again
+# (disassemble's offsets, a stream's next byte offset) reads them back.
+WORDS_MEMO = "words"
 
 
 @dataclass(frozen=True)
@@ -120,20 +125,26 @@ def _int(value, index: int, where: str) -> int:
         raise EncodeError(index, where, f"{value!r} is not an integer") from None
 
 
+# Per tag: ((field, attribute, lsb, 1 << width, presence bit or -1), ...) -- WORDS read once, for _pack.
+_PACK = {w.tag: tuple((f, f.name, f.lsb, 1 << f.width, -1 if f.present is None else f.present) for f in w.fields)
+         for w in WORDS}
+
+
 def _pack(spec: WordSpec, obj, index: int, where: str) -> int:
     word = spec.tag
-    for f in spec.fields:
-        value = getattr(obj, f.name)
+    for f, name, lsb, limit, present in _PACK[spec.tag]:
+        value = getattr(obj, name)
         if value is None:
-            if f.present is None:
-                raise EncodeError(index, f"{where}.{f.name}", "is mandatory and cannot be omitted")
+            if present < 0:
+                raise EncodeError(index, f"{where}.{name}", "is mandatory and cannot be omitted")
             continue
-        value = _int(value, index, f"{where}.{f.name}")
-        if not 0 <= value < (1 << f.width):
-            raise EncodeError(index, f"{where}.{f.name}", f"{value} does not fit its {f.width}-bit field")
-        word |= value << f.lsb
-        if f.present is not None:
-            word |= 1 << f.present
+        if type(value) is not int:              # bool, NumPy and other integers: operator.index
+            value = _int(value, index, f"{where}.{name}")
+        if not 0 <= value < limit:
+            raise EncodeError(index, f"{where}.{name}", f"{value} does not fit its {f.width}-bit field")
+        word |= value << lsb
+        if present >= 0:
+            word |= 1 << present
     return word
 
 
@@ -141,6 +152,9 @@ def block_words(block: Block, index: int = 0) -> list[int]:
     """The canonical words of one block (BSTART first), as unsigned 64-bit integers."""
     if not isinstance(block, Block):
         raise EncodeError(index, "Block", f"expected isa.block.Block, got {type(block).__name__}")
+    kept = block.__dict__.get(MEMO)
+    if kept is not None and WORDS_MEMO in kept:           # a decoded block: the words it came from
+        return list(kept[WORDS_MEMO])
     words = []
     for spec in DESCRIPTORS:
         value = getattr(block, spec.attr)
@@ -270,6 +284,11 @@ def iter_blocks(data) -> Iterator[tuple[int, Block]]:
     """
     data = memoryview(data).cast("B")
     blocks, nwords = _header(data)
+    yield from _blocks(_words(data, nwords), blocks)
+
+
+def _blocks(stream_words: Iterable[int], blocks: int) -> Iterator[tuple[int, Block]]:
+    """iter_blocks after the header: the words of a stream whose header declares `blocks`."""
     seen = 0
     offset = HEADER_BYTES
     pending = 0                 # descriptor words still owed to the current block
@@ -277,7 +296,8 @@ def iter_blocks(data) -> Iterator[tuple[int, Block]]:
     head: BStart | None = None
     parts: dict = {}
     rank = 0
-    for word in _words(data, nwords):
+    words: list[int] = []        # the current block's words
+    for word in stream_words:
         owner = block_off if pending else offset     # the BSTART of the block this word is in
         try:
             spec, obj = _word(word)
@@ -291,6 +311,7 @@ def iter_blocks(data) -> Iterator[tuple[int, Block]]:
                 _fail(offset, f"more blocks than the {blocks} the header declares", owner)
             pending = (word >> COUNT_LSB) & MAX_DESCRIPTORS
             head, parts, rank, block_off = obj, {"iot": []}, 0, offset
+            words = [word]
             seen += 1
         else:
             if not pending:
@@ -305,11 +326,14 @@ def iter_blocks(data) -> Iterator[tuple[int, Block]]:
                 parts[spec.attr].append(obj)
             else:
                 parts[spec.attr] = obj
+            words.append(word)
             pending -= 1
         offset += WORD_BYTES
         if not pending:
             parts["iot"] = tuple(parts["iot"])
-            yield block_off, Block(head, **parts)
+            block = Block(head, **parts)
+            memo(block)[WORDS_MEMO] = tuple(words)
+            yield block_off, block
     if pending:
         _fail(offset, f"stream ends inside the block at byte {block_off}, "
                       f"{pending} declared descriptor word(s) missing", block_off)
@@ -320,3 +344,12 @@ def iter_blocks(data) -> Iterator[tuple[int, Block]]:
 def decode(data) -> list[Block]:
     """All blocks of a `.tbs` stream, or DecodeError for the first structural fault."""
     return [block for _, block in iter_blocks(data)]
+
+
+def roundtrip(block: Block, index: int = 0) -> tuple[Block, list[int]]:
+    """(the block exactly as a stream carries it, its words): decode(encode([block]))[0] and
+    block_words(block, index), without the stream's bytes.  EncodeError for a block no stream
+    can carry."""
+    words = block_words(block, index)
+    (_, out), = _blocks(words, 1)
+    return out, words

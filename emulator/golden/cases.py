@@ -260,6 +260,13 @@ def _window_geometry(ctx: Context, v: Variant) -> tuple[list[tuple], tuple[int, 
     return [(v.rows, v.cols, v.vrow, v.vcol, 0), (ir, ic, ir, ic, v.src_layout)], (v.vrow - ir, v.vcol - ic)
 
 
+# TIMG2COL feature-map parameters drawn uniformly from [lo, hi]; _FMAP_DRAWS follow C1, N and D
+_FMAP_BOUNDS = {"padLeft": (0, 1), "padRight": (0, 1), "padTop": (0, 1), "padBottom": (0, 1), "C1": (1, 2),
+                "N": (1, 2), "D": (1, 2), "H": (3, 6), "W": (3, 6), "filterH": (2, 3), "filterW": (2, 3),
+                "strideH": (1, 2), "strideW": (1, 2), "dilationH": (1, 2), "dilationW": (1, 2)}
+_FMAP_DRAWS = ("H", "W", "filterH", "filterW", "strideH", "strideW", "dilationH", "dilationW")
+
+
 def _feature_map(ctx: Context, rng, dense: bool) -> FeatureMap:
     """TIMG2COL: a small random feature map (scalar draws, once per group) whose output covers
     at least MIN_FMAP_M rows.  Illegal groups (`dense`) get no padding and every channel, so
@@ -267,13 +274,19 @@ def _feature_map(ctx: Context, rng, dense: bool) -> FeatureMap:
     c0 = FMAP_BYTES_C0 * 8 // datatype(ctx.src.name).container
     while True:
         layout = "NDC1HWC0" if rng.random() < 0.25 else "NC1HWC0"
-        r = lambda lo, hi: int(rng.integers(lo, hi + 1))  # noqa: E731
-        pads = [0] * 4 if dense else [r(0, 1) for _ in range(4)]
-        c1 = r(1, 2)
-        fm = FeatureMap(layout, N=r(1, 2), D=r(1, 2) if layout == "NDC1HWC0" else 1, C1=c1, H=r(3, 6), W=r(3, 6),
-                        C0=c0, filterH=r(2, 3), filterW=r(2, 3), strideH=r(1, 2), strideW=r(1, 2),
-                        dilationH=r(1, 2), dilationW=r(1, 2), padLeft=pads[0], padRight=pads[1],
-                        padTop=pads[2], padBottom=pads[3], channels=c1 * c0 if dense else r(1, c1 * c0),
+        # the parameters' uniform draws, in this order: [padLeft, padRight, padTop, padBottom] (not
+        # dense), C1, N, [D] (NDC1HWC0), H, W, filterH, filterW, strideH, strideW, dilationH, dilationW
+        # -- one rng.integers over their bounds, which draws them as one scalar call each would
+        names = ([] if dense else ["padLeft", "padRight", "padTop", "padBottom"]) + ["C1", "N"] + \
+            (["D"] if layout == "NDC1HWC0" else []) + list(_FMAP_DRAWS)
+        lo, hi = zip(*(_FMAP_BOUNDS[k] for k in names))
+        kw = dict(zip(names, rng.integers(lo, np.add(hi, 1)).tolist()))
+        c1 = kw["C1"]
+        fm = FeatureMap(layout, N=kw["N"], D=kw.get("D", 1), C1=c1, H=kw["H"], W=kw["W"], C0=c0,
+                        filterH=kw["filterH"], filterW=kw["filterW"], strideH=kw["strideH"], strideW=kw["strideW"],
+                        dilationH=kw["dilationH"], dilationW=kw["dilationW"], padLeft=kw.get("padLeft", 0),
+                        padRight=kw.get("padRight", 0), padTop=kw.get("padTop", 0), padBottom=kw.get("padBottom", 0),
+                        channels=c1 * c0 if dense else int(rng.integers(1, c1 * c0 + 1)),
                         pad_bits=int(ctx.src.random(rng, 1)[0]))
         out_h, out_w, m, _ = fmap_extents(fm)
         if out_h > 0 and out_w > 0 and m >= MIN_FMAP_M:
@@ -353,7 +366,7 @@ def build_group(cls: CoverageClass, ctx: Context, n: int, rng: np.random.Generat
     if v.mutation is not None:
         g = MUTATIONS[v.mutation](g, rng)
     # run exactly what the stream says (raises EncodeError for a block a stream cannot carry)
-    return replace(g, block=encoding.decode(encoding.encode([g.block]))[0])
+    return replace(g, block=encoding.roundtrip(g.block)[0])
 
 
 # ---------------------------------------------------------------------------- execution

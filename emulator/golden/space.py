@@ -88,7 +88,7 @@ class Space:
         hi = 1 << self.width
         r = rng.integers(0, hi, n, dtype=np.uint64) if self.width < 64 else rng.integers(
             0, np.iinfo(np.uint64).max, n, dtype=np.uint64, endpoint=True)
-        return r << np.uint64(self.shift)
+        return r << np.uint64(self.shift) if self.shift else r
 
     def pick(self, rng: np.random.Generator, pool: str, n: int) -> np.ndarray:
         p = self.pools[pool]

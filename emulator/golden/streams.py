@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from types import MappingProxyType
 
 import numpy as np
 
@@ -126,13 +127,55 @@ def _applies(reason: str, op: I.Instruction, dt: str, shape: Shape) -> bool:
     return cls is not None and cls.applies(ctx)
 
 
+@lru_cache(maxsize=1024)
+def _valid_mask(desc: Descriptor) -> np.ndarray:
+    """(1, elements) bool, read-only: the valid rectangle of a row-major tile of `desc` (a group
+    draws a few descriptors, a run a few dozen)."""
+    grid = np.zeros((desc.Row, desc.Col), bool)
+    grid[: desc.ValidRow, : desc.ValidCol] = True
+    mask = grid.reshape(1, -1)
+    mask.flags.writeable = False
+    return mask
+
+
+@lru_cache(maxsize=None)
+def _initial_choices() -> tuple[tuple[str, ...], ...]:
+    """The DataTypes the initial regular tiles draw from: elementwise (TADD's), integer (TAND's), all."""
+    return tuple(sorted(I.lookup("TADD").dtypes)), tuple(sorted(I.lookup("TAND").dtypes)), \
+        tuple(d.name for d in DATATYPES)
+
+
+@lru_cache(maxsize=None)
+def _window_ops() -> tuple:
+    """((schema, the instruction of that schema, its source tile id), ...) of the window sources."""
+    return tuple((schema, next(i for i in I.INSTRUCTIONS if i.schema == schema), tid)
+                 for schema, tid in ((I.EXTRACT, XSRC_TILE), (I.INSERT, INS_TILE), (I.IMG2COL, FMAP_TILE)))
+
+
+@lru_cache(maxsize=None)
+def _value_gen(value_class: str, dt: str) -> tuple:
+    """(context, generator, integer?, raw NumPy dtype) an initial tile of DataType dt draws its
+    values with under `value_class` (VALUE_CLASSES x DataTypes: a pure function of the names)."""
+    ctx = _ctx(I.lookup("TCVT"), dt)
+    cls = C.BY_NAME[value_class]
+    gen = cls.gen if cls.applies(ctx) else C.BY_NAME["random"].gen
+    return ctx, gen, datatype(dt).is_int, np.dtype(datatype(dt).raw_dtype)
+
+
 def _same_width(op: I.Instruction, dt: str) -> list[str]:
     c = datatype(dt).container
     return [d.name for d in DATATYPES if d.name != dt and d.container == c and d.name in op.dtypes]
 
 
 def _ctx(op: I.Instruction, src: str, dst: str | None = None, rmode: str | None = None, sat: bool = False) -> C.Context:
-    return C.Context(op, space(src), space(dst or src), rmode, sat)
+    return _context(op.mnemonic, src, dst or src, rmode, bool(sat))
+
+
+@lru_cache(maxsize=4096)
+def _context(mnemonic: str, src: str, dst: str, rmode: str | None, sat: bool) -> C.Context:
+    """The (immutable) Context of these names: a pure function of them (isa.memo rule 2; bound:
+    the instruction x DataType pairs a run draws, TCVT's modes included, stay well under it)."""
+    return C.Context(I.lookup(mnemonic), space(src), space(dst), rmode, sat)
 
 
 # ---------------------------------------------------------------------------- execution
@@ -278,6 +321,13 @@ def _candidate_pairs(have: frozenset, preds: bool, divisors: frozenset, windows:
 
 
 _COMMON_IDS = frozenset(REGULAR_IDS + (PRED_TILE,))     # the ids a block may read from the state
+_INTEGER_NAMES = frozenset(d.name for d in DATATYPES if d.is_int)
+
+
+@lru_cache(maxsize=None)
+def _regular_names(shape: Shape) -> MappingProxyType:
+    """Regular numeric descriptor of `shape` -> its DataType name, for every DataType."""
+    return MappingProxyType({_regular(d.name, shape): d.name for d in DATATYPES})
 
 
 class StreamBuilder:
@@ -287,6 +337,7 @@ class StreamBuilder:
                  reason: str | None = None, backend: str = "cpu"):
         self.shape, self.K, self.n, self.rng, self.config = shape, blocks, n, rng, config
         self.reason, self.backend = reason, backend
+        self.regular_names, self.pred_desc = _regular_names(shape), _regular(None, shape)
         self.value_class = VALUE_CLASSES[int(rng.integers(len(VALUE_CLASSES)))]
         self.plan = self._plan() if reason else None
         self.position = int(rng.integers(blocks)) if reason else blocks
@@ -305,9 +356,7 @@ class StreamBuilder:
 
     def _initial_dtypes(self) -> list[str]:
         rng = self.rng
-        ew = sorted(I.lookup("TADD").dtypes)
-        ints = sorted(I.lookup("TAND").dtypes)
-        alls = [d.name for d in DATATYPES]
+        ew, ints, alls = _initial_choices()
         picks = [ew[int(rng.integers(len(ew)))], alls[int(rng.integers(len(alls)))]]
         picks.append(ints[int(rng.integers(len(ints)))] if rng.random() < 0.5 else ew[int(rng.integers(len(ew)))])
         return picks
@@ -315,14 +364,12 @@ class StreamBuilder:
     # ------------------------------------------------------------ initial state
     def _data(self, dt: str, count: int, nonzero: bool = False) -> np.ndarray:
         """(n, count) raw encodings of DataType dt drawn from the group's value class."""
-        ctx = _ctx(I.lookup("TCVT"), dt)
-        cls = C.BY_NAME[self.value_class]
-        gen = cls.gen if cls.applies(ctx) else C.BY_NAME["random"].gen
+        ctx, gen, is_int, raw = _value_gen(self.value_class, dt)
         with np.errstate(all="ignore"):
             x = np.asarray(gen(ctx, self.rng, self.n * count)[0], np.uint64)
-        if nonzero and datatype(dt).is_int:          # integer divisors: never zero
+        if nonzero and is_int:                       # integer divisors: never zero
             x = np.where(x == 0, np.uint64(1), x)
-        return x.astype(np.dtype(datatype(dt).raw_dtype)).reshape(self.n, count)
+        return x.astype(raw).reshape(self.n, count)
 
     def _tile(self, desc: Descriptor, nonzero: bool = False, undefined_outside: bool = True):
         n, E = self.n, desc.elements
@@ -330,11 +377,10 @@ class StreamBuilder:
             elems = self.rng.integers(0, 2, (n, E), dtype=np.uint8)
         else:
             elems = self._data(desc.datatype.name, E, nonzero)
-        defined = np.ones((n, E), bool)
         if undefined_outside and desc.Layout == 0 and desc.fmap is None:
-            grid = np.zeros((desc.Row, desc.Col), bool)
-            grid[: desc.ValidRow, : desc.ValidCol] = True
-            defined &= grid.reshape(-1)[None, :]
+            defined = _valid_mask(desc).repeat(n, axis=0)
+        else:
+            defined = np.ones((n, E), bool)
         return elems.astype(element_dtype(desc), copy=False), defined
 
     def _initial(self):
@@ -364,10 +410,9 @@ class StreamBuilder:
         def dtype_for(op, prefer):
             ok = [d for d in prefer if d in op.dtypes]
             return ok[int(rng.integers(len(ok)))] if ok else sorted(op.dtypes)[int(rng.integers(len(op.dtypes)))]
-        win = replace(C.Variant(rows=shape.vrow, cols=shape.cols, vrow=shape.vrow, vcol=shape.vcol),
-                      src_layout=3 if rng.random() < 0.25 else 0)
-        for schema, tid in ((I.EXTRACT, XSRC_TILE), (I.INSERT, INS_TILE), (I.IMG2COL, FMAP_TILE)):
-            op = next(i for i in I.INSTRUCTIONS if i.schema == schema)
+        win = C.Variant(rows=shape.vrow, cols=shape.cols, vrow=shape.vrow, vcol=shape.vcol,
+                        src_layout=3 if rng.random() < 0.25 else 0)
+        for schema, op, tid in _window_ops():
             dt = self.plan[1] if planned is op else dtype_for(op, dts)
             ctx = _ctx(op, dt)
             if schema == I.IMG2COL:
@@ -385,6 +430,7 @@ class StreamBuilder:
                 vals = rng.integers(0, hi + 1, (self.n, F.NUM_PES)).astype(np.uint64)
                 edge = rng.random((self.n, F.NUM_PES)) < 0.2          # the largest legal offsets too
                 gprs[:, :, reg] = np.where(edge, np.uint64(hi), vals)
+        self.windows = tuple(self.info[schema][1] for schema in REGS)  # each window source's DataType
         if self.plan:
             op, dt = self.plan
             desc = _regular(dt, shape)
@@ -414,18 +460,6 @@ class StreamBuilder:
         return tiles, gprs
 
     # ------------------------------------------------------------ tracker
-    def _common(self, pes) -> dict[Descriptor, list[int]]:
-        """Descriptor -> the tile ids (not reserved) holding it on every PE of `pes`."""
-        out: dict = {}
-        first, rest = self.state[pes[0]], [self.state[p] for p in pes[1:]]
-        for tid in sorted(first):                    # ascending, as REGULAR_IDS + (PRED_TILE,)
-            if tid not in _COMMON_IDS:
-                continue
-            d = first[tid]
-            if all(r.get(tid) is d or r.get(tid) == d for r in rest):
-                out.setdefault(d, []).append(tid)
-        return out
-
     def _pick(self, ids: list[int], pes) -> int:
         """A source: the most recently written eligible tile half of the time (read-after-write)."""
         if self.rng.random() < 0.5:
@@ -442,18 +476,37 @@ class StreamBuilder:
         return int(self.rng.integers(1, 16))
 
     def _candidates(self, mask: int):
-        """(instruction, DataType) pairs buildable from the current state on the PEs of `mask`."""
+        """(instruction, DataType) pairs buildable from the current state on the PEs of `mask`,
+        and what they are built from: `have` regular DataType -> the tile ids (not reserved,
+        ascending) holding that DataType's regular tile on every PE of `mask`, `preds` those
+        holding the regular predicate tile."""
         pes = F.SELECTED_PES[mask]
-        common = self._common(pes)
-        have = {}
-        for d, ids in common.items():
-            if d.kind == "numeric" and d == _regular(d.datatype.name, self.shape):
-                have[d.datatype.name] = ids
-        preds = common.get(_regular(None, self.shape), [])
-        divisors = frozenset(dt for dt, ids in have.items() if datatype(dt).is_int
-                             and any(all((p, t) in self.nonzero for p in pes) for t in ids))
-        windows = tuple(self.info[schema][1] for schema in REGS)
-        return _candidate_pairs(frozenset(have), bool(preds), divisors, windows), have, preds
+        regular, pred = self.regular_names, self.pred_desc
+        first, rest = self.state[pes[0]], [self.state[p] for p in pes[1:]]
+        have: dict = {}
+        preds = []
+        for tid in sorted(first):                    # ascending, as REGULAR_IDS + (PRED_TILE,)
+            if tid not in _COMMON_IDS:
+                continue
+            d = first[tid]
+            for r in rest:                           # the same descriptor on every selected PE
+                o = r.get(tid)
+                if o is not d and o != d:
+                    break
+            else:
+                name = regular.get(d)
+                if name is not None:
+                    ids = have.get(name)
+                    if ids is None:
+                        have[name] = [tid]
+                    else:
+                        ids.append(tid)
+                elif d == pred:
+                    preds.append(tid)
+        nonzero = self.nonzero
+        divisors = frozenset(dt for dt, ids in have.items() if dt in _INTEGER_NAMES
+                             and any(all((p, t) in nonzero for p in pes) for t in ids))
+        return _candidate_pairs(frozenset(have), bool(preds), divisors, self.windows), have, preds
 
     # ------------------------------------------------------------ blocks
     def _legal_block(self, index: int, plan=None) -> tuple[Block, dict]:
@@ -506,7 +559,7 @@ class StreamBuilder:
                 if op.schema == I.SELECT and role == 0:
                     srcs.append(self._pick(preds, pes))
                     continue
-                if op.int_zero_check and datatype(dt).is_int and role == 1:
+                if op.int_zero_check and dt in _INTEGER_NAMES and role == 1:
                     nz = [t for t in numeric if all((p, t) in self.nonzero for p in pes)] if plan is None else numeric
                     srcs.append(self._pick(nz, pes))
                     continue
@@ -518,7 +571,7 @@ class StreamBuilder:
         r = rng.random()
         held = set().union(*self.state)
         used = [t for t in REGULAR_IDS if t in held]                 # REGULAR_IDS ascend
-        fresh = [t for t in REGULAR_IDS if t not in used]
+        fresh = [t for t in REGULAR_IDS if t not in held]
         alias_ok = [s for s in srcs if s in REGULAR_IDS]
         if plan is not None:
             dest = fresh[0] if fresh else REGULAR_IDS[-1]
@@ -528,11 +581,11 @@ class StreamBuilder:
             dest = used[int(rng.integers(len(used)))]
         else:
             dest = fresh[0]
-        iot = tuple(TileBinding(s, mask) for s in srcs) + (replace(b.iot[-1], tile=dest, PE_MASK=mask),)
+        iot = tuple([TileBinding(s, mask) for s in srcs] + [TileBinding(dest, mask, b.iot[-1].capacity)])
         ior = b.ior
         if ior is not None and op.schema in REGS:
             ior = BIor(RegSrc0=REGS[op.schema][0], RegSrc1=REGS[op.schema][1])
-        b = replace(b, iot=iot, ior=ior)
+        b = Block(b.bstart, iot, b.dim, b.datr, ior, b.ios)
         return b, {"ctx": ctx, "variant": v}
 
     def _plant(self, block: Block, meta: dict) -> Block:
@@ -598,8 +651,9 @@ class StreamBuilder:
             self.state[p][tid] = desc
         self.writer: dict = {}
         self.nonzero = {(p, t) for p in range(F.NUM_PES) for t in self.nonzero_init
-                        if datatype(self.state[p][t].datatype.name).is_int}
-        self.peak = max(self._used())
+                        if self.state[p][t].datatype.is_int}
+        self.used = self._used()                    # kept up to date by _track
+        self.peak = max(self.used)
         blocks, words, records, fault = [], [], CL.Records(), None
         executed, offset = self.K, encoding.HEADER_BYTES
         for i in range(min(self.position + 1, self.K)):
@@ -675,11 +729,15 @@ class StreamBuilder:
         """The state after block i, as the engine holds it (descriptors of case 0's cohort), and
         the store's peak: the old destination is released only at commit (preflight)."""
         dest = block.iot[-1]
-        before = self._used()
+        used = self.used                             # _used() before this block
         for p in F.SELECTED_PES[dest.PE_MASK]:
             desc = run.batch.stacks(p, dest.tile)[0][1]
+            old = self.state[p].get(dest.tile)
             if desc.location == "Local":
-                self.peak = max(self.peak, before[p] + desc.capacity)
+                self.peak = max(self.peak, used[p] + desc.capacity)
+                used[p] += desc.capacity
+            if old is not None and old.location == "Local":
+                used[p] -= old.capacity
             self.state[p][dest.tile] = desc
             self.writer[(p, dest.tile)] = i
             self.nonzero.discard((p, dest.tile))
@@ -699,14 +757,13 @@ def _rebind_dest(block: Block, **changes) -> Block:
 
 def _roundtrip(block: Block) -> Block:
     """Exactly what a stream carries (EncodeError for a block no stream can carry)."""
-    return encoding.decode(encoding.encode([block]))[0]
+    return encoding.roundtrip(block)[0]
 
 
 def _carried(block: Block) -> tuple[Block, list[int]]:
     """_roundtrip(block) and its words: encode(decode(data)) == data (tests/isa/test_properties.py),
     so the decoded block's words are the ones just packed, and the stream need not pack them again."""
-    w = encoding.block_words(block)
-    return encoding.decode(encoding.stream_of_words([w]))[0], w
+    return encoding.roundtrip(block)
 
 
 def build_group(shape: Shape, blocks: int, n: int, rng: np.random.Generator, config: MachineConfig,

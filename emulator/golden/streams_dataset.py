@@ -272,67 +272,72 @@ def initial_entries(tiles: dict) -> list:
 
 
 def _initial_columns(tiles: dict, n: int):
-    """(layout entries, payload (n, L), defined (n, D)) of the initial state: consecutive PEs of
-    one tile with one descriptor and the same values on every machine are one entry, stored once
-    (the generator puts each tile on every PE)."""
-    heads, pays, defs = [], [], []
+    """(layout entries as JSON texts, payload (n, L), defined (n, D)) of the initial state:
+    consecutive PEs of one tile with one descriptor and the same values on every machine are one
+    entry, stored once (the generator puts each tile on every PE)."""
+    heads, pays, defs = [], [], []          # heads: (pes, tile id, descriptor)
     last = None
     for desc, tid, p, e, d in initial_entries(tiles):
         if last is not None and last[:2] == (tid, desc) and last[2] is e and last[3] is d:
-            heads[-1]["pes"].append(p)          # the same arrays: the same values
+            heads[-1][0].append(p)              # the same arrays: the same values
             continue
         pay = pack_payloads(np.asarray(e).reshape(n, -1), desc.container)
         dfn = np.packbits(np.asarray(d, bool).reshape(n, -1), axis=1, bitorder="little")
         same = last is not None and last[:2] == (tid, desc)
         last = (tid, desc, e, d)
         if same and np.array_equal(pays[-1], pay) and np.array_equal(defs[-1], dfn):
-            heads[-1]["pes"].append(p)
+            heads[-1][0].append(p)
             continue
-        heads.append({"pes": [p], "tile": tid, **dict(_desc_entry(desc))})
+        heads.append(([p], tid, desc))
         pays.append(pay)
         defs.append(dfn)
-    cat = lambda parts: np.concatenate(parts, axis=1) if parts else np.zeros((n, 0), np.uint8)
-    return heads, cat(pays), cat(defs)
+    texts = [_initial_text(pes, tid, _desc_members(desc)[0]) for pes, tid, desc in heads]
+    return texts, _cat(pays, n), _cat(defs, n)
+
+
+def _cat(parts: list, n: int) -> np.ndarray:
+    """The (n, bytes) parts side by side (n x 0 when there are none)."""
+    return np.concatenate(parts, axis=1) if parts else np.zeros((n, 0), np.uint8)
 
 
 def _record_columns(recs: CL.Records, n: int):
-    """(record heads, payload (n, L), defined (n, D), status (n, R)) of a group's records: one
-    slot per (block, PE, head), each covering every machine once, in (block, PE) order (the
-    fault record after a block's commits).  Ragged when the machines' heads differ."""
+    """(record heads as JSON texts, payload (n, L), defined (n, D), status (n, R)) of a group's
+    records: one slot per (block, PE, head), each covering every machine once, in (block, PE)
+    order (the fault record after a block's commits).  Ragged when the machines' heads differ."""
     slots: dict = {}
     for g in recs.groups:
         payload, defined = g.packed()
         pes, machine, status = np.asarray(g.pe), np.asarray(g.machine), np.asarray(g.status)
-        if len(pes) > 1 and np.all(pes[1:] >= pes[:-1]):        # PE-major (a cohort's commit): slices
-            cuts = np.flatnonzero(pes[1:] != pes[:-1]) + 1
-            parts = zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [len(pes)]]))
-            sels = [(int(pes[a]), slice(int(a), int(b))) for a, b in parts]
+        if len(pes) == 1:                                        # one machine on one PE (a host run)
+            sels = [(int(pes[0]), slice(0, 1))]
+        elif (pes[1:] >= pes[:-1]).all():                        # PE-major (a cohort's commit): slices
+            bounds = [0, *(np.flatnonzero(pes[1:] != pes[:-1]) + 1).tolist(), len(pes)]
+            sels = [(pe, slice(a, b)) for pe, a, b in zip(pes[bounds[:-1]].tolist(), bounds[:-1], bounds[1:])]
         else:
             sels = [(int(pe), pes == pe) for pe in np.unique(pes)]
+        fault = g.record != CL.COMMIT
         for pe, sel in sels:
-            key = (g.block, g.record != CL.COMMIT, pe, g.offset, g.record, g.mnemonic, g.block_datatype,
-                   g.tile, g.desc)
+            key = (g.block, fault, pe, g.offset, g.record, g.mnemonic, g.block_datatype, g.tile, g.desc)
             slots.setdefault(key, []).append((machine[sel], None if payload is None else payload[sel],
                                               None if defined is None else defined[sel], status[sel]))
     heads, pays, defs, stats = [], [], [], []
     blocks_pes = set()
+    every = np.arange(n)
     for key in sorted(slots, key=lambda k: k[:3]):
         block, _, pe, offset, record, mnemonic, bdt, tile, desc = key
         if (block, pe, record) in blocks_pes:
             raise Ragged(f"block {block} PE {pe}: the machines hold different records")
         blocks_pes.add((block, pe, record))
         parts = slots[key]
-        every = np.arange(n)
-        in_order = len(parts) == 1 and np.array_equal(parts[0][0], every)
+        first = parts[0][0]
+        in_order = len(parts) == 1 and len(first) == n and bool((first == every).all())
         if not in_order:
             machine = np.concatenate([m for m, *_ in parts]).astype(np.int64)
             if len(machine) != n or not np.array_equal(np.sort(machine), every):
                 raise Ragged(f"block {block} PE {pe}: a record some machines do not have")
-        entry = dict(_desc_entry(desc))
-        size = {k: entry[k] for k in SIZE_KEYS}
-        heads.append({"block": int(block), "offset": int(offset), "record": record, "mnemonic": mnemonic,
-                      "block_datatype": bdt, "pe": pe, "tile": int(tile), **entry})
-        for out, k, width in ((pays, 1, size["payload_bytes"]), (defs, 2, size["defined_bytes"]), (stats, 3, 1)):
+        members, payload_bytes, defined_bytes = _desc_members(desc)
+        heads.append(_record_text(int(block), int(offset), record, mnemonic, bdt, pe, int(tile), members))
+        for out, k, width in ((pays, 1, payload_bytes), (defs, 2, defined_bytes), (stats, 3, 1)):
             if in_order and parts[0][k] is not None:        # one part, machines 0..n-1: as it is
                 out.append(np.asarray(parts[0][k], np.uint8).reshape(n, width))
                 continue
@@ -341,13 +346,48 @@ def _record_columns(recs: CL.Records, n: int):
                 if part[k] is not None:
                     a[part[0]] = np.asarray(part[k], np.uint8).reshape(len(part[0]), width)
             out.append(a)
-    cat = lambda parts: np.concatenate(parts, axis=1) if parts else np.zeros((n, 0), np.uint8)
-    return heads, cat(pays), cat(defs), cat(stats)
+    return heads, _cat(pays, n), _cat(defs, n), _cat(stats, n)
 
 
-def layout_text(initial: list, records: list) -> str:
-    """The `layout` JSON text (canonical: one text per layout, so equal layouts compare equal)."""
-    return json.dumps({"initial": initial, "records": records}, separators=(",", ":"))
+# json.dumps(obj, separators=(",", ":")) is this encoder's encode(obj); one encoder, made once
+_JSON = json.JSONEncoder(separators=(",", ":"))
+
+
+@functools.lru_cache(maxsize=4096)
+def _desc_members(d: Descriptor | None) -> tuple[str, int, int]:
+    """(the JSON members, no braces, of a descriptor's layout fields -- _desc_json and _sizes --,
+    payload_bytes, defined_bytes)."""
+    entry = dict(_desc_entry(d))
+    return _JSON.encode(entry)[1:-1], entry[SIZE_KEYS[0]], entry[SIZE_KEYS[1]]
+
+
+# A layout entry's JSON text is json.dumps({**head, **_desc_json(d), **_sizes(d)}, separators=(",", ":"))
+# (the head's keys, pes and tile or HEAD_KEYS, are none of the descriptor's): the head's members,
+# then the descriptor's (_desc_members).  Ints print as json prints them (int.__repr__).
+
+def _initial_text(pes: list[int], tile: int, members: str) -> str:
+    """An initial entry's JSON text."""
+    return f'{{"pes":[{",".join(map(str, pes))}],"tile":{tile},{members}}}'
+
+
+def _record_text(block: int, offset: int, record: str, mnemonic: str, block_datatype: str, pe: int, tile: int,
+                 members: str) -> str:
+    """A record head's JSON text (its strings as json.dumps writes them, kept per value)."""
+    return (f'{{"block":{block},"offset":{offset},"record":{_json_text(record)},"mnemonic":{_json_text(mnemonic)},'
+            f'"block_datatype":{_json_text(block_datatype)},"pe":{pe},"tile":{tile},{members}}}')
+
+
+@functools.lru_cache(maxsize=4096)
+def _json_text(value) -> str:
+    """json.dumps(value) of a head's string (a few dozen distinct ones: record kinds, mnemonics,
+    DataType names)."""
+    return _JSON.encode(value)
+
+
+def layout_text(initial: list[str], records: list[str]) -> str:
+    """The `layout` JSON text (canonical: one text per layout, so equal layouts compare equal) of
+    the entries' JSON texts: json.dumps({"initial": [...], "records": [...]}, separators=(",", ":"))."""
+    return '{"initial":[' + ",".join(initial) + '],"records":[' + ",".join(records) + "]}"
 
 
 def _fault_columns(recs: CL.Records, n: int):

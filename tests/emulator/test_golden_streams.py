@@ -216,6 +216,40 @@ def test_an_illegal_stream_stops_at_the_planted_block_with_its_reason(reason):
             assert np.array_equal(m.pes[p].tiles[tid].elems, e[k])
 
 
+@pytest.mark.parametrize("dense", [False, True])
+def test_feature_map_parameters_are_the_draws_of_one_scalar_call_each(dense):
+    """cases._feature_map draws its parameters in one rng.integers over their bounds; the maps and
+    the generator state after them are those of drawing each one alone, in the documented order."""
+    from emulator.golden import cases as CA
+    from emulator.preflight import fmap_extents
+    from emulator.tiles import FeatureMap
+
+    def one_by_one(ctx, rng):
+        c0 = CA.FMAP_BYTES_C0 * 8 // datatype(ctx.src.name).container
+        while True:
+            layout = "NDC1HWC0" if rng.random() < 0.25 else "NC1HWC0"
+            r = lambda lo, hi: int(rng.integers(lo, hi + 1))  # noqa: E731
+            pads = [0] * 4 if dense else [r(0, 1) for _ in range(4)]
+            c1 = r(1, 2)
+            fm = FeatureMap(layout, N=r(1, 2), D=r(1, 2) if layout == "NDC1HWC0" else 1, C1=c1, H=r(3, 6),
+                            W=r(3, 6), C0=c0, filterH=r(2, 3), filterW=r(2, 3), strideH=r(1, 2), strideW=r(1, 2),
+                            dilationH=r(1, 2), dilationW=r(1, 2), padLeft=pads[0], padRight=pads[1],
+                            padTop=pads[2], padBottom=pads[3], channels=c1 * c0 if dense else r(1, c1 * c0),
+                            pad_bits=int(ctx.src.random(rng, 1)[0]))
+            out_h, out_w, m, _ = fmap_extents(fm)
+            if out_h > 0 and out_w > 0 and m >= CA.MIN_FMAP_M:
+                return fm
+
+    op = next(i for i in INSTRUCTIONS if i.mnemonic == "TIMG2COL")
+    for dt in ("FP16", "S8", "U32"):
+        ctx = S._ctx(op, dt)
+        for seed in range(40):
+            a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+            a.integers(0, 7, seed % 3), b.integers(0, 7, seed % 3)     # an odd 32-bit draw buffered
+            assert CA._feature_map(ctx, a, dense) == one_by_one(ctx, b)
+            assert a.bit_generator.state == b.bit_generator.state
+
+
 def test_the_initial_state_reads_back_exactly_with_per_pe_values_kept_apart():
     """An initial entry covers the PEs that hold one tile with the same values; SOURCE_UNDEFINED
     gives the reserved tile an undefined element on one PE only, so that PE is an entry of its own."""
@@ -285,6 +319,41 @@ def _commit(row, k):
 def _row_with_commits(rows, k):
     return next(i for i, r in enumerate(rows)
                 if len([h for h in json.loads(r["layout"])["records"] if h["record"] == "commit"]) > k)
+
+
+def test_a_layout_is_compact_json_with_the_documented_keys_in_order(dataset):
+    """docs/golden-format.md: initial entries are pes, tile, the descriptor's state-file columns,
+    payload_bytes, defined_bytes; records the commit-log head, the descriptor, the sizes; one
+    canonical text per layout (json.dumps with separators (",", ":"))."""
+    desc = ["location", "kind", "datatype", "row", "col", "valid_row", "valid_col", "layout", "representation",
+            "capacity", "fmap_layout", "fmap_params", "fmap_pad_bits", "fmap_transposed", "payload_bytes",
+            "defined_bytes"]
+    texts = {r["layout"] for r in all_rows(dataset)}
+    for text in texts:
+        lay = json.loads(text)
+        assert text == json.dumps(lay, separators=(",", ":")) and list(lay) == ["initial", "records"]
+        assert all(list(e) == ["pes", "tile", *desc] for e in lay["initial"])
+        assert all(list(e) == ["block", "offset", "record", "mnemonic", "block_datatype", "pe", "tile", *desc]
+                   for e in lay["records"])
+    assert len(texts) > 1
+
+
+def test_layout_entry_texts_are_json_dumps_of_the_entry():
+    """The generator writes each entry's JSON from kept pieces: the text is json.dumps's (compact)
+    of the head followed by the descriptor's fields, strings escaped as json escapes them."""
+    desc = S._regular("E4M3", S.SHAPES[1])
+    entry = {**SD._desc_json(desc), **SD._sizes(desc)}
+    for head in ({"block": 3, "offset": 144, "record": "commit", "mnemonic": "TADD", "block_datatype": "E4M3",
+                  "pe": 2, "tile": 7},
+                 {"block": 0, "offset": 16, "record": "fault", "mnemonic": 'T"\\\u00e9\n', "block_datatype": "",
+                  "pe": 0, "tile": 0}):
+        want = json.dumps({**head, **(entry if head["record"] == "commit" else
+                                      {**SD._desc_json(None), **SD._sizes(None)})}, separators=(",", ":"))
+        members = SD._desc_members(desc if head["record"] == "commit" else None)[0]
+        assert SD._record_text(*head.values(), members) == want
+    assert SD._initial_text([0, 1, 2, 3], 5, SD._desc_members(desc)[0]) == \
+        json.dumps({"pes": [0, 1, 2, 3], "tile": 5, **entry}, separators=(",", ":"))
+    assert SD._desc_members(desc)[1:] == (entry["payload_bytes"], entry["defined_bytes"])
 
 
 def test_a_planted_wrong_record_fails_verify_naming_file_case_and_block(dataset, tmp_path, capsys):

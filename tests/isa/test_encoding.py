@@ -1,11 +1,12 @@
 """The `.tbs` encoding against docs/encoding.md: golden words derived by hand from the tables
 there, omitted-vs-explicit presence bits, and one test per structural decode fault."""
+import dataclasses
 import struct
 
 import pytest
 
 from isa.block import BDatr, BDim, BIor, BIos, Block, BStart, TileBinding
-from isa.encoding import decode, encode, iter_blocks
+from isa.encoding import block_words, decode, encode, iter_blocks, roundtrip
 from isa.errors import DecodeError, EncodeError
 
 
@@ -163,6 +164,29 @@ def test_encode_accepts_the_largest_block():
     blk = Block(BStart(0, 0, 4), (TileBinding(65535, 15, (1 << 32) - 1),) * 251,
                 BDim(1, 2, 3), BDatr(1), BIor(), BIos(0))
     assert decode(encode([blk])) == [blk]
+
+
+def test_a_decoded_block_encodes_to_the_words_it_was_decoded_from():
+    # a decoded block keeps its words (isa.memo); a block rebuilt from its fields keeps none
+    words = [[bstart(3, 0, 0, 4), iot(1, 0b0011), iot(2, 0b0011), iot(3, 0b0011, 4096)],
+             [bstart(2, 0, 27, 7), iot(5, 0xF), iot(6, 0xF, 256)]]
+    decoded = decode(stream(*words))
+    assert [block_words(b) for b in decoded] == words
+    rebuilt = [dataclasses.replace(b) for b in decoded]
+    assert [block_words(b) for b in rebuilt] == words and encode(rebuilt) == stream(*words)
+    block_words(decoded[0]).append(0)              # a caller's list, not the kept words
+    assert block_words(decoded[0]) == words[0]
+
+
+def test_roundtrip_is_decode_of_encode_without_the_bytes():
+    blk = Block(BStart(0, 27, 7, spelling="TEPL"), (TileBinding(5, 0b1111), TileBinding(6, 0b1111, 256)),
+                BDim(LB0=16, LB1=2, LB2=32), BDatr(Sat=True, RMode=3))
+    got, words = roundtrip(blk)
+    assert got == decode(encode([blk]))[0] and got.bstart.spelling == "VEC" and type(got.datr.Sat) is int
+    assert stream(words) == encode([blk])
+    with pytest.raises(EncodeError) as e:
+        roundtrip(Block(BStart(0, 0, 4), dim=BDim(LB0=1 << 16)), 3)
+    assert e.value.index == 3 and e.value.field == "B.DIM.LB0"
 
 
 # ---- structural faults: DecodeError with the documented offset
