@@ -128,21 +128,24 @@ class Cohort(Stores):
         self.gprs = gprs                # (n, 4, 32) uint64, on the host (blocks only read them)
         self.status = status            # (n, 4) uint8
         self.xp = xp
-        self._restack()
+        # Slots of separate arrays are stacked when a block first reads them over several PEs
+        # (_stack_role): most tiles of a cohort are never read that way, so stacking them all
+        # here (a copy of every tile) cost more than the reads it saved.
 
-    def _restack(self) -> None:
-        """Hold each tile id that every PE has (same element count and dtype) as one (4, n,
-        elements) array, so that a block over all PEs reads it without copying."""
-        every = tuple(range(NUM_PES))
-        for tid in self.slots[0]:
-            slots = [pe.get(tid) for pe in self.slots]
-            if any(s is None or s.stack is not None for s in slots) or \
-                    len({(s.elems.shape, s.elems.dtype) for s in slots}) != 1:
-                continue
-            e = _readonly(self.xp.stack([s.elems for s in slots]))
-            d = _readonly(self.xp.stack([s.defined for s in slots]))
-            for p, s in enumerate(slots):
-                self.slots[p][tid] = Slot(s.desc, e[p], d[p], (e, d, every, p))
+    def restack(self, tile: int, group: tuple[int, ...]) -> tuple | None:
+        """(elems, defined) (S, n, elements) of tile `tile` on PEs `group`, stacked once: the
+        slots then hold row views of them (and `stack`), so that the next block over the same
+        PEs reads them without copying.  None when some slot is a row of a commit's stack
+        already, or the PEs' payloads differ in shape or dtype (the caller concatenates)."""
+        slots = [self.slots[p][tile] for p in group]
+        if any(s.stack is not None for s in slots) or \
+                len({(s.elems.shape, s.elems.dtype) for s in slots}) != 1:
+            return None
+        e = _readonly(self.xp.stack([s.elems for s in slots]))
+        d = _readonly(self.xp.stack([s.defined for s in slots]))
+        for i, (p, s) in enumerate(zip(group, slots)):
+            self.slots[p][tile] = Slot(s.desc, e[i], d[i], (e, d, group, i))
+        return e, d
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -449,8 +452,12 @@ def _stack_role(c: Cohort, tile: int, group: tuple[int, ...], sel, host_only: bo
                                                         and s.stack[3] == i for i, s in enumerate(slots)):
             elems, defined = st[0].reshape(len(group) * m, -1), st[1].reshape(len(group) * m, -1)
         elif len(geometry) == 1:
-            elems = xp.concatenate([s.elems for s in slots])
-            defined = xp.concatenate([s.defined for s in slots])
+            both = c.restack(tile, group)
+            if both is None:
+                elems = xp.concatenate([s.elems for s in slots])
+                defined = xp.concatenate([s.defined for s in slots])
+            else:
+                elems, defined = both[0].reshape(len(group) * m, -1), both[1].reshape(len(group) * m, -1)
         else:
             elems = defined = None
     else:
