@@ -49,6 +49,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -227,6 +228,8 @@ def _status(flags, P: int, xp):
     """Per tile: the OR of its elements' flags (on a device: one any() per flag bit)."""
     f = flags.reshape(P, -1)
     if xp is np:
+        if not f.size or not f.max():      # no flag raised (every integer operation): no per-tile reduction
+            return np.zeros(P, np.uint8)
         return np.bitwise_or.reduce(f, axis=1).astype(np.uint8)
     out = xp.zeros(P, np.uint8)
     for bit in NAMES:                                  # NV DZ OF UF NX
@@ -477,6 +480,12 @@ def _stack_role(c: Cohort, tile: int, group: tuple[int, ...], sel, host_only: bo
     return [make_tile(s.desc, host(s.elems[j]), host(s.defined[j])) for s in slots for j in sel_]
 
 
+@lru_cache(maxsize=1024)        # (PE group, member count): 15 groups x the few cohort sizes of a run
+def _member_pes(group: tuple[int, ...], m: int) -> tuple[int, ...]:
+    """The PE of each of the len(group) * m tiles of a stacked role, PE-major (Plan.pes)."""
+    return tuple(p for p in group for _ in range(m))
+
+
 def _offsets(c: Cohort, rb: ResolvedBlock, group, sel) -> tuple[np.ndarray, np.ndarray]:
     """Row/column offsets of every member's PEs `group` (preflight.gpr_offsets), PE-major over
     (group, sel)."""
@@ -512,7 +521,7 @@ def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None) -> list[Staged]:
     for group, dest in plans:
         sources = [_stack_role(c, b.tile, group, sel, xp_ex is None) for b in rb.sources]
         r0, c0 = _offsets(c, rb, group, sel)
-        pes = tuple(np.repeat(np.array(group), m).tolist())
+        pes = _member_pes(group, m)
         on_device = xp_ex is not None and all(isinstance(t, semantics.TileStack) for t in sources)
         members = c.status if sel is None else c.status[c.xp.asarray(sel)]
         contiguous = group == tuple(range(group[0], group[-1] + 1))   # a slice: no index array to upload
