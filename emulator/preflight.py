@@ -21,6 +21,7 @@ import numpy as np
 from isa import instructions as I
 from isa.errors import IllegalBlockException
 from isa.fields import ZERO_GPR
+from isa.datatypes import datatype
 from isa.legality import ResolvedBlock
 from isa.memo import memo
 
@@ -124,33 +125,49 @@ def dest_descriptor(rb: ResolvedBlock, source_rows: int | None = None) -> Descri
     TCMP's predicate and TCVT's destination retain the source's Row (`row_follows_source`); the
     capacity must hold ceil(Row*Col*bits/8) bytes and defaults to exactly that.
     """
-    row = rb.instr
-    predicate = row.dest_kind == "predicate"
-    width = 1 if predicate else rb.dst_dtype.container
     cap = rb.dest.capacity
-    field = f"{_binding(len(rb.sources))}.capacity"
+    fn = _dest_of if cap is None or type(cap) is int else _dest_values   # anything else: CAPACITY, uncached
+    return fn(rb.instr.mnemonic, rb.dst_dtype.name, cap, len(rb.sources), rb.ValidRow, rb.ValidCol, rb.Col,
+              rb.Layout, source_rows)
+
+
+def _dest_values(mnemonic: str, dst_dtype: str, cap, n_sources: int, ValidRow, ValidCol, Col, Layout,
+                 source_rows) -> Descriptor:
+    """dest_descriptor of the block fields it reads (interned)."""
+    row = I.lookup(mnemonic)
+    predicate = row.dest_kind == "predicate"
+    width = 1 if predicate else datatype(dst_dtype).container
+    field = f"{_binding(n_sources)}.capacity"
     if row_follows_source(row):
-        rows = max(source_rows or rb.ValidRow, 1)
-        need = (rows * rb.Col * width + 7) // 8
+        rows = max(source_rows or ValidRow, 1)
+        need = (rows * Col * width + 7) // 8
         cap = need if cap is None else cap
         if not isinstance(cap, int) or cap < need:
-            what = "predicate" if predicate else f"{rb.dst_dtype.name} tile"
+            what = "predicate" if predicate else f"{dst_dtype} tile"
             illegal("CAPACITY", field, f"capacity {cap!r} is below ceil(Row*Col*{width}/8) = {need} bytes "
-                                       f"for a {rows}x{rb.Col} {what}")
+                                       f"for a {rows}x{Col} {what}")
     else:
         if cap is None:
-            cap = (rb.ValidRow * rb.Col * width + 7) // 8
+            cap = (ValidRow * Col * width + 7) // 8
         if not isinstance(cap, int) or cap < 0:
             illegal("CAPACITY", field, f"capacity {cap!r} is not a byte count")
-        rows = cap * 8 // (rb.Col * width)
-    if rows < rb.ValidRow:
-        illegal("CAPACITY", field, f"{cap} bytes hold {rows} row(s) of {rb.Col} x {width}-bit elements; "
-                                   f"ValidRow is {rb.ValidRow}")
-    return Descriptor(
-        location=row.location, kind=row.dest_kind, dtype=None if predicate else rb.dst_dtype.code,
-        Row=rows, Col=rb.Col, ValidRow=rb.ValidRow, ValidCol=rb.ValidCol,
-        Layout=rb.Layout if row.schema in LAYOUT_DESTINATIONS else 0,
-        representation="standard", capacity=cap)
+        rows = cap * 8 // (Col * width)
+    if rows < ValidRow:
+        illegal("CAPACITY", field, f"{cap} bytes hold {rows} row(s) of {Col} x {width}-bit elements; "
+                                   f"ValidRow is {ValidRow}")
+    return intern(Descriptor(
+        location=row.location, kind=row.dest_kind, dtype=None if predicate else datatype(dst_dtype).code,
+        Row=rows, Col=Col, ValidRow=ValidRow, ValidCol=ValidCol,
+        Layout=Layout if row.schema in LAYOUT_DESTINATIONS else 0,
+        representation="standard", capacity=cap))
+
+
+# dest_descriptor is a pure function of the block's fields it reads (isa.memo rule 2): a stream's
+# blocks repeat a few destinations, and each block is a new ResolvedBlock.  typed: 64 and
+# np.int64(64) give descriptors that repr (and so intern, validate and digest) tells apart.
+# Rejections are not kept (an exception is never cached): each is raised afresh.  Bound: 4096
+# (mnemonic, DataType, capacity, shape) combinations.
+_dest_of = lru_cache(maxsize=4096, typed=True)(_dest_values)
 
 
 @lru_cache(maxsize=64)
@@ -293,7 +310,7 @@ def _dest(rb: ResolvedBlock, src_rows: int | None) -> Descriptor:
     key = ("dest", src_rows)
     dest = m.get(key)
     if dest is None:
-        dest = m[key] = intern(dest_descriptor(rb, src_rows))
+        dest = m[key] = dest_descriptor(rb, src_rows)
     return dest
 
 
