@@ -262,14 +262,19 @@ def _zeros(n: int) -> np.ndarray:
 
 
 def _pe_array(pes: tuple, m: int) -> np.ndarray:
-    """The pe column of PEs `pes` each over m machines (PE-major)."""
-    if m > 1:
-        return np.repeat(np.array(pes, np.uint8), m)
-    a = _SMALL.get(pes)
+    """The pe column of PEs `pes` each over m machines (PE-major): shared and read-only up to
+    _SMALL_ROWS rows (a run's cohorts have a few member counts), made afresh beyond."""
+    key = (pes, m)
+    a = _SMALL.get(key)
     if a is None:
-        a = _SMALL[pes] = np.array(pes, np.uint8)
-        a.flags.writeable = False
+        a = np.repeat(np.array(pes, np.uint8), m)
+        if len(a) <= _SMALL_ROWS and len(_SMALL) < _SMALL_KEYS:
+            a.flags.writeable = False
+            _SMALL[key] = a
     return a
+
+
+_SMALL_ROWS, _SMALL_KEYS = 4096, 1024     # bounds _SMALL's pe columns to 4 MB
 
 
 def fault_group(machine, block: int, offset: int | None, reason: str, field: str, message: str,
