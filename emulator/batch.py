@@ -142,8 +142,9 @@ class Cohort(Stores):
         if any(s.stack is not None for s in slots) or \
                 len({(s.elems.shape, s.elems.dtype) for s in slots}) != 1:
             return None
-        e = _readonly(self.xp.stack([s.elems for s in slots]))
-        d = _readonly(self.xp.stack([s.defined for s in slots]))
+        shape = (len(group),) + slots[0].elems.shape     # concatenate + reshape: np.stack, without its per-array steps
+        e = _readonly(self.xp.concatenate([s.elems for s in slots]).reshape(shape))
+        d = _readonly(self.xp.concatenate([s.defined for s in slots]).reshape(shape))
         for i, (p, s) in enumerate(zip(group, slots)):
             self.slots[p][tile] = Slot(s.desc, e[i], d[i], (e, d, group, i))
         return e, d
@@ -241,9 +242,16 @@ def _geometry(d: Descriptor) -> tuple:
     return d.layout_key, d.Row, d.Col, d.elements
 
 
+def _geometries(descs) -> set:
+    """The distinct geometries of `descs` (one descriptor object on every PE, the usual case:
+    one, without deriving it per PE)."""
+    d0 = descs[0]
+    return {_geometry(d0)} if all(d is d0 for d in descs) else {_geometry(d) for d in descs}
+
+
 def _ragged(ts: semantics.TileStack) -> bool:
     """The PEs' tiles of the stack differ in geometry (rows padded to the longest; see _stack_role)."""
-    return len({_geometry(d) for d in ts.descs}) > 1
+    return len(_geometries(ts.descs)) > 1
 
 
 def _grid_index(ts: semantics.TileStack, r: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -434,7 +442,7 @@ def _stack_role(c: Cohort, tile: int, group: tuple[int, ...], sel, host_only: bo
     slots = [c.slots[p][tile] for p in group]
     descs = [s.desc for s in slots]
     m = len(c) if sel is None else len(sel)
-    geometry = {_geometry(d) for d in descs}
+    geometry = _geometries(descs)
     xp = c.xp
     if len(geometry) > 1 and not host_only and len({s.elems.dtype for s in slots}) == 1:
         k = None if sel is None else xp.asarray(sel)
