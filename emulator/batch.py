@@ -1105,8 +1105,8 @@ class MachineBatch:
                     for j in range(len(c)):
                         self._rare(c, j, block, index, offset, errors, live_host)
                 return None
-        ok = _windows_ok(c, rb, plans)
-        if not ok.all():
+        ok = None if rb.offset_regs is None else _windows_ok(c, rb, plans)   # no B.IOR: every window fits
+        if ok is not None and not ok.all():
             for j in np.flatnonzero(~ok):
                 self._rare(c, int(j), block, index, offset, errors, live_host)
             c = c.take(np.flatnonzero(ok))

@@ -174,6 +174,8 @@ class Collector:
             self.blocks.append(records)
 
     def records(self) -> Records:
+        if len(self.blocks) == 1:         # Records are never changed: the one written is the answer
+            return self.blocks[0]
         return Records(g for r in self.blocks for g in r.groups)
 
     def table(self) -> pa.Table:
@@ -244,7 +246,7 @@ def staged_records(staged, *, block: int, offset: int | None, names: tuple[str, 
         pes = st.pes[s]
         n = len(pes) * m
         out.append(Group(COMMIT, block, off, names[0], names[1],
-                         np.tile(ids, len(pes)) if m > 1 else ids.repeat(n), _pe_array(pes, m),
+                         np.concatenate([ids] * len(pes)) if m > 1 else ids.repeat(n), _pe_array(pes, m),
                          _on_host(st.status[s]).reshape(n).astype(np.uint8, copy=False),
                          tile, st.dest, elems=st.bits[s].reshape(n, -1), defined_elems=st.defined[s].reshape(n, -1)))
     return Records(out)

@@ -318,22 +318,30 @@ def _source_passes(i: int, role: str, shape: str, t, pe: int, tile_id: int, rb: 
                    dest: Descriptor):
     """Check tile `t`'s descriptor as source role `i`: its window bounds (None: no window).
 
-    A descriptor that passed every descriptor rule of a role of rb is kept on rb (isa.memo) with
-    its bounds: those rules (_check_source, check_fmap, window_bounds) are functions of the
-    descriptor, rb and the destination, all immutable; the PE and tile id only name the tile in
-    a rejection's message.  So an equal descriptor passes again without the checks; only passes
-    are kept, so every rejection is raised afresh, and the GPR-offset windows (_check_window),
-    the allocation and the status are checked on every block."""
+    A descriptor that passed every descriptor rule of a role is kept with its bounds (isa.memo
+    rule 2, _PASSED): those rules (_check_source, check_fmap, window_bounds) are functions of
+    the descriptor, the destination and the block fields they read (the instruction, its
+    DataType, Canonicalize), all immutable values; the PE and tile id only name the tile in a
+    rejection's message.  So an equal descriptor passes again without the checks, in this
+    block or a later one; only passes are kept, so every rejection is raised afresh, and the
+    GPR-offset windows (_check_window), the allocation and the status are checked on every
+    block."""
     d = t.desc
-    m = memo(rb)
-    key = (i, d, dest)
-    bounds = m.get(key, False)
+    key = (rb.instr.mnemonic, rb.dtype.code, rb.Canonicalize, i, d, dest)
+    bounds = _PASSED.get(key, False)
     if bounds is False:
         _check_source(i, role, shape, t, pe, rb, dest)
         if shape == "fmap":
             check_fmap(t, pe, tile_id)
-        bounds = m[key] = window_bounds(rb, shape, d, dest)
+        bounds = window_bounds(rb, shape, d, dest)
+        if len(_PASSED) < 4096:
+            _PASSED[key] = bounds
     return bounds
+
+
+# (mnemonic, DataType code, Canonicalize, role, source descriptor, destination) -> window bounds
+# of a source descriptor that passed (_source_passes); bound: 4096 entries, then unkept
+_PASSED: dict = {}
 
 
 def check(state: TileState, rb: ResolvedBlock, pes: tuple[int, ...], offsets=None) -> tuple[Descriptor, list[list]]:
