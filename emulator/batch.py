@@ -309,15 +309,19 @@ def _xp_rules(plan, ops, defined, xp) -> None:
     _refuse_members(bad, plan.sources[0].per, xp)
 
 
+def _broadcast(a, shape: tuple, xp):
+    """`a` broadcast to `shape` (as it is when it has that shape already)."""
+    return a if getattr(a, "shape", None) == shape else xp.broadcast_to(a, shape)
+
+
 def _xp_outcome(rb: ResolvedBlock, d: Descriptor, P: int, out, flags, pad_dtype: str | None, xp) -> semantics.Outcome:
     """The destination `d` of P tiles from the valid results: PadValue outside the valid
     rectangle (NULL: undefined), the OR of the valid elements' flags as each tile's status
     (semantics.padded; flags None: a status nobody reads, zeros)."""
     vr, vc = rb.ValidRow, rb.ValidCol
     shape = (P, vr, vc)
-    status = xp.zeros(P, np.uint8) if flags is None else \
-        _status(xp.broadcast_to(xp.asarray(flags, np.uint8), shape), P, xp)
-    out = xp.broadcast_to(out, shape).astype(element_dtype(d), copy=False)
+    status = xp.zeros(P, np.uint8) if flags is None else _status(_broadcast(xp.asarray(flags, np.uint8), shape, xp), P, xp)
+    out = _broadcast(out, shape, xp).astype(element_dtype(d), copy=False)
     if (vr, vc) == (d.Row, d.Col):
         defined = semantics.all_defined((P, d.Row, d.Col)) if xp is np else xp.ones((P, d.Row, d.Col), bool)
         return semantics.Outcome(xp.ascontiguousarray(out), defined, status)
