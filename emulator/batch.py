@@ -175,10 +175,13 @@ class Cohort(Stores):
         """Member j as a host Machine (its tiles, GPRs, status)."""
         host = _host(self.xp)
         status = host(self.status[j])
+        if self.xp is np:       # the rows as they are (make_tile copies nothing of a contiguous row)
+            tiles = [{tid: make_tile(s.desc, s.elems[j], s.defined[j]) for tid, s in pe.items()} for pe in self.slots]
+        else:
+            tiles = [{tid: make_tile(s.desc, host(s.elems[j]), host(s.defined[j])) for tid, s in pe.items()}
+                     for pe in self.slots]
         return Machine.from_state(MachineState(self.config, [
-            PEState({tid: make_tile(s.desc, host(s.elems[j]), host(s.defined[j])) for tid, s in self.slots[p].items()},
-                    np.array(self.gprs[j, p], np.uint64), int(status[p]))
-            for p in range(NUM_PES)]))
+            PEState(tiles[p], np.array(self.gprs[j, p], np.uint64), int(status[p])) for p in range(NUM_PES)]))
 
     def take(self, keep) -> "Cohort":
         """The cohort of members `keep` (indices, in order)."""
@@ -1269,7 +1272,7 @@ class _Recorder:
                 decoded = isinstance(err.cause, IllegalBlockException)      # else DECODE_ERROR: no block
                 block = self.blocks.get(index, (None, None))[1] if decoded else None
                 parts.append(fault_records(err, np.array(sorted(ks), np.uint32), block))
-            self.log.write(Records(g for r in parts for g in r.groups))
+            self.log.write(parts[0] if len(parts) == 1 else Records(g for r in parts for g in r.groups))
         self.blocks.clear()
         self._names.clear()
 
