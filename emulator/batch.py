@@ -246,10 +246,10 @@ def _geometry(d: Descriptor) -> tuple:
 
 
 def _geometries(descs) -> set:
-    """The distinct geometries of `descs` (one descriptor object on every PE, the usual case:
-    one, without deriving it per PE)."""
+    """The distinct geometries of `descs` (equal descriptors on every PE, the usual case: one,
+    without deriving it per PE; list.count finds identical ones without a Python call each)."""
     d0 = descs[0]
-    return {_geometry(d0)} if all(d is d0 for d in descs) else {_geometry(d) for d in descs}
+    return {_geometry(d0)} if descs.count(d0) == len(descs) else {_geometry(d) for d in descs}
 
 
 def _ragged(ts: semantics.TileStack) -> bool:

@@ -367,7 +367,7 @@ def check(state: TileState, rb: ResolvedBlock, pes: tuple[int, ...], offsets=Non
             t = store.get(tid)
             if t is None:
                 illegal("SOURCE_MISSING", _binding(i), f"{role} tile {tid} does not exist on PE{pes[k]}")
-            if t.desc is not checked and t.desc != checked:
+            if checked is None or (t.desc is not checked and t.desc != checked):
                 bounds = _source_passes(i, role, shapes[i], t, pes[k], tid, rb, dest)
                 checked = t.desc
             if bounds is not None and offsets is not None:
