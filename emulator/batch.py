@@ -287,6 +287,8 @@ def _xp_valid(ts: semantics.TileStack, vr: int, vc: int, xp):
                                           np.broadcast_to(np.arange(vc)[None, :], shape)), xp)
     if d.layout_key == 0:
         n = d.Row * d.Col
+        if n == ts.elems.shape[1] and (vr, vc) == (d.Row, d.Col):     # the whole tile: a reshape of the stack
+            return ts.elems.reshape(P, vr, vc), ts.defined.reshape(P, vr, vc)
         return (ts.elems[:, :n].reshape(P, d.Row, d.Col)[:, :vr, :vc],
                 ts.defined[:, :n].reshape(P, d.Row, d.Col)[:, :vr, :vc])
     idx = xp.asarray(index_grid(d)[:vr, :vc])
@@ -1152,7 +1154,7 @@ class MachineBatch:
             _readonly(st.defined)
             for s, p in enumerate(st.pes):
                 c.slots[p][rb.dest.tile] = Slot(st.dest, st.bits[s], st.defined[s], (st.bits, st.defined, st.pes, s))
-                c.status[:, p] = st.status[s]
+            c.status[:, list(st.pes)] = st.status.T          # (m, S): every member's status on the group's PEs
 
     def _run_reference(self, stream, log=None) -> BatchResult:
         if isinstance(stream, (bytes, bytearray, memoryview)):
