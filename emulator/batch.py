@@ -59,12 +59,13 @@ from isa.block import Block
 from isa.errors import DecodeError, IllegalBlockException
 from isa.fields import GPR_COUNT, NUM_PES
 from isa.legality import ResolvedBlock, resolve
+from kernels import numeric
 from kernels.numeric.flags import NAMES
 
 from . import preflight, semantics
 from .backends import resolve_backend
 from .config import MachineConfig
-from .machine import BlockResult, Machine, Staged, StreamError, stream_items
+from .machine import BlockResult, Machine, Staged, StreamError, one_block, stream_items
 from .state import MachineState, PEState, used_bytes
 from .padding import padded_tiles
 from .tiles import Descriptor, element_dtype, index_grid, make_tile, to_physical
@@ -199,6 +200,14 @@ class Cohort(Stores):
                   for tid, s in pe.items()} for p, pe in enumerate(a.slots)]
         return Cohort(a.config, np.concatenate([a.ids, b.ids]), slots, np.concatenate([a.gprs, b.gprs]),
                       xp.concatenate([a.status, b.status]), xp)
+
+
+@lru_cache(maxsize=1)
+def _commitlog():
+    """emulator.commitlog, imported on first use (it imports pyarrow, which `import emulator`
+    does not need) and then without an import statement per block."""
+    from . import commitlog
+    return commitlog
 
 
 def _readonly(a):
@@ -345,7 +354,6 @@ def xp_pointwise(plan: preflight.Plan, xp) -> semantics.Outcome:
     ops = [b for b, _ in read]
     _xp_rules(plan, ops, [dm for _, dm in read], xp)
     extra = {"cmode": rb.CMode} if compare else {}
-    from kernels import numeric
     out, flags = numeric.elementwise(rb.instr.mnemonic, rb.dtype.name, *ops,
                                      profile=plan.profile, **extra)
     out = xp.asarray(out)
@@ -360,7 +368,6 @@ def xp_convert(plan: preflight.Plan, xp) -> semantics.Outcome:
     rb = plan.rb
     src, defined = _xp_valid(plan.sources[0], rb.ValidRow, rb.ValidCol, xp)
     _xp_rules(plan, [src], [defined], xp)
-    from kernels import numeric
     out, flags = numeric.convert(src, rb.dtype.name, rb.dst_dtype.name, rmode=rb.RMode,
                                  sat=rb.Sat, profile=plan.profile)
     return _xp_outcome(rb, plan.dest, len(plan.pes), xp.asarray(out), flags, rb.dst_dtype.name, xp)
@@ -591,7 +598,6 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...], re
     (rb, Staged), per block) where, with `record` (a commit log), `per block` holds every
     block's own (rb, Staged) -- its destination and status as the unfused run commits them --
     and is empty otherwise."""
-    from kernels import numeric
     xp, m = c.xp, len(c)
     shadow = Stores(c.config, [dict(pe) for pe in c.slots])     # c's descriptors as the chain changes them
     made: dict[int, tuple] = {}          # tile id -> (rb, dest, logical (P, vr, vc) result)
@@ -925,8 +931,7 @@ class MachineBatch:
         machine alone, as in run: it keeps the state of its last commit, byte for byte, and
         takes no further steps; nothing is raised for it.  Machine-level errors so far are in
         `step_errors()`.  `run` starts a new stream (every machine, block 0)."""
-        from .commitlog import Collector
-        from .machine import one_block
+        Collector = _commitlog().Collector
         if self._session is None:
             if self.backend != "reference":
                 self._restart()
@@ -1252,12 +1257,12 @@ class _Recorder:
 
     def names(self, index: int) -> tuple[str, str]:
         if index not in self._names:
-            from .commitlog import block_names
+            block_names = _commitlog().block_names
             self._names[index] = block_names(self.blocks[index][1])
         return self._names[index]
 
     def commit(self, index: int, ids, tile: int, staged) -> None:
-        from .commitlog import staged_records
+        staged_records = _commitlog().staged_records
         offset = self.blocks[index][0]
         self.pending.setdefault(index, []).append(
             staged_records(staged, block=index, offset=offset, names=self.names(index), tile=tile, machines=ids))
@@ -1267,7 +1272,7 @@ class _Recorder:
         entry[1].append(k)
 
     def flush(self) -> None:
-        from .commitlog import Records, fault_records
+        Records, fault_records = _commitlog().Records, _commitlog().fault_records
         for index in sorted(set(self.pending) | set(self.faults)):
             parts = self.pending.pop(index, [])
             for err, ks in self.faults.pop(index, {}).values():

@@ -238,7 +238,7 @@ def staged_records(staged, *, block: int, offset: int | None, names: tuple[str, 
     m = len(ids)
     pieces = [(st, slice(None)) for st in staged]
     flat = [p for st in staged for p in st.pes]
-    if any(a > b for a, b in zip(flat, flat[1:])):     # PE groups out of PE order: one piece per PE
+    if flat != sorted(flat):        # PE groups out of PE order: one piece per PE
         pieces = sorted(((st, slice(s, s + 1)) for st in staged for s in range(len(st.pes))),
                         key=lambda x: x[0].pes[x[1].start])
     out = []
