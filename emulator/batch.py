@@ -49,6 +49,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -58,12 +59,13 @@ from isa.block import Block
 from isa.errors import DecodeError, IllegalBlockException
 from isa.fields import GPR_COUNT, NUM_PES
 from isa.legality import ResolvedBlock, resolve
+from kernels import numeric
 from kernels.numeric.flags import NAMES
 
 from . import preflight, semantics
 from .backends import resolve_backend
 from .config import MachineConfig
-from .machine import BlockResult, Machine, Staged, StreamError, stream_items
+from .machine import BlockResult, Machine, Staged, StreamError, one_block, stream_items
 from .state import MachineState, PEState, used_bytes
 from .padding import padded_tiles
 from .tiles import Descriptor, element_dtype, index_grid, make_tile, to_physical
@@ -128,21 +130,25 @@ class Cohort(Stores):
         self.gprs = gprs                # (n, 4, 32) uint64, on the host (blocks only read them)
         self.status = status            # (n, 4) uint8
         self.xp = xp
-        self._restack()
+        # Slots of separate arrays are stacked when a block first reads them over several PEs
+        # (_stack_role): most tiles of a cohort are never read that way, so stacking them all
+        # here (a copy of every tile) cost more than the reads it saved.
 
-    def _restack(self) -> None:
-        """Hold each tile id that every PE has (same element count and dtype) as one (4, n,
-        elements) array, so that a block over all PEs reads it without copying."""
-        every = tuple(range(NUM_PES))
-        for tid in self.slots[0]:
-            slots = [pe.get(tid) for pe in self.slots]
-            if any(s is None or s.stack is not None for s in slots) or \
-                    len({(s.elems.shape, s.elems.dtype) for s in slots}) != 1:
-                continue
-            e = _readonly(self.xp.stack([s.elems for s in slots]))
-            d = _readonly(self.xp.stack([s.defined for s in slots]))
-            for p, s in enumerate(slots):
-                self.slots[p][tid] = Slot(s.desc, e[p], d[p], (e, d, every, p))
+    def restack(self, tile: int, group: tuple[int, ...]) -> tuple | None:
+        """(elems, defined) (S, n, elements) of tile `tile` on PEs `group`, stacked once: the
+        slots then hold row views of them (and `stack`), so that the next block over the same
+        PEs reads them without copying.  None when some slot is a row of a commit's stack
+        already, or the PEs' payloads differ in shape or dtype (the caller concatenates)."""
+        slots = [self.slots[p][tile] for p in group]
+        if any(s.stack is not None for s in slots) or \
+                len({(s.elems.shape, s.elems.dtype) for s in slots}) != 1:
+            return None
+        shape = (len(group),) + slots[0].elems.shape     # concatenate + reshape: np.stack, without its per-array steps
+        e = _readonly(self.xp.concatenate([s.elems for s in slots]).reshape(shape))
+        d = _readonly(self.xp.concatenate([s.defined for s in slots]).reshape(shape))
+        for i, (p, s) in enumerate(zip(group, slots)):
+            self.slots[p][tile] = Slot(s.desc, e[i], d[i], (e, d, group, i))
+        return e, d
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -170,10 +176,13 @@ class Cohort(Stores):
         """Member j as a host Machine (its tiles, GPRs, status)."""
         host = _host(self.xp)
         status = host(self.status[j])
+        if self.xp is np:       # the rows as they are (make_tile copies nothing of a contiguous row)
+            tiles = [{tid: make_tile(s.desc, s.elems[j], s.defined[j]) for tid, s in pe.items()} for pe in self.slots]
+        else:
+            tiles = [{tid: make_tile(s.desc, host(s.elems[j]), host(s.defined[j])) for tid, s in pe.items()}
+                     for pe in self.slots]
         return Machine.from_state(MachineState(self.config, [
-            PEState({tid: make_tile(s.desc, host(s.elems[j]), host(s.defined[j])) for tid, s in self.slots[p].items()},
-                    np.array(self.gprs[j, p], np.uint64), int(status[p]))
-            for p in range(NUM_PES)]))
+            PEState(tiles[p], np.array(self.gprs[j, p], np.uint64), int(status[p])) for p in range(NUM_PES)]))
 
     def take(self, keep) -> "Cohort":
         """The cohort of members `keep` (indices, in order)."""
@@ -191,6 +200,14 @@ class Cohort(Stores):
                   for tid, s in pe.items()} for p, pe in enumerate(a.slots)]
         return Cohort(a.config, np.concatenate([a.ids, b.ids]), slots, np.concatenate([a.gprs, b.gprs]),
                       xp.concatenate([a.status, b.status]), xp)
+
+
+@lru_cache(maxsize=1)
+def _commitlog():
+    """emulator.commitlog, imported on first use (it imports pyarrow, which `import emulator`
+    does not need) and then without an import statement per block."""
+    from . import commitlog
+    return commitlog
 
 
 def _readonly(a):
@@ -224,6 +241,8 @@ def _status(flags, P: int, xp):
     """Per tile: the OR of its elements' flags (on a device: one any() per flag bit)."""
     f = flags.reshape(P, -1)
     if xp is np:
+        if not f.size or not f.max():      # no flag raised (every integer operation): no per-tile reduction
+            return np.zeros(P, np.uint8)
         return np.bitwise_or.reduce(f, axis=1).astype(np.uint8)
     out = xp.zeros(P, np.uint8)
     for bit in NAMES:                                  # NV DZ OF UF NX
@@ -235,9 +254,16 @@ def _geometry(d: Descriptor) -> tuple:
     return d.layout_key, d.Row, d.Col, d.elements
 
 
+def _geometries(descs) -> set:
+    """The distinct geometries of `descs` (equal descriptors on every PE, the usual case: one,
+    without deriving it per PE; list.count finds identical ones without a Python call each)."""
+    d0 = descs[0]
+    return {_geometry(d0)} if descs.count(d0) == len(descs) else {_geometry(d) for d in descs}
+
+
 def _ragged(ts: semantics.TileStack) -> bool:
     """The PEs' tiles of the stack differ in geometry (rows padded to the longest; see _stack_role)."""
-    return len({_geometry(d) for d in ts.descs}) > 1
+    return len(_geometries(ts.descs)) > 1
 
 
 def _grid_index(ts: semantics.TileStack, r: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -270,6 +296,8 @@ def _xp_valid(ts: semantics.TileStack, vr: int, vc: int, xp):
                                           np.broadcast_to(np.arange(vc)[None, :], shape)), xp)
     if d.layout_key == 0:
         n = d.Row * d.Col
+        if n == ts.elems.shape[1] and (vr, vc) == (d.Row, d.Col):     # the whole tile: a reshape of the stack
+            return ts.elems.reshape(P, vr, vc), ts.defined.reshape(P, vr, vc)
         return (ts.elems[:, :n].reshape(P, d.Row, d.Col)[:, :vr, :vc],
                 ts.defined[:, :n].reshape(P, d.Row, d.Col)[:, :vr, :vc])
     idx = xp.asarray(index_grid(d)[:vr, :vc])
@@ -295,15 +323,19 @@ def _xp_rules(plan, ops, defined, xp) -> None:
     _refuse_members(bad, plan.sources[0].per, xp)
 
 
+def _broadcast(a, shape: tuple, xp):
+    """`a` broadcast to `shape` (as it is when it has that shape already)."""
+    return a if getattr(a, "shape", None) == shape else xp.broadcast_to(a, shape)
+
+
 def _xp_outcome(rb: ResolvedBlock, d: Descriptor, P: int, out, flags, pad_dtype: str | None, xp) -> semantics.Outcome:
     """The destination `d` of P tiles from the valid results: PadValue outside the valid
     rectangle (NULL: undefined), the OR of the valid elements' flags as each tile's status
     (semantics.padded; flags None: a status nobody reads, zeros)."""
     vr, vc = rb.ValidRow, rb.ValidCol
     shape = (P, vr, vc)
-    status = xp.zeros(P, np.uint8) if flags is None else \
-        _status(xp.broadcast_to(xp.asarray(flags, np.uint8), shape), P, xp)
-    out = xp.broadcast_to(out, shape).astype(element_dtype(d), copy=False)
+    status = xp.zeros(P, np.uint8) if flags is None else _status(_broadcast(xp.asarray(flags, np.uint8), shape, xp), P, xp)
+    out = _broadcast(out, shape, xp).astype(element_dtype(d), copy=False)
     if (vr, vc) == (d.Row, d.Col):
         defined = semantics.all_defined((P, d.Row, d.Col)) if xp is np else xp.ones((P, d.Row, d.Col), bool)
         return semantics.Outcome(xp.ascontiguousarray(out), defined, status)
@@ -322,7 +354,6 @@ def xp_pointwise(plan: preflight.Plan, xp) -> semantics.Outcome:
     ops = [b for b, _ in read]
     _xp_rules(plan, ops, [dm for _, dm in read], xp)
     extra = {"cmode": rb.CMode} if compare else {}
-    from kernels import numeric
     out, flags = numeric.elementwise(rb.instr.mnemonic, rb.dtype.name, *ops,
                                      profile=plan.profile, **extra)
     out = xp.asarray(out)
@@ -337,7 +368,6 @@ def xp_convert(plan: preflight.Plan, xp) -> semantics.Outcome:
     rb = plan.rb
     src, defined = _xp_valid(plan.sources[0], rb.ValidRow, rb.ValidCol, xp)
     _xp_rules(plan, [src], [defined], xp)
-    from kernels import numeric
     out, flags = numeric.convert(src, rb.dtype.name, rb.dst_dtype.name, rmode=rb.RMode,
                                  sat=rb.Sat, profile=plan.profile)
     return _xp_outcome(rb, plan.dest, len(plan.pes), xp.asarray(out), flags, rb.dst_dtype.name, xp)
@@ -428,7 +458,7 @@ def _stack_role(c: Cohort, tile: int, group: tuple[int, ...], sel, host_only: bo
     slots = [c.slots[p][tile] for p in group]
     descs = [s.desc for s in slots]
     m = len(c) if sel is None else len(sel)
-    geometry = {_geometry(d) for d in descs}
+    geometry = _geometries(descs)
     xp = c.xp
     if len(geometry) > 1 and not host_only and len({s.elems.dtype for s in slots}) == 1:
         k = None if sel is None else xp.asarray(sel)
@@ -449,8 +479,12 @@ def _stack_role(c: Cohort, tile: int, group: tuple[int, ...], sel, host_only: bo
                                                         and s.stack[3] == i for i, s in enumerate(slots)):
             elems, defined = st[0].reshape(len(group) * m, -1), st[1].reshape(len(group) * m, -1)
         elif len(geometry) == 1:
-            elems = xp.concatenate([s.elems for s in slots])
-            defined = xp.concatenate([s.defined for s in slots])
+            both = c.restack(tile, group)
+            if both is None:
+                elems = xp.concatenate([s.elems for s in slots])
+                defined = xp.concatenate([s.defined for s in slots])
+            else:
+                elems, defined = both[0].reshape(len(group) * m, -1), both[1].reshape(len(group) * m, -1)
         else:
             elems = defined = None
     else:
@@ -468,6 +502,12 @@ def _stack_role(c: Cohort, tile: int, group: tuple[int, ...], sel, host_only: bo
     sel_ = range(len(c)) if sel is None else sel
     host = _host(xp)
     return [make_tile(s.desc, host(s.elems[j]), host(s.defined[j])) for s in slots for j in sel_]
+
+
+@lru_cache(maxsize=1024)        # (PE group, member count): 15 groups x the few cohort sizes of a run
+def _member_pes(group: tuple[int, ...], m: int) -> tuple[int, ...]:
+    """The PE of each of the len(group) * m tiles of a stacked role, PE-major (Plan.pes)."""
+    return tuple(p for p in group for _ in range(m))
 
 
 def _offsets(c: Cohort, rb: ResolvedBlock, group, sel) -> tuple[np.ndarray, np.ndarray]:
@@ -505,7 +545,7 @@ def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None) -> list[Staged]:
     for group, dest in plans:
         sources = [_stack_role(c, b.tile, group, sel, xp_ex is None) for b in rb.sources]
         r0, c0 = _offsets(c, rb, group, sel)
-        pes = tuple(np.repeat(np.array(group), m).tolist())
+        pes = _member_pes(group, m)
         on_device = xp_ex is not None and all(isinstance(t, semantics.TileStack) for t in sources)
         members = c.status if sel is None else c.status[c.xp.asarray(sel)]
         contiguous = group == tuple(range(group[0], group[-1] + 1))   # a slice: no index array to upload
@@ -558,7 +598,6 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...], re
     (rb, Staged), per block) where, with `record` (a commit log), `per block` holds every
     block's own (rb, Staged) -- its destination and status as the unfused run commits them --
     and is empty otherwise."""
-    from kernels import numeric
     xp, m = c.xp, len(c)
     shadow = Stores(c.config, [dict(pe) for pe in c.slots])     # c's descriptors as the chain changes them
     made: dict[int, tuple] = {}          # tile id -> (rb, dest, logical (P, vr, vc) result)
@@ -892,8 +931,7 @@ class MachineBatch:
         machine alone, as in run: it keeps the state of its last commit, byte for byte, and
         takes no further steps; nothing is raised for it.  Machine-level errors so far are in
         `step_errors()`.  `run` starts a new stream (every machine, block 0)."""
-        from .commitlog import Collector
-        from .machine import one_block
+        Collector = _commitlog().Collector
         if self._session is None:
             if self.backend != "reference":
                 self._restart()
@@ -1081,8 +1119,8 @@ class MachineBatch:
                     for j in range(len(c)):
                         self._rare(c, j, block, index, offset, errors, live_host)
                 return None
-        ok = _windows_ok(c, rb, plans)
-        if not ok.all():
+        ok = None if rb.offset_regs is None else _windows_ok(c, rb, plans)   # no B.IOR: every window fits
+        if ok is not None and not ok.all():
             for j in np.flatnonzero(~ok):
                 self._rare(c, int(j), block, index, offset, errors, live_host)
             c = c.take(np.flatnonzero(ok))
@@ -1121,7 +1159,7 @@ class MachineBatch:
             _readonly(st.defined)
             for s, p in enumerate(st.pes):
                 c.slots[p][rb.dest.tile] = Slot(st.dest, st.bits[s], st.defined[s], (st.bits, st.defined, st.pes, s))
-                c.status[:, p] = st.status[s]
+            c.status[:, list(st.pes)] = st.status.T          # (m, S): every member's status on the group's PEs
 
     def _run_reference(self, stream, log=None) -> BatchResult:
         if isinstance(stream, (bytes, bytearray, memoryview)):
@@ -1219,12 +1257,12 @@ class _Recorder:
 
     def names(self, index: int) -> tuple[str, str]:
         if index not in self._names:
-            from .commitlog import block_names
+            block_names = _commitlog().block_names
             self._names[index] = block_names(self.blocks[index][1])
         return self._names[index]
 
     def commit(self, index: int, ids, tile: int, staged) -> None:
-        from .commitlog import staged_records
+        staged_records = _commitlog().staged_records
         offset = self.blocks[index][0]
         self.pending.setdefault(index, []).append(
             staged_records(staged, block=index, offset=offset, names=self.names(index), tile=tile, machines=ids))
@@ -1234,14 +1272,14 @@ class _Recorder:
         entry[1].append(k)
 
     def flush(self) -> None:
-        from .commitlog import Records, fault_records
+        Records, fault_records = _commitlog().Records, _commitlog().fault_records
         for index in sorted(set(self.pending) | set(self.faults)):
             parts = self.pending.pop(index, [])
             for err, ks in self.faults.pop(index, {}).values():
                 decoded = isinstance(err.cause, IllegalBlockException)      # else DECODE_ERROR: no block
                 block = self.blocks.get(index, (None, None))[1] if decoded else None
                 parts.append(fault_records(err, np.array(sorted(ks), np.uint32), block))
-            self.log.write(Records(g for r in parts for g in r.groups))
+            self.log.write(parts[0] if len(parts) == 1 else Records(g for r in parts for g in r.groups))
         self.blocks.clear()
         self._names.clear()
 

@@ -174,6 +174,8 @@ class Collector:
             self.blocks.append(records)
 
     def records(self) -> Records:
+        if len(self.blocks) == 1:         # Records are never changed: the one written is the answer
+            return self.blocks[0]
         return Records(g for r in self.blocks for g in r.groups)
 
     def table(self) -> pa.Table:
@@ -236,7 +238,7 @@ def staged_records(staged, *, block: int, offset: int | None, names: tuple[str, 
     m = len(ids)
     pieces = [(st, slice(None)) for st in staged]
     flat = [p for st in staged for p in st.pes]
-    if any(a > b for a, b in zip(flat, flat[1:])):     # PE groups out of PE order: one piece per PE
+    if flat != sorted(flat):        # PE groups out of PE order: one piece per PE
         pieces = sorted(((st, slice(s, s + 1)) for st in staged for s in range(len(st.pes))),
                         key=lambda x: x[0].pes[x[1].start])
     out = []
@@ -244,7 +246,7 @@ def staged_records(staged, *, block: int, offset: int | None, names: tuple[str, 
         pes = st.pes[s]
         n = len(pes) * m
         out.append(Group(COMMIT, block, off, names[0], names[1],
-                         np.tile(ids, len(pes)) if m > 1 else ids.repeat(n), _pe_array(pes, m),
+                         np.concatenate([ids] * len(pes)) if m > 1 else ids.repeat(n), _pe_array(pes, m),
                          _on_host(st.status[s]).reshape(n).astype(np.uint8, copy=False),
                          tile, st.dest, elems=st.bits[s].reshape(n, -1), defined_elems=st.defined[s].reshape(n, -1)))
     return Records(out)
@@ -262,14 +264,19 @@ def _zeros(n: int) -> np.ndarray:
 
 
 def _pe_array(pes: tuple, m: int) -> np.ndarray:
-    """The pe column of PEs `pes` each over m machines (PE-major)."""
-    if m > 1:
-        return np.repeat(np.array(pes, np.uint8), m)
-    a = _SMALL.get(pes)
+    """The pe column of PEs `pes` each over m machines (PE-major): shared and read-only up to
+    _SMALL_ROWS rows (a run's cohorts have a few member counts), made afresh beyond."""
+    key = (pes, m)
+    a = _SMALL.get(key)
     if a is None:
-        a = _SMALL[pes] = np.array(pes, np.uint8)
-        a.flags.writeable = False
+        a = np.repeat(np.array(pes, np.uint8), m)
+        if len(a) <= _SMALL_ROWS and len(_SMALL) < _SMALL_KEYS:
+            a.flags.writeable = False
+            _SMALL[key] = a
     return a
+
+
+_SMALL_ROWS, _SMALL_KEYS = 4096, 1024     # bounds _SMALL's pe columns to 4 MB
 
 
 def fault_group(machine, block: int, offset: int | None, reason: str, field: str, message: str,

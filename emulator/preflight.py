@@ -21,6 +21,7 @@ import numpy as np
 from isa import instructions as I
 from isa.errors import IllegalBlockException
 from isa.fields import ZERO_GPR
+from isa.datatypes import datatype
 from isa.legality import ResolvedBlock
 from isa.memo import memo
 
@@ -124,33 +125,49 @@ def dest_descriptor(rb: ResolvedBlock, source_rows: int | None = None) -> Descri
     TCMP's predicate and TCVT's destination retain the source's Row (`row_follows_source`); the
     capacity must hold ceil(Row*Col*bits/8) bytes and defaults to exactly that.
     """
-    row = rb.instr
-    predicate = row.dest_kind == "predicate"
-    width = 1 if predicate else rb.dst_dtype.container
     cap = rb.dest.capacity
-    field = f"{_binding(len(rb.sources))}.capacity"
+    fn = _dest_of if cap is None or type(cap) is int else _dest_values   # anything else: CAPACITY, uncached
+    return fn(rb.instr.mnemonic, rb.dst_dtype.name, cap, len(rb.sources), rb.ValidRow, rb.ValidCol, rb.Col,
+              rb.Layout, source_rows)
+
+
+def _dest_values(mnemonic: str, dst_dtype: str, cap, n_sources: int, ValidRow, ValidCol, Col, Layout,
+                 source_rows) -> Descriptor:
+    """dest_descriptor of the block fields it reads (interned)."""
+    row = I.lookup(mnemonic)
+    predicate = row.dest_kind == "predicate"
+    width = 1 if predicate else datatype(dst_dtype).container
+    field = f"{_binding(n_sources)}.capacity"
     if row_follows_source(row):
-        rows = max(source_rows or rb.ValidRow, 1)
-        need = (rows * rb.Col * width + 7) // 8
+        rows = max(source_rows or ValidRow, 1)
+        need = (rows * Col * width + 7) // 8
         cap = need if cap is None else cap
         if not isinstance(cap, int) or cap < need:
-            what = "predicate" if predicate else f"{rb.dst_dtype.name} tile"
+            what = "predicate" if predicate else f"{dst_dtype} tile"
             illegal("CAPACITY", field, f"capacity {cap!r} is below ceil(Row*Col*{width}/8) = {need} bytes "
-                                       f"for a {rows}x{rb.Col} {what}")
+                                       f"for a {rows}x{Col} {what}")
     else:
         if cap is None:
-            cap = (rb.ValidRow * rb.Col * width + 7) // 8
+            cap = (ValidRow * Col * width + 7) // 8
         if not isinstance(cap, int) or cap < 0:
             illegal("CAPACITY", field, f"capacity {cap!r} is not a byte count")
-        rows = cap * 8 // (rb.Col * width)
-    if rows < rb.ValidRow:
-        illegal("CAPACITY", field, f"{cap} bytes hold {rows} row(s) of {rb.Col} x {width}-bit elements; "
-                                   f"ValidRow is {rb.ValidRow}")
-    return Descriptor(
-        location=row.location, kind=row.dest_kind, dtype=None if predicate else rb.dst_dtype.code,
-        Row=rows, Col=rb.Col, ValidRow=rb.ValidRow, ValidCol=rb.ValidCol,
-        Layout=rb.Layout if row.schema in LAYOUT_DESTINATIONS else 0,
-        representation="standard", capacity=cap)
+        rows = cap * 8 // (Col * width)
+    if rows < ValidRow:
+        illegal("CAPACITY", field, f"{cap} bytes hold {rows} row(s) of {Col} x {width}-bit elements; "
+                                   f"ValidRow is {ValidRow}")
+    return intern(Descriptor(
+        location=row.location, kind=row.dest_kind, dtype=None if predicate else datatype(dst_dtype).code,
+        Row=rows, Col=Col, ValidRow=ValidRow, ValidCol=ValidCol,
+        Layout=Layout if row.schema in LAYOUT_DESTINATIONS else 0,
+        representation="standard", capacity=cap))
+
+
+# dest_descriptor is a pure function of the block's fields it reads (isa.memo rule 2): a stream's
+# blocks repeat a few destinations, and each block is a new ResolvedBlock.  typed: 64 and
+# np.int64(64) give descriptors that repr (and so intern, validate and digest) tells apart.
+# Rejections are not kept (an exception is never cached): each is raised afresh.  Bound: 4096
+# (mnemonic, DataType, capacity, shape) combinations.
+_dest_of = lru_cache(maxsize=4096, typed=True)(_dest_values)
 
 
 @lru_cache(maxsize=64)
@@ -293,7 +310,7 @@ def _dest(rb: ResolvedBlock, src_rows: int | None) -> Descriptor:
     key = ("dest", src_rows)
     dest = m.get(key)
     if dest is None:
-        dest = m[key] = intern(dest_descriptor(rb, src_rows))
+        dest = m[key] = dest_descriptor(rb, src_rows)
     return dest
 
 
@@ -301,22 +318,30 @@ def _source_passes(i: int, role: str, shape: str, t, pe: int, tile_id: int, rb: 
                    dest: Descriptor):
     """Check tile `t`'s descriptor as source role `i`: its window bounds (None: no window).
 
-    A descriptor that passed every descriptor rule of a role of rb is kept on rb (isa.memo) with
-    its bounds: those rules (_check_source, check_fmap, window_bounds) are functions of the
-    descriptor, rb and the destination, all immutable; the PE and tile id only name the tile in
-    a rejection's message.  So an equal descriptor passes again without the checks; only passes
-    are kept, so every rejection is raised afresh, and the GPR-offset windows (_check_window),
-    the allocation and the status are checked on every block."""
+    A descriptor that passed every descriptor rule of a role is kept with its bounds (isa.memo
+    rule 2, _PASSED): those rules (_check_source, check_fmap, window_bounds) are functions of
+    the descriptor, the destination and the block fields they read (the instruction, its
+    DataType, Canonicalize), all immutable values; the PE and tile id only name the tile in a
+    rejection's message.  So an equal descriptor passes again without the checks, in this
+    block or a later one; only passes are kept, so every rejection is raised afresh, and the
+    GPR-offset windows (_check_window), the allocation and the status are checked on every
+    block."""
     d = t.desc
-    m = memo(rb)
-    key = (i, d, dest)
-    bounds = m.get(key, False)
+    key = (rb.instr.mnemonic, rb.dtype.code, rb.Canonicalize, i, d, dest)
+    bounds = _PASSED.get(key, False)
     if bounds is False:
         _check_source(i, role, shape, t, pe, rb, dest)
         if shape == "fmap":
             check_fmap(t, pe, tile_id)
-        bounds = m[key] = window_bounds(rb, shape, d, dest)
+        bounds = window_bounds(rb, shape, d, dest)
+        if len(_PASSED) < 4096:
+            _PASSED[key] = bounds
     return bounds
+
+
+# (mnemonic, DataType code, Canonicalize, role, source descriptor, destination) -> window bounds
+# of a source descriptor that passed (_source_passes); bound: 4096 entries, then unkept
+_PASSED: dict = {}
 
 
 def check(state: TileState, rb: ResolvedBlock, pes: tuple[int, ...], offsets=None) -> tuple[Descriptor, list[list]]:
@@ -342,7 +367,7 @@ def check(state: TileState, rb: ResolvedBlock, pes: tuple[int, ...], offsets=Non
             t = store.get(tid)
             if t is None:
                 illegal("SOURCE_MISSING", _binding(i), f"{role} tile {tid} does not exist on PE{pes[k]}")
-            if t.desc is not checked and t.desc != checked:
+            if checked is None or (t.desc is not checked and t.desc != checked):
                 bounds = _source_passes(i, role, shapes[i], t, pes[k], tid, rb, dest)
                 checked = t.desc
             if bounds is not None and offsets is not None:

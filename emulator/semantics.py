@@ -435,8 +435,11 @@ def img2col_reads(plan: Plan):
     padding value, (P, 1, 1) int64, is the result)."""
     rb = plan.rb
     tiles = plan.sources[0]
-    fms = [t.desc.fmap for t in tiles]
-    col = lambda vals: np.array(vals, np.int64)[:, None, None]  # noqa: E731  per-PE parameter
+    # per distinct descriptor, repeated over the tiles that share it (a TileStack's `per`
+    # machines share each PE's): no Python step per machine
+    descs, per = (tiles.descs, tiles.per) if isinstance(tiles, TileStack) else ([t.desc for t in tiles], 1)
+    fms = [d.fmap for d in descs]
+    col = lambda vals: np.repeat(np.array(vals, np.int64), per)[:, None, None]  # noqa: E731  per-PE parameter
     prm = {name: col([getattr(f, name) for f in fms]) for name in fms[0].PARAMS}
     ext = [fmap_extents(f) for f in fms]
     out_h, out_w = col([e[0] for e in ext]), col([e[1] for e in ext])

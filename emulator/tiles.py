@@ -212,7 +212,16 @@ def rows_of_one_stack(tiles) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def make_tile(desc: Descriptor, elems: np.ndarray, defined: np.ndarray) -> Tile:
-    return Tile(intern(desc), np.ascontiguousarray(elems), np.ascontiguousarray(defined, dtype=bool))
+    """Tile(intern(desc), contiguous elems, contiguous bool defined), both made read-only, built
+    as stacked_tiles builds its tiles: without the frozen dataclass's per-field
+    object.__setattr__ (a batch member leaving its cohort makes one Tile per tile it holds)."""
+    e = np.ascontiguousarray(elems)
+    d = np.ascontiguousarray(defined, dtype=bool)
+    e.setflags(write=False)           # what Tile.__post_init__ does
+    d.setflags(write=False)
+    t = _new_tile(Tile)
+    t.__dict__.update(desc=intern(desc), elems=e, defined=d, stack=None)
+    return t
 
 
 # isa.memo rule 3: a descriptor stays interned while some tile (or plan) still holds it.
