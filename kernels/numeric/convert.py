@@ -191,9 +191,9 @@ def convert_generic(bits, s: DataType, d: DataType, rmode: str, sat: bool, ftz: 
 # ---------------------------------------------------------------------------------------------
 # tables built from the generic path
 # ---------------------------------------------------------------------------------------------
-@lru_cache(maxsize=96)
 def conversion_table(src: str, dst: str, rmode: str, sat: bool, ftz: bool, rule: str = IEEE):
-    """(bits, flags) for every code of a source of 16 bits or fewer (read-only NumPy arrays)."""
+    """(bits, flags) for every code of a source of 16 bits or fewer (read-only NumPy arrays;
+    built on each call: host_table and _device_table keep them)."""
     s, d = datatype(src), datatype(dst)
     codes = np.arange(1 << s.bits, dtype=np.uint64).astype(s.raw_dtype)
     tb, tf = convert_generic(codes, s, d, rmode, sat, ftz, np, rule)
@@ -206,7 +206,6 @@ def _hi16_eligible(s: DataType, d: DataType) -> bool:
     return (s.name in ("FP32", "TF32", "HF32") and d.name in FORMATS and FORMATS[d.name].width <= 8)
 
 
-@lru_cache(maxsize=128)
 def hi16_table(src: str, dst: str, rmode: str, sat: bool, ftz: bool, rule: str = IEEE):
     """2^17-entry table indexed by (u >> 16) << 1 | (u & 0xFFFF != 0) for 32-bit float sources.
 
@@ -228,6 +227,45 @@ def hi16_table(src: str, dst: str, rmode: str, sat: bool, ftz: bool, rule: str =
     tb.setflags(write=False)
     tf.setflags(write=False)
     return tb, tf
+
+
+# ---- when a host conversion goes through a table
+# A table is built from the generic path over every code it holds, so building one costs about
+# as much as converting that many elements directly (hi16: six passes over 2^16 codes).  A run
+# of many small TCVTs spread over thousands of (pair, RMode, Sat) keys -- a stream golden's --
+# would rebuild tables it then reads a few thousand elements of, again after each LRU eviction.
+# So a key gets its table once the elements converted under it without one reach the table's
+# building cost (at once for a call that large); until then, and after its table is evicted,
+# its elements are converted directly, by the path the table is built from or an equal one
+# (fastconvert, bit-exact to it: tests/kernels/test_convert_tables.py).  At most twice the
+# direct cost in the worst case; a key in steady use reads its table.
+TABLE_COST = {"full": lambda s: 1 << datatype(s).bits, "hi16": lambda s: 6 << 16}
+_HOST_TABLES = {"full": {}, "hi16": {}}    # key -> (bits, flags) or None (hi16: no table); LRU order
+HOST_TABLE_LIMIT = {"full": 96, "hi16": 128}
+_demand: dict = {}                         # (kind, key) -> elements converted without a table
+DEMAND_KEYS = 1 << 12                      # bound: the counts are forgotten beyond this many keys
+
+
+def host_table(kind: str, key: tuple, n: int):
+    """The `kind` table ("full": conversion_table, "hi16": hi16_table) of `key` for a host
+    conversion of n elements, or None when the elements are to be converted directly."""
+    cache = _HOST_TABLES[kind]
+    if key in cache:
+        t = cache.pop(key)                 # most recently used last
+        cache[key] = t
+        return t
+    seen = _demand.get((kind, key), 0) + n
+    if seen < TABLE_COST[kind](key[0]):
+        if len(_demand) >= DEMAND_KEYS:
+            _demand.clear()
+        _demand[(kind, key)] = seen
+        return None
+    _demand.pop((kind, key), None)
+    t = (conversion_table if kind == "full" else hi16_table)(*key)
+    cache[key] = t
+    if len(cache) > HOST_TABLE_LIMIT[kind]:
+        del cache[next(iter(cache))]
+    return t
 
 
 def hi16_index(u, xp=np):
@@ -269,12 +307,14 @@ def convert(src_bits, src_dtype, dst_dtype, rmode="DEFAULT", sat: bool = False, 
     rule = prof.rule("TCVT", pair(s, d))
     if xp is not np:
         return convert_device(bits, s, d, rm, sat, ftz, xp, rule)
+    key = (s.name, d.name, rm, sat, ftz, rule)
     if s.bits <= 16:
-        tb, tf = conversion_table(s.name, d.name, rm, sat, ftz, rule)
-        idx = bits.astype(np.intp) if bits.dtype.itemsize > 2 else bits
-        return tb[idx], tf[idx]
-    if _hi16_eligible(s, d):
-        t = hi16_table(s.name, d.name, rm, sat, ftz, rule)
+        t = host_table("full", key, bits.size)
+        if t is not None:
+            idx = bits.astype(np.intp) if bits.dtype.itemsize > 2 else bits
+            return t[0][idx], t[1][idx]
+    elif _hi16_eligible(s, d):
+        t = host_table("hi16", key, bits.size)
         if t is not None:
             from . import fastconvert
             return fastconvert.gather_hi16(bits, t[0], t[1])
