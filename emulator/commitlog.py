@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -299,9 +300,9 @@ def _cuts(groups, order: np.ndarray | None = None, chunk: int | None = None, gri
     ones: descriptors are interned) are repeated by index, per-record arrays concatenated -- no
     Python object per record.  Without `order`: one batch of every row, in order.  With it (row
     indices, e.g. a machine-major permutation): the rows it names, `chunk` at a time, each
-    batch's bytes gathered into two buffers reused from batch to batch -- so a batch is valid
-    only until the next one is made (write it first); no buffer as large as the whole log is
-    ever touched (first-touch page faults of fresh memory cost more than the copy here).
+    batch's bytes gathered into buffers reused every other batch -- so a batch is valid only
+    until the one after the next is made (write it first); no buffer as large as the whole log
+    is ever touched (first-touch page faults of fresh memory cost more than the copy here).
     `grid` (M): the caller has checked that every group's machine column is 0..M-1 repeated
     (PE-major over M machines, as a batch commit makes it) and `order` is the stable sort by
     machine: a chunk's bytes are then copied group by group as strided (machines, PEs) blocks
@@ -354,7 +355,10 @@ def _cuts(groups, order: np.ndarray | None = None, chunk: int | None = None, gri
         "fmap_pad_bits": fvalues(lambda f: f.pad_bits, 0, pa.uint64()),
         "fmap_transposed": fvalues(lambda f: f.transposed, False, pa.bool_()),
     }
-    scratch = [np.zeros(0, np.uint8), np.zeros(0, np.uint8)]
+    # two sets of scratch buffers, used by alternate batches: a log's writer thread may still be
+    # writing batch i from one set while batch i + 1 is gathered into the other
+    ring = [[np.zeros(0, np.uint8), np.zeros(0, np.uint8)] for _ in range(2)]
+    turn = [0]
 
     def binary_all(k):
         """Every row's bytes, in row order."""
@@ -373,6 +377,7 @@ def _cuts(groups, order: np.ndarray | None = None, chunk: int | None = None, gri
 
     def binary_rows(k, rows):
         """The bytes of rows `rows` (global row indices, in output order), into scratch[k]."""
+        scratch = ring[turn[0]]
         gid = np.searchsorted(starts, rows, "right") - 1
         local = rows - starts[gid]
         w = np.asarray(widths[k], np.int64)[gid]
@@ -406,6 +411,7 @@ def _cuts(groups, order: np.ndarray | None = None, chunk: int | None = None, gri
             return None
         width = ws.pop()
         n = hi - lo
+        scratch = ring[turn[0]]
         if scratch[k].size < n * width:
             scratch[k] = np.empty(n * width, np.uint8)
         data = scratch[k][: n * width].reshape(n, width)
@@ -457,6 +463,7 @@ def _cuts(groups, order: np.ndarray | None = None, chunk: int | None = None, gri
     step = len(order) if chunk is None else chunk
     for lo in range(0, len(order), max(step, 1)):
         yield build(np.asarray(order[lo: lo + step], np.int64), lo)
+        turn[0] ^= 1
 
 
 def _packed(groups, counts, per_group: bool = False) -> tuple[list[tuple], list[tuple]]:
@@ -592,7 +599,12 @@ class CommitLog:
     the records come, a record batch per BATCH_ROWS rows.  With `machines` > 1 the records of a
     block arrive for every machine at once, so they are held -- in memory up to HOLD_BYTES,
     beyond that in a spill file beside the log (Arrow IPC stream): bounded memory -- and
-    written machine by machine at `close()`."""
+    written machine by machine at `close()`.
+
+    An Arrow log's record batches are written by a thread of its own, one batch in flight at a
+    time (the writer holds no lock Python needs), so writing the file overlaps the run's next
+    blocks, or the gathering of a many-machine log's next batch; a write error is raised by the
+    next `write` or by `close`."""
 
     def __init__(self, path, machines: int = 1):
         self.path = check_log_path(path)
@@ -606,6 +618,8 @@ class CommitLog:
         self._spill_path = None
         self._held: list[pa.RecordBatch] = []       # machines > 1: records not yet spilled
         self._held_bytes = 0
+        self._pool: ThreadPoolExecutor | None = None    # the writer thread, made on first use
+        self._writing = None                            # the future of the batch in flight
         try:
             self._out = self._open_sink(self._tmp)
         except BaseException as exc:
@@ -624,9 +638,27 @@ class CommitLog:
         f, writer = self._out
         if writer is not None:
             for b in table.to_batches(max_chunksize=BATCH_ROWS):
-                writer.write_batch(b)
+                self._settle()
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(1, thread_name_prefix="commitlog")
+                self._writing = self._pool.submit(writer.write_batch, b)
         else:
             f.write("".join(_json_row(r) + "\n" for r in table.to_pylist()))
+
+    def _settle(self) -> None:
+        """Wait until the batch in flight is written (raising its write error, if any).  One
+        batch in flight at most: memory stays bounded, and the buffers `_cuts` reuses every
+        other batch are free again when the next but one is gathered."""
+        writing, self._writing = self._writing, None
+        if writing is not None:
+            writing.result()
+
+    def _stop_writer(self) -> None:
+        """The writer thread finished and gone (errors of the batch in flight are the caller's
+        to raise: close settles first, abort does not care)."""
+        pool, self._pool, self._writing = self._pool, None, None
+        if pool is not None:
+            pool.shutdown(wait=True)
 
     def write(self, records) -> None:
         """Append one block's records: Records (kept as arrays until a batch is written), or
@@ -696,7 +728,7 @@ class CommitLog:
                 np.array_equal(ids.reshape(-1, m), np.broadcast_to(np.arange(m, dtype=ids.dtype), (len(ids) // m, m))) \
                 else None
             for b in _cuts(groups, np.argsort(ids, kind="stable"), BATCH_ROWS, grid):
-                self._emit(pa.Table.from_batches([b], SCHEMA))      # before the next batch reuses its buffers
+                self._emit(pa.Table.from_batches([b], SCHEMA))      # before the next but one reuses its buffers
             return
         batches = []                     # some were given as Arrow tables: sort the table
         for x in held:
@@ -734,6 +766,8 @@ class CommitLog:
                 self._reorder()
             elif self._held:
                 self._write_held()
+            self._settle()
+            self._stop_writer()
             f, writer = self._out
             if writer is not None:
                 writer.close()
@@ -744,6 +778,7 @@ class CommitLog:
         self._ctx.__exit__(None, None, None)
 
     def _abort(self, exc: BaseException) -> None:
+        self._stop_writer()             # before its file is closed under it
         for closer in (getattr(self, "_spill", None), getattr(self, "_spill_sink", None)):
             try:
                 closer and closer.close()

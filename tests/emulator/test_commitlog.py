@@ -107,6 +107,34 @@ def test_records_are_written_in_batches_as_the_run_goes(tmp_path, monkeypatch):
         assert pa.ipc.open_file(src).num_record_batches == 6
 
 
+def test_a_write_failing_on_the_writer_thread_is_raised_and_leaves_no_log(tmp_path, monkeypatch):
+    """Record batches are written on a thread of the log's own; a failed write surfaces from
+    close() as the OSError it was, the old log stays as it was and no temporary is left."""
+    monkeypatch.setattr(CL, "BATCH_ROWS", 2)
+    _, records, _ = run_logged("saxpy")
+    real = pa.ipc.new_file
+
+    class Failing:
+        def __init__(self, sink, schema):
+            self.w = real(sink, schema)
+
+        def write_batch(self, b):
+            raise OSError(28, "No space left on device")
+
+        def close(self):
+            self.w.close()
+
+    monkeypatch.setattr(pa.ipc, "new_file", Failing)
+    path = tmp_path / "log.arrow"
+    path.write_bytes(b"an older log")
+    with pytest.raises(OSError, match="No space left"):
+        with CL.open_log(path) as log:
+            for _ in range(3):
+                log.write(records[0])
+    assert path.read_bytes() == b"an older log" and os.listdir(tmp_path) == ["log.arrow"]
+    assert log._pool is None                            # the writer thread is gone
+
+
 def test_a_many_machine_log_is_written_machine_by_machine(tmp_path, monkeypatch):
     """Blocks arrive for every machine at once; the file is ordered (machine, block, PE)."""
     monkeypatch.setattr(CL, "REORDER_BYTES", 1)         # one machine per pass over the spill
