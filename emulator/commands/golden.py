@@ -258,6 +258,18 @@ def _outside(dataset: str, out: str | None) -> None:
                            "the dataset would hold a file its manifest does not list", 2)
 
 
+def _export_streams(args) -> int:
+    from emulator.golden.streams_hexport import write_hex
+    if args.op or args.dtype or args.dst or args.rmode:
+        raise CommandError("--op/--dtype/--dst/--rmode select single-block partitions; a stream dataset is "
+                           "exported whole", 2)
+    m = write_hex(args.dataset, args.out)
+    records = sum(p["files"]["records.txt"]["lines"] for p in m["partitions"])
+    print(f"{sum(p['cases'] for p in m['partitions']):,} streams ({records:,} records) in "
+          f"{len(m['partitions'])} partition(s) -> {args.out}")
+    return 0
+
+
 def _export(args) -> int:
     from emulator.golden.export import ROUNDING, function_name, lines
     from isa.atomicio import OutputPathError, atomic_open
@@ -267,6 +279,9 @@ def _export(args) -> int:
         from emulator.golden.hexport import write_hex
         if not args.dataset or not args.out:
             raise CommandError("export --format hex needs DATASET --out FOLDER", 2)
+        from emulator.golden.streams_dataset import is_stream_dataset
+        if is_stream_dataset(args.dataset):  # emulator/golden/streams_hexport.py
+            return _export_streams(args)
         m = write_hex(args.dataset, args.out, args.op, args.dtype)
         lanes = sum(p["files"]["cases.txt"]["lines"] for p in m["partitions"])
         print(f"{sum(p['cases'] for p in m['partitions']):,} cases ({lanes:,} case x PE lanes) in "

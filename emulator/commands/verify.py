@@ -26,6 +26,14 @@ def run(args) -> int:
         return _oracle(args, is_stream_dataset(args.dataset))
     if is_stream_dataset(args.dataset):   # golden --streams: replay each stream block by block
         return _streams(args)
+    from emulator.golden import streams_hexport
+    if streams_hexport.is_export(args.dataset):   # a stream dataset's hex export
+        try:
+            cases = streams_hexport.check(args.dataset)
+        except GoldenError as exc:
+            raise CommandError(str(exc), 1) from None
+        print(f"verify: stream hex export intact ({cases:,} streams)")
+        return 0
     if hexport.is_export(args.dataset):   # a hex export (golden export --format hex): check its files
         try:
             lanes = hexport.check(args.dataset)

@@ -97,3 +97,25 @@ endmodule
     assert [int(a, 16) for a, _ in got] == want["dst.hex"]
     assert [int(b, 16) for _, b in got] == want["dst.def.hex"]
     assert np.sum(want["dst.def.hex"]) > 0
+
+
+def test_a_stream_hex_export_of_mixed_widths_loads_with_readmemh(tmp_path, tools):
+    # one element a line with its DataType's digits: a 64-bit memory takes every width
+    from emulator.cli import main
+    assert main(["golden", "--streams", "--blocks", "3", "--cases", "4", "--shapes", "r1c8", "--quiet",
+                 "--out", str(tmp_path / "s")]) == 0
+    assert main(["golden", "export", str(tmp_path / "s"), "--format", "hex", "--out", str(tmp_path / "h")]) == 0
+    part = tmp_path / "h" / "blocks=3" / "shape=r1c8"
+    names = ("initial.hex", "commit.hex", "stream.hex")
+    want = {name: [int(x, 16) for x in (part / name).read_text().split()] for name in names}
+    assert len({len(x) for x in (part / "initial.hex").read_text().split()}) > 1      # mixed widths
+    mems = "".join(f"  reg [63:0] m{k} [0:{len(want[n]) - 1}];\n" for k, n in enumerate(names))
+    loads = "".join(f'    $readmemh("{part}/{n}", m{k});\n'
+                    f'    for (i = 0; i < {len(want[n])}; i = i + 1) $display("{k} %h", m{k}[i]);\n'
+                    for k, n in enumerate(names))
+    (tmp_path / "tb.v").write_text(f"module tb;\n{mems}  integer i;\n  initial begin\n{loads}    $finish;\n  end\nendmodule\n")
+    subprocess.run(["iverilog", "-g2012", "-o", str(tmp_path / "tb.vvp"), str(tmp_path / "tb.v")], check=True)
+    out = subprocess.run(["vvp", "-n", str(tmp_path / "tb.vvp")], capture_output=True, text=True, check=True).stdout
+    got = [line.split() for line in out.splitlines() if len(line.split()) == 2]
+    for k, name in enumerate(names):
+        assert [int(v, 16) for m, v in got if m == str(k)] == want[name]
