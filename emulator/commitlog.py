@@ -959,6 +959,25 @@ def _check_records(path, t: pa.Table) -> None:
     fail_if(st >= 32, "'status' has bits above the 5 flags")
     reason = t["reason"].to_numpy(zero_copy_only=False)
     fail_if(~commit & (reason == ""), "a fault record without a reason code")
+    _check_order(t, commit, pe, fail_if)
+
+
+def _check_order(t: pa.Table, commit: np.ndarray, pe: np.ndarray, fail_if) -> None:
+    """The records' order as a log writes it: (machine, block, PE), a block's fault after its
+    commits, a machine's fault its last record (the machine stops there)."""
+    machine = t["machine"].to_numpy().astype(np.int64)
+    block = t["block"].to_numpy().astype(np.uint64)
+    if len(machine) < 2:
+        return
+    dm, db = np.diff(machine), np.diff(block.astype(np.int64))
+    same_block = (dm == 0) & (db == 0)
+    # within one (machine, block): commits by increasing PE, then at most the fault
+    bad_pe = same_block & commit[1:] & commit[:-1] & (np.diff(pe) <= 0)
+    after_fault = (dm == 0) & ~commit[:-1]
+    back = (dm < 0) | ((dm == 0) & (block[1:] < block[:-1])) | (same_block & commit[1:] & ~commit[:-1])
+    mask = np.r_[False, back | bad_pe | after_fault]
+    fail_if(mask, "out of order: a log holds its records by (machine, block, PE), a block's fault after its "
+                  "commits and nothing of a machine after its fault")
 
 
 def _containers(kind, dt) -> np.ndarray:

@@ -7,7 +7,8 @@ from emulator.golden.dataset import GoldenError
 
 
 def add_arguments(p) -> None:
-    p.add_argument("dataset", help="a golden dataset folder (tile-emu golden --out)")
+    p.add_argument("dataset", help="a golden dataset folder (tile-emu golden --out), a hex export of one, or a "
+                                   "commit log (.arrow, .jsonl: tile-emu run --log)")
     p.add_argument("--backend", default="cpu", choices=["reference", "cpu", "gpu", "auto"],
                    help="the engine that recomputes each case (default cpu: the batch engine)")
     p.add_argument("--max-report", type=int, default=20, help="mismatches to print before stopping")
@@ -18,6 +19,10 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    import os
+    from emulator.commitlog import SUFFIXES
+    if os.path.isfile(args.dataset) and args.dataset.endswith(SUFFIXES):
+        return _log(args)
     from emulator.golden.dataset import open_dataset
     from emulator.golden.replay import verify
     from emulator.golden import hexport
@@ -44,6 +49,23 @@ def run(args) -> int:
     ds, rows, bad = _replay(args, open_dataset, verify)
     return _verdict(bad, f"{rows:,} cases", f"{rows:,} cases match ({args.backend}, "
                     f"profile {ds.profile.name} {ds.profile.version})")
+
+
+def _log(args) -> int:
+    """verify LOG.arrow|LOG.jsonl: a commit log read and checked (emulator.commitlog.read_log:
+    whole, of the record schema, each record well-formed and in the order a log is written)."""
+    from emulator.commitlog import COMMIT, CommitLogError, read_log
+    if args.oracle:
+        raise CommandError("--oracle checks golden datasets; a commit log is checked without it", 2)
+    try:
+        t = read_log(args.dataset)
+    except CommitLogError as exc:
+        raise CommandError(str(exc), 1) from None
+    rec = t["record"].to_numpy(zero_copy_only=False)
+    machines = len(set(t["machine"].to_numpy().tolist()))
+    print(f"verify: commit log intact ({t.num_rows:,} records: {int((rec == COMMIT).sum()):,} commits, "
+          f"{int((rec != COMMIT).sum()):,} faults, {machines:,} machine(s))")
+    return 0
 
 
 def _verdict(bad, replayed: str, matched: str) -> int:

@@ -263,3 +263,28 @@ def test_the_reading_recipe_of_the_docs_runs(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("0 0 TFMA PE0 t3 [") and out[-1] == (
         "machine 0 block 1: SOURCE_MISSING at B.IOT[1]: PE0 has no tile 7")
+
+
+def test_verify_checks_a_commit_log_and_names_the_record_out_of_order(tmp_path, capsys):
+    from emulator.cli import main
+    m = Machine()
+    everywhere(m, 1, "U8", np.arange(4, dtype=np.uint8))
+    blocks = [blk("TADD", "U8", [1, 1], 2, mask=0b0101), blk("TSUB", "U8", [2, 1], 3, mask=0b0101)]
+    for b in blocks:
+        m.execute(b)
+    path = tmp_path / "log.jsonl"
+    with CL.open_log(path, machines=2) as log:
+        for i, b in enumerate(blocks):
+            for k in range(2):
+                log.write(CL.block_records(m, b, index=i, machine_index=k))
+    assert main(["verify", str(path)]) == 0
+    assert "commit log intact (8 records: 8 commits, 0 faults, 2 machine(s))" in capsys.readouterr().out
+    lines = path.read_text().split("\n")
+    lines[1], lines[2] = lines[2], lines[1]          # machine 0: block 1's PE 0 before block 0's PE 2
+    path.write_text("\n".join(lines))
+    assert main(["verify", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "log.jsonl: record 2 (machine 0, block 0): out of order" in err and len(err.splitlines()) == 1
+    path.write_text(path.read_text()[:-40])
+    assert main(["verify", str(path)]) == 1
+    assert "truncated" in capsys.readouterr().err
