@@ -265,14 +265,15 @@ def test_the_reading_recipe_of_the_docs_runs(tmp_path, monkeypatch, capsys):
         "machine 0 block 1: SOURCE_MISSING at B.IOT[1]: PE0 has no tile 7")
 
 
-def test_verify_checks_a_commit_log_and_names_the_record_out_of_order(tmp_path, capsys):
+def test_verify_checks_a_commit_log_and_names_the_record_out_of_order(tmp_path, capsys, monkeypatch):
     from emulator.cli import main
+    monkeypatch.chdir(tmp_path)                      # a short name: messages quote long paths cut
     m = Machine()
     everywhere(m, 1, "U8", np.arange(4, dtype=np.uint8))
     blocks = [blk("TADD", "U8", [1, 1], 2, mask=0b0101), blk("TSUB", "U8", [2, 1], 3, mask=0b0101)]
     for b in blocks:
         m.execute(b)
-    path = tmp_path / "log.jsonl"
+    path = pathlib.Path("log.jsonl")
     with CL.open_log(path, machines=2) as log:
         for i, b in enumerate(blocks):
             for k in range(2):
