@@ -32,20 +32,15 @@ def run(args) -> int:
     if is_stream_dataset(args.dataset):   # golden --streams: replay each stream block by block
         return _streams(args)
     from emulator.golden import streams_hexport
-    if streams_hexport.is_export(args.dataset):   # a stream dataset's hex export
-        try:
-            cases = streams_hexport.check(args.dataset)
-        except GoldenError as exc:
-            raise CommandError(str(exc), 1) from None
-        print(f"verify: stream hex export intact ({cases:,} streams)")
-        return 0
-    if hexport.is_export(args.dataset):   # a hex export (golden export --format hex): check its files
-        try:
-            lanes = hexport.check(args.dataset)
-        except GoldenError as exc:
-            raise CommandError(str(exc), 1) from None
-        print(f"verify: hex export intact ({lanes:,} case x PE lanes)")
-        return 0
+    for module, what in ((streams_hexport, "stream hex export intact ({:,} streams)"),   # hex exports: their files
+                         (hexport, "hex export intact ({:,} case x PE lanes)")):
+        if module.is_export(args.dataset):
+            try:
+                count = module.check(args.dataset)
+            except GoldenError as exc:
+                raise CommandError(str(exc), 1) from None
+            print("verify: " + what.format(count))
+            return 0
     ds, rows, bad = _replay(args, open_dataset, verify)
     return _verdict(bad, f"{rows:,} cases", f"{rows:,} cases match ({args.backend}, "
                     f"profile {ds.profile.name} {ds.profile.version})")

@@ -298,16 +298,7 @@ def write_hex(folder, out, op: str | None = None, dtype: str | None = None) -> d
     ds = open_dataset(folder)             # export refuses what verify refuses
     m = ds.manifest
     wanted = {id(q) for q in _selected(m, op, dtype)}
-    if out is None or str(out) == "":
-        raise GoldenError("--format hex needs --out FOLDER")
-    out = pathlib.Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise GoldenError(f"--out {shown(out)} must be an empty or new folder")
-    created = not out.exists()
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise GoldenError(f"--out {shown(out)}: cannot create ({why(exc)})") from None
+    out, created = prepare_out(out)
     by_part: dict[int, list] = {}
     for part, f in ds.listed():
         if id(part) in wanted:
@@ -340,6 +331,21 @@ def write_hex(folder, out, op: str | None = None, dtype: str | None = None) -> d
         "tile_emu_version": m.get("tile_emu_version")}, "partitions": entries}
     write_json(out / MANIFEST, manifest)
     return manifest
+
+
+def prepare_out(out) -> tuple[pathlib.Path, bool]:
+    """(--out as a Path, whether it was created): an absent or empty folder, made here."""
+    if out is None or str(out) == "":
+        raise GoldenError("--format hex needs --out FOLDER")
+    out = pathlib.Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise GoldenError(f"--out {shown(out)} must be an empty or new folder")
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise GoldenError(f"--out {shown(out)}: cannot create ({why(exc)})") from None
+    return out, created
 
 
 def _empty(out: pathlib.Path, remove: bool) -> None:
@@ -384,35 +390,42 @@ def _entry(target: pathlib.Path, path: str, part: dict, p: _Part) -> dict:
 
 # ---------------------------------------------------------------------------- checking
 
-def is_export(folder) -> bool:
-    """Whether `folder` holds a hex export (its manifest says so)."""
+def is_export(folder, fmt: str = FORMAT) -> bool:
+    """Whether `folder` holds a hex export of format `fmt` (its manifest says so)."""
     try:
-        return json.loads((pathlib.Path(folder) / MANIFEST).read_text()).get("format") == FORMAT
+        return json.loads((pathlib.Path(folder) / MANIFEST).read_text()).get("format") == fmt
     except (OSError, ValueError, AttributeError):
         return False
 
 
-def _read_export_manifest(folder: pathlib.Path) -> dict:
+def read_export_manifest(folder: pathlib.Path, fmt: str = FORMAT, version: int = FORMAT_VERSION) -> dict:
+    """An export's manifest, parsed; GoldenError unless it names format `fmt` version `version`."""
     from isa import jsontext
     path = folder / MANIFEST
     try:
         m = jsontext.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, jsontext.JsonTextError) as exc:
         raise GoldenError(f"{shown(path)}: cannot read the manifest ({why(exc)})") from None
-    if not isinstance(m, dict) or m.get("format") != FORMAT or m.get("format_version") != FORMAT_VERSION:
-        raise GoldenError(f"{shown(path)}: not a {FORMAT} version {FORMAT_VERSION} manifest")
+    if not isinstance(m, dict) or m.get("format") != fmt or m.get("format_version") != version:
+        raise GoldenError(f"{shown(path)}: not a {fmt} version {version} manifest")
     return m
 
 
 def check(folder) -> int:
     """Check a hex export end to end; the number of (case, PE) lanes checked.  GoldenError,
     one line naming the file and the case, for anything truncated, altered or malformed."""
+    return check_parts(folder, FORMAT, FORMAT_VERSION, _check_part)
+
+
+def check_parts(folder, fmt: str, version: int, check_part) -> int:
+    """The sum of check_part(folder, partition) over an export's manifest of format `fmt`; a
+    partition entry without the keys check_part reads is one GoldenError line."""
     folder = pathlib.Path(folder)
-    m = _read_export_manifest(folder)
+    m = read_export_manifest(folder, fmt, version)
     total = 0
     try:
         for part in m["partitions"]:
-            total += _check_part(folder, part)
+            total += check_part(folder, part)
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, GoldenError):
             raise

@@ -23,7 +23,6 @@ layout; Python loops run per index line (formatting and checksums), as in hexpor
 from __future__ import annotations
 
 import hashlib
-import json
 import pathlib
 import zlib
 
@@ -34,7 +33,8 @@ from isa.atomicio import atomic_open, quote, shown, why
 from . import streams_dataset as SD
 from .dataset import MANIFEST, GoldenError, sha256, write_json
 from .export import hex_columns
-from .hexport import _empty
+from .hexport import _empty, check_parts, prepare_out
+from .hexport import is_export as hexport_is_export
 from ..tiles import unpack_payloads
 
 FORMAT = "tile-emu stream hex export"
@@ -215,16 +215,7 @@ def write_hex(folder, out) -> dict:
     manifest written last.  GoldenError, one line, for a damaged dataset or an unusable `out`."""
     folder = pathlib.Path(folder)
     ds = SD.open_stream_dataset(folder)     # export refuses what verify refuses
-    if out is None or str(out) == "":
-        raise GoldenError("--format hex needs --out FOLDER")
-    out = pathlib.Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise GoldenError(f"--out {shown(out)} must be an empty or new folder")
-    created = not out.exists()
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise GoldenError(f"--out {shown(out)}: cannot create ({why(exc)})") from None
+    out, created = prepare_out(out)
     entries = []
     try:
         for part in ds.partitions:
@@ -256,33 +247,13 @@ def write_hex(folder, out) -> dict:
 
 def is_export(folder) -> bool:
     """Whether `folder` holds a stream hex export (its manifest says so)."""
-    try:
-        return json.loads((pathlib.Path(folder) / MANIFEST).read_text()).get("format") == FORMAT
-    except (OSError, ValueError, AttributeError):
-        return False
+    return hexport_is_export(folder, FORMAT)
 
 
 def check(folder) -> int:
     """Check a stream hex export end to end; the number of cases checked.  GoldenError, one line
     naming the file and the case, for anything truncated, altered or malformed."""
-    from isa import jsontext
-    folder = pathlib.Path(folder)
-    path = folder / MANIFEST
-    try:
-        m = jsontext.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, jsontext.JsonTextError) as exc:
-        raise GoldenError(f"{shown(path)}: cannot read the manifest ({why(exc)})") from None
-    if not isinstance(m, dict) or m.get("format") != FORMAT or m.get("format_version") != FORMAT_VERSION:
-        raise GoldenError(f"{shown(path)}: not a {FORMAT} version {FORMAT_VERSION} manifest")
-    total = 0
-    try:
-        for part in m["partitions"]:
-            total += _check_part(folder, part)
-    except (KeyError, TypeError, ValueError) as exc:
-        if isinstance(exc, GoldenError):
-            raise
-        raise GoldenError(f"{shown(path)}: malformed partition entry ({exc!r:.80})") from None
-    return total
+    return check_parts(folder, FORMAT, FORMAT_VERSION, _check_part)
 
 
 class _Lines:
