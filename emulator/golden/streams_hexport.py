@@ -16,7 +16,8 @@ operand role.  Per partition (blocks=K/shape=S), in case order:
   text and of its lines of each file;
 - `manifest.json` (written last): every file's line count, size and SHA-256.
 
-`check(H)` (`tile-emu verify H`) names the file and the case of anything truncated or altered.
+`check(H)` (`tile-emu verify H`) names the file and the case of anything truncated or altered;
+it reads every file of a partition once, front to back in blocks, case by case: bounded memory.
 Elements are unpacked and formatted with array operations over each run of cases that share a
 layout; Python loops run per index line (formatting and checksums), as in hexport.py.
 """
@@ -256,143 +257,214 @@ def check(folder) -> int:
     return check_parts(folder, FORMAT, FORMAT_VERSION, _check_part)
 
 
-class _Lines:
-    """An element file split into lines (vectorised): where each starts and how long it is."""
+READ_BYTES = 1 << 22        # the checker reads each file this many bytes at a time
 
-    def __init__(self, data: bytes):
-        self.data = data
-        arr = np.frombuffer(data, np.uint8)
-        ends = np.flatnonzero(arr == ord("\n"))
-        self.starts = np.r_[0, ends[:-1] + 1].astype(np.int64) if len(ends) else np.zeros(0, np.int64)
-        self.lengths = ends - self.starts
-        self.ends = ends
-        self.tail = len(data) - (int(ends[-1]) + 1 if len(ends) else 0)     # bytes after the last newline
-        hexd = ((arr >= ord("0")) & (arr <= ord("9"))) | ((arr >= ord("A")) & (arr <= ord("F"))) | (arr == ord("\n"))
-        bad = np.flatnonzero(~hexd)
-        self.bad_line = int(np.searchsorted(ends, bad[0])) if len(bad) else -1
 
-    def __len__(self) -> int:
-        return len(self.ends)
+class _Reader:
+    """A file read front to back in blocks, handing out whole lines (bounded memory), hashed as
+    it goes (SHA-256 of everything read)."""
 
-    def chunk(self, line: int, n: int) -> bytes:
-        if n == 0:
+    def __init__(self, path: pathlib.Path, label: str):
+        self.label = label
+        try:
+            self.f = open(path, "rb")
+        except OSError as exc:
+            raise GoldenError(f"{label}: cannot read ({why(exc)})") from None
+        self.sha = hashlib.sha256()
+        self.buf = b""
+        self.at = 0             # start of the unread part of buf
+        self.line = 0           # lines handed out so far
+        self.eof = False
+
+    def _fill(self) -> bool:
+        """Append the next block to the unread part of buf (which then starts at 0); False at the end."""
+        block = self.f.read(READ_BYTES)
+        if not block:
+            self.eof = True
+            return False
+        self.sha.update(block)
+        self.buf = self.buf[self.at:] + block
+        self.at = 0
+        return True
+
+    def take(self, n: int) -> bytes | None:
+        """The next n lines (each with its newline), or None when the file ends first."""
+        if n <= 0:
             return b""
-        return self.data[int(self.starts[line]): int(self.ends[line + n - 1]) + 1]
+        pos, got = self.at, 0
+        while True:
+            while got < n:
+                k = self.buf.find(b"\n", pos)
+                if k < 0:
+                    break
+                pos, got = k + 1, got + 1
+            if got == n:
+                out, self.at = self.buf[self.at:pos], pos
+                self.line += n
+                return out
+            if self.eof:
+                return None
+            shift = self.at
+            if self._fill():
+                pos -= shift
+
+    def take_bytes(self, size: int, lines: int) -> bytes | None:
+        """The next `size` bytes, counted as `lines` lines (an item of fixed-width lines: the
+        caller checks that they are), or None when the file ends first."""
+        while len(self.buf) - self.at < size:
+            if not self._fill():
+                return None
+        out = self.buf[self.at:self.at + size]
+        self.at += size
+        self.line += lines
+        return out
+
+    def rest(self) -> int:
+        """The number of bytes left unread (read to the end, so that the hash covers the file)."""
+        left = len(self.buf) - self.at
+        self.at = len(self.buf)
+        while self._fill():
+            left += len(self.buf)
+            self.at = len(self.buf)
+        return left
+
+    def close(self) -> None:
+        self.f.close()
 
 
 def _check_part(folder: pathlib.Path, part: dict) -> int:
+    """One partition, every file read once front to back in lockstep, case by case (memory
+    bounded by READ_BYTES and one case's lines, whatever the export's size)."""
     base = folder / part["path"]
     files = part["files"]
 
     def label(name: str) -> str:
         return quote(f"{part['path']}/{name}")
 
-    raw, changed = {}, set()
-    for name in INDEX_FILES + DATA_FILES:
-        try:
-            raw[name] = (base / name).read_bytes()
-        except OSError as exc:
-            raise GoldenError(f"{label(name)}: cannot read ({why(exc)})") from None
-        if hashlib.sha256(raw[name]).hexdigest() != files[name]["sha256"]:
-            changed.add(name)
-    index = {}
+    readers = {name: _Reader(base / name, label(name)) for name in INDEX_FILES + DATA_FILES}
+    try:
+        cases, last = _check_cases(readers, label)
+        for name in (CASES, TILES, RECORDS) + DATA_FILES:   # the list of cases first: it says where the rest end
+            r = readers[name]
+            got = r.line - (name in INDEX_FILES)
+            if r.rest():
+                raise GoldenError(f"{label(name)}: trailing lines after the last case ({last})")
+            if got != files[name]["lines"]:
+                raise GoldenError(f"{label(name)}: {got} lines, the manifest says {files[name]['lines']} "
+                                  f"(truncated or altered after {last})")
+        for name, r in readers.items():
+            if r.sha.hexdigest() != files[name]["sha256"]:
+                raise GoldenError(f"{label(name)}: SHA-256 differs from the manifest (altered outside any case)")
+    finally:
+        for r in readers.values():
+            r.close()
+    if cases != part.get("cases"):
+        raise GoldenError(f"{label(CASES)}: {cases} cases, the manifest says {part.get('cases')}")
+    return cases
+
+
+def _index_line(r: _Reader, name: str, who: str) -> dict | None:
+    """The next line of index file `name` as a dict of its columns (ints where numeric), its own
+    checksum verified; None at the end of the file."""
+    raw = r.take(1)
+    if raw is None:
+        tail = r.rest()
+        if tail:
+            raise GoldenError(f"{r.label}: line {r.line + 2}: truncated (no final newline; after {who})")
+        return None
+    f = raw[:-1].decode("utf-8", "replace").split(" ")
+    cols = HEADERS[name]
+    at = f"{r.label}: line {r.line + 1}: case {f[0]}"
+    if len(f) != len(cols):
+        raise GoldenError(f"{at}: {len(f)} fields, the header has {len(cols)}")
+    v: dict = dict(zip(cols, f))
+    try:
+        crcs = [int(x, 16) for x in f[-3:]]
+        for c in ("case", "line", "n", "digits", "stream_line", "stream_words", "gprs_line", "tiles_line", "tiles_n",
+                  "records_line", "records_n", "pe", "block"):
+            if c in v:
+                v[c] = int(v[c])
+    except ValueError:
+        raise GoldenError(f"{at}: a field is not a number") from None
+    if zlib.crc32(" ".join(f[:-3]).encode()) != crcs[0]:
+        raise GoldenError(f"{at}: altered (checksum differs)")
+    v["crcs"] = crcs
+    return v
+
+
+_HEX_BYTE = np.zeros(256, bool)
+_HEX_BYTE[np.frombuffer(b"0123456789ABCDEF", np.uint8)] = True
+
+
+def _items(readers: dict, name: str, items: list[tuple]) -> None:
+    """The next lines of data file `name` are those of `items` (who, crc, line, n, digits), in
+    order: each starting where the one before ended, n lines of exactly `digits` hex digits,
+    with the checksum its index line gives.  One read and one vectorised check per call."""
+    r = readers[name]
+    items = [x for x in items if x[3]]
+    if not items:
+        return
+    expect = r.line
+    for who, _, line, n, _ in items:
+        if line != expect:
+            raise GoldenError(f"{r.label}: {who}: its lines start at {line}, expected {expect}")
+        expect += n
+    ns = np.array([x[3] for x in items], np.int64)
+    widths = np.array([x[4] + 1 for x in items], np.int64)
+    sizes = ns * widths
+    chunk = r.take_bytes(int(sizes.sum()), int(ns.sum()))
+    if chunk is None:
+        who, _, line, _, _ = items[0]
+        raise GoldenError(f"{r.label}: {who}: truncated (its lines {line}..{line + int(ns.sum()) - 1} are missing)")
+    arr = np.frombuffer(chunk, np.uint8)
+    ends = np.cumsum(np.repeat(widths, ns)) - 1           # where each line's newline must be
+    newline = np.zeros(arr.size, bool)
+    newline[ends] = True
+    ok = np.where(newline, arr == ord("\n"), _HEX_BYTE[arr])
+    if not ok.all():
+        bad_line = int(np.searchsorted(ends, int(np.argmax(~ok))))
+        k = int(np.searchsorted(np.cumsum(ns), bad_line, "right"))
+        who, _, line, _, digits = items[k]
+        raise GoldenError(f"{r.label}: line {items[0][2] + bad_line + 1}: not {digits} hex digits ({who})")
+    at = 0
+    for (who, crc, _, _, _), size in zip(items, sizes.tolist()):
+        if zlib.crc32(chunk[at:at + size]) != crc:
+            raise GoldenError(f"{r.label}: {who}: altered (the lines of this item differ from their checksum)")
+        at += size
+
+
+def _check_cases(readers: dict, label) -> tuple[int, str]:
+    """Walk cases.txt, each case's tiles and records lines and its lines of every data file;
+    (cases, the last case's name)."""
     for name in INDEX_FILES:
-        text = raw[name].decode("utf-8", "replace").split("\n")
-        if text[0] != "# " + " ".join(HEADERS[name]):
+        head = readers[name].take(1)
+        if head is None or head.decode("utf-8", "replace") != "# " + " ".join(HEADERS[name]) + "\n":
             raise GoldenError(f"{label(name)}: line 1: not the header of a stream hex export's {name}")
-        rows = text[1:]
-        if rows and rows[-1] == "":
-            rows.pop()
-        elif rows:
-            raise GoldenError(f"{label(name)}: line {len(rows) + 1}: truncated (no final newline; "
-                              f"case {rows[-1].split(' ', 1)[0]})")
-        if len(rows) != files[name]["lines"]:
-            last = rows[-1].split(" ", 1)[0] if rows else "?"
-            raise GoldenError(f"{label(name)}: {len(rows)} lines, the manifest says {files[name]['lines']} "
-                              f"(truncated or altered after case {last})")
-        index[name] = [r.split(" ") for r in rows]
-    lines = {name: _Lines(raw[name]) for name in DATA_FILES}
-    owners = {name: [] for name in DATA_FILES}      # (first line, n, who) of every item, per file
-
-    def fields_of(name: str, k: int, f: list) -> dict:
-        cols = HEADERS[name]
-        who = f"case {f[0]}"
-        if len(f) != len(cols):
-            raise GoldenError(f"{label(name)}: line {k + 2}: {who}: {len(f)} fields, the header has {len(cols)}")
-        body = " ".join(f[:-3])
-        v = dict(zip(cols, f))
-        try:
-            crcs = [int(x, 16) for x in f[-3:]]
-            ints = {c: int(v[c]) for c in ("case", "line", "n", "digits", "stream_line", "stream_words", "gprs_line",
-                                            "tiles_line", "tiles_n", "records_line", "records_n", "pe", "block")
-                    if c in v}
-        except ValueError:
-            raise GoldenError(f"{label(name)}: line {k + 2}: {who}: a field is not a number") from None
-        if zlib.crc32(body.encode()) != crcs[0]:
-            raise GoldenError(f"{label(name)}: line {k + 2}: {who}: altered (checksum differs)")
-        return {**v, **ints, "crcs": crcs}
-
-    def item(name: str, who: str, crc: int, line: int, n: int, digits: int | None) -> None:
-        """Lines line..line+n-1 of data file `name` belong to `who`: whole, of `digits` digits, checksummed."""
-        ls = lines[name]
-        if n and (line < 0 or line + n > len(ls)):
-            raise GoldenError(f"{label(name)}: {who}: truncated (its lines {line}..{line + n - 1} are missing)")
-        if n and digits is not None and not (ls.lengths[line:line + n] == digits).all():
-            bad = line + int(np.argmax(ls.lengths[line:line + n] != digits))
-            raise GoldenError(f"{label(name)}: line {bad + 1}: not {digits} hex digits ({who})")
-        if zlib.crc32(ls.chunk(line, n)) != crc:
-            bad = name if name in changed or not changed & set(INDEX_FILES) else sorted(changed & set(INDEX_FILES))[0]
-            raise GoldenError(f"{label(bad)}: {who}: altered (the lines of this item differ from their checksum)")
-        owners[name].append((line, n, who))
-
-    expect = {name: 0 for name in DATA_FILES}
-    per_case = {TILES: {}, RECORDS: {}}
-    for name in (TILES, RECORDS):
-        vals, defs = ELEMENTS[name]
-        for k, f in enumerate(index[name]):
-            v = fields_of(name, k, f)
-            who = f"case {v['case']} ({'block ' + str(v['block']) + ', ' if name == RECORDS else ''}PE {v['pe']}, " \
-                  f"tile {v['tile']})"
-            n = v["n"]
-            if n:
-                if v["line"] != expect[vals]:
-                    raise GoldenError(f"{label(name)}: line {k + 2}: {who}: line {v['line']}, expected {expect[vals]}")
-                expect[vals] += n
-                expect[defs] += n
-            item(vals, who, v["crcs"][1], v["line"], n, v["digits"])
-            item(defs, who, v["crcs"][2], v["line"], n, 1)
-            per_case[name].setdefault(v["case"], []).append(k)
-    for k, f in enumerate(index[CASES]):
-        v = fields_of(CASES, k, f)
-        who = f"case {v['case']}"
+    count, who = 0, "the header"
+    while True:
+        c = _index_line(readers[CASES], CASES, who)
+        if c is None:
+            return count, who
+        who = f"case {c['case']}"
         for name, key in ((TILES, "tiles"), (RECORDS, "records")):
-            got = per_case[name].get(v["case"], [])
-            if got != list(range(v[f"{key}_line"], v[f"{key}_line"] + v[f"{key}_n"])):
-                raise GoldenError(f"{label(CASES)}: line {k + 2}: {who}: {key}_line/{key}_n do not name its lines "
-                                  f"of {name}")
-        if v["stream_line"] != expect[STREAM] or v["gprs_line"] != expect[GPRS]:
-            raise GoldenError(f"{label(CASES)}: line {k + 2}: {who}: stream_line/gprs_line out of order")
-        expect[STREAM] += v["stream_words"]
-        expect[GPRS] += GPR_LINES
-        item(STREAM, who, v["crcs"][1], v["stream_line"], v["stream_words"], WORD_DIGITS)
-        item(GPRS, who, v["crcs"][2], v["gprs_line"], GPR_LINES, WORD_DIGITS)
-    for name in DATA_FILES:
-        ls = lines[name]
-        if ls.bad_line >= 0:
-            raise GoldenError(f"{label(name)}: line {ls.bad_line + 1}: not hex digits ({_owner(owners[name], ls.bad_line)})")
-        if ls.tail or len(ls) != expect[name]:
-            raise GoldenError(f"{label(name)}: {len(ls) + bool(ls.tail)} lines, the index files list {expect[name]} "
-                              f"(trailing lines after the last case)")
-    for name in INDEX_FILES + DATA_FILES:
-        if name in changed:
-            raise GoldenError(f"{label(name)}: SHA-256 differs from the manifest (altered outside any case)")
-    if len(index[CASES]) != part.get("cases"):
-        raise GoldenError(f"{label(CASES)}: {len(index[CASES])} cases, the manifest says {part.get('cases')}")
-    return len(index[CASES])
-
-
-def _owner(items: list, line: int) -> str:
-    for start, n, who in items:
-        if n and start <= line < start + n:
-            return who
-    return "after the last case"
+            r = readers[name]
+            if c[f"{key}_line"] != r.line - 1:
+                raise GoldenError(f"{label(CASES)}: line {count + 2}: {who}: {key}_line {c[key + '_line']}, expected "
+                                  f"{r.line - 1}")
+            vals, defs = ELEMENTS[name]
+            items = []
+            for _ in range(c[f"{key}_n"]):
+                v = _index_line(r, name, who)
+                if v is None:
+                    raise GoldenError(f"{r.label}: {who}: truncated (its {key} lines are missing)")
+                if v["case"] != c["case"]:
+                    raise GoldenError(f"{r.label}: line {r.line}: case {v['case']}, expected {c['case']} "
+                                      f"({key}_n of {who})")
+                item = f"{who} ({'block ' + str(v['block']) + ', ' if name == RECORDS else ''}PE {v['pe']}, " \
+                       f"tile {v['tile']})"
+                items.append((item, v["crcs"], v["line"], v["n"], v["digits"]))
+            _items(readers, vals, [(w, crcs[1], line, n, d) for w, crcs, line, n, d in items])
+            _items(readers, defs, [(w, crcs[2], line, n, 1) for w, crcs, line, n, _ in items])
+        _items(readers, STREAM, [(who, c["crcs"][1], c["stream_line"], c["stream_words"], WORD_DIGITS)])
+        _items(readers, GPRS, [(who, c["crcs"][2], c["gprs_line"], GPR_LINES, WORD_DIGITS)])
+        count += 1

@@ -167,7 +167,7 @@ def test_a_truncated_index_file_and_an_altered_index_line_are_named(export, tmp_
     text = (base / "records.txt").read_text().split("\n")
     (base / "records.txt").write_text("\n".join(text[:-3]) + "\n")
     err = _verify_fails(h, capsys)
-    assert "records.txt" in err and "the manifest says" in err and "case " in err
+    assert "records.txt" in err and "case 23: truncated" in err
     h, base = _damaged(export, tmp_path / "b")
     text = (base / "cases.txt").read_text().split("\n")
     f = text[3].split(" ")
@@ -183,3 +183,30 @@ def test_a_stream_dataset_is_exported_whole(export, tmp_path, capsys):
                  "--op", "TADD"]) == 2
     assert "exported whole" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_verify_reads_the_files_in_small_blocks_with_the_same_verdicts(export, tmp_path, capsys, monkeypatch):
+    # the checker streams every file (bounded memory): blocks smaller than a line change nothing
+    from emulator.golden import streams_hexport as SH
+    monkeypatch.setattr(SH, "READ_BYTES", 7)
+    assert main(["verify", str(export / "h")]) == 0
+    capsys.readouterr()
+    h, base = _damaged(export, tmp_path)
+    lines = (base / "gprs.hex").read_text().split("\n")
+    lines[200] = "G" + lines[200][1:]                 # case 1's GPRs (128 lines a case)
+    (base / "gprs.hex").write_text("\n".join(lines))
+    err = _verify_fails(h, capsys)
+    assert "gprs.hex': line 201: not 16 hex digits (case 1)" in err
+
+
+def test_a_truncated_case_list_and_a_trailing_line_are_named(export, tmp_path, capsys):
+    h, base = _damaged(export, tmp_path)
+    text = (base / "cases.txt").read_text().split("\n")
+    (base / "cases.txt").write_text("\n".join(text[:-2]) + "\n")      # the last case gone
+    err = _verify_fails(h, capsys)
+    assert "cases.txt" in err and "the manifest says" in err and "after case" in err
+    h, base = _damaged(export, tmp_path / "b")
+    with open(base / "commit.def.hex", "a") as f:
+        f.write("1\n")
+    err = _verify_fails(h, capsys)
+    assert "commit.def.hex': trailing lines after the last case (case 23)" in err
