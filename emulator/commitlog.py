@@ -965,16 +965,13 @@ def _check_records(path, t: pa.Table) -> None:
 def _check_order(t: pa.Table, commit: np.ndarray, pe: np.ndarray, fail_if) -> None:
     """The records' order as a log writes it: (machine, block, PE), a block's fault after its
     commits, a machine's fault its last record (the machine stops there)."""
-    machine = t["machine"].to_numpy().astype(np.int64)
-    block = t["block"].to_numpy().astype(np.uint64)
-    if len(machine) < 2:
+    if t.num_rows < 2:
         return
-    dm, db = np.diff(machine), np.diff(block.astype(np.int64))
-    same_block = (dm == 0) & (db == 0)
-    # within one (machine, block): commits by increasing PE, then at most the fault
-    bad_pe = same_block & commit[1:] & commit[:-1] & (np.diff(pe) <= 0)
-    after_fault = (dm == 0) & ~commit[:-1]
-    back = (dm < 0) | ((dm == 0) & (block[1:] < block[:-1])) | (same_block & commit[1:] & ~commit[:-1])
+    dm = np.diff(t["machine"].to_numpy().astype(np.int64))
+    db = np.diff(t["block"].to_numpy().astype(np.int64))
+    back = (dm < 0) | ((dm == 0) & (db < 0))
+    bad_pe = (dm == 0) & (db == 0) & commit[1:] & commit[:-1] & (np.diff(pe) <= 0)   # PEs increase in a block
+    after_fault = (dm == 0) & ~commit[:-1]                  # a fault ends its block and its machine
     mask = np.r_[False, back | bad_pe | after_fault]
     fail_if(mask, "out of order: a log holds its records by (machine, block, PE), a block's fault after its "
                   "commits and nothing of a machine after its fault")

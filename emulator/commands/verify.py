@@ -1,6 +1,8 @@
 """tile-emu verify DATASET: check a golden dataset, replay every case and compare every field."""
 from __future__ import annotations
 
+import os
+
 from emulator.cli import UNAVAILABLE, CommandError
 from emulator.backends import BackendError, resolve_backend
 from emulator.golden.dataset import GoldenError
@@ -19,7 +21,6 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    import os
     from emulator.commitlog import SUFFIXES
     if os.path.isfile(args.dataset) and args.dataset.endswith(SUFFIXES):
         return _log(args)

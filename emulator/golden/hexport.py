@@ -118,7 +118,36 @@ def _lines(values: np.ndarray, digits: int) -> bytes:
     return np.concatenate([cols, np.full((len(values), 1), ord("\n"), np.uint8)], axis=1).tobytes()
 
 
-class _Part:
+class OpenFiles:
+    """A partition's output files, each written atomically, open while rows are appended;
+    `lines` counts what each received (an index file's header line not counted)."""
+
+    def __init__(self, folder: pathlib.Path, names, headers: dict[str, list[str]]):
+        self.names = tuple(names)
+        self.ctx = {name: atomic_open(folder / name, "wb") for name in self.names}
+        self.handles = {name: ctx.__enter__() for name, ctx in self.ctx.items()}
+        self.lines = dict.fromkeys(self.names, 0)
+        self.cases = 0
+        for name, cols in headers.items():
+            self.handles[name].write(("# " + " ".join(cols) + "\n").encode())
+
+    def close(self, exc=None) -> None:
+        for ctx in self.ctx.values():
+            ctx.__exit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
+
+    def write(self, name: str, data: bytes, lines: int) -> None:
+        self.handles[name].write(data)
+        self.lines[name] += lines
+
+
+def checked_line(fields: list, chunks: list[bytes]) -> str:
+    """An index line: the fields, then CRC-32s of the fields' own text and of each chunk."""
+    body = " ".join(str(x) for x in fields)
+    crcs = [zlib.crc32(body.encode())] + [zlib.crc32(c) for c in chunks]
+    return body + " " + " ".join(f"{c:08x}" for c in crcs) + "\n"
+
+
+class _Part(OpenFiles):
     """One partition's files, open while its Parquet files are appended."""
 
     def __init__(self, folder: pathlib.Path, part: dict):
@@ -136,19 +165,7 @@ class _Part:
             is_dest = k == len(self.roles) - 1
             pred = instr.dest_kind == "predicate" if is_dest else (instr.schema == I.SELECT and k == 0)
             self.bits[r] = 1 if pred else (dst if is_dest else src).container
-        self.files = {name: atomic_open(folder / name, "wb") for name in [CASES] + data_files(self.op)}
-        self.handles = {name: ctx.__enter__() for name, ctx in self.files.items()}
-        self.lines = {name: 0 for name in self.files}
-        self.cases = 0
-        self.handles[CASES].write(("# " + " ".join(header(self.op)) + "\n").encode())
-
-    def close(self, exc=None) -> None:
-        for name, ctx in self.files.items():
-            ctx.__exit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
-
-    def write(self, name: str, data: bytes, lines: int) -> None:
-        self.handles[name].write(data)
-        self.lines[name] += lines
+        super().__init__(folder, [CASES] + data_files(self.op), {CASES: header(self.op)})
 
 
 def _append(p: _Part, t: pa.Table, path: str) -> None:
@@ -269,13 +286,12 @@ def _append(p: _Part, t: pa.Table, path: str) -> None:
             line, counts, shape, names = cols_of[r]
             fields += [int(line[j]), int(counts[j]), int(shape["Row"][j]), int(shape["Col"][j]),
                        int(shape["ValidRow"][j]), int(shape["ValidCol"][j]), int(shape["Layout"][j]), names[j]]
-        body = " ".join(str(x) for x in fields)
-        crcs = [zlib.crc32(body.encode())]
+        parts = []
         for name in data_files(p.op):
             data, width, counts = chunks[name]
             a = int(pos[name][j]) * width
-            crcs.append(zlib.crc32(data[a: a + int(counts[j]) * width]))
-        text.append(body + " " + " ".join(f"{c:08x}" for c in crcs) + "\n")
+            parts.append(data[a: a + int(counts[j]) * width])
+        text.append(checked_line(fields, parts))
     p.write(CASES, "".join(text).encode(), L)
     for name, (data, width, _) in chunks.items():
         p.write(name, data, len(data) // width)

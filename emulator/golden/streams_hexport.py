@@ -29,12 +29,11 @@ import zlib
 
 import numpy as np
 
-from isa.atomicio import atomic_open, quote, shown, why
+from isa.atomicio import quote, shown, why
 
 from . import streams_dataset as SD
 from .dataset import MANIFEST, GoldenError, sha256, write_json
-from .export import hex_columns
-from .hexport import _empty, check_parts, prepare_out
+from .hexport import OpenFiles, _digits, _empty, _lines, check_parts, checked_line, prepare_out
 from .hexport import is_export as hexport_is_export
 from ..tiles import unpack_payloads
 
@@ -62,17 +61,8 @@ HEADERS = {
 ELEMENTS = {TILES: (INITIAL, INITIAL_DEF), RECORDS: (COMMIT, COMMIT_DEF)}
 
 
-def _digits(container: int) -> int:
-    return (container + 3) // 4
-
-
 def _text(v) -> str:
     return ABSENT if v in ("", None) else str(v)
-
-
-def _with_newlines(cols: np.ndarray) -> np.ndarray:
-    """(k, d) ASCII columns -> (k, d + 1) with a newline each."""
-    return np.concatenate([cols, np.full((cols.shape[0], 1), ord("\n"), np.uint8)], axis=1)
 
 
 def _element_bytes(desc, payload: np.ndarray, defined: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -81,7 +71,7 @@ def _element_bytes(desc, payload: np.ndarray, defined: np.ndarray) -> tuple[np.n
     vals = unpack_payloads(np.ascontiguousarray(payload), count, desc.container).reshape(m, count)
     dfn = np.unpackbits(np.ascontiguousarray(defined), axis=-1, bitorder="little", count=count)
     d = _digits(desc.container)
-    v = _with_newlines(hex_columns(vals.reshape(-1), d)).reshape(m, count * (d + 1))
+    v = np.frombuffer(_lines(vals.reshape(-1), d), np.uint8).reshape(m, count * (d + 1))
     f = np.empty((m, count, 2), np.uint8)
     f[..., 0] = ord("0") + dfn
     f[..., 1] = ord("\n")
@@ -92,34 +82,7 @@ def _desc_fields(e: dict) -> list:
     return [_text(e["kind"]), _text(e["datatype"]), e["row"], e["col"], e["valid_row"], e["valid_col"], e["layout"]]
 
 
-class _Part:
-    """One partition's files, open while its Parquet files are appended."""
-
-    def __init__(self, folder: pathlib.Path):
-        self.names = INDEX_FILES + DATA_FILES
-        self.ctx = {name: atomic_open(folder / name, "wb") for name in self.names}
-        self.f = {name: c.__enter__() for name, c in self.ctx.items()}
-        self.lines = dict.fromkeys(self.names, 0)
-        self.cases = 0
-        for name in INDEX_FILES:
-            self.f[name].write(("# " + " ".join(HEADERS[name]) + "\n").encode())
-
-    def close(self, exc=None) -> None:
-        for c in self.ctx.values():
-            c.__exit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
-
-    def put(self, name: str, data: bytes, lines: int) -> None:
-        self.f[name].write(data)
-        self.lines[name] += lines
-
-
-def _entry_line(fields: list, chunks: list[bytes]) -> str:
-    body = " ".join(str(x) for x in fields)
-    crcs = [zlib.crc32(body.encode())] + [zlib.crc32(c) for c in chunks]
-    return body + " " + " ".join(f"{c:08x}" for c in crcs) + "\n"
-
-
-def _append_run(p: _Part, t, lo: int, hi: int, lay: SD.Layout, where: str) -> None:
+def _append_run(p: OpenFiles, t, lo: int, hi: int, lay: SD.Layout, where: str) -> None:
     """Cases lo..hi-1 of table t, which share layout `lay`."""
     m = hi - lo
     sub = t.slice(lo, m)
@@ -152,9 +115,9 @@ def _append_run(p: _Part, t, lo: int, hi: int, lay: SD.Layout, where: str) -> No
             raise GoldenError(f"{where}: case {int(cases[k])}: stream is not a whole number of 64-bit words")
     words = [np.frombuffer(s, "<u8") for s in streams]
     gprs = np.ascontiguousarray(col["gprs"]).view("<u8").reshape(m, GPR_LINES)
-    stream_text = _with_newlines(hex_columns(np.concatenate(words).astype(np.uint64), WORD_DIGITS)).tobytes() \
-        if words else b""
-    gpr_text = _with_newlines(hex_columns(gprs.reshape(-1), WORD_DIGITS)).reshape(m, -1)
+    stream_text = _lines(np.concatenate(words).astype(np.uint64), WORD_DIGITS)
+    gpr_text = _lines(gprs.reshape(-1), WORD_DIGITS)
+    line = WORD_DIGITS + 1                        # bytes of a stream or GPR line
     init_v = np.concatenate([x[1] for x in tiles], axis=1) if tiles else np.zeros((m, 0), np.uint8)
     init_f = np.concatenate([x[2] for x in tiles], axis=1) if tiles else np.zeros((m, 0), np.uint8)
     rec_v = [x[2] for x in records if x[2] is not None]
@@ -175,34 +138,36 @@ def _append_run(p: _Part, t, lo: int, hi: int, lay: SD.Layout, where: str) -> No
         a = b = 0
         for fields, v, f, n in tiles:
             w = v.shape[1]
-            text[TILES].append(_entry_line([case, *fields, i_line, n], [vrow[a:a + w], frow[b:b + 2 * n]]))
+            text[TILES].append(checked_line([case, *fields, i_line, n], [vrow[a:a + w], frow[b:b + 2 * n]]))
             a, b, i_line = a + w, b + 2 * n, i_line + n
         c_line = p.lines[COMMIT] + k * rec_lines
         vrow, frow = rec_v[k].tobytes(), rec_f[k].tobytes()
         a = b = 0
         for fields, i, v, f, n, d in records:
             w = 0 if v is None else v.shape[1]
-            text[RECORDS].append(_entry_line([case, *fields, f"{int(status[k, i]):02X}", d, c_line if n else -1, n],
+            text[RECORDS].append(checked_line([case, *fields, f"{int(status[k, i]):02X}", d, c_line if n else -1, n],
                                              [vrow[a:a + w], frow[b:b + 2 * n]]))
             a, b, c_line = a + w, b + 2 * n, c_line + n
         nw = len(words[k])
         body = [case, cls[k], outcome[k], int(fault_block[k]), _text(reason[k]), int(executed[k]),
                 p.lines[STREAM] + s_at, nw, p.lines[GPRS] + k * GPR_LINES,
                 p.lines[TILES] + k * len(tiles), len(tiles), p.lines[RECORDS] + k * len(records), len(records)]
-        text[CASES].append(_entry_line(body, [stream_text[s_at * 17:(s_at + nw) * 17], gpr_text[k].tobytes()]))
+        g = k * GPR_LINES * line
+        text[CASES].append(checked_line(body, [stream_text[s_at * line:(s_at + nw) * line],
+                                               gpr_text[g:g + GPR_LINES * line]]))
         s_at += nw
     for name in INDEX_FILES:
-        p.put(name, "".join(text[name]).encode(), len(text[name]))
-    p.put(STREAM, stream_text, s_at)
-    p.put(GPRS, gpr_text.tobytes(), m * GPR_LINES)
-    p.put(INITIAL, init_v.tobytes(), m * init_lines)
-    p.put(INITIAL_DEF, init_f.tobytes(), m * init_lines)
-    p.put(COMMIT, rec_v.tobytes(), m * rec_lines)
-    p.put(COMMIT_DEF, rec_f.tobytes(), m * rec_lines)
+        p.write(name, "".join(text[name]).encode(), len(text[name]))
+    p.write(STREAM, stream_text, s_at)
+    p.write(GPRS, gpr_text, m * GPR_LINES)
+    p.write(INITIAL, init_v.tobytes(), m * init_lines)
+    p.write(INITIAL_DEF, init_f.tobytes(), m * init_lines)
+    p.write(COMMIT, rec_v.tobytes(), m * rec_lines)
+    p.write(COMMIT_DEF, rec_f.tobytes(), m * rec_lines)
     p.cases += m
 
 
-def _append(p: _Part, t, where: str) -> None:
+def _append(p: OpenFiles, t, where: str) -> None:
     texts, index = SD.layouts_of(t)
     lays = [SD.parse_layout(x) for x in texts]        # open_stream_dataset parsed each already
     edges = [0, *(np.flatnonzero(np.diff(index)) + 1).tolist(), len(index)]
@@ -222,7 +187,7 @@ def write_hex(folder, out) -> dict:
         for part in ds.partitions:
             target = out / part.path
             target.mkdir(parents=True, exist_ok=True)
-            p = _Part(target)
+            p = OpenFiles(target, INDEX_FILES + DATA_FILES, {name: HEADERS[name] for name in INDEX_FILES})
             try:
                 for pt, k, rec in ds.files:
                     if pt == part:
@@ -287,26 +252,16 @@ class _Reader:
         self.at = 0
         return True
 
-    def take(self, n: int) -> bytes | None:
-        """The next n lines (each with its newline), or None when the file ends first."""
-        if n <= 0:
-            return b""
-        pos, got = self.at, 0
+    def line_of_text(self) -> bytes | None:
+        """The next line (with its newline), or None when the file ends first."""
         while True:
-            while got < n:
-                k = self.buf.find(b"\n", pos)
-                if k < 0:
-                    break
-                pos, got = k + 1, got + 1
-            if got == n:
-                out, self.at = self.buf[self.at:pos], pos
-                self.line += n
+            k = self.buf.find(b"\n", self.at)
+            if k >= 0:
+                out, self.at = self.buf[self.at:k + 1], k + 1
+                self.line += 1
                 return out
-            if self.eof:
+            if not self._fill():
                 return None
-            shift = self.at
-            if self._fill():
-                pos -= shift
 
     def take_bytes(self, size: int, lines: int) -> bytes | None:
         """The next `size` bytes, counted as `lines` lines (an item of fixed-width lines: the
@@ -366,7 +321,7 @@ def _check_part(folder: pathlib.Path, part: dict) -> int:
 def _index_line(r: _Reader, name: str, who: str) -> dict | None:
     """The next line of index file `name` as a dict of its columns (ints where numeric), its own
     checksum verified; None at the end of the file."""
-    raw = r.take(1)
+    raw = r.line_of_text()
     if raw is None:
         tail = r.rest()
         if tail:
@@ -437,7 +392,7 @@ def _check_cases(readers: dict, label) -> tuple[int, str]:
     """Walk cases.txt, each case's tiles and records lines and its lines of every data file;
     (cases, the last case's name)."""
     for name in INDEX_FILES:
-        head = readers[name].take(1)
+        head = readers[name].line_of_text()
         if head is None or head.decode("utf-8", "replace") != "# " + " ".join(HEADERS[name]) + "\n":
             raise GoldenError(f"{label(name)}: line 1: not the header of a stream hex export's {name}")
     count, who = 0, "the header"
