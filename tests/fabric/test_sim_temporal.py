@@ -9,7 +9,7 @@ import pytest
 from fabric.io import load_document
 from fabric.sim.engine import Simulator
 from fabric.sim.graph import GraphCode, GraphError, load_graph_document
-from fabric.sim.synth import configured_fabric, graph_document
+from fabric.sim.synth import configured_fabric, graph_document, share_op, temporal_pe
 from sim_fixtures import Recorder
 
 ADD = ("add", "arith.addi", ["i16", "i16"], ["i16"], {})
@@ -22,17 +22,7 @@ def one_fu(actors):
     """A fabric description whose first actor's op also runs the others (op_list extended), the
     other FUs gone; and that op's reference."""
     fab = configured_fabric("fab", actors)
-    node = fab["fus"][0]["nodes"][0]
-    for a in actors[1:]:
-        if a[1] not in node["op_list"]:
-            node["op_list"].append(a[1])
-    first = fab["mapping"]["uses"][0]["op"]
-    for u in fab["mapping"]["uses"][1:]:
-        u["op"] = first
-    keep = fab["fus"][0]["name"]
-    fab["fus"] = [f for f in fab["fus"] if f["name"] == keep]
-    fab["mapping"]["templates"] = {keep: "t"}
-    return fab, first
+    return fab, share_op(fab, [a[0] for a in actors])
 
 
 def shared(actors, temporal, inputs, outputs, edges=()):
@@ -195,12 +185,8 @@ SUBI = ("sub", "arith.subi", ["i16", "i16"], ["i16"], {})
 
 def pe_fabric(actors, contexts, pe_extra=None, uses_contexts=None):
     """One FU in a temporal PE of `contexts` contexts running every actor, use i in context i."""
-    fab, first = one_fu(actors)
-    keep = fab["fus"][0]["name"]
-    for i, u in enumerate(fab["mapping"]["uses"]):
-        u["context"] = i if uses_contexts is None else uses_contexts[i]
-    fab["pes"] = [{"name": "pe0", "kind": "temporal", "fus": [keep], "contexts": contexts, **(pe_extra or {})}]
-    return fab, first
+    fab = configured_fabric("fab", actors)
+    return fab, temporal_pe(fab, [a[0] for a in actors], "pe0", contexts, uses_contexts, **(pe_extra or {}))
 
 
 def add_sub(n, pe_extra=None, uses_contexts=None, temporal=None):
@@ -316,3 +302,4 @@ def test_pe_declared_contexts_with_distinct_functions_are_identical_on_both_engi
     sign = {"add": 1, "sub": -1, "add2": 1}
     for a in sign:
         assert res.outputs[f"y{a}"] == [(x + sign[a] * y) % (1 << 16) for x, y in zip(xs[(a, 0)], xs[(a, 1)])]
+
