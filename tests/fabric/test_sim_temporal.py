@@ -303,3 +303,26 @@ def test_pe_declared_contexts_with_distinct_functions_are_identical_on_both_engi
     for a in sign:
         assert res.outputs[f"y{a}"] == [(x + sign[a] * y) % (1 << 16) for x, y in zip(xs[(a, 0)], xs[(a, 1)])]
 
+
+@pytest.mark.parametrize("engine", ["reference", "compiled"])
+@pytest.mark.parametrize("policy", ["fixed_priority", "round_robin"])
+def test_a_context_feeding_another_context_of_its_resource_does_not_hold_the_grant(engine, policy):
+    """add (context 0) computes s = x + y, sub (context 1) d = s - z, on one resource, II 1.
+    Cycle 0: only add requests (sub has no s yet) and fires.  Cycle 1: add holds s0 and has new
+    operands; its slot frees only if sub takes s0 this cycle, which sub does only if granted.
+    Under fixed priority add came first and kept the grant it could not use: the resource idled
+    forever (a deadlock reported at cycle 1).  A granted context that cannot fire was no
+    requester: its grant is withdrawn and sub, the next in order, fires.  So add fires at 0, 2, 4
+    and sub at 1, 3, 5 (under round robin too: it starts after add); the last d is delivered at
+    6: 7 cycles, d = [11 - 1, 22 - 1, 33 - 1]."""
+    fab, _ = pe_fabric([ADD, SUBI], 2, {"grant_policy": policy})
+    doc = graph_document("g", "fab", [ADD, SUBI], [("add.0", "sub.0")],
+                         [("x", ["add.0"], [1, 2, 3]), ("y", ["add.1"], [10, 20, 30]), ("z", ["sub.1"], [1, 1, 1])],
+                         [("d", "sub.0")])
+    sim = Simulator(load_graph_document(doc, load_document(fab)), engine)
+    rec = Recorder(sim)
+    res = sim.run(100, rec)
+    assert res.status == "complete", res.message
+    assert res.outputs["d"] == [10, 21, 32] and res.cycles == 7
+    assert rec.cycles_firing("add") == [0, 2, 4] and rec.cycles_firing("sub") == [1, 3, 5]
+    assert rec.stalls[1]["add"] == "grant" and rec.stalls[3]["add"] == "grant"
