@@ -419,7 +419,7 @@ def read_manifest(folder, fmt: str = FORMAT, version: int = FORMAT_VERSION, sche
     except (OSError, UnicodeDecodeError) as exc:
         raise GoldenError(f"{shown(path)}: cannot read the manifest ({why(exc)})") from None
     try:
-        m = jsontext.loads(text)
+        m = jsontext.loads(text, max_depth=jsontext.MAX_DEPTH)   # a manifest nests 6 levels
     except jsontext.JsonTextError as exc:
         raise GoldenError(f"{shown(path)}: not valid JSON ({exc})") from None
     if not isinstance(m, dict) or m.get("format") != fmt or type(m.get("format_version")) is not int \
@@ -635,7 +635,8 @@ def read_params(path: pathlib.Path, cls=None) -> Params:
     try:
         if path.stat().st_size > 1 << 20:
             raise GoldenError(f"{PARAMS}: {path.stat().st_size:,} bytes; it holds at most 1 MiB")
-        return (cls or Params).from_json(jsontext.loads(path.read_text(encoding="utf-8")), PARAMS)
+        doc = jsontext.loads(path.read_text(encoding="utf-8"), max_depth=jsontext.MAX_DEPTH)
+        return (cls or Params).from_json(doc, PARAMS)
     except (OSError, UnicodeDecodeError, jsontext.JsonTextError) as exc:
         raise GoldenError(f"{PARAMS}: cannot read ({why(exc)})") from None
 

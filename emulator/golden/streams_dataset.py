@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from isa import fields as F
+from isa import fields as F, jsontext
 from isa.atomicio import quote, shown
 from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES, Profile, profile as numeric_profile
 
@@ -502,8 +502,8 @@ def parse_layout(text: str) -> Layout:
     """The Layout of a `layout` text; ValueError (one line) when it is malformed: not JSON, not
     of LAYOUT_SCHEMA, a descriptor no tile can have, or sizes that are not its descriptor's."""
     try:
-        v = json.loads(text)
-    except ValueError as exc:
+        v = jsontext.loads(text, max_depth=jsontext.MAX_DEPTH)     # a layout nests 4 levels
+    except jsontext.JsonTextError as exc:
         raise ValueError(f"layout is not JSON ({exc})") from None
     try:
         D._validate(v, LAYOUT_SCHEMA, "layout")
@@ -669,7 +669,6 @@ def manifest(p: StreamParams, records: list[dict]) -> dict:
 
 def is_stream_dataset(folder) -> bool:
     """Whether `folder`'s manifest (or generation.json) names a stream dataset (cheap: no checks)."""
-    import json
     for name in (D.MANIFEST, D.PARAMS):
         path = pathlib.Path(folder) / name
         try:
@@ -682,8 +681,8 @@ def is_stream_dataset(folder) -> bool:
         if name == D.MANIFEST:
             return FORMAT.encode() in head
         try:
-            return json.loads(head).get("streams") is True
-        except (ValueError, AttributeError):
+            return jsontext.loads(head, max_depth=jsontext.MAX_DEPTH).get("streams") is True
+        except (jsontext.JsonTextError, AttributeError):
             return False
     return False
 
@@ -732,8 +731,8 @@ def _stated_version(folder) -> int | None:
     try:
         if path.stat().st_size > D.MAX_MANIFEST_BYTES:
             return None
-        m = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        m = jsontext.loads(path.read_text(encoding="utf-8"), max_depth=jsontext.MAX_DEPTH)
+    except (OSError, ValueError):      # UnicodeDecodeError and JsonTextError are ValueErrors
         return None
     v = m.get("format_version") if isinstance(m, dict) and m.get("format") == FORMAT else None
     return v if type(v) is int else None
