@@ -129,9 +129,16 @@ MANIFEST_SCHEMA = {
 }
 
 
+# JSON Schema's "integer" holds 20.0 too; a dataset's counts, sizes and keys are integer literals
+# (a float would reach range() and the folder names), as its format_version is (not true)
+_VALIDATOR = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=(
+    jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", lambda _, v: type(v) is int)))
+
+
 def _validate(doc, schema: dict, where: str) -> None:
-    """GoldenError naming the first place `doc` breaks `schema` (one line, the value cut short)."""
-    err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+    """GoldenError naming the first place `doc` breaks `schema` (one line, the value cut short);
+    an "integer" is an integer literal (type int: not 20.0, not true)."""
+    err = jsonschema.exceptions.best_match(_VALIDATOR(schema).iter_errors(doc))
     if err is None:
         return
     at = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path).lstrip(".")
