@@ -879,9 +879,10 @@ def _block_keys(block) -> dict:
 
 # ---------------------------------------------------------------------------- the output folder
 
-def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool, read=None) -> None:
+def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool, read=None, manifest=None) -> None:
     """--out must be empty (or hold this same generation, with --resume; generation.json read
-    by `read`, default read_params)."""
+    by `read`, default read_params, and a finished run's manifest by `manifest`, default
+    read_manifest: the stream goldens pass their own readers)."""
     try:
         if folder.exists() and not folder.is_dir():
             raise GoldenError(f"--out {shown(folder)} is not a folder")
@@ -901,7 +902,7 @@ def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool, read=Non
             raise GoldenError(f"--resume: {shown(folder)} was generated with other parameters "
                               f"({PARAMS}); resume with the same command")
         if (folder / MANIFEST).exists():   # a finished run of another profile version is not relabelled
-            dataset_profile(read_manifest(folder)["profile"])
+            dataset_profile((manifest or read_manifest)(folder)["profile"])
         _remove_temporaries(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
