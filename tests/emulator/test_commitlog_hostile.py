@@ -210,6 +210,30 @@ def test_a_json_line_nested_deeper_than_the_parser_goes_is_one_line(log_dir, tmp
     refused(capsys, path, "record 1 (line 2): not JSON")
 
 
+def test_json_nested_to_every_depth_near_the_recursion_limit_is_one_line(log_dir, tmp_path, capsys):
+    """A record line, a version 1 line, the header and the Arrow metadata nested from 200 levels
+    below Python's recursion limit to past it: parsed and refused, or refused as too deep --
+    never a RecursionError from what reads the parsed value (a message's repr, pyarrow's)."""
+    import sys
+    lines = record_lines((log_dir / "commits.jsonl").read_text())
+    rest = (log_dir / "commits.jsonl").read_text().split("\n", 1)[1]
+    table = CL.read_log(log_dir / "commits.arrow")
+    limit = sys.getrecursionlimit()
+    for depth in range(limit - 200, limit + 10, 9):
+        nest = "[" * depth + "]" * depth
+        texts = [sealed_jsonl([lines[0].replace('"fmap_params":[]', '"fmap_params":' + nest)] + lines[1:]),
+                 sealed_jsonl([lines[0].replace('"pe":0', '"pe":' + nest, 1)] + lines[1:]),
+                 "".join(x + "\n" for x in [lines[0].replace('"status":0', '"status":' + nest)] + lines[1:]),
+                 '{"format":"tile-emu commit log","version":%s}\n' % nest + rest]
+        for i, text in enumerate(texts):
+            path = tmp_path / f"deep{i}.jsonl"
+            path.write_text(text)
+            refused(capsys, path)
+        path = tmp_path / "deep.arrow"
+        write_sealed_arrow(path, table, metadata={META: b'{"format":"tile-emu commit log","version":%s}' % nest.encode()})
+        refused(capsys, path)
+
+
 META = b"tile-emu.commitlog"
 
 
