@@ -972,7 +972,7 @@ def _version(path, where: str, text) -> int:
     """The format version a log's metadata (`text`, JSON) names, refused unless it is exactly
     {"format": FORMAT, "version": V} with V one this build reads."""
     try:
-        meta = jsontext.loads(text)
+        meta = jsontext.loads(text, max_depth=jsontext.MAX_DEPTH)
     except jsontext.JsonTextError as exc:
         raise CommitLogError(f"{shown(path)}: {where} is not JSON ({exc})") from None
     want = {"format": FORMAT, "version": VERSION}
@@ -1106,7 +1106,7 @@ def _read_jsonl(path):
         line = text[starts[k]: ends[k]]
         where = f"{shown(path)}: record {i} (line {k + 1})"
         try:
-            row = jsontext.loads(line, parse_float=_no_float, parse_constant=_no_float)
+            row = jsontext.loads(line, max_depth=jsontext.MAX_DEPTH, parse_float=_no_float, parse_constant=_no_float)
         except jsontext.JsonTextError as exc:
             raise CommitLogError(f"{where}: not JSON ({exc})") from None
         except _NotInteger as exc:
@@ -1146,7 +1146,7 @@ def _jsonl_checksums(path, text: bytes, starts: np.ndarray, ends: np.ndarray) ->
         closing = k == n - 1
         where = f"{shown(path)}: line {k + 1}"
         try:
-            obj = jsontext.loads(text[starts[k]: ends[k]])
+            obj = jsontext.loads(text[starts[k]: ends[k]], max_depth=jsontext.MAX_DEPTH)
         except jsontext.JsonTextError as exc:
             raise CommitLogError(f"{where}: a checksum line that is not JSON ({exc})") from None
         keys = ["records", ALGORITHM] if closing else [ALGORITHM]
