@@ -25,7 +25,7 @@ from isa.instructions import lookup
 from emu_helpers import blk, everywhere
 from log_helpers import CHAIN_START, CHECKSUM_KEY, RECORDS_KEY, arrow_checksum, record_lines, sealed_jsonl, \
     write_sealed_arrow
-from mutate import byte_edits, row_edit
+from mutate import damaged, row_edit
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -489,12 +489,7 @@ def _fuzz_log(log_dir, capsys, data, suffix):
     with tempfile.TemporaryDirectory() as tmp:
         path = pathlib.Path(tmp) / f"f{suffix}"
         if kind in ("bytes", "truncate"):
-            raw = bytearray(src.read_bytes())
-            if kind == "truncate":
-                del raw[data.draw(st.integers(0, len(raw) - 1)):]
-            else:
-                byte_edits(raw, data, data.draw(st.integers(1, 4)))
-            path.write_bytes(bytes(raw))
+            path.write_bytes(damaged(bytearray(src.read_bytes()), data, kind == "truncate"))
         elif kind == "meta":
             value = data.draw(st.one_of(HOSTILE, st.just({"format": "tile-emu commit log", "version": 2}),
                                         st.dictionaries(st.sampled_from(["format", "version", "x"]), HOSTILE)))
