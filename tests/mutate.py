@@ -52,6 +52,15 @@ def byte_edits(raw: bytearray, data, edits) -> bytearray:
     return raw
 
 
+def damaged(raw: bytearray, data, truncate: bool, most: int = 4) -> bytes:
+    """A file's bytes cut at a drawn offset (`truncate`), or with 1..`most` byte_edits."""
+    if truncate:
+        del raw[data.draw(st.integers(0, len(raw) - 1)):]
+    else:
+        byte_edits(raw, data, data.draw(st.integers(1, most)))
+    return bytes(raw)
+
+
 def row_edit(rows: list, data) -> None:
     """One edit of a list of records in place, drawn with hypothesis `data`: a record dropped,
     repeated, or swapped with another."""
