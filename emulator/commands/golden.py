@@ -31,6 +31,8 @@ def add_arguments(p) -> None:
     g.add_argument("--rmodes", default=",".join(D.RMODE_NAMES), help="TCVT rounding modes (default: all)")
     g.add_argument("--sat", default="0,1", help="TCVT Sat values (default: 0,1)")
     g.add_argument("--cases", type=int, help="cases per partition")
+    g.add_argument("--per-class", type=int, metavar="K",
+                   help="K cases of every applicable class (and cross bin) of each partition, instead of --cases")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--profile", default=DEFAULT_PROFILE,
                    help=f"numeric profile: {', '.join(PROFILES)} (default {DEFAULT_PROFILE})")
@@ -78,13 +80,18 @@ def run(args) -> int:
 
 
 def _params(args) -> D.Params:
-    missing = [f"--{n}" for n in ("ops", "dtypes", "cases", "out") if getattr(args, n) in (None, "")]
+    if args.cases is not None and args.per_class is not None:
+        raise CommandError("--cases and --per-class exclude each other: a total per partition, or K cases "
+                           "per class", 2)
+    size = "per_class" if args.per_class is not None else "cases"
+    missing = [f"--{n.replace('_', '-')}" for n in ("ops", "dtypes", size, "out") if getattr(args, n) in (None, "")]
     if missing:
         raise CommandError(f"missing {', '.join(missing)} (see tile-emu golden --help)", 2)
-    if args.cases <= 0:
-        raise CommandError("--cases must be positive", 2)
-    if args.cases > D.MAX_CASES:
-        raise CommandError(f"--cases {args.cases}: at most {D.MAX_CASES:,} (2^32) cases per partition", 2)
+    flag, value = f"--{size.replace('_', '-')}", getattr(args, size)
+    if value <= 0:
+        raise CommandError(f"{flag} must be positive", 2)
+    if value > D.MAX_CASES:
+        raise CommandError(f"{flag} {value}: at most {D.MAX_CASES:,} (2^32)", 2)
     if args.workers is not None and args.workers <= 0:
         raise CommandError("--workers must be positive", 2)
     if args.workers is not None and args.workers > max_workers():
@@ -104,7 +111,7 @@ def _params(args) -> D.Params:
         raise CommandError(f"--seed {args.seed}: from -2^63 to 2^64 - 1", 2)
     p = D.Params(
         ops=tuple(o.upper() for o in D.parse_list(args.ops, "ops")), dtypes=D.parse_list(args.dtypes, "dtypes"),
-        cases=args.cases, seed=args.seed,
+        cases=args.cases, per_class=args.per_class, seed=args.seed,
         dst_dtypes=D.parse_list(args.dst_dtypes, "dst-dtypes") if args.dst_dtypes else (),
         rmodes=tuple(r.upper() for r in D.parse_list(args.rmodes, "rmodes")), sat=sat, profile=args.profile)
     D.chunks(p)                 # validates names, (op, DataType) pairs and sizes before anything is written
@@ -130,7 +137,25 @@ def _generate(args) -> int:
     records, rows, size, rate = _write(args, out, p, D.chunks(p), _part_dict, write_chunk, D.manifest)
     print(f"{rows:,} cases in {len(records)} files ({size / 1e6:.1f} MB) -> {out}"
           + (f"; {rate:,.0f} cases/s" if rate is not None else ""))
+    for line in hole_lines(p):
+        print(line, file=sys.stderr)
     return 0
+
+
+def hole_lines(p: D.Params) -> list[str]:
+    """One line per partition that --cases leaves short of closure: how many classes and cross
+    cells got no case, and which (the manifest's `holes`)."""
+    out = []
+    for part in D.partitions(p):
+        holes = D.holes_of(p, part)
+        if holes:
+            classes = [h for h in holes if ":" not in h]
+            cells = [h for h in holes if ":" in h]
+            pts = len(D.points_for(part))
+            out.append(f"golden: {part.path}: {len(classes)} of {len(D.classes_for(part)[0])} classes and "
+                       f"{len(cells)} cross cell(s) without a case (--cases {p.cases}; closure needs {pts}): "
+                       + ", ".join(holes))
+    return out
 
 
 def _write(args, out: pathlib.Path, p, plan, keys, write_chunk, manifest):
