@@ -90,7 +90,8 @@ def _params(args) -> D.Params:
     if value <= 0:
         raise CommandError(f"{flag} must be positive", 2)
     if value > D.MAX_CASES:
-        raise CommandError(f"{flag} {value}: at most {D.MAX_CASES:,} (2^32)", 2)
+        raise CommandError(f"{flag} {value}: at most {D.MAX_CASES:,} (2^32) cases per "
+                           + ("partition" if size == "cases" else "class"), 2)
     if args.workers is not None and args.workers <= 0:
         raise CommandError("--workers must be positive", 2)
     if args.workers is not None and args.workers > max_workers():
