@@ -434,16 +434,16 @@ def _mask_of(rng, pattern: str) -> int:
 
 def _pad(code):
     """PadValue `code` with elements outside the valid rectangle; bin i of PAD_BINS picks the
-    PE_MASK pattern and the geometry (columns 5 of 8 valid, rows 2 of 4, or both).  Without a
+    PE_MASK pattern and the geometry (columns 5 of 8 valid, row 1 of 2, or both).  Without a
     bin (the stream generator's use): columns, PE 0."""
     def variant(ctx, rng, bin=None):
         if bin is None:
             return Variant(cols=8, vcol=5, pad=code, undefined_outside=True)
         pattern, geom = PAD_BINS[bin]
-        rows = 4 if geom != "col" else 1
-        return Variant(rows=rows, vrow=2 if rows == 4 else 1, cols=8, vcol=8 if geom == "row" else 5,
+        rows = 2 if geom != "col" else 1
+        return Variant(rows=rows, vrow=1, cols=8, vcol=8 if geom == "row" else 5,
                        pad=code, undefined_outside=True, pe_mask=_mask_of(rng, pattern),
-                       dest_capacity=-2 if rows == 4 else None)
+                       dest_capacity=-2 if rows == 2 else None)
     return variant
 
 

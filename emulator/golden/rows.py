@@ -139,6 +139,14 @@ def _repeat(value, n: int, typ) -> pa.Array:
     return pa.array([value], typ).take(pa.array(np.zeros(n, np.int64)))
 
 
+def _strings(values: np.ndarray, empty: np.ndarray) -> pa.Array:
+    """A string column of per-case values that are "" wherever `empty` (the committed cases):
+    converted only where a case rejected, the rest repeated."""
+    if empty.all():
+        return _repeat("", len(values), pa.string())
+    return pa.array(values, pa.string())
+
+
 def pe_mask_of(block) -> int:
     """The row's pe_mask: the destination binding's PE_MASK (0 for a block without bindings)."""
     return (block.iot[-1].PE_MASK & 0xFF) if block.iot else 0
@@ -168,10 +176,10 @@ def case_columns(g: Group, out: Outcome) -> dict[str, pa.Array]:
         "pe_mask": pa.array(np.full(n, pe_mask_of(g.block), np.uint8)),
         "gprs": gprs_array(g.gprs, n),
         "inputs": ins,
-        "outcome": pa.array(np.where(out.committed, "commit", "reject").astype(object), pa.string()),
-        "reason": pa.array(out.reason, pa.string()),
-        "field": pa.array(out.field, pa.string()),
-        "message": pa.array(out.message, pa.string()),
+        "outcome": pa.array(["reject", "commit"], pa.string()).take(pa.array(out.committed.astype(np.int8))),
+        "reason": _strings(out.reason, out.committed),
+        "field": _strings(out.field, out.committed),
+        "message": _strings(out.message, out.committed),
         "outputs": outs,
         "status": pa.FixedSizeListArray.from_arrays(pa.array(out.status.reshape(-1), pa.uint8()), 4),
     }
