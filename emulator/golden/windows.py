@@ -68,13 +68,13 @@ def tininess_reachable(ctx) -> bool:
         return False
     if (ctx.rmode or "DEFAULT") not in NEAREST + tuple(UPWARD):
         return False
-    lo, hi = _cvt_window(ctx, 1.0)
+    lo, hi = _cvt_window(ctx)
     enc = _nearest_in(ctx.src, np.array([(lo + hi) / 2]))
     v = ctx.src.values(enc)
     return bool(np.isfinite(v[0]) and lo <= v[0] < hi)
 
 
-def _cvt_window(ctx, sign: float) -> tuple[float, float]:
+def _cvt_window(ctx) -> tuple[float, float]:
     """(low, high) of |value| rounding up to the destination's smallest normal (low inclusive
     for the nearest modes)."""
     info = numeric.info(ctx.dst.name)
@@ -100,7 +100,7 @@ def round_to_min_normal(ctx, rng, m):
     if ctx.family == "convert":
         sign = UPWARD.get(ctx.rmode or "DEFAULT")
         s = _sign(rng, m) if sign is None else np.full(m, sign)
-        lo, hi = _cvt_window(ctx, 1.0)
+        lo, hi = _cvt_window(ctx)
         p = numeric.info(ctx.dst.name).precision
         below = float(numeric.info(ctx.dst.name).min_normal) * (1 - 2.0 ** -p * rng.uniform(1.0, 2.0, m))
         v = np.where(inside, lo + (hi - lo) * rng.random(m), below)
