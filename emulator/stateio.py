@@ -147,7 +147,7 @@ def _meta(path, table: pa.Table) -> dict:
     if raw is None:
         raise StateFileError(f"{shown(path)}: schema metadata has no {META_KEY.decode()!r} key")
     try:
-        meta = jsontext.loads(raw)
+        meta = jsontext.loads(raw, max_depth=jsontext.MAX_DEPTH)
     except jsontext.JsonTextError as exc:
         raise StateFileError(f"{shown(path)}: metadata {META_KEY.decode()!r} is not JSON ({exc})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:

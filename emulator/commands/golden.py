@@ -226,7 +226,7 @@ def _generate_streams(args) -> int:
     from emulator.golden import streams_dataset as SD
     p = _stream_params(args)
     out = pathlib.Path(args.out)
-    D.params_match_or_fail(out, p, args.resume, read=SD.read_params)
+    D.params_match_or_fail(out, p, args.resume, read=SD.read_params, manifest=SD.read_manifest)
     if args.resume:
         SD.check_resumable(out, SD.chunks(p))
     records, rows, size, rate = _write(args, out, p, SD.chunks(p), lambda part: part.keys(), SD.write_chunk,

@@ -29,17 +29,17 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from isa import encoding, fields as F, instructions as I
-from isa import jsontext
+from isa import jsontext, legality
 from isa.atomicio import atomic_open, atomic_path, quote, shown, why
 from isa.datatypes import datatype
-from isa.errors import DecodeError, EncodeError
+from isa.errors import DecodeError, EncodeError, IllegalBlockException
 from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES, Profile, profile as numeric_profile
 
 from ..config import MachineConfig
 from . import closure
 from . import coverage as C
 from .cases import build_group, execute, stream_of
-from .rows import SCHEMA, group_table, pe_mask_of
+from .rows import SCHEMA, group_table, pe_mask_of, tiles_of
 from .space import space
 
 FORMAT = "tile-emu golden dataset"
@@ -133,9 +133,16 @@ MANIFEST_SCHEMA = {
 }
 
 
+# JSON Schema's "integer" holds 20.0 too; a dataset's counts, sizes and keys are integer literals
+# (a float would reach range() and the folder names), as its format_version is (not true)
+_VALIDATOR = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=(
+    jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", lambda _, v: type(v) is int)))
+
+
 def _validate(doc, schema: dict, where: str) -> None:
-    """GoldenError naming the first place `doc` breaks `schema` (one line, the value cut short)."""
-    err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+    """GoldenError naming the first place `doc` breaks `schema` (one line, the value cut short);
+    an "integer" is an integer literal (type int: not 20.0, not true)."""
+    err = jsonschema.exceptions.best_match(_VALIDATOR(schema).iter_errors(doc))
     if err is None:
         return
     at = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path).lstrip(".")
@@ -449,7 +456,7 @@ def read_manifest(folder, fmt: str = FORMAT, version: int = FORMAT_VERSION, sche
     except (OSError, UnicodeDecodeError) as exc:
         raise GoldenError(f"{shown(path)}: cannot read the manifest ({why(exc)})") from None
     try:
-        m = jsontext.loads(text)
+        m = jsontext.loads(text, max_depth=jsontext.MAX_DEPTH)   # a manifest nests 6 levels
     except jsontext.JsonTextError as exc:
         raise GoldenError(f"{shown(path)}: not valid JSON ({exc})") from None
     if not isinstance(m, dict) or m.get("format") != fmt or type(m.get("format_version")) is not int \
@@ -697,7 +704,8 @@ def read_params(path: pathlib.Path, cls=None) -> Params:
     try:
         if path.stat().st_size > 1 << 20:
             raise GoldenError(f"{PARAMS}: {path.stat().st_size:,} bytes; it holds at most 1 MiB")
-        return (cls or Params).from_json(jsontext.loads(path.read_text(encoding="utf-8")), PARAMS)
+        doc = jsontext.loads(path.read_text(encoding="utf-8"), max_depth=jsontext.MAX_DEPTH)
+        return (cls or Params).from_json(doc, PARAMS)
     except (OSError, UnicodeDecodeError, jsontext.JsonTextError) as exc:
         raise GoldenError(f"{PARAMS}: cannot read ({why(exc)})") from None
 
@@ -818,12 +826,54 @@ def _first_null(arr, path: str) -> str | None:
     return None
 
 
+def _check_sources(t: pa.Table, where: str, case, uniques: pa.Array, index: np.ndarray) -> None:
+    """A committed case's block resolves (isa.legality: the stateless rules) and its inputs hold
+    the tile each source binding names on each selected PE -- what the replay's first checks
+    (legality.resolve, then preflight's SOURCE_MISSING) ask of the stored state before anything
+    runs.  So every consumer that reads a committed case's sources (the TestFloat and hex
+    exports, the oracle) finds them, and refuses with verify what the replay would reject.
+    `uniques[u]` is distinct stream u (decoded already: it decodes), `index` each row's u."""
+    committed = (t.column("outcome").to_numpy(zero_copy_only=False) == "commit")
+    if not committed.any():
+        return
+    need, slot = [np.zeros(0, np.int64)] * len(uniques), [np.zeros(0, np.int64)] * len(uniques)
+    for u in np.unique(index[committed]).tolist():
+        try:
+            rb = legality.resolve(encoding.decode(uniques[u].as_py())[0])
+        except IllegalBlockException as exc:
+            raise GoldenError(f"{where}: case {case(committed & (index == u))}: outcome commit, but the block is "
+                              f"illegal ({shown(str(exc), 160)})") from None
+        pairs = [(i, pe, b.tile) for i, b in enumerate(rb.sources) for pe in rb.pes]
+        need[u] = np.array([(pe << 32) | tile for _, pe, tile in pairs], np.int64)
+        slot[u] = np.array([i for i, _, _ in pairs], np.int64)
+    # every (row, pe, tile) a committed row's block reads against every (row, pe, tile) it holds
+    rows = np.flatnonzero(committed)
+    lens = np.array([len(x) for x in need], np.int64)
+    sizes = lens[index[rows]]
+    at = np.repeat((np.cumsum(lens) - lens)[index[rows]], sizes) \
+        + np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    flat_need, flat_slot = np.concatenate(need)[at], np.concatenate(slot)[at]
+    want_row = np.repeat(rows, sizes)
+    want = (want_row << 40) | flat_need
+    counts, fields = tiles_of(t.column("inputs"))
+    held = (np.repeat(np.arange(len(t), dtype=np.int64), counts) << 40) \
+        | (fields["pe"].to_numpy().astype(np.int64) << 32) | fields["tile"].to_numpy().astype(np.int64)
+    missing = np.flatnonzero(~np.isin(want, held))
+    if missing.size:
+        j = int(missing[0])
+        key = int(flat_need[j])
+        raise GoldenError(f"{where}: case {case(np.arange(len(t)) == want_row[j])}: outcome commit, but inputs "
+                          f"lack tile {key & 0xFFFFFFFF} on PE{key >> 32}, which the block reads "
+                          f"(B.IOT[{int(flat_slot[j])}])")
+
+
 def _check_rows(ds: Dataset, f: DataFile, t: pa.Table) -> None:
     """Every stored field of the rows that needs no replay (docs/golden-format.md, "What verify
     checks"): no nulls; case numbers the chunk's, contiguous; each stream one block of the
     partition's op, DataType (and TCVT destination, RMode, Sat); asm its canonical text;
     pe_mask its destination binding's; the class counts the manifest's; each class one the
-    partition can have, an illegal class rejected with its reason code, a legal one committed."""
+    partition can have, an illegal class rejected with its reason code, a legal one committed;
+    a committed case's inputs holding what its block reads (`_check_sources`)."""
     where, part, n = shown(f.path), f.partition, len(t)
     cases = check_cases(t, where, f.chunk * ds.params.chunk_cases)
 
@@ -854,6 +904,7 @@ def _check_rows(ds: Dataset, f: DataFile, t: pa.Table) -> None:
     bad = t.column("pe_mask").to_numpy() != masks[index]
     if bad.any():
         raise GoldenError(f"{where}: case {case(bad)}: pe_mask is not the destination binding's PE_MASK")
+    _check_sources(t, where, case, uniques, index)
     counts = class_counts(t, where, f.record)
     applicable = {c.name: c for c in classes_for(part)[0]}
     cls_col, outcome, reason = (t.column(k).combine_chunks() for k in ("class", "outcome", "reason"))
@@ -929,9 +980,10 @@ def _block_keys(block) -> dict:
 
 # ---------------------------------------------------------------------------- the output folder
 
-def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool, read=None) -> None:
+def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool, read=None, manifest=None) -> None:
     """--out must be empty (or hold this same generation, with --resume; generation.json read
-    by `read`, default read_params)."""
+    by `read`, default read_params, and a finished run's manifest by `manifest`, default
+    read_manifest: the stream goldens pass their own readers)."""
     try:
         if folder.exists() and not folder.is_dir():
             raise GoldenError(f"--out {shown(folder)} is not a folder")
@@ -951,7 +1003,7 @@ def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool, read=Non
             raise GoldenError(f"--resume: {shown(folder)} was generated with other parameters "
                               f"({PARAMS}); resume with the same command")
         if (folder / MANIFEST).exists():   # a finished run of another profile version is not relabelled
-            dataset_profile(read_manifest(folder)["profile"])
+            dataset_profile((manifest or read_manifest)(folder)["profile"])
         _remove_temporaries(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from emulator.cli import main
 from emulator.golden import dataset as D
 from emulator.golden.rows import SCHEMA
-from mutate import byte_edits, paths as _paths
+from mutate import byte_edits, paths as _paths, row_edit
 
 SEED = ["--seed", "5", "--quiet"]
 TADD_FP32 = "op=TADD/dtype=FP32/part-00000.parquet"
@@ -640,14 +640,7 @@ def _fuzz_data_file(small, capsys, data):
                 for _ in range(data.draw(st.integers(1, 3))):
                     _set_value(rows, data)
             elif kind == "rows":
-                i = data.draw(st.integers(0, len(rows) - 1))
-                action = data.draw(st.sampled_from(["drop", "dup", "swap"]))
-                if action == "drop":
-                    rows.pop(i)
-                elif action == "dup":
-                    rows.insert(i, dict(rows[i]))
-                else:
-                    rows[i], rows[-1] = rows[-1], rows[i]
+                row_edit(rows, data)
             else:
                 i = data.draw(st.integers(0, len(SCHEMA) - 1))
                 typ = data.draw(st.sampled_from([pa.int64(), pa.string(), pa.uint8(), pa.binary()]))
