@@ -147,9 +147,9 @@ def relabel(folder, **generator) -> list[D.Partition]:
             (staged / new.path).mkdir(parents=True, exist_ok=True)
             os.replace(folder / rec["path"], staged / new.path / name)
             rec["path"] = f"{new.path}/{name}"
-        files = old["files"]
+        files, holes = old["files"], old["holes"]
         old.clear()
-        old.update({**new.keys(), "not_applicable": D.classes_for(new)[1], "files": files})
+        old.update({**new.keys(), "not_applicable": D.classes_for(new)[1], "holes": holes, "files": files})
     for d in [p for p in folder.iterdir() if p.is_dir() and p != staged]:
         shutil.rmtree(d)
     for d in staged.iterdir():
@@ -280,8 +280,9 @@ def _swap_files(p, q):
     (lambda m: m["partitions"][0]["files"][0].update(bytes=m["partitions"][0]["files"][0]["bytes"] + 1),
      "bytes, the manifest says"),
     (lambda m: m["generator"].update(cases=81), "the generator parameters give 81 rows, the manifest says 80"),
-    (lambda m: m.update(format_version=True), "not a tile-emu golden dataset version 1 manifest"),
-    (lambda m: m.update(format_version=1.0), "not a tile-emu golden dataset version 1 manifest"),
+    (lambda m: m.update(format_version=True), f"not a tile-emu golden dataset version {D.FORMAT_VERSION} manifest"),
+    (lambda m: m.update(format_version=float(D.FORMAT_VERSION)),
+     f"not a tile-emu golden dataset version {D.FORMAT_VERSION} manifest"),
     (lambda m: m["partitions"].reverse(), "manifest: partitions[0] has keys"),
     (lambda m: _swap_files(*m["partitions"]),
      "manifest: op=TADD/dtype=FP32: files lack 'op=TADD/dtype=FP32/part-00000.parquet'"),
