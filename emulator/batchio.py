@@ -17,6 +17,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
+from isa import jsontext
 from isa.atomicio import Shown, atomic_path, shown
 
 from .config import MachineConfig
@@ -82,7 +83,8 @@ class _Entries:
 
 def _index_meta(raw: bytes | None) -> dict | None:
     """The metadata JSON object with its `machines` array indexed (`_Entries`), or None when it is
-    not a JSON object (stateio's loader then says precisely why).  The stdlib parser has no lazy
+    not a JSON object or nests deeper than isa.jsontext.MAX_DEPTH (stateio's loader then says
+    precisely why).  The stdlib parser has no lazy
     mode, so this walks the two outer levels itself and hands every value to json's raw_decode:
     it accepts exactly what json.loads accepts (a later duplicate key wins) while holding one
     machine's entry at a time."""
@@ -108,6 +110,7 @@ def _index_meta(raw: bytes | None) -> dict | None:
                 meta[key], i = _index_list(text, i, decode)
             else:
                 meta[key], i = decode(text, i)
+                jsontext.check_depth(meta[key])      # later json.dumps of it must not recurse past the limit
             i = _SPACE.match(text, i).end()
             if text[i] == ",":
                 i = _SPACE.match(text, i + 1).end()
@@ -134,7 +137,9 @@ def _index_list(text: str, i: int, decode) -> tuple[_Entries, int]:
                 raise ValueError("expected ','")
             i = _SPACE.match(text, i + 1).end()
         start = i
-        _, i = decode(text, i)
+        entry, i = decode(text, i)
+        if text.count("[", start, i) + text.count("{", start, i) > jsontext.MAX_DEPTH:
+            jsontext.check_depth(entry)              # (fewer brackets than that: shallow enough)
         count += 1
         if count <= MAX_MACHINES + 1:
             starts.append(start)

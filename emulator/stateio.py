@@ -156,7 +156,7 @@ def _meta(path, table: pa.Table) -> dict:
     if raw is None:
         raise StateFileError(f"{shown(path)}: schema metadata has no {META_KEY.decode()!r} key")
     try:
-        meta = jsontext.loads(raw)
+        meta = jsontext.loads(raw, max_depth=jsontext.MAX_DEPTH)
     except jsontext.JsonTextError as exc:
         raise StateFileError(f"{shown(path)}: metadata {META_KEY.decode()!r} is not JSON ({exc})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
@@ -212,9 +212,10 @@ def _config(path, meta: dict) -> MachineConfig:
 
 
 def _column_names(path, table) -> list[str]:
-    """The column names of a table (or file reader), each UTF-8 and none repeated."""
+    """The column names of a table, file reader or schema, each UTF-8 and none repeated
+    (commitlog's reader asks too)."""
     try:
-        names = table.schema.names
+        names = (table if isinstance(table, pa.Schema) else table.schema).names
     except UnicodeDecodeError as exc:
         raise StateFileError(f"{shown(path)}: a column name is not UTF-8 text (byte {exc.start} of a name)") from None
     repeated = [n for n, k in collections.Counter(names).items() if k > 1]

@@ -9,7 +9,9 @@
 """
 from __future__ import annotations
 
+import io
 import itertools
+import json
 import os
 import pathlib
 import sys
@@ -31,6 +33,8 @@ def add_arguments(p) -> None:
     g.add_argument("--rmodes", default=",".join(D.RMODE_NAMES), help="TCVT rounding modes (default: all)")
     g.add_argument("--sat", default="0,1", help="TCVT Sat values (default: 0,1)")
     g.add_argument("--cases", type=int, help="cases per partition")
+    g.add_argument("--per-class", type=int, metavar="K",
+                   help="K cases of every applicable class (and cross bin) of each partition, instead of --cases")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--profile", default=DEFAULT_PROFILE,
                    help=f"numeric profile: {', '.join(PROFILES)} (default {DEFAULT_PROFILE})")
@@ -48,10 +52,13 @@ def add_arguments(p) -> None:
     st.add_argument("--shapes", help="shape classes (default: all)")
     st.add_argument("--group-cases", type=int, default=None,
                     help="streams per group (one stream, many initial states; default 256)")
-    p.add_argument("--coverage", metavar="DIR", help="print coverage classes x partitions of a dataset")
+    p.add_argument("--coverage", metavar="DIR", nargs="+",
+                   help="print the coverage of one dataset, or of several of one kind merged (--format text, json, "
+                        "ucis; on stdout, or in the file --out)")
     e = p.add_argument_group("export")
-    e.add_argument("--format", choices=["testfloat", "hex"],
-                   help="export format: testfloat (lines on stdout, or in the file --out) or hex ($readmemh files in --out)")
+    e.add_argument("--format", choices=["testfloat", "hex", "text", "json", "ucis"],
+                   help="export format: testfloat (lines on stdout, or in the file --out) or hex ($readmemh files in "
+                        "--out); --coverage: text (default), json or ucis")
     e.add_argument("--op", help="export: the instruction")
     e.add_argument("--dtype", help="export: the DataType (TCVT: the source)")
     e.add_argument("--dst", help="export: TCVT destination DataType")
@@ -63,13 +70,7 @@ def run(args) -> int:
         if args.action == "export":
             return _export(args)
         if args.coverage:
-            from emulator.golden.streams_dataset import is_stream_dataset
-            if is_stream_dataset(args.coverage):
-                from emulator.golden.streams_coverage import stream_coverage_table
-                print(stream_coverage_table(args.coverage))
-                return 0
-            print(coverage_table(args.coverage))
-            return 0
+            return _coverage(args)
         if args.streams:
             return _generate_streams(args)
         return _generate(args)
@@ -78,13 +79,19 @@ def run(args) -> int:
 
 
 def _params(args) -> D.Params:
-    missing = [f"--{n}" for n in ("ops", "dtypes", "cases", "out") if getattr(args, n) in (None, "")]
+    if args.cases is not None and args.per_class is not None:
+        raise CommandError("--cases and --per-class exclude each other: a total per partition, or K cases "
+                           "per class", 2)
+    size = "per_class" if args.per_class is not None else "cases"
+    missing = [f"--{n.replace('_', '-')}" for n in ("ops", "dtypes", size, "out") if getattr(args, n) in (None, "")]
     if missing:
         raise CommandError(f"missing {', '.join(missing)} (see tile-emu golden --help)", 2)
-    if args.cases <= 0:
-        raise CommandError("--cases must be positive", 2)
-    if args.cases > D.MAX_CASES:
-        raise CommandError(f"--cases {args.cases}: at most {D.MAX_CASES:,} (2^32) cases per partition", 2)
+    flag, value = f"--{size.replace('_', '-')}", getattr(args, size)
+    if value <= 0:
+        raise CommandError(f"{flag} must be positive", 2)
+    if value > D.MAX_CASES:
+        raise CommandError(f"{flag} {value}: at most {D.MAX_CASES:,} (2^32) cases per "
+                           + ("partition" if size == "cases" else "class"), 2)
     if args.workers is not None and args.workers <= 0:
         raise CommandError("--workers must be positive", 2)
     if args.workers is not None and args.workers > max_workers():
@@ -104,7 +111,7 @@ def _params(args) -> D.Params:
         raise CommandError(f"--seed {args.seed}: from -2^63 to 2^64 - 1", 2)
     p = D.Params(
         ops=tuple(o.upper() for o in D.parse_list(args.ops, "ops")), dtypes=D.parse_list(args.dtypes, "dtypes"),
-        cases=args.cases, seed=args.seed,
+        cases=args.cases, per_class=args.per_class, seed=args.seed,
         dst_dtypes=D.parse_list(args.dst_dtypes, "dst-dtypes") if args.dst_dtypes else (),
         rmodes=tuple(r.upper() for r in D.parse_list(args.rmodes, "rmodes")), sat=sat, profile=args.profile)
     D.chunks(p)                 # validates names, (op, DataType) pairs and sizes before anything is written
@@ -130,7 +137,25 @@ def _generate(args) -> int:
     records, rows, size, rate = _write(args, out, p, D.chunks(p), _part_dict, write_chunk, D.manifest)
     print(f"{rows:,} cases in {len(records)} files ({size / 1e6:.1f} MB) -> {out}"
           + (f"; {rate:,.0f} cases/s" if rate is not None else ""))
+    for line in hole_lines(p):
+        print(line, file=sys.stderr)
     return 0
+
+
+def hole_lines(p: D.Params) -> list[str]:
+    """One line per partition that --cases leaves short of closure: how many classes and cross
+    cells got no case, and which (the manifest's `holes`)."""
+    out = []
+    for part in D.partitions(p):
+        holes = D.holes_of(p, part)
+        if holes:
+            classes = [h for h in holes if ":" not in h]
+            cells = [h for h in holes if ":" in h]
+            pts = len(D.points_for(part))
+            out.append(f"golden: {part.path}: {len(classes)} of {len(D.classes_for(part)[0])} classes and "
+                       f"{len(cells)} cross cell(s) without a case (--cases {p.cases}; closure needs {pts}): "
+                       + ", ".join(holes))
+    return out
 
 
 def _write(args, out: pathlib.Path, p, plan, keys, write_chunk, manifest):
@@ -201,7 +226,7 @@ def _generate_streams(args) -> int:
     from emulator.golden import streams_dataset as SD
     p = _stream_params(args)
     out = pathlib.Path(args.out)
-    D.params_match_or_fail(out, p, args.resume, read=SD.read_params)
+    D.params_match_or_fail(out, p, args.resume, read=SD.read_params, manifest=SD.read_manifest)
     if args.resume:
         SD.check_resumable(out, SD.chunks(p))
     records, rows, size, rate = _write(args, out, p, SD.chunks(p), lambda part: part.keys(), SD.write_chunk,
@@ -215,34 +240,62 @@ def _part_dict(part: D.Partition) -> dict:
     return {"op": part.op, "dtype": part.dtype, "dst": part.dst, "rmode": part.rmode, "sat": part.sat}
 
 
+def _coverage(args) -> int:
+    """golden --coverage DIR [DIR ...] [--format text|json|ucis] [--out FILE]: one dataset's
+    coverage, or several of one kind merged (emulator/golden/coverage_report.py).  Everything is
+    read and checked before anything is written; --out is written whole or not at all."""
+    from emulator.golden import coverage_report as R
+    fmt = args.format or "text"
+    if fmt not in ("text", "json", "ucis"):
+        raise CommandError(f"--coverage --format {fmt}: text, json or ucis ({fmt} is an export format)", 2)
+    if fmt == "ucis":
+        try:
+            R.check_ucis()
+        except R.NoUcis as exc:
+            raise CommandError(str(exc), 3) from None
+    if args.out:
+        for folder in args.coverage:
+            _outside(folder, args.out)
+    if fmt == "text" and len(args.coverage) == 1:
+        from emulator.golden.streams_dataset import is_stream_dataset
+        if is_stream_dataset(args.coverage[0]):
+            from emulator.golden.streams_coverage import stream_coverage_table
+            return _emit(args.out, stream_coverage_table(args.coverage[0]) + "\n")
+    try:
+        doc = R.coverage(list(args.coverage))
+    except R.MixedKinds as exc:
+        raise CommandError(str(exc), 2) from None
+    if fmt == "json":
+        return _emit(args.out, json.dumps(doc, indent=1) + "\n")
+    if fmt == "text":
+        return _emit(args.out, R.text(doc) + "\n")
+    buf = io.StringIO()
+    R.write_ucis(doc, buf)
+    return _emit(args.out, buf.getvalue())
+
+
+def _emit(out: str | None, text: str) -> int:
+    """text on stdout, or into the file `out` (written whole or not at all)."""
+    if not out:
+        sys.stdout.write(text)
+        return 0
+    from emulator.commands import cannot_write
+    from isa.atomicio import OutputPathError, atomic_open
+    try:
+        with atomic_open(out, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OutputPathError as exc:
+        raise CommandError(str(exc), 1) from None
+    except OSError as exc:
+        raise CommandError(cannot_write(out, exc), 1) from None
+    return 0
+
+
 def coverage_table(folder) -> str:
-    """Classes x partitions: case counts, 'n/a' where a partition cannot have the class.  The
-    dataset is opened through open_dataset, so the counts and n/a marks are checked ones."""
-    from emulator.golden.coverage import CLASSES
-    ds = D.open_dataset(folder)
-    cols = []
-    for part in ds.partitions:
-        label = f"{part.op}.{part.dtype}" + (f">{part.dst}.{part.rmode}{'.sat' if part.sat else ''}"
-                                            if part.dst else "")
-        counts: dict[str, int] = {}
-        for f in ds.files:
-            if f.partition == part:
-                for c, k in f.record["classes"].items():
-                    counts[c] = counts.get(c, 0) + k
-        cols.append((label, counts, set(ds.not_applicable[part])))
-    name_w = max(len(c.name) for c in CLASSES)
-    widths = [max(len(label), 7) for label, _, _ in cols]
-    lines = [" " * name_w + "  " + "  ".join(label.rjust(w) for (label, _, _), w in zip(cols, widths))]
-    for cls in CLASSES:
-        cells = []
-        for (label, counts, na), w in zip(cols, widths):
-            cell = "n/a" if cls.name in na else f"{counts.get(cls.name, 0):,}"
-            cells.append(cell.rjust(w))
-        lines.append(cls.name.ljust(name_w) + "  " + "  ".join(cells))
-    missing = sum(1 for cls in CLASSES for label, counts, na in cols if cls.name not in na and not counts.get(cls.name))
-    lines.append(f"{len(cols)} partition(s); {missing} applicable class cell(s) without cases"
-                 + ("" if missing else " (complete)"))
-    return "\n".join(lines)
+    """Classes x partitions (n/a where a partition cannot have the class), the crosses and the
+    holes of a golden dataset, opened through open_dataset (emulator/golden/coverage_report.py)."""
+    from emulator.golden import coverage_report as R
+    return R.text(R.golden_model(folder))
 
 
 def _outside(dataset: str, out: str | None) -> None:
@@ -287,6 +340,8 @@ def _export(args) -> int:
         print(f"{sum(p['cases'] for p in m['partitions']):,} cases ({lanes:,} case x PE lanes) in "
               f"{len(m['partitions'])} partition(s) -> {args.out}")
         return 0
+    if args.format in ("text", "json", "ucis"):
+        raise CommandError(f"--format {args.format} is a --coverage format; export writes testfloat or hex", 2)
     if not args.dataset or not args.format or not args.op or not args.dtype:
         raise CommandError("export needs DATASET --format testfloat --op OP --dtype DTYPE", 2)
     name = function_name(args.op.upper(), args.dtype.upper() if len(args.dtype) <= 4 else args.dtype, args.dst)

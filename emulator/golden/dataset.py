@@ -19,7 +19,7 @@ import json
 import os
 import pathlib
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 
 import jsonschema
@@ -29,27 +29,26 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from isa import encoding, fields as F, instructions as I
-from isa import jsontext
+from isa import jsontext, legality
 from isa.atomicio import atomic_open, atomic_path, quote, shown, why
 from isa.datatypes import datatype
-from isa.errors import DecodeError, EncodeError
+from isa.errors import DecodeError, EncodeError, IllegalBlockException
 from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES, Profile, profile as numeric_profile
 
 from ..config import MachineConfig
+from . import closure
 from . import coverage as C
 from .cases import build_group, execute, stream_of
-from .rows import SCHEMA, group_table, pe_mask_of
+from .rows import SCHEMA, group_table, pe_mask_of, tiles_of
 from .space import space
 
 FORMAT = "tile-emu golden dataset"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2          # 2: coverage closure (allocation, per_class, holes, the boundary classes)
 CHUNK_CASES = 1 << 16
 GROUP_CASES = 4096
 MANIFEST = "manifest.json"
 PARAMS = "generation.json"
 RMODE_NAMES = tuple(F.RMODES.values())
-# Class shares of each chunk: value classes carry most cases; every applicable class gets >= 1.
-KIND_SHARE = {"value": 0.75, "shape": 0.20, "illegal": 0.05}
 # Bounds (docs/golden-format.md, "Limits"): checked before any work, on the command line and
 # on every manifest read, so neither a typo nor a hostile manifest plans an unbounded run.
 MAX_CASES = 1 << 32            # cases per partition
@@ -92,12 +91,15 @@ _NAMES = {"type": "array", "items": {"type": "string", "maxLength": 64}, "maxIte
 # generation.json and the manifest's `generator`: every Params field, nothing else.
 GENERATOR_SCHEMA = {
     "type": "object", "additionalProperties": False,
-    "required": ["ops", "dtypes", "cases", "seed", "dst_dtypes", "rmodes", "sat", "profile", "chunk_cases"],
+    "required": ["ops", "dtypes", "cases", "per_class", "seed", "dst_dtypes", "rmodes", "sat", "profile",
+                 "chunk_cases"],
     "properties": {
         "ops": {**_NAMES, "minItems": 1}, "dtypes": {**_NAMES, "minItems": 1}, "dst_dtypes": _NAMES,
         "rmodes": {**_NAMES, "minItems": 1},
         "sat": {"type": "array", "items": {"enum": [0, 1]}, "minItems": 1, "maxItems": 2},
-        "cases": {"type": "integer", "minimum": 1, "maximum": MAX_CASES},
+        # exactly one of the two: cases per partition, or cases per coverage point
+        "cases": {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_CASES},
+        "per_class": {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_CASES},
         "seed": {"type": "integer", "minimum": SEED_RANGE[0], "exclusiveMaximum": SEED_RANGE[1]},
         "profile": {"type": "string", "maxLength": 64},
         "chunk_cases": {"type": "integer", "minimum": 1, "maximum": CHUNK_CASES},
@@ -116,11 +118,13 @@ MANIFEST_SCHEMA = {
         "generator": GENERATOR_SCHEMA,
         "partitions": {"type": "array", "maxItems": MAX_FILES, "items": {
             "type": "object", "additionalProperties": False,
-            "required": ["op", "dtype", "not_applicable", "files"],
+            "required": ["op", "dtype", "not_applicable", "holes", "files"],
             "properties": {
                 "op": {"type": "string"}, "dtype": {"type": "string"}, "dst": {"type": "string"},
                 "rmode": {"type": "string"}, "sat": {"type": "boolean"},
                 "not_applicable": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+                # applicable classes and cross cells without a case (closure.holes)
+                "holes": {"type": "array", "items": {"type": "string", "maxLength": 200}, "uniqueItems": True},
                 # the records: _check_record (jsonschema's ~25 us a node would spend about a
                 # minute on a manifest of MAX_FILES records of some 45 nodes each)
                 "files": {"type": "array", "maxItems": MAX_FILES},
@@ -129,9 +133,16 @@ MANIFEST_SCHEMA = {
 }
 
 
+# JSON Schema's "integer" holds 20.0 too; a dataset's counts, sizes and keys are integer literals
+# (a float would reach range() and the folder names), as its format_version is (not true)
+_VALIDATOR = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=(
+    jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", lambda _, v: type(v) is int)))
+
+
 def _validate(doc, schema: dict, where: str) -> None:
-    """GoldenError naming the first place `doc` breaks `schema` (one line, the value cut short)."""
-    err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+    """GoldenError naming the first place `doc` breaks `schema` (one line, the value cut short);
+    an "integer" is an integer literal (type int: not 20.0, not true)."""
+    err = jsonschema.exceptions.best_match(_VALIDATOR(schema).iter_errors(doc))
     if err is None:
         return
     at = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path).lstrip(".")
@@ -142,13 +153,14 @@ def _validate(doc, schema: dict, where: str) -> None:
 class Params:
     ops: tuple[str, ...]
     dtypes: tuple[str, ...]
-    cases: int
+    cases: int | None             # per partition; None with per_class
     seed: int
     dst_dtypes: tuple[str, ...] = ()
     rmodes: tuple[str, ...] = RMODE_NAMES
     sat: tuple[int, ...] = (0, 1)
     profile: str = DEFAULT_PROFILE
     chunk_cases: int = CHUNK_CASES
+    per_class: int | None = None  # cases per coverage point instead of a total (closure.py)
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -227,33 +239,58 @@ def _dtype(name: str) -> str:
 @dataclass(frozen=True)
 class ChunkPlan:
     """(partition, chunk index, cases in the chunk) of every file, produced lazily: the plan of
-    a large run is never built as a list (docs/golden-format.md, "Limits")."""
+    a large run is never built as a list (docs/golden-format.md, "Limits").  `sizes`: each
+    partition's cases where they differ (`--per-class`), else None and `cases` each."""
     parts: tuple[Partition, ...]
-    cases: int
+    cases: int | None
     chunk_cases: int
+    sizes: tuple[int, ...] | None = None
 
     @property
     def per_partition(self) -> int:
         return -(-self.cases // self.chunk_cases)
 
+    def cases_of(self, i: int) -> int:
+        return self.cases if self.sizes is None else self.sizes[i]
+
+    def file_rows(self, i: int) -> list[int]:
+        """The row count of each data file of partition i."""
+        n = self.cases_of(i)
+        return [min(self.chunk_cases, n - k * self.chunk_cases) for k in range(-(-n // self.chunk_cases))]
+
     def __len__(self) -> int:
-        return len(self.parts) * self.per_partition
+        if self.sizes is None:
+            return len(self.parts) * self.per_partition
+        return sum(-(-n // self.chunk_cases) for n in self.sizes)
 
     def __iter__(self):
-        for part in self.parts:
-            for k in range(self.per_partition):
-                yield part, k, min(self.chunk_cases, self.cases - k * self.chunk_cases)
+        for i, part in enumerate(self.parts):
+            for k, n in enumerate(self.file_rows(i)):
+                yield part, k, n
 
 
 def chunks(p: Params) -> ChunkPlan:
     """Every file of the dataset, after checking the run is within MAX_CASES and MAX_FILES."""
-    if not 1 <= p.cases <= MAX_CASES:
+    if (p.cases is None) == (p.per_class is None):
+        raise GoldenError("--cases and --per-class exclude each other; give one")
+    if p.per_class is not None and not 1 <= p.per_class <= MAX_CASES:
+        raise GoldenError(f"--per-class {p.per_class}: from 1 to {MAX_CASES:,} (2^32)")
+    if p.cases is not None and not 1 <= p.cases <= MAX_CASES:
         raise GoldenError(f"--cases {p.cases}: from 1 to {MAX_CASES:,} (2^32) cases per partition")
     if not 1 <= p.chunk_cases <= CHUNK_CASES:
         raise GoldenError(f"chunk_cases {p.chunk_cases}: from 1 to {CHUNK_CASES:,}")
-    plan = ChunkPlan(tuple(partitions(p)), p.cases, p.chunk_cases)
+    parts = tuple(partitions(p))
+    sizes = None
+    if p.per_class is not None:
+        sizes = tuple(p.per_class * len(points_for(part)) for part in parts)
+        for part, n in zip(parts, sizes):
+            if n > MAX_CASES:
+                raise GoldenError(f"--per-class {p.per_class}: {part.path} has {len(points_for(part))} coverage "
+                                  f"points, {n:,} cases; a partition holds at most {MAX_CASES:,} (2^32)")
+    plan = ChunkPlan(parts, p.cases, p.chunk_cases, sizes)
     if len(plan) > MAX_FILES:
-        raise GoldenError(f"{len(plan.parts):,} partition(s) x {p.cases:,} cases need {len(plan):,} data files of at "
+        what = f"{p.cases:,} cases" if p.cases is not None else f"--per-class {p.per_class:,}"
+        raise GoldenError(f"{len(plan.parts):,} partition(s) x {what} need {len(plan):,} data files of at "
                           f"most {p.chunk_cases:,} cases; a dataset holds at most {MAX_FILES:,} files")
     return plan
 
@@ -261,22 +298,6 @@ def chunks(p: Params) -> ChunkPlan:
 def _rng(seed: int, part: Partition, chunk: int) -> np.random.Generator:
     key = int.from_bytes(hashlib.sha256(part.path.encode()).digest()[:8], "little")
     return np.random.default_rng([seed & (2**63 - 1), key, chunk])
-
-
-def _allocate(classes: list[C.CoverageClass], n: int) -> list[int]:
-    """Cases per class: KIND_SHARE split evenly within each kind, at least one each (while n
-    allows), largest remainders for the rest.  Pure arithmetic, so it is deterministic."""
-    if not classes:
-        return []
-    weights = np.array([KIND_SHARE[c.kind] / sum(1 for d in classes if d.kind == c.kind) for c in classes])
-    base = np.minimum(1, n // len(classes)) * np.ones(len(classes), np.int64)
-    rest = n - int(base.sum())
-    share = weights / weights.sum() * rest
-    counts = base + np.floor(share).astype(np.int64)
-    left = n - int(counts.sum())
-    order = np.argsort(-(share - np.floor(share)), kind="stable")
-    counts[order[:left]] += 1
-    return counts.tolist()
 
 
 # ---------------------------------------------------------------------------- one chunk
@@ -302,6 +323,21 @@ def classes_for(part: Partition) -> tuple[list[C.CoverageClass], list[str]]:
     return ok, [cls.name for cls in C.CLASSES if cls.name not in names]
 
 
+def points_for(part: Partition) -> list[closure.Point]:
+    """The partition's coverage points (closure.points of its generated classes)."""
+    return closure.points(classes_for(part)[0])
+
+
+def partition_cases(p: Params, part: Partition) -> int:
+    """Cases of a partition: --cases, or --per-class times its coverage points."""
+    return p.cases if p.per_class is None else p.per_class * len(points_for(part))
+
+
+def holes_of(p: Params, part: Partition) -> list[str]:
+    """What the partition's cases leave without a case (closure.holes; the manifest's `holes`)."""
+    return closure.holes(points_for(part), partition_cases(p, part), p.per_class is not None)
+
+
 def machine_config(p: Params) -> MachineConfig:
     """The machine every case of the dataset runs on: its numeric profile is the one
     kernels.numeric.profiles resolves for the parameters (and the manifest records)."""
@@ -310,14 +346,14 @@ def machine_config(p: Params) -> MachineConfig:
 
 def chunk_table(p: Params, part: Partition, chunk: int, n: int, backend: str = "cpu") -> pa.Table:
     ctx = part.context()
-    classes, _ = classes_for(part)
+    pts = points_for(part)
     rng = _rng(p.seed, part, chunk)
     config = machine_config(p)
     tables, first, gi = [], chunk * p.chunk_cases, 0
-    for cls, count in zip(classes, _allocate(classes, n)):
+    for pt, count in zip(pts, closure.counts(pts, first, first + n, p.per_class is not None).tolist()):
         for start in range(0, count, GROUP_CASES):
             m = min(GROUP_CASES, count - start)
-            g = build_group(cls, ctx, m, rng, config)
+            g = build_group(pt.cls, ctx, m, rng, config, pt.bin)
             tables.append(group_table(g, execute(g, backend), first, gi))
             first += m
             gi += 1
@@ -374,7 +410,8 @@ def sha256(path) -> str:
 # ---------------------------------------------------------------------------- manifest
 
 def manifest(p: Params, records: list[dict]) -> dict:
-    return manifest_of(FORMAT, FORMAT_VERSION, p, {part.path: {**part.keys(), "not_applicable": classes_for(part)[1]}
+    return manifest_of(FORMAT, FORMAT_VERSION, p, {part.path: {**part.keys(), "not_applicable": classes_for(part)[1],
+                                                               "holes": holes_of(p, part)}
                                                    for part in partitions(p)}, records)
 
 
@@ -419,7 +456,7 @@ def read_manifest(folder, fmt: str = FORMAT, version: int = FORMAT_VERSION, sche
     except (OSError, UnicodeDecodeError) as exc:
         raise GoldenError(f"{shown(path)}: cannot read the manifest ({why(exc)})") from None
     try:
-        m = jsontext.loads(text)
+        m = jsontext.loads(text, max_depth=jsontext.MAX_DEPTH)   # a manifest nests 6 levels
     except jsontext.JsonTextError as exc:
         raise GoldenError(f"{shown(path)}: not valid JSON ({exc})") from None
     if not isinstance(m, dict) or m.get("format") != fmt or type(m.get("format_version")) is not int \
@@ -498,6 +535,8 @@ class Dataset:
     partitions: tuple[Partition, ...]
     not_applicable: dict          # Partition -> tuple of class names
     files: tuple[DataFile, ...]
+    # Partition -> {(cross, cell): committed cases}, counted from the rows by open_dataset
+    crosses: dict = field(default_factory=dict)
 
     @property
     def rows(self) -> int:
@@ -534,7 +573,7 @@ def manifest_plan(m: dict, params_cls, chunks) -> tuple:
     if len(m["partitions"]) != len(plan.parts):
         raise GoldenError(f"manifest: {len(m['partitions'])} partition(s); its generator parameters give "
                           f"{len(plan.parts)}")
-    sizes = [min(plan.chunk_cases, plan.cases - k * plan.chunk_cases) for k in range(plan.per_partition)]
+    sizes = plan.file_rows(0) if plan.sizes is None else None      # (per partition otherwise: file_rows)
     return prof, params, plan, sizes
 
 
@@ -572,7 +611,7 @@ def open_dataset(folder, progress=None) -> Dataset:
     prof, params, plan, sizes = manifest_plan(m, Params, chunks)
     files, na = [], {}
     for i, (entry, part) in enumerate(zip(m["partitions"], plan.parts)):
-        keys = {k: v for k, v in entry.items() if k not in ("not_applicable", "files")}
+        keys = {k: v for k, v in entry.items() if k not in ("not_applicable", "holes", "files")}
         if keys != part.keys():
             raise GoldenError(f"manifest: partitions[{i}] has keys {shown(json.dumps(keys, sort_keys=True), 120)}; "
                               f"the generator parameters give {part.path}")
@@ -584,15 +623,45 @@ def open_dataset(folder, progress=None) -> Dataset:
                               + (f"lists {', '.join(extra[:5])}, which the class table applies"
                                  if extra else f"omits {', '.join(lacking[:5])}, which cannot occur there"))
         na[part] = tuple(inapplicable)
-        check_file_records(entry, part, sizes, lambda n: f" ({n} file(s) of the generator parameters)")
+        check_file_records(entry, part, plan.file_rows(i), lambda n: f" ({n} file(s) of the generator parameters)")
         files += [DataFile(part, k, rec) for k, rec in enumerate(entry["files"])]
     _check_folder(folder, params, {f.path for f in files})
     ds = Dataset(folder, m, prof, params, plan.parts, na, tuple(files))
     for f in files:
-        _read_checked(ds, f)
+        counts = ds.crosses.setdefault(f.partition, {})
+        for key, k in _read_checked(ds, f, with_crosses=True)[1].items():
+            counts[key] = counts.get(key, 0) + k
         if progress:
             progress(f.record["rows"])
+    for entry, part in zip(m["partitions"], plan.parts):
+        _check_holes(ds, entry, part)
     return ds
+
+
+def data_holes(ds: "Dataset", part: Partition) -> list[str]:
+    """The applicable classes without a row and the cross cells the partition's points aim at
+    without a committed case in its rows, as the manifest's `holes` orders them."""
+    pts = points_for(part)
+    rows: dict[str, int] = {}
+    for f in ds.files:
+        if f.partition == part:
+            for c, k in f.record["classes"].items():
+                rows[c] = rows.get(c, 0) + k
+    seen = ds.crosses.get(part, {})
+    return (list(dict.fromkeys(p.cls.name for p in pts if not rows.get(p.cls.name)))
+            + [f"{x}:{y}" for x, y in closure.cells(pts) if not seen.get((x, y))])
+
+
+def _check_holes(ds: "Dataset", entry: dict, part: Partition) -> None:
+    """The manifest's holes of a partition are exactly what its rows leave without a case."""
+    want = data_holes(ds, part)
+    if entry["holes"] != want:
+        extra = [h for h in entry["holes"] if h not in want]
+        lacking = [h for h in want if h not in entry["holes"]]
+        raise GoldenError(f"manifest: {part.path}: holes "
+                          + (f"lists {', '.join(extra[:5])}, which the rows cover" if extra else
+                             f"omits {', '.join(lacking[:5])}, which no row covers" if lacking else
+                             "are not in the class table's order"))
 
 
 def _check_folder(folder: pathlib.Path, params: Params, listed: set[str], read=None) -> None:
@@ -635,17 +704,18 @@ def read_params(path: pathlib.Path, cls=None) -> Params:
     try:
         if path.stat().st_size > 1 << 20:
             raise GoldenError(f"{PARAMS}: {path.stat().st_size:,} bytes; it holds at most 1 MiB")
-        return (cls or Params).from_json(jsontext.loads(path.read_text(encoding="utf-8")), PARAMS)
+        doc = jsontext.loads(path.read_text(encoding="utf-8"), max_depth=jsontext.MAX_DEPTH)
+        return (cls or Params).from_json(doc, PARAMS)
     except (OSError, UnicodeDecodeError, jsontext.JsonTextError) as exc:
         raise GoldenError(f"{PARAMS}: cannot read ({why(exc)})") from None
 
 
-def _read_checked(ds: Dataset, f: DataFile) -> pa.Table:
+def _read_checked(ds: Dataset, f: DataFile, with_crosses: bool = False):
     """One data file: its size, SHA-256, row count, schema and data size as the manifest and
-    the format say, then its rows (`_check_rows`)."""
+    the format say, then its rows (`_check_rows`); with_crosses: (table, its cross counts)."""
     t = read_file_checked(ds.folder, f.record, SCHEMA, "the golden schema (docs/golden-format.md, 'One row per case')")
-    _check_rows(ds, f, t)
-    return t
+    crosses = _check_rows(ds, f, t)
+    return (t, crosses) if with_crosses else t
 
 
 def read_file_checked(folder: pathlib.Path, rec: dict, schema: pa.Schema, schema_name: str) -> pa.Table:
@@ -756,12 +826,54 @@ def _first_null(arr, path: str) -> str | None:
     return None
 
 
+def _check_sources(t: pa.Table, where: str, case, uniques: pa.Array, index: np.ndarray) -> None:
+    """A committed case's block resolves (isa.legality: the stateless rules) and its inputs hold
+    the tile each source binding names on each selected PE -- what the replay's first checks
+    (legality.resolve, then preflight's SOURCE_MISSING) ask of the stored state before anything
+    runs.  So every consumer that reads a committed case's sources (the TestFloat and hex
+    exports, the oracle) finds them, and refuses with verify what the replay would reject.
+    `uniques[u]` is distinct stream u (decoded already: it decodes), `index` each row's u."""
+    committed = (t.column("outcome").to_numpy(zero_copy_only=False) == "commit")
+    if not committed.any():
+        return
+    need, slot = [np.zeros(0, np.int64)] * len(uniques), [np.zeros(0, np.int64)] * len(uniques)
+    for u in np.unique(index[committed]).tolist():
+        try:
+            rb = legality.resolve(encoding.decode(uniques[u].as_py())[0])
+        except IllegalBlockException as exc:
+            raise GoldenError(f"{where}: case {case(committed & (index == u))}: outcome commit, but the block is "
+                              f"illegal ({shown(str(exc), 160)})") from None
+        pairs = [(i, pe, b.tile) for i, b in enumerate(rb.sources) for pe in rb.pes]
+        need[u] = np.array([(pe << 32) | tile for _, pe, tile in pairs], np.int64)
+        slot[u] = np.array([i for i, _, _ in pairs], np.int64)
+    # every (row, pe, tile) a committed row's block reads against every (row, pe, tile) it holds
+    rows = np.flatnonzero(committed)
+    lens = np.array([len(x) for x in need], np.int64)
+    sizes = lens[index[rows]]
+    at = np.repeat((np.cumsum(lens) - lens)[index[rows]], sizes) \
+        + np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    flat_need, flat_slot = np.concatenate(need)[at], np.concatenate(slot)[at]
+    want_row = np.repeat(rows, sizes)
+    want = (want_row << 40) | flat_need
+    counts, fields = tiles_of(t.column("inputs"))
+    held = (np.repeat(np.arange(len(t), dtype=np.int64), counts) << 40) \
+        | (fields["pe"].to_numpy().astype(np.int64) << 32) | fields["tile"].to_numpy().astype(np.int64)
+    missing = np.flatnonzero(~np.isin(want, held))
+    if missing.size:
+        j = int(missing[0])
+        key = int(flat_need[j])
+        raise GoldenError(f"{where}: case {case(np.arange(len(t)) == want_row[j])}: outcome commit, but inputs "
+                          f"lack tile {key & 0xFFFFFFFF} on PE{key >> 32}, which the block reads "
+                          f"(B.IOT[{int(flat_slot[j])}])")
+
+
 def _check_rows(ds: Dataset, f: DataFile, t: pa.Table) -> None:
     """Every stored field of the rows that needs no replay (docs/golden-format.md, "What verify
     checks"): no nulls; case numbers the chunk's, contiguous; each stream one block of the
     partition's op, DataType (and TCVT destination, RMode, Sat); asm its canonical text;
     pe_mask its destination binding's; the class counts the manifest's; each class one the
-    partition can have, an illegal class rejected with its reason code, a legal one committed."""
+    partition can have, an illegal class rejected with its reason code, a legal one committed;
+    a committed case's inputs holding what its block reads (`_check_sources`)."""
     where, part, n = shown(f.path), f.partition, len(t)
     cases = check_cases(t, where, f.chunk * ds.params.chunk_cases)
 
@@ -772,6 +884,7 @@ def _check_rows(ds: Dataset, f: DataFile, t: pa.Table) -> None:
     if len(uniques) > n:
         raise GoldenError(f"{where}: more distinct streams than rows")
     asm, masks = [], np.zeros(len(uniques), np.uint8)
+    pads, aliased = np.full(len(uniques), -1, np.int8), np.zeros(len(uniques), bool)
     for u, (rows, blocks) in enumerate(decoded_streams(uniques, index, where, case)):
         if len(blocks) != 1:
             raise GoldenError(f"{where}: case {case(rows)}: the stream holds {len(blocks)} blocks; a case holds one")
@@ -781,12 +894,17 @@ def _check_rows(ds: Dataset, f: DataFile, t: pa.Table) -> None:
                               f"{' '.join(f'{k}={v}' for k, v in keys.items())}; the partition is {part.path}")
         asm.append(stream_of(blocks[0])[1])
         masks[u] = pe_mask_of(blocks[0])
+        b = blocks[0]
+        if b.datr is not None and b.datr.PadValueOrByteId is not None:
+            pads[u] = b.datr.PadValueOrByteId
+        aliased[u] = bool(b.iot) and b.iot[-1].tile in [x.tile for x in b.iot[:-1]]
     bad = pc.not_equal(t.column("asm").combine_chunks(), pa.array(asm, pa.string()).take(pa.array(index)))
     if pc.any(bad).as_py():
         raise GoldenError(f"{where}: case {case(bad)}: asm is not the stream's canonical text")
     bad = t.column("pe_mask").to_numpy() != masks[index]
     if bad.any():
         raise GoldenError(f"{where}: case {case(bad)}: pe_mask is not the destination binding's PE_MASK")
+    _check_sources(t, where, case, uniques, index)
     counts = class_counts(t, where, f.record)
     applicable = {c.name: c for c in classes_for(part)[0]}
     cls_col, outcome, reason = (t.column(k).combine_chunks() for k in ("class", "outcome", "reason"))
@@ -803,6 +921,40 @@ def _check_rows(ds: Dataset, f: DataFile, t: pa.Table) -> None:
         if pc.any(bad).as_py():
             raise GoldenError(f"{where}: case {case(bad)}: class {name} expects "
                               + (f"reject with {cls.reason}" if cls.kind == "illegal" else "commit"))
+    return row_crosses(t, pads[index], aliased[index])
+
+
+_PATTERNS = np.array([C.PATTERN_OF.get(m, "") for m in range(16)], object)
+
+
+def row_crosses(t: pa.Table, pad: np.ndarray, aliased: np.ndarray) -> dict:
+    """{(cross, cell): committed cases} of rows t (coverage.CROSSES, and pad_x_dtype): from each
+    row's pe_mask, its block's PadValue (`pad`, -1 omitted) and aliasing (`aliased`, per row),
+    and the geometry and DataType of its first output tile -- the stored data, not the class."""
+    outs = t.column("outputs").combine_chunks()
+    has = pc.list_value_length(outs).to_numpy(zero_copy_only=False) > 0
+    committed = (t.column("outcome").to_numpy(zero_copy_only=False) == "commit") & has
+    out: dict = {}
+    if not committed.any():
+        return out
+    first = outs.offsets.to_numpy()[:-1][committed]
+    tiles = outs.flatten().take(pa.array(first))
+    get = {k: tiles.field(k).to_numpy(zero_copy_only=False) for k in ("Row", "Col", "ValidRow", "ValidCol", "dtype", "kind")}
+    row_pad, col_pad = get["Row"] > get["ValidRow"], get["Col"] > get["ValidCol"]
+    geom = np.where(row_pad & col_pad, "row_col", np.where(row_pad, "row", np.where(col_pad, "col", "")))
+    pattern = _PATTERNS[t.column("pe_mask").to_numpy()[committed]]
+    dtype = np.where(get["kind"] == "predicate", "predicate", get["dtype"])
+    pad, aliased = pad[committed], aliased[committed]
+    padded = (pad >= 0) & (geom != "")
+    codes = np.array([C.PAD_CODES.get(int(c), "") for c in range(-1, 4)], object)[pad + 1]
+    for cross, a, b, sel in (("pe_mask_x_pad", pattern, codes, padded), ("geometry_x_pad", geom, codes, padded),
+                             ("pad_x_dtype", codes, dtype, padded),
+                             ("pe_mask_x_alias", pattern, np.full(len(pad), "dest_aliases_source", object), aliased)):
+        if sel.any():
+            keys, k = np.unique(np.char.add(np.char.add(a[sel].astype(str), "/"), b[sel].astype(str)), return_counts=True)
+            for key, c in zip(keys.tolist(), k.tolist()):
+                out[(cross, key)] = out.get((cross, key), 0) + c
+    return out
 
 
 def _block_keys(block) -> dict:
@@ -828,9 +980,10 @@ def _block_keys(block) -> dict:
 
 # ---------------------------------------------------------------------------- the output folder
 
-def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool, read=None) -> None:
+def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool, read=None, manifest=None) -> None:
     """--out must be empty (or hold this same generation, with --resume; generation.json read
-    by `read`, default read_params)."""
+    by `read`, default read_params, and a finished run's manifest by `manifest`, default
+    read_manifest: the stream goldens pass their own readers)."""
     try:
         if folder.exists() and not folder.is_dir():
             raise GoldenError(f"--out {shown(folder)} is not a folder")
@@ -850,7 +1003,7 @@ def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool, read=Non
             raise GoldenError(f"--resume: {shown(folder)} was generated with other parameters "
                               f"({PARAMS}); resume with the same command")
         if (folder / MANIFEST).exists():   # a finished run of another profile version is not relabelled
-            dataset_profile(read_manifest(folder)["profile"])
+            dataset_profile((manifest or read_manifest)(folder)["profile"])
         _remove_temporaries(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -76,6 +76,10 @@ FMAP_TILE = 28               # TIMG2COL's feature map
 RESERVED_TILE = 29           # an illegal stream's planted block reads it (and only that block)
 ABSENT_TILE = 30             # never written: SOURCE_MISSING
 BAD_FMAP_TILE = 31           # DESCRIPTOR_INVALID: a feature map with too many channels
+# The window sources: the only tiles of a stream not of its shape class's valid shape (each has
+# its own, from its instruction's window or feature-map geometry); every other tile, initial or
+# written, has the shape class's.
+WINDOW_SOURCES = frozenset((XSRC_TILE, INS_TILE, FMAP_TILE, BAD_FMAP_TILE))
 # GPR pairs (posM, posK) written by the initial state, one pair per window source
 REGS = {I.EXTRACT: (1, 2), I.INSERT: (3, 4), I.IMG2COL: (5, 6)}
 BEYOND_REGS = (7, 8)         # OFFSET_RANGE: one column past the edge

@@ -11,6 +11,7 @@ checks of it (docs/golden-format.md, "Stream goldens").
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import pathlib
 from dataclasses import asdict, dataclass
@@ -19,8 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from isa import fields as F
+from isa import fields as F, jsontext, legality
 from isa.atomicio import quote, shown
+from isa.errors import IllegalBlockException
 from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES, Profile, profile as numeric_profile
 
 from .. import commitlog as CL
@@ -502,8 +504,8 @@ def parse_layout(text: str) -> Layout:
     """The Layout of a `layout` text; ValueError (one line) when it is malformed: not JSON, not
     of LAYOUT_SCHEMA, a descriptor no tile can have, or sizes that are not its descriptor's."""
     try:
-        v = json.loads(text)
-    except ValueError as exc:
+        v = jsontext.loads(text, max_depth=jsontext.MAX_DEPTH)     # a layout nests 4 levels
+    except jsontext.JsonTextError as exc:
         raise ValueError(f"layout is not JSON ({exc})") from None
     try:
         D._validate(v, LAYOUT_SCHEMA, "layout")
@@ -669,7 +671,6 @@ def manifest(p: StreamParams, records: list[dict]) -> dict:
 
 def is_stream_dataset(folder) -> bool:
     """Whether `folder`'s manifest (or generation.json) names a stream dataset (cheap: no checks)."""
-    import json
     for name in (D.MANIFEST, D.PARAMS):
         path = pathlib.Path(folder) / name
         try:
@@ -682,8 +683,8 @@ def is_stream_dataset(folder) -> bool:
         if name == D.MANIFEST:
             return FORMAT.encode() in head
         try:
-            return json.loads(head).get("streams") is True
-        except (ValueError, AttributeError):
+            return jsontext.loads(head, max_depth=jsontext.MAX_DEPTH).get("streams") is True
+        except (jsontext.JsonTextError, AttributeError):
             return False
     return False
 
@@ -732,8 +733,8 @@ def _stated_version(folder) -> int | None:
     try:
         if path.stat().st_size > D.MAX_MANIFEST_BYTES:
             return None
-        m = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        m = jsontext.loads(path.read_text(encoding="utf-8"), max_depth=jsontext.MAX_DEPTH)
+    except (OSError, ValueError):      # UnicodeDecodeError and JsonTextError are ValueErrors
         return None
     v = m.get("format_version") if isinstance(m, dict) and m.get("format") == FORMAT else None
     return v if type(v) is int else None
@@ -783,12 +784,13 @@ def _check_rows(ds: StreamDataset, part: StreamPartition, chunk: int, rec: dict,
     if (blocks_col != part.blocks).any():
         raise GoldenError(f"{where}: case {case(blocks_col != part.blocks)}: blocks is not the partition's {part.blocks}")
     uniques, index = D.distinct_streams(t)
-    asm = []
+    asm, decoded = [], []
     for rows, blocks in D.decoded_streams(uniques, index, where, case):
         if len(blocks) != part.blocks:
             raise GoldenError(f"{where}: case {case(rows)}: the stream holds {len(blocks)} blocks; the partition's "
                               f"streams hold {part.blocks}")
         asm.append(S.stream_text(blocks)[1])
+        decoded.append(blocks)
     bad = pc.not_equal(t.column("asm").combine_chunks(), pa.array(asm, pa.string()).take(pa.array(index)))
     if pc.any(bad).as_py():
         raise GoldenError(f"{where}: case {case(bad)}: asm is not the stream's canonical text")
@@ -814,16 +816,21 @@ def _check_rows(ds: StreamDataset, part: StreamPartition, chunk: int, rec: dict,
             want = f"a fault with {r} at block fault_block = executed"
         if bad.any():
             raise GoldenError(f"{where}: case {case(bad)}: class {name} expects {want}")
-    _check_layouts(t, where, case, outcome.to_numpy(zero_copy_only=False) == "fault", executed)
+    _check_layouts(t, where, case, outcome.to_numpy(zero_copy_only=False) == "fault", executed,
+                   S.SHAPE_BY_NAME[part.shape], decoded, index)
 
 
 BINARY_COLUMNS = ("gprs", "initial_payload", "initial_defined", "record_payload", "record_defined", "record_status")
 
 
-def _check_layouts(t: pa.Table, where: str, case, faulted: np.ndarray, executed: np.ndarray) -> None:
-    """Each row's layout parses, its per-stream binaries have the lengths it gives, and its
-    records are those of its outcome: commits of blocks before `executed` in (block, PE) order,
-    then, on a fault, one fault record of block `executed`."""
+def _check_layouts(t: pa.Table, where: str, case, faulted: np.ndarray, executed: np.ndarray, shape: S.Shape,
+                   streams: list, stream_index: np.ndarray) -> None:
+    """Each row's layout parses, every tile it describes has the partition's valid shape (the
+    window sources their own: `_check_shape`), its per-stream binaries have the lengths it
+    gives, its records are those of its outcome: commits of blocks before `executed` in
+    (block, PE) order, then, on a fault, one fault record of block `executed`, and each
+    committed block reads tiles that are there (`_check_sources`; `streams[u]`: the decoded
+    blocks of distinct stream u, `stream_index` each row's u)."""
     texts, index = layouts_of(t)
     lengths = {name: pc.binary_length(t.column(name).combine_chunks()).to_numpy(zero_copy_only=False)
                for name in BINARY_COLUMNS}
@@ -833,6 +840,7 @@ def _check_layouts(t: pa.Table, where: str, case, faulted: np.ndarray, executed:
             lay = parse_layout(text)
         except ValueError as exc:
             raise GoldenError(f"{where}: case {case(rows)}: {shown(str(exc), 160)}") from None
+        _check_shape(lay, shape, lambda: f"{where}: case {case(rows)}")
         for name in BINARY_COLUMNS:
             bad = rows & (lengths[name] != lay.width(name))
             if bad.any():
@@ -853,3 +861,43 @@ def _check_layouts(t: pa.Table, where: str, case, faulted: np.ndarray, executed:
             if not ok:
                 raise GoldenError(f"{where}: case {case(sel)}: layout: the records are not commits of the blocks before "
                                   f"`executed`{' then its fault' if is_fault else ''}, in (block, PE) order")
+        for u in np.unique(stream_index[rows]).tolist():
+            _check_sources(lay, streams[u], lambda: f"{where}: case {case(rows & (stream_index == u))}")
+
+
+def _check_shape(lay: Layout, shape: S.Shape, where) -> None:
+    """The partition's `shape=` key against its rows: every initial tile but the window sources
+    (S.WINDOW_SOURCES) and every committed destination has the shape class's valid shape
+    (ValidRow x ValidCol; docs/golden-format.md, 'Layout').  `where()` names the case."""
+    for part, entries in (("initial", lay.initial), ("records", lay.records)):
+        for i, e in enumerate(entries):
+            if (part == "initial" and e["tile"] in S.WINDOW_SOURCES) or e.get("record") == CL.FAULT:
+                continue
+            if (e["valid_row"], e["valid_col"]) != (shape.vrow, shape.vcol):
+                key = "valid_row" if e["valid_row"] != shape.vrow else "valid_col"
+                raise GoldenError(f"{where()}: layout.{part}[{i}].{key}: tile {e['tile']} has valid shape "
+                                  f"{e['valid_row']} x {e['valid_col']}; the partition's shape class {shape.name} is "
+                                  f"{shape.vrow} x {shape.vcol}")
+
+
+def _check_sources(lay: Layout, blocks: list, where) -> None:
+    """Each committed block of a stream (`blocks`, decoded) with layout `lay` resolves
+    (isa.legality: the stateless rules) and, on each PE its records name, finds every tile a
+    source binding names in the state before it: the initial state with the earlier blocks'
+    commits applied.  What the replay's first checks ask of the stored state, checked before any
+    consumer reads a source (the single-block open's `dataset._check_sources`, block by block).
+    `where()` names the case."""
+    held = {(p, e["tile"]) for e in lay.initial for p in e["pes"]}
+    commits = [r for r in lay.records if r["record"] == CL.COMMIT]      # in (block, PE) order (checked)
+    for b, mine in itertools.groupby(commits, key=lambda r: r["block"]):
+        mine = list(mine)
+        try:
+            rb = legality.resolve(blocks[b])
+        except IllegalBlockException as exc:
+            raise GoldenError(f"{where()}: block {b} commits, but it is illegal ({shown(str(exc), 160)})") from None
+        for r in mine:
+            for i, src in enumerate(rb.sources):
+                if (r["pe"], src.tile) not in held:
+                    raise GoldenError(f"{where()}: block {b} PE{r['pe']} commits, but its source tile {src.tile} "
+                                      f"(B.IOT[{i}]) is in neither the initial state nor an earlier block's commit")
+        held.update((r["pe"], r["tile"]) for r in mine)

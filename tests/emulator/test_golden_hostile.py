@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from emulator.cli import main
 from emulator.golden import dataset as D
 from emulator.golden.rows import SCHEMA
-from mutate import byte_edits, paths as _paths
+from mutate import byte_edits, paths as _paths, row_edit
 
 SEED = ["--seed", "5", "--quiet"]
 TADD_FP32 = "op=TADD/dtype=FP32/part-00000.parquet"
@@ -147,9 +147,9 @@ def relabel(folder, **generator) -> list[D.Partition]:
             (staged / new.path).mkdir(parents=True, exist_ok=True)
             os.replace(folder / rec["path"], staged / new.path / name)
             rec["path"] = f"{new.path}/{name}"
-        files = old["files"]
+        files, holes = old["files"], old["holes"]
         old.clear()
-        old.update({**new.keys(), "not_applicable": D.classes_for(new)[1], "files": files})
+        old.update({**new.keys(), "not_applicable": D.classes_for(new)[1], "holes": holes, "files": files})
     for d in [p for p in folder.iterdir() if p.is_dir() and p != staged]:
         shutil.rmtree(d)
     for d in staged.iterdir():
@@ -280,8 +280,9 @@ def _swap_files(p, q):
     (lambda m: m["partitions"][0]["files"][0].update(bytes=m["partitions"][0]["files"][0]["bytes"] + 1),
      "bytes, the manifest says"),
     (lambda m: m["generator"].update(cases=81), "the generator parameters give 81 rows, the manifest says 80"),
-    (lambda m: m.update(format_version=True), "not a tile-emu golden dataset version 1 manifest"),
-    (lambda m: m.update(format_version=1.0), "not a tile-emu golden dataset version 1 manifest"),
+    (lambda m: m.update(format_version=True), f"not a tile-emu golden dataset version {D.FORMAT_VERSION} manifest"),
+    (lambda m: m.update(format_version=float(D.FORMAT_VERSION)),
+     f"not a tile-emu golden dataset version {D.FORMAT_VERSION} manifest"),
     (lambda m: m["partitions"].reverse(), "manifest: partitions[0] has keys"),
     (lambda m: _swap_files(*m["partitions"]),
      "manifest: op=TADD/dtype=FP32: files lack 'op=TADD/dtype=FP32/part-00000.parquet'"),
@@ -639,14 +640,7 @@ def _fuzz_data_file(small, capsys, data):
                 for _ in range(data.draw(st.integers(1, 3))):
                     _set_value(rows, data)
             elif kind == "rows":
-                i = data.draw(st.integers(0, len(rows) - 1))
-                action = data.draw(st.sampled_from(["drop", "dup", "swap"]))
-                if action == "drop":
-                    rows.pop(i)
-                elif action == "dup":
-                    rows.insert(i, dict(rows[i]))
-                else:
-                    rows[i], rows[-1] = rows[-1], rows[i]
+                row_edit(rows, data)
             else:
                 i = data.draw(st.integers(0, len(SCHEMA) - 1))
                 typ = data.draw(st.sampled_from([pa.int64(), pa.string(), pa.uint8(), pa.binary()]))
