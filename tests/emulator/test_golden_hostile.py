@@ -195,6 +195,21 @@ def test_a_listed_file_that_is_missing_is_named(tadd, tmp_path, capsys):
     refused_everywhere(x, capsys, f"{TADD_FP32}: listed in the manifest but missing")
 
 
+@pytest.mark.parametrize("what", ["/dev/zero", "folder", "link out"])
+def test_a_listed_file_that_is_not_a_regular_file_or_links_out_of_the_dataset_is_named(tadd, tmp_path, capsys, what):
+    # the folder check every dataset reader runs (emulator.golden.dataset.check_listed; hex exports share it)
+    x = copy(tadd, tmp_path)
+    shutil.move(x / TADD_FP32, tmp_path / "outside.parquet")
+    if what == "/dev/zero":
+        (x / TADD_FP32).symlink_to("/dev/zero")
+    elif what == "folder":
+        (x / TADD_FP32).mkdir()
+    else:
+        (x / TADD_FP32).symlink_to(tmp_path / "outside.parquet")
+    words = "a link out of the dataset folder" if what == "link out" else "listed in the manifest but a"
+    refused_everywhere(x, capsys, f"{TADD_FP32}: {words}")
+
+
 def test_a_stray_temporary_file_is_named_and_resume_removes_it(tadd, tmp_path, capsys):
     x = copy(tadd, tmp_path)
     stray = x / "op=TADD/dtype=FP32/.part-00000.parquet.0123abcd.tmp"
