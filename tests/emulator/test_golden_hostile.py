@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from emulator.cli import main
 from emulator.golden import dataset as D
 from emulator.golden.rows import SCHEMA
-from mutate import byte_edits, paths as _paths
+from mutate import byte_edits, json_edits
 
 SEED = ["--seed", "5", "--quiet"]
 TADD_FP32 = "op=TADD/dtype=FP32/part-00000.parquet"
@@ -579,26 +579,7 @@ HOSTILE_JSON = st.one_of(
 
 
 def _mutate_manifest(data, m):
-    paths = list(_paths(m))[1:]
-    for _ in range(data.draw(st.integers(1, 3))):
-        path = data.draw(st.sampled_from(paths))
-        parent = m
-        try:
-            for k in path[:-1]:
-                parent = parent[k]
-            action = data.draw(st.sampled_from(["set", "delete", "copy"]))
-            if action == "delete":
-                del parent[path[-1]]
-            elif action == "copy":
-                other = m
-                for k in data.draw(st.sampled_from(paths)):
-                    other = other[k]
-                parent[path[-1]] = json.loads(json.dumps(other))
-            else:
-                parent[path[-1]] = data.draw(HOSTILE_JSON)
-        except (KeyError, IndexError, TypeError):
-            pass                                  # an earlier mutation removed the path
-    return m
+    return json_edits(m, data, HOSTILE_JSON)
 
 
 def _fuzz_manifest(small, capsys, data):
