@@ -497,10 +497,15 @@ def _manifest_text(path: pathlib.Path) -> str:
             raise GoldenError(f"{label}: cannot read the manifest ({why(exc)})") from None
 
 
+def _manifest_json(path: pathlib.Path):
+    """An export manifest parsed (JsonTextError for any malformed text, deep nesting included)."""
+    return jsontext.loads(_manifest_text(path))
+
+
 def is_export(folder, fmt: str = FORMAT) -> bool:
     """Whether `folder` holds a hex export of format `fmt` (its manifest says so)."""
     try:
-        m = jsontext.loads(_manifest_text(pathlib.Path(folder) / MANIFEST))
+        m = _manifest_json(pathlib.Path(folder) / MANIFEST)
     except (GoldenError, jsontext.JsonTextError):
         return False
     return isinstance(m, dict) and m.get("format") == fmt
@@ -512,7 +517,7 @@ def read_export_manifest(folder: pathlib.Path, fmt: str = FORMAT, version: int =
     and has the structure and types of `schema`."""
     path = pathlib.Path(folder) / MANIFEST
     try:
-        m = jsontext.loads(_manifest_text(path))
+        m = _manifest_json(path)
     except jsontext.JsonTextError as exc:
         raise GoldenError(f"{shown(path)}: not valid JSON ({exc})") from None
     if not isinstance(m, dict) or m.get("format") != fmt or type(m.get("format_version")) is not int \
