@@ -641,8 +641,9 @@ def check_listed(folder: pathlib.Path, listed: set[str], allowed: tuple[str, ...
                           + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
     if extra:
         extra.sort()
-        raise GoldenError(f"{shown(extra[0])}: in the {what} folder but not listed in the manifest"
-                          + (f" (and {len(extra) - 1} more)" if len(extra) <= MAX_UNLISTED else " (and many more)"))
+        more = "" if len(extra) == 1 else f" (and {len(extra) - 1} more)" if len(extra) <= MAX_UNLISTED else \
+            " (and many more)"
+        raise GoldenError(f"{shown(extra[0])}: in the {what} folder but not listed in the manifest{more}")
 
 
 def file_kind(mode: int) -> str:
