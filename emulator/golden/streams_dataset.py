@@ -676,9 +676,9 @@ def is_stream_dataset(folder) -> bool:
         try:
             if path.stat().st_size > 1 << 20 and name == D.PARAMS:
                 return False
-            with open(path, "rb") as f:
+            with D.open_regular(path, name) as f:       # a FIFO is not waited on
                 head = f.read(1 << 16)
-        except OSError:
+        except (OSError, D.GoldenError):
             continue
         if name == D.MANIFEST:
             return FORMAT.encode() in head
