@@ -36,6 +36,7 @@ PATHS = {
     # (test_golden_hostile: an export into its own dataset folder)
     "golden": {"dataset": "input", "coverage": "input", "out": "output"},
     "verify": {"dataset": "input"},
+    "cosim": {"out": "output"},
 }
 NOT_PATHS = {
     "vcg": {"axes", "slice", "time", "packet", "reduce", "track"},
