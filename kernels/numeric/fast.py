@@ -16,9 +16,11 @@ tininess after rounding, the overflow table, FTZ).  The scalar routines use only
 comparisons and bit casts, the subset Numba compiles for both the CPU and CUDA.
 
 The module also holds what every compiled tier shares: the format records (`Fmt`, `Dec`,
-`Params`), the loop templates and their factory (`loop`, `bind`), a tier row (`Kernel`) and its
-launcher (`launch`, for the CPU loops and the CUDA kernels alike), the serial/parallel `Twin`
-and the hand-off of marked elements (`settle_marked`).
+`Params`), the kernel registry (`REGISTRY`: a routine registers its (DataType, op) rows with the
+decorator `kernel`, the operand count read from the instruction's row), the loop templates and
+their factory (`loop`, `bind`), a tier row (`Kernel`) and its launcher (`launch`, for the CPU
+loops and the CUDA kernels alike), the serial/parallel `Twin` and the hand-off of marked
+elements (`settle_marked`).
 """
 from __future__ import annotations
 
@@ -36,16 +38,15 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
+from isa import instructions as _instructions
+
 from . import formats
 from .flags import NX, OF, UF
 from .profiles import IEEE
 from .rn import mul_rn
 
 FALLBACK = np.uint8(0xFF)          # flags value marking "recompute with the reference"
-OPS = {"TADD": 0, "TSUB": 1, "TMUL": 2}
 WIDE = ("FP32", "TF32", "HF32", "FP16", "BF16")
-FORMATS_FMA = WIDE + ("E4M3", "E5M2")
-FORMATS_EXP = ("FP32", "TF32", "HF32")
 
 # Inputs below this many elements never enter a Numba parallel region: starting and joining the
 # thread pool costs tens of microseconds on a quiet machine and milliseconds on a busy one
@@ -220,6 +221,70 @@ def params(name: str, ftz: bool) -> Params:
     return Params(fmt, dec, lut, vals)
 
 
+@dataclass(frozen=True)
+class Kernel:
+    """One compiled (op, format) path: its scalar routine and how operands reach it.
+
+    kind  'f32' / 'f64': operands and result as binary32 / binary64 values (views of the
+                          encodings); 'raw': container codes in, codes out;
+          'bits' / 'vals': a rounded routine (op, x..., fmt) on encodings decoded in the loop /
+                          binary32 values gathered from the value table (by `Params.lut`).
+    arity the instruction's operand count (its row in isa/instructions.py)
+    op    the operation code a rounded routine receives; format: the DataType whose Params a
+          rounded routine reads; rule: the profile rule it computes (profiles.py)."""
+    scalar: object
+    arity: int
+    kind: str
+    op: int = 0
+    format: str = ""
+    rule: str = IEEE
+
+    @cached_property
+    def loop(self) -> Twin:
+        """The compiled loop (`loop`), kept on the row (isa.memo rule 1): a block's fast path asks
+        on every call."""
+        return loop(self.kind, self.arity, self.scalar)
+
+
+# ---------------------------------------------------------------- the kernel registry
+
+# Every compiled kernel of every tier: tier name -> {(DataType name, op): Kernel}.  A routine
+# registers itself where it is written (`kernel`); the tier table (tiers.py) reads each compiled
+# tier's rows from here, and docs/numerics.md's table of tiers is generated from that table
+# (tiers.tier_table), so a routine is listed once and an (op, DataType) that no compiled kernel
+# serves shows there.
+REGISTRY: dict[str, dict[tuple[str, str], Kernel]] = {}
+
+
+def rows(tier: str) -> dict[tuple[str, str], Kernel]:
+    """The (DataType name, op) -> Kernel rows registered for `tier` (the registry's own dict)."""
+    return REGISTRY.setdefault(tier, {})
+
+
+def kernel(tier: str, dtypes, ops, kind: str = "rounded", rule: str = IEEE):
+    """Register the decorated scalar routine as tier `tier`'s kernel of every (format, op).
+
+    dtypes: a DataType name or several; ops: an instruction mnemonic, or {mnemonic: op code}
+    for a routine serving several (the code is its `op` argument); kind: 'f32', 'f64' or 'raw'
+    (`Kernel`), or 'rounded' for a rounded routine (op, x..., fmt), which reads gathered values
+    or decoded encodings as the format's Params say; rule: the profile rule it computes.  The
+    operand count is the instruction's (isa/instructions.py), never stated here."""
+    names = (dtypes,) if isinstance(dtypes, str) else tuple(dtypes)
+    codes = {ops: 0} if isinstance(ops, str) else dict(ops)
+
+    def register(scalar):
+        table = rows(tier)
+        for name in names:
+            for op, code in codes.items():
+                if (name, op) in table:
+                    raise ValueError(f"tier {tier}: {op} on {name} is registered twice")
+                k = kind if kind != "rounded" else "vals" if gathers(name) else "bits"
+                table[(name, op)] = Kernel(scalar, _instructions.lookup(op).arity, k, code,
+                                           name if kind == "rounded" else "", rule)
+        return scalar
+    return register
+
+
 # Every scalar routine is compiled with error_model="numpy" (IEEE results for x/0, no exception):
 # inlined into a loop it takes the loop's model anyway, but the CUDA simulator calls the routines
 # on their own from Python, where Numba's default model raised ZeroDivisionError for x/0.
@@ -315,12 +380,14 @@ def _two_sum_dir(a, b):
 
 
 # The rounded routines below, fastdiv's and fastfn's all take (op, operands..., fmt): `op` is
-# the operation code of a routine that serves several (fast.OPS, fastdiv.UNARY), ignored by
-# the others, so one loop template serves every routine of an arity (`loop`).
+# the operation code of a routine that serves several (its registration's {op: code}), ignored
+# by the others, so one loop template serves every routine of an arity (`loop`).
 
+@kernel("fast", WIDE, {"TADD": 0, "TSUB": 1, "TMUL": 2})
 @nb.njit(inline="always", error_model="numpy")
 def binary(op, x, y, fmt):
-    """(code, flags) of x op y (OPS: add, sub, mul), or flags FALLBACK for a non-finite operand."""
+    """(code, flags) of x op y (op 0 add, 1 sub, 2 mul), or flags FALLBACK for a non-finite
+    operand."""
     if not (math.isfinite(x) and math.isfinite(y)):
         return np.uint64(0), np.uint8(0xFF)
     if op == 1:
@@ -332,6 +399,7 @@ def binary(op, x, y, fmt):
     return round_rne(s, d, fmt)
 
 
+@kernel("fast", WIDE + ("E4M3", "E5M2"), "TFMA")
 @nb.njit(inline="always", error_model="numpy")
 def fma(op, x, y, z, fmt):
     if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
@@ -449,6 +517,7 @@ def exp_round(tk, p, k, fmt):
     return code, np.uint8(0xFF) if near else f
 
 
+@kernel("fast", ("FP32", "TF32", "HF32"), "TEXP")
 @nb.njit(inline="always", error_model="numpy")
 def exp(op, x, fmt):
     """(code, flags) of exp(x): binary64 exp with relative error < 2^-51 (table 2^(j/64), degree-6
@@ -553,35 +622,6 @@ def loop(kind: str, arity: int, scalar) -> Twin:
     return hit
 
 
-@dataclass(frozen=True)
-class Kernel:
-    """One compiled (op, format) path: its scalar routine and how operands reach it.
-
-    kind  'f32' / 'f64': operands and result as binary32 / binary64 values (views of the
-                          encodings); 'raw': container codes in, codes out;
-          'bits' / 'vals': a rounded routine (op, x..., fmt) on encodings decoded in the loop /
-                          binary32 values gathered from the value table (by `Params.lut`).
-    op    the operation code a rounded routine receives; format: the DataType whose Params a
-          rounded routine reads; rule: the profile rule it computes (profiles.py)."""
-    scalar: object
-    arity: int
-    kind: str
-    op: int = 0
-    format: str = ""
-    rule: str = IEEE
-
-    @cached_property
-    def loop(self) -> Twin:
-        """The compiled loop (`loop`), kept on the row (isa.memo rule 1): a block's fast path asks
-        on every call."""
-        return loop(self.kind, self.arity, self.scalar)
-
-
-def rounded(scalar, arity: int, name: str, op: int = 0) -> Kernel:
-    """A rounded routine's Kernel for format `name`: 'vals' where the format gathers its values."""
-    return Kernel(scalar, arity, "vals" if gathers(name) else "bits", op, name)
-
-
 _VIEW = {"f32": np.float32, "f64": np.float64}
 
 
@@ -628,14 +668,3 @@ def settle_marked(bits, flags, operands, compute):
 def by_reference(reference, name, prof):
     """`settle_marked`'s compute for the last tier: the NumPy reference of the operation."""
     return lambda ops: reference(name, *ops, prof=prof)
-
-
-# (DataType name, op) -> Kernel: what this module computes (the tier table, tiers.py, reads it)
-KERNELS = {}
-for _name in WIDE:
-    for _op, _code in OPS.items():
-        KERNELS[(_name, _op)] = rounded(binary, 2, _name, _code)
-for _name in FORMATS_FMA:
-    KERNELS[(_name, "TFMA")] = rounded(fma, 3, _name)
-for _name in FORMATS_EXP:
-    KERNELS[(_name, "TEXP")] = rounded(exp, 1, _name)

@@ -106,7 +106,6 @@ from .flags import NX
 from .rn import add_rn, fma_rn, mul_rn, two_sum
 
 FALLBACK = np.uint8(0xFF)
-OPS = ("TADD", "TSUB", "TMUL", "TFMA", "TDIV", "TRECIP", "TSQRT", "TREM")
 
 _BIG = 2.0 ** 1022               # sums: operands below it never overflow inside TwoSum
 _SPLIT_MAX = 2.0 ** 995          # products: C*x stays finite
@@ -195,6 +194,7 @@ def _nx(e):
     return np.uint8(NX) if e != 0 else np.uint8(0)
 
 
+@fast.kernel("fast64", "FP64", "TADD", "f64")
 @nb.njit(inline="always", error_model="numpy")
 def fp64_add(x, y):
     """(binary64 result, flags) of x + y for binary64 values x, y."""
@@ -205,11 +205,13 @@ def fp64_add(x, y):
     return s, _nx(e) if ok else FALLBACK
 
 
+@fast.kernel("fast64", "FP64", "TSUB", "f64")
 @nb.njit(inline="always", error_model="numpy")
 def fp64_sub(x, y):
     return fp64_add(x, -y)
 
 
+@fast.kernel("fast64", "FP64", "TMUL", "f64")
 @nb.njit(inline="always", error_model="numpy")
 def fp64_mul(x, y):
     r = mul_rn(x, y)
@@ -241,6 +243,7 @@ def err_fma(x, y, z):
     return r, r2, a2 - (r2 - g)
 
 
+@fast.kernel("fast64", "FP64", "TFMA", "f64")
 @nb.njit(inline="always", error_model="numpy")
 def fp64_fma(x, y, z):
     """(binary64 result, flags) of x*y + z: the hardware fma, NX from ErrFma's exact error."""
@@ -260,6 +263,7 @@ def _in_split_range(v):
     return (a >= _MIN_NORMAL) & (a <= _SPLIT_MAX)
 
 
+@fast.kernel("fast64", "FP64", "TDIV", "f64")
 @nb.njit(inline="always", error_model="numpy")
 def fp64_div(x, y):
     """q = x / y (the hardware's correctly rounded quotient); exact iff q*y = x, i.e. iff
@@ -274,11 +278,13 @@ def fp64_div(x, y):
     return q, (np.uint8(0) if zero else _nx((x - p) - e)) if ok | zero else FALLBACK
 
 
+@fast.kernel("fast64", "FP64", "TRECIP", "f64")
 @nb.njit(inline="always", error_model="numpy")
 def fp64_recip(y):
     return fp64_div(1.0, y)
 
 
+@fast.kernel("fast64", "FP64", "TSQRT", "f64")
 @nb.njit(inline="always", error_model="numpy")
 def fp64_sqrt(x):
     """s = sqrt(x) correctly rounded by the hardware; exact iff s*s = x (TwoProduct p + e)."""
@@ -334,6 +340,7 @@ def fmod53(x, y):
     return (-mag if x < 0 else mag), True
 
 
+@fast.kernel("fast64", "FP64", "TREM", "f64")
 @nb.njit(inline="always", error_model="numpy")
 def fp64_rem(x, y):
     """(binary64 result, flags) of floor modulo x mod y."""
@@ -483,6 +490,7 @@ def log_parts(x):
     return h, l, err / abs(h) + 2.0 ** -98
 
 
+@fast.kernel("fast64", "FP64", "TLOG", "f64")
 @nb.njit(inline="always", error_model="numpy")
 def fp64_log(x):
     """(binary64 result, flags) of log(x): settled when the per-element bound is at most
@@ -492,6 +500,7 @@ def fp64_log(x):
     return h, np.uint8(NX) if ok & (eps <= _LOG_EPS_MAX) & rounds_to_r(h, l) else FALLBACK
 
 
+@fast.kernel("fast64", "FP64", "TEXP", "f64")
 @nb.njit(inline="always", error_model="numpy")
 def fp64_exp(x):
     """(binary64 result, flags) of exp(x): settled for 2^-60 <= |x| <= 709 and x >= -708 when
@@ -532,6 +541,7 @@ def rounds_to_r(r, e):
     return w < lim - _RSQRT_MARGIN
 
 
+@fast.kernel("fast64", "FP64", "TRSQRT", "f64")
 @nb.njit(inline="always", error_model="numpy")
 def fp64_rsqrt(x):
     """(binary64 result, flags) of 1/sqrt(x)."""
@@ -548,15 +558,6 @@ def fp64_rsqrt(x):
     res = r * _pow2(-k)                                               # exact: normal result
     exact = m == 1.0
     return res, (np.uint8(0) if exact else np.uint8(NX)) if ok & rounds_to_r(r, e) else FALLBACK
-
-
-SCALAR = {("FP64", "TADD"): fp64_add, ("FP64", "TSUB"): fp64_sub, ("FP64", "TMUL"): fp64_mul,
-          ("FP64", "TFMA"): fp64_fma, ("FP64", "TDIV"): fp64_div, ("FP64", "TRECIP"): fp64_recip,
-          ("FP64", "TSQRT"): fp64_sqrt, ("FP64", "TREM"): fp64_rem, ("FP64", "TRSQRT"): fp64_rsqrt,
-          ("FP64", "TEXP"): fp64_exp, ("FP64", "TLOG"): fp64_log}
-_ARITY = {"TFMA": 3, "TADD": 2, "TSUB": 2, "TMUL": 2, "TDIV": 2, "TREM": 2}
-# (DataType name, op) -> Kernel on binary64 values (views of the encodings)
-KERNELS = {key: fast.Kernel(fn, _ARITY.get(key[1], 1), "f64") for key, fn in SCALAR.items()}
 
 
 _EXP64 = np.uint64(0x7FF0000000000000)
