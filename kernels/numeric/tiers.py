@@ -124,7 +124,8 @@ def _select(op, dt, prof, arity, device):
 
 # rule -> reference function (op, name, operands, prof), for the rules besides IEEE
 RECIPES: dict[str, Callable] = {rule: recipes.reference(rule) for rule in recipes.RULES}
-_IEEE_REFERENCE = {**ops_float.OPS, **transcendental.OPS}
+# op -> the ieee reference of every floating element-wise operation
+FLOAT_REFERENCE = {**ops_float.OPS, **transcendental.OPS}
 
 
 def implemented(op: str, dt: DataType, prof: Profile) -> bool:
@@ -137,7 +138,7 @@ def implemented(op: str, dt: DataType, prof: Profile) -> bool:
 def reference(op: str):
     """The reference of floating `op`: fn(name, *operands, prof[, cmode]) -> (bits, flags),
     running the profile's rule for (op, name)."""
-    ieee = _IEEE_REFERENCE[op]
+    ieee = FLOAT_REFERENCE[op]
 
     def fn(name, *operands, prof, **kw):
         rule = prof.rule(op, name)
@@ -217,3 +218,4 @@ def run_primitive(op, name, *operands):
     ieee = _profile(IEEE)
     t = select(op, datatype(name), ieee, len(operands))
     return run(t, op, name, [np.ascontiguousarray(x) for x in operands], ieee)
+
