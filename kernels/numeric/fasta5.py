@@ -71,7 +71,6 @@ def _mul32(a, b):
 
 
 @fast.kernel("a5", "FP32", "TREM", "f32", rule=P.REM_UNFUSED)
-@nb.njit(inline="always", error_model="numpy")
 def rem32(x, y):
     """(binary32 result, flags) of TREM FP32 by rem_unfused, or flags FALLBACK."""
     ok = _finite32(x) & _finite32(y) & (y != 0)
@@ -117,7 +116,6 @@ def rtz16_sat(r):
 
 
 @fast.kernel("a5", "FP16", "TREM", "raw", rule=P.REM_VIA_FP32)
-@nb.njit(inline="always", error_model="numpy")
 def rem16(a, b):
     """(FP16 code, flags) of TREM FP16 by rem_via_fp32, or flags FALLBACK."""
     x, fx = _fp16(a)
@@ -152,7 +150,6 @@ def _fields16(h, ah):
 
 
 @fast.kernel("a5", "FP16", "TDIV", "raw", rule=P.DIV_NORMALISED)
-@nb.njit(inline="always", error_model="numpy")
 def div16(a, b):
     """(FP16 code, flags) of TDIV FP16 by div_normalised, or flags FALLBACK (a zero, infinite or
     NaN operand: the IEEE quotient, by the reference).  Every multiplication of the recipe but

@@ -70,7 +70,6 @@ _LOW27 = np.uint64((1 << 27) - 1)
 # codes.  Tier 2's routines below are tier "fastdiv": every format and op, both profiles.
 
 @fast.kernel("fastdiv-simd", "FP32", "TDIV", "f32")
-@nb.njit(inline="always", error_model="numpy")
 def fp32_div(x, y):
     """(binary32 result, flags) of x / y for binary32 values x, y."""
     xd = np.float64(x)
@@ -83,13 +82,11 @@ def fp32_div(x, y):
 
 
 @fast.kernel("fastdiv-simd", "FP32", "TRECIP", "f32")
-@nb.njit(inline="always", error_model="numpy")
 def fp32_recip(x):
     return fp32_div(np.float32(1.0), x)
 
 
 @fast.kernel("fastdiv-simd", "FP32", "TSQRT", "f32")
-@nb.njit(inline="always", error_model="numpy")
 def fp32_sqrt(x):
     xd = np.float64(x)
     r = np.float32(math.sqrt(xd))                              # sqrt(-0) = -0; NaN below: marked
@@ -99,7 +96,6 @@ def fp32_sqrt(x):
 
 
 @fast.kernel("fastdiv-simd", "BF16", "TDIV", "raw")
-@nb.njit(inline="always", error_model="numpy")
 def bf16_div(a, b):
     """(BF16 code, flags) of x / y: RN8(RN24(RN53(v))) = RN8(v) (53 >= 2*24 + 2, 24 >= 2*8 + 2),
     the last rounding by fastvec's carry trick; NX from the exact 16-bit product r*y."""
@@ -113,7 +109,6 @@ def bf16_div(a, b):
 
 
 @fast.kernel("fastdiv-simd", "FP16", "TDIV", "raw")
-@nb.njit(inline="always", error_model="numpy")
 def fp16_div(a, b):
     """As bf16_div for FP16 (24 >= 2*11 + 2), settled above FP16's normal threshold 2^-14 (never
     tiny); an overflow is NX even when the infinite code's stand-in value times y gives x."""
@@ -135,7 +130,6 @@ def _direction(v):
 
 
 @fast.kernel("fastdiv", FORMATS, "TDIV")
-@nb.njit(inline="always", error_model="numpy")
 def divide(op, x, y, fmt):
     """(code, flags) of x / y rounded to the format, or flags FALLBACK (non-finite operand,
     zero divisor)."""
@@ -157,7 +151,6 @@ def root(x, fmt):
 
 
 @fast.kernel("fastdiv", FORMATS, {"TRECIP": 0, "TSQRT": 1})
-@nb.njit(inline="always", error_model="numpy")
 def unary(op, x, fmt):
     """op 0: TRECIP (1 / x), 1: TSQRT."""
     if op == 0:

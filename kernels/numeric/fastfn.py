@@ -150,7 +150,6 @@ def log_approx(x):
 
 
 @fast.kernel("fastfn", FP32_LIKE, "TLOG")
-@nb.njit(inline="always", error_model="numpy")
 def log(op, x, fmt):
     """(code, flags) of log(x) rounded to the format, or flags FALLBACK."""
     ok = math.isfinite(x) and x > 0.0 and x != 1.0
@@ -160,7 +159,6 @@ def log(op, x, fmt):
 
 
 @fast.kernel("fastfn", FP32_LIKE, "TRSQRT")
-@nb.njit(inline="always", error_model="numpy")
 def rsqrt(op, x, fmt):
     """(code, flags) of 1/sqrt(x) rounded to the format, or flags FALLBACK."""
     ok = math.isfinite(x) and x > 0.0
@@ -199,7 +197,6 @@ def fmod24(x, y):
 
 
 @fast.kernel("fastfn", FP32_LIKE + ("BF16", "FP16"), "TREM")
-@nb.njit(inline="always", error_model="numpy")
 def rem(op, x, y, fmt):
     """(code, flags) of floor modulo x mod y rounded to the format, or flags FALLBACK."""
     ok = math.isfinite(x) and math.isfinite(y) and y != 0.0

@@ -78,7 +78,6 @@ _SMALL32 = np.float32(2.0 ** -100)
 
 
 @fast.kernel("fastvec", "FP32", "TADD", "f32")
-@nb.njit(inline="always", error_model="numpy")
 def fp32_add(a, b):
     """(binary32 result, flags) of a + b for binary32 values a, b."""
     s, e = two_sum(a, b)
@@ -87,13 +86,11 @@ def fp32_add(a, b):
 
 
 @fast.kernel("fastvec", "FP32", "TSUB", "f32")
-@nb.njit(inline="always", error_model="numpy")
 def fp32_sub(a, b):
     return fp32_add(a, -b)
 
 
 @fast.kernel("fastvec", "FP32", "TMUL", "f32")
-@nb.njit(inline="always", error_model="numpy")
 def fp32_mul(a, b):
     r = mul_rn(a, b)
     e = prod_err(a, b, r)
@@ -108,7 +105,6 @@ _GAP = np.float32(2.0 ** 29)
 
 
 @fast.kernel("fastvec", "FP32", "TFMA", "f32")
-@nb.njit(inline="always", error_model="numpy")
 def fp32_fma(a, b, c):
     r = fma_rn(a, b, c)                                            # the result: one rounding
     # a*b + (c - r) in one binary64 rounding is zero exactly when r is exact; c - r is exact in
@@ -137,7 +133,6 @@ def _rne_bf16(w):
 
 
 @fast.kernel("fastvec", "BF16", "TADD", "raw")
-@nb.njit(inline="always", error_model="numpy")
 def bf16_add(a, b):
     """(BF16 code, flags) of a + b for BF16 codes a, b."""
     x = _bf16(a)
@@ -149,13 +144,11 @@ def bf16_add(a, b):
 
 
 @fast.kernel("fastvec", "BF16", "TSUB", "raw")
-@nb.njit(inline="always", error_model="numpy")
 def bf16_sub(a, b):
     return bf16_add(a, b ^ np.uint16(0x8000))
 
 
 @fast.kernel("fastvec", "BF16", "TMUL", "raw")
-@nb.njit(inline="always", error_model="numpy")
 def bf16_mul(a, b):
     x = _bf16(a)
     y = _bf16(b)
@@ -166,7 +159,6 @@ def bf16_mul(a, b):
 
 
 @fast.kernel("fastvec", "BF16", "TFMA", "raw")
-@nb.njit(inline="always", error_model="numpy")
 def bf16_fma(a, b, c):
     x = _bf16(a)
     y = _bf16(b)
@@ -222,7 +214,6 @@ def _fp16_flags(nx, r, of):
 
 
 @fast.kernel("fastvec", "FP16", "TADD", "raw")
-@nb.njit(inline="always", error_model="numpy")
 def fp16_add(a, b):
     """s = RN24(x + y) and RN11(RN24(v)) = RN11(v) for a sum of 11-bit values (24 >= 2*11 + 2);
     near the tininess threshold such a sum is exact in binary32, so |s| decides tininess."""
@@ -235,13 +226,11 @@ def fp16_add(a, b):
 
 
 @fast.kernel("fastvec", "FP16", "TSUB", "raw")
-@nb.njit(inline="always", error_model="numpy")
 def fp16_sub(a, b):
     return fp16_add(a, b ^ np.uint16(0x8000))
 
 
 @fast.kernel("fastvec", "FP16", "TMUL", "raw")
-@nb.njit(inline="always", error_model="numpy")
 def fp16_mul(a, b):
     """x*y (22 bits, >= 2^-48) is exact in binary32: one rounding."""
     x, fx = _fp16(a)
