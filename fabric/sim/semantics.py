@@ -380,10 +380,13 @@ def canonical_nan(fmt: str) -> int:
     return formats.nan_bits(DTYPE[fmt])
 
 
-def is_nan(x, fmt: str):
+@lru_cache(maxsize=None)
+def nan_test(fmt: str):
+    """is_nan(x): which raw bits of `fmt` are NaNs (exponent all ones, trailing significand
+    nonzero), with the format's masks computed once, when a kernel is built."""
     f = float_format(fmt)
-    e, m = f.ebits, f.t
-    return (((x >> U64(m)) & mask(e)) == mask(e)) & ((x & mask(m)) != 0)
+    shift, emask, tmask = U64(f.t), mask(f.ebits), mask(f.t)
+    return lambda x: (((x >> shift) & emask) == emask) & ((x & tmask) != 0)
 
 
 def _ew(op: str, fmt: str, **kw):
@@ -395,9 +398,10 @@ def _ew(op: str, fmt: str, **kw):
 def _cmpf(predicate: str, fmt: str):
     cmode, unordered = CMPF[predicate]
     test = _ew("TCMP", fmt, cmode=cmode) if cmode else None
+    is_nan = nan_test(fmt)
 
     def f(x, y):
-        nan = is_nan(x, fmt) | is_nan(y, fmt)
+        nan = is_nan(x) | is_nan(y)
         ordered = test(x, y) if test else np.full(x.shape, U64(predicate in ("ord", "true")))
         return np.where(nan, U64(unordered), ordered)
     return f
@@ -405,7 +409,8 @@ def _cmpf(predicate: str, fmt: str):
 
 def _ieee_minmax(op: str, fmt: str):
     pick = _ew(op, fmt)
-    return lambda x, y: np.where(is_nan(x, fmt) | is_nan(y, fmt), U64(canonical_nan(fmt)), pick(x, y))
+    is_nan, nan = nan_test(fmt), U64(canonical_nan(fmt))
+    return lambda x, y: np.where(is_nan(x) | is_nan(y), nan, pick(x, y))
 
 
 def _convert(src: str, dst: str, rmode: str = "DEFAULT", sat: bool = False):
@@ -482,12 +487,13 @@ def _integral(schema: str, fmt: str):
     back = _convert("S64", DTYPE[fmt])
     sign = U64(1 << (e + m))
     big = U64(((1 << (e - 1)) - 1 + m) << m)       # the encoding of 2^m: every value above is integral
+    is_nan, nan = nan_test(fmt), U64(canonical_nan(fmt))
 
     def f(x):
         small = (x & ~sign) < big
         r = back(to_int(np.where(small, x, U64(0))))
         r = np.where(small, (r & ~sign) | (x & sign), x)
-        return np.where(is_nan(x, fmt), U64(canonical_nan(fmt)), r)
+        return np.where(is_nan(x), nan, r)
     return f
 
 

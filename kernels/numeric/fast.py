@@ -251,8 +251,8 @@ class Kernel:
 # Every compiled kernel of every tier: tier name -> {(DataType name, op): Kernel}.  A routine
 # registers itself where it is written (`kernel`); the tier table (tiers.py) reads each compiled
 # tier's rows from here, and docs/numerics.md's table of tiers is generated from that table
-# (tiers.tier_table), so a routine is listed once and an (op, DataType) that no compiled kernel
-# serves shows there.
+# (kernels/numeric/tiertable.py), so a routine is listed once and an (op, DataType) that no
+# compiled kernel serves shows there.
 REGISTRY: dict[str, dict[tuple[str, str], Kernel]] = {}
 
 
