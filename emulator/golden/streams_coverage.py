@@ -19,6 +19,7 @@ from isa import instructions as I
 from isa.datatypes import datatype
 
 from .coverage import ALIASING, CLASSES, HAZARDS, stream_aliasing, stream_hazards, streams_block_classes
+from .coverage_report import _bin
 from .streams import (DISTANCES, LEGAL, STREAM_ILLEGAL, aliasing_impossible, distance, later_impossible, room,
                       stream_class)
 from .streams_dataset import classes_for, layouts_of, open_stream_dataset, parse_layout
@@ -121,14 +122,6 @@ def stream_coverage(ds) -> dict:
 
 # ---------------------------------------------------------------------------- coverpoints and crosses
 
-def _bin(name: str, count: int, why_not: str | None = None, values=None) -> dict:
-    """A bin of the coverage model (docs/golden-format.md, "Coverage"): n/a when `why_not`."""
-    b = {"name": name, "count": int(count), "status": "n/a" if why_not else "covered" if count else "hole"}
-    if values is not None:
-        b["values"] = [str(v) for v in values]
-    return b
-
-
 def stream_items(ds, cov: dict) -> dict:
     """The coverpoints and crosses the generator aims at, over the whole dataset:
     {"coverpoints": [instruction, fault_position], "crosses": [hazard_x_instruction,
@@ -145,25 +138,24 @@ def stream_items(ds, cov: dict) -> dict:
     def excluded(op):
         return None if op in con.instructions else "outside the dataset's --ops/--dtypes"
 
-    instruction = [_bin(op.mnemonic, cov["commits"].get(op.mnemonic, 0), excluded(op)) for op in I.INSTRUCTIONS]
+    instruction = [_bin(op.mnemonic, cov["commits"].get(op.mnemonic, 0), not excluded(op)) for op in I.INSTRUCTIONS]
     hazards = []
     for kind in HAZARDS:
         for dist in DISTANCES:
             for op in I.INSTRUCTIONS:
                 hazards.append(_bin(f"{kind}/{dist}/{op.mnemonic}", cov["hazard_x_instruction"].get(
-                    (kind, dist, op.mnemonic), 0), excluded(op) or room(dist, K) or later_impossible(kind, op),
+                    (kind, dist, op.mnemonic), 0), not (excluded(op) or room(dist, K) or later_impossible(kind, op)),
                     (kind, dist, op.mnemonic)))
     aliasing = [_bin(f"{a}/{op.mnemonic}", cov["aliasing"].get((a, op.mnemonic), 0),
-                     excluded(op) or aliasing_impossible(a, op), (a, op.mnemonic))
+                     not (excluded(op) or aliasing_impossible(a, op)), (a, op.mnemonic))
                 for a in ALIASING for op in I.INSTRUCTIONS]
     illegal = ds.params.illegal_fraction > 0
-    positions = [_bin(str(i), sum(k for (r, at), k in cov["faults"].items() if at == i),
-                      None if illegal else "no illegal streams (--illegal-fraction 0)") for i in range(K)]
+    positions = [_bin(str(i), sum(k for (r, at), k in cov["faults"].items() if at == i), illegal)
+                 for i in range(K)]
     faults = []
     for r in STREAM_ILLEGAL:
         carried = illegal and not all(stream_class(r) in classes_for(s, con)[1] for s in shapes)
-        faults += [_bin(f"{r}/{i}", cov["faults"].get((r, i), 0), None if carried else "not carried", (r, i))
-                   for i in range(K)]
+        faults += [_bin(f"{r}/{i}", cov["faults"].get((r, i), 0), carried, (r, str(i))) for i in range(K)]
     return {"coverpoints": [{"name": "instruction", "bins": instruction},
                             {"name": "fault_position", "bins": positions}],
             "crosses": [{"name": "hazard_x_instruction", "axes": ["hazard", "distance", "instruction"],
