@@ -237,6 +237,8 @@ def _generate_streams(args) -> int:
                                        SD.manifest)
     print(f"{rows:,} streams of {p.blocks} blocks in {len(records)} files ({size / 1e6:.1f} MB) -> {out}"
           + (f"; {rate * p.blocks:,.0f} stream-blocks/s" if rate is not None else ""))
+    for line in SD.instruction_lines(out, p):
+        print(line, file=sys.stderr)
     return 0
 
 

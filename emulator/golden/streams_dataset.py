@@ -742,6 +742,37 @@ def write_chunk(out_dir: str, params: dict, part: dict, chunk: int, n: int, back
     return D.write_data_file(out_dir, pt.path, chunk, chunk_table(p, pt, chunk, n, backend))
 
 
+def instruction_lines(out, p: StreamParams) -> list[str]:
+    """What `golden --streams` says on stderr about the instructions: those --dtypes leaves
+    without a DataType (without --ops: no stream can carry them), and those of the constraint
+    that no written stream commits (the dataset is too small to reach them) -- read back from the
+    files' `stream` and `executed` columns, decoded."""
+    import pyarrow.parquet as pq
+    from isa import encoding
+    con = p.constraint
+    lines = []
+    left_out = [op.mnemonic for op in S.I.INSTRUCTIONS if op.mnemonic in con.ops and op not in con.instructions]
+    if left_out:
+        lines.append(f"golden: {len(left_out)} of {len(con.ops)} instructions support none of --dtypes "
+                     f"{','.join(p.dtypes)}: no stream carries them: {', '.join(left_out)}")
+    committed = set()
+    for part, chunk, _ in chunks(p):
+        t = pq.read_table(pathlib.Path(out) / part.path / D.file_name(chunk), columns=["stream", "executed"])
+        stream, executed = t.column("stream").combine_chunks(), t.column("executed").to_numpy()
+        most: dict = {}
+        for data, k in zip(stream.to_pylist(), executed.tolist()):
+            most[data] = max(most.get(data, 0), k)
+        for data, k in most.items():
+            for b in encoding.decode(data)[:k]:
+                committed.add(S.I.by_carrier(b.bstart.Mode, b.bstart.Function).mnemonic)
+    missing = [op.mnemonic for op in con.instructions if op.mnemonic not in committed]
+    if missing:
+        lines.append(f"golden: {len(missing)} of {len(con.instructions)} instructions commit in no stream of the "
+                     f"dataset (--cases {p.cases} x {len(p.shapes)} shape class(es) is too small to reach them): "
+                     + ", ".join(missing))
+    return lines
+
+
 def check_resumable(out, plan: D.ChunkPlan) -> None:
     """--resume keeps the data files it finds: each must hold this format's rows (a file an
     earlier tile-emu wrote in another stream-row format would make a dataset no reader opens).

@@ -131,6 +131,21 @@ def test_a_constraint_no_stream_can_carry_is_one_line_and_writes_nothing(tmp_pat
     assert not out.exists()
 
 
+def test_the_run_names_the_instructions_no_stream_carries_or_commits(tmp_path, capsys):
+    """Without --ops, --dtypes leaves some instructions without a DataType: one stderr line names
+    them; a dataset too small to commit every instruction of the constraint names the missing
+    ones (counted here from the decoded streams)."""
+    assert generate(tmp_path / "d", "--blocks", "2", "--cases", "2", "--dtypes", "E4M3,HiF4X2", "--seed", "5") == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    cannot = [i.mnemonic for i in INSTRUCTIONS if not {"E4M3", "HiF4X2"} & set(i.dtypes)]
+    committed = {carried(b)[0] for r in rows_of(tmp_path / "d") for b in encoding.decode(r["stream"])[: r["executed"]]}
+    missing = [i.mnemonic for i in INSTRUCTIONS if i.mnemonic not in cannot and i.mnemonic not in committed]
+    assert len(err) == 2 and missing
+    assert err[0].endswith("no stream carries them: " + ", ".join(cannot))
+    assert f"{len(missing)} of {28 - len(cannot)} instructions commit in no stream" in err[1]
+    assert err[1].endswith(": " + ", ".join(missing))
+
+
 # ---------------------------------------------------------------------------- group size
 
 def test_the_default_group_size_gives_a_program_per_16_streams(tmp_path):
@@ -278,6 +293,7 @@ def test_the_open_refuses_a_block_outside_the_constraint(tmp_path, capsys):
         path.write_text(json.dumps(doc))
     first = next(r for r in rows_of(tmp_path / "d")
                  if any(carried(b)[0] == "TSUB" for b in encoding.decode(r["stream"])))
+    capsys.readouterr()
     assert main(["verify", str(tmp_path / "d"), "--quiet"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is TSUB of DataType FP16; the dataset's streams carry only --ops TADD" in err[0]
