@@ -163,15 +163,15 @@ class Aim:
     block draws among those when the state offers one, and a group's first initial DataType is
     one such instruction's), the DataTypes no committed block carried yet (a TCVT destination
     is one of them while there are any), and per instruction the hazards (kind x distance) and
-    aliasing kinds no committed block of it showed yet (its sources and destination are chosen
-    to show one when the state offers it).  One per chunk, updated as its groups are built, so a
-    file stays a function of (seed, partition, chunk)."""
+    aliasing kinds it can show (aimed_bins) and no committed block of it showed yet (its sources
+    and destination are chosen to show one when the state offers it).  One per chunk, updated
+    as its groups are built, so a file stays a function of (seed, partition, chunk)."""
 
     def __init__(self, con: Constraint, blocks: int):
         self.commits = {op.mnemonic: 0 for op in con.instructions}
         self._uncovered = frozenset(self.commits)
         self.missing_dtypes = tuple(d.name for d in DATATYPES if d.name in con.dtypes)
-        self.shown: set = set()          # (mnemonic, hazard kind, distance) and (mnemonic, aliasing kind)
+        # mnemonic -> the bins it lacks: (hazard kind, distance) and (aliasing kind,)
         self.lacking = {op.mnemonic: {(b if isinstance(b, tuple) else (b,)) for b in aimed_bins(op, blocks)}
                         for op in con.instructions}
         self._wanting = frozenset(m for m, bins in self.lacking.items() if bins)
@@ -180,6 +180,11 @@ class Aim:
     def uncovered(self) -> frozenset:
         """The mnemonics of the instructions no block of the chunk committed yet."""
         return self._uncovered
+
+    @property
+    def wanting(self) -> frozenset:
+        """The mnemonics of the instructions that lack a hazard or aliasing kind they can show."""
+        return self._wanting
 
     def committed(self, mnemonic: str, dtypes=(), shows=()) -> None:
         """A block of instruction `mnemonic` carrying DataTypes `dtypes` committed, showing
@@ -190,31 +195,24 @@ class Aim:
         if self.missing_dtypes and any(d in self.missing_dtypes for d in dtypes):
             self.missing_dtypes = tuple(d for d in self.missing_dtypes if d not in dtypes)
         lacking = self.lacking.get(mnemonic)
-        for x in shows:
-            x = x if isinstance(x, tuple) else (x,)
-            self.shown.add((mnemonic, *x))
-            if lacking:
-                lacking.discard(x)
-        if lacking is not None and not lacking and mnemonic in self._wanting:
-            self._wanting = self._wanting - {mnemonic}
-
-    @property
-    def wanting(self) -> frozenset:
-        """The mnemonics of the instructions that lack a hazard or aliasing kind they can show."""
-        return self._wanting
+        if lacking:
+            for x in shows:
+                lacking.discard(x if isinstance(x, tuple) else (x,))
+            if not lacking:
+                self._wanting = self._wanting - {mnemonic}
 
     def lacks(self, mnemonic: str, *what) -> bool:
-        """Whether no committed block of `mnemonic` showed `what` (a hazard kind and distance, or
-        an aliasing kind)."""
-        return (mnemonic, *what) not in self.shown
+        """Whether `mnemonic` can show `what` (a hazard kind and distance, or an aliasing kind)
+        and no committed block of it has yet."""
+        return what in self.lacking.get(mnemonic, ())
 
     def snapshot(self) -> tuple:
-        return (dict(self.commits), self._uncovered, self.missing_dtypes, set(self.shown),
+        return (dict(self.commits), self._uncovered, self.missing_dtypes,
                 {m: set(b) for m, b in self.lacking.items()}, self._wanting)
 
     def restore(self, snap: tuple) -> None:
         self.commits, self._uncovered, self.missing_dtypes = dict(snap[0]), snap[1], snap[2]
-        self.shown, self.lacking, self._wanting = set(snap[3]), {m: set(b) for m, b in snap[4].items()}, snap[5]
+        self.lacking, self._wanting = {m: set(b) for m, b in snap[3].items()}, snap[4]
 
 
 # Value classes the initial tiles draw from (coverage.py's single-block value classes that need
@@ -454,12 +452,13 @@ class Options:
     instruction in table order; `draw` takes an instruction by its weight (WEIGHTS), then one of
     its options uniformly -- each instruction by its weight, shared evenly among its options --,
     among the instructions of `aim` when the state offers one."""
-    __slots__ = ("ops", "by_op", "cdf")
+    __slots__ = ("ops", "by_op", "cdf", "aimed")
 
     def __init__(self, per_op: list):
         self.ops = tuple(op for op, _ in per_op)
         self.by_op = {op.mnemonic: opts for op, opts in per_op}
         self.cdf = _cdf([WEIGHTS[op.mnemonic] for op in self.ops])
+        self.aimed: dict = {}                         # aim -> (its instructions offered, their cdf)
 
     def has(self, op: I.Instruction, dt: str, row) -> bool:
         return (dt, row) in self.by_op.get(op.mnemonic, ())
@@ -467,9 +466,12 @@ class Options:
     def draw(self, rng, aim: frozenset = frozenset()) -> tuple:
         ops, cdf = self.ops, self.cdf
         if aim:
-            mine = [op for op in ops if op.mnemonic in aim]
-            if mine and len(mine) < len(ops):
-                ops, cdf = mine, _cdf([WEIGHTS[op.mnemonic] for op in mine])
+            got = self.aimed.get(aim)
+            if got is None:
+                mine = [op for op in ops if op.mnemonic in aim]
+                got = self.aimed[aim] = (mine, _cdf([WEIGHTS[op.mnemonic] for op in mine])) \
+                    if mine and len(mine) < len(ops) else (ops, cdf)
+            ops, cdf = got
         op = ops[int(np.searchsorted(cdf, rng.random(), side="right"))]
         opts = self.by_op[op.mnemonic]
         dt, row = opts[int(rng.integers(len(opts)))] if len(opts) > 1 else opts[0]
@@ -507,6 +509,8 @@ def _candidate_pairs(have: frozenset, preds: frozenset, divisors: frozenset, win
 
 
 _COMMON_IDS = frozenset(REGULAR_IDS + (PRED_TILE,))     # the ids a block may read from the state
+# what a destination can be chosen to show (StreamBuilder._aimed_dest), as Aim.lacking holds it
+_DEST_AIMS = tuple((k, d) for k in ("WAR", "WAW") for d in DISTANCES) + (("overwritten_dest",), ("dest_is_source",))
 _WINDOW_TILES = (XSRC_TILE, INS_TILE, FMAP_TILE)         # the window sources, in REGS order
 _INTEGER_NAMES = frozenset(d.name for d in DATATYPES if d.is_int)
 
@@ -775,10 +779,11 @@ class StreamBuilder:
     def _want_raw(self, op: I.Instruction) -> str | None:
         """The read-after-write distance the chunk lacks for `op` (consecutive first), if any."""
         aim, i = self.aim, self.index
-        if aim is None or i == 0:
+        lack = aim.lacking.get(op.mnemonic) if aim is not None and i else None
+        if not lack:
             return None
         for d in DISTANCES:
-            if aim.lacks(op.mnemonic, "RAW", d) and (d == DISTANCES[0] or i >= 2):
+            if ("RAW", d) in lack and (d == DISTANCES[0] or i >= 2):
                 return d
         return None
 
@@ -787,18 +792,17 @@ class StreamBuilder:
         distant) or an aliasing kind (overwritten_dest, dest_is_source) the chunk lacks for
         `op`, when the state offers one (None: no such aim, or none offered)."""
         aim, rng, i = self.aim, self.rng, self.index
-        if aim is None or i == 0:
+        lack = aim.lacking.get(op.mnemonic) if aim is not None and i else None
+        if not lack:
             return None
-        mn = op.mnemonic
-        wants = [(k, d) for k in ("WAR", "WAW") for d in DISTANCES if aim.lacks(mn, k, d)]
-        wants += [k for k in ("overwritten_dest", "dest_is_source") if aim.lacks(mn, k)]
+        wants = [w for w in _DEST_AIMS if w in lack]
         if not wants or rng.random() >= 0.75:
             return None
         writer, readers, written_by = self.writer, self.readers, self.written_by
         for w in [wants[k] for k in rng.permutation(len(wants))]:
-            if w == "dest_is_source":
+            if w == ("dest_is_source",):
                 ok = alias_ok
-            elif w == "overwritten_dest":
+            elif w == ("overwritten_dest",):
                 ok = [t for t in used if all(written_by.get((p, t)) in (me, None) for p in pes)
                       and any(written_by.get((p, t)) == me for p in pes)]
             elif w[0] == "WAW":
