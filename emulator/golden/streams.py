@@ -11,12 +11,15 @@ though the generator built it legal -- or a planted illegal block it does not re
 planted reason on every case -- is a generator bug: `GeneratorError`, never a row.
 
 What a stream exercises (docs/golden-format.md, "Stream goldens"): read-after-write,
-write-after-read and write-after-write through tiles, a destination that is a source, both
-sources one tile, destinations that rename a tile of another descriptor, fresh destinations,
-PE_MASK subsets (so one tile id holds different tiles on different PEs), every PadValue,
-explicit and omitted fields, TEXTRACT/TINSERT/TIMG2COL offsets from GPRs the initial state
-writes, TCVT between any two DataTypes in every RMode and Sat.  An illegal stream carries one
-block of a rejection class (STREAM_ILLEGAL) at a random position; the stream stops there.
+write-after-read and write-after-write through tiles, between consecutive and distant blocks, a
+destination that is a source, both sources one tile, destinations that rename a tile of another
+descriptor or overwrite one of the same, fresh destinations, PE_MASK subsets (so one tile id
+holds different tiles on different PEs), every PadValue, explicit and omitted fields, tiles with
+Row > ValidRow and Col > ValidCol, TEXTRACT/TINSERT/TIMG2COL offsets from GPRs the initial state
+writes, TEXTRACT and TINSERT reading earlier results, TCVT between any two DataTypes in every
+RMode and Sat -- all within a Constraint (the instructions and DataTypes a DUT implements), and
+steered by the chunk's Aim toward what it has not shown yet.  An illegal stream carries one
+block of a rejection class (STREAM_ILLEGAL) at a given position; the stream stops there.
 
 `StreamRun` is the execution half (used by generation and by `verify`): it runs one block on
 the batch (`MachineBatch.step`, the commit-log hook) and returns that block's commit records
