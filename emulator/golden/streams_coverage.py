@@ -127,13 +127,19 @@ def stream_items(ds, cov: dict) -> dict:
     {"coverpoints": [instruction, fault_position], "crosses": [hazard_x_instruction,
     aliasing_x_instruction, fault_x_position]}, each bin with its count and status.  A bin is
     n/a where no stream of the dataset can have it: an instruction the dataset's constraint
-    excludes, a hazard or aliasing kind the instruction cannot show (hazard_impossible,
-    aliasing_impossible), a distance its stream length has no room for (consecutive needs 2
-    blocks, distant 3), a fault reason no shape class of the dataset carries, any fault when
-    it holds no illegal streams."""
+    excludes, a hazard or aliasing kind the instruction cannot show (later_impossible,
+    aliasing_impossible), a distance its streams have no room for (consecutive needs 2
+    executed blocks, distant 3; a dataset of illegal streams only executes at most K - 1), a
+    fault reason no shape class of the dataset carries, any fault when it holds no illegal
+    streams."""
     con = ds.params.constraint
     K = ds.params.blocks
     shapes = [p.shape for p in ds.partitions]
+    prm = ds.params
+    sizes = {min(prm.chunk_cases, prm.cases - k * prm.chunk_cases) for k in (0, (prm.cases - 1) // prm.chunk_cases)}
+    # blocks a stream can execute: K where a chunk keeps a legal stream, else K - 1 (every stream
+    # stops at its planted block)
+    longest = K if any(n - round(n * prm.illegal_fraction) > 0 for n in sizes) else K - 1
 
     def excluded(op):
         return None if op in con.instructions else "outside the dataset's --ops/--dtypes"
@@ -143,9 +149,9 @@ def stream_items(ds, cov: dict) -> dict:
     for kind in HAZARDS:
         for dist in DISTANCES:
             for op in I.INSTRUCTIONS:
+                why = excluded(op) or room(dist, longest) or later_impossible(kind, op)
                 hazards.append(_bin(f"{kind}/{dist}/{op.mnemonic}", cov["hazard_x_instruction"].get(
-                    (kind, dist, op.mnemonic), 0), not (excluded(op) or room(dist, K) or later_impossible(kind, op)),
-                    (kind, dist, op.mnemonic)))
+                    (kind, dist, op.mnemonic), 0), not why, (kind, dist, op.mnemonic)))
     aliasing = [_bin(f"{a}/{op.mnemonic}", cov["aliasing"].get((a, op.mnemonic), 0),
                      not (excluded(op) or aliasing_impossible(a, op)), (a, op.mnemonic))
                 for a in ALIASING for op in I.INSTRUCTIONS]
