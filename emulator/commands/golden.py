@@ -51,7 +51,8 @@ def add_arguments(p) -> None:
                     help="share of streams carrying one illegal block (default 0.1)")
     st.add_argument("--shapes", help="shape classes (default: all)")
     st.add_argument("--group-cases", type=int, default=None,
-                    help="streams per group (one stream, many initial states; default 256)")
+                    help="streams per group (one stream, many initial states; default 16: at least one "
+                         "distinct program per 16 streams)")
     p.add_argument("--coverage", metavar="DIR", nargs="+",
                    help="print the coverage of one dataset, or of several of one kind merged (--format text, json, "
                         "ucis; on stdout, or in the file --out)")
@@ -188,10 +189,9 @@ def _stream_params(args):
     missing = [f"--{n}" for n in ("blocks", "cases", "out") if getattr(args, n) in (None, "")]
     if missing:
         raise CommandError(f"missing {', '.join(missing)} (see tile-emu golden --help)", 2)
-    for flag in ("ops", "dtypes", "dst_dtypes"):
-        if getattr(args, flag):
-            raise CommandError(f"--{flag.replace('_', '-')} is for single-block goldens; streams draw every "
-                               "instruction and DataType", 2)
+    if args.dst_dtypes:
+        raise CommandError("--dst-dtypes is for single-block goldens; with --streams, --dtypes constrains TCVT's "
+                           "destinations too", 2)
     for name, v, lo, hi in (("blocks", args.blocks, 1, SD.MAX_BLOCKS), ("cases", args.cases, 1, D.MAX_CASES),
                             ("group-cases", args.group_cases or 1, 1, SD.CHUNK_CASES)):
         if not lo <= v <= hi:
@@ -212,6 +212,10 @@ def _stream_params(args):
         kw["shapes"] = D.parse_list(args.shapes, "shapes")
     if args.group_cases:
         kw["group_cases"] = args.group_cases
+    if args.ops is not None:                # the instructions and DataTypes a DUT implements
+        kw["ops"] = tuple(o.upper() for o in D.parse_list(args.ops, "ops"))
+    if args.dtypes is not None:             # (names as the tables spell them: FP16, not fp16)
+        kw["dtypes"] = tuple(D._dtype(d) for d in D.parse_list(args.dtypes, "dtypes"))
     p = SD.StreamParams(blocks=args.blocks, cases=args.cases, seed=args.seed, illegal_fraction=float(frac),
                         profile=args.profile, **kw)
     SD.chunks(p)
@@ -233,6 +237,8 @@ def _generate_streams(args) -> int:
                                        SD.manifest)
     print(f"{rows:,} streams of {p.blocks} blocks in {len(records)} files ({size / 1e6:.1f} MB) -> {out}"
           + (f"; {rate * p.blocks:,.0f} stream-blocks/s" if rate is not None else ""))
+    for line in SD.instruction_lines(out, p):
+        print(line, file=sys.stderr)
     return 0
 
 

@@ -94,48 +94,42 @@ def _dest_kind(part) -> str:
 
 def stream_model(folder) -> dict:
     """The coverage of one stream dataset (streams_coverage.stream_coverage, recomputed from the
-    decoded streams): per partition the stream classes; dataset-wide the hazards per instruction
-    pair (impossible pairs n/a, possible ones without a stream holes), the faults per reason and
-    block position (holes where a shape class carries the reason), and the aliasing kinds, value
-    classes and shape classes per instruction that occur."""
+    decoded streams): per partition the stream classes (n/a where the shape class cannot carry
+    one under the dataset's constraint); dataset-wide what the generator aims at
+    (streams_coverage.stream_items: the `instruction` and `fault_position` coverpoints, the
+    `hazard_x_instruction`, `aliasing_x_instruction` and `fault_x_position` crosses), the
+    hazards per instruction pair (impossible pairs n/a, possible ones without a stream holes),
+    and the value classes and shape classes per instruction that occur."""
     from isa import instructions as I
 
-    from .coverage import ALIASING, HAZARDS, raw_impossible, war_impossible
+    from .coverage import HAZARDS
     from .streams import LEGAL, STREAM_ILLEGAL, stream_class
-    from .streams_coverage import stream_coverage
+    from .streams_coverage import hazard_impossible, stream_coverage, stream_items
     from .streams_dataset import classes_for, open_stream_dataset
     ds = open_stream_dataset(folder)
     cov = stream_coverage(ds)
+    con = ds.params.constraint
     groups = []
     for part in ds.partitions:
-        na = set(classes_for(part.shape)[1])
+        na = set(classes_for(part.shape, con)[1])
         groups.append({"name": part.path, "keys": part.keys(), "coverpoints": [{"name": "class", "bins": [
             _bin(n, cov["streams"].get((n, part.shape), 0), n not in na)
             for n in [LEGAL] + [stream_class(r) for r in STREAM_ILLEGAL]]}], "crosses": []})
-    crosses = []
+    items = stream_items(ds, cov)
+    crosses = list(items["crosses"])
     for kind in HAZARDS:
         bins = []
         for a in I.INSTRUCTIONS:
             for b in I.INSTRUCTIONS:
-                why = raw_impossible(a, b) if kind == "RAW" else war_impossible(a) if kind == "WAR" else None
+                ok = hazard_impossible(kind, a, b) is None and a in con.instructions and b in con.instructions
                 bins.append(_bin(f"{a.mnemonic}/{b.mnemonic}", cov["hazards"].get((kind, a.mnemonic, b.mnemonic), 0),
-                                 why is None, (a.mnemonic, b.mnemonic)))
+                                 ok, (a.mnemonic, b.mnemonic)))
         crosses.append({"name": f"{kind.lower()}_hazard", "axes": ["producer", "consumer"], "bins": bins})
-    shapes = [p.shape for p in ds.partitions]
-    bins = []
-    for r in STREAM_ILLEGAL:
-        carried = not all(stream_class(r) in classes_for(s)[1] for s in shapes)
-        bins += [_bin(f"{r}/{i}", cov["faults"].get((r, i), 0), carried, (r, str(i))) for i in range(ds.params.blocks)]
-    crosses.append({"name": "fault_x_position", "axes": ["reason", "block"], "bins": bins})
-    for name, key, axes in (("aliasing_x_instruction", "aliasing", ["aliasing", "instruction"]),
-                            ("value_x_instruction", "values", ["value_class", "instruction"]),
+    for name, key, axes in (("value_x_instruction", "values", ["value_class", "instruction"]),
                             ("shape_x_instruction", "shapes", ["shape_class", "instruction"])):
-        seen = sorted(cov[key].items())
-        if name == "aliasing_x_instruction":
-            seen = sorted(seen, key=lambda kv: (ALIASING.index(kv[0][0]), kv[0][1]))
         crosses.append({"name": name, "axes": axes,
-                        "bins": [_bin(f"{a}/{b}", k, values=(a, b)) for (a, b), k in seen]})
-    groups.append({"name": "dataset", "keys": {}, "coverpoints": [], "crosses": crosses})
+                        "bins": [_bin(f"{a}/{b}", k, values=(a, b)) for (a, b), k in sorted(cov[key].items())]})
+    groups.append({"name": "dataset", "keys": {}, "coverpoints": items["coverpoints"], "crosses": crosses})
     return _document("streams", [_source(folder, ds.manifest)], groups)
 
 
@@ -235,6 +229,11 @@ def text(doc: dict) -> str:
             row = ["n/a" if c[n]["status"] == "n/a" else f"{c[n]['count']:,}" for c in cells]
             lines.append(n.ljust(name_w) + "  " + "  ".join(x.rjust(w) for x, w in zip(row, widths)))
     for g in doc["covergroups"]:
+        for cp in g["coverpoints"][1 if g in parts else 0:]:      # (a partition's first: the table)
+            holes = [b["name"] for b in cp["bins"] if b["status"] == "hole"]
+            aimed = sum(1 for b in cp["bins"] if b["status"] != "n/a")
+            lines.append(f"{g['name']}: {cp['name']}: {aimed - len(holes)} of {aimed} bins covered"
+                         + (f"; holes: {', '.join(holes)}" if holes else ""))
         for cr in g["crosses"]:
             holes = [b["name"] for b in cr["bins"] if b["status"] == "hole"]
             shown = [f"{b['name']}={b['count']:,}" for b in cr["bins"] if b["status"] == "covered"]
