@@ -2,6 +2,7 @@
 
     tile-emu golden --ops TADD,TCVT --dtypes FP16,E4M3 --cases 100000 --seed 7 --out vectors/
     tile-emu golden ... --workers 4 | --scheduler tcp://host:8786 | --resume
+    tile-emu golden ... --shard I/N --out part-I; tile-emu golden merge part-* --out vectors/   # job arrays
     tile-emu golden --coverage vectors/
     tile-emu golden --streams --blocks 8 --cases 100000 --seed 7 --out streams/   # multi-block streams
     tile-emu golden export vectors/ --format testfloat --op TADD --dtype FP32 > f32_add.txt
@@ -24,8 +25,10 @@ from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES
 
 
 def add_arguments(p) -> None:
-    p.add_argument("action", nargs="?", choices=["export"], help="export: write another tool's format")
-    p.add_argument("dataset", nargs="?", help="the dataset folder (export)")
+    p.add_argument("action", nargs="?", choices=["export", "merge"],
+                   help="export: write another tool's format; merge: join the shards of a --shard run")
+    p.add_argument("dataset", nargs="?", help="the dataset folder (export); the first shard folder (merge)")
+    p.add_argument("more", nargs="*", metavar="SHARD", help="merge: the other shard folders")
     g = p.add_argument_group("generate")
     g.add_argument("--ops", help="comma-separated instructions, e.g. TADD,TDIV,TCVT")
     g.add_argument("--dtypes", help="comma-separated DataTypes (TCVT: source and, by default, destination types)")
@@ -44,6 +47,8 @@ def add_arguments(p) -> None:
     g.add_argument("--workers", type=int, help="run on a local Dask cluster of N worker processes")
     g.add_argument("--scheduler", help="run on an existing Dask cluster (tcp://host:port)")
     g.add_argument("--quiet", action="store_true", help="no progress line")
+    g.add_argument("--shard", metavar="I/N", help="write only shard I of N (0 <= I < N) of the dataset's files, "
+                                                  "for a job array; join the shards with golden merge")
     st = p.add_argument_group("streams (random multi-block streams; docs/golden-format.md, 'Stream goldens')")
     st.add_argument("--streams", action="store_true", help="generate random streams of --blocks blocks")
     st.add_argument("--blocks", type=int, help="blocks per stream")
@@ -66,7 +71,11 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    if args.more and args.action != "merge":
+        raise CommandError(f"unexpected argument {quote(args.more[0])} (only merge takes several folders)", 2)
     try:
+        if args.action == "merge":
+            return _merge(args)
         if args.action == "export":
             return _export(args)
         if args.coverage:
@@ -133,12 +142,51 @@ def _generate(args) -> int:
     from emulator.golden.dataset import write_chunk
     p = _params(args)
     out = pathlib.Path(args.out)
+    plan = _shard_plan(args, out, p, D.chunks(p))
     D.params_match_or_fail(out, p, args.resume)
-    records, rows, size, rate = _write(args, out, p, D.chunks(p), _part_dict, write_chunk, D.manifest)
-    print(f"{rows:,} cases in {len(records)} files ({size / 1e6:.1f} MB) -> {out}"
+    records, rows, size, rate = _write(args, out, p, plan, _part_dict, write_chunk, D.manifest)
+    print(f"{rows:,} cases in {len(records)} files ({size / 1e6:.1f} MB) -> {out}{_shard_note(args)}"
           + (f"; {rate:,.0f} cases/s" if rate is not None else ""))
-    for line in hole_lines(p):
-        print(line, file=sys.stderr)
+    if not args.shard:             # a shard's holes are the merged dataset's business
+        for line in hole_lines(p):
+            print(line, file=sys.stderr)
+    return 0
+
+
+def _shard_plan(args, out: pathlib.Path, p, plan):
+    """The files this run writes: the whole plan, or with --shard I/N its shard I (checked, with
+    --resume, against what --out holds, before --out is touched; emulator/golden/shards.py)."""
+    from emulator.golden import shards
+    shard = None
+    if args.shard is not None:
+        try:
+            shard = shards.parse(args.shard)
+        except ValueError as exc:
+            raise CommandError(str(exc), 2) from None
+    shards.check_resume(out, shard, args.resume)
+    if shard is None:
+        return plan
+    args.shard_at = shard
+    return shards.select(plan, *shard)
+
+
+def _shard_note(args) -> str:
+    return f" (shard {args.shard_at[0]}/{args.shard_at[1]})" if args.shard else ""
+
+
+def _merge(args) -> int:
+    """golden merge SHARD... --out D: the dataset the shards' command without --shard writes."""
+    from emulator.golden import shards
+    folders = [args.dataset, *args.more] if args.dataset else []
+    if not folders or not args.out:
+        raise CommandError("merge needs the shard folders and --out: golden merge part-* --out D", 2)
+    p, records = shards.merge(folders, args.out)
+    rows, size = sum(r["rows"] for r in records), sum(r["bytes"] for r in records)
+    print(f"golden merge: {len(folders)} shard(s), {rows:,} cases in {len(records)} files ({size / 1e6:.1f} MB) "
+          f"-> {args.out}")
+    if isinstance(p, D.Params):
+        for line in hole_lines(p):
+            print(line, file=sys.stderr)
     return 0
 
 
@@ -164,6 +212,9 @@ def _write(args, out: pathlib.Path, p, plan, keys, write_chunk, manifest):
     `keys(part)` is the task's partition, `manifest(p, records)` the manifest (golden and
     golden --streams share this)."""
     from emulator.golden.runner import Progress, run as run_tasks
+    if args.shard:                 # written first: the folder holds a shard, unfinished (files null)
+        from emulator.golden import shards
+        D.write_json(out / shards.SHARD, shards.doc(p, *args.shard_at, None))
     tasks, records = [], []
     for part, chunk, n in plan:
         path = out / part.path / D.file_name(chunk)
@@ -178,7 +229,10 @@ def _write(args, out: pathlib.Path, p, plan, keys, write_chunk, manifest):
     run_tasks(tasks, write_chunk, lambda task, rec: (records.append(rec), progress.add(task[4])),
               workers=workers, scheduler=args.scheduler)
     progress.close()
-    D.write_json(out / D.MANIFEST, manifest(p, records))
+    if args.shard:                 # a shard's manifest: shard.json with its records (emulator/golden/shards.py)
+        D.write_json(out / shards.SHARD, shards.doc(p, *args.shard_at, records))
+    else:
+        D.write_json(out / D.MANIFEST, manifest(p, records))
     return (records, sum(r["rows"] for r in records), sum(r["bytes"] for r in records),
             progress.rate if total else None)
 
@@ -226,12 +280,14 @@ def _generate_streams(args) -> int:
     from emulator.golden import streams_dataset as SD
     p = _stream_params(args)
     out = pathlib.Path(args.out)
+    plan = _shard_plan(args, out, p, SD.chunks(p))
     D.params_match_or_fail(out, p, args.resume, read=SD.read_params, manifest=SD.read_manifest)
     if args.resume:
         SD.check_resumable(out, SD.chunks(p))
-    records, rows, size, rate = _write(args, out, p, SD.chunks(p), lambda part: part.keys(), SD.write_chunk,
+    records, rows, size, rate = _write(args, out, p, plan, lambda part: part.keys(), SD.write_chunk,
                                        SD.manifest)
     print(f"{rows:,} streams of {p.blocks} blocks in {len(records)} files ({size / 1e6:.1f} MB) -> {out}"
+          f"{_shard_note(args)}"
           + (f"; {rate * p.blocks:,.0f} stream-blocks/s" if rate is not None else ""))
     return 0
 

@@ -419,11 +419,7 @@ def manifest_of(fmt: str, fmt_version: int, p, entries: dict, records: list[dict
     """A manifest of format `fmt` (golden, and the stream goldens' own): this build's version,
     the profile of parameters `p`, and each partition's entry (`entries`: path -> keys and
     not_applicable, in order) with the file records below its path."""
-    from importlib import metadata
-    try:
-        version = metadata.version("tile-emu")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
+    version = tile_emu_version()
     prof = numeric_profile(p.profile)
     parts = {path: {**entry, "files": []} for path, entry in entries.items()}
     for r in sorted(records, key=lambda r: r["path"]):
@@ -431,6 +427,15 @@ def manifest_of(fmt: str, fmt_version: int, p, entries: dict, records: list[dict
     return {"format": fmt, "format_version": fmt_version, "tile_emu_version": version,
             "profile": {"name": prof.name, "version": prof.version}, "generator": p.to_json(),
             "partitions": list(parts.values())}
+
+
+def tile_emu_version() -> str:
+    """The installed tile-emu's version, as manifests record it ("unknown" without one)."""
+    from importlib import metadata
+    try:
+        return metadata.version("tile-emu")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def write_json(path, obj) -> None:
@@ -454,6 +459,10 @@ def read_manifest(folder, fmt: str = FORMAT, version: int = FORMAT_VERSION, sche
                               f"{MAX_MANIFEST_BYTES:,}")
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
+        if isinstance(exc, FileNotFoundError) and (pathlib.Path(folder) / "shard.json").is_file():
+            raise GoldenError(f"{shown(folder)}: a shard of a golden dataset (shard.json, no manifest): join the "
+                              "shards with tile-emu golden merge first (docs/golden-format.md, 'Shards and "
+                              "merge')") from None
         raise GoldenError(f"{shown(path)}: cannot read the manifest ({why(exc)})") from None
     try:
         m = jsontext.loads(text, max_depth=jsontext.MAX_DEPTH)   # a manifest nests 6 levels
