@@ -47,6 +47,9 @@ def add_arguments(p) -> None:
     g.add_argument("--workers", type=int, help="run on a local Dask cluster of N worker processes")
     g.add_argument("--scheduler", help="run on an existing Dask cluster (tcp://host:port)")
     g.add_argument("--quiet", action="store_true", help="no progress line")
+    g.add_argument("--plan", action="store_true",
+                   help="print the partitions, files, cases, bytes and CPU time the run would take (from a short "
+                        "measured sample) and write nothing")
     g.add_argument("--shard", metavar="I/N", help="write only shard I of N (0 <= I < N) of the dataset's files, "
                                                   "for a job array; join the shards with golden merge")
     st = p.add_argument_group("streams (random multi-block streams; docs/golden-format.md, 'Stream goldens')")
@@ -92,7 +95,8 @@ def _params(args) -> D.Params:
         raise CommandError("--cases and --per-class exclude each other: a total per partition, or K cases "
                            "per class", 2)
     size = "per_class" if args.per_class is not None else "cases"
-    missing = [f"--{n.replace('_', '-')}" for n in ("ops", "dtypes", size, "out") if getattr(args, n) in (None, "")]
+    missing = [f"--{n.replace('_', '-')}" for n in ("ops", "dtypes", size, "out") if getattr(args, n) in (None, "")
+               and not (n == "out" and args.plan)]
     if missing:
         raise CommandError(f"missing {', '.join(missing)} (see tile-emu golden --help)", 2)
     flag, value = f"--{size.replace('_', '-')}", getattr(args, size)
@@ -141,6 +145,8 @@ def max_workers() -> int:
 def _generate(args) -> int:
     from emulator.golden.dataset import write_chunk
     p = _params(args)
+    if args.plan:
+        return _plan(args, p, D.chunks(p), D.chunk_table, "cases")
     out = pathlib.Path(args.out)
     plan = _shard_plan(args, out, p, D.chunks(p))
     D.params_match_or_fail(out, p, args.resume)
@@ -153,7 +159,21 @@ def _generate(args) -> int:
     return 0
 
 
-def _shard_plan(args, out: pathlib.Path, p, plan):
+def _plan(args, p, plan, chunk_table, unit: str) -> int:
+    """golden ... --plan: the run's partitions, files, cases, and its bytes and CPU time from a
+    short measured sample (emulator/golden/plan.py); nothing is written."""
+    from emulator.golden import plan as P
+    tasks = list(_shard_plan(args, None, p, plan))
+    what = f"{len(plan.parts):,} partition(s), {len(plan):,} data file(s), " \
+           f"{sum(n for _, _, n in plan):,} {unit}"
+    if unit == "streams":
+        what += f" of {p.blocks} blocks"
+    est = P.estimate(p, tasks, chunk_table, unit)
+    print(P.render(est, what, len(plan), args.workers, getattr(args, "shard_at", None), unit))
+    return 0
+
+
+def _shard_plan(args, out: pathlib.Path | None, p, plan):
     """The files this run writes: the whole plan, or with --shard I/N its shard I (checked, with
     --resume, against what --out holds, before --out is touched; emulator/golden/shards.py)."""
     from emulator.golden import shards
@@ -163,7 +183,8 @@ def _shard_plan(args, out: pathlib.Path, p, plan):
             shard = shards.parse(args.shard)
         except ValueError as exc:
             raise CommandError(str(exc), 2) from None
-    shards.check_resume(out, shard, args.resume)
+    if out is not None:
+        shards.check_resume(out, shard, args.resume)
     if shard is None:
         return plan
     args.shard_at = shard
@@ -239,7 +260,8 @@ def _write(args, out: pathlib.Path, p, plan, keys, write_chunk, manifest):
 
 def _stream_params(args):
     from emulator.golden import streams_dataset as SD
-    missing = [f"--{n}" for n in ("blocks", "cases", "out") if getattr(args, n) in (None, "")]
+    missing = [f"--{n}" for n in ("blocks", "cases", "out") if getattr(args, n) in (None, "")
+               and not (n == "out" and args.plan)]
     if missing:
         raise CommandError(f"missing {', '.join(missing)} (see tile-emu golden --help)", 2)
     for flag in ("ops", "dtypes", "dst_dtypes"):
@@ -279,6 +301,8 @@ def _generate_streams(args) -> int:
     """golden --streams: the same machinery as _generate, with the stream dataset's chunks."""
     from emulator.golden import streams_dataset as SD
     p = _stream_params(args)
+    if args.plan:
+        return _plan(args, p, SD.chunks(p), SD.chunk_table, "streams")
     out = pathlib.Path(args.out)
     plan = _shard_plan(args, out, p, SD.chunks(p))
     D.params_match_or_fail(out, p, args.resume, read=SD.read_params, manifest=SD.read_manifest)

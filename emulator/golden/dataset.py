@@ -56,6 +56,8 @@ MAX_FILES = 1 << 16            # data files per dataset (the manifest holds one 
 MAX_FILE_DATA_BYTES = 1 << 31  # uncompressed column data of one data file (its Parquet metadata)
 MAX_MANIFEST_BYTES = 1 << 28   # MAX_FILES records of about 2 KB each fit many times over
 SEED_RANGE = (-(1 << 63), 1 << 64)
+# how every data file is written (golden --plan prices its sample with the same)
+PARQUET_OPTIONS = {"compression": "zstd", "write_statistics": False}
 # atomicio's temporary names: ".part-00000.parquet.1a2b3c4d.tmp"
 _TEMPORARY = re.compile(r"\.part-\d{5}\.parquet\.[0-9a-f]{8}\.tmp")
 
@@ -381,7 +383,7 @@ def write_data_file(out_dir, part_path: str, chunk: int, table: pa.Table) -> dic
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with atomic_path(path) as tmp:
-            pq.write_table(table, tmp, compression="zstd", write_statistics=False)
+            pq.write_table(table, tmp, **PARQUET_OPTIONS)
     except (OSError, pa.ArrowException) as exc:
         raise GoldenError(f"{shown(path)}: cannot write ({why(exc)}); fix that and rerun with --resume") from None
     return file_record(out_dir, path)
