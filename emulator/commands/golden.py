@@ -64,9 +64,10 @@ def add_arguments(p) -> None:
                    help="print the coverage of one dataset, or of several of one kind merged (--format text, json, "
                         "ucis; on stdout, or in the file --out)")
     e = p.add_argument_group("export")
-    e.add_argument("--format", choices=["testfloat", "hex", "text", "json", "ucis"],
+    e.add_argument("--format", choices=["testfloat", "hex", "text", "json", "ucis", "arrow"],
                    help="export format: testfloat (lines on stdout, or in the file --out) or hex ($readmemh files in "
-                        "--out); --coverage: text (default), json or ucis")
+                        "--out); --coverage: text (default), json or ucis; generating with --out -: testfloat (one "
+                        "function's lines) or arrow (an Arrow IPC stream of every row) on stdout")
     e.add_argument("--op", help="export: the instruction")
     e.add_argument("--dtype", help="export: the DataType (TCVT: the source)")
     e.add_argument("--dst", help="export: TCVT destination DataType")
@@ -127,7 +128,7 @@ def _params(args) -> D.Params:
         cases=args.cases, per_class=args.per_class, seed=args.seed,
         dst_dtypes=D.parse_list(args.dst_dtypes, "dst-dtypes") if args.dst_dtypes else (),
         rmodes=tuple(r.upper() for r in D.parse_list(args.rmodes, "rmodes")), sat=sat, profile=args.profile)
-    D.chunks(p)                 # validates names, (op, DataType) pairs and sizes before anything is written
+    D.chunks(p, args.out != "-")    # validates names, (op, DataType) pairs and sizes before anything is written
     if args.scheduler:
         from emulator.golden.runner import check_scheduler
         check_scheduler(args.scheduler)
@@ -146,7 +147,9 @@ def _generate(args) -> int:
     from emulator.golden.dataset import write_chunk
     p = _params(args)
     if args.plan:
-        return _plan(args, p, D.chunks(p), D.chunk_table, "cases")
+        return _plan(args, p, D.chunks(p, args.out != "-"), D.chunk_table, "cases")
+    if _piped(args):
+        return _pipe(args, p, D.chunks(p, False), D.chunk_table, "cases")
     out = pathlib.Path(args.out)
     plan = _shard_plan(args, out, p, D.chunks(p))
     D.params_match_or_fail(out, p, args.resume)
@@ -157,6 +160,82 @@ def _generate(args) -> int:
         for line in hole_lines(p):
             print(line, file=sys.stderr)
     return 0
+
+
+def _piped(args) -> bool:
+    """Whether this run writes its cases to standard output (--out -), its options checked."""
+    if args.out != "-":
+        if args.format is not None and not args.plan:
+            raise CommandError(f"--format {args.format} while generating: cases go to standard output (--out -) as "
+                               "testfloat or arrow; a dataset folder is Parquet", 2)
+        return False
+    if args.plan:
+        return False
+    if args.format not in ("testfloat", "arrow"):
+        raise CommandError("--out - writes the cases to standard output: --format testfloat (one TestFloat "
+                           "function's lines) or --format arrow (an Arrow IPC stream of every row)", 2)
+    for flag in ("resume", "workers", "scheduler"):
+        if getattr(args, flag):
+            raise CommandError(f"--out - and --{flag} exclude each other: the cases are written in order, in this "
+                               "process, and nothing is kept to resume", 2)
+    if args.format == "testfloat" and args.streams:
+        raise CommandError("--format testfloat writes single-block cases of one function; a stream golden's rows "
+                           "go out as --format arrow", 2)
+    return True
+
+
+def _pipe(args, p, plan, chunk_table, unit: str) -> int:
+    """golden ... --format testfloat|arrow --out -: every chunk of the plan (or of the shard) on
+    standard output as it is generated (emulator/golden/pipe.py); a closed pipe ends it, exit 0."""
+    from emulator.golden import pipe
+    from emulator.golden.runner import Progress, settle_heap
+    tasks = _shard_plan(args, None, p, plan)
+    lines, schema = None, None
+    if args.format == "testfloat":
+        lines = _testfloat_lines(p)
+    elif unit == "streams":
+        from emulator.golden.streams_dataset import SCHEMA as schema
+    else:
+        from emulator.golden.rows import SCHEMA as schema
+    total = sum(n for _, _, n in tasks) if args.shard else sum(plan.cases_of(i) for i in range(len(plan.parts)))
+    progress = Progress(total, 0, enabled=not args.quiet)
+    settle_heap()
+    try:
+        size = pipe.stream(tasks, lambda part, chunk, n: chunk_table(p, part, chunk, n), args.format, schema, lines,
+                           progress.add)
+    except BrokenPipeError:         # the reader has what it wanted
+        pipe.quiet_stdout()
+        progress.close()
+        return 0
+    progress.close()
+    print(f"golden: {progress.done:,} {unit} ({size / 1e6:.1f} MB of {args.format}) -> standard output"
+          f"{_shard_note(args)}", file=sys.stderr)
+    return 0
+
+
+def _testfloat_lines(p):
+    """lines(table, partition) of the one TestFloat function the parameters name (checked: one
+    partition, a function TestFloat has, Sat=0, profile ieee)."""
+    from emulator.golden import export as X
+    from emulator.golden.pipe import replay_source
+    from kernels.numeric.profiles import profile
+    parts = D.partitions(p)
+    if len(parts) != 1:
+        raise CommandError(f"--format testfloat --out -: the parameters give {len(parts)} partitions; TestFloat "
+                           "checks one function: one --ops, one --dtypes (TCVT: one --dst-dtypes, --rmodes, --sat 0)",
+                           2)
+    part = parts[0]
+    try:
+        X.function_name(part.op, part.dtype, part.dst)
+    except GoldenError as exc:
+        raise CommandError(str(exc), 2) from None
+    if part.op == "TCVT" and (part.sat or part.rmode not in X.ROUNDING):
+        raise CommandError("--format testfloat: TestFloat has no saturating conversion; --sat 0", 2)
+    if p.profile != DEFAULT_PROFILE:
+        raise CommandError(f"--format testfloat checks IEEE 754 results: --profile {DEFAULT_PROFILE}, not "
+                           f"{p.profile}", 2)
+    source = replay_source(profile(p.profile))
+    return lambda t, part: X.table_lines(t, source, part.op, part.dtype, part.dst, part.rmode, part.path)
 
 
 def _plan(args, p, plan, chunk_table, unit: str) -> int:
@@ -290,7 +369,7 @@ def _stream_params(args):
         kw["group_cases"] = args.group_cases
     p = SD.StreamParams(blocks=args.blocks, cases=args.cases, seed=args.seed, illegal_fraction=float(frac),
                         profile=args.profile, **kw)
-    SD.chunks(p)
+    SD.chunks(p, args.out != "-")
     if args.scheduler:
         from emulator.golden.runner import check_scheduler
         check_scheduler(args.scheduler)
@@ -302,7 +381,9 @@ def _generate_streams(args) -> int:
     from emulator.golden import streams_dataset as SD
     p = _stream_params(args)
     if args.plan:
-        return _plan(args, p, SD.chunks(p), SD.chunk_table, "streams")
+        return _plan(args, p, SD.chunks(p, args.out != "-"), SD.chunk_table, "streams")
+    if _piped(args):
+        return _pipe(args, p, SD.chunks(p, False), SD.chunk_table, "streams")
     out = pathlib.Path(args.out)
     plan = _shard_plan(args, out, p, SD.chunks(p))
     D.params_match_or_fail(out, p, args.resume, read=SD.read_params, manifest=SD.read_manifest)

@@ -271,8 +271,9 @@ class ChunkPlan:
                 yield part, k, n
 
 
-def chunks(p: Params) -> ChunkPlan:
-    """Every file of the dataset, after checking the run is within MAX_CASES and MAX_FILES."""
+def chunks(p: Params, limit_files: bool = True) -> ChunkPlan:
+    """Every file of the dataset, after checking the run is within MAX_CASES and MAX_FILES (not
+    limit_files: chunks streamed to standard output, with no manifest to hold them)."""
     if (p.cases is None) == (p.per_class is None):
         raise GoldenError("--cases and --per-class exclude each other; give one")
     if p.per_class is not None and not 1 <= p.per_class <= MAX_CASES:
@@ -290,7 +291,7 @@ def chunks(p: Params) -> ChunkPlan:
                 raise GoldenError(f"--per-class {p.per_class}: {part.path} has {len(points_for(part))} coverage "
                                   f"points, {n:,} cases; a partition holds at most {MAX_CASES:,} (2^32)")
     plan = ChunkPlan(parts, p.cases, p.chunk_cases, sizes)
-    if len(plan) > MAX_FILES:
+    if limit_files and len(plan) > MAX_FILES:
         what = f"{p.cases:,} cases" if p.cases is not None else f"--per-class {p.per_class:,}"
         raise GoldenError(f"{len(plan.parts):,} partition(s) x {what} need {len(plan):,} data files of at "
                           f"most {p.chunk_cases:,} cases; a dataset holds at most {MAX_FILES:,} files")

@@ -156,13 +156,13 @@ def partitions(p: StreamParams) -> list[StreamPartition]:
     return [StreamPartition(p.blocks, name) for name in p.shapes]
 
 
-def chunks(p: StreamParams) -> D.ChunkPlan:
+def chunks(p: StreamParams, limit_files: bool = True) -> D.ChunkPlan:
     if not 1 <= p.cases <= D.MAX_CASES:
         raise GoldenError(f"--cases {p.cases}: from 1 to {D.MAX_CASES:,} (2^32) streams per partition")
     if not 1 <= p.chunk_cases <= CHUNK_CASES:
         raise GoldenError(f"chunk_cases {p.chunk_cases}: from 1 to {CHUNK_CASES:,}")
     plan = D.ChunkPlan(tuple(partitions(p)), p.cases, p.chunk_cases)
-    if len(plan) > D.MAX_FILES:
+    if limit_files and len(plan) > D.MAX_FILES:
         raise GoldenError(f"{len(plan.parts):,} partition(s) x {p.cases:,} streams need {len(plan):,} data files; "
                           f"a dataset holds at most {D.MAX_FILES:,} files")
     return plan
