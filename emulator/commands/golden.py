@@ -89,6 +89,8 @@ def run(args) -> int:
         return _generate(args)
     except GoldenError as exc:
         raise CommandError(str(exc), 1) from None
+    except D.store.Unavailable as exc:          # an fsspec URL whose library is not installed
+        raise CommandError(str(exc), 3) from None
 
 
 def _params(args) -> D.Params:
@@ -150,7 +152,7 @@ def _generate(args) -> int:
         return _plan(args, p, D.chunks(p, args.out != "-"), D.chunk_table, "cases")
     if _piped(args):
         return _pipe(args, p, D.chunks(p, False), D.chunk_table, "cases")
-    out = pathlib.Path(args.out)
+    out = D.store.location(args.out)
     plan = _shard_plan(args, out, p, D.chunks(p))
     D.params_match_or_fail(out, p, args.resume)
     records, rows, size, rate = _write(args, out, p, plan, _part_dict, write_chunk, D.manifest)
@@ -384,7 +386,7 @@ def _generate_streams(args) -> int:
         return _plan(args, p, SD.chunks(p, args.out != "-"), SD.chunk_table, "streams")
     if _piped(args):
         return _pipe(args, p, SD.chunks(p, False), SD.chunk_table, "streams")
-    out = pathlib.Path(args.out)
+    out = D.store.location(args.out)
     plan = _shard_plan(args, out, p, SD.chunks(p))
     D.params_match_or_fail(out, p, args.resume, read=SD.read_params, manifest=SD.read_manifest)
     if args.resume:
@@ -493,6 +495,9 @@ def _export(args) -> int:
         from emulator.golden.hexport import write_hex
         if not args.dataset or not args.out:
             raise CommandError("export --format hex needs DATASET --out FOLDER", 2)
+        if D.store.protocol(args.dataset) not in (None, "file", "local"):
+            raise CommandError(f"export --format hex reads a local dataset folder, not {quote(args.dataset)}: copy it "
+                               "here first (verify, --coverage and --format testfloat read URLs)", 2)
         from emulator.golden.streams_dataset import is_stream_dataset
         if is_stream_dataset(args.dataset):  # emulator/golden/streams_hexport.py
             return _export_streams(args)

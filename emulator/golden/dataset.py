@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from isa import encoding, fields as F, instructions as I
 from isa import jsontext, legality
-from isa.atomicio import atomic_open, atomic_path, quote, shown, why
+from isa.atomicio import atomic_open, quote, shown, why
 from isa.datatypes import datatype
 from isa.errors import DecodeError, EncodeError, IllegalBlockException
 from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES, Profile, profile as numeric_profile
@@ -64,6 +64,10 @@ _TEMPORARY = re.compile(r"\.part-\d{5}\.parquet\.[0-9a-f]{8}\.tmp")
 
 class GoldenError(Exception):
     """A one-line user-facing error (bad parameters, damaged dataset)."""
+
+
+# (imported here: store.py raises GoldenError)  A dataset's folder is a local path or an fsspec URL.
+from . import store  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -379,32 +383,45 @@ def write_data_file(out_dir, part_path: str, chunk: int, table: pa.Table) -> dic
     """Write data file `chunk` of partition folder `part_path` atomically (the stream goldens'
     files too) and return its record.  A failed write (a full disk, a file-size limit) is one
     GoldenError; the temporary file is removed."""
-    folder = pathlib.Path(out_dir) / part_path
+    folder = store.location(out_dir) / part_path
     path = folder / file_name(chunk)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with atomic_path(path) as tmp:
+        with store.staged(path) as tmp:           # renamed (or, in an object store, moved) onto path
             pq.write_table(table, tmp, **PARQUET_OPTIONS)
+            rec = local_record(tmp, f"{part_path}/{file_name(chunk)}", path)
     except (OSError, pa.ArrowException) as exc:
         raise GoldenError(f"{shown(path)}: cannot write ({why(exc)}); fix that and rerun with --resume") from None
-    return file_record(out_dir, path)
+    return rec
 
 
 def file_record(out_dir, path) -> dict:
-    path = pathlib.Path(path)
+    """The manifest record of data file `path` of the dataset in `out_dir` (local or remote)."""
+    path = store.location(path)
+    rel = path.relative_to(store.location(out_dir)).as_posix()
     try:
-        meta = pq.read_metadata(path)
-        classes = pq.read_table(path, columns=["class"]).column("class").value_counts().to_pylist()
-    except (OSError, pa.ArrowException, KeyError) as exc:
+        with store.local_copy(path) as local:
+            return local_record(local, rel, path)
+    except OSError as exc:
         raise GoldenError(f"{shown(path)}: not a readable data file ({why(exc, 80)}); remove it and rerun "
                           "with --resume") from None
-    return {"path": path.relative_to(out_dir).as_posix(), "rows": meta.num_rows, "sha256": sha256(path),
-            "bytes": path.stat().st_size, "classes": {c["values"]: c["counts"] for c in classes}}
+
+
+def local_record(local, rel: str, shown_as=None) -> dict:
+    """The record of a data file (its bytes in the local file `local`) listed as `rel`."""
+    try:
+        meta = pq.read_metadata(local)
+        classes = pq.read_table(local, columns=["class"]).column("class").value_counts().to_pylist()
+    except (OSError, pa.ArrowException, KeyError) as exc:
+        raise GoldenError(f"{shown(shown_as or local)}: not a readable data file ({why(exc, 80)}); remove it and "
+                          "rerun with --resume") from None
+    return {"path": rel, "rows": meta.num_rows, "sha256": sha256(local),
+            "bytes": os.stat(local).st_size, "classes": {c["values"]: c["counts"] for c in classes}}
 
 
 def sha256(path) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with (path.open("rb") if store.is_remote(path) else open(path, "rb")) as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
@@ -443,6 +460,11 @@ def tile_emu_version() -> str:
 
 def write_json(path, obj) -> None:
     try:
+        if store.is_remote(path):
+            with store.staged(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+                json.dump(obj, f, indent=1, sort_keys=True)
+                f.write("\n")
+            return
         with atomic_open(path, "w", encoding="utf-8") as f:
             json.dump(obj, f, indent=1, sort_keys=True)
             f.write("\n")
@@ -455,14 +477,14 @@ def read_manifest(folder, fmt: str = FORMAT, version: int = FORMAT_VERSION, sche
     open_dataset checks what it says).  The stream goldens read theirs through it, with their
     format, version and `schema`."""
     schema = MANIFEST_SCHEMA if schema is None else schema
-    path = pathlib.Path(folder) / MANIFEST
+    path = store.location(folder) / MANIFEST
     try:
         if path.stat().st_size > MAX_MANIFEST_BYTES:
             raise GoldenError(f"{shown(path)}: {path.stat().st_size:,} bytes; a manifest holds at most "
                               f"{MAX_MANIFEST_BYTES:,}")
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        if isinstance(exc, FileNotFoundError) and (pathlib.Path(folder) / "shard.json").is_file():
+        if isinstance(exc, FileNotFoundError) and (store.location(folder) / "shard.json").is_file():
             raise GoldenError(f"{shown(folder)}: a shard of a golden dataset (shard.json, no manifest): join the "
                               "shards with tile-emu golden merge first (docs/golden-format.md, 'Shards and "
                               "merge')") from None
@@ -618,7 +640,7 @@ def open_dataset(folder, progress=None) -> Dataset:
     classes recomputed from the class table; the folder holding exactly the listed files
     (plus generation.json, which must hold the same parameters); each file's size, SHA-256,
     row count and schema; and each row (`_check_rows`).  `progress(rows)` after each file."""
-    folder = pathlib.Path(folder)
+    folder = store.location(folder)
     m = read_manifest(folder)
     prof, params, plan, sizes = manifest_plan(m, Params, chunks)
     files, na = [], {}
@@ -681,7 +703,13 @@ def _check_folder(folder: pathlib.Path, params: Params, listed: set[str], read=N
     generation.json of the same parameters (read by `read`, default read_params); anything
     else is named."""
     extra, seen = [], set()
-    for root, dirs, names in os.walk(folder):
+    if store.is_remote(folder):     # an object store's listing: files only, no links
+        names = store.files(folder)
+        seen = {p for p in names if p in listed}
+        extra = [p for p in names if p not in listed and p not in (MANIFEST, PARAMS)]
+        if len(names) > MAX_FILES + 2:
+            raise GoldenError(f"{shown(folder)}: holds more than {MAX_FILES:,} files; a dataset holds at most that")
+    for root, dirs, names in ([] if store.is_remote(folder) else os.walk(folder)):
         rel = pathlib.Path(root).relative_to(folder)
         for d in list(dirs):
             if os.path.islink(os.path.join(root, d)):       # not followed: an entry of its own
@@ -742,6 +770,14 @@ def read_file_checked(folder: pathlib.Path, rec: dict, schema: pa.Schema, schema
         raise GoldenError(f"{where}: cannot read ({why(exc)})") from None
     if size != rec["bytes"]:
         raise GoldenError(f"{where}: {size:,} bytes, the manifest says {rec['bytes']:,}")
+    try:
+        with store.local_copy(path) as local:       # a file of an object store: downloaded, then checked
+            return _checked_table(local, rec, where, schema, schema_name)
+    except OSError as exc:
+        raise GoldenError(f"{where}: cannot read ({why(exc)})") from None
+
+
+def _checked_table(path, rec: dict, where: str, schema: pa.Schema, schema_name: str) -> pa.Table:
     try:
         if sha256(path) != rec["sha256"]:
             raise GoldenError(f"{where}: SHA-256 differs from the manifest (file changed or damaged)")
@@ -1021,7 +1057,7 @@ def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool, read=Non
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise GoldenError(f"--out {shown(folder)}: cannot create the folder ({why(exc)})") from None
-    if not os.access(folder, os.W_OK):
+    if not store.is_remote(folder) and not os.access(folder, os.W_OK):
         raise GoldenError(f"--out {shown(folder)} is not writable")
     write_json(folder / PARAMS, p.to_json())
 
@@ -1029,6 +1065,11 @@ def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool, read=Non
 def _remove_temporaries(folder: pathlib.Path) -> None:
     """--resume: the temporary data files an interrupted run left (killed before its cleanup
     ran) go, so the finished dataset holds only listed files."""
+    if store.is_remote(folder):
+        for rel in store.files(folder):
+            if _TEMPORARY.fullmatch(rel.rsplit("/", 1)[-1]):
+                (folder / rel).unlink()
+        return
     for root, _, names in os.walk(folder):
         for name in names:
             if _TEMPORARY.fullmatch(name):

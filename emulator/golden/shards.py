@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 from isa import jsontext
-from isa.atomicio import atomic_path, quote, shown, why
+from isa.atomicio import quote, shown, why
 
 from . import dataset as D
+from . import store
 from .dataset import GoldenError
 
 SHARD = "shard.json"
@@ -116,7 +117,7 @@ def doc(p, index: int, count: int, records: list[dict] | None) -> dict:
             "files": None if records is None else sorted(records, key=lambda r: r["path"])}
 
 
-def check_resume(out: pathlib.Path, shard: tuple[int, int] | None, resume: bool) -> None:
+def check_resume(out, shard: tuple[int, int] | None, resume: bool) -> None:
     """Before --out is touched: a run resumes as what it was.  With --resume, a folder holding a
     shard resumes only with its own --shard, and a folder of an unsharded run (no shard.json,
     other files) only without --shard."""
@@ -142,9 +143,9 @@ def check_resume(out: pathlib.Path, shard: tuple[int, int] | None, resume: bool)
                           f"resume it with --shard {have[0]}/{have[1]}")
 
 
-def read(folder: pathlib.Path) -> dict:
+def read(folder) -> dict:
     """A shard's shard.json, parsed and checked against SHARD_SCHEMA (its file records too)."""
-    path = pathlib.Path(folder) / SHARD
+    path = store.location(folder) / SHARD
     where = shown(path)
     try:
         size = path.stat().st_size
@@ -173,7 +174,7 @@ def read(folder: pathlib.Path) -> dict:
 
 @dataclass(frozen=True)
 class _Shard:
-    folder: pathlib.Path
+    folder: "pathlib.Path | store.RemotePath"
     index: int
     count: int
     records: list
@@ -186,8 +187,8 @@ def merge(folders: list[str], out: str, progress: Callable[[int], None] | None =
     file records of out)."""
     if not folders:
         raise GoldenError("merge needs the shard folders: golden merge part-* --out D")
-    kind, p, shards = _check_shards([pathlib.Path(f) for f in folders])
-    dest = pathlib.Path(out)
+    kind, p, shards = _check_shards([store.location(f) for f in folders])
+    dest = store.location(out)
     _check_out(dest, shards)
     try:
         dest.mkdir(parents=True, exist_ok=True)
@@ -197,20 +198,18 @@ def merge(folders: list[str], out: str, progress: Callable[[int], None] | None =
     records = []
     for sh in shards:
         for rec in sh.records:
-            target = dest / rec["path"]
-            _copy(sh.folder / rec["path"], target, rec, sh)
-            records.append(D.file_record(dest, target))
+            records.append(_copy(sh.folder / rec["path"], dest / rec["path"], rec, sh))
             if progress:
                 progress(rec["rows"])
     D.write_json(dest / D.MANIFEST, kind.manifest(p, records))
     return p, records
 
 
-def _label(sh_folder: pathlib.Path, index: int | None = None, count: int | None = None) -> str:
+def _label(sh_folder, index: int | None = None, count: int | None = None) -> str:
     return shown(sh_folder) + (f" (shard {index}/{count})" if index is not None else "")
 
 
-def _check_shards(folders: list[pathlib.Path]):
+def _check_shards(folders: list):
     """(kind, parameters, the shards in index order), every shard complete, of one run, of this
     tile-emu, each index once and none missing, each holding exactly its files undamaged."""
     version, table = D.tile_emu_version(), kinds()
@@ -281,16 +280,7 @@ def _check_files(sh: _Shard, tasks: list[tuple], kind: Kind) -> None:
             raise GoldenError(f"{here}: {shown(rec['path'])}: shard.json records {rec['rows']} rows "
                               f"(classes adding up to {sum(rec['classes'].values())}); the parameters give {rows}")
     listed = set(want) | {D.PARAMS, SHARD}
-    extra = []
-    for root, dirs, names in os.walk(sh.folder):
-        rel = pathlib.Path(root).relative_to(sh.folder)
-        for d in list(dirs):
-            if os.path.islink(os.path.join(root, d)):
-                names.append(d)
-                dirs.remove(d)
-        extra += [(rel / n).as_posix() for n in names if (rel / n).as_posix() not in listed]
-        if len(extra) > 0:
-            break
+    extra = [rel for rel in store.files(sh.folder) if rel not in listed]
     if extra:
         raise GoldenError(f"{here}: {shown(extra[0])} is not one of its files (a stray or temporary file: "
                           "remove it, or --resume the shard)")
@@ -306,12 +296,17 @@ def _check_files(sh: _Shard, tasks: list[tuple], kind: Kind) -> None:
                               "damaged): regenerate the shard")
 
 
-def _check_out(dest: pathlib.Path, shards: list[_Shard]) -> None:
+def _where(folder) -> str:
+    return str(folder).rstrip("/") if store.is_remote(folder) else os.path.realpath(folder)
+
+
+def _check_out(dest, shards: list[_Shard]) -> None:
     """--out is empty or absent, and neither a shard nor inside one (nor holding one)."""
-    target = os.path.realpath(dest)
+    target = _where(dest)
     for sh in shards:
-        folder = os.path.realpath(sh.folder)
-        if os.path.commonpath([folder, target]) in (folder, target):
+        folder = _where(sh.folder)
+        if folder == target or target.startswith(folder.rstrip("/") + "/") \
+                or folder.startswith(target.rstrip("/") + "/"):
             raise GoldenError(f"--out {shown(dest)} and the shard {shown(sh.folder)} overlap: merge into a folder "
                               "of its own")
     try:
@@ -321,19 +316,21 @@ def _check_out(dest: pathlib.Path, shards: list[_Shard]) -> None:
         raise GoldenError(f"--out {shown(dest)}: cannot read ({why(exc)})") from None
 
 
-def _copy(src: pathlib.Path, target: pathlib.Path, rec: dict, sh: _Shard) -> None:
+def _copy(src, target, rec: dict, sh: _Shard) -> dict:
     """Copy one data file atomically, its SHA-256 checked again on the bytes copied (a shard
-    changed since the check is refused; the file is not published)."""
+    changed since the check is refused; the file is not published); the copy's record."""
     h = hashlib.sha256()
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(target) as tmp, open(src, "rb") as fin, open(tmp, "wb") as fout:
-            for block in iter(lambda: fin.read(1 << 20), b""):
-                h.update(block)
-                fout.write(block)
+        with store.local_copy(src) as local, store.staged(target) as tmp:
+            with open(local, "rb") as fin, open(tmp, "wb") as fout:
+                for block in iter(lambda: fin.read(1 << 20), b""):
+                    h.update(block)
+                    fout.write(block)
             if h.hexdigest() != rec["sha256"]:
                 raise GoldenError(f"{_label(sh.folder, sh.index, sh.count)}: {shown(rec['path'])}: changed while "
                                   "it was merged (SHA-256 differs from shard.json)")
+            return D.local_record(tmp, rec["path"], target)
     except OSError as exc:
         raise GoldenError(f"{shown(target)}: cannot write ({why(exc)})") from None
 

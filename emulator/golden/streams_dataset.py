@@ -650,11 +650,12 @@ def check_resumable(out, plan: D.ChunkPlan) -> None:
     import pyarrow.parquet as pq
     for part, chunk, _ in plan:
         rel = f"{part.path}/{D.file_name(chunk)}"
-        path = pathlib.Path(out) / rel
+        path = D.store.location(out) / rel
         if not path.is_file():
             continue
         try:
-            same = pq.read_schema(path).equals(SCHEMA)
+            with path.open("rb") as f:
+                same = pq.read_schema(f).equals(SCHEMA)
         except (OSError, pa.ArrowException) as exc:
             raise GoldenError(f"--resume: {shown(rel)}: not a readable Parquet file ({D.why(exc, 80)}); remove it "
                               f"and resume") from None
@@ -672,13 +673,12 @@ def manifest(p: StreamParams, records: list[dict]) -> dict:
 def is_stream_dataset(folder) -> bool:
     """Whether `folder`'s manifest (or generation.json) names a stream dataset (cheap: no checks)."""
     for name in (D.MANIFEST, D.PARAMS):
-        path = pathlib.Path(folder) / name
+        path = D.store.location(folder) / name
         try:
             if path.stat().st_size > 1 << 20 and name == D.PARAMS:
                 return False
-            with open(path, "rb") as f:
-                head = f.read(1 << 16)
-        except OSError:
+            head = D.store.head(path, 1 << 16)
+        except (OSError, GoldenError):
             continue
         if name == D.MANIFEST:
             return FORMAT.encode() in head
@@ -721,7 +721,7 @@ def read_manifest(folder) -> dict:
     except GoldenError:
         old = _stated_version(folder)
         if old is not None and old < FORMAT_VERSION:
-            raise GoldenError(f"{shown(pathlib.Path(folder) / D.MANIFEST)}: a {FORMAT} of format version {old}; this "
+            raise GoldenError(f"{shown(D.store.location(folder) / D.MANIFEST)}: a {FORMAT} of format version {old}; this "
                               f"tile-emu reads version {FORMAT_VERSION} (docs/golden-format.md, 'Stream goldens'): "
                               f"regenerate it with golden --streams") from None
         raise
@@ -729,7 +729,7 @@ def read_manifest(folder) -> dict:
 
 def _stated_version(folder) -> int | None:
     """The format_version an old stream manifest states (None: not one, or unreadable)."""
-    path = pathlib.Path(folder) / D.MANIFEST
+    path = D.store.location(folder) / D.MANIFEST
     try:
         if path.stat().st_size > D.MAX_MANIFEST_BYTES:
             return None
@@ -745,7 +745,7 @@ def open_stream_dataset(folder, progress=None) -> StreamDataset:
     naming the file, the case and the field for the first fault): the manifest, its profile,
     its parameters and the partitions and files they imply, the folder, each file's size,
     SHA-256, row count and schema, and each row (`_check_rows`)."""
-    folder = pathlib.Path(folder)
+    folder = D.store.location(folder)
     m = read_manifest(folder)
     prof, params, plan, sizes = D.manifest_plan(m, StreamParams, chunks)
     files = []
