@@ -139,10 +139,8 @@ def _params(args) -> D.Params:
 
 def max_workers() -> int:
     """--workers' bound: the CPUs this process may use (docs/golden-format.md, "Limits")."""
-    try:
-        return max(len(os.sched_getaffinity(0)), 1)
-    except AttributeError:            # no sched_getaffinity (macOS, Windows)
-        return max(os.cpu_count() or 1, 1)
+    from emulator.cluster import cpus
+    return cpus()
 
 
 def _generate(args) -> int:

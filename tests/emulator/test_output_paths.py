@@ -43,7 +43,7 @@ NOT_PATHS = {
     "vcg": {"axes", "slice", "time", "packet", "reduce", "track"},
     "reduce": {"dtype"},
     "bench": {"case", "profile"},
-    "run": {"profile"},
+    "run": {"profile", "scheduler"},
     "golden": {"ops", "dtypes", "dst_dtypes", "rmodes", "sat", "profile", "scheduler", "op", "dtype", "dst", "shapes",
                "rmode", "shard"},
 }
