@@ -146,10 +146,9 @@ def max_workers() -> int:
 def _generate(args) -> int:
     from emulator.golden.dataset import write_chunk
     p = _params(args)
-    if args.plan:
-        return _plan(args, p, D.chunks(p, args.out != "-"), D.chunk_table, "cases")
-    if _piped(args):
-        return _pipe(args, p, D.chunks(p, False), D.chunk_table, "cases")
+    done = _plan_or_pipe(args, p, D.chunks, D.chunk_table, "cases")
+    if done is not None:
+        return done
     out = D.store.location(args.out)
     plan = _shard_plan(args, out, p, D.chunks(p))
     D.params_match_or_fail(out, p, args.resume)
@@ -160,6 +159,16 @@ def _generate(args) -> int:
         for line in hole_lines(p):
             print(line, file=sys.stderr)
     return 0
+
+
+def _plan_or_pipe(args, p, chunks, chunk_table, unit: str) -> int | None:
+    """--plan (nothing written) or --out - (the cases on standard output): the exit status; None
+    for a run that writes a dataset."""
+    if args.plan:
+        return _plan(args, p, chunks(p, args.out != "-"), chunk_table, unit)
+    if _piped(args):
+        return _pipe(args, p, chunks(p, False), chunk_table, unit)
+    return None
 
 
 def _piped(args) -> bool:
@@ -380,10 +389,9 @@ def _generate_streams(args) -> int:
     """golden --streams: the same machinery as _generate, with the stream dataset's chunks."""
     from emulator.golden import streams_dataset as SD
     p = _stream_params(args)
-    if args.plan:
-        return _plan(args, p, SD.chunks(p, args.out != "-"), SD.chunk_table, "streams")
-    if _piped(args):
-        return _pipe(args, p, SD.chunks(p, False), SD.chunk_table, "streams")
+    done = _plan_or_pipe(args, p, SD.chunks, SD.chunk_table, "streams")
+    if done is not None:
+        return done
     out = D.store.location(args.out)
     plan = _shard_plan(args, out, p, SD.chunks(p))
     D.params_match_or_fail(out, p, args.resume, read=SD.read_params, manifest=SD.read_manifest)
