@@ -197,14 +197,17 @@ class StateFile:
     """A state file of one or many machines, open for reading one machine at a time.
 
     Opening reads every record batch once (validated in full, one batch in memory at a time:
-    the file is memory-mapped, so an uncompressed batch is not even copied), keeps the `machine`
-    column (4 bytes a row) and indexes the metadata; `state(k)` then reads machine k's rows and
-    PE entry alone, through stateio's single-machine loader.  So `show`, `diff` and
-    `--machine K` need memory for one machine plus the metadata's text, whatever the count."""
+    each is read into memory of its own and freed with it, so the file's pages do not stay with
+    the process), keeps the `machine` column (4 bytes a row) and indexes the metadata;
+    `state(k)` then reads machine k's rows and PE entry alone, through stateio's single-machine
+    loader, and `rows(a, b)` the rows of machines [a, b) (emulator.batchscan).  So `show`,
+    `diff` and `--machine K` need memory for one machine (or one block) plus the metadata's
+    text, whatever the count.  `mapped=True` memory-maps the file instead (no copy of a batch,
+    but its pages count as the process's memory while the file is open)."""
 
-    def __init__(self, path):
+    def __init__(self, path, mapped: bool = False):
         self.path = path
-        self._reader = reader = open_file(path)
+        self._reader = reader = open_file(path, mapped)
         schema = reader.schema
         names = schema.names                      # open_file checked them
         typed = MACHINE_COLUMN in names and schema.field(MACHINE_COLUMN).type == pa.uint32()
@@ -264,6 +267,13 @@ class StateFile:
                 local = rows[which == b] - self._offsets[b]
                 pieces.append(self._get_batch(int(b)).take(pa.array(local)))
         return pa.Table.from_batches(pieces, self._schema)
+
+    def rows(self, first: int, stop: int) -> pa.Table:
+        """The tile rows of machines [first, stop) in machine order, with the `machine` column
+        of a multi-machine file (emulator.batchscan reads many machines so)."""
+        if self._entries is None:
+            return self._rows(0, int(self._offsets[-1]))
+        return self._rows(int(self._bounds[first]), int(self._bounds[stop]))
 
     def table(self, k: int) -> pa.Table:
         """Machine k's rows and PE entry as a single-machine state table: what `state(k)` loads

@@ -73,3 +73,30 @@ def row_edit(rows: list, data) -> None:
     else:
         j = data.draw(st.integers(0, len(rows) - 1))
         rows[i], rows[j] = rows[j], rows[i]
+
+
+def json_edits(doc, data, values):
+    """1 to 3 random edits of JSON document `doc` in place, drawn with hypothesis `data`: a value
+    set to one drawn from `values`, deleted, or replaced by a copy of another of the document's;
+    `doc`, edited."""
+    import json
+    found = list(paths(doc))[1:]
+    for _ in range(data.draw(st.integers(1, 3))):
+        path = data.draw(st.sampled_from(found))
+        parent = doc
+        try:
+            for k in path[:-1]:
+                parent = parent[k]
+            action = data.draw(st.sampled_from(["set", "delete", "copy"]))
+            if action == "delete":
+                del parent[path[-1]]
+            elif action == "copy":
+                other = doc
+                for k in data.draw(st.sampled_from(found)):
+                    other = other[k]
+                parent[path[-1]] = json.loads(json.dumps(other))
+            else:
+                parent[path[-1]] = data.draw(values)
+        except (KeyError, IndexError, TypeError):
+            pass                                  # an earlier edit removed the path
+    return doc

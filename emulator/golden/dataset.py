@@ -19,6 +19,7 @@ import json
 import os
 import pathlib
 import re
+import stat
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 
@@ -479,16 +480,13 @@ def read_manifest(folder, fmt: str = FORMAT, version: int = FORMAT_VERSION, sche
     schema = MANIFEST_SCHEMA if schema is None else schema
     path = store.location(folder) / MANIFEST
     try:
-        if path.stat().st_size > MAX_MANIFEST_BYTES:
-            raise GoldenError(f"{shown(path)}: {path.stat().st_size:,} bytes; a manifest holds at most "
-                              f"{MAX_MANIFEST_BYTES:,}")
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        if isinstance(exc, FileNotFoundError) and (store.location(folder) / "shard.json").is_file():
+        text = read_small(path, shown(path), MAX_MANIFEST_BYTES, "a manifest")
+    except GoldenError:
+        if not (path.exists() or path.is_symlink()) and (store.location(folder) / "shard.json").is_file():
             raise GoldenError(f"{shown(folder)}: a shard of a golden dataset (shard.json, no manifest): join the "
                               "shards with tile-emu golden merge first (docs/golden-format.md, 'Shards and "
                               "merge')") from None
-        raise GoldenError(f"{shown(path)}: cannot read the manifest ({why(exc)})") from None
+        raise
     try:
         m = jsontext.loads(text, max_depth=jsontext.MAX_DEPTH)   # a manifest nests 6 levels
     except jsontext.JsonTextError as exc:
@@ -702,35 +700,7 @@ def _check_folder(folder: pathlib.Path, params: Params, listed: set[str], read=N
     """The folder holds exactly the listed data files, the manifest and (optionally) a
     generation.json of the same parameters (read by `read`, default read_params); anything
     else is named."""
-    extra, seen = [], set()
-    if store.is_remote(folder):     # an object store's listing: files only, no links
-        names = store.files(folder)
-        seen = {p for p in names if p in listed}
-        extra = [p for p in names if p not in listed and p not in (MANIFEST, PARAMS)]
-        if len(names) > MAX_FILES + 2:
-            raise GoldenError(f"{shown(folder)}: holds more than {MAX_FILES:,} files; a dataset holds at most that")
-    for root, dirs, names in ([] if store.is_remote(folder) else os.walk(folder)):
-        rel = pathlib.Path(root).relative_to(folder)
-        for d in list(dirs):
-            if os.path.islink(os.path.join(root, d)):       # not followed: an entry of its own
-                names.append(d)
-                dirs.remove(d)
-        for name in names:
-            p = (rel / name).as_posix()
-            if p in listed and os.path.isfile(os.path.join(root, name)):
-                seen.add(p)
-            elif p not in (MANIFEST, PARAMS):
-                extra.append(p)
-            if len(extra) + len(seen) > MAX_FILES + 2:
-                raise GoldenError(f"{shown(folder)}: holds more than {MAX_FILES:,} files; a dataset holds at most that")
-    missing = sorted(listed - seen)
-    if missing:
-        raise GoldenError(f"{shown(missing[0])}: listed in the manifest but missing"
-                          + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
-    if extra:
-        extra.sort()
-        raise GoldenError(f"{shown(extra[0])}: in the dataset folder but not listed in the manifest"
-                          + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""))
+    check_listed(folder, listed, (MANIFEST, PARAMS), "dataset")
     gen = folder / PARAMS
     if gen.exists() or gen.is_symlink():
         prev = (read or read_params)(gen)
@@ -738,16 +708,120 @@ def _check_folder(folder: pathlib.Path, params: Params, listed: set[str], read=N
             raise GoldenError(f"{PARAMS}: other parameters than the manifest's generator")
 
 
+MAX_UNLISTED = 1000     # a folder walk stops after this many unlisted entries (one is named)
+
+
+def check_listed(folder: pathlib.Path, listed: set[str], allowed: tuple[str, ...], what: str) -> None:
+    """The folder (of a `what`: dataset, hex export) holds exactly the `listed` files, each a
+    regular file (after links) inside the folder, and any of `allowed`; the first that is
+    missing, of another kind, outside or unlisted is one GoldenError line.  Links to folders are
+    not followed (an entry of their own)."""
+    root = os.path.realpath(folder)
+    extra, seen = [], set()
+    if store.is_remote(folder):     # an object store's listing: objects only, no links, no kinds
+        names = store.files(folder)
+        seen = {p for p in names if p in listed}
+        extra = [p for p in names if p not in listed and p not in allowed][:MAX_UNLISTED + 1]
+    for top, dirs, names in ([] if store.is_remote(folder) else os.walk(folder)):
+        rel = pathlib.Path(top).relative_to(folder)
+        for d in list(dirs):
+            if os.path.islink(os.path.join(top, d)) or (rel / d).as_posix() in listed:
+                names.append(d)                 # not followed: an entry of its own
+                dirs.remove(d)
+        for name in names:
+            p = (rel / name).as_posix()
+            if p in listed:
+                _listed_file(os.path.join(top, name), p, root, what)
+                seen.add(p)
+            elif p not in allowed:
+                extra.append(p)
+                if len(extra) > MAX_UNLISTED:
+                    break
+        if len(extra) > MAX_UNLISTED:
+            break
+    missing = sorted(listed - seen)
+    if missing and len(extra) <= MAX_UNLISTED:
+        raise GoldenError(f"{shown(missing[0])}: listed in the manifest but missing"
+                          + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+    if extra:
+        extra.sort()
+        more = "" if len(extra) == 1 else f" (and {len(extra) - 1} more)" if len(extra) <= MAX_UNLISTED else \
+            " (and many more)"
+        raise GoldenError(f"{shown(extra[0])}: in the {what} folder but not listed in the manifest{more}")
+
+
+def file_kind(mode: int) -> str:
+    """What a file of st_mode `mode` is, for a message."""
+    for test, name in ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _listed_file(path: str, rel: str, root: str, what: str) -> None:
+    """A listed file is a regular file (after links) inside the folder `root` (resolved)."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:                      # a link to nothing, a loop of links
+        raise GoldenError(f"{shown(rel)}: listed in the manifest but cannot be read ({why(exc)})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise GoldenError(f"{shown(rel)}: listed in the manifest but {file_kind(st.st_mode)}, not a regular file")
+    real = os.path.realpath(path)
+    if os.path.commonpath([real, root]) != root:
+        raise GoldenError(f"{shown(rel)}: a link out of the {what} folder (to {shown(real)})")
+
+
+def open_regular(path, label: str):
+    """`path` opened for binary reading if it is a regular file (after links), else GoldenError
+    naming `label`.  Never blocks (a FIFO is refused, not waited on)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, ValueError) as exc:
+        raise GoldenError(f"{label}: cannot read ({why(exc)})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise GoldenError(f"{label}: {file_kind(st.st_mode)}, not a regular file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_small(path: pathlib.Path, label: str, limit: int, what: str) -> str:
+    """The UTF-8 text of `what` (a manifest, generation.json) at `path`: a regular file of at most
+    `limit` bytes, else GoldenError naming `label`; a FIFO or device is refused, never waited on.
+    (An object of an object store, store.RemotePath, is read whole once its size is known.)"""
+    if store.is_remote(path):
+        try:
+            size = path.stat().st_size
+            if size > limit:
+                raise GoldenError(f"{label}: {size:,} bytes; {what} holds at most {limit:,}")
+            return path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise GoldenError(f"{label}: cannot read {what} ({why(exc)})") from None
+    with open_regular(path, label) as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > limit:
+            raise GoldenError(f"{label}: {size:,} bytes; {what} holds at most {limit:,}")
+        try:
+            return f.read(limit).decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise GoldenError(f"{label}: cannot read {what} ({why(exc)})") from None
+
+
 def read_params(path: pathlib.Path, cls=None) -> Params:
     """The parameters a generation.json holds (a small file: at most 1 MiB), as `cls` (default
     Params; the stream goldens pass theirs) parses them."""
+    text = read_small(path, PARAMS, 1 << 20, "the generation parameters")
     try:
-        if path.stat().st_size > 1 << 20:
-            raise GoldenError(f"{PARAMS}: {path.stat().st_size:,} bytes; it holds at most 1 MiB")
-        doc = jsontext.loads(path.read_text(encoding="utf-8"), max_depth=jsontext.MAX_DEPTH)
-        return (cls or Params).from_json(doc, PARAMS)
-    except (OSError, UnicodeDecodeError, jsontext.JsonTextError) as exc:
+        doc = jsontext.loads(text, max_depth=jsontext.MAX_DEPTH)
+    except jsontext.JsonTextError as exc:
         raise GoldenError(f"{PARAMS}: cannot read ({why(exc)})") from None
+    return (cls or Params).from_json(doc, PARAMS)
 
 
 def _read_checked(ds: Dataset, f: DataFile, with_crosses: bool = False):

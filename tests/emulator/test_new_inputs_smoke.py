@@ -152,8 +152,9 @@ def graph_case(seed, world, tmp_path, capsys):
     rng = random.Random(seed)
     d = tmp_path / "in"
     d.mkdir()
-    g = json.loads((EX / "fabric" / "sum-loop.graph.json").read_text())
-    f = json.loads((EX / "fabric" / "sum-loop.fabric.json").read_text())
+    name = rng.choice(["sum-loop", "temporal"])               # temporal: two contexts of a temporal PE
+    g = json.loads((EX / "fabric" / f"{name}.graph.json").read_text())
+    f = json.loads((EX / "fabric" / f"{name}.fabric.json").read_text())
     if rng.random() < 0.7:
         g = mutate_json(g, rng, rng.randint(1, 3))
     else:
@@ -164,6 +165,8 @@ def graph_case(seed, world, tmp_path, capsys):
     out.mkdir()
     argv = ["fabric", "sim", d / "g.json", "--fabric", d / "f.json", "--cycles", rng.choice(["50", "2000"]),
             "--engine", rng.choice(["reference", "compiled"]), "--trace", out / "t.arrow", "--vcd", out / "w.vcd"]
+    if rng.random() < 0.3:
+        argv = ["fabric", rng.choice(["check", "format"]), d / "f.json"] + rng.choice([[], ["--full-keys"]])
     check(argv, capsys, d, [out / "t.arrow", out / "w.vcd"])
 
 

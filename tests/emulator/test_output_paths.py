@@ -38,6 +38,7 @@ PATHS = {
     # a shard (test_golden_shards)
     "golden": {"dataset": "input", "more": "input", "coverage": "input", "out": "output"},
     "verify": {"dataset": "input"},
+    "cosim": {"out": "output"},
 }
 NOT_PATHS = {
     "vcg": {"axes", "slice", "time", "packet", "reduce", "track"},

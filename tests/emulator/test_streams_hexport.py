@@ -187,7 +187,7 @@ def test_a_stream_dataset_is_exported_whole(export, tmp_path, capsys):
 
 def test_verify_reads_the_files_in_small_blocks_with_the_same_verdicts(export, tmp_path, capsys, monkeypatch):
     # the checker streams every file (bounded memory): blocks smaller than a line change nothing
-    from emulator.golden import streams_hexport as SH
+    from emulator.golden import hexport as SH
     monkeypatch.setattr(SH, "READ_BYTES", 7)
     assert main(["verify", str(export / "h")]) == 0
     capsys.readouterr()
