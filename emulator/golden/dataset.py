@@ -716,7 +716,7 @@ def check_listed(folder: pathlib.Path, listed: set[str], allowed: tuple[str, ...
     regular file (after links) inside the folder, and any of `allowed`; the first that is
     missing, of another kind, outside or unlisted is one GoldenError line.  Links to folders are
     not followed (an entry of their own)."""
-    root = os.path.realpath(folder)
+    root = None if store.is_remote(folder) else os.path.realpath(folder)
     extra, seen = [], set()
     if store.is_remote(folder):     # an object store's listing: objects only, no links, no kinds
         names = store.files(folder)
