@@ -18,6 +18,7 @@ import pathlib
 import sys
 
 from emulator.cli import CommandError
+from emulator.cluster import NoCluster
 from emulator.golden import dataset as D
 from emulator.golden.dataset import GoldenError
 from isa.atomicio import quote
@@ -47,6 +48,9 @@ def add_arguments(p) -> None:
     g.add_argument("--workers", type=int, help="run on a local Dask cluster of N worker processes")
     g.add_argument("--scheduler", help="run on an existing Dask cluster (tcp://host:port)")
     g.add_argument("--quiet", action="store_true", help="no progress line")
+    g.add_argument("--backend", choices=["cpu", "gpu"], default="cpu",
+                   help="the batch engine that computes the expected outcomes (gpu: on the GPU; with --workers, "
+                        "one worker a GPU through dask-cuda); the same bytes either way")
     g.add_argument("--plan", action="store_true",
                    help="print the partitions, files, cases, bytes and CPU time the run would take (from a short "
                         "measured sample) and write nothing")
@@ -90,6 +94,8 @@ def run(args) -> int:
     except GoldenError as exc:
         raise CommandError(str(exc), 1) from None
     except D.store.Unavailable as exc:          # an fsspec URL whose library is not installed
+        raise CommandError(str(exc), 3) from None
+    except NoCluster as exc:                    # Dask (or dask-cuda for --backend gpu) not installed
         raise CommandError(str(exc), 3) from None
 
 
@@ -146,6 +152,7 @@ def max_workers() -> int:
 def _generate(args) -> int:
     from emulator.golden.dataset import write_chunk
     p = _params(args)
+    _check_backend(args)
     done = _plan_or_pipe(args, p, D.chunks, D.chunk_table, "cases")
     if done is not None:
         return done
@@ -159,6 +166,20 @@ def _generate(args) -> int:
         for line in hole_lines(p):
             print(line, file=sys.stderr)
     return 0
+
+
+def _check_backend(args) -> None:
+    """--backend gpu: a usable GPU here (exit 3 otherwise, before anything is written), and with
+    --workers at most one worker a GPU."""
+    if args.backend != "gpu" or args.plan:
+        return
+    from emulator.sharded import bound
+    from kernels.device import gpu_status
+    usable, why_not = gpu_status()
+    if not usable:
+        raise CommandError(f"--backend gpu: no usable GPU ({why_not})", 3)
+    if args.workers and args.workers > bound("gpu"):
+        raise CommandError(f"--backend gpu --workers {args.workers}: at most {bound('gpu')} (one worker a GPU)", 2)
 
 
 def _plan_or_pipe(args, p, chunks, chunk_table, unit: str) -> int | None:
@@ -210,8 +231,8 @@ def _pipe(args, p, plan, chunk_table, unit: str) -> int:
     progress = Progress(total, 0, enabled=not args.quiet)
     settle_heap()
     try:
-        size = pipe.stream(tasks, lambda part, chunk, n: chunk_table(p, part, chunk, n), args.format, schema, lines,
-                           progress.add)
+        size = pipe.stream(tasks, lambda part, chunk, n: chunk_table(p, part, chunk, n, args.backend), args.format,
+                           schema, lines, progress.add)
     except BrokenPipeError:         # the reader has what it wanted
         pipe.quiet_stdout()
         progress.close()
@@ -330,13 +351,13 @@ def _write(args, out: pathlib.Path, p, plan, keys, write_chunk, manifest):
         if args.resume and path.is_file():
             records.append(D.file_record(out, path))
             continue
-        tasks.append((str(out), p.to_json(), keys(part), chunk, n))
+        tasks.append((str(out), p.to_json(), keys(part), chunk, n, args.backend))
     total = sum(t[4] for t in tasks)
     progress = Progress(total, len(tasks), enabled=not args.quiet)
     # no more worker processes than files: the rest would only start and idle
     workers = min(args.workers, max(len(tasks), 1)) if args.workers else None
     run_tasks(tasks, write_chunk, lambda task, rec: (records.append(rec), progress.add(task[4])),
-              workers=workers, scheduler=args.scheduler)
+              workers=workers, scheduler=args.scheduler, cuda=args.backend == "gpu")
     progress.close()
     if args.shard:                 # a shard's manifest: shard.json with its records (emulator/golden/shards.py)
         D.write_json(out / shards.SHARD, shards.doc(p, *args.shard_at, records))
@@ -389,6 +410,7 @@ def _generate_streams(args) -> int:
     """golden --streams: the same machinery as _generate, with the stream dataset's chunks."""
     from emulator.golden import streams_dataset as SD
     p = _stream_params(args)
+    _check_backend(args)
     done = _plan_or_pipe(args, p, SD.chunks, SD.chunk_table, "streams")
     if done is not None:
         return done

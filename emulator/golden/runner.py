@@ -81,11 +81,15 @@ class _Settling:
 
 
 def run(tasks: list[tuple], fn: Callable, on_done: Callable[[tuple, dict], None],
-        workers: int | None = None, scheduler: str | None = None) -> None:
+        workers: int | None = None, scheduler: str | None = None, cuda: bool = False) -> None:
     """Run fn(*task) for every task; on_done(task, result) as each completes (emulator.cluster.run:
-    in this process, on a local cluster whose workers settle their heaps first, or on --scheduler's)."""
-    from emulator.cluster import ClusterError, run as run_tasks
+    in this process, on a local cluster -- of one worker a GPU with `cuda` -- whose workers settle
+    their heaps first, or on --scheduler's).  A missing library is emulator.cluster.NoCluster."""
+    from emulator.cluster import ClusterError, NoCluster, run as run_tasks
     try:
-        run_tasks(tasks, fn, on_done, workers, scheduler, local_fn=_Settling(fn), in_process=settle_heap)
+        run_tasks(tasks, fn, on_done, workers, scheduler, local_fn=_Settling(fn), in_process=settle_heap,
+                  cuda=cuda)
+    except NoCluster:
+        raise
     except ClusterError as exc:
         raise GoldenError(str(exc)) from None

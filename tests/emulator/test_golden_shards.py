@@ -226,3 +226,12 @@ def test_a_shard_is_not_a_dataset_verify_says_to_merge_it(runs, capsys):
     _, _, parts = runs
     assert main(["verify", str(parts[0]), "--quiet"]) == 1
     assert "golden merge" in _one_line(capsys)
+
+
+def test_golden_backend_gpu_without_a_usable_gpu_is_exit_3_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    from kernels import device
+    monkeypatch.setattr(device, "gpu_status", lambda: (False, "no CUDA device"))
+    out = tmp_path / "o"
+    assert _golden("single-block", out, "--backend", "gpu") == 3
+    assert "--backend gpu: no usable GPU (no CUDA device)" in _one_line(capsys)
+    assert not out.exists()
