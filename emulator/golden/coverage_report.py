@@ -15,6 +15,7 @@ import json
 import pathlib
 
 from . import coverage as C
+from . import store
 from .dataset import GoldenError
 
 FORMAT = "tile-emu coverage"
@@ -35,7 +36,7 @@ def _bin(name: str, count: int, applicable: bool = True, values=None) -> dict:
 
 
 def _manifest_sha(folder) -> str:
-    return hashlib.sha256((pathlib.Path(folder) / "manifest.json").read_bytes()).hexdigest()
+    return hashlib.sha256((store.location(folder) / "manifest.json").read_bytes()).hexdigest()
 
 
 def _source(folder, m: dict) -> dict:

@@ -241,13 +241,13 @@ def partitions(p: StreamParams) -> list[StreamPartition]:
     return [StreamPartition(p.blocks, name) for name in p.shapes]
 
 
-def chunks(p: StreamParams) -> D.ChunkPlan:
+def chunks(p: StreamParams, limit_files: bool = True) -> D.ChunkPlan:
     if not 1 <= p.cases <= D.MAX_CASES:
         raise GoldenError(f"--cases {p.cases}: from 1 to {D.MAX_CASES:,} (2^32) streams per partition")
     if not 1 <= p.chunk_cases <= CHUNK_CASES:
         raise GoldenError(f"chunk_cases {p.chunk_cases}: from 1 to {CHUNK_CASES:,}")
     plan = D.ChunkPlan(tuple(partitions(p)), p.cases, p.chunk_cases)
-    if len(plan) > D.MAX_FILES:
+    if limit_files and len(plan) > D.MAX_FILES:
         raise GoldenError(f"{len(plan.parts):,} partition(s) x {p.cases:,} streams need {len(plan):,} data files; "
                           f"a dataset holds at most {D.MAX_FILES:,} files")
     return plan
@@ -780,11 +780,12 @@ def check_resumable(out, plan: D.ChunkPlan) -> None:
     import pyarrow.parquet as pq
     for part, chunk, _ in plan:
         rel = f"{part.path}/{D.file_name(chunk)}"
-        path = pathlib.Path(out) / rel
+        path = D.store.location(out) / rel
         if not path.is_file():
             continue
         try:
-            same = pq.read_schema(path).equals(SCHEMA)
+            with path.open("rb") as f:
+                same = pq.read_schema(f).equals(SCHEMA)
         except (OSError, pa.ArrowException) as exc:
             raise GoldenError(f"--resume: {shown(rel)}: not a readable Parquet file ({D.why(exc, 80)}); remove it "
                               f"and resume") from None
@@ -803,12 +804,15 @@ def manifest(p: StreamParams, records: list[dict]) -> dict:
 def is_stream_dataset(folder) -> bool:
     """Whether `folder`'s manifest (or generation.json) names a stream dataset (cheap: no checks)."""
     for name in (D.MANIFEST, D.PARAMS):
-        path = pathlib.Path(folder) / name
+        path = D.store.location(folder) / name
         try:
             if path.stat().st_size > 1 << 20 and name == D.PARAMS:
                 return False
-            with D.open_regular(path, name) as f:       # a FIFO is not waited on
-                head = f.read(1 << 16)
+            if D.store.is_remote(path):
+                head = D.store.head(path, 1 << 16)
+            else:
+                with D.open_regular(path, name) as f:       # a FIFO is not waited on
+                    head = f.read(1 << 16)
         except (OSError, D.GoldenError):
             continue
         if name == D.MANIFEST:
@@ -855,7 +859,7 @@ def read_manifest(folder) -> dict:
         return D.read_manifest(folder, FORMAT, FORMAT_VERSION, MANIFEST_SCHEMA)
     except GoldenError:
         if stated is not None and stated not in READ_VERSIONS:
-            raise GoldenError(f"{shown(pathlib.Path(folder) / D.MANIFEST)}: a {FORMAT} of format version {stated}; "
+            raise GoldenError(f"{shown(D.store.location(folder) / D.MANIFEST)}: a {FORMAT} of format version {stated}; "
                               f"this tile-emu reads versions {' and '.join(map(str, READ_VERSIONS))} "
                               f"(docs/golden-format.md, 'Stream goldens'): regenerate it with golden "
                               f"--streams") from None
@@ -864,12 +868,11 @@ def read_manifest(folder) -> dict:
 
 def _stated_version(folder) -> int | None:
     """The format_version an old stream manifest states (None: not one, or unreadable)."""
-    path = pathlib.Path(folder) / D.MANIFEST
+    path = D.store.location(folder) / D.MANIFEST
     try:
-        if path.stat().st_size > D.MAX_MANIFEST_BYTES:
-            return None
-        m = jsontext.loads(path.read_text(encoding="utf-8"), max_depth=jsontext.MAX_DEPTH)
-    except (OSError, ValueError):      # UnicodeDecodeError and JsonTextError are ValueErrors
+        m = jsontext.loads(D.read_small(path, D.MANIFEST, D.MAX_MANIFEST_BYTES, "a manifest"),
+                           max_depth=jsontext.MAX_DEPTH)
+    except (GoldenError, ValueError):      # JsonTextError is a ValueError
         return None
     v = m.get("format_version") if isinstance(m, dict) and m.get("format") == FORMAT else None
     return v if type(v) is int else None
@@ -880,7 +883,7 @@ def open_stream_dataset(folder, progress=None) -> StreamDataset:
     naming the file, the case and the field for the first fault): the manifest, its profile,
     its parameters and the partitions and files they imply, the folder, each file's size,
     SHA-256, row count and schema, and each row (`_check_rows`)."""
-    folder = pathlib.Path(folder)
+    folder = D.store.location(folder)
     m = read_manifest(folder)
     prof, params, plan, sizes = D.manifest_plan(m, _versioned(m["format_version"]), chunks)
     files = []
