@@ -595,7 +595,8 @@ def _expr_tree(text: str) -> Expr:
 
 
 def _assignment(tree, src: _Source) -> Stmt:
-    if len(tree.body) != 1 or type(tree.body[0]) is not ast.Assign or len(tree.body[0].targets) != 1:
+    # Python's statement grammar takes a trailing ';' ('x = a;'), ours has no ';' at all
+    if ";" in src.text or len(tree.body) != 1 or type(tree.body[0]) is not ast.Assign or len(tree.body[0].targets) != 1:
         raise _Reject
     a = tree.body[0]
     target = _conv(a.targets[0], src)

@@ -77,6 +77,11 @@ def test_random_expressions_parse_and_fail_exactly_as_before(text):
     agree(text)
 
 
+@pytest.mark.parametrize("text", ["x = a;", "y[i] = 1 ;", "x = a; y = b"])
+def test_a_semicolon_is_no_token_of_a_statement(text):
+    agree(text, stmt=True)                  # Python's grammar takes 'x = a;', ours never did
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.sampled_from(["x", "y[i]", "(y)", "y[0, 1]", "1", "f(a)", "(y[0])", "inf", "x[(0)]"]), soup)
 def test_random_statements_parse_and_fail_exactly_as_before(target, value):
