@@ -17,22 +17,20 @@ How (the `cpu` engine; `reference` just runs one Machine per machine):
     GPR-offset windows checked for every machine at once (preflight.gpr_offsets,
     window_bounds, window_fits); then one executor call over every selected PE of every
     machine, the sources handed over as semantics.TileStack (P = PEs x machines, PE-major).
-    XP_EXECUTORS (every schema: element-wise, TCMP, TSEL, TCVT, TEXTRACT, TINSERT, TIMG2COL)
-    are written once against the array module `xp` (NumPy, or CuPy on the gpu backend), so on
-    the gpu backend tiles stay on the device from block to block; the rules they apply are
-    semantics' and padding's own (element_faults, padded_tiles).  A role whose PEs' tiles
-    differ in geometry is one TileStack with rows padded to the longest payload, each PE's
-    tile read through its own layout (_grid_index: addresses are computed on the host from
-    descriptors and offsets, payloads gathered on the device).  GPRs live on the host (blocks
-    only read them, for offsets the engine checks there); status bytes stay with the tiles.
-  * A descriptor rule that fails fails for the whole cohort, with one error.  When an element
-    rule fails on some machines, the array-module executors name them (Refused); for the
-    NumPy executors, which raise on the first failure, bisection finds them.  Each of those
-    runs the block on a materialized reference Machine, which gives its exact exception (the
-    rare path), and leaves the cohort.  A machine whose window check fails takes the same
-    rare path.  Were the reference ever to accept a block the engine rejected, that machine
-    would carry on, detached, on the reference: correctness never depends on the fast path
-    agreeing.
+    The executors are the reference's own (semantics.EXECUTORS, one per schema), written once
+    against the array module `xp` (NumPy, or CuPy on the gpu backend), so on the gpu backend
+    tiles stay on the device from block to block.  A role whose PEs' tiles differ in geometry
+    is one TileStack with rows padded to the longest payload, each PE's tile read through its
+    own layout (addresses are computed on the host from descriptors and offsets, payloads
+    gathered on the device).  GPRs live on the host (blocks only read them, for offsets the
+    engine checks there); status bytes stay with the tiles.
+  * A descriptor rule that fails fails for the whole cohort, with one error.  The element rules
+    report to the engine's hook (FailingMembers), which names the members holding an element
+    that breaks one (Refused).  Each of those runs the block on a materialized reference
+    Machine, which gives its exact exception (the rare path), and leaves the cohort.  A machine
+    whose window check fails takes the same rare path.  Were the reference ever to accept a
+    block the engine rejected, that machine would carry on, detached, on the reference:
+    correctness never depends on the fast path agreeing.
   * Commit (MachineBatch._commit, given the block's Staged results): each selected PE's slot
     of the destination id becomes a row view of the stacked result, which the next block
     reads back without copying.
@@ -60,15 +58,13 @@ from isa.errors import DecodeError, IllegalBlockException
 from isa.fields import GPR_COUNT, NUM_PES
 from isa.legality import ResolvedBlock, resolve
 from kernels import numeric
-from kernels.numeric.flags import NAMES
 
 from . import preflight, semantics
 from .backends import resolve_backend
 from .config import MachineConfig
 from .machine import BlockResult, Machine, Staged, StreamError, one_block, stream_items
 from .state import MachineState, PEState, used_bytes
-from .padding import padded_tiles
-from .tiles import Descriptor, element_dtype, index_grid, make_tile, to_physical
+from .tiles import Descriptor, element_dtype, make_tile, to_physical
 
 
 @dataclass
@@ -220,7 +216,7 @@ def _host(xp):
     return (lambda a: a) if xp is np else xp.asnumpy
 
 
-# ---------------------------------------------------------------- array-module executors
+# ---------------------------------------------------------------- element rules on a cohort
 
 class Refused(Exception):
     """Element rules failed on `members` (indices into the executed selection of machines);
@@ -231,277 +227,71 @@ class Refused(Exception):
         self.members = members
 
 
-def _refuse_members(bad, m: int, xp) -> None:
-    """Raise Refused when any tile of the (P,) mask `bad` failed (tile k is machine k % m)."""
-    if bool(bad.any()):
-        raise Refused(np.unique(np.flatnonzero(_host(xp)(bad)) % m))
+class FailingMembers:
+    """The engine's element-rule hook for the executors (semantics.FirstFault is the
+    reference's): over P = PEs x `per` members, PE-major (tile k is member k % per), it notes
+    every member one of whose tiles holds an element that breaks a rule, and `settle` raises
+    Refused naming them before anything is computed.  On NumPy an all-clear array is found by
+    one whole-array test, without per-tile reductions; on a device the per-tile reduction runs
+    directly (no extra synchronisation) and `settle` reads back one value."""
 
+    def __init__(self, P: int, per: int, xp):
+        self.P, self.per, self.xp = P, per, xp
+        self.bad = None          # (P,) bool, once some rule found a tile to look at
 
-def _status(flags, P: int, xp):
-    """Per tile: the OR of its elements' flags (on a device: one any() per flag bit)."""
-    f = flags.reshape(P, -1)
-    if xp is np:
-        if not f.size or not f.max():      # no flag raised (every integer operation): no per-tile reduction
-            return np.zeros(P, np.uint8)
-        return np.bitwise_or.reduce(f, axis=1).astype(np.uint8)
-    out = xp.zeros(P, np.uint8)
-    for bit in NAMES:                                  # NV DZ OF UF NX
-        out |= (xp.bitwise_and(f, bit) != 0).any(axis=1).astype(np.uint8) * np.uint8(bit)
-    return out
+    def _note(self, tiles) -> None:
+        self.bad = tiles if self.bad is None else self.bad | tiles
 
+    def undefined(self, plan, role, defined, where=None, r0=None, c0=None) -> None:
+        P = self.P
+        if where is not None:
+            self._note((where & ~defined).reshape(P, -1).any(axis=1))
+        elif self.xp is not np or not defined.all():
+            self._note(~defined.reshape(P, -1).all(axis=1))
 
-def _geometry(d: Descriptor) -> tuple:
-    return d.layout_key, d.Row, d.Col, d.elements
+    def divisors(self, plan, ops) -> None:
+        zero = semantics.zero_divisors(plan.rb, ops)
+        if zero is not None:
+            self._note(zero.reshape(self.P, -1).any(axis=1))
 
+    def encodings(self, plan, role, bits, dtype) -> None:
+        invalid = semantics.invalid_encodings(bits, dtype, self.xp)
+        if invalid is not None:
+            self._note(invalid.reshape(self.P, -1).any(axis=1))
 
-def _geometries(descs) -> set:
-    """The distinct geometries of `descs` (equal descriptors on every PE, the usual case: one,
-    without deriving it per PE; list.count finds identical ones without a Python call each)."""
-    d0 = descs[0]
-    return {_geometry(d0)} if descs.count(d0) == len(descs) else {_geometry(d) for d in descs}
-
-
-def _ragged(ts: semantics.TileStack) -> bool:
-    """The PEs' tiles of the stack differ in geometry (rows padded to the longest; see _stack_role)."""
-    return len(_geometries(ts.descs)) > 1
-
-
-def _grid_index(ts: semantics.TileStack, r: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """Host (P, ...) physical element indices of logical (r[p], c[p]) in tile p, each PE's tile
-    through its own layout (semantics.gather's lookup); r, c in range, host arrays."""
-    r, c = np.broadcast_arrays(np.asarray(r, np.int64), np.asarray(c, np.int64))
-    if not _ragged(ts):
-        return index_grid(ts.desc)[r, c]
-    idx = np.empty(r.shape, np.int64)
-    for s, d in enumerate(ts.descs):
-        rows = slice(s * ts.per, (s + 1) * ts.per)
-        idx[rows] = index_grid(d)[r[rows], c[rows]]
-    return idx
-
-
-def _xp_gather(ts: semantics.TileStack, idx, xp):
-    """Payload and definedness at host (P, ...) physical indices `idx` of every tile: one gather."""
-    k = xp.arange(len(ts))[(slice(None),) + (None,) * (idx.ndim - 1)]
-    idx = xp.asarray(idx)
-    return ts.elems[k, idx], ts.defined[k, idx]
-
-
-def _xp_valid(ts: semantics.TileStack, vr: int, vc: int, xp):
-    """(P, vr, vc) payload and definedness of every tile's valid rectangle: views of the
-    stacked storage for NORM tiles, one gather through the layout's index grid otherwise."""
-    d, P = ts.desc, len(ts)
-    if _ragged(ts):
-        shape = (P, vr, vc)
-        return _xp_gather(ts, _grid_index(ts, np.broadcast_to(np.arange(vr)[:, None], shape),
-                                          np.broadcast_to(np.arange(vc)[None, :], shape)), xp)
-    if d.layout_key == 0:
-        n = d.Row * d.Col
-        if n == ts.elems.shape[1] and (vr, vc) == (d.Row, d.Col):     # the whole tile: a reshape of the stack
-            return ts.elems.reshape(P, vr, vc), ts.defined.reshape(P, vr, vc)
-        return (ts.elems[:, :n].reshape(P, d.Row, d.Col)[:, :vr, :vc],
-                ts.defined[:, :n].reshape(P, d.Row, d.Col)[:, :vr, :vc])
-    idx = xp.asarray(index_grid(d)[:vr, :vc])
-    return ts.elems[:, idx], ts.defined[:, idx]
-
-
-def _undefined(defined, P: int, xp):
-    """(P,) bool: tiles with an undefined element in any of the (P, ...) `defined` arrays.  On
-    NumPy a whole-array test first (the usual answer, everything defined, without per-tile
-    reductions); on a device the per-tile reduction directly (no extra synchronisation)."""
-    bad = xp.zeros(P, bool)
-    for dm in defined:
-        if xp is not np or not dm.all():
-            bad |= ~dm.reshape(P, -1).all(axis=1)
-    return bad
-
-
-def _xp_rules(plan, ops, defined, xp) -> None:
-    """Refused naming every member one of whose tiles breaks an element rule: an undefined
-    element read, an integer zero divisor, an invalid encoding (semantics' rules)."""
-    P = len(plan.pes)
-    bad = _undefined(defined, P, xp) | semantics.element_faults(plan.rb, ops, P, xp)
-    _refuse_members(bad, plan.sources[0].per, xp)
-
-
-def _broadcast(a, shape: tuple, xp):
-    """`a` broadcast to `shape` (as it is when it has that shape already)."""
-    return a if getattr(a, "shape", None) == shape else xp.broadcast_to(a, shape)
-
-
-def _xp_outcome(rb: ResolvedBlock, d: Descriptor, P: int, out, flags, pad_dtype: str | None, xp) -> semantics.Outcome:
-    """The destination `d` of P tiles from the valid results: PadValue outside the valid
-    rectangle (NULL: undefined), the OR of the valid elements' flags as each tile's status
-    (semantics.padded; flags None: a status nobody reads, zeros)."""
-    vr, vc = rb.ValidRow, rb.ValidCol
-    shape = (P, vr, vc)
-    status = xp.zeros(P, np.uint8) if flags is None else _status(_broadcast(xp.asarray(flags, np.uint8), shape, xp), P, xp)
-    out = _broadcast(out, shape, xp).astype(element_dtype(d), copy=False)
-    if (vr, vc) == (d.Row, d.Col):
-        defined = semantics.all_defined((P, d.Row, d.Col)) if xp is np else xp.ones((P, d.Row, d.Col), bool)
-        return semantics.Outcome(xp.ascontiguousarray(out), defined, status)
-    bits, defined = padded_tiles(out, (P, d.Row, d.Col), rb.PadValue, pad_dtype, element_dtype(d), xp)
-    return semantics.Outcome(bits, defined, status)
-
-
-def xp_pointwise(plan: preflight.Plan, xp) -> semantics.Outcome:
-    """TADD ... TFMA (binary, unary, ternary) and TCMP over stacked tiles, written once for
-    NumPy and CuPy: semantics.ex_numeric / ex_compare's rules, numeric call, padding and
-    status.  A failed rule raises Refused naming the members (their exact errors come from
-    the reference)."""
-    rb = plan.rb
-    compare = rb.instr.schema == I.COMPARE       # a predicate: one 0/1 bit per element
-    read = [_xp_valid(ts, rb.ValidRow, rb.ValidCol, xp) for ts in plan.sources]
-    ops = [b for b, _ in read]
-    _xp_rules(plan, ops, [dm for _, dm in read], xp)
-    extra = {"cmode": rb.CMode} if compare else {}
-    out, flags = numeric.elementwise(rb.instr.mnemonic, rb.dtype.name, *ops,
-                                     profile=plan.profile, **extra)
-    out = xp.asarray(out)
-    if compare:
-        out = (out != 0).astype(np.uint8)
-    return _xp_outcome(rb, plan.dest, len(plan.pes), out, flags, None if compare else rb.dtype.name, xp)
-
-
-def xp_convert(plan: preflight.Plan, xp) -> semantics.Outcome:
-    """TCVT over stacked tiles (semantics.ex_convert's rules, call and padding): the source
-    through its layout or the private CUBE representation, the destination in B.DATR.Layout."""
-    rb = plan.rb
-    src, defined = _xp_valid(plan.sources[0], rb.ValidRow, rb.ValidCol, xp)
-    _xp_rules(plan, [src], [defined], xp)
-    out, flags = numeric.convert(src, rb.dtype.name, rb.dst_dtype.name, rmode=rb.RMode,
-                                 sat=rb.Sat, profile=plan.profile)
-    return _xp_outcome(rb, plan.dest, len(plan.pes), xp.asarray(out), flags, rb.dst_dtype.name, xp)
-
-
-def xp_extract(plan: preflight.Plan, xp) -> semantics.Outcome:
-    """TEXTRACT over stacked tiles (semantics.ex_extract): destination [r, c] = source
-    [row_offset + r, column_offset + c], each tile at its own PE's offsets; encodings move
-    unchecked, every element read must be defined, each PE's status kept."""
-    rb, ts = plan.rb, plan.sources[0]
-    P, vr, vc = len(ts), rb.ValidRow, rb.ValidCol
-    if not plan.row_offset.any() and not plan.col_offset.any():
-        bits, defined = _xp_valid(ts, vr, vc, xp)
-    else:                       # addresses from descriptors and offsets, on the host
-        r = plan.row_offset[:, None, None] + np.arange(vr)[None, :, None]
-        c = plan.col_offset[:, None, None] + np.arange(vc)[None, None, :]
-        bits, defined = _xp_gather(ts, _grid_index(ts, r, c), xp)
-    _refuse_members(_undefined([defined], P, xp), ts.per, xp)
-    out = _xp_outcome(rb, plan.dest, P, bits, 0, rb.dtype.name, xp)
-    return semantics.Outcome(out.bits, out.defined, xp.asarray(semantics.status_kept(plan)))
-
-
-def xp_insert(plan: preflight.Plan, xp) -> semantics.Outcome:
-    """TINSERT over stacked tiles (semantics.ex_insert): the old destination with each
-    insertion's valid rectangle written at its PE's offsets; everything else, definedness
-    included, preserved; the inserted elements must be defined, each PE's status kept."""
-    d = plan.dest
-    old, ins = plan.sources
-    P = len(old)
-    old_bits, old_def = _xp_valid(old, d.Row, d.Col, xp)
-    # addresses from descriptors and offsets, on the host
-    per_tile = lambda name: np.repeat([getattr(t, name) for t in ins.descs], ins.per)[:, None, None]  # noqa: E731
-    ivr, ivc = per_tile("ValidRow"), per_tile("ValidCol")
-    r = np.arange(d.Row)[None, :, None] - plan.row_offset[:, None, None]
-    c = np.arange(d.Col)[None, None, :] - plan.col_offset[:, None, None]
-    inside = (r >= 0) & (r < ivr) & (c >= 0) & (c < ivc)
-    ins_bits, ins_def = _xp_gather(ins, _grid_index(ins, np.clip(r, 0, ivr - 1), np.clip(c, 0, ivc - 1)), xp)
-    inside = xp.asarray(inside)
-    _refuse_members((inside & ~ins_def).reshape(P, -1).any(axis=1), ins.per, xp)
-    return semantics.Outcome(xp.where(inside, ins_bits, old_bits), xp.where(inside, True, old_def),
-                             xp.asarray(semantics.status_kept(plan)))
-
-
-def xp_select(plan: preflight.Plan, xp) -> semantics.Outcome:
-    """TSEL over stacked tiles (semantics.ex_select): mask bit 1 selects the true source's
-    encoding, 0 the false source's; every element read must be defined; each PE's status kept."""
-    rb = plan.rb
-    P = len(plan.pes)
-    read = [_xp_valid(ts, rb.ValidRow, rb.ValidCol, xp) for ts in plan.sources]
-    bad = _undefined([dm for _, dm in read], P, xp)
-    _refuse_members(bad, plan.sources[0].per, xp)
-    (mask, _), (true, _), (false, _) = read
-    out = _xp_outcome(rb, plan.dest, P, xp.where(mask.astype(bool), true, false), None, rb.dtype.name, xp)
-    return semantics.Outcome(out.bits, out.defined, xp.asarray(semantics.status_kept(plan)))
-
-
-def xp_img2col(plan: preflight.Plan, xp) -> semantics.Outcome:
-    """TIMG2COL over stacked tiles (semantics.ex_img2col): the addresses each PE reads come from
-    its descriptor and offsets (semantics.img2col_reads, on the host), one gather on the
-    payloads; inputs outside the feature map read its padding value; every element read inside
-    must be defined; outside the valid rectangle undefined; each PE's status kept."""
-    d, ts = plan.dest, plan.sources[0]
-    P = len(ts)
-    row, col, inside, pad = semantics.img2col_reads(plan)
-    src_bits, src_def = _xp_gather(ts, _grid_index(ts, row, col), xp)
-    inside = xp.asarray(inside)
-    _refuse_members((inside & ~src_def).reshape(P, -1).any(axis=1), ts.per, xp)
-    valid = xp.where(inside, src_bits, xp.asarray(pad.astype(src_bits.dtype)))
-    bits, defined = padded_tiles(valid, (P, d.Row, d.Col), None, None, element_dtype(d), xp)   # no PadValue: undefined
-    return semantics.Outcome(bits, defined, xp.asarray(semantics.status_kept(plan)))
-
-
-# schema -> executor(plan, xp) the engine runs on the batch's own arrays (when every source of
-# the block is one TileStack: the PEs' tiles of each role share a geometry); otherwise the
-# block runs semantics.EXECUTORS on host copies.
-XP_EXECUTORS = {I.BINARY: xp_pointwise, I.UNARY: xp_pointwise, I.TERNARY: xp_pointwise,
-                I.COMPARE: xp_pointwise, I.SELECT: xp_select, I.CONVERT: xp_convert,
-                I.EXTRACT: xp_extract, I.INSERT: xp_insert, I.IMG2COL: xp_img2col}
+    def settle(self) -> None:
+        bad = self.bad
+        if bad is not None and bool(bad.any()):
+            raise Refused(np.unique(np.flatnonzero(_host(self.xp)(bad)) % self.per))
 
 
 # ---------------------------------------------------------------- one block on one cohort
 
-def _stack_role(c: Cohort, tile: int, group: tuple[int, ...], sel, host_only: bool = True):
-    """The role's tiles on PEs `group` of members `sel` (None: all), PE-major: a TileStack.
-    When the PEs' tiles differ in geometry (layout, shape): for the array-module executors a
-    TileStack whose rows are padded to the longest payload (each PE's tile read through its
-    own layout: _grid_index), for the NumPy executors (`host_only`) a list of host Tiles."""
+def _stack_role(c: Cohort, tile: int, group: tuple[int, ...], sel) -> semantics.TileStack:
+    """The role's tiles on PEs `group` of members `sel` (None: all), PE-major, as the executors
+    take them: views of the cohort's stacked storage where it holds them so, else stacked (rows
+    padded to the longest payload where the PEs' tiles differ in geometry)."""
     slots = [c.slots[p][tile] for p in group]
     descs = [s.desc for s in slots]
     m = len(c) if sel is None else len(sel)
-    geometry = _geometries(descs)
     xp = c.xp
-    if len(geometry) > 1 and not host_only and len({s.elems.dtype for s in slots}) == 1:
-        k = None if sel is None else xp.asarray(sel)
-        width = max(d.elements for d in descs)
-
-        def padded(a, fill):
-            a = a if k is None else a[k]
-            if a.shape[1] == width:
-                return a
-            return xp.concatenate([a, xp.full((a.shape[0], width - a.shape[1]), fill, a.dtype)], axis=1)
-        return semantics.TileStack(descs, m, xp.concatenate([padded(s.elems, 0) for s in slots]),
-                                   xp.concatenate([padded(s.defined, False) for s in slots]))
-    if sel is None:
-        st = slots[0].stack
-        if len(slots) == 1:
-            elems, defined = slots[0].elems, slots[0].defined
-        elif st is not None and st[2] == group and all(s.stack is not None and s.stack[0] is st[0]
-                                                        and s.stack[3] == i for i, s in enumerate(slots)):
-            elems, defined = st[0].reshape(len(group) * m, -1), st[1].reshape(len(group) * m, -1)
-        elif len(geometry) == 1:
-            both = c.restack(tile, group)
-            if both is None:
-                elems = xp.concatenate([s.elems for s in slots])
-                defined = xp.concatenate([s.defined for s in slots])
-            else:
-                elems, defined = both[0].reshape(len(group) * m, -1), both[1].reshape(len(group) * m, -1)
-        else:
-            elems = defined = None
-    else:
+    if sel is not None:
         k = xp.asarray(sel)
-        parts = [(s.elems[k], s.defined[k]) for s in slots]
-        if len(geometry) == 1:
-            elems = xp.concatenate([e for e, _ in parts])
-            defined = xp.concatenate([d for _, d in parts])
-        else:
-            elems = defined = None
-    if len(geometry) == 1:
-        # semantics.EXECUTORS are NumPy code: for them device payloads cross to the host.
-        host = _host(xp) if host_only else (lambda a: a)
-        return semantics.TileStack(descs, m, host(elems), host(defined))
-    sel_ = range(len(c)) if sel is None else sel
-    host = _host(xp)
-    return [make_tile(s.desc, host(s.elems[j]), host(s.defined[j])) for s in slots for j in sel_]
+        return semantics.stack_parts(descs, m, [(s.elems[k], s.defined[k]) for s in slots], xp)
+    if len(semantics.geometries(descs)) > 1:
+        return semantics.stack_parts(descs, m, [(s.elems, s.defined) for s in slots], xp)
+    st = slots[0].stack
+    if len(slots) == 1:
+        elems, defined = slots[0].elems, slots[0].defined
+    elif st is not None and st[2] == group and all(s.stack is not None and s.stack[0] is st[0]
+                                                    and s.stack[3] == i for i, s in enumerate(slots)):
+        elems, defined = st[0].reshape(len(group) * m, -1), st[1].reshape(len(group) * m, -1)
+    else:
+        both = c.restack(tile, group)
+        if both is None:
+            return semantics.stack_parts(descs, m, [(s.elems, s.defined) for s in slots], xp)
+        elems, defined = both[0].reshape(len(group) * m, -1), both[1].reshape(len(group) * m, -1)
+    return semantics.TileStack(descs, m, elems, defined)
 
 
 @lru_cache(maxsize=1024)        # (PE group, member count): 15 groups x the few cohort sizes of a run
@@ -537,46 +327,28 @@ def _windows_ok(c: Cohort, rb: ResolvedBlock, plans) -> np.ndarray:
 
 
 def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None) -> list[Staged]:
-    """Execute the block on members `sel` (None: all): its results per PE group.  Raises Refused
-    (naming them) or IllegalBlockException when an element rule fails on any of them."""
+    """Execute the block on members `sel` (None: all): its results per PE group, computed by the
+    schema's executor (semantics.EXECUTORS) on the cohort's own arrays.  Raises Refused naming
+    the members on which an element rule fails."""
     staged = []
+    xp = c.xp
     m = len(c) if sel is None else len(sel)
-    xp_ex = XP_EXECUTORS.get(rb.instr.schema)
+    executor = semantics.EXECUTORS[rb.instr.mnemonic]
     for group, dest in plans:
-        sources = [_stack_role(c, b.tile, group, sel, xp_ex is None) for b in rb.sources]
+        sources = [_stack_role(c, b.tile, group, sel) for b in rb.sources]
         r0, c0 = _offsets(c, rb, group, sel)
         pes = _member_pes(group, m)
-        on_device = xp_ex is not None and all(isinstance(t, semantics.TileStack) for t in sources)
-        members = c.status if sel is None else c.status[c.xp.asarray(sel)]
+        members = c.status if sel is None else c.status[xp.asarray(sel)]
         contiguous = group == tuple(range(group[0], group[-1] + 1))   # a slice: no index array to upload
         status = members[:, slice(group[0], group[-1] + 1) if contiguous else list(group)]
         status = status.T.reshape(-1).astype(np.uint8)   # PE-major, as pes
-        if not on_device:                # the NumPy executors read it on the host
-            status = _host(c.xp)(status)
         plan = preflight.Plan(rb, pes, sources, dest, r0, c0, c.config.profile, status)
-        out = xp_ex(plan, c.xp) if on_device else semantics.EXECUTORS[rb.instr.mnemonic](plan)
-        xp = c.xp if on_device else np
+        out = executor(plan, xp, FailingMembers(len(pes), m, xp))
         S = len(group)
-        staged.append(Staged(group, dest, c.xp.asarray(to_physical(dest, out.bits, 0, xp)).reshape(S, m, -1),
-                             c.xp.asarray(to_physical(dest, out.defined, False, xp)).reshape(S, m, -1),
-                             c.xp.asarray(out.status).reshape(S, m)))
+        staged.append(Staged(group, dest, to_physical(dest, out.bits, 0, xp).reshape(S, m, -1),
+                             to_physical(dest, out.defined, False, xp).reshape(S, m, -1),
+                             out.status.reshape(S, m)))
     return staged
-
-
-def _failing(c: Cohort, rb: ResolvedBlock, plans, sel: np.ndarray) -> list[int]:
-    """Members of `sel` on which the stacked executor raises (bisection)."""
-    try:
-        _attempt(c, rb, plans, sel)
-        return []
-    except Refused as exc:
-        return [int(sel[j]) for j in exc.members]
-    except IllegalBlockException:
-        if len(sel) == 1:
-            return [int(sel[0])]
-    h = len(sel) // 2
-    return _failing(c, rb, plans, sel[:h]) + _failing(c, rb, plans, sel[h:])
-
-
 
 
 # ---------------------------------------------------------------- a fused chain on one cohort
@@ -604,11 +376,14 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...], re
     read: dict[int, Any] = {}            # tile id -> its checked valid rectangle, for tiles from before the chain
     last_flags = None
     S = len(pes)
+    P = S * m
+    member_pes = _member_pes(pes, m)
 
     def stage(rb, dest, out, flags):
-        o = _xp_outcome(rb, dest, S * m, out, flags, None if rb.instr.schema == I.COMPARE else rb.dtype.name, xp)
+        status = xp.zeros(P, np.uint8) if flags is None else semantics.flags_status(flags, out.shape, P, xp)
+        o = semantics.outcome(rb, dest, P, out, status, None if rb.instr.schema == I.COMPARE else rb.dtype.name, xp)
         return Staged(pes, dest, to_physical(dest, o.bits, 0, xp).reshape(S, m, -1),
-                      to_physical(dest, o.defined, False, xp).reshape(S, m, -1), xp.asarray(o.status).reshape(S, m))
+                      to_physical(dest, o.defined, False, xp).reshape(S, m, -1), o.status.reshape(S, m))
 
     per_block = []
     for rb in rbs:
@@ -620,9 +395,11 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...], re
         except IllegalBlockException as exc:
             raise _Unfused(str(exc)) from exc
         vr, vc = rb.ValidRow, rb.ValidCol
-        P = len(pes) * m
+        z = preflight.no_offsets(P)
+        plan = preflight.Plan(rb, member_pes, [], dest, z, z, c.config.profile, None)   # the block's, for its rules
+        rules = FailingMembers(P, m, xp)
         ops = []
-        for b in rb.sources:
+        for role, b in enumerate(rb.sources):
             if b.tile in made:           # a result of this chain: every valid element defined
                 bits = made[b.tile][2]
                 if bits.shape != (P, vr, vc):
@@ -630,14 +407,14 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...], re
             elif b.tile in read:
                 bits = read[b.tile]
             else:
-                ts = _stack_role(c, b.tile, pes, None, False)
-                if not isinstance(ts, semantics.TileStack):
+                ts = _stack_role(c, b.tile, pes, None)
+                if ts.ragged:
                     raise _Unfused("the PEs' source tiles differ in geometry")
-                bits, defined = _xp_valid(ts, vr, vc, xp)
-                _refuse_members(_undefined([defined], P, xp), m, xp)     # an undefined element read
+                bits, defined = semantics.valid(ts, vr, vc, xp)
+                rules.undefined(plan, role, defined)       # an undefined element read
                 read[b.tile] = bits
             ops.append(bits)
-        _refuse_members(semantics.element_faults(rb, ops, P, xp), m, xp)   # a zero divisor, an invalid encoding
+        semantics.check_values(plan, ops, rules)          # a zero divisor, an invalid encoding
         compare = rb.instr.schema == I.COMPARE       # a predicate: one 0/1 bit per element
         try:
             out, flags = numeric.elementwise(rb.instr.mnemonic, rb.dtype.name, *ops, profile=c.config.profile,
@@ -1130,14 +907,9 @@ class MachineBatch:
             try:
                 staged = _attempt(c, rb, plans)
                 break
-            except Refused as exc:                 # the executor named them
+            except Refused as exc:                 # the executor's rules named them
                 bad = [int(j) for j in exc.members]
-            except IllegalBlockException:          # find them by bisection
-                every = np.arange(len(c))
-                h = len(c) // 2
-                bad = [0] if len(c) == 1 else \
-                    _failing(c, rb, plans, every[:h]) + _failing(c, rb, plans, every[h:])
-            if not bad:                            # not reproducible in parts: settle each alone
+            except IllegalBlockException:          # a rejection the rules did not name: each member settles alone
                 bad = list(range(len(c)))
             for j in bad:
                 self._rare(c, j, block, index, offset, errors, live_host)

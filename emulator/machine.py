@@ -299,7 +299,8 @@ class Machine:
             d0 = tiles[0].desc
             both = rows_of_one_stack(tiles)
             if both is None:
-                if any(t.desc is not d0 for t in tiles):
+                if any(t.desc is not d0 for t in tiles):     # descriptors differ per PE: stacked per block
+                    plan.sources[role] = done[tid] = semantics.stack_tiles(tiles)
                     continue
                 known = all(t.__dict__.get("fully_defined", False) for t in tiles)
                 new = stacked_tiles(d0, np.stack([t.elems for t in tiles]), np.stack([t.defined for t in tiles]),
