@@ -4,7 +4,7 @@
 PE, the descriptor-level rules (sources exist with the right kind, location, representation,
 DataType, shape and layout; window offsets; the feature-map descriptor; destination capacity
 and allocation).  It reads the PEs through `TileState`, which a Machine provides for one machine
-and a batch cohort (emulator/batch.py) for machines of one shape.  `plan(machine, rb, pes)` adds
+and a batch cohort (emulator/engine.py) for machines of one shape.  `plan(machine, rb, pes)` adds
 what one machine's executors need (its GPR offsets and statuses).  Rules on element data
 (definedness of exactly the elements read, integer zero divisors, source encodings) are checked
 by the executors in emulator/semantics.py on the stacked snapshot, still before the commit.
@@ -244,7 +244,7 @@ def _check_window(role: str, pe: int, r0: int, c0: int, bounds):
 def window_bounds(rb: ResolvedBlock, shape: str, d: Descriptor, dest: Descriptor):
     """(rows, cols, limit_rows, limit_cols) of a GPR-offset window role: offset + rows must stay
     within limit_rows (columns likewise); None for roles read without offsets.  Shared with the
-    batched engine (emulator/batch.py), which checks every machine's offsets at once.  A fmap
+    batched engine (emulator/engine.py), which checks every machine's offsets at once.  A fmap
     role's descriptor must have passed check_fmap."""
     if shape == "fmap":
         _, _, m_ext, k_ext = fmap_extents(d.fmap)

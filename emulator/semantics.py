@@ -16,19 +16,19 @@ IllegalBlockException naming the first failing element, as the seed's block sema
 batch engine's (emulator/engine.py) notes the members holding one and raises when the rules are
 settled, before the numeric call.  So a new schema is one executor, written once.
 
-Arithmetic is never done here: values go to kernels.numeric, which owns every numeric rule.  The
-executors reach it through `numeric(name)`, imported on first use.
+Arithmetic is never done here: values go to kernels.numeric, which owns every numeric rule.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import import_module
 
 import numpy as np
 
 from isa import instructions as I
 from isa.datatypes import DataType, datatype
+from kernels import numeric as numeric_api
+from kernels.numeric.flags import NAMES as FLAG_NAMES
 
 from .padding import padded_tiles
 from .preflight import Plan, fmap_extents, illegal
@@ -44,9 +44,9 @@ class Outcome:
 
 @lru_cache(maxsize=None)         # the few kernels.numeric entry points the executors call
 def numeric(name: str):
-    """kernels.numeric's `name`, imported on first use (see above): an `import` statement in
-    each executor cost more per block than the checks around it."""
-    return getattr(import_module("kernels.numeric"), name)
+    """kernels.numeric's `name`: the package resolves most names on each access (they are
+    imported lazily there), which cost more per block than the checks around the call."""
+    return getattr(numeric_api, name)
 
 
 # ---------------------------------------------------------------- snapshots
@@ -300,11 +300,6 @@ def _broadcast(a, shape: tuple, xp):
     return a if getattr(a, "shape", None) == shape else xp.broadcast_to(a, shape)
 
 
-@lru_cache(maxsize=1)
-def _flag_bits() -> tuple[int, ...]:
-    return tuple(import_module("kernels.numeric.flags").NAMES)
-
-
 def flags_status(flags, shape: tuple, P: int, xp=np):
     """Per tile of P: the OR of its elements' numeric flags, `flags` broadcast to `shape`
     (P, ...) (on a device: one any() per flag bit)."""
@@ -314,7 +309,7 @@ def flags_status(flags, shape: tuple, P: int, xp=np):
             return np.zeros(P, np.uint8)
         return np.bitwise_or.reduce(f, axis=1).astype(np.uint8)
     out = xp.zeros(P, np.uint8)
-    for bit in _flag_bits():                           # NV DZ OF UF NX
+    for bit in FLAG_NAMES:                             # NV DZ OF UF NX
         out |= (xp.bitwise_and(f, bit) != 0).any(axis=1).astype(np.uint8) * np.uint8(bit)
     return out
 
