@@ -372,7 +372,7 @@ def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...], re
     offsets) on every member of c in one pass: each block's preflight on the descriptors its
     predecessors leave, its rules, its numeric call on the (P, ValidRow, ValidCol) results of
     earlier blocks kept as arrays; then (rb, Staged) of each destination's last version, for
-    MachineBatch._commit, the last block's status last.  An element rule that fails raises
+    BatchEngine._commit, the last block's status last.  An element rule that fails raises
     Refused naming the members (they run the chain unfused, the rest try again); any other fault
     raises _Unfused (the cohort runs the chain unfused).  Either way each machine ends exactly as the unfused
     run ends it (blocks before its fault committed, then its StreamError).  Returns (those
@@ -978,6 +978,10 @@ class HostPlans:
     def runner(self, machine: ReferenceMachine) -> Here:
         return Here(machine, self.plan)
 
+    def fresh(self) -> "HostPlans":
+        """The same for another machine (a copy): nothing kept."""
+        return HostPlans()
+
     def forget(self) -> None:
         """Drop the kept plan (and the tiles it holds): the machine took another state."""
         self._last = None
@@ -1040,6 +1044,9 @@ class OnDevice:
     def runner(self, machine: ReferenceMachine) -> "OnBatch":
         return OnBatch(machine, self.resolved)
 
+    def fresh(self) -> "OnDevice":
+        return self
+
     def forget(self) -> None:
         """Nothing kept between streams."""
 
@@ -1047,8 +1054,8 @@ class OnDevice:
 def one_machine(backend: str, xp, why: str):
     """How a machine on resolved backend `backend` runs its streams: None for the reference
     (itself, block by block), HostPlans on `cpu`, OnDevice on `gpu`.  Each has runner(machine)
-    -- what runs one stream: execute(block, log, index, offset) -> BlockResult, close() -- and
-    forget()."""
+    -- what runs one stream: execute(block, log, index, offset) -> BlockResult, close() --,
+    forget() (the machine took another state) and fresh() (the same for a copy)."""
     if backend == "reference":
         return None
     if backend == "cpu":
@@ -1107,7 +1114,7 @@ class _Machine:
 
 
 class _Recorder:
-    """What MachineBatch hands its log: the records of every machine for each block, gathered
+    """What the batch engine hands its log: the records of every machine for each block, gathered
     from the engine's commit points (cohorts, detached machines, fused chains) and faults, and
     written one Records per block, in block order, when the block is done (`flush`)."""
 

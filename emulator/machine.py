@@ -31,12 +31,19 @@ class Machine(ReferenceMachine):
 
     def __init__(self, config: MachineConfig | None = None, backend: str = "reference"):
         super().__init__(config)
-        self._use(resolve_backend(backend))
+        self.backend, xp, self.why = resolve_backend(backend)
+        self._engine = engine.one_machine(self.backend, xp, self.why)     # None: the reference itself
 
-    def _use(self, resolved: tuple) -> None:
-        """Run on the resolved backend (backends.resolve_backend's (name, array module, why))."""
-        self.backend, self._xp, self.why = resolved
-        self._engine = engine.one_machine(*resolved)       # None: the reference itself
+    def __getstate__(self):
+        """Pickled without the engine: its speed caches are left out (isa/memo.py's policy) and
+        rebuilt for the backend when loaded."""
+        state = self.__dict__.copy()
+        del state["_engine"]
+        return state
+
+    def __setstate__(self, state) -> None:
+        self.__dict__.update(state)
+        self._engine = engine.one_machine(*resolve_backend(self.backend))
 
     def _runner(self):
         return super()._runner() if self._engine is None else self._engine.runner(self)
@@ -58,9 +65,9 @@ class Machine(ReferenceMachine):
     def copy(self, backend: str | None = None) -> "Machine":
         """An independent machine with this state (tiles are immutable, so they are shared), on
         this machine's backend or on `backend`."""
-        resolved = None if backend is None else resolve_backend(backend)
-        m = Machine(self.config)
-        m._use((self.backend, self._xp, self.why) if resolved is None else resolved)
+        m = Machine(self.config, "reference" if backend is None else backend)
+        if backend is None and self._engine is not None:     # this one's backend, as resolved for it
+            m.backend, m.why, m._engine = self.backend, self.why, self._engine.fresh()
         m._pes = self.pes_copy()
         m.engines = self.engines
         return m

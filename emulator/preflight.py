@@ -385,17 +385,6 @@ def plan(machine: MachineView, rb: ResolvedBlock, pes: tuple[int, ...]) -> Plan:
     return Plan(rb, pes, sources, dest, offsets[0], offsets[1], machine.config.profile, machine.statuses(pes))
 
 
-def replan(machine: MachineView, rb: ResolvedBlock, pes: tuple[int, ...], dest: Descriptor, sources: list) -> Plan:
-    """The plan of a block whose sources on `pes` are the very tiles (same objects) a previous
-    `plan` of the same resolved block accepted, with destination `dest`, and which reads no
-    B.IOR offsets: every descriptor rule is a function of those and passes again, so only the
-    rules that depend on the rest of the state -- the destination's allocation -- are checked,
-    and each PE's status is read afresh."""
-    check_allocation(machine, rb, pes, dest)
-    z = no_offsets(len(pes))
-    return Plan(rb, pes, sources, dest, z, z, machine.config.profile, machine.statuses(pes))
-
-
 def check_allocation(state: TileState, rb: ResolvedBlock, pes, dest: Descriptor):
     """The old tile under the destination's name is released only at commit (it may be a
     source), so the new one must fit beside everything the store holds now."""
