@@ -17,6 +17,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
+from isa import jsontext
 from isa.atomicio import Shown, atomic_path, shown
 
 from .config import MachineConfig
@@ -26,11 +27,17 @@ from .stateio import (FORMAT, META_KEY, SCHEMA, VERSION, StateFileError, config_
 
 MACHINE_COLUMN = "machine"
 MAX_MACHINES = 1 << 20      # bounds what the metadata of an untrusted file can make the loader build
+# A file of many machines is written as one record batch per MACHINES_PER_BATCH consecutive machines
+# (a file of at most that many: one record batch), so that a sharded run (emulator/sharded.py), whose
+# shards are whole groups, writes the bytes of the same run in one process
+MACHINES_PER_BATCH = 1024
 BATCH_SCHEMA = pa.schema([(MACHINE_COLUMN, pa.uint32())] + list(SCHEMA))
 
 
-def batch_table(machines: Sequence) -> pa.Table:
-    """One table for N machines (one shared configuration); N == 1 gives stateio's own table."""
+def batch_table(machines: Sequence, first: int | None = None) -> pa.Table:
+    """One table for N machines (one shared configuration); N == 1 gives stateio's own table.
+    `first`: the machines are machines first, first + 1, ... of a larger batch (its `machine`
+    column numbers them so, always in the many-machine layout)."""
     if not machines:
         raise ValueError("no machines to save")
     config = machines[0].config
@@ -38,13 +45,13 @@ def batch_table(machines: Sequence) -> pa.Table:
         if m.config != config:
             raise ValueError(f"machine {k}: configuration {m.config} differs from machine 0's {config}; "
                              f"a state file holds one configuration")
-    if len(machines) == 1:
+    if len(machines) == 1 and first is None:
         from .stateio import state_table
         return state_table(machines[0])
     cols: dict[str, list] = {f.name: [] for f in BATCH_SCHEMA}
     for k, m in enumerate(machines):
         rows = tile_rows(m)
-        cols[MACHINE_COLUMN] += [k] * len(rows["pe"])
+        cols[MACHINE_COLUMN] += [(first or 0) + k] * len(rows["pe"])
         for name, values in rows.items():
             cols[name] += values
     meta = {"format": FORMAT, "version": VERSION, "config": config_json(config),
@@ -53,12 +60,30 @@ def batch_table(machines: Sequence) -> pa.Table:
     return table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
 
 
+def group_batches(machines: Sequence, first: int = 0, group: int | None = None) -> Iterator[pa.RecordBatch]:
+    """The record batches a state file of many machines holds for `machines`, machines first,
+    first + 1, ... of the file (first a multiple of the group, MACHINES_PER_BATCH unless `group`
+    says): one per group of machines, each built on its own (never a slice of a larger table,
+    whose buffers the IPC writer would lay out otherwise), so a group's bytes do not depend on
+    what else is written with it."""
+    group = group or MACHINES_PER_BATCH
+    for a in range(0, len(machines), group):
+        t = batch_table(machines[a:a + group], first=first + a)
+        yield t.to_batches()[0] if t.num_rows else pa.RecordBatch.from_pylist([], BATCH_SCHEMA)
+
+
 def save_machines(machines: Sequence, path) -> None:
-    """Write the machines' states to `path` atomically (a temporary file renamed when complete)."""
-    table = batch_table(list(machines))
+    """Write the machines' states to `path` atomically (a temporary file renamed when complete):
+    a file of many machines holds one record batch per MACHINES_PER_BATCH machines."""
+    machines = list(machines)
+    table = batch_table(machines)
     with atomic_path(path, devices=False) as tmp:
         with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-            writer.write_table(table)
+            if len(machines) == 1:
+                writer.write_table(table)
+                return
+            for b in group_batches(machines, 0, MACHINES_PER_BATCH):
+                writer.write_batch(b)
 
 
 # ---------------------------------------------------------------- reading, one machine at a time
@@ -82,7 +107,8 @@ class _Entries:
 
 def _index_meta(raw: bytes | None) -> dict | None:
     """The metadata JSON object with its `machines` array indexed (`_Entries`), or None when it is
-    not a JSON object (stateio's loader then says precisely why).  The stdlib parser has no lazy
+    not a JSON object or nests deeper than isa.jsontext.MAX_DEPTH (stateio's loader then says
+    precisely why).  The stdlib parser has no lazy
     mode, so this walks the two outer levels itself and hands every value to json's raw_decode:
     it accepts exactly what json.loads accepts (a later duplicate key wins) while holding one
     machine's entry at a time."""
@@ -108,6 +134,7 @@ def _index_meta(raw: bytes | None) -> dict | None:
                 meta[key], i = _index_list(text, i, decode)
             else:
                 meta[key], i = decode(text, i)
+                jsontext.check_depth(meta[key])      # later json.dumps of it must not recurse past the limit
             i = _SPACE.match(text, i).end()
             if text[i] == ",":
                 i = _SPACE.match(text, i + 1).end()
@@ -134,7 +161,9 @@ def _index_list(text: str, i: int, decode) -> tuple[_Entries, int]:
                 raise ValueError("expected ','")
             i = _SPACE.match(text, i + 1).end()
         start = i
-        _, i = decode(text, i)
+        entry, i = decode(text, i)
+        if text.count("[", start, i) + text.count("{", start, i) > jsontext.MAX_DEPTH:
+            jsontext.check_depth(entry)              # (fewer brackets than that: shallow enough)
         count += 1
         if count <= MAX_MACHINES + 1:
             starts.append(start)
@@ -168,14 +197,17 @@ class StateFile:
     """A state file of one or many machines, open for reading one machine at a time.
 
     Opening reads every record batch once (validated in full, one batch in memory at a time:
-    the file is memory-mapped, so an uncompressed batch is not even copied), keeps the `machine`
-    column (4 bytes a row) and indexes the metadata; `state(k)` then reads machine k's rows and
-    PE entry alone, through stateio's single-machine loader.  So `show`, `diff` and
-    `--machine K` need memory for one machine plus the metadata's text, whatever the count."""
+    each is read into memory of its own and freed with it, so the file's pages do not stay with
+    the process), keeps the `machine` column (4 bytes a row) and indexes the metadata;
+    `state(k)` then reads machine k's rows and PE entry alone, through stateio's single-machine
+    loader, and `rows(a, b)` the rows of machines [a, b) (emulator.batchscan).  So `show`,
+    `diff` and `--machine K` need memory for one machine (or one block) plus the metadata's
+    text, whatever the count.  `mapped=True` memory-maps the file instead (no copy of a batch,
+    but its pages count as the process's memory while the file is open)."""
 
-    def __init__(self, path):
+    def __init__(self, path, mapped: bool = False):
         self.path = path
-        self._reader = reader = open_file(path)
+        self._reader = reader = open_file(path, mapped)
         schema = reader.schema
         names = schema.names                      # open_file checked them
         typed = MACHINE_COLUMN in names and schema.field(MACHINE_COLUMN).type == pa.uint32()
@@ -235,6 +267,13 @@ class StateFile:
                 local = rows[which == b] - self._offsets[b]
                 pieces.append(self._get_batch(int(b)).take(pa.array(local)))
         return pa.Table.from_batches(pieces, self._schema)
+
+    def rows(self, first: int, stop: int) -> pa.Table:
+        """The tile rows of machines [first, stop) in machine order, with the `machine` column
+        of a multi-machine file (emulator.batchscan reads many machines so)."""
+        if self._entries is None:
+            return self._rows(0, int(self._offsets[-1]))
+        return self._rows(int(self._bounds[first]), int(self._bounds[stop]))
 
     def table(self, k: int) -> pa.Table:
         """Machine k's rows and PE entry as a single-machine state table: what `state(k)` loads

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("emulator.commands.bench", "measure throughput against a plain-library baseline"),
     "golden": ("emulator.commands.golden", "generate golden vectors (Parquet), print coverage, export TestFloat"),
     "verify": ("emulator.commands.verify", "replay a golden dataset and compare every case"),
+    "cosim": ("emulator.commands.cosim", "build libtile_emu and its SystemVerilog DPI-C package (docs/cosim-c.md)"),
 }
 
 

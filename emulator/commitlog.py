@@ -11,7 +11,9 @@ Records are built a block at a time as plain arrays (`Records`: `commit_records`
 `block_records`, `fault_group`, `fault_records`) and written by `CommitLog` as the run goes, in
 Arrow record batches of many blocks each (`Records.to_batch`): bounded memory,
 atomically (isa.atomicio), as an Arrow IPC file (`.arrow`) or JSON lines (`.jsonl`, byte
-strings as hex).  `read_log` reads and checks either.
+strings as hex), each record batch or group of lines with its XXH3-128 checksum (chained, so
+a removed or reordered batch is found too).  `read_log` reads and checks either; `check_log`
+also says the format version and how many checksums matched.
 """
 from __future__ import annotations
 
@@ -24,21 +26,27 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import xxhash
 
 from isa import instructions as I
 from isa import jsontext
 from isa.atomicio import OutputPathError, atomic_path, check_output_path, quote, shown, why
 from isa.datatypes import BY_NAME, datatype
-from isa.errors import IllegalBlockException
-from isa.fields import SELECTED_PES
+from isa.encoding import MAX_DESCRIPTORS, WORDS
+from isa.errors import REASONS, IllegalBlockException
+from isa.fields import LAYOUTS, NUM_PES, SELECTED_PES
+from kernels.numeric.flags import NAMES as FLAG_NAMES
 
-from .stateio import SCHEMA as STATE_SCHEMA
-from .tiles import Descriptor, pack_defined, pack_payloads, to_physical
+from .config import MAX_STORE_BYTES
+from .stateio import SCHEMA as STATE_SCHEMA, StateFileError, _column_names, _type_text
+from .tiles import KINDS, LOCATIONS, REPRESENTATIONS, Descriptor, pack_defined, pack_payloads, to_physical
 
 FORMAT = "tile-emu commit log"
-VERSION = 1
+VERSION = 2                        # 2: every record batch / group of lines carries its checksum
+VERSIONS = (1, VERSION)            # the versions read_log reads (1: no checksums)
 META_KEY = b"tile-emu.commitlog"
 COMMIT, FAULT = "commit", "fault"
+DECODE_ERROR = "DECODE_ERROR"      # a fault's reason for bytes that do not decode (machine.StreamError.reason)
 NO_OFFSET = -1                     # the block came from a Block sequence, not from .tbs bytes
 SUFFIXES = (".arrow", ".jsonl")
 
@@ -564,6 +572,66 @@ def fault_records(error, machine_index: int = 0, block=None) -> Records:
     return fault_group(machine_index, error.index, error.offset, error.reason, field, message, mnemonic, dt)
 
 
+# ---------------------------------------------------------------------------- checksums
+
+# docs/commit-log.md, "Checksums".  Each record batch (.arrow) or group of lines (.jsonl)
+# carries the XXH3-128 of the checksum before it and of its own bytes; the first one's
+# "checksum before" is CHAIN_START, and the log ends with a group of no records (its checksum
+# is XXH3-128 of the last one alone) that also holds the number of records.  XXH3-128 (the
+# xxhash library; xxhsum -H2) and not SHA-256: a log is written about as fast as a batch runs
+# (tens of MB in a tenth of a second), and SHA-256 (1-2 GB/s) would cost a fifth of such a
+# run, XXH3 (10+ GB/s) a few percent.  It finds damage, as SHA-256 would; neither is a
+# signature (anyone can compute either again).  xxhash releases the GIL on large inputs, so the
+# writer thread hashes a batch while the run goes on.
+ALGORITHM = "xxh3_128"
+CHECKSUM_KEY = b"tile-emu.commitlog." + ALGORITHM.encode()     # .arrow: a record batch's custom metadata
+RECORDS_KEY = b"tile-emu.commitlog.records"     # .arrow: the closing batch's, the number of records
+CHAIN_START = bytes(16)
+_hash = xxhash.xxh3_128                          # seed 0; digest() is the canonical (big-endian) form
+
+
+def batch_checksum(previous: bytes, batch: pa.RecordBatch) -> bytes:
+    """The checksum of an Arrow log's record batch: XXH3-128 of `previous` (the checksum of the
+    batch before; CHAIN_START for the first) and the batch's canonical bytes, column by column
+    in SCHEMA order -- integers little-endian at their width, `fmap_transposed` one byte (0 or
+    1) per record, strings, binaries and `fmap_params` their per-record lengths (uint64
+    little-endian) followed by their values (list items as int64) -- so it depends on the
+    records alone, not on how Arrow lays out or slices its buffers."""
+    h = _hash(previous)
+    for column in batch.columns:
+        for part in _canonical(column):
+            h.update(part)
+    return h.digest()
+
+
+def _canonical(a: pa.Array) -> tuple:
+    """The canonical bytes of one column of a batch (batch_checksum), as buffers (no copy of
+    the values).  Needs a column without nulls (read_log checks nulls first)."""
+    n, at = len(a), a.offset
+    if n == 0:
+        return ()
+    t = a.type
+    if pa.types.is_boolean(t):
+        return (a.to_numpy(zero_copy_only=False).view(np.uint8),)
+    if pa.types.is_integer(t):
+        width = t.bit_width // 8
+        return (memoryview(a.buffers()[1])[at * width: (at + n) * width],)
+    offsets = np.frombuffer(a.buffers()[1], np.int32, n + 1, at * 4)
+    lengths = np.diff(offsets).astype("<u8")
+    if pa.types.is_list(t):         # fmap_params: int64 items
+        items = a.values
+        data = memoryview(items.buffers()[1])[(items.offset + offsets[0]) * 8: (items.offset + offsets[-1]) * 8] \
+            if offsets[-1] > offsets[0] else b""
+    else:
+        data = memoryview(a.buffers()[2])[offsets[0]: offsets[-1]] if offsets[-1] > offsets[0] else b""
+    return lengths, data
+
+
+def _closing_checksum(previous: bytes) -> bytes:
+    """The checksum of the closing group (no records): XXH3-128 of the checksum before alone."""
+    return _hash(previous).digest()
+
+
 # ---------------------------------------------------------------------------- writing
 
 def log_format(path) -> str:
@@ -591,6 +659,11 @@ def _json_row(row: dict) -> str:
     return json.dumps(row, separators=(",", ":"))
 
 
+def _json_line(obj: dict) -> bytes:
+    """One non-record line of a JSON-lines log (the header, a checksum, the closing line)."""
+    return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+
+
 class CommitLog:
     """A commit log being written: `write(batch)` per block, `close()` at the end (or use it as
     a context manager; an exception discards the file, leaving an existing one as it was).
@@ -604,7 +677,9 @@ class CommitLog:
     An Arrow log's record batches are written by a thread of its own, one batch in flight at a
     time (the writer holds no lock Python needs), so writing the file overlaps the run's next
     blocks, or the gathering of a many-machine log's next batch; a write error is raised by the
-    next `write` or by `close`."""
+    next `write` or by `close`.  Each batch (each group of at most BATCH_ROWS lines) is written
+    with its checksum, chained from the one before (batch_checksum), and `close` ends the log
+    with its closing group (docs/commit-log.md, "Checksums")."""
 
     def __init__(self, path, machines: int = 1):
         self.path = check_log_path(path)
@@ -620,6 +695,9 @@ class CommitLog:
         self._held_bytes = 0
         self._pool: ThreadPoolExecutor | None = None    # the writer thread, made on first use
         self._writing = None                            # the future of the batch in flight
+        self._chain = CHAIN_START                       # the checksum of the last batch written
+        self._written = 0                               # records written to the file
+        self._carry: pa.Table | None = None             # write_ordered's rows short of a batch
         try:
             self._out = self._open_sink(self._tmp)
         except BaseException as exc:
@@ -630,20 +708,45 @@ class CommitLog:
         if self.format == "arrow":
             sink = pa.OSFile(path, "wb")
             return sink, pa.ipc.new_file(sink, SCHEMA)
-        return open(path, "w", encoding="utf-8"), None
+        f = open(path, "wb")
+        f.write(_json_line({"format": FORMAT, "version": VERSION}))
+        return f, None
 
     def _emit(self, table) -> None:
         if table.num_rows == 0:
             return
         f, writer = self._out
-        if writer is not None:
-            for b in table.to_batches(max_chunksize=BATCH_ROWS):
-                self._settle()
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(1, thread_name_prefix="commitlog")
-                self._writing = self._pool.submit(writer.write_batch, b)
+        for b in table.to_batches(max_chunksize=BATCH_ROWS):
+            if writer is None:
+                text = "".join(_json_row(r) + "\n" for r in b.to_pylist()).encode()
+                h = _hash(self._chain)
+                h.update(text)
+                self._chain = h.digest()
+                f.write(text + _json_line({ALGORITHM: h.hexdigest()}))
+                self._written += b.num_rows
+                continue
+            self._settle()
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="commitlog")
+            self._writing = self._pool.submit(self._write_batch, writer, b)
+
+    def _write_batch(self, writer, b: pa.RecordBatch) -> None:
+        """On the writer thread: one record batch with its checksum (batches are written one
+        at a time, in order, so the chain is this thread's alone while it runs)."""
+        digest = batch_checksum(self._chain, b)
+        writer.write_batch(b, custom_metadata={CHECKSUM_KEY: digest.hex().encode()})
+        self._chain = digest
+        self._written += b.num_rows
+
+    def _write_closing(self) -> None:
+        """The closing group: no records, the checksum of the last one alone, the record count."""
+        f, writer = self._out
+        digest = _closing_checksum(self._chain).hex()
+        if writer is None:
+            f.write(_json_line({"records": self._written, ALGORITHM: digest}))
         else:
-            f.write("".join(_json_row(r) + "\n" for r in table.to_pylist()))
+            closing = {CHECKSUM_KEY: digest.encode(), RECORDS_KEY: str(self._written).encode()}
+            writer.write_batch(pa.RecordBatch.from_pylist([], schema=SCHEMA), custom_metadata=closing)
 
     def _settle(self) -> None:
         """Wait until the batch in flight is written (raising its write error, if any).  One
@@ -674,6 +777,20 @@ class CommitLog:
         self._pending_rows += n
         if self._pending_rows >= BATCH_ROWS:
             self._flush()
+
+    def write_ordered(self, table: pa.Table) -> None:
+        """Append records already in the log's order -- machine by machine, a sharded run's shards
+        one after the other (emulator/sharded.py) -- written in record batches of BATCH_ROWS
+        rows carried across calls: the batches (and checksums) a log of all of them at once
+        holds.  Not mixed with `write`."""
+        if table.num_rows == 0:
+            return
+        self.rows += table.num_rows
+        t = table if self._carry is None else pa.concat_tables([self._carry, table])
+        full = t.num_rows // BATCH_ROWS * BATCH_ROWS
+        for lo in range(0, full, BATCH_ROWS):
+            self._emit(t.slice(lo, BATCH_ROWS).combine_chunks())
+        self._carry = t.slice(full).combine_chunks() if full < t.num_rows else None
 
     def _flush(self) -> None:
         """The pending records as record batches (runs of Records become one batch each); a
@@ -761,6 +878,9 @@ class CommitLog:
 
     def close(self) -> None:
         try:
+            if self._carry is not None:
+                self._emit(self._carry)
+                self._carry = None
             self._flush()
             if self._spill_path is not None:
                 self._reorder()
@@ -768,6 +888,7 @@ class CommitLog:
                 self._write_held()
             self._settle()
             self._stop_writer()
+            self._write_closing()
             f, writer = self._out
             if writer is not None:
                 writer.close()
@@ -838,133 +959,448 @@ def write_log(path, batches, machines: int = 1) -> int:
 _CONTAINER = {name: d.container for name, d in BY_NAME.items()}
 
 
+@dataclass(frozen=True)
+class LogCheck:
+    """What check_log found in a log: its records, its format version and how many checksums
+    matched (0 for a version 1 log, which carries none)."""
+    table: pa.Table
+    version: int
+    checksums: int
+
+
 def read_log(path) -> pa.Table:
-    """The records of a commit log (.arrow or .jsonl), checked: CommitLogError naming the file
-    and the record for a truncated or altered file, a foreign schema, or a record whose bytes
-    do not fit its descriptor."""
+    """The records of a commit log (.arrow or .jsonl), checked (check_log): CommitLogError
+    naming the file and the record for a truncated or altered file, a foreign schema, or a
+    record no writer makes."""
+    return check_log(path).table
+
+
+def check_log(path) -> LogCheck:
+    """Read and check a commit log: the file (whole, of the record schema and a format
+    version this build reads), its checksums (version 2), then every column's nulls, types and
+    domains and the records' order, vectorised over the columns (docs/commit-log.md, "Checks
+    on reading").  CommitLogError names the file and the first record at fault."""
     fmt = log_format(path)
-    table = _read_arrow(path) if fmt == "arrow" else _read_jsonl(path)
-    _check_records(path, table)
-    return table
+    table, version, checksums, lines = _read_arrow(path) if fmt == "arrow" else _read_jsonl(path)
+    _check_records(path, table, lines)
+    return LogCheck(table, version, checksums)
 
 
-def _read_arrow(path) -> pa.Table:
+def _version(path, where: str, text) -> int:
+    """The format version a log's metadata (`text`, JSON) names, refused unless it is exactly
+    {"format": FORMAT, "version": V} with V one this build reads."""
+    try:
+        meta = jsontext.loads(text, max_depth=jsontext.MAX_DEPTH)
+    except jsontext.JsonTextError as exc:
+        raise CommitLogError(f"{shown(path)}: {where} is not JSON ({exc})") from None
+    want = {"format": FORMAT, "version": VERSION}
+    if not isinstance(meta, dict) or list(meta) != list(want) or meta["format"] != FORMAT:
+        raise CommitLogError(f"{shown(path)}: {where} is not {json.dumps(want)}: not a tile-emu commit log")
+    v = meta["version"]
+    if type(v) is not int or v not in VERSIONS:
+        raise CommitLogError(f"{shown(path)}: {where} names format version {shown(repr(v))}; this build reads "
+                             f"versions {', '.join(map(str, VERSIONS))}")
+    return v
+
+
+def _read_arrow(path):
     try:
         with pa.memory_map(os.fspath(path), "r") as src:
-            table = pa.ipc.open_file(src).read_all()
+            reader = pa.ipc.open_file(src)
+            schema = reader.schema
+            got = [reader.get_batch_with_custom_metadata(i) for i in range(reader.num_record_batches)]
     except FileNotFoundError:
         raise CommitLogError(f"{shown(path)}: no such file") from None
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise CommitLogError(f"{shown(path)}: not an Arrow IPC file, or truncated ({why(exc)})") from None
-    names = [f.name for f in table.schema]
+    try:
+        names = _column_names(path, schema)     # UTF-8, none repeated
+    except StateFileError as exc:
+        raise CommitLogError(str(exc)) from None
     if names != SCHEMA.names:
         missing = [n for n in SCHEMA.names if n not in names]
         extra = [n for n in names if n not in SCHEMA.names]
         raise CommitLogError(f"{shown(path)}: not a commit log: columns differ"
                              + (f"; missing {', '.join(missing)}" if missing else "")
-                             + (f"; unknown {quote(', '.join(extra))}" if extra else ""))
+                             + (f"; unknown {quote(', '.join(extra))}" if extra else "")
+                             + ("; repeated or reordered" if not missing and not extra else ""))
     for f in SCHEMA:
-        if table.schema.field(f.name).type != f.type:
-            raise CommitLogError(f"{shown(path)}: column {f.name!r} is {table.schema.field(f.name).type}, "
+        if schema.field(f.name).type != f.type:
+            raise CommitLogError(f"{shown(path)}: column {f.name!r} is {_type_text(schema.field(f.name).type)}, "
                                  f"expected {f.type}")
+    meta = schema.metadata or {}
+    if META_KEY not in meta:
+        raise CommitLogError(f"{shown(path)}: no {META_KEY.decode()!r} schema metadata: not a tile-emu commit log")
+    if len(meta) != 1:
+        extra = ", ".join(k.decode("utf-8", "replace") for k in meta if k != META_KEY)
+        raise CommitLogError(f"{shown(path)}: schema metadata other than {META_KEY.decode()!r}: {quote(extra)}")
+    version = _version(path, f"the {META_KEY.decode()!r} schema metadata", meta[META_KEY])
+    batches = [g.batch for g in got]
+    table = pa.Table.from_batches(batches, schema).replace_schema_metadata(SCHEMA.metadata)
     try:
         table.validate(full=True)
     except pa.ArrowException as exc:
         raise CommitLogError(f"{shown(path)}: corrupt Arrow data ({why(exc)})") from None
-    return table.replace_schema_metadata(SCHEMA.metadata)
+    _check_nulls(path, table, None)
+    return table, version, _arrow_checksums(path, version, batches, [g.custom_metadata for g in got]), None
 
 
-def _read_jsonl(path) -> pa.Table:
+def _arrow_checksums(path, version: int, batches, metas) -> int:
+    """Every record batch's checksum (a version 2 log); the number that matched."""
+    if version == 1:
+        if any(m for m in metas):
+            raise CommitLogError(f"{shown(path)}: a version 1 log with record batch metadata (version 1 has none)")
+        return 0
+    if not batches or batches[-1].num_rows:
+        raise CommitLogError(f"{shown(path)}: the log does not end with its closing record batch (no records, "
+                             f"{RECORDS_KEY.decode()!r}): truncated, or not written by tile-emu")
+    previous, first = CHAIN_START, 0
+    for i, (b, m) in enumerate(zip(batches, metas)):
+        closing = i == len(batches) - 1
+        keys = [CHECKSUM_KEY, RECORDS_KEY] if closing else [CHECKSUM_KEY]
+        meta = dict(m) if m else {}
+        where = "the closing record batch" if closing else f"record batch {i}"
+        if sorted(meta) != sorted(keys) or len(m or ()) != len(keys):
+            raise CommitLogError(f"{shown(path)}: {where}: its metadata keys are not "
+                                 f"{', '.join(k.decode() for k in keys)}")
+        if not closing and b.num_rows == 0:
+            raise CommitLogError(f"{shown(path)}: record batch {i} holds no records (only the closing batch is empty)")
+        digest = batch_checksum(previous, b)
+        if meta[CHECKSUM_KEY] != digest.hex().encode():
+            if closing:
+                raise CommitLogError(f"{shown(path)}: the closing record batch does not match its checksum: a record "
+                                     f"batch was removed, repeated or reordered, or its checksum changed")
+            raise CommitLogError(f"{shown(path)}: record {first} (the first of record batch {i}, records {first}.."
+                                 f"{first + b.num_rows - 1}): the batch does not match its checksum: a record of it "
+                                 f"was changed after the log was written (or a batch before it removed or reordered)")
+        previous, first = digest, first + b.num_rows
+    if meta[RECORDS_KEY] != str(first).encode():
+        raise CommitLogError(f"{shown(path)}: the closing record batch counts "
+                             f"{shown(meta[RECORDS_KEY].decode('utf-8', 'replace'))} records; the log holds {first}")
+    return len(batches)
+
+
+_HEAD, _SUM, _END = b'{"format":', b'{"%s":' % ALGORITHM.encode(), b'{"records":'    # .jsonl: not records
+
+
+class _NotInteger(ValueError):
+    """A JSON number with a fraction or exponent (no log holds one)."""
+
+
+def _no_float(text):
+    raise _NotInteger(text)
+
+
+def _read_jsonl(path):
     try:
         text = pathlib.Path(path).read_bytes()
     except FileNotFoundError:
         raise CommitLogError(f"{shown(path)}: no such file") from None
     except OSError as exc:
         raise CommitLogError(f"{shown(path)}: cannot read ({why(exc)})") from None
+    if not text:        # version 1 wrote no records as an empty file, which a truncation can make too
+        raise CommitLogError(f"{shown(path)}: an empty file (a log has its header line; an empty version 1 log "
+                             f"cannot be told from a truncated one)")
+    ends = np.flatnonzero(np.frombuffer(text, np.uint8) == 10)        # each line's "\n"
+    starts = np.concatenate([[0], ends[:-1] + 1]) if len(ends) else ends
     if text and not text.endswith(b"\n"):
-        last = text.count(b"\n")
-        raise CommitLogError(f"{shown(path)}: record {last} (line {last + 1}): truncated (no final newline)")
+        last = len(ends)
+        tail = text[ends[-1] + 1:] if last else text
+        if text.startswith(_HEAD) and last:
+            others = 1 + len(_marks(text, starts[1:], ends[1:]))
+        else:
+            others = 0
+        where = f"line {last + 1}" if tail.startswith((_HEAD, _SUM, _END)) else \
+            f"record {last - others} (line {last + 1})"
+        raise CommitLogError(f"{shown(path)}: {where}: truncated (no final newline)")
+    version, checksums, lines = 1, 0, np.arange(len(ends))
+    if text.startswith(_HEAD):
+        version = _version(path, "line 1", text[: ends[0]])
+        if version == 1:
+            raise CommitLogError(f"{shown(path)}: line 1: a version 1 log has no header line")
+        lines, checksums = _jsonl_checksums(path, text, starts, ends)
     rows = []
-    for i, line in enumerate(text.splitlines()):
-        where = f"{shown(path)}: record {i} (line {i + 1})"
+    for i, k in enumerate(lines.tolist()):
+        line = text[starts[k]: ends[k]]
+        where = f"{shown(path)}: record {i} (line {k + 1})"
         try:
-            row = jsontext.loads(line)
+            row = jsontext.loads(line, max_depth=jsontext.MAX_DEPTH, parse_float=_no_float, parse_constant=_no_float)
         except jsontext.JsonTextError as exc:
             raise CommitLogError(f"{where}: not JSON ({exc})") from None
+        except _NotInteger as exc:
+            raise CommitLogError(f"{where}: {shown(str(exc))} is not an integer (a log's numbers are integers)") \
+                from None
         if not isinstance(row, dict) or list(row) != SCHEMA.names:
             raise CommitLogError(f"{where}: keys differ from the commit-log record ({', '.join(SCHEMA.names)})")
-        for k in BINARY_COLUMNS:
+        for c in BINARY_COLUMNS:
+            v = row[c]
             try:
-                row[k] = bytes.fromhex(row[k])
+                row[c] = bytes.fromhex(v)
             except (TypeError, ValueError):
-                raise CommitLogError(f"{where}: {k!r} is not a hex string") from None
+                raise CommitLogError(f"{where}: {c!r} is not a hex string") from None
+            if len(v) != 2 * len(row[c]) or not (v.islower() or v.isdigit() or not v):    # as written: no
+                raise CommitLogError(f"{where}: {c!r} is not lowercase hex, two digits a byte")  # space, no A-F
         rows.append(row)
     try:
-        return pa.Table.from_pylist(rows, schema=SCHEMA)
+        table = pa.Table.from_pylist(rows, schema=SCHEMA)
     except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
         bad = _first_bad_row(rows)
-        raise CommitLogError(f"{shown(path)}: record {bad}: a value has the wrong type or range "
-                             f"({why(exc, 100)})") from None
+        raise CommitLogError(f"{shown(path)}: record {bad} (line {lines[bad] + 1}): a value has the wrong type or "
+                             f"range ({why(exc, 100)})") from None
+    _check_nulls(path, table, lines)
+    return table, version, checksums, lines
+
+
+def _jsonl_checksums(path, text: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, int]:
+    """A version 2 JSON-lines log's checksum lines checked against the bytes of the lines
+    they close: (the 0-based line numbers of the records, the number of checksums matched)."""
+    n = len(ends)
+    marks = [k + 1 for k in _marks(text, starts[1:], ends[1:])]
+    if not marks or marks[-1] != n - 1 or not text.startswith(_END, starts[n - 1]):
+        raise CommitLogError(f"{shown(path)}: line {n}: the log does not end with its closing line "
+                             f"({{\"records\":N,\"{ALGORITHM}\":...}}): truncated, or not written by tile-emu")
+    previous, first, record = CHAIN_START, 1, 0
+    for k in marks:
+        closing = k == n - 1
+        where = f"{shown(path)}: line {k + 1}"
+        try:
+            obj = jsontext.loads(text[starts[k]: ends[k]], max_depth=jsontext.MAX_DEPTH)
+        except jsontext.JsonTextError as exc:
+            raise CommitLogError(f"{where}: a checksum line that is not JSON ({exc})") from None
+        keys = ["records", ALGORITHM] if closing else [ALGORITHM]
+        if not isinstance(obj, dict) or list(obj) != keys or not _is_digest(obj[ALGORITHM]) \
+                or (closing and type(obj["records"]) is not int):
+            raise CommitLogError(f"{where}: not a {'closing' if closing else 'checksum'} line "
+                                 f"({{{', '.join(repr(x) for x in keys)}}}, 32 lowercase hex digits)")
+        count = k - first
+        if count == 0 and not closing:
+            raise CommitLogError(f"{where}: a checksum line that closes no records")
+        h = _hash(previous)
+        h.update(memoryview(text)[starts[first]: starts[k]])
+        if h.hexdigest() != obj[ALGORITHM]:
+            if closing and count == 0:
+                raise CommitLogError(f"{where}: the closing line does not match its checksum: a group of lines was "
+                                     f"removed, repeated or reordered, or a checksum changed")
+            raise CommitLogError(f"{shown(path)}: record {record} (line {first + 1}, the first of lines {first + 1}.."
+                                 f"{k}): the lines do not match their checksum (line {k + 1}): a record of them was "
+                                 f"changed after the log was written (or lines before them removed or reordered)")
+        previous, first, record = h.digest(), k + 1, record + count
+    if obj["records"] != record:
+        raise CommitLogError(f"{shown(path)}: line {n}: the closing line counts {obj['records']} records; the log "
+                             f"holds {record}")
+    rec = np.ones(n, bool)
+    rec[0] = False
+    rec[marks] = False
+    return np.flatnonzero(rec), len(marks)
+
+
+def _marks(text: bytes, starts: np.ndarray, ends: np.ndarray) -> list[int]:
+    """Indices of the lines (given by their starts and ends) that are checksum or closing
+    lines: candidates by the byte after '{"' (a record starts '{"machine"'), then the prefix."""
+    if not len(starts):
+        return []
+    data = np.frombuffer(text, np.uint8)
+    cand = np.flatnonzero((ends - starts > 2) & np.isin(data[np.minimum(starts + 2, len(data) - 1)],
+                                                        [_SUM[2], _END[2]]))
+    return [k for k in cand.tolist() if text.startswith((_SUM, _END), starts[k])]
+
+
+def _is_digest(x) -> bool:
+    return isinstance(x, str) and len(x) == 2 * len(CHAIN_START) and all(c in "0123456789abcdef" for c in x)
 
 
 def _first_bad_row(rows) -> int:
-    for i, r in enumerate(rows):
+    """The first row from_pylist refuses, by bisection (about 2n rows converted, not n tables)."""
+    lo, hi = 0, len(rows)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
         try:
-            pa.Table.from_pylist([r], schema=SCHEMA)
+            pa.Table.from_pylist(rows[lo:mid], schema=SCHEMA)
+            lo = mid
         except (pa.ArrowException, TypeError, ValueError, OverflowError):
-            return i
-    return 0
+            hi = mid
+    return lo
 
 
-def _check_records(path, t: pa.Table) -> None:
-    """Every record's values: a known record kind, PE, DataType and representation; payload
-    and definedness exactly as long as the descriptor says (vectorised over the records)."""
-    n = t.num_rows
-    if n == 0:
+def _fail(path, t: pa.Table, lines, i: int, what: str):
+    line = "" if lines is None else f", line {int(lines[i]) + 1}"
+    raise CommitLogError(f"{shown(path)}: record {i} (machine {t['machine'][i].as_py()}, block "
+                         f"{t['block'][i].as_py()}{line}): {what}")
+
+
+def _check_nulls(path, t: pa.Table, lines) -> None:
+    """No column holds a null, nor fmap_params an item that is null (the format has none)."""
+    for name in t.column_names:
+        col = t[name]
+        nulls = col.null_count
+        if not nulls and pa.types.is_list(col.type):
+            flat = pc.list_flatten(col)
+            if flat.null_count:
+                parents = pc.list_parent_indices(col).to_numpy()
+                i = int(parents[np.argmax(pc.is_null(flat).to_numpy(zero_copy_only=False))])
+                _fail(path, t, lines, i, f"{name!r} holds a null item (the format has no nulls)")
+        if nulls:
+            i = int(np.argmax(pc.is_null(col).to_numpy(zero_copy_only=False)))
+            if name in ("machine", "block"):
+                raise CommitLogError(f"{shown(path)}: record {i}: {name!r} is null (the format has no nulls)")
+            _fail(path, t, lines, i, f"{name!r} is null (the format has no nulls)")
+
+
+def _descriptor_fields() -> list[str]:
+    """Every descriptor field a fault names (IllegalBlockException.field): a word of the
+    encoding table, a field of it, a B.IOT binding by index and its fields."""
+    out = []
+    for w in WORDS:
+        heads = [w.name] + ([f"{w.name}[{i}]" for i in range(MAX_DESCRIPTORS)] if w.repeatable else [])
+        out += [h + tail for h in heads for tail in [""] + [f".{f.name}" for f in w.fields]]
+    return out
+
+
+_DOMAINS: dict = {}
+
+
+def _domains() -> dict:
+    """The value sets of the string columns, from the project's tables (made once)."""
+    if not _DOMAINS:
+        _DOMAINS.update(
+            record=[COMMIT, FAULT],
+            mnemonic=[""] + [i.mnemonic for i in I.INSTRUCTIONS],
+            block_datatype=[""] + list(BY_NAME),
+            datatype=list(BY_NAME),
+            reason=list(REASONS) + [DECODE_ERROR],
+            field=_descriptor_fields(),
+            # a commit: the instruction with a DataType of its exact set, its destination's kind
+            # and location, and (but for TCVT, whose destination takes B.DATR.DataType) its DataType
+            commit_dtype=[f"{i.mnemonic}/{d}" for i in I.INSTRUCTIONS for d in sorted(i.dtypes)],
+            commit_dest=[f"{i.mnemonic}/{i.dest_kind}/{i.location}" for i in I.INSTRUCTIONS],
+            same_dtype=[i.mnemonic for i in I.INSTRUCTIONS if i.schema != I.CONVERT and i.dest_kind == "numeric"])
+    return _DOMAINS
+
+
+def _isin(col, values) -> np.ndarray:
+    return pc.is_in(col, value_set=pa.array(values, pa.string())).to_numpy(zero_copy_only=False)
+
+
+def _check_records(path, t: pa.Table, lines=None) -> None:
+    """Every record's values against their domains (docs/commit-log.md, "Checks on reading"),
+    vectorised over the columns: the first record at fault is named."""
+    if t.num_rows == 0:
         return
 
-    def fail(mask, what):
-        i = int(np.argmax(mask))
-        raise CommitLogError(f"{shown(path)}: record {i} (machine {t['machine'][i].as_py()}, block "
-                             f"{t['block'][i].as_py()}): {what}")
+    def fail_if(mask, what):
+        if mask.any():
+            _fail(path, t, lines, int(np.argmax(mask)), what)
 
-    rec = t["record"].to_numpy(zero_copy_only=False)
-    fail_if = lambda m, w: fail(m, w) if m.any() else None   # noqa: E731
-    fail_if(~np.isin(rec, [COMMIT, FAULT]), "'record' is neither 'commit' nor 'fault'")
-    commit = rec == COMMIT
-    pe = t["pe"].to_numpy().astype(np.int64)
-    fail_if(commit & (pe >= 4), "'pe' is not a PE 0..3")
-    kind = t["kind"].to_numpy(zero_copy_only=False)
-    dt = t["datatype"].to_numpy(zero_copy_only=False)
-    fail_if(commit & ~np.isin(kind, ["numeric", "predicate"]), "'kind' is neither numeric nor predicate")
-    fail_if(commit & (kind == "numeric") & ~np.isin(dt, list(_CONTAINER)), "'datatype' is not a DataType name")
-    fail_if(commit & (kind == "predicate") & (dt != ""), "a predicate tile names a DataType")
-    rep = t["representation"].to_numpy(zero_copy_only=False)
-    fail_if(commit & ~np.isin(rep, ["standard", "cube"]), "'representation' is neither standard nor cube")
-    rows = t["row"].to_numpy().astype(np.int64)
-    cols = t["col"].to_numpy().astype(np.int64)
-    fail_if(commit & ((rows == 0) | (cols == 0)), "zero Row or Col")
-    fail_if(commit & ((t["valid_row"].to_numpy() > rows) | (t["valid_col"].to_numpy() > cols)),
-            "the valid rectangle exceeds the tile")
-    cube = rep == "cube"
-    elements = np.where(cube, -(-rows // 16) * 16 * (-(-cols // 16) * 16), rows * cols)
-    container = _containers(kind, dt)
-    nbytes = (elements * container + 7) // 8
-    for name, want in (("payload", nbytes), ("defined", (elements + 7) // 8)):
-        col = t[name].combine_chunks().cast(pa.large_binary())
-        sizes = np.diff(np.frombuffer(col.buffers()[1], np.int64)[col.offset: col.offset + n + 1])
-        fail_if(commit & (sizes != want), f"{name!r} holds a number of bytes other than its descriptor's")
-        fail_if(~commit & (sizes != 0), f"a fault record carries {name!r} bytes")
+    def num(name):
+        return t[name].to_numpy().astype(np.int64)
+
+    dom = _domains()
+    rec = _isin(t["record"], [COMMIT])
+    fail_if(~rec & ~_isin(t["record"], [FAULT]), "'record' is neither 'commit' nor 'fault'")
+    commit, fault = rec, ~rec
+    fail_if(num("offset") < NO_OFFSET, "'offset' is below -1 (a byte offset, or -1 for blocks not from bytes)")
+    mnemonic, bdt = t["mnemonic"], t["block_datatype"]
+    fail_if(~_isin(mnemonic, dom["mnemonic"]), "'mnemonic' is not an instruction of the table (or \"\")")
+    fail_if(~_isin(bdt, dom["block_datatype"]), "'block_datatype' is not a DataType name (or \"\")")
     st = t["status"].to_numpy()
-    fail_if(st >= 32, "'status' has bits above the 5 flags")
-    reason = t["reason"].to_numpy(zero_copy_only=False)
-    fail_if(~commit & (reason == ""), "a fault record without a reason code")
+    fail_if(st & ~np.uint8(sum(FLAG_NAMES)) != 0, "'status' has bits above the 5 flags")
+
+    # fault records: a reason code, its field, and every tile column at its empty value
+    reason, field = t["reason"], t["field"]
+    decode = _isin(reason, [DECODE_ERROR])
+    fail_if(fault & ~_isin(reason, dom["reason"]), "'reason' is not a reason code (isa.errors.REASONS, DECODE_ERROR)")
+    fail_if(fault & decode & ~_isin(field, [""]), "a DECODE_ERROR fault names a field")
+    fail_if(fault & ~decode & ~_isin(field, dom["field"]), "'field' is not a descriptor field (BSTART, B.IOT[1], ...)")
+    fail_if(fault & decode & ~(_isin(mnemonic, [""]) & _isin(bdt, [""])),
+            "a DECODE_ERROR fault names an instruction or a DataType (the block did not decode)")
+    unnamed = _isin(mnemonic, [""])
+    fail_if(fault & (unnamed != (decode | _isin(reason, ["UNASSIGNED_OPCODE"]))),
+            "'mnemonic' is \"\" exactly when the fault is DECODE_ERROR or UNASSIGNED_OPCODE")
+    fail_if(fault & (st != 0), "a fault record carries a status")
+    for name in TILE_COLUMNS:
+        col = t[name]
+        if pa.types.is_string(col.type):
+            empty = _isin(col, [""])
+        elif pa.types.is_list(col.type) or pa.types.is_binary(col.type):
+            empty = pc.equal(pc.binary_length(col) if pa.types.is_binary(col.type) else pc.list_value_length(col),
+                             0).to_numpy(zero_copy_only=False)
+        else:
+            empty = ~col.to_numpy().astype(bool)
+        fail_if(fault & ~empty, f"a fault record carries {name!r} (a fault's tile columns hold their empty values)")
+
+    # commit records: no fault fields; the instruction; the destination as validate_tile admits it
+    for name in ("reason", "field", "message"):
+        fail_if(commit & ~_isin(t[name], [""]), f"a commit record carries a fault's {name!r}")
+    fail_if(commit & unnamed, "a commit record names no instruction")
+    pair = pc.binary_join_element_wise(mnemonic, bdt, "/")
+    fail_if(commit & ~_isin(pair, dom["commit_dtype"]), "'block_datatype' is not one of the instruction's DataTypes")
+    pe = num("pe")
+    fail_if(commit & (pe >= NUM_PES), "'pe' is not a PE 0..3")
+    kind, location, dt, rep = t["kind"], t["location"], t["datatype"], t["representation"]
+    fail_if(commit & ~_isin(location, list(LOCATIONS)), f"'location' is not one of {', '.join(LOCATIONS)}")
+    fail_if(commit & ~_isin(kind, list(KINDS)), f"'kind' is not one of {', '.join(KINDS)}")
+    fail_if(commit & ~_isin(rep, list(REPRESENTATIONS)),
+            f"'representation' is not one of {', '.join(REPRESENTATIONS)}")
+    predicate = _isin(kind, ["predicate"])
+    fail_if(commit & ~predicate & ~_isin(dt, dom["datatype"]), "'datatype' is not a DataType name")
+    fail_if(commit & predicate & ~_isin(dt, [""]), "a predicate tile names a DataType")
+    dest = pc.binary_join_element_wise(mnemonic, kind, location, "/")
+    fail_if(commit & ~_isin(dest, dom["commit_dest"]),
+            "the destination's kind or location is not the instruction's (isa.instructions)")
+    fail_if(commit & _isin(mnemonic, dom["same_dtype"]) & ~pc.equal(dt, bdt).to_numpy(zero_copy_only=False),
+            "'datatype' is not the block's DataType (only TCVT's destination takes another)")
+    layout = num("layout")
+    fail_if(commit & ~np.isin(layout, list(LAYOUTS)), "'layout' is a reserved Layout code")
+    fail_if(commit & predicate & (layout != 0), "a predicate tile is row-major (layout 0)")
+    # an instruction's destination is standard and has no feature-map descriptor (preflight.dest_descriptor)
+    fail_if(commit & ~_isin(rep, ["standard"]), "'representation' is not standard: a destination in the private "
+                                                  "CUBE representation (no instruction writes one)")
+    fail_if(commit & ~_isin(t["fmap_layout"], [""]), "'fmap_layout' is not \"\": a destination with a feature-map "
+                                                       "descriptor (no instruction writes one)")
+    fail_if(commit & (pc.list_value_length(t["fmap_params"]).to_numpy() != 0), "'fmap_params' without fmap_layout")
+    fail_if(commit & (t["fmap_pad_bits"].to_numpy() != 0), "'fmap_pad_bits' without fmap_layout")
+    fail_if(commit & t["fmap_transposed"].to_numpy(zero_copy_only=False), "'fmap_transposed' without fmap_layout")
+    rows, cols = num("row"), num("col")
+    fail_if(commit & ((rows == 0) | (cols == 0)), "zero Row or Col")
+    vrow, vcol = num("valid_row"), num("valid_col")
+    fail_if(commit & ((vrow == 0) | (vcol == 0) | (vrow > rows) | (vcol > cols)),
+            "the valid rectangle is empty or exceeds the tile")
+    fail_if(commit & (rows.astype(np.float64) * cols > MAX_STORE_BYTES * 8),
+            f"Row*Col elements exceed the largest store ({MAX_STORE_BYTES} bytes)")
+    elements = rows * cols          # standard tiles (checked above): Row*Col physical elements
+    container = _containers(predicate, t["datatype"])
+    nbytes = (elements * container + 7) // 8
+    capacity = t["capacity"].to_numpy()
+    fail_if(commit & ((capacity < nbytes.astype(np.uint64)) | (capacity > MAX_STORE_BYTES)),
+            f"'capacity' is below the payload bytes or above the largest store ({MAX_STORE_BYTES})")
+    for name, want, bits in (("payload", nbytes, elements * container), ("defined", (elements + 7) // 8, elements)):
+        sizes, last = _sizes_and_last_bytes(t[name])
+        fail_if(commit & (sizes != want), f"{name!r} holds a number of bytes other than its descriptor's")
+        # bits of the last byte past the last element are zero (one state, one image)
+        fail_if(commit & (bits % 8 != 0) & ((last >> (bits % 8)) != 0), f"{name!r} has bits set past its last element")
     _check_order(t, commit, pe, fail_if)
+
+
+def _sizes_and_last_bytes(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """Each value's length and last byte (0 for an empty value) of a binary column, read from
+    its offsets and data buffers chunk by chunk (no copy of the bytes)."""
+    sizes, last = [], []
+    for ch in col.chunks:
+        if not len(ch):
+            continue
+        offsets = np.frombuffer(ch.buffers()[1], np.int32, len(ch) + 1, ch.offset * 4).astype(np.int64)
+        buf = ch.buffers()[2]
+        data = np.frombuffer(buf, np.uint8) if buf is not None and buf.size else np.zeros(1, np.uint8)
+        n = np.diff(offsets)
+        sizes.append(n)
+        last.append(np.where(n > 0, data[np.maximum(offsets[1:] - 1, 0)], 0).astype(np.int64))
+    return np.concatenate(sizes), np.concatenate(last)
 
 
 def _check_order(t: pa.Table, commit: np.ndarray, pe: np.ndarray, fail_if) -> None:
     """The records' order as a log writes it: (machine, block, PE), a block's fault after its
-    commits, a machine's fault its last record (the machine stops there)."""
+    commits, a machine's fault its last record (the machine stops there); the records of one
+    block agree on its offset, instruction, DataType and destination tile."""
     if t.num_rows < 2:
         return
     dm = np.diff(t["machine"].to_numpy().astype(np.int64))
@@ -975,9 +1411,18 @@ def _check_order(t: pa.Table, commit: np.ndarray, pe: np.ndarray, fail_if) -> No
     mask = np.r_[False, back | bad_pe | after_fault]
     fail_if(mask, "out of order: a log holds its records by (machine, block, PE), a block's fault after its "
                   "commits and nothing of a machine after its fault")
+    same = (dm == 0) & (db == 0)
+    for name in ("offset", "mnemonic", "block_datatype", "tile"):
+        col = t[name]
+        differs = pc.not_equal(col.slice(1), col.slice(0, len(col) - 1)).to_numpy(zero_copy_only=False)
+        if name == "tile":
+            differs &= commit[1:] & commit[:-1]
+        fail_if(np.r_[False, same & differs], f"the records of one block differ in {name!r}")
 
 
-def _containers(kind, dt) -> np.ndarray:
-    names, inv = np.unique(dt, return_inverse=True)
-    per = np.array([_CONTAINER.get(x, 8) for x in names], np.int64)[inv]
-    return np.where(kind == "predicate", 1, per)
+def _containers(predicate: np.ndarray, dt) -> np.ndarray:
+    """Each record's container width in bits (1 for a predicate tile; 8 where the DataType is
+    not one, already refused or a fault's empty value)."""
+    names = pc.dictionary_encode(dt.combine_chunks() if isinstance(dt, pa.ChunkedArray) else dt)
+    per = np.array([_CONTAINER.get(x, 8) for x in names.dictionary.to_pylist()], np.int64)
+    return np.where(predicate, 1, per[names.indices.to_numpy()])

@@ -55,6 +55,10 @@ class StateFileError(ValueError):
     """A state file that cannot be loaded; the message says where and why."""
 
 
+class NotEnoughMemory(StateFileError):
+    """A state file that this process has too little memory to read (not a fault of the file)."""
+
+
 def tile_rows(state) -> dict[str, list]:
     """The tile rows of one machine's state (a Machine or a MachineState: `.pes`), by column."""
     cols: dict[str, list] = {f.name: [] for f in SCHEMA}
@@ -108,11 +112,14 @@ def save_state(state, path) -> None:
         writer.write_table(table)
 
 
-def open_file(path) -> pa.ipc.RecordBatchFileReader:
-    """A reader over the memory-mapped IPC file at `path`, its column names checked; record
-    batches are read by `read_batch`, one at a time (emulator/batchio.py reads batch files so)."""
+def open_file(path, mapped: bool = True) -> pa.ipc.RecordBatchFileReader:
+    """A reader over the IPC file at `path`, its column names checked; record batches are read
+    by `read_batch`, one at a time (emulator/batchio.py reads batch files so).  `mapped`: the
+    file is memory-mapped (a batch is not copied); otherwise each batch is read into memory of
+    its own, freed with it (the pages of a mapped file count as the process's memory while it
+    is open)."""
     try:
-        reader = pa.ipc.open_file(pa.memory_map(str(path), "r"))
+        reader = pa.ipc.open_file(pa.memory_map(str(path), "r") if mapped else pa.OSFile(str(path), "rb"))
     except FileNotFoundError:
         raise StateFileError(f"{shown(path)}: no such file") from None
     except (pa.ArrowException, OSError, ValueError) as exc:
@@ -125,6 +132,8 @@ def read_batch(path, reader: pa.ipc.RecordBatchFileReader, i: int, validate: boo
     """Record batch `i`, validated in full unless it was before (`validate`=False)."""
     try:
         batch = reader.get_batch(i)
+    except MemoryError:              # pyarrow's out-of-memory is also an ArrowException: not a bad file
+        raise NotEnoughMemory(f"{shown(path)}: not enough memory to read record batch {i}") from None
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise StateFileError(f"{shown(path)}: not an Arrow IPC file ({why(exc)})") from None
     if validate:
@@ -147,7 +156,7 @@ def _meta(path, table: pa.Table) -> dict:
     if raw is None:
         raise StateFileError(f"{shown(path)}: schema metadata has no {META_KEY.decode()!r} key")
     try:
-        meta = jsontext.loads(raw)
+        meta = jsontext.loads(raw, max_depth=jsontext.MAX_DEPTH)
     except jsontext.JsonTextError as exc:
         raise StateFileError(f"{shown(path)}: metadata {META_KEY.decode()!r} is not JSON ({exc})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
@@ -203,9 +212,10 @@ def _config(path, meta: dict) -> MachineConfig:
 
 
 def _column_names(path, table) -> list[str]:
-    """The column names of a table (or file reader), each UTF-8 and none repeated."""
+    """The column names of a table, file reader or schema, each UTF-8 and none repeated
+    (commitlog's reader asks too)."""
     try:
-        names = table.schema.names
+        names = (table if isinstance(table, pa.Schema) else table.schema).names
     except UnicodeDecodeError as exc:
         raise StateFileError(f"{shown(path)}: a column name is not UTF-8 text (byte {exc.start} of a name)") from None
     repeated = [n for n, k in collections.Counter(names).items() if k > 1]

@@ -282,10 +282,15 @@ def unpack_elements(data: bytes | memoryview | np.ndarray, count: int, container
     return unpack_payloads(np.frombuffer(data, dtype=np.uint8), count, container)
 
 
+def spare_bits(count, container):
+    """The unused high bits of the last byte of an image of `count` containers (0..7; arrays
+    of counts give arrays)."""
+    return (-(count * container)) % 8
+
+
 def trailing_bits_zero(data: bytes | memoryview | np.ndarray, count: int, container: int) -> bool:
     """True when the bits of the last byte past `count` containers are zero (canonical image)."""
-    used = count * container
-    spare = (-used) % 8
+    spare = spare_bits(count, container)
     if spare == 0:
         return True
     last = np.frombuffer(data, dtype=np.uint8)[-1]

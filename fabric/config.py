@@ -213,8 +213,9 @@ def materialize(mapping: Mapping, fabric: Fabric | None = None) -> ConfiguredFun
 
 @dataclass
 class Projection:
-    configurations: dict = field(default_factory=dict)   # op ref -> OperationConfiguration
+    configurations: dict = field(default_factory=dict)   # slot -> OperationConfiguration
     values: dict = field(default_factory=dict)           # use name -> projected value
+    ops: dict = field(default_factory=dict)              # slot -> the op ref whose semantic field it is
 
 
 def _inactive_ok(op: FabricOp, side: str, port: int, actor: Actor) -> bool:
@@ -321,6 +322,7 @@ def derive_fields(fabric: Fabric, mapping: Mapping, strict: bool = True) -> tupl
         for node in fu.ops():
             ref = f"{fu.name}/{node.name}"
             for slot in ([f"{ref}@{c}" for c in range(pe.contexts)] if temporal else [ref]):
+                proj.ops[slot] = ref
                 if slot in slot_values:
                     refs = tuple(sorted(by_op.get(ref, ())))
                     proj.configurations[slot] = Active(slot_values[slot][0], refs)

@@ -99,6 +99,11 @@ def render(rep: Report, full_keys: bool = False) -> list[str]:
         out.append(f"  resource_contract          {len(c.states)} state(s), {len(c.use_patterns)} use pattern(s), "
                    f"events {'/'.join(c.events)} at ranks {list(c.timings[0].ranks)}, "
                    f"{len(encode_contract(c))} canonical bytes")
+        pe = rep.fabric.pe_of(v.occurrence.split("/")[0])
+        if pe is not None and pe.kind == "temporal":
+            out.append(f"  instruction_contexts       {pe.contexts} resident in temporal PE {pe.name} (state and "
+                       f"semantic configuration per context), initiation interval {pe.initiation_interval or 1}, "
+                       f"{pe.grant_policy or 'round_robin'}")
         if v.physical_refinement_domains:
             out.append("  physical_refinements       " + ", ".join(
                 f"{d.kind} {list(d.values)}" for d in v.physical_refinement_domains))
@@ -116,14 +121,14 @@ def render(rep: Report, full_keys: bool = False) -> list[str]:
         out.append("")
         out.append("configuration (strict import)")
         rels = {v.occurrence: v.semantic_field_relation for v in rep.views}
-        for ref, cfg in rep.projection.configurations.items():
-            out.append(f"  {ref}: {cfg if full_keys else _short(cfg, rels.get(ref))}")
+        for slot, cfg in rep.projection.configurations.items():   # a temporal PE's op: one slot per context
+            out.append(f"  {slot}: {cfg if full_keys else _short(cfg, rels.get(rep.projection.ops.get(slot)))}")
     return out
 
 
 def _short(cfg, rel) -> str:
     v = getattr(cfg, "semantic_configuration", None)
-    if isinstance(v, bytes):
+    if isinstance(v, bytes) and getattr(rel, "kind", None) == "Finite":
         from .relation import describe_key
         return f"Active({describe_key(rel, v)}" + "".join(f", {k}={x}" for k, x in cfg.physical_refinements) + ")"
     return str(cfg)

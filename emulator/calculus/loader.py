@@ -376,9 +376,15 @@ def _full_collections_deferred():
 
 def load(doc: Any, source: str | None = None, max_code: int | None = DEFAULT_MAX_CODE) -> Program:
     """A Program from parsed JSON (a dict), checked; RegionError on anything malformed, a
-    BudgetError before parsing when its code exceeds `max_code` characters (None: no limit)."""
+    BudgetError before parsing when its code exceeds `max_code` characters (None: no limit).
+    A program nests by design, so its JSON has no depth bound (isa.jsontext.MAX_DEPTH); a
+    value nested past what the checks' recursion reaches (a parameter table, a schema error
+    that prints the value) is one RegionError too."""
     with _full_collections_deferred():
-        return _load(doc, max_code)
+        try:
+            return _load(doc, max_code)
+        except RecursionError:
+            raise RegionError("$", "nested too deeply for this reader (Python's recursion limit)") from None
 
 
 def _load(doc: Any, max_code: int | None) -> Program:

@@ -26,7 +26,7 @@ steps in order over the slots and checks, for every access of a distributed valu
 | transfer delivers its element | a copy moves a slot of element e into a slot of element e |
 | copies published before use | a copy reads its source after the producer wrote it and is read only once it landed |
 | converged participants | a shuffle's sources run in the step that issues it (a ragged phase must not predicate a source away) |
-| each use observes its reaching value | the participant's slot holds the reaching definition's version (the last write before it in source order) |
+| each use observes its reaching value | the participant's slot holds the reaching definition's version (the last write before it in source order), per read: an op reading one array at several places has one reaching value per read |
 | lifetimes do not collide | two contents live at once never share (mu_s(owner, version), addr_s(slot)) |
 
 Each failure names the events, participants, slots and steps involved.  `check_bridge` checks an
@@ -211,14 +211,16 @@ def participant_of(phases, ev):
 
 
 def _reaching(evs, arrays: dict) -> dict:
-    """(event ordinal, array, cell) -> the version its read observes in source order: the last
-    earlier writer's ordinal + 1, or 0 (the initial value)."""
+    """(event ordinal, access index) -> per cell of that read, the version it observes in source
+    order: the last earlier writer's ordinal + 1, or 0 (the initial value).  Keyed by the use,
+    not the array: one event may read one array at several places (`y[p] * 100 + y[p + 2]`),
+    and each read has its own reaching values."""
     last = {name: np.zeros(program_size, np.int64) for name, program_size in arrays.items()}
     out: dict = {}
     for e in evs:
-        for a in e.accesses:
+        for k, a in enumerate(e.accesses):
             if a.key in last and not a.write:
-                out[(e.ordinal, a.key)] = last[a.key][a.cells].copy()
+                out[(e.ordinal, k)] = last[a.key][a.cells].copy()
         for a in e.accesses:
             if a.key in last and a.write:
                 last[a.key][a.cells] = e.ordinal + 1
@@ -287,10 +289,10 @@ def check_placement(program, plan, steps, evs) -> str:
 
 def _event(e, p, slots, reach, t, program) -> None:
     """One event on participant p in step t: its reads of distributed values, then its writes."""
-    for a in e.accesses:
+    for k, a in enumerate(e.accesses):
         S = slots.get(a.key)
         if S is not None and not a.write:
-            for c, want in zip(a.cells.tolist(), reach[(e.ordinal, a.key)].tolist()):
+            for c, want in zip(a.cells.tolist(), reach[(e.ordinal, k)].tolist()):
                 _use(S, e, p, c, want, t, program)
     for a in e.accesses:
         S = slots.get(a.key)

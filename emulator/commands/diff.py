@@ -2,8 +2,9 @@
 
 Exit status as cmp(1) and diff(1): 0 the states are equal, 1 they differ, 2 trouble (a file that
 cannot be read or is not a valid state file, bad arguments), so a script can tell "different"
-from "could not compare".  Files of many machines are compared machine by machine, each line
-naming its machine.
+from "could not compare".  Files of many machines are compared a block of machines at a time,
+as whole arrays (emulator.batchscan); each pair of machines that differs is loaded and reported
+by `differences`, each line naming its machine.
 """
 from __future__ import annotations
 
@@ -61,18 +62,80 @@ def differences(a, b, limit: int = 8) -> list[str]:
     return out
 
 
-def _first(args, fa, fb, a, b, count: int) -> int:
-    """`--first`: the first difference, decoded (emulator.cosim), machines read a pair at a time."""
+def same_machines(ba, bb, lo: int, hi: int) -> np.ndarray:
+    """Per machine of [lo, hi) (validated blocks `ba` of A and `bb` of B covering it): True where
+    the two states are equal by their rows -- the same (PE, tile) rows with equal descriptors,
+    payload and definedness bytes -- and their PEs' GPRs and status.  Whole arrays at once; a
+    machine found False may still hold an equal state written differently (`differences` then
+    says nothing)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    ks = np.arange(lo, hi)
+    sa = np.searchsorted(ba.machine, np.arange(lo, hi + 1))
+    sb = np.searchsorted(bb.machine, np.arange(lo, hi + 1))
+    na, nb = np.diff(sa), np.diff(sb)
+    same = na == nb
+    rows = np.repeat(np.flatnonzero(same), na[same])              # machines aligned row by row
+    offset = np.arange(len(rows)) - np.repeat(np.cumsum(na[same]) - na[same], na[same])
+    ra, rb = sa[rows] + offset, sb[rows] + offset
+    eq = (ba.pe[ra] == bb.pe[rb]) & (ba.tile[ra] == bb.tile[rb])
+    if len(ra):
+        code = ba.desc[ra] * len(bb.descs) + bb.desc[rb]           # each pair of descriptors compared once
+        kinds, which = np.unique(code, return_inverse=True)
+        eq &= np.array([ba.descs[c // len(bb.descs)] == bb.descs[c % len(bb.descs)] for c in kinds.tolist()])[which]
+        whole = len(ra) == len(ba) == len(bb) and ra[-1] == len(ra) - 1 and rb[-1] == len(rb) - 1  # row i with row i
+        for col in ("payload", "defined"):
+            a, b = getattr(ba, col), getattr(bb, col)
+            if not whole:
+                a, b = a.take(pa.array(ra)), b.take(pa.array(rb))
+            eq &= pc.equal(a, b).to_numpy(zero_copy_only=False).astype(bool)
+    bad = np.unique(rows[~eq])
+    same[bad] = False
+    for i in np.flatnonzero(same):                      # GPRs and status (one entry per machine)
+        k = int(ks[i])
+        if ba.texts[k - ba.first] != bb.texts[k - bb.first] and \
+                (ba.status(k) != bb.status(k) or not np.array_equal(ba.gprs(k), bb.gprs(k))):
+            same[i] = False
+    return same
+
+
+def _pairs(fa, fb, count: int):
+    """(lo, hi, block of A, block of B) over machines [0, count) in order, both validated; the
+    first invalid machine (A's before B's) raises its error after the ranges before it."""
+    from emulator.batchscan import ranges, read, reader
+    seen_a, seen_b = reader(fa), reader(fb)
+    for lo, hi in ranges(fa, range(count)):
+        ba, ea = read(fa, lo, hi, seen_a)
+        bb, eb = read(fb, lo, hi, seen_b)
+        stop, error = hi, None
+        for blk, err in ((ba, ea), (bb, eb)):
+            if err is not None:
+                k = lo if blk is None else blk.stop
+                if k < stop:
+                    stop, error = k, err
+        if stop > lo:
+            yield lo, stop, ba, bb
+        if error is not None:
+            raise error
+
+
+def _first(args, fa, fb, count: int) -> int:
+    """`--first`: the first difference, decoded (emulator.cosim), machines compared a block at a
+    time and the first differing pair loaded."""
     from emulator import Machine
     from emulator.cosim import first_state_difference
-    line = first_state_difference([a], [b])
-    for k in range(1, count):
+    line = None
+    for lo, hi, ba, bb in _pairs(fa, fb, count):
+        if lo == 0 and ba.config != bb.config:
+            line = f"config: expected {ba.config}, got {bb.config}"
+            break
+        for i in np.flatnonzero(~same_machines(ba, bb, lo, hi)):
+            k = lo + int(i)
+            line = first_state_difference([Machine.from_state(fa.state(k))], [Machine.from_state(fb.state(k))], k)
+            if line:
+                break
         if line:
             break
-        ta, tb = fa.table(k), fb.table(k)
-        if not ta.equals(tb, check_metadata=True):
-            line = first_state_difference([Machine.from_state(fa.state(k, table=ta))],
-                                          [Machine.from_state(fb.state(k, table=tb))], k)
     if not line and len(fa) != len(fb):
         line = f"machines: expected {len(fa)}, got {len(fb)}"
     print(line if line else f"{args.a} and {args.b}: same state")
@@ -80,39 +143,40 @@ def _first(args, fa, fb, a, b, count: int) -> int:
 
 
 def run(args) -> int:
-    """Machines are read and compared a pair at a time (emulator.batchio.StateFile), each
-    difference printed as found: memory for two machines whatever the files hold."""
+    """Machines are read, checked and compared a block at a time (emulator.batchscan), as whole
+    arrays; a pair of machines that differs is loaded and reported by `differences`, as found:
+    memory for a block of each file whatever the files hold."""
     from emulator import Machine
     from emulator.batchio import StateFile
-    from emulator.stateio import StateFileError
+    from emulator.stateio import NotEnoughMemory, StateFileError
     try:
         fa, fb = StateFile(args.a), StateFile(args.b)
         count, many = min(len(fa), len(fb)), max(len(fa), len(fb)) > 1
-        a, b = Machine.from_state(fa.state(0)), Machine.from_state(fb.state(0))
-        lines = []
-        if a.config != b.config:
-            lines.append(f"config {a.config} != {b.config}")
-        if len(fa) != len(fb):
-            lines.append(f"A holds {len(fa)} machine(s), B {len(fb)}; comparing the first {count}")
         if args.first:
-            return _first(args, fa, fb, a, b, count)
-        differ = bool(lines)
-        if lines:
-            print("\n".join(lines))
-        for k in range(count):
-            if k:
-                ta, tb = fa.table(k), fb.table(k)
-                a = Machine.from_state(fa.state(k, table=ta))
-                if ta.equals(tb, check_metadata=True):   # the same rows and PE entry: the same state
-                    continue
-                b = Machine.from_state(fb.state(k, table=tb))
-            lines = [f"machine {k}: {line}" if many else line for line in differences(a, b, args.max)]
-            if lines:
-                print("\n".join(lines))
-                differ = True
+            return _first(args, fa, fb, count)
+        differ = False
+        for lo, hi, ba, bb in _pairs(fa, fb, count):
+            if lo == 0:
+                lines = []
+                if ba.config != bb.config:
+                    lines.append(f"config {ba.config} != {bb.config}")
+                if len(fa) != len(fb):
+                    lines.append(f"A holds {len(fa)} machine(s), B {len(fb)}; comparing the first {count}")
+                if lines:
+                    print("\n".join(lines))
+                    differ = True
+            for i in np.flatnonzero(~same_machines(ba, bb, lo, hi)):
+                k = lo + int(i)
+                a, b = Machine.from_state(fa.state(k)), Machine.from_state(fb.state(k))
+                lines = [f"machine {k}: {line}" if many else line for line in differences(a, b, args.max)]
+                if lines:
+                    print("\n".join(lines))
+                    differ = True
+    except NotEnoughMemory:
+        raise CommandError(f"not enough memory to compare {shown(args.a)} and {shown(args.b)}", EXIT_TROUBLE) from None
     except StateFileError as exc:
         raise CommandError(str(exc), EXIT_TROUBLE) from None
-    except MemoryError:                   # an address-space limit below even two machines' needs
+    except MemoryError:                   # an address-space limit below even two blocks' needs
         raise CommandError(f"not enough memory to compare {shown(args.a)} and {shown(args.b)}", EXIT_TROUBLE) from None
     if not differ:
         print(f"{args.a} and {args.b}: same state")

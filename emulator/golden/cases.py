@@ -320,10 +320,11 @@ def _offset_gprs(v: Variant, n: int, pes, limit: tuple[int, int], rng) -> np.nda
 
 
 def build_group(cls: CoverageClass, ctx: Context, n: int, rng: np.random.Generator,
-                config: MachineConfig | None = None) -> Group:
-    """n cases of class `cls` for the partition `ctx`, on machines of `config` (the dataset's
-    numeric profile; default MachineConfig())."""
-    v = cls.variant(ctx, rng) if cls.variant else Variant()
+                config: MachineConfig | None = None, bin: int | None = None) -> Group:
+    """n cases of class `cls` (its cross bin `bin`, coverage.CoverageClass.bins) for the
+    partition `ctx`, on machines of `config` (the dataset's numeric profile; default
+    MachineConfig())."""
+    v = cls.variant(ctx, rng, bin) if cls.variant else Variant()
     if cls.kind == "illegal":                       # mutate a case with room for every rule
         v = replace(v, vcol=8, cols=8, pe_mask=0b0011)
     if cls.kind == "illegal" and cls.reason == "OFFSET_RANGE":

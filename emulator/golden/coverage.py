@@ -21,7 +21,9 @@ import numpy as np
 from isa import instructions as I
 from kernels import numeric
 
+from . import windows as W
 from .space import Space, nearest, negate, normal
+from .windows import _swap
 
 @dataclass(frozen=True)
 class Context:
@@ -83,6 +85,40 @@ class Variant:
 
 Gen = Callable[[Context, np.random.Generator, int], list]
 
+# ---------------------------------------------------------------------------- crosses
+# PE_MASK patterns: one PE, the partial mask shapes (two adjacent PEs, two apart, three), all four.
+PE_PATTERNS = {"one_pe": (0b0001, 0b0010, 0b0100, 0b1000), "two_adjacent": (0b0011, 0b0110, 0b1100),
+               "two_apart": (0b0101, 0b1010, 0b1001), "three_pes": (0b0111, 0b1011, 0b1101, 0b1110),
+               "four_pes": (0b1111,)}
+PATTERN_OF = {mask: name for name, masks in PE_PATTERNS.items() for mask in masks}
+PAD_CODES = {0b00: "zero", 0b01: "max", 0b10: "min", 0b11: "null"}
+# where the destination has elements outside ValidRow x ValidCol
+GEOMETRIES = ("col", "row", "row_col")        # ValidCol < Col, ValidRow < Row, both
+# The bins of each padding class: every PE_MASK pattern once and every geometry at least once,
+# so the pad classes together cover PE_MASK pattern x PadValue and geometry x PadValue.
+PAD_BINS = (("one_pe", "col"), ("two_adjacent", "row"), ("two_apart", "row_col"), ("three_pes", "col"),
+            ("four_pes", "row"))
+# Crosses of one partition: name -> its two axes.  Counted from the stored rows of committed
+# cases (docs/golden-format.md, "Coverage"): pe_mask x pad and geometry x pad over cases with an
+# explicit PadValue and elements outside the valid rectangle, pe_mask x alias over cases whose
+# destination is a source tile.  A dataset-wide cross pad x dtype (PadValue x destination
+# DataType) is summed over partitions.
+CROSSES = {"pe_mask_x_pad": ("pe_mask", "pad"), "geometry_x_pad": ("geometry", "pad"),
+           "pe_mask_x_alias": ("pe_mask", "alias")}
+
+
+def cells_of(cls: "CoverageClass", bin: int | None) -> list[tuple[str, str]]:
+    """The cross cells (cross name, "a/b") a case of class `cls`, bin `bin`, lands in."""
+    if bin is None:
+        return []
+    if cls.name in PAD_CLASS_CODES:
+        pat, geom = PAD_BINS[bin]
+        code = PAD_CODES[PAD_CLASS_CODES[cls.name]]
+        return [("pe_mask_x_pad", f"{pat}/{code}"), ("geometry_x_pad", f"{geom}/{code}")]
+    if cls.name == "dest_aliases_source":
+        return [("pe_mask_x_alias", f"{tuple(PE_PATTERNS)[bin]}/dest_aliases_source")]
+    return []
+
 
 @dataclass(frozen=True)
 class CoverageClass:
@@ -93,15 +129,11 @@ class CoverageClass:
     gen: Gen | None = None        # value classes: operand encodings
     variant: Callable[[Context, np.random.Generator], Variant] | None = None
     reason: str | None = None     # illegal classes: the expected reason code
+    bins: tuple[str, ...] = ()    # cross bins (coverage points of their own; variant(ctx, rng, bin))
+    boundary: bool = False        # a boundary window (allocated early: closure.py)
 
 
 # ---------------------------------------------------------------------------- value helpers
-
-def _swap(rng, a, b):
-    """Both operand orders: swap a and b on a random half of the elements."""
-    s = rng.random(len(a)) < 0.5
-    return np.where(s, b, a), np.where(s, a, b)
-
 
 def _signs(ctx: Context, rng, x):
     return np.where(rng.random(len(x)) < 0.5, x, negate(ctx.src, x)) if ctx.is_float else x
@@ -131,25 +163,46 @@ def _exact(sp: Space, v, fallback):
     return np.where(ok, enc, fallback)
 
 
+def _subnormal_odd(sp: Space, rng, m):
+    """Subnormals that are odd multiples of the smallest one (their half is a subnormal tie)."""
+    info = numeric.info(sp.name)
+    top = max(int(float(info.min_normal) / float(info.min_subnormal)) // 2, 1)
+    return _exact(sp, (2 * rng.integers(0, top, m) + 1) * float(info.min_subnormal), sp.pick(rng, "min_subnormal", m))
+
+
 def _tie(neighbour: bool) -> Gen:
-    """Exact ties (and their neighbours) at a rounding boundary of the destination."""
+    """Exact ties (and their neighbours) at a rounding boundary of the destination: around a
+    random normal (every binade alike), and for TMUL/TFMA/TCVT a quarter in the subnormal range
+    (an odd multiple of the smallest subnormal times 1/2; a destination subnormal plus half its
+    spacing) -- sums of one format are exact there."""
     def gen(ctx: Context, rng, m):
         sp = ctx.src
         x = normal(sp, rng, m)
         fam = ctx.family
+        sub = rng.random(m) < 0.25
         if fam == "convert":
             d = normal(ctx.dst, rng, m)
             v = ctx.dst.values(d)
             mid = v + np.sign(v) * ctx.dst.half_ulp(d)
+            if ctx.dst.has("min_subnormal"):
+                ds = _subnormal_odd(ctx.dst, rng, m)
+                vs = ctx.dst.values(ds) + float(numeric.info(ctx.dst.name).min_subnormal) / 2
+                mid = np.where(sub, vs * np.sign(v), mid)
             enc = _exact(sp, mid, sp.random(rng, m))
             if neighbour:
                 enc = sp.step(enc, True) if rng.random() < 0.5 else sp.step(enc, False)
             return [enc]
+        if fam in ("mul", "fma") and sp.has("min_subnormal"):
+            x = np.where(sub, _signs(ctx, rng, _subnormal_odd(sp, rng, m)), x)
         if fam == "mul":
-            k = _exact(sp, np.where(rng.random(m) < 0.5, 1.5, 0.75), sp.pick(rng, "one", m))
+            k = _exact(sp, np.where(sub, 0.5, np.where(rng.random(m) < 0.5, 1.5, 0.75)), sp.pick(rng, "one", m))
             k = sp.step(k, rng.random() < 0.5) if neighbour else k
             a, b = _swap(rng, x, _signs(ctx, rng, k))
             return [a, b]
+        if fam == "fma" and not neighbour:
+            half = _signs(ctx, rng, _exact(sp, np.full(m, 0.5), sp.pick(rng, "one", m)))
+            h = _signs(ctx, rng, _exact(sp, sp.half_ulp(x), sp.pick(rng, "min_subnormal", m)))
+            return [x, np.where(sub, half, sp.pick(rng, "one", m)), np.where(sub, sp.pick(rng, "zero", m), h)]
         h = sp.half_ulp(x)
         hb = _exact(sp, h, sp.pick(rng, "min_subnormal", m))
         if neighbour:
@@ -162,13 +215,19 @@ def _tie(neighbour: bool) -> Gen:
     return gen
 
 
+def _toward_zero(sp: Space, enc):
+    """The next finite value toward zero (one ulp below in magnitude)."""
+    return np.where(sp.values(enc) > 0, sp.step(enc, False), sp.step(enc, True))
+
+
 def _overflow(ctx: Context, rng, m):
-    """Operands whose exact result sits at, just below or just above the overflow threshold."""
+    """Operands whose exact result sits at the overflow threshold (max + ulp/2), one ulp below it
+    (max - ulp/2, the tie between max - ulp and max), or just beside either."""
     sp = ctx.src
     if ctx.family == "convert":
         d = ctx.dst.pick(rng, "max_normal", m)
         v = ctx.dst.values(d)
-        near = v + np.sign(v) * ctx.dst.half_ulp(d) * rng.choice([0.5, 1.0, 2.0, 4.0], m)
+        near = v + np.sign(v) * ctx.dst.half_ulp(d) * rng.choice([-2.0, -1.0, -0.5, 0.5, 1.0, 2.0, 4.0], m)
         enc = _exact(sp, near, nearest(sp, near))
         return [np.where(rng.random(m) < 0.25, sp.step(enc, True), enc)]
     mx = sp.pick(rng, "max_normal", m)
@@ -176,8 +235,18 @@ def _overflow(ctx: Context, rng, m):
         one = sp.pick(rng, "one", m)
         k = np.select([rng.random(m) < 0.33, rng.random(m) < 0.5], [sp.step(one, True), one],
                       _exact(sp, np.full(m, 2.0), one))
-        return list(_swap(rng, mx, k))
-    h = _exact(sp, sp.half_ulp(mx) * np.sign(sp.values(mx)), sp.pick(rng, "max_normal", m))
+        # products near either threshold: a in [1, 2), b the value nearest T / a, and a neighbour
+        vmax = float(numeric.info(sp.name).max_finite)
+        t = (vmax + np.where(rng.random(m) < 0.5, 1.0, -1.0) * sp.half_ulp(sp.pick(rng, "max_normal", m)))
+        a = nearest(sp, rng.uniform(1.0, 2.0, m))
+        b = nearest(sp, t / sp.values(a))
+        b = np.select([rng.random(m) < 0.25, rng.random(m) < 0.33], [sp.step(b, True), sp.step(b, False)], b)
+        near = rng.random(m) < 0.5
+        sign = rng.random(m) < 0.5
+        a, b = np.where(near, np.where(sign, negate(sp, a), a), mx), np.where(near, b, k)
+        return list(_swap(rng, a, b))
+    mx = np.where(rng.random(m) < 0.5, mx, _toward_zero(sp, mx))
+    h = _exact(sp, sp.half_ulp(sp.pick(rng, "max_normal", m)) * np.sign(sp.values(mx)), sp.pick(rng, "max_normal", m))
     h = np.select([rng.random(m) < 0.33, rng.random(m) < 0.5], [sp.step(h, True), sp.step(h, False)], h)
     if ctx.family == "sub":
         h = negate(sp, h)
@@ -347,30 +416,55 @@ def _has_pad(ctx):
 # ---------------------------------------------------------------------------- shape variants
 
 def _v(**kw):
-    return lambda ctx, rng: Variant(**kw)
+    return lambda ctx, rng, bin=None: Variant(**kw)
 
 
-def _pe_partial(ctx, rng):
+def _pe_partial(ctx, rng, bin=None):
     return Variant(pe_mask=int(rng.choice([0b0010, 0b0101, 0b1010, 0b0110, 0b1101, 0b0111])))
 
 
-def _capacity_limit(ctx, rng):
+def _capacity_limit(ctx, rng, bin=None):
     return Variant(rows=2, vrow=2, dest_capacity=-1)      # -1: exactly the minimal capacity
 
 
+def _mask_of(rng, pattern: str) -> int:
+    masks = PE_PATTERNS[pattern]
+    return int(masks[rng.integers(0, len(masks))])
+
+
 def _pad(code):
-    return lambda ctx, rng: Variant(cols=8, vcol=5, pad=code, undefined_outside=True)
+    """PadValue `code` with elements outside the valid rectangle; bin i of PAD_BINS picks the
+    PE_MASK pattern and the geometry (columns 5 of 8 valid, row 1 of 2, or both).  Without a
+    bin (the stream generator's use): columns, PE 0."""
+    def variant(ctx, rng, bin=None):
+        if bin is None:
+            return Variant(cols=8, vcol=5, pad=code, undefined_outside=True)
+        pattern, geom = PAD_BINS[bin]
+        rows = 2 if geom != "col" else 1
+        return Variant(rows=rows, vrow=1, cols=8, vcol=8 if geom == "row" else 5,
+                       pad=code, undefined_outside=True, pe_mask=_mask_of(rng, pattern),
+                       dest_capacity=-2 if rows == 2 else None)
+    return variant
+
+
+def _alias(ctx, rng, bin=None):
+    """The destination renames source 0; bin i selects PE_MASK pattern i."""
+    return Variant(alias=True, pe_mask=0b0001 if bin is None else _mask_of(rng, tuple(PE_PATTERNS)[bin]))
 
 
 # ---------------------------------------------------------------------------- the table
 
-def _value(name, doc, applies, gen, movement=False):
+def _value(name, doc, applies, gen, movement=False, boundary=False):
     """A value class; for TEXTRACT/TINSERT, which compute nothing, only those marked `movement`."""
-    return CoverageClass(name, "value", doc, lambda c: applies(c) and (movement or not c.movement), gen=gen)
+    return CoverageClass(name, "value", doc, lambda c: applies(c) and (movement or not c.movement), gen=gen,
+                         boundary=boundary)
 
 
-def _shape(name, doc, applies, variant):
-    return CoverageClass(name, "shape", doc, applies, variant=variant)
+def _shape(name, doc, applies, variant, bins=()):
+    return CoverageClass(name, "shape", doc, applies, variant=variant, bins=bins)
+
+
+_PAD_BIN_NAMES = tuple(f"{pat}/{geom}" for pat, geom in PAD_BINS)
 
 
 def _illegal(reason, doc, applies=_always, mutation=None):
@@ -391,10 +485,20 @@ CLASSES: tuple[CoverageClass, ...] = (
     _value("infinities", "infinities", _float_has("inf"), _pool_class("inf")),
     _value("quiet_nan", "quiet NaNs with payloads", _float_has("qnan"), _pool_class("qnan")),
     _value("signalling_nan", "signalling NaNs with payloads", _float_has("snan"), _pool_class("snan")),
-    _value("tie", "exact ties at a rounding boundary", _rounds, _tie(False)),
+    _value("tie", "exact ties at a rounding boundary, in every binade and the subnormal range", _rounds,
+           _tie(False), boundary=True),
     _value("tie_neighbour", "the neighbours of exact ties", _rounds, _tie(True)),
-    _value("overflow", "results at and around the overflow threshold",
-           lambda c: _fam("add", "sub", "mul", "fma")(c) or _convert_float(c), _overflow),
+    _value("overflow", "results at the overflow threshold, one ulp below it, and around both",
+           lambda c: _fam("add", "sub", "mul", "fma")(c) or _convert_float(c), _overflow, boundary=True),
+    _value("round_to_min_normal", "results just below the smallest normal that round up to it "
+           "(tininess before and after rounding disagree)", W.tininess_reachable, W.round_to_min_normal,
+           boundary=True),
+    _value("exact_zero", "exact zero results of both signs", _fam("add", "sub", "mul", "fma"), W.exact_zero,
+           boundary=True),
+    _value("wrap_edge", "integer results at the bounds and one past them (they wrap)", W.wrap_applies,
+           W.wrap_edge, boundary=True),
+    _value("sat_edge", "TCVT sources at the integer destination's bounds and one past them",
+           W.sat_applies, W.sat_edge, boundary=True),
     _value("underflow", "results at and around the underflow threshold",
            lambda c: _fam("add", "sub", "mul", "fma")(c) or _convert_float(c), _underflow),
     _value("cancel", "operand pairs that cancel", _fam("add", "sub"), _cancel),
@@ -415,15 +519,15 @@ CLASSES: tuple[CoverageClass, ...] = (
     _shape("col_gt_validcol", "Col > ValidCol, undefined elements outside the valid rectangle",
            _always, _v(cols=8, vcol=3, undefined_outside=True)),
     _shape("capacity_limit", "destination capacity exactly the minimum", _always, _capacity_limit),
-    _shape("pad_zero", "PadValue Zero", _has_pad, _pad(0b00)),
-    _shape("pad_max", "PadValue Max", _has_pad, _pad(0b01)),
-    _shape("pad_min", "PadValue Min", _has_pad, _pad(0b10)),
-    _shape("pad_null", "PadValue Null, explicit", _has_pad, _pad(0b11)),
+    _shape("pad_zero", "PadValue Zero", _has_pad, _pad(0b00), _PAD_BIN_NAMES),
+    _shape("pad_max", "PadValue Max", _has_pad, _pad(0b01), _PAD_BIN_NAMES),
+    _shape("pad_min", "PadValue Min", _has_pad, _pad(0b10), _PAD_BIN_NAMES),
+    _shape("pad_null", "PadValue Null, explicit", _has_pad, _pad(0b11), _PAD_BIN_NAMES),
     _shape("omitted_fields", "every optional field omitted", _always, _v(cols=8, vcol=8)),
     _shape("explicit_fields", "every optional field explicit with its default", _always, _v(explicit=True)),
     _shape("partial_pe_mask", "a PE_MASK selecting some of the PEs", _always, _pe_partial),
     _shape("all_pes", "PE_MASK = 0b1111", _always, _v(pe_mask=0b1111, rows=2, vrow=2)),
-    _shape("dest_aliases_source", "the destination renames a source", _always, _v(alias=True)),
+    _shape("dest_aliases_source", "the destination renames a source", _always, _alias, tuple(PE_PATTERNS)),
     _shape("offset_none", "B.IOR omitted: both offsets 0", _movement, _v(offsets="none")),
     _shape("offset_edge", "the window at the largest legal offsets", _movement, _v(offsets="edge")),
     _shape("layout_dn", "destination Layout DN", _window, _v(layout=1)),
@@ -457,6 +561,7 @@ CLASSES: tuple[CoverageClass, ...] = (
 
 BY_NAME = {c.name: c for c in CLASSES}
 assert len(BY_NAME) == len(CLASSES)
+PAD_CLASS_CODES = {"pad_zero": 0b00, "pad_max": 0b01, "pad_min": 0b10, "pad_null": 0b11}
 
 
 def applicable(ctx: Context) -> list[CoverageClass]:
@@ -532,28 +637,6 @@ def stream_aliasing(blocks, executed: int, initial: dict) -> list[set[str]]:
             held[(p, dest.tile)] = me
         out.append(kinds)
     return out
-
-
-def raw_impossible(producer: I.Instruction, consumer: I.Instruction) -> str | None:
-    """Why the stream generator never makes `consumer` read `producer`'s result (None: it can):
-    TEXTRACT and TIMG2COL read only their window source / feature map from the initial state,
-    a TIMG2COL result lives in the Matrix store (no other block reads Matrix tiles), and a
-    TCMP predicate is read only as TSEL's mask."""
-    if consumer.schema in (I.EXTRACT, I.IMG2COL):
-        return f"{consumer.mnemonic} reads only its initial {'window source' if consumer.schema == I.EXTRACT else 'feature map'}"
-    if producer.location != "Local":
-        return f"{producer.mnemonic} writes the Matrix store, which no later block reads"
-    if producer.dest_kind == "predicate" and consumer.schema != I.SELECT:
-        return "a predicate is read only as TSEL's mask"
-    return None
-
-
-def war_impossible(reader: I.Instruction) -> str | None:
-    """WAR needs the reader's source to be overwritten later: TEXTRACT's window source and
-    TIMG2COL's feature map are never a destination."""
-    if reader.schema in (I.EXTRACT, I.IMG2COL):
-        return f"{reader.mnemonic}'s source is never overwritten"
-    return None
 
 
 def streams_block_classes(b) -> list[str]:

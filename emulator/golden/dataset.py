@@ -19,7 +19,8 @@ import json
 import os
 import pathlib
 import re
-from dataclasses import asdict, dataclass
+import stat
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 
 import jsonschema
@@ -29,27 +30,26 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from isa import encoding, fields as F, instructions as I
-from isa import jsontext
-from isa.atomicio import atomic_open, atomic_path, quote, shown, why
+from isa import jsontext, legality
+from isa.atomicio import atomic_open, quote, shown, why
 from isa.datatypes import datatype
-from isa.errors import DecodeError, EncodeError
+from isa.errors import DecodeError, EncodeError, IllegalBlockException
 from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES, Profile, profile as numeric_profile
 
 from ..config import MachineConfig
+from . import closure
 from . import coverage as C
 from .cases import build_group, execute, stream_of
-from .rows import SCHEMA, group_table, pe_mask_of
+from .rows import SCHEMA, group_table, pe_mask_of, tiles_of
 from .space import space
 
 FORMAT = "tile-emu golden dataset"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2          # 2: coverage closure (allocation, per_class, holes, the boundary classes)
 CHUNK_CASES = 1 << 16
 GROUP_CASES = 4096
 MANIFEST = "manifest.json"
 PARAMS = "generation.json"
 RMODE_NAMES = tuple(F.RMODES.values())
-# Class shares of each chunk: value classes carry most cases; every applicable class gets >= 1.
-KIND_SHARE = {"value": 0.75, "shape": 0.20, "illegal": 0.05}
 # Bounds (docs/golden-format.md, "Limits"): checked before any work, on the command line and
 # on every manifest read, so neither a typo nor a hostile manifest plans an unbounded run.
 MAX_CASES = 1 << 32            # cases per partition
@@ -57,12 +57,18 @@ MAX_FILES = 1 << 16            # data files per dataset (the manifest holds one 
 MAX_FILE_DATA_BYTES = 1 << 31  # uncompressed column data of one data file (its Parquet metadata)
 MAX_MANIFEST_BYTES = 1 << 28   # MAX_FILES records of about 2 KB each fit many times over
 SEED_RANGE = (-(1 << 63), 1 << 64)
+# how every data file is written (golden --plan prices its sample with the same)
+PARQUET_OPTIONS = {"compression": "zstd", "write_statistics": False}
 # atomicio's temporary names: ".part-00000.parquet.1a2b3c4d.tmp"
 _TEMPORARY = re.compile(r"\.part-\d{5}\.parquet\.[0-9a-f]{8}\.tmp")
 
 
 class GoldenError(Exception):
     """A one-line user-facing error (bad parameters, damaged dataset)."""
+
+
+# (imported here: store.py raises GoldenError)  A dataset's folder is a local path or an fsspec URL.
+from . import store  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -92,12 +98,15 @@ _NAMES = {"type": "array", "items": {"type": "string", "maxLength": 64}, "maxIte
 # generation.json and the manifest's `generator`: every Params field, nothing else.
 GENERATOR_SCHEMA = {
     "type": "object", "additionalProperties": False,
-    "required": ["ops", "dtypes", "cases", "seed", "dst_dtypes", "rmodes", "sat", "profile", "chunk_cases"],
+    "required": ["ops", "dtypes", "cases", "per_class", "seed", "dst_dtypes", "rmodes", "sat", "profile",
+                 "chunk_cases"],
     "properties": {
         "ops": {**_NAMES, "minItems": 1}, "dtypes": {**_NAMES, "minItems": 1}, "dst_dtypes": _NAMES,
         "rmodes": {**_NAMES, "minItems": 1},
         "sat": {"type": "array", "items": {"enum": [0, 1]}, "minItems": 1, "maxItems": 2},
-        "cases": {"type": "integer", "minimum": 1, "maximum": MAX_CASES},
+        # exactly one of the two: cases per partition, or cases per coverage point
+        "cases": {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_CASES},
+        "per_class": {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_CASES},
         "seed": {"type": "integer", "minimum": SEED_RANGE[0], "exclusiveMaximum": SEED_RANGE[1]},
         "profile": {"type": "string", "maxLength": 64},
         "chunk_cases": {"type": "integer", "minimum": 1, "maximum": CHUNK_CASES},
@@ -116,11 +125,13 @@ MANIFEST_SCHEMA = {
         "generator": GENERATOR_SCHEMA,
         "partitions": {"type": "array", "maxItems": MAX_FILES, "items": {
             "type": "object", "additionalProperties": False,
-            "required": ["op", "dtype", "not_applicable", "files"],
+            "required": ["op", "dtype", "not_applicable", "holes", "files"],
             "properties": {
                 "op": {"type": "string"}, "dtype": {"type": "string"}, "dst": {"type": "string"},
                 "rmode": {"type": "string"}, "sat": {"type": "boolean"},
                 "not_applicable": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+                # applicable classes and cross cells without a case (closure.holes)
+                "holes": {"type": "array", "items": {"type": "string", "maxLength": 200}, "uniqueItems": True},
                 # the records: _check_record (jsonschema's ~25 us a node would spend about a
                 # minute on a manifest of MAX_FILES records of some 45 nodes each)
                 "files": {"type": "array", "maxItems": MAX_FILES},
@@ -129,9 +140,16 @@ MANIFEST_SCHEMA = {
 }
 
 
+# JSON Schema's "integer" holds 20.0 too; a dataset's counts, sizes and keys are integer literals
+# (a float would reach range() and the folder names), as its format_version is (not true)
+_VALIDATOR = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=(
+    jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", lambda _, v: type(v) is int)))
+
+
 def _validate(doc, schema: dict, where: str) -> None:
-    """GoldenError naming the first place `doc` breaks `schema` (one line, the value cut short)."""
-    err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+    """GoldenError naming the first place `doc` breaks `schema` (one line, the value cut short);
+    an "integer" is an integer literal (type int: not 20.0, not true)."""
+    err = jsonschema.exceptions.best_match(_VALIDATOR(schema).iter_errors(doc))
     if err is None:
         return
     at = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path).lstrip(".")
@@ -142,13 +160,14 @@ def _validate(doc, schema: dict, where: str) -> None:
 class Params:
     ops: tuple[str, ...]
     dtypes: tuple[str, ...]
-    cases: int
+    cases: int | None             # per partition; None with per_class
     seed: int
     dst_dtypes: tuple[str, ...] = ()
     rmodes: tuple[str, ...] = RMODE_NAMES
     sat: tuple[int, ...] = (0, 1)
     profile: str = DEFAULT_PROFILE
     chunk_cases: int = CHUNK_CASES
+    per_class: int | None = None  # cases per coverage point instead of a total (closure.py)
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -227,33 +246,59 @@ def _dtype(name: str) -> str:
 @dataclass(frozen=True)
 class ChunkPlan:
     """(partition, chunk index, cases in the chunk) of every file, produced lazily: the plan of
-    a large run is never built as a list (docs/golden-format.md, "Limits")."""
+    a large run is never built as a list (docs/golden-format.md, "Limits").  `sizes`: each
+    partition's cases where they differ (`--per-class`), else None and `cases` each."""
     parts: tuple[Partition, ...]
-    cases: int
+    cases: int | None
     chunk_cases: int
+    sizes: tuple[int, ...] | None = None
 
     @property
     def per_partition(self) -> int:
         return -(-self.cases // self.chunk_cases)
 
+    def cases_of(self, i: int) -> int:
+        return self.cases if self.sizes is None else self.sizes[i]
+
+    def file_rows(self, i: int) -> list[int]:
+        """The row count of each data file of partition i."""
+        n = self.cases_of(i)
+        return [min(self.chunk_cases, n - k * self.chunk_cases) for k in range(-(-n // self.chunk_cases))]
+
     def __len__(self) -> int:
-        return len(self.parts) * self.per_partition
+        if self.sizes is None:
+            return len(self.parts) * self.per_partition
+        return sum(-(-n // self.chunk_cases) for n in self.sizes)
 
     def __iter__(self):
-        for part in self.parts:
-            for k in range(self.per_partition):
-                yield part, k, min(self.chunk_cases, self.cases - k * self.chunk_cases)
+        for i, part in enumerate(self.parts):
+            for k, n in enumerate(self.file_rows(i)):
+                yield part, k, n
 
 
-def chunks(p: Params) -> ChunkPlan:
-    """Every file of the dataset, after checking the run is within MAX_CASES and MAX_FILES."""
-    if not 1 <= p.cases <= MAX_CASES:
+def chunks(p: Params, limit_files: bool = True) -> ChunkPlan:
+    """Every file of the dataset, after checking the run is within MAX_CASES and MAX_FILES (not
+    limit_files: chunks streamed to standard output, with no manifest to hold them)."""
+    if (p.cases is None) == (p.per_class is None):
+        raise GoldenError("--cases and --per-class exclude each other; give one")
+    if p.per_class is not None and not 1 <= p.per_class <= MAX_CASES:
+        raise GoldenError(f"--per-class {p.per_class}: from 1 to {MAX_CASES:,} (2^32)")
+    if p.cases is not None and not 1 <= p.cases <= MAX_CASES:
         raise GoldenError(f"--cases {p.cases}: from 1 to {MAX_CASES:,} (2^32) cases per partition")
     if not 1 <= p.chunk_cases <= CHUNK_CASES:
         raise GoldenError(f"chunk_cases {p.chunk_cases}: from 1 to {CHUNK_CASES:,}")
-    plan = ChunkPlan(tuple(partitions(p)), p.cases, p.chunk_cases)
-    if len(plan) > MAX_FILES:
-        raise GoldenError(f"{len(plan.parts):,} partition(s) x {p.cases:,} cases need {len(plan):,} data files of at "
+    parts = tuple(partitions(p))
+    sizes = None
+    if p.per_class is not None:
+        sizes = tuple(p.per_class * len(points_for(part)) for part in parts)
+        for part, n in zip(parts, sizes):
+            if n > MAX_CASES:
+                raise GoldenError(f"--per-class {p.per_class}: {part.path} has {len(points_for(part))} coverage "
+                                  f"points, {n:,} cases; a partition holds at most {MAX_CASES:,} (2^32)")
+    plan = ChunkPlan(parts, p.cases, p.chunk_cases, sizes)
+    if limit_files and len(plan) > MAX_FILES:
+        what = f"{p.cases:,} cases" if p.cases is not None else f"--per-class {p.per_class:,}"
+        raise GoldenError(f"{len(plan.parts):,} partition(s) x {what} need {len(plan):,} data files of at "
                           f"most {p.chunk_cases:,} cases; a dataset holds at most {MAX_FILES:,} files")
     return plan
 
@@ -261,22 +306,6 @@ def chunks(p: Params) -> ChunkPlan:
 def _rng(seed: int, part: Partition, chunk: int) -> np.random.Generator:
     key = int.from_bytes(hashlib.sha256(part.path.encode()).digest()[:8], "little")
     return np.random.default_rng([seed & (2**63 - 1), key, chunk])
-
-
-def _allocate(classes: list[C.CoverageClass], n: int) -> list[int]:
-    """Cases per class: KIND_SHARE split evenly within each kind, at least one each (while n
-    allows), largest remainders for the rest.  Pure arithmetic, so it is deterministic."""
-    if not classes:
-        return []
-    weights = np.array([KIND_SHARE[c.kind] / sum(1 for d in classes if d.kind == c.kind) for c in classes])
-    base = np.minimum(1, n // len(classes)) * np.ones(len(classes), np.int64)
-    rest = n - int(base.sum())
-    share = weights / weights.sum() * rest
-    counts = base + np.floor(share).astype(np.int64)
-    left = n - int(counts.sum())
-    order = np.argsort(-(share - np.floor(share)), kind="stable")
-    counts[order[:left]] += 1
-    return counts.tolist()
 
 
 # ---------------------------------------------------------------------------- one chunk
@@ -302,6 +331,21 @@ def classes_for(part: Partition) -> tuple[list[C.CoverageClass], list[str]]:
     return ok, [cls.name for cls in C.CLASSES if cls.name not in names]
 
 
+def points_for(part: Partition) -> list[closure.Point]:
+    """The partition's coverage points (closure.points of its generated classes)."""
+    return closure.points(classes_for(part)[0])
+
+
+def partition_cases(p: Params, part: Partition) -> int:
+    """Cases of a partition: --cases, or --per-class times its coverage points."""
+    return p.cases if p.per_class is None else p.per_class * len(points_for(part))
+
+
+def holes_of(p: Params, part: Partition) -> list[str]:
+    """What the partition's cases leave without a case (closure.holes; the manifest's `holes`)."""
+    return closure.holes(points_for(part), partition_cases(p, part), p.per_class is not None)
+
+
 def machine_config(p: Params) -> MachineConfig:
     """The machine every case of the dataset runs on: its numeric profile is the one
     kernels.numeric.profiles resolves for the parameters (and the manifest records)."""
@@ -310,14 +354,14 @@ def machine_config(p: Params) -> MachineConfig:
 
 def chunk_table(p: Params, part: Partition, chunk: int, n: int, backend: str = "cpu") -> pa.Table:
     ctx = part.context()
-    classes, _ = classes_for(part)
+    pts = points_for(part)
     rng = _rng(p.seed, part, chunk)
     config = machine_config(p)
     tables, first, gi = [], chunk * p.chunk_cases, 0
-    for cls, count in zip(classes, _allocate(classes, n)):
+    for pt, count in zip(pts, closure.counts(pts, first, first + n, p.per_class is not None).tolist()):
         for start in range(0, count, GROUP_CASES):
             m = min(GROUP_CASES, count - start)
-            g = build_group(cls, ctx, m, rng, config)
+            g = build_group(pt.cls, ctx, m, rng, config, pt.bin)
             tables.append(group_table(g, execute(g, backend), first, gi))
             first += m
             gi += 1
@@ -340,32 +384,45 @@ def write_data_file(out_dir, part_path: str, chunk: int, table: pa.Table) -> dic
     """Write data file `chunk` of partition folder `part_path` atomically (the stream goldens'
     files too) and return its record.  A failed write (a full disk, a file-size limit) is one
     GoldenError; the temporary file is removed."""
-    folder = pathlib.Path(out_dir) / part_path
+    folder = store.location(out_dir) / part_path
     path = folder / file_name(chunk)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with atomic_path(path) as tmp:
-            pq.write_table(table, tmp, compression="zstd", write_statistics=False)
+        with store.staged(path) as tmp:           # renamed (or, in an object store, moved) onto path
+            pq.write_table(table, tmp, **PARQUET_OPTIONS)
+            rec = local_record(tmp, f"{part_path}/{file_name(chunk)}", path)
     except (OSError, pa.ArrowException) as exc:
         raise GoldenError(f"{shown(path)}: cannot write ({why(exc)}); fix that and rerun with --resume") from None
-    return file_record(out_dir, path)
+    return rec
 
 
 def file_record(out_dir, path) -> dict:
-    path = pathlib.Path(path)
+    """The manifest record of data file `path` of the dataset in `out_dir` (local or remote)."""
+    path = store.location(path)
+    rel = path.relative_to(store.location(out_dir)).as_posix()
     try:
-        meta = pq.read_metadata(path)
-        classes = pq.read_table(path, columns=["class"]).column("class").value_counts().to_pylist()
-    except (OSError, pa.ArrowException, KeyError) as exc:
+        with store.local_copy(path) as local:
+            return local_record(local, rel, path)
+    except OSError as exc:
         raise GoldenError(f"{shown(path)}: not a readable data file ({why(exc, 80)}); remove it and rerun "
                           "with --resume") from None
-    return {"path": path.relative_to(out_dir).as_posix(), "rows": meta.num_rows, "sha256": sha256(path),
-            "bytes": path.stat().st_size, "classes": {c["values"]: c["counts"] for c in classes}}
+
+
+def local_record(local, rel: str, shown_as=None) -> dict:
+    """The record of a data file (its bytes in the local file `local`) listed as `rel`."""
+    try:
+        meta = pq.read_metadata(local)
+        classes = pq.read_table(local, columns=["class"]).column("class").value_counts().to_pylist()
+    except (OSError, pa.ArrowException, KeyError) as exc:
+        raise GoldenError(f"{shown(shown_as or local)}: not a readable data file ({why(exc, 80)}); remove it and "
+                          "rerun with --resume") from None
+    return {"path": rel, "rows": meta.num_rows, "sha256": sha256(local),
+            "bytes": os.stat(local).st_size, "classes": {c["values"]: c["counts"] for c in classes}}
 
 
 def sha256(path) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with (path.open("rb") if store.is_remote(path) else open(path, "rb")) as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
@@ -374,7 +431,8 @@ def sha256(path) -> str:
 # ---------------------------------------------------------------------------- manifest
 
 def manifest(p: Params, records: list[dict]) -> dict:
-    return manifest_of(FORMAT, FORMAT_VERSION, p, {part.path: {**part.keys(), "not_applicable": classes_for(part)[1]}
+    return manifest_of(FORMAT, FORMAT_VERSION, p, {part.path: {**part.keys(), "not_applicable": classes_for(part)[1],
+                                                               "holes": holes_of(p, part)}
                                                    for part in partitions(p)}, records)
 
 
@@ -382,11 +440,7 @@ def manifest_of(fmt: str, fmt_version: int, p, entries: dict, records: list[dict
     """A manifest of format `fmt` (golden, and the stream goldens' own): this build's version,
     the profile of parameters `p`, and each partition's entry (`entries`: path -> keys and
     not_applicable, in order) with the file records below its path."""
-    from importlib import metadata
-    try:
-        version = metadata.version("tile-emu")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
+    version = tile_emu_version()
     prof = numeric_profile(p.profile)
     parts = {path: {**entry, "files": []} for path, entry in entries.items()}
     for r in sorted(records, key=lambda r: r["path"]):
@@ -396,8 +450,22 @@ def manifest_of(fmt: str, fmt_version: int, p, entries: dict, records: list[dict
             "partitions": list(parts.values())}
 
 
+def tile_emu_version() -> str:
+    """The installed tile-emu's version, as manifests record it ("unknown" without one)."""
+    from importlib import metadata
+    try:
+        return metadata.version("tile-emu")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def write_json(path, obj) -> None:
     try:
+        if store.is_remote(path):
+            with store.staged(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+                json.dump(obj, f, indent=1, sort_keys=True)
+                f.write("\n")
+            return
         with atomic_open(path, "w", encoding="utf-8") as f:
             json.dump(obj, f, indent=1, sort_keys=True)
             f.write("\n")
@@ -410,16 +478,17 @@ def read_manifest(folder, fmt: str = FORMAT, version: int = FORMAT_VERSION, sche
     open_dataset checks what it says).  The stream goldens read theirs through it, with their
     format, version and `schema`."""
     schema = MANIFEST_SCHEMA if schema is None else schema
-    path = pathlib.Path(folder) / MANIFEST
+    path = store.location(folder) / MANIFEST
     try:
-        if path.stat().st_size > MAX_MANIFEST_BYTES:
-            raise GoldenError(f"{shown(path)}: {path.stat().st_size:,} bytes; a manifest holds at most "
-                              f"{MAX_MANIFEST_BYTES:,}")
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GoldenError(f"{shown(path)}: cannot read the manifest ({why(exc)})") from None
+        text = read_small(path, shown(path), MAX_MANIFEST_BYTES, "a manifest")
+    except GoldenError:
+        if not (path.exists() or path.is_symlink()) and (store.location(folder) / "shard.json").is_file():
+            raise GoldenError(f"{shown(folder)}: a shard of a golden dataset (shard.json, no manifest): join the "
+                              "shards with tile-emu golden merge first (docs/golden-format.md, 'Shards and "
+                              "merge')") from None
+        raise
     try:
-        m = jsontext.loads(text)
+        m = jsontext.loads(text, max_depth=jsontext.MAX_DEPTH)   # a manifest nests 6 levels
     except jsontext.JsonTextError as exc:
         raise GoldenError(f"{shown(path)}: not valid JSON ({exc})") from None
     if not isinstance(m, dict) or m.get("format") != fmt or type(m.get("format_version")) is not int \
@@ -498,6 +567,8 @@ class Dataset:
     partitions: tuple[Partition, ...]
     not_applicable: dict          # Partition -> tuple of class names
     files: tuple[DataFile, ...]
+    # Partition -> {(cross, cell): committed cases}, counted from the rows by open_dataset
+    crosses: dict = field(default_factory=dict)
 
     @property
     def rows(self) -> int:
@@ -534,7 +605,7 @@ def manifest_plan(m: dict, params_cls, chunks) -> tuple:
     if len(m["partitions"]) != len(plan.parts):
         raise GoldenError(f"manifest: {len(m['partitions'])} partition(s); its generator parameters give "
                           f"{len(plan.parts)}")
-    sizes = [min(plan.chunk_cases, plan.cases - k * plan.chunk_cases) for k in range(plan.per_partition)]
+    sizes = plan.file_rows(0) if plan.sizes is None else None      # (per partition otherwise: file_rows)
     return prof, params, plan, sizes
 
 
@@ -567,12 +638,12 @@ def open_dataset(folder, progress=None) -> Dataset:
     classes recomputed from the class table; the folder holding exactly the listed files
     (plus generation.json, which must hold the same parameters); each file's size, SHA-256,
     row count and schema; and each row (`_check_rows`).  `progress(rows)` after each file."""
-    folder = pathlib.Path(folder)
+    folder = store.location(folder)
     m = read_manifest(folder)
     prof, params, plan, sizes = manifest_plan(m, Params, chunks)
     files, na = [], {}
     for i, (entry, part) in enumerate(zip(m["partitions"], plan.parts)):
-        keys = {k: v for k, v in entry.items() if k not in ("not_applicable", "files")}
+        keys = {k: v for k, v in entry.items() if k not in ("not_applicable", "holes", "files")}
         if keys != part.keys():
             raise GoldenError(f"manifest: partitions[{i}] has keys {shown(json.dumps(keys, sort_keys=True), 120)}; "
                               f"the generator parameters give {part.path}")
@@ -584,44 +655,52 @@ def open_dataset(folder, progress=None) -> Dataset:
                               + (f"lists {', '.join(extra[:5])}, which the class table applies"
                                  if extra else f"omits {', '.join(lacking[:5])}, which cannot occur there"))
         na[part] = tuple(inapplicable)
-        check_file_records(entry, part, sizes, lambda n: f" ({n} file(s) of the generator parameters)")
+        check_file_records(entry, part, plan.file_rows(i), lambda n: f" ({n} file(s) of the generator parameters)")
         files += [DataFile(part, k, rec) for k, rec in enumerate(entry["files"])]
     _check_folder(folder, params, {f.path for f in files})
     ds = Dataset(folder, m, prof, params, plan.parts, na, tuple(files))
     for f in files:
-        _read_checked(ds, f)
+        counts = ds.crosses.setdefault(f.partition, {})
+        for key, k in _read_checked(ds, f, with_crosses=True)[1].items():
+            counts[key] = counts.get(key, 0) + k
         if progress:
             progress(f.record["rows"])
+    for entry, part in zip(m["partitions"], plan.parts):
+        _check_holes(ds, entry, part)
     return ds
+
+
+def data_holes(ds: "Dataset", part: Partition) -> list[str]:
+    """The applicable classes without a row and the cross cells the partition's points aim at
+    without a committed case in its rows, as the manifest's `holes` orders them."""
+    pts = points_for(part)
+    rows: dict[str, int] = {}
+    for f in ds.files:
+        if f.partition == part:
+            for c, k in f.record["classes"].items():
+                rows[c] = rows.get(c, 0) + k
+    seen = ds.crosses.get(part, {})
+    return (list(dict.fromkeys(p.cls.name for p in pts if not rows.get(p.cls.name)))
+            + [f"{x}:{y}" for x, y in closure.cells(pts) if not seen.get((x, y))])
+
+
+def _check_holes(ds: "Dataset", entry: dict, part: Partition) -> None:
+    """The manifest's holes of a partition are exactly what its rows leave without a case."""
+    want = data_holes(ds, part)
+    if entry["holes"] != want:
+        extra = [h for h in entry["holes"] if h not in want]
+        lacking = [h for h in want if h not in entry["holes"]]
+        raise GoldenError(f"manifest: {part.path}: holes "
+                          + (f"lists {', '.join(extra[:5])}, which the rows cover" if extra else
+                             f"omits {', '.join(lacking[:5])}, which no row covers" if lacking else
+                             "are not in the class table's order"))
 
 
 def _check_folder(folder: pathlib.Path, params: Params, listed: set[str], read=None) -> None:
     """The folder holds exactly the listed data files, the manifest and (optionally) a
     generation.json of the same parameters (read by `read`, default read_params); anything
     else is named."""
-    extra, seen = [], set()
-    for root, dirs, names in os.walk(folder):
-        rel = pathlib.Path(root).relative_to(folder)
-        for d in list(dirs):
-            if os.path.islink(os.path.join(root, d)):       # not followed: an entry of its own
-                names.append(d)
-                dirs.remove(d)
-        for name in names:
-            p = (rel / name).as_posix()
-            if p in listed and os.path.isfile(os.path.join(root, name)):
-                seen.add(p)
-            elif p not in (MANIFEST, PARAMS):
-                extra.append(p)
-            if len(extra) + len(seen) > MAX_FILES + 2:
-                raise GoldenError(f"{shown(folder)}: holds more than {MAX_FILES:,} files; a dataset holds at most that")
-    missing = sorted(listed - seen)
-    if missing:
-        raise GoldenError(f"{shown(missing[0])}: listed in the manifest but missing"
-                          + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
-    if extra:
-        extra.sort()
-        raise GoldenError(f"{shown(extra[0])}: in the dataset folder but not listed in the manifest"
-                          + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""))
+    check_listed(folder, listed, (MANIFEST, PARAMS), "dataset")
     gen = folder / PARAMS
     if gen.exists() or gen.is_symlink():
         prev = (read or read_params)(gen)
@@ -629,23 +708,128 @@ def _check_folder(folder: pathlib.Path, params: Params, listed: set[str], read=N
             raise GoldenError(f"{PARAMS}: other parameters than the manifest's generator")
 
 
+MAX_UNLISTED = 1000     # a folder walk stops after this many unlisted entries (one is named)
+
+
+def check_listed(folder: pathlib.Path, listed: set[str], allowed: tuple[str, ...], what: str) -> None:
+    """The folder (of a `what`: dataset, hex export) holds exactly the `listed` files, each a
+    regular file (after links) inside the folder, and any of `allowed`; the first that is
+    missing, of another kind, outside or unlisted is one GoldenError line.  Links to folders are
+    not followed (an entry of their own)."""
+    root = None if store.is_remote(folder) else os.path.realpath(folder)
+    extra, seen = [], set()
+    if store.is_remote(folder):     # an object store's listing: objects only, no links, no kinds
+        names = store.files(folder)
+        seen = {p for p in names if p in listed}
+        extra = [p for p in names if p not in listed and p not in allowed][:MAX_UNLISTED + 1]
+    for top, dirs, names in ([] if store.is_remote(folder) else os.walk(folder)):
+        rel = pathlib.Path(top).relative_to(folder)
+        for d in list(dirs):
+            if os.path.islink(os.path.join(top, d)) or (rel / d).as_posix() in listed:
+                names.append(d)                 # not followed: an entry of its own
+                dirs.remove(d)
+        for name in names:
+            p = (rel / name).as_posix()
+            if p in listed:
+                _listed_file(os.path.join(top, name), p, root, what)
+                seen.add(p)
+            elif p not in allowed:
+                extra.append(p)
+                if len(extra) > MAX_UNLISTED:
+                    break
+        if len(extra) > MAX_UNLISTED:
+            break
+    missing = sorted(listed - seen)
+    if missing and len(extra) <= MAX_UNLISTED:
+        raise GoldenError(f"{shown(missing[0])}: listed in the manifest but missing"
+                          + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+    if extra:
+        extra.sort()
+        more = "" if len(extra) == 1 else f" (and {len(extra) - 1} more)" if len(extra) <= MAX_UNLISTED else \
+            " (and many more)"
+        raise GoldenError(f"{shown(extra[0])}: in the {what} folder but not listed in the manifest{more}")
+
+
+def file_kind(mode: int) -> str:
+    """What a file of st_mode `mode` is, for a message."""
+    for test, name in ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _listed_file(path: str, rel: str, root: str, what: str) -> None:
+    """A listed file is a regular file (after links) inside the folder `root` (resolved)."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:                      # a link to nothing, a loop of links
+        raise GoldenError(f"{shown(rel)}: listed in the manifest but cannot be read ({why(exc)})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise GoldenError(f"{shown(rel)}: listed in the manifest but {file_kind(st.st_mode)}, not a regular file")
+    real = os.path.realpath(path)
+    if os.path.commonpath([real, root]) != root:
+        raise GoldenError(f"{shown(rel)}: a link out of the {what} folder (to {shown(real)})")
+
+
+def open_regular(path, label: str):
+    """`path` opened for binary reading if it is a regular file (after links), else GoldenError
+    naming `label`.  Never blocks (a FIFO is refused, not waited on)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, ValueError) as exc:
+        raise GoldenError(f"{label}: cannot read ({why(exc)})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise GoldenError(f"{label}: {file_kind(st.st_mode)}, not a regular file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_small(path: pathlib.Path, label: str, limit: int, what: str) -> str:
+    """The UTF-8 text of `what` (a manifest, generation.json) at `path`: a regular file of at most
+    `limit` bytes, else GoldenError naming `label`; a FIFO or device is refused, never waited on.
+    (An object of an object store, store.RemotePath, is read whole once its size is known.)"""
+    if store.is_remote(path):
+        try:
+            size = path.stat().st_size
+            if size > limit:
+                raise GoldenError(f"{label}: {size:,} bytes; {what} holds at most {limit:,}")
+            return path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise GoldenError(f"{label}: cannot read {what} ({why(exc)})") from None
+    with open_regular(path, label) as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > limit:
+            raise GoldenError(f"{label}: {size:,} bytes; {what} holds at most {limit:,}")
+        try:
+            return f.read(limit).decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise GoldenError(f"{label}: cannot read {what} ({why(exc)})") from None
+
+
 def read_params(path: pathlib.Path, cls=None) -> Params:
     """The parameters a generation.json holds (a small file: at most 1 MiB), as `cls` (default
     Params; the stream goldens pass theirs) parses them."""
+    text = read_small(path, PARAMS, 1 << 20, "the generation parameters")
     try:
-        if path.stat().st_size > 1 << 20:
-            raise GoldenError(f"{PARAMS}: {path.stat().st_size:,} bytes; it holds at most 1 MiB")
-        return (cls or Params).from_json(jsontext.loads(path.read_text(encoding="utf-8")), PARAMS)
-    except (OSError, UnicodeDecodeError, jsontext.JsonTextError) as exc:
+        doc = jsontext.loads(text, max_depth=jsontext.MAX_DEPTH)
+    except jsontext.JsonTextError as exc:
         raise GoldenError(f"{PARAMS}: cannot read ({why(exc)})") from None
+    return (cls or Params).from_json(doc, PARAMS)
 
 
-def _read_checked(ds: Dataset, f: DataFile) -> pa.Table:
+def _read_checked(ds: Dataset, f: DataFile, with_crosses: bool = False):
     """One data file: its size, SHA-256, row count, schema and data size as the manifest and
-    the format say, then its rows (`_check_rows`)."""
+    the format say, then its rows (`_check_rows`); with_crosses: (table, its cross counts)."""
     t = read_file_checked(ds.folder, f.record, SCHEMA, "the golden schema (docs/golden-format.md, 'One row per case')")
-    _check_rows(ds, f, t)
-    return t
+    crosses = _check_rows(ds, f, t)
+    return (t, crosses) if with_crosses else t
 
 
 def read_file_checked(folder: pathlib.Path, rec: dict, schema: pa.Schema, schema_name: str) -> pa.Table:
@@ -660,6 +844,14 @@ def read_file_checked(folder: pathlib.Path, rec: dict, schema: pa.Schema, schema
         raise GoldenError(f"{where}: cannot read ({why(exc)})") from None
     if size != rec["bytes"]:
         raise GoldenError(f"{where}: {size:,} bytes, the manifest says {rec['bytes']:,}")
+    try:
+        with store.local_copy(path) as local:       # a file of an object store: downloaded, then checked
+            return _checked_table(local, rec, where, schema, schema_name)
+    except OSError as exc:
+        raise GoldenError(f"{where}: cannot read ({why(exc)})") from None
+
+
+def _checked_table(path, rec: dict, where: str, schema: pa.Schema, schema_name: str) -> pa.Table:
     try:
         if sha256(path) != rec["sha256"]:
             raise GoldenError(f"{where}: SHA-256 differs from the manifest (file changed or damaged)")
@@ -756,12 +948,54 @@ def _first_null(arr, path: str) -> str | None:
     return None
 
 
+def _check_sources(t: pa.Table, where: str, case, uniques: pa.Array, index: np.ndarray) -> None:
+    """A committed case's block resolves (isa.legality: the stateless rules) and its inputs hold
+    the tile each source binding names on each selected PE -- what the replay's first checks
+    (legality.resolve, then preflight's SOURCE_MISSING) ask of the stored state before anything
+    runs.  So every consumer that reads a committed case's sources (the TestFloat and hex
+    exports, the oracle) finds them, and refuses with verify what the replay would reject.
+    `uniques[u]` is distinct stream u (decoded already: it decodes), `index` each row's u."""
+    committed = (t.column("outcome").to_numpy(zero_copy_only=False) == "commit")
+    if not committed.any():
+        return
+    need, slot = [np.zeros(0, np.int64)] * len(uniques), [np.zeros(0, np.int64)] * len(uniques)
+    for u in np.unique(index[committed]).tolist():
+        try:
+            rb = legality.resolve(encoding.decode(uniques[u].as_py())[0])
+        except IllegalBlockException as exc:
+            raise GoldenError(f"{where}: case {case(committed & (index == u))}: outcome commit, but the block is "
+                              f"illegal ({shown(str(exc), 160)})") from None
+        pairs = [(i, pe, b.tile) for i, b in enumerate(rb.sources) for pe in rb.pes]
+        need[u] = np.array([(pe << 32) | tile for _, pe, tile in pairs], np.int64)
+        slot[u] = np.array([i for i, _, _ in pairs], np.int64)
+    # every (row, pe, tile) a committed row's block reads against every (row, pe, tile) it holds
+    rows = np.flatnonzero(committed)
+    lens = np.array([len(x) for x in need], np.int64)
+    sizes = lens[index[rows]]
+    at = np.repeat((np.cumsum(lens) - lens)[index[rows]], sizes) \
+        + np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    flat_need, flat_slot = np.concatenate(need)[at], np.concatenate(slot)[at]
+    want_row = np.repeat(rows, sizes)
+    want = (want_row << 40) | flat_need
+    counts, fields = tiles_of(t.column("inputs"))
+    held = (np.repeat(np.arange(len(t), dtype=np.int64), counts) << 40) \
+        | (fields["pe"].to_numpy().astype(np.int64) << 32) | fields["tile"].to_numpy().astype(np.int64)
+    missing = np.flatnonzero(~np.isin(want, held))
+    if missing.size:
+        j = int(missing[0])
+        key = int(flat_need[j])
+        raise GoldenError(f"{where}: case {case(np.arange(len(t)) == want_row[j])}: outcome commit, but inputs "
+                          f"lack tile {key & 0xFFFFFFFF} on PE{key >> 32}, which the block reads "
+                          f"(B.IOT[{int(flat_slot[j])}])")
+
+
 def _check_rows(ds: Dataset, f: DataFile, t: pa.Table) -> None:
     """Every stored field of the rows that needs no replay (docs/golden-format.md, "What verify
     checks"): no nulls; case numbers the chunk's, contiguous; each stream one block of the
     partition's op, DataType (and TCVT destination, RMode, Sat); asm its canonical text;
     pe_mask its destination binding's; the class counts the manifest's; each class one the
-    partition can have, an illegal class rejected with its reason code, a legal one committed."""
+    partition can have, an illegal class rejected with its reason code, a legal one committed;
+    a committed case's inputs holding what its block reads (`_check_sources`)."""
     where, part, n = shown(f.path), f.partition, len(t)
     cases = check_cases(t, where, f.chunk * ds.params.chunk_cases)
 
@@ -772,6 +1006,7 @@ def _check_rows(ds: Dataset, f: DataFile, t: pa.Table) -> None:
     if len(uniques) > n:
         raise GoldenError(f"{where}: more distinct streams than rows")
     asm, masks = [], np.zeros(len(uniques), np.uint8)
+    pads, aliased = np.full(len(uniques), -1, np.int8), np.zeros(len(uniques), bool)
     for u, (rows, blocks) in enumerate(decoded_streams(uniques, index, where, case)):
         if len(blocks) != 1:
             raise GoldenError(f"{where}: case {case(rows)}: the stream holds {len(blocks)} blocks; a case holds one")
@@ -781,12 +1016,17 @@ def _check_rows(ds: Dataset, f: DataFile, t: pa.Table) -> None:
                               f"{' '.join(f'{k}={v}' for k, v in keys.items())}; the partition is {part.path}")
         asm.append(stream_of(blocks[0])[1])
         masks[u] = pe_mask_of(blocks[0])
+        b = blocks[0]
+        if b.datr is not None and b.datr.PadValueOrByteId is not None:
+            pads[u] = b.datr.PadValueOrByteId
+        aliased[u] = bool(b.iot) and b.iot[-1].tile in [x.tile for x in b.iot[:-1]]
     bad = pc.not_equal(t.column("asm").combine_chunks(), pa.array(asm, pa.string()).take(pa.array(index)))
     if pc.any(bad).as_py():
         raise GoldenError(f"{where}: case {case(bad)}: asm is not the stream's canonical text")
     bad = t.column("pe_mask").to_numpy() != masks[index]
     if bad.any():
         raise GoldenError(f"{where}: case {case(bad)}: pe_mask is not the destination binding's PE_MASK")
+    _check_sources(t, where, case, uniques, index)
     counts = class_counts(t, where, f.record)
     applicable = {c.name: c for c in classes_for(part)[0]}
     cls_col, outcome, reason = (t.column(k).combine_chunks() for k in ("class", "outcome", "reason"))
@@ -803,6 +1043,40 @@ def _check_rows(ds: Dataset, f: DataFile, t: pa.Table) -> None:
         if pc.any(bad).as_py():
             raise GoldenError(f"{where}: case {case(bad)}: class {name} expects "
                               + (f"reject with {cls.reason}" if cls.kind == "illegal" else "commit"))
+    return row_crosses(t, pads[index], aliased[index])
+
+
+_PATTERNS = np.array([C.PATTERN_OF.get(m, "") for m in range(16)], object)
+
+
+def row_crosses(t: pa.Table, pad: np.ndarray, aliased: np.ndarray) -> dict:
+    """{(cross, cell): committed cases} of rows t (coverage.CROSSES, and pad_x_dtype): from each
+    row's pe_mask, its block's PadValue (`pad`, -1 omitted) and aliasing (`aliased`, per row),
+    and the geometry and DataType of its first output tile -- the stored data, not the class."""
+    outs = t.column("outputs").combine_chunks()
+    has = pc.list_value_length(outs).to_numpy(zero_copy_only=False) > 0
+    committed = (t.column("outcome").to_numpy(zero_copy_only=False) == "commit") & has
+    out: dict = {}
+    if not committed.any():
+        return out
+    first = outs.offsets.to_numpy()[:-1][committed]
+    tiles = outs.flatten().take(pa.array(first))
+    get = {k: tiles.field(k).to_numpy(zero_copy_only=False) for k in ("Row", "Col", "ValidRow", "ValidCol", "dtype", "kind")}
+    row_pad, col_pad = get["Row"] > get["ValidRow"], get["Col"] > get["ValidCol"]
+    geom = np.where(row_pad & col_pad, "row_col", np.where(row_pad, "row", np.where(col_pad, "col", "")))
+    pattern = _PATTERNS[t.column("pe_mask").to_numpy()[committed]]
+    dtype = np.where(get["kind"] == "predicate", "predicate", get["dtype"])
+    pad, aliased = pad[committed], aliased[committed]
+    padded = (pad >= 0) & (geom != "")
+    codes = np.array([C.PAD_CODES.get(int(c), "") for c in range(-1, 4)], object)[pad + 1]
+    for cross, a, b, sel in (("pe_mask_x_pad", pattern, codes, padded), ("geometry_x_pad", geom, codes, padded),
+                             ("pad_x_dtype", codes, dtype, padded),
+                             ("pe_mask_x_alias", pattern, np.full(len(pad), "dest_aliases_source", object), aliased)):
+        if sel.any():
+            keys, k = np.unique(np.char.add(np.char.add(a[sel].astype(str), "/"), b[sel].astype(str)), return_counts=True)
+            for key, c in zip(keys.tolist(), k.tolist()):
+                out[(cross, key)] = out.get((cross, key), 0) + c
+    return out
 
 
 def _block_keys(block) -> dict:
@@ -828,9 +1102,10 @@ def _block_keys(block) -> dict:
 
 # ---------------------------------------------------------------------------- the output folder
 
-def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool, read=None) -> None:
+def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool, read=None, manifest=None) -> None:
     """--out must be empty (or hold this same generation, with --resume; generation.json read
-    by `read`, default read_params)."""
+    by `read`, default read_params, and a finished run's manifest by `manifest`, default
+    read_manifest: the stream goldens pass their own readers)."""
     try:
         if folder.exists() and not folder.is_dir():
             raise GoldenError(f"--out {shown(folder)} is not a folder")
@@ -850,13 +1125,13 @@ def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool, read=Non
             raise GoldenError(f"--resume: {shown(folder)} was generated with other parameters "
                               f"({PARAMS}); resume with the same command")
         if (folder / MANIFEST).exists():   # a finished run of another profile version is not relabelled
-            dataset_profile(read_manifest(folder)["profile"])
+            dataset_profile((manifest or read_manifest)(folder)["profile"])
         _remove_temporaries(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise GoldenError(f"--out {shown(folder)}: cannot create the folder ({why(exc)})") from None
-    if not os.access(folder, os.W_OK):
+    if not store.is_remote(folder) and not os.access(folder, os.W_OK):
         raise GoldenError(f"--out {shown(folder)} is not writable")
     write_json(folder / PARAMS, p.to_json())
 
@@ -864,6 +1139,11 @@ def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool, read=Non
 def _remove_temporaries(folder: pathlib.Path) -> None:
     """--resume: the temporary data files an interrupted run left (killed before its cleanup
     ran) go, so the finished dataset holds only listed files."""
+    if store.is_remote(folder):
+        for rel in store.files(folder):
+            if _TEMPORARY.fullmatch(rel.rsplit("/", 1)[-1]):
+                (folder / rel).unlink()
+        return
     for root, _, names in os.walk(folder):
         for name in names:
             if _TEMPORARY.fullmatch(name):

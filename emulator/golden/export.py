@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 
 from isa.atomicio import shown
 from isa.instructions import INSTRUCTIONS
+from isa.legality import resolve
 from kernels import numeric
 from kernels.numeric import flags as NF
 from kernels.numeric.profiles import DEFAULT_PROFILE
@@ -71,23 +72,29 @@ def lines(folder, op: str, dtype: str, dst: str | None = None, rmode: str | None
         raise GoldenError(f"--rmode {rmode}: TestFloat has no such rounding mode")
     ds = open_dataset(folder)
     wanted = _select(ds, op, dtype, dst, rmode)
-    digits = {"FP16": 4, "FP32": 8, "FP64": 16}
     for f in ds.files:
         if f.partition not in wanted:
             continue
-        t = ds.read(f)
-        t = t.filter(pc.equal(t.column("outcome"), "commit"))
-        groups = t.column("group").to_numpy()
-        for g in np.unique(groups):
-            rows = t.filter(pa.array(groups == g))
-            group = rebuild_group(rows, ds, f.path)
-            if group is not None:
-                yield from _group_lines(rows, group, ds, op, dtype, dst, rmode, digits, f.path)
-                continue
-            for i in range(len(rows)):                # rows verify replays one at a time: so does export
-                one = rows.slice(i, 1)
-                g1 = rebuild_group(one, ds, f.path)
-                yield from _group_lines(one, g1, ds, op, dtype, dst, rmode, digits, f.path)
+        yield from table_lines(ds.read(f), ds, op, dtype, dst, rmode, f.path)
+
+
+def table_lines(t: pa.Table, ds, op: str, dtype: str, dst: str | None, rmode: str | None, path: str):
+    """The case lines of rows `t` of one partition (a data file, or a chunk `golden --format
+    testfloat --out -` has just generated): its committed cases' groups rebuilt and recomputed.
+    `ds` gives the replay's machine (`config(local_bytes, matrix_bytes)`) and `profile`."""
+    digits = {"FP16": 4, "FP32": 8, "FP64": 16}
+    t = t.filter(pc.equal(t.column("outcome"), "commit"))
+    groups = t.column("group").to_numpy()
+    for g in np.unique(groups):
+        rows = t.filter(pa.array(groups == g))
+        group = rebuild_group(rows, ds, path)
+        if group is not None:
+            yield from _group_lines(rows, group, ds, op, dtype, dst, rmode, digits, path)
+            continue
+        for i in range(len(rows)):                # rows verify replays one at a time: so does export
+            one = rows.slice(i, 1)
+            g1 = rebuild_group(one, ds, path)
+            yield from _group_lines(one, g1, ds, op, dtype, dst, rmode, digits, path)
 
 
 def _group_lines(t, g, ds, op, dtype, dst, rmode, digits, path):
@@ -99,25 +106,30 @@ def _group_lines(t, g, ds, op, dtype, dst, rmode, digits, path):
 
     if g is None:
         raise refuse("a malformed row")
-    by_tile = {}
-    for spec in g.tiles:                                # source roles in tile-id order (t1, t2, t3)
-        if spec.tile in by_tile or spec.desc.dtype is None or spec.desc.datatype.name != dtype \
-                or spec.pes != g.tiles[0].pes:
-            raise refuse(f"source tile {spec.tile} is not one {dtype} tile on every selected PE")
-        by_tile[spec.tile] = spec
-    if len({(s.desc.ValidRow, s.desc.ValidCol) for s in by_tile.values()}) > 1:
+    rb = resolve(g.block)              # open_dataset resolved every committed case's block
+    held = {}
+    for spec in g.tiles:               # the machine may hold more tiles than the block reads
+        held.setdefault(spec.tile, []).append(spec)
+    by_role = []
+    for binding in rb.sources:         # the operands in B.IOT order (left, right, ...)
+        spec = next((s for s in held.get(binding.tile, ()) if set(rb.pes) <= set(s.pes)), None)
+        if spec is None or spec.desc.dtype is None or spec.desc.datatype.name != dtype:
+            raise refuse(f"source tile {binding.tile} is not one {dtype} tile on every selected PE")
+        pick = [spec.pes.index(pe) for pe in rb.pes]
+        by_role.append((spec.desc, spec.elems[:, pick], spec.defined[:, pick]))
+    if len({(d.ValidRow, d.ValidCol) for d, _, _ in by_role}) > 1:
         raise refuse("source tiles of different valid shapes")     # no element-wise case lines
     ins, valid = [], None
-    for tid in sorted(by_tile):
-        spec = by_tile[tid]
-        d = spec.desc
-        e = spec.elems.reshape(-1, d.Row, d.Col)
-        de = spec.defined.reshape(-1, d.Row, d.Col)
+    for d, elems, defined in by_role:
+        e = elems.reshape(-1, d.Row, d.Col)
+        de = defined.reshape(-1, d.Row, d.Col)
         ins.append(e[:, : d.ValidRow, : d.ValidCol].reshape(-1))
         v = de[:, : d.ValidRow, : d.ValidCol].reshape(-1)
         valid = v if valid is None else valid & v
+    if not valid.all():                 # a committed case reads only defined elements
+        raise refuse("a committed case reads an undefined source element")
     ocounts, fo = tiles_of(t.column("outputs"))
-    k = len(g.tiles[0].pes)
+    k = len(rb.pes)
     try:
         out_desc = descriptor_at(fo, 0)[2] if k and np.all(ocounts == k) else None
     except ValueError:

@@ -14,21 +14,24 @@ file; the only Python loops run per case and PE (the cases.txt lines and their c
 """
 from __future__ import annotations
 
+import binascii
 import hashlib
 import json
 import os
 import pathlib
+import re
 import zlib
 
 import numpy as np
 import pyarrow as pa
 
-from isa import encoding, instructions as I
+from isa import encoding, instructions as I, jsontext
 from isa.atomicio import atomic_open, quote, shown, why
 from isa.datatypes import datatype
 from isa.errors import DecodeError
 
-from .dataset import MANIFEST, GoldenError, open_dataset, sha256, write_json
+from .dataset import MANIFEST, MAX_FILES, MAX_MANIFEST_BYTES, GoldenError, Params, _validate, check_listed
+from .dataset import open_dataset, open_regular, read_small, partitions as plan_partitions, sha256, write_json
 from .export import hex_columns
 from .replay import require_well_formed
 from .rows import gprs_of, tiles_of
@@ -154,18 +157,24 @@ class _Part(OpenFiles):
         self.op = part["op"]
         self.part = part
         self.roles = roles(self.op)
-        src = datatype(part["dtype"])
-        dst = datatype(part["dst"]) if part.get("dst") else src
-        instr = I.lookup(self.op)
-        self.dest = instr.dest
-        # each role's element width: the DataType's container; predicates (TCMP's destination,
-        # TSEL's mask source, Decisions 069/079) one bit
-        self.bits = {}
-        for k, r in enumerate(self.roles):
-            is_dest = k == len(self.roles) - 1
-            pred = instr.dest_kind == "predicate" if is_dest else (instr.schema == I.SELECT and k == 0)
-            self.bits[r] = 1 if pred else (dst if is_dest else src).container
+        self.dest = I.lookup(self.op).dest
+        self.bits = role_bits(self.op, part["dtype"], part.get("dst"))
         super().__init__(folder, [CASES] + data_files(self.op), {CASES: header(self.op)})
+
+
+def role_bits(op: str, dtype: str, dst: str | None) -> dict[str, int]:
+    """Each role's element width: the DataType's container; predicates (TCMP's destination,
+    TSEL's mask source, Decisions 069/079) one bit."""
+    instr = I.lookup(op)
+    src = datatype(dtype)
+    out = datatype(dst) if dst else src
+    rl = roles(op)
+    bits = {}
+    for k, r in enumerate(rl):
+        is_dest = k == len(rl) - 1
+        pred = instr.dest_kind == "predicate" if is_dest else (instr.schema == I.SELECT and k == 0)
+        bits[r] = 1 if pred else (out if is_dest else src).container
+    return bits
 
 
 def _append(p: _Part, t: pa.Table, path: str) -> None:
@@ -405,172 +414,576 @@ def _entry(target: pathlib.Path, path: str, part: dict, p: _Part) -> dict:
 
 
 # ---------------------------------------------------------------------------- checking
+#
+# Both export kinds are checked by the same steps (streams_hexport.py reuses all of them): the
+# manifest read within the datasets' size limit and checked against a JSON Schema; each
+# partition's path and file list recomputed from its keys (`describe`), so a path cannot leave
+# the export, and the path resolved so that no link leads out of it; the folder holding exactly
+# the listed files, each a regular file of the manifest's size; then each partition's files read
+# once front to back in READ_BYTES blocks, in lockstep, index line by index line, each run of
+# items checked in one vectorised pass (bounded memory, whatever the export's size); last the
+# line counts, trailing lines, the SHA-256s and the partition's case count.
+
+READ_BYTES = 1 << 22        # the checker reads each file this many bytes at a time
+MAX_LINE = 1 << 16          # no exporter writes an index line this long (theirs are under 1 KB)
+MAX_DIGITS = WORD_DIGITS    # the widest element line: 64 bits
+
+_SHA256 = {"type": "string", "pattern": "^[0-9a-f]{64}$", "maxLength": 64}
+_COUNT = {"type": "integer", "minimum": 0}
+_NAME = {"type": "string", "maxLength": 64}
+FILE_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["lines", "bytes", "sha256"],
+               "properties": {"lines": _COUNT, "bytes": _COUNT, "sha256": _SHA256}}
+
+
+def manifest_schema(fmt: str, keys: dict, required: list[str], extra: dict, file_schema: dict) -> dict:
+    """The JSON Schema of an export manifest of format `fmt` whose partitions have the keys
+    `keys` (`required` among them), the members `extra` and path, cases and files."""
+    from .dataset import MANIFEST_SCHEMA as DATASET
+    return {
+        "type": "object", "additionalProperties": False,
+        "required": ["format", "format_version", "dataset", "partitions"],
+        "properties": {
+            "format": {"const": fmt}, "format_version": {"type": "integer"},
+            "dataset": {"type": "object", "additionalProperties": False,
+                        "required": ["manifest_sha256", "profile", "tile_emu_version"],
+                        "properties": {"manifest_sha256": _SHA256, "profile": DATASET["properties"]["profile"],
+                                       "tile_emu_version": DATASET["properties"]["tile_emu_version"]}},
+            "partitions": {"type": "array", "minItems": 1, "maxItems": MAX_FILES, "items": {
+                "type": "object", "additionalProperties": False,
+                "required": ["path", *required, *extra, "cases", "files"],
+                "properties": {"path": {"type": "string", "maxLength": 1024}, **keys, **extra, "cases": _COUNT,
+                               "files": {"type": "object", "maxProperties": 64,
+                                         "additionalProperties": file_schema}}}},
+        }}
+
+
+MANIFEST_SCHEMA = manifest_schema(
+    FORMAT, {"op": _NAME, "dtype": _NAME, "dst": _NAME, "rmode": _NAME, "sat": {"type": "boolean"}}, ["op", "dtype"],
+    {"roles": {"type": "object", "maxProperties": 8, "additionalProperties": {
+        "type": "object", "additionalProperties": False, "required": ["bits"],
+        "properties": {"bits": {"type": "integer"}}}}},
+    {**FILE_SCHEMA, "properties": {**FILE_SCHEMA["properties"], "digits": {"type": "integer"}}})
+
+
+def _manifest_text(path: pathlib.Path) -> str:
+    """An export manifest's text: a regular file of at most the datasets' MAX_MANIFEST_BYTES."""
+    return read_small(path, shown(path), MAX_MANIFEST_BYTES, "a manifest")
+
+
+def _manifest_json(path: pathlib.Path):
+    """An export manifest parsed (JsonTextError for any malformed text, deep nesting included)."""
+    return jsontext.loads(_manifest_text(path), max_depth=jsontext.MAX_DEPTH)
+
 
 def is_export(folder, fmt: str = FORMAT) -> bool:
     """Whether `folder` holds a hex export of format `fmt` (its manifest says so)."""
     try:
-        return json.loads((pathlib.Path(folder) / MANIFEST).read_text()).get("format") == fmt
-    except (OSError, ValueError, AttributeError):
+        m = _manifest_json(pathlib.Path(folder) / MANIFEST)
+    except (GoldenError, jsontext.JsonTextError):
         return False
+    return isinstance(m, dict) and m.get("format") == fmt
 
 
-def read_export_manifest(folder: pathlib.Path, fmt: str = FORMAT, version: int = FORMAT_VERSION) -> dict:
-    """An export's manifest, parsed; GoldenError unless it names format `fmt` version `version`."""
-    from isa import jsontext
-    path = folder / MANIFEST
+def read_export_manifest(folder: pathlib.Path, fmt: str = FORMAT, version: int = FORMAT_VERSION,
+                         schema: dict = MANIFEST_SCHEMA) -> dict:
+    """An export's manifest, parsed; GoldenError unless it names format `fmt` version `version`
+    and has the structure and types of `schema`."""
+    path = pathlib.Path(folder) / MANIFEST
     try:
-        m = jsontext.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, jsontext.JsonTextError) as exc:
-        raise GoldenError(f"{shown(path)}: cannot read the manifest ({why(exc)})") from None
-    if not isinstance(m, dict) or m.get("format") != fmt or m.get("format_version") != version:
+        m = _manifest_json(path)
+    except jsontext.JsonTextError as exc:
+        raise GoldenError(f"{shown(path)}: not valid JSON ({exc})") from None
+    if not isinstance(m, dict) or m.get("format") != fmt or type(m.get("format_version")) is not int \
+            or m.get("format_version") != version:
         raise GoldenError(f"{shown(path)}: not a {fmt} version {version} manifest")
+    _validate(m, schema, shown(path))
     return m
 
 
 def check(folder) -> int:
     """Check a hex export end to end; the number of (case, PE) lanes checked.  GoldenError,
     one line naming the file and the case, for anything truncated, altered or malformed."""
-    return check_parts(folder, FORMAT, FORMAT_VERSION, _check_part)
+    return check_parts(folder, FORMAT, FORMAT_VERSION, MANIFEST_SCHEMA, _describe, _check_part)
 
 
-def check_parts(folder, fmt: str, version: int, check_part) -> int:
-    """The sum of check_part(folder, partition) over an export's manifest of format `fmt`; a
-    partition entry without the keys check_part reads is one GoldenError line."""
+def check_parts(folder, fmt: str, version: int, schema: dict, describe, check_part) -> int:
+    """The sum of check_part(folder, partition) over an export's partitions, after the checks
+    both kinds share: the manifest (format `fmt` version `version`, of `schema`); each
+    partition's path a relative one inside the export with no link leading out, the path its
+    keys give and listed once, its files exactly those its keys give -- `describe(partition,
+    where)` returns (path, {file name: {member: value its keys give}}); the folder holding
+    exactly the listed files, each a regular file inside it."""
     folder = pathlib.Path(folder)
-    m = read_export_manifest(folder, fmt, version)
-    total = 0
+    m = read_export_manifest(folder, fmt, version, schema)
+    listed, paths = set(), {}
+    for i, part in enumerate(m["partitions"]):
+        at = f"{shown(folder / MANIFEST)}: partitions[{i}]"
+        path = part["path"]
+        inside(folder, path, f"{at}.path")
+        want, records = describe(part, at)
+        if path != want:
+            raise GoldenError(f"{at}.path: {quote(path)}; its keys give {want}")
+        if path in paths:
+            raise GoldenError(f"{at}: {path} is listed twice (also partitions[{paths[path]}])")
+        paths[path] = i
+        got = part["files"]
+        if set(got) != set(records):
+            lacking, extra = sorted(set(records) - set(got)), sorted(set(got) - set(records))
+            raise GoldenError(f"{at}.files: " + (f"lacks {lacking[0]}" if lacking else
+                                                 f"lists {quote(extra[0])}, which such a partition does not have"))
+        for name, members in records.items():
+            for key, value in members.items():
+                if got[name].get(key) != value:
+                    raise GoldenError(f"{at}.files.{name}.{key}: {shown(repr(got[name].get(key)), 40)}; its keys give "
+                                      f"{value!r}")
+        listed |= {f"{path}/{name}" for name in got}
+    check_listed(folder, listed, (MANIFEST,), "export")
+    return sum(check_part(folder, part) for part in m["partitions"])
+
+
+def inside(folder: pathlib.Path, path: str, where: str) -> None:
+    """GoldenError unless `path` is a relative path of plain names below `folder` and, with its
+    links resolved, still inside `folder`."""
+    names = path.split("/")
+    if path.startswith("/") or any(n in ("", ".", "..") for n in names) or "\\" in path or "\0" in path:
+        raise GoldenError(f"{where}: {quote(path)} is not a path inside the export (relative, plain names, no '..')")
+    root = os.path.realpath(folder)
+    real = os.path.realpath(folder / path)
+    if os.path.commonpath([real, root]) != root:
+        raise GoldenError(f"{where}: {quote(path)} leads out of the export through a link (to {shown(real)})")
+
+
+def _describe(part: dict, where: str) -> tuple[str, dict]:
+    """(the path, {file: {digits}}) a single-block partition's keys give; its `roles` checked
+    against them (the writer's widths)."""
+    keys = {k: part[k] for k in ("op", "dtype", "dst", "rmode", "sat") if k in part}
     try:
-        for part in m["partitions"]:
-            total += check_part(folder, part)
-    except (KeyError, TypeError, ValueError) as exc:
-        if isinstance(exc, GoldenError):
-            raise
-        raise GoldenError(f"{shown(folder / MANIFEST)}: malformed partition entry ({exc!r:.80})") from None
-    return total
+        params = Params(ops=(keys["op"],), dtypes=(keys["dtype"],), dst_dtypes=(keys["dst"],) if "dst" in keys else (),
+                        rmodes=(keys.get("rmode", "RNE"),), sat=(int(keys.get("sat", 0)),), cases=1, seed=0)
+        found = [q for q in plan_partitions(params) if q.keys() == keys]
+    except GoldenError as exc:
+        raise GoldenError(f"{where}: {exc}") from None
+    if not found:
+        raise GoldenError(f"{where}: keys {shown(json.dumps(keys, sort_keys=True), 120)} are no partition's")
+    bits = role_bits(part["op"], part["dtype"], part.get("dst"))
+    if part["roles"] != {r: {"bits": b} for r, b in bits.items()}:
+        raise GoldenError(f"{where}.roles: {shown(json.dumps(part['roles'], sort_keys=True), 120)}; its keys give "
+                          + json.dumps({r: {"bits": b} for r, b in bits.items()}, sort_keys=True))
+    records = {CASES: {"digits": None}}
+    for name in data_files(part["op"]):
+        records[name] = {"digits": _file_digits(name, bits)}
+    return found[0].path, records
+
+
+class Reader:
+    """A regular file said to hold `size` bytes (its manifest's `bytes`; `sha` its `sha256`),
+    read front to back in blocks of READ_BYTES, handing out whole lines or runs of bytes and
+    hashing all it reads: never more read than `size` bytes or the file holds, nor more held
+    than a block and what the caller takes."""
+
+    def __init__(self, path: pathlib.Path, label: str, size: int, sha: str | None = None):
+        self.label, self.size, self.want = label, size, sha
+        self.f = open_regular(path, label)
+        self.on_disk = os.fstat(self.f.fileno()).st_size
+        self.left = min(size, self.on_disk)             # bytes not read yet, of those it may read
+        self.beyond = self.on_disk - self.left          # bytes past the manifest's size (never read)
+        self.sha = hashlib.sha256()
+        self.buf = b""
+        self.at = 0             # start of the unread part of buf
+        self.line = 0           # lines handed out so far
+
+    def _fill(self) -> bool:
+        """Append the next block to the unread part of buf (which then starts at 0); False at the end."""
+        block = self.f.read(min(READ_BYTES, self.left)) if self.left > 0 else b""
+        if not block:
+            self.left = 0       # shorter than when opened: its end
+            return False
+        self.left -= len(block)
+        self.sha.update(block)
+        self.buf = self.buf[self.at:] + block
+        self.at = 0
+        return True
+
+    def unread(self) -> int:
+        return len(self.buf) - self.at + self.left
+
+    def past_size(self) -> None:
+        """What the caller needs lies past the manifest's size: GoldenError if the file goes on."""
+        if self.beyond:
+            raise GoldenError(f"{self.label}: {self.on_disk:,} bytes, the manifest says {self.size:,}")
+
+    def line_of_text(self) -> bytes | None:
+        """The next line (with its newline), or None when the file ends first.  A line longer
+        than MAX_LINE is a GoldenError (no export has one: memory stays bounded)."""
+        scanned = 0
+        while True:
+            k = self.buf.find(b"\n", self.at + scanned)
+            if k >= 0:
+                out, self.at = self.buf[self.at:k + 1], k + 1
+                self.line += 1
+                return out
+            scanned = len(self.buf) - self.at
+            if scanned > MAX_LINE:
+                raise GoldenError(f"{self.label}: line {self.line + 1}: longer than {MAX_LINE:,} bytes (not an index "
+                                  f"line)")
+            if not self._fill():
+                if scanned:
+                    self.past_size()
+                return None
+
+    def take_bytes(self, size: int, lines: int) -> bytes | None:
+        """The next `size` bytes, counted as `lines` lines (an item of fixed-width lines: the
+        caller checks that they are), or None when the file holds fewer (nothing is read then)."""
+        if size > self.unread():
+            self.past_size()
+            return None
+        while len(self.buf) - self.at < size:
+            if not self._fill():        # shorter than when opened
+                return None
+        out = self.buf[self.at:self.at + size]
+        self.at += size
+        self.line += lines
+        return out
+
+    def rest(self) -> int:
+        """The number of bytes left unread (read to the end, so that the hash covers the file)."""
+        left = len(self.buf) - self.at
+        self.buf, self.at = b"", 0
+        while self._fill():
+            left += len(self.buf)
+            self.buf = b""
+        return left
+
+    def intact(self) -> bool:
+        """Whether the file has the manifest's size and SHA-256 (read to its end)."""
+        if self.on_disk != self.size:
+            return False
+        self.rest()
+        return self.sha.hexdigest() == self.want
+
+    def close(self) -> None:
+        self.f.close()
+
+
+def open_readers(base: pathlib.Path, files: dict, names, label) -> dict:
+    """A Reader of each file of a partition (folder `base`, manifest records `files`)."""
+    readers = {}
+    try:
+        for name in names:
+            readers[name] = Reader(base / name, label(name), files[name]["bytes"], files[name]["sha256"])
+    except BaseException:
+        for r in readers.values():
+            r.close()
+        raise
+    return readers
+
+
+def index_line(r: Reader, after: str) -> bytes | None:
+    """The next line of an index file, or None at its end (`after`: the last item, for a
+    truncated last line)."""
+    raw = r.line_of_text()
+    if raw is None and r.rest():
+        raise GoldenError(f"{r.label}: line {r.line + 1}: truncated (no final newline; after {after})")
+    return raw
+
+
+NUMBER = rb"-?[0-9]{1,18}"      # a number as the exporters write it (and one int64 holds)
+TEXT = rb"[^ ]+"                # a word (an empty text is written `-`)
+CRC = rb"[0-9a-f]{8}"
+
+
+def fields_pattern(kinds: list[bytes], crcs: int) -> re.Pattern:
+    """An index line (without its newline): fields of the patterns `kinds`, then `crcs` checksums."""
+    return re.compile(b" ".join([*kinds, *[CRC] * crcs]))
+
+
+def field_error(raw: bytes, cols, kinds: list[bytes], at: str, who: str) -> GoldenError:
+    """Why an index line does not match its pattern: its field count, or its first field that
+    is not what the exporter writes there."""
+    f = raw.rstrip(b"\n").split(b" ")
+    if len(f) != len(cols):
+        return GoldenError(f"{at}: {who}: {len(f)} fields, the header has {len(cols)}")
+    for col, kind, v in zip(cols, [*kinds, *[CRC] * (len(cols) - len(kinds))], f):
+        if not re.fullmatch(kind, v):
+            what = {NUMBER: "a number", CRC: "a checksum (8 lower-case hex digits)", TEXT: "a word"}.get(kind) or \
+                " or ".join(x.decode() for x in kind.strip(b"(?:)").split(b"|"))         # (?:commit|reject)
+            return GoldenError(f"{at}: {who}: {col} {shown(v.decode('utf-8', 'replace'), 24)} is not {what}")
+    return GoldenError(f"{at}: {who}: malformed")
+
+
+_HEX_BYTE = np.zeros(256, bool)
+_HEX_BYTE[np.frombuffer(b"0123456789ABCDEF", np.uint8)] = True
+
+
+def check_items(r: Reader, name: str, crc, line, n, digits, describe) -> None:
+    """The next lines of data file `name` (read by `r`) are those of the items given by the
+    arrays crc, line, n, digits (`describe(k)`: (who, where it is listed) of item k), in order:
+    each item of lines starts where the one before ended and is n lines of exactly `digits`
+    hex digits whose CRC-32 is crc; an item of no lines has the CRC of nothing, 0.  Checked
+    with array operations and one read per run of items of at most READ_BYTES (a larger item
+    alone, in pieces); Python loops only over the items' CRCs."""
+    crc, line, n = (np.asarray(x, np.int64).reshape(-1) for x in (crc, line, n))
+    digits = np.broadcast_to(np.asarray(digits, np.int64), n.shape)
+    if not n.size:
+        return
+    live = n != 0
+    counted = np.where(n > 0, n, 0)
+    start = r.line + np.cumsum(counted) - counted
+    bad = np.where(live, (line != start) | (n < 0) | (n > r.unread()) | (digits < 1) | (digits > MAX_DIGITS), crc != 0)
+    if bad.any():
+        k = int(np.argmax(bad))
+        who, at = describe(k)
+        if not live[k]:
+            raise GoldenError(f"{at}: {who}: altered (its checksum of no lines of {name} is not 00000000)")
+        if line[k] != start[k]:
+            raise GoldenError(f"{at}: {who}: its lines of {name} start at {line[k]}, expected {start[k]}")
+        if n[k] < 0 or not 1 <= digits[k] <= MAX_DIGITS:
+            raise GoldenError(f"{at}: {who}: {n[k]} lines of {digits[k]} digits in {name}")
+    idx = np.flatnonzero(live)
+    ends = np.cumsum(n[idx] * (digits[idx] + 1))
+    a = 0
+    while a < idx.size:
+        b = max(int(np.searchsorted(ends, (ends[a - 1] if a else 0) + READ_BYTES, "right")), a + 1)
+        _check_run(r, name, idx[a:b], crc, line, n, digits, describe)
+        a = b
+
+
+def _check_run(r: Reader, name: str, sel: np.ndarray, crc, line, n, digits, describe) -> None:
+    ns, widths = n[sel], digits[sel] + 1
+    ends = np.cumsum(ns * widths)
+    total = int(ends[-1])
+    if total > r.unread():
+        r.past_size()
+        j = int(sel[np.searchsorted(ends, r.unread(), "right")])
+        raise GoldenError(f"{r.label}: {describe(j)[0]}: truncated (its lines {line[j]}..{line[j] + n[j] - 1} are "
+                          f"missing)")
+    if total > READ_BYTES:                      # one item larger than a block: in pieces
+        j, w = int(sel[0]), int(widths[0])
+        per, done, got = max(1, READ_BYTES // w), 0, 0
+        while done < n[j]:
+            m = int(min(per, n[j] - done))
+            chunk = _taken(r, r.take_bytes(m * w, m))
+            _hex_lines(r, chunk, np.full(1, m), np.full(1, w), line[j] + done, lambda k: (j, int(digits[j])), describe)
+            got = zlib.crc32(chunk, got)
+            done += m
+        if got != crc[j]:
+            _altered(r, name, describe(j))
+        return
+    chunk = _taken(r, r.take_bytes(total, int(ns.sum())))
+    _hex_lines(r, chunk, ns, widths, int(line[sel[0]]),
+               lambda k: (int(sel[k]), int(digits[sel[k]])), describe)
+    view, a = memoryview(chunk), 0
+    for j, e, c in zip(sel.tolist(), ends.tolist(), crc[sel].tolist()):
+        if zlib.crc32(view[a:e]) != c:
+            _altered(r, name, describe(j))
+        a = e
+
+
+def _taken(r: Reader, chunk: bytes | None) -> bytes:
+    if chunk is None:                           # it had the bytes when the run was planned
+        raise GoldenError(f"{r.label}: shorter than when it was opened (changed while checked)")
+    return chunk
+
+
+def _hex_lines(r: Reader, chunk: bytes, ns: np.ndarray, widths: np.ndarray, first: int, item_of, describe) -> None:
+    """Every line of `chunk` (ns[i] lines of widths[i] bytes each, newline included) is hex
+    digits and a newline; else the first bad one (line `first` of the file is the chunk's first)
+    is named with its item (`item_of(i)`: (item, digits) of the run's i-th)."""
+    arr = np.frombuffer(chunk, np.uint8)
+    if (widths == widths[0]).all():             # one width: a matrix of lines
+        m = arr.reshape(-1, int(widths[0]))
+        ok = (m[:, -1] == ord("\n")) & _HEX_BYTE[m[:, :-1]].all(axis=1)
+        if ok.all():
+            return
+        bad = int(np.argmax(~ok))
+    else:
+        ends = np.cumsum(np.repeat(widths, ns)) - 1
+        newline = np.zeros(arr.size, bool)
+        newline[ends] = True
+        ok = np.where(newline, arr == ord("\n"), _HEX_BYTE[arr])
+        if ok.all():
+            return
+        bad = int(np.searchsorted(ends, int(np.argmax(~ok))))
+    j, d = item_of(int(np.searchsorted(np.cumsum(ns), bad, "right")))
+    raise GoldenError(f"{r.label}: line {first + bad + 1}: not {d} hex digits ({describe(j)[0]})")
+
+
+def _altered(r: Reader, name: str, described: tuple[str, str]) -> None:
+    """An item whose lines differ from its checksum: the data file is named, unless it is the
+    manifest's (then the index line's checksum is what changed)."""
+    who, at = described
+    if r.intact():
+        raise GoldenError(f"{at}: {who}: altered (its checksum of {name} differs from {name}'s lines, which match "
+                          f"the manifest)")
+    raise GoldenError(f"{r.label}: {who}: altered (the lines of this item differ from their checksum)")
+
+
+def finish(readers: dict, files: dict, index: tuple[str, ...], label, last: str) -> None:
+    """After the last item: no file holds more lines, each holds the manifest's line count
+    (the index files' headers not counted), and each has the manifest's size and SHA-256."""
+    for name, r in readers.items():             # the index files first: they say where the rest end
+        if r.unread() or r.beyond:              # (not read: the file may be of any size)
+            raise GoldenError(f"{label(name)}: trailing lines after the last case ({last})")
+        got = r.line - (name in index)
+        if got != files[name]["lines"]:
+            raise GoldenError(f"{label(name)}: {got} lines, the manifest says {files[name]['lines']} "
+                              f"(truncated or altered after {last})")
+        if r.on_disk != r.size:
+            raise GoldenError(f"{label(name)}: {r.on_disk:,} bytes, the manifest says {r.size:,}")
+    for name, r in readers.items():
+        if r.sha.hexdigest() != files[name]["sha256"]:
+            raise GoldenError(f"{label(name)}: SHA-256 differs from the manifest (altered outside any case)")
+
+
+BATCH_LANES = 4096          # cases.txt lines checked in one pass
 
 
 def _check_part(folder: pathlib.Path, part: dict) -> int:
-    op, base = part["op"], folder / part["path"]
-    names = data_files(op)
+    """One partition, every file read once front to back in lockstep, in batches of at most
+    BATCH_LANES lanes (and runs of READ_BYTES of element lines): bounded memory."""
+    return check_partition(folder, part, (CASES,), data_files(part["op"]),
+                           lambda readers, label: _Lanes(part, readers, label).walk())
+
+
+def check_partition(folder: pathlib.Path, part: dict, index: tuple[str, ...], data, walk) -> int:
+    """A partition's files (`index` files, then `data` files) opened as Readers, walked by
+    `walk(readers, label)` -> (count, cases, the last case), then `finish` and the partition's
+    case count checked; the count."""
     files = part["files"]
-    label = lambda name: quote(f"{part['path']}/{name}")     # noqa: E731
-    data, changed = {}, set()
-    for name in [CASES] + names:
-        path = base / name
-        try:
-            data[name] = path.read_bytes()
-        except OSError as exc:
-            raise GoldenError(f"{label(name)}: cannot read ({why(exc)})") from None
-        if hashlib.sha256(data[name]).hexdigest() != files[name]["sha256"]:
-            changed.add(name)
-    cols = header(op)
-    text = data[CASES].decode("utf-8", "replace").split("\n")
-    if text[0] != "# " + " ".join(cols):
-        raise GoldenError(f"{label(CASES)}: line 1: not the header of a {op} export")
-    lanes = text[1:]
-    if lanes and lanes[-1] == "":
-        lanes.pop()
-    elif lanes:
-        raise GoldenError(f"{label(CASES)}: line {len(lanes) + 1}: truncated (no final newline)")
-    if len(lanes) != files[CASES]["lines"]:
-        case = _case_of(lanes[-1]) if lanes else "?"
-        raise GoldenError(f"{label(CASES)}: {len(lanes)} lanes, the manifest says {files[CASES]['lines']} "
-                          f"(truncated or altered after case {case})")
-    width = {name: files[name]["digits"] + 1 for name in names}
-    for name in names:                                     # whole lines of hex digits
-        _check_lines(data[name], width[name], label(name), lanes, name, op)
-    expect = {name: 0 for name in names}
-    for k, line in enumerate(lanes):
-        f = line.split(" ")
-        where = f"case {f[0]} (PE {f[1] if len(f) > 1 else '?'})"
-        if len(f) != len(cols):
-            raise GoldenError(f"{label(CASES)}: line {k + 2}: {where}: {len(f)} fields, the header has {len(cols)}")
-        try:
-            nums = {c: int(v) for c, v in zip(cols, f) if not c.startswith(("crc_", "outcome", "class", "reason"))
-                    and not c.endswith("_dtype")}
-            crcs = [int(v, 16) for v in f[len(cols) - len(names) - 1:]]
-        except ValueError:
-            raise GoldenError(f"{label(CASES)}: line {k + 2}: {where}: a field is not a number") from None
-        body = " ".join(f[: len(cols) - len(names) - 1])
-        if zlib.crc32(body.encode()) != crcs[0]:
-            raise GoldenError(f"{label(CASES)}: line {k + 2}: {where}: altered (checksum differs)")
-        ranges = {}
-        for r in roles(op):
-            start, n = nums[f"{r}_line"], nums[f"{r}_n"]
-            if n and start != expect[f"{r}.hex"]:
-                raise GoldenError(f"{label(CASES)}: line {k + 2}: {where}: {r}_line {start}, expected "
-                                  f"{expect[r + '.hex']}")
-            if n:
-                expect[f"{r}.hex"] += n
-                expect[f"{r}.def.hex"] += n
-            ranges[f"{r}.hex"] = ranges[f"{r}.def.hex"] = (start, n)
-        ranges[STATUS] = (k, 1)
-        expect[STATUS] += 1
-        s0, sn = nums["stream_line"], nums["stream_words"]
-        first = k == 0 or lanes[k - 1].split(" ", 1)[0] != f[0]
-        ranges[STREAM] = (s0, sn if first else 0)
-        if first:
-            if s0 != expect[STREAM]:
-                raise GoldenError(f"{label(CASES)}: line {k + 2}: {where}: stream_line {s0}, expected {expect[STREAM]}")
-            expect[STREAM] += sn
-        for name, crc in zip(names, crcs[1:]):
-            a, cnt = ranges[name]
-            w = width[name]
-            chunk = data[name][a * w: (a + cnt) * w] if cnt else b""
-            if cnt and len(chunk) != cnt * w:
-                raise GoldenError(f"{label(name)}: {where}: truncated (its lines {a}..{a + cnt - 1} are missing)")
-            if zlib.crc32(chunk) != crc:
-                bad = name if name in changed or CASES not in changed else CASES
-                raise GoldenError(f"{label(bad)}: {where}: altered (the lines of this case differ from "
-                                  f"their checksum)")
-    for name in names:
-        if len(data[name]) != expect[name] * width[name]:
-            raise GoldenError(f"{label(name)}: {len(data[name]) // width[name]} lines, the cases list "
-                              f"{expect[name]} (trailing lines after the last case)")
-    for name in [CASES] + names:
-        if name in changed:
-            raise GoldenError(f"{label(name)}: SHA-256 differs from the manifest (altered outside any case)")
-    return len(lanes)
+
+    def label(name: str) -> str:
+        return quote(f"{part['path']}/{name}")
+
+    readers = open_readers(folder / part["path"], files, [*index, *data], label)
+    try:
+        count, cases, last = walk(readers, label)
+        finish(readers, files, index, label, last)
+    finally:
+        for r in readers.values():
+            r.close()
+    if cases != part["cases"]:
+        raise GoldenError(f"{label(index[0])}: {cases} cases, the manifest says {part['cases']}")
+    return count
 
 
-def _case_of(line: str) -> str:
-    f = line.split(" ")
-    return f"{f[0]} (PE {f[1]})" if len(f) > 1 else "?"
+class _Lanes:
+    """The walk of one partition's cases.txt: each batch of lines parsed and checked with array
+    operations, then its lanes' lines of every data file (check_items)."""
 
+    def __init__(self, part: dict, readers: dict, label):
+        self.op = op = part["op"]
+        self.readers, self.label, self.r = readers, label, readers[CASES]
+        self.cols, self.names, self.roles = header(op), data_files(op), roles(op)
+        self.body = len(self.cols) - len(self.names) - 1
+        self.kinds = [rb"[0-9]{1,20}" if c in ("r1", "r2") else rb"(?:commit|reject)" if c == "outcome"
+                      else TEXT if c in ("class", "reason") or c.endswith("_dtype") else NUMBER
+                      for c in self.cols[:self.body]]
+        self.pattern = fields_pattern(self.kinds, len(self.names) + 1)
+        numeric = [k for k, kind in enumerate(self.kinds) if kind == NUMBER]
+        self.numeric = numeric
+        self.at = {self.cols[k]: j for j, k in enumerate(numeric)}       # column -> column of the numbers
+        self.bits = {r: part["roles"][r]["bits"] for r in self.roles}
+        self.digits = {name: part["files"][name]["digits"] for name in self.names}
+        self.widths: dict[bytes, int] = {}
+        self.lanes = self.cases = 0
+        self.prev = None        # (case, PE, stream_line, stream_words) of the last lane checked
 
-def _check_lines(data: bytes, width: int, label: str, lanes: list[str], name: str, op: str) -> None:
-    """Every line is `width - 1` hex digits and a newline; the first bad line names its case."""
-    n = len(data) // width
-    arr = np.frombuffer(data[: n * width], np.uint8).reshape(n, width)
-    ok = arr[:, -1] == ord("\n")
-    digits = arr[:, :-1]
-    hexd = ((digits >= ord("0")) & (digits <= ord("9"))) | ((digits >= ord("A")) & (digits <= ord("F")))
-    ok &= hexd.all(axis=1)
-    if len(data) % width:
-        ok = np.r_[ok, False]
-    if not ok.all():
-        bad = int(np.argmax(~ok))
-        raise GoldenError(f"{label}: line {bad + 1}: not {width - 1} hex digits ({_owner(lanes, name, op, bad)})")
+    def walk(self) -> tuple[int, int, str]:
+        """(lanes, cases, the last lane)."""
+        if self.r.line_of_text() != ("# " + " ".join(self.cols) + "\n").encode():
+            raise GoldenError(f"{self.label(CASES)}: line 1: not the header of a {self.op} export")
+        batch, last = [], "the header"
+        while True:
+            raw = self.r.line_of_text()
+            if raw is None:
+                if self.r.rest():
+                    after = self._who(batch[-1]) if batch else last
+                    raise GoldenError(f"{self.r.label}: line {self.r.line + 1}: truncated (no final newline; after "
+                                      f"{after})")
+                break
+            batch.append(raw)
+            if len(batch) == BATCH_LANES:
+                last = self._batch(batch)
+                batch = []
+        if batch:
+            last = self._batch(batch)
+        return self.lanes, self.cases, last
 
+    @staticmethod
+    def _who(raw: bytes) -> str:
+        f = raw.split(b" ", 2)
+        return f"case {f[0].decode('utf-8', 'replace')} (PE {f[1].decode('utf-8', 'replace') if len(f) > 1 else '?'})"
 
-def _owner(lanes: list[str], name: str, op: str, line: int) -> str:
-    """The case whose lines of file `name` include `line` (0-based)."""
-    cols = header(op)
-    role = name.split(".")[0]
-    for k, text in enumerate(lanes):
-        f = text.split(" ")
-        if len(f) != len(cols):
-            continue
-        v = dict(zip(cols, f))
-        try:
-            if name == STATUS:
-                start, n = k, 1
-            elif name == STREAM:
-                start, n = int(v["stream_line"]), int(v["stream_words"])
-            else:
-                start, n = int(v[f"{role}_line"]), int(v[f"{role}_n"])
-        except (KeyError, ValueError):
-            continue
-        if n and start <= line < start + n:
-            return f"case {f[0]} (PE {f[1]})"
-    return "after the last case"
+    def _batch(self, raws: list[bytes]) -> str:
+        """Check lines raws (of cases.txt, the next after those checked) and their lanes' lines."""
+        L, line0 = len(raws), self.r.line - len(raws) + 1            # line0: the first's line number
+        where = lambda k: f"{self.label(CASES)}: line {line0 + k}"    # noqa: E731
+        text = [x[:-1] for x in raws]
+        match = self.pattern.fullmatch
+        for k, x in enumerate(text):
+            if match(x) is None:
+                raise field_error(x, self.cols, self.kinds, where(k), self._who(x))
+        fields = np.array([x.split(b" ") for x in text])
+        nums = fields[:, self.numeric].astype(np.int64)
+        crcs = np.frombuffer(binascii.unhexlify(fields[:, self.body:].astype("S8").tobytes()), ">u4") \
+            .reshape(L, -1).astype(np.int64)
+        own = np.array([zlib.crc32(x[:len(x) - 9 * crcs.shape[1]]) for x in text], np.int64)
+        col = lambda c: nums[:, self.at[c]]                          # noqa: E731
+        case, pe, s0, sn = col("case"), col("pe"), col("stream_line"), col("stream_words")
+        pcase, ppe, ps0, psn = (np.r_[p, x[:-1]] for p, x in zip(self.prev or (0, 0, 0, 0), (case, pe, s0, sn)))
+        first = case != pcase
+        first[0] |= self.prev is None
+        expect = self.cases + np.cumsum(first) - 1
+        bad = (own != crcs[:, 0]) | np.where(first, (case != expect) | (pe < -1) | (pe > 3),
+                                             (ppe == -1) | (pe <= ppe) | (pe > 3) | (s0 != ps0) | (sn != psn))
+        for r in self.roles:
+            n = col(f"{r}_n")
+            bad |= (n != 0) & ((n != col(f"{r}_row") * col(f"{r}_col")) | (self._width(fields[:, self.cols.index(
+                f"{r}_dtype")]) != self.bits[r]))
+        if bad.any():
+            k = int(np.argmax(bad))
+            self._lane_error(where(k), self._who(text[k]), own[k] != crcs[k, 0], bool(first[k]), int(expect[k]),
+                             fields[k], nums[k], (int(ppe[k]), int(ps0[k]), int(psn[k])))
+        who = lambda k: (self._who(text[k]), where(k))              # noqa: E731
+        for k, r in enumerate(self.roles):
+            n = col(f"{r}_n")
+            for j, name in enumerate((f"{r}.hex", f"{r}.def.hex")):
+                check_items(self.readers[name], name, crcs[:, 1 + 2 * k + j], col(f"{r}_line"), n, self.digits[name],
+                            who)
+        check_items(self.readers[STATUS], STATUS, crcs[:, -2], self.lanes + np.arange(L), np.ones(L, np.int64),
+                    self.digits[STATUS], who)
+        check_items(self.readers[STREAM], STREAM, crcs[:, -1], s0, np.where(first, sn, 0), self.digits[STREAM], who)
+        self.lanes += L
+        self.cases += int(first.sum())
+        self.prev = (int(case[-1]), int(pe[-1]), int(s0[-1]), int(sn[-1]))
+        return self._who(text[-1])
+
+    def _bits(self, name: bytes) -> int:
+        """The element bits of a `<role>_dtype` (0: no DataType)."""
+        if name not in self.widths:
+            self.widths[name] = 1 if name == PREDICATE.encode() else _container(name.decode("utf-8", "replace"))
+        return self.widths[name]
+
+    def _width(self, names: np.ndarray) -> np.ndarray:
+        uniq, inv = np.unique(names, return_inverse=True)
+        return np.array([self._bits(u) for u in uniq.tolist()], np.int64)[inv]
+
+    def _lane_error(self, at, who, altered, first, expect, fields, nums, prev) -> None:
+        """The GoldenError of a lane the batch check refused, found by the same checks in order
+        (prev: the PE, stream_line and stream_words of the lane before)."""
+        v = {c: int(nums[j]) for c, j in self.at.items()}
+        if altered:
+            raise GoldenError(f"{at}: {who}: altered (checksum differs)")
+        if first and v["case"] != expect:
+            raise GoldenError(f"{at}: {who}: expected case {expect} (every case of the partition, in order)")
+        if first and not -1 <= v["pe"] <= 3:
+            raise GoldenError(f"{at}: {who}: no such PE")
+        if not first and (prev[0] == -1 or not prev[0] < v["pe"] <= 3
+                          or (v["stream_line"], v["stream_words"]) != prev[1:]):
+            raise GoldenError(f"{at}: {who}: not the next lane of case {v['case']} (PEs in order, the case's stream)")
+        for r in self.roles:
+            n, dtype = v[f"{r}_n"], fields[self.cols.index(f"{r}_dtype")]
+            if n and (n != v[f"{r}_row"] * v[f"{r}_col"] or self._bits(dtype) != self.bits[r]):
+                raise GoldenError(f"{at}: {who}: {r}_n {n} is not {r}_row x {r}_col elements of {self.bits[r]} bits "
+                                  f"({shown(dtype.decode('utf-8', 'replace'), 20)})")
+        raise GoldenError(f"{at}: {who}: malformed")

@@ -56,34 +56,34 @@ def _binary(chunks: list[np.ndarray]) -> pa.Array:
 
 def _tiles_array(n: int, descs: list[tuple[Descriptor, int, tuple[int, ...]]], payloads, defineds,
                  status: np.ndarray | None = None, present: np.ndarray | None = None) -> pa.Array:
-    """list<tile struct> with the same k entries per case (or none where `present` is False)."""
+    """list<tile struct> with the same k entries per case (or none where `present` is False).
+    The descriptor fields are one case's k entries built once and repeated by a take (no
+    per-case Python objects); payloads, definedness and status are per case."""
     k = sum(len(pes) for _, _, pes in descs)
-    def rep(values, typ):
-        per_case = np.concatenate([np.full(len(pes), v) if not isinstance(v, tuple) else np.array(v)
-                                   for v, (_, _, pes) in zip(values, descs)]) if k else np.array([])
-        return pa.array(np.tile(per_case, n), typ) if typ != pa.string() else \
-            pa.array(np.tile(per_case.astype(object), n), typ)
-    d = [x[0] for x in descs]
-    fields = {
-        "pe": rep([tuple(pes) for _, _, pes in descs], pa.uint8()),
-        "tile": rep([tid for _, tid, _ in descs], pa.uint32()),
-        "location": rep([x.location for x in d], pa.string()),
-        "kind": rep([x.kind for x in d], pa.string()),
-        "dtype": rep(["" if x.dtype is None else x.datatype.name for x in d], pa.string()),
-        "Row": rep([x.Row for x in d], pa.uint32()), "Col": rep([x.Col for x in d], pa.uint32()),
-        "ValidRow": rep([x.ValidRow for x in d], pa.uint32()),
-        "ValidCol": rep([x.ValidCol for x in d], pa.uint32()),
-        "Layout": rep([x.Layout for x in d], pa.uint8()),
-        "capacity": rep([x.capacity for x in d], pa.uint64()),
-        "payload": _binary(payloads) if k else pa.array([], pa.binary()),
-        "defined": _binary(defineds) if k else pa.array([], pa.binary()),
-        **_fmap_fields(n, descs),
+    entries = [(pe, tid, x) for x, tid, pes in descs for pe in pes]
+    one = {
+        "pe": pa.array([pe for pe, _, _ in entries], pa.uint8()),
+        "tile": pa.array([tid for _, tid, _ in entries], pa.uint32()),
+        "location": pa.array([x.location for _, _, x in entries], pa.string()),
+        "kind": pa.array([x.kind for _, _, x in entries], pa.string()),
+        "dtype": pa.array(["" if x.dtype is None else x.datatype.name for _, _, x in entries], pa.string()),
+        "Row": pa.array([x.Row for _, _, x in entries], pa.uint32()),
+        "Col": pa.array([x.Col for _, _, x in entries], pa.uint32()),
+        "ValidRow": pa.array([x.ValidRow for _, _, x in entries], pa.uint32()),
+        "ValidCol": pa.array([x.ValidCol for _, _, x in entries], pa.uint32()),
+        "Layout": pa.array([x.Layout for _, _, x in entries], pa.uint8()),
+        "capacity": pa.array([x.capacity for _, _, x in entries], pa.uint64()),
+        **_fmap_fields(descs),
     }
+    index = pa.array(np.tile(np.arange(k, dtype=np.int64), n))
+    fields = {name: arr.take(index) for name, arr in one.items()}
+    fields["payload"] = _binary(payloads) if k else pa.array([], pa.binary())
+    fields["defined"] = _binary(defineds) if k else pa.array([], pa.binary())
     typ = TILE
     if status is not None:
         fields["status"] = pa.array(status.reshape(-1), pa.uint8())
         typ = OUT_TILE
-    flat = pa.StructArray.from_arrays(list(fields.values()), fields=list(typ))
+    flat = pa.StructArray.from_arrays([fields[f.name] for f in typ], fields=list(typ))
     counts = np.full(n, k, np.int64) if present is None else np.where(present, k, 0)
     offsets = np.zeros(n + 1, np.int32)
     np.cumsum(counts, out=offsets[1:])
@@ -93,16 +93,14 @@ def _tiles_array(n: int, descs: list[tuple[Descriptor, int, tuple[int, ...]]], p
     return pa.ListArray.from_arrays(pa.array(offsets), flat)
 
 
-def _fmap_fields(n: int, descs: list[tuple[Descriptor, int, tuple[int, ...]]]) -> dict:
-    """The fmap_* fields of n cases' tile entries: the descriptors are per group, so one case's
-    entries are built (a few per group, not per element) and tiled n times."""
+def _fmap_fields(descs: list[tuple[Descriptor, int, tuple[int, ...]]]) -> dict:
+    """The fmap_* fields of one case's tile entries (the descriptors are per group)."""
     fms = [d.fmap for d, _, pes in descs for _ in pes]
-    params = [[] if f is None else list(f.params()) for f in fms]
     return {
-        "fmap_layout": pa.array(["" if f is None else f.layout for f in fms] * n, pa.string()),
-        "fmap_params": pa.array(params * n, pa.list_(pa.int64())),
-        "fmap_pad_bits": pa.array([0 if f is None else f.pad_bits for f in fms] * n, pa.uint64()),
-        "fmap_transposed": pa.array([False if f is None else f.transposed for f in fms] * n, pa.bool_()),
+        "fmap_layout": pa.array(["" if f is None else f.layout for f in fms], pa.string()),
+        "fmap_params": pa.array([[] if f is None else list(f.params()) for f in fms], pa.list_(pa.int64())),
+        "fmap_pad_bits": pa.array([0 if f is None else f.pad_bits for f in fms], pa.uint64()),
+        "fmap_transposed": pa.array([False if f is None else f.transposed for f in fms], pa.bool_()),
     }
 
 
@@ -141,6 +139,14 @@ def _repeat(value, n: int, typ) -> pa.Array:
     return pa.array([value], typ).take(pa.array(np.zeros(n, np.int64)))
 
 
+def _strings(values: np.ndarray, empty: np.ndarray) -> pa.Array:
+    """A string column of per-case values that are "" wherever `empty` (the committed cases):
+    converted only where a case rejected, the rest repeated."""
+    if empty.all():
+        return _repeat("", len(values), pa.string())
+    return pa.array(values, pa.string())
+
+
 def pe_mask_of(block) -> int:
     """The row's pe_mask: the destination binding's PE_MASK (0 for a block without bindings)."""
     return (block.iot[-1].PE_MASK & 0xFF) if block.iot else 0
@@ -170,10 +176,10 @@ def case_columns(g: Group, out: Outcome) -> dict[str, pa.Array]:
         "pe_mask": pa.array(np.full(n, pe_mask_of(g.block), np.uint8)),
         "gprs": gprs_array(g.gprs, n),
         "inputs": ins,
-        "outcome": pa.array(np.where(out.committed, "commit", "reject").astype(object), pa.string()),
-        "reason": pa.array(out.reason, pa.string()),
-        "field": pa.array(out.field, pa.string()),
-        "message": pa.array(out.message, pa.string()),
+        "outcome": pa.array(["reject", "commit"], pa.string()).take(pa.array(out.committed.astype(np.int8))),
+        "reason": _strings(out.reason, out.committed),
+        "field": _strings(out.field, out.committed),
+        "message": _strings(out.message, out.committed),
         "outputs": outs,
         "status": pa.FixedSizeListArray.from_arrays(pa.array(out.status.reshape(-1), pa.uint8()), 4),
     }

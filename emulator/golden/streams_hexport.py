@@ -23,17 +23,19 @@ layout; Python loops run per index line (formatting and checksums), as in hexpor
 """
 from __future__ import annotations
 
-import hashlib
 import pathlib
 import zlib
 
 import numpy as np
 
-from isa.atomicio import quote, shown, why
+from isa.atomicio import shown
+from isa.datatypes import datatype
+from isa.layouts import cube_elements
 
-from . import streams_dataset as SD
+from . import hexport, streams_dataset as SD
 from .dataset import MANIFEST, GoldenError, sha256, write_json
-from .hexport import OpenFiles, _digits, _empty, _lines, check_parts, checked_line, prepare_out
+from .hexport import FILE_SCHEMA, OpenFiles, _digits, _empty, _lines, NUMBER, TEXT, check_items, check_parts, \
+    check_partition, checked_line, field_error, fields_pattern, index_line, manifest_schema, prepare_out
 from .hexport import is_export as hexport_is_export
 from ..tiles import unpack_payloads
 
@@ -211,6 +213,10 @@ def write_hex(folder, out) -> dict:
 
 # ---------------------------------------------------------------------------- checking
 
+MANIFEST_SCHEMA = manifest_schema(FORMAT, {"blocks": {"type": "integer"}, "shape": {"type": "string", "maxLength": 64}},
+                                  ["blocks", "shape"], {}, FILE_SCHEMA)
+
+
 def is_export(folder) -> bool:
     """Whether `folder` holds a stream hex export (its manifest says so)."""
     return hexport_is_export(folder, FORMAT)
@@ -218,208 +224,134 @@ def is_export(folder) -> bool:
 
 def check(folder) -> int:
     """Check a stream hex export end to end; the number of cases checked.  GoldenError, one line
-    naming the file and the case, for anything truncated, altered or malformed."""
-    return check_parts(folder, FORMAT, FORMAT_VERSION, _check_part)
+    naming the file and the case, for anything truncated, altered or malformed (hexport.py's
+    steps, with this kind's partitions and files)."""
+    return check_parts(folder, FORMAT, FORMAT_VERSION, MANIFEST_SCHEMA, _describe, _check_part)
 
 
-READ_BYTES = 1 << 22        # the checker reads each file this many bytes at a time
-
-
-class _Reader:
-    """A file read front to back in blocks, handing out whole lines (bounded memory), hashed as
-    it goes (SHA-256 of everything read)."""
-
-    def __init__(self, path: pathlib.Path, label: str):
-        self.label = label
-        try:
-            self.f = open(path, "rb")
-        except OSError as exc:
-            raise GoldenError(f"{label}: cannot read ({why(exc)})") from None
-        self.sha = hashlib.sha256()
-        self.buf = b""
-        self.at = 0             # start of the unread part of buf
-        self.line = 0           # lines handed out so far
-        self.eof = False
-
-    def _fill(self) -> bool:
-        """Append the next block to the unread part of buf (which then starts at 0); False at the end."""
-        block = self.f.read(READ_BYTES)
-        if not block:
-            self.eof = True
-            return False
-        self.sha.update(block)
-        self.buf = self.buf[self.at:] + block
-        self.at = 0
-        return True
-
-    def line_of_text(self) -> bytes | None:
-        """The next line (with its newline), or None when the file ends first."""
-        while True:
-            k = self.buf.find(b"\n", self.at)
-            if k >= 0:
-                out, self.at = self.buf[self.at:k + 1], k + 1
-                self.line += 1
-                return out
-            if not self._fill():
-                return None
-
-    def take_bytes(self, size: int, lines: int) -> bytes | None:
-        """The next `size` bytes, counted as `lines` lines (an item of fixed-width lines: the
-        caller checks that they are), or None when the file ends first."""
-        while len(self.buf) - self.at < size:
-            if not self._fill():
-                return None
-        out = self.buf[self.at:self.at + size]
-        self.at += size
-        self.line += lines
-        return out
-
-    def rest(self) -> int:
-        """The number of bytes left unread (read to the end, so that the hash covers the file)."""
-        left = len(self.buf) - self.at
-        self.at = len(self.buf)
-        while self._fill():
-            left += len(self.buf)
-            self.at = len(self.buf)
-        return left
-
-    def close(self) -> None:
-        self.f.close()
+def _describe(part: dict, where: str) -> tuple[str, dict]:
+    """(the path, {file: {}}) a stream partition's keys give (a stream length and shape class a
+    stream dataset can have)."""
+    try:
+        found = SD.partitions(SD.StreamParams(blocks=part["blocks"], cases=1, seed=0, shapes=(part["shape"],)))
+    except GoldenError as exc:
+        raise GoldenError(f"{where}: {exc}") from None
+    return found[0].path, {name: {} for name in INDEX_FILES + DATA_FILES}
 
 
 def _check_part(folder: pathlib.Path, part: dict) -> int:
     """One partition, every file read once front to back in lockstep, case by case (memory
-    bounded by READ_BYTES and one case's lines, whatever the export's size)."""
-    base = folder / part["path"]
-    files = part["files"]
-
-    def label(name: str) -> str:
-        return quote(f"{part['path']}/{name}")
-
-    readers = {name: _Reader(base / name, label(name)) for name in INDEX_FILES + DATA_FILES}
-    try:
-        cases, last = _check_cases(readers, label)
-        for name in (CASES, TILES, RECORDS) + DATA_FILES:   # the list of cases first: it says where the rest end
-            r = readers[name]
-            got = r.line - (name in INDEX_FILES)
-            if r.rest():
-                raise GoldenError(f"{label(name)}: trailing lines after the last case ({last})")
-            if got != files[name]["lines"]:
-                raise GoldenError(f"{label(name)}: {got} lines, the manifest says {files[name]['lines']} "
-                                  f"(truncated or altered after {last})")
-        for name, r in readers.items():
-            if r.sha.hexdigest() != files[name]["sha256"]:
-                raise GoldenError(f"{label(name)}: SHA-256 differs from the manifest (altered outside any case)")
-    finally:
-        for r in readers.values():
-            r.close()
-    if cases != part.get("cases"):
-        raise GoldenError(f"{label(CASES)}: {cases} cases, the manifest says {part.get('cases')}")
-    return cases
+    bounded by READ_BYTES and a batch of cases' index lines, whatever the export's size)."""
+    return check_partition(folder, part, INDEX_FILES, DATA_FILES, _check_cases)
 
 
-def _index_line(r: _Reader, name: str, who: str) -> dict | None:
+_NUMBERS = ("case", "line", "n", "digits", "stream_line", "stream_words", "gprs_line", "tiles_line", "tiles_n",
+            "records_line", "records_n", "pe", "block", "tile", "row", "col", "executed", "fault_block")
+_KINDS = {name: [NUMBER if c in _NUMBERS else TEXT for c in cols[:-3]] for name, cols in HEADERS.items()}
+_PATTERNS = {name: fields_pattern(kinds, 3) for name, kinds in _KINDS.items()}
+
+
+_NUMERIC = {name: [k for k, c in enumerate(cols) if c in _NUMBERS] for name, cols in HEADERS.items()}
+
+
+def _index_line(r, name: str, who: str) -> dict | None:
     """The next line of index file `name` as a dict of its columns (ints where numeric), its own
-    checksum verified; None at the end of the file."""
-    raw = r.line_of_text()
+    checksum verified, `at` saying where it is; None at the end of the file."""
+    raw = index_line(r, who)
     if raw is None:
-        tail = r.rest()
-        if tail:
-            raise GoldenError(f"{r.label}: line {r.line + 2}: truncated (no final newline; after {who})")
         return None
-    f = raw[:-1].decode("utf-8", "replace").split(" ")
-    cols = HEADERS[name]
-    at = f"{r.label}: line {r.line + 1}: case {f[0]}"
-    if len(f) != len(cols):
-        raise GoldenError(f"{at}: {len(f)} fields, the header has {len(cols)}")
-    v: dict = dict(zip(cols, f))
-    try:
-        crcs = [int(x, 16) for x in f[-3:]]
-        for c in ("case", "line", "n", "digits", "stream_line", "stream_words", "gprs_line", "tiles_line", "tiles_n",
-                  "records_line", "records_n", "pe", "block"):
-            if c in v:
-                v[c] = int(v[c])
-    except ValueError:
-        raise GoldenError(f"{at}: a field is not a number") from None
-    if zlib.crc32(" ".join(f[:-3]).encode()) != crcs[0]:
-        raise GoldenError(f"{at}: altered (checksum differs)")
-    v["crcs"] = crcs
+    text = raw[:-1]
+    at = f"{r.label}: line {r.line}"
+    if _PATTERNS[name].fullmatch(text) is None:
+        case = text.split(b" ", 1)[0].decode("utf-8", "replace")
+        raise field_error(text, HEADERS[name], _KINDS[name], at, f"case {case}")
+    f: list = text.decode("utf-8", "replace").split(" ")
+    if zlib.crc32(text[:len(text) - 27]) != int(f[-3], 16):
+        raise GoldenError(f"{at}: case {f[0]}: altered (checksum differs)")
+    for k in _NUMERIC[name]:
+        f[k] = int(f[k])
+    v = dict(zip(HEADERS[name], f))
+    v["crcs"], v["at"] = [int(x, 16) for x in f[-3:]], at
     return v
 
 
-_HEX_BYTE = np.zeros(256, bool)
-_HEX_BYTE[np.frombuffer(b"0123456789ABCDEF", np.uint8)] = True
+_DIGITS: dict[tuple[str, str], int | None] = {}
 
 
-def _items(readers: dict, name: str, items: list[tuple]) -> None:
-    """The next lines of data file `name` are those of `items` (who, crc, line, n, digits), in
-    order: each starting where the one before ended, n lines of exactly `digits` hex digits,
-    with the checksum its index line gives.  One read and one vectorised check per call."""
-    r = readers[name]
-    items = [x for x in items if x[3]]
-    if not items:
-        return
-    expect = r.line
-    for who, _, line, n, _ in items:
-        if line != expect:
-            raise GoldenError(f"{r.label}: {who}: its lines start at {line}, expected {expect}")
-        expect += n
-    ns = np.array([x[3] for x in items], np.int64)
-    widths = np.array([x[4] + 1 for x in items], np.int64)
-    sizes = ns * widths
-    chunk = r.take_bytes(int(sizes.sum()), int(ns.sum()))
-    if chunk is None:
-        who, _, line, _, _ = items[0]
-        raise GoldenError(f"{r.label}: {who}: truncated (its lines {line}..{line + int(ns.sum()) - 1} are missing)")
-    arr = np.frombuffer(chunk, np.uint8)
-    ends = np.cumsum(np.repeat(widths, ns)) - 1           # where each line's newline must be
-    newline = np.zeros(arr.size, bool)
-    newline[ends] = True
-    ok = np.where(newline, arr == ord("\n"), _HEX_BYTE[arr])
-    if not ok.all():
-        bad_line = int(np.searchsorted(ends, int(np.argmax(~ok))))
-        k = int(np.searchsorted(np.cumsum(ns), bad_line, "right"))
-        who, _, line, _, digits = items[k]
-        raise GoldenError(f"{r.label}: line {items[0][2] + bad_line + 1}: not {digits} hex digits ({who})")
-    at = 0
-    for (who, crc, _, _, _), size in zip(items, sizes.tolist()):
-        if zlib.crc32(chunk[at:at + size]) != crc:
-            raise GoldenError(f"{r.label}: {who}: altered (the lines of this item differ from their checksum)")
-        at += size
+def _element_digits(kind: str, name: str) -> int | None:
+    """The digits of the elements of a tile of `kind` and DataType `name` (None: no tile has them)."""
+    if (kind, name) not in _DIGITS:
+        try:
+            _DIGITS[kind, name] = 1 if kind == "predicate" else _digits(datatype(name).container) \
+                if kind == "numeric" else None
+        except ValueError:
+            _DIGITS[kind, name] = None
+    return _DIGITS[kind, name]
 
 
-def _check_cases(readers: dict, label) -> tuple[int, str]:
-    """Walk cases.txt, each case's tiles and records lines and its lines of every data file;
-    (cases, the last case's name)."""
+def _check_item(v: dict, item: str) -> None:
+    """An element item's count and width are its tile's: n the Row x Col elements (or the CUBE
+    representation's whole 16 x 16 blocks), `digits` its DataType's."""
+    n, row, col = v["n"], v["row"], v["col"]
+    if n and ((n != row * col and n != cube_elements(row, col))
+              or v["digits"] != _element_digits(v["kind"], v["datatype"])):
+        raise GoldenError(f"{v['at']}: {item}: n {n} and digits {v['digits']} are not those of a "
+                          f"{row} x {col} {shown(v['kind'], 20)} {shown(v['datatype'], 20)} tile")
+
+
+BATCH_CASES = 1024          # cases whose element lines are checked in one pass
+
+
+def _check_cases(readers: dict, label) -> tuple[int, int, str]:
+    """Walk cases.txt and each case's tiles and records lines; check the cases' lines of every
+    data file in batches of at most BATCH_CASES cases and READ_BYTES of lines; (cases, cases,
+    the last case's name)."""
     for name in INDEX_FILES:
         head = readers[name].line_of_text()
         if head is None or head.decode("utf-8", "replace") != "# " + " ".join(HEADERS[name]) + "\n":
             raise GoldenError(f"{label(name)}: line 1: not the header of a stream hex export's {name}")
     count, who = 0, "the header"
+    items = {name: [] for name in DATA_FILES}       # per data file: (crc, line, n, digits, who, where listed)
+    size = 0
     while True:
         c = _index_line(readers[CASES], CASES, who)
         if c is None:
-            return count, who
+            _flush(readers, items)
+            return count, count, who
         who = f"case {c['case']}"
+        if c["case"] != count:
+            raise GoldenError(f"{c['at']}: {who}: expected case {count} (every case of the partition, in order)")
         for name, key in ((TILES, "tiles"), (RECORDS, "records")):
             r = readers[name]
             if c[f"{key}_line"] != r.line - 1:
-                raise GoldenError(f"{label(CASES)}: line {count + 2}: {who}: {key}_line {c[key + '_line']}, expected "
-                                  f"{r.line - 1}")
+                raise GoldenError(f"{c['at']}: {who}: {key}_line {c[key + '_line']}, expected {r.line - 1}")
             vals, defs = ELEMENTS[name]
-            items = []
             for _ in range(c[f"{key}_n"]):
                 v = _index_line(r, name, who)
                 if v is None:
                     raise GoldenError(f"{r.label}: {who}: truncated (its {key} lines are missing)")
                 if v["case"] != c["case"]:
-                    raise GoldenError(f"{r.label}: line {r.line}: case {v['case']}, expected {c['case']} "
-                                      f"({key}_n of {who})")
+                    raise GoldenError(f"{v['at']}: case {v['case']}, expected {c['case']} ({key}_n of {who})")
                 item = f"{who} ({'block ' + str(v['block']) + ', ' if name == RECORDS else ''}PE {v['pe']}, " \
                        f"tile {v['tile']})"
-                items.append((item, v["crcs"], v["line"], v["n"], v["digits"]))
-            _items(readers, vals, [(w, crcs[1], line, n, d) for w, crcs, line, n, d in items])
-            _items(readers, defs, [(w, crcs[2], line, n, 1) for w, crcs, line, n, _ in items])
-        _items(readers, STREAM, [(who, c["crcs"][1], c["stream_line"], c["stream_words"], WORD_DIGITS)])
-        _items(readers, GPRS, [(who, c["crcs"][2], c["gprs_line"], GPR_LINES, WORD_DIGITS)])
+                _check_item(v, item)
+                _, crc_v, crc_d = v["crcs"]
+                items[vals].append((crc_v, v["line"], v["n"], v["digits"], item, v["at"]))
+                items[defs].append((crc_d, v["line"], v["n"], 1, item, v["at"]))
+                size += v["n"] * (v["digits"] + 3)
+        items[STREAM].append((c["crcs"][1], c["stream_line"], c["stream_words"], WORD_DIGITS, who, c["at"]))
+        items[GPRS].append((c["crcs"][2], c["gprs_line"], GPR_LINES, WORD_DIGITS, who, c["at"]))
+        size += (c["stream_words"] + GPR_LINES) * (WORD_DIGITS + 1)
         count += 1
+        if count % BATCH_CASES == 0 or size >= hexport.READ_BYTES:
+            _flush(readers, items)
+            size = 0
+
+
+def _flush(readers: dict, items: dict) -> None:
+    """Check the items gathered of each data file (in file order: a batch of cases)."""
+    for name, got in items.items():
+        if got:
+            crc, line, n, digits, whos, ats = zip(*got)
+            check_items(readers[name], name, crc, line, n, digits, lambda k: (whos[k], ats[k]))
+            got.clear()

@@ -7,6 +7,7 @@
 //     infinity, NaN = S.1111.111); a NaN operand or an overflow gives the canonical NaN 0x7F;
 //     tininess after rounding; flags NV DZ OF UF NX (docs/numerics.md)
 //   PadValue outside ValidRow x ValidCol: Zero, Max, Min of the DataType, or Null (undefined)
+//   PE_MASK: `we` says whether the block writes this lane's PE (bit `pe` of the mask)
 //
 // func is the TEPL carrier Function code and dtype the DataType code (isa/instructions.py,
 // isa/datatypes.py).  `supported` says whether the lane implements (func, dtype).
@@ -18,6 +19,9 @@ module alu (
     input  wire [1:0]  pad,         // resolved PadValue: 0 Zero, 1 Max, 2 Min, 3 Null
     input  wire [63:0] a,           // raw encodings in the low W bits
     input  wire [63:0] b,
+    input  wire [1:0]  pe,          // this lane's PE
+    input  wire [3:0]  pe_mask,     // the destination binding's PE_MASK
+    output wire        we,          // the block writes this PE's destination
     output reg  [63:0] y,
     output reg         y_defined,
     output reg  [4:0]  flags,       // NV=1 DZ=2 OF=4 UF=8 NX=16 of this element
@@ -41,6 +45,7 @@ module alu (
     wire int_op = func == F_ADD || func == F_SUB || func == F_MUL || func == F_AND || func == F_OR ||
                   func == F_XOR || func == F_SHL || func == F_SHR || func == F_MAX || func == F_MIN;
     assign supported = (is_int && int_op) || (is_e4m3 && (func == F_ADD || func == F_SUB || func == F_MUL));
+    assign we = pe_mask[pe];
 
     // ------------------------------------------------------------------ integers
     wire [63:0] ua = a & mask;

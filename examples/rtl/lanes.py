@@ -34,6 +34,7 @@ class Lane:
     op: str
     dtype: str
     pe: int
+    pe_mask: int                 # the destination binding's PE_MASK (the lane checks it selects its PE)
     pad: int
     a: list[int]                 # per destination element (physical order = row-major, NORM)
     b: list[int]
@@ -96,7 +97,7 @@ def lanes(part: Partition):
                 a, b = (next(x for x in row["inputs"] if x["pe"] == out["pe"] and x["tile"] == s) for s in srcs)
                 rows, cols = out["Row"], out["Col"]
                 inside = [int(r < out["ValidRow"] and c < out["ValidCol"]) for r in range(rows) for c in range(cols)]
-                jobs.append(Lane(str(path), row["case"], row["class"], part.op, part.dtype, out["pe"], pad,
+                jobs.append(Lane(str(path), row["case"], row["class"], part.op, part.dtype, out["pe"], row["pe_mask"], pad,
                                  _elements(a), _elements(b), inside,
                                  record(out, row["case"], dest, out["payload"], out["defined"], out["status"])))
     return jobs, rejected

@@ -4,8 +4,9 @@
     python examples/rtl/run.py --dut alu_bug             # exit 1, the first failing case decoded
     python examples/rtl/run.py --dut alu --dataset DIR   # a golden dataset of your own (repeatable)
 
-Without --dataset it generates a small one with `tile-emu golden` (the binary integer ops on
-U8..S64 and E4M3 TADD/TSUB/TMUL).  Exit status: 0 every case matches, 1 a case fails (or a
+Without --dataset it generates one with `tile-emu golden --per-class 1` (the binary integer ops
+on U8..S64 and E4M3 TADD/TSUB/TMUL): every applicable coverage class and cross bin of every
+partition gets a case, so the flow closes coverage (`--cases N` asks for N per partition instead).  Exit status: 0 every case matches, 1 a case fails (or a
 dataset is damaged), 2 bad arguments, 3 Icarus Verilog or cocotb is not installed.
 """
 from __future__ import annotations
@@ -45,15 +46,17 @@ def missing_tools() -> str | None:
     return None
 
 
-def generate(out: pathlib.Path, cases: int, seed: int) -> list[pathlib.Path]:
-    """Two small datasets made with `tile-emu golden` (ops x DataTypes is a cross product)."""
+def generate(out: pathlib.Path, cases: int | None = None, seed: int = 7, per_class: int = 1) -> list[pathlib.Path]:
+    """Two datasets made with `tile-emu golden` (ops x DataTypes is a cross product): `cases` per
+    partition, or by default `per_class` cases of every coverage point (closure)."""
     sets = {"int": (INT_OPS, INTS), "e4m3": (E4M3_OPS, "E4M3")}
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     folders = []
     for name, (ops, dtypes) in sets.items():
         folder = out / f"golden-{name}"
+        size = ["--cases", str(cases)] if cases is not None else ["--per-class", str(per_class)]
         cmd = [sys.executable, "-m", "emulator.cli", "golden", "--ops", ops, "--dtypes", dtypes,
-               "--cases", str(cases), "--seed", str(seed), "--quiet", "--out", str(folder)]
+               *size, "--seed", str(seed), "--quiet", "--out", str(folder)]
         done = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if done.returncode:
             raise SystemExit(_fail(f"tile-emu golden failed: {done.stderr.strip().splitlines()[-1:]}", 1))
@@ -78,10 +81,11 @@ def check_datasets(folders) -> str | None:
     return None
 
 
-def simulate(dut: str, folders, build: pathlib.Path) -> dict:
+def simulate(dut: str, folders, build: pathlib.Path, source: pathlib.Path | None = None) -> dict:
+    """Build the DUT (`source`, default examples/rtl/DUT.v) and run the testbench over the datasets."""
     from cocotb_tools.runner import get_runner
     runner = get_runner("icarus")
-    runner.build(sources=[HERE / f"{dut}.v"], includes=[HERE], hdl_toplevel=TOPLEVEL, build_dir=build, timescale=("1ns", "1ps"),
+    runner.build(sources=[source or HERE / f"{dut}.v"], includes=[HERE], hdl_toplevel=TOPLEVEL, build_dir=build, timescale=("1ns", "1ps"),
                  log_file=build / "build.log")
     result = build / "result.json"
     env = {"TB_DATASETS": os.pathsep.join(str(f) for f in folders), "TB_RESULT": str(result),
@@ -125,14 +129,18 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dut", required=True, help=f"the Verilog DUT in examples/rtl ({', '.join(duts())})")
     p.add_argument("--dataset", action="append", default=[], help="a golden dataset folder (repeatable)")
-    p.add_argument("--cases", type=int, default=24, help="cases per partition of the generated dataset")
+    p.add_argument("--cases", type=int, help="cases per partition of the generated dataset (default: --per-class 1)")
+    p.add_argument("--per-class", type=int, default=1,
+                   help="cases of every coverage class and cross bin of the generated dataset (default 1)")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--keep", action="store_true", help="keep the build folder (logs, results.xml)")
     args = p.parse_args(argv)
     if args.dut not in duts():
         return _fail(f"--dut {args.dut!r}: one of {', '.join(duts())}", 2)
-    if args.cases <= 0:
+    if args.cases is not None and args.cases <= 0:
         return _fail("--cases must be positive", 2)
+    if args.per_class <= 0:
+        return _fail("--per-class must be positive", 2)
     need = missing_tools()
     if need:
         return _fail(need, 3)
@@ -143,7 +151,7 @@ def main(argv=None) -> int:
     build = pathlib.Path(tempfile.mkdtemp(prefix=f"rtl-{args.dut}-"))
     try:
         if not folders:
-            folders = generate(build, args.cases, args.seed)
+            folders = generate(build, args.cases, args.seed, args.per_class)
         return report(args.dut, simulate(args.dut, folders, build / "sim"))
     finally:
         if args.keep:

@@ -17,11 +17,29 @@ from emulator.cosim import compare, value_text
 from isa.atomicio import atomic_open
 
 
+async def unselected(dut, lane: lanes.Lane) -> int | None:
+    """The first PE that the lane's PE_MASK leaves out but the DUT says it writes (`we`), or
+    None: every PE of the case is asked once."""
+    dut.pe_mask.value = lane.pe_mask
+    for pe in range(4):
+        if not lane.pe_mask >> pe & 1:
+            dut.pe.value = pe
+            await Timer(1, unit="ns")
+            if int(dut.we.value):
+                return pe
+    return None
+
+
 async def run_lane(dut, lane: lanes.Lane):
     """Drive a lane's elements on consecutive clocks; the result of element k is registered at
-    edge k and read at edge k + 1 (before that edge's update)."""
+    edge k and read at edge k + 1 (before that edge's update).  `we` must select the lane's PE
+    (False in the returned flag where it does not)."""
     y, defined, flags = [], [], []
     n = len(lane.a)
+    dut.pe.value = lane.pe
+    dut.pe_mask.value = lane.pe_mask
+    await Timer(1, unit="ns")
+    writes = bool(int(dut.we.value))
     dut.pad.value = lane.pad
     for k in range(n + 1):
         if k < n:
@@ -33,7 +51,7 @@ async def run_lane(dut, lane: lanes.Lane):
             y.append(int(dut.y.value))
             defined.append(int(dut.y_defined.value))
             flags.append(int(dut.flags.value))
-    return y, defined, flags
+    return y, defined, flags, writes
 
 
 def failure(lane: lanes.Lane, d) -> dict:
@@ -48,6 +66,14 @@ def failure(lane: lanes.Lane, d) -> dict:
     else:
         out.update(expected=str(d.expected_value or d.expected), got=str(d.actual_value or d.actual))
     return out
+
+
+def mask_failure(lane: lanes.Lane, pe: int, selected: bool) -> dict:
+    """A case whose PE_MASK the DUT's write enable gets wrong on PE `pe`."""
+    return {"file": lane.file, "case": lane.case, "class": lane.cls, "op": lane.op, "dtype": lane.dtype, "pe": pe,
+            "field": "we", "expected": f"we={int(selected)} (PE_MASK 0b{lane.pe_mask:04b})",
+            "got": f"we={int(not selected)}",
+            "difference": f"PE {pe} {'is' if selected else 'is not'} selected by PE_MASK 0b{lane.pe_mask:04b}"}
 
 
 @cocotb.test()
@@ -68,8 +94,18 @@ async def golden_cases(dut):
                 result["partitions"].append(part.path)
                 result["rejected"] += rejected
                 result["cases"] += len({j.case for j in jobs})
+                seen = set()
                 for lane in jobs:
-                    y, dfn, fl = await run_lane(dut, lane)
+                    y, dfn, fl, writes = await run_lane(dut, lane)
+                    if not writes:
+                        result["failure"] = mask_failure(lane, lane.pe, True)
+                        return
+                    if lane.case not in seen:
+                        seen.add(lane.case)
+                        other = await unselected(dut, lane)
+                        if other is not None:
+                            result["failure"] = mask_failure(lane, other, False)
+                            return
                     d = compare([lane.expected], [lanes.actual_record(lane, y, dfn, fl)])
                     result["lanes"] += 1
                     result["elements"] += len(y)

@@ -23,6 +23,8 @@ One cycle t of the live lanes m of word w (docs/fabric-graph.md, "Execution sema
              withdrawn (its producer decides again), a transparent result it cannot commit is
              withdrawn (its consumers decide again).  Valid and ready only fall, so this ends at
              the greatest consistent set of handoffs, whatever order the resources decide in;
+             a shared resource's granted context that cannot fire then loses the grant, and the
+             cycle settles again from step 1 with the next requester granted;
           4. the operands of every firing with computed results are copied for the semantic
              kernels (fabric/sim/semantics.py), which the engine runs between settle and apply.
   apply   tokens move on valid && ready; a registered result is discharged when every consumer
@@ -70,8 +72,9 @@ C_SLO, C_SHI, C_COND, C_NEXT, C_STORE, C_WAIT, C_ACASE = range(7)
 E_PK, E_P, E_PJ, E_CK, E_C, E_INIT, E_EVERY = range(7)
 # State.em: per word and edge, masks over the word's lanes
 VALID, READY, TAKEN, INITP, HAND = range(5)
-# State.am: per word and actor, masks: held claim, firing, more groups to come, stall reasons
-HELD, FIRE, MORE, RBP, RNS, ROP, GRANT, RGR = range(8)
+# State.am: per word and actor, masks: held claim, firing, more groups to come, stall reasons,
+# the shared resource's grant, and the lanes in which its grant was withdrawn this cycle
+HELD, FIRE, MORE, RBP, RNS, ROP, GRANT, RGR, DENY = range(9)
 # State.rs: per word, shared resource and lane: the first cycle it may grant again, the last granted
 NEXT_GRANT, LAST_GRANT = range(2)
 # State.la: per word, actor and lane
@@ -297,6 +300,8 @@ def settle(P, S, t, live, stack, queued, cons, outm):
         if c < 0:
             return False
         bit = np.uint64(1) << np.uint64(l)
+        if am[w, a, DENY] & bit != 0:            # granted earlier this cycle, and it could not fire
+            return False
         for k in range(ai[a, A_NIN]):
             if c_need[c, k] and em[w, a_in[a, k], VALID] & bit == 0:
                 return False
@@ -439,10 +444,23 @@ def settle(P, S, t, live, stack, queued, cons, outm):
             return n + 1
         return n
 
-    def settle_word(w, m):
-        present(w, m)
-        if P.rt.shape[0] > 0:
-            arbitrate(w, m)
+    def withdraw(w, m):
+        """Lanes in which a shared resource granted a context that then could not fire (its
+        holding slot frees only by a handoff that did not happen, e.g. to a context of the same
+        resource waiting for the grant): that context was no requester, so its grant is
+        withdrawn for the cycle.  True if any was."""
+        rt = P.rt
+        again = False
+        for r in range(rt.shape[0]):
+            for i in range(rt[r, RT_N]):
+                a = rt[r, RT_MEMBERS + i]
+                g = am[w, a, GRANT] & m & ~am[w, a, FIRE]
+                if g != 0:
+                    am[w, a, DENY] = am[w, a, DENY] | g
+                    again = True
+        return again
+
+    def handshakes(w, m):
         n = 0
         for i in range(A):
             n = push(n, P.order[i])
@@ -470,6 +488,8 @@ def settle(P, S, t, live, stack, queued, cons, outm):
                             em[w, e, READY] = em[w, e, READY] & ~kill
                             if ei[e, E_CK] == 0:
                                 n = push(n, ei[e, E_C])
+
+    def stream_operands(w):
         # a stream's computed firing takes its operands from its state: set them out (the other
         # semantic kernels read their operands from the edges, `gather`)
         for a in range(A):
@@ -493,6 +513,23 @@ def settle(P, S, t, live, stack, queued, cons, outm):
                     vals[w, a, OP + 3, l, x] = np.uint64(0)
                 if not init:
                     vals[w, a, OP + 3, l, 0] = np.uint64(1)
+
+    def settle_word(w, m):
+        shared = P.rt.shape[0] > 0
+        if shared:
+            for a in range(A):
+                am[w, a, DENY] = am[w, a, DENY] & ~m
+        # while a granted context could not fire, withdraw its grant and settle the cycle again
+        # from its start, the resource granting the next requester in its policy's order (each
+        # round denies one more context at least, so this ends)
+        while True:
+            present(w, m)
+            if shared:
+                arbitrate(w, m)
+            handshakes(w, m)
+            if not shared or not withdraw(w, m):
+                break
+        stream_operands(w)
 
     for w in range(live.shape[0]):
         if live[w] != 0:

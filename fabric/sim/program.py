@@ -302,7 +302,7 @@ def new_state(p: Program, out_capacity: int = 1024) -> State:
     bi[:, K.FAULT] = -1
     rs = np.zeros((W, len(T.rt), LW, 2), np.int64)
     rs[:, :, :, K.LAST_GRANT] = -1
-    return State(em, np.zeros((W, E, LW, NW), np.uint64), np.zeros((W, A, 8), np.uint64),
+    return State(em, np.zeros((W, E, LW, NW), np.uint64), np.zeros((W, A, K.DENY + 1), np.uint64),
                  np.zeros((W, A, MO), np.uint64), np.zeros((W, A, 8, LW), np.int64),
                  np.zeros((W, A, MO + 3 + MI, LW, NW), np.uint64), np.zeros((W, len(T.s_ptr) - 1, LW), np.int64), bi,
                  np.zeros((out_capacity, 2), np.int64), np.zeros((out_capacity, NW), np.uint64), np.zeros(1, np.int64),

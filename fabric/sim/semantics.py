@@ -28,6 +28,7 @@ whatever guarantee the resource declares.  NaN results are the format's canonica
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable
 
 import numpy as np
@@ -337,8 +338,6 @@ def shuffle_kernel(block: int, left: int, right: int, selectors: list, left_bits
 # --- floating point through kernels.numeric ---------------------------------------------------------
 
 DTYPE = {"f16": "FP16", "bf16": "BF16", "f32": "FP32", "f64": "FP64"}
-FLOAT_LAYOUT = {"f16": (5, 10), "bf16": (8, 7), "f32": (8, 23), "f64": (11, 52)}
-CANONICAL_NAN = {"f16": 0x7E00, "bf16": 0x7FC0, "f32": 0x7FC00000, "f64": 0x7FF8000000000000}
 RMODE = {"to_nearest_even": "RNE", "downward": "RTM", "upward": "RTP", "toward_zero": "RTZ",
          "to_nearest_away": "RNA"}
 # the instruction table's float_schema column: which tile instruction computes a float schema
@@ -365,9 +364,29 @@ def _raw(fmt: str):
     return BY_NAME[DTYPE[fmt]].raw_dtype
 
 
-def is_nan(x, fmt: str):
-    e, m = FLOAT_LAYOUT[fmt]
-    return (((x >> U64(m)) & mask(e)) == mask(e)) & ((x & mask(m)) != 0)
+@lru_cache(maxsize=None)
+def float_format(fmt: str):
+    """The format row (kernels/numeric/formats.py) of a fabric float type: its exponent and
+    trailing significand widths, precision and exponent range.  Imported on first use, as every
+    kernels.numeric import here: integer-only simulations never load the numeric layer."""
+    from kernels.numeric import formats
+    return formats.FORMATS[DTYPE[fmt]]
+
+
+@lru_cache(maxsize=None)
+def canonical_nan(fmt: str) -> int:
+    """The canonical quiet NaN of a fabric float type (kernels.numeric.formats.nan_bits)."""
+    from kernels.numeric import formats
+    return formats.nan_bits(DTYPE[fmt])
+
+
+@lru_cache(maxsize=None)
+def nan_test(fmt: str):
+    """is_nan(x): which raw bits of `fmt` are NaNs (exponent all ones, trailing significand
+    nonzero), with the format's masks computed once, when a kernel is built."""
+    f = float_format(fmt)
+    shift, emask, tmask = U64(f.t), mask(f.ebits), mask(f.t)
+    return lambda x: (((x >> shift) & emask) == emask) & ((x & tmask) != 0)
 
 
 def _ew(op: str, fmt: str, **kw):
@@ -379,9 +398,10 @@ def _ew(op: str, fmt: str, **kw):
 def _cmpf(predicate: str, fmt: str):
     cmode, unordered = CMPF[predicate]
     test = _ew("TCMP", fmt, cmode=cmode) if cmode else None
+    is_nan = nan_test(fmt)
 
     def f(x, y):
-        nan = is_nan(x, fmt) | is_nan(y, fmt)
+        nan = is_nan(x) | is_nan(y)
         ordered = test(x, y) if test else np.full(x.shape, U64(predicate in ("ord", "true")))
         return np.where(nan, U64(unordered), ordered)
     return f
@@ -389,7 +409,8 @@ def _cmpf(predicate: str, fmt: str):
 
 def _ieee_minmax(op: str, fmt: str):
     pick = _ew(op, fmt)
-    return lambda x, y: np.where(is_nan(x, fmt) | is_nan(y, fmt), U64(CANONICAL_NAN[fmt]), pick(x, y))
+    is_nan, nan = nan_test(fmt), U64(canonical_nan(fmt))
+    return lambda x, y: np.where(is_nan(x) | is_nan(y), nan, pick(x, y))
 
 
 def _convert(src: str, dst: str, rmode: str = "DEFAULT", sat: bool = False):
@@ -426,7 +447,7 @@ def _directed(schema: str, fmt: str, rmode: str):
     fmtinfo = ops_float.formats.float_format(dt)
     rne = _ew(_RNE_OP[schema], fmt)
     exact = getattr(ops_float, _EXACT[schema])
-    sign_bit = U64(1 << (FLOAT_LAYOUT[fmt][0] + FLOAT_LAYOUT[fmt][1]))
+    sign_bit = U64(1 << fmtinfo.sign_bit)
 
     def f(*xs):
         with np.errstate(all="ignore"):          # IEEE exceptions are results here, not errors
@@ -460,42 +481,43 @@ def _integral(schema: str, fmt: str):
     the first step and converts back exactly); values of magnitude 2^p and above are integral
     already, infinities and NaNs are unchanged (NaN canonicalised).  The result takes the
     operand's sign (floor(-0.5) = -0, ceil(-0.5) = -0)."""
-    e, m = FLOAT_LAYOUT[fmt]
+    f = float_format(fmt)
+    e, m = f.ebits, f.t
     to_int = _convert(DTYPE[fmt], "S64", INTEGRAL[schema])
     back = _convert("S64", DTYPE[fmt])
     sign = U64(1 << (e + m))
     big = U64(((1 << (e - 1)) - 1 + m) << m)       # the encoding of 2^m: every value above is integral
+    is_nan, nan = nan_test(fmt), U64(canonical_nan(fmt))
 
     def f(x):
         small = (x & ~sign) < big
         r = back(to_int(np.where(small, x, U64(0))))
         r = np.where(small, (r & ~sign) | (x & sign), x)
-        return np.where(is_nan(x, fmt), U64(CANONICAL_NAN[fmt]), r)
+        return np.where(is_nan(x), nan, r)
     return f
 
 
-_MPFR_FORMAT = {"f16": (11, -23, 16), "bf16": (8, -132, 128), "f32": (24, -148, 128), "f64": (53, -1073, 1024)}
 
 
 def _to_float(x, fmt: str):
-    if fmt == "bf16":
-        return (x.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
-    return x.astype(_raw(fmt)).view({"f16": np.float16, "f32": np.float32, "f64": np.float64}[fmt]).astype(np.float64)
+    """Exact float64 values of raw bits of `fmt` (kernels.numeric.formats.decode)."""
+    from kernels.numeric import formats
+    return formats.decode(x.astype(_raw(fmt)), DTYPE[fmt])
 
 
 def _from_float(v, fmt: str):
-    """Exactly representable float64 values as raw bits of `fmt`."""
-    if fmt == "bf16":
-        return (v.astype(np.float32).view(np.uint32) >> np.uint32(16)).astype(U64)
-    dt = {"f16": np.float16, "f32": np.float32, "f64": np.float64}[fmt]
-    return v.astype(dt).view(_raw(fmt)).astype(U64)
+    """Exactly representable float64 values as raw bits of `fmt` (kernels.numeric.encode)."""
+    from kernels.numeric.convert import encode
+    return encode(v, DTYPE[fmt]).astype(U64)
 
 
 def _mpfr(schema: str, fmt: str):
     """A special function correctly rounded to nearest even by MPFR in an exact model of the
     format (precision, exponent range, subnormals)."""
     import gmpy2
-    prec, emin, emax = _MPFR_FORMAT[fmt]
+    f = float_format(fmt)
+    # MPFR's exponents place the significand in [1/2, 1): one above the format's own
+    prec, emin, emax = f.p, f.qmin + 1, f.emax + 1
     name = MPFR_FUNCTION[schema]
     fn = (lambda x, y: x ** y) if name == "pow" else getattr(gmpy2, name)     # ** on mpfr is mpfr_pow
     ctx = gmpy2.context(precision=prec, emin=emin, emax=emax, subnormalize=True,
@@ -510,7 +532,7 @@ def _mpfr(schema: str, fmt: str):
                 out[i] = float(fn(*(gmpy2.mpfr(a) for a in args)))
         with np.errstate(all="ignore"):
             finite = _from_float(np.nan_to_num(out, nan=0.0, posinf=np.inf, neginf=-np.inf), fmt)
-        return np.where(np.isnan(out), U64(CANONICAL_NAN[fmt]), finite)
+        return np.where(np.isnan(out), U64(canonical_nan(fmt)), finite)
     return f
 
 
@@ -521,7 +543,7 @@ def _fmod(fmt: str):
         with np.errstate(all="ignore"):
             r = np.fmod(_to_float(x, fmt), _to_float(y, fmt))
             bits = _from_float(np.nan_to_num(r, nan=0.0, posinf=np.inf, neginf=-np.inf), fmt)
-        return np.where(np.isnan(r), U64(CANONICAL_NAN[fmt]), bits)
+        return np.where(np.isnan(r), U64(canonical_nan(fmt)), bits)
     return f
 
 

@@ -166,3 +166,42 @@ def graph_document(name: str, fabric_name: str, actors, edges, inputs=(), output
     if activity_defined:
         doc["activity_defined"] = list(activity_defined)
     return doc
+
+
+def share_op(doc: dict, names) -> str:
+    """Map the actors `names` of a `configured_fabric` document onto the first one's fabric.op,
+    in place: that op also runs the others' schemas (its op_list extended, its list-valued
+    hw_params joined with theirs), and the others' FUs and templates are gone.  Returns the
+    shared op's reference.  The members should share an implementation family and port types;
+    otherwise the description is still written and the verifier says what is wrong."""
+    fus = {f["name"]: f for f in doc["fus"]}
+    uses = {u["name"]: u for u in doc["mapping"]["uses"]}
+    node = fus[names[0]]["nodes"][0]
+    for n in names[1:]:
+        other = fus[n]["nodes"][0]
+        node["op_list"] += [s for s in other["op_list"] if s not in node["op_list"]]
+        for k, v in other["hw_params"].items():
+            mine = node["hw_params"].get(k)
+            if isinstance(v, list) and isinstance(mine, list):
+                node["hw_params"][k] = mine + [x for x in v if x not in mine]
+        uses[n]["op"] = uses[names[0]]["op"]
+    gone = set(names[1:])
+    doc["fus"] = [f for f in doc["fus"] if f["name"] not in gone]
+    doc["mapping"]["templates"] = {k: v for k, v in doc["mapping"]["templates"].items() if k not in gone}
+    return uses[names[0]]["op"]
+
+
+def temporal_pe(doc: dict, names, pe: str = "pe0", contexts: int | None = None, uses_contexts=None,
+                **fields) -> str:
+    """`share_op(doc, names)`, with the shared op's FU in a temporal PE `pe` (appended to the
+    document's `pes`) of `contexts` resident InstructionContextRefs (default one per actor);
+    actor i runs in context i (or uses_contexts[i]).  `fields`: the PE's initiation_interval,
+    grant_policy or register_file.  Returns the shared op's reference."""
+    ref = share_op(doc, names)
+    ctx = list(range(len(names))) if uses_contexts is None else list(uses_contexts)
+    for u in doc["mapping"]["uses"]:
+        if u["name"] in names:
+            u["context"] = ctx[list(names).index(u["name"])]
+    doc.setdefault("pes", []).append({"name": pe, "kind": "temporal", "fus": [ref.split("/")[0]],
+                                      "contexts": len(names) if contexts is None else contexts, **fields})
+    return ref

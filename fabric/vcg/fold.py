@@ -1,20 +1,23 @@
-"""The fold every reduce backend shares: element types, ops, identities, the plan's shape and the
-16-bit float arithmetic.  The bottom layer of the reduce: `reduce.py` (NumPy/CuPy backend and
-dispatch), `jit.py` (the compiled scalar fold) and `gpu.py` (its CUDA kernel) import from here
-and never from each other upward.  docs/vcg.md "Reduction order" is the contract.
+"""The fold every reduce backend shares: element types, ops, identities and the plan's shape.
+The bottom layer of the reduce: `reduce.py` (NumPy/CuPy backend and dispatch), `jit.py` (the
+compiled scalar fold) and `gpu.py` (its CUDA kernel) import from here and never from each other
+upward.  docs/vcg.md "Reduction order" is the contract.
 
+Numerics are kernels.numeric's: each float element type is a floating DataType (`DATATYPE`),
+whose format row, canonical NaN and encoder live in kernels/numeric/formats.py and convert.py.
 16-bit floats (FP16 = float16, BF16 = ml_dtypes.bfloat16) have no native arithmetic on every
 backend, so every backend gives the bits of one rule: each Add is the exact sum rounded to
-nearest even in the 16-bit format, as IEEE add in that format.  The array functions here
-decode each encoding exactly to a binary64 value and round each Add once to the format, TwoSum
-giving the sign of the binary64 sum's exact error for a sum exactly on a midpoint; the compiled
-kernels (jit.py) fold float16 in binary64 and bfloat16 in binary32 without that term, which
-cannot change the result (jit._add16 says why).  Max/Min compare the exact values.  Results
-are encoded back; NaN results are the format's canonical quiet NaN.
+nearest even in the 16-bit format, i.e. the element-wise TADD of that DataType (profile ieee),
+and Max/Min are its TMAX/TMIN.  The compiled kernels (jit.py) fold float16 in binary64 and
+bfloat16 in binary32 and round each Add once more to the format (jit._add16 says why that is the
+same sum); where an array module lacks the 16-bit type (bfloat16 on CuPy) the fold runs
+kernels.numeric.elementwise on the raw encodings.  NaN results are the format's canonical quiet
+NaN (`canonical_nan_bits`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import ml_dtypes
 import numpy as np
@@ -27,37 +30,21 @@ SUPPORTED_DTYPES = tuple(np.dtype(t) for t in (
 OPS: dict[str, tuple[str, ...]] = {"AddSat": ("int",), "Add": ("int", "float"),
                                    "Min": ("int", "float"), "Max": ("int", "float")}
 OP_CODES = {"AddSat": 0, "Add": 1, "Min": 2, "Max": 3}
-CANONICAL_NAN_BITS = {np.dtype(np.float16): 0x7E00, BF16: 0x7FC0,
-                      np.dtype(np.float32): 0x7FC00000, np.dtype(np.float64): 0x7FF8000000000000}
+# the element-wise instruction of kernels.numeric that is each float op (one step of the fold)
+TILE_OPS = {"Add": "TADD", "Max": "TMAX", "Min": "TMIN"}
+# float element type -> the DataType it is (kernels/numeric/formats.py holds the format)
+DATATYPE = {np.dtype(np.float16): "FP16", BF16: "BF16", np.dtype(np.float32): "FP32",
+            np.dtype(np.float64): "FP64"}
+# the 16-bit floats, which no backend computes with natively on every array module
+NARROW = frozenset({np.dtype(np.float16), BF16})
 
 
-@dataclass(frozen=True)
-class NarrowFloat:
-    """A 16-bit binary format: t trailing significand bits, ebits exponent bits, bias."""
-    t: int
-    ebits: int
-    bias: int
-
-    @property
-    def emin(self) -> int:
-        return 1 - self.bias
-
-    @property
-    def emax(self) -> int:
-        return (1 << self.ebits) - 2 - self.bias
-
-    @property
-    def max(self) -> float:
-        return float((2 - 2.0 ** -self.t) * 2.0 ** self.emax)
-
-    @property
-    def params(self) -> tuple[int, int, int, int, int]:
-        """(t, emin, emax, ebits, bias): the int tuple the compiled fold takes."""
-        return (self.t, self.emin, self.emax, self.ebits, self.bias)
-
-
-NARROW: dict[np.dtype, NarrowFloat] = {np.dtype(np.float16): NarrowFloat(10, 5, 15), BF16: NarrowFloat(7, 8, 127)}
-NOT_NARROW = (-1,)            # the compiled fold's fmt for every other element type
+@lru_cache(maxsize=None)
+def canonical_nan_bits(dt) -> int:
+    """The canonical quiet NaN of a float element type (kernels.numeric.formats.nan_bits).
+    kernels.numeric is imported on first use: an integer reduce never loads the numeric layer."""
+    from kernels.numeric import formats
+    return formats.nan_bits(DATATYPE[np.dtype(dt)])
 
 
 def is_float(dt) -> bool:
@@ -120,60 +107,3 @@ class ReducePlan:
     def out_lanes(self) -> int:
         """Valid lanes of each output 4-way flit."""
         return 1 if self.r_in_packet else 4
-
-
-# ----------------------------------------------------------------------------- 16-bit floats (arrays)
-# Written against the API NumPy and CuPy share.  jit.py holds the scalar twins.
-
-def decode_narrow(bits, nf: NarrowFloat, xp=np):
-    """Exact binary64 values of 16-bit encodings (NaN payloads are not kept: results are canonical)."""
-    c = bits.astype(np.int64)
-    emask, tmask = (1 << nf.ebits) - 1, (1 << nf.t) - 1
-    E = (c >> nf.t) & emask
-    T = (c & tmask).astype(np.float64)
-    mag = xp.where(E == 0, xp.ldexp(T, nf.emin - nf.t),
-                   xp.ldexp(T + float(1 << nf.t), (E - nf.bias - nf.t).astype(np.int32)))
-    mag = xp.where(E == emask, xp.where(T == 0, np.inf, np.nan), mag)
-    return xp.where((c >> (nf.t + nf.ebits)) != 0, -mag, mag)
-
-
-def two_sum_dir(a, b, xp=np):
-    """(s, d): s = RN(a + b) in binary64 and d the sign (-1, 0, +1) of the exact error a + b - s
-    (Knuth's TwoSum; no intermediate overflows below 2^1023, and 16-bit values stay below 2^129)."""
-    s = a + b
-    bb = s - a
-    e = (a - (s - bb)) + (b - bb)
-    return s, (e > 0).astype(np.int8) - (e < 0).astype(np.int8)
-
-
-def round_narrow(s, d, nf: NarrowFloat, xp=np):
-    """The exact value x = s + delta (delta of sign d, below half an ulp of s) rounded to nearest
-    even in the 16-bit format, as binary64; overflow gives infinity, as IEEE RNE does.
-
-    With q the quantum of x's binade, y = |s| / 2^q is exact; its fraction decides the rounding,
-    and only a fraction of exactly 1/2 needs delta: above the midpoint, below it, or a tie."""
-    a = xp.abs(s)
-    _, ex = xp.frexp(a)
-    q = xp.maximum(ex.astype(np.int32) - 1, nf.emin) - nf.t
-    y = xp.ldexp(a, -q)
-    fl = xp.floor(y)
-    frac = y - fl
-    dm = xp.where(s < 0, -d, d)
-    odd = xp.fmod(fl, 2.0) == 1.0
-    up = (frac > 0.5) | ((frac == 0.5) & ((dm > 0) | ((dm == 0) & odd)))
-    r = xp.ldexp(fl + up, q)
-    r = xp.where(r > nf.max, np.inf, r)
-    return xp.where(xp.isfinite(s) & (s != 0), xp.copysign(r, s), s)
-
-
-def encode_narrow(v, nf: NarrowFloat, nan_bits: int, xp=np):
-    """16-bit encodings (uint16) of binary64 values the format represents exactly; NaN -> nan_bits."""
-    a = xp.abs(v)
-    _, ex = xp.frexp(a)
-    E = ex.astype(np.int64) - 1
-    normal = E >= nf.emin
-    sig = xp.where(normal, xp.ldexp(a, (nf.t - E).astype(np.int32)), xp.ldexp(a, nf.t - nf.emin))
-    code = xp.where(normal, ((E + nf.bias) << nf.t) + (sig.astype(np.int64) - (1 << nf.t)), sig.astype(np.int64))
-    code = xp.where(xp.isinf(v), ((1 << nf.ebits) - 1) << nf.t, xp.where(a == 0, 0, code))
-    code = code | (xp.signbit(v).astype(np.int64) << (nf.t + nf.ebits))
-    return xp.where(xp.isnan(v), nan_bits, code).astype(np.uint16)

@@ -6,8 +6,12 @@ pieces.
 Element types: all integer widths, float32/float64, and the 16-bit floats float16/bfloat16,
 which the kernels read as raw uint16 bits, decode exactly (`load`: float16 to binary64,
 bfloat16 to binary32), fold with one rounding to the 16-bit format per Add (`_add16`,
-`_add_bf16`), and hand back as values the host encodes (fold.encode_narrow): the same results
-as fold.py's array functions (`_add16` says why no TwoSum error term is needed).
+`_add_bf16`: the format's IEEE add, TADD), and hand back as values the host encodes
+(kernels.numeric.encode).  Every format parameter and special encoding the compiled code uses is
+read from the format table (kernels/numeric/formats.py) at import: the float16 fold's `fmt`
+tuple, binary64's fields, bfloat16's place in binary32 -- constants of the compiled code, so no
+slower than literals -- and bfloat16's decoding and rounding are fastvec.py's own (`_bf16`,
+`_rne_bf16`, the carry trick).
 """
 from __future__ import annotations
 
@@ -18,19 +22,21 @@ import numpy as np
 from numba.core import types
 from numba.extending import overload
 
+from kernels.numeric import formats
+from kernels.numeric.convert import encode
 from kernels.numeric.fast import PARALLEL_MIN, Twin, idle_core
+from kernels.numeric.fastvec import _bf16 as bf16_value, _rne_bf16
 
-from .fold import (BF16, CANONICAL_NAN_BITS, NARROW, NOT_NARROW, OP_CODES, ReducePlan, encode_narrow,
-                   fold_dtype, identity, raw_dtype)
+from .fold import BF16, DATATYPE, NARROW, OP_CODES, ReducePlan, fold_dtype, identity, raw_dtype
 
 ADDSAT, ADD, MIN, MAX = (OP_CODES[k] for k in ("AddSat", "Add", "Min", "Max"))
 
 
 # ----------------------------------------------------------------------------- 16-bit floats
-# fmt = (t, emin, emax, ebits, bias) of float16, which folds in binary64; bfloat16 gets the
-# 2-tuple BF16_FMT and folds in binary32 (whose encoding it truncates); every other element type
-# gets the 1-tuple NOT_NARROW, so compiled code picks the arithmetic by fmt's *type* (tuple
-# length) and float32/float64 folds never see a widening branch.  Scaling by a power of two is a
+# fmt = (t, emin, emax, ebits, bias) of float16 (its format row), which folds in binary64;
+# bfloat16 gets the 2-tuple BF16_FMT and folds in binary32 (whose encoding it truncates); every
+# other element type gets the 1-tuple NOT_NARROW, so compiled code picks the arithmetic by fmt's
+# *type* (tuple length) and float32/float64 folds never see a widening branch.  Scaling by a power of two is a
 # multiplication by an entry of _POW2 (exact; a 6 KB constant, small enough for CUDA constant
 # memory), which measured several times faster than math.ldexp in these loops.
 
@@ -43,10 +49,12 @@ _POW2 = np.ldexp(1.0, np.arange(-_POW2_OFF, _POW2_OFF + 1))      # 2^-400 .. 2^4
 # 5-10x slower than NumPy's float16 arithmetic.  The rare cases (zero, subnormal, Inf/NaN) keep
 # their branches, which are well predicted.
 
-_F64_BIAS, _F64_T = 1023, 52
-_F64_MAG = 0x7FFFFFFFFFFFFFFF
-_F64_INF = 0x7FF0000000000000
-_F64_QNAN = 0x7FF8000000000000
+_F64 = formats.FORMATS["FP64"]
+_F64_BIAS, _F64_T = _F64.bias, _F64.t
+_F64_MAG = _F64.mag_mask
+_F64_INF = formats.inf_bits("FP64")
+_F64_QNAN = formats.nan_bits("FP64")
+_F64_TOP = (1 << _F64.ebits) - 1                       # the all-ones exponent field (Inf/NaN)
 
 
 def decode16(c, fmt):
@@ -73,7 +81,7 @@ def round16(s, fmt):
     a = b & _F64_MAG
     # one unsigned compare: the exponent field outside [emin + bias, 0x7FE] is 0, a value below
     # 2^emin, Inf or NaN
-    if np.uint64((a >> _F64_T) - (emin + _F64_BIAS)) >= np.uint64(0x7FF - (emin + _F64_BIAS)):
+    if np.uint64((a >> _F64_T) - (emin + _F64_BIAS)) >= np.uint64(_F64_TOP - (emin + _F64_BIAS)):
         return _round16_rare(s, fmt)
     # RNE to t fraction bits on the encoding: add just under half of the dropped part, plus the
     # kept part's last bit (ties to even), then truncate; a carry out of the fraction bumps the
@@ -114,25 +122,25 @@ def _add16(a, b, fmt):
 
 
 BF16_FMT = (-2, -2)            # bfloat16's fmt: a 2-tuple, folded in binary32
+NOT_NARROW = (-1,)             # the fmt of every other element type
 
 
 def decode_bf16(c):
-    """Exact binary32 value of a bfloat16 encoding: the top half of a binary32 one."""
-    return np.uint32(np.int64(c) << 16).view(np.float32)
+    """Exact binary32 value of a bfloat16 encoding (fastvec's: the top half of a binary32 one)."""
+    return bf16_value(c)
 
 
 def _add_bf16(a, b):
     """bfloat16 add of two of its values held as binary32: the binary32 sum (operands exact;
     p = 24 >= 2 * 8 + 2, so rounding twice is innocuous, subnormals and overflow included)
-    rounded to nearest even on the encoding's top 16 bits, a carry running into the exponent --
-    binary32 overflow and the bfloat16 max + half an ulp both become infinity, as IEEE RNE does.
-    A binary32 accumulator keeps the fold's dependent chain short: add, four integer operations."""
+    rounded to nearest even by fastvec's carry trick on the encoding (`_rne_bf16`), a carry
+    running into the exponent -- binary32 overflow and the bfloat16 max + half an ulp both become
+    infinity, as IEEE RNE does.  A binary32 accumulator keeps the fold's dependent chain short."""
     s = a + b
     if s != s:
         return s
-    u = np.float32(s).view(np.uint32)
-    r = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
-    return np.uint32(r).view(np.float32)
+    code, _, _ = _rne_bf16(np.float32(s).view(np.uint32))
+    return bf16_value(code)
 
 
 def _narrow(fmt) -> bool:
@@ -406,7 +414,13 @@ def _launch_args(x8, plan: ReducePlan, op: str):
 def kernel_fmt(dtype) -> tuple:
     """The fmt argument of the compiled fold for an element dtype (see the 16-bit floats above)."""
     dt = np.dtype(dtype)
-    fmt = BF16_FMT if dt == BF16 else NARROW[dt].params if dt in NARROW else NOT_NARROW
+    if dt == BF16:
+        fmt = BF16_FMT
+    elif dt in NARROW:
+        f = formats.FORMATS[DATATYPE[dt]]
+        fmt = (f.t, f.emin, f.emax, f.ebits, f.bias)
+    else:
+        fmt = NOT_NARROW
     return tuple(np.int64(v) for v in fmt)
 
 
@@ -414,10 +428,8 @@ def _finish(acc, plan: ReducePlan, dtype, xp=np):
     """The kernels' accumulator [S, O, out_lanes] (float16: binary64, bfloat16: binary32 values)
     -> out [S, O, 4]."""
     dt = np.dtype(dtype)
-    nf = NARROW.get(dt)
-    if nf is not None:
-        with np.errstate(all="ignore"):
-            acc = encode_narrow(acc.astype(np.float64), nf, CANONICAL_NAN_BITS[dt], xp).view(dt)
+    if dt in NARROW:                  # values of the format: encoded exactly (NaN: the canonical one)
+        acc = encode(acc.astype(np.float64), DATATYPE[dt]).view(dt)
     s, o = plan.num_slices, plan.out_steps
     if plan.r_in_packet:
         out = xp.zeros((s, o, 4), dtype=acc.dtype)

@@ -19,7 +19,7 @@ The fold this module realises (the contract; docs/vcg.md "Reduction order"):
   is IEEE binary add rounded to nearest even at every step, a NaN result is the canonical quiet
   NaN; float Max/Min follow TMAX/TMIN: one NaN selects the other operand, two NaNs give the
   canonical NaN, a +0/-0 tie gives +0 (Max) / -0 (Min).  The same for float16 and bfloat16:
-  exact values in a wider format, one rounding to the 16-bit format per Add (fold.py).
+  each Add is the format's IEEE add, Max/Min its TMAX/TMIN (kernels.numeric; fold.py).
 
 Backends: "numpy" (vectorised over slices x slots x lanes, a Python loop over the fiber length
 only), "numba" (compiled CPU loop, parallel over slices when large), "cuda" (Numba-CUDA kernel),
@@ -33,9 +33,9 @@ import numpy as np
 
 from .config import check_narrow
 from .errors import VcgError
-from .fold import (BF16, CANONICAL_NAN_BITS, NARROW, OP_CODES, OPS, SUPPORTED_DTYPES,  # noqa: F401
-                   NarrowFloat, ReducePlan, check_op, decode_narrow, encode_narrow, fold_dtype,
-                   identity, is_float, kind, raw_dtype, round_narrow, two_sum_dir)
+from .fold import (BF16, DATATYPE, NARROW, OP_CODES, OPS, SUPPORTED_DTYPES, TILE_OPS,  # noqa: F401
+                   ReducePlan, canonical_nan_bits, check_op, fold_dtype, identity, is_float, kind,
+                   raw_dtype)
 from .mapping import Mapping
 
 BACKENDS = ("numpy", "numba", "cuda", "cupy")
@@ -149,14 +149,16 @@ def _uview(a, xp):
     return a.view(raw_dtype(a.dtype))
 
 
-def combine(op: str, a, b, xp=np, nf: NarrowFloat | None = None):
-    """op(a, b) elementwise with the module's numeric rules (arrays of one dtype); nf: the
-    operands are exact binary64 values of that 16-bit format and Add rounds to it."""
+def combine(op: str, a, b, xp=np, encoded: str | None = None):
+    """op(a, b) elementwise with the module's numeric rules (arrays of one dtype); encoded: a and
+    b are raw encodings of that floating DataType, and the step is kernels.numeric's element-wise
+    TADD/TMAX/TMIN of it (profile ieee: the float ops' rules below, bit for bit)."""
+    if encoded is not None:
+        from kernels.numeric import elementwise
+        return elementwise(TILE_OPS[op], encoded, a, b, profile="ieee")[0]
     dt = a.dtype
     if is_float(dt):
         if op == "Add":
-            if nf is not None:
-                return round_narrow(*two_sum_dir(a, b, xp), nf, xp)
             return a + b
         an, bn = xp.isnan(a), xp.isnan(b)
         ua, ub = _uview(a, xp), _uview(b, xp)
@@ -164,7 +166,7 @@ def combine(op: str, a, b, xp=np, nf: NarrowFloat | None = None):
             pick = xp.where(a > b, ua, xp.where(b > a, ub, ua & ub))   # +0/-0 tie -> +0
         else:
             pick = xp.where(a < b, ua, xp.where(b < a, ub, ua | ub))   # +0/-0 tie -> -0
-        nan = xp.asarray(CANONICAL_NAN_BITS[dt], dtype=pick.dtype)
+        nan = xp.asarray(canonical_nan_bits(dt), dtype=pick.dtype)
         pick = xp.where(an & bn, nan, xp.where(an, ub, xp.where(bn, ua, pick)))
         return pick.view(dt)
     if op == "Add":
@@ -186,16 +188,16 @@ def canonicalize_nan(a, xp=np):
     if not is_float(a.dtype):
         return a
     u = _uview(a, xp)
-    nan = xp.asarray(CANONICAL_NAN_BITS[a.dtype], dtype=u.dtype)
+    nan = xp.asarray(canonical_nan_bits(a.dtype), dtype=u.dtype)
     return xp.where(xp.isnan(a), nan, u).view(a.dtype)
 
 
-def tree4(op: str, x4, v4, xp=np, nf: NarrowFloat | None = None):
+def tree4(op: str, x4, v4, xp=np, encoded: str | None = None):
     """op(op(x0, x1), op(x2, x3)) over the valid prefix of each 4-way flit ([..., 4], [...])."""
     a, b, c, d = (x4[..., i] for i in range(4))
-    ab = xp.where(v4 >= 2, combine(op, a, b, xp, nf), a)
-    cd = xp.where(v4 >= 4, combine(op, c, d, xp, nf), c)
-    return xp.where(v4 >= 3, combine(op, ab, cd, xp, nf), ab)
+    ab = xp.where(v4 >= 2, combine(op, a, b, xp, encoded), a)
+    cd = xp.where(v4 >= 4, combine(op, c, d, xp, encoded), c)
+    return xp.where(v4 >= 3, combine(op, ab, cd, xp, encoded), ab)
 
 
 # ----------------------------------------------------------------------------- reduce
@@ -246,30 +248,31 @@ def reduce_xp(x8, v8, plan: ReducePlan, op: str, xp=np, dtype=None):
     CuPy: float16) the fold uses its arithmetic, which adds through binary32 and rounds to the
     format -- the correctly rounded sum, since binary32 has p = 24 >= 2p + 2 for both formats
     (double rounding is then innocuous: Figueroa, "When is double rounding innocuous?", 1995).
-    Elsewhere (bfloat16 on CuPy) it folds exact binary64 values rounded per Add (fold.py).  The
-    tests hold every route to one exact fold."""
+    Elsewhere (bfloat16 on CuPy) it folds the raw encodings with kernels.numeric's element-wise
+    TADD/TMAX/TMIN of the DataType, on the device.  The tests hold every route to one exact fold."""
     dt = np.dtype(dtype or x8.dtype)
-    nf = NARROW.get(dt) if (xp is not np and dt == BF16) else None
+    encoded = DATATYPE[dt] if (xp is not np and dt == BF16) else None
     with np.errstate(all="ignore"):
-        if nf is not None:
-            x8 = decode_narrow(x8.view(raw_dtype(dt)), nf, xp)
-        elif dtype is not None:
-            x8 = x8.view(dt)
+        if encoded is not None:
+            x8 = x8.view(raw_dtype(dt))
+            seed = identity(op, dt).view(raw_dtype(dt))
+        else:
+            if dtype is not None:
+                x8 = x8.view(dt)
+            seed = identity(op, x8.dtype)
         x4, v4 = narrow(x8, v8, plan.narrow)
         fiber = xp.asarray(plan.fiber)
         acc_shape = (plan.num_slices, plan.out_steps) + (() if plan.r_in_packet else (4,))
-        acc = xp.broadcast_to(xp.asarray(identity(op, x8.dtype)), acc_shape).copy()
+        acc = xp.broadcast_to(xp.asarray(seed), acc_shape).copy()
         if plan.r_in_packet:
-            contrib, ok = tree4(op, x4, v4, xp, nf), v4 > 0                   # [S, T4]
+            contrib, ok = tree4(op, x4, v4, xp, encoded), v4 > 0                   # [S, T4]
         else:
             contrib, ok = x4, xp.arange(4)[None, None, :] < v4[..., None]     # [S, T4, 4]
         for j in range(plan.fiber.shape[1]):
             steps = fiber[:, j]
-            acc = xp.where(ok[:, steps], combine(op, acc, contrib[:, steps], xp, nf), acc)
-        if op == "Add":
+            acc = xp.where(ok[:, steps], combine(op, acc, contrib[:, steps], xp, encoded), acc)
+        if op == "Add" and encoded is None:       # the element-wise TADD's NaN is canonical already
             acc = canonicalize_nan(acc, xp)
-        if nf is not None:
-            acc = encode_narrow(acc, nf, CANONICAL_NAN_BITS[dt], xp)   # raw bits: CuPy lacks bfloat16
         if plan.r_in_packet:
             out = xp.zeros(acc_shape + (4,), dtype=acc.dtype)
             out[..., 0] = acc

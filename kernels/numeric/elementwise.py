@@ -70,6 +70,15 @@ OPERATIONS = frozenset(op for op, _ in TABLE)
 REFERENCE = {op: tiers.reference(op) for op in {**ops_float.OPS, **transcendental.OPS}}
 
 
+def cases():
+    """(Instruction, DataType) of every element-wise operation and every DataType of its set that
+    this build implements, in the instruction table's order, then the DataType table's."""
+    for ins in instrs.INSTRUCTIONS:
+        for dt in dts.DATATYPES:
+            if dt.name in ins.dtypes and (ins.mnemonic, dt.kind) in TABLE:
+                yield ins, dt
+
+
 # ---------------------------------------------------------------- lookup
 
 def _instruction(op: str) -> instrs.Instruction:

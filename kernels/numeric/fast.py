@@ -16,9 +16,11 @@ tininess after rounding, the overflow table, FTZ).  The scalar routines use only
 comparisons and bit casts, the subset Numba compiles for both the CPU and CUDA.
 
 The module also holds what every compiled tier shares: the format records (`Fmt`, `Dec`,
-`Params`), the loop templates and their factory (`loop`, `bind`), a tier row (`Kernel`) and its
-launcher (`launch`, for the CPU loops and the CUDA kernels alike), the serial/parallel `Twin`
-and the hand-off of marked elements (`settle_marked`).
+`Params`), the kernel registry (`REGISTRY`: a routine registers its (DataType, op) rows with the
+decorator `kernel`, the operand count read from the instruction's row), the loop templates and
+their factory (`loop`, `bind`), a tier row (`Kernel`) and its launcher (`launch`, for the CPU
+loops and the CUDA kernels alike), the serial/parallel `Twin` and the hand-off of marked
+elements (`settle_marked`).
 """
 from __future__ import annotations
 
@@ -36,16 +38,15 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
+from isa import instructions as _instructions
+
 from . import formats
 from .flags import NX, OF, UF
 from .profiles import IEEE
-from .rn import mul_rn
+from .rn import mul_rn, two_sum
 
 FALLBACK = np.uint8(0xFF)          # flags value marking "recompute with the reference"
-OPS = {"TADD": 0, "TSUB": 1, "TMUL": 2}
 WIDE = ("FP32", "TF32", "HF32", "FP16", "BF16")
-FORMATS_FMA = WIDE + ("E4M3", "E5M2")
-FORMATS_EXP = ("FP32", "TF32", "HF32")
 
 # Inputs below this many elements never enter a Numba parallel region: starting and joining the
 # thread pool costs tens of microseconds on a quiet machine and milliseconds on a busy one
@@ -220,6 +221,73 @@ def params(name: str, ftz: bool) -> Params:
     return Params(fmt, dec, lut, vals)
 
 
+@dataclass(frozen=True)
+class Kernel:
+    """One compiled (op, format) path: its scalar routine and how operands reach it.
+
+    kind  'f32' / 'f64': operands and result as binary32 / binary64 values (views of the
+                          encodings); 'raw': container codes in, codes out;
+          'bits' / 'vals': a rounded routine (op, x..., fmt) on encodings decoded in the loop /
+                          binary32 values gathered from the value table (by `Params.lut`).
+    arity the instruction's operand count (its row in isa/instructions.py)
+    op    the operation code a rounded routine receives; format: the DataType whose Params a
+          rounded routine reads; rule: the profile rule it computes (profiles.py)."""
+    scalar: object
+    arity: int
+    kind: str
+    op: int = 0
+    format: str = ""
+    rule: str = IEEE
+
+    @cached_property
+    def loop(self) -> Twin:
+        """The compiled loop (`loop`), kept on the row (isa.memo rule 1): a block's fast path asks
+        on every call."""
+        return loop(self.kind, self.arity, self.scalar)
+
+
+# ---------------------------------------------------------------- the kernel registry
+
+# Every compiled kernel of every tier: tier name -> {(DataType name, op): Kernel}.  A routine
+# registers itself where it is written (`kernel`); the tier table (tiers.py) reads each compiled
+# tier's rows from here, and docs/numerics.md's table of tiers is generated from that table
+# (kernels/numeric/tiertable.py), so a routine is listed once and an (op, DataType) that no
+# compiled kernel serves shows there.
+REGISTRY: dict[str, dict[tuple[str, str], Kernel]] = {}
+
+
+def rows(tier: str) -> dict[tuple[str, str], Kernel]:
+    """The (DataType name, op) -> Kernel rows registered for `tier` (the registry's own dict)."""
+    return REGISTRY.setdefault(tier, {})
+
+
+def kernel(tier: str, dtypes, ops, kind: str = "rounded", rule: str = IEEE):
+    """Compile the decorated scalar routine as every scalar routine is (`nb.njit`, inlined into
+    its loop, error_model "numpy": see below) and register it as tier `tier`'s kernel of every
+    (format, op).
+
+    dtypes: a DataType name or several; ops: an instruction mnemonic, or {mnemonic: op code}
+    for a routine serving several (the code is its `op` argument); kind: 'f32', 'f64' or 'raw'
+    (`Kernel`), or 'rounded' for a rounded routine (op, x..., fmt), which reads gathered values
+    or decoded encodings as the format's Params say; rule: the profile rule it computes.  The
+    operand count is the instruction's (isa/instructions.py), never stated here."""
+    names = (dtypes,) if isinstance(dtypes, str) else tuple(dtypes)
+    codes = {ops: 0} if isinstance(ops, str) else dict(ops)
+
+    def register(fn):
+        scalar = nb.njit(inline="always", error_model="numpy")(fn)
+        table = rows(tier)
+        for name in names:
+            for op, code in codes.items():
+                if (name, op) in table:
+                    raise ValueError(f"tier {tier}: {op} on {name} is registered twice")
+                k = kind if kind != "rounded" else "vals" if gathers(name) else "bits"
+                table[(name, op)] = Kernel(scalar, _instructions.lookup(op).arity, k, code,
+                                           name if kind == "rounded" else "", rule)
+        return scalar
+    return register
+
+
 # Every scalar routine is compiled with error_model="numpy" (IEEE results for x/0, no exception):
 # inlined into a loop it takes the loop's model anyway, but the CUDA simulator calls the routines
 # on their own from Python, where Numba's default model raised ZeroDivisionError for x/0.
@@ -308,19 +376,19 @@ def round_rne(s, d, fmt):
 
 @nb.njit(inline="always", error_model="numpy")
 def _two_sum_dir(a, b):
-    s = a + b
-    bb = s - a
-    e = (a - (s - bb)) + (b - bb)
+    """(s, d): s = RN(a + b) and the sign of its exact error (rn.two_sum)."""
+    s, e = two_sum(a, b)
     return s, np.int64(e > 0) - np.int64(e < 0)
 
 
 # The rounded routines below, fastdiv's and fastfn's all take (op, operands..., fmt): `op` is
-# the operation code of a routine that serves several (fast.OPS, fastdiv.UNARY), ignored by
-# the others, so one loop template serves every routine of an arity (`loop`).
+# the operation code of a routine that serves several (its registration's {op: code}), ignored
+# by the others, so one loop template serves every routine of an arity (`loop`).
 
-@nb.njit(inline="always", error_model="numpy")
+@kernel("fast", WIDE, {"TADD": 0, "TSUB": 1, "TMUL": 2})
 def binary(op, x, y, fmt):
-    """(code, flags) of x op y (OPS: add, sub, mul), or flags FALLBACK for a non-finite operand."""
+    """(code, flags) of x op y (op 0 add, 1 sub, 2 mul), or flags FALLBACK for a non-finite
+    operand."""
     if not (math.isfinite(x) and math.isfinite(y)):
         return np.uint64(0), np.uint8(0xFF)
     if op == 1:
@@ -332,7 +400,7 @@ def binary(op, x, y, fmt):
     return round_rne(s, d, fmt)
 
 
-@nb.njit(inline="always", error_model="numpy")
+@kernel("fast", WIDE + ("E4M3", "E5M2"), "TFMA")
 def fma(op, x, y, z, fmt):
     if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
         return np.uint64(0), np.uint8(0xFF)
@@ -369,28 +437,79 @@ def lookup2(bt, ft, a, b, bits, flags):
 
 # ---------------------------------------------------------------- exp for the 24-bit formats
 
-# RN(2^(j/64)), j = 0..63, as written by transcendental._constants() from MPFR at 400 bits (a
-# test recomputes them).  A module-level array is a constant of the compiled code: read from an
-# array argument inside the loop, the same table cost 20 ns an element (the compiler must assume
-# it may alias the outputs).
-EXP2_64 = np.array([float.fromhex(h) for h in (
-    "0x1.0000000000000p+0", "0x1.02c9a3e778061p+0", "0x1.059b0d3158574p+0", "0x1.0874518759bc8p+0",
-    "0x1.0b5586cf9890fp+0", "0x1.0e3ec32d3d1a2p+0", "0x1.11301d0125b51p+0", "0x1.1429aaea92de0p+0",
-    "0x1.172b83c7d517bp+0", "0x1.1a35beb6fcb75p+0", "0x1.1d4873168b9aap+0", "0x1.2063b88628cd6p+0",
-    "0x1.2387a6e756238p+0", "0x1.26b4565e27cddp+0", "0x1.29e9df51fdee1p+0", "0x1.2d285a6e4030bp+0",
-    "0x1.306fe0a31b715p+0", "0x1.33c08b26416ffp+0", "0x1.371a7373aa9cbp+0", "0x1.3a7db34e59ff7p+0",
-    "0x1.3dea64c123422p+0", "0x1.4160a21f72e2ap+0", "0x1.44e086061892dp+0", "0x1.486a2b5c13cd0p+0",
-    "0x1.4bfdad5362a27p+0", "0x1.4f9b2769d2ca7p+0", "0x1.5342b569d4f82p+0", "0x1.56f4736b527dap+0",
-    "0x1.5ab07dd485429p+0", "0x1.5e76f15ad2148p+0", "0x1.6247eb03a5585p+0", "0x1.6623882552225p+0",
-    "0x1.6a09e667f3bcdp+0", "0x1.6dfb23c651a2fp+0", "0x1.71f75e8ec5f74p+0", "0x1.75feb564267c9p+0",
-    "0x1.7a11473eb0187p+0", "0x1.7e2f336cf4e62p+0", "0x1.82589994cce13p+0", "0x1.868d99b4492edp+0",
-    "0x1.8ace5422aa0dbp+0", "0x1.8f1ae99157736p+0", "0x1.93737b0cdc5e5p+0", "0x1.97d829fde4e50p+0",
-    "0x1.9c49182a3f090p+0", "0x1.a0c667b5de565p+0", "0x1.a5503b23e255dp+0", "0x1.a9e6b5579fdbfp+0",
-    "0x1.ae89f995ad3adp+0", "0x1.b33a2b84f15fbp+0", "0x1.b7f76f2fb5e47p+0", "0x1.bcc1e904bc1d2p+0",
-    "0x1.c199bdd85529cp+0", "0x1.c67f12e57d14bp+0", "0x1.cb720dcef9069p+0", "0x1.d072d4a07897cp+0",
-    "0x1.d5818dcfba487p+0", "0x1.da9e603db3285p+0", "0x1.dfc97337b9b5fp+0", "0x1.e502ee78b3ff6p+0",
-    "0x1.ea4afa2a490dap+0", "0x1.efa1bee615a27p+0", "0x1.f50765b6e4540p+0", "0x1.fa7c1819e90d8p+0",
+# 2^(j/64), j = 0..63, as double-doubles (RN(2^(j/64)), then the rest rounded), as written by
+# transcendental._constants() from MPFR at 400 bits (tests recompute them); this module's exp
+# reads the high parts, fast64.py's FP64 exp both.  A module-level array is a constant of the
+# compiled code: read from an array argument inside the loop, the same table cost 20 ns an
+# element (the compiler must assume it may alias the outputs).
+EXP2_64_DD = np.array([(float.fromhex(h), float.fromhex(lo)) for h, lo in (
+    ("0x1.0000000000000p+0", "0x0.0p+0"),
+    ("0x1.02c9a3e778061p+0", "-0x1.19083535b085dp-56"),
+    ("0x1.059b0d3158574p+0", "0x1.d73e2a475b465p-55"),
+    ("0x1.0874518759bc8p+0", "0x1.186be4bb284ffp-57"),
+    ("0x1.0b5586cf9890fp+0", "0x1.8a62e4adc610bp-54"),
+    ("0x1.0e3ec32d3d1a2p+0", "0x1.03a1727c57b53p-59"),
+    ("0x1.11301d0125b51p+0", "-0x1.6c51039449b3ap-54"),
+    ("0x1.1429aaea92de0p+0", "-0x1.32fbf9af1369ep-54"),
+    ("0x1.172b83c7d517bp+0", "-0x1.19041b9d78a76p-55"),
+    ("0x1.1a35beb6fcb75p+0", "0x1.e5b4c7b4968e4p-55"),
+    ("0x1.1d4873168b9aap+0", "0x1.e016e00a2643cp-54"),
+    ("0x1.2063b88628cd6p+0", "0x1.dc775814a8495p-55"),
+    ("0x1.2387a6e756238p+0", "0x1.9b07eb6c70573p-54"),
+    ("0x1.26b4565e27cddp+0", "0x1.2bd339940e9d9p-55"),
+    ("0x1.29e9df51fdee1p+0", "0x1.612e8afad1255p-55"),
+    ("0x1.2d285a6e4030bp+0", "0x1.0024754db41d5p-54"),
+    ("0x1.306fe0a31b715p+0", "0x1.6f46ad23182e4p-55"),
+    ("0x1.33c08b26416ffp+0", "0x1.32721843659a6p-54"),
+    ("0x1.371a7373aa9cbp+0", "-0x1.63aeabf42eae2p-54"),
+    ("0x1.3a7db34e59ff7p+0", "-0x1.5e436d661f5e3p-56"),
+    ("0x1.3dea64c123422p+0", "0x1.ada0911f09ebcp-55"),
+    ("0x1.4160a21f72e2ap+0", "-0x1.ef3691c309278p-58"),
+    ("0x1.44e086061892dp+0", "0x1.89b7a04ef80d0p-59"),
+    ("0x1.486a2b5c13cd0p+0", "0x1.3c1a3b69062f0p-56"),
+    ("0x1.4bfdad5362a27p+0", "0x1.d4397afec42e2p-56"),
+    ("0x1.4f9b2769d2ca7p+0", "-0x1.4b309d25957e3p-54"),
+    ("0x1.5342b569d4f82p+0", "-0x1.07abe1db13cadp-55"),
+    ("0x1.56f4736b527dap+0", "0x1.9bb2c011d93adp-54"),
+    ("0x1.5ab07dd485429p+0", "0x1.6324c054647adp-54"),
+    ("0x1.5e76f15ad2148p+0", "0x1.ba6f93080e65ep-54"),
+    ("0x1.6247eb03a5585p+0", "-0x1.383c17e40b497p-54"),
+    ("0x1.6623882552225p+0", "-0x1.bb60987591c34p-54"),
+    ("0x1.6a09e667f3bcdp+0", "-0x1.bdd3413b26456p-54"),
+    ("0x1.6dfb23c651a2fp+0", "-0x1.bbe3a683c88abp-57"),
+    ("0x1.71f75e8ec5f74p+0", "-0x1.16e4786887a99p-55"),
+    ("0x1.75feb564267c9p+0", "-0x1.0245957316dd3p-54"),
+    ("0x1.7a11473eb0187p+0", "-0x1.41577ee04992fp-55"),
+    ("0x1.7e2f336cf4e62p+0", "0x1.05d02ba15797ep-56"),
+    ("0x1.82589994cce13p+0", "-0x1.d4c1dd41532d8p-54"),
+    ("0x1.868d99b4492edp+0", "-0x1.fc6f89bd4f6bap-54"),
+    ("0x1.8ace5422aa0dbp+0", "0x1.6e9f156864b27p-54"),
+    ("0x1.8f1ae99157736p+0", "0x1.5cc13a2e3976cp-55"),
+    ("0x1.93737b0cdc5e5p+0", "-0x1.75fc781b57ebcp-57"),
+    ("0x1.97d829fde4e50p+0", "-0x1.d185b7c1b85d1p-54"),
+    ("0x1.9c49182a3f090p+0", "0x1.c7c46b071f2bep-56"),
+    ("0x1.a0c667b5de565p+0", "-0x1.359495d1cd533p-54"),
+    ("0x1.a5503b23e255dp+0", "-0x1.d2f6edb8d41e1p-54"),
+    ("0x1.a9e6b5579fdbfp+0", "0x1.0fac90ef7fd31p-54"),
+    ("0x1.ae89f995ad3adp+0", "0x1.7a1cd345dcc81p-54"),
+    ("0x1.b33a2b84f15fbp+0", "-0x1.2805e3084d708p-57"),
+    ("0x1.b7f76f2fb5e47p+0", "-0x1.5584f7e54ac3bp-56"),
+    ("0x1.bcc1e904bc1d2p+0", "0x1.23dd07a2d9e84p-55"),
+    ("0x1.c199bdd85529cp+0", "0x1.11065895048ddp-55"),
+    ("0x1.c67f12e57d14bp+0", "0x1.2884dff483cadp-54"),
+    ("0x1.cb720dcef9069p+0", "0x1.503cbd1e949dbp-56"),
+    ("0x1.d072d4a07897cp+0", "-0x1.cbc3743797a9cp-54"),
+    ("0x1.d5818dcfba487p+0", "0x1.2ed02d75b3707p-55"),
+    ("0x1.da9e603db3285p+0", "0x1.c2300696db532p-54"),
+    ("0x1.dfc97337b9b5fp+0", "-0x1.1a5cd4f184b5cp-54"),
+    ("0x1.e502ee78b3ff6p+0", "0x1.39e8980a9cc8fp-55"),
+    ("0x1.ea4afa2a490dap+0", "-0x1.e9c23179c2893p-54"),
+    ("0x1.efa1bee615a27p+0", "0x1.dc7f486a4b6b0p-54"),
+    ("0x1.f50765b6e4540p+0", "0x1.9d3e12dd8a18bp-54"),
+    ("0x1.fa7c1819e90d8p+0", "0x1.74853f3a5931ep-55"),
 )])
+EXP2_64 = EXP2_64_DD[:, 0].copy()          # the high parts: RN(2^(j/64))
+EXP2_64_LO = EXP2_64_DD[:, 1].copy()       # 2^(j/64) - EXP2_64[j], rounded (fast64's double-double exp)
 
 
 # ln2/64 = C1 + C2 + C3 (C1, C2 of 36 bits: k*C1, k*C2 exact for |k| < 2^17) and 64/ln2, as
@@ -449,7 +568,7 @@ def exp_round(tk, p, k, fmt):
     return code, np.uint8(0xFF) if near else f
 
 
-@nb.njit(inline="always", error_model="numpy")
+@kernel("fast", ("FP32", "TF32", "HF32"), "TEXP")
 def exp(op, x, fmt):
     """(code, flags) of exp(x): binary64 exp with relative error < 2^-51 (table 2^(j/64), degree-6
     polynomial), rounded where no rounding boundary of the destination lies within 2^-46 of it,
@@ -553,35 +672,6 @@ def loop(kind: str, arity: int, scalar) -> Twin:
     return hit
 
 
-@dataclass(frozen=True)
-class Kernel:
-    """One compiled (op, format) path: its scalar routine and how operands reach it.
-
-    kind  'f32' / 'f64': operands and result as binary32 / binary64 values (views of the
-                          encodings); 'raw': container codes in, codes out;
-          'bits' / 'vals': a rounded routine (op, x..., fmt) on encodings decoded in the loop /
-                          binary32 values gathered from the value table (by `Params.lut`).
-    op    the operation code a rounded routine receives; format: the DataType whose Params a
-          rounded routine reads; rule: the profile rule it computes (profiles.py)."""
-    scalar: object
-    arity: int
-    kind: str
-    op: int = 0
-    format: str = ""
-    rule: str = IEEE
-
-    @cached_property
-    def loop(self) -> Twin:
-        """The compiled loop (`loop`), kept on the row (isa.memo rule 1): a block's fast path asks
-        on every call."""
-        return loop(self.kind, self.arity, self.scalar)
-
-
-def rounded(scalar, arity: int, name: str, op: int = 0) -> Kernel:
-    """A rounded routine's Kernel for format `name`: 'vals' where the format gathers its values."""
-    return Kernel(scalar, arity, "vals" if gathers(name) else "bits", op, name)
-
-
 _VIEW = {"f32": np.float32, "f64": np.float64}
 
 
@@ -628,14 +718,3 @@ def settle_marked(bits, flags, operands, compute):
 def by_reference(reference, name, prof):
     """`settle_marked`'s compute for the last tier: the NumPy reference of the operation."""
     return lambda ops: reference(name, *ops, prof=prof)
-
-
-# (DataType name, op) -> Kernel: what this module computes (the tier table, tiers.py, reads it)
-KERNELS = {}
-for _name in WIDE:
-    for _op, _code in OPS.items():
-        KERNELS[(_name, _op)] = rounded(binary, 2, _name, _code)
-for _name in FORMATS_FMA:
-    KERNELS[(_name, "TFMA")] = rounded(fma, 3, _name)
-for _name in FORMATS_EXP:
-    KERNELS[(_name, "TEXP")] = rounded(exp, 1, _name)

@@ -106,7 +106,6 @@ from .flags import NX
 from .rn import add_rn, fma_rn, mul_rn, two_sum
 
 FALLBACK = np.uint8(0xFF)
-OPS = ("TADD", "TSUB", "TMUL", "TFMA", "TDIV", "TRECIP", "TSQRT", "TREM")
 
 _BIG = 2.0 ** 1022               # sums: operands below it never overflow inside TwoSum
 _SPLIT_MAX = 2.0 ** 995          # products: C*x stays finite
@@ -195,22 +194,20 @@ def _nx(e):
     return np.uint8(NX) if e != 0 else np.uint8(0)
 
 
-@nb.njit(inline="always", error_model="numpy")
-def fp64_add(x, y):
-    """(binary64 result, flags) of x + y for binary64 values x, y."""
-    s = add_rn(x, y)
-    bb = s - x
-    e = (x - (s - bb)) + (y - bb)
-    ok = (abs(x) < _BIG) & (abs(y) < _BIG)                     # False for NaN and infinities
-    return s, _nx(e) if ok else FALLBACK
-
-
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fast64", "FP64", "TSUB", "f64")
 def fp64_sub(x, y):
     return fp64_add(x, -y)
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fast64", "FP64", "TADD", "f64")
+def fp64_add(x, y):
+    """(binary64 result, flags) of x + y for binary64 values x, y."""
+    s, e = two_sum(x, y)
+    ok = (abs(x) < _BIG) & (abs(y) < _BIG)                     # False for NaN and infinities
+    return s, _nx(e) if ok else FALLBACK
+
+
+@fast.kernel("fast64", "FP64", "TMUL", "f64")
 def fp64_mul(x, y):
     r = mul_rn(x, y)
     e = prod_err64(x, y, r)
@@ -241,7 +238,7 @@ def err_fma(x, y, z):
     return r, r2, a2 - (r2 - g)
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fast64", "FP64", "TFMA", "f64")
 def fp64_fma(x, y, z):
     """(binary64 result, flags) of x*y + z: the hardware fma, NX from ErrFma's exact error."""
     r, r2, r3 = err_fma(x, y, z)
@@ -260,7 +257,7 @@ def _in_split_range(v):
     return (a >= _MIN_NORMAL) & (a <= _SPLIT_MAX)
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fast64", "FP64", "TDIV", "f64")
 def fp64_div(x, y):
     """q = x / y (the hardware's correctly rounded quotient); exact iff q*y = x, i.e. iff
     x - p == e for TwoProduct q*y = p + e (x - p is exact by Sterbenz: p is within 2^-52 of x)."""
@@ -274,12 +271,12 @@ def fp64_div(x, y):
     return q, (np.uint8(0) if zero else _nx((x - p) - e)) if ok | zero else FALLBACK
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fast64", "FP64", "TRECIP", "f64")
 def fp64_recip(y):
     return fp64_div(1.0, y)
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fast64", "FP64", "TSQRT", "f64")
 def fp64_sqrt(x):
     """s = sqrt(x) correctly rounded by the hardware; exact iff s*s = x (TwoProduct p + e)."""
     s = math.sqrt(x)
@@ -334,7 +331,7 @@ def fmod53(x, y):
     return (-mag if x < 0 else mag), True
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fast64", "FP64", "TREM", "f64")
 def fp64_rem(x, y):
     """(binary64 result, flags) of floor modulo x mod y."""
     ax, ay = abs(x), abs(y)
@@ -350,27 +347,10 @@ def fp64_rem(x, y):
 # ---------------------------------------------------------------- exp: constants
 # transcendental._constants() (MPFR at 400 bits), written out so that the compiled code needs
 # no gmpy2 and reads them as constants (tests/kernels/test_fast64.py recomputes every one):
-# T[j] = 2^(j/64) = fast.EXP2_64[j] + EXP2_64_LO[j]; 1/k! = INV_FACT[k] (hi, lo), k = 0..11;
+# T[j] = 2^(j/64) = fast.EXP2_64[j] + EXP2_64_LO[j] (fast.EXP2_64_DD); 1/k! = INV_FACT[k] (hi, lo), k = 0..11;
 # ln2/64 = C1 + C2 + C3 and 64/ln2 are fast.py's (C1, C2 of 36 bits: k*C1, k*C2 exact for
 # |k| < 2^17).
-EXP2_64_LO = np.array([float.fromhex(h) for h in (
-    "0x0.0p+0", "-0x1.19083535b085dp-56", "0x1.d73e2a475b465p-55", "0x1.186be4bb284ffp-57",
-    "0x1.8a62e4adc610bp-54", "0x1.03a1727c57b53p-59", "-0x1.6c51039449b3ap-54", "-0x1.32fbf9af1369ep-54",
-    "-0x1.19041b9d78a76p-55", "0x1.e5b4c7b4968e4p-55", "0x1.e016e00a2643cp-54", "0x1.dc775814a8495p-55",
-    "0x1.9b07eb6c70573p-54", "0x1.2bd339940e9d9p-55", "0x1.612e8afad1255p-55", "0x1.0024754db41d5p-54",
-    "0x1.6f46ad23182e4p-55", "0x1.32721843659a6p-54", "-0x1.63aeabf42eae2p-54", "-0x1.5e436d661f5e3p-56",
-    "0x1.ada0911f09ebcp-55", "-0x1.ef3691c309278p-58", "0x1.89b7a04ef80d0p-59", "0x1.3c1a3b69062f0p-56",
-    "0x1.d4397afec42e2p-56", "-0x1.4b309d25957e3p-54", "-0x1.07abe1db13cadp-55", "0x1.9bb2c011d93adp-54",
-    "0x1.6324c054647adp-54", "0x1.ba6f93080e65ep-54", "-0x1.383c17e40b497p-54", "-0x1.bb60987591c34p-54",
-    "-0x1.bdd3413b26456p-54", "-0x1.bbe3a683c88abp-57", "-0x1.16e4786887a99p-55", "-0x1.0245957316dd3p-54",
-    "-0x1.41577ee04992fp-55", "0x1.05d02ba15797ep-56", "-0x1.d4c1dd41532d8p-54", "-0x1.fc6f89bd4f6bap-54",
-    "0x1.6e9f156864b27p-54", "0x1.5cc13a2e3976cp-55", "-0x1.75fc781b57ebcp-57", "-0x1.d185b7c1b85d1p-54",
-    "0x1.c7c46b071f2bep-56", "-0x1.359495d1cd533p-54", "-0x1.d2f6edb8d41e1p-54", "0x1.0fac90ef7fd31p-54",
-    "0x1.7a1cd345dcc81p-54", "-0x1.2805e3084d708p-57", "-0x1.5584f7e54ac3bp-56", "0x1.23dd07a2d9e84p-55",
-    "0x1.11065895048ddp-55", "0x1.2884dff483cadp-54", "0x1.503cbd1e949dbp-56", "-0x1.cbc3743797a9cp-54",
-    "0x1.2ed02d75b3707p-55", "0x1.c2300696db532p-54", "-0x1.1a5cd4f184b5cp-54", "0x1.39e8980a9cc8fp-55",
-    "-0x1.e9c23179c2893p-54", "0x1.dc7f486a4b6b0p-54", "0x1.9d3e12dd8a18bp-54", "0x1.74853f3a5931ep-55",
-)])
+EXP2_64_LO = fast.EXP2_64_LO
 INV_FACT = np.array([(float.fromhex(a), float.fromhex(b)) for a, b in (
     ("0x1.0000000000000p+0", "0x0.0p+0"), ("0x1.0000000000000p+0", "0x0.0p+0"),
     ("0x1.0000000000000p-1", "0x0.0p+0"), ("0x1.5555555555555p-3", "0x1.5555555555555p-57"),
@@ -483,7 +463,7 @@ def log_parts(x):
     return h, l, err / abs(h) + 2.0 ** -98
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fast64", "FP64", "TLOG", "f64")
 def fp64_log(x):
     """(binary64 result, flags) of log(x): settled when the per-element bound is at most
     2^-93 and no midpoint lies within it; NX (log x is transcendental for x != 1)."""
@@ -492,7 +472,7 @@ def fp64_log(x):
     return h, np.uint8(NX) if ok & (eps <= _LOG_EPS_MAX) & rounds_to_r(h, l) else FALLBACK
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fast64", "FP64", "TEXP", "f64")
 def fp64_exp(x):
     """(binary64 result, flags) of exp(x): settled for 2^-60 <= |x| <= 709 and x >= -708 when
     no midpoint lies within 2^-93 of (h + l) 2^scale; NX (exp(x) is transcendental for x != 0)."""
@@ -532,7 +512,7 @@ def rounds_to_r(r, e):
     return w < lim - _RSQRT_MARGIN
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fast64", "FP64", "TRSQRT", "f64")
 def fp64_rsqrt(x):
     """(binary64 result, flags) of 1/sqrt(x)."""
     ok = (x > 0) & (x <= _MAX)
@@ -548,15 +528,6 @@ def fp64_rsqrt(x):
     res = r * _pow2(-k)                                               # exact: normal result
     exact = m == 1.0
     return res, (np.uint8(0) if exact else np.uint8(NX)) if ok & rounds_to_r(r, e) else FALLBACK
-
-
-SCALAR = {("FP64", "TADD"): fp64_add, ("FP64", "TSUB"): fp64_sub, ("FP64", "TMUL"): fp64_mul,
-          ("FP64", "TFMA"): fp64_fma, ("FP64", "TDIV"): fp64_div, ("FP64", "TRECIP"): fp64_recip,
-          ("FP64", "TSQRT"): fp64_sqrt, ("FP64", "TREM"): fp64_rem, ("FP64", "TRSQRT"): fp64_rsqrt,
-          ("FP64", "TEXP"): fp64_exp, ("FP64", "TLOG"): fp64_log}
-_ARITY = {"TFMA": 3, "TADD": 2, "TSUB": 2, "TMUL": 2, "TDIV": 2, "TREM": 2}
-# (DataType name, op) -> Kernel on binary64 values (views of the encodings)
-KERNELS = {key: fast.Kernel(fn, _ARITY.get(key[1], 1), "f64") for key, fn in SCALAR.items()}
 
 
 _EXP64 = np.uint64(0x7FF0000000000000)

@@ -70,7 +70,7 @@ def _mul32(a, b):
     return p, _nx(np.float64(p) != P), abs(P)
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("a5", "FP32", "TREM", "f32", rule=P.REM_UNFUSED)
 def rem32(x, y):
     """(binary32 result, flags) of TREM FP32 by rem_unfused, or flags FALLBACK."""
     ok = _finite32(x) & _finite32(y) & (y != 0)
@@ -115,7 +115,7 @@ def rtz16_sat(r):
     return code | sign, fl
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("a5", "FP16", "TREM", "raw", rule=P.REM_VIA_FP32)
 def rem16(a, b):
     """(FP16 code, flags) of TREM FP16 by rem_via_fp32, or flags FALLBACK."""
     x, fx = _fp16(a)
@@ -149,7 +149,7 @@ def _fields16(h, ah):
     return e, t, np.int32(-10) if sub else np.int32(0)
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("a5", "FP16", "TDIV", "raw", rule=P.DIV_NORMALISED)
 def div16(a, b):
     """(FP16 code, flags) of TDIV FP16 by div_normalised, or flags FALLBACK (a zero, infinite or
     NaN operand: the IEEE quotient, by the reference).  Every multiplication of the recipe but
@@ -178,9 +178,3 @@ def div16(a, b):
     code = (np.uint32(0) if t0 <= t1 else np.uint32(1)) if scale == np.int32(-9) else code
     fl = fd if (scale > np.int32(31)) | (scale <= np.int32(-9)) else fd | fm   # selects raise nothing
     return np.uint16(code | sign), fl if ok else FALLBACK
-
-
-# (DataType name, op) -> Kernel, each computing the a5 rule its `rule` names
-KERNELS = {("FP32", "TREM"): fast.Kernel(rem32, 2, "f32", rule=P.REM_UNFUSED),
-           ("FP16", "TREM"): fast.Kernel(rem16, 2, "raw", rule=P.REM_VIA_FP32),
-           ("FP16", "TDIV"): fast.Kernel(div16, 2, "raw", rule=P.DIV_NORMALISED)}

@@ -57,9 +57,7 @@ from .flags import NX
 from .rn import f32_bits, mul_rn
 
 FALLBACK = np.uint8(0xFF)
-OPS = ("TDIV", "TRECIP", "TSQRT")
-FORMATS = ("FP32", "TF32", "HF32", "FP16", "BF16")
-UNARY = {"TRECIP": 0, "TSQRT": 1}
+FORMATS = ("FP32", "TF32", "HF32", "FP16", "BF16")     # tier 2's formats
 
 _NORMAL32 = 2.0 ** -126
 _NORMAL16 = 2.0 ** -14
@@ -68,8 +66,10 @@ _LOW27 = np.uint64((1 << 27) - 1)
 
 
 # ---------------------------------------------------------------- tier 1: SIMD FP32, ieee
+# Rows of tier "fastdiv-simd" (fast.kernel): FP32 on binary32 values, BF16/FP16 TDIV on their
+# codes.  Tier 2's routines below are tier "fastdiv": every format and op, both profiles.
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fastdiv-simd", "FP32", "TDIV", "f32")
 def fp32_div(x, y):
     """(binary32 result, flags) of x / y for binary32 values x, y."""
     xd = np.float64(x)
@@ -81,12 +81,12 @@ def fp32_div(x, y):
     return r, _flags(nx, abs(r) > _F32_MAX) if ok else FALLBACK
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fastdiv-simd", "FP32", "TRECIP", "f32")
 def fp32_recip(x):
     return fp32_div(np.float32(1.0), x)
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fastdiv-simd", "FP32", "TSQRT", "f32")
 def fp32_sqrt(x):
     xd = np.float64(x)
     r = np.float32(math.sqrt(xd))                              # sqrt(-0) = -0; NaN below: marked
@@ -95,7 +95,7 @@ def fp32_sqrt(x):
     return r, _flags(mul_rn(rd, rd) != xd, False) if ok else FALLBACK
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fastdiv-simd", "BF16", "TDIV", "raw")
 def bf16_div(a, b):
     """(BF16 code, flags) of x / y: RN8(RN24(RN53(v))) = RN8(v) (53 >= 2*24 + 2, 24 >= 2*8 + 2),
     the last rounding by fastvec's carry trick; NX from the exact 16-bit product r*y."""
@@ -108,7 +108,7 @@ def bf16_div(a, b):
     return code, _flags(nx, of) if ok else FALLBACK
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fastdiv-simd", "FP16", "TDIV", "raw")
 def fp16_div(a, b):
     """As bf16_div for FP16 (24 >= 2*11 + 2), settled above FP16's normal threshold 2^-14 (never
     tiny); an overflow is NX even when the infinite code's stand-in value times y gives x."""
@@ -122,13 +122,6 @@ def fp16_div(a, b):
     return code, _flags(nx, of) if ok else FALLBACK
 
 
-SCALAR = {("FP32", "TDIV"): fp32_div, ("FP32", "TRECIP"): fp32_recip, ("FP32", "TSQRT"): fp32_sqrt,
-          ("BF16", "TDIV"): bf16_div, ("FP16", "TDIV"): fp16_div}
-# tier 1 rows: FP32 on binary32 values, BF16/FP16 TDIV on their codes
-SIMD = {(name, op): fast.Kernel(fn, 2 if op == "TDIV" else 1, "f32" if name == "FP32" else "raw")
-        for (name, op), fn in SCALAR.items()}
-
-
 # ---------------------------------------------------------------- tier 2: fast.round_rne
 
 @nb.njit(inline="always", error_model="numpy")
@@ -136,7 +129,7 @@ def _direction(v):
     return np.int64(v > 0) - np.int64(v < 0)
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fastdiv", FORMATS, "TDIV")
 def divide(op, x, y, fmt):
     """(code, flags) of x / y rounded to the format, or flags FALLBACK (non-finite operand,
     zero divisor)."""
@@ -157,16 +150,9 @@ def root(x, fmt):
     return code, (np.uint8(0) if exact else np.uint8(NX)) if ok else FALLBACK
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fastdiv", FORMATS, {"TRECIP": 0, "TSQRT": 1})
 def unary(op, x, fmt):
-    """UNARY[op]: TRECIP (1 / x) or TSQRT."""
+    """op 0: TRECIP (1 / x), 1: TSQRT."""
     if op == 0:
         return divide(op, 1.0, x, fmt)
     return root(x, fmt)
-
-
-# tier 2 rows: every format and op, both profiles
-TIER2 = {(name, op): fast.rounded(divide, 2, name) if op == "TDIV" else fast.rounded(unary, 1, name, UNARY[op])
-         for name in FORMATS for op in OPS}
-
-

@@ -87,8 +87,7 @@ from .fast import bits_f64, f64_bits, round_rne
 from .rn import mul_rn
 
 FALLBACK = np.uint8(0xFF)
-FORMATS = {"TRSQRT": ("FP32", "TF32", "HF32"), "TLOG": ("FP32", "TF32", "HF32"),
-           "TREM": ("FP32", "TF32", "HF32", "BF16", "FP16")}
+FP32_LIKE = ("FP32", "TF32", "HF32")     # TRSQRT's and TLOG's formats (rows of tier "fastfn")
 
 NEAR_ULPS = 4                                   # > 2.01: the binary64 value's error bound
 NEAR_ULPS_LOG = 16                              # > 8: log's bound
@@ -150,7 +149,7 @@ def log_approx(x):
     return mul_rn(ef, _LN2_HI) + (two_s + (lo + mul_rn(ef, _LN2_LO)))
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fastfn", FP32_LIKE, "TLOG")
 def log(op, x, fmt):
     """(code, flags) of log(x) rounded to the format, or flags FALLBACK."""
     ok = math.isfinite(x) and x > 0.0 and x != 1.0
@@ -159,7 +158,7 @@ def log(op, x, fmt):
     return code, f if ok and not near_boundary(y, fmt.t, NEAR_ULPS_LOG) else FALLBACK
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fastfn", FP32_LIKE, "TRSQRT")
 def rsqrt(op, x, fmt):
     """(code, flags) of 1/sqrt(x) rounded to the format, or flags FALLBACK."""
     ok = math.isfinite(x) and x > 0.0
@@ -197,7 +196,7 @@ def fmod24(x, y):
     return -mag if x < 0 else mag
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fastfn", FP32_LIKE + ("BF16", "FP16"), "TREM")
 def rem(op, x, y, fmt):
     """(code, flags) of floor modulo x mod y rounded to the format, or flags FALLBACK."""
     ok = math.isfinite(x) and math.isfinite(y) and y != 0.0
@@ -209,11 +208,3 @@ def rem(op, x, y, fmt):
         d = np.int64(0)
     code, f = round_rne(s, d, fmt)
     return code, f if ok else FALLBACK
-
-
-# ---------------------------------------------------------------- the rows
-
-_ROUTINES = {"TRSQRT": (rsqrt, 1), "TLOG": (log, 1), "TREM": (rem, 2)}
-# (DataType name, op) -> Kernel (FP16 TREM reads gathered binary32 values, the others encodings)
-KERNELS = {(name, op): fast.rounded(fn, arity, name)
-           for op, (fn, arity) in _ROUTINES.items() for name in FORMATS[op]}

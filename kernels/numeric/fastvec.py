@@ -52,8 +52,6 @@ from .rn import add_rn, bits_f32, f32_bits, fma_rn, mul_rn, prod_err, two_sum
 from .flags import NX, OF, UF
 
 FALLBACK = np.uint8(0xFF)
-OPS = ("TADD", "TSUB", "TMUL", "TFMA")
-FORMATS = ("FP32", "BF16", "FP16")     # FP16: TADD, TSUB, TMUL (its TFMA stays on fast.py)
 
 _MAX64 = 1.7976931348623157e308
 _F32_MAX = np.float32(3.4028234663852886e38)
@@ -62,6 +60,9 @@ _NORMAL32 = 2.0 ** -126              # FP32 and BF16 share the normal range
 
 
 # ---------------------------------------------------------------- scalar routines
+# Each routine registers its row of tier "fastvec" in the kernel registry (fast.kernel): FP32 on
+# binary32 values, BF16/FP16 on their codes; each runs as a fast.loop (serial below
+# fast.PARALLEL_MIN elements, fast.Twin).
 
 @nb.njit(inline="always", error_model="numpy")
 def _flags(nx, of):
@@ -76,7 +77,7 @@ def _finite32(x):
 _SMALL32 = np.float32(2.0 ** -100)
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fastvec", "FP32", "TADD", "f32")
 def fp32_add(a, b):
     """(binary32 result, flags) of a + b for binary32 values a, b."""
     s, e = two_sum(a, b)
@@ -84,12 +85,12 @@ def fp32_add(a, b):
     return s, f if _finite32(a) & _finite32(b) else FALLBACK
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fastvec", "FP32", "TSUB", "f32")
 def fp32_sub(a, b):
     return fp32_add(a, -b)
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fastvec", "FP32", "TMUL", "f32")
 def fp32_mul(a, b):
     r = mul_rn(a, b)
     e = prod_err(a, b, r)
@@ -103,7 +104,7 @@ def fp32_mul(a, b):
 _GAP = np.float32(2.0 ** 29)
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fastvec", "FP32", "TFMA", "f32")
 def fp32_fma(a, b, c):
     r = fma_rn(a, b, c)                                            # the result: one rounding
     # a*b + (c - r) in one binary64 rounding is zero exactly when r is exact; c - r is exact in
@@ -131,7 +132,7 @@ def _rne_bf16(w):
     return np.uint16(code), (w & np.uint32(0xFFFF)) != np.uint32(0), of
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fastvec", "BF16", "TADD", "raw")
 def bf16_add(a, b):
     """(BF16 code, flags) of a + b for BF16 codes a, b."""
     x = _bf16(a)
@@ -142,12 +143,12 @@ def bf16_add(a, b):
     return code, f if _finite32(x) & _finite32(y) else FALLBACK
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fastvec", "BF16", "TSUB", "raw")
 def bf16_sub(a, b):
     return bf16_add(a, b ^ np.uint16(0x8000))
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fastvec", "BF16", "TMUL", "raw")
 def bf16_mul(a, b):
     x = _bf16(a)
     y = _bf16(b)
@@ -157,7 +158,7 @@ def bf16_mul(a, b):
     return code, _flags(dropped | of, of) if ok else FALLBACK
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fastvec", "BF16", "TFMA", "raw")
 def bf16_fma(a, b, c):
     x = _bf16(a)
     y = _bf16(b)
@@ -212,7 +213,7 @@ def _fp16_flags(nx, r, of):
     return np.uint8(nx) * np.uint8(NX) | np.uint8(uf) * np.uint8(UF) | np.uint8(of) * np.uint8(OF)
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fastvec", "FP16", "TADD", "raw")
 def fp16_add(a, b):
     """s = RN24(x + y) and RN11(RN24(v)) = RN11(v) for a sum of 11-bit values (24 >= 2*11 + 2);
     near the tininess threshold such a sum is exact in binary32, so |s| decides tininess."""
@@ -224,12 +225,12 @@ def fp16_add(a, b):
     return code, _fp16_flags(nx, s, of) if fx & fy else FALLBACK
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fastvec", "FP16", "TSUB", "raw")
 def fp16_sub(a, b):
     return fp16_add(a, b ^ np.uint16(0x8000))
 
 
-@nb.njit(inline="always", error_model="numpy")
+@fast.kernel("fastvec", "FP16", "TMUL", "raw")
 def fp16_mul(a, b):
     """x*y (22 bits, >= 2^-48) is exact in binary32: one rounding."""
     x, fx = _fp16(a)
@@ -237,18 +238,6 @@ def fp16_mul(a, b):
     p = mul_rn(x, y)
     code, dropped, of = _rne_fp16(p)
     return code, _fp16_flags(dropped | of, p, of) if fx & fy else FALLBACK
-
-
-# ---------------------------------------------------------------- the rows
-
-SCALAR = {("FP32", "TADD"): fp32_add, ("FP32", "TSUB"): fp32_sub, ("FP32", "TMUL"): fp32_mul,
-          ("FP32", "TFMA"): fp32_fma, ("BF16", "TADD"): bf16_add, ("BF16", "TSUB"): bf16_sub,
-          ("BF16", "TMUL"): bf16_mul, ("BF16", "TFMA"): bf16_fma, ("FP16", "TADD"): fp16_add,
-          ("FP16", "TSUB"): fp16_sub, ("FP16", "TMUL"): fp16_mul}
-# (DataType name, op) -> Kernel: FP32 on binary32 values, BF16/FP16 on their codes; each runs
-# as a fast.loop (serial below fast.PARALLEL_MIN elements, fast.Twin)
-KERNELS = {(name, op): fast.Kernel(fn, 3 if op == "TFMA" else 2, "f32" if name == "FP32" else "raw")
-           for (name, op), fn in SCALAR.items()}
 
 
 # Set in FALLBACK and in no flag (NV DZ OF UF NX are bits 0-4): an OR of flags that has it

@@ -5,8 +5,10 @@ One ordered table, TIERS; `select` walks it for the host (kernels/numeric/elemen
 for the device (kernels/numeric/cuda.py), and `supports()` / `cuda.placement()` answer from it.
 A tier serves a case when
 
-  * it covers (op, DataType, arity): a row of its `kernels` table (the compiled tiers), or its
-    `covers` predicate (tables, compositions, array code, the reference);
+  * it covers (op, DataType, arity): a row of its `kernels` table (the compiled tiers: the
+    tier's rows of the kernel registry, fast.REGISTRY, which each routine registers beside
+    itself with fast.kernel), or its `covers` predicate (tables, compositions, array code, the
+    reference);
   * it computes the rule the profile gives (op, DataType) (`Profile.rule`): the rule of the
     row (`fast.Kernel.rule`), or one of the tier's `rules` (None: any rule, for the tiers that
     run the reference itself or read tables built from it);
@@ -30,7 +32,9 @@ import numpy as np
 
 from isa.datatypes import DataType, Kind
 
-from . import fast, fast64, fasta5, fastdiv, fastfn, fastvec, ops_float, recipes, tables, transcendental
+from . import fast, fast64, ops_float, recipes, tables, transcendental
+# the modules of the compiled tiers register their kernels in fast.REGISTRY when imported
+from . import fasta5, fastdiv, fastfn, fastvec  # noqa: F401,E402
 from .errors import UnsupportedOperation
 from .profiles import IEEE, Profile, profile as _profile
 
@@ -44,10 +48,9 @@ ANY = None            # Tier.rules: every rule (the tier runs the reference or a
 
 @dataclass(frozen=True)
 class Tier:
-    name: str
+    name: str                       # kind 'kernels': the tier's name in the kernel registry
     kind: str                       # 'kernels' | 'table' | 'compose' | 'array' | 'reference'
-    kernels: Mapping | None = None  # (DataType name, op) -> fast.Kernel (kind 'kernels')
-    covers: Callable | None = None  # (op, DataType, arity) -> bool (the other kinds)
+    covers: Callable | None = None  # (op, DataType, arity) -> bool (the kinds but 'kernels')
     rules: frozenset | None = frozenset({IEEE})     # the rules a `covers` tier computes
     ftz: bool = True                # serves profile ftz
     ftz_marks: bool = False         # ... by marking elements with a subnormal operand or result
@@ -55,6 +58,12 @@ class Tier:
     host: bool = True
     device: bool = True
     placement: str = ""             # the name cuda.placement reports (default: name)
+
+    @property
+    def kernels(self) -> Mapping | None:
+        """(DataType name, op) -> fast.Kernel: the tier's rows of the kernel registry (kind
+        'kernels'; None for the other kinds)."""
+        return fast.REGISTRY.get(self.name, {}) if self.kind == "kernels" else None
 
     def serves(self, op: str, dt: DataType, prof: Profile, arity: int, device: bool = False) -> bool:
         if not (self.device if device else self.host):
@@ -79,15 +88,15 @@ def _is_float(dt: DataType) -> bool:
 
 TIERS = (
     Tier("xp-int", "array", covers=lambda op, dt, arity: not _is_float(dt), rules=ANY, placement="xp"),
-    Tier("fastvec", "kernels", kernels=fastvec.KERNELS, ftz=False, fallback="fast"),
-    Tier("fast64", "kernels", kernels=fast64.KERNELS, ftz_marks=True),
-    Tier("fast", "kernels", kernels=fast.KERNELS),
+    Tier("fastvec", "kernels", ftz=False, fallback="fast"),
+    Tier("fast64", "kernels", ftz_marks=True),
+    Tier("fast", "kernels"),
     Tier("table", "table", covers=lambda op, dt, arity: _is_float(dt) and tables.applies(op, dt.name, arity),
          rules=ANY),
-    Tier("fastdiv-simd", "kernels", kernels=fastdiv.SIMD, ftz=False, fallback="fastdiv", placement="fastdiv"),
-    Tier("fastdiv", "kernels", kernels=fastdiv.TIER2),
-    Tier("fastfn", "kernels", kernels=fastfn.KERNELS),
-    Tier("a5", "kernels", kernels=fasta5.KERNELS, ftz=False),
+    Tier("fastdiv-simd", "kernels", ftz=False, fallback="fastdiv", placement="fastdiv"),
+    Tier("fastdiv", "kernels"),
+    Tier("fastfn", "kernels"),
+    Tier("a5", "kernels", ftz=False),
     Tier("compose", "compose", covers=lambda op, dt, arity: _is_float(dt), rules=frozenset(recipes.RULES),
          ftz=False),
     Tier("xp-float", "array", covers=lambda op, dt, arity: _is_float(dt) and op in XP_FLOAT, rules=ANY,
@@ -115,7 +124,8 @@ def _select(op, dt, prof, arity, device):
 
 # rule -> reference function (op, name, operands, prof), for the rules besides IEEE
 RECIPES: dict[str, Callable] = {rule: recipes.reference(rule) for rule in recipes.RULES}
-_IEEE_REFERENCE = {**ops_float.OPS, **transcendental.OPS}
+# op -> the ieee reference of every floating element-wise operation
+FLOAT_REFERENCE = {**ops_float.OPS, **transcendental.OPS}
 
 
 def implemented(op: str, dt: DataType, prof: Profile) -> bool:
@@ -128,7 +138,7 @@ def implemented(op: str, dt: DataType, prof: Profile) -> bool:
 def reference(op: str):
     """The reference of floating `op`: fn(name, *operands, prof[, cmode]) -> (bits, flags),
     running the profile's rule for (op, name)."""
-    ieee = _IEEE_REFERENCE[op]
+    ieee = FLOAT_REFERENCE[op]
 
     def fn(name, *operands, prof, **kw):
         rule = prof.rule(op, name)
@@ -208,3 +218,4 @@ def run_primitive(op, name, *operands):
     ieee = _profile(IEEE)
     t = select(op, datatype(name), ieee, len(operands))
     return run(t, op, name, [np.ascontiguousarray(x) for x in operands], ieee)
+

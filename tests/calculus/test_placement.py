@@ -181,3 +181,169 @@ def test_the_derivation_records():
     assert d["E"][0] == ("main", (0,), 0) and d["E"][7] == ("main", (3,), 1)     # E_p: phase B's last instance
     assert d["L"]["y"] == relation(HALO)
     assert d["C"]["y"][0] == (((1,), (0,)), ((0,), (1,)), 0, 1)
+
+
+# ---- several reads of one distributed array in one operation (issue 26 item 11) -------------
+# Seed 002: "each use observes its reaching value"; "Copies/repartitioning implement mismatched
+# producer and consumer distributions".  A use is one read of the op, not the array: in
+# `z[p] = y[p] * 100 + y[p + 2]` the two reads of y may have different reaching definitions on
+# one participant, and each must find its own in a local slot.  (The check kept one reaching
+# value per (event, array), so the second read's replaced the first's.)
+#
+# Every program below: phase A (events 0..3) runs y[i] = x[i] * 2 on participant i, so with
+# x = [3, 1, 4, 1] it writes y[0..3] = 6, 2, 8, 2 (event i defines y[i]); phase B (events 4..7)
+# runs one op with several reads of y on participant p.  y's other elements keep their
+# distinct initial values (50, 60, ...), never written, so their reaching definition is the
+# initial value.  The reference is a distributed run written here (`local_run`): local slots
+# laid out by delta_y, owner writes, copies, then each participant reads only its own slots.
+# An admitted plan must give the interpreter's z; a refused one must not.
+
+Y0 = [0, 0, 0, 0, 50, 60, 70, 80]
+
+
+def reads_program(op):
+    return B.program(B.seq(B.parallel([("i", P)], B.op("y[i] = x[i] * 2")), B.parallel([("p", P)], B.op(op))),
+                     arrays={"x": B.array([P], init=X), "y": B.array([8], init=Y0), "z": B.array([P], fill=0)})
+
+
+READ_PHASES = [Phase("$.body.seq[0]", IndexMap(("i",), ["i"])), Phase("$.body.seq[1]", IndexMap(("p",), ["p"]))]
+
+
+def local_run(delta, slots, copies, reads, combine):
+    """Slot (p, s) holds element delta(p, s) of y, starting at its initial value; participant i
+    writes 2 x[i] into each of its slots of y[i]; `copies` ((src p, s), (dst p, s)) then move
+    contents; participant p reads element r(p) of each read r from a slot of its own (None where
+    it has none) and computes combine(values)."""
+    mem = {(p, s): Y0[delta(p, s)] for p in range(P) for s in range(slots)}
+    for p in range(P):
+        for s in range(slots):
+            if delta(p, s) == p:
+                mem[(p, s)] = X[p] * 2
+    for (sp, ss), (dp, ds) in [((a, b), (c, d)) for ((a,), (b,)), ((c,), (d,)) in copies]:
+        mem[(dp, ds)] = mem[(sp, ss)]
+    out = []
+    for p in range(P):
+        vals = []
+        for r in reads:
+            held = [s for s in range(slots) if delta(p, s) == r(p)]
+            if not held:
+                return None
+            vals.append(mem[(p, held[0])])
+        out.append(combine(*vals))
+    return out
+
+
+def copy_pairs(pairs):
+    """[(src p, src s, dst p, dst s)] as Transfer pairs."""
+    return [(((a,), (b,)), ((c,), (d,))) for a, b, c, d in pairs]
+
+
+def verdict(op, delta_text, delta, slots, pairs, reads, combine, landing=1):
+    prog = reads_program(op)
+    evs = source_events(prog)
+    a = [e.ordinal for e in evs if e.path.startswith("$.body.seq[0]")]
+    b = [e.ordinal for e in evs if e.path.startswith("$.body.seq[1]")]
+    dist = Distribution("y", FiniteDomain([("p", P), ("s", slots)]), IndexMap(("p", "s"), [delta_text]))
+    transfers = [Transfer("y", 0, landing, copy_pairs(pairs))] if pairs else []
+    v = check_plan(prog, Plan([Step("parallel", a), Step("parallel", b)],
+                              placement=Placement([dist], READ_PHASES, transfers=transfers)))
+    want = run(prog).arrays["z"]
+    got = local_run(delta, slots, copy_pairs(pairs) if landing == 1 else [], reads, combine)
+    assert bool(v) == (got == list(want)), (v, got, want)
+    return v, list(want)
+
+
+# z[p] = y[p] * 100 + y[p + 2]: slot (p, 0) holds y[p], slot (p, 1) holds y[p + 2].  Participants
+# 0 and 1 need y[2], y[3], written by events 2, 3 on participants 2, 3: copies (2,0) -> (0,1) and
+# (3,0) -> (1,1).  Participants 2 and 3 read y[4], y[5], never written: their initial 50, 60 in
+# slot 1 are the reaching values.  z = [6*100 + 8, 2*100 + 2, 8*100 + 50, 2*100 + 60].
+TWO = ("z[p] = y[p] * 100 + y[p + 2]", "p + 2 * s", lambda p, s: p + 2 * s, 2,
+       [lambda p: p, lambda p: p + 2], lambda u, w: u * 100 + w)
+TWO_COPIES = [(2, 0, 0, 1), (3, 0, 1, 1)]
+
+
+def test_two_reads_of_one_array_each_observe_their_reaching_value():
+    op, text, delta, slots, reads, combine = TWO
+    v, z = verdict(op, text, delta, slots, TWO_COPIES, reads, combine)
+    assert v, v                                      # refused before: y[p]'s reach was y[p + 2]'s
+    assert z == [608, 202, 850, 260]
+    # without copies participant 0's slot 1 still holds y[2]'s initial value, not event 2's
+    v, _ = verdict(op, text, delta, slots, [], reads, combine)
+    assert v.obligation == "each use observes its reaching value"
+    assert "(p=0) on participant [0] reads y[2] in step 1: participant [0] slot [1] holds the initial value, " \
+           "but its reaching definition is that of event 2" in v.detail
+    # the copy to participant 0 alone: participant 1's second read misses event 3's y[3]
+    v, _ = verdict(op, text, delta, slots, TWO_COPIES[:1], reads, combine)
+    assert v.obligation == "each use observes its reaching value" and "participant [1] reads y[3]" in v.detail
+    # a copy that lands a step late: y[2] is read before it arrives
+    v, _ = verdict(op, text, delta, slots, TWO_COPIES, reads, combine, landing=2)
+    assert v.obligation == "copies published before use" and "reads y[2] in step 1" in v.detail
+
+
+# z[p] = y[p] * 100 + y[p + 1] * 10 + y[p + 2]: slot (p, s) holds y[p + s].  Copies: y[p + 1] into
+# (p, 1) for p = 0, 1, 2 from (p + 1, 0); y[p + 2] into (p, 2) for p = 0, 1 from (p + 2, 0).
+# (3, 1) holds y[4] and (2, 2), (3, 2) hold y[4], y[5]: initial, reaching as they are.
+# y = [6, 2, 8, 2, 50, 60]: z = [628, 282, 870, 760].
+THREE = ("z[p] = y[p] * 100 + y[p + 1] * 10 + y[p + 2]", "p + s", lambda p, s: p + s, 3,
+         [lambda p: p, lambda p: p + 1, lambda p: p + 2], lambda u, v, w: u * 100 + v * 10 + w)
+THREE_COPIES = [(1, 0, 0, 1), (2, 0, 1, 1), (3, 0, 2, 1), (2, 0, 0, 2), (3, 0, 1, 2)]
+
+
+def test_three_reads_of_one_array_each_observe_their_reaching_value():
+    op, text, delta, slots, reads, combine = THREE
+    v, z = verdict(op, text, delta, slots, THREE_COPIES, reads, combine)
+    assert v, v
+    assert z == [628, 282, 870, 760]
+    # each copy is needed by exactly one read: dropping one names that read's element and slot
+    for drop, (part, elem, slot, event) in zip(range(5), [(0, 1, 1, 1), (1, 2, 1, 2), (2, 3, 1, 3),
+                                                          (0, 2, 2, 2), (1, 3, 2, 3)]):
+        v, _ = verdict(op, text, delta, slots, THREE_COPIES[:drop] + THREE_COPIES[drop + 1:], reads, combine)
+        assert v.obligation == "each use observes its reaching value", (drop, v)
+        assert f"on participant [{part}] reads y[{elem}] in step 1: participant [{part}] slot [{slot}] holds the " \
+               f"initial value, but its reaching definition is that of event {event}" in v.detail, (drop, v)
+
+
+# The lost read could also admit a wrong plan: z[p] = y[(p + 1) % 4] * 100 + y[(p + 2) % 4 + 4].
+# Slot 0 holds y[p] (owner), slot 1 y[(p + 1) % 4], slot 2 y[(p + 2) % 4 + 4] (initial 50..80).
+# The first read needs event (p + 1) % 4's y, copied from ((p + 1) % 4, 0) into (p, 1); the
+# second reads an initial value in place.  Without the copies the first read sees y's initial
+# 0s (z = [70, 80, 50, 60]), but the check compared it with the second read's reaching value
+# (the initial value) and admitted the plan.  Correct: z = [270, 880, 250, 660].
+STALE = ("z[p] = y[(p + 1) % 4] * 100 + y[(p + 2) % 4 + 4]", "(p + s) % 4 + 2 * s * (s - 1)",
+         lambda p, s: (p + s) % 4 + 2 * s * (s - 1), 3, [lambda p: (p + 1) % 4, lambda p: (p + 2) % 4 + 4],
+         lambda u, w: u * 100 + w)
+
+
+def test_a_first_read_that_misses_its_copy_is_refused_even_when_the_second_read_is_satisfied():
+    op, text, delta, slots, reads, combine = STALE
+    copies = [((p + 1) % P, 0, p, 1) for p in range(P)]
+    v, z = verdict(op, text, delta, slots, copies, reads, combine)
+    assert v and z == [270, 880, 250, 660]
+    v, _ = verdict(op, text, delta, slots, [], reads, combine)
+    assert v.obligation == "each use observes its reaching value"
+    assert "(p=0) on participant [0] reads y[1] in step 1: participant [0] slot [1] holds the initial value, " \
+           "but its reaching definition is that of event 1" in v.detail
+
+
+# Aliased reads.  z[p] = y[p] * y[p]: both reads are one cell with one reaching definition, the
+# owner's write (z = [36, 4, 64, 4]).  z[p] = y[p] * 100 + y[p - p % 2]: on even p the reads
+# alias (y[p] twice); on odd p the second is y[p - 1], participant p - 1's.  delta(p, s) =
+# p - s * (p % 2): an even participant holds y[p] in both slots (a replica the owner's write
+# updates in both), an odd one y[p - 1] in slot 1, copied from (p - 1, 0).
+# y = [6, 2, 8, 2]: z = [606, 206, 808, 208].
+SQUARE = ("z[p] = y[p] * y[p]", "p", lambda p, s: p, 1, [lambda p: p, lambda p: p], lambda u, w: u * w)
+PAIRS = ("z[p] = y[p] * 100 + y[p - p % 2]", "p - s * (p % 2)", lambda p, s: p - s * (p % 2), 2,
+         [lambda p: p, lambda p: p - p % 2], lambda u, w: u * 100 + w)
+
+
+def test_aliased_reads_of_one_cell_and_of_a_replica():
+    op, text, delta, slots, reads, combine = SQUARE
+    v, z = verdict(op, text, delta, slots, [], reads, combine)
+    assert v and z == [36, 4, 64, 4]
+    op, text, delta, slots, reads, combine = PAIRS
+    v, z = verdict(op, text, delta, slots, [(0, 0, 1, 1), (2, 0, 3, 1)], reads, combine)
+    assert v and z == [606, 206, 808, 208]
+    v, _ = verdict(op, text, delta, slots, [(0, 0, 1, 1)], reads, combine)
+    assert v.obligation == "each use observes its reaching value"
+    assert "on participant [3] reads y[2] in step 1: participant [3] slot [1] holds the initial value, but its " \
+           "reaching definition is that of event 2" in v.detail

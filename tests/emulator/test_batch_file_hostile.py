@@ -232,9 +232,14 @@ def _check(seed, good, tmp_path, capsys):
     layout_only = mutate(rng, t, meta, f, src)
     k = rng.randrange(6)
 
-    rc, out, _ = _cli(["show", f], capsys)
+    rc, out, _ = _cli(["show", f, "--machine", "all"], capsys)
     assert rc in (0, 1)
     whole = _sections(out)
+    rc_s, out_s, _ = _cli(["show", f], capsys)                      # a summary and the first machines
+    assert rc_s in (0, 1) and (rc_s == 0 or rc == 1)
+    if rc_s == 0 and len(whole) > 4:
+        assert out_s.splitlines()[0].endswith(f"--machine all for all {len(whole)})")
+        assert _sections(out_s) == {k: whole[k] for k in range(4)}
     rc_k, out_k, _ = _cli(["show", f, "--machine", k], capsys)
     assert rc_k in (0, 1, 2)
     if rc_k == 0 and k in whole and (rc == 0 or k + 1 in whole):     # machine k was shown whole

@@ -18,6 +18,7 @@ from emulator import commitlog as CL
 from emulator.stateio import state_table
 
 from emu_helpers import blk, everywhere
+from log_helpers import record_lines, sealed_jsonl
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
@@ -91,7 +92,7 @@ def test_both_formats_read_back_the_same_records(tmp_path, suffix):
     t = CL.read_log(path)
     assert t.to_pylist() == [r for rec in records for r in rec.to_pylist()]
     if suffix == ".jsonl":
-        first = json.loads(path.read_text().splitlines()[0])
+        first = json.loads(path.read_text().splitlines()[1])        # line 1 is the header
         assert first["payload"] == records[0].groups[0].payload[0].tobytes().hex()
 
 
@@ -104,7 +105,7 @@ def test_records_are_written_in_batches_as_the_run_goes(tmp_path, monkeypatch):
             log.write(records[0])                      # 4 rows each
             assert log._pending_rows < 2               # flushed: nothing held back
     with pa.memory_map(str(path)) as src:
-        assert pa.ipc.open_file(src).num_record_batches == 6
+        assert pa.ipc.open_file(src).num_record_batches == 6 + 1       # and the closing batch
 
 
 def test_a_write_failing_on_the_writer_thread_is_raised_and_leaves_no_log(tmp_path, monkeypatch):
@@ -118,7 +119,7 @@ def test_a_write_failing_on_the_writer_thread_is_raised_and_leaves_no_log(tmp_pa
         def __init__(self, sink, schema):
             self.w = real(sink, schema)
 
-        def write_batch(self, b):
+        def write_batch(self, b, custom_metadata=None):
             raise OSError(28, "No space left on device")
 
         def close(self):
@@ -192,7 +193,7 @@ def test_a_truncated_jsonl_log_names_the_record(logs):
     p = logs / "log.jsonl"
     text = p.read_text()
     p.write_text(text[: text.index("\n", 100) + 30])
-    with contextlib.chdir(logs), pytest.raises(CL.CommitLogError, match=r"log.jsonl: record 1 \(line 2\): truncated"):
+    with contextlib.chdir(logs), pytest.raises(CL.CommitLogError, match=r"log.jsonl: record 1 \(line 3\): truncated"):
         CL.read_log(p.name)
 
 
@@ -201,16 +202,17 @@ def test_a_truncated_jsonl_log_names_the_record(logs):
     (lambda r: r.update(pe=7), "record 2 .*'pe' is not a PE"),
     (lambda r: r.update(datatype="FP99"), "record 2 .*'datatype' is not a DataType"),
     (lambda r: r.update(payload="zz"), "record 2 .*'payload' is not a hex string"),
-    (lambda r: r.update(status="high"), "record 2: a value has the wrong type"),
+    (lambda r: r.update(status="high"), r"record 2 \(line 4\): a value has the wrong type"),
     (lambda r: r.pop("status"), "record 2 .*keys differ"),
 ])
 def test_an_altered_jsonl_record_is_named(logs, edit, message):
+    """Each edit with the checksums made again (log_helpers), so the record check finds it."""
     p = logs / "log.jsonl"
-    lines = p.read_text().splitlines()
+    lines = record_lines(p.read_text())
     r = json.loads(lines[2])
     edit(r)
     lines[2] = json.dumps(r)
-    p.write_text("\n".join(lines) + "\n")
+    p.write_text(sealed_jsonl(lines))
     with pytest.raises(CL.CommitLogError, match=message):
         CL.read_log(p)
 
@@ -279,13 +281,14 @@ def test_verify_checks_a_commit_log_and_names_the_record_out_of_order(tmp_path, 
             for k in range(2):
                 log.write(CL.block_records(m, b, index=i, machine_index=k))
     assert main(["verify", str(path)]) == 0
-    assert "commit log intact (8 records: 8 commits, 0 faults, 2 machine(s))" in capsys.readouterr().out
-    lines = path.read_text().split("\n")
+    assert "commit log intact (8 records: 8 commits, 0 faults, 2 machine(s); 2 checksums match)" in \
+        capsys.readouterr().out
+    lines = record_lines(path.read_text())
     lines[1], lines[2] = lines[2], lines[1]          # machine 0: block 1's PE 0 before block 0's PE 2
-    path.write_text("\n".join(lines))
+    path.write_text(sealed_jsonl(lines))
     assert main(["verify", str(path)]) == 1
     err = capsys.readouterr().err
-    assert "log.jsonl: record 2 (machine 0, block 0): out of order" in err and len(err.splitlines()) == 1
+    assert "log.jsonl: record 2 (machine 0, block 0, line 4): out of order" in err and len(err.splitlines()) == 1
     path.write_text(path.read_text()[:-40])
     assert main(["verify", str(path)]) == 1
     assert "truncated" in capsys.readouterr().err

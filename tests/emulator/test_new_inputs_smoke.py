@@ -1,6 +1,7 @@
 """One hostile-input smoke over every input kind issue 21 names, through the command line as a
 user runs it: dataflow graphs (`fabric sim`), golden manifests (`verify`, `verify --oracle`,
-`golden --coverage`, both exports), batch state files (`show`, `show --machine`, `diff`,
+`golden --coverage`, both exports), stream golden datasets (their manifests, data files and
+layouts, through the same commands), batch state files (`show`, `show --machine`, `diff`,
 `run --machine`), timing fabrics (`fabric check`, `run --timing --fabric`) and `bench` /
 `--backend` arguments.  Each input is a seeded random mutation of a real one (a JSON value
 replaced, deleted, retyped or duplicated; bytes flipped, cut or repeated; an argument swapped
@@ -130,6 +131,8 @@ def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("smoke")
     assert main(["golden", "--ops", "TADD,TCVT", "--dtypes", "FP16", "--dst-dtypes", "FP32", "--rmodes", "RNE",
                  "--sat", "0", "--cases", "12", "--seed", "2", "--quiet", "--out", str(root / "golden")]) == 0
+    assert main(["golden", "--streams", "--blocks", "3", "--cases", "4", "--group-cases", "2", "--shapes", "r1c8,r3c1",
+                 "--illegal-fraction", "0.5", "--seed", "2", "--quiet", "--out", str(root / "streams")]) == 0
     shutil.copy(EX / "saxpy.batch.arrow", root / "batch.arrow")
     (root / "saxpy.tbs").write_bytes(assemble((EX / "saxpy.s").read_text()))
     shutil.copy(EX / "saxpy.init.arrow", root / "init.arrow")
@@ -149,8 +152,9 @@ def graph_case(seed, world, tmp_path, capsys):
     rng = random.Random(seed)
     d = tmp_path / "in"
     d.mkdir()
-    g = json.loads((EX / "fabric" / "sum-loop.graph.json").read_text())
-    f = json.loads((EX / "fabric" / "sum-loop.fabric.json").read_text())
+    name = rng.choice(["sum-loop", "temporal"])               # temporal: two contexts of a temporal PE
+    g = json.loads((EX / "fabric" / f"{name}.graph.json").read_text())
+    f = json.loads((EX / "fabric" / f"{name}.fabric.json").read_text())
     if rng.random() < 0.7:
         g = mutate_json(g, rng, rng.randint(1, 3))
     else:
@@ -161,6 +165,8 @@ def graph_case(seed, world, tmp_path, capsys):
     out.mkdir()
     argv = ["fabric", "sim", d / "g.json", "--fabric", d / "f.json", "--cycles", rng.choice(["50", "2000"]),
             "--engine", rng.choice(["reference", "compiled"]), "--trace", out / "t.arrow", "--vcd", out / "w.vcd"]
+    if rng.random() < 0.3:
+        argv = ["fabric", rng.choice(["check", "format"]), d / "f.json"] + rng.choice([[], ["--full-keys"]])
     check(argv, capsys, d, [out / "t.arrow", out / "w.vcd"])
 
 
@@ -175,15 +181,53 @@ def golden_case(seed, world, tmp_path, capsys):
         path = rng.choice(sorted(ds.rglob("*.parquet")))
         path.write_bytes(mutate_bytes(path.read_bytes(), rng))
     out = tmp_path / "out"
-    argv = rng.choice([
+    check(_dataset_command(rng, ds, out, ["golden", "export", ds, "--format", "testfloat", "--op", "TCVT", "--dtype",
+                                          "FP16", "--dst", "FP32", "--out", out]), capsys, d, [out])
+
+
+def _dataset_command(rng, ds, out, *more):
+    """One of the commands that read a golden dataset `ds` (an export writing to `out`)."""
+    return rng.choice([
         ["verify", ds, "--quiet", "--backend", rng.choice(["reference", "cpu"])],
         ["verify", ds, "--quiet", "--oracle"],
         ["golden", "--coverage", ds],
         ["golden", "export", ds, "--format", "hex", "--out", out],
-        ["golden", "export", ds, "--format", "testfloat", "--op", "TCVT", "--dtype", "FP16", "--dst", "FP32",
-         "--out", out],
+        *more,
     ])
-    check(argv, capsys, d, [out])
+
+
+def streams_case(seed, world, tmp_path, capsys):
+    """A stream golden dataset: its manifest or generation.json edited as JSON, a data file's
+    bytes, or one group's layout text edited as JSON (its checksums updated)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from emulator.golden.dataset import sha256
+    rng = random.Random(seed)
+    d = _fresh(tmp_path, world, "streams")
+    ds = d / "streams"
+    path = rng.choice(sorted(ds.rglob("*.parquet")))
+    kind = rng.randrange(4)
+    if kind < 2:
+        name = ds / ("manifest.json" if kind == 0 else "generation.json")
+        name.write_text(json.dumps(mutate_json(json.loads(name.read_text()), rng, rng.randint(1, 2))))
+    else:
+        if kind == 2:
+            path.write_bytes(mutate_bytes(path.read_bytes(), rng))
+        else:
+            t = pq.read_table(path)
+            col = t.column("layout").combine_chunks()
+            texts = col.dictionary.to_pylist()
+            texts[0] = json.dumps(mutate_json(json.loads(texts[0]), rng, rng.randint(1, 3)))
+            layout = pa.DictionaryArray.from_arrays(col.indices, pa.array(texts, pa.string()))
+            pq.write_table(t.set_column(t.schema.get_field_index("layout"), "layout", layout), path)
+        m = json.loads((ds / "manifest.json").read_text())
+        for part in m["partitions"]:
+            for rec in part["files"]:
+                if ds / rec["path"] == path:
+                    rec["sha256"], rec["bytes"] = sha256(path), path.stat().st_size
+        (ds / "manifest.json").write_text(json.dumps(m))
+    out = tmp_path / "out"
+    check(_dataset_command(rng, ds, out), capsys, d, [out])
 
 
 def batch_case(seed, world, tmp_path, capsys):
@@ -231,8 +275,8 @@ def bench_case(seed, world, tmp_path, capsys):
     assert rc != 0 or "--list" in argv, argv
 
 
-KINDS = {"graph": graph_case, "golden": golden_case, "batch": batch_case, "timing": timing_case,
-         "bench": bench_case}
+KINDS = {"graph": graph_case, "golden": golden_case, "streams": streams_case, "batch": batch_case,
+         "timing": timing_case, "bench": bench_case}
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
@@ -255,6 +299,7 @@ def test_a_generator_profile_that_names_no_profile_is_one_line(tmp_path, capsys,
     out = tmp_path / "d"
     argv = ["--streams", "--blocks", "2"] if streams else ["--ops", "TADD", "--dtypes", "FP32"]
     assert main(["golden", *argv, "--cases", "4", "--seed", "1", "--quiet", "--out", str(out)]) == 0
+    capsys.readouterr()                 # the generation's own lines (its coverage holes on stderr)
     m = json.loads((out / "manifest.json").read_text())
     m["generator"]["profile"] = m["format"]
     (out / "manifest.json").write_text(json.dumps(m))

@@ -117,3 +117,12 @@ def vector_pipeline(elements, lanes=4, every=3):
     inputs = [("e", ["par.0"], list(elements)), ("phase", ["par.1"], [1] * len(elements) + [0])]
     outputs = [("out", "ser.0", every), ("out_phase", "ser.1", every), ("drop_v", "dv.0"), ("drop_m", "dm.0")]
     return actors, edges, inputs, outputs, ["par.1", "ser.1", "ser.2"]
+
+
+def add_sub(xs, ys, width=16):
+    """s = x + y and d = x - y (modulo 2^width): two actors of one ScalarIntegerAddSub family,
+    which `fabric.sim.synth.temporal_pe` puts in contexts 0 and 1 of one temporal-PE resource."""
+    t = f"i{width}"
+    actors = [("add", "arith.addi", [t, t], [t], {}), ("sub", "arith.subi", [t, t], [t], {})]
+    inputs = [("x", ["add.0", "sub.0"], list(xs)), ("y", ["add.1", "sub.1"], list(ys))]
+    return actors, [], inputs, [("s", "add.0"), ("d", "sub.0")]

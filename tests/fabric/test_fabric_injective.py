@@ -35,7 +35,8 @@ def cold_cache():
 
 
 def test_every_shipped_finite_relation_partitions_its_admitted_image_by_key():
-    for path in [EXAMPLES / n for n in ("alu.json", "loop.json", "mac.fabric.json", "sum-loop.fabric.json")] + \
+    for path in [EXAMPLES / n for n in ("alu.json", "loop.json", "mac.fabric.json", "sum-loop.fabric.json",
+                                        "temporal.fabric.json")] + \
             [EXAMPLES.parents[1] / "emulator" / "pe.json"]:
         for op in load(path).all_ops():
             rel = R.derive_relation(op)

@@ -83,6 +83,12 @@ _JSON = st.recursive(
 
 
 PATHS = [p for p in _paths(RICH) if p]
+# a temporal PE (contexts, initiation interval, grant policy, per-use contexts): mutations reach
+# its slots `fu/op@c`, which `render` decodes with the op's relation
+TEMPORAL = json.loads((EXAMPLES / "temporal.fabric.json").read_text())
+# values a temporal PE's fields take (contexts, ids, policies), so that mutations stay loadable often
+_PE_VALUES = st.sampled_from([0, 1, 2, 3, 4, 1024, 1025, "round_robin", "fixed_priority", "spatial", "temporal",
+                              "add", "add/op", "pe0", {"registers": 4, "width": 16}])
 
 
 def _never_a_traceback(text):
@@ -96,6 +102,7 @@ def _never_a_traceback(text):
         assert d.path and d.message
     if rep.ok:
         render(rep)
+        render(rep, full_keys=True)
         assert dump(load_text(dump(f))) == dump(f)
 
 
@@ -110,6 +117,45 @@ def test_structurally_fuzzed_descriptions_never_raise(i, value):
 def test_byte_fuzzed_descriptions_never_raise(data):
     raw = byte_edits(bytearray(json.dumps(RICH).encode()), data, data.draw(st.integers(1, 4)))
     _never_a_traceback(bytes(raw))
+
+
+def _temporal_mutant(data):
+    """One to three replacements (or deletions) anywhere in the temporal example."""
+    doc = TEMPORAL
+    for _ in range(data.draw(st.integers(1, 3))):
+        paths = [p for p in _paths(doc) if p]
+        at = paths[data.draw(st.integers(0, len(paths) - 1))]
+        doc = set_copy(doc, list(at), data.draw(_PE_VALUES | _JSON | st.just(KeyError)))
+    return json.dumps(doc)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_structurally_fuzzed_temporal_descriptions_never_raise(data):
+    _never_a_traceback(_temporal_mutant(data))
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_byte_fuzzed_temporal_descriptions_never_raise(data):
+    raw = byte_edits(bytearray(json.dumps(TEMPORAL).encode()), data, data.draw(st.integers(1, 4)))
+    _never_a_traceback(bytes(raw))
+
+
+@pytest.mark.slow
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_many_fuzzed_descriptions_never_raise(data):
+    """The three fuzzers above at scale, on both seeds (the rich ALU and the temporal PE)."""
+    kind = data.draw(st.sampled_from(["rich", "temporal", "bytes"]))
+    if kind == "rich":
+        i = data.draw(st.integers(0, len(PATHS) - 1))
+        _never_a_traceback(_mut(RICH, list(PATHS[i]), data.draw(_JSON | st.just(KeyError))))
+    elif kind == "temporal":
+        _never_a_traceback(_temporal_mutant(data))
+    else:
+        seed = data.draw(st.sampled_from([RICH, TEMPORAL]))
+        _never_a_traceback(bytes(byte_edits(bytearray(json.dumps(seed).encode()), data, data.draw(st.integers(1, 4)))))
 
 
 # --- the CLI -------------------------------------------------------------------------------

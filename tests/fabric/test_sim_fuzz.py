@@ -7,8 +7,10 @@ import random
 import pytest
 
 from fabric.errors import FormatError
+from fabric.io import load_document
 from fabric.sim.engine import Simulator
-from fabric.sim.graph import GraphError
+from fabric.sim.graph import GraphError, load_graph_document
+from fabric.sim.synth import configured_fabric, family_for, graph_document, temporal_pe
 from sim_fixtures import STREAM, load
 
 BIN = {"arith.addi": lambda x, y: (x + y) & 255, "arith.subi": lambda x, y: (x - y) & 255,
@@ -110,3 +112,83 @@ def test_random_graphs_are_rejected_or_end_with_a_report(seed):
         assert res.message.startswith("deadlock at cycle ") and res.waiting
     if res.status in ("starved", "fault"):
         assert res.message
+
+
+# --- temporal PEs: random groups of actors share one operation resource, each in its own context
+
+def load_temporal(rng, actors, edges, inputs, outputs):
+    """The graph on a configured fabric in which random groups of actors of one implementation
+    family and port types share one op of a temporal PE (random spare contexts, context order,
+    initiation interval and grant policy), and the groups."""
+    fab = configured_fabric("g-fabric", actors)
+    kinds: dict = {}
+    for a in actors:
+        kinds.setdefault((family_for(a[1]), tuple(a[2]), tuple(a[3])), []).append(a[0])
+    groups = []
+    for names in kinds.values():
+        if len(names) > 1 and rng.random() < 0.8:
+            group = rng.sample(names, rng.randint(2, len(names)))
+            contexts = len(group) + rng.randint(0, 2)
+            temporal_pe(fab, group, f"pe{len(groups)}", contexts, rng.sample(range(contexts), len(group)),
+                        initiation_interval=rng.choice([1, 1, 2, 3]),
+                        grant_policy=rng.choice(["round_robin", "fixed_priority"]))
+            groups.append(group)
+    g = load_graph_document(graph_document("g", "g-fabric", actors, edges, inputs, outputs), load_document(fab))
+    return g, groups
+
+
+def _temporal_dags(seed):
+    rng = random.Random(5000 + seed)
+    length = rng.randint(1, 6)
+    actors, edges, inputs, outputs, fn = random_dag(rng, rng.randint(2, 12), length)
+    g, groups = load_temporal(rng, actors, edges, inputs, outputs)
+    res = Simulator(g, rng.choice(["reference", "compiled"])).run(4000)
+    assert res.status == "complete", res.message
+    streams = {int(n[1:]): toks for n, _, toks in inputs}
+    rows = list(zip(*[streams.get(k, [0] * length) for k in range(3)]))
+    for name, src, _ in outputs:
+        assert res.outputs[name] == [fn[(src.split(".")[0], 0)](r) for r in rows], name
+    return groups
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_dags_on_temporal_pes_compute_their_function_and_complete(seed):
+    """Sharing a resource between contexts changes when each actor fires, never what it computes:
+    each output is the function the test evaluates itself."""
+    _temporal_dags(seed)
+
+
+def test_the_random_dags_share_resources():
+    assert sum(len(_temporal_dags(seed)) for seed in range(12)) >= 6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(12, 400))
+def test_many_random_dags_on_temporal_pes(seed):
+    _temporal_dags(seed)
+
+
+def _temporal_graph(seed):
+    rng = random.Random(7000 + seed)
+    actors, edges, inputs, outputs = random_graph(rng)
+    try:
+        g, _ = load_temporal(rng, actors, edges, inputs, outputs)
+    except (GraphError, FormatError) as exc:
+        assert str(exc) and "\n" not in str(exc.diagnostics[0] if isinstance(exc, GraphError) else exc)
+        return "refused"
+    res = Simulator(g, rng.choice(["reference", "compiled"])).run(400)
+    assert res.status in ("complete", "deadlock", "starved", "cycle_limit", "fault")
+    if res.status == "deadlock":
+        assert res.message.startswith("deadlock at cycle ") and res.waiting
+    return res.status
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_graphs_on_temporal_pes_are_rejected_or_end_with_a_report(seed):
+    _temporal_graph(seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(40, 1500))
+def test_many_random_graphs_on_temporal_pes(seed):
+    _temporal_graph(seed)

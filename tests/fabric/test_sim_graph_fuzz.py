@@ -17,7 +17,7 @@ from fabric.sim.engine import Simulator
 from fabric.sim.graph import GraphError, load_graph_text
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "fabric"
-NAMES = ("sum-loop", "branch", "vector-pipeline", "mac")
+NAMES = ("sum-loop", "branch", "vector-pipeline", "mac", "temporal")   # temporal: two contexts of one PE
 _CACHE: dict = {}
 
 

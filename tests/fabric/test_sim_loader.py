@@ -274,7 +274,8 @@ def test_cli_rejects_unwritable_output_paths_before_running(tmp_path, cli):
 
 @pytest.mark.parametrize("name, cycles, output, tokens", [
     ("sum-loop", 11, "sum", [31]), ("branch", 13, "y", [4, 6, 8, 25]),
-    ("vector-pipeline", 27, "out", [2, 4, 6, 8, 10, 12, 0]), ("mac", 6, "y", [105, 212, 321, 432])])
+    ("vector-pipeline", 27, "out", [2, 4, 6, 8, 10, 12, 0]), ("mac", 6, "y", [105, 212, 321, 432]),
+    ("temporal", 9, "d", [9, 18, 27, 36])])
 def test_shipped_examples_run_as_documented(tmp_path, cli, name, cycles, output, tokens):
     r = cli(str(EXAMPLES / f"{name}.graph.json"), "--fabric", str(EXAMPLES / f"{name}.fabric.json"), "--cycles", "1000")
     assert r.returncode == 0, r.stderr

@@ -9,7 +9,7 @@ import pytest
 from fabric.io import load_document
 from fabric.sim.engine import Simulator
 from fabric.sim.graph import GraphCode, GraphError, load_graph_document
-from fabric.sim.synth import configured_fabric, graph_document
+from fabric.sim.synth import configured_fabric, graph_document, share_op, temporal_pe
 from sim_fixtures import Recorder
 
 ADD = ("add", "arith.addi", ["i16", "i16"], ["i16"], {})
@@ -22,17 +22,7 @@ def one_fu(actors):
     """A fabric description whose first actor's op also runs the others (op_list extended), the
     other FUs gone; and that op's reference."""
     fab = configured_fabric("fab", actors)
-    node = fab["fus"][0]["nodes"][0]
-    for a in actors[1:]:
-        if a[1] not in node["op_list"]:
-            node["op_list"].append(a[1])
-    first = fab["mapping"]["uses"][0]["op"]
-    for u in fab["mapping"]["uses"][1:]:
-        u["op"] = first
-    keep = fab["fus"][0]["name"]
-    fab["fus"] = [f for f in fab["fus"] if f["name"] == keep]
-    fab["mapping"]["templates"] = {keep: "t"}
-    return fab, first
+    return fab, share_op(fab, [a[0] for a in actors])
 
 
 def shared(actors, temporal, inputs, outputs, edges=()):
@@ -195,12 +185,8 @@ SUBI = ("sub", "arith.subi", ["i16", "i16"], ["i16"], {})
 
 def pe_fabric(actors, contexts, pe_extra=None, uses_contexts=None):
     """One FU in a temporal PE of `contexts` contexts running every actor, use i in context i."""
-    fab, first = one_fu(actors)
-    keep = fab["fus"][0]["name"]
-    for i, u in enumerate(fab["mapping"]["uses"]):
-        u["context"] = i if uses_contexts is None else uses_contexts[i]
-    fab["pes"] = [{"name": "pe0", "kind": "temporal", "fus": [keep], "contexts": contexts, **(pe_extra or {})}]
-    return fab, first
+    fab = configured_fabric("fab", actors)
+    return fab, temporal_pe(fab, [a[0] for a in actors], "pe0", contexts, uses_contexts, **(pe_extra or {}))
 
 
 def add_sub(n, pe_extra=None, uses_contexts=None, temporal=None):
@@ -316,3 +302,27 @@ def test_pe_declared_contexts_with_distinct_functions_are_identical_on_both_engi
     sign = {"add": 1, "sub": -1, "add2": 1}
     for a in sign:
         assert res.outputs[f"y{a}"] == [(x + sign[a] * y) % (1 << 16) for x, y in zip(xs[(a, 0)], xs[(a, 1)])]
+
+
+@pytest.mark.parametrize("engine", ["reference", "compiled"])
+@pytest.mark.parametrize("policy", ["fixed_priority", "round_robin"])
+def test_a_context_feeding_another_context_of_its_resource_does_not_hold_the_grant(engine, policy):
+    """add (context 0) computes s = x + y, sub (context 1) d = s - z, on one resource, II 1.
+    Cycle 0: only add requests (sub has no s yet) and fires.  Cycle 1: add holds s0 and has new
+    operands; its slot frees only if sub takes s0 this cycle, which sub does only if granted.
+    Under fixed priority add came first and kept the grant it could not use: the resource idled
+    forever (a deadlock reported at cycle 1).  A granted context that cannot fire was no
+    requester: its grant is withdrawn and sub, the next in order, fires.  So add fires at 0, 2, 4
+    and sub at 1, 3, 5 (under round robin too: it starts after add); the last d is delivered at
+    6: 7 cycles, d = [11 - 1, 22 - 1, 33 - 1]."""
+    fab, _ = pe_fabric([ADD, SUBI], 2, {"grant_policy": policy})
+    doc = graph_document("g", "fab", [ADD, SUBI], [("add.0", "sub.0")],
+                         [("x", ["add.0"], [1, 2, 3]), ("y", ["add.1"], [10, 20, 30]), ("z", ["sub.1"], [1, 1, 1])],
+                         [("d", "sub.0")])
+    sim = Simulator(load_graph_document(doc, load_document(fab)), engine)
+    rec = Recorder(sim)
+    res = sim.run(100, rec)
+    assert res.status == "complete", res.message
+    assert res.outputs["d"] == [10, 21, 32] and res.cycles == 7
+    assert rec.cycles_firing("add") == [0, 2, 4] and rec.cycles_firing("sub") == [1, 3, 5]
+    assert rec.stalls[1]["add"] == "grant" and rec.stalls[3]["add"] == "grant"

@@ -3,7 +3,7 @@ import pytest
 
 from isa.assembly import parse
 from isa.errors import AsmError
-from isa.jsontext import JsonTextError, MAX_INT_DIGITS, loads
+from isa.jsontext import MAX_DEPTH, MAX_INT_DIGITS, JsonTextError, check_depth, loads
 
 
 @pytest.mark.parametrize("literal", ["9" * 5000, "0" * 5000 + "1" * 70, "0x" + "f" * 100_000])
@@ -54,3 +54,25 @@ def test_json_text_errors_are_one_line(text, words):
 
 def test_json_integers_up_to_the_limit_load():
     assert loads("9" * MAX_INT_DIGITS) == 10 ** MAX_INT_DIGITS - 1
+
+
+@pytest.mark.parametrize("text,depth", [("1", 0), ("[]", 1), ('{"a": [1, {"b": []}]}', 4),
+                                        ("[" * 500 + "]" * 500, 500)])
+def test_max_depth_counts_nested_arrays_and_objects(text, depth):
+    assert loads(text, max_depth=depth) == loads(text)
+    if depth:
+        with pytest.raises(JsonTextError, match=rf"nests too deeply \(more than {depth - 1} levels"):
+            loads(text, max_depth=depth - 1)
+
+
+def test_without_max_depth_any_depth_the_parser_takes_loads():
+    assert loads("[" * 500 + "]" * 500) == loads("[" * 500 + "]" * 500, max_depth=MAX_DEPTH + 500)
+
+
+def test_check_depth_measures_any_depth_without_recursion():
+    v: list = []
+    for _ in range(100_000):                    # far past the recursion limit: built, not parsed
+        v = [v]
+    with pytest.raises(JsonTextError, match="nests too deeply"):
+        check_depth(v, MAX_DEPTH)
+    check_depth(v, 100_001)

@@ -19,33 +19,30 @@ import textwrap
 SCRIPT = textwrap.dedent("""
     import importlib, sys
     import numpy as np
-    from isa import datatypes as dts, instructions as instrs
+    from isa import datatypes as dts
     from kernels.numeric import cuda as C
     from kernels.numeric.profiles import PROFILES
     E = importlib.import_module("kernels.numeric.elementwise")
     rng = np.random.default_rng(0)
     seen, bad = {}, []
-    for op in sorted(E.OPERATIONS):
-        ins = instrs.lookup(op)
-        for dt in dts.DATATYPES:
-            if dt.name not in ins.dtypes or (op, dt.kind) not in E.TABLE:
+    for ins, dt in E.cases():
+        op = ins.mnemonic
+        for pname in PROFILES:
+            prof = PROFILES[pname]
+            where = C.placement(op, dt, prof, ins.arity)
+            if where == "host":
                 continue
-            for pname in PROFILES:
-                prof = PROFILES[pname]
-                where = C.placement(op, dt, prof, ins.arity)
-                if where == "host":
-                    continue
-                key = where if pname != "a5" else "a5:" + where
-                seen[key] = seen.get(key, 0) + 1
-                raw = np.dtype(dt.raw_dtype)
-                ops = [rng.integers(0, 1 << (8 * raw.itemsize), 40, dtype=np.uint64).astype(raw).reshape(5, 8)
-                       for _ in range(ins.arity)]
-                mode = "LT" if op == "TCMP" else None
-                want = E.elementwise(op, dt.name, *ops, profile=pname, cmode=mode)
-                got = E._device_elementwise(ins, dt, E.TABLE[(op, dt.kind)], ops, prof, mode, xp=np)
-                if not (np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
-                        and got[0].shape == want[0].shape and got[0].dtype == want[0].dtype):
-                    bad.append((op, dt.name, pname, where))
+            key = where if pname != "a5" else "a5:" + where
+            seen[key] = seen.get(key, 0) + 1
+            raw = np.dtype(dt.raw_dtype)
+            ops = [rng.integers(0, 1 << (8 * raw.itemsize), 40, dtype=np.uint64).astype(raw).reshape(5, 8)
+                   for _ in range(ins.arity)]
+            mode = "LT" if op == "TCMP" else None
+            want = E.elementwise(op, dt.name, *ops, profile=pname, cmode=mode)
+            got = E._device_elementwise(ins, dt, E.TABLE[(op, dt.kind)], ops, prof, mode, xp=np)
+            if not (np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+                    and got[0].shape == want[0].shape and got[0].dtype == want[0].dtype):
+                bad.append((op, dt.name, pname, where))
     cv = importlib.import_module("kernels.numeric.convert")
     from kernels.numeric import fastconvert
     for s in dts.DATATYPES:

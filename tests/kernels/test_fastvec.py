@@ -23,7 +23,9 @@ import tier_helpers as TH
 
 IEEE = PROFILES["ieee"]
 REF = {"TADD": ops_float.tadd, "TSUB": ops_float.tsub, "TMUL": ops_float.tmul, "TFMA": ops_float.tfma}
-CASES = [(op, name) for name, op in fastvec.SCALAR]
+KERNELS = fast.rows("fastvec")            # the tier's rows of the kernel registry
+CASES = [(op, name) for name, op in KERNELS]
+FORMATS = sorted({name for name, _ in KERNELS})
 RAW = {"FP32": np.uint32, "BF16": np.uint16, "FP16": np.uint16}
 
 
@@ -138,7 +140,7 @@ def test_fp16_results_around_the_subnormal_range_and_the_tininess_threshold():
         assert_same(f"{op}.FP16 small", run(op, "FP16", a, b), softfloat(op, "FP16", a, b), (a, b))
 
 
-@pytest.mark.parametrize("name", fastvec.FORMATS)
+@pytest.mark.parametrize("name", FORMATS)
 def test_zero_results_carry_the_ieee_sign(name):
     z, nz = (0, 0x80000000) if name == "FP32" else (0, 0x8000)
     one = {"FP32": 0x3F800000, "BF16": 0x3F80, "FP16": 0x3C00}[name]
@@ -147,7 +149,7 @@ def test_zero_results_carry_the_ieee_sign(name):
     b = np.array([z, nz, z, one | nz, one, nz, z], dt)
     for op in ("TADD", "TSUB", "TMUL"):
         assert_same(f"{op}.{name} zeros", run(op, name, a, b), independent(op, name, a, b), (a, b))
-    if (name, "TFMA") not in fastvec.KERNELS:
+    if (name, "TFMA") not in KERNELS:
         return
     c = b[::-1].copy()
     assert_same(f"TFMA.{name} zeros", run("TFMA", name, a, b, c), independent("TFMA", name, a, b, c), (a, b, c))
@@ -203,15 +205,16 @@ def test_a_large_input_runs_the_parallel_build_only_with_threads_and_an_idle_cor
 
 def test_each_loop_runs_its_own_scalar_routine_and_caches_apart_from_its_parallel_build():
     names = set()
-    for (name, op), k in fastvec.KERNELS.items():
+    for (name, op), k in KERNELS.items():
         twin = k.loop
-        assert twin.py_func.__globals__["SCALAR"] is fastvec.SCALAR[(name, op)]
+        assert twin.py_func.__globals__["SCALAR"] is k.scalar
+        assert k.scalar is getattr(fastvec, f"{name.lower()}_{op[1:].lower()}")
         assert twin.py_func.__name__.endswith(f"fastvec_{name.lower()}_{op[1:].lower()}")
         # Numba's disk cache keys by name and bytecode, not by parallel=True or the bound
         # routine: distinct names
         assert twin.parallel.py_func.__qualname__ != twin.serial.py_func.__qualname__
         names |= {twin.parallel.py_func.__qualname__, twin.serial.py_func.__qualname__}
-    assert len(names) == 2 * len(fastvec.KERNELS)
+    assert len(names) == 2 * len(KERNELS)
 
 
 def test_idle_core_counts_other_processes_cpu_time_not_this_process_own(monkeypatch):

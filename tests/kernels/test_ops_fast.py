@@ -20,7 +20,7 @@ REF = {"TADD": ops_float.tadd, "TSUB": ops_float.tsub, "TMUL": ops_float.tmul, "
        "TEXP": transcendental.texp}
 RAW = {"FP32": np.uint32, "TF32": np.uint32, "HF32": np.uint32, "FP16": np.uint16, "BF16": np.uint16,
        "E4M3": np.uint8, "E5M2": np.uint8}
-SERVED = [(op, name) for op in REF for name in RAW if (name, op) in fast.KERNELS]
+SERVED = [(op, name) for op in REF for name in RAW if (name, op) in fast.rows("fast")]
 
 
 def random_codes(name, n, rng):

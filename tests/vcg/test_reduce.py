@@ -391,7 +391,8 @@ def test_the_hardware_fold_is_a_tree_the_calculus_admits():
 
 class _NotNumpy:
     """NumPy under another name: reduce_xp then takes its CuPy route for bfloat16 (raw bits in,
-    the binary64 fold of fold.py, raw bits out), which CI cannot run on CuPy itself."""
+    kernels.numeric's element-wise TADD/TMAX/TMIN per step, raw bits out), which CI cannot run on
+    CuPy itself."""
     def __getattr__(self, name):
         return getattr(np, name)
 
@@ -430,9 +431,9 @@ def test_the_compiled_16bit_add_is_ieee_add_for_every_first_operand(dtype):
     TwoSum fold this replaced.)"""
     import numba
     from fabric.vcg import jit
-    from fabric.vcg.fold import NARROW, CANONICAL_NAN_BITS, encode_narrow
+    from fabric.vcg.fold import DATATYPE
+    from kernels.numeric import encode
     dt = np.dtype(dtype) if dtype == "float16" else BF16
-    nf = NARROW[dt]
     fmt = jit.kernel_fmt(dt)
     _, lo, hi, witness, _ = jit._scalars(dt, "Add")
 
@@ -452,7 +453,7 @@ def test_the_compiled_16bit_add_is_ieee_add_for_every_first_operand(dtype):
     add_all(ca, cb, fmt, lo, hi, witness, got)
     with np.errstate(all="ignore"):
         want = (ca.view(dt)[:, None] + cb.view(dt)[None, :]).view(np.uint16)
-        got_bits = encode_narrow(got.astype(np.float64), nf, CANONICAL_NAN_BITS[dt])
+        got_bits = encode(got.astype(np.float64), DATATYPE[dt])
     nan = np.isnan(want.view(dt).astype(np.float32))
     assert np.array_equal(np.isnan(got), nan)
     assert np.array_equal(got_bits[~nan], want[~nan])
