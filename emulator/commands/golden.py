@@ -428,7 +428,7 @@ def _generate_streams(args) -> int:
     print(f"{rows:,} streams of {p.blocks} blocks in {len(records)} files ({size / 1e6:.1f} MB) -> {out}"
           f"{_shard_note(args)}"
           + (f"; {rate * p.blocks:,.0f} stream-blocks/s" if rate is not None else ""))
-    for line in SD.instruction_lines(out, p):
+    for line in SD.instruction_lines(out, p, None if args.shard else records):
         print(line, file=sys.stderr)
     return 0
 

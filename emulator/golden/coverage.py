@@ -667,3 +667,12 @@ def streams_block_classes(b) -> list[str]:
     if dest.capacity is not None or (dim and dim.LB1 is not None and dim.LB2 is not None):
         out.append("explicit_fields")
     return out
+
+
+def bin_record(name: str, count: int, applicable: bool = True, values=None) -> dict:
+    """One bin of the coverage model (docs/golden-format.md, "Coverage as data"): its cases, and
+    whether it is covered, a hole, or not applicable ("n/a")."""
+    b = {"name": name, "count": int(count), "status": "n/a" if not applicable else "covered" if count else "hole"}
+    if values is not None:
+        b["values"] = list(values)
+    return b

@@ -17,6 +17,7 @@ import pathlib
 from . import coverage as C
 from . import store
 from .dataset import GoldenError
+from .streams_coverage import hazard_impossible, stream_coverage, stream_items
 
 FORMAT = "tile-emu coverage"
 FORMAT_VERSION = 1
@@ -26,13 +27,6 @@ STATUSES = ("covered", "hole", "n/a")
 
 def schema() -> dict:
     return json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
-
-
-def _bin(name: str, count: int, applicable: bool = True, values=None) -> dict:
-    b = {"name": name, "count": int(count), "status": "n/a" if not applicable else "covered" if count else "hole"}
-    if values is not None:
-        b["values"] = list(values)
-    return b
 
 
 def _manifest_sha(folder) -> str:
@@ -68,7 +62,7 @@ def golden_model(folder) -> dict:
             extra = sorted(cell for cross, cell in seen if cross == name and cell not in mine)
             if mine or extra:
                 crosses.append({"name": name, "axes": list(axes), "bins": [
-                    _bin(cell, seen.get((name, cell), 0), values=cell.split("/")) for cell in mine + extra]})
+                    C.bin_record(cell, seen.get((name, cell), 0), values=cell.split("/")) for cell in mine + extra]})
         dst = "predicate" if _dest_kind(part) == "predicate" else (part.dst or part.dtype)
         for cross, cell in seen:
             if cross == "pad_x_dtype":
@@ -76,13 +70,13 @@ def golden_model(folder) -> dict:
         if any(c.cls.name in C.PAD_CLASS_CODES for c in D.points_for(part)):
             pad_aimed.update(f"{code}/{dst}" for code in C.PAD_CODES.values())
         groups.append({"name": part.path, "keys": part.keys(), "coverpoints": [{"name": "class", "bins": [
-            _bin(cls.name, counts.get(cls.name, 0), cls.name not in na) for cls in C.CLASSES]}],
+            C.bin_record(cls.name, counts.get(cls.name, 0), cls.name not in na) for cls in C.CLASSES]}],
             "crosses": crosses})
     cells_ = sorted(pad_aimed | set(pad_dtype))
     if cells_:
         groups.append({"name": "dataset", "keys": {}, "coverpoints": [], "crosses": [
             {"name": "pad_x_dtype", "axes": ["pad", "dtype"],
-             "bins": [_bin(c, pad_dtype.get(c, 0), values=c.split("/")) for c in cells_]}]})
+             "bins": [C.bin_record(c, pad_dtype.get(c, 0), values=c.split("/")) for c in cells_]}]})
     return _document("golden", [_source(folder, ds.manifest)], groups)
 
 
@@ -105,7 +99,6 @@ def stream_model(folder) -> dict:
 
     from .coverage import HAZARDS
     from .streams import LEGAL, STREAM_ILLEGAL, stream_class
-    from .streams_coverage import hazard_impossible, stream_coverage, stream_items
     from .streams_dataset import classes_for, open_stream_dataset
     ds = open_stream_dataset(folder)
     cov = stream_coverage(ds)
@@ -114,7 +107,7 @@ def stream_model(folder) -> dict:
     for part in ds.partitions:
         na = set(classes_for(part.shape, con)[1])
         groups.append({"name": part.path, "keys": part.keys(), "coverpoints": [{"name": "class", "bins": [
-            _bin(n, cov["streams"].get((n, part.shape), 0), n not in na)
+            C.bin_record(n, cov["streams"].get((n, part.shape), 0), n not in na)
             for n in [LEGAL] + [stream_class(r) for r in STREAM_ILLEGAL]]}], "crosses": []})
     items = stream_items(ds, cov)
     crosses = list(items["crosses"])
@@ -123,13 +116,13 @@ def stream_model(folder) -> dict:
         for a in I.INSTRUCTIONS:
             for b in I.INSTRUCTIONS:
                 ok = hazard_impossible(kind, a, b) is None and a in con.instructions and b in con.instructions
-                bins.append(_bin(f"{a.mnemonic}/{b.mnemonic}", cov["hazards"].get((kind, a.mnemonic, b.mnemonic), 0),
+                bins.append(C.bin_record(f"{a.mnemonic}/{b.mnemonic}", cov["hazards"].get((kind, a.mnemonic, b.mnemonic), 0),
                                  ok, (a.mnemonic, b.mnemonic)))
         crosses.append({"name": f"{kind.lower()}_hazard", "axes": ["producer", "consumer"], "bins": bins})
     for name, key, axes in (("value_x_instruction", "values", ["value_class", "instruction"]),
                             ("shape_x_instruction", "shapes", ["shape_class", "instruction"])):
         crosses.append({"name": name, "axes": axes,
-                        "bins": [_bin(f"{a}/{b}", k, values=(a, b)) for (a, b), k in sorted(cov[key].items())]})
+                        "bins": [C.bin_record(f"{a}/{b}", k, values=(a, b)) for (a, b), k in sorted(cov[key].items())]})
     groups.append({"name": "dataset", "keys": {}, "coverpoints": items["coverpoints"], "crosses": crosses})
     return _document("streams", [_source(folder, ds.manifest)], groups)
 
@@ -313,7 +306,7 @@ def write_ucis(doc: dict, fp) -> None:
                 for b in cr["bins"]:
                     total[b["values"][i]] = total.get(b["values"][i], 0) + b["count"]
                 cp = ci.createCoverpoint(f"{cr['name']}.{axis}", None, 1, SourceT.OTHER)
-                bins(cp, [_bin(v, k) for v, k in total.items()])
+                bins(cp, [C.bin_record(v, k) for v, k in total.items()])
                 axes.append(cp)
             bins(ci.createCross(cr["name"], None, 1, SourceT.OTHER, axes),
                  [b for b in cr["bins"] if b["status"] != "n/a"], cross=True)

@@ -37,8 +37,9 @@ from isa.errors import DecodeError, EncodeError, IllegalBlockException
 from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES, Profile, profile as numeric_profile
 
 from ..config import MachineConfig
-from . import closure
+from . import closure, store
 from . import coverage as C
+from .errors import GoldenError  # noqa: F401  (re-exported: golden modules raise it as dataset.GoldenError)
 from .cases import build_group, execute, stream_of
 from .rows import SCHEMA, group_table, pe_mask_of, tiles_of
 from .space import space
@@ -63,12 +64,6 @@ PARQUET_OPTIONS = {"compression": "zstd", "write_statistics": False}
 _TEMPORARY = re.compile(r"\.part-\d{5}\.parquet\.[0-9a-f]{8}\.tmp")
 
 
-class GoldenError(Exception):
-    """A one-line user-facing error (bad parameters, damaged dataset)."""
-
-
-# (imported here: store.py raises GoldenError)  A dataset's folder is a local path or an fsspec URL.
-from . import store  # noqa: E402
 
 
 @dataclass(frozen=True)

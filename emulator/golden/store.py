@@ -34,7 +34,7 @@ from typing import Iterator
 
 from isa.atomicio import atomic_path, shown
 
-from .dataset import GoldenError
+from .errors import GoldenError
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # protocol -> tile-emu's extra that installs its fsspec implementation

@@ -18,8 +18,7 @@ import numpy as np
 from isa import instructions as I
 from isa.datatypes import datatype
 
-from .coverage import ALIASING, CLASSES, HAZARDS, stream_aliasing, stream_hazards, streams_block_classes
-from .coverage_report import _bin
+from .coverage import ALIASING, CLASSES, HAZARDS, bin_record, stream_aliasing, stream_hazards, streams_block_classes
 from .streams import (DISTANCES, LEGAL, STREAM_ILLEGAL, aliasing_impossible, distance, later_impossible, room,
                       stream_class)
 from .streams_dataset import classes_for, layouts_of, open_stream_dataset, parse_layout
@@ -144,24 +143,24 @@ def stream_items(ds, cov: dict) -> dict:
     def excluded(op):
         return None if op in con.instructions else "outside the dataset's --ops/--dtypes"
 
-    instruction = [_bin(op.mnemonic, cov["commits"].get(op.mnemonic, 0), not excluded(op)) for op in I.INSTRUCTIONS]
+    instruction = [bin_record(op.mnemonic, cov["commits"].get(op.mnemonic, 0), not excluded(op)) for op in I.INSTRUCTIONS]
     hazards = []
     for kind in HAZARDS:
         for dist in DISTANCES:
             for op in I.INSTRUCTIONS:
                 why = excluded(op) or room(dist, longest) or later_impossible(kind, op)
-                hazards.append(_bin(f"{kind}/{dist}/{op.mnemonic}", cov["hazard_x_instruction"].get(
+                hazards.append(bin_record(f"{kind}/{dist}/{op.mnemonic}", cov["hazard_x_instruction"].get(
                     (kind, dist, op.mnemonic), 0), not why, (kind, dist, op.mnemonic)))
-    aliasing = [_bin(f"{a}/{op.mnemonic}", cov["aliasing"].get((a, op.mnemonic), 0),
+    aliasing = [bin_record(f"{a}/{op.mnemonic}", cov["aliasing"].get((a, op.mnemonic), 0),
                      not (excluded(op) or aliasing_impossible(a, op)), (a, op.mnemonic))
                 for a in ALIASING for op in I.INSTRUCTIONS]
     illegal = ds.params.illegal_fraction > 0
-    positions = [_bin(str(i), sum(k for (r, at), k in cov["faults"].items() if at == i), illegal)
+    positions = [bin_record(str(i), sum(k for (r, at), k in cov["faults"].items() if at == i), illegal)
                  for i in range(K)]
     faults = []
     for r in STREAM_ILLEGAL:
         carried = illegal and not all(stream_class(r) in classes_for(s, con)[1] for s in shapes)
-        faults += [_bin(f"{r}/{i}", cov["faults"].get((r, i), 0), carried, (r, str(i))) for i in range(K)]
+        faults += [bin_record(f"{r}/{i}", cov["faults"].get((r, i), 0), carried, (r, str(i))) for i in range(K)]
     return {"coverpoints": [{"name": "instruction", "bins": instruction},
                             {"name": "fault_position", "bins": positions}],
             "crosses": [{"name": "hazard_x_instruction", "axes": ["hazard", "distance", "instruction"],

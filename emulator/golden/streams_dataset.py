@@ -742,11 +742,13 @@ def write_chunk(out_dir: str, params: dict, part: dict, chunk: int, n: int, back
     return D.write_data_file(out_dir, pt.path, chunk, chunk_table(p, pt, chunk, n, backend))
 
 
-def instruction_lines(out, p: StreamParams) -> list[str]:
+def instruction_lines(out, p: StreamParams, records: list[dict]) -> list[str]:
     """What `golden --streams` says on stderr about the instructions: those --dtypes leaves
     without a DataType (without --ops: no stream can carry them), and those of the constraint
     that no written stream commits (the dataset is too small to reach them) -- read back from the
-    files' `stream` and `executed` columns, decoded."""
+    `stream` and `executed` columns of the dataset's files (`records`; None for a shard, which
+    holds a share and cannot say; a file of an object store is read through its local copy),
+    decoded."""
     import pyarrow.parquet as pq
     from isa import encoding
     con = p.constraint
@@ -755,9 +757,12 @@ def instruction_lines(out, p: StreamParams) -> list[str]:
     if left_out:
         lines.append(f"golden: {len(left_out)} of {len(con.ops)} instructions support none of --dtypes "
                      f"{','.join(p.dtypes)}: no stream carries them: {', '.join(left_out)}")
+    if records is None:
+        return lines
     committed = set()
-    for part, chunk, _ in chunks(p):
-        t = pq.read_table(pathlib.Path(out) / part.path / D.file_name(chunk), columns=["stream", "executed"])
+    for rec in records:
+        with D.store.local_copy(D.store.location(out) / rec["path"]) as local:
+            t = pq.read_table(local, columns=["stream", "executed"])
         stream, executed = t.column("stream").combine_chunks(), t.column("executed").to_numpy()
         most: dict = {}
         for data, k in zip(stream.to_pylist(), executed.tolist()):

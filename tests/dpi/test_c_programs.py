@@ -39,8 +39,8 @@ def streams(tmp_path_factory):
     pairs = [(SAXPY_INIT, saxpy)]
     assert tile_emu("golden", "--streams", "--blocks", "6", "--cases", "2", "--group-cases", "1", "--seed", "5",
                     "--illegal-fraction", "0.5", "--quiet", "--out", out / "g").returncode == 0
-    sys.path.insert(0, str(EX / "dpi"))
-    import run as dpi_run
+    from examples_loader import load_example
+    dpi_run = load_example("dpi")
     (out / "cases").mkdir()
     legal = dpi_run.stream_cases(out / "g", out / "cases")
     pairs += [(init, tbs) for _, init, tbs in legal]

@@ -6,7 +6,9 @@ are missing, come from other parameters or another version, are unfinished or da
 refused by merge in one line naming the shard, and nothing is written."""
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import pathlib
 import shutil
 
@@ -84,10 +86,15 @@ def test_a_shard_resumed_after_an_interruption_ends_with_the_bytes_of_an_uninter
     assert _tree(x) == _tree(parts[0])
 
 
-def _refused(capsys, tmp_path, parts, *words, out=None):
+def _refused(capsys, tmp_path, parts, *words, out=None, relative=False):
+    """golden merge PARTS refused with one line holding `words`, nothing written; `relative`: the
+    paths given relative to tmp_path (a message cuts a long path, and pytest's temporary paths
+    grow with -n)."""
     out = out or tmp_path / "merged"
     before = _tree(out) if out.exists() else None
-    rc = main(["golden", "merge", *map(str, parts), "--out", str(out)])
+    name = (lambda p: os.path.relpath(p, tmp_path)) if relative else str
+    with contextlib.chdir(tmp_path):
+        rc = main(["golden", "merge", *map(name, parts), "--out", name(out)])
     err = _one_line(capsys)
     assert rc == 1, err
     for w in words:
@@ -172,10 +179,10 @@ def test_a_damaged_shard_json_is_named(runs, tmp_path, capsys):
     _, _, parts = runs
     bad = shutil.copytree(parts[1], tmp_path / "json")
     (bad / "shard.json").write_text("{\"format\": ")
-    _refused(capsys, tmp_path, [parts[0], bad], "json/shard.json", "not valid JSON")
+    _refused(capsys, tmp_path, [parts[0], bad], "json/shard.json", "not valid JSON", relative=True)
     (bad / "shard.json").write_text(json.dumps({**json.loads((parts[1] / "shard.json").read_text()),
                                                 "shard": {"index": 5, "count": N}}))
-    _refused(capsys, tmp_path, [parts[0], bad], "json/shard.json", "index is not below the count")
+    _refused(capsys, tmp_path, [parts[0], bad], "json/shard.json", "index is not below the count", relative=True)
     (bad / "shard.json").unlink()
     _refused(capsys, tmp_path, [parts[0], bad], "not a golden shard")
 
