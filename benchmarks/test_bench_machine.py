@@ -1,5 +1,6 @@
-"""Block execution throughput of emulator.Machine (4 PEs, whole-tile blocks) against the plain
-NumPy operation on the same stacked data, measured in the same run.
+"""Block execution throughput of one emulator.Machine on the engine's host path (backend "cpu":
+the reference's steps with the engine's speed caches; 4 PEs, whole-tile blocks) against the
+plain NumPy operation on the same stacked data, measured in the same run.
 
     python -m pytest benchmarks/test_bench_machine.py -q --benchmark-only
 The ratio (baseline time / machine time) is stored in each benchmark's extra_info["ratio"].
@@ -30,7 +31,7 @@ SHAPES = [(1, 16), (64, 64), (128, 256)]
 
 def _machine(rows, cols):
     rng = np.random.default_rng(0)
-    m = Machine(MachineConfig(local_bytes=1 << 22))
+    m = Machine(MachineConfig(local_bytes=1 << 22), backend="cpu")
     for p in range(4):
         m.write_tile(p, 1, "FP32", (rng.random((rows, cols), dtype=np.float32) + 1).view(np.uint32))
         m.write_tile(p, 2, "FP32", (rng.random((rows, cols), dtype=np.float32) + 1).view(np.uint32))

@@ -1,19 +1,18 @@
 """Execution backends: the registry of names, the array module each uses, device checks.
 
-    reference  one emulator.Machine per machine (the oracle: block by block, NumPy)
-    cpu        the batched engine (emulator/batch.py) on NumPy arrays
+    reference  one reference machine per machine (the oracle: block by block, NumPy)
+    cpu        the batched engine (emulator/engine.py) on NumPy arrays
     gpu        the same engine with CuPy arrays (device-resident tiles); needs a usable GPU
     auto       gpu when kernels.device.gpu_status() says one is usable, else cpu
 
 `resolve_backend(name)` -> (backend, xp, why): `why` says in words what was chosen and why
-(`MachineBatch.why`, printed by `tile-emu run --backend auto`).  `machine_runner(backend)` is
-how `Machine(backend=...)` runs a stream there (BACKENDS' `runner` column).  Every GPU question
-goes through kernels.device (gpu_status, free memory), so there is one place that knows about
-devices.
+(`MachineBatch.why`, printed by `tile-emu run --backend auto`).  Every GPU question goes through
+kernels.device (gpu_status, free memory), so there is one place that knows about devices.  What
+runs a resolved backend is the engine's (emulator/engine.py: one_machine for a Machine, the
+batch engine for a MachineBatch); this module names backends and imports no engine.
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,20 +22,13 @@ import numpy as np
 class Backend:
     name: str
     doc: str
-    # How a single Machine on this backend runs a stream: None = block by block on the
-    # reference; else "module:callable" making a one-machine runner (`execute(block)`, `adopt()`),
-    # named rather than imported so that emulator.machine -- which the batch engine imports --
-    # loads without it.
-    runner: str | None
 
-
-_BATCH_RUNNER = "emulator.batch:OnBatch"
 
 BACKENDS: dict[str, Backend] = {b.name: b for b in (
-    Backend("reference", "one emulator.Machine per machine, block by block (the oracle)", None),
-    Backend("cpu", "the batched engine on NumPy arrays", _BATCH_RUNNER),
-    Backend("gpu", "the batched engine on CuPy arrays, tiles resident on the device", _BATCH_RUNNER),
-    Backend("auto", "gpu when a usable GPU is found, else cpu (resolved at construction)", _BATCH_RUNNER),
+    Backend("reference", "one reference machine per machine, block by block (the oracle)"),
+    Backend("cpu", "the batched engine on NumPy arrays"),
+    Backend("gpu", "the batched engine on CuPy arrays, tiles resident on the device"),
+    Backend("auto", "gpu when a usable GPU is found, else cpu (resolved at construction)"),
 )}
 
 
@@ -65,15 +57,6 @@ def resolve_backend(name: str):
         raise BackendError(f"backend gpu: no usable GPU: {why}")
     from kernels.device import device_module
     return "gpu", device_module(), f"gpu backend ({why})"
-
-
-def machine_runner(backend: str):
-    """The one-machine runner class of a resolved backend, or None for the reference."""
-    where = BACKENDS[backend].runner
-    if where is None:
-        return None
-    module, name = where.split(":")
-    return getattr(importlib.import_module(module), name)
 
 
 def check_device_memory(needed: int) -> None:

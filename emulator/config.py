@@ -1,7 +1,7 @@
 """MachineConfig: the sizes the seed leaves to the implementation (docs/machine.md)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from isa.fields import GPR_BITS, GPR_COUNT, NUM_PES
 
@@ -30,3 +30,10 @@ class MachineConfig:
 
     def store_bytes(self, location: str) -> int:
         return self.local_bytes if location == "Local" else self.matrix_bytes
+
+
+def with_profile(config: MachineConfig, profile: str) -> MachineConfig:
+    """`config` under numeric profile `profile` (kernels.numeric.profiles raises UnknownProfile,
+    a ValueError listing the known ones, for a name it does not have)."""
+    from kernels.numeric.profiles import profile as numeric_profile      # kernels.numeric loads Numba
+    return replace(config, profile=numeric_profile(profile).name)

@@ -16,6 +16,7 @@ from functools import lru_cache
 import numpy as np
 
 from isa.datatypes import DATATYPES, DataType, Kind
+from kernels.numeric.formats import float_format, inf_bits, max_bits
 
 _INDEX = {"ZERO": 0, "MAX": 1, "MIN": 2}
 
@@ -30,8 +31,6 @@ def _row(d: DataType) -> tuple[int, int, int]:
         return 0, (1 << (w - 1)) - 1, 1 << (w - 1)
     if d.kind is Kind.UINT:
         return 0, (1 << w) - 1, 0
-    # kernels is imported on first use, like every numeric entry point (emulator/semantics.py)
-    from kernels.numeric.formats import float_format, inf_bits, max_bits
     if d.kind is Kind.EXPONENT:                   # E8M0: no sign, no zero -> the smallest value
         return 0, max_bits(d.name), 0
     extreme = inf_bits if float_format(d.name).inf_subst == "inf" else max_bits

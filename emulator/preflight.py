@@ -4,7 +4,7 @@
 PE, the descriptor-level rules (sources exist with the right kind, location, representation,
 DataType, shape and layout; window offsets; the feature-map descriptor; destination capacity
 and allocation).  It reads the PEs through `TileState`, which a Machine provides for one machine
-and a batch cohort (emulator/batch.py) for machines of one shape.  `plan(machine, rb, pes)` adds
+and a batch cohort (emulator/engine.py) for machines of one shape.  `plan(machine, rb, pes)` adds
 what one machine's executors need (its GPR offsets and statuses).  Rules on element data
 (definedness of exactly the elements read, integer zero divisors, source encodings) are checked
 by the executors in emulator/semantics.py on the stacked snapshot, still before the commit.
@@ -244,7 +244,7 @@ def _check_window(role: str, pe: int, r0: int, c0: int, bounds):
 def window_bounds(rb: ResolvedBlock, shape: str, d: Descriptor, dest: Descriptor):
     """(rows, cols, limit_rows, limit_cols) of a GPR-offset window role: offset + rows must stay
     within limit_rows (columns likewise); None for roles read without offsets.  Shared with the
-    batched engine (emulator/batch.py), which checks every machine's offsets at once.  A fmap
+    batched engine (emulator/engine.py), which checks every machine's offsets at once.  A fmap
     role's descriptor must have passed check_fmap."""
     if shape == "fmap":
         _, _, m_ext, k_ext = fmap_extents(d.fmap)
@@ -383,17 +383,6 @@ def plan(machine: MachineView, rb: ResolvedBlock, pes: tuple[int, ...]) -> Plan:
     offsets = gpr_offsets(rb, lambda r: [machine.gpr(pe, r) for pe in pes], len(pes))
     dest, sources = check(machine, rb, pes, offsets)
     return Plan(rb, pes, sources, dest, offsets[0], offsets[1], machine.config.profile, machine.statuses(pes))
-
-
-def replan(machine: MachineView, rb: ResolvedBlock, pes: tuple[int, ...], dest: Descriptor, sources: list) -> Plan:
-    """The plan of a block whose sources on `pes` are the very tiles (same objects) a previous
-    `plan` of the same resolved block accepted, with destination `dest`, and which reads no
-    B.IOR offsets: every descriptor rule is a function of those and passes again, so only the
-    rules that depend on the rest of the state -- the destination's allocation -- are checked,
-    and each PE's status is read afresh."""
-    check_allocation(machine, rb, pes, dest)
-    z = no_offsets(len(pes))
-    return Plan(rb, pes, sources, dest, z, z, machine.config.profile, machine.statuses(pes))
 
 
 def check_allocation(state: TileState, rb: ResolvedBlock, pes, dest: Descriptor):

@@ -1,30 +1,38 @@
-"""Instruction semantics, Spike style: one small executor per instruction, looked up in EXECUTORS.
+"""Instruction semantics, Spike style: one small executor per instruction schema, looked up in
+EXECUTORS; the reference Machine and the batch engine run the same executors.
 
-Every executor takes the preflight Plan and returns an Outcome: the destination's logical
-(P, Row, Col) raw bits and definedness for the P selected PEs, and the per-PE numeric status.
-Data-movement instructions (TSEL, TEXTRACT, TINSERT, TIMG2COL) publish the status unchanged.
-It first snapshots exactly the source elements the block reads (stacked with a leading PE
-axis), checks the element-data rules on them (definedness, integer zero divisors, encodings),
-and only then computes -- all before Machine commits anything.  Arithmetic is never done here:
-values go to kernels.numeric, which owns every numeric rule.  The executors import it where they
-call it: the package loads Numba (~0.3 s), which commands that never compute (`tile-emu asm`,
-`show`, `diff`) should not pay for.
+Every executor takes a preflight Plan whose sources are TileStacks (each role's tiles on the P
+selected PEs -- of one machine, or of every member of a batch cohort -- stacked as (P, elements)
+arrays), the array module `xp` the arrays live in (NumPy, or CuPy on the gpu backend) and the
+element-rule hook `rules`, and returns an Outcome: the destination's logical (P, Row, Col) raw
+bits and definedness and each tile's numeric status.  Data-movement instructions (TSEL,
+TEXTRACT, TINSERT, TIMG2COL) publish the status unchanged.  An executor first snapshots exactly
+the source elements the block reads, hands the element-data rules (definedness, integer zero
+divisors, encodings) the elements that break them, in the reference's order, and only then
+computes -- all before anything commits.
+
+The hook decides what a broken rule does.  The reference's (FIRST_FAULT, the default) raises the
+IllegalBlockException naming the first failing element, as the seed's block semantics ask; the
+batch engine's (emulator/engine.py) notes the members holding one and raises when the rules are
+settled, before the numeric call.  So a new schema is one executor, written once.
+
+Arithmetic is never done here: values go to kernels.numeric, which owns every numeric rule.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import import_module
 
 import numpy as np
 
 from isa import instructions as I
 from isa.datatypes import DataType, datatype
+from kernels import numeric as numeric_api
+from kernels.numeric.flags import NAMES as FLAG_NAMES
 
 from .padding import padded_tiles
 from .preflight import Plan, fmap_extents, illegal
-from .tiles import Descriptor, Tile, element_dtype, index_grid, rows_of_one_stack
+from .tiles import Descriptor, element_dtype, index_grid, rows_of_one_stack
 
 
 @dataclass
@@ -36,21 +44,34 @@ class Outcome:
 
 @lru_cache(maxsize=None)         # the few kernels.numeric entry points the executors call
 def numeric(name: str):
-    """kernels.numeric's `name`, imported on first use (see above): an `import` statement in
-    each executor cost more per block than the checks around it."""
-    return getattr(import_module("kernels.numeric"), name)
+    """kernels.numeric's `name`: the package resolves most names on each access (they are
+    imported lazily there), which cost more per block than the checks around the call."""
+    return getattr(numeric_api, name)
 
 
 # ---------------------------------------------------------------- snapshots
 
-class TileStack(Sequence):
-    """P source tiles of one geometry (layout, Row, Col, elements) whose payloads are already
-    stacked as (P, elements) arrays: how the batched engine (emulator/batch.py) hands a role
-    of many machines to an executor without building P Tile objects.  Tile k's descriptor is
-    `descs[k // per]` (PE-major order: `per` machines share each PE's descriptor).  Machine
-    hands its sources over the same way (one descriptor, per = P), with `fully_defined` True
-    when every member tile is wholly defined (Tile.fully_defined): no element read can be
-    undefined."""
+def _geometry(d: Descriptor) -> tuple:
+    return d.layout_key, d.Row, d.Col, d.elements
+
+
+def geometries(descs) -> set:
+    """The distinct geometries of `descs` (equal descriptors on every PE, the usual case: one,
+    without deriving it per PE; list.count finds identical ones without a Python call each)."""
+    descs = list(descs)
+    d0 = descs[0]
+    return {_geometry(d0)} if descs.count(d0) == len(descs) else {_geometry(d) for d in descs}
+
+
+class TileStack:
+    """P source tiles whose payloads are stacked as (P, elements) arrays (NumPy, or CuPy on the
+    gpu backend): how an executor receives a role.  Tile k's descriptor is `descs[k // per]`
+    (PE-major order: the batch engine's `per` members share each PE's descriptor; one machine
+    has per = 1, or one descriptor for all P tiles).  Tiles that differ in geometry (layout,
+    shape: TEXTRACT, TINSERT and TCVT sources may) are `ragged`: their rows are padded to the
+    longest payload and each is read through its own layout (grid_index).  `fully_defined`
+    True says every element of every tile is defined (Tile.fully_defined), so no element read
+    can be undefined."""
 
     def __init__(self, descs, per: int, elems, defined, fully_defined: bool = False):
         self.descs = tuple(descs)
@@ -59,25 +80,17 @@ class TileStack(Sequence):
         self.elems = elems
         self.defined = defined
         self.fully_defined = fully_defined
-        self._windows = {}            # (nr, nc) -> the row-major views read_window gives (window)
+        self.ragged = len(geometries(self.descs)) > 1
+        self._windows = {}            # (nr, nc) -> the row-major views `window` gives
 
     def __len__(self) -> int:
         return self.elems.shape[0]
 
-    def __getitem__(self, k):
-        k = range(len(self))[k]       # IndexError past the end ends iteration
-        if isinstance(k, range):
-            return [self[i] for i in k]
-        return Tile(self.descs[k // self.per], self.elems[k], self.defined[k])
-
-    def __iter__(self):               # executors iterating for descriptors: no Tile per member
-        per, descs = self.per, self.descs
-        return (_Member(self, k, descs[k // per]) for k in range(len(self)))
-
-    def window(self, nr: int, nc: int) -> tuple[np.ndarray, np.ndarray]:
-        """The top-left nr x nc window of every tile, which must be NORM, as (P, nr, nc) views of
-        the stacked payloads.  Kept per (nr, nc): a machine hands the same stack to every run of
-        a block over the same tiles (Machine._plan), and views of it are the same views."""
+    def window(self, nr: int, nc: int):
+        """The top-left nr x nc window of every tile, which must be NORM and not ragged, as
+        (P, nr, nc) views of the stacked payloads.  Kept per (nr, nc): a plan the batch engine
+        reuses hands the same stack to every run of a block over the same tiles, and views of
+        it are the same views."""
         got = self._windows.get((nr, nc))
         if got is None:
             d0, e, d = self.desc, self.elems, self.defined
@@ -91,95 +104,108 @@ class TileStack(Sequence):
         return got
 
 
-class _Member:
-    """Tile k of a TileStack as iteration yields it: its descriptor, payload views on demand."""
-    __slots__ = ("stack", "k", "desc")
+def stack_parts(descs, per: int, parts, xp=np) -> TileStack:
+    """One TileStack of `parts`, a (elems, defined) pair of (per, elements) arrays for each
+    descriptor of `descs`, in order: concatenated, each row padded to the longest payload (with
+    0 and undefined) where the tiles differ in geometry."""
+    width = max(e.shape[1] for e, _ in parts)
 
-    def __init__(self, stack: TileStack, k: int, desc: Descriptor):
-        self.stack, self.k, self.desc = stack, k, desc
-
-    @property
-    def elems(self):
-        return self.stack.elems[self.k]
-
-    @property
-    def defined(self):
-        return self.stack.defined[self.k]
+    def padded(a, fill):
+        if a.shape[1] == width:
+            return a
+        return xp.concatenate([a, xp.full((a.shape[0], width - a.shape[1]), fill, a.dtype)], axis=1)
+    return TileStack(descs, per, xp.concatenate([padded(e, 0) for e, _ in parts]),
+                     xp.concatenate([padded(d, False) for _, d in parts]))
 
 
-def gather(tiles: list[Tile], r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Logical elements (r[p, ...], c[p, ...]) of tile p, for every selected PE p at once.
+def stack_tiles(tiles) -> TileStack:
+    """One role's host Tiles (one per selected PE of one machine) as a TileStack: the rows of
+    one committed stack as they are (views, tiles.rows_of_one_stack), else stacked (a copy)."""
+    descs = [t.desc for t in tiles]
+    d0 = descs[0]
+    known = all(t.fully_defined for t in tiles)
+    if descs.count(d0) != len(descs):
+        ts = stack_parts(descs, 1, [(t.elems[None], t.defined[None]) for t in tiles])
+        ts.fully_defined = known
+        return ts
+    both = rows_of_one_stack(tiles)
+    if both is None:
+        both = np.stack([t.elems for t in tiles]), np.stack([t.defined for t in tiles])
+    return TileStack((d0,), len(tiles), both[0], both[1], known)
 
-    Tiles may differ per PE in geometry and layout (TEXTRACT sources, TINSERT insertions): the
-    PEs' payloads are concatenated and one gather reads them; the physical index is looked up in
-    the (cached) index grid of each distinct (layout, Row, Col) -- usually one.  Indices must be
-    in range (preflight guarantees it).
-    """
-    P = len(tiles)
+
+def stack_sources(rb, sources) -> list[TileStack]:
+    """preflight.check's [role][PE] source tiles of one machine as a TileStack per role (roles
+    naming the same tile id share one)."""
+    done = {}
+    out = []
+    for role, binding in enumerate(rb.sources):
+        ts = done.get(binding.tile)
+        if ts is None:
+            ts = done[binding.tile] = stack_tiles(sources[role])
+        out.append(ts)
+    return out
+
+
+def grid_index(ts: TileStack, r, c) -> np.ndarray:
+    """Host (P, ...) physical element indices of logical (r[p], c[p]) in tile p, each tile read
+    through its own layout (the index grid of its (layout, Row, Col)); r, c in range, host
+    arrays."""
     r, c = np.broadcast_arrays(np.asarray(r, np.int64), np.asarray(c, np.int64))
-    expand = (slice(None),) + (None,) * (r.ndim - 1)
-    if isinstance(tiles, TileStack):             # one geometry: index the stacked payloads
-        idx = index_grid(tiles.desc)[r, c]
-        pe = np.arange(P, dtype=np.int64)[expand]
-        return tiles.elems[pe, idx], tiles.defined[pe, idx]
-    sizes = np.array([t.desc.elements for t in tiles], np.int64)
-    base = (np.cumsum(sizes) - sizes)[expand]
-    keys = [(t.desc.layout_key, t.desc.Row, t.desc.Col) for t in tiles]
-    groups = {key: k for k, key in reversed(list(enumerate(keys)))}   # key -> first PE with it
-    if len(groups) == 1:
-        idx = index_grid(tiles[0].desc)[r, c]
-    else:
-        idx = np.empty(r.shape, np.int64)
-        for key, first in groups.items():
-            sel = np.array([k == key for k in keys])
-            idx[sel] = index_grid(tiles[first].desc)[r[sel], c[sel]]
-    idx = idx + base
-    both = rows_of_one_stack(tiles) if len(groups) == 1 else None
-    if both is not None:                       # rows of one stack: flat without a copy (or one)
-        flat_bits, flat_def = both[0].reshape(-1), both[1].reshape(-1)
-    else:
-        flat_bits = np.concatenate([t.elems for t in tiles])
-        flat_def = np.concatenate([t.defined for t in tiles])
-    return flat_bits[idx], flat_def[idx]
+    if not ts.ragged:
+        return index_grid(ts.desc)[r, c]
+    idx = np.empty(r.shape, np.int64)
+    for s, d in enumerate(ts.descs):
+        rows = slice(s * ts.per, (s + 1) * ts.per)
+        idx[rows] = index_grid(d)[r[rows], c[rows]]
+    return idx
 
 
-def read_window(tiles: list[Tile], r0, c0, nr: int, nc: int) -> tuple[np.ndarray, np.ndarray]:
-    """The nr x nc logical window at (r0[p], c0[p]) of every PE's tile: (P, nr, nc) arrays.
-    r0 = c0 = None reads at offset zero.  The arrays may be the tiles' own (read-only) storage."""
-    zero = r0 is None or not (r0.any() or c0.any())
-    if isinstance(tiles, TileStack):
-        d0 = tiles.desc
-        if zero and d0.layout_key == 0:          # row-major views of the stacked payloads
-            return tiles.window(nr, nc)
-        same = False
-    else:
-        d0 = tiles[0].desc
-        same = all(t.desc is d0 or t.desc == d0 for t in tiles)
-    if same and zero and d0.layout_key == 0:   # the common case: row-major views, stacked once
-        shape = (len(tiles), d0.Row, d0.Col)
-        both = rows_of_one_stack(tiles)
-        if both is None:
-            both = (np.concatenate([t.elems for t in tiles]), np.concatenate([t.defined for t in tiles]))
-        bits, defined = both[0].reshape(shape), both[1].reshape(shape)
-        if (nr, nc) != (d0.Row, d0.Col):
-            bits = np.ascontiguousarray(bits[:, :nr, :nc])
-            defined = np.ascontiguousarray(defined[:, :nr, :nc])
-        return bits, defined
-    if zero:
-        r0 = c0 = np.zeros(len(tiles), np.int64)
-    r = np.asarray(r0, np.int64)[:, None, None] + np.arange(nr, dtype=np.int64)[None, :, None]
-    c = np.asarray(c0, np.int64)[:, None, None] + np.arange(nc, dtype=np.int64)[None, None, :]
-    return gather(tiles, r, c)
+def gather(ts: TileStack, idx, xp=np):
+    """Payload and definedness at host (P, ...) physical indices `idx` of every tile: one gather."""
+    k = xp.arange(len(ts))[(slice(None),) + (None,) * (idx.ndim - 1)]
+    idx = xp.asarray(idx)
+    return ts.elems[k, idx], ts.defined[k, idx]
+
+
+def valid(ts: TileStack, vr: int, vc: int, xp=np):
+    """(P, vr, vc) payload and definedness of every tile's top-left vr x vc rectangle: views of
+    the stacked storage for NORM tiles, one gather through the layout's index grid otherwise."""
+    if ts.ragged:
+        shape = (len(ts), vr, vc)
+        return gather(ts, grid_index(ts, np.broadcast_to(np.arange(vr)[:, None], shape),
+                                     np.broadcast_to(np.arange(vc)[None, :], shape)), xp)
+    d = ts.desc
+    if d.layout_key == 0:
+        return ts.window(vr, vc)
+    idx = xp.asarray(index_grid(d)[:vr, :vc])
+    return ts.elems[:, idx], ts.defined[:, idx]
+
+
+def window(ts: TileStack, r0, c0, nr: int, nc: int, xp=np):
+    """The nr x nc logical window at (r0[p], c0[p]) of every tile p: (P, nr, nc) arrays (views
+    of the stacked storage where the offsets are all zero and the tiles NORM)."""
+    if not (r0.any() or c0.any()):
+        return valid(ts, nr, nc, xp)
+    r = r0[:, None, None] + np.arange(nr)[None, :, None]
+    c = c0[:, None, None] + np.arange(nc)[None, None, :]
+    return gather(ts, grid_index(ts, r, c), xp)
 
 
 def read_valid(plan: Plan, role: int):
-    return read_window(plan.sources[role], None, None, plan.rb.ValidRow, plan.rb.ValidCol)
+    """The valid rectangle of source `role` of one machine's plan (preflight.plan's Tiles, or a
+    TileStack): (P, ValidRow, ValidCol) bits and definedness."""
+    ts = plan.sources[role]
+    if not isinstance(ts, TileStack):
+        ts = stack_tiles(ts)
+    return valid(ts, plan.rb.ValidRow, plan.rb.ValidCol)
 
 
 # ---------------------------------------------------------------- element-data rules
 # Each rule is written once, against the array module xp, as the mask of the elements read that
-# break it: the executors here name the first such element (require_*), the batch engine
-# (emulator/batch.py) the members holding one (element_faults).
+# break it.  An executor hands the masks to its `rules` hook in the reference's order: the
+# reference's hook (FirstFault) names the first failing element, the batch engine's the members
+# holding one (emulator/engine.py, FailingMembers).
 
 def divisor_checked(rb) -> bool:
     """TDIV/TREM on an integer DataType: a zero divisor inside the valid rectangle rejects."""
@@ -200,54 +226,47 @@ def invalid_encodings(bits, dtype: DataType, xp=np):
     return ~xp.asarray(numeric("valid_encoding")(bits, dtype.name))
 
 
-def element_faults(rb, ops, P: int, xp=np):
-    """(P,) bool: the tiles of P whose operands `ops` (each (P, ...)) hold a zero integer divisor
-    or an invalid encoding -- the value rules of every instruction that interprets values."""
-    bad = xp.zeros(P, bool)
-    zero = zero_divisors(rb, ops)
-    if zero is not None:
-        bad |= zero.reshape(P, -1).any(axis=1)
-    for bits in ops:
-        invalid = invalid_encodings(bits, rb.dtype, xp)
-        if invalid is not None:
-            bad |= invalid.reshape(P, -1).any(axis=1)
-    return bad
+class FirstFault:
+    """The reference's element rules: the IllegalBlockException naming the first element read
+    that breaks one (its PE, position and, for an encoding, its value), raised at once."""
+
+    def undefined(self, plan: Plan, role: int, defined, where=None, r0=None, c0=None):
+        """SOURCE_UNDEFINED unless every element read (where `where`) is defined; positions
+        are reported shifted by (r0[p], c0[p]) (a window's offsets)."""
+        if where is None and defined.all():
+            return
+        bad = ~defined if where is None else (~defined & where)
+        if bad.any():
+            k, r, c = (int(x) for x in np.argwhere(bad)[0])
+            if r0 is not None:
+                r, c = r + int(r0[k]), c + int(c0[k])
+            illegal("SOURCE_UNDEFINED", f"B.IOT[{role}]",
+                    f"{plan.rb.instr.sources[role]} tile {plan.rb.sources[role].tile} on PE{plan.pes[k]}: "
+                    f"element [{r},{c}] is undefined")
+
+    def divisors(self, plan: Plan, ops):
+        """INT_DIVIDE_BY_ZERO at the first zero divisor element read (zero_divisors)."""
+        zero = zero_divisors(plan.rb, ops)
+        if zero is not None and zero.any():
+            k, r, c = (int(x) for x in np.argwhere(zero)[0])
+            illegal("INT_DIVIDE_BY_ZERO", "B.IOT[1]", f"PE{plan.pes[k]}: integer divisor element [{r},{c}] is zero")
+
+    def encodings(self, plan: Plan, role: int, bits, dtype: DataType):
+        """INVALID_ENCODING at the first element read that is no encoding of `dtype`."""
+        bad = invalid_encodings(bits, dtype)
+        if bad is not None and bad.any():
+            k, r, c = (int(x) for x in np.argwhere(bad)[0])
+            illegal("INVALID_ENCODING", f"B.IOT[{role}]",
+                    f"PE{plan.pes[k]}: element [{r},{c}] = {int(bits[k, r, c]):#x} is not a valid {dtype.name} encoding")
+
+    def settle(self):
+        """Every rule held (a failure has raised already)."""
 
 
-def require_defined(plan: Plan, role: int, defined: np.ndarray, where: np.ndarray | None = None,
-                    r0=None, c0=None):
-    """SOURCE_UNDEFINED unless every element read (where `where`) is defined."""
-    if where is None and defined.all():
-        return
-    bad = ~defined if where is None else (~defined & where)
-    if bad.any():
-        k, r, c = (int(x) for x in np.argwhere(bad)[0])
-        if r0 is not None:
-            r, c = r + int(r0[k]), c + int(c0[k])
-        illegal("SOURCE_UNDEFINED", f"B.IOT[{role}]",
-                f"{plan.rb.instr.sources[role]} tile {plan.rb.sources[role].tile} on PE{plan.pes[k]}: "
-                f"element [{r},{c}] is undefined")
+FIRST_FAULT = FirstFault()
 
 
-def require_nonzero_divisor(plan: Plan, ops: list[np.ndarray]):
-    """INT_DIVIDE_BY_ZERO at the first zero divisor element read (zero_divisors)."""
-    zero = zero_divisors(plan.rb, ops)
-    if zero is not None and zero.any():
-        k, r, c = (int(x) for x in np.argwhere(zero)[0])
-        illegal("INT_DIVIDE_BY_ZERO", "B.IOT[1]", f"PE{plan.pes[k]}: integer divisor element [{r},{c}] is zero")
-
-
-def require_encodings(plan: Plan, role: int, bits: np.ndarray, dtype: DataType):
-    """INVALID_ENCODING at the first element read that is no encoding of `dtype`
-    (invalid_encodings)."""
-    bad = invalid_encodings(bits, dtype)
-    if bad is not None and bad.any():
-        k, r, c = (int(x) for x in np.argwhere(bad)[0])
-        illegal("INVALID_ENCODING", f"B.IOT[{role}]",
-                f"PE{plan.pes[k]}: element [{r},{c}] = {int(bits[k, r, c]):#x} is not a valid {dtype.name} encoding")
-
-
-def status_kept(plan: Plan) -> np.ndarray:
+def status_kept(plan: Plan):
     """The status a data-movement instruction publishes: each PE's status as it was.  TSEL
     "performs no ... floating-status update" (Decision 079); TEXTRACT, TINSERT and TIMG2COL copy
     encodings exactly as well, and their commit lists (Decisions 126-128: contents, definedness,
@@ -274,19 +293,36 @@ def _all_patterns_valid(name: str, container: int, np_dtype: np.dtype) -> bool:
     return np_dtype.kind == "u" and width <= container and field_mask(name) == (1 << width) - 1
 
 
-def status_of(flags: np.ndarray, P: int) -> np.ndarray:
-    flags = np.asarray(flags, np.uint8)
-    if flags.size == 0:
-        return np.zeros(P, np.uint8)
-    return np.bitwise_or.reduce(flags.reshape(P, -1), axis=1)
+# ---------------------------------------------------------------- status and destination assembly
+
+def _broadcast(a, shape: tuple, xp):
+    """`a` broadcast to `shape` (as it is when it has that shape already)."""
+    return a if getattr(a, "shape", None) == shape else xp.broadcast_to(a, shape)
 
 
-# ---------------------------------------------------------------- destination assembly
+def flags_status(flags, shape: tuple, P: int, xp=np):
+    """Per tile of P: the OR of its elements' numeric flags, `flags` broadcast to `shape`
+    (P, ...) (on a device: one any() per flag bit)."""
+    f = _broadcast(xp.asarray(flags, np.uint8), shape, xp).reshape(P, -1)
+    if xp is np:
+        if not f.size or not f.max():      # no flag raised (every integer operation): no per-tile reduction
+            return np.zeros(P, np.uint8)
+        return np.bitwise_or.reduce(f, axis=1).astype(np.uint8)
+    out = xp.zeros(P, np.uint8)
+    for bit in FLAG_NAMES:                             # NV DZ OF UF NX
+        out |= (xp.bitwise_and(f, bit) != 0).any(axis=1).astype(np.uint8) * np.uint8(bit)
+    return out
 
-def _shaped(a, shape) -> np.ndarray:
-    """`a` (an array or scalar result) broadcast to `shape`; as it is when it already has it."""
-    a = np.asarray(a)
-    return a if a.shape == shape else np.broadcast_to(a, shape)
+
+def numeric_status(rb, ops, P: int, profile: str, xp=np):
+    """kernels.numeric.elementwise of the block's instruction on operands `ops` (each (P, ...)):
+    (bits, each tile's status).  On NumPy elementwise_status gives both from one pass over the
+    flags; elsewhere the flags are reduced per tile (flags_status)."""
+    mnemonic, dtype = rb.instr.mnemonic, rb.dtype.name
+    if xp is np:
+        return numeric("elementwise_status")(mnemonic, dtype, *ops, groups=P, profile=profile)
+    bits, flags = numeric("elementwise")(mnemonic, dtype, *ops, profile=profile)
+    return xp.asarray(bits), flags_status(flags, ops[0].shape, P, xp)
 
 
 @lru_cache(maxsize=64)
@@ -304,128 +340,133 @@ def is_all_defined(defined: np.ndarray) -> bool:
     return not defined.flags.writeable and defined is all_defined(defined.shape)
 
 
-def padded(plan: Plan, valid_bits: np.ndarray, status: np.ndarray, pad_dtype: str | None) -> Outcome:
-    """The full destination: valid results, then PadValue outside ValidRow x ValidCol."""
-    d: Descriptor = plan.dest
-    P = len(plan.pes)
+def outcome(rb, d: Descriptor, P: int, valid_bits, status, pad_dtype: str | None, xp=np) -> Outcome:
+    """The P destination tiles `d` of valid results `valid_bits` (P, ValidRow, ValidCol), or
+    anything that broadcasts to it: PadValue outside the valid rectangle (pad_dtype None: a
+    predicate's padding; NULL: undefined)."""
+    shape, dtype = (P, d.Row, d.Col), element_dtype(d)
     if d.ValidRow == d.Row and d.ValidCol == d.Col:     # nothing to pad: the results are the tile
-        shape, dtype = (P, d.Row, d.Col), element_dtype(d)
         bits = valid_bits
-        if not (type(bits) is np.ndarray and bits.shape == shape and bits.dtype == dtype
-                and bits.flags.c_contiguous):
-            bits = np.ascontiguousarray(_shaped(bits, shape), dtype)
-        return Outcome(bits, all_defined(shape), status)
-    bits, defined = padded_tiles(valid_bits, (P, d.Row, d.Col), plan.rb.PadValue, pad_dtype, element_dtype(d))
+        if xp is not np or not (type(bits) is np.ndarray and bits.shape == shape and bits.dtype == dtype
+                                and bits.flags.c_contiguous):
+            bits = xp.ascontiguousarray(_broadcast(xp.asarray(bits), shape, xp).astype(dtype, copy=False))
+        return Outcome(bits, all_defined(shape) if xp is np else xp.ones(shape, bool), status)
+    bits, defined = padded_tiles(_broadcast(valid_bits, (P, d.ValidRow, d.ValidCol), xp), shape, rb.PadValue,
+                                 pad_dtype, dtype, xp)
     return Outcome(bits, defined, status)
 
 
-def known_defined(tiles) -> bool:
-    """True when every tile of a role is wholly defined by its memo (Tile.fully_defined), so no
-    window of it can hold an undefined element; False means "look at the elements read"."""
-    if isinstance(tiles, TileStack):
-        return tiles.fully_defined
-    for t in tiles:
-        if not t.fully_defined:
-            return False
-    return True
+def padded(plan: Plan, valid_bits, status, pad_dtype: str | None, xp=np) -> Outcome:
+    """`outcome` of the plan's destination on its P tiles."""
+    return outcome(plan.rb, plan.dest, len(plan.pes), valid_bits, status, pad_dtype, xp)
 
 
-def _read_checked(plan: Plan) -> list[np.ndarray]:
-    """Snapshot every source's valid rectangle, requiring each element defined."""
+# ---------------------------------------------------------------- executors
+# Each takes (plan, xp, rules): see the module doc.
+
+def operands(plan: Plan, xp, rules) -> list:
+    """Every source's valid rectangle, each element read defined (rules.undefined)."""
+    rb = plan.rb
     out = []
-    for role in range(len(plan.sources)):
-        bits, defined = read_valid(plan, role)
-        if not known_defined(plan.sources[role]):
-            require_defined(plan, role, defined)
+    for role, ts in enumerate(plan.sources):
+        bits, defined = valid(ts, rb.ValidRow, rb.ValidCol, xp)
+        if not ts.fully_defined:
+            rules.undefined(plan, role, defined)
         out.append(bits)
     return out
 
 
-# ---------------------------------------------------------------- executors
-
-def ex_numeric(plan: Plan) -> Outcome:
-    """TADD ... TFMA (binary, unary, ternary): one kernels.numeric.elementwise call."""
-    rb = plan.rb
-    ops = _read_checked(plan)
-    require_nonzero_divisor(plan, ops)
+def check_values(plan: Plan, ops, rules) -> None:
+    """The value rules of an instruction that interprets its operands -- no zero integer
+    divisor, every operand a valid encoding of the block's DataType -- then the rules settled."""
+    rules.divisors(plan, ops)
     for role, bits in enumerate(ops):
-        require_encodings(plan, role, bits, rb.dtype)
-    bits, status = numeric("elementwise_status")(rb.instr.mnemonic, rb.dtype.name, *ops, groups=len(plan.pes),
-                                      profile=plan.profile)
-    return padded(plan, bits if bits.shape == ops[0].shape else _shaped(bits, ops[0].shape), status, rb.dtype.name)
+        rules.encodings(plan, role, bits, plan.rb.dtype)
+    rules.settle()
 
 
-def ex_compare(plan: Plan) -> Outcome:
+def ex_numeric(plan: Plan, xp=np, rules=FIRST_FAULT) -> Outcome:
+    """TADD ... TFMA (binary, unary, ternary): one kernels.numeric.elementwise call."""
+    ops = operands(plan, xp, rules)
+    check_values(plan, ops, rules)
+    bits, status = numeric_status(plan.rb, ops, len(plan.pes), plan.profile, xp)
+    return padded(plan, bits, status, plan.rb.dtype.name, xp)
+
+
+def ex_compare(plan: Plan, xp=np, rules=FIRST_FAULT) -> Outcome:
     """TCMP: one predicate bit per logical element; Zero/Min pad 0 bits, Max 1 bits."""
     rb = plan.rb
-    ops = _read_checked(plan)
-    for role, bits in enumerate(ops):
-        require_encodings(plan, role, bits, rb.dtype)
-    bits, flags = numeric("elementwise")("TCMP", rb.dtype.name, *ops, profile=plan.profile, cmode=rb.CMode)
-    bits = (np.broadcast_to(np.asarray(bits), ops[0].shape) != 0).astype(np.uint8)
-    return padded(plan, bits, status_of(np.broadcast_to(flags, ops[0].shape), len(plan.pes)), None)
+    ops = operands(plan, xp, rules)
+    check_values(plan, ops, rules)
+    bits, flags = numeric("elementwise")(rb.instr.mnemonic, rb.dtype.name, *ops, profile=plan.profile, cmode=rb.CMode)
+    shape = ops[0].shape
+    bits = (_broadcast(xp.asarray(bits), shape, xp) != 0).astype(np.uint8)
+    return padded(plan, bits, flags_status(flags, shape, len(plan.pes), xp), None, xp)
 
 
-def ex_select(plan: Plan) -> Outcome:
+def ex_select(plan: Plan, xp=np, rules=FIRST_FAULT) -> Outcome:
     """TSEL: mask bit i selects the true source's encoding (1) or the false source's (0)."""
-    mask, true, false = _read_checked(plan)
-    bits = np.where(mask.astype(bool), true, false)
-    return padded(plan, bits, status_kept(plan), plan.rb.dtype.name)
+    mask, true, false = operands(plan, xp, rules)
+    rules.settle()
+    return padded(plan, xp.where(mask.astype(bool), true, false), status_kept(plan), plan.rb.dtype.name, xp)
 
 
-def ex_convert(plan: Plan) -> Outcome:
+def ex_convert(plan: Plan, xp=np, rules=FIRST_FAULT) -> Outcome:
     """TCVT: source DataType (BSTART) -> destination DataType (B.DATR.DataType or inherited);
     with Canonicalize=1 the source is read through the private CUBE representation."""
     rb = plan.rb
-    (src,) = _read_checked(plan)
-    require_encodings(plan, 0, src, rb.dtype)
+    (src,) = operands(plan, xp, rules)
+    check_values(plan, [src], rules)
     bits, flags = numeric("convert")(src, rb.dtype.name, rb.dst_dtype.name, rmode=rb.RMode, sat=rb.Sat,
-                          profile=plan.profile)
-    bits = np.broadcast_to(np.asarray(bits), src.shape).astype(element_dtype(plan.dest), copy=False)
-    return padded(plan, bits, status_of(np.broadcast_to(flags, src.shape), len(plan.pes)), rb.dst_dtype.name)
+                                     profile=plan.profile)
+    return padded(plan, xp.asarray(bits), flags_status(flags, src.shape, len(plan.pes), xp), rb.dst_dtype.name, xp)
 
 
-def ex_extract(plan: Plan) -> Outcome:
-    """TEXTRACT: destination [r, c] = source [row_offset + r, column_offset + c]."""
-    rb = plan.rb
-    bits, defined = read_window(plan.sources[0], plan.row_offset, plan.col_offset, rb.ValidRow, rb.ValidCol)
-    require_defined(plan, 0, defined, r0=plan.row_offset, c0=plan.col_offset)
-    return padded(plan, bits, status_kept(plan), rb.dtype.name)
+def ex_extract(plan: Plan, xp=np, rules=FIRST_FAULT) -> Outcome:
+    """TEXTRACT: destination [r, c] = source [row_offset + r, column_offset + c], each tile at its
+    own PE's offsets."""
+    rb, ts = plan.rb, plan.sources[0]
+    bits, defined = window(ts, plan.row_offset, plan.col_offset, rb.ValidRow, rb.ValidCol, xp)
+    if not ts.fully_defined:
+        rules.undefined(plan, 0, defined, r0=plan.row_offset, c0=plan.col_offset)
+    rules.settle()
+    return padded(plan, bits, status_kept(plan), rb.dtype.name, xp)
 
 
-def ex_insert(plan: Plan) -> Outcome:
+def ex_insert(plan: Plan, xp=np, rules=FIRST_FAULT) -> Outcome:
     """TINSERT: the result is the old destination with the insertion's valid rectangle written at
     (row_offset, column_offset); everything else, definedness included, is preserved."""
     d = plan.dest
     old, ins = plan.sources
-    P = len(plan.pes)
-    z = np.zeros(P, np.int64)
-    old_bits, old_def = read_window(old, z, z, d.Row, d.Col)
-    ivr = np.array([t.desc.ValidRow for t in ins], np.int64)[:, None, None]
-    ivc = np.array([t.desc.ValidCol for t in ins], np.int64)[:, None, None]
-    r = np.arange(d.Row, dtype=np.int64)[None, :, None] - plan.row_offset[:, None, None]
-    c = np.arange(d.Col, dtype=np.int64)[None, None, :] - plan.col_offset[:, None, None]
+    old_bits, old_def = valid(old, d.Row, d.Col, xp)
+    # addresses from descriptors and offsets, on the host
+    per_tile = lambda name: np.repeat([getattr(t, name) for t in ins.descs], ins.per)[:, None, None]  # noqa: E731
+    ivr, ivc = per_tile("ValidRow"), per_tile("ValidCol")
+    r = np.arange(d.Row)[None, :, None] - plan.row_offset[:, None, None]
+    c = np.arange(d.Col)[None, None, :] - plan.col_offset[:, None, None]
     inside = (r >= 0) & (r < ivr) & (c >= 0) & (c < ivc)
-    ins_bits, ins_def = gather(ins, np.clip(r, 0, ivr - 1), np.clip(c, 0, ivc - 1))
-    require_defined(plan, 1, ins_def, where=inside, r0=-plan.row_offset, c0=-plan.col_offset)
-    bits = np.where(inside, ins_bits, old_bits)
-    defined = np.where(inside, True, old_def)
-    return Outcome(bits, defined, status_kept(plan))
+    ins_bits, ins_def = gather(ins, grid_index(ins, np.clip(r, 0, ivr - 1), np.clip(c, 0, ivc - 1)), xp)
+    inside = xp.asarray(inside)
+    if not ins.fully_defined:
+        rules.undefined(plan, 1, ins_def, where=inside, r0=-plan.row_offset, c0=-plan.col_offset)
+    rules.settle()
+    return Outcome(xp.where(inside, ins_bits, old_bits), xp.where(inside, True, old_def), status_kept(plan))
 
 
-def ex_img2col(plan: Plan) -> Outcome:
+def ex_img2col(plan: Plan, xp=np, rules=FIRST_FAULT) -> Outcome:
     """TIMG2COL: result [r, c] with m = posM + r -> (n, d, outRow, outCol) and k = posK + c ->
     (c1, kernelRow, kernelCol, c0); out-of-range inputs and channels >= the logical channel count
     read the descriptor's padding value.  Outside the valid rectangle the result is undefined
     (TIMG2COL has no PadValue)."""
-    d = plan.dest
-    tiles = plan.sources[0]
-    P = len(plan.pes)
-    row, col, inside, pad = img2col_reads(plan)
-    src_bits, src_def = gather(tiles, row, col)
-    require_defined(plan, 0, src_def, where=inside)
-    valid = np.where(inside, src_bits, pad.astype(src_bits.dtype))
-    bits, defined = padded_tiles(valid, (P, d.Row, d.Col), None, None, element_dtype(d))   # no PadValue: undefined
+    d, ts = plan.dest, plan.sources[0]
+    row, col, inside, pad = img2col_reads(plan)      # addresses on the host, one gather of the payloads
+    src_bits, src_def = gather(ts, grid_index(ts, row, col), xp)
+    inside = xp.asarray(inside)
+    if not ts.fully_defined:
+        rules.undefined(plan, 0, src_def, where=inside)
+    rules.settle()
+    valid_bits = xp.where(inside, src_bits, xp.asarray(pad.astype(src_bits.dtype)))
+    bits, defined = padded_tiles(valid_bits, (len(ts), d.Row, d.Col), None, None, element_dtype(d), xp)   # no PadValue: undefined
     return Outcome(bits, defined, status_kept(plan))
 
 
@@ -437,7 +478,7 @@ def img2col_reads(plan: Plan):
     tiles = plan.sources[0]
     # per distinct descriptor, repeated over the tiles that share it (a TileStack's `per`
     # machines share each PE's): no Python step per machine
-    descs, per = (tiles.descs, tiles.per) if isinstance(tiles, TileStack) else ([t.desc for t in tiles], 1)
+    descs, per = tiles.descs, tiles.per
     fms = [d.fmap for d in descs]
     col = lambda vals: np.repeat(np.array(vals, np.int64), per)[:, None, None]  # noqa: E731  per-PE parameter
     prm = {name: col([getattr(f, name) for f in fms]) for name in fms[0].PARAMS}

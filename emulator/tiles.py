@@ -126,7 +126,7 @@ class Tile:
     defined: np.ndarray      # bool, same shape, read-only
     # (elems, defined, k) when this tile is row k of the (P, elements) arrays one block committed
     # on P PEs at once: a later block over the same PEs reads those rows without stacking a copy
-    # (emulator/semantics.py read_window).  None for a tile made alone.
+    # (emulator/semantics.py stack_tiles).  None for a tile made alone.
     stack: tuple | None = field(default=None, repr=False)
 
     def __post_init__(self):

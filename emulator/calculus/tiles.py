@@ -164,7 +164,7 @@ class TileValue:
 def tile_merge_function(mnemonic: str, dtype_name: str, config) -> Function:
     """The tile instruction as a merge of TileValues, executed on a scratch machine."""
     from isa.datatypes import datatype
-    from emulator.machine import Machine
+    from emulator.reference import ReferenceMachine as Machine
     dt = datatype(dtype_name)
     kind = "int" if dt.is_int else "float"
     a, c, g = merge_laws(mnemonic, kind)

@@ -3,8 +3,11 @@
 
 Runs a binary block stream from an initial state (an empty machine without --init).  On a
 failing block it prints the block index, byte offset and reason, still writes the state of
-the last committed block to --out, and exits 1.  An --init file of many machines runs them as
-a MachineBatch (docs/machine.md, "Batches"): each machine stops at its own first failing block,
+the last committed block to --out, and exits 1.  One path per kind of input: one machine on
+the reference runs as a Machine (run_one); many machines, or one on a batch backend (cpu, gpu,
+auto) or with --fuse, run as a MachineBatch (run_batch; docs/machine.md, "Batches"), and with
+--workers or --scheduler sharded over Dask workers (emulator.sharded): each machine stops at its
+own first failing block,
 every message names the machine, --out holds every machine's committed state, and the exit
 status is 1 when any machine faulted.  --backend: reference | cpu | gpu | auto (default:
 reference for one machine, cpu for many).  --fuse runs chains of consecutive element-wise
@@ -243,9 +246,20 @@ def run(args) -> int:
             raise CommandError("--timing and --fabric run one machine; --workers/--scheduler shard a batch", 2)
         from emulator.sharded import run_sharded
         return run_sharded(args, data)
-    if not (args.timing or args.fabric) and (args.init or args.fuse or args.backend not in (None, "reference")):
-        return run_batch(args, data)
-    m = initial_machine(args)
+    if args.timing or args.fabric is not None:
+        return run_one(args, data, initial_machine(args))
+    machines = init_machines(args)
+    if args.profile is not None:
+        for m in machines:
+            m.config = replace(m.config, profile=args.profile)
+    if len(machines) == 1 and args.backend in (None, "reference") and not args.fuse:
+        return run_one(args, data, machines[0])
+    return run_batch(args, data, machines)
+
+
+def run_one(args, data: bytes, m) -> int:
+    """One machine on the reference (with --fabric, every block admitted by the fabric model;
+    with --timing, its cycles printed)."""
     if args.fabric is not None or args.timing:
         from emulator.timing import EngineModelError, PEEngines
         try:
@@ -262,19 +276,22 @@ def run(args) -> int:
         print_timing(data, result.executed, start)
     err = result.error
     if err is not None:
-        where = err.where
-        cause = err.detail
-        print(f"tile-emu run: {shown(args.stream)}: {where}: {cause}", file=sys.stderr)
+        print(f"tile-emu run: {shown(args.stream)}: {err.where}: {err.detail}", file=sys.stderr)
         if args.out:
             print(f"tile-emu run: state after {result.executed} committed block(s) written to {shown(args.out)}",
                   file=sys.stderr)
         return 1
     if not args.quiet:
-        from kernels.numeric.flags import describe
-        status = " ".join(f"PE{p}={describe(m.status(p))}" for p in range(m.config.num_pes))
-        print(f"{args.stream}: {result.executed} block(s) executed; status {status}"
-              + (f"; final state {args.out}" if args.out else "") + _logged(args, log))
+        print(_one_status(args, m, result.executed, log))
     return 0
+
+
+def _one_status(args, m, executed: int, log) -> str:
+    """The success line of a run of one machine."""
+    from kernels.numeric.flags import describe
+    status = " ".join(f"PE{p}={describe(m.status(p))}" for p in range(m.config.num_pes))
+    return (f"{args.stream}: {executed} block(s) executed; status {status}"
+            + (f"; final state {args.out}" if args.out else "") + _logged(args, log))
 
 
 class _Picked:
@@ -300,18 +317,14 @@ def _logged(args, log) -> str:
     return "" if log is None else f"; commit log {args.log} ({log.rows} record(s))"
 
 
-def run_batch(args, data: bytes) -> int:
-    """Every machine of --init (one or many) through a MachineBatch on the chosen backend."""
+def run_batch(args, data: bytes, machines: list) -> int:
+    """Machines of --init (many, or one on a batch backend, or with --fuse) through a
+    MachineBatch on the chosen backend."""
     from emulator import MachineBatch
     from emulator.backends import BackendError
     from emulator.batchio import save_machines
-    from isa.atomicio import OutputPathError
 
-    machines = init_machines(args)
-    if args.profile is not None:
-        for m in machines:
-            m.config = replace(m.config, profile=args.profile)
-    backend = args.backend or ("reference" if len(machines) == 1 and not args.fuse else "cpu")
+    backend = args.backend or "cpu"
     try:
         batch = MachineBatch(machines, backend)
     except BackendError as exc:           # a GPU backend without a usable GPU, or not enough device memory
@@ -326,7 +339,7 @@ def run_batch(args, data: bytes) -> int:
             try:
                 save_machines([batch.machine(k) for k in range(len(batch))], args.out)
             except (OSError, OutputPathError) as exc:
-                raise CommandError(f"{shown(args.out)}: cannot write: {why(exc)}") from None
+                raise CommandError(cannot_write(args.out, exc)) from None
     for k in result.faulted:
         err = result.errors[k]
         who = f"machine {k}: " if many else ""
@@ -340,14 +353,10 @@ def run_batch(args, data: bytes) -> int:
                   + f" written to {shown(args.out)}", file=sys.stderr)
         return 1
     if not args.quiet:
-        from kernels.numeric.flags import describe
         if many:
             print(f"{args.stream}: {len(batch)} machines, {result.executed[0]} block(s) executed on each "
                   f"({batch.backend} backend)" + (f"; final states {args.out}" if args.out else "")
                   + _logged(args, log))
         else:
-            m = batch.machine(0)
-            status = " ".join(f"PE{p}={describe(m.status(p))}" for p in range(m.config.num_pes))
-            print(f"{args.stream}: {result.executed[0]} block(s) executed; status {status}"
-                  + (f"; final state {args.out}" if args.out else "") + _logged(args, log))
+            print(_one_status(args, batch.machine(0), result.executed[0], log))
     return 0

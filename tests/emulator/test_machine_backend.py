@@ -74,6 +74,17 @@ def test_a_copy_keeps_its_backend_unless_told_otherwise():
     assert m.copy().backend == "cpu" and m.copy(backend="reference").backend == "reference"
 
 
+@pytest.mark.parametrize("backend", ["reference", "cpu"])
+def test_a_machine_pickles_with_its_state_and_backend_and_runs_on_after_loading(backend):
+    import pickle
+    good = blk("TADD", "S32", [2, 2], 11, mask=15, vc=4, vr=2)
+    m = machine(7).copy(backend=backend)
+    m.execute(good)                           # the cpu engine now keeps this block's plan
+    back = pickle.loads(pickle.dumps(m))
+    assert back.backend == backend and back.why == m.why and back.digest() == m.digest()
+    assert back.execute(good) == m.execute(good) and back.digest() == m.digest()
+
+
 # ---------------------------------------------------------------- tile_arrays: no copy
 
 def test_tile_arrays_are_the_engines_own_storage_and_speak_dlpack():

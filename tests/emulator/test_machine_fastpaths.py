@@ -1,14 +1,16 @@
-"""Machine.execute's fast paths change no answer.
+"""The fast paths of one machine on the engine (Machine(backend="cpu"), emulator/engine.py
+HostPlans) change no answer.
 
 Sources read in place (a role's tiles restacked once into one (P, elements) array and the
 machine's tiles re-pointed at its rows), the memoised "every element defined" of a tile, a
 repeated block reusing its plan when its source tiles are the very same objects, and the per-PE
 status from one pass over the flags (kernels.numeric.elementwise_status): each must give what
-a machine without any of them gives -- the same results, the same rejections (reason, field,
-message), the same state -- and a rejected block must leave the state byte-identical.
+the reference machine without any of them gives -- the same results, the same rejections
+(reason, field, message), the same state -- and a rejected block must leave the state
+byte-identical.
 
-The reference is the same state rebuilt tile by tile (`rebuilt`): no tile is a row of a stack,
-no memo is set, no plan is remembered.
+The reference is the same state rebuilt tile by tile on the reference backend (`rebuilt`): no
+tile is a row of a stack, no memo is set, no plan is remembered.
 """
 import numpy as np
 import pytest
@@ -24,7 +26,7 @@ ONE = 0x3F800000
 
 
 def rebuilt(m: Machine) -> Machine:
-    """m's state with every tile made alone (fresh arrays, no stack, no memo) and no plan kept."""
+    """m's state with every tile made alone (fresh arrays, no stack, no memo) on the reference."""
     r = Machine(m.config)
     for p, pe in enumerate(m._pes):
         for tid, t in pe.tiles.items():
@@ -57,7 +59,7 @@ def same_as_rebuilt(m: Machine, block):
 
 def machine(rows=2, cols=8, seed=0):
     rng = np.random.default_rng(seed)
-    m = Machine(MachineConfig(local_bytes=1 << 14))
+    m = Machine(MachineConfig(local_bytes=1 << 14), backend="cpu")
     for p in range(4):
         for tid in (1, 2):
             vals = (rng.random((rows, cols), dtype=np.float32) + 1).view(np.uint32)

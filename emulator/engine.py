@@ -1,0 +1,1158 @@
+"""The batched engine: N independent machines running one block stream, tiles stacked per
+machine, and the same engine for one machine (the backends' execution, emulator/backends.py).
+Its public faces are emulator.MachineBatch (emulator/batch.py) and emulator.Machine on a
+backend other than reference (emulator/machine.py); it imports neither.  Everything here is
+proven against the reference machine (emulator/reference.py), which it runs for the rare paths.
+
+    batch = MachineBatch([Machine.load(p) for p in paths], backend="cpu")
+    result = batch.run(stream)          # per machine: committed blocks, StreamError or None
+    batch.machine(3).digest()           # == running machine 3 alone on the reference
+
+Every machine keeps the exact single-machine semantics (docs/machine.md, "Batches"): a block
+illegal on machine k rejects on k alone with the StreamError the reference gives, k keeps the
+state of its last commit and its stream stops there; the others go on.
+
+How (the `cpu` engine; `reference` just runs one reference machine per machine):
+  * Machines whose architectural *shape* agrees (per PE: tile id -> descriptor) form a cohort.
+    A cohort stores each (PE, tile id) as stacked arrays (machines, elements) of payload and
+    definedness, plus GPRs (machines, 4, 32) and status (machines, 4).
+  * Per block: isa.legality.resolve once; the descriptor-level preflight once per cohort (its
+    descriptors are those of every member: preflight.check reads the cohort as a TileState);
+    GPR-offset windows checked for every machine at once (preflight.gpr_offsets,
+    window_bounds, window_fits); then one executor call over every selected PE of every
+    machine, the sources handed over as semantics.TileStack (P = PEs x machines, PE-major).
+    The executors are the reference's own (semantics.EXECUTORS, one per schema), written once
+    against the array module `xp` (NumPy, or CuPy on the gpu backend), so on the gpu backend
+    tiles stay on the device from block to block.  A role whose PEs' tiles differ in geometry
+    is one TileStack with rows padded to the longest payload, each PE's tile read through its
+    own layout (addresses are computed on the host from descriptors and offsets, payloads
+    gathered on the device).  GPRs live on the host (blocks only read them, for offsets the
+    engine checks there); status bytes stay with the tiles.
+  * A descriptor rule that fails fails for the whole cohort, with one error.  The element rules
+    report to the engine's hook (FailingMembers), which names the members holding an element
+    that breaks one (Refused).  Each of those runs the block on a materialized reference
+    machine, which gives its exact exception (the rare path), and leaves the cohort.  A machine
+    whose window check fails takes the same rare path.  Were the reference ever to accept a
+    block the engine rejected, that machine would carry on, detached, on the reference:
+    correctness never depends on the fast path agreeing.
+  * Commit (BatchEngine._commit, given the block's Staged results): each selected PE's slot
+    of the destination id becomes a row view of the stacked result, which the next block
+    reads back without copying.
+
+  * Fusion (run(..., fuse=True)): a chain of element-wise blocks that emulator.fusion plans
+    and emulator.calculus.check_plan admits runs in one pass per cohort (_fused_attempt):
+    results stay (P, ValidRow, ValidCol) arrays between its blocks and commit once; members
+    with a fault anywhere in the chain run it block by block, as above.
+
+Slot arrays are never written in place (a commit replaces them), so materialized machines and
+views stay valid.
+
+One machine (Machine(backend=...), one_machine): on `cpu` the reference's own block steps on the
+machine's own state with this engine's speed caches (HostPlans: a repeated block's plan kept,
+sources read in place as one stack); on `gpu` a one-machine batch holding the state on the
+device for the length of a stream (OnBatch).
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from isa import instructions as I
+from isa.block import Block
+from isa.errors import DecodeError, IllegalBlockException
+from isa.fields import GPR_COUNT, NUM_PES
+from isa.legality import ResolvedBlock, resolve
+from kernels import numeric
+
+from . import backends, fusion, preflight, semantics
+from .calculus.groups import check_cohorts
+from .config import MachineConfig, with_profile
+from .reference import BlockResult, Here, ReferenceMachine, Staged, StreamError, one_block, stream_items
+from .state import MachineState, PEState, used_bytes
+from .tiles import Descriptor, element_dtype, make_tile, rows_of_one_stack, stacked_tiles, to_physical
+
+
+@dataclass
+class BatchResult:
+    """Per machine k: `executed[k]` blocks committed, `errors[k]` the StreamError that stopped
+    it (None when it ran the whole stream)."""
+    executed: list[int]
+    errors: list[StreamError | None]
+    fused: list[tuple[int, int]] = field(default_factory=list)   # [start, stop) run as one pass
+
+
+    @property
+    def ok(self) -> bool:
+        return all(e is None for e in self.errors)
+
+    @property
+    def faulted(self) -> list[int]:
+        return [k for k, e in enumerate(self.errors) if e is not None]
+
+    def __len__(self) -> int:
+        return len(self.errors)
+
+
+@dataclass
+class Slot:
+    """One (PE, tile id) of every machine of a cohort: stacked payload and definedness."""
+    desc: Descriptor
+    elems: Any                          # (machines, elements), read-only
+    defined: Any                        # (machines, elements) bool
+    stack: tuple | None = field(default=None, repr=False)   # (elems, defined, pes, s) of a commit
+
+
+def _signature(m: ReferenceMachine) -> tuple:
+    return tuple(tuple(sorted((tid, t.desc) for tid, t in pe.tiles.items())) for pe in m.pes)
+
+
+class Stores:
+    """Per PE, tile id -> Slot: the descriptors of machines of one shape, as preflight reads them
+    (a preflight.TileState: every member holds these descriptors)."""
+
+    def __init__(self, config: MachineConfig, slots: list[dict[int, Slot]]):
+        self.config = config
+        self.slots = slots              # per PE: tile id -> Slot
+
+    def store(self, pe: int) -> dict[int, Slot]:
+        return self.slots[pe]
+
+    def used_bytes(self, pe: int, location: str, exclude: int | None = None) -> int:
+        return used_bytes(self.slots[pe], location, exclude)
+
+
+class Cohort(Stores):
+    """Machines of one architectural shape, state stacked along a leading machine axis; its
+    descriptors (Stores) are every member's."""
+
+    def __init__(self, config: MachineConfig, ids: np.ndarray, slots: list[dict[int, Slot]], gprs, status, xp):
+        super().__init__(config, slots)
+        self.ids = ids                  # batch index of each member
+        self.gprs = gprs                # (n, 4, 32) uint64, on the host (blocks only read them)
+        self.status = status            # (n, 4) uint8
+        self.xp = xp
+        # Slots of separate arrays are stacked when a block first reads them over several PEs
+        # (_stack_role): most tiles of a cohort are never read that way, so stacking them all
+        # here (a copy of every tile) cost more than the reads it saved.
+
+    def restack(self, tile: int, group: tuple[int, ...]) -> tuple | None:
+        """(elems, defined) (S, n, elements) of tile `tile` on PEs `group`, stacked once: the
+        slots then hold row views of them (and `stack`), so that the next block over the same
+        PEs reads them without copying.  None when some slot is a row of a commit's stack
+        already, or the PEs' payloads differ in shape or dtype (the caller concatenates)."""
+        slots = [self.slots[p][tile] for p in group]
+        if any(s.stack is not None for s in slots) or \
+                len({(s.elems.shape, s.elems.dtype) for s in slots}) != 1:
+            return None
+        shape = (len(group),) + slots[0].elems.shape     # concatenate + reshape: np.stack, without its per-array steps
+        e = _readonly(self.xp.concatenate([s.elems for s in slots]).reshape(shape))
+        d = _readonly(self.xp.concatenate([s.defined for s in slots]).reshape(shape))
+        for i, (p, s) in enumerate(zip(group, slots)):
+            self.slots[p][tile] = Slot(s.desc, e[i], d[i], (e, d, group, i))
+        return e, d
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def signature(self) -> tuple:
+        return tuple(tuple(sorted((tid, s.desc) for tid, s in pe.items())) for pe in self.slots)
+
+    @classmethod
+    def of(cls, config, ids, machines: Sequence[ReferenceMachine], xp=np) -> "Cohort":
+        """Stack machines of one shape."""
+        first = machines[0]
+        slots = []
+        for p in range(NUM_PES):
+            slots.append({tid: Slot(t.desc,
+                                    _readonly(xp.asarray(np.stack([m.pes[p].tiles[tid].elems for m in machines])
+                                                         .astype(element_dtype(t.desc), copy=False))),
+                                    _readonly(xp.asarray(np.stack([m.pes[p].tiles[tid].defined for m in machines]))))
+                          for tid, t in first.pes[p].tiles.items()})
+        gprs = np.stack([[pe.gprs for pe in m.pes] for m in machines]).astype(np.uint64)
+        status = xp.asarray(np.array([[pe.status for pe in m.pes] for m in machines], np.uint8))
+        return cls(config, np.asarray(ids, np.int64), slots, gprs, status, xp)
+
+    def machine(self, j: int) -> ReferenceMachine:
+        """Member j as a host reference machine (its tiles, GPRs, status)."""
+        host = _host(self.xp)
+        status = host(self.status[j])
+        if self.xp is np:       # the rows as they are (make_tile copies nothing of a contiguous row)
+            tiles = [{tid: make_tile(s.desc, s.elems[j], s.defined[j]) for tid, s in pe.items()} for pe in self.slots]
+        else:
+            tiles = [{tid: make_tile(s.desc, host(s.elems[j]), host(s.defined[j])) for tid, s in pe.items()}
+                     for pe in self.slots]
+        return ReferenceMachine.from_state(MachineState(self.config, [
+            PEState(tiles[p], np.array(self.gprs[j, p], np.uint64), int(status[p])) for p in range(NUM_PES)]))
+
+    def take(self, keep) -> "Cohort":
+        """The cohort of members `keep` (indices, in order)."""
+        keep = np.asarray(keep, np.int64)
+        k = self.xp.asarray(keep)
+        slots = [{tid: Slot(s.desc, _readonly(s.elems[k]), _readonly(s.defined[k])) for tid, s in pe.items()}
+                 for pe in self.slots]
+        return Cohort(self.config, self.ids[keep], slots, self.gprs[keep], self.status[k], self.xp)
+
+    @staticmethod
+    def merge(a: "Cohort", b: "Cohort") -> "Cohort":
+        xp = a.xp
+        slots = [{tid: Slot(s.desc, _readonly(xp.concatenate([s.elems, b.slots[p][tid].elems])),
+                            _readonly(xp.concatenate([s.defined, b.slots[p][tid].defined])))
+                  for tid, s in pe.items()} for p, pe in enumerate(a.slots)]
+        return Cohort(a.config, np.concatenate([a.ids, b.ids]), slots, np.concatenate([a.gprs, b.gprs]),
+                      xp.concatenate([a.status, b.status]), xp)
+
+
+@lru_cache(maxsize=1)
+def _commitlog():
+    """emulator.commitlog, imported on first use (it imports pyarrow, which `import emulator`
+    does not need) and then without an import statement per block."""
+    from . import commitlog
+    return commitlog
+
+
+def _readonly(a):
+    if isinstance(a, np.ndarray):
+        a.flags.writeable = False
+    return a
+
+
+def _host(xp):
+    return (lambda a: a) if xp is np else xp.asnumpy
+
+
+# ---------------------------------------------------------------- element rules on a cohort
+
+class Refused(Exception):
+    """Element rules failed on `members` (indices into the executed selection of machines);
+    only who failed matters here: each one's exact error comes from the reference."""
+
+    def __init__(self, members: np.ndarray):
+        super().__init__(f"element rules failed on {len(members)} machine(s)")
+        self.members = members
+
+
+class FailingMembers:
+    """The engine's element-rule hook for the executors (semantics.FirstFault is the
+    reference's): over P = PEs x `per` members, PE-major (tile k is member k % per), it notes
+    every member one of whose tiles holds an element that breaks a rule, and `settle` raises
+    Refused naming them before anything is computed.  On NumPy an all-clear array is found by
+    one whole-array test, without per-tile reductions; on a device the per-tile reduction runs
+    directly (no extra synchronisation) and `settle` reads back one value."""
+
+    def __init__(self, P: int, per: int, xp):
+        self.P, self.per, self.xp = P, per, xp
+        self.bad = None          # (P,) bool, once some rule found a tile to look at
+
+    def _note(self, tiles) -> None:
+        self.bad = tiles if self.bad is None else self.bad | tiles
+
+    def undefined(self, plan, role, defined, where=None, r0=None, c0=None) -> None:
+        P = self.P
+        if where is not None:
+            self._note((where & ~defined).reshape(P, -1).any(axis=1))
+        elif self.xp is not np or not defined.all():
+            self._note(~defined.reshape(P, -1).all(axis=1))
+
+    def divisors(self, plan, ops) -> None:
+        zero = semantics.zero_divisors(plan.rb, ops)
+        if zero is not None:
+            self._note(zero.reshape(self.P, -1).any(axis=1))
+
+    def encodings(self, plan, role, bits, dtype) -> None:
+        invalid = semantics.invalid_encodings(bits, dtype, self.xp)
+        if invalid is not None:
+            self._note(invalid.reshape(self.P, -1).any(axis=1))
+
+    def settle(self) -> None:
+        bad = self.bad
+        if bad is not None and bool(bad.any()):
+            raise Refused(np.unique(np.flatnonzero(_host(self.xp)(bad)) % self.per))
+
+
+# ---------------------------------------------------------------- one block on one cohort
+
+def _stack_role(c: Cohort, tile: int, group: tuple[int, ...], sel) -> semantics.TileStack:
+    """The role's tiles on PEs `group` of members `sel` (None: all), PE-major, as the executors
+    take them: views of the cohort's stacked storage where it holds them so, else stacked (rows
+    padded to the longest payload where the PEs' tiles differ in geometry)."""
+    slots = [c.slots[p][tile] for p in group]
+    descs = [s.desc for s in slots]
+    m = len(c) if sel is None else len(sel)
+    xp = c.xp
+    if sel is not None:
+        k = xp.asarray(sel)
+        return semantics.stack_parts(descs, m, [(s.elems[k], s.defined[k]) for s in slots], xp)
+    if len(semantics.geometries(descs)) > 1:
+        return semantics.stack_parts(descs, m, [(s.elems, s.defined) for s in slots], xp)
+    st = slots[0].stack
+    if len(slots) == 1:
+        elems, defined = slots[0].elems, slots[0].defined
+    elif st is not None and st[2] == group and all(s.stack is not None and s.stack[0] is st[0]
+                                                    and s.stack[3] == i for i, s in enumerate(slots)):
+        elems, defined = st[0].reshape(len(group) * m, -1), st[1].reshape(len(group) * m, -1)
+    else:
+        both = c.restack(tile, group)
+        if both is None:
+            return semantics.stack_parts(descs, m, [(s.elems, s.defined) for s in slots], xp)
+        elems, defined = both[0].reshape(len(group) * m, -1), both[1].reshape(len(group) * m, -1)
+    return semantics.TileStack(descs, m, elems, defined)
+
+
+@lru_cache(maxsize=1024)        # (PE group, member count): 15 groups x the few cohort sizes of a run
+def _member_pes(group: tuple[int, ...], m: int) -> tuple[int, ...]:
+    """The PE of each of the len(group) * m tiles of a stacked role, PE-major (Plan.pes)."""
+    return tuple(p for p in group for _ in range(m))
+
+
+def _offsets(c: Cohort, rb: ResolvedBlock, group, sel) -> tuple[np.ndarray, np.ndarray]:
+    """Row/column offsets of every member's PEs `group` (preflight.gpr_offsets), PE-major over
+    (group, sel)."""
+    g = c.gprs if sel is None else c.gprs[np.asarray(sel)]
+    pes = list(group)
+    return preflight.gpr_offsets(rb, lambda r: g[:, pes, r].T, len(group) * len(g))
+
+
+def _windows_ok(c: Cohort, rb: ResolvedBlock, plans) -> np.ndarray:
+    """Per member: every GPR-offset window of the block inside its limits (preflight's rule)."""
+    ok = np.ones(len(c), bool)
+    if rb.offset_regs is None:
+        return ok
+    shapes = preflight.SOURCE_SHAPES[rb.instr.schema]
+    for group, dest in plans:
+        r0, c0 = _offsets(c, rb, group, None)
+        r0, c0 = r0.reshape(len(group), -1), c0.reshape(len(group), -1)
+        for i, binding in enumerate(rb.sources):
+            for s, p in enumerate(group):
+                b = preflight.window_bounds(rb, shapes[i], c.slots[p][binding.tile].desc, dest)
+                if b is not None:
+                    rows_fit, cols_fit = preflight.window_fits(b, r0[s], c0[s])
+                    ok &= rows_fit & cols_fit
+    return ok
+
+
+def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None) -> list[Staged]:
+    """Execute the block on members `sel` (None: all): its results per PE group, computed by the
+    schema's executor (semantics.EXECUTORS) on the cohort's own arrays.  Raises Refused naming
+    the members on which an element rule fails."""
+    staged = []
+    xp = c.xp
+    m = len(c) if sel is None else len(sel)
+    executor = semantics.EXECUTORS[rb.instr.mnemonic]
+    for group, dest in plans:
+        sources = [_stack_role(c, b.tile, group, sel) for b in rb.sources]
+        r0, c0 = _offsets(c, rb, group, sel)
+        pes = _member_pes(group, m)
+        members = c.status if sel is None else c.status[xp.asarray(sel)]
+        contiguous = group == tuple(range(group[0], group[-1] + 1))   # a slice: no index array to upload
+        status = members[:, slice(group[0], group[-1] + 1) if contiguous else list(group)]
+        status = status.T.reshape(-1).astype(np.uint8)   # PE-major, as pes
+        plan = preflight.Plan(rb, pes, sources, dest, r0, c0, c.config.profile, status)
+        out = executor(plan, xp, FailingMembers(len(pes), m, xp))
+        S = len(group)
+        staged.append(Staged(group, dest, to_physical(dest, out.bits, 0, xp).reshape(S, m, -1),
+                             to_physical(dest, out.defined, False, xp).reshape(S, m, -1),
+                             out.status.reshape(S, m)))
+    return staged
+
+
+# ---------------------------------------------------------------- a fused chain on one cohort
+
+class _Unfused(Exception):
+    """The fused pass cannot stand for the chain on this cohort (a fault, or a shape it does
+    not handle): the cohort runs the chain block by block instead."""
+
+
+def _fused_attempt(c: Cohort, rbs: list[ResolvedBlock], pes: tuple[int, ...], record: bool = False):
+    """The chain `rbs` (fusion.chains: element-wise or TCMP, one PE set and valid rectangle, no GPR
+    offsets) on every member of c in one pass: each block's preflight on the descriptors its
+    predecessors leave, its rules, its numeric call on the (P, ValidRow, ValidCol) results of
+    earlier blocks kept as arrays; then (rb, Staged) of each destination's last version, for
+    BatchEngine._commit, the last block's status last.  An element rule that fails raises
+    Refused naming the members (they run the chain unfused, the rest try again); any other fault
+    raises _Unfused (the cohort runs the chain unfused).  Either way each machine ends exactly as the unfused
+    run ends it (blocks before its fault committed, then its StreamError).  Returns (those
+    (rb, Staged), per block) where, with `record` (a commit log), `per block` holds every
+    block's own (rb, Staged) -- its destination and status as the unfused run commits them --
+    and is empty otherwise."""
+    xp, m = c.xp, len(c)
+    shadow = Stores(c.config, [dict(pe) for pe in c.slots])     # c's descriptors as the chain changes them
+    made: dict[int, tuple] = {}          # tile id -> (rb, dest, logical (P, vr, vc) result)
+    read: dict[int, Any] = {}            # tile id -> its checked valid rectangle, for tiles from before the chain
+    last_flags = None
+    S = len(pes)
+    P = S * m
+    member_pes = _member_pes(pes, m)
+
+    def stage(rb, dest, out, flags):
+        status = xp.zeros(P, np.uint8) if flags is None else semantics.flags_status(flags, out.shape, P, xp)
+        o = semantics.outcome(rb, dest, P, out, status, None if rb.instr.schema == I.COMPARE else rb.dtype.name, xp)
+        return Staged(pes, dest, to_physical(dest, o.bits, 0, xp).reshape(S, m, -1),
+                      to_physical(dest, o.defined, False, xp).reshape(S, m, -1), o.status.reshape(S, m))
+
+    per_block = []
+    for rb in rbs:
+        try:
+            groups = preflight.pe_groups(shadow, rb, pes)
+            if len(groups) != 1:
+                raise _Unfused("PE groups differ")
+            dest, _ = preflight.check(shadow, rb, groups[0], preflight.gpr_offsets(rb, None, len(pes)))
+        except IllegalBlockException as exc:
+            raise _Unfused(str(exc)) from exc
+        vr, vc = rb.ValidRow, rb.ValidCol
+        z = preflight.no_offsets(P)
+        plan = preflight.Plan(rb, member_pes, [], dest, z, z, c.config.profile, None)   # the block's, for its rules
+        rules = FailingMembers(P, m, xp)
+        ops = []
+        for role, b in enumerate(rb.sources):
+            if b.tile in made:           # a result of this chain: every valid element defined
+                bits = made[b.tile][2]
+                if bits.shape != (P, vr, vc):
+                    raise _Unfused("a chain result read with another rectangle")
+            elif b.tile in read:
+                bits = read[b.tile]
+            else:
+                ts = _stack_role(c, b.tile, pes, None)
+                if ts.ragged:
+                    raise _Unfused("the PEs' source tiles differ in geometry")
+                bits, defined = semantics.valid(ts, vr, vc, xp)
+                rules.undefined(plan, role, defined)       # an undefined element read
+                read[b.tile] = bits
+            ops.append(bits)
+        semantics.check_values(plan, ops, rules)          # a zero divisor, an invalid encoding
+        compare = rb.instr.schema == I.COMPARE       # a predicate: one 0/1 bit per element
+        try:
+            out, flags = numeric.elementwise(rb.instr.mnemonic, rb.dtype.name, *ops, profile=c.config.profile,
+                                             **({"cmode": rb.CMode} if compare else {}))
+        except IllegalBlockException as exc:
+            raise _Unfused(str(exc)) from exc
+        out = xp.asarray(out)
+        if compare:
+            out = (out != 0).astype(np.uint8)
+        out = xp.broadcast_to(out, (P, vr, vc)).astype(element_dtype(dest), copy=False)
+        made.pop(rb.dest.tile, None)     # keep insertion order = order of each tile's last write
+        made[rb.dest.tile] = (rb, dest, out)
+        last_flags = flags
+        if record:
+            per_block.append((rb, stage(rb, dest, out, flags)))
+        for p in pes:
+            shadow.slots[p][rb.dest.tile] = Slot(dest, None, None)
+    staged = []
+    for tid, (rb, dest, out) in made.items():
+        flags = last_flags if rb is rbs[-1] else None  # each block replaces the status: the last one's stays
+        staged.append((rb, stage(rb, dest, out, flags)))
+    return staged, per_block
+
+
+# ---------------------------------------------------------------- the batch
+
+def checked_machines(machines, profile: str | None) -> list:
+    """The machines of a new batch, checked (at least one, each a machine, one configuration),
+    as copies under numeric profile `profile` when one is given."""
+    machines = [m for m in machines]
+    if not machines:
+        raise ValueError("a batch needs at least one machine")
+    for k, m in enumerate(machines):
+        if not isinstance(m, ReferenceMachine):
+            raise TypeError(f"machine {k}: expected an emulator.Machine, got {type(m).__name__}")
+    config = machines[0].config
+    for k, m in enumerate(machines):
+        if m.config != config:
+            raise ValueError(f"machine {k}: configuration {m.config} differs from machine 0's {config}; "
+                             f"a batch shares one configuration")
+    if profile is not None:
+        config = with_profile(config, profile)
+        copies = []
+        for m in machines:
+            c = ReferenceMachine.copy(m)
+            c.config = config
+            copies.append(c)
+        machines = copies
+    return machines
+
+
+class BatchEngine:
+    """N independent machines that execute the same block stream (see the module doc), on a
+    resolved backend (backends.resolve_backend's (name, array module, why)).  emulator.MachineBatch
+    is this engine with its public constructor; the machines it hands out are reference machines
+    here."""
+
+    _rec = None              # the running stream's _Recorder when it has a log
+    _session = None          # step()'s stream: [next block index, errors, live detached machines]
+
+    def __init__(self, machines: list[ReferenceMachine], resolved: tuple, *, detach_stopped: bool = True):
+        """`machines` as checked_machines gives them (they are not changed: the batch copies what
+        it keeps).  `detach_stopped`: MachineBatch's."""
+        self.config = machines[0].config
+        self.backend, self.xp, self.why = resolved
+        self.detach_stopped = bool(detach_stopped)
+        self._n = len(machines)
+        self._host: dict[int, ReferenceMachine] = {}   # machines outside every cohort (reference path)
+        self._cohorts: list[Cohort] = []
+        self._stopped: list[Cohort] = []         # stopped members kept stacked (detach_stopped=False)
+        if self.backend == "reference":
+            self._host = {k: ReferenceMachine.copy(m) for k, m in enumerate(machines)}
+        else:
+            self._build(dict(enumerate(machines)))
+
+    def save(self, path) -> None:
+        from .batchio import save_machines
+        save_machines([self.machine(k) for k in range(self._n)], path)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def machine(self, k: int) -> ReferenceMachine:
+        """Machine k's state as a new host machine (a copy: changing it leaves the batch alone)."""
+        if not (isinstance(k, (int, np.integer)) and 0 <= k < self._n):
+            raise IndexError(f"machine {k!r} out of range 0..{self._n - 1}")
+        k = int(k)
+        if k in self._host:
+            return self._host[k].copy()
+        for c in self._cohorts + self._stopped:
+            j = np.flatnonzero(c.ids == k)
+            if j.size:
+                return c.machine(int(j[0]))
+        raise AssertionError(f"machine {k} is nowhere")   # pragma: no cover
+
+    @classmethod
+    def of_stacks(cls, config: MachineConfig, n: int, tiles: dict, resolved: tuple, gprs: np.ndarray | None = None,
+                  *, detach_stopped: bool = True):
+        """MachineBatch.from_stacks on a resolved backend."""
+        batch = cls.__new__(cls)
+        batch.config = config
+        batch.backend, batch.xp, batch.why = resolved
+        batch.detach_stopped = bool(detach_stopped)
+        batch._n, batch._host, batch._cohorts, batch._stopped = n, {}, [], []
+        if batch.backend == "reference":
+            for k in range(n):
+                state = MachineState(config)
+                for (p, tid), (desc, elems, defined) in tiles.items():
+                    state.pes[p].tiles[tid] = make_tile(desc, elems[k], defined[k])
+                if gprs is not None:
+                    for p in range(NUM_PES):
+                        state.pes[p].gprs = np.array(gprs[k, p], np.uint64)
+                batch._host[k] = ReferenceMachine.from_state(state)
+            return batch
+        xp = batch.xp
+        slots = [{} for _ in range(NUM_PES)]
+        for (p, tid), (desc, elems, defined) in tiles.items():
+            slots[p][tid] = Slot(desc, _readonly(xp.asarray(elems)), _readonly(xp.asarray(defined)))
+        gprs = np.zeros((n, NUM_PES, GPR_COUNT), np.uint64) if gprs is None else np.array(gprs, np.uint64)
+        status = xp.zeros((n, NUM_PES), np.uint8)
+        batch._cohorts = [Cohort(config, np.arange(n, dtype=np.int64), slots, gprs, status, xp)]
+        return batch
+
+    def tile_arrays(self, pe: int, tile: int) -> list[tuple[np.ndarray, Descriptor, Any, Any]]:
+        """Tile `tile` of PE `pe` on every machine that holds it, as the engine stores it, without
+        a copy: (machine indices, descriptor, elems (m, elements), defined (m, elements)) per
+        group of machines sharing a descriptor, payloads in physical order (docs/machine.md).
+        On the gpu backend the arrays are CuPy device arrays (`__cuda_array_interface__`,
+        `__dlpack__`), else NumPy (`__dlpack__`, the buffer protocol).  Read-only: NumPy's are
+        flagged so; a CuPy array has no such flag, and writing one corrupts the batch.  They
+        stay valid as later blocks run (a commit replaces a slot's arrays, never writes them)."""
+        if not (isinstance(pe, (int, np.integer)) and 0 <= pe < NUM_PES):
+            raise ValueError(f"PE {pe!r} out of range 0..{NUM_PES - 1}")
+        out = []
+        for c in self._cohorts + self._stopped:
+            s = c.slots[pe].get(tile)
+            if s is not None:
+                out.append((c.ids.copy(), s.desc, s.elems, s.defined))
+        for k, m in sorted(self._host.items()):
+            t = m.store(pe).get(tile)
+            if t is not None:
+                out.append((np.array([k], np.int64), t.desc, t.elems[None], t.defined[None]))
+        return out
+
+    def stacks(self, pe: int, tile: int) -> list[tuple[np.ndarray, Descriptor, Any, Any]]:
+        """tile_arrays as host (NumPy) arrays: a device-to-host copy on the gpu backend, the
+        engine's own read-only arrays otherwise; without materializing Machines."""
+        host = _host(self.xp)
+        return [(ids, d, host(e), host(f)) for ids, d, e, f in self.tile_arrays(pe, tile)]
+
+    def statuses(self) -> np.ndarray:
+        """(machines, 4) uint8: every machine's per-PE numeric status."""
+        out = np.zeros((self._n, NUM_PES), np.uint8)
+        for c in self._cohorts + self._stopped:
+            out[c.ids] = _host(c.xp)(c.status)
+        for k, m in self._host.items():
+            out[k] = [pe.status for pe in m.pes]
+        return out
+
+    def digests(self) -> list[bytes]:
+        return [self.machine(k).digest() for k in range(self._n)]
+
+    # ------------------------------------------------------------ layout
+    def _build(self, machines: dict[int, ReferenceMachine]) -> None:
+        """Put host machines into cohorts (merging with an existing cohort of the same shape)."""
+        groups: dict[tuple, list[int]] = {}
+        for k, m in machines.items():
+            groups.setdefault(_signature(m), []).append(k)
+        if self.xp is not np:
+            need = sum(_machine_bytes(m) for m in machines.values())
+            backends.check_device_memory(need)
+        by_sig = {c.signature: i for i, c in enumerate(self._cohorts)}
+        for sig, ks in groups.items():
+            new = Cohort.of(self.config, ks, [machines[k] for k in ks], self.xp)
+            if sig in by_sig:
+                self._cohorts[by_sig[sig]] = Cohort.merge(self._cohorts[by_sig[sig]], new)
+            else:
+                by_sig[sig] = len(self._cohorts)
+                self._cohorts.append(new)
+        for k in machines:
+            self._host.pop(k, None)
+        # the grouping is a bind witness: checked first
+        v = check_cohorts(self._n, [(c.ids, {p: list(c.slots[p]) for p in range(NUM_PES)}) for c in self._cohorts], self._host)
+        if not v:
+            raise RuntimeError(f"batch engine: the cohorts are not a valid shared-group binding: {v}")
+
+    # ------------------------------------------------------------ streams
+    def run(self, stream: bytes | bytearray | memoryview | Sequence[Block] | Iterable[Block],
+            fuse: bool = False, log=None) -> BatchResult:
+        """Run the stream on every machine; each stops at its first failing block.  With `fuse`,
+        chains of consecutive element-wise blocks that emulator.calculus.check_plan admits run
+        as one pass per cohort (emulator.fusion; the result's `fused` lists them); the states,
+        counts and errors are those of the unfused run.
+
+        The stream is read through a window of the next blocks (one, or fusion.MAX_CHAIN with
+        `fuse`: memory stays bounded); a chain that starts the window runs in one pass (_chain),
+        any other block alone (_step).  A decode fault stops every machine still live at that
+        block.
+
+        `log` (optional; as Machine.run's) is anything with a `write(records)` method -- a
+        commitlog.CommitLog opened with machines=len(batch), a commitlog.Collector -- and
+        receives one commitlog.Records (plain arrays) per block, in block order, once every
+        machine is done with that block: the commit records of every machine that committed
+        it and the fault record of every machine that stopped there (no call for a block no
+        machine committed or faulted on: a strict no-op).  Within one Records each machine's
+        rows are in ascending PE order, machines grouped as the engine holds them, not sorted
+        (the reference backend writes machine by machine, each its whole stream): a stable
+        sort by machine (what CommitLog and Collector.table do) gives the log's (machine,
+        block, PE) order.  The records are the same on every backend, with or without `fuse`."""
+        self._session = None
+        if self.backend == "reference":
+            return self._run_reference(stream, log)
+        self._restart()
+        source, bad_header = stream_items(stream)
+        if bad_header is not None:
+            if log is not None:
+                from .commitlog import fault_records
+                log.write(fault_records(bad_header, np.arange(self._n, dtype=np.uint32)))
+            return BatchResult([0] * self._n, [bad_header] * self._n)
+        self._rec = None if log is None else _Recorder(log)
+        try:
+            return self._run(source, fuse)
+        finally:
+            self._rec = None
+
+    def _run(self, source, fuse: bool) -> BatchResult:
+        errors: list[StreamError | None] = [None] * self._n
+        live_host: set[int] = set()
+        ahead = fusion.MAX_CHAIN if fuse else 1
+        window: deque = deque()          # (offset, block, resolved or None) of the next blocks
+        ended, undecodable = False, None
+        fused: list[tuple[int, int]] = []
+        index = 0
+        while True:
+            while not ended and len(window) < ahead:
+                try:
+                    offset, block = next(source)
+                except StopIteration:
+                    ended = True
+                except DecodeError as exc:
+                    ended, undecodable = True, exc
+                else:
+                    window.append((offset, block, _resolved(block) if fuse else None))
+            if not window or (not self._cohorts and not live_host):
+                break
+            first = fusion.chains([w[2] for w in window])[:1] if fuse else []
+            if first and first[0][0] == 0 and self._cohorts:
+                stop = first[0][1]
+                if self._chain([window.popleft() for _ in range(stop)], index, errors, live_host):
+                    fused.append((index, index + stop))
+                index += stop
+            else:
+                offset, block, _ = window.popleft()
+                self._step(block, index, offset, errors, live_host)
+                index += 1
+            if self._rec is not None:
+                self._rec.flush()
+        if undecodable is not None and not window:
+            err = StreamError.undecodable(index, undecodable)
+            for k in self._live(live_host):
+                errors[k] = err
+                if self._rec is not None:
+                    self._rec.fault(k, err)
+            if self._rec is not None:
+                self._rec.flush()
+        executed = [index if e is None else e.index for e in errors]
+        return BatchResult(executed, errors, fused)
+
+    def step(self, block, *, offset: int | None = None):
+        """Execute one block (an isa Block, or the bytes of a one-block `.tbs` stream, as
+        Machine.step takes) on every machine still in this stepped stream, and return its
+        records, a commitlog.Records: what `run(..., log=...)` writes for this block (the
+        commit records of the machines that committed it, the fault record of each that
+        rejected it), block index the number of steps taken so far.  A rejection stops that
+        machine alone, as in run: it keeps the state of its last commit, byte for byte, and
+        takes no further steps; nothing is raised for it.  Machine-level errors so far are in
+        `step_errors()`.  `run` starts a new stream (every machine, block 0)."""
+        Collector = _commitlog().Collector
+        if self._session is None:
+            if self.backend != "reference":
+                self._restart()
+            self._session = [0, [None] * self._n, set()]
+        index, errors, live_host = self._session
+        log = Collector()
+        try:
+            items = list(one_block(block, offset))
+        except StreamError as exc:                # bytes that do not decode: every live machine
+            from .commitlog import fault_records
+            live = [k for k in range(self._n) if errors[k] is None]
+            err = StreamError(index, exc.offset, exc.cause, exc.whole_stream)
+            for k in live:
+                errors[k] = err
+            self._session[0] += 1
+            return fault_records(err, np.array(live, np.uint32))
+        (off, b), = items
+        if self.backend == "reference":
+            for k in range(self._n):
+                if errors[k] is None:
+                    r = self._host[k]._run_items(iter(items), _Machine(log, k), index)
+                    errors[k] = r.error
+            self._session[0] += 1
+            return log.records()
+        self._rec = _Recorder(log)
+        try:
+            self._step(b, index, off, errors, live_host)
+            self._rec.flush()
+        finally:
+            self._rec = None
+        self._session[0] += 1
+        return log.records()
+
+    def step_errors(self) -> list[StreamError | None]:
+        """Per machine, the StreamError that stopped it in the stepped stream (None: live)."""
+        return list(self._session[1]) if self._session is not None else [None] * self._n
+
+    def _chain(self, items, start: int, errors, live_host) -> bool:
+        """The chain `items` ((offset, block, resolved) of blocks start, start + 1, ...): each
+        cohort for which check_plan admits the fused step and whose fused pass meets no fault
+        commits it at once; every other cohort and every detached machine runs the blocks one
+        by one (so a fault inside the chain stops a machine exactly where the unfused run stops
+        it).  True when some cohort ran fused."""
+        rbs = [rb for _, _, rb in items]
+        blocks = [b for _, b, _ in items]
+        pes = rbs[0].pes
+        done, rest = [], []
+        record = self._rec is not None
+        if record:
+            for index, (offset, block, _) in enumerate(items, start):
+                self._rec.at(index, offset, block)
+        for c in self._cohorts:
+            if not fusion.admitted(blocks, (c.config, c.signature), lambda: c.machine(0)):
+                rest.append(c)
+                continue
+            for _ in range(3):                 # members that fault leave; the others retry
+                try:
+                    done.append((c, _fused_attempt(c, rbs, pes, record)))
+                    c = None
+                    break
+                except _Unfused:
+                    break
+                except Refused as exc:
+                    rest.append(c.take(exc.members))
+                    c = c.take(np.setdiff1d(np.arange(len(c)), exc.members))
+                    if not len(c):
+                        c = None
+                        break
+            if c is not None:
+                rest.append(c)
+        self._cohorts = rest
+        for index, (offset, block, _) in enumerate(items, start):
+            if not self._cohorts and not live_host:
+                break
+            self._step(block, index, offset, errors, live_host)
+        for c, (staged, per_block) in done:
+            for rb, st in staged:
+                self._commit(c, rb, [st])
+            for index, (rb, st) in enumerate(per_block, start):   # each block's own commit, for the log
+                self._rec.commit(index, c.ids, rb.dest.tile, [st])
+            self._cohorts.append(c)
+        return bool(done)
+
+    def _live(self, live_host) -> list[int]:
+        return sorted([int(k) for c in self._cohorts for k in c.ids] + list(live_host))
+
+    def _restart(self) -> None:
+        """A new stream starts every machine: those an earlier one stopped join the cohorts again
+        (host machines by shape, as at construction; stopped stacked members with the cohort of
+        their shape, or as one of their own)."""
+        if self._stopped:
+            by_sig = {c.signature: i for i, c in enumerate(self._cohorts)}
+            for s in self._stopped:
+                sig = s.signature
+                if sig in by_sig:
+                    self._cohorts[by_sig[sig]] = Cohort.merge(self._cohorts[by_sig[sig]], s)
+                else:
+                    by_sig[sig] = len(self._cohorts)
+                    self._cohorts.append(s)
+            self._stopped = []
+        if self._host:           # machines stopped by an earlier stream start this one in a cohort
+            self._build(dict(self._host))
+
+    def _stop(self, k: int, m: ReferenceMachine, err: StreamError, errors, live_host) -> None:
+        self._host[k] = m
+        errors[k] = err
+        live_host.discard(k)
+        if self._rec is not None:
+            self._rec.fault(k, err)
+
+    def _stop_cohort(self, c: Cohort, err: StreamError, errors, live_host) -> None:
+        """Every member of cohort c stops at `err`: detached into host Machines, or (with
+        detach_stopped=False) kept stacked in c, which no later block reaches."""
+        if self.detach_stopped:
+            for j, k in enumerate(c.ids):
+                self._stop(int(k), c.machine(j), err, errors, live_host)
+            return
+        self._stopped.append(c)
+        for k in c.ids:
+            errors[int(k)] = err
+            if self._rec is not None:
+                self._rec.fault(int(k), err)
+
+    def _execute_host(self, k: int, m: ReferenceMachine, block: Block, index: int) -> None:
+        """Block `index` on machine k outside every cohort (the reference path), recorded."""
+        if self._rec is None:
+            m.execute(block)
+            return
+        res, staged = m._execute(block)
+        if staged:
+            self._rec.commit(index, [k], res.dest, staged)
+
+    def _step(self, block: Block, index: int, offset, errors, live_host: set[int]) -> None:
+        if self._rec is not None:
+            self._rec.at(index, offset, block)
+        try:
+            rb = resolve(block)
+        except IllegalBlockException as exc:     # stateless: every live machine stops here
+            err = StreamError(index, offset, exc)
+            for c in self._cohorts:
+                self._stop_cohort(c, err, errors, live_host)
+            for k in list(live_host):
+                self._stop(k, self._host[k], err, errors, live_host)
+            self._cohorts = []
+            return
+        for k in sorted(live_host):              # detached machines: the reference, block by block
+            try:
+                self._execute_host(k, self._host[k], block, index)
+            except IllegalBlockException as exc:
+                self._stop(k, self._host[k], StreamError(index, offset, exc), errors, live_host)
+        if rb.PE_MASK == 0:                      # strict no-op after the stateless rules
+            return
+        pes = rb.pes
+        cohorts = []
+        for c in self._cohorts:
+            c = self._step_cohort(c, rb, block, pes, index, offset, errors, live_host)
+            if c is not None and len(c):
+                cohorts.append(c)
+        self._cohorts = cohorts
+
+    def _rare(self, c: Cohort, j: int, block: Block, index, offset, errors, live_host) -> None:
+        """Member j runs the block on the reference: a fault stops it, success detaches it."""
+        k = int(c.ids[j])
+        m = c.machine(j)
+        try:
+            self._execute_host(k, m, block, index)
+        except IllegalBlockException as exc:
+            self._stop(k, m, StreamError(index, offset, exc), errors, live_host)
+            return
+        self._host[k] = m
+        live_host.add(k)
+
+    def _step_cohort(self, c: Cohort, rb, block, pes, index, offset, errors, live_host) -> Cohort | None:
+        plans = []      # (PE group, destination descriptor)
+        # every member's offsets are 0 without B.IOR; with it they differ: _windows_ok checks them
+        offsets = preflight.gpr_offsets(rb, None, len(pes)) if rb.offset_regs is None else None
+        for g in preflight.pe_groups(c, rb, pes):
+            try:
+                plans.append((g, preflight.check(c, rb, g, offsets)[0]))
+            except IllegalBlockException as exc:
+                if rb.offset_regs is None and not plans:   # descriptors only: one fault for all
+                    self._stop_cohort(c, StreamError(index, offset, exc), errors, live_host)
+                else:   # a window, or an earlier group's element rule, may fault first on some members
+                    for j in range(len(c)):
+                        self._rare(c, j, block, index, offset, errors, live_host)
+                return None
+        ok = None if rb.offset_regs is None else _windows_ok(c, rb, plans)   # no B.IOR: every window fits
+        if ok is not None and not ok.all():
+            for j in np.flatnonzero(~ok):
+                self._rare(c, int(j), block, index, offset, errors, live_host)
+            c = c.take(np.flatnonzero(ok))
+            if not len(c):
+                return None
+        while True:
+            try:
+                staged = _attempt(c, rb, plans)
+                break
+            except Refused as exc:                 # the executor's rules named them
+                bad = [int(j) for j in exc.members]
+            except IllegalBlockException:          # a rejection the rules did not name: each member settles alone
+                bad = list(range(len(c)))
+            for j in bad:
+                self._rare(c, j, block, index, offset, errors, live_host)
+            c = c.take(np.setdiff1d(np.arange(len(c)), bad))
+            if not len(c):
+                return None
+        self._commit(c, rb, staged)
+        if self._rec is not None:
+            self._rec.commit(index, c.ids, rb.dest.tile, staged)
+        return c
+
+    def _commit(self, c: Cohort, rb: ResolvedBlock, staged: list[Staged]) -> None:
+        """The one point where a block changes a cohort, given its results on every PE group:
+        each selected PE's slot of the destination id becomes a row view of the stacked result
+        (never written again) and every member takes its new status.  Nothing here can fail.
+        (Members on the reference path commit through ReferenceMachine._commit.)"""
+        for st in staged:
+            _readonly(st.bits)
+            _readonly(st.defined)
+            for s, p in enumerate(st.pes):
+                c.slots[p][rb.dest.tile] = Slot(st.dest, st.bits[s], st.defined[s], (st.bits, st.defined, st.pes, s))
+            c.status[:, list(st.pes)] = st.status.T          # (m, S): every member's status on the group's PEs
+
+    def _run_reference(self, stream, log=None) -> BatchResult:
+        if isinstance(stream, (bytes, bytearray, memoryview)):
+            stream = bytes(stream)
+        else:
+            stream = list(stream)
+        executed, errors = [], []
+        for k in range(self._n):
+            r = self._host[k].run(stream, log=None if log is None else _Machine(log, k))
+            executed.append(r.executed)
+            errors.append(r.error)
+        return BatchResult(executed, errors)
+
+
+def _resolved(block) -> ResolvedBlock | None:
+    """The block resolved, or None when it fails the stateless rules (or is no block at all):
+    then it fuses with nothing, and its own step raises what it raises, in its turn."""
+    try:
+        return resolve(block)
+    except Exception:
+        return None
+
+
+def _machine_bytes(m: ReferenceMachine) -> int:
+    return sum(t.elems.nbytes + t.defined.nbytes for pe in m.pes for t in pe.tiles.values()) \
+        + NUM_PES * (GPR_COUNT * 8 + 1)
+
+
+# ---------------------------------------------------------------- one machine: Machine(backend=...)
+
+class HostPlans:
+    """One machine on the host (the `cpu` backend): the reference's own block steps on the
+    machine's own state (reference.Here), planned with two speed caches that change no answer
+    (tests/emulator/test_machine_fastpaths.py):
+      * a block executed again over the same PEs, with the same config, no B.IOR offsets and
+        the very same source tile objects (immutable: same descriptors, same bytes), reuses its
+        previous plan: every descriptor rule would pass as it did, so only what else the plan
+        depends on -- the store's room for the destination, each PE's status -- is read afresh
+        (`plan`).  It keeps that one plan, holding the last block's source tiles until another
+        block runs;
+      * a role's tiles that are not rows of one stack yet (write_tile and state files make
+        tiles one by one; a block over other PEs made them) are stacked once and the machine's
+        tiles re-pointed at the rows: the same descriptor and bytes, read-only, so nothing
+        architectural changes (digest, read_tile and every rule see the same tile), and later
+        blocks over these PEs read them in place (_stack_sources).
+    The place for faster block paths on one machine (a compiled block, say) is here too."""
+
+    def __init__(self):
+        # (rb, pes, config, (tile id, tiles) per role, stacked sources, dest) of the last block
+        self._last = None
+
+    def runner(self, machine: ReferenceMachine) -> Here:
+        return Here(machine, self.plan)
+
+    def fresh(self) -> "HostPlans":
+        """The same for another machine (a copy): nothing kept."""
+        return HostPlans()
+
+    def forget(self) -> None:
+        """Drop the kept plan (and the tiles it holds): the machine took another state."""
+        self._last = None
+
+    def plan(self, m: ReferenceMachine, rb: ResolvedBlock, pes) -> preflight.Plan:
+        """preflight.plan with the sources as _stack_sources hands them over, or the previous
+        plan of the very same block over the very same tiles with the allocation and the
+        statuses read afresh."""
+        last = self._last
+        if last is not None and last[0] is rb and last[1] == pes and last[2] is m.config:
+            stores = [m.store(p) for p in pes]
+            if all(store.get(tid) is t for tid, tiles in last[3] for store, t in zip(stores, tiles)):
+                preflight.check_allocation(m, rb, pes, last[5])
+                z = preflight.no_offsets(len(pes))
+                return preflight.Plan(rb, pes, list(last[4]), last[5], z, z, m.config.profile, m.statuses(pes))
+        plan = preflight.plan(m, rb, pes)
+        self._stack_sources(m, rb, plan)
+        if rb.offset_regs is None:
+            held = tuple((b.tile, tuple(m.store(p)[b.tile] for p in pes)) for b in rb.sources)
+            self._last = (rb, pes, m.config, held, tuple(plan.sources), plan.dest)
+        return plan
+
+    @staticmethod
+    def _stack_sources(m: ReferenceMachine, rb: ResolvedBlock, plan: preflight.Plan) -> None:
+        """Each source role of `plan` as one semantics.TileStack, read in place: tiles of one
+        descriptor that are not rows of one stack are stacked once and m's tiles re-pointed at
+        the rows (see the class doc).  Runs after preflight.plan passed, on the tiles it found;
+        the arrays are read-only like every tile's."""
+        done = {}
+        P = len(plan.pes)
+        for role, binding in enumerate(rb.sources):
+            tid = binding.tile
+            if tid in done:
+                plan.sources[role] = done[tid]
+                continue
+            tiles = plan.sources[role]
+            d0 = tiles[0].desc
+            both = rows_of_one_stack(tiles)
+            if both is None:
+                if any(t.desc is not d0 for t in tiles):     # descriptors differ per PE: stacked per block
+                    plan.sources[role] = done[tid] = semantics.stack_tiles(tiles)
+                    continue
+                known = all(t.__dict__.get("fully_defined", False) for t in tiles)
+                new = stacked_tiles(d0, np.stack([t.elems for t in tiles]), np.stack([t.defined for t in tiles]),
+                                    known)
+                for p, t in zip(plan.pes, new):
+                    m.store(p)[tid] = t
+                tiles, both = new, (new[0].stack[0], new[0].stack[1])
+            plan.sources[role] = done[tid] = semantics.TileStack(
+                (d0,), P, both[0], both[1], fully_defined=all(t.fully_defined for t in tiles))
+
+
+class OnDevice:
+    """One machine on a device backend (`gpu`): each stream runs on a one-machine batch
+    (OnBatch)."""
+
+    def __init__(self, resolved: tuple):
+        self.resolved = resolved
+
+    def runner(self, machine: ReferenceMachine) -> "OnBatch":
+        return OnBatch(machine, self.resolved)
+
+    def fresh(self) -> "OnDevice":
+        return self
+
+    def forget(self) -> None:
+        """Nothing kept between streams."""
+
+
+def one_machine(backend: str, xp, why: str):
+    """How a machine on resolved backend `backend` runs its streams: None for the reference
+    (itself, block by block), HostPlans on `cpu`, OnDevice on `gpu`.  Each has runner(machine)
+    -- what runs one stream: execute(block, log, index, offset) -> BlockResult, close() --,
+    forget() (the machine took another state) and fresh() (the same for a copy)."""
+    if backend == "reference":
+        return None
+    if backend == "cpu":
+        return HostPlans()
+    return OnDevice((backend, xp, why))
+
+
+class OnBatch:
+    """One stream of a machine on a device backend: its state lives in a one-machine batch (its
+    tiles on the device) and comes back when the stream ends or stops (close).  Each block's
+    BlockResult reads back the 4 status bytes."""
+
+    def __init__(self, machine: ReferenceMachine, resolved: tuple):
+        self.machine = machine
+        self.batch = BatchEngine([machine], resolved)
+
+    def execute(self, block: Block, log=None, index: int = 0, offset: int | None = None) -> BlockResult:
+        """The block on the batch; its commit records (as block `index` at `offset`) go to `log`
+        (its fault record is the run's to write)."""
+        rb = resolve(block)                     # the stateless rules raise here, as on the reference
+        if self.machine.engines is not None:
+            self.machine.engines.admit(rb)
+        error = self.batch.run([block], log=None if log is None else _Commits(log, index, offset)).errors[0]
+        if error is not None:
+            raise error.cause                   # the reference's exception; state: the last commit's
+        pes = rb.pes
+        status = self.batch.statuses()[0] if pes else ()
+        return BlockResult(rb.instr.mnemonic, pes, rb.dest.tile, {p: int(status[p]) for p in pes})
+
+    def close(self) -> None:
+        self.machine.adopt(self.batch.machine(0).state)
+
+
+class _Commits:
+    """A log for a one-block run inside a longer stream: commit records renumbered as block
+    `index` at `offset`; fault records dropped (the outer run writes its own)."""
+
+    def __init__(self, log, index: int, offset: int | None):
+        self.log, self.index, self.offset = log, index, offset
+
+    def write(self, records) -> None:
+        from .commitlog import COMMIT, Records
+        commits = Records(g for g in records.groups if g.record == COMMIT)
+        if len(commits):
+            self.log.write(commits.renumbered(block=self.index, offset=self.offset))
+
+
+class _Machine:
+    """A log for machine k of a batch run alone (the reference path): records renumbered."""
+
+    def __init__(self, log, k: int):
+        self.log, self.k = log, k
+
+    def write(self, records) -> None:
+        self.log.write(records.renumbered(machine=self.k))
+
+
+class _Recorder:
+    """What the batch engine hands its log: the records of every machine for each block, gathered
+    from the engine's commit points (cohorts, detached machines, fused chains) and faults, and
+    written one Records per block, in block order, when the block is done (`flush`)."""
+
+    def __init__(self, log):
+        self.log = log
+        self.pending: dict[int, list] = {}        # block index -> Records parts, in arrival order
+        self.faults: dict[int, dict] = {}         # block index -> {id(StreamError): (error, [machines])}
+        self.blocks: dict[int, tuple] = {}        # block index -> (offset, block)
+        self._names: dict[int, tuple] = {}
+
+    def at(self, index: int, offset, block) -> None:
+        self.blocks[index] = (offset, block)
+
+    def names(self, index: int) -> tuple[str, str]:
+        if index not in self._names:
+            block_names = _commitlog().block_names
+            self._names[index] = block_names(self.blocks[index][1])
+        return self._names[index]
+
+    def commit(self, index: int, ids, tile: int, staged) -> None:
+        staged_records = _commitlog().staged_records
+        offset = self.blocks[index][0]
+        self.pending.setdefault(index, []).append(
+            staged_records(staged, block=index, offset=offset, names=self.names(index), tile=tile, machines=ids))
+
+    def fault(self, k: int, err) -> None:
+        entry = self.faults.setdefault(err.index, {}).setdefault(id(err), (err, []))
+        entry[1].append(k)
+
+    def flush(self) -> None:
+        Records, fault_records = _commitlog().Records, _commitlog().fault_records
+        for index in sorted(set(self.pending) | set(self.faults)):
+            parts = self.pending.pop(index, [])
+            for err, ks in self.faults.pop(index, {}).values():
+                decoded = isinstance(err.cause, IllegalBlockException)      # else DECODE_ERROR: no block
+                block = self.blocks.get(index, (None, None))[1] if decoded else None
+                parts.append(fault_records(err, np.array(sorted(ks), np.uint32), block))
+            self.log.write(parts[0] if len(parts) == 1 else Records(g for r in parts for g in r.groups))
+        self.blocks.clear()
+        self._names.clear()
+
