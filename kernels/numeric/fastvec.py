@@ -261,17 +261,17 @@ def _scratch_flags(n: int) -> np.ndarray | None:
     return buf[:n]
 
 
-def run_status(k: fast.Kernel, operands, groups: int, compute):
+def run_status(k: fast.Kernel, operands, groups: int, finish):
     """Kernel `k`'s (bits, flags) on `operands` with, instead of its flags, their OR over each of
     `groups` equal consecutive parts: one pass over the flags both finds marked elements and
-    gives the status; `compute` settles the marked elements (fast.settle_marked: the tier
-    table's hand-off, tiers.settle)."""
+    gives the status; `finish(bits, flags, operands)` settles the marked elements in place (the
+    tier table's hand-off, tiers.hand_off)."""
     bits, flags = fast.launch(k, operands, False, k.loop, flags=_scratch_flags(operands[0].shape[0]))
     status = group_or(flags, groups)
     # a block's few PEs: Python's max of a short list is cheaper than a NumPy call
     if (max(status.tolist()) if groups <= 8 else int(status.max())) & _MARK_BIT:
         with np.errstate(all="ignore"):          # as elementwise runs the reference
-            fast.settle_marked(bits, flags, operands, compute)
+            finish(bits, flags, operands)
         status = group_or(flags, groups)
     return bits, status
 
