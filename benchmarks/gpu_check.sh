@@ -10,10 +10,12 @@
 #    generator covers (every instruction and DataType; profile a5's rules under --profile a5): cases generated on
 #    the CPU, every one replayed with `tile-emu verify --backend gpu` and compared field by field.
 # 3. benchmarks/gpu_vcg.py: the VCG reduce kernels (JSON lines).
+# 4. benchmarks/gpu_sharded.sh: a sharded batch run, `--backend gpu --workers 1` (dask-cuda, one
+#    worker on the one GPU), against the CPU run's bytes (needs dask-cuda: its wheel in .whl/).
 # Everything goes to $OUT (the device tool's output folder; /tmp/gpu_check without it):
 # gpu_check.txt is the whole console log.  No network; needs numpy, numba, numba-cuda, cupy;
 # gmpy2 is optional (without it TEXP/TLOG/TRSQRT are reported as skipped).  Budget: under
-# 8 minutes on one H200; the step time limits (360 + 100 + 90 s) cap it at 9 min 10 s.  Exit 1 on any mismatch or failure.
+# 8 minutes on one H200; the step time limits (360 + 100 + 90 + 40 s) cap it at 9 min 50 s.  Exit 1 on any mismatch or failure.
 set -u
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
@@ -53,6 +55,7 @@ step() {    # step SECONDS NAME COMMAND...: run with a time limit, log it, statu
 step 360 numeric python3 benchmarks/gpu_numeric.py --out "$out"
 step 100 batch-engine sh benchmarks/gpu_golden.sh "$out/golden" 32
 step 90 vcg python3 benchmarks/gpu_vcg.py
+step 40 sharded-gpu sh benchmarks/gpu_sharded.sh "$out/sharded"
 rm -f "$out/.rc"
 echo "gpu_check: exit $status" | tee -a "$log"
 exit $status

@@ -27,11 +27,17 @@ from .stateio import (FORMAT, META_KEY, SCHEMA, VERSION, StateFileError, config_
 
 MACHINE_COLUMN = "machine"
 MAX_MACHINES = 1 << 20      # bounds what the metadata of an untrusted file can make the loader build
+# A file of many machines is written as one record batch per MACHINES_PER_BATCH consecutive machines
+# (a file of at most that many: one record batch), so that a sharded run (emulator/sharded.py), whose
+# shards are whole groups, writes the bytes of the same run in one process
+MACHINES_PER_BATCH = 1024
 BATCH_SCHEMA = pa.schema([(MACHINE_COLUMN, pa.uint32())] + list(SCHEMA))
 
 
-def batch_table(machines: Sequence) -> pa.Table:
-    """One table for N machines (one shared configuration); N == 1 gives stateio's own table."""
+def batch_table(machines: Sequence, first: int | None = None) -> pa.Table:
+    """One table for N machines (one shared configuration); N == 1 gives stateio's own table.
+    `first`: the machines are machines first, first + 1, ... of a larger batch (its `machine`
+    column numbers them so, always in the many-machine layout)."""
     if not machines:
         raise ValueError("no machines to save")
     config = machines[0].config
@@ -39,13 +45,13 @@ def batch_table(machines: Sequence) -> pa.Table:
         if m.config != config:
             raise ValueError(f"machine {k}: configuration {m.config} differs from machine 0's {config}; "
                              f"a state file holds one configuration")
-    if len(machines) == 1:
+    if len(machines) == 1 and first is None:
         from .stateio import state_table
         return state_table(machines[0])
     cols: dict[str, list] = {f.name: [] for f in BATCH_SCHEMA}
     for k, m in enumerate(machines):
         rows = tile_rows(m)
-        cols[MACHINE_COLUMN] += [k] * len(rows["pe"])
+        cols[MACHINE_COLUMN] += [(first or 0) + k] * len(rows["pe"])
         for name, values in rows.items():
             cols[name] += values
     meta = {"format": FORMAT, "version": VERSION, "config": config_json(config),
@@ -54,12 +60,30 @@ def batch_table(machines: Sequence) -> pa.Table:
     return table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
 
 
+def group_batches(machines: Sequence, first: int = 0, group: int | None = None) -> Iterator[pa.RecordBatch]:
+    """The record batches a state file of many machines holds for `machines`, machines first,
+    first + 1, ... of the file (first a multiple of the group, MACHINES_PER_BATCH unless `group`
+    says): one per group of machines, each built on its own (never a slice of a larger table,
+    whose buffers the IPC writer would lay out otherwise), so a group's bytes do not depend on
+    what else is written with it."""
+    group = group or MACHINES_PER_BATCH
+    for a in range(0, len(machines), group):
+        t = batch_table(machines[a:a + group], first=first + a)
+        yield t.to_batches()[0] if t.num_rows else pa.RecordBatch.from_pylist([], BATCH_SCHEMA)
+
+
 def save_machines(machines: Sequence, path) -> None:
-    """Write the machines' states to `path` atomically (a temporary file renamed when complete)."""
-    table = batch_table(list(machines))
+    """Write the machines' states to `path` atomically (a temporary file renamed when complete):
+    a file of many machines holds one record batch per MACHINES_PER_BATCH machines."""
+    machines = list(machines)
+    table = batch_table(machines)
     with atomic_path(path, devices=False) as tmp:
         with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-            writer.write_table(table)
+            if len(machines) == 1:
+                writer.write_table(table)
+                return
+            for b in group_batches(machines, 0, MACHINES_PER_BATCH):
+                writer.write_batch(b)
 
 
 # ---------------------------------------------------------------- reading, one machine at a time

@@ -697,6 +697,7 @@ class CommitLog:
         self._writing = None                            # the future of the batch in flight
         self._chain = CHAIN_START                       # the checksum of the last batch written
         self._written = 0                               # records written to the file
+        self._carry: pa.Table | None = None             # write_ordered's rows short of a batch
         try:
             self._out = self._open_sink(self._tmp)
         except BaseException as exc:
@@ -776,6 +777,20 @@ class CommitLog:
         self._pending_rows += n
         if self._pending_rows >= BATCH_ROWS:
             self._flush()
+
+    def write_ordered(self, table: pa.Table) -> None:
+        """Append records already in the log's order -- machine by machine, a sharded run's shards
+        one after the other (emulator/sharded.py) -- written in record batches of BATCH_ROWS
+        rows carried across calls: the batches (and checksums) a log of all of them at once
+        holds.  Not mixed with `write`."""
+        if table.num_rows == 0:
+            return
+        self.rows += table.num_rows
+        t = table if self._carry is None else pa.concat_tables([self._carry, table])
+        full = t.num_rows // BATCH_ROWS * BATCH_ROWS
+        for lo in range(0, full, BATCH_ROWS):
+            self._emit(t.slice(lo, BATCH_ROWS).combine_chunks())
+        self._carry = t.slice(full).combine_chunks() if full < t.num_rows else None
 
     def _flush(self) -> None:
         """The pending records as record batches (runs of Records become one batch each); a
@@ -863,6 +878,9 @@ class CommitLog:
 
     def close(self) -> None:
         try:
+            if self._carry is not None:
+                self._emit(self._carry)
+                self._carry = None
             self._flush()
             if self._spill_path is not None:
                 self._reorder()

@@ -2,6 +2,7 @@
 
     tile-emu golden --ops TADD,TCVT --dtypes FP16,E4M3 --cases 100000 --seed 7 --out vectors/
     tile-emu golden ... --workers 4 | --scheduler tcp://host:8786 | --resume
+    tile-emu golden ... --shard I/N --out part-I; tile-emu golden merge part-* --out vectors/   # job arrays
     tile-emu golden --coverage vectors/
     tile-emu golden --streams --blocks 8 --cases 100000 --seed 7 --out streams/   # multi-block streams
     tile-emu golden export vectors/ --format testfloat --op TADD --dtype FP32 > f32_add.txt
@@ -17,6 +18,7 @@ import pathlib
 import sys
 
 from emulator.cli import CommandError
+from emulator.cluster import NoCluster
 from emulator.golden import dataset as D
 from emulator.golden.dataset import GoldenError
 from isa.atomicio import quote
@@ -24,8 +26,10 @@ from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES
 
 
 def add_arguments(p) -> None:
-    p.add_argument("action", nargs="?", choices=["export"], help="export: write another tool's format")
-    p.add_argument("dataset", nargs="?", help="the dataset folder (export)")
+    p.add_argument("action", nargs="?", choices=["export", "merge"],
+                   help="export: write another tool's format; merge: join the shards of a --shard run")
+    p.add_argument("dataset", nargs="?", help="the dataset folder (export); the first shard folder (merge)")
+    p.add_argument("more", nargs="*", metavar="SHARD", help="merge: the other shard folders")
     g = p.add_argument_group("generate")
     g.add_argument("--ops", help="comma-separated instructions, e.g. TADD,TDIV,TCVT")
     g.add_argument("--dtypes", help="comma-separated DataTypes (TCVT: source and, by default, destination types)")
@@ -44,6 +48,14 @@ def add_arguments(p) -> None:
     g.add_argument("--workers", type=int, help="run on a local Dask cluster of N worker processes")
     g.add_argument("--scheduler", help="run on an existing Dask cluster (tcp://host:port)")
     g.add_argument("--quiet", action="store_true", help="no progress line")
+    g.add_argument("--backend", choices=["cpu", "gpu"], default="cpu",
+                   help="the batch engine that computes the expected outcomes (gpu: on the GPU; with --workers, "
+                        "one worker a GPU through dask-cuda); the same bytes either way")
+    g.add_argument("--plan", action="store_true",
+                   help="print the partitions, files, cases, bytes and CPU time the run would take (from a short "
+                        "measured sample) and write nothing")
+    g.add_argument("--shard", metavar="I/N", help="write only shard I of N (0 <= I < N) of the dataset's files, "
+                                                  "for a job array; join the shards with golden merge")
     st = p.add_argument_group("streams (random multi-block streams; docs/golden-format.md, 'Stream goldens')")
     st.add_argument("--streams", action="store_true", help="generate random streams of --blocks blocks")
     st.add_argument("--blocks", type=int, help="blocks per stream")
@@ -51,14 +63,16 @@ def add_arguments(p) -> None:
                     help="share of streams carrying one illegal block (default 0.1)")
     st.add_argument("--shapes", help="shape classes (default: all)")
     st.add_argument("--group-cases", type=int, default=None,
-                    help="streams per group (one stream, many initial states; default 256)")
+                    help="streams per group (one stream, many initial states; default 16: at least one "
+                         "distinct program per 16 streams)")
     p.add_argument("--coverage", metavar="DIR", nargs="+",
                    help="print the coverage of one dataset, or of several of one kind merged (--format text, json, "
                         "ucis; on stdout, or in the file --out)")
     e = p.add_argument_group("export")
-    e.add_argument("--format", choices=["testfloat", "hex", "text", "json", "ucis"],
+    e.add_argument("--format", choices=["testfloat", "hex", "text", "json", "ucis", "arrow"],
                    help="export format: testfloat (lines on stdout, or in the file --out) or hex ($readmemh files in "
-                        "--out); --coverage: text (default), json or ucis")
+                        "--out); --coverage: text (default), json or ucis; generating with --out -: testfloat (one "
+                        "function's lines) or arrow (an Arrow IPC stream of every row) on stdout")
     e.add_argument("--op", help="export: the instruction")
     e.add_argument("--dtype", help="export: the DataType (TCVT: the source)")
     e.add_argument("--dst", help="export: TCVT destination DataType")
@@ -66,7 +80,11 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    if args.more and args.action != "merge":
+        raise CommandError(f"unexpected argument {quote(args.more[0])} (only merge takes several folders)", 2)
     try:
+        if args.action == "merge":
+            return _merge(args)
         if args.action == "export":
             return _export(args)
         if args.coverage:
@@ -76,6 +94,10 @@ def run(args) -> int:
         return _generate(args)
     except GoldenError as exc:
         raise CommandError(str(exc), 1) from None
+    except D.store.Unavailable as exc:          # an fsspec URL whose library is not installed
+        raise CommandError(str(exc), 3) from None
+    except NoCluster as exc:                    # Dask (or dask-cuda for --backend gpu) not installed
+        raise CommandError(str(exc), 3) from None
 
 
 def _params(args) -> D.Params:
@@ -83,7 +105,8 @@ def _params(args) -> D.Params:
         raise CommandError("--cases and --per-class exclude each other: a total per partition, or K cases "
                            "per class", 2)
     size = "per_class" if args.per_class is not None else "cases"
-    missing = [f"--{n.replace('_', '-')}" for n in ("ops", "dtypes", size, "out") if getattr(args, n) in (None, "")]
+    missing = [f"--{n.replace('_', '-')}" for n in ("ops", "dtypes", size, "out") if getattr(args, n) in (None, "")
+               and not (n == "out" and args.plan)]
     if missing:
         raise CommandError(f"missing {', '.join(missing)} (see tile-emu golden --help)", 2)
     flag, value = f"--{size.replace('_', '-')}", getattr(args, size)
@@ -114,7 +137,7 @@ def _params(args) -> D.Params:
         cases=args.cases, per_class=args.per_class, seed=args.seed,
         dst_dtypes=D.parse_list(args.dst_dtypes, "dst-dtypes") if args.dst_dtypes else (),
         rmodes=tuple(r.upper() for r in D.parse_list(args.rmodes, "rmodes")), sat=sat, profile=args.profile)
-    D.chunks(p)                 # validates names, (op, DataType) pairs and sizes before anything is written
+    D.chunks(p, args.out != "-")    # validates names, (op, DataType) pairs and sizes before anything is written
     if args.scheduler:
         from emulator.golden.runner import check_scheduler
         check_scheduler(args.scheduler)
@@ -123,22 +146,178 @@ def _params(args) -> D.Params:
 
 def max_workers() -> int:
     """--workers' bound: the CPUs this process may use (docs/golden-format.md, "Limits")."""
-    try:
-        return max(len(os.sched_getaffinity(0)), 1)
-    except AttributeError:            # no sched_getaffinity (macOS, Windows)
-        return max(os.cpu_count() or 1, 1)
+    from emulator.cluster import cpus
+    return cpus()
 
 
 def _generate(args) -> int:
     from emulator.golden.dataset import write_chunk
     p = _params(args)
-    out = pathlib.Path(args.out)
+    _check_backend(args)
+    done = _plan_or_pipe(args, p, D.chunks, D.chunk_table, "cases")
+    if done is not None:
+        return done
+    out = D.store.location(args.out)
+    plan = _shard_plan(args, out, p, D.chunks(p))
     D.params_match_or_fail(out, p, args.resume)
-    records, rows, size, rate = _write(args, out, p, D.chunks(p), _part_dict, write_chunk, D.manifest)
-    print(f"{rows:,} cases in {len(records)} files ({size / 1e6:.1f} MB) -> {out}"
+    records, rows, size, rate = _write(args, out, p, plan, _part_dict, write_chunk, D.manifest)
+    print(f"{rows:,} cases in {len(records)} files ({size / 1e6:.1f} MB) -> {out}{_shard_note(args)}"
           + (f"; {rate:,.0f} cases/s" if rate is not None else ""))
-    for line in hole_lines(p):
-        print(line, file=sys.stderr)
+    if not args.shard:             # a shard's holes are the merged dataset's business
+        for line in hole_lines(p):
+            print(line, file=sys.stderr)
+    return 0
+
+
+def _check_backend(args) -> None:
+    """--backend gpu: a usable GPU here (exit 3 otherwise, before anything is written), and with
+    --workers at most one worker a GPU."""
+    if args.backend != "gpu" or args.plan:
+        return
+    from emulator.sharded import bound
+    from kernels.device import gpu_status
+    usable, why_not = gpu_status()
+    if not usable:
+        raise CommandError(f"--backend gpu: no usable GPU ({why_not})", 3)
+    if args.workers and args.workers > bound("gpu"):
+        raise CommandError(f"--backend gpu --workers {args.workers}: at most {bound('gpu')} (one worker a GPU)", 2)
+
+
+def _plan_or_pipe(args, p, chunks, chunk_table, unit: str) -> int | None:
+    """--plan (nothing written) or --out - (the cases on standard output): the exit status; None
+    for a run that writes a dataset."""
+    if args.plan:
+        return _plan(args, p, chunks(p, args.out != "-"), chunk_table, unit)
+    if _piped(args):
+        return _pipe(args, p, chunks(p, False), chunk_table, unit)
+    return None
+
+
+def _piped(args) -> bool:
+    """Whether this run writes its cases to standard output (--out -), its options checked."""
+    if args.out != "-":
+        if args.format is not None and not args.plan:
+            raise CommandError(f"--format {args.format} while generating: cases go to standard output (--out -) as "
+                               "testfloat or arrow; a dataset folder is Parquet", 2)
+        return False
+    if args.plan:
+        return False
+    if args.format not in ("testfloat", "arrow"):
+        raise CommandError("--out - writes the cases to standard output: --format testfloat (one TestFloat "
+                           "function's lines) or --format arrow (an Arrow IPC stream of every row)", 2)
+    for flag in ("resume", "workers", "scheduler"):
+        if getattr(args, flag):
+            raise CommandError(f"--out - and --{flag} exclude each other: the cases are written in order, in this "
+                               "process, and nothing is kept to resume", 2)
+    if args.format == "testfloat" and args.streams:
+        raise CommandError("--format testfloat writes single-block cases of one function; a stream golden's rows "
+                           "go out as --format arrow", 2)
+    return True
+
+
+def _pipe(args, p, plan, chunk_table, unit: str) -> int:
+    """golden ... --format testfloat|arrow --out -: every chunk of the plan (or of the shard) on
+    standard output as it is generated (emulator/golden/pipe.py); a closed pipe ends it, exit 0."""
+    from emulator.golden import pipe
+    from emulator.golden.runner import Progress, settle_heap
+    tasks = _shard_plan(args, None, p, plan)
+    lines, schema = None, None
+    if args.format == "testfloat":
+        lines = _testfloat_lines(p)
+    elif unit == "streams":
+        from emulator.golden.streams_dataset import SCHEMA as schema
+    else:
+        from emulator.golden.rows import SCHEMA as schema
+    total = sum(n for _, _, n in tasks) if args.shard else sum(plan.cases_of(i) for i in range(len(plan.parts)))
+    progress = Progress(total, 0, enabled=not args.quiet)
+    settle_heap()
+    try:
+        size = pipe.stream(tasks, lambda part, chunk, n: chunk_table(p, part, chunk, n, args.backend), args.format,
+                           schema, lines, progress.add)
+    except BrokenPipeError:         # the reader has what it wanted
+        pipe.quiet_stdout()
+        progress.close()
+        return 0
+    progress.close()
+    print(f"golden: {progress.done:,} {unit} ({size / 1e6:.1f} MB of {args.format}) -> standard output"
+          f"{_shard_note(args)}", file=sys.stderr)
+    return 0
+
+
+def _testfloat_lines(p):
+    """lines(table, partition) of the one TestFloat function the parameters name (checked: one
+    partition, a function TestFloat has, Sat=0, profile ieee)."""
+    from emulator.golden import export as X
+    from emulator.golden.pipe import replay_source
+    from kernels.numeric.profiles import profile
+    parts = D.partitions(p)
+    if len(parts) != 1:
+        raise CommandError(f"--format testfloat --out -: the parameters give {len(parts)} partitions; TestFloat "
+                           "checks one function: one --ops, one --dtypes (TCVT: one --dst-dtypes, --rmodes, --sat 0)",
+                           2)
+    part = parts[0]
+    try:
+        X.function_name(part.op, part.dtype, part.dst)
+    except GoldenError as exc:
+        raise CommandError(str(exc), 2) from None
+    if part.op == "TCVT" and (part.sat or part.rmode not in X.ROUNDING):
+        raise CommandError("--format testfloat: TestFloat has no saturating conversion; --sat 0", 2)
+    if p.profile != DEFAULT_PROFILE:
+        raise CommandError(f"--format testfloat checks IEEE 754 results: --profile {DEFAULT_PROFILE}, not "
+                           f"{p.profile}", 2)
+    source = replay_source(profile(p.profile))
+    return lambda t, part: X.table_lines(t, source, part.op, part.dtype, part.dst, part.rmode, part.path)
+
+
+def _plan(args, p, plan, chunk_table, unit: str) -> int:
+    """golden ... --plan: the run's partitions, files, cases, and its bytes and CPU time from a
+    short measured sample (emulator/golden/plan.py); nothing is written."""
+    from emulator.golden import plan as P
+    tasks = list(_shard_plan(args, None, p, plan))
+    what = f"{len(plan.parts):,} partition(s), {len(plan):,} data file(s), " \
+           f"{sum(n for _, _, n in plan):,} {unit}"
+    if unit == "streams":
+        what += f" of {p.blocks} blocks"
+    est = P.estimate(p, tasks, chunk_table, unit)
+    print(P.render(est, what, len(plan), args.workers, getattr(args, "shard_at", None), unit))
+    return 0
+
+
+def _shard_plan(args, out: pathlib.Path | None, p, plan):
+    """The files this run writes: the whole plan, or with --shard I/N its shard I (checked, with
+    --resume, against what --out holds, before --out is touched; emulator/golden/shards.py)."""
+    from emulator.golden import shards
+    shard = None
+    if args.shard is not None:
+        try:
+            shard = shards.parse(args.shard)
+        except ValueError as exc:
+            raise CommandError(str(exc), 2) from None
+    if out is not None:
+        shards.check_resume(out, shard, args.resume)
+    if shard is None:
+        return plan
+    args.shard_at = shard
+    return shards.select(plan, *shard)
+
+
+def _shard_note(args) -> str:
+    return f" (shard {args.shard_at[0]}/{args.shard_at[1]})" if args.shard else ""
+
+
+def _merge(args) -> int:
+    """golden merge SHARD... --out D: the dataset the shards' command without --shard writes."""
+    from emulator.golden import shards
+    folders = [args.dataset, *args.more] if args.dataset else []
+    if not folders or not args.out:
+        raise CommandError("merge needs the shard folders and --out: golden merge part-* --out D", 2)
+    p, records = shards.merge(folders, args.out)
+    rows, size = sum(r["rows"] for r in records), sum(r["bytes"] for r in records)
+    print(f"golden merge: {len(folders)} shard(s), {rows:,} cases in {len(records)} files ({size / 1e6:.1f} MB) "
+          f"-> {args.out}")
+    if isinstance(p, D.Params):
+        for line in hole_lines(p):
+            print(line, file=sys.stderr)
     return 0
 
 
@@ -164,34 +343,40 @@ def _write(args, out: pathlib.Path, p, plan, keys, write_chunk, manifest):
     `keys(part)` is the task's partition, `manifest(p, records)` the manifest (golden and
     golden --streams share this)."""
     from emulator.golden.runner import Progress, run as run_tasks
+    if args.shard:                 # written first: the folder holds a shard, unfinished (files null)
+        from emulator.golden import shards
+        D.write_json(out / shards.SHARD, shards.doc(p, *args.shard_at, None))
     tasks, records = [], []
     for part, chunk, n in plan:
         path = out / part.path / D.file_name(chunk)
         if args.resume and path.is_file():
             records.append(D.file_record(out, path))
             continue
-        tasks.append((str(out), p.to_json(), keys(part), chunk, n))
+        tasks.append((str(out), p.to_json(), keys(part), chunk, n, args.backend))
     total = sum(t[4] for t in tasks)
     progress = Progress(total, len(tasks), enabled=not args.quiet)
     # no more worker processes than files: the rest would only start and idle
     workers = min(args.workers, max(len(tasks), 1)) if args.workers else None
     run_tasks(tasks, write_chunk, lambda task, rec: (records.append(rec), progress.add(task[4])),
-              workers=workers, scheduler=args.scheduler)
+              workers=workers, scheduler=args.scheduler, cuda=args.backend == "gpu")
     progress.close()
-    D.write_json(out / D.MANIFEST, manifest(p, records))
+    if args.shard:                 # a shard's manifest: shard.json with its records (emulator/golden/shards.py)
+        D.write_json(out / shards.SHARD, shards.doc(p, *args.shard_at, records))
+    else:
+        D.write_json(out / D.MANIFEST, manifest(p, records))
     return (records, sum(r["rows"] for r in records), sum(r["bytes"] for r in records),
             progress.rate if total else None)
 
 
 def _stream_params(args):
     from emulator.golden import streams_dataset as SD
-    missing = [f"--{n}" for n in ("blocks", "cases", "out") if getattr(args, n) in (None, "")]
+    missing = [f"--{n}" for n in ("blocks", "cases", "out") if getattr(args, n) in (None, "")
+               and not (n == "out" and args.plan)]
     if missing:
         raise CommandError(f"missing {', '.join(missing)} (see tile-emu golden --help)", 2)
-    for flag in ("ops", "dtypes", "dst_dtypes"):
-        if getattr(args, flag):
-            raise CommandError(f"--{flag.replace('_', '-')} is for single-block goldens; streams draw every "
-                               "instruction and DataType", 2)
+    if args.dst_dtypes:
+        raise CommandError("--dst-dtypes is for single-block goldens; with --streams, --dtypes constrains TCVT's "
+                           "destinations too", 2)
     for name, v, lo, hi in (("blocks", args.blocks, 1, SD.MAX_BLOCKS), ("cases", args.cases, 1, D.MAX_CASES),
                             ("group-cases", args.group_cases or 1, 1, SD.CHUNK_CASES)):
         if not lo <= v <= hi:
@@ -212,9 +397,13 @@ def _stream_params(args):
         kw["shapes"] = D.parse_list(args.shapes, "shapes")
     if args.group_cases:
         kw["group_cases"] = args.group_cases
+    if args.ops is not None:                # the instructions and DataTypes a DUT implements
+        kw["ops"] = tuple(o.upper() for o in D.parse_list(args.ops, "ops"))
+    if args.dtypes is not None:             # (names as the tables spell them: FP16, not fp16)
+        kw["dtypes"] = tuple(D._dtype(d) for d in D.parse_list(args.dtypes, "dtypes"))
     p = SD.StreamParams(blocks=args.blocks, cases=args.cases, seed=args.seed, illegal_fraction=float(frac),
                         profile=args.profile, **kw)
-    SD.chunks(p)
+    SD.chunks(p, args.out != "-")
     if args.scheduler:
         from emulator.golden.runner import check_scheduler
         check_scheduler(args.scheduler)
@@ -225,14 +414,22 @@ def _generate_streams(args) -> int:
     """golden --streams: the same machinery as _generate, with the stream dataset's chunks."""
     from emulator.golden import streams_dataset as SD
     p = _stream_params(args)
-    out = pathlib.Path(args.out)
+    _check_backend(args)
+    done = _plan_or_pipe(args, p, SD.chunks, SD.chunk_table, "streams")
+    if done is not None:
+        return done
+    out = D.store.location(args.out)
+    plan = _shard_plan(args, out, p, SD.chunks(p))
     D.params_match_or_fail(out, p, args.resume, read=SD.read_params, manifest=SD.read_manifest)
     if args.resume:
         SD.check_resumable(out, SD.chunks(p))
-    records, rows, size, rate = _write(args, out, p, SD.chunks(p), lambda part: part.keys(), SD.write_chunk,
+    records, rows, size, rate = _write(args, out, p, plan, lambda part: part.keys(), SD.write_chunk,
                                        SD.manifest)
     print(f"{rows:,} streams of {p.blocks} blocks in {len(records)} files ({size / 1e6:.1f} MB) -> {out}"
+          f"{_shard_note(args)}"
           + (f"; {rate * p.blocks:,.0f} stream-blocks/s" if rate is not None else ""))
+    for line in SD.instruction_lines(out, p, None if args.shard else records):
+        print(line, file=sys.stderr)
     return 0
 
 
@@ -332,6 +529,9 @@ def _export(args) -> int:
         from emulator.golden.hexport import write_hex
         if not args.dataset or not args.out:
             raise CommandError("export --format hex needs DATASET --out FOLDER", 2)
+        if D.store.protocol(args.dataset) not in (None, "file", "local"):
+            raise CommandError(f"export --format hex reads a local dataset folder, not {quote(args.dataset)}: copy it "
+                               "here first (verify, --coverage and --format testfloat read URLs)", 2)
         from emulator.golden.streams_dataset import is_stream_dataset
         if is_stream_dataset(args.dataset):  # emulator/golden/streams_hexport.py
             return _export_streams(args)

@@ -60,6 +60,11 @@ def add_arguments(parser):
     parser.add_argument("--fuse", action="store_true",
                         help="batch backends: run chains of element-wise blocks that the calculus's check_plan "
                              "admits as one pass (same results; docs/machine.md 'Batches')")
+    parser.add_argument("--workers", type=int, metavar="N",
+                        help="shard the machines of --init over a local Dask cluster of N workers (backend gpu: "
+                             "one a GPU, dask-cuda); the same bytes as one process (docs/machine.md 'Sharded runs')")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="shard the machines of --init over an existing Dask cluster (tcp://host:port)")
     add_region_arguments(parser)
 
 
@@ -212,9 +217,10 @@ def run(args) -> int:
     _paths(args)
     _check_log(args)
     if args.stream.endswith(".regions.json"):
-        if args.timing or args.fabric is not None or args.fuse or args.backend not in (None, "reference"):
-            raise CommandError("--timing, --fabric, --fuse and --backend (but reference) apply to .tbs block "
-                               "streams, not region programs", 2)
+        if args.timing or args.fabric is not None or args.fuse or args.backend not in (None, "reference") \
+                or args.workers is not None or args.scheduler:
+            raise CommandError("--timing, --fabric, --fuse, --workers, --scheduler and --backend (but reference) "
+                               "apply to .tbs block streams, not region programs", 2)
         from emulator.calculus.cli import run_regions
         return run_regions(args, initial_machine, write_state)
     given = [flag for flag, name in REGION_ONLY if getattr(args, name, None) is not None]
@@ -232,6 +238,11 @@ def run(args) -> int:
     if (args.timing or args.fabric is not None) and args.backend not in (None, "reference"):
         raise CommandError(f"--backend {args.backend}: --timing and --fabric run one machine on the "
                            "reference backend", 2)
+    if args.workers is not None or args.scheduler:     # the machines sharded over Dask workers
+        if args.timing or args.fabric is not None:
+            raise CommandError("--timing and --fabric run one machine; --workers/--scheduler shard a batch", 2)
+        from emulator.sharded import run_sharded
+        return run_sharded(args, data)
     if not (args.timing or args.fabric) and (args.init or args.fuse or args.backend not in (None, "reference")):
         return run_batch(args, data)
     m = initial_machine(args)

@@ -21,6 +21,14 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from emulator.golden.store import Unavailable
+    try:
+        return _run(args)
+    except Unavailable as exc:      # a dataset URL whose fsspec library is not installed
+        raise CommandError(str(exc), UNAVAILABLE) from None
+
+
+def _run(args) -> int:
     from emulator.commitlog import SUFFIXES
     if os.path.isfile(args.dataset) and args.dataset.endswith(SUFFIXES):
         return _log(args)

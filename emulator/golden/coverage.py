@@ -639,28 +639,6 @@ def stream_aliasing(blocks, executed: int, initial: dict) -> list[set[str]]:
     return out
 
 
-def raw_impossible(producer: I.Instruction, consumer: I.Instruction) -> str | None:
-    """Why the stream generator never makes `consumer` read `producer`'s result (None: it can):
-    TEXTRACT and TIMG2COL read only their window source / feature map from the initial state,
-    a TIMG2COL result lives in the Matrix store (no other block reads Matrix tiles), and a
-    TCMP predicate is read only as TSEL's mask."""
-    if consumer.schema in (I.EXTRACT, I.IMG2COL):
-        return f"{consumer.mnemonic} reads only its initial {'window source' if consumer.schema == I.EXTRACT else 'feature map'}"
-    if producer.location != "Local":
-        return f"{producer.mnemonic} writes the Matrix store, which no later block reads"
-    if producer.dest_kind == "predicate" and consumer.schema != I.SELECT:
-        return "a predicate is read only as TSEL's mask"
-    return None
-
-
-def war_impossible(reader: I.Instruction) -> str | None:
-    """WAR needs the reader's source to be overwritten later: TEXTRACT's window source and
-    TIMG2COL's feature map are never a destination."""
-    if reader.schema in (I.EXTRACT, I.IMG2COL):
-        return f"{reader.mnemonic}'s source is never overwritten"
-    return None
-
-
 def streams_block_classes(b) -> list[str]:
     """The single-block shape classes (CLASSES, kind shape) a decoded block exhibits."""
     out = []
@@ -689,3 +667,12 @@ def streams_block_classes(b) -> list[str]:
     if dest.capacity is not None or (dim and dim.LB1 is not None and dim.LB2 is not None):
         out.append("explicit_fields")
     return out
+
+
+def bin_record(name: str, count: int, applicable: bool = True, values=None) -> dict:
+    """One bin of the coverage model (docs/golden-format.md, "Coverage as data"): its cases, and
+    whether it is covered, a hole, or not applicable ("n/a")."""
+    b = {"name": name, "count": int(count), "status": "n/a" if not applicable else "covered" if count else "hole"}
+    if values is not None:
+        b["values"] = list(values)
+    return b

@@ -15,7 +15,9 @@ import json
 import pathlib
 
 from . import coverage as C
+from . import store
 from .dataset import GoldenError
+from .streams_coverage import hazard_impossible, stream_coverage, stream_items
 
 FORMAT = "tile-emu coverage"
 FORMAT_VERSION = 1
@@ -27,15 +29,8 @@ def schema() -> dict:
     return json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
 
 
-def _bin(name: str, count: int, applicable: bool = True, values=None) -> dict:
-    b = {"name": name, "count": int(count), "status": "n/a" if not applicable else "covered" if count else "hole"}
-    if values is not None:
-        b["values"] = list(values)
-    return b
-
-
 def _manifest_sha(folder) -> str:
-    return hashlib.sha256((pathlib.Path(folder) / "manifest.json").read_bytes()).hexdigest()
+    return hashlib.sha256((store.location(folder) / "manifest.json").read_bytes()).hexdigest()
 
 
 def _source(folder, m: dict) -> dict:
@@ -67,7 +62,7 @@ def golden_model(folder) -> dict:
             extra = sorted(cell for cross, cell in seen if cross == name and cell not in mine)
             if mine or extra:
                 crosses.append({"name": name, "axes": list(axes), "bins": [
-                    _bin(cell, seen.get((name, cell), 0), values=cell.split("/")) for cell in mine + extra]})
+                    C.bin_record(cell, seen.get((name, cell), 0), values=cell.split("/")) for cell in mine + extra]})
         dst = "predicate" if _dest_kind(part) == "predicate" else (part.dst or part.dtype)
         for cross, cell in seen:
             if cross == "pad_x_dtype":
@@ -75,13 +70,13 @@ def golden_model(folder) -> dict:
         if any(c.cls.name in C.PAD_CLASS_CODES for c in D.points_for(part)):
             pad_aimed.update(f"{code}/{dst}" for code in C.PAD_CODES.values())
         groups.append({"name": part.path, "keys": part.keys(), "coverpoints": [{"name": "class", "bins": [
-            _bin(cls.name, counts.get(cls.name, 0), cls.name not in na) for cls in C.CLASSES]}],
+            C.bin_record(cls.name, counts.get(cls.name, 0), cls.name not in na) for cls in C.CLASSES]}],
             "crosses": crosses})
     cells_ = sorted(pad_aimed | set(pad_dtype))
     if cells_:
         groups.append({"name": "dataset", "keys": {}, "coverpoints": [], "crosses": [
             {"name": "pad_x_dtype", "axes": ["pad", "dtype"],
-             "bins": [_bin(c, pad_dtype.get(c, 0), values=c.split("/")) for c in cells_]}]})
+             "bins": [C.bin_record(c, pad_dtype.get(c, 0), values=c.split("/")) for c in cells_]}]})
     return _document("golden", [_source(folder, ds.manifest)], groups)
 
 
@@ -94,48 +89,41 @@ def _dest_kind(part) -> str:
 
 def stream_model(folder) -> dict:
     """The coverage of one stream dataset (streams_coverage.stream_coverage, recomputed from the
-    decoded streams): per partition the stream classes; dataset-wide the hazards per instruction
-    pair (impossible pairs n/a, possible ones without a stream holes), the faults per reason and
-    block position (holes where a shape class carries the reason), and the aliasing kinds, value
-    classes and shape classes per instruction that occur."""
+    decoded streams): per partition the stream classes (n/a where the shape class cannot carry
+    one under the dataset's constraint); dataset-wide what the generator aims at
+    (streams_coverage.stream_items: the `instruction` and `fault_position` coverpoints, the
+    `hazard_x_instruction`, `aliasing_x_instruction` and `fault_x_position` crosses), the
+    hazards per instruction pair (impossible pairs n/a, possible ones without a stream holes),
+    and the value classes and shape classes per instruction that occur."""
     from isa import instructions as I
 
-    from .coverage import ALIASING, HAZARDS, raw_impossible, war_impossible
+    from .coverage import HAZARDS
     from .streams import LEGAL, STREAM_ILLEGAL, stream_class
-    from .streams_coverage import stream_coverage
     from .streams_dataset import classes_for, open_stream_dataset
     ds = open_stream_dataset(folder)
     cov = stream_coverage(ds)
+    con = ds.params.constraint
     groups = []
     for part in ds.partitions:
-        na = set(classes_for(part.shape)[1])
+        na = set(classes_for(part.shape, con)[1])
         groups.append({"name": part.path, "keys": part.keys(), "coverpoints": [{"name": "class", "bins": [
-            _bin(n, cov["streams"].get((n, part.shape), 0), n not in na)
+            C.bin_record(n, cov["streams"].get((n, part.shape), 0), n not in na)
             for n in [LEGAL] + [stream_class(r) for r in STREAM_ILLEGAL]]}], "crosses": []})
-    crosses = []
+    items = stream_items(ds, cov)
+    crosses = list(items["crosses"])
     for kind in HAZARDS:
         bins = []
         for a in I.INSTRUCTIONS:
             for b in I.INSTRUCTIONS:
-                why = raw_impossible(a, b) if kind == "RAW" else war_impossible(a) if kind == "WAR" else None
-                bins.append(_bin(f"{a.mnemonic}/{b.mnemonic}", cov["hazards"].get((kind, a.mnemonic, b.mnemonic), 0),
-                                 why is None, (a.mnemonic, b.mnemonic)))
+                ok = hazard_impossible(kind, a, b) is None and a in con.instructions and b in con.instructions
+                bins.append(C.bin_record(f"{a.mnemonic}/{b.mnemonic}", cov["hazards"].get((kind, a.mnemonic, b.mnemonic), 0),
+                                 ok, (a.mnemonic, b.mnemonic)))
         crosses.append({"name": f"{kind.lower()}_hazard", "axes": ["producer", "consumer"], "bins": bins})
-    shapes = [p.shape for p in ds.partitions]
-    bins = []
-    for r in STREAM_ILLEGAL:
-        carried = not all(stream_class(r) in classes_for(s)[1] for s in shapes)
-        bins += [_bin(f"{r}/{i}", cov["faults"].get((r, i), 0), carried, (r, str(i))) for i in range(ds.params.blocks)]
-    crosses.append({"name": "fault_x_position", "axes": ["reason", "block"], "bins": bins})
-    for name, key, axes in (("aliasing_x_instruction", "aliasing", ["aliasing", "instruction"]),
-                            ("value_x_instruction", "values", ["value_class", "instruction"]),
+    for name, key, axes in (("value_x_instruction", "values", ["value_class", "instruction"]),
                             ("shape_x_instruction", "shapes", ["shape_class", "instruction"])):
-        seen = sorted(cov[key].items())
-        if name == "aliasing_x_instruction":
-            seen = sorted(seen, key=lambda kv: (ALIASING.index(kv[0][0]), kv[0][1]))
         crosses.append({"name": name, "axes": axes,
-                        "bins": [_bin(f"{a}/{b}", k, values=(a, b)) for (a, b), k in seen]})
-    groups.append({"name": "dataset", "keys": {}, "coverpoints": [], "crosses": crosses})
+                        "bins": [C.bin_record(f"{a}/{b}", k, values=(a, b)) for (a, b), k in sorted(cov[key].items())]})
+    groups.append({"name": "dataset", "keys": {}, "coverpoints": items["coverpoints"], "crosses": crosses})
     return _document("streams", [_source(folder, ds.manifest)], groups)
 
 
@@ -235,6 +223,11 @@ def text(doc: dict) -> str:
             row = ["n/a" if c[n]["status"] == "n/a" else f"{c[n]['count']:,}" for c in cells]
             lines.append(n.ljust(name_w) + "  " + "  ".join(x.rjust(w) for x, w in zip(row, widths)))
     for g in doc["covergroups"]:
+        for cp in g["coverpoints"][1 if g in parts else 0:]:      # (a partition's first: the table)
+            holes = [b["name"] for b in cp["bins"] if b["status"] == "hole"]
+            aimed = sum(1 for b in cp["bins"] if b["status"] != "n/a")
+            lines.append(f"{g['name']}: {cp['name']}: {aimed - len(holes)} of {aimed} bins covered"
+                         + (f"; holes: {', '.join(holes)}" if holes else ""))
         for cr in g["crosses"]:
             holes = [b["name"] for b in cr["bins"] if b["status"] == "hole"]
             shown = [f"{b['name']}={b['count']:,}" for b in cr["bins"] if b["status"] == "covered"]
@@ -313,7 +306,7 @@ def write_ucis(doc: dict, fp) -> None:
                 for b in cr["bins"]:
                     total[b["values"][i]] = total.get(b["values"][i], 0) + b["count"]
                 cp = ci.createCoverpoint(f"{cr['name']}.{axis}", None, 1, SourceT.OTHER)
-                bins(cp, [_bin(v, k) for v, k in total.items()])
+                bins(cp, [C.bin_record(v, k) for v, k in total.items()])
                 axes.append(cp)
             bins(ci.createCross(cr["name"], None, 1, SourceT.OTHER, axes),
                  [b for b in cr["bins"] if b["status"] != "n/a"], cross=True)

@@ -31,14 +31,15 @@ import pyarrow.parquet as pq
 
 from isa import encoding, fields as F, instructions as I
 from isa import jsontext, legality
-from isa.atomicio import atomic_open, atomic_path, quote, shown, why
+from isa.atomicio import atomic_open, quote, shown, why
 from isa.datatypes import datatype
 from isa.errors import DecodeError, EncodeError, IllegalBlockException
 from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES, Profile, profile as numeric_profile
 
 from ..config import MachineConfig
-from . import closure
+from . import closure, store
 from . import coverage as C
+from .errors import GoldenError  # noqa: F401  (re-exported: golden modules raise it as dataset.GoldenError)
 from .cases import build_group, execute, stream_of
 from .rows import SCHEMA, group_table, pe_mask_of, tiles_of
 from .space import space
@@ -57,12 +58,12 @@ MAX_FILES = 1 << 16            # data files per dataset (the manifest holds one 
 MAX_FILE_DATA_BYTES = 1 << 31  # uncompressed column data of one data file (its Parquet metadata)
 MAX_MANIFEST_BYTES = 1 << 28   # MAX_FILES records of about 2 KB each fit many times over
 SEED_RANGE = (-(1 << 63), 1 << 64)
+# how every data file is written (golden --plan prices its sample with the same)
+PARQUET_OPTIONS = {"compression": "zstd", "write_statistics": False}
 # atomicio's temporary names: ".part-00000.parquet.1a2b3c4d.tmp"
 _TEMPORARY = re.compile(r"\.part-\d{5}\.parquet\.[0-9a-f]{8}\.tmp")
 
 
-class GoldenError(Exception):
-    """A one-line user-facing error (bad parameters, damaged dataset)."""
 
 
 @dataclass(frozen=True)
@@ -270,8 +271,9 @@ class ChunkPlan:
                 yield part, k, n
 
 
-def chunks(p: Params) -> ChunkPlan:
-    """Every file of the dataset, after checking the run is within MAX_CASES and MAX_FILES."""
+def chunks(p: Params, limit_files: bool = True) -> ChunkPlan:
+    """Every file of the dataset, after checking the run is within MAX_CASES and MAX_FILES (not
+    limit_files: chunks streamed to standard output, with no manifest to hold them)."""
     if (p.cases is None) == (p.per_class is None):
         raise GoldenError("--cases and --per-class exclude each other; give one")
     if p.per_class is not None and not 1 <= p.per_class <= MAX_CASES:
@@ -289,7 +291,7 @@ def chunks(p: Params) -> ChunkPlan:
                 raise GoldenError(f"--per-class {p.per_class}: {part.path} has {len(points_for(part))} coverage "
                                   f"points, {n:,} cases; a partition holds at most {MAX_CASES:,} (2^32)")
     plan = ChunkPlan(parts, p.cases, p.chunk_cases, sizes)
-    if len(plan) > MAX_FILES:
+    if limit_files and len(plan) > MAX_FILES:
         what = f"{p.cases:,} cases" if p.cases is not None else f"--per-class {p.per_class:,}"
         raise GoldenError(f"{len(plan.parts):,} partition(s) x {what} need {len(plan):,} data files of at "
                           f"most {p.chunk_cases:,} cases; a dataset holds at most {MAX_FILES:,} files")
@@ -377,32 +379,45 @@ def write_data_file(out_dir, part_path: str, chunk: int, table: pa.Table) -> dic
     """Write data file `chunk` of partition folder `part_path` atomically (the stream goldens'
     files too) and return its record.  A failed write (a full disk, a file-size limit) is one
     GoldenError; the temporary file is removed."""
-    folder = pathlib.Path(out_dir) / part_path
+    folder = store.location(out_dir) / part_path
     path = folder / file_name(chunk)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with atomic_path(path) as tmp:
-            pq.write_table(table, tmp, compression="zstd", write_statistics=False)
+        with store.staged(path) as tmp:           # renamed (or, in an object store, moved) onto path
+            pq.write_table(table, tmp, **PARQUET_OPTIONS)
+            rec = local_record(tmp, f"{part_path}/{file_name(chunk)}", path)
     except (OSError, pa.ArrowException) as exc:
         raise GoldenError(f"{shown(path)}: cannot write ({why(exc)}); fix that and rerun with --resume") from None
-    return file_record(out_dir, path)
+    return rec
 
 
 def file_record(out_dir, path) -> dict:
-    path = pathlib.Path(path)
+    """The manifest record of data file `path` of the dataset in `out_dir` (local or remote)."""
+    path = store.location(path)
+    rel = path.relative_to(store.location(out_dir)).as_posix()
     try:
-        meta = pq.read_metadata(path)
-        classes = pq.read_table(path, columns=["class"]).column("class").value_counts().to_pylist()
-    except (OSError, pa.ArrowException, KeyError) as exc:
+        with store.local_copy(path) as local:
+            return local_record(local, rel, path)
+    except OSError as exc:
         raise GoldenError(f"{shown(path)}: not a readable data file ({why(exc, 80)}); remove it and rerun "
                           "with --resume") from None
-    return {"path": path.relative_to(out_dir).as_posix(), "rows": meta.num_rows, "sha256": sha256(path),
-            "bytes": path.stat().st_size, "classes": {c["values"]: c["counts"] for c in classes}}
+
+
+def local_record(local, rel: str, shown_as=None) -> dict:
+    """The record of a data file (its bytes in the local file `local`) listed as `rel`."""
+    try:
+        meta = pq.read_metadata(local)
+        classes = pq.read_table(local, columns=["class"]).column("class").value_counts().to_pylist()
+    except (OSError, pa.ArrowException, KeyError) as exc:
+        raise GoldenError(f"{shown(shown_as or local)}: not a readable data file ({why(exc, 80)}); remove it and "
+                          "rerun with --resume") from None
+    return {"path": rel, "rows": meta.num_rows, "sha256": sha256(local),
+            "bytes": os.stat(local).st_size, "classes": {c["values"]: c["counts"] for c in classes}}
 
 
 def sha256(path) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with (path.open("rb") if store.is_remote(path) else open(path, "rb")) as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
@@ -420,11 +435,7 @@ def manifest_of(fmt: str, fmt_version: int, p, entries: dict, records: list[dict
     """A manifest of format `fmt` (golden, and the stream goldens' own): this build's version,
     the profile of parameters `p`, and each partition's entry (`entries`: path -> keys and
     not_applicable, in order) with the file records below its path."""
-    from importlib import metadata
-    try:
-        version = metadata.version("tile-emu")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
+    version = tile_emu_version()
     prof = numeric_profile(p.profile)
     parts = {path: {**entry, "files": []} for path, entry in entries.items()}
     for r in sorted(records, key=lambda r: r["path"]):
@@ -434,8 +445,22 @@ def manifest_of(fmt: str, fmt_version: int, p, entries: dict, records: list[dict
             "partitions": list(parts.values())}
 
 
+def tile_emu_version() -> str:
+    """The installed tile-emu's version, as manifests record it ("unknown" without one)."""
+    from importlib import metadata
+    try:
+        return metadata.version("tile-emu")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def write_json(path, obj) -> None:
     try:
+        if store.is_remote(path):
+            with store.staged(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+                json.dump(obj, f, indent=1, sort_keys=True)
+                f.write("\n")
+            return
         with atomic_open(path, "w", encoding="utf-8") as f:
             json.dump(obj, f, indent=1, sort_keys=True)
             f.write("\n")
@@ -448,8 +473,15 @@ def read_manifest(folder, fmt: str = FORMAT, version: int = FORMAT_VERSION, sche
     open_dataset checks what it says).  The stream goldens read theirs through it, with their
     format, version and `schema`."""
     schema = MANIFEST_SCHEMA if schema is None else schema
-    path = pathlib.Path(folder) / MANIFEST
-    text = read_small(path, shown(path), MAX_MANIFEST_BYTES, "a manifest")
+    path = store.location(folder) / MANIFEST
+    try:
+        text = read_small(path, shown(path), MAX_MANIFEST_BYTES, "a manifest")
+    except GoldenError:
+        if not (path.exists() or path.is_symlink()) and (store.location(folder) / "shard.json").is_file():
+            raise GoldenError(f"{shown(folder)}: a shard of a golden dataset (shard.json, no manifest): join the "
+                              "shards with tile-emu golden merge first (docs/golden-format.md, 'Shards and "
+                              "merge')") from None
+        raise
     try:
         m = jsontext.loads(text, max_depth=jsontext.MAX_DEPTH)   # a manifest nests 6 levels
     except jsontext.JsonTextError as exc:
@@ -601,7 +633,7 @@ def open_dataset(folder, progress=None) -> Dataset:
     classes recomputed from the class table; the folder holding exactly the listed files
     (plus generation.json, which must hold the same parameters); each file's size, SHA-256,
     row count and schema; and each row (`_check_rows`).  `progress(rows)` after each file."""
-    folder = pathlib.Path(folder)
+    folder = store.location(folder)
     m = read_manifest(folder)
     prof, params, plan, sizes = manifest_plan(m, Params, chunks)
     files, na = [], {}
@@ -679,9 +711,13 @@ def check_listed(folder: pathlib.Path, listed: set[str], allowed: tuple[str, ...
     regular file (after links) inside the folder, and any of `allowed`; the first that is
     missing, of another kind, outside or unlisted is one GoldenError line.  Links to folders are
     not followed (an entry of their own)."""
-    root = os.path.realpath(folder)
+    root = None if store.is_remote(folder) else os.path.realpath(folder)
     extra, seen = [], set()
-    for top, dirs, names in os.walk(folder):
+    if store.is_remote(folder):     # an object store's listing: objects only, no links, no kinds
+        names = store.files(folder)
+        seen = {p for p in names if p in listed}
+        extra = [p for p in names if p not in listed and p not in allowed][:MAX_UNLISTED + 1]
+    for top, dirs, names in ([] if store.is_remote(folder) else os.walk(folder)):
         rel = pathlib.Path(top).relative_to(folder)
         for d in list(dirs):
             if os.path.islink(os.path.join(top, d)) or (rel / d).as_posix() in listed:
@@ -752,7 +788,16 @@ def open_regular(path, label: str):
 
 def read_small(path: pathlib.Path, label: str, limit: int, what: str) -> str:
     """The UTF-8 text of `what` (a manifest, generation.json) at `path`: a regular file of at most
-    `limit` bytes, else GoldenError naming `label`; a FIFO or device is refused, never waited on."""
+    `limit` bytes, else GoldenError naming `label`; a FIFO or device is refused, never waited on.
+    (An object of an object store, store.RemotePath, is read whole once its size is known.)"""
+    if store.is_remote(path):
+        try:
+            size = path.stat().st_size
+            if size > limit:
+                raise GoldenError(f"{label}: {size:,} bytes; {what} holds at most {limit:,}")
+            return path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise GoldenError(f"{label}: cannot read {what} ({why(exc)})") from None
     with open_regular(path, label) as f:
         size = os.fstat(f.fileno()).st_size
         if size > limit:
@@ -794,6 +839,14 @@ def read_file_checked(folder: pathlib.Path, rec: dict, schema: pa.Schema, schema
         raise GoldenError(f"{where}: cannot read ({why(exc)})") from None
     if size != rec["bytes"]:
         raise GoldenError(f"{where}: {size:,} bytes, the manifest says {rec['bytes']:,}")
+    try:
+        with store.local_copy(path) as local:       # a file of an object store: downloaded, then checked
+            return _checked_table(local, rec, where, schema, schema_name)
+    except OSError as exc:
+        raise GoldenError(f"{where}: cannot read ({why(exc)})") from None
+
+
+def _checked_table(path, rec: dict, where: str, schema: pa.Schema, schema_name: str) -> pa.Table:
     try:
         if sha256(path) != rec["sha256"]:
             raise GoldenError(f"{where}: SHA-256 differs from the manifest (file changed or damaged)")
@@ -1073,7 +1126,7 @@ def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool, read=Non
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise GoldenError(f"--out {shown(folder)}: cannot create the folder ({why(exc)})") from None
-    if not os.access(folder, os.W_OK):
+    if not store.is_remote(folder) and not os.access(folder, os.W_OK):
         raise GoldenError(f"--out {shown(folder)} is not writable")
     write_json(folder / PARAMS, p.to_json())
 
@@ -1081,6 +1134,11 @@ def params_match_or_fail(folder: pathlib.Path, p: Params, resume: bool, read=Non
 def _remove_temporaries(folder: pathlib.Path) -> None:
     """--resume: the temporary data files an interrupted run left (killed before its cleanup
     ran) go, so the finished dataset holds only listed files."""
+    if store.is_remote(folder):
+        for rel in store.files(folder):
+            if _TEMPORARY.fullmatch(rel.rsplit("/", 1)[-1]):
+                (folder / rel).unlink()
+        return
     for root, _, names in os.walk(folder):
         for name in names:
             if _TEMPORARY.fullmatch(name):

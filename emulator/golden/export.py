@@ -72,23 +72,29 @@ def lines(folder, op: str, dtype: str, dst: str | None = None, rmode: str | None
         raise GoldenError(f"--rmode {rmode}: TestFloat has no such rounding mode")
     ds = open_dataset(folder)
     wanted = _select(ds, op, dtype, dst, rmode)
-    digits = {"FP16": 4, "FP32": 8, "FP64": 16}
     for f in ds.files:
         if f.partition not in wanted:
             continue
-        t = ds.read(f)
-        t = t.filter(pc.equal(t.column("outcome"), "commit"))
-        groups = t.column("group").to_numpy()
-        for g in np.unique(groups):
-            rows = t.filter(pa.array(groups == g))
-            group = rebuild_group(rows, ds, f.path)
-            if group is not None:
-                yield from _group_lines(rows, group, ds, op, dtype, dst, rmode, digits, f.path)
-                continue
-            for i in range(len(rows)):                # rows verify replays one at a time: so does export
-                one = rows.slice(i, 1)
-                g1 = rebuild_group(one, ds, f.path)
-                yield from _group_lines(one, g1, ds, op, dtype, dst, rmode, digits, f.path)
+        yield from table_lines(ds.read(f), ds, op, dtype, dst, rmode, f.path)
+
+
+def table_lines(t: pa.Table, ds, op: str, dtype: str, dst: str | None, rmode: str | None, path: str):
+    """The case lines of rows `t` of one partition (a data file, or a chunk `golden --format
+    testfloat --out -` has just generated): its committed cases' groups rebuilt and recomputed.
+    `ds` gives the replay's machine (`config(local_bytes, matrix_bytes)`) and `profile`."""
+    digits = {"FP16": 4, "FP32": 8, "FP64": 16}
+    t = t.filter(pc.equal(t.column("outcome"), "commit"))
+    groups = t.column("group").to_numpy()
+    for g in np.unique(groups):
+        rows = t.filter(pa.array(groups == g))
+        group = rebuild_group(rows, ds, path)
+        if group is not None:
+            yield from _group_lines(rows, group, ds, op, dtype, dst, rmode, digits, path)
+            continue
+        for i in range(len(rows)):                # rows verify replays one at a time: so does export
+            one = rows.slice(i, 1)
+            g1 = rebuild_group(one, ds, path)
+            yield from _group_lines(one, g1, ds, op, dtype, dst, rmode, digits, path)
 
 
 def _group_lines(t, g, ds, op, dtype, dst, rmode, digits, path):

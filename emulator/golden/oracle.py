@@ -25,7 +25,6 @@ emulator/golden/streams_oracle.py from stream datasets' states and commit record
 """
 from __future__ import annotations
 
-import pathlib
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -40,6 +39,7 @@ from isa.errors import DecodeError
 from isa.fields import CMODES
 from kernels.numeric.profiles import DEFAULT_PROFILE
 
+from . import store
 from .dataset import GoldenError, open_dataset
 from .hexport import _gather
 from .replay import require_well_formed
@@ -485,7 +485,7 @@ def plan_under(part: dict, profile: str) -> Plan | None:
 
 def check(folder, limit: int = 20, progress=None) -> Report:
     """Check every committed case of every partition that has an oracle; see Report."""
-    folder = pathlib.Path(folder)
+    folder = store.location(folder)     # a local folder or an fsspec URL
     rep = Report()
     plans = {}
     ds = open_dataset(folder)

@@ -1,7 +1,6 @@
 """Where the chunks of a golden dataset run: in this process, on a local Dask cluster
-(`--workers N`), or on an existing one (`--scheduler ADDRESS`).  Scale-out goes through Dask
-only; every task is `dataset.write_chunk` with plain arguments, so all three write the same
-bytes."""
+(`--workers N`), or on an existing one (`--scheduler ADDRESS`), through emulator.cluster.  Every
+task is `dataset.write_chunk` with plain arguments, so all three write the same bytes."""
 from __future__ import annotations
 
 import gc
@@ -9,11 +8,7 @@ import sys
 import time
 from typing import Callable
 
-from isa.atomicio import quote, shown
-
 from .dataset import GoldenError
-
-SCHEDULER_TIMEOUT_S = 10
 
 
 class Progress:
@@ -48,20 +43,12 @@ class Progress:
 
 
 def check_scheduler(address: str) -> None:
-    """A --scheduler address distributed can parse (tcp/tls: host and a numeric port), checked
-    before anything is written; reaching the scheduler is run()'s business."""
+    """A --scheduler address distributed can parse (emulator.cluster.check_scheduler)."""
+    from emulator.cluster import ClusterError, check_scheduler as check
     try:
-        from distributed.comm import parse_address
-        from distributed.comm.addressing import parse_host_port
-    except ImportError:
-        raise GoldenError("--workers/--scheduler need Dask: pip install 'tile-emu[dask]'") from None
-    try:
-        scheme, location = parse_address(address)
-        if scheme in ("tcp", "tls"):
-            parse_host_port(location)
-    except (ValueError, TypeError) as exc:
-        raise GoldenError(f"--scheduler {quote(address)}: not a Dask scheduler address "
-                          f"(tcp://host:port; {shown(str(exc), 80)})") from None
+        check(address)
+    except ClusterError as exc:
+        raise GoldenError(str(exc)) from None
 
 
 _settled = False
@@ -94,37 +81,15 @@ class _Settling:
 
 
 def run(tasks: list[tuple], fn: Callable, on_done: Callable[[tuple, dict], None],
-        workers: int | None = None, scheduler: str | None = None) -> None:
-    """Run fn(*task) for every task; on_done(task, result) as each completes."""
-    if not workers and not scheduler:
-        settle_heap()
-        for task in tasks:
-            on_done(task, fn(*task))
-        return
+        workers: int | None = None, scheduler: str | None = None, cuda: bool = False) -> None:
+    """Run fn(*task) for every task; on_done(task, result) as each completes (emulator.cluster.run:
+    in this process, on a local cluster -- of one worker a GPU with `cuda` -- whose workers settle
+    their heaps first, or on --scheduler's).  A missing library is emulator.cluster.NoCluster."""
+    from emulator.cluster import ClusterError, NoCluster, run as run_tasks
     try:
-        from distributed import Client, LocalCluster, as_completed
-    except ImportError:
-        raise GoldenError("--workers/--scheduler need Dask: pip install 'tile-emu[dask]'") from None
-    cluster = None
-    try:
-        if scheduler:
-            try:
-                client = Client(scheduler, timeout=SCHEDULER_TIMEOUT_S)
-            except (OSError, TimeoutError) as exc:
-                raise GoldenError(f"--scheduler {quote(scheduler)}: no Dask scheduler answered within "
-                                  f"{SCHEDULER_TIMEOUT_S} s ({exc.__class__.__name__})") from None
-            except (ValueError, TypeError) as exc:      # distributed's address parser
-                raise GoldenError(f"--scheduler {quote(scheduler)}: not a Dask scheduler address "
-                                  f"(tcp://host:port; {shown(str(exc), 80)})") from None
-        else:
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                   host="127.0.0.1", dashboard_address=None)
-            client = Client(cluster)
-            fn = _Settling(fn)
-        with client:
-            futures = {client.submit(fn, *task, pure=False): task for task in tasks}
-            for fut in as_completed(futures):
-                on_done(futures[fut], fut.result())
-    finally:
-        if cluster is not None:
-            cluster.close()
+        run_tasks(tasks, fn, on_done, workers, scheduler, local_fn=_Settling(fn), in_process=settle_heap,
+                  cuda=cuda)
+    except NoCluster:
+        raise
+    except ClusterError as exc:
+        raise GoldenError(str(exc)) from None

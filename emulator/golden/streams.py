@@ -11,12 +11,15 @@ though the generator built it legal -- or a planted illegal block it does not re
 planted reason on every case -- is a generator bug: `GeneratorError`, never a row.
 
 What a stream exercises (docs/golden-format.md, "Stream goldens"): read-after-write,
-write-after-read and write-after-write through tiles, a destination that is a source, both
-sources one tile, destinations that rename a tile of another descriptor, fresh destinations,
-PE_MASK subsets (so one tile id holds different tiles on different PEs), every PadValue,
-explicit and omitted fields, TEXTRACT/TINSERT/TIMG2COL offsets from GPRs the initial state
-writes, TCVT between any two DataTypes in every RMode and Sat.  An illegal stream carries one
-block of a rejection class (STREAM_ILLEGAL) at a random position; the stream stops there.
+write-after-read and write-after-write through tiles, between consecutive and distant blocks, a
+destination that is a source, both sources one tile, destinations that rename a tile of another
+descriptor or overwrite one of the same, fresh destinations, PE_MASK subsets (so one tile id
+holds different tiles on different PEs), every PadValue, explicit and omitted fields, tiles with
+Row > ValidRow and Col > ValidCol, TEXTRACT/TINSERT/TIMG2COL offsets from GPRs the initial state
+writes, TEXTRACT and TINSERT reading earlier results, TCVT between any two DataTypes in every
+RMode and Sat -- all within a Constraint (the instructions and DataTypes a DUT implements), and
+steered by the chunk's Aim toward what it has not shown yet.  An illegal stream carries one
+block of a rejection class (STREAM_ILLEGAL) at a given position; the stream stops there.
 
 `StreamRun` is the execution half (used by generation and by `verify`): it runs one block on
 the batch (`MachineBatch.step`, the commit-log hook) and returns that block's commit records
@@ -60,10 +63,13 @@ class Shape:
     cols: int
 
 
-# The partitions of a stream dataset.  Row = ValidRow always (destination capacities omitted);
-# Col > ValidCol leaves undefined elements outside the valid rectangle.
+# The partitions of a stream dataset.  Col > ValidCol leaves undefined elements outside the valid
+# rectangle; Row > ValidRow comes from "tall" tiles (TALL_ROWS more rows than ValidRow: an explicit
+# destination capacity) that some groups start with and TEXTRACT, TIMG2COL and the instructions whose
+# destination keeps its source's Row carry on.
 SHAPES = (Shape("r1c8", 1, 8, 8), Shape("r4c8", 4, 8, 8), Shape("r2c3w8", 2, 3, 8), Shape("r3c1", 3, 1, 1))
 SHAPE_BY_NAME = {s.name: s for s in SHAPES}
+TALL_ROWS = 2
 
 # Tile ids: regular tiles draw from REGULAR_IDS (initial tiles first, fresh destinations after);
 # the others hold the fixed sources of the instructions that need one.
@@ -88,6 +94,130 @@ PLANTED_MASK = 0b0011        # the planted block's PE_MASK (room for PE_MASK_MIS
 
 # Instruction weights (relative): TCVT weighs more, it has the most pairs to cover.
 WEIGHTS = {i.mnemonic: 4.0 if i.schema == I.CONVERT else 1.0 for i in I.INSTRUCTIONS}
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """What the streams may carry (`golden --streams --ops ... --dtypes ...`: a DUT's subset):
+    instruction mnemonics and DataType names.  Every block of a stream -- executed, planted or
+    never run -- is an instruction of `ops` whose DataTypes (BSTART's and, for TCVT, B.DATR's
+    destination) are in `dtypes`; the one exception is the planted UNASSIGNED_OPCODE block,
+    which names no instruction."""
+    ops: frozenset
+    dtypes: frozenset
+
+    def allows(self, op: I.Instruction, dt: str) -> bool:
+        return op.mnemonic in self.ops and dt in self.dtypes and dt in op.dtypes
+
+    @property
+    def instructions(self) -> tuple:
+        """The instructions of `ops` with some DataType of `dtypes`, in table order."""
+        return _instructions(self)
+
+
+EVERY = Constraint(frozenset(i.mnemonic for i in I.INSTRUCTIONS), frozenset(d.name for d in DATATYPES))
+
+
+@lru_cache(maxsize=64)
+def _instructions(con: Constraint) -> tuple:
+    return tuple(op for op in I.INSTRUCTIONS if any(con.allows(op, dt) for dt in op.dtypes))
+
+
+DISTANCES = ("consecutive", "distant")      # the blocks of a hazard: i - j == 1, or more apart
+
+
+def distance(j: int, i: int) -> str:
+    """The distance class of a hazard from block j to block i > j."""
+    return DISTANCES[0] if i - j == 1 else DISTANCES[1]
+
+
+def later_impossible(kind: str, op: I.Instruction) -> str | None:
+    """Why no block of `op` completes a `kind` hazard -- reads a tile an earlier block wrote
+    (RAW), writes one an earlier block read (WAR) or wrote (WAW) -- (None: a block can)."""
+    if kind == "RAW" and op.schema == I.IMG2COL:
+        return "TIMG2COL reads only a feature map, which no block writes"
+    return None
+
+
+def aliasing_impossible(kind: str, op: I.Instruction) -> str | None:
+    """Why no block of `op` shows aliasing kind `kind` (None: a block can)."""
+    if kind == "sources_one_tile" and op.schema in (I.UNARY, I.CONVERT, I.EXTRACT, I.IMG2COL):
+        return f"{op.mnemonic} reads one tile"
+    return None
+
+
+def room(dist: str, blocks: int) -> str | None:
+    """Why a stream of `blocks` blocks has no hazard at distance `dist` (None: it has room)."""
+    return None if blocks >= (2 if dist == DISTANCES[0] else 3) else f"{blocks}-block streams"
+
+
+@lru_cache(maxsize=256)
+def aimed_bins(op: I.Instruction, blocks: int) -> tuple:
+    """The hazard ((kind, distance)) and aliasing kinds a block of `op` can show in streams of
+    `blocks` blocks: what an Aim steers to, and streams_coverage's bins that are not n/a."""
+    return tuple((k, d) for k in C.HAZARDS for d in DISTANCES
+                 if not later_impossible(k, op) and not room(d, blocks)) + \
+        tuple(a for a in C.ALIASING if not aliasing_impossible(a, op))
+
+
+class Aim:
+    """A chunk's coverage so far, which steers its next blocks to what it lacks (riscv-dv's
+    coverage-directed randomness): the instructions no block of the chunk has committed yet (a
+    block draws among those when the state offers one, and a group's first initial DataType is
+    one such instruction's), the DataTypes no committed block carried yet (a TCVT destination
+    is one of them while there are any), and per instruction the hazards (kind x distance) and
+    aliasing kinds it can show (aimed_bins) and no committed block of it showed yet (its sources
+    and destination are chosen to show one when the state offers it).  One per chunk, updated
+    as its groups are built, so a file stays a function of (seed, partition, chunk)."""
+
+    def __init__(self, con: Constraint, blocks: int):
+        self.commits = {op.mnemonic: 0 for op in con.instructions}
+        self._uncovered = frozenset(self.commits)
+        self.missing_dtypes = tuple(d.name for d in DATATYPES if d.name in con.dtypes)
+        # mnemonic -> the bins it lacks: (hazard kind, distance) and (aliasing kind,)
+        self.lacking = {op.mnemonic: {(b if isinstance(b, tuple) else (b,)) for b in aimed_bins(op, blocks)}
+                        for op in con.instructions}
+        self._wanting = frozenset(m for m, bins in self.lacking.items() if bins)
+
+    @property
+    def uncovered(self) -> frozenset:
+        """The mnemonics of the instructions no block of the chunk committed yet."""
+        return self._uncovered
+
+    @property
+    def wanting(self) -> frozenset:
+        """The mnemonics of the instructions that lack a hazard or aliasing kind they can show."""
+        return self._wanting
+
+    def committed(self, mnemonic: str, dtypes=(), shows=()) -> None:
+        """A block of instruction `mnemonic` carrying DataTypes `dtypes` committed, showing
+        `shows`: (hazard kind, distance) pairs and aliasing kinds."""
+        self.commits[mnemonic] = self.commits.get(mnemonic, 0) + 1
+        if mnemonic in self._uncovered:
+            self._uncovered = self._uncovered - {mnemonic}
+        if self.missing_dtypes and any(d in self.missing_dtypes for d in dtypes):
+            self.missing_dtypes = tuple(d for d in self.missing_dtypes if d not in dtypes)
+        lacking = self.lacking.get(mnemonic)
+        if lacking:
+            for x in shows:
+                lacking.discard(x if isinstance(x, tuple) else (x,))
+            if not lacking:
+                self._wanting = self._wanting - {mnemonic}
+
+    def lacks(self, mnemonic: str, *what) -> bool:
+        """Whether `mnemonic` can show `what` (a hazard kind and distance, or an aliasing kind)
+        and no committed block of it has yet."""
+        return what in self.lacking.get(mnemonic, ())
+
+    def snapshot(self) -> tuple:
+        return (dict(self.commits), self._uncovered, self.missing_dtypes,
+                {m: set(b) for m, b in self.lacking.items()}, self._wanting)
+
+    def restore(self, snap: tuple) -> None:
+        self.commits, self._uncovered, self.missing_dtypes = dict(snap[0]), snap[1], snap[2]
+        self.lacking, self._wanting = {m: set(b) for m, b in snap[3].items()}, snap[4]
+
+
 # Value classes the initial tiles draw from (coverage.py's single-block value classes that need
 # only the DataType; a tile whose DataType lacks the class draws `random`).
 VALUE_CLASSES = ("random", "specials", "zeros", "min_subnormal", "max_subnormal", "min_normal", "max_normal",
@@ -110,15 +240,16 @@ def reason_of(cls: str) -> str | None:
     return None if cls == LEGAL else cls[len("illegal_"):].upper()
 
 
-def _applies(reason: str, op: I.Instruction, dt: str, shape: Shape) -> bool:
-    """Whether the planted block (op, DataType) can carry `reason` in this shape class."""
+def _applies(reason: str, op: I.Instruction, dt: str, shape: Shape, con: Constraint = EVERY) -> bool:
+    """Whether the planted block (op, DataType) can carry `reason` in this shape class, with
+    every DataType it names one of `con`'s."""
     ctx = _ctx(op, dt)
     if reason in ("UNASSIGNED_OPCODE", "SOURCE_MISSING"):
         return True
     if reason == "DATATYPE_UNSUPPORTED":
-        return len(op.dtypes) < len(DATATYPES)
+        return bool(_unsupported(op, con))
     if reason == "SOURCE_DATATYPE":
-        return op.schema != I.CONVERT and bool(_same_width(op, dt))
+        return op.schema != I.CONVERT and bool(_same_width(op, dt, con))
     if reason == "SHAPE_MISMATCH":
         return shape.vcol >= 2 and not ctx.movement
     if reason == "DIM_RANGE":
@@ -142,18 +273,24 @@ def _valid_mask(desc: Descriptor) -> np.ndarray:
     return mask
 
 
-@lru_cache(maxsize=None)
-def _initial_choices() -> tuple[tuple[str, ...], ...]:
-    """The DataTypes the initial regular tiles draw from: elementwise (TADD's), integer (TAND's), all."""
-    return tuple(sorted(I.lookup("TADD").dtypes)), tuple(sorted(I.lookup("TAND").dtypes)), \
-        tuple(d.name for d in DATATYPES)
+@lru_cache(maxsize=64)
+def _initial_choices(con: Constraint = EVERY) -> tuple[tuple[str, ...], ...]:
+    """The DataTypes the initial regular tiles draw from: elementwise (TADD's), integer (TAND's),
+    all -- each of those `con` allows that some instruction it allows reads (an empty set falls
+    back to the next: integer to elementwise, elementwise to all)."""
+    usable = tuple(d.name for d in DATATYPES if any(con.allows(op, d.name) for op in con.instructions))
+    ew = tuple(d for d in sorted(I.lookup("TADD").dtypes) if d in usable) or usable
+    ints = tuple(d for d in sorted(I.lookup("TAND").dtypes) if d in usable) or ew
+    return ew, ints, usable
 
 
-@lru_cache(maxsize=None)
-def _window_ops() -> tuple:
-    """((schema, the instruction of that schema, its source tile id), ...) of the window sources."""
-    return tuple((schema, next(i for i in I.INSTRUCTIONS if i.schema == schema), tid)
-                 for schema, tid in ((I.EXTRACT, XSRC_TILE), (I.INSERT, INS_TILE), (I.IMG2COL, FMAP_TILE)))
+@lru_cache(maxsize=64)
+def _window_ops(con: Constraint = EVERY) -> tuple:
+    """((schema, the instruction of that schema, its source tile id), ...) of the window sources
+    of the instructions `con` allows."""
+    return tuple((schema, op, tid) for schema, tid in ((I.EXTRACT, XSRC_TILE), (I.INSERT, INS_TILE),
+                                                        (I.IMG2COL, FMAP_TILE))
+                 for op in [next(i for i in I.INSTRUCTIONS if i.schema == schema)] if op in con.instructions)
 
 
 @lru_cache(maxsize=None)
@@ -166,9 +303,16 @@ def _value_gen(value_class: str, dt: str) -> tuple:
     return ctx, gen, datatype(dt).is_int, np.dtype(datatype(dt).raw_dtype)
 
 
-def _same_width(op: I.Instruction, dt: str) -> list[str]:
+def _same_width(op: I.Instruction, dt: str, con: Constraint = EVERY) -> list[str]:
+    """The other DataTypes of dt's container width that op supports and `con` allows."""
     c = datatype(dt).container
-    return [d.name for d in DATATYPES if d.name != dt and d.container == c and d.name in op.dtypes]
+    return [d.name for d in DATATYPES if d.name != dt and d.container == c and d.name in op.dtypes
+            and d.name in con.dtypes]
+
+
+def _unsupported(op: I.Instruction, con: Constraint) -> list[str]:
+    """The DataTypes `con` allows that op does not support (DATATYPE_UNSUPPORTED's), in table order."""
+    return [d.name for d in DATATYPES if d.name not in op.dtypes and d.name in con.dtypes]
 
 
 def _ctx(op: I.Instruction, src: str, dst: str | None = None, rmode: str | None = None, sat: bool = False) -> C.Context:
@@ -270,98 +414,181 @@ def _regular(dt: str | None, shape: Shape) -> Descriptor:
     return _desc(dt, shape.vrow, shape.cols, shape.vrow, shape.vcol)
 
 
+@lru_cache(maxsize=None)
+def _tall(dt: str | None, shape: Shape) -> Descriptor:
+    """A tile of the shape class with TALL_ROWS more rows than ValidRow (Row > ValidRow)."""
+    return _desc(dt, shape.vrow + TALL_ROWS, shape.cols, shape.vrow, shape.vcol)
+
+
 def _cdf(weights) -> np.ndarray:
-    """The cumulative distribution of `weights` (normalised; read-only: _candidate_pairs keeps it)."""
+    """The cumulative distribution of `weights` (normalised; read-only: Options keeps it)."""
     cdf = np.cumsum(np.asarray(weights, float))
     cdf /= cdf[-1]
     cdf.flags.writeable = False
     return cdf
 
 
-def _weighted(rng, items, cdf: np.ndarray):
-    """items[i] with probability weights[i] / sum (cdf = _cdf(weights)): what
-    rng.choice(len(items), p=...) draws (one uniform, the cumulative distribution searched),
-    without choice's per-call checks."""
-    return items[int(cdf.searchsorted(rng.random(), side="right"))]
+@lru_cache(maxsize=64)
+def _op_dtypes(con: Constraint = EVERY) -> tuple:
+    """(instruction, its DataTypes `con` allows sorted, integer-divisor check per DataType) of
+    every instruction `con` allows."""
+    out = []
+    for op in con.instructions:
+        dts = tuple(dt for dt in sorted(op.dtypes) if con.allows(op, dt))
+        out.append((op, dts, tuple(bool(op.int_zero_check and datatype(dt).is_int) for dt in dts)))
+    return tuple(out)
 
 
-@lru_cache(maxsize=None)
-def _op_dtypes() -> tuple:
-    """(instruction, its DataTypes sorted, integer-divisor check per DataType) of every instruction."""
-    return tuple((op, tuple(sorted(op.dtypes)), tuple(bool(op.int_zero_check and datatype(dt).is_int)
-                                                       for dt in sorted(op.dtypes))) for op in I.INSTRUCTIONS)
+@lru_cache(maxsize=64)
+def _ops_by_dtype(con: Constraint = EVERY) -> MappingProxyType:
+    """DataType -> ((table index, instruction, integer-divisor check), ...) of the instructions
+    `con` allows with that DataType, in table order."""
+    out: dict = {}
+    for k, (op, dts, checks) in enumerate(_op_dtypes(con)):
+        for dt, check in zip(dts, checks):
+            out.setdefault(dt, []).append((k, op, check))
+    return MappingProxyType({dt: tuple(v) for dt, v in out.items()})
+
+
+class Options:
+    """The (instruction, DataType, source Row) options a state offers (_candidate_pairs), per
+    instruction in table order; `draw` takes an instruction by its weight (WEIGHTS), then one of
+    its options uniformly -- each instruction by its weight, shared evenly among its options --,
+    among the instructions of `aim` when the state offers one."""
+    __slots__ = ("ops", "by_op", "cdf", "aimed")
+
+    def __init__(self, per_op: list):
+        self.ops = tuple(op for op, _ in per_op)
+        self.by_op = {op.mnemonic: opts for op, opts in per_op}
+        self.cdf = _cdf([WEIGHTS[op.mnemonic] for op in self.ops])
+        self.aimed: dict = {}                         # aim -> (its instructions offered, their cdf)
+
+    def has(self, op: I.Instruction, dt: str, row) -> bool:
+        return (dt, row) in self.by_op.get(op.mnemonic, ())
+
+    def draw(self, rng, aim: frozenset = frozenset()) -> tuple:
+        ops, cdf = self.ops, self.cdf
+        if aim:
+            got = self.aimed.get(aim)
+            if got is None:
+                mine = [op for op in ops if op.mnemonic in aim]
+                got = self.aimed[aim] = (mine, _cdf([WEIGHTS[op.mnemonic] for op in mine])) \
+                    if mine and len(mine) < len(ops) else (ops, cdf)
+            ops, cdf = got
+        op = ops[int(np.searchsorted(cdf, rng.random(), side="right"))]
+        opts = self.by_op[op.mnemonic]
+        dt, row = opts[int(rng.integers(len(opts)))] if len(opts) > 1 else opts[0]
+        return op, dt, row
 
 
 @lru_cache(maxsize=4096)
-def _candidate_pairs(have: frozenset, preds: bool, divisors: frozenset, windows: tuple) -> tuple:
-    """The (instruction, DataType) pairs a state offers, in (instruction, DataType) order: `have`
-    the DataTypes of the regular tiles on the selected PEs, `preds` whether a predicate tile is
-    there, `divisors` the integer DataTypes of `have` with a never-zero tile, `windows` the
-    DataTypes of the TEXTRACT, TINSERT and TIMG2COL sources (REGS order).  With them, the
-    cumulative distribution (_cdf) _weighted draws a pair from: each instruction by its weight, shared
-    evenly among its DataTypes.  A pure function of these, so memoised: a stream's blocks offer
-    the same few states again and again.  None when the state offers nothing."""
-    window_of = dict(zip(REGS, windows))
-    out = []
-    for op, dts, checks in _op_dtypes():
-        if op.schema == I.SELECT and not preds:
-            continue
-        window = window_of.get(op.schema)
-        for dt, check in zip(dts, checks):
-            if window is not None:
-                if dt != window or (op.schema == I.INSERT and dt not in have):
-                    continue
-            elif dt not in have:
+def _candidate_pairs(have: frozenset, preds: frozenset, divisors: frozenset, windows: tuple,
+                     con: Constraint = EVERY) -> Options | None:
+    """The (instruction, DataType, source Row) options a state offers (Options): `have` the
+    (DataType, Row) of the regular and tall tiles on the selected PEs, `preds` the Rows of the
+    predicate tiles there, `divisors` the integer (DataType, Row)s of `have` with a never-zero
+    tile, `windows` the DataTypes of the TEXTRACT, TINSERT and TIMG2COL sources present there
+    (REGS order; None: absent), `con` what the streams may carry.  Row is the one of the
+    sources that share the destination's shape (TINSERT: the old destination's); None where
+    TEXTRACT reads its window source or TIMG2COL its feature map.  A pure function of these,
+    so memoised: a stream's blocks offer the same few states again and again.  None when the
+    state offers nothing."""
+    by_dtype = _ops_by_dtype(con)
+    per: dict = {}                                    # table index -> (instruction, [(dt, row)])
+    for schema, dt in zip(REGS, windows):             # the window sources
+        if dt is not None and schema in (I.EXTRACT, I.IMG2COL):
+            for k, op, _ in by_dtype.get(dt, ()):
+                if op.schema == schema:
+                    per.setdefault(k, (op, []))[1].append((dt, None))
+    for dt, row in sorted(have):
+        for k, op, check in by_dtype.get(dt, ()):
+            if op.schema == I.IMG2COL or (op.schema == I.SELECT and row not in preds) \
+                    or (check and (dt, row) not in divisors):
                 continue
-            if check and dt not in divisors:
-                continue
-            out.append((op, dt))
-    if not out:
+            per.setdefault(k, (op, []))[1].append((dt, row))
+    if not per:
         return None
-    per_op: dict = {}
-    for o, _ in out:
-        per_op[o.mnemonic] = per_op.get(o.mnemonic, 0) + 1
-    return tuple(out), _cdf([WEIGHTS[op.mnemonic] / per_op[op.mnemonic] for op, _ in out])
+    return Options([(op, tuple(opts)) for _, (op, opts) in sorted(per.items())])
 
 
 _COMMON_IDS = frozenset(REGULAR_IDS + (PRED_TILE,))     # the ids a block may read from the state
+# what a destination can be chosen to show (StreamBuilder._aimed_dest), as Aim.lacking holds it
+_DEST_AIMS = tuple((k, d) for k in ("WAR", "WAW") for d in DISTANCES) + (("overwritten_dest",), ("dest_is_source",))
+_WINDOW_TILES = (XSRC_TILE, INS_TILE, FMAP_TILE)         # the window sources, in REGS order
 _INTEGER_NAMES = frozenset(d.name for d in DATATYPES if d.is_int)
 
 
 @lru_cache(maxsize=None)
-def _regular_names(shape: Shape) -> MappingProxyType:
-    """Regular numeric descriptor of `shape` -> its DataType name, for every DataType."""
-    return MappingProxyType({_regular(d.name, shape): d.name for d in DATATYPES})
+def _source_keys(shape: Shape) -> tuple[MappingProxyType, MappingProxyType]:
+    """(numeric descriptor -> (DataType, Row), predicate descriptor -> Row) of the tiles a block
+    may read as a source of the shape class's shape: the regular and tall tiles of every
+    DataType, and the predicates of every Row those have (TCMP's destination keeps its
+    source's Row)."""
+    numeric = {}
+    for d in DATATYPES:
+        for desc in (_regular(d.name, shape), _tall(d.name, shape)):
+            numeric[desc] = (d.name, desc.Row)
+    rows = sorted({row for _, row in numeric.values()})
+    preds = {_desc(None, r, shape.cols, shape.vrow, shape.vcol): r for r in rows}
+    return MappingProxyType(numeric), MappingProxyType(preds)
+
+
+@lru_cache(maxsize=4096)
+def _plannable(reason: str, shape: Shape, con: Constraint) -> tuple:
+    """((instruction, (DataTypes it carries `reason` with, ...)), ...) of a planted block."""
+    out = []
+    for op, dts, _ in _op_dtypes(con):
+        ok = tuple(dt for dt in dts if _applies(reason, op, dt, shape, con))
+        if ok:
+            out.append((op, ok))
+    return tuple(out)
 
 
 class StreamBuilder:
-    """Draws one group (see the module doc).  `reason`: the planted rejection class, or None."""
+    """Draws one group (see the module doc).  `reason`: the planted rejection class, or None,
+    and `position` the planted block's index (None: a random one); `con`: what the streams may
+    carry; `aim`: the chunk's coverage so far (Aim), or None."""
 
     def __init__(self, shape: Shape, blocks: int, n: int, rng: np.random.Generator, config: MachineConfig,
-                 reason: str | None = None, backend: str = "cpu"):
+                 reason: str | None = None, backend: str = "cpu", con: Constraint = EVERY,
+                 aim: Aim | None = None, position: int | None = None):
         self.shape, self.K, self.n, self.rng, self.config = shape, blocks, n, rng, config
-        self.reason, self.backend = reason, backend
-        self.regular_names, self.pred_desc = _regular_names(shape), _regular(None, shape)
+        self.reason, self.backend, self.con, self.aim = reason, backend, con, aim
+        self.numeric_keys, self.pred_keys = _source_keys(shape)
+        self.tcvt_dsts = tuple(d.name for d in DATATYPES if d.name in con.dtypes)
         self.value_class = VALUE_CLASSES[int(rng.integers(len(VALUE_CLASSES)))]
         self.plan = self._plan() if reason else None
-        self.position = int(rng.integers(blocks)) if reason else blocks
+        if not reason:
+            self.position = blocks
+        elif position is not None:
+            self.position = position
+        else:
+            self.position = int(rng.integers(blocks))
 
     # ------------------------------------------------------------ planning
     def _plan(self) -> tuple[I.Instruction, str]:
         """The planted block's (instruction, DataType): one that can carry the reason."""
         rng = self.rng
-        for _ in range(200):
-            op = I.INSTRUCTIONS[int(rng.integers(len(I.INSTRUCTIONS)))]
-            dts = sorted(op.dtypes)
-            dt = dts[int(rng.integers(len(dts)))]
-            if _applies(self.reason, op, dt, self.shape):
-                return op, dt
-        raise GeneratorError(f"no instruction can carry {self.reason} in shape {self.shape.name}")
+        options = _plannable(self.reason, self.shape, self.con)
+        if not options:
+            raise GeneratorError(f"no instruction can carry {self.reason} in shape {self.shape.name}")
+        op, dts = options[int(rng.integers(len(options)))]
+        return op, dts[int(rng.integers(len(dts)))]
 
     def _initial_dtypes(self) -> list[str]:
+        """Three DataTypes for the initial regular tiles: an elementwise one (or, while the chunk
+        lacks instructions, one of a random missing instruction's), any, and an integer or
+        elementwise one."""
         rng = self.rng
-        ew, ints, alls = _initial_choices()
-        picks = [ew[int(rng.integers(len(ew)))], alls[int(rng.integers(len(alls)))]]
+        ew, ints, alls = _initial_choices(self.con)
+        missing = sorted(self.aim.uncovered) if self.aim is not None else ()
+        if missing:
+            op = I.lookup(missing[int(rng.integers(len(missing)))])
+            dts = [dt for dt in sorted(op.dtypes) if dt in alls] or list(ew)
+            first = dts[int(rng.integers(len(dts)))]
+        else:
+            first = ew[int(rng.integers(len(ew)))]
+        picks = [first, alls[int(rng.integers(len(alls)))]]
         picks.append(ints[int(rng.integers(len(ints)))] if rng.random() < 0.5 else ew[int(rng.integers(len(ew)))])
         return picks
 
@@ -403,20 +630,42 @@ class StreamBuilder:
                 tiles[(p, tid)] = (desc, e, d)
             return e, d
 
+        planned_schema = self.plan[0].schema if self.plan else None
+        # half the groups start one DataType's two tiles tall (Row > ValidRow), with a predicate
+        # of their Row in tile INITIAL_REGULAR + 1 (TSEL masks)
+        tall = int(rng.integers(3)) if rng.random() < 0.5 else None
         for j, tid in enumerate(REGULAR_IDS[:INITIAL_REGULAR]):
             dt = dts[j % len(dts)]
-            put(tid, _regular(dt, shape), nonzero=j >= 3)    # ids 4..6: nonzero integer divisors
+            desc = _tall(dt, shape) if j % len(dts) == tall else _regular(dt, shape)
+            put(tid, desc, nonzero=j >= 3)    # ids 4..6: nonzero integer divisors
+        if tall is not None:
+            row = _tall(dts[tall], shape).Row
+            put(REGULAR_IDS[INITIAL_REGULAR], _desc(None, row, shape.cols, shape.vrow, shape.vcol))
+        # the first DataType's initial tiles (one of them a never-zero divisor) and, when they are
+        # tall, the tall predicate are never a destination: every PE keeps tiles some instruction
+        # of the constraint can read, so every mask can build a block whatever the earlier blocks
+        # overwrote (with --ops TCMP,TSEL, say, every other numeric tile may become a predicate)
+        self.reserved = {REGULAR_IDS[j] for j in range(INITIAL_REGULAR) if j % len(dts) == 0}
+        if tall == 0:
+            self.reserved.add(REGULAR_IDS[INITIAL_REGULAR])
+        # a destination may rename the feature map only where the reserved tiles keep another
+        # instruction buildable, and not before a planted TIMG2COL
+        self.fmap_renamable = any(self.con.allows(op, dts[0]) for op in self.con.instructions
+                                  if op.schema != I.IMG2COL) and planned_schema != I.IMG2COL
         self.nonzero_init = set(REGULAR_IDS[3:INITIAL_REGULAR])
         put(PRED_TILE, _regular(None, shape))
         gprs = np.zeros((self.n, F.NUM_PES, F.GPR_COUNT), np.uint64)
         planned = self.plan[0] if self.plan else None
         # window sources, each of a DataType some regular tile has (results chain on)
+        con = self.con
+
         def dtype_for(op, prefer):
-            ok = [d for d in prefer if d in op.dtypes]
-            return ok[int(rng.integers(len(ok)))] if ok else sorted(op.dtypes)[int(rng.integers(len(op.dtypes)))]
+            ok = [d for d in prefer if con.allows(op, d)] or [d for d in sorted(op.dtypes) if con.allows(op, d)]
+            return ok[int(rng.integers(len(ok)))]
         win = C.Variant(rows=shape.vrow, cols=shape.cols, vrow=shape.vrow, vcol=shape.vcol,
                         src_layout=3 if rng.random() < 0.25 else 0)
-        for schema, op, tid in _window_ops():
+        self.window_descs = {}
+        for schema, op, tid in _window_ops(con):
             dt = self.plan[1] if planned is op else dtype_for(op, dts)
             ctx = _ctx(op, dt)
             if schema == I.IMG2COL:
@@ -427,6 +676,7 @@ class StreamBuilder:
                 r, c, vr, vc, lay = shapes[-1]
                 src = _desc(dt, r, c, vr, vc, layout=lay)
             put(tid, src, undefined_outside=False)
+            self.window_descs[tid] = src
             self.info[schema] = (op, dt, limit)
             if planned is op and self.reason == "OFFSET_RANGE":
                 self.beyond = limit
@@ -434,7 +684,8 @@ class StreamBuilder:
                 vals = rng.integers(0, hi + 1, (self.n, F.NUM_PES)).astype(np.uint64)
                 edge = rng.random((self.n, F.NUM_PES)) < 0.2          # the largest legal offsets too
                 gprs[:, :, reg] = np.where(edge, np.uint64(hi), vals)
-        self.windows = tuple(self.info[schema][1] for schema in REGS)  # each window source's DataType
+        # each window source's DataType (None: no window source, its instruction is not carried)
+        self.windows = tuple(self.info[schema][1] if schema in self.info else None for schema in REGS)
         if self.plan:
             op, dt = self.plan
             desc = _regular(dt, shape)
@@ -464,8 +715,16 @@ class StreamBuilder:
         return tiles, gprs
 
     # ------------------------------------------------------------ tracker
-    def _pick(self, ids: list[int], pes) -> int:
-        """A source: the most recently written eligible tile half of the time (read-after-write)."""
+    def _pick(self, ids: list[int], pes, want: str | None = None) -> int:
+        """A source: one written by a block `want` (a distance) before this one when there is
+        such a tile (the chunk lacks that read-after-write), else the most recently written
+        eligible tile half of the time (read-after-write)."""
+        if want is not None:
+            i = self.index
+            ok = [t for t in ids if any((p, t) in self.writer and distance(self.writer[(p, t)], i) == want
+                                        for p in pes)]
+            if ok:
+                return ok[int(self.rng.integers(len(ok)))]
         if self.rng.random() < 0.5:
             last = [(max(self.writer.get((p, t), -1) for p in pes), t) for t in ids]
             best = max(last)
@@ -480,15 +739,15 @@ class StreamBuilder:
         return int(self.rng.integers(1, 16))
 
     def _candidates(self, mask: int):
-        """(instruction, DataType) pairs buildable from the current state on the PEs of `mask`,
-        and what they are built from: `have` regular DataType -> the tile ids (not reserved,
-        ascending) holding that DataType's regular tile on every PE of `mask`, `preds` those
-        holding the regular predicate tile."""
+        """The (instruction, DataType, source Row) options buildable from the current state on
+        the PEs of `mask` (_candidate_pairs), and what they are built from: `have` (DataType, Row) -> the tile
+        ids (not reserved, ascending) holding that regular or tall tile on every PE of `mask`,
+        `preds` Row -> those holding a predicate tile of that Row."""
         pes = F.SELECTED_PES[mask]
-        regular, pred = self.regular_names, self.pred_desc
+        numeric, pred = self.numeric_keys, self.pred_keys
         first, rest = self.state[pes[0]], [self.state[p] for p in pes[1:]]
         have: dict = {}
-        preds = []
+        preds: dict = {}
         for tid in sorted(first):                    # ascending, as REGULAR_IDS + (PRED_TILE,)
             if tid not in _COMMON_IDS:
                 continue
@@ -498,44 +757,129 @@ class StreamBuilder:
                 if o is not d and o != d:
                     break
             else:
-                name = regular.get(d)
-                if name is not None:
-                    ids = have.get(name)
+                key = numeric.get(d)
+                if key is not None:
+                    ids = have.get(key)
                     if ids is None:
-                        have[name] = [tid]
+                        have[key] = [tid]
                     else:
                         ids.append(tid)
-                elif d == pred:
-                    preds.append(tid)
+                else:
+                    row = pred.get(d)
+                    if row is not None:
+                        preds.setdefault(row, []).append(tid)
         nonzero = self.nonzero
-        divisors = frozenset(dt for dt, ids in have.items() if dt in _INTEGER_NAMES
+        divisors = frozenset(k for k, ids in have.items() if k[0] in _INTEGER_NAMES
                              and any(all((p, t) in nonzero for p in pes) for t in ids))
-        return _candidate_pairs(frozenset(have), bool(preds), divisors, self.windows), have, preds
+        windows = self.windows
+        if self.gone:                                # a window source renamed on some PE
+            windows = tuple(None if tid in self.gone and any(self.state[p].get(tid) is not self.window_descs[tid]
+                                                             for p in pes) else w
+                            for w, tid in zip(windows, _WINDOW_TILES))
+        return _candidate_pairs(frozenset(have), frozenset(preds), divisors, windows, self.con), have, preds
+
+    # ------------------------------------------------------------ aims
+    def _want_raw(self, op: I.Instruction) -> str | None:
+        """The read-after-write distance the chunk lacks for `op` (consecutive first), if any."""
+        aim, i = self.aim, self.index
+        lack = aim.lacking.get(op.mnemonic) if aim is not None and i else None
+        if not lack:
+            return None
+        for d in DISTANCES:
+            if ("RAW", d) in lack and (d == DISTANCES[0] or i >= 2):
+                return d
+        return None
+
+    def _aimed_dest(self, op: I.Instruction, pes, used: list[int], alias_ok: list[int], me: tuple) -> int | None:
+        """Three times in four, a destination that shows a hazard (WAR, WAW; consecutive or
+        distant) or an aliasing kind (overwritten_dest, dest_is_source) the chunk lacks for
+        `op`, when the state offers one (None: no such aim, or none offered)."""
+        aim, rng, i = self.aim, self.rng, self.index
+        lack = aim.lacking.get(op.mnemonic) if aim is not None and i else None
+        if not lack:
+            return None
+        wants = [w for w in _DEST_AIMS if w in lack]
+        if not wants or rng.random() >= 0.75:
+            return None
+        writer, readers, written_by = self.writer, self.readers, self.written_by
+        for w in [wants[k] for k in rng.permutation(len(wants))]:
+            if w == ("dest_is_source",):
+                ok = alias_ok
+            elif w == ("overwritten_dest",):
+                ok = [t for t in used if all(written_by.get((p, t)) in (me, None) for p in pes)
+                      and any(written_by.get((p, t)) == me for p in pes)]
+            elif w[0] == "WAW":
+                ok = [t for t in used if any((p, t) in writer and distance(writer[(p, t)], i) == w[1] for p in pes)]
+            else:
+                ok = [t for t in used if any(j != i and distance(j, i) == w[1] for p in pes
+                                             for j in readers.get((p, t), ()))]
+            if ok:
+                return ok[int(rng.integers(len(ok)))]
+        return None
+
+    def _again(self) -> tuple | None:
+        """Half the time while the chunk lacks overwritten_dest for the previous block's
+        instruction: (instruction, DataType, Row, PE_MASK) of that block, to draw it again (a
+        destination can then overwrite what it wrote: _aimed_dest)."""
+        last, aim = self.last, self.aim
+        if last is None or aim is None or not aim.lacks(last[0].mnemonic, "overwritten_dest"):
+            return None
+        return last if self.rng.random() < 0.5 else None
+
+    def _aimed_tcvt_dst(self, dt: str) -> str | None:
+        """A TCVT destination DataType that lets the block overwrite a tile an earlier TCVT of
+        the same DataTypes wrote, while the chunk lacks overwritten_dest for TCVT."""
+        if self.aim is None or not self.aim.lacks("TCVT", "overwritten_dest"):
+            return None
+        tcvt, code = I.lookup("TCVT"), datatype(dt).code
+        dsts = sorted({w[3] for w in self.written_by.values() if w != "initial" and w[:3] ==
+                       (tcvt.mode, tcvt.function, code) and w[3] is not None})
+        return datatype(dsts[int(self.rng.integers(len(dsts)))]).name if dsts else None
 
     # ------------------------------------------------------------ blocks
     def _legal_block(self, index: int, plan=None) -> tuple[Block, dict]:
         """A legal block chosen from the current state (or the planted block's legal form)."""
         rng, shape = self.rng, self.shape
+        self.index = index
         if plan is not None:
             op, dt = plan
             mask = PLANTED_MASK
             pes = F.SELECTED_PES[mask]
-            have = {dt: [RESERVED_TILE]}
-            preds = [PRED_TILE]
+            row = _regular(dt, shape).Row
+            have = {(dt, row): [RESERVED_TILE]}
+            preds = {row: [PRED_TILE]}
+            src_rows = shape.vrow if op.schema in REGS else row
+            if op.schema == I.EXTRACT:               # the window source, GPR offsets (OFFSET_RANGE)
+                row = None
         else:
+            again = self._again()
             for _ in range(20):
-                mask = self._mask()
+                mask = self._mask() if again is None else again[3]
                 cands, have, preds = self._candidates(mask)
                 if cands:
                     break
+                again = None
             else:
                 raise GeneratorError(f"block {index}: nothing can be built from the state")
             pes = F.SELECTED_PES[mask]
-            cands, cdf = cands
-            op, dt = _weighted(rng, cands, cdf)
+            if again is not None and cands.has(*again[:3]):
+                op, dt, row = again[:3]
+            else:
+                aim = frozenset()
+                if self.aim is not None:             # the instructions the chunk lacks, else (half
+                    aim = self.aim.uncovered         # the time) those that lack a hazard or aliasing
+                    if not aim and rng.random() < 0.5:
+                        aim = self.aim.wanting
+                op, dt, row = cands.draw(rng, aim)
+            src_rows = row
+            if op.schema in (I.EXTRACT, I.IMG2COL):  # a new tile: tall a fifth of the time
+                src_rows = shape.vrow + TALL_ROWS if rng.random() < 0.2 else shape.vrow
         dst, rmode, sat = dt, None, False
         if op.schema == I.CONVERT:
-            dst = DATATYPES[int(rng.integers(len(DATATYPES)))].name
+            dsts = self.aim.missing_dtypes if self.aim is not None and self.aim.missing_dtypes else self.tcvt_dsts
+            dst = dsts[int(rng.integers(len(dsts)))]
+            if plan is None and not (self.aim is not None and self.aim.missing_dtypes):
+                dst = self._aimed_tcvt_dst(dt) or dst
             rmode = F.RMODES[int(rng.integers(len(F.RMODES)))]
             sat = bool(rng.integers(2))
         ctx = _ctx(op, dt, dst, rmode, sat)
@@ -548,20 +892,33 @@ class StreamBuilder:
         offsets = "none" if ctx.movement and rng.random() < 0.2 and plan is None else "random"
         v = C.Variant(rows=shape.vrow, cols=shape.cols, vrow=shape.vrow, vcol=shape.vcol, pe_mask=mask, pad=pad,
                       explicit=bool(rng.random() < 0.15), offsets=offsets, layout=layout)
-        b = _block(ctx, v, shape.vrow if ctx.movement else _regular(dt, shape).Row)
-        # sources
+        b = _block(ctx, v, src_rows)
+        # sources; a window source that is a tile of the shape class (an earlier result, or an
+        # initial regular tile) is read whole: offsets 0, B.IOR omitted or naming r0 (the zero)
         srcs = []
+        window_regs = REGS.get(op.schema)
+        want = self._want_raw(op) if plan is None else None
         if op.schema == I.EXTRACT:
-            srcs = [XSRC_TILE]
+            if row is None:
+                srcs = [XSRC_TILE]
+            else:
+                srcs = [self._pick(have[(dt, row)], pes, want)]
+                window_regs = (0, 0)
         elif op.schema == I.IMG2COL:
             srcs = [FMAP_TILE]
         elif op.schema == I.INSERT:
-            srcs = [self._pick(have[dt], pes), INS_TILE]
+            srcs = [self._pick(have[(dt, row)], pes, want)]
+            if plan is not None or (self.windows[1] == dt and rng.random() < 0.5):
+                srcs.append(INS_TILE)
+            else:
+                same = sorted(t for k, ids in have.items() if k[0] == dt for t in ids)
+                srcs.append(self._pick(same, pes))
+                window_regs = (0, 0)
         else:
-            numeric = have[dt]
+            numeric = have[(dt, row)]
             for role in range(op.arity):
                 if op.schema == I.SELECT and role == 0:
-                    srcs.append(self._pick(preds, pes))
+                    srcs.append(self._pick(preds[row], pes))
                     continue
                 if op.int_zero_check and dt in _INTEGER_NAMES and role == 1:
                     nz = [t for t in numeric if all((p, t) in self.nonzero for p in pes)] if plan is None else numeric
@@ -570,25 +927,36 @@ class StreamBuilder:
                 if srcs and rng.random() < 0.25 and srcs[-1] in numeric:
                     srcs.append(srcs[-1])                        # both sources one tile
                 else:
-                    srcs.append(self._pick(numeric, pes))
-        # destination: a source (aliasing), an existing tile (renamed or overwritten), or a fresh id
+                    srcs.append(self._pick(numeric, pes, want))
+                    want = None
+        # destination: a source (aliasing), an existing tile (renamed or overwritten), or a fresh
+        # id; once a TIMG2COL has read the feature map on every selected PE, sometimes the map
         r = rng.random()
         held = set().union(*self.state)
-        used = [t for t in REGULAR_IDS if t in held]                 # REGULAR_IDS ascend
+        reserved = self.reserved
+        used = [t for t in REGULAR_IDS if t in held and t not in reserved]     # REGULAR_IDS ascend
         fresh = [t for t in REGULAR_IDS if t not in held]
-        alias_ok = [s for s in srcs if s in REGULAR_IDS]
+        alias_ok = [s for s in srcs if s in REGULAR_IDS and s not in reserved]
+        aimed = None if plan is not None else self._aimed_dest(op, pes, used, alias_ok, _writer_key(b))
         if plan is not None:
             dest = fresh[0] if fresh else REGULAR_IDS[-1]
+        elif self.fmap_renamable and (self.fmap_read.issuperset(pes) or op.schema == I.IMG2COL) \
+                and (rng.random() < 0.1 or op.schema == I.IMG2COL and self.aim is not None
+                     and self.aim.lacks(op.mnemonic, "dest_is_source")):
+            dest = FMAP_TILE
+        elif aimed is not None:
+            dest = aimed
         elif r < 0.25 and alias_ok:
             dest = alias_ok[int(rng.integers(len(alias_ok)))]
         elif r < 0.65 and used or not fresh:
             dest = used[int(rng.integers(len(used)))]
         else:
             dest = fresh[0]
+        self.last = None if plan is not None else (op, dt, row, mask)
         iot = tuple([TileBinding(s, mask) for s in srcs] + [TileBinding(dest, mask, b.iot[-1].capacity)])
         ior = b.ior
-        if ior is not None and op.schema in REGS:
-            ior = BIor(RegSrc0=REGS[op.schema][0], RegSrc1=REGS[op.schema][1])
+        if ior is not None and window_regs is not None:
+            ior = BIor(RegSrc0=window_regs[0], RegSrc1=window_regs[1])
         b = Block(b.bstart, iot, b.dim, b.datr, ior, b.ios)
         return b, {"ctx": ctx, "variant": v}
 
@@ -605,8 +973,8 @@ class StreamBuilder:
         if reason == "UNASSIGNED_OPCODE":
             return replace(block, bstart=replace(block.bstart, Mode=2, Function=0))
         if reason == "DATATYPE_UNSUPPORTED":
-            bad = [d for d in DATATYPES if d.name not in ctx.op.dtypes]
-            return replace(block, bstart=replace(block.bstart, DataType=bad[0].code))
+            bad = _unsupported(ctx.op, self.con)[0]
+            return replace(block, bstart=replace(block.bstart, DataType=datatype(bad).code))
         if reason == "SOURCE_MISSING":
             return _rebind(block, 0, ABSENT_TILE)
         if reason == "SOURCE_KIND":
@@ -614,7 +982,7 @@ class StreamBuilder:
                 return _rebind(block, 0, RESERVED_TILE)
             return _rebind(block, 0, PRED_TILE)
         if reason == "SOURCE_DATATYPE":
-            other = _same_width(ctx.op, ctx.src.name)[0]
+            other = _same_width(ctx.op, ctx.src.name, self.con)[0]
             return replace(block, bstart=replace(block.bstart, DataType=datatype(other).code))
         if reason == "SHAPE_MISMATCH":
             return replace(block, dim=replace(block.dim, LB0=shape.vcol - 1))
@@ -635,9 +1003,14 @@ class StreamBuilder:
         the store size); the second runs on machines of that size."""
         if self.reason != "ALLOCATION":
             return self._build()
-        for _ in range(50):
+        for attempt in range(50):
+            if attempt and attempt % 5 == 0:            # a small destination may never exceed the
+                self.plan = self._plan()                # peak: another planted instruction
             saved = self.rng.bit_generator.state
+            aim = self.aim.snapshot() if self.aim is not None else None
             bound = self._build(probe=True)
+            if aim is not None:                      # the second pass draws what the first drew
+                self.aim.restore(aim)
             if bound is not None:
                 self.rng.bit_generator.state = saved
                 self.config = replace(self.config, local_bytes=bound)
@@ -653,11 +1026,16 @@ class StreamBuilder:
         self.state = [dict() for _ in range(F.NUM_PES)]
         for (p, tid), (desc, _, _) in tiles.items():
             self.state[p][tid] = desc
-        self.writer: dict = {}
+        self.last = None                            # the previous block's draw (_again)
+        self.writer: dict = {}                      # (pe, tile) -> the block that last wrote it
+        self.readers: dict = {}                     # (pe, tile) -> the blocks that read it since
+        self.written_by: dict = {key: "initial" for key in tiles}   # (pe, tile) -> _writer_key
         self.nonzero = {(p, t) for p in range(F.NUM_PES) for t in self.nonzero_init
                         if self.state[p][t].datatype.is_int}
         self.used = self._used()                    # kept up to date by _track
         self.peak = max(self.used)
+        self.gone: set = set()                      # window sources some block renamed
+        self.fmap_read: set = set()                 # PEs where a TIMG2COL read the feature map
         blocks, words, records, fault = [], [], CL.Records(), None
         executed, offset = self.K, encoding.HEADER_BYTES
         for i in range(min(self.position + 1, self.K)):
@@ -731,10 +1109,18 @@ class StreamBuilder:
 
     def _track(self, run: StreamRun, block: Block, i: int) -> None:
         """The state after block i, as the engine holds it (descriptors of case 0's cohort), and
-        the store's peak: the old destination is released only at commit (preflight)."""
+        the store's peak: the old destination is released only at commit (preflight); the
+        hazards' and aliasing's bookkeeping, and what block i showed for the chunk's Aim."""
         dest = block.iot[-1]
+        pes = F.SELECTED_PES[dest.PE_MASK]
+        srcs = [b.tile for b in block.iot[:-1]]
+        op = I.by_carrier(block.bstart.Mode, block.bstart.Function)
+        me = _writer_key(block)
+        if self.aim is not None:
+            self.aim.committed(op.mnemonic, self._carried_dtypes(block, op),
+                               self._shows(block, i, pes, srcs, dest.tile))
         used = self.used                             # _used() before this block
-        for p in F.SELECTED_PES[dest.PE_MASK]:
+        for p in pes:
             desc = run.batch.stacks(p, dest.tile)[0][1]
             old = self.state[p].get(dest.tile)
             if desc.location == "Local":
@@ -743,8 +1129,58 @@ class StreamBuilder:
             if old is not None and old.location == "Local":
                 used[p] -= old.capacity
             self.state[p][dest.tile] = desc
-            self.writer[(p, dest.tile)] = i
             self.nonzero.discard((p, dest.tile))
+        readers = self.readers
+        for p in pes:
+            for t in srcs:
+                got = readers.get((p, t))
+                if got is None:
+                    readers[(p, t)] = {i}
+                else:
+                    got.add(i)
+        for p in pes:
+            self.writer[(p, dest.tile)] = i
+            readers[(p, dest.tile)] = set()
+            self.written_by[(p, dest.tile)] = me
+        if dest.tile in self.window_descs:
+            self.gone.add(dest.tile)
+        if op.schema == I.IMG2COL:
+            self.fmap_read.update(pes)
+
+    @staticmethod
+    def _carried_dtypes(block: Block, op: I.Instruction) -> tuple:
+        d = block.datr
+        return (datatype(block.bstart.DataType).name,) + (
+            (datatype(d.DataType).name,) if op.schema == I.CONVERT and d is not None and d.DataType is not None else ())
+
+    def _shows(self, block: Block, i: int, pes, srcs: list[int], dest: int) -> set:
+        """What block i shows, as streams_coverage counts it from the decoded stream: (hazard
+        kind, distance) pairs -- coverage.stream_hazards' rule, kept here a block at a time (that
+        function replays a whole stream): RAW where a source's (PE, tile) was last written by
+        block j, WAR where the destination's was read by j != i since its last write, WAW where
+        it was last written by j -- and aliasing kinds (coverage.stream_aliasing of the block on
+        the writers so far)."""
+        out = set(C.stream_aliasing([block], 1, self.written_by)[0])
+        writer, readers = self.writer, self.readers
+        for p in pes:
+            for t in srcs:
+                j = writer.get((p, t))
+                if j is not None:
+                    out.add(("RAW", distance(j, i)))
+            for j in readers.get((p, dest), ()):
+                if j != i:
+                    out.add(("WAR", distance(j, i)))
+            j = writer.get((p, dest))
+            if j is not None:
+                out.add(("WAW", distance(j, i)))
+        return out
+
+
+def _writer_key(block: Block) -> tuple:
+    """Who wrote a tile, as coverage.stream_aliasing tells writers apart: the instruction's
+    carrier, the DataType and B.DATR's DataType (TCVT's destination)."""
+    b = block.bstart
+    return (b.Mode, b.Function, b.DataType, block.datr.DataType if block.datr else None)
 
 
 def _rebind(block: Block, index: int, tile: int) -> Block:
@@ -771,8 +1207,9 @@ def _carried(block: Block) -> tuple[Block, list[int]]:
 
 
 def build_group(shape: Shape, blocks: int, n: int, rng: np.random.Generator, config: MachineConfig,
-                reason: str | None = None, backend: str = "cpu") -> StreamGroup:
-    return StreamBuilder(shape, blocks, n, rng, config, reason, backend).build()
+                reason: str | None = None, backend: str = "cpu", con: Constraint = EVERY,
+                aim: Aim | None = None, position: int | None = None) -> StreamGroup:
+    return StreamBuilder(shape, blocks, n, rng, config, reason, backend, con, aim, position).build()
 
 
 def stream_text(blocks: list[Block], data: bytes | None = None) -> tuple[bytes, str]:

@@ -33,9 +33,13 @@ from . import streams as S
 from .dataset import GoldenError
 
 FORMAT = "tile-emu stream golden dataset"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+# Version 2 stored the same rows; its generator drew other streams from the same parameters
+# (groups of 256 streams, every instruction and DataType) and recorded no `ops`/`dtypes`.  This
+# tile-emu still opens (verify, --coverage, export) a version 2 dataset, as unconstrained.
+READ_VERSIONS = (2, 3)
 CHUNK_CASES = 1 << 12          # streams per data file
-GROUP_CASES = 256              # streams per group: one stream, one MachineBatch cohort
+GROUP_CASES = 16               # streams per group by default: at least one distinct program per 16 streams
 ILLEGAL_FRACTION = 0.1
 MAX_BLOCKS = 1 << 10
 
@@ -65,12 +69,15 @@ SCHEMA = pa.schema([
     ("status", pa.list_(pa.uint8(), 4)),
 ])
 
+_NAMES = {"type": "array", "items": {"type": "string", "maxLength": 64}, "maxItems": 64, "uniqueItems": True}
 GENERATOR_SCHEMA = {
     "type": "object", "additionalProperties": False,
     "required": ["streams", "blocks", "cases", "seed", "shapes", "illegal_fraction", "group_cases", "profile",
-                 "chunk_cases"],
+                 "chunk_cases", "ops", "dtypes"],
     "properties": {
         "streams": {"const": True},
+        "ops": _NAMES,
+        "dtypes": _NAMES,
         "blocks": {"type": "integer", "minimum": 1, "maximum": MAX_BLOCKS},
         "cases": {"type": "integer", "minimum": 1, "maximum": D.MAX_CASES},
         "seed": {"type": "integer", "minimum": D.SEED_RANGE[0], "exclusiveMaximum": D.SEED_RANGE[1]},
@@ -81,6 +88,11 @@ GENERATOR_SCHEMA = {
         "chunk_cases": {"type": "integer", "minimum": 1, "maximum": CHUNK_CASES},
     },
 }
+# a version 2 manifest's generator: no ops, no dtypes (every instruction and DataType)
+GENERATOR_SCHEMA_V2 = {**GENERATOR_SCHEMA, "required": [k for k in GENERATOR_SCHEMA["required"]
+                                                         if k not in ("ops", "dtypes")],
+                       "properties": {k: v for k, v in GENERATOR_SCHEMA["properties"].items()
+                                      if k not in ("ops", "dtypes")}}
 MANIFEST_SCHEMA = {
     **D.MANIFEST_SCHEMA,
     "properties": {
@@ -98,6 +110,9 @@ MANIFEST_SCHEMA = {
             }}},
     },
 }
+MANIFEST_SCHEMA_V2 = {**MANIFEST_SCHEMA, "properties": {**MANIFEST_SCHEMA["properties"],
+                                                       "format_version": {"type": "integer", "const": 2},
+                                                       "generator": GENERATOR_SCHEMA_V2}}
 
 
 @dataclass(frozen=True)
@@ -111,17 +126,86 @@ class StreamParams:
     profile: str = DEFAULT_PROFILE
     chunk_cases: int = CHUNK_CASES
     streams: bool = True
+    ops: tuple[str, ...] = ()          # the instructions streams may carry (empty: every one)
+    dtypes: tuple[str, ...] = ()       # the DataTypes (empty: every one)
+    version: int = FORMAT_VERSION      # the format whose generator drew the streams (not stored)
 
     def to_json(self) -> dict:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        d = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items() if k != "version"}
+        if self.version < 3:
+            del d["ops"], d["dtypes"]
+        return d
 
     @classmethod
-    def from_json(cls, d, where: str = "generator parameters") -> "StreamParams":
-        D._validate(d, GENERATOR_SCHEMA, where)
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+    def from_json(cls, d, where: str = "generator parameters", version: int = FORMAT_VERSION) -> "StreamParams":
+        D._validate(d, GENERATOR_SCHEMA if version >= 3 else GENERATOR_SCHEMA_V2, where)
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}, version=version)
+
+    @property
+    def constraint(self) -> S.Constraint:
+        """What the streams may carry (GoldenError naming a name or a set no stream can carry)."""
+        return constraint_of(self.ops, self.dtypes)
 
 
-read_params = functools.partial(D.read_params, cls=StreamParams)
+def _versioned(version: int):
+    """StreamParams with from_json of one format version (for dataset.read_params, manifest_plan)."""
+    class Versioned:
+        from_json = staticmethod(lambda d, where="generator parameters": StreamParams.from_json(d, where, version))
+    return Versioned
+
+
+def read_params(path: pathlib.Path, cls=None, version: int = FORMAT_VERSION) -> StreamParams:
+    """A stream generation.json: of this format's generator, or (version 2) of the earlier one.
+    One of the earlier generator where this format's is asked for (a --resume of an older run)
+    is a GoldenError saying so."""
+    try:
+        return D.read_params(path, cls=_versioned(version))
+    except GoldenError:
+        if version == FORMAT_VERSION:
+            try:
+                D.read_params(path, cls=_versioned(2))
+            except GoldenError:
+                pass
+            else:
+                raise GoldenError(f"{D.PARAMS}: the parameters of an earlier tile-emu's stream generator (format "
+                                  f"version 2, which drew other streams from them); generate into an empty "
+                                  f"--out") from None
+        raise
+
+
+@functools.lru_cache(maxsize=64)
+def constraint_of(ops: tuple[str, ...], dtypes: tuple[str, ...]) -> S.Constraint:
+    """The Constraint of --ops/--dtypes (empty: every instruction, every DataType), checked: each
+    name known and given once, each instruction one with some DataType of `dtypes`, each DataType
+    one some instruction of `ops` carries (as its DataType, or as TCVT's destination).
+    GoldenError otherwise, naming the first that fails; a set where no instruction has a
+    DataType is "no legal block"."""
+    names = []
+    for o in ops:
+        try:
+            names.append(S.I.lookup(o.upper()).mnemonic)
+        except KeyError:
+            raise GoldenError(f"unknown op {quote(o)}; ops: "
+                              + ", ".join(i.mnemonic for i in S.I.INSTRUCTIONS)) from None
+    dts = [D._dtype(d) for d in dtypes]
+    D._once(names, "ops")
+    D._once(dts, "dtypes")
+    con = S.Constraint(frozenset(names) if names else S.EVERY.ops, frozenset(dts) if dts else S.EVERY.dtypes)
+    named = [i for i in S.I.INSTRUCTIONS if i.mnemonic in names]
+    ok = con.instructions
+    if not ok:
+        raise GoldenError(f"--ops {','.join(names)} --dtypes {','.join(dts)}: no legal block: none of these "
+                          f"instructions supports any of these DataTypes")
+    for op in named:                    # (without --ops, the instructions of some DataType of --dtypes)
+        if op not in ok:
+            raise GoldenError(f"--ops {op.mnemonic}: no stream can carry it: it supports none of --dtypes "
+                              f"{','.join(dts)} (it supports {', '.join(sorted(op.dtypes))})")
+    tcvt = any(op.schema == S.I.CONVERT for op in ok)
+    for dt in dts:
+        if not tcvt and not any(con.allows(op, dt) for op in ok):
+            raise GoldenError(f"--dtypes {dt}: no stream can carry it: no instruction of --ops "
+                              f"{','.join(names)} supports it")
+    return con
 
 
 @dataclass(frozen=True)
@@ -139,6 +223,7 @@ class StreamPartition:
 
 
 def partitions(p: StreamParams) -> list[StreamPartition]:
+    p.constraint                        # the names and the set checked
     D._once(p.shapes, "shapes")
     for name in p.shapes:
         if name not in S.SHAPE_BY_NAME:
@@ -156,25 +241,26 @@ def partitions(p: StreamParams) -> list[StreamPartition]:
     return [StreamPartition(p.blocks, name) for name in p.shapes]
 
 
-def chunks(p: StreamParams) -> D.ChunkPlan:
+def chunks(p: StreamParams, limit_files: bool = True) -> D.ChunkPlan:
     if not 1 <= p.cases <= D.MAX_CASES:
         raise GoldenError(f"--cases {p.cases}: from 1 to {D.MAX_CASES:,} (2^32) streams per partition")
     if not 1 <= p.chunk_cases <= CHUNK_CASES:
         raise GoldenError(f"chunk_cases {p.chunk_cases}: from 1 to {CHUNK_CASES:,}")
     plan = D.ChunkPlan(tuple(partitions(p)), p.cases, p.chunk_cases)
-    if len(plan) > D.MAX_FILES:
+    if limit_files and len(plan) > D.MAX_FILES:
         raise GoldenError(f"{len(plan.parts):,} partition(s) x {p.cases:,} streams need {len(plan):,} data files; "
                           f"a dataset holds at most {D.MAX_FILES:,} files")
     return plan
 
 
-@functools.lru_cache(maxsize=None)
-def classes_for(shape: str) -> tuple[list[str], list[str]]:
-    """(stream classes a shape class can have, those it cannot), in STREAM_ILLEGAL order."""
+@functools.lru_cache(maxsize=256)
+def classes_for(shape: str, con: S.Constraint = S.EVERY) -> tuple[list[str], list[str]]:
+    """(stream classes a shape class can have under `con`, those it cannot), in STREAM_ILLEGAL
+    order."""
     sh = S.SHAPE_BY_NAME[shape]
     ok, na = [S.LEGAL], []
     for reason in S.STREAM_ILLEGAL:
-        if any(S._applies(reason, op, dt, sh) for op in S.I.INSTRUCTIONS for dt in op.dtypes):
+        if S._plannable(reason, sh, con):
             ok.append(S.stream_class(reason))
         else:
             na.append(S.stream_class(reason))
@@ -191,25 +277,36 @@ def machine_config(p: StreamParams) -> MachineConfig:
 ILLEGAL_GROUP = 16
 
 
-def group_plan(p: StreamParams, part: StreamPartition, chunk: int, n: int, rng) -> list[tuple[int, str | None]]:
-    """(cases, planted reason or None) of each group of a chunk, in a random order: round(n x
-    illegal_fraction) illegal streams in groups of at most ILLEGAL_GROUP, the reasons taken in
-    turn from a random start (so every applicable class appears as n allows), the rest legal
-    in groups of group_cases."""
-    illegal = [S.reason_of(c) for c in classes_for(part.shape)[0] if c != S.LEGAL]
+def group_plan(p: StreamParams, part: StreamPartition, chunk: int, n: int,
+               rng) -> list[tuple[int, str | None, int | None]]:
+    """(cases, planted reason or None, planted block or None) of each group of a chunk, in a
+    random order: round(n x illegal_fraction) illegal streams in groups of illegal_group_size,
+    group k with the reason R[(c + k) mod len(R)] and the planted block (b + k mod len(R) +
+    k div len(R)) mod blocks from random starts c and b -- every applicable class, and every
+    block position, has a stream before any has a second, and each class meets every position
+    in turn --, the rest legal in groups of group_cases."""
+    illegal = [S.reason_of(c) for c in classes_for(part.shape, p.constraint)[0] if c != S.LEGAL]
     bad = int(round(n * p.illegal_fraction)) if illegal else 0
     start = int(rng.integers(len(illegal))) if illegal else 0
-    per_class = min(ILLEGAL_GROUP, p.group_cases)
+    at = int(rng.integers(p.blocks))
+    per_class = illegal_group_size(p, bad, len(illegal))
     out, k, left = [], 0, bad
     while left > 0:
         m = min(per_class, left)
-        out.append((m, illegal[(start + k) % len(illegal)]))
+        out.append((m, illegal[(start + k) % len(illegal)], (at + k % len(illegal) + k // len(illegal)) % p.blocks))
         k += 1
         left -= m
     rest = n - bad
     for lo in range(0, rest, p.group_cases):
-        out.append((min(p.group_cases, rest - lo), None))
+        out.append((min(p.group_cases, rest - lo), None, None))
     return [out[i] for i in rng.permutation(len(out))]
+
+
+def illegal_group_size(p: StreamParams, bad: int, classes: int) -> int:
+    """Streams per illegal group: as few as give every applicable rejection class and every
+    block position a group of its own (bad // max(classes, blocks)), at least 1, at most
+    ILLEGAL_GROUP and group_cases."""
+    return max(1, min(ILLEGAL_GROUP, p.group_cases, bad // max(classes, p.blocks, 1)))
 
 
 # ---------------------------------------------------------------------------- rows
@@ -628,9 +725,11 @@ def chunk_table(p: StreamParams, part: StreamPartition, chunk: int, n: int, back
     rng = D._rng(p.seed, part, chunk)
     config = machine_config(p)
     shape = S.SHAPE_BY_NAME[part.shape]
+    con = p.constraint
     groups, first = [], chunk * p.chunk_cases
-    for gi, (m, reason) in enumerate(group_plan(p, part, chunk, n, rng)):
-        g = S.build_group(shape, p.blocks, m, rng, config, reason, backend)
+    aim = S.Aim(con, p.blocks)
+    for gi, (m, reason, position) in enumerate(group_plan(p, part, chunk, n, rng)):
+        g = S.build_group(shape, p.blocks, m, rng, config, reason, backend, con, aim, position)
         groups.append(group_columns(g, first, gi))
         first += m
     return rows_table(groups)
@@ -643,6 +742,42 @@ def write_chunk(out_dir: str, params: dict, part: dict, chunk: int, n: int, back
     return D.write_data_file(out_dir, pt.path, chunk, chunk_table(p, pt, chunk, n, backend))
 
 
+def instruction_lines(out, p: StreamParams, records: list[dict]) -> list[str]:
+    """What `golden --streams` says on stderr about the instructions: those --dtypes leaves
+    without a DataType (without --ops: no stream can carry them), and those of the constraint
+    that no written stream commits (the dataset is too small to reach them) -- read back from the
+    `stream` and `executed` columns of the dataset's files (`records`; None for a shard, which
+    holds a share and cannot say; a file of an object store is read through its local copy),
+    decoded."""
+    import pyarrow.parquet as pq
+    from isa import encoding
+    con = p.constraint
+    lines = []
+    left_out = [op.mnemonic for op in S.I.INSTRUCTIONS if op.mnemonic in con.ops and op not in con.instructions]
+    if left_out:
+        lines.append(f"golden: {len(left_out)} of {len(con.ops)} instructions support none of --dtypes "
+                     f"{','.join(p.dtypes)}: no stream carries them: {', '.join(left_out)}")
+    if records is None:
+        return lines
+    committed = set()
+    for rec in records:
+        with D.store.local_copy(D.store.location(out) / rec["path"]) as local:
+            t = pq.read_table(local, columns=["stream", "executed"])
+        stream, executed = t.column("stream").combine_chunks(), t.column("executed").to_numpy()
+        most: dict = {}
+        for data, k in zip(stream.to_pylist(), executed.tolist()):
+            most[data] = max(most.get(data, 0), k)
+        for data, k in most.items():
+            for b in encoding.decode(data)[:k]:
+                committed.add(S.I.by_carrier(b.bstart.Mode, b.bstart.Function).mnemonic)
+    missing = [op.mnemonic for op in con.instructions if op.mnemonic not in committed]
+    if missing:
+        lines.append(f"golden: {len(missing)} of {len(con.instructions)} instructions commit in no stream of the "
+                     f"dataset (--cases {p.cases} x {len(p.shapes)} shape class(es) is too small to reach them): "
+                     + ", ".join(missing))
+    return lines
+
+
 def check_resumable(out, plan: D.ChunkPlan) -> None:
     """--resume keeps the data files it finds: each must hold this format's rows (a file an
     earlier tile-emu wrote in another stream-row format would make a dataset no reader opens).
@@ -650,11 +785,12 @@ def check_resumable(out, plan: D.ChunkPlan) -> None:
     import pyarrow.parquet as pq
     for part, chunk, _ in plan:
         rel = f"{part.path}/{D.file_name(chunk)}"
-        path = pathlib.Path(out) / rel
+        path = D.store.location(out) / rel
         if not path.is_file():
             continue
         try:
-            same = pq.read_schema(path).equals(SCHEMA)
+            with path.open("rb") as f:
+                same = pq.read_schema(f).equals(SCHEMA)
         except (OSError, pa.ArrowException) as exc:
             raise GoldenError(f"--resume: {shown(rel)}: not a readable Parquet file ({D.why(exc, 80)}); remove it "
                               f"and resume") from None
@@ -665,19 +801,23 @@ def check_resumable(out, plan: D.ChunkPlan) -> None:
 
 def manifest(p: StreamParams, records: list[dict]) -> dict:
     return D.manifest_of(FORMAT, FORMAT_VERSION, p, {part.path: {**part.keys(), "not_applicable":
-                                                                 classes_for(part.shape)[1]} for part in partitions(p)},
+                                                                 classes_for(part.shape, p.constraint)[1]}
+                                                   for part in partitions(p)},
                          records)
 
 
 def is_stream_dataset(folder) -> bool:
     """Whether `folder`'s manifest (or generation.json) names a stream dataset (cheap: no checks)."""
     for name in (D.MANIFEST, D.PARAMS):
-        path = pathlib.Path(folder) / name
+        path = D.store.location(folder) / name
         try:
             if path.stat().st_size > 1 << 20 and name == D.PARAMS:
                 return False
-            with D.open_regular(path, name) as f:       # a FIFO is not waited on
-                head = f.read(1 << 16)
+            if D.store.is_remote(path):
+                head = D.store.head(path, 1 << 16)
+            else:
+                with D.open_regular(path, name) as f:       # a FIFO is not waited on
+                    head = f.read(1 << 16)
         except (OSError, D.GoldenError):
             continue
         if name == D.MANIFEST:
@@ -715,26 +855,29 @@ class StreamDataset:
 
 
 def read_manifest(folder) -> dict:
-    """The manifest, parsed, checked against MANIFEST_SCHEMA (file records by dataset.py's check)."""
+    """The manifest, parsed, checked against MANIFEST_SCHEMA (file records by dataset.py's check);
+    a version 2 manifest against its own schema (READ_VERSIONS)."""
+    stated = _stated_version(folder)
+    if stated == 2:
+        return D.read_manifest(folder, FORMAT, 2, MANIFEST_SCHEMA_V2)
     try:
         return D.read_manifest(folder, FORMAT, FORMAT_VERSION, MANIFEST_SCHEMA)
     except GoldenError:
-        old = _stated_version(folder)
-        if old is not None and old < FORMAT_VERSION:
-            raise GoldenError(f"{shown(pathlib.Path(folder) / D.MANIFEST)}: a {FORMAT} of format version {old}; this "
-                              f"tile-emu reads version {FORMAT_VERSION} (docs/golden-format.md, 'Stream goldens'): "
-                              f"regenerate it with golden --streams") from None
+        if stated is not None and stated not in READ_VERSIONS:
+            raise GoldenError(f"{shown(D.store.location(folder) / D.MANIFEST)}: a {FORMAT} of format version {stated}; "
+                              f"this tile-emu reads versions {' and '.join(map(str, READ_VERSIONS))} "
+                              f"(docs/golden-format.md, 'Stream goldens'): regenerate it with golden "
+                              f"--streams") from None
         raise
 
 
 def _stated_version(folder) -> int | None:
     """The format_version an old stream manifest states (None: not one, or unreadable)."""
-    path = pathlib.Path(folder) / D.MANIFEST
+    path = D.store.location(folder) / D.MANIFEST
     try:
-        if path.stat().st_size > D.MAX_MANIFEST_BYTES:
-            return None
-        m = jsontext.loads(path.read_text(encoding="utf-8"), max_depth=jsontext.MAX_DEPTH)
-    except (OSError, ValueError):      # UnicodeDecodeError and JsonTextError are ValueErrors
+        m = jsontext.loads(D.read_small(path, D.MANIFEST, D.MAX_MANIFEST_BYTES, "a manifest"),
+                           max_depth=jsontext.MAX_DEPTH)
+    except (GoldenError, ValueError):      # JsonTextError is a ValueError
         return None
     v = m.get("format_version") if isinstance(m, dict) and m.get("format") == FORMAT else None
     return v if type(v) is int else None
@@ -745,22 +888,23 @@ def open_stream_dataset(folder, progress=None) -> StreamDataset:
     naming the file, the case and the field for the first fault): the manifest, its profile,
     its parameters and the partitions and files they imply, the folder, each file's size,
     SHA-256, row count and schema, and each row (`_check_rows`)."""
-    folder = pathlib.Path(folder)
+    folder = D.store.location(folder)
     m = read_manifest(folder)
-    prof, params, plan, sizes = D.manifest_plan(m, StreamParams, chunks)
+    prof, params, plan, sizes = D.manifest_plan(m, _versioned(m["format_version"]), chunks)
     files = []
     for i, (entry, part) in enumerate(zip(m["partitions"], plan.parts)):
         keys = {k: v for k, v in entry.items() if k not in ("not_applicable", "files")}
         if keys != part.keys():
             raise GoldenError(f"manifest: partitions[{i}] has keys {shown(str(keys), 120)}; the generator "
                               f"parameters give {part.path}")
-        na = classes_for(part.shape)[1]
+        na = classes_for(part.shape, params.constraint)[1]
         if sorted(entry["not_applicable"]) != sorted(na):
             raise GoldenError(f"manifest: {part.path}: not_applicable differs from this tile-emu's stream classes "
                               f"({', '.join(sorted(set(entry['not_applicable']) ^ set(na))[:5])})")
         D.check_file_records(entry, part, sizes)
         files += [(part, k, rec) for k, rec in enumerate(entry["files"])]
-    D._check_folder(folder, params, {rec["path"] for _, _, rec in files}, read=read_params)
+    D._check_folder(folder, params, {rec["path"] for _, _, rec in files},
+                    read=functools.partial(read_params, version=m["format_version"]))
     ds = StreamDataset(folder, m, prof, params, plan.parts, tuple(files))
     for part, k, rec in files:
         ds.read(part, k, rec)
@@ -794,8 +938,14 @@ def _check_rows(ds: StreamDataset, part: StreamPartition, chunk: int, rec: dict,
     bad = pc.not_equal(t.column("asm").combine_chunks(), pa.array(asm, pa.string()).take(pa.array(index)))
     if pc.any(bad).as_py():
         raise GoldenError(f"{where}: case {case(bad)}: asm is not the stream's canonical text")
+    con = ds.params.constraint
+    if con != S.EVERY:
+        unassigned = pc.equal(t.column("class"), S.stream_class("UNASSIGNED_OPCODE")).to_numpy(zero_copy_only=False)
+        fault_at = t.column("fault_block").to_numpy()
+        for u, blocks in enumerate(decoded):
+            _check_carried(blocks, con, index == u, unassigned, fault_at, where, case)
     counts = D.class_counts(t, where, rec)
-    ok = set(classes_for(part.shape)[0])
+    ok = set(classes_for(part.shape, ds.params.constraint)[0])
     cls = t.column("class").combine_chunks()
     outcome, reason = t.column("outcome").combine_chunks(), t.column("reason").combine_chunks()
     executed = t.column("executed").to_numpy()
@@ -818,6 +968,30 @@ def _check_rows(ds: StreamDataset, part: StreamPartition, chunk: int, rec: dict,
             raise GoldenError(f"{where}: case {case(bad)}: class {name} expects {want}")
     _check_layouts(t, where, case, outcome.to_numpy(zero_copy_only=False) == "fault", executed,
                    S.SHAPE_BY_NAME[part.shape], decoded, index)
+
+
+def _check_carried(blocks: list, con: S.Constraint, rows: np.ndarray, unassigned: np.ndarray,
+                   fault_at: np.ndarray, where: str, case) -> None:
+    """Every block of a stream (its `rows`) is an instruction of the dataset's --ops whose
+    DataTypes (BSTART's, TCVT's B.DATR destination) are of its --dtypes -- all but the planted
+    block of an illegal_unassigned_opcode stream, which names no instruction."""
+    from isa.datatypes import BY_CODE
+    for i, b in enumerate(blocks):
+        op = S.I.by_carrier(b.bstart.Mode, b.bstart.Function)
+        if op is None:
+            if (rows & ~(unassigned & (fault_at == i))).any():
+                raise GoldenError(f"{where}: case {case(rows & ~(unassigned & (fault_at == i)))}: block {i} names no "
+                                  f"instruction (Mode {b.bstart.Mode}, Function {b.bstart.Function}); the dataset's "
+                                  f"streams carry only --ops {','.join(sorted(con.ops))}")
+            continue
+        names = [b.bstart.DataType] + ([b.datr.DataType] if op.schema == S.I.CONVERT and b.datr is not None
+                                       and b.datr.DataType is not None else [])
+        for code in names:
+            dt = BY_CODE.get(code)
+            if op.mnemonic not in con.ops or dt is None or dt.name not in con.dtypes:
+                raise GoldenError(f"{where}: case {case(rows)}: block {i} is {op.mnemonic} of DataType "
+                                  f"{dt.name if dt else f'code {code}'}; the dataset's streams carry only --ops "
+                                  f"{','.join(sorted(con.ops))} --dtypes {','.join(sorted(con.dtypes))}")
 
 
 BINARY_COLUMNS = ("gprs", "initial_payload", "initial_defined", "record_payload", "record_defined", "record_status")

@@ -20,7 +20,6 @@ format-independent.
 from __future__ import annotations
 
 import functools
-import pathlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +36,7 @@ from isa.fields import NUM_PES
 from .. import commitlog as CL
 from . import dataset as D
 from . import oracle as O
+from . import store
 from . import streams_dataset as SD
 from .dataset import GoldenError
 
@@ -159,7 +159,7 @@ def _column_bytes(col, row: np.ndarray, at: np.ndarray) -> np.ndarray:
 
 def check(folder, limit: int = 20, progress=None) -> O.Report:
     """Check every committed (block, PE) of every stream that has a reference; see O.Report."""
-    ds = SD.open_stream_dataset(pathlib.Path(folder))
+    ds = SD.open_stream_dataset(store.location(folder))
     rep = O.Report(rows_are="streams", unit="committed (block, PE)s")
     run = _Run(rep, ds.profile.name, limit)
     for part, chunk, rec in ds.files:

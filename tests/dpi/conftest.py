@@ -50,9 +50,9 @@ class Library:
         assert done.returncode == 0, done.stderr
         return exe
 
-    def run(self, exe: pathlib.Path, *args, env=None, timeout: int = 300) -> subprocess.CompletedProcess:
+    def run(self, exe: pathlib.Path, *args, env=None, timeout: int = 300, cwd=None) -> subprocess.CompletedProcess:
         return subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, timeout=timeout,
-                              env=env or self.env())
+                              env=env or self.env(), cwd=cwd)
 
 
 def _asan_works(tmp: pathlib.Path) -> bool:

@@ -381,7 +381,7 @@ def test_a_failed_write_leaves_no_file_under_its_final_name(tmp_path, monkeypatc
 
 def test_an_unreachable_scheduler_is_one_line(tmp_path, capsys, monkeypatch):
     pytest.importorskip("distributed")
-    from emulator.golden import runner
-    monkeypatch.setattr(runner, "SCHEDULER_TIMEOUT_S", 1)
+    from emulator import cluster
+    monkeypatch.setattr(cluster, "SCHEDULER_TIMEOUT_S", 1)
     assert generate(tmp_path / "s", "--scheduler", "tcp://127.0.0.1:9", ops="TADD", dtypes="FP32") == 1
     assert "no Dask scheduler answered" in capsys.readouterr().err

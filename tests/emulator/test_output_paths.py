@@ -34,7 +34,9 @@ PATHS = {
     # generation writes --out and reads nothing; --coverage reads DATASET and writes stdout;
     # export reads DATASET and writes stdout or --out, which may not lie in DATASET
     # (test_golden_hostile: an export into its own dataset folder)
-    "golden": {"dataset": "input", "coverage": "input", "out": "output"},
+    # merge reads DATASET and the other shard folders (more) and writes --out, which may not overlap
+    # a shard (test_golden_shards)
+    "golden": {"dataset": "input", "more": "input", "coverage": "input", "out": "output"},
     "verify": {"dataset": "input"},
     "cosim": {"out": "output"},
 }
@@ -42,9 +44,9 @@ NOT_PATHS = {
     "vcg": {"axes", "slice", "time", "packet", "reduce", "track"},
     "reduce": {"dtype"},
     "bench": {"case", "profile"},
-    "run": {"profile"},
+    "run": {"profile", "scheduler"},
     "golden": {"ops", "dtypes", "dst_dtypes", "rmodes", "sat", "profile", "scheduler", "op", "dtype", "dst", "shapes",
-               "rmode"},
+               "rmode", "shard"},
 }
 
 

@@ -17,8 +17,9 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DPI = ROOT / "examples" / "dpi"
-sys.path.insert(0, str(DPI))
-import run as dpi_run  # noqa: E402
+from examples_loader import load_example  # noqa: E402
+
+dpi_run = load_example("dpi")
 
 pytestmark = pytest.mark.rtl
 

@@ -7,14 +7,14 @@ shows.  Marked `rtl` like tests/rtl/test_rtl.py (iverilog and the rtl extra; fai
 from __future__ import annotations
 
 import pathlib
-import sys
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HERE = ROOT / "examples" / "rtl"
-sys.path.insert(0, str(HERE))
-import run as rtl_run  # noqa: E402
+from examples_loader import load_example  # noqa: E402
+
+rtl_run = load_example("rtl")
 
 pytestmark = pytest.mark.rtl
 

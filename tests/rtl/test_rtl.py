@@ -14,8 +14,9 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RUN = ROOT / "examples" / "rtl" / "run.py"
-sys.path.insert(0, str(RUN.parent))
-import run as rtl_run  # noqa: E402
+from examples_loader import load_example  # noqa: E402
+
+rtl_run = load_example("rtl")
 
 pytestmark = pytest.mark.rtl
 
