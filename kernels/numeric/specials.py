@@ -38,12 +38,12 @@ from typing import NamedTuple
 
 import numba as nb
 import numpy as np
-from llvmlite import ir
-from numba.core import cgutils, types
-from numba.extending import intrinsic
 
 from . import formats
+from .fast import MARK_BITS, ctz, f64_bits
+from .flags import DZ, NV
 from .profiles import Profile
+from .rn import f32_bits
 
 UNDECIDED = -2            # table `src`: the classes do not decide the result
 CODE = -1                 # table `src`: the result is the table's encoding
@@ -180,9 +180,61 @@ def table(op: str, name: str, prof: Profile, arity: int, fn) -> Table:
     return Table(code, src, fl, field, int((src != UNDECIDED).sum()))
 
 
+# ---------------------------------------------------------------- inline, from hardware results
+# The SIMD routines (fastvec.py, fastdiv.py, fast64.py) compute with the hardware's binary32 /
+# binary64 arithmetic, whose results on NaN and infinite operands are IEEE 754's: an infinity
+# where IEEE gives one (inf + finite, inf * nonzero, x / 0), a NaN for every invalid operation
+# and NaN operand, exact zeros and infinities otherwise.  So such elements need no pass of their
+# own: the routine keeps the hardware's result, replaces a NaN by the format's canonical NaN
+# (docs/numerics.md: no payload or sign propagates) and takes its flags from `invalid` -- NV
+# where the NaN result has no NaN operand to explain it (an invalid operation), or an operand
+# is a signalling NaN -- plus DZ for an exact infinity from a zero divisor; an infinite or NaN
+# operand never raises OF, UF or NX.  Selects, no branches: the loops stay vectorised.
+
+@nb.njit(inline="always", error_model="numpy")
+def invalid(nan_result, nan_in, nv):
+    """The flags of an element with a NaN or infinite operand (or a zero divisor): NV when the
+    result is a NaN that no NaN operand explains, or when `nv` (a signalling NaN operand, or
+    TFMA's 0 * inf, invalid even with a quiet NaN addend: Decision 081)."""
+    return np.uint8(NV) if (nan_result & (not nan_in)) | nv else np.uint8(0)
+
+
+@nb.njit(inline="always", error_model="numpy")
+def divide_by_zero(dz):
+    return np.uint8(DZ) if dz else np.uint8(0)
+
+
+@nb.njit(inline="always", error_model="numpy")
+def snan32(x):
+    """Whether binary32 value x is a signalling NaN (from its bits: the magnitude doubled lies
+    strictly between the infinity's and the first quiet NaN's; 32-bit lanes throughout)."""
+    m = np.uint32(f32_bits(x) << np.uint32(1))
+    return (m > np.uint32(0xFF000000)) & (m < np.uint32(0xFF800000))
+
+
+@nb.njit(inline="always", error_model="numpy")
+def snan64(x):
+    """Whether binary64 value x is a signalling NaN."""
+    u = f64_bits(x)
+    return (((u & np.uint64(0x7FF8000000000000)) == np.uint64(0x7FF0000000000000))
+            & ((u & np.uint64(0x7FFFFFFFFFFFF)) != np.uint64(0)))
+
+
+@nb.njit(inline="always", error_model="numpy")
+def snan16(h):
+    """Whether FP16 code h is a signalling NaN (snan_bf16: of BF16)."""
+    m = np.uint16(np.uint16(h) << np.uint16(1))
+    return (m > np.uint16(0xF800)) & (m < np.uint16(0xFC00))
+
+
+@nb.njit(inline="always", error_model="numpy")
+def snan_bf16(h):
+    m = np.uint16(np.uint16(h) << np.uint16(1))
+    return (m > np.uint16(0xFF00)) & (m < np.uint16(0xFF80))
+
+
 # ---------------------------------------------------------------- the compiled pass
 
-_MARK_BITS = np.uint64(0x8080808080808080)   # bit 7 of each byte: set by a mark, by no flag
 _BLOCK_WORDS = 8                               # marks are looked for 8 words (64 flags) at a time
 
 
@@ -193,16 +245,6 @@ def _tail(flags, start, n):
     for i in range(start, n):
         w |= np.uint64(flags[i]) << np.uint64(8 * (i - start))
     return w
-
-
-@intrinsic
-def _ctz(typingctx, x):
-    """Count of trailing zero bits of a nonzero uint64 (llvm.cttz)."""
-    def codegen(context, builder, sig, args):
-        fnty = ir.FunctionType(ir.IntType(64), [ir.IntType(64), ir.IntType(1)])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.cttz.i64")
-        return builder.call(fn, [args[0], ir.Constant(ir.IntType(1), 1)])
-    return types.uint64(types.uint64), codegen
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -219,12 +261,12 @@ def settle1(a, bits, flags, code, src, fl, field, c):
         if end > nw:
             for i in range(nw * 8, n):
                 m |= np.uint64(flags[i]) << np.uint64(8 * (i - nw * 8))
-        if (m & _MARK_BITS) == 0:
+        if (m & MARK_BITS) == 0:
             continue
         for j in range(start, end):
-            w = (words[j] if j < nw else _tail(flags, nw * 8, n)) & _MARK_BITS
+            w = (words[j] if j < nw else _tail(flags, nw * 8, n)) & MARK_BITS
             while w:
-                i = j * 8 + np.int64(_ctz(w) >> np.uint64(3))
+                i = j * 8 + np.int64(ctz(w) >> np.uint64(3))
                 w &= w - np.uint64(1)
                 k = klass(a[i], c)
                 s = src[k]
@@ -250,12 +292,12 @@ def settle2(a, b, bits, flags, code, src, fl, field, c):
         if end > nw:
             for i in range(nw * 8, n):
                 m |= np.uint64(flags[i]) << np.uint64(8 * (i - nw * 8))
-        if (m & _MARK_BITS) == 0:
+        if (m & MARK_BITS) == 0:
             continue
         for j in range(start, end):
-            w = (words[j] if j < nw else _tail(flags, nw * 8, n)) & _MARK_BITS
+            w = (words[j] if j < nw else _tail(flags, nw * 8, n)) & MARK_BITS
             while w:
-                i = j * 8 + np.int64(_ctz(w) >> np.uint64(3))
+                i = j * 8 + np.int64(ctz(w) >> np.uint64(3))
                 w &= w - np.uint64(1)
                 k = klass(a[i], c) * CLASSES + klass(b[i], c)
                 s = src[k]
@@ -281,12 +323,12 @@ def settle3(a, b, d, bits, flags, code, src, fl, field, c):
         if end > nw:
             for i in range(nw * 8, n):
                 m |= np.uint64(flags[i]) << np.uint64(8 * (i - nw * 8))
-        if (m & _MARK_BITS) == 0:
+        if (m & MARK_BITS) == 0:
             continue
         for j in range(start, end):
-            w = (words[j] if j < nw else _tail(flags, nw * 8, n)) & _MARK_BITS
+            w = (words[j] if j < nw else _tail(flags, nw * 8, n)) & MARK_BITS
             while w:
-                i = j * 8 + np.int64(_ctz(w) >> np.uint64(3))
+                i = j * 8 + np.int64(ctz(w) >> np.uint64(3))
                 w &= w - np.uint64(1)
                 k = (klass(a[i], c) * CLASSES + klass(b[i], c)) * CLASSES + klass(d[i], c)
                 s = src[k]
