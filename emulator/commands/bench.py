@@ -8,7 +8,9 @@
     tile-emu bench --profile a5         # the numeric cases under numeric profile a5
 
 A case is one row of CASES: a name, what the baseline is, an optional target ratio, and a setup
-function n -> (ours, baseline), two zero-argument callables doing the same work on n elements.
+function n -> (ours, baseline), two zero-argument callables doing the same work on n elements
+(a case with an element count of its own, `Case.n`, runs at that count whatever --n says: the
+special.*.256 cases).
 The table reports elements/s of both and ratio = baseline time / our time (> 1: faster).  Other
 subsystems add rows to CASES; benchmarks/bench_numeric.py runs the numeric rows under
 pytest-benchmark.
@@ -61,6 +63,7 @@ class Case:
     device_memory: Callable[[int], float] | None = None    # gpu cases: device bytes at n
     profiled: bool = False             # setup(n, profile): ours runs under --profile
     profile: str | None = None         # ours runs under this profile whatever --profile says
+    n: int | None = None               # the case's own element count, whatever --n says
 
 
 # ---------------------------------------------------------------- numeric cases
@@ -156,6 +159,118 @@ def _profile_case(op: str, fmt: str, profile: str) -> Case:
 
 
 CASES += [_profile_case(op, "FP16", "a5") for op in ("TRSQRT", "TREM", "TDIV")]
+
+
+# ---------------------------------------------------------------- special values (issue 32)
+# One element, or every seventh, special -- a NaN with a random payload (quiet or signalling), an
+# infinity, a zero or a subnormal, cycling, of either sign -- against the same call on the same
+# all-normal operands: the ratio is the all-normal rate's share the special mix keeps (target:
+# within 1.5x).  At --n elements (default 2^20) and at 256 (`.256`: one block's elements).
+
+SPECIAL_FAMILIES = (("TADD", ("FP64", "FP32", "TF32", "FP16", "BF16", "E4M3")), ("TMUL", ("FP64", "FP32", "FP16", "BF16")),
+                    ("TFMA", ("FP64", "FP32", "FP16", "BF16", "E5M2")), ("TDIV", ("FP64", "FP32", "FP16", "BF16")),
+                    ("TSQRT", ("FP64", "FP32", "FP16")), ("TREM", ("FP64", "FP32", "FP16")),
+                    ("TEXP", ("FP64", "FP32")), ("TLOG", ("FP64", "FP32")), ("TRSQRT", ("FP64", "FP32")),
+                    ("TMAX", ("FP32",)), ("TCMP", ("FP32",)))
+
+
+def _normal_operands(op: str, fmt: str, n: int, arity: int):
+    """Encodings of normal values: N(0, 1) (TEXP uniform in [-8, 8]; TSQRT/TLOG/TRSQRT positive;
+    TREM's divisors away from zero), rounded to the format."""
+    from kernels import numeric
+    out = []
+    for k in range(arity):
+        rng = np.random.default_rng(1000 + k)
+        x = rng.uniform(-8, 8, n) if op == "TEXP" else rng.standard_normal(n)
+        if op in ("TSQRT", "TLOG", "TRSQRT") or (op == "TREM" and k == 1):
+            x = np.abs(x) + 0.5
+        if fmt == "FP64":
+            out.append(x.view(np.uint64).copy())
+        else:
+            out.append(numeric.convert(x.astype(np.float32).view(np.uint32), "FP32", fmt, rmode="RNE")[0])
+    return out
+
+
+def _special_codes(fmt: str, n: int, seed: int):
+    """n special encodings of `fmt`: the i-th a NaN (random payload: quiet or signalling),
+    an infinity, a zero or a subnormal as i % 4 says, of a random sign."""
+    from kernels.numeric import formats
+    f = formats.FORMATS[fmt]
+    rng = np.random.default_rng(seed)
+    w, t = f.width, f.t
+    payload = rng.integers(1, 1 << min(t, 62), n, dtype=np.int64).astype(np.uint64)
+    sign = rng.integers(0, 2, n).astype(np.uint64) << np.uint64(w - 1)
+    top = np.uint64(((1 << (w - 1 - t)) - 1) << t)
+    nan = (np.uint64(f.mag_mask) if f.specials == "fn" else top | payload)
+    inf = top if f.specials == "ieee" else np.uint64(f.mag_mask)
+    kind = np.arange(n) % 4
+    mag = np.where(kind == 0, nan, np.where(kind == 1, inf, np.where(kind == 2, np.uint64(0),
+                                                                         payload & np.uint64((1 << t) - 1))))
+    raw = np.dtype(f"u{max(1, (w + f.shift) // 8)}")
+    return ((mag | sign) << np.uint64(f.shift)).astype(raw)
+
+
+def _special_case(op: str, fmt: str, which: str, size: int | None) -> Case:
+    arity = {"TFMA": 3, "TSQRT": 1, "TEXP": 1, "TLOG": 1, "TRSQRT": 1}.get(op, 2)
+
+    def setup(n: int):
+        from kernels import numeric
+        base = _normal_operands(op, fmt, n, arity)
+        mixed = [b.copy() for b in base]
+        where = np.array([n // 2]) if which == "one" else np.arange(0, n, 7)
+        # the j-th special element has one special operand, operand j % arity, of kind
+        # (j // arity) % 4: every operand meets every kind, and a subnormal never shares its
+        # element with a NaN that would decide the result alone
+        for k, x in enumerate(mixed):
+            mine = where[k::arity]
+            x[mine] = _special_codes(fmt, mine.size, 7 + k)
+        return (lambda: numeric.elementwise(op, fmt, *mixed)), (lambda: numeric.elementwise(op, fmt, *base))
+
+    what = "one element special" if which == "one" else "every 7th element special (NaN, inf, 0, subnormal)"
+    return Case(f"special.{op}.{fmt}.{which}" + (f".{size}" if size else ""),
+                f"{what}, against the same call on all-normal operands", setup, 0.67,
+                memory=per_element(8 * (arity + 2) * 2 + 16), n=size)
+
+
+CASES += [_special_case(op, fmt, which, size) for op, fmts in SPECIAL_FAMILIES for fmt in fmts
+          for size in (None, 256) for which in ("one", "1of7")]
+
+
+# ---------------------------------------------------------------- FP16 per op (issue 32)
+# FP16 TADD, TSUB, TMUL, TDIV, TSQRT, TFMA and TCVT to and from FP32 against NumPy doing the
+# arithmetic in float32 on the same data plus the narrowing (astype(float16): correctly rounded
+# only where double rounding is innocuous, and without flags).
+
+def _fp16_case(op: str) -> Case:
+    arity = {"TFMA": 3, "TSQRT": 1, "TCVT.FP16-FP32": 1, "TCVT.FP32-FP16": 1}.get(op, 2)
+    plain = {"TADD": np.add, "TSUB": np.subtract, "TMUL": np.multiply, "TDIV": np.divide,
+             "TSQRT": np.sqrt, "TFMA": lambda a, b, c: a * b + c}
+
+    def setup(n: int):
+        from kernels import numeric
+        rng = np.random.default_rng(16)
+        vals = [rng.standard_normal(n).astype(np.float16) for _ in range(arity)]
+        if op == "TSQRT":
+            vals = [np.abs(vals[0])]
+        if op == "TCVT.FP32-FP16":
+            x = (rng.standard_normal(n) * 100).astype(np.float32)
+            return (lambda: numeric.convert(x.view(np.uint32), "FP32", "FP16", rmode="RNE")), \
+                (lambda: x.astype(np.float16))
+        bits = [v.view(np.uint16) for v in vals]
+        if op == "TCVT.FP16-FP32":
+            return (lambda: numeric.convert(bits[0], "FP16", "FP32")), (lambda: vals[0].astype(np.float32))
+        wide = [v.astype(np.float32) for v in vals]
+        fn = plain[op]
+        return (lambda: numeric.elementwise(op, "FP16", *bits)), \
+            (lambda: fn(*(v.astype(np.float32) for v in vals)).astype(np.float16))
+
+    base = ("NumPy astype(float16)" if op == "TCVT.FP32-FP16" else "NumPy astype(float32)"
+            if op == "TCVT.FP16-FP32" else "NumPy float32 arithmetic on the same data plus both conversions")
+    return Case(f"fp16.{op}", base, setup, None, memory=per_element(40))
+
+
+CASES += [_fp16_case(op) for op in ("TADD", "TSUB", "TMUL", "TDIV", "TSQRT", "TFMA", "TCVT.FP32-FP16",
+                                    "TCVT.FP16-FP32")]
 
 
 # ---------------------------------------------------------------- GPU cases (--backend gpu)
@@ -579,7 +694,9 @@ def _calls_per_repeat(fn: Callable[[], object]) -> int:
 def measure(case: Case, n: int, repeat: int, profile: str = "ieee") -> dict:
     """Best-of-`repeat` seconds per call of ours and of the baseline, each timed after `warm_up`;
     the two alternate repeat by repeat, so both see the same machine (load, clock speed).
-    `profile`: the numeric profile of a case's own side (cases marked `profiled`)."""
+    `profile`: the numeric profile of a case's own side (cases marked `profiled`); a case with
+    its own element count (`Case.n`) runs at that count."""
+    n = case.n or n
     ours, base = case.setup(n, profile) if case.profiled else case.setup(n)
     with np.errstate(all="ignore"):
         warm_up(ours)
@@ -693,8 +810,9 @@ def check_n(cases: list[Case], n: int, gpu: bool) -> None:
     if not cases:
         return
     room = available_bytes()
-    limit, case = min(((largest_n(c, room), c) for c in cases), key=lambda lc: lc[0])
-    if n > limit:
+    limit, case = min(((largest_n(c, room), c) for c in cases if c.n is None), key=lambda lc: lc[0],
+                      default=(n, None))
+    if case is not None and n > limit:
         if case.max_n is not None and limit == case.max_n:
             why_not = f"{case.name} holds at most {case.max_n} elements"
         else:

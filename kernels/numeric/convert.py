@@ -276,6 +276,11 @@ def hi16_index(u, xp=np):
 # ---------------------------------------------------------------------------------------------
 # the public entry point
 # ---------------------------------------------------------------------------------------------
+# The exact widenings the host computes with fastconvert's loops instead of a table: FP16 -> FP32
+# (the hardware's conversion, where the CPU has one) and BF16 -> FP32 (a shift).
+_WIDEN = frozenset({("BF16", "FP32"), ("FP16", "FP32")})
+
+
 def convert(src_bits, src_dtype, dst_dtype, rmode="DEFAULT", sat: bool = False, profile="ieee"):
     """TCVT src_dtype -> dst_dtype on raw encodings; returns (bits, flags).
 
@@ -308,6 +313,10 @@ def convert(src_bits, src_dtype, dst_dtype, rmode="DEFAULT", sat: bool = False, 
     if xp is not np:
         return convert_device(bits, s, d, rm, sat, ftz, xp, rule)
     key = (s.name, d.name, rm, sat, ftz, rule)
+    if rule == IEEE and (s.name, d.name) in _WIDEN:
+        from . import fastconvert
+        if (s.name, d.name) in fastconvert.WIDEN_PAIRS:
+            return fastconvert.widen(bits, s, d, ftz)
     if s.bits <= 16:
         t = host_table("full", key, bits.size)
         if t is not None:

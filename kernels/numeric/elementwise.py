@@ -274,7 +274,7 @@ def elementwise_status(op: str, dtype, *operands, groups: int, profile: str | Pr
 # (op, dtype name, profile name) -> what elementwise_status's compiled path needs, or False when
 # the tier table does not give it to fastvec (or the names are not valid: elementwise then
 # raises as it does).  The tier table is read once per key: the kernel it names and the
-# compute that settles the kernel's marked elements (tiers.settle), not on every block.
+# hand-off that settles the kernel's marked elements (tiers.hand_off), not on every block.
 _DIRECT: dict = {}
 
 
@@ -288,4 +288,4 @@ def _direct(op: str, dtype: str, profile: str):
     if tier is None or tier.name != "fastvec":
         return False
     return (np.dtype(dt.raw_dtype), ins.arity, tier.kernels[(dt.name, ins.mnemonic)],
-            tiers.settle(tier, ins.mnemonic, dt.name, prof))
+            tiers.hand_off(tier, ins.mnemonic, dt.name, prof))

@@ -35,7 +35,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 from llvmlite import ir
-from numba.core import types
+from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 from isa import instructions as _instructions
@@ -238,12 +238,13 @@ class Kernel:
     op: int = 0
     format: str = ""
     rule: str = IEEE
+    fix: object = None      # a 'map' kernel's exact scalar routine for the elements `scalar` marks
 
     @cached_property
     def loop(self) -> Twin:
         """The compiled loop (`loop`), kept on the row (isa.memo rule 1): a block's fast path asks
         on every call."""
-        return loop(self.kind, self.arity, self.scalar)
+        return loop(self.kind, self.arity, self.scalar, self.fix)
 
 
 # ---------------------------------------------------------------- the kernel registry
@@ -261,7 +262,7 @@ def rows(tier: str) -> dict[tuple[str, str], Kernel]:
     return REGISTRY.setdefault(tier, {})
 
 
-def kernel(tier: str, dtypes, ops, kind: str = "rounded", rule: str = IEEE):
+def kernel(tier: str, dtypes, ops, kind: str = "rounded", rule: str = IEEE, fix=None):
     """Compile the decorated scalar routine as every scalar routine is (`nb.njit`, inlined into
     its loop, error_model "numpy": see below) and register it as tier `tier`'s kernel of every
     (format, op).
@@ -269,8 +270,11 @@ def kernel(tier: str, dtypes, ops, kind: str = "rounded", rule: str = IEEE):
     dtypes: a DataType name or several; ops: an instruction mnemonic, or {mnemonic: op code}
     for a routine serving several (the code is its `op` argument); kind: 'f32', 'f64' or 'raw'
     (`Kernel`), or 'rounded' for a rounded routine (op, x..., fmt), which reads gathered values
-    or decoded encodings as the format's Params say; rule: the profile rule it computes.  The
-    operand count is the instruction's (isa/instructions.py), never stated here."""
+    or decoded encodings as the format's Params say; rule: the profile rule it computes; fix
+    (kinds 'f32', 'f64', 'raw'): an exact scalar routine of the same operands that the loop
+    runs, in the same compiled call, on the elements the routine marks (`FIX`), marking in turn
+    what it cannot settle.  The operand count is the instruction's (isa/instructions.py), never
+    stated here."""
     names = (dtypes,) if isinstance(dtypes, str) else tuple(dtypes)
     codes = {ops: 0} if isinstance(ops, str) else dict(ops)
 
@@ -283,7 +287,7 @@ def kernel(tier: str, dtypes, ops, kind: str = "rounded", rule: str = IEEE):
                     raise ValueError(f"tier {tier}: {op} on {name} is registered twice")
                 k = kind if kind != "rounded" else "vals" if gathers(name) else "bits"
                 table[(name, op)] = Kernel(scalar, _instructions.lookup(op).arity, k, code,
-                                           name if kind == "rounded" else "", rule)
+                                           name if kind == "rounded" else "", rule, fix)
         return scalar
     return register
 
@@ -591,17 +595,36 @@ def exp(op, x, fmt):
 SCALAR = READ = None   # bound in each loop's own globals by `loop`
 
 
+@intrinsic
+def wide_vectors(typingctx):
+    """A hint, no semantics: the enclosing loop may be vectorised 512 bits wide where the CPU has
+    AVX-512 (LLVM's x86 tuning prefers 256 bits; not yet measured on its own against the
+    default width).  The string attribute goes past llvmlite's list of
+    known function attributes, which has no way to name it; where that fails the hint is
+    skipped."""
+    def codegen(context, builder, sig, args):
+        try:
+            set.add(builder.function.attributes, '"prefer-vector-width"="512"')
+        except Exception:               # a future llvmlite: leave the default width
+            pass
+        return ir.Constant(ir.IntType(64), 0)
+    return types.int64(), codegen
+
+
 def _map1(a, out, flags):
+    wide_vectors()
     for i in nb.prange(a.shape[0]):
         out[i], flags[i] = SCALAR(a[i])
 
 
 def _map2(a, b, out, flags):
+    wide_vectors()
     for i in nb.prange(a.shape[0]):
         out[i], flags[i] = SCALAR(a[i], b[i])
 
 
 def _map3(a, b, c, out, flags):
+    wide_vectors()
     for i in nb.prange(a.shape[0]):
         out[i], flags[i] = SCALAR(a[i], b[i], c[i])
 
@@ -621,12 +644,69 @@ def _rounded3(op, a, b, c, fmt, dec, bits, flags):
         bits[i], flags[i] = SCALAR(op, READ(a[i], dec), READ(b[i], dec), READ(c[i], dec), fmt)
 
 
+MARK_BITS = np.uint64(0x8080808080808080)    # bit 7 of each flags byte: set by a mark, by no flag
+
+
+@intrinsic
+def ctz(typingctx, x):
+    """Count of trailing zero bits of a nonzero uint64 (llvm.cttz)."""
+    if x != types.uint64:
+        return None
+
+    def codegen(context, builder, sig, args):
+        fnty = ir.FunctionType(ir.IntType(64), [ir.IntType(64), ir.IntType(1)])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.cttz.i64")
+        return builder.call(fn, [args[0], ir.Constant(ir.IntType(1), 1)])
+    return types.uint64(types.uint64), codegen
+
+
+# 'map' loops with a fix pass: after the vectorised loop, the marked elements -- found 8 flags at a
+# time, a word OR, so an unmarked call pays a fast scan -- go to the routine bound to FIX, in the
+# same compiled call.
+FIX = None
+
+
+def _map1_fix(a, out, flags):
+    wide_vectors()
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = SCALAR(a[i])
+    n = a.shape[0]
+    words = flags[:n // 8 * 8].view(np.uint64)
+    for j in range(words.shape[0]):
+        w = words[j] & MARK_BITS
+        while w:
+            i = j * 8 + np.int64(ctz(w) >> np.uint64(3))
+            w &= w - np.uint64(1)
+            out[i], flags[i] = FIX(a[i])
+    for i in range(n // 8 * 8, n):
+        if flags[i] == 0xFF:
+            out[i], flags[i] = FIX(a[i])
+
+
+def _map2_fix(a, b, out, flags):
+    wide_vectors()
+    for i in nb.prange(a.shape[0]):
+        out[i], flags[i] = SCALAR(a[i], b[i])
+    n = a.shape[0]
+    words = flags[:n // 8 * 8].view(np.uint64)
+    for j in range(words.shape[0]):
+        w = words[j] & MARK_BITS
+        while w:
+            i = j * 8 + np.int64(ctz(w) >> np.uint64(3))
+            w &= w - np.uint64(1)
+            out[i], flags[i] = FIX(a[i], b[i])
+    for i in range(n // 8 * 8, n):
+        if flags[i] == 0xFF:
+            out[i], flags[i] = FIX(a[i], b[i])
+
+
+TEMPLATES_FIX = {("map", 1): _map1_fix, ("map", 2): _map2_fix}
 TEMPLATES = {("map", 1): _map1, ("map", 2): _map2, ("map", 3): _map3,
              ("rounded", 1): _rounded1, ("rounded", 2): _rounded2, ("rounded", 3): _rounded3}
 READERS = {"bits": read_bits, "vals": read_val}
 
 
-def bind(template, scalar, read=None, name=None):
+def bind(template, scalar, read=None, name=None, fix=None):
     """A copy of `template` whose global SCALAR is `scalar` (and READ `read`), under a name of
     its own.
 
@@ -642,12 +722,13 @@ def bind(template, scalar, read=None, name=None):
     function calling another."""
     fn = getattr(scalar, "py_func", scalar)
     tail = "" if read is None else "_" + getattr(read, "py_func", read).__name__
+    tail += "" if fix is None else "_" + getattr(fix, "py_func", fix).__name__
     name = name or f"{template.__name__}{tail}__{fn.__module__.rsplit('.', 1)[-1]}_{fn.__name__}"
     # the routine's file as the loop's: Numba's cache checks that file's stamp, so an edit to the
     # routine's module recompiles its loops (as when they were written out beside it)
     code = template.__code__.replace(co_name=name, co_qualname=name, co_filename=fn.__code__.co_filename)
     g = dict(template.__globals__)
-    g["SCALAR"], g["READ"] = scalar, read
+    g["SCALAR"], g["READ"], g["FIX"] = scalar, read, fix
     return types_.FunctionType(code, g, name, template.__defaults__)
 
 
@@ -661,14 +742,15 @@ def template(kind: str, arity: int, templates: dict):
     return templates[("map", arity)], None
 
 
-def loop(kind: str, arity: int, scalar) -> Twin:
-    """The compiled loop of a Kernel `kind` and arity running `scalar` (one per routine and kind,
-    shared by every format it serves; serial and parallel builds, `Twin`)."""
-    key = (kind if kind in READERS else "map", arity, scalar)
+def loop(kind: str, arity: int, scalar, fix=None) -> Twin:
+    """The compiled loop of a Kernel `kind` and arity running `scalar` (and `fix` on what it
+    marks; one per routine and kind, shared by every format it serves; serial and parallel
+    builds, `Twin`)."""
+    key = (kind if kind in READERS else "map", arity, scalar, fix)
     hit = _LOOPS.get(key)
     if hit is None:
-        tpl, read = template(kind, arity, TEMPLATES)
-        hit = _LOOPS[key] = Twin(bind(tpl, scalar, read), error_model="numpy")
+        tpl, read = template(kind, arity, TEMPLATES if fix is None else TEMPLATES_FIX)
+        hit = _LOOPS[key] = Twin(bind(tpl, scalar, read, fix=fix), error_model="numpy")
     return hit
 
 

@@ -101,8 +101,8 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from . import fast, fastfn
-from .flags import NX
+from . import fast, fastfn, specials as S
+from .flags import NX, OF, UF
 from .rn import add_rn, fma_rn, mul_rn, two_sum
 
 FALLBACK = np.uint8(0xFF)
@@ -194,6 +194,114 @@ def _nx(e):
     return np.uint8(NX) if e != 0 else np.uint8(0)
 
 
+@nb.njit(inline="always", error_model="numpy")
+def _nonfinite(v):
+    return not (abs(v) <= _MAX)                 # NaN or infinite
+
+
+_NAN64 = np.uint64(0x7FF8000000000000)        # the canonical quiet NaN
+
+
+@nb.njit(inline="always", error_model="numpy")
+def _nan64(r):
+    """r, or the canonical NaN when r is a NaN: the hardware's IEEE result of an element with a
+    NaN or infinite operand (specials.py, "inline")."""
+    return r if r == r else fast.bits_f64(_NAN64)
+
+
+# ---------------------------------------------------------------- the fix pass (exact, scalar)
+# What the SIMD routines below leave marked -- subnormal operands, results near the ends of the
+# range -- each routine's `fix` computes in the same compiled call (fast.kernel's fix): the
+# operands split into a significand in [1, 2) and an exponent (`_split64`, exact for subnormals
+# too: no hardware operation ever sees a subnormal), the significands' product, quotient or
+# root q = RN53 with the exact sign of the rest (TwoProduct, as the SIMD routines), and
+# `round64`, which rounds q * 2^scale to FP64 with gradual underflow.  What a fix cannot settle
+# (none of these operations leaves anything) stays marked for the reference.
+
+@nb.njit(inline="always", error_model="numpy")
+def _split64(x):
+    """(m, e): |x| = m 2^e, m in [1, 2), for finite nonzero x, subnormals included (the integer
+    significand converted to binary64 is exact and normal)."""
+    u = fast.f64_bits(x) & np.uint64(0x7FFFFFFFFFFFFFFF)
+    E = np.int64(u >> np.uint64(52))
+    t = fast.f64_bits(np.float64(u & _MANT))                          # subnormal: T as a value
+    Et = np.int64(t >> np.uint64(52))
+    sub = E == 0
+    m = fast.bits_f64(((t if sub else u) & _MANT) | np.uint64(1023 << 52))
+    return m, (Et - 1023 - 1074) if sub else (E - 1023)
+
+
+@nb.njit(inline="always", error_model="numpy")
+def round64(q, d, scale):
+    """(binary64 value, flags) of v = (q + delta) 2^scale rounded to FP64 (RNE, gradual
+    underflow, tininess after rounding, overflow), q > 0 a normal binary64 = RN53 of v 2^-scale
+    and delta of sign d (0: exact), below half of q's ulp."""
+    u = fast.f64_bits(q)
+    E = np.int64(u >> np.uint64(52)) - 1023 + scale
+    M = (u & _MANT) | _HIDDEN
+    drop = min(max(-1022 - E, 1), 54)
+    kept, inc, inexact = fast._rne_bits(M, drop, np.int64(d))
+    sub = kept + inc                                                   # a carry lands on 2^-1022
+    code = np.uint64(0x7FF0000000000000) if E > 1023 else (
+        (np.uint64(E + 1023) << np.uint64(52)) | (M & _MANT) if E >= -1022 else sub)
+    nx = (d != 0) if E >= -1022 else inexact != 0
+    flags = (np.uint8(OF | NX) if E > 1023 else
+             (np.uint8(NX) if nx else np.uint8(0)) | (np.uint8(UF) if (E < -1022) & nx else np.uint8(0)))
+    return fast.bits_f64(code), flags
+
+
+@nb.njit(inline="always", error_model="numpy")
+def _signed(v, f, neg):
+    return (-v if neg else v), f
+
+
+@nb.njit(inline="always", error_model="numpy")
+def _sgn(v):
+    return np.int64(v > 0) - np.int64(v < 0)
+
+
+@nb.njit(inline="always", error_model="numpy")
+def fix_mul(x, y):
+    """x * y for finite nonzero x, y (fast.kernel fix of TMUL)."""
+    mx, ex = _split64(x)
+    my, ey = _split64(y)
+    p = mul_rn(mx, my)
+    v, f = round64(p, _sgn(prod_err64(mx, my, p)), ex + ey)
+    return _signed(v, f, (x < 0) != (y < 0))
+
+
+@nb.njit(inline="always", error_model="numpy")
+def fix_div(x, y):
+    """x / y for finite nonzero x, y: q = RN53(mx/my), the sign of mx - q my exactly (TwoProduct
+    p + e = q my, mx - p exact by Sterbenz)."""
+    mx, ex = _split64(x)
+    my, ey = _split64(y)
+    q = mx / my
+    p = mul_rn(q, my)
+    r = (mx - p) - prod_err64(q, my, p)
+    v, f = round64(q, _sgn(r), ex - ey)
+    return _signed(v, f, (x < 0) != (y < 0))
+
+
+@nb.njit(inline="always", error_model="numpy")
+def fix_recip(y):
+    return fix_div(1.0, y)
+
+
+@nb.njit(inline="always", error_model="numpy")
+def fix_sqrt(x):
+    """sqrt(x) for finite x > 0: m 2^e with e even, m in [1, 4), q = RN53(sqrt m), the sign of
+    m - q^2 exactly; a root is normal (never UF or OF)."""
+    m, e = _split64(x)
+    odd = (e & 1) != 0
+    m = m * 2.0 if odd else m                                          # exact
+    e = e - 1 if odd else e
+    q = math.sqrt(m)
+    p = mul_rn(q, q)
+    r = (m - p) - prod_err64(q, q, p)
+    return round64(q, _sgn(r), e // 2)
+
+
 @fast.kernel("fast64", "FP64", "TSUB", "f64")
 def fp64_sub(x, y):
     return fp64_add(x, -y)
@@ -204,10 +312,12 @@ def fp64_add(x, y):
     """(binary64 result, flags) of x + y for binary64 values x, y."""
     s, e = two_sum(x, y)
     ok = (abs(x) < _BIG) & (abs(y) < _BIG)                     # False for NaN and infinities
-    return s, _nx(e) if ok else FALLBACK
+    special = _nonfinite(x) | _nonfinite(y)
+    sf = S.invalid(s != s, (x != x) | (y != y), S.snan64(x) | S.snan64(y))
+    return _nan64(s), _nx(e) if ok else (sf if special else FALLBACK)
 
 
-@fast.kernel("fast64", "FP64", "TMUL", "f64")
+@fast.kernel("fast64", "FP64", "TMUL", "f64", fix=fix_mul)
 def fp64_mul(x, y):
     r = mul_rn(x, y)
     e = prod_err64(x, y, r)
@@ -215,7 +325,9 @@ def fp64_mul(x, y):
     normal = (ax >= _MIN_NORMAL) & (ax <= _SPLIT_MAX) & (ay >= _MIN_NORMAL) & (ay <= _SPLIT_MAX)
     zero = ((x == 0) & (ay <= _MAX)) | ((y == 0) & (ax <= _MAX))       # exact; e may be NaN on CUDA
     ok = (normal & (ar >= _PROD_MIN) & (ar <= _PROD_MAX)) | zero
-    return r, (np.uint8(0) if zero else _nx(e)) if ok else FALLBACK
+    special = _nonfinite(x) | _nonfinite(y)
+    sf = S.invalid(r != r, (x != x) | (y != y), S.snan64(x) | S.snan64(y))
+    return _nan64(r), (np.uint8(0) if zero else _nx(e)) if ok else (sf if special else FALLBACK)
 
 
 @nb.njit(inline="always", error_model="numpy")
@@ -248,7 +360,10 @@ def fp64_fma(x, y, z):
     au = abs(u1)
     ok = normal & (au >= _FMA_MIN) & (au <= _PROD_MAX) & _fma_term(z) & _fma_term(r)
     zero = (((x == 0) & (ay <= _MAX)) | ((y == 0) & (ax <= _MAX))) & (abs(z) <= _MAX)
-    return r, (np.uint8(0) if zero else _nx(r2) | _nx(r3)) if ok | zero else FALLBACK
+    special = _nonfinite(x) | _nonfinite(y) | _nonfinite(z)
+    zero_inf = (math.isinf(x) & (y == 0)) | ((x == 0) & math.isinf(y))
+    sf = S.invalid(r != r, (x != x) | (y != y) | (z != z), S.snan64(x) | S.snan64(y) | S.snan64(z) | zero_inf)
+    return _nan64(r), (np.uint8(0) if zero else _nx(r2) | _nx(r3)) if ok | zero else (sf if special else FALLBACK)
 
 
 @nb.njit(inline="always", error_model="numpy")
@@ -257,7 +372,7 @@ def _in_split_range(v):
     return (a >= _MIN_NORMAL) & (a <= _SPLIT_MAX)
 
 
-@fast.kernel("fast64", "FP64", "TDIV", "f64")
+@fast.kernel("fast64", "FP64", "TDIV", "f64", fix=fix_div)
 def fp64_div(x, y):
     """q = x / y (the hardware's correctly rounded quotient); exact iff q*y = x, i.e. iff
     x - p == e for TwoProduct q*y = p + e (x - p is exact by Sterbenz: p is within 2^-52 of x)."""
@@ -268,15 +383,18 @@ def fp64_div(x, y):
     # q > 2^-1022 (strictly: at 2^-1022 itself v may be tiny) keeps UF away; finite q, no OF
     ok = _in_split_range(q) & (abs(q) > _MIN_NORMAL) & _in_split_range(y) & (ap >= _PROD_MIN) & (ap <= _PROD_MAX)
     zero = (x == 0) & (y != 0) & (abs(y) <= _MAX)                 # an exact zero of the xor sign
-    return q, (np.uint8(0) if zero else _nx((x - p) - e)) if ok | zero else FALLBACK
+    special = _nonfinite(x) | _nonfinite(y) | (y == 0)
+    sf = S.invalid(q != q, (x != x) | (y != y), S.snan64(x) | S.snan64(y)) | \
+        S.divide_by_zero((y == 0) & (abs(x) <= _MAX) & (x != 0))
+    return _nan64(q), (np.uint8(0) if zero else _nx((x - p) - e)) if ok | zero else (sf if special else FALLBACK)
 
 
-@fast.kernel("fast64", "FP64", "TRECIP", "f64")
+@fast.kernel("fast64", "FP64", "TRECIP", "f64", fix=fix_recip)
 def fp64_recip(y):
     return fp64_div(1.0, y)
 
 
-@fast.kernel("fast64", "FP64", "TSQRT", "f64")
+@fast.kernel("fast64", "FP64", "TSQRT", "f64", fix=fix_sqrt)
 def fp64_sqrt(x):
     """s = sqrt(x) correctly rounded by the hardware; exact iff s*s = x (TwoProduct p + e)."""
     s = math.sqrt(x)
@@ -285,7 +403,9 @@ def fp64_sqrt(x):
     ok = (x >= _PROD_MIN) & (x <= _PROD_MAX) & (p >= _PROD_MIN) & (p <= _PROD_MAX)
     zero = x == 0                                                  # sqrt(-0) = -0
     inexact = (p != x) | (e != 0)
-    return s, (np.uint8(NX) if inexact & ~zero else np.uint8(0)) if ok | zero else FALLBACK
+    special = _nonfinite(x) | (x < 0)
+    sf = S.invalid(s != s, x != x, S.snan64(x))
+    return _nan64(s), (np.uint8(NX) if inexact & ~zero else np.uint8(0)) if ok | zero else (sf if special else FALLBACK)
 
 
 _MANT = np.uint64((1 << 52) - 1)
@@ -331,7 +451,37 @@ def fmod53(x, y):
     return (-mag if x < 0 else mag), True
 
 
-@fast.kernel("fast64", "FP64", "TREM", "f64")
+@nb.njit(inline="always", error_model="numpy")
+def fix_rem(x, y):
+    """floor modulo x mod y for the elements fp64_rem marks: a subnormal operand (its integer
+    significand unnormalised, which the remainder steps take as they are) or operands more
+    than 176 binades apart (more steps); divisors at or above 2^1022 stay marked."""
+    ok = (abs(y) < _BIG) & (y != 0) & (abs(x) <= _MAX)
+    ux = fast.f64_bits(x) & np.uint64(0x7FFFFFFFFFFFFFFF)
+    uy = fast.f64_bits(y) & np.uint64(0x7FFFFFFFFFFFFFFF)
+    Ex, Ey = np.int64(ux >> np.uint64(52)), np.int64(uy >> np.uint64(52))
+    X = (ux & _MANT) | (_HIDDEN if Ex != 0 else np.uint64(0))
+    Y = (uy & _MANT) | (_HIDDEN if Ey != 0 else np.uint64(0))
+    Y = Y if Y != 0 else np.uint64(1)                                   # y = 0: not ok anyway
+    ex, ey = max(Ex, 1) - 1075, max(Ey, 1) - 1075
+    k = ex - ey
+    r = x
+    if ok and x != 0 and k >= 0:
+        R = X % Y
+        while k > 0 and R != 0:
+            step = min(k, _REM_STEP)
+            R = (R << np.uint64(step)) % Y
+            k -= step
+        mag = np.float64(R) * _pow2(ey) if ey >= -1000 else (np.float64(R) * _pow2(ey + 64)) * _pow2(-64)
+        r = -mag if x < 0 else mag
+    s, e = two_sum(r, y)
+    if not ((r != 0) & ((r < 0) != (y < 0))):
+        s = r if r != 0 else math.copysign(0.0, y)
+        e = 0.0
+    return s, _nx(e) if ok else FALLBACK
+
+
+@fast.kernel("fast64", "FP64", "TREM", "f64", fix=fix_rem)
 def fp64_rem(x, y):
     """(binary64 result, flags) of floor modulo x mod y."""
     ax, ay = abs(x), abs(y)
@@ -480,7 +630,10 @@ def fp64_exp(x):
     ok = (ax >= _EXP_TINY) & (x <= _EXP_MAX) & (x >= _EXP_MIN)
     h, l, scale = exp_parts(x if ok else 1.0)
     res = h * _pow2(scale)                                          # exact: a normal result
-    return res, np.uint8(NX) if ok & rounds_to_r(h, l) else FALLBACK
+    # 0 < |x| < 2^-60: exp(x) lies within 2^-59 of 1, closer than either midpoint around 1
+    # (1 + 2^-53, 1 - 2^-54): it rounds to 1, inexactly (zero and the specials: specials.py)
+    tiny = (ax < _EXP_TINY) & (x != 0)
+    return (1.0 if tiny else res), np.uint8(NX) if tiny | (ok & rounds_to_r(h, l)) else FALLBACK
 
 
 _SUB_SCALE = 2.0 ** 108          # = 4^54: subnormal radicands become normal, exactly

@@ -43,7 +43,7 @@ import numpy as np
 from . import fast
 from . import profiles as P
 from .fast64 import _nx
-from .fastvec import _F32_MAX, _finite32, _fp16, _fp16_flags, _rne_fp16, fp16_add, fp16_mul
+from .fastvec import _F32_MAX, _finite32, _fp16, _fp16_flags, _fp16_round, fp16_add, fp16_mul
 from .flags import NX, OF, UF
 from .rn import bits_f32, f32_bits, mul_rn, two_sum
 
@@ -163,13 +163,13 @@ def div16(a, b):
     e1, t1, adj1 = _fields16(b, ay)
     m0 = bits_f32(np.uint32(127 << 23) | (t0 << np.uint32(13)))          # the significands, [1, 2)
     m1 = bits_f32(np.uint32(127 << 23) | (t1 << np.uint32(13)))
-    qc, _, _ = _rne_fp16(m0 / m1)                                       # RN11(RN24(m0/m1)) = RN11
+    qc, _, _ = _fp16_round(m0 / m1)                                      # RN11(RN24(m0/m1)) = RN11
     q = bits_f32(((np.uint32(qc) & np.uint32(0x7FFF)) << np.uint32(13)) + np.uint32(112 << 23))
     fd = np.uint8(NX) if mul_rn(np.float64(q), np.float64(m1)) != np.float64(m0) else np.uint8(0)
     scale = e0 - e1 + np.int32(15)
     k = adj0 - adj1 + (np.int32(16) if scale == np.int32(31) else scale - np.int32(15))
     v = mul_rn(q, bits_f32(np.uint32(k + np.int32(127)) << np.uint32(23)))      # exact in binary32
-    r, dropped, of = _rne_fp16(v)
+    r, dropped, of = _fp16_round(v)
     fm = _fp16_flags(dropped | of, v, of)                   # the last multiplication's flags
     sign = (np.uint32(a) ^ np.uint32(b)) & np.uint32(0x8000)
     code = np.uint32(r) & np.uint32(0x7FFF)

@@ -28,7 +28,7 @@ from isa.datatypes import DataType
 from .fast import Twin
 from .flags import NX, UF
 from .formats import FORMATS
-from .rn import bits_f32, f32_bits
+from .rn import HARDWARE_HALF, bits_f32, f32_bits, hw_f32_half, hw_half_f32
 
 MODE_CODE = {"RNE": 0, "RTZ": 1, "RTM": 2, "RTP": 3, "RNA": 4, "RTO": 5}
 _WIDE_SRC = ("FP64", "FP32", "TF32", "HF32")
@@ -230,8 +230,73 @@ def _fp32_to_fp16_rne(u, ob, of):
         of[i] = np.uint8(_U(_U(x & _U(0x400000)) == _U(0)) if nan else fl)
 
 
-# serial below fast.PARALLEL_MIN elements, both cores only when one is idle (fast.Twin)
-FAST_PAIRS = {("FP32", "BF16"): Twin(_fp32_to_bf16_rne), ("FP32", "FP16"): Twin(_fp32_to_fp16_rne)}
+def _fp32_to_fp16_hw(u, ob, of):
+    """FP32 -> FP16, RNE, profile ieee, by the hardware's conversion (rn.hw_f32_half: vcvtps2ph,
+    which rounds to nearest even with subnormal results and overflow to infinity as IEEE 754 does,
+    and quiets a NaN keeping its payload's top bits -- the definition's truncation); the flags
+    from the value: NX when the FP16 result converted back differs, OF|NX when a finite value
+    became infinite, UF when inexact and below 2^-14 - 2^-26 (tiny after rounding), NV for a
+    signalling NaN, none for an infinity."""
+    for i in nb.prange(u.shape[0]):
+        x = u[i]
+        v = bits_f32(x)
+        h = hw_f32_half(v)
+        a = _U(x & _U(0x7FFFFFFF))
+        fin = a < _U(0x7F800000)
+        nx = _U(fin & (hw_half_f32(h) != v))
+        ovf = _U(nx & (_U(h & np.uint16(0x7FFF)) == _U(0x7C00)))
+        tiny = _U(a < _U(0x387FF000))
+        fl = _U(_U(nx << _U(4)) | _U(ovf << _U(2)) | _U(_U(tiny & nx) << _U(3)))
+        snan = _U(_U(a > _U(0x7F800000)) & _U(_U(x & _U(0x400000)) == _U(0)))
+        ob[i] = h
+        of[i] = np.uint8(_U(fl | snan))
+
+
+def _fp16_to_fp32_hw(u, ftz, ob, of):
+    """FP16 -> FP32 (exact; every rounding mode): the hardware's conversion (rn.hw_half_f32:
+    vcvtph2ps quiets a signalling NaN and keeps its payload left-aligned, the definition's rule),
+    NV for a signalling NaN; profile ftz: a subnormal reads as the zero of its sign, no flag."""
+    F = _U(1) if ftz else _U(0)
+    for i in nb.prange(u.shape[0]):
+        h = u[i]
+        w = f32_bits(hw_half_f32(h))
+        sub = _U(_U(_U(h & np.uint16(0x7C00)) == _U(0)) & F)
+        ob[i] = _U(w & _U(_U(0x80000000) | _U(_U(0x7FFFFFFF) * _U(_U(1) - sub))))
+        m = _U(_U(h) << _U(1)) & _U(0xFFFF)
+        of[i] = np.uint8(_U(m > _U(0xF800)) & _U(m < _U(0xFC00)))
+
+
+def _bf16_to_fp32(u, ftz, ob, of):
+    """BF16 -> FP32 (exact; every rounding mode): the code in the high half, a signalling NaN
+    made quiet (payload kept) with NV; profile ftz: a subnormal reads as the zero of its sign."""
+    F = _U(1) if ftz else _U(0)
+    for i in nb.prange(u.shape[0]):
+        w = _U(_U(u[i]) << _U(16))
+        a = _U(w & _U(0x7FFFFFFF))
+        snan = _U(_U(a > _U(0x7F800000)) & _U(_U(w & _U(0x400000)) == _U(0)))
+        sub = _U(_U(_U(w & _U(0x7F800000)) == _U(0)) & F)
+        w = _U(w | _U(snan << _U(22)))
+        ob[i] = _U(w & _U(_U(0x80000000) | _U(_U(0x7FFFFFFF) * _U(_U(1) - sub))))
+        of[i] = np.uint8(snan)
+
+
+# serial below fast.PARALLEL_MIN elements, both cores only when one is idle (fast.Twin); FP32 ->
+# FP16 by the hardware conversion where the CPU has one (rn.HARDWARE_HALF), else by integer code
+FAST_PAIRS = {("FP32", "BF16"): Twin(_fp32_to_bf16_rne),
+              ("FP32", "FP16"): Twin(_fp32_to_fp16_hw if HARDWARE_HALF else _fp32_to_fp16_rne)}
+# the exact widenings to FP32 (RMode and Sat change nothing): (kernel, takes ftz)
+WIDEN_PAIRS = {("BF16", "FP32"): Twin(_bf16_to_fp32)}
+if HARDWARE_HALF:
+    WIDEN_PAIRS[("FP16", "FP32")] = Twin(_fp16_to_fp32_hw)
+
+
+def widen(bits, s: DataType, d: DataType, ftz: bool):
+    """(bits, flags) of the exact conversion of WIDEN_PAIRS' (s, d) on any-shape bits."""
+    u = np.ascontiguousarray(bits, dtype=np.uint16).ravel()
+    ob = np.empty(u.size, np.uint32)
+    of = np.empty(u.size, np.uint8)
+    WIDEN_PAIRS[(s.name, d.name)](u, bool(ftz), ob, of)
+    return ob.reshape(np.shape(bits)), of.reshape(np.shape(bits))
 
 
 def _flush_after(u, min_normal, ob, of):

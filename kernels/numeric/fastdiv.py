@@ -4,25 +4,24 @@ Two tiers, each marking (flags 0xFF) every element it does not settle for the ne
 results are the reference's (ops_float.tdiv/trecip/tsqrt) by construction of the settled cases
 and by test (tests/kernels/test_fastdiv.py, against exact rationals, SoftFloat and MPFR):
 
-1. SIMD, profile ieee: FP32 (`fp32_div`, `fp32_recip`, `fp32_sqrt`): the quotient or root
-   in binary64, q = RN53(v), then one hardware conversion r = RN24(q).  Double rounding is
-   innocuous here: for +, -, *, / and sqrt of p-bit operands, RN_p(RN_q(v)) = RN_p(v) whenever
-   q >= 2p + 2 (S. A. Figueroa, "When is double rounding innocuous?", ACM SIGNUM Newsletter
-   30(3), 1995; P. Roux, "Innocuous double rounding of basic arithmetic operations", Journal of
-   Formalized Reasoning 7(1), 2014, with gradual underflow) and 53 >= 2*24 + 2.  The direct
-   reason: q could only round wrongly if it landed on a midpoint m of the binary32 grid (25
-   bits) while v != m; but x - m*y (49-bit m*y) and x - m^2 (50-bit m^2) are nonzero multiples
-   of a quantum at least 2^-50 of x, so v lies at least 2^-51 relative from m, farther than
-   q's error 2^-53.  NX is exact: r*y == x (division) and r*r == x (root) are computed exactly
-   in binary64 (48-bit products).  OF: the hardware conversion overflows exactly when v rounded
-   with an unbounded exponent exceeds the max (then r is infinite, OF|NX).  Settled: finite
-   operands, nonzero divisor, and |q| > 2^-126 (so v > 2^-126: never tiny, never UF) or a zero
-   dividend (an exact zero of the xor sign); the root: 0 <= x finite (sqrt(-0) = -0; a root
-   is never tiny or overflowing).  Everything else goes to tier 2.
-   BF16 and FP16 TDIV the same way (`bf16_div`, `fp16_div`): r = RN24(RN53(v)) = RN24(v), then
-   fastvec's exact encoders round r to 8 or 11 bits, RN_p(RN24(v)) = RN_p(v) since 24 >= 2p + 2
-   (the same theorem, unbounded exponent: overflow is decided right); NX from the exact product
-   of the p-bit result and y (or overflow); settled above the format's normal threshold.
+1. SIMD, profile ieee, every element settled (NaN and infinite operands and zero divisors by the
+   hardware's IEEE result: specials.py): FP32 (`fp32_div`, `fp32_recip`, `fp32_sqrt`): the
+   quotient or root in binary64, q = RN53(v), then one hardware conversion r = RN24(q).  Double
+   rounding is innocuous here, subnormal quotients included (docs/numerics.md, "Narrow formats
+   in wider hardware formats", Lemma D; for roots S. A. Figueroa, "When is double rounding
+   innocuous?", ACM SIGNUM Newsletter 30(3), 1995, 53 >= 2*24 + 2; a root of a binary32 value is
+   never subnormal): a midpoint m of any destination grid of p <= 25 bits lies more than 2^-51
+   relative from v = x/y unless v = m, farther than q's error 2^-53.  NX is exact: r*y == x
+   (division) and r*r == x (root) are computed exactly in binary64 (48-bit products of values
+   at least 2^-149).  UF: inexact and q below the tininess threshold 2^-126 - 2^-151 (Lemma D
+   holds for the unbounded-exponent grid too, so q and v are on the same side of it).  OF: the
+   conversion overflows exactly when v rounded with an unbounded exponent exceeds the max.
+   BF16 and FP16 TDIV the same way (`bf16_div`, `fp16_div`): q = RN53(v), then rounded to odd
+   onto binary32's grid and by fastvec's encoders to 8 or 11 bits (round to odd: 24 >= p + 2);
+   NX from the exact product of the p-bit result and y.  FP16 TSQRT (`fp16_sqrt`) in binary32
+   (an FP16 value is a normal binary32, its root too; 24 >= 2*11 + 2).
+   Operands are widened before any hardware division or root, so no binary32 subnormal reaches
+   them (x86 takes a microcode assist on those).
 
 2. Scalar, all five formats, both profiles (`div_bits`/`div_vals`, `unary_bits`/`unary_vals`):
    q = RN53(v) handed with the direction of v - q to fast.round_rne, the rounding routine that
@@ -50,76 +49,108 @@ import math
 import numba as nb
 import numpy as np
 
-from . import fast
+from . import fast, specials as S
 from .fast import bits_f64, f64_bits, round_rne
-from .fastvec import _F32_MAX, _bf16, _finite32, _flags, _fp16, _rne_bf16, _rne_fp16
+from .fastvec import (_F32_MAX, _NAN16, _NAN_BF16, _T16, _T32, _T_BF16, _bf16, _bf16_of64, _finite32, _flags,
+                      _flags3, _fp16, _nan32, _ro32_of64, f32_half, half_f32)
 from .flags import NX
-from .rn import f32_bits, mul_rn
+from .rn import bits_f32, f32_bits, mul_rn
 
 FALLBACK = np.uint8(0xFF)
 FORMATS = ("FP32", "TF32", "HF32", "FP16", "BF16")     # tier 2's formats
 
-_NORMAL32 = 2.0 ** -126
-_NORMAL16 = 2.0 ** -14
 _HIGH26 = np.uint64(0xFFFFFFFFF8000000)       # sign, exponent and the top 25 stored bits
 _LOW27 = np.uint64((1 << 27) - 1)
 
 
-# ---------------------------------------------------------------- tier 1: SIMD FP32, ieee
-# Rows of tier "fastdiv-simd" (fast.kernel): FP32 on binary32 values, BF16/FP16 TDIV on their
-# codes.  Tier 2's routines below are tier "fastdiv": every format and op, both profiles.
+# ---------------------------------------------------------------- tier 1: SIMD, ieee
+# Rows of tier "fastdiv-simd" (fast.kernel): FP32 on binary32 values, BF16/FP16 on their codes;
+# tier 2's routines below are tier "fastdiv": every format and op, both profiles.  Every tier-1
+# routine settles every element (NaN and infinite operands and zero divisors by the hardware's
+# IEEE result, specials.invalid; fastvec.py).
 
-@fast.kernel("fastdiv-simd", "FP32", "TDIV", "f32")
-def fp32_div(x, y):
-    """(binary32 result, flags) of x / y for binary32 values x, y."""
+@fast.kernel("fastdiv-simd", "FP32", "TDIV", "raw")
+def fp32_div(u, v):
+    """(binary32 encoding, flags) of x / y for binary32 encodings (fastvec: why encodings):
+    q = RN53(v), r = RN24(q) =
+    RN24(v) for every quotient, subnormal ones included (module doc); NX from the exact
+    product r*y (48 bits, at least 2^-298: binary64 holds it), UF when inexact and q below
+    binary32's tininess threshold (RN24 with an unbounded exponent of q and of v agree)."""
+    x, y = bits_f32(u), bits_f32(v)
     xd = np.float64(x)
     yd = np.float64(y)
     q = xd / yd
-    r = np.float32(q)                                          # RN24(RN53(v)) = RN24(v)
-    nx = mul_rn(np.float64(r), yd) != xd                       # exact 48-bit product
-    ok = _finite32(x) & _finite32(y) & (y != 0) & ((abs(q) > _NORMAL32) | (x == 0))
-    return r, _flags(nx, abs(r) > _F32_MAX) if ok else FALLBACK
+    r = np.float32(q)
+    nx = mul_rn(np.float64(r), yd) != xd
+    fin = _finite32(x) & _finite32(y) & (y != 0)
+    sf = S.invalid(q != q, (x != x) | (y != y), S.snan32(x) | S.snan32(y)) | \
+        S.divide_by_zero((y == 0) & _finite32(x) & (x != 0))
+    return f32_bits(_nan32(r)), _flags3(nx, abs(q) < _T32, abs(r) > _F32_MAX) if fin else sf
 
 
-@fast.kernel("fastdiv-simd", "FP32", "TRECIP", "f32")
-def fp32_recip(x):
-    return fp32_div(np.float32(1.0), x)
+@fast.kernel("fastdiv-simd", "FP32", "TRECIP", "raw")
+def fp32_recip(v):
+    return fp32_div(np.uint32(0x3F800000), v)
 
 
-@fast.kernel("fastdiv-simd", "FP32", "TSQRT", "f32")
-def fp32_sqrt(x):
+@fast.kernel("fastdiv-simd", "FP32", "TSQRT", "raw")
+def fp32_sqrt(u):
+    """RN24(RN53(sqrt x)) = RN24(sqrt x); a root is never tiny or overflowing; NX unless r*r = x
+    (exact in binary64).  sqrt(-0) = -0; a negative x gives the hardware's NaN (NV)."""
+    x = bits_f32(u)
     xd = np.float64(x)
-    r = np.float32(math.sqrt(xd))                              # sqrt(-0) = -0; NaN below: marked
+    r = np.float32(math.sqrt(xd))               # LLVM makes this the binary32 root: the same value
     rd = np.float64(r)
     ok = (x >= 0) & _finite32(x)                               # -0 >= 0: settled
-    return r, _flags(mul_rn(rd, rd) != xd, False) if ok else FALLBACK
+    sf = S.invalid(r != r, x != x, S.snan32(x))
+    return f32_bits(_nan32(r)), _flags(mul_rn(rd, rd) != xd, False) if ok else sf
 
 
 @fast.kernel("fastdiv-simd", "BF16", "TDIV", "raw")
 def bf16_div(a, b):
-    """(BF16 code, flags) of x / y: RN8(RN24(RN53(v))) = RN8(v) (53 >= 2*24 + 2, 24 >= 2*8 + 2),
-    the last rounding by fastvec's carry trick; NX from the exact 16-bit product r*y."""
+    """(BF16 code, flags) of x / y: q = RN53(v), RN8(q) = RN8(v) (module doc), rounded by
+    fastvec's _bf16_of64; NX from the exact product of the result and y."""
     x = _bf16(a)
     y = _bf16(b)
-    q = np.float64(x) / np.float64(y)
-    code, _, of = _rne_bf16(f32_bits(np.float32(q)))
-    nx = (mul_rn(np.float64(_bf16(code)), np.float64(y)) != np.float64(x)) | of
-    ok = _finite32(x) & _finite32(y) & (y != 0) & ((abs(q) > _NORMAL32) | (x == 0))
-    return code, _flags(nx, of) if ok else FALLBACK
+    xd, yd = np.float64(x), np.float64(y)
+    q = xd / yd
+    code, _, of = _bf16_of64(q)
+    nx = (mul_rn(np.float64(_bf16(code)), yd) != xd) | of
+    fin = _finite32(x) & _finite32(y) & (y != 0)
+    sf = S.invalid(q != q, (x != x) | (y != y), S.snan_bf16(a) | S.snan_bf16(b)) | \
+        S.divide_by_zero((y == 0) & _finite32(x) & (x != 0))
+    return (code if q == q else _NAN_BF16), _flags3(nx, abs(q) < _T_BF16, of) if fin else sf
 
 
 @fast.kernel("fastdiv-simd", "FP16", "TDIV", "raw")
 def fp16_div(a, b):
-    """As bf16_div for FP16 (24 >= 2*11 + 2), settled above FP16's normal threshold 2^-14 (never
-    tiny); an overflow is NX even when the infinite code's stand-in value times y gives x."""
+    """As bf16_div for FP16: q = RN53(v), RN11(q) = RN11(v), RN11(RO24(q)) = RN11(q) by the
+    hardware's binary16 conversion of fastvec._ro32_of64(q)."""
     x, fx = _fp16(a)
     y, fy = _fp16(b)
-    q = np.float64(x) / np.float64(y)
-    code, _, of = _rne_fp16(np.float32(q))
-    r, _ = _fp16(code)
-    nx = (mul_rn(np.float64(r), np.float64(y)) != np.float64(x)) | of
-    ok = fx & fy & (y != 0) & ((abs(q) > _NORMAL16) | (x == 0))
-    return code, _flags(nx, of) if ok else FALLBACK
+    xd, yd = np.float64(x), np.float64(y)
+    q = xd / yd
+    code = f32_half(_ro32_of64(q)[0])
+    of = (code & np.uint16(0x7FFF)) == np.uint16(0x7C00)
+    nx = (mul_rn(np.float64(half_f32(code)), yd) != xd) | of
+    fin = fx & fy & (y != 0)
+    sf = S.invalid(q != q, (x != x) | (y != y), S.snan16(a) | S.snan16(b)) | \
+        S.divide_by_zero((y == 0) & fx & (x != 0))
+    return (code if q == q else _NAN16), _flags3(nx, abs(q) < _T16, of) if fin else sf
+
+
+@fast.kernel("fastdiv-simd", "FP16", "TSQRT", "raw")
+def fp16_sqrt(a):
+    """The root in binary32 (x >= 2^-24 or 0: normal, no assist), RN11(RN24(sqrt x)) =
+    RN11(sqrt x) (24 >= 2*11 + 2) by the hardware's binary16 conversion; NX unless the result
+    squared (22 bits, exact in binary32) is x."""
+    x, fx = _fp16(a)
+    s = math.sqrt(x)
+    code = f32_half(s)
+    r = half_f32(code)
+    ok = (x >= 0) & fx
+    sf = S.invalid(s != s, x != x, S.snan16(a))
+    return (code if s == s else _NAN16), _flags(mul_rn(r, r) != x, False) if ok else sf
 
 
 # ---------------------------------------------------------------- tier 2: fast.round_rne

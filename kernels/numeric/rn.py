@@ -110,3 +110,58 @@ def fma_rn(typingctx, a, b, c):
         fnty = ir.FunctionType(args[0].type, [args[0].type] * 3)
         return builder.call(cgutils.get_or_insert_function(builder.module, fnty, name), list(args))
     return a(a, b, c), codegen
+
+
+# ---------------------------------------------------------------- binary16 <-> binary32
+
+def _hardware_half() -> bool:
+    """Whether the CPU code Numba generates converts binary16 <-> binary32 in hardware: x86-64
+    with F16C (LLVM's `fptrunc`/`fpext` to `half` become vcvtps2ph/vcvtph2ps) or AArch64
+    (fcvt).  Without it LLVM calls compiler-rt's __truncsfhf2/__extendhfsf2, which Numba's JIT
+    does not link (a build for NUMBA_CPU_NAME=generic crashed), so `f32_half`/`half_f32` are
+    then the integer routines of fastvec.py."""
+    from llvmlite import binding as llvm
+    from numba.core import config
+    triple = llvm.get_process_triple()
+    if triple.startswith(("aarch64", "arm64")):
+        return True
+    if not triple.startswith("x86_64"):
+        return False
+    if config.CPU_FEATURES is not None:
+        return "+f16c" in config.CPU_FEATURES.split(",")
+    if config.CPU_NAME not in (None, "host"):
+        return False
+    return bool(llvm.get_host_cpu_features().get("f16c"))
+
+
+HARDWARE_HALF = _hardware_half()
+
+
+@intrinsic
+def hw_f32_half(typingctx, x):
+    """binary32 -> binary16 bits, rounded to nearest even (LLVM fptrunc: vcvtps2ph on x86 F16C,
+    cvt.rn.f16.f32 on CUDA): subnormals and overflow to infinity as IEEE 754 rounds them, NaNs
+    quiet with the payload's top bits kept."""
+    if x != types.float32:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
+    return types.uint16(types.float32), codegen
+
+
+@intrinsic
+def hw_half_f32(typingctx, h):
+    """binary16 bits -> binary32 (exact; LLVM fpext: vcvtph2ps, cvt.f32.f16; a signalling NaN
+    comes back quiet with its payload, which callers that need it read from the code)."""
+    if not isinstance(h, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        v = args[0]
+        if h.bitwidth > 16:
+            v = builder.trunc(v, ir.IntType(16))            # the low 16 bits: the code
+        elif h.bitwidth < 16:
+            v = builder.zext(v, ir.IntType(16))
+        return builder.fpext(builder.bitcast(v, ir.HalfType()), ir.FloatType())
+    return types.float32(h), codegen

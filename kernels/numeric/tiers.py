@@ -17,9 +17,11 @@ A tier serves a case when
   * it runs where asked (`host`, `device`).
 
 The first tier that serves a case computes it.  A compiled tier marks (flags 0xFF) the elements
-it does not settle; they go to its `fallback` tier, or to the reference of the operation
-(`reference(op)`, which runs the profile's rule: the NumPy code of ops_float/transcendental for
-IEEE, a recipe of kernels/numeric/recipes.py otherwise).  docs/numerics.md ("Implementation and
+it does not settle; those whose operand classes decide the result (a NaN, infinite or zero
+operand) are settled by the class table of kernels/numeric/specials.py in compiled code, and
+the rest go to its `fallback` tier, or to the reference of the operation (`reference(op)`, which
+runs the profile's rule: the NumPy code of ops_float/transcendental for IEEE, a recipe of
+kernels/numeric/recipes.py otherwise): `hand_off`.  docs/numerics.md ("Implementation and
 speed") describes each tier.
 """
 from __future__ import annotations
@@ -32,7 +34,7 @@ import numpy as np
 
 from isa.datatypes import DataType, Kind
 
-from . import fast, fast64, ops_float, recipes, tables, transcendental
+from . import fast, fast64, ops_float, recipes, specials, tables, transcendental
 # the modules of the compiled tiers register their kernels in fast.REGISTRY when imported
 from . import fasta5, fastdiv, fastfn, fastvec  # noqa: F401,E402
 from .errors import UnsupportedOperation
@@ -91,9 +93,9 @@ TIERS = (
     Tier("fastvec", "kernels", ftz=False, fallback="fast"),
     Tier("fast64", "kernels", ftz_marks=True),
     Tier("fast", "kernels"),
+    Tier("fastdiv-simd", "kernels", ftz=False, fallback="fastdiv", placement="fastdiv"),
     Tier("table", "table", covers=lambda op, dt, arity: _is_float(dt) and tables.applies(op, dt.name, arity),
          rules=ANY),
-    Tier("fastdiv-simd", "kernels", ftz=False, fallback="fastdiv", placement="fastdiv"),
     Tier("fastdiv", "kernels"),
     Tier("fastfn", "kernels"),
     Tier("a5", "kernels", ftz=False),
@@ -185,12 +187,28 @@ def settle(t: Tier, op: str, name: str, prof: Profile, cmode=None):
     return lambda ops: run(nxt, op, name, ops, prof, cmode)
 
 
+def hand_off(t: Tier, op: str, name: str, prof: Profile, cmode=None):
+    """What settles, in place, the elements a compiled tier t marked: first the class table of
+    the reference (kernels/numeric/specials.py: NaN, infinite and zero operands, in compiled
+    code), then `fast.settle_marked` with `settle`'s compute for what is left.  A function
+    (bits, flags, operands) -> (bits, flags), made once per case by its callers."""
+    compute = settle(t, op, name, prof, cmode)
+    fn = reference(op)
+
+    def finish(bits, flags, operands):
+        if bits.shape[0] and flags.max() == fast.FALLBACK:
+            if specials.settle(op, name, prof, fn, operands, bits, flags):
+                fast.settle_marked(bits, flags, operands, compute)
+        return bits, flags
+    return finish
+
+
 def run(t: Tier, op: str, name: str, operands, prof: Profile, cmode=None):
     """(bits, flags) of floating `op` on 1-D container-dtype NumPy operands by tier t (kinds
     'kernels', 'table', 'array', 'reference'; integer operations run ops_int in elementwise)."""
     if t.kind == "kernels":
         bits, flags = run_kernels(t, op, name, operands, prof)
-        return fast.settle_marked(bits, flags, operands, settle(t, op, name, prof, cmode))
+        return _hand_off(t, op, name, prof, cmode)(bits, flags, operands)
     fn = reference(op)
     if t.kind == "table":
         return tables.lookup(op, name, prof, cmode, fn, operands)
@@ -199,6 +217,11 @@ def run(t: Tier, op: str, name: str, operands, prof: Profile, cmode=None):
     kw = {"prof": prof} if op != "TCMP" else {"prof": prof, "cmode": cmode}
     return chunked(fn, name, operands, **kw)
 
+
+
+@lru_cache(maxsize=4096)
+def _hand_off(t, op, name, prof, cmode):
+    return hand_off(t, op, name, prof, cmode)
 
 
 # ---------------------------------------------------------------- compositions

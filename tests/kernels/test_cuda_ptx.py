@@ -3,8 +3,8 @@
 No GPU is needed: numba.cuda.compile_ptx runs NVVM from the pip wheels (numba-cuda,
 nvidia-cuda-nvcc-cu12; the `test` extra).  NVVM contracts a separate multiply and add into
 `fma` even without fast-math, so the kernels route every product through rn.mul_rn (PTX
-`mul.rn`, never fused); this test rejects any `fma` (but the two explicit ones of the FP32
-TFMA kernel and the one of the FP64 TFMA kernel, whose reference rounds once), any flush-to-zero (`.ftz`) and any approximate
+`mul.rn`, never fused); this test rejects any `fma` (but the explicit one of the FP64 TFMA
+kernel, whose reference rounds once), any flush-to-zero (`.ftz`) and any approximate
 division, reciprocal, square root or exponential (`approx`): fastdiv's kernels must divide and
 take roots with `div.rn.f64` / `sqrt.rn.f64` (profile a5's TREM kernels `div.rn.f32`; fastfn's TRSQRT: `sqrt.rn.f64`, then
 `rcp.rn.f64`, the IEEE-rounded reciprocal NVVM makes of 1/s), and fast64's FP64 TMUL gets its exact product error
@@ -51,11 +51,11 @@ def kernels():
 KERNELS = kernels()
 
 
-# FP32 TFMA rounds once in the reference, so its kernel asks for exactly two explicit fmas
-# (rn.fma_rn): the binary32 result and the binary64 exactness test a*b + (c - r); any
-# contraction would add a third and fail.  FP64 TFMA asks for one, its result; its exactness
-# test (ErrFma) takes the product error from Dekker's TwoProduct, without fma.
-EXPLICIT_FMA = {"fastvec.FP32.TFMA": ["fma.rn.f32", "fma.rn.f64"], "fast64.FP64.TFMA": ["fma.rn.f64"]}
+# FP64 TFMA rounds once in the reference, so its kernel asks for exactly one explicit fma
+# (rn.fma_rn), its result; its exactness test (ErrFma) takes the product error from Dekker's
+# TwoProduct, without fma; any contraction would add one and fail.  (FP32 TFMA adds the exact
+# binary64 product by TwoSum: no fma.)
+EXPLICIT_FMA = {"fast64.FP64.TFMA": ["fma.rn.f64"]}
 ROWS = {name: src for name, (src, _) in kcuda.kernel_sources().items()}
 
 
