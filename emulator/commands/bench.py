@@ -28,6 +28,7 @@ line naming the largest n that fits, exit 2.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -61,6 +62,7 @@ class Case:
     device_memory: Callable[[int], float] | None = None    # gpu cases: device bytes at n
     profiled: bool = False             # setup(n, profile): ours runs under --profile
     profile: str | None = None         # ours runs under this profile whatever --profile says
+    fixed_n: int | None = None         # the work of a call does not scale: measured and reported at this n
 
 
 # ---------------------------------------------------------------- numeric cases
@@ -529,6 +531,84 @@ CASES.extend(Case(f"fabric.sim.{kind}" + (f".x{b}" if b > 1 else ""),
              for kind in ("i32", "f32") for b in (1, 256))
 
 
+# ---------------------------------------------------------------- start-up cases (issue 32, targets 7-8)
+
+STARTUP_CYCLES = 200           # fabric sim: cycles of the 1,000-actor layered graph after starting
+
+
+def _startup_files(scratch: str) -> dict:
+    """What the start-up cases read, written once to `scratch`: a one-block text file (TADD FP32
+    on 4 PEs x 4x16), its stream, a state holding its sources, and the layered fabric graph."""
+    import json
+    import os
+
+    from emulator import Machine
+    from emulator.stateio import save_state
+    from fabric.sim.layered import layered_documents
+    from isa import assemble_blocks, encode
+
+    text = ("one:\nBSTART.VEC TADD, FP32\n    B.IOT t1@0b1111, t2@0b1111 -> t3@0b1111\n"
+            "    B.DIM LB0=16, LB1=4\n")
+    path = {name: os.path.join(scratch, name) for name in
+            ("one.s", "one.tbs", "init.arrow", "layered.fabric.json", "layered.graph.json")}
+    with open(path["one.s"], "w") as f:
+        f.write(text)
+    with open(path["one.tbs"], "wb") as f:
+        f.write(encode(assemble_blocks(text)))
+    m = Machine()
+    ones = np.full((4, 16), 0x3F800000, np.uint32)
+    for p in range(4):
+        m.write_tile(p, 1, "FP32", ones)
+        m.write_tile(p, 2, "FP32", ones)
+    save_state(m, path["init.arrow"])
+    fab, graph = layered_documents("f32", length=STARTUP_CYCLES)
+    for name, doc in (("layered.fabric.json", fab), ("layered.graph.json", graph)):
+        with open(path[name], "w") as f:
+            json.dump(doc, f)
+    return path
+
+
+def startup_setup(argv: Callable[[dict, str], list[str]]):
+    """One start of `tile-emu ARGS` in a fresh interpreter (this Python, `-m emulator.cli`, this
+    process's environment), against `python -c pass`: ratio = interpreter start / command start
+    (1.0: the command costs nothing beyond Python itself).  n is one start whatever --n says."""
+    def setup(n: int):
+        import atexit
+        import os
+        import shutil
+        import subprocess
+        import tempfile
+
+        scratch = tempfile.mkdtemp(prefix="tile-emu-bench-startup-")     # removed when bench ends
+        atexit.register(shutil.rmtree, scratch, True)
+        path = _startup_files(scratch)
+        ours = [sys.executable, "-m", "emulator.cli"] + argv(path, scratch)
+        base = [sys.executable, "-c", "pass"]
+
+        def start(cmd):
+            def call():
+                r = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, cwd=scratch)
+                if r.returncode != 0:
+                    raise RuntimeError(f"{' '.join(cmd[2:])}: exit {r.returncode}: {r.stderr.decode()[-300:]}")
+            return call
+        return start(ours), start(base)
+    return setup
+
+
+STARTUP = {
+    "version": lambda p, d: ["--version"],
+    "asm": lambda p, d: ["asm", p["one.s"], "-o", os.path.join(d, "out.tbs")],
+    "run": lambda p, d: ["run", p["one.tbs"], "--init", p["init.arrow"], "--out", os.path.join(d, "out.arrow"),
+                         "-q"],
+    "fabric.sim": lambda p, d: ["fabric", "sim", p["layered.graph.json"], "--fabric", p["layered.fabric.json"],
+                                "--cycles", str(STARTUP_CYCLES)],
+}
+CASES.extend(Case(f"startup.{name}", "`python -c pass` started the same way (n = one start; docs/performance.md, "
+                  "'Start-up')", startup_setup(argv), memory=lambda n: LIBRARY_BYTES, fixed_n=1)
+             for name, argv in STARTUP.items())
+
+
 # ---------------------------------------------------------------- runner
 
 clock = time.perf_counter      # the timer of warm_up and measure (tests substitute a scripted one)
@@ -579,7 +659,9 @@ def _calls_per_repeat(fn: Callable[[], object]) -> int:
 def measure(case: Case, n: int, repeat: int, profile: str = "ieee") -> dict:
     """Best-of-`repeat` seconds per call of ours and of the baseline, each timed after `warm_up`;
     the two alternate repeat by repeat, so both see the same machine (load, clock speed).
-    `profile`: the numeric profile of a case's own side (cases marked `profiled`)."""
+    `profile`: the numeric profile of a case's own side (cases marked `profiled`); a case with a
+    `fixed_n` (start-up: one start a call) runs and reports that n whatever `n` says."""
+    n = n if case.fixed_n is None else case.fixed_n
     ours, base = case.setup(n, profile) if case.profiled else case.setup(n)
     with np.errstate(all="ignore"):
         warm_up(ours)
@@ -800,6 +882,7 @@ def run(args) -> int:
 
 def _millions(per_s: float) -> str:
     """A rate in millions for the table, 10 wide: three decimals below one million (a
-    golden.streams run of 48,000 stream-blocks/s reads 0.048, not 0.0)."""
+    golden.streams run of 48,000 stream-blocks/s reads 0.048, not 0.0); below a thousand a
+    second, three significant digits (a start-up case's 3.1 starts/s reads 3.1e-06)."""
     m = per_s / 1e6
-    return f"{m:10.1f}" if m >= 1 else f"{m:10.3f}"
+    return f"{m:10.1f}" if m >= 1 else f"{m:10.3f}" if m >= 1e-3 else f"{m:10.3g}"

@@ -67,3 +67,16 @@ def test_the_package_facades_still_offer_their_names():
     assert callable(numeric.elementwise) and callable(numeric.convert)
     assert all(callable(x) for x in (Machine, MachineBatch, MachineConfig, check_plan, run, Block, assemble, decode))
     assert hasattr(builder, "op")
+
+
+def test_the_bench_start_up_cases_start_each_command():
+    """`tile-emu bench --case startup` times real starts: each case's command runs to exit 0 on
+    the files it writes (a failing start raises), and so does its `python -c pass` baseline."""
+    from emulator.commands import bench
+    cases = [c for c in bench.CASES if c.name.startswith("startup.")]
+    assert {c.name for c in cases} == {"startup.version", "startup.asm", "startup.run", "startup.fabric.sim"}
+    for case in cases:
+        assert case.fixed_n == 1
+        ours, base = case.setup(case.fixed_n)
+        ours()
+        base()
