@@ -22,6 +22,7 @@ import os
 import pathlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import pyarrow as pa
@@ -167,6 +168,19 @@ class Records:
                 change["machine"] = np.full(g.rows, machine, np.uint32)
             out.append(replace(g, **change))
         return Records(out)
+
+
+@runtime_checkable
+class LogWriter(Protocol):
+    """What a run writes its commit records to (`log=` of Machine.run, MachineBatch.run and the
+    engine's runners): `write(records)` with the Records of one block, in block order -- after
+    each block commits its commit records, when the stream stops the fault's records, nothing
+    after them.  The run never closes it.  Writers: CommitLog (a file, Arrow IPC or JSON lines),
+    Collector (memory), and the adapters that renumber records for a run inside another
+    (emulator.engine's _Commits and _Machine, `tile-emu run --machine K`'s _Picked);
+    tests/emulator/test_commitlog.py checks each satisfies this."""
+
+    def write(self, records: Records) -> None: ...
 
 
 class Collector:
