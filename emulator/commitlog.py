@@ -21,7 +21,7 @@ import json
 import os
 import pathlib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -157,7 +157,6 @@ class Records:
                    machine: int | None = None) -> "Records":
         """These records with every row's block index, byte offset (None: NO_OFFSET) or machine
         index replaced (a one-block run inside a longer one; machine k of a batch run alone)."""
-        from dataclasses import replace
         change = {}
         if block is not None:
             change["block"] = block

@@ -27,9 +27,14 @@ line naming the largest n that fits, exit 2.
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import resource
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -317,11 +322,6 @@ def log_setup(batch: bool):
     Machine (--n 10240000: 10,000 blocks), or machines x 1,024 of a MachineBatch running an
     8-block stream (--n 4194304: 4,096 machines).  Target ratio 1/1.3."""
     def setup(n: int):
-        import atexit
-        import os
-        import shutil
-        import tempfile
-
         from emulator import MachineBatch, MachineConfig
         from emulator.commitlog import open_log
         scratch = tempfile.mkdtemp(prefix="tile-emu-bench-log-")      # scratch, removed when bench ends
@@ -372,11 +372,6 @@ def golden_setup(op: str, dtype: str, dst: str | None = None, sat: bool = False)
     """n golden cases of one partition generated and written as Parquet (the whole pipeline of
     `tile-emu golden`, in-process), against pyarrow writing the same rows to Parquet alone."""
     def setup(n: int):
-        import atexit
-        import os
-        import shutil
-        import tempfile
-
         import pyarrow.parquet as pq
 
         from emulator.golden import dataset as D
@@ -428,11 +423,6 @@ def golden_streams_setup(n: int):
     """`tile-emu golden --streams --blocks 8` in-process (generation on the batch engine,
     records, states, Parquet), n = stream-blocks (n / 8 streams over the four shape classes,
     new ones on every call), against pyarrow writing rows of one such call to Parquet alone."""
-    import atexit
-    import os
-    import shutil
-    import tempfile
-
     import pyarrow.parquet as pq
 
     from emulator.golden import streams_dataset as SD
@@ -539,9 +529,6 @@ STARTUP_CYCLES = 200           # fabric sim: cycles of the 1,000-actor layered g
 def _startup_files(scratch: str) -> dict:
     """What the start-up cases read, written once to `scratch`: a one-block text file (TADD FP32
     on 4 PEs x 4x16), its stream, a state holding its sources, and the layered fabric graph."""
-    import json
-    import os
-
     from emulator import Machine
     from emulator.stateio import save_state
     from fabric.sim.layered import layered_documents
@@ -573,12 +560,6 @@ def startup_setup(argv: Callable[[dict, str], list[str]]):
     process's environment), against `python -c pass`: ratio = interpreter start / command start
     (1.0: the command costs nothing beyond Python itself).  n is one start whatever --n says."""
     def setup(n: int):
-        import atexit
-        import os
-        import shutil
-        import subprocess
-        import tempfile
-
         scratch = tempfile.mkdtemp(prefix="tile-emu-bench-startup-")     # removed when bench ends
         atexit.register(shutil.rmtree, scratch, True)
         path = _startup_files(scratch)
@@ -690,7 +671,6 @@ def target_text(r: dict) -> str:
 def machine_line() -> str:
     """What the numbers depend on: CPUs, load, Numba threads.  The compiled kernels are parallel,
     so on a machine busy with other work a call can wait a scheduler slice for each thread."""
-    import os
     cpus = os.cpu_count() or 1
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     try:
@@ -719,8 +699,6 @@ def available_bytes() -> int:
     """Bytes a new allocation can take now: the kernel's MemAvailable (free memory plus what it
     can reclaim; sysconf's free pages elsewhere), within what the address-space limit (ulimit -v,
     prlimit --as) leaves this process."""
-    import os
-    import resource
     room = None
     try:
         with open("/proc/meminfo") as f:
