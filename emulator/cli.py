@@ -16,6 +16,8 @@ import importlib
 import sys
 from pathlib import Path
 
+from isa.atomicio import quote, shown
+
 # name: (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "asm": ("emulator.commands.asm", "assemble block text (.s) into a binary block stream (.tbs)"),
@@ -59,11 +61,6 @@ def version() -> str:
             return tomllib.load(f)["project"]["version"]
 
 
-def _quote(text: str) -> str:
-    from isa.atomicio import quote
-    return quote(text)
-
-
 class CommandError(Exception):
     """A user-facing failure: printed as one line, exit status `status`."""
 
@@ -77,7 +74,6 @@ class _Parser(argparse.ArgumentParser):
     control bytes included) is escaped and cut like every other message."""
 
     def error(self, message):
-        from isa.atomicio import shown
         self.print_usage(sys.stderr)
         self.exit(2, f"{self.prog}: error: {shown(message, 240)}\n")
 
@@ -102,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         top = _top_parser()
         if argv and argv[0] not in ("-h", "--help"):
             top.print_usage(sys.stderr)
-            print(f"tile-emu: error: unknown command {_quote(argv[0])}", file=sys.stderr)
+            print(f"tile-emu: error: unknown command {quote(argv[0])}", file=sys.stderr)
             return 2
         top.print_help()
         return 0 if argv else 2

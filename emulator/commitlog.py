@@ -21,7 +21,8 @@ import json
 import os
 import pathlib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import pyarrow as pa
@@ -156,7 +157,6 @@ class Records:
                    machine: int | None = None) -> "Records":
         """These records with every row's block index, byte offset (None: NO_OFFSET) or machine
         index replaced (a one-block run inside a longer one; machine k of a batch run alone)."""
-        from dataclasses import replace
         change = {}
         if block is not None:
             change["block"] = block
@@ -167,6 +167,19 @@ class Records:
                 change["machine"] = np.full(g.rows, machine, np.uint32)
             out.append(replace(g, **change))
         return Records(out)
+
+
+@runtime_checkable
+class LogWriter(Protocol):
+    """What a run writes its commit records to (`log=` of Machine.run, MachineBatch.run and the
+    engine's runners): `write(records)` with the Records of one block, in block order -- after
+    each block commits its commit records, when the stream stops the fault's records, nothing
+    after them.  The run never closes it.  Writers: CommitLog (a file, Arrow IPC or JSON lines),
+    Collector (memory), and the adapters that renumber records for a run inside another
+    (emulator.engine's _Commits and _Machine, `tile-emu run --machine K`'s _Picked);
+    tests/emulator/test_commitlog.py checks each satisfies this."""
+
+    def write(self, records: Records) -> None: ...
 
 
 class Collector:

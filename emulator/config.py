@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from isa.fields import GPR_BITS, GPR_COUNT, NUM_PES
+from kernels.numeric.profiles import profile as numeric_profile
 
 DEFAULT_LOCAL_BYTES = 256 * 1024    # per-PE Local tile store
 DEFAULT_MATRIX_BYTES = 64 * 1024    # per-PE Matrix-location store (TIMG2COL source/destination)
@@ -35,5 +36,4 @@ class MachineConfig:
 def with_profile(config: MachineConfig, profile: str) -> MachineConfig:
     """`config` under numeric profile `profile` (kernels.numeric.profiles raises UnknownProfile,
     a ValueError listing the known ones, for a name it does not have)."""
-    from kernels.numeric.profiles import profile as numeric_profile      # kernels.numeric loads Numba
     return replace(config, profile=numeric_profile(profile).name)

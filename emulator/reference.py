@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from .config import MachineConfig
 from .state import MachineState, PEState, used_bytes, validate_tile
 from .tiles import (KINDS, Descriptor, FeatureMap, element_dtype, make_tile, pack_defined, pack_elements,
                     stacked_tiles, to_logical, to_physical)
+
+if TYPE_CHECKING:                 # commitlog imports Arrow (about 150 ms): loaded when a log is written
+    from .commitlog import LogWriter
 
 GPR_MASK = (1 << 64) - 1
 
@@ -298,11 +301,11 @@ class ReferenceMachine:
                            status if len(staged) == 1 else dict(sorted(status.items())))
 
     def run(self, stream: bytes | bytearray | memoryview | Sequence[Block] | Iterable[Block],
-            log=None) -> RunResult:
+            log: LogWriter | None = None) -> RunResult:
         """Execute blocks in order; stop at the first block that fails to decode or execute.
 
-        `log` (optional) is anything with a `write(records)` method -- a commitlog.CommitLog
-        (a file), a commitlog.Collector (memory) -- and receives commitlog.Records, plain
+        `log` (optional) is a commitlog.LogWriter -- a commitlog.CommitLog (a file), a
+        commitlog.Collector (memory) -- and receives commitlog.Records, plain
         arrays: after each block commits, that block's commit records (one per selected PE,
         PEs ascending; a strict no-op commits nothing and writes nothing); when the stream
         stops, the fault's record (block index, byte offset, reason code, field, message),

@@ -18,6 +18,7 @@ from isa import jsontext
 from isa.atomicio import atomic_path, quote, shown, why
 from isa.datatypes import BY_NAME
 from isa.fields import GPR_COUNT, NUM_PES, ZERO_GPR
+from kernels.numeric.profiles import PROFILES, UnknownProfile, known, lookup, profile
 
 from .config import MachineConfig
 from .state import MachineState, validate_tile
@@ -85,7 +86,6 @@ def tile_rows(state) -> dict[str, list]:
 
 def config_json(config: MachineConfig) -> dict:
     """The `config` object of a state file: store sizes, the numeric profile and its version."""
-    from kernels.numeric.profiles import profile
     return {"local_bytes": config.local_bytes, "matrix_bytes": config.matrix_bytes, "profile": config.profile,
             "profile_version": profile(config.profile).version}
 
@@ -189,8 +189,6 @@ def _meta(path, table: pa.Table) -> dict:
 
 
 def _config(path, meta: dict) -> MachineConfig:
-    from kernels.numeric.profiles import PROFILES, UnknownProfile, known, lookup
-
     cfg = meta.get("config", {})
     if not isinstance(cfg, dict):
         raise StateFileError(f"{shown(path)}: metadata config must be an object, not {type(cfg).__name__}")

@@ -20,8 +20,15 @@ from .errors import ReductionPolicyError, RegionError
 from .expr import Call, Expr, Load, Stmt, Var, refs
 from .functions import BUILTINS, Function
 from .reduction import check_policy
-from .schema import key_segment
 from .tilelaws import check_tile_merge
+
+
+def key_segment(k) -> str:
+    """schema.key_segment, imported on first use: the text form's schema imports jsonschema
+    (about 90 ms), which a program built in Python (the batch engine's fused chains) never needs."""
+    from .schema import key_segment as segment
+    return segment(k)
+
 
 POLICIES = ("fold_left", "fold_right", "ordered_tree", "unordered_tree")
 DEFAULT_POLICY = "unordered_tree"      # "The source default is unordered_tree."

@@ -29,8 +29,14 @@ line naming the largest n that fits, exit 2.
 """
 from __future__ import annotations
 
+import atexit
 import json
+import os
+import resource
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -63,7 +69,7 @@ class Case:
     device_memory: Callable[[int], float] | None = None    # gpu cases: device bytes at n
     profiled: bool = False             # setup(n, profile): ours runs under --profile
     profile: str | None = None         # ours runs under this profile whatever --profile says
-    n: int | None = None               # the case's own element count, whatever --n says
+    n: int | None = None               # the case's own element count, whatever --n says (start-up: one start a call)
 
 
 # ---------------------------------------------------------------- numeric cases
@@ -430,11 +436,6 @@ def log_setup(batch: bool):
     Machine (--n 10240000: 10,000 blocks), or machines x 1,024 of a MachineBatch running an
     8-block stream (--n 4194304: 4,096 machines).  Target ratio 1/1.3."""
     def setup(n: int):
-        import atexit
-        import os
-        import shutil
-        import tempfile
-
         from emulator import MachineBatch, MachineConfig
         from emulator.commitlog import open_log
         scratch = tempfile.mkdtemp(prefix="tile-emu-bench-log-")      # scratch, removed when bench ends
@@ -485,11 +486,6 @@ def golden_setup(op: str, dtype: str, dst: str | None = None, sat: bool = False)
     """n golden cases of one partition generated and written as Parquet (the whole pipeline of
     `tile-emu golden`, in-process), against pyarrow writing the same rows to Parquet alone."""
     def setup(n: int):
-        import atexit
-        import os
-        import shutil
-        import tempfile
-
         import pyarrow.parquet as pq
 
         from emulator.golden import dataset as D
@@ -541,11 +537,6 @@ def golden_streams_setup(n: int):
     """`tile-emu golden --streams --blocks 8` in-process (generation on the batch engine,
     records, states, Parquet), n = stream-blocks (n / 8 streams over the four shape classes,
     new ones on every call), against pyarrow writing rows of one such call to Parquet alone."""
-    import atexit
-    import os
-    import shutil
-    import tempfile
-
     import pyarrow.parquet as pq
 
     from emulator.golden import streams_dataset as SD
@@ -644,6 +635,75 @@ CASES.extend(Case(f"fabric.sim.{kind}" + (f".x{b}" if b > 1 else ""),
              for kind in ("i32", "f32") for b in (1, 256))
 
 
+# ---------------------------------------------------------------- start-up cases (issue 32, targets 7-8)
+
+STARTUP_CYCLES = 200           # fabric sim: cycles of the 1,000-actor layered graph after starting
+
+
+def _startup_files(scratch: str) -> dict:
+    """What the start-up cases read, written once to `scratch`: a one-block text file (TADD FP32
+    on 4 PEs x 4x16), its stream, a state holding its sources, and the layered fabric graph."""
+    from emulator import Machine
+    from emulator.stateio import save_state
+    from fabric.sim.layered import layered_documents
+    from isa import assemble_blocks, encode
+
+    text = ("one:\nBSTART.VEC TADD, FP32\n    B.IOT t1@0b1111, t2@0b1111 -> t3@0b1111\n"
+            "    B.DIM LB0=16, LB1=4\n")
+    path = {name: os.path.join(scratch, name) for name in
+            ("one.s", "one.tbs", "init.arrow", "layered.fabric.json", "layered.graph.json")}
+    with open(path["one.s"], "w") as f:
+        f.write(text)
+    with open(path["one.tbs"], "wb") as f:
+        f.write(encode(assemble_blocks(text)))
+    m = Machine()
+    ones = np.full((4, 16), 0x3F800000, np.uint32)
+    for p in range(4):
+        m.write_tile(p, 1, "FP32", ones)
+        m.write_tile(p, 2, "FP32", ones)
+    save_state(m, path["init.arrow"])
+    fab, graph = layered_documents("f32", length=STARTUP_CYCLES)
+    for name, doc in (("layered.fabric.json", fab), ("layered.graph.json", graph)):
+        with open(path[name], "w") as f:
+            json.dump(doc, f)
+    return path
+
+
+def startup_setup(argv: Callable[[dict, str], list[str]]):
+    """One start of `tile-emu ARGS` in a fresh interpreter (this Python, `-m emulator.cli`, this
+    process's environment), against `python -c pass`: ratio = interpreter start / command start
+    (1.0: the command costs nothing beyond Python itself).  n is one start whatever --n says."""
+    def setup(n: int):
+        scratch = tempfile.mkdtemp(prefix="tile-emu-bench-startup-")     # removed when bench ends
+        atexit.register(shutil.rmtree, scratch, True)
+        path = _startup_files(scratch)
+        ours = [sys.executable, "-m", "emulator.cli"] + argv(path, scratch)
+        base = [sys.executable, "-c", "pass"]
+
+        def start(cmd):
+            def call():
+                r = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, cwd=scratch)
+                if r.returncode != 0:
+                    raise RuntimeError(f"{' '.join(cmd[2:])}: exit {r.returncode}: {r.stderr.decode()[-300:]}")
+            return call
+        return start(ours), start(base)
+    return setup
+
+
+STARTUP = {
+    "version": lambda p, d: ["--version"],
+    "asm": lambda p, d: ["asm", p["one.s"], "-o", os.path.join(d, "out.tbs")],
+    "run": lambda p, d: ["run", p["one.tbs"], "--init", p["init.arrow"], "--out", os.path.join(d, "out.arrow"),
+                         "-q"],
+    "fabric.sim": lambda p, d: ["fabric", "sim", p["layered.graph.json"], "--fabric", p["layered.fabric.json"],
+                                "--cycles", str(STARTUP_CYCLES)],
+}
+CASES.extend(Case(f"startup.{name}", "`python -c pass` started the same way (n = one start; docs/performance.md, "
+                  "'Start-up')", startup_setup(argv), memory=lambda n: LIBRARY_BYTES, n=1)
+             for name, argv in STARTUP.items())
+
+
 # ---------------------------------------------------------------- runner
 
 clock = time.perf_counter      # the timer of warm_up and measure (tests substitute a scripted one)
@@ -725,7 +785,6 @@ def target_text(r: dict) -> str:
 def machine_line() -> str:
     """What the numbers depend on: CPUs, load, Numba threads.  The compiled kernels are parallel,
     so on a machine busy with other work a call can wait a scheduler slice for each thread."""
-    import os
     cpus = os.cpu_count() or 1
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     try:
@@ -754,8 +813,6 @@ def available_bytes() -> int:
     """Bytes a new allocation can take now: the kernel's MemAvailable (free memory plus what it
     can reclaim; sysconf's free pages elsewhere), within what the address-space limit (ulimit -v,
     prlimit --as) leaves this process."""
-    import os
-    import resource
     room = None
     try:
         with open("/proc/meminfo") as f:
@@ -918,6 +975,7 @@ def run(args) -> int:
 
 def _millions(per_s: float) -> str:
     """A rate in millions for the table, 10 wide: three decimals below one million (a
-    golden.streams run of 48,000 stream-blocks/s reads 0.048, not 0.0)."""
+    golden.streams run of 48,000 stream-blocks/s reads 0.048, not 0.0); below a thousand a
+    second, three significant digits (a start-up case's 3.1 starts/s reads 3.1e-06)."""
     m = per_s / 1e6
-    return f"{m:10.1f}" if m >= 1 else f"{m:10.3f}"
+    return f"{m:10.1f}" if m >= 1 else f"{m:10.3f}" if m >= 1e-3 else f"{m:10.3g}"

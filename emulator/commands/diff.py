@@ -122,8 +122,8 @@ def _pairs(fa, fb, count: int):
 def _first(args, fa, fb, count: int) -> int:
     """`--first`: the first difference, decoded (emulator.cosim), machines compared a block at a
     time and the first differing pair loaded."""
-    from emulator import Machine
     from emulator.cosim import first_state_difference
+    from emulator.reference import ReferenceMachine as Machine     # reads states only: no engine
     line = None
     for lo, hi, ba, bb in _pairs(fa, fb, count):
         if lo == 0 and ba.config != bb.config:
@@ -146,8 +146,8 @@ def run(args) -> int:
     """Machines are read, checked and compared a block at a time (emulator.batchscan), as whole
     arrays; a pair of machines that differs is loaded and reported by `differences`, as found:
     memory for a block of each file whatever the files hold."""
-    from emulator import Machine
     from emulator.batchio import StateFile
+    from emulator.reference import ReferenceMachine as Machine     # reads states only: no engine
     from emulator.stateio import NotEnoughMemory, StateFileError
     try:
         fa, fb = StateFile(args.a), StateFile(args.b)

@@ -28,15 +28,20 @@ a missing or unwritable folder, or the same file as an input or --out is one lin
 """
 from __future__ import annotations
 
+import argparse
+import contextlib
 import os
 import re
 import sys
 from dataclasses import replace
+from itertools import islice
 from pathlib import Path
 
 from emulator.cli import UNAVAILABLE, CommandError
 from emulator.commands import cannot_write, count, distinct_paths, output_path
 from isa.atomicio import OutputPathError, quote, shown, why
+from kernels.numeric.flags import describe
+from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES, known
 
 
 def add_arguments(parser):
@@ -49,7 +54,6 @@ def add_arguments(parser):
     parser.add_argument("--log", type=output_path, metavar="FILE",
                         help="write the commit log here: .arrow (Arrow IPC) or .jsonl (JSON lines); "
                              "docs/commit-log.md")
-    from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES
     parser.add_argument("--profile", default=None, metavar="NAME",
                         help=f"numeric profile, one of {', '.join(PROFILES)} (default: the init file's, "
                              f"else {DEFAULT_PROFILE})")
@@ -81,7 +85,6 @@ def _positive(kind):
         except ValueError:
             v = None
         if v is None or not 0 < v < float("inf"):
-            import argparse
             raise argparse.ArgumentTypeError(f"expected a positive {WHAT[kind]}, got {quote(text)}")
         return v
     return parse
@@ -132,7 +135,6 @@ def init_machines(args, one: str | None = None) -> list:
 
 def check_profile(args) -> None:
     """An unknown --profile is one line naming the known ones (the profile table's), exit 2."""
-    from kernels.numeric.profiles import PROFILES, known
     if args.profile is not None and args.profile not in PROFILES:
         raise CommandError(f"--profile {quote(args.profile)}: unknown numeric profile; known: {known()}", 2)
 
@@ -163,8 +165,6 @@ def write_state(m, path):
 
 def print_timing(data: bytes, executed: int, start) -> None:
     """The timing report of the `executed` blocks that committed, run from state `start`."""
-    from itertools import islice
-
     from isa.encoding import iter_blocks
     from emulator.timing import render, stream_timing
 
@@ -288,7 +288,6 @@ def run_one(args, data: bytes, m) -> int:
 
 def _one_status(args, m, executed: int, log) -> str:
     """The success line of a run of one machine."""
-    from kernels.numeric.flags import describe
     status = " ".join(f"PE{p}={describe(m.status(p))}" for p in range(m.config.num_pes))
     return (f"{args.stream}: {executed} block(s) executed; status {status}"
             + (f"; final state {args.out}" if args.out else "") + _logged(args, log))
@@ -309,7 +308,6 @@ def _as_picked(args, log):
 
 
 def _nothing():
-    import contextlib
     return contextlib.nullcontext()
 
 

@@ -15,7 +15,9 @@ import numpy as np
 from emulator.cli import CommandError
 from emulator.commands import count
 from isa.atomicio import shown
+from isa.datatypes import datatype
 from isa.fields import NUM_PES
+from kernels.numeric.flags import describe
 
 SHOWN = 4          # machines a multi-machine file shows without --machine
 S = np.strings
@@ -114,7 +116,6 @@ def _texts(bits: np.ndarray, dtype: str | None, hex_: bool) -> np.ndarray:
     """The text of each element (a bytes array of bits' shape), formatted once per distinct
     encoding: integers exactly, floats by kernels.numeric.decode then `float_text` (raw hex
     when this build has no codec), raw hex with --hex."""
-    from isa.datatypes import datatype
     bits = np.asarray(bits)
     if bits.size == 0:
         return np.zeros(bits.shape, "S1")
@@ -228,7 +229,6 @@ def _tile_texts(block, rows: np.ndarray, hex_: bool, limit: int) -> list:
 
 def render_block(block, hex_=False, pes=None, tiles=None, limit=16, headings=False) -> bytes:
     """The text of every machine of a validated block (emulator.batchscan.Block)."""
-    from kernels.numeric.flags import describe
     keep = np.ones(len(block), bool)
     if pes:
         keep &= np.isin(block.pe, pes)

@@ -28,6 +28,14 @@ def tokens(kind: str, rng, n: int) -> list:
 def layered_graph(kind: str = "i32", layers: int = LAYERS, width: int = WIDTH, length: int = 2000):
     from ..io import load_document
     from .graph import load_graph_document
+
+    fab_doc, graph_doc = layered_documents(kind, layers, width, length)
+    return load_graph_document(graph_doc, load_document(fab_doc))
+
+
+def layered_documents(kind: str = "i32", layers: int = LAYERS, width: int = WIDTH, length: int = 2000):
+    """(the configured fabric's document, the graph's document) of `layered_graph`: what
+    `tile-emu fabric sim GRAPH --fabric FABRIC` reads, once written as JSON."""
     from .synth import configured_fabric, graph_document
 
     actors, edges = [], []
@@ -39,8 +47,8 @@ def layered_graph(kind: str = "i32", layers: int = LAYERS, width: int = WIDTH, l
     rng = np.random.default_rng(0)
     inputs = [(f"x{j}", [f"n0_{j}.0", f"n0_{(j - 1) % width}.1"], tokens(kind, rng, length)) for j in range(width)]
     outputs = [(f"y{j}", f"n{layers - 1}_{j}.0") for j in range(width)]
-    fab = load_document(configured_fabric("layered-fabric", actors))
-    return load_graph_document(graph_document("layered", "layered-fabric", actors, edges, inputs, outputs), fab)
+    return (configured_fabric("layered-fabric", actors),
+            graph_document("layered", "layered-fabric", actors, edges, inputs, outputs))
 
 
 def streams(g, kind: str, instances: int, length: int) -> list:

@@ -7,6 +7,8 @@
 
 Names resolve lazily so that importing the package stays cheap and each module owns its part.
 """
+import sys
+import types
 from importlib import import_module
 
 from .errors import UnsupportedOperation  # noqa: F401
@@ -35,8 +37,17 @@ def __dir__():
     return sorted(list(globals()) + list(_EXPORTS))
 
 
-# Importing a submodule sets the package attribute of the same name to the module object,
-# which would shadow the lazily resolved function of the same name (`elementwise` lives in
-# elementwise.py).  Binding the function eagerly keeps `numeric.elementwise(...)` callable.
-from .elementwise import elementwise, elementwise_status, supports  # noqa: E402,F401
-from .convert import convert  # noqa: E402,F401  (same reason: convert.py defines convert)
+class _Package(types.ModuleType):
+    """Importing a submodule sets the package attribute of the same name to the module object,
+    which would shadow the function of the same name (`elementwise` lives in elementwise.py,
+    `convert` in convert.py): the package keeps the function instead, so that
+    `numeric.elementwise(...)` stays callable without importing the compiled tiers (and Numba)
+    when the package is imported (docs/performance.md, "Start-up")."""
+
+    def __setattr__(self, name, value):
+        if isinstance(value, types.ModuleType) and _EXPORTS.get(name) == "." + name:
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -292,3 +292,29 @@ def test_verify_checks_a_commit_log_and_names_the_record_out_of_order(tmp_path, 
     path.write_text(path.read_text()[:-40])
     assert main(["verify", str(path)]) == 1
     assert "truncated" in capsys.readouterr().err
+
+
+def test_every_commit_log_writer_is_a_log_writer(tmp_path):
+    """commitlog.LogWriter is the one declared interface of `log=`: the file writer (both
+    formats), the in-memory collector and the adapters that renumber records for a run inside
+    another all satisfy it, with `write(records)` taking the records alone; and the records a
+    run hands each of them are the same."""
+    import inspect
+
+    from emulator.commands.run import _Picked
+    from emulator.engine import _Commits, _Machine
+
+    blocks = isa.assemble_blocks((EXAMPLES / "saxpy.s").read_text())
+    start = Machine.load(EXAMPLES / "saxpy.init.arrow")
+    collected = CL.Collector()
+    writers = [collected, _Picked(CL.Collector(), 3), _Machine(CL.Collector(), 3), _Commits(CL.Collector(), 7, 0)]
+    with CL.open_log(tmp_path / "log.arrow") as arrow, CL.open_log(tmp_path / "log.jsonl") as jsonl:
+        for log in writers + [arrow, jsonl]:
+            assert isinstance(log, CL.LogWriter), type(log).__name__
+            assert list(inspect.signature(log.write).parameters) == ["records"], type(log).__name__
+            assert start.copy().run(blocks, log=log).ok
+    expected = collected.records().to_pylist()
+    assert CL.read_log(tmp_path / "log.arrow").to_pylist() == CL.read_log(tmp_path / "log.jsonl").to_pylist() \
+        == expected
+    assert [dict(r, machine=0) for r in writers[1].log.records().to_pylist()] == expected
+    assert not isinstance(object(), CL.LogWriter)
