@@ -530,6 +530,62 @@ CASES.append(Case("golden.TCVT.FP32.E4M3.sat", "pyarrow writing the same rows to
                   golden_setup("TCVT", "FP32", "E4M3", sat=True), memory=golden_memory))
 
 
+# The 68 partitions of `golden --ops TDIV,TREM,TCVT --dtypes FP16,S16` (issue 32's multi-partition
+# dataset: 40 cases a partition at --n 2720), n cases spread evenly over them.
+PARTITION_OPS, PARTITION_DTYPES = ("TDIV", "TREM", "TCVT"), ("FP16", "S16")
+
+
+def partitions_setup(what: str):
+    """golden.partitions: generating the 68-partition dataset against generating as many cases
+    in one partition (TDIV FP16); verify.partitions / verify.oracle.partitions: verifying it
+    (replay, or --oracle) against generating it.  Each partition gets n // 68 cases (at least
+    one), so a small --n shows what a partition costs beyond its cases."""
+    def setup(n: int):
+        import atexit
+        import os
+        import shutil
+        import tempfile
+
+        from emulator.golden import dataset as D
+        from emulator.golden.runner import settle_heap
+        per = max(1, n // 68)
+        many = D.Params(ops=PARTITION_OPS, dtypes=PARTITION_DTYPES, cases=per, seed=1)
+        one = D.Params(ops=PARTITION_OPS[:1], dtypes=PARTITION_DTYPES[:1], cases=per * len(D.partitions(many)),
+                       seed=1)
+        try:
+            plans = {p: D.chunks(p) for p in (many, one)}
+        except D.GoldenError as exc:
+            raise CommandError(f"--n {n}: {exc}", 2) from None
+        scratch = tempfile.mkdtemp(prefix="tile-emu-bench-partitions-")   # scratch, removed when bench ends
+        atexit.register(shutil.rmtree, scratch, True)
+
+        def generate(p, folder):
+            shutil.rmtree(folder, ignore_errors=True)
+            records = [D.write_chunk(folder, p.to_json(), vars(pt), chunk, k) for pt, chunk, k in plans[p]]
+            D.write_json(D.store.location(folder) / D.MANIFEST, D.manifest(p, records))
+
+        dataset = os.path.join(scratch, "dataset")
+        generate(many, dataset)
+        settle_heap()
+        gen_many = lambda: generate(many, os.path.join(scratch, "again"))     # noqa: E731
+        if what == "golden":
+            return gen_many, lambda: generate(one, os.path.join(scratch, "one"))
+        if what == "verify":
+            from emulator.golden.replay import verify
+            return (lambda: verify(D.open_dataset(dataset), "cpu")), gen_many
+        from emulator.golden.oracle import check
+        return (lambda: check(dataset)), gen_many
+    return setup
+
+
+CASES.append(Case("golden.partitions", "the same cases generated in one partition (n = cases over 68 "
+                  "partitions; --n 2720: 40 a partition)", partitions_setup("golden"), memory=golden_memory))
+CASES.append(Case("verify.partitions", "generating the same 68-partition dataset (n = cases)",
+                  partitions_setup("verify"), 0.5, memory=golden_memory))
+CASES.append(Case("verify.oracle.partitions", "generating the same 68-partition dataset (n = cases)",
+                  partitions_setup("oracle"), 0.5, memory=golden_memory))
+
+
 STREAM_BLOCKS = 8
 
 

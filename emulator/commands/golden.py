@@ -454,10 +454,10 @@ def _coverage(args) -> int:
         for folder in args.coverage:
             _outside(folder, args.out)
     if fmt == "text" and len(args.coverage) == 1:
-        from emulator.golden.streams_dataset import is_stream_dataset
-        if is_stream_dataset(args.coverage[0]):
-            from emulator.golden.streams_coverage import stream_coverage_table
-            return _emit(args.out, stream_coverage_table(args.coverage[0]) + "\n")
+        from emulator.golden import kinds
+        table = kinds.detect(args.coverage[0]).coverage_text(args.coverage[0])    # a kind's own table
+        if table is not None:
+            return _emit(args.out, table + "\n")
     try:
         doc = R.coverage(list(args.coverage))
     except R.MixedKinds as exc:
@@ -508,37 +508,23 @@ def _outside(dataset: str, out: str | None) -> None:
                            "the dataset would hold a file its manifest does not list", 2)
 
 
-def _export_streams(args) -> int:
-    from emulator.golden.streams_hexport import write_hex
-    if args.op or args.dtype or args.dst or args.rmode:
-        raise CommandError("--op/--dtype/--dst/--rmode select single-block partitions; a stream dataset is "
-                           "exported whole", 2)
-    m = write_hex(args.dataset, args.out)
-    records = sum(p["files"]["records.txt"]["lines"] for p in m["partitions"])
-    print(f"{sum(p['cases'] for p in m['partitions']):,} streams ({records:,} records) in "
-          f"{len(m['partitions'])} partition(s) -> {args.out}")
-    return 0
-
-
 def _export(args) -> int:
     from emulator.golden.export import ROUNDING, function_name, lines
     from isa.atomicio import OutputPathError, atomic_open
     if args.dataset:
         _outside(args.dataset, args.out)
     if args.format == "hex":                 # a folder of files: emulator/golden/hexport.py
-        from emulator.golden.hexport import write_hex
+        from emulator.golden import kinds
         if not args.dataset or not args.out:
             raise CommandError("export --format hex needs DATASET --out FOLDER", 2)
         if D.store.protocol(args.dataset) not in (None, "file", "local"):
             raise CommandError(f"export --format hex reads a local dataset folder, not {quote(args.dataset)}: copy it "
                                "here first (verify, --coverage and --format testfloat read URLs)", 2)
-        from emulator.golden.streams_dataset import is_stream_dataset
-        if is_stream_dataset(args.dataset):  # emulator/golden/streams_hexport.py
-            return _export_streams(args)
-        m = write_hex(args.dataset, args.out, args.op, args.dtype)
-        lanes = sum(p["files"]["cases.txt"]["lines"] for p in m["partitions"])
-        print(f"{sum(p['cases'] for p in m['partitions']):,} cases ({lanes:,} case x PE lanes) in "
-              f"{len(m['partitions'])} partition(s) -> {args.out}")
+        try:                                 # the kind's hex export (emulator/golden/hexport.py, streams_hexport.py)
+            print(kinds.detect(args.dataset).write_hex(args.dataset, args.out, args.op, args.dtype, args.dst,
+                                                       args.rmode))
+        except kinds.Usage as exc:
+            raise CommandError(str(exc), 2) from None
         return 0
     if args.format in ("text", "json", "ucis"):
         raise CommandError(f"--format {args.format} is a --coverage format; export writes testfloat or hex", 2)

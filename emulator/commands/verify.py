@@ -32,27 +32,21 @@ def _run(args) -> int:
     from emulator.commitlog import SUFFIXES
     if os.path.isfile(args.dataset) and args.dataset.endswith(SUFFIXES):
         return _log(args)
-    from emulator.golden.dataset import open_dataset
-    from emulator.golden.replay import verify
-    from emulator.golden import hexport
-    from emulator.golden.streams_dataset import is_stream_dataset
+    from emulator.golden import kinds
+    kind = kinds.detect(args.dataset)       # emulator/golden/kinds: one module per dataset kind
     if args.oracle:
-        return _oracle(args, is_stream_dataset(args.dataset))
-    if is_stream_dataset(args.dataset):   # golden --streams: replay each stream block by block
-        return _streams(args)
-    from emulator.golden import streams_hexport
-    for module, what in ((streams_hexport, "stream hex export intact ({:,} streams)"),   # hex exports: their files
-                         (hexport, "hex export intact ({:,} case x PE lanes)")):
-        if module.is_export(args.dataset):
+        return _oracle(args, kind)
+    if kind is kinds.FALLBACK:              # no other kind claims it: a hex export of any kind, or a dataset
+        for k in kinds.KINDS:
             try:
-                count = module.check(args.dataset)
+                line = k.hex_export(args.dataset)
             except GoldenError as exc:
                 raise CommandError(str(exc), 1) from None
-            print("verify: " + what.format(count))
-            return 0
-    ds, rows, bad = _replay(args, open_dataset, verify)
-    return _verdict(bad, f"{rows:,} cases", f"{rows:,} cases match ({args.backend}, "
-                    f"profile {ds.profile.name} {ds.profile.version})")
+            if line is not None:
+                print("verify: " + line)
+                return 0
+    ds, rows, bad = _replay(args, kind.open_dataset, kind.replay)
+    return _verdict(bad, *kind.verdict(ds, rows, args.backend))
 
 
 def _log(args) -> int:
@@ -110,27 +104,15 @@ def _replay(args, open_fn, verify_fn):
     return ds, rows, bad
 
 
-def _streams(args) -> int:
-    from emulator.golden.streams_dataset import open_stream_dataset
-    from emulator.golden.streams_replay import verify
-    ds, rows, bad = _replay(args, open_stream_dataset, verify)
-    return _verdict(bad, f"{rows:,} streams", f"{rows:,} streams of {ds.params.blocks} blocks match, block by "
-                    f"block ({args.backend}, profile {ds.profile.name} {ds.profile.version})")
-
-
-def _oracle(args, streams: bool) -> int:
-    """verify --oracle: emulator/golden/oracle.py, and for a stream dataset
-    emulator/golden/streams_oracle.py (no emulator kernel runs)."""
-    from emulator.golden import oracle, streams_oracle
-    from emulator.golden.dataset import read_manifest
+def _oracle(args, kind) -> int:
+    """verify --oracle: the kind's oracle (emulator/golden/oracle.py, streams_oracle.py; no
+    emulator kernel runs)."""
     from emulator.golden.runner import Progress
-    from emulator.golden.streams_dataset import read_manifest as read_stream_manifest
     try:
-        m = (read_stream_manifest if streams else read_manifest)(args.dataset)
+        m = kind.read_manifest(args.dataset)
         progress = Progress(sum(f["rows"] for p in m["partitions"] for f in p["files"]), 0,
                             enabled=not args.quiet, label="oracle")
-        rep = (streams_oracle if streams else oracle).check(args.dataset, limit=max(args.max_report, 1),
-                                                            progress=lambda k: progress.add(k, 0))
+        rep = kind.oracle(args.dataset, limit=max(args.max_report, 1), progress=lambda k: progress.add(k, 0))
         progress.close()
     except GoldenError as exc:
         raise CommandError(str(exc), 1) from None

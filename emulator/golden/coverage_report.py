@@ -191,13 +191,13 @@ def merge(docs: list[dict]) -> dict:
 def coverage(folders: list[str]) -> dict:
     """The merged coverage model of dataset folders of one kind (GoldenError naming the odd one
     out of a mix)."""
-    from .streams_dataset import is_stream_dataset
-    kinds = ["streams" if is_stream_dataset(f) else "golden" for f in folders]
+    from .kinds import detect
+    kinds = [detect(f) for f in folders]
     if len(set(kinds)) > 1:
-        odd = next(f for f, k in zip(folders, kinds) if k != kinds[0])
-        raise MixedKinds(f"--coverage: {odd} is a {'stream' if kinds[0] == 'golden' else 'single-block golden'} "
-                         f"dataset and {folders[0]} is not; coverage merges datasets of one kind")
-    docs = [(stream_model if k == "streams" else golden_model)(f) for f, k in zip(folders, kinds)]
+        odd, kind = next((f, k) for f, k in zip(folders, kinds) if k is not kinds[0])
+        raise MixedKinds(f"--coverage: {odd} is a {kind.TITLE} dataset and {folders[0]} is not; coverage merges "
+                         f"datasets of one kind")
+    docs = [k.coverage_model(f) for f, k in zip(folders, kinds)]
     return docs[0] if len(docs) == 1 else merge(docs)
 
 

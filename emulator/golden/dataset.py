@@ -41,7 +41,7 @@ from . import closure, store
 from . import coverage as C
 from .errors import GoldenError  # noqa: F401  (re-exported: golden modules raise it as dataset.GoldenError)
 from .cases import build_group, execute, stream_of
-from .rows import SCHEMA, group_table, pe_mask_of, tiles_of
+from .rows import SCHEMA, groups_table, pe_mask_of, tiles_of
 from .space import space
 
 FORMAT = "tile-emu golden dataset"
@@ -57,6 +57,7 @@ MAX_CASES = 1 << 32            # cases per partition
 MAX_FILES = 1 << 16            # data files per dataset (the manifest holds one record each)
 MAX_FILE_DATA_BYTES = 1 << 31  # uncompressed column data of one data file (its Parquet metadata)
 MAX_MANIFEST_BYTES = 1 << 28   # MAX_FILES records of about 2 KB each fit many times over
+KEPT_BYTES = 1 << 26           # checked tables open_dataset keeps for the first read (small files' second read)
 SEED_RANGE = (-(1 << 63), 1 << 64)
 # how every data file is written (golden --plan prices its sample with the same)
 PARQUET_OPTIONS = {"compression": "zstd", "write_statistics": False}
@@ -352,15 +353,15 @@ def chunk_table(p: Params, part: Partition, chunk: int, n: int, backend: str = "
     pts = points_for(part)
     rng = _rng(p.seed, part, chunk)
     config = machine_config(p)
-    tables, first, gi = [], chunk * p.chunk_cases, 0
+    items, first, gi = [], chunk * p.chunk_cases, 0
     for pt, count in zip(pts, closure.counts(pts, first, first + n, p.per_class is not None).tolist()):
         for start in range(0, count, GROUP_CASES):
             m = min(GROUP_CASES, count - start)
             g = build_group(pt.cls, ctx, m, rng, config, pt.bin)
-            tables.append(group_table(g, execute(g, backend), first, gi))
+            items.append((g, execute(g, backend), first, gi))
             first += m
             gi += 1
-    return pa.concat_tables(tables)
+    return groups_table(items)      # the file's rows built at once: no per-group Arrow cost
 
 
 def file_name(chunk: int) -> str:
@@ -385,7 +386,7 @@ def write_data_file(out_dir, part_path: str, chunk: int, table: pa.Table) -> dic
         folder.mkdir(parents=True, exist_ok=True)
         with store.staged(path) as tmp:           # renamed (or, in an object store, moved) onto path
             pq.write_table(table, tmp, **PARQUET_OPTIONS)
-            rec = local_record(tmp, f"{part_path}/{file_name(chunk)}", path)
+            rec = local_record(tmp, f"{part_path}/{file_name(chunk)}", path, table)
     except (OSError, pa.ArrowException) as exc:
         raise GoldenError(f"{shown(path)}: cannot write ({why(exc)}); fix that and rerun with --resume") from None
     return rec
@@ -403,15 +404,21 @@ def file_record(out_dir, path) -> dict:
                           "with --resume") from None
 
 
-def local_record(local, rel: str, shown_as=None) -> dict:
-    """The record of a data file (its bytes in the local file `local`) listed as `rel`."""
+def local_record(local, rel: str, shown_as=None, table: pa.Table | None = None) -> dict:
+    """The record of a data file (its bytes in the local file `local`) listed as `rel`; its
+    rows and class counts read back from the file, or taken from `table` when the caller
+    has just written the file from it (no second read)."""
     try:
-        meta = pq.read_metadata(local)
-        classes = pq.read_table(local, columns=["class"]).column("class").value_counts().to_pylist()
+        if table is None:
+            rows = pq.read_metadata(local).num_rows
+            table = pq.read_table(local, columns=["class"])
+        else:
+            rows = len(table)
+        classes = table.column("class").value_counts().to_pylist()
     except (OSError, pa.ArrowException, KeyError) as exc:
         raise GoldenError(f"{shown(shown_as or local)}: not a readable data file ({why(exc, 80)}); remove it and "
                           "rerun with --resume") from None
-    return {"path": rel, "rows": meta.num_rows, "sha256": sha256(local),
+    return {"path": rel, "rows": rows, "sha256": sha256(local),
             "bytes": os.stat(local).st_size, "classes": {c["values"]: c["counts"] for c in classes}}
 
 
@@ -564,6 +571,8 @@ class Dataset:
     files: tuple[DataFile, ...]
     # Partition -> {(cross, cell): committed cases}, counted from the rows by open_dataset
     crosses: dict = field(default_factory=dict)
+    # path -> the table open_dataset checked, kept (up to KEPT_BYTES in all) for the first read
+    kept: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def rows(self) -> int:
@@ -574,7 +583,8 @@ class Dataset:
         return MachineConfig(local_bytes, matrix_bytes, profile=self.profile.name)
 
     def read(self, f: DataFile) -> pa.Table:
-        return _read_checked(self, f)
+        kept = self.kept.pop(f.path, None)      # checked by open_dataset just now: not read twice
+        return kept if kept is not None else _read_checked(self, f)
 
     def listed(self) -> list[tuple[dict, DataFile]]:
         """(manifest partition entry, data file) for every checked data file, in manifest
@@ -654,10 +664,15 @@ def open_dataset(folder, progress=None) -> Dataset:
         files += [DataFile(part, k, rec) for k, rec in enumerate(entry["files"])]
     _check_folder(folder, params, {f.path for f in files})
     ds = Dataset(folder, m, prof, params, plan.parts, na, tuple(files))
+    kept = 0
     for f in files:
         counts = ds.crosses.setdefault(f.partition, {})
-        for key, k in _read_checked(ds, f, with_crosses=True)[1].items():
+        t, crosses = _read_checked(ds, f, with_crosses=True)
+        for key, k in crosses.items():
             counts[key] = counts.get(key, 0) + k
+        if kept + t.nbytes <= KEPT_BYTES:
+            ds.kept[f.path] = t
+            kept += t.nbytes
         if progress:
             progress(f.record["rows"])
     for entry, part in zip(m["partitions"], plan.parts):

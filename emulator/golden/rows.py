@@ -2,6 +2,8 @@
 with array operations over whole groups (no per-element Python)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 
@@ -41,26 +43,52 @@ SCHEMA = pa.schema([
 ])
 
 
-def _binary(chunks: list[np.ndarray]) -> pa.Array:
-    """A binary array from per-entry byte blocks: chunks[s] is (n, k_s, B_s); entries are
-    ordered case-major, then s, then k."""
-    n = chunks[0].shape[0]
-    sizes = np.concatenate([np.full(c.shape[1], c.shape[2], np.int64) for c in chunks])
-    data = np.concatenate([c.reshape(n, -1) for c in chunks], axis=1).reshape(-1)
-    per_case = np.tile(sizes, n)
+def _binary(groups: list[tuple[int, list[np.ndarray]]]) -> pa.Array:
+    """A binary array from per-entry byte blocks of several groups, in order: for each group
+    (n, chunks), chunks[s] is (n, k_s, B_s); a group's entries are ordered case-major, then
+    s, then k."""
+    sizes, data = [], []
+    for n, chunks in groups:
+        if not chunks:
+            continue
+        one = np.concatenate([np.full(c.shape[1], c.shape[2], np.int64) for c in chunks])
+        sizes.append(np.tile(one, n))
+        data.append(np.concatenate([c.reshape(n, -1) for c in chunks], axis=1).reshape(-1))
+    per_case = np.concatenate(sizes) if sizes else np.zeros(0, np.int64)
     offsets = np.zeros(len(per_case) + 1, np.int64)
     np.cumsum(per_case, out=offsets[1:])
+    flat = np.concatenate(data) if data else np.zeros(0, np.uint8)
     return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(per_case),
-                                            [None, pa.py_buffer(offsets), pa.py_buffer(data)]).cast(pa.binary())
+                                            [None, pa.py_buffer(offsets), pa.py_buffer(flat)]).cast(pa.binary())
 
 
-def _tiles_array(n: int, descs: list[tuple[Descriptor, int, tuple[int, ...]]], payloads, defineds,
-                 status: np.ndarray | None = None, present: np.ndarray | None = None) -> pa.Array:
-    """list<tile struct> with the same k entries per case (or none where `present` is False).
-    The descriptor fields are one case's k entries built once and repeated by a take (no
-    per-case Python objects); payloads, definedness and status are per case."""
-    k = sum(len(pes) for _, _, pes in descs)
-    entries = [(pe, tid, x) for x, tid, pes in descs for pe in pes]
+@dataclass
+class _TileList:
+    """One group's list<tile> cells: the same k entries (descriptors `descs`) per case, or none
+    where `present` is False; payloads, definedness and (outputs) status per case."""
+    n: int
+    descs: list[tuple[Descriptor, int, tuple[int, ...]]]
+    payloads: list[np.ndarray]
+    defineds: list[np.ndarray]
+    status: np.ndarray | None = None
+    present: np.ndarray | None = None
+
+
+def _tiles_array(groups: list[_TileList], typ: pa.DataType = TILE) -> pa.Array:
+    """list<tile struct> of the cells of several groups, in order (typ OUT_TILE: with status).
+    The descriptor fields are each group's one-case entries, built once and repeated by one
+    take for all the groups (no per-case Python objects); payloads, definedness and status
+    are per case."""
+    entries, index, counts, keep, base = [], [], [], [], 0
+    for g in groups:
+        one = [(pe, tid, x) for x, tid, pes in g.descs for pe in pes]
+        k = len(one)
+        entries += one
+        index.append(np.tile(np.arange(base, base + k, dtype=np.int64), g.n))
+        base += k
+        counts.append(np.full(g.n, k, np.int64) if g.present is None else np.where(g.present, k, 0))
+        keep.append(np.ones(g.n * k, bool) if g.present is None else np.repeat(g.present, k))
+    fms = [x.fmap for _, _, x in entries]
     one = {
         "pe": pa.array([pe for pe, _, _ in entries], pa.uint8()),
         "tile": pa.array([tid for _, tid, _ in entries], pa.uint32()),
@@ -73,35 +101,26 @@ def _tiles_array(n: int, descs: list[tuple[Descriptor, int, tuple[int, ...]]], p
         "ValidCol": pa.array([x.ValidCol for _, _, x in entries], pa.uint32()),
         "Layout": pa.array([x.Layout for _, _, x in entries], pa.uint8()),
         "capacity": pa.array([x.capacity for _, _, x in entries], pa.uint64()),
-        **_fmap_fields(descs),
-    }
-    index = pa.array(np.tile(np.arange(k, dtype=np.int64), n))
-    fields = {name: arr.take(index) for name, arr in one.items()}
-    fields["payload"] = _binary(payloads) if k else pa.array([], pa.binary())
-    fields["defined"] = _binary(defineds) if k else pa.array([], pa.binary())
-    typ = TILE
-    if status is not None:
-        fields["status"] = pa.array(status.reshape(-1), pa.uint8())
-        typ = OUT_TILE
-    flat = pa.StructArray.from_arrays([fields[f.name] for f in typ], fields=list(typ))
-    counts = np.full(n, k, np.int64) if present is None else np.where(present, k, 0)
-    offsets = np.zeros(n + 1, np.int32)
-    np.cumsum(counts, out=offsets[1:])
-    if present is not None and not present.all():     # drop the entries of absent cases
-        keep = np.repeat(present, k)
-        flat = flat.filter(pa.array(keep))
-    return pa.ListArray.from_arrays(pa.array(offsets), flat)
-
-
-def _fmap_fields(descs: list[tuple[Descriptor, int, tuple[int, ...]]]) -> dict:
-    """The fmap_* fields of one case's tile entries (the descriptors are per group)."""
-    fms = [d.fmap for d, _, pes in descs for _ in pes]
-    return {
         "fmap_layout": pa.array(["" if f is None else f.layout for f in fms], pa.string()),
         "fmap_params": pa.array([[] if f is None else list(f.params()) for f in fms], pa.list_(pa.int64())),
         "fmap_pad_bits": pa.array([0 if f is None else f.pad_bits for f in fms], pa.uint64()),
         "fmap_transposed": pa.array([False if f is None else f.transposed for f in fms], pa.bool_()),
     }
+    take = pa.array(np.concatenate(index))
+    fields = {name: arr.take(take) for name, arr in one.items()}
+    fields["payload"] = _binary([(g.n, g.payloads) for g in groups])
+    fields["defined"] = _binary([(g.n, g.defineds) for g in groups])
+    if typ == OUT_TILE:
+        fields["status"] = pa.array(np.concatenate([np.zeros(0, np.uint8)] + [
+            g.status.reshape(-1) for g in groups if g.status is not None]).astype(np.uint8), pa.uint8())
+    flat = pa.StructArray.from_arrays([fields[f.name] for f in typ], fields=list(typ))
+    counts = np.concatenate(counts)
+    offsets = np.zeros(len(counts) + 1, np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    keep = np.concatenate(keep)
+    if not keep.all():                                # drop the entries of absent cases
+        flat = flat.filter(pa.array(keep))
+    return pa.ListArray.from_arrays(pa.array(offsets), flat)
 
 
 def gprs_array(gprs: np.ndarray | None, n: int) -> pa.Array:
@@ -154,46 +173,74 @@ def pe_mask_of(block) -> int:
 
 def case_columns(g: Group, out: Outcome) -> dict[str, pa.Array]:
     """Every column of the group's rows but case, class and group: what a replay recomputes."""
-    n = g.n
-    data, text = stream_of(g.block)
-    ins = _tiles_array(
-        n, [(t.desc, t.tile, t.pes) for t in g.tiles],
-        [pack_rows(t.elems, t.desc.container) for t in g.tiles],
-        [np.packbits(t.defined, axis=-1, bitorder="little") for t in g.tiles])
-    if out.dest is not None:
-        dest_id = g.block.iot[-1].tile
-        st = out.status[:, list(out.pes)]
-        outs = _tiles_array(n, [(out.dest, dest_id, out.pes)], [pack_rows(out.elems, out.dest.container)],
-                            [np.packbits(out.defined, axis=-1, bitorder="little")], status=st,
-                            present=out.committed)
-    else:
-        outs = pa.array([[]] * n, pa.list_(OUT_TILE))
+    return groups_columns([(g, out)])
+
+
+def groups_columns(pairs: list[tuple[Group, Outcome]]) -> dict[str, pa.Array]:
+    """case_columns of several groups, their rows in order, as one array per column: each
+    column is built once for all the groups from per-group NumPy pieces, so a file of many
+    small groups costs about what one group of as many rows does."""
+    ns = np.array([g.n for g, _ in pairs], np.int64)
+    at = pa.array(np.repeat(np.arange(len(pairs), dtype=np.int64), ns))     # each row's group
+    texts = [stream_of(g.block) for g, _ in pairs]
+    ins = _tiles_array([_TileList(g.n, [(t.desc, t.tile, t.pes) for t in g.tiles],
+                                  [pack_rows(t.elems, t.desc.container) for t in g.tiles],
+                                  [np.packbits(t.defined, axis=-1, bitorder="little") for t in g.tiles])
+                        for g, _ in pairs])
+    outs = []
+    for g, out in pairs:
+        if out.dest is None:                          # no case committed: every list empty
+            outs.append(_TileList(g.n, [], [], [], np.zeros(0, np.uint8), np.zeros(g.n, bool)))
+            continue
+        outs.append(_TileList(g.n, [(out.dest, g.block.iot[-1].tile, out.pes)],
+                              [pack_rows(out.elems, out.dest.container)],
+                              [np.packbits(out.defined, axis=-1, bitorder="little")],
+                              out.status[:, list(out.pes)], out.committed))
+    committed = np.concatenate([out.committed for _, out in pairs])
+    status = np.concatenate([out.status for _, out in pairs])
+    gprs = None
+    if any(g.gprs is not None for g, _ in pairs):
+        gprs = np.concatenate([np.zeros((g.n, 4, 32), np.uint64) if g.gprs is None else g.gprs for g, _ in pairs])
+
+    def per_group(values, typ) -> pa.Array:
+        return pa.array(np.repeat(np.array(values), ns).astype(typ.to_pandas_dtype()), typ)
+
+    def strings(name: str) -> pa.Array:
+        return _strings(np.concatenate([getattr(out, name) for _, out in pairs]), committed)
+
     return {
-        "stream": _repeat(data, n, pa.binary()),
-        "asm": _repeat(text, n, pa.string()),
-        "local_bytes": pa.array(np.full(n, g.config.local_bytes, np.uint32)),
-        "matrix_bytes": pa.array(np.full(n, g.config.matrix_bytes, np.uint32)),
-        "pe_mask": pa.array(np.full(n, pe_mask_of(g.block), np.uint8)),
-        "gprs": gprs_array(g.gprs, n),
+        "stream": pa.array([data for data, _ in texts], pa.binary()).take(at),
+        "asm": pa.array([text for _, text in texts], pa.string()).take(at),
+        "local_bytes": per_group([g.config.local_bytes for g, _ in pairs], pa.uint32()),
+        "matrix_bytes": per_group([g.config.matrix_bytes for g, _ in pairs], pa.uint32()),
+        "pe_mask": per_group([pe_mask_of(g.block) for g, _ in pairs], pa.uint8()),
+        "gprs": gprs_array(gprs, len(committed)),
         "inputs": ins,
-        "outcome": pa.array(["reject", "commit"], pa.string()).take(pa.array(out.committed.astype(np.int8))),
-        "reason": _strings(out.reason, out.committed),
-        "field": _strings(out.field, out.committed),
-        "message": _strings(out.message, out.committed),
-        "outputs": outs,
-        "status": pa.FixedSizeListArray.from_arrays(pa.array(out.status.reshape(-1), pa.uint8()), 4),
+        "outcome": pa.array(["reject", "commit"], pa.string()).take(pa.array(committed.astype(np.int8))),
+        "reason": strings("reason"),
+        "field": strings("field"),
+        "message": strings("message"),
+        "outputs": _tiles_array(outs, OUT_TILE),
+        "status": pa.FixedSizeListArray.from_arrays(pa.array(status.reshape(-1), pa.uint8()), 4),
     }
 
 
-def group_table(g: Group, out: Outcome, first_case: int, group_index: int) -> pa.Table:
-    n = g.n
+def groups_table(items: list[tuple[Group, Outcome, int, int]]) -> pa.Table:
+    """The rows of groups (group, outcome, first case, group index), in order: columns built
+    once for all of them (groups_columns), laid out one Arrow chunk per group as
+    concatenating each group's own table would (the Parquet writer sees the same table)."""
+    ns = np.array([g.n for g, *_ in items], np.int64)
+    at = pa.array(np.repeat(np.arange(len(items), dtype=np.int64), ns))
     cols = {
-        "case": pa.array(np.arange(first_case, first_case + n, dtype=np.uint64)),
-        "class": _repeat(g.cls.name, n, pa.string()),
-        "group": pa.array(np.full(n, group_index, np.uint32)),
-        **case_columns(g, out),
+        "case": pa.array(np.concatenate([np.arange(first, first + g.n, dtype=np.uint64)
+                                         for g, _, first, _ in items])),
+        "class": pa.array([g.cls.name for g, *_ in items], pa.string()).take(at),
+        "group": pa.array(np.repeat(np.array([gi for *_, gi in items], np.uint32), ns)),
+        **groups_columns([(g, out) for g, out, _, _ in items]),
     }
-    return pa.Table.from_arrays([cols[f.name] for f in SCHEMA], schema=SCHEMA)
+    whole = pa.RecordBatch.from_arrays([cols[f.name] for f in SCHEMA], schema=SCHEMA)
+    starts = np.concatenate([[0], np.cumsum(ns)[:-1]]).tolist()
+    return pa.Table.from_batches([whole.slice(lo, n) for lo, n in zip(starts, ns.tolist())], schema=SCHEMA)
 
 
 # ---------------------------------------------------------------------------- reading back

@@ -48,14 +48,14 @@ class Kind:
 
 
 def kinds() -> dict[str, Kind]:
-    from . import streams_dataset as SD
-    return {D.FORMAT: Kind(D.FORMAT, D.FORMAT_VERSION, D.Params, D.chunks, D.manifest, D.read_params),
-            SD.FORMAT: Kind(SD.FORMAT, SD.FORMAT_VERSION, SD.StreamParams, SD.chunks, SD.manifest, SD.read_params)}
+    """Every dataset kind (emulator/golden/kinds), by its manifest's format."""
+    from .kinds import KINDS
+    return {k.FORMAT: Kind(k.FORMAT, k.FORMAT_VERSION, k.Params, k.chunks, k.manifest, k.read_params) for k in KINDS}
 
 
 def kind_of(p) -> Kind:
-    from . import streams_dataset as SD
-    return kinds()[SD.FORMAT if isinstance(p, SD.StreamParams) else D.FORMAT]
+    from .kinds import of_params
+    return kinds()[of_params(p).FORMAT]
 
 
 SHARD_SCHEMA = {
