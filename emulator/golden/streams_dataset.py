@@ -399,29 +399,48 @@ def _cat(parts: list, n: int) -> np.ndarray:
     return np.concatenate(parts, axis=1) if parts else np.zeros((n, 0), np.uint8)
 
 
+_PE_CUTS = np.arange(F.NUM_PES + 1)
+
+
+def _pe_slices(pes: np.ndarray) -> list | None:
+    """[(pe, slice)] of a record group's PE-major rows (PEs ascending), one slice per PE; None
+    when the rows are not PE-major."""
+    if len(pes) == 1:                                            # one machine on one PE (a host run)
+        return [(int(pes[0]), slice(0, 1))]
+    if not (pes[1:] >= pes[:-1]).all():
+        return None
+    cut = np.searchsorted(pes, _PE_CUTS).tolist()                # PE p's rows: cut[p] .. cut[p + 1]
+    return [(pe, slice(a, b)) for pe, (a, b) in enumerate(zip(cut, cut[1:])) if b > a]
+
+
 def _record_columns(recs: CL.Records, n: int):
     """(record heads as JSON texts, payload (n, L), defined (n, D), status (n, R)) of a group's
     records: one slot per (block, PE, head), each covering every machine once, in (block, PE)
     order (the fault record after a block's commits).  Ragged when the machines' heads differ."""
     slots: dict = {}
+    every = np.arange(n)
     for g in recs.groups:
         payload, defined = g.packed()
         pes, machine, status = np.asarray(g.pe), np.asarray(g.machine), np.asarray(g.status)
-        if len(pes) == 1:                                        # one machine on one PE (a host run)
-            sels = [(int(pes[0]), slice(0, 1))]
-        elif (pes[1:] >= pes[:-1]).all():                        # PE-major (a cohort's commit): slices
-            bounds = [0, *(np.flatnonzero(pes[1:] != pes[:-1]) + 1).tolist(), len(pes)]
-            sels = [(pe, slice(a, b)) for pe, a, b in zip(pes[bounds[:-1]].tolist(), bounds[:-1], bounds[1:])]
-        else:
+        sels = _pe_slices(pes)
+        if sels is None:
             sels = [(int(pe), pes == pe) for pe in np.unique(pes)]
         fault = g.record != CL.COMMIT
+        # a cohort's commit of every machine in order on each PE (the common case): the slices as
+        # they are, marked in order once here
+        whole = all(isinstance(sel, slice) and sel.stop - sel.start == n for _, sel in sels) \
+            and len(machine) == len(sels) * n and bool((machine.reshape(len(sels), n) == every).all())
         for pe, sel in sels:
             key = (g.block, fault, pe, g.offset, g.record, g.mnemonic, g.block_datatype, g.tile, g.desc)
-            slots.setdefault(key, []).append((machine[sel], None if payload is None else payload[sel],
-                                              None if defined is None else defined[sel], status[sel]))
+            part = (machine[sel], None if payload is None else payload[sel],
+                    None if defined is None else defined[sel], status[sel], whole)
+            got = slots.get(key)
+            if got is None:
+                slots[key] = [part]
+            else:
+                got.append(part)
     heads, pays, defs, stats = [], [], [], []
     blocks_pes = set()
-    every = np.arange(n)
     for key in sorted(slots, key=lambda k: k[:3]):
         block, _, pe, offset, record, mnemonic, bdt, tile, desc = key
         if (block, pe, record) in blocks_pes:
@@ -429,7 +448,7 @@ def _record_columns(recs: CL.Records, n: int):
         blocks_pes.add((block, pe, record))
         parts = slots[key]
         first = parts[0][0]
-        in_order = len(parts) == 1 and len(first) == n and bool((first == every).all())
+        in_order = len(parts) == 1 and (parts[0][4] or len(first) == n and bool((first == every).all()))
         if not in_order:
             machine = np.concatenate([m for m, *_ in parts]).astype(np.int64)
             if len(machine) != n or not np.array_equal(np.sort(machine), every):
@@ -502,13 +521,29 @@ def _fault_columns(recs: CL.Records, n: int):
     return faulted, reason, fld, message
 
 
+def _fault_texts(faulted, reason, fld, message) -> dict:
+    return {"outcome": pa.array(np.where(faulted, "fault", "commit").astype(object), pa.string()),
+            "reason": pa.array(reason, pa.string()), "field": pa.array(fld, pa.string()),
+            "message": pa.array(message, pa.string())}
+
+
+def _committed_texts(n: int) -> dict:
+    """_fault_texts of n cases none of which faulted: each column one repeated string."""
+    empty = D_repeat("", n, pa.string())
+    return {"outcome": D_repeat("commit", n, pa.string()), "reason": empty, "field": empty, "message": empty}
+
+
 def replay_columns(config: MachineConfig, n: int, tiles: dict, gprs, blocks, records: CL.Records, executed: int,
                    status, stream: bytes | None = None) -> dict[str, pa.Array]:
     """Every column a replay recomputes (all but case, class, group, value_class); `layout` as a
     plain string column (group_table makes it a dictionary column).  Ragged when the machines'
     records differ in a head."""
     data, text = S.stream_text(blocks, stream)
-    faulted, reason, fld, message = _fault_columns(records, n)
+    if any(g.record == CL.FAULT for g in records.groups):
+        faulted, reason, fld, message = _fault_columns(records, n)
+        texts = _fault_texts(faulted, reason, fld, message)
+    else:
+        faulted, texts = np.zeros(n, bool), _committed_texts(n)
     init_heads, init_pay, init_def = _initial_columns(tiles, n)
     rec_heads, rec_pay, rec_def, rec_stat = _record_columns(records, n)
     g = np.ascontiguousarray(np.asarray(gprs, np.uint64).reshape(n, -1), "<u8").view(np.uint8)
@@ -526,11 +561,8 @@ def replay_columns(config: MachineConfig, n: int, tiles: dict, gprs, blocks, rec
         "record_defined": _flat_binary(rec_def),
         "record_status": _flat_binary(rec_stat),
         "executed": pa.array(np.full(n, executed, np.uint32)),
-        "outcome": pa.array(np.where(faulted, "fault", "commit").astype(object), pa.string()),
+        **texts,
         "fault_block": pa.array(np.where(faulted, executed, -1).astype(np.int32)),
-        "reason": pa.array(reason, pa.string()),
-        "field": pa.array(fld, pa.string()),
-        "message": pa.array(message, pa.string()),
         "status": pa.FixedSizeListArray.from_arrays(pa.array(np.asarray(status, np.uint8).reshape(-1)), 4),
     }
 
