@@ -37,8 +37,10 @@ from .replay import require_well_formed
 from .rows import gprs_of, tiles_of
 
 FORMAT = "tile-emu hex export"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2          # 2: fields.txt, tiles.txt, roles.txt, index.txt added (version 1's files unchanged)
 CASES = "cases.txt"
+FIELDS, TILE_INFO, ROLES, INDEX = "fields.txt", "tiles.txt", "roles.txt", "index.txt"
+EXTRA_FILES = (FIELDS, TILE_INFO, ROLES, INDEX)
 STATUS = "status.hex"
 STREAM = "stream.hex"
 ABSENT = "-"
@@ -47,6 +49,81 @@ WORD_DIGITS = 16            # the stream as 64-bit little-endian words (docs/enc
 # cases.txt: the lane's own columns, then per tile role, then one CRC-32 per file
 LANE_COLUMNS = ("case", "pe", "outcome", "class", "reason", "r1", "r2", "stream_line", "stream_words")
 ROLE_COLUMNS = ("line", "n", "row", "col", "vrow", "vcol", "layout", "dtype")
+
+
+# decoded block fields per case (fields.txt) and per (lane, role) tile facts (tiles.txt): plain
+# decimal codes a $fscanf reads (-1: the field is omitted), names last (docs/golden-format.md)
+FIELD_COLUMNS = ("case", "mode", "function", "datatype", "pe_mask", "pad_field", "pad_value", "cmode", "sat",
+                 "canonicalize", "dst_datatype", "rmode", "layout", "local_bytes", "matrix_bytes", "committed",
+                 "reason_code", "mnemonic", "datatype_name", "pad_name", "reason", "field")
+FMAP_COLUMNS = ("fmap_layout", "N", "D", "C1", "H", "W", "C0", "filterH", "filterW", "strideH", "strideW",
+                "dilationH", "dilationW", "padLeft", "padRight", "padTop", "padBottom", "channels", "fmap_pad_bits",
+                "fmap_transposed")
+TILE_COLUMNS = ("case", "pe", "slot", "role", "present", "tile", "location", "kind", "capacity", "representation",
+                *FMAP_COLUMNS)
+ROLE_TABLE_COLUMNS = ("slot", "slot_name", "role", "file", "def_file", "bits")
+SLOTS = ("src0", "src1", "src2", "dst")      # slot 3 is always the destination
+DST_SLOT = 3
+# code tables (docs/golden-format.md, "Codes")
+LOCATION_CODES = {"Local": 0, "Matrix": 1}
+KIND_CODES = {"numeric": 0, "predicate": 1}
+REPRESENTATION_CODES = {"standard": 0, "cube": 1}
+FMAP_LAYOUT_CODES = {"": 0, "NC1HWC0": 1, "NDC1HWC0": 2}
+
+
+def reason_codes() -> dict[str, int]:
+    """Reason name -> numeric code: 0 none, then isa.errors.REASONS in table order, DECODE_ERROR last."""
+    from isa.errors import REASONS
+    names = [*REASONS, "DECODE_ERROR"]
+    return {"": 0, **{n: k + 1 for k, n in enumerate(names)}}
+
+
+def slots(op: str) -> list[int]:
+    """Each role's slot, in roles() order: sources 0, 1, 2 in B.IOT order, the destination 3."""
+    rl = roles(op)
+    return [*range(len(rl) - 1), DST_SLOT]
+
+
+def role_table(op: str, bits: dict[str, int]) -> list[list]:
+    """roles.txt's rows: slot, slot name, the instruction's role name, its files, its bits."""
+    return [[s, SLOTS[s], r, f"{r}.hex", f"{r}.def.hex", bits[r]] for s, r in zip(slots(op), roles(op))]
+
+
+def _word(v) -> str:
+    """A text field as one word: `-` for empty, spaces as `_`."""
+    v = "" if v is None else str(v)
+    return "-" if v == "" else v.replace(" ", "_")
+
+
+def _opt(v) -> int:
+    return -1 if v is None else int(v)
+
+
+def block_fields(b, case: int, local_bytes: int, matrix_bytes: int, committed: bool, reason: str, field: str) -> list:
+    """fields.txt's row of a case whose stream decodes to block b."""
+    from isa.fields import PAD_VALUES
+    d = b.datr
+    get = (lambda n: None) if d is None else (lambda n: getattr(d, n))
+    instr = I.by_carrier(b.bstart.Mode, b.bstart.Function)
+    pad = get("PadValueOrByteId")
+    pad_value = 3 if pad is None else int(pad) & 3
+    try:
+        dtname = datatype(b.bstart.DataType).name
+    except ValueError:
+        dtname = "-"
+    return [case, b.bstart.Mode, b.bstart.Function, b.bstart.DataType, b.iot[-1].PE_MASK if b.iot else -1,
+            _opt(pad), pad_value, _opt(get("CMode")), _opt(get("Sat")), _opt(get("Canonicalize")),
+            _opt(get("DataType")), _opt(get("RMode")), _opt(get("Layout")), int(local_bytes), int(matrix_bytes),
+            int(committed), reason_codes().get(reason or "", -1), instr.mnemonic if instr else "-", dtname,
+            PAD_VALUES[pad_value], _word(reason), _word(field)]
+
+
+def fmap_fields(layout, params, pad_bits, transposed) -> list:
+    """The FMAP_COLUMNS of a tile (zeros without a feature-map descriptor)."""
+    params = list(params or [])
+    params = params if len(params) == 17 else [0] * 17
+    return [FMAP_LAYOUT_CODES.get(layout or "", -1), *[int(x) for x in params], f"{int(pad_bits or 0):016X}",
+            int(bool(transposed))]
 
 
 def roles(op: str) -> list[str]:
@@ -159,7 +236,28 @@ class _Part(OpenFiles):
         self.roles = roles(self.op)
         self.dest = I.lookup(self.op).dest
         self.bits = role_bits(self.op, part["dtype"], part.get("dst"))
-        super().__init__(folder, [CASES] + data_files(self.op), {CASES: header(self.op)})
+        super().__init__(folder, [CASES] + data_files(self.op) + list(EXTRA_FILES),
+                         {CASES: header(self.op), FIELDS: (*FIELD_COLUMNS, "crc_line"), TILE_INFO: (*TILE_COLUMNS, "crc_line"),
+                          ROLES: ROLE_TABLE_COLUMNS, INDEX: INDEX_COLUMNS})
+        rows = role_table(self.op, self.bits)
+        self.write(ROLES, "".join(" ".join(str(x) for x in r) + "\n" for r in rows).encode(), len(rows))
+
+    def write_index(self) -> None:
+        """index.txt, once every other file is complete: each file's line count (index files:
+        after their header), then the partition's cases and lanes."""
+        rows = index_rows(self.op, self.lines, self.cases)
+        self.write(INDEX, "".join(f"{k} {v}\n" for k, v in rows).encode(), len(rows))
+
+
+INDEX_COLUMNS = ("name", "count")
+
+
+def index_rows(op: str, lines: dict, cases: int) -> list[tuple[str, int]]:
+    """index.txt's rows: (file, lines) of every file but itself, in a fixed order (cases.txt,
+    the role files, status.hex, stream.hex, fields.txt, tiles.txt, roles.txt), then (`cases`,
+    N) and (`lanes`, L)."""
+    names = [CASES, *data_files(op), *EXTRA_FILES[:-1]]
+    return [(n, lines[n]) for n in names] + [("cases", cases), ("lanes", lines[CASES])]
 
 
 def role_bits(op: str, dtype: str, dst: str | None) -> dict[str, int]:
@@ -199,9 +297,9 @@ def _append(p: _Part, t: pa.Table, path: str) -> None:
     in_pe, in_tile = fin["pe"].to_numpy(), fin["tile"].to_numpy()
     out_pe = fout["pe"].to_numpy()
     streams = t.column("stream").to_pylist()
-    blocks: dict[bytes, list[int]] = {}
+    blocks: dict[bytes, object] = {}
 
-    def bindings(data: bytes, case: int) -> list[int]:
+    def block(data: bytes, case: int):
         if data not in blocks:
             try:
                 b = encoding.decode(data)
@@ -209,8 +307,17 @@ def _append(p: _Part, t: pa.Table, path: str) -> None:
                 raise GoldenError(f"{quote(path)}: case {case}: stream does not decode ({exc})") from None
             if len(b) != 1:
                 raise GoldenError(f"{quote(path)}: case {case}: the stream holds {len(b)} blocks, not one")
-            blocks[data] = [x.tile for x in b[0].iot]
+            blocks[data] = b[0]
         return blocks[data]
+
+    def bindings(data: bytes, case: int) -> list[int]:
+        return [x.tile for x in block(data, case).iot]
+
+    local_b, matrix_b = t.column("local_bytes").to_numpy(), t.column("matrix_bytes").to_numpy()
+    field = t.column("field").to_pylist()
+    fields_text = "".join(checked_line(block_fields(block(streams[i], int(cases[i])), int(cases[i]), local_b[i],
+                                                    matrix_b[i], outcome[i] == "commit", reason[i], field[i]), [])
+                          for i in range(n))
 
     # lanes: (row, pe) for every PE the destination binding selects (-1: none selected)
     lane_row, lane_pe = [], []
@@ -268,6 +375,7 @@ def _append(p: _Part, t: pa.Table, path: str) -> None:
         chunks[f"{r}.def.hex"] = (_lines(dfn, 1), 2, counts)
         line = np.where(have, p.lines[f"{r}.hex"] + np.cumsum(counts) - counts, -1)
         cols_of[r] = (line, counts, shape, names)
+    tile_text = _tile_lines(p, entry, lane_row, lane_pe, cases, streams, fin, fout, bindings)
     st = status[lane_row, np.maximum(lane_pe, 0)] * (lane_pe >= 0)
     chunks[STATUS] = (_lines(st.astype(np.uint64), 2), 3, np.ones(L, np.int64))
     # the stream of each case once, as 64-bit words; every lane of the case points at it
@@ -302,9 +410,40 @@ def _append(p: _Part, t: pa.Table, path: str) -> None:
             parts.append(data[a: a + int(counts[j]) * width])
         text.append(checked_line(fields, parts))
     p.write(CASES, "".join(text).encode(), L)
+    p.write(FIELDS, fields_text.encode(), n)
+    p.write(TILE_INFO, tile_text.encode(), L * len(p.roles))
     for name, (data, width, _) in chunks.items():
         p.write(name, data, len(data) // width)
     p.cases += n
+
+
+def _tile_lines(p: _Part, entry, lane_row, lane_pe, cases, streams, fin, fout, bindings) -> str:
+    """tiles.txt's lines of a file's lanes: per lane, one per role in roles() order (slot, the
+    bound tile id, whether that PE holds it, its location, kind, capacity, representation and
+    feature-map descriptor; zeros where the tile is absent)."""
+    arity = len(p.roles) - 1
+    cols = {}
+    for src, f in (("in", fin), ("out", fout)):
+        cols[src] = {k: (f[k].to_pylist() if k in f else None) for k in
+                     ("location", "kind", "capacity", "fmap_layout", "fmap_params", "fmap_pad_bits", "fmap_transposed")}
+    out = []
+    for j in range(len(lane_row)):
+        i = int(lane_row[j])
+        tiles = bindings(streams[i], int(cases[i]))
+        for k, (slot, r) in enumerate(zip(slots(p.op), p.roles)):
+            e = int(entry[j, k])
+            tile = tiles[-1] if k == arity and tiles else tiles[k] if k < min(arity, len(tiles) - 1) else -1
+            if e < 0:
+                row = [0, tile, -1, -1, 0, 0, *fmap_fields("", [], 0, False)]
+            else:
+                c = cols["out" if k == arity else "in"]
+                get = lambda name: c[name][e] if c[name] is not None else None      # noqa: E731
+                row = [1, tile, LOCATION_CODES.get(get("location"), -1), KIND_CODES.get(get("kind"), -1),
+                       int(get("capacity") or 0), REPRESENTATION_CODES["standard"],
+                       *fmap_fields(get("fmap_layout"), get("fmap_params"), get("fmap_pad_bits"),
+                                    get("fmap_transposed"))]
+            out.append(checked_line([int(cases[i]), int(lane_pe[j]), slot, r, *row], []))
+    return "".join(out)
 
 
 def _selected(m: dict, op: str | None, dtype: str | None) -> list[dict]:
@@ -346,6 +485,7 @@ def write_hex(folder, out, op: str | None = None, dtype: str | None = None) -> d
             except BaseException as exc:
                 p.close(exc)
                 raise
+            p.write_index()
             p.close()
             entries.append(_entry(target, path, part, p))
     except BaseException:                 # a failed export leaves --out as it found it
@@ -404,10 +544,10 @@ def _file_digits(name: str, bits: dict) -> int:
 
 def _entry(target: pathlib.Path, path: str, part: dict, p: _Part) -> dict:
     files = {}
-    for name in [CASES] + data_files(p.op):
+    for name in [CASES] + data_files(p.op) + list(EXTRA_FILES):
         files[name] = {"lines": p.lines[name], "bytes": (target / name).stat().st_size,
                        "sha256": sha256(target / name)}
-        if name != CASES:
+        if name.endswith(".hex"):
             files[name]["digits"] = _file_digits(name, p.bits)
     return {"path": path, **{k: part[k] for k in ("op", "dtype", "dst", "rmode", "sat") if part.get(k) is not None},
             "cases": p.cases, "roles": {r: {"bits": p.bits[r]} for r in p.roles}, "files": files}
@@ -569,7 +709,7 @@ def _describe(part: dict, where: str) -> tuple[str, dict]:
     if part["roles"] != {r: {"bits": b} for r, b in bits.items()}:
         raise GoldenError(f"{where}.roles: {shown(json.dumps(part['roles'], sort_keys=True), 120)}; its keys give "
                           + json.dumps({r: {"bits": b} for r, b in bits.items()}, sort_keys=True))
-    records = {CASES: {"digits": None}}
+    records = {CASES: {"digits": None}, **{name: {"digits": None} for name in EXTRA_FILES}}
     for name in data_files(part["op"]):
         records[name] = {"digits": _file_digits(name, bits)}
     return found[0].path, records
@@ -841,8 +981,49 @@ BATCH_LANES = 4096          # cases.txt lines checked in one pass
 def _check_part(folder: pathlib.Path, part: dict) -> int:
     """One partition, every file read once front to back in lockstep, in batches of at most
     BATCH_LANES lanes (and runs of READ_BYTES of element lines): bounded memory."""
-    return check_partition(folder, part, (CASES,), data_files(part["op"]),
-                           lambda readers, label: _Lanes(part, readers, label).walk())
+    walker = []
+
+    def walk(readers, label):
+        walker.append(_Lanes(part, readers, label))
+        return walker[0].walk()
+
+    count = check_partition(folder, part, (CASES, *EXTRA_FILES), data_files(part["op"]), walk)
+    walker[0].check_index()
+    return count
+
+
+_CODE = rb"-?[0-9]{1,20}"
+FIELD_KINDS = [_CODE if c not in ("mnemonic", "datatype_name", "pad_name", "reason", "field") else TEXT
+               for c in FIELD_COLUMNS]
+TILE_KINDS = [TEXT if c == "role" else rb"[0-9A-F]{16}" if c == "fmap_pad_bits" else _CODE for c in TILE_COLUMNS]
+_FIELD_PATTERN, _TILE_PATTERN = fields_pattern(FIELD_KINDS, 1), fields_pattern(TILE_KINDS, 1)
+
+
+def text_line(r: Reader, cols, kinds, pattern, who: str) -> tuple[list[str], str]:
+    """The next line of a plain index file (fields.txt, tiles.txt, ...): its fields (without
+    the checksum) after its pattern and own CRC-32 are checked, and where it is; GoldenError
+    naming `who` when the file ends first or the line is malformed or altered."""
+    raw = index_line(r, who)
+    if raw is None:
+        raise GoldenError(f"{r.label}: {who}: truncated (its line is missing)")
+    text, at = raw[:-1], f"{r.label}: line {r.line}"
+    if pattern.fullmatch(text) is None:
+        raise field_error(text, [*cols, "crc_line"], kinds, at, who)
+    if zlib.crc32(text[:-9]) != int(text[-8:], 16):
+        raise GoldenError(f"{at}: {who}: altered (checksum differs)")
+    return text[:-9].decode().split(" "), at
+
+
+def expect_lines(r: Reader, want: list[str], who: str) -> None:
+    """The next lines of `r` are exactly `want` (a small file recomputed from the manifest)."""
+    for k, line in enumerate(want):
+        raw = r.line_of_text()
+        if raw is None:
+            r.past_size()
+            raise GoldenError(f"{r.label}: line {r.line + 1}: truncated (expected {shown(line.strip(), 60)})")
+        if raw.decode("utf-8", "replace") != line:
+            raise GoldenError(f"{r.label}: line {r.line}: {shown(raw.decode('utf-8', 'replace').strip(), 60)}; "
+                              f"{who} give {shown(line.strip(), 60)}")
 
 
 def check_partition(folder: pathlib.Path, part: dict, index: tuple[str, ...], data, walk) -> int:
@@ -887,11 +1068,13 @@ class _Lanes:
         self.widths: dict[bytes, int] = {}
         self.lanes = self.cases = 0
         self.prev = None        # (case, PE, stream_line, stream_words) of the last lane checked
+        self.part = part
 
     def walk(self) -> tuple[int, int, str]:
         """(lanes, cases, the last lane)."""
         if self.r.line_of_text() != ("# " + " ".join(self.cols) + "\n").encode():
             raise GoldenError(f"{self.label(CASES)}: line 1: not the header of a {self.op} export")
+        self._extra_files()
         batch, last = [], "the header"
         while True:
             raw = self.r.line_of_text()
@@ -908,6 +1091,42 @@ class _Lanes:
         if batch:
             last = self._batch(batch)
         return self.lanes, self.cases, last
+
+    def _extra_files(self) -> None:
+        """The headers of fields.txt and tiles.txt; roles.txt and index.txt whole, recomputed
+        from the partition's keys and the manifest's line counts."""
+        heads = {FIELDS: FIELD_COLUMNS, TILE_INFO: TILE_COLUMNS, ROLES: ROLE_TABLE_COLUMNS, INDEX: INDEX_COLUMNS}
+        for name, cols in heads.items():
+            tail = ["crc_line"] if name in (FIELDS, TILE_INFO) else []
+            expect_lines(self.readers[name], ["# " + " ".join([*cols, *tail]) + "\n"], "the format's header must")
+        expect_lines(self.readers[ROLES], [" ".join(str(x) for x in r) + "\n" for r in role_table(self.op, self.bits)],
+                     "the partition's keys")
+        r = self.readers[INDEX]         # compared once finish() has checked the manifest's counts
+        self.index_text = [r.line_of_text() for _ in range(len(self.part["files"]) + 1)]
+
+    def check_index(self) -> None:
+        """index.txt against the manifest's line counts (which finish() found to be the files')."""
+        lines = {name: f["lines"] for name, f in self.part["files"].items()}
+        want = [f"{k} {v}\n" for k, v in index_rows(self.op, lines, self.part["cases"])]
+        for k, (got, line) in enumerate(zip(self.index_text, want)):
+            if got is None or got.decode("utf-8", "replace") != line:
+                text = "its end" if got is None else shown(got.decode("utf-8", "replace").strip(), 60)
+                raise GoldenError(f"{self.label(INDEX)}: line {k + 2}: {text}; the files hold {line.strip()}")
+
+    def _extra_lines(self, case, pe, first, who) -> None:
+        """Each new case's fields.txt line and each lane's tiles.txt lines (one per role, in
+        slot order), in lockstep with cases.txt: their case, PE, slot and role."""
+        rf, rt = self.readers[FIELDS], self.readers[TILE_INFO]
+        for k in range(len(case)):
+            if first[k]:
+                f, at = text_line(rf, FIELD_COLUMNS, FIELD_KINDS, _FIELD_PATTERN, who(k)[0])
+                if int(f[0]) != case[k]:
+                    raise GoldenError(f"{at}: case {f[0]}, expected case {case[k]} (one line per case, in order)")
+            for slot, r in zip(slots(self.op), self.roles):
+                f, at = text_line(rt, TILE_COLUMNS, TILE_KINDS, _TILE_PATTERN, who(k)[0])
+                if (int(f[0]), int(f[1]), int(f[2]), f[3]) != (case[k], pe[k], slot, r):
+                    raise GoldenError(f"{at}: case {f[0]} PE {f[1]} slot {f[2]} role {shown(f[3], 20)}, expected case "
+                                      f"{case[k]} PE {pe[k]} slot {slot} role {r} (per lane, one line per role)")
 
     @staticmethod
     def _who(raw: bytes) -> str:
@@ -953,6 +1172,7 @@ class _Lanes:
         check_items(self.readers[STATUS], STATUS, crcs[:, -2], self.lanes + np.arange(L), np.ones(L, np.int64),
                     self.digits[STATUS], who)
         check_items(self.readers[STREAM], STREAM, crcs[:, -1], s0, np.where(first, sn, 0), self.digits[STREAM], who)
+        self._extra_lines(case.tolist(), pe.tolist(), first.tolist(), who)
         self.lanes += L
         self.cases += int(first.sum())
         self.prev = (int(case[-1]), int(pe[-1]), int(s0[-1]), int(sn[-1]))

@@ -40,7 +40,7 @@ from .hexport import is_export as hexport_is_export
 from ..tiles import unpack_payloads
 
 FORMAT = "tile-emu stream hex export"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2      # 2: machine.txt, tile_info.txt, record_info.txt, index.txt added (version 1's files unchanged)
 ABSENT = "-"
 WORD_DIGITS = 16
 GPR_LINES = SD.GPR_BYTES // 8
@@ -49,7 +49,15 @@ CASES, TILES, RECORDS = "cases.txt", "tiles.txt", "records.txt"
 STREAM, GPRS = "stream.hex", "gprs.hex"
 INITIAL, INITIAL_DEF, COMMIT, COMMIT_DEF = "initial.hex", "initial.def.hex", "commit.hex", "commit.def.hex"
 DATA_FILES = (STREAM, GPRS, INITIAL, INITIAL_DEF, COMMIT, COMMIT_DEF)
+MACHINE, TILE_INFO, RECORD_INFO, INDEX = "machine.txt", "tile_info.txt", "record_info.txt", "index.txt"
 INDEX_FILES = (CASES, TILES, RECORDS)
+EXTRA_FILES = (MACHINE, TILE_INFO, RECORD_INFO, INDEX)
+_INFO = ("location", "kind", "capacity", "representation")
+EXTRA_HEADERS = {
+    MACHINE: ("case", "local_bytes", "matrix_bytes", "reason_code", "reason", "field"),
+    TILE_INFO: ("case", "pe", "tile", *_INFO, *hexport.FMAP_COLUMNS),
+    RECORD_INFO: ("case", "block", "record", "pe", "tile", *_INFO, "reason_code", "field"),
+}
 
 _DESC = ("kind", "datatype", "row", "col", "valid_row", "valid_col", "layout")
 HEADERS = {
@@ -78,6 +86,12 @@ def _element_bytes(desc, payload: np.ndarray, defined: np.ndarray) -> tuple[np.n
     f[..., 0] = ord("0") + dfn
     f[..., 1] = ord("\n")
     return v, f.reshape(m, count * 2)
+
+
+def _info(e: dict) -> list:
+    """location, kind, capacity, representation codes of a tile entry (-1: none, a fault record)."""
+    return [hexport.LOCATION_CODES.get(e["location"], -1), hexport.KIND_CODES.get(e["kind"], -1), int(e["capacity"]),
+            hexport.REPRESENTATION_CODES.get(e["representation"], -1)]
 
 
 def _desc_fields(e: dict) -> list:
@@ -131,7 +145,14 @@ def _append_run(p: OpenFiles, t, lo: int, hi: int, lay: SD.Layout, where: str) -
     cls, outcome = sub.column("class").to_pylist(), sub.column("outcome").to_pylist()
     fault_block, reason = sub.column("fault_block").to_numpy(), sub.column("reason").to_pylist()
     executed = sub.column("executed").to_numpy()
-    text = {CASES: [], TILES: [], RECORDS: []}
+    text = {CASES: [], TILES: [], RECORDS: [], MACHINE: [], TILE_INFO: [], RECORD_INFO: []}
+    codes = hexport.reason_codes()
+    local_b, matrix_b = sub.column("local_bytes").to_numpy(), sub.column("matrix_bytes").to_numpy()
+    field = sub.column("field").to_pylist()
+    tile_info = [[pe, e["tile"], *_info(e), *hexport.fmap_fields(e["fmap_layout"], e["fmap_params"],
+                                                                e["fmap_pad_bits"], e["fmap_transposed"])]
+                 for e in lay.initial for pe in e["pes"]]
+    rec_kind = [(e["block"], e["record"], e["pe"], e["tile"], _info(e), e["record"] == "fault") for e in lay.records]
     s_at = 0
     for k in range(m):
         case = int(cases[k])
@@ -150,6 +171,13 @@ def _append_run(p: OpenFiles, t, lo: int, hi: int, lay: SD.Layout, where: str) -
             text[RECORDS].append(checked_line([case, *fields, f"{int(status[k, i]):02X}", d, c_line if n else -1, n],
                                              [vrow[a:a + w], frow[b:b + 2 * n]]))
             a, b, c_line = a + w, b + 2 * n, c_line + n
+        code = codes.get(reason[k] or "", -1)
+        text[MACHINE].append(checked_line([case, int(local_b[k]), int(matrix_b[k]), code, _text(reason[k]),
+                                           hexport._word(field[k])], []))
+        text[TILE_INFO] += [checked_line([case, *x], []) for x in tile_info]
+        text[RECORD_INFO] += [checked_line([case, blk, rec, pe, tile, *info, code if fault else 0,
+                                            hexport._word(field[k]) if fault else ABSENT], [])
+                              for blk, rec, pe, tile, info, fault in rec_kind]
         nw = len(words[k])
         body = [case, cls[k], outcome[k], int(fault_block[k]), _text(reason[k]), int(executed[k]),
                 p.lines[STREAM] + s_at, nw, p.lines[GPRS] + k * GPR_LINES,
@@ -158,7 +186,7 @@ def _append_run(p: OpenFiles, t, lo: int, hi: int, lay: SD.Layout, where: str) -
         text[CASES].append(checked_line(body, [stream_text[s_at * line:(s_at + nw) * line],
                                                gpr_text[g:g + GPR_LINES * line]]))
         s_at += nw
-    for name in INDEX_FILES:
+    for name in text:
         p.write(name, "".join(text[name]).encode(), len(text[name]))
     p.write(STREAM, stream_text, s_at)
     p.write(GPRS, gpr_text, m * GPR_LINES)
@@ -189,7 +217,10 @@ def write_hex(folder, out) -> dict:
         for part in ds.partitions:
             target = out / part.path
             target.mkdir(parents=True, exist_ok=True)
-            p = OpenFiles(target, INDEX_FILES + DATA_FILES, {name: HEADERS[name] for name in INDEX_FILES})
+            p = OpenFiles(target, INDEX_FILES + DATA_FILES + EXTRA_FILES,
+                          {**{name: HEADERS[name] for name in INDEX_FILES},
+                           **{name: (*cols, "crc_line") for name, cols in EXTRA_HEADERS.items()},
+                           INDEX: hexport.INDEX_COLUMNS})
             try:
                 for pt, k, rec in ds.files:
                     if pt == part:
@@ -197,6 +228,8 @@ def write_hex(folder, out) -> dict:
             except BaseException as exc:
                 p.close(exc)
                 raise
+            rows = index_rows(p.lines, p.cases)
+            p.write(INDEX, "".join(f"{k} {v}\n" for k, v in rows).encode(), len(rows))
             p.close()
             entries.append({"path": part.path, **part.keys(), "cases": p.cases, "files": {
                 name: {"lines": p.lines[name], "bytes": (target / name).stat().st_size, "sha256": sha256(target / name)}
@@ -209,6 +242,12 @@ def write_hex(folder, out) -> dict:
         "tile_emu_version": ds.manifest.get("tile_emu_version")}, "partitions": entries}
     write_json(out / MANIFEST, manifest)
     return manifest
+
+
+def index_rows(lines: dict, cases: int) -> list[tuple[str, int]]:
+    """index.txt's rows: (file, lines) of every other file (index files: after their header),
+    in a fixed order, then (`cases`, N)."""
+    return [(n, lines[n]) for n in INDEX_FILES + DATA_FILES + EXTRA_FILES[:-1]] + [("cases", cases)]
 
 
 # ---------------------------------------------------------------------------- checking
@@ -236,13 +275,45 @@ def _describe(part: dict, where: str) -> tuple[str, dict]:
         found = SD.partitions(SD.StreamParams(blocks=part["blocks"], cases=1, seed=0, shapes=(part["shape"],)))
     except GoldenError as exc:
         raise GoldenError(f"{where}: {exc}") from None
-    return found[0].path, {name: {} for name in INDEX_FILES + DATA_FILES}
+    return found[0].path, {name: {} for name in INDEX_FILES + DATA_FILES + EXTRA_FILES}
 
 
 def _check_part(folder: pathlib.Path, part: dict) -> int:
     """One partition, every file read once front to back in lockstep, case by case (memory
     bounded by READ_BYTES and a batch of cases' index lines, whatever the export's size)."""
-    return check_partition(folder, part, INDEX_FILES, DATA_FILES, _check_cases)
+    index_text = []
+
+    def walk(readers, label):
+        for name, cols in EXTRA_HEADERS.items():
+            hexport.expect_lines(readers[name], ["# " + " ".join([*cols, "crc_line"]) + "\n"], "the format's header must")
+        hexport.expect_lines(readers[INDEX], ["# " + " ".join(hexport.INDEX_COLUMNS) + "\n"], "the format's header must")
+        r = readers[INDEX]              # compared once finish() has checked the manifest's counts
+        index_text.extend(r.line_of_text() for _ in range(len(INDEX_FILES + DATA_FILES + EXTRA_FILES)))
+        return _check_cases(readers, label)
+
+    count = check_partition(folder, part, INDEX_FILES + EXTRA_FILES, DATA_FILES, walk)
+    lines = {name: f["lines"] for name, f in part["files"].items()}
+    for k, (got, (name, n)) in enumerate(zip(index_text, index_rows(lines, part["cases"]))):
+        if got is None or got.decode("utf-8", "replace") != f"{name} {n}\n":
+            text = "its end" if got is None else shown(got.decode("utf-8", "replace").strip(), 60)
+            raise GoldenError(f"{shown(part['path'] + '/' + INDEX)}: line {k + 2}: {text}; the files hold {name} {n}")
+    return count
+
+
+_EXTRA_KINDS = {name: [TEXT if c in ("reason", "field", "record") else rb"[0-9A-F]{16}" if c == "fmap_pad_bits"
+                       else rb"-?[0-9]{1,20}" for c in cols] for name, cols in EXTRA_HEADERS.items()}
+_EXTRA_PATTERNS = {name: fields_pattern(kinds, 1) for name, kinds in _EXTRA_KINDS.items()}
+
+
+def _extra(r, name: str, who: str, want: dict) -> None:
+    """The next line of machine.txt / tile_info.txt / record_info.txt: well formed, its own
+    checksum, and the item `want` ({column: value}) of the index line it belongs to."""
+    f, at = hexport.text_line(r, EXTRA_HEADERS[name], _EXTRA_KINDS[name], _EXTRA_PATTERNS[name], who)
+    v = dict(zip(EXTRA_HEADERS[name], f))
+    for k, x in want.items():
+        if v[k] != str(x):
+            raise GoldenError(f"{at}: {who}: {k} {shown(v[k], 20)}, expected {x} (one line per line of "
+                              f"{ {MACHINE: CASES, TILE_INFO: TILES, RECORD_INFO: RECORDS}[name]}, in order)")
 
 
 _NUMBERS = ("case", "line", "n", "digits", "stream_line", "stream_words", "gprs_line", "tiles_line", "tiles_n",
@@ -321,6 +392,7 @@ def _check_cases(readers: dict, label) -> tuple[int, int, str]:
         who = f"case {c['case']}"
         if c["case"] != count:
             raise GoldenError(f"{c['at']}: {who}: expected case {count} (every case of the partition, in order)")
+        _extra(readers[MACHINE], MACHINE, who, {"case": c["case"]})
         for name, key in ((TILES, "tiles"), (RECORDS, "records")):
             r = readers[name]
             if c[f"{key}_line"] != r.line - 1:
@@ -335,6 +407,11 @@ def _check_cases(readers: dict, label) -> tuple[int, int, str]:
                 item = f"{who} ({'block ' + str(v['block']) + ', ' if name == RECORDS else ''}PE {v['pe']}, " \
                        f"tile {v['tile']})"
                 _check_item(v, item)
+                if name == TILES:
+                    _extra(readers[TILE_INFO], TILE_INFO, item, {k: v[k] for k in ("case", "pe", "tile")})
+                else:
+                    _extra(readers[RECORD_INFO], RECORD_INFO, item,
+                           {k: v[k] for k in ("case", "block", "record", "pe", "tile")})
                 _, crc_v, crc_d = v["crcs"]
                 items[vals].append((crc_v, v["line"], v["n"], v["digits"], item, v["at"]))
                 items[defs].append((crc_d, v["line"], v["n"], 1, item, v["at"]))
