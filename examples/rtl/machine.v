@@ -293,7 +293,7 @@ module machine #(
     reg  [1:0]    cur_role;
     reg  [EB:0]   e;                  // physical element index
     reg  [15:0]   er, ec;             // its row and column
-    wire          inside = er < vrow && ec < vcol;
+    wire          in_rect = er < vrow && ec < vcol;
     wire [SB-1:0] sa_slot = src_slot[cur_pe * 3 + (is_sel ? 1 : 0)];
     wire [SB-1:0] sb_slot = src_slot[cur_pe * 3 + (is_sel ? 2 : 1)];
     wire [SB-1:0] sm_slot = src_slot[cur_pe * 3];
@@ -332,8 +332,8 @@ module machine #(
     end
     wire [31:0] pad_val = pad == 2'd1 ? (is_signed ? (wmask >> 1) : wmask) :
                           pad == 2'd2 ? (is_signed ? sign_bit : 32'd0) : 32'd0;
-    wire [31:0] out_val = inside ? (val & wmask) : pad_val;
-    wire        out_def = inside || pad != 2'd3;
+    wire [31:0] out_val = in_rect ? (val & wmask) : pad_val;
+    wire        out_def = in_rect || pad != 2'd3;
 
     // ------------------------------------------------------------------ the sequencer
     wire [SB-1:0] nslot = free_slot[cur_pe];
@@ -429,7 +429,7 @@ module machine #(
                     end
                 end
                 ST_UNDEF: begin                 // every valid source element defined: role, PE, element
-                    if (inside && !eu_def)
+                    if (in_rect && !eu_def)
                         finish(1'b1, R_UNDEFINED, {F_IOT_I, 2'b00, cur_role}, 1'b0, 1'b0);
                     else if (!last_e) begin
                         e <= e + 1;
