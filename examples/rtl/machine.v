@@ -294,9 +294,16 @@ module machine #(
     reg  [EB:0]   e;                  // physical element index
     reg  [15:0]   er, ec;             // its row and column
     wire          in_rect = er < vrow && ec < vcol;
-    wire [SB-1:0] sa_slot = src_slot[cur_pe * 3 + (is_sel ? 1 : 0)];
-    wire [SB-1:0] sb_slot = src_slot[cur_pe * 3 + (is_sel ? 2 : 1)];
-    wire [SB-1:0] sm_slot = src_slot[cur_pe * 3];
+`ifdef SEEDED_BUG
+    // SEEDED BUG (PE_MASK): every selected PE reads its sources from the slots where the lowest
+    // selected PE holds them -- right only while earlier blocks' PE_MASKs kept the PEs' stores alike
+    wire [1:0]    look_pe = pe_mask[0] ? 2'd0 : pe_mask[1] ? 2'd1 : pe_mask[2] ? 2'd2 : 2'd3;
+`else
+    wire [1:0]    look_pe = cur_pe;
+`endif
+    wire [SB-1:0] sa_slot = src_slot[look_pe * 3 + (is_sel ? 1 : 0)];
+    wire [SB-1:0] sb_slot = src_slot[look_pe * 3 + (is_sel ? 2 : 1)];
+    wire [SB-1:0] sm_slot = src_slot[look_pe * 3];
     wire [SB-1:0] su_slot = src_slot[cur_pe * 3 + cur_role];
     wire [31:0]   ea = mem[{cur_pe, sa_slot, e[EB-1:0]}];
     wire [31:0]   eb = mem[{cur_pe, sb_slot, e[EB-1:0]}];
@@ -465,17 +472,9 @@ module machine #(
                 end
                 ST_COMMIT: begin                // one atomic commit: rename on every selected PE
                     for (j = 0; j < 4; j = j + 1) begin
-`ifdef SEEDED_BUG
-                        // SEEDED BUG: the old tile under the destination's id is released on every PE,
-                        // not only on those PE_MASK selects
-                        if (old_hit[j])
-                            s_valid[j * SLOTS + old_slot[j]] <= 1'b0;
-`endif
                         if (pe_mask[j]) begin
-`ifndef SEEDED_BUG
                             if (old_hit[j])
                                 s_valid[j * SLOTS + old_slot[j]] <= 1'b0;
-`endif
                             s_valid[j * SLOTS + new_slot[j]] <= 1'b1;
                             s_tile[j * SLOTS + new_slot[j]] <= dst_tile;
                             s_pred[j * SLOTS + new_slot[j]] <= 1'b0;

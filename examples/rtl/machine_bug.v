@@ -1,4 +1,6 @@
-// machine.v with one seeded bug (a PE_MASK bug: a commit releases the old tile under the
-// destination id on every PE, not only the selected ones), for examples/rtl/run_machine.py --dut machine_bug.
+// machine.v with one seeded bug, for examples/rtl/run_machine.py --dut machine_bug: a PE_MASK
+// bug -- each selected PE reads its sources from the slots where the lowest selected PE holds
+// them, which is right only while earlier blocks' PE_MASKs kept every PE's tile store alike.
+// The same source with SEEDED_BUG defined, so the two DUTs differ in exactly that line.
 `define SEEDED_BUG
 `include "machine.v"

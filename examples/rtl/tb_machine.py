@@ -111,6 +111,12 @@ class Stream:
         return "; ".join(x.strip() for x in lines)
 
 
+def logic(v) -> int:
+    """A signal's value as an integer, X and Z bits read as 0 (a DUT that outputs X where the
+    golden has a value is scored as that value's mismatch)."""
+    return int(str(v).lower().replace("x", "0").replace("z", "0"), 2)
+
+
 async def tick(dut):
     await RisingEdge(dut.clk)
     await Timer(1, unit="ns")
@@ -172,8 +178,8 @@ async def read_tile(dut, pe: int, tile: int) -> dict | None:
     for i in range(min(row * col, MAXE)):
         dut.rd_idx.value = i
         await Timer(1, unit="ns")
-        vals.append(int(dut.rd_data.value) if dut.rd_def.value.is_resolvable and int(dut.rd_def.value) else 0)
-        dfn.append(int(dut.rd_def.value) if dut.rd_def.value.is_resolvable else 0)
+        dfn.append(logic(dut.rd_def.value))
+        vals.append(logic(dut.rd_data.value) if dfn[-1] else 0)
     if pred:
         payload = np.packbits(np.array(vals, np.uint8) & 1, bitorder="little").tobytes()
     else:
