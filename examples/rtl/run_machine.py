@@ -49,13 +49,14 @@ def missing_tools() -> str | None:
     return None
 
 
-def generate(out: pathlib.Path, cases: int, blocks: int, seed: int, group_cases: int) -> pathlib.Path:
+def generate(out: pathlib.Path, cases: int, blocks: int, seed: int, group_cases: int,
+             illegal: float) -> pathlib.Path:
     """A stream dataset of the machine's subset made with `tile-emu golden --streams`."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     folder = out / "streams"
     cmd = [sys.executable, "-m", "emulator.cli", "golden", "--streams", "--ops", SUBSET_OPS, "--dtypes",
            SUBSET_DTYPES, "--blocks", str(blocks), "--cases", str(cases), "--group-cases", str(group_cases),
-           "--seed", str(seed), "--quiet", "--out", str(folder)]
+           "--seed", str(seed), "--illegal-fraction", str(illegal), "--quiet", "--out", str(folder)]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(_fail(f"tile-emu golden failed: {done.stderr.strip().splitlines()[-1:]}", 1))
@@ -126,6 +127,8 @@ def main(argv=None) -> int:
     p.add_argument("--blocks", type=int, default=8, help="blocks per stream of the generated dataset (8)")
     p.add_argument("--group-cases", type=int, default=2,
                    help="streams sharing one program in the generated dataset (2: many programs)")
+    p.add_argument("--illegal-fraction", type=float, default=0.5,
+                   help="streams of the generated dataset with a planted illegal block (0.5: every rejection class)")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--max-fails", type=int, default=1, help="failing streams to report before stopping (1)")
     p.add_argument("--keep", action="store_true", help="keep the build folder (logs, dataset)")
@@ -135,6 +138,8 @@ def main(argv=None) -> int:
     for name in ("cases", "blocks", "group_cases", "max_fails"):
         if getattr(args, name) <= 0:
             return _fail(f"--{name.replace('_', '-')} must be positive", 2)
+    if not 0 <= args.illegal_fraction <= 1:
+        return _fail("--illegal-fraction must be between 0 and 1", 2)
     need = missing_tools()
     if need:
         return _fail(need, 3)
@@ -145,7 +150,8 @@ def main(argv=None) -> int:
     build = pathlib.Path(tempfile.mkdtemp(prefix=f"rtl-{args.dut}-"))
     try:
         if not folders:
-            folders = [generate(build, args.cases, args.blocks, args.seed, args.group_cases)]
+            folders = [generate(build, args.cases, args.blocks, args.seed, args.group_cases,
+                                args.illegal_fraction)]
         return report(args.dut, simulate(args.dut, folders, build / "sim", args.max_fails))
     finally:
         if args.keep:
