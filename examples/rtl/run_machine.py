@@ -114,6 +114,8 @@ def report(dut: str, r: dict) -> int:
     for f in r["failures"]:
         print(f"{dut}: FAIL: {f['file']}: case {f['case']} ({f['class']}) block {f['block']}: {f['asm']}")
         print(f"  {f['difference']}")
+        if f.get("sources"):
+            print(f"  sources there (golden, before the block): {f['sources']}")
     print(f"  ({len(r['failures'])} failing stream(s); {r['blocks']:,} blocks driven, "
           f"{r['commits']:,} commit records and {r['faults']:,} faults matched)")
     return 1

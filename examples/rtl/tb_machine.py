@@ -21,7 +21,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge, Timer
 
-from emulator.cosim import compare
+from emulator.cosim import compare, value_text
 from isa.atomicio import atomic_open
 from isa.datatypes import datatype
 
@@ -224,9 +224,28 @@ async def run_block(dut, s: Stream, b: int) -> tuple[list[dict], str | None]:
     return out, None
 
 
-def failure(s: Stream, b: int, d, expected, actual) -> dict:
-    exp = {(r.get("pe"), r.get("tile")): r for r in expected}
-    return {"file": s.file, "case": s.case, "class": s.cls, "block": b, "asm": s.block_text(b),
+def source_values(s: Stream, state: dict, b: int, pe: int, element: int) -> str:
+    """The golden values of block b's sources at `element` on PE `pe` (the state before block b)."""
+    words = s.blocks[b]
+    tiles = [(w >> 16) & 0xFFFF for w in words[1:] if w & 0xFF == 0x02][:-1]
+    out = []
+    for t in tiles:
+        got = state.get((pe, t))
+        if got is None or element >= got[0]["row"] * got[0]["col"]:
+            out.append(f"t{t}: -")
+            continue
+        desc, payload, defined = got
+        if not bits(defined, element + 1)[element]:
+            out.append(f"t{t}: undefined")
+            continue
+        v = int(elements(desc, payload)[element])
+        out.append(f"t{t}: {v}" if desc["kind"] == "predicate" else f"t{t}: 0x{v:x} ({value_text(v, desc['datatype'])})")
+    return ", ".join(out)
+
+
+def failure(s: Stream, state: dict, b: int, d) -> dict:
+    sources = source_values(s, state, b, d.pe, d.element) if d.element is not None else ""
+    return {"sources": sources, "file": s.file, "case": s.case, "class": s.cls, "block": b, "asm": s.block_text(b),
             "difference": str(d), "field": d.field, "pe": d.pe, "tile": d.tile, "element": d.element,
             "row": d.row, "col": d.col, "expected": d.expected_value or str(d.expected),
             "got": d.actual_value or str(d.actual)}
@@ -250,6 +269,7 @@ async def golden_streams(dut):
                 if err:
                     result["errors"].append(f"{path}: case {s.case}: {err}")
                     continue
+                state = {(pe, e["tile"]): (e, p, d) for e, p, d in s.initial for pe in e["pes"]}
                 result["streams"] += 1
                 result["classes"][s.cls] = result["classes"].get(s.cls, 0) + 1
                 last = s.executed if s.fault_block >= 0 else len(s.blocks) - 1
@@ -262,8 +282,11 @@ async def golden_streams(dut):
                     d = compare(exp, actual)
                     result["blocks"] += 1
                     if d is not None:
-                        result["failures"].append(failure(s, b, d, exp, actual))
+                        result["failures"].append(failure(s, state, b, d))
                         break
+                    for r in exp:              # the golden state after block b
+                        if r["record"] == "commit":
+                            state[(r["pe"], r["tile"])] = (r, r["payload"], r["defined"])
                     result["commits"] += sum(1 for r in actual if r["record"] == "commit")
                     result["faults"] += sum(1 for r in actual if r["record"] == "fault")
     except Exception as exc:        # the verdict file says the bench itself broke

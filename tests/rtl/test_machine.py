@@ -54,6 +54,7 @@ def test_the_seeded_pe_mask_bug_is_caught_naming_block_and_element(tools):
     diff = re.match(r"\s+machine \d+ block (\d+) PE(\d) tile \d+ element (\d+) \[(\d+),(\d+)\] \w+: "
                     r"expected 0x[0-9a-f]+ \(.*\), got ", lines[1])
     assert diff and diff.group(1) == head.group(1), lines[1]
+    assert lines[2].strip().startswith("sources there (golden, before the block): t"), lines[2]
     # the bug reads every PE's sources where the lowest selected PE holds them: the lowest selected
     # PE itself is right, so the divergence is on another PE the block's PE_MASK selects
     mask = int(re.search(r"@0b([01]{4})", head.group(2)).group(1), 2)
