@@ -83,3 +83,16 @@ def test_without_icarus_it_says_what_to_install():
         env["PATH"] = "/nonexistent"
     done = subprocess.run([sys.executable, str(RUN)], capture_output=True, text=True, cwd=ROOT, env=env)
     assert done.returncode == 3 and "apt-get install -y iverilog" in done.stderr, done.stderr
+
+
+def test_the_machine_is_plain_verilog_2005_that_yosys_reads(tools):
+    here = ROOT / "examples" / "rtl"
+    for src in ("machine.v", "machine_bug.v"):
+        done = subprocess.run(["iverilog", "-g2005", "-I", str(here), "-o", os.devnull, str(here / src)],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    import shutil
+    assert shutil.which("yosys"), "Yosys is not installed: apt-get install -y yosys"
+    done = subprocess.run(["yosys", "-q", "-p", "read_verilog machine.v; hierarchy -top machine; proc"],
+                          capture_output=True, text=True, cwd=here)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
