@@ -1,0 +1,297 @@
+"""cocotb testbench of the tile machine DUT (machine.v): every stream of a stream golden dataset
+(docs/golden-format.md, "Stream goldens") is run on it block by block -- its initial tiles
+loaded through the load port, each block's words driven one per clock -- and each block's commit
+or fault records, read back through the DUT's read port, are scored against the golden's with
+the lockstep scoreboard (emulator.cosim.compare).  Run it through run_machine.py (cocotb's Python
+runner, Icarus Verilog); it reads TB_DATASETS (dataset folders, os.pathsep-separated),
+TB_MAX_FAILS and writes its findings as JSON to TB_RESULT, which run_machine.py prints.
+
+A stream that diverges stops there (the DUT's state is no longer the golden's); with
+TB_MAX_FAILS N the bench goes on with the next stream until N streams have failed."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+import numpy as np
+import pyarrow.parquet as pq
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import ReadOnly, RisingEdge, Timer
+
+from emulator.cosim import compare, value_text
+from isa.atomicio import atomic_open
+from isa.datatypes import datatype
+
+# o_reason codes of machine.v
+REASONS = [None, "UNASSIGNED_OPCODE", "DATATYPE_RESERVED", "DATATYPE_UNSUPPORTED", "BINDING_COUNT",
+           "PE_MASK_MISMATCH", "SOURCE_CAPACITY", "DIM_MISSING", "DIM_ZERO", "DIM_RANGE", "FIELD_NOT_APPLICABLE",
+           "IOS_NOT_ALLOWED", "IOR_NOT_ALLOWED", "CAPACITY", "SOURCE_MISSING", "SOURCE_KIND", "SOURCE_DATATYPE",
+           "SHAPE_MISMATCH", "ALLOCATION", "SOURCE_UNDEFINED"]
+DATR_FIELDS = ("PadValueOrByteId", "CMode", "Sat", "Canonicalize", "DataType", "RMode", "Layout")
+SLOTS = 32
+MAXE = 64
+
+
+def field_text(code: int) -> str:
+    """o_field [7:4] which field, [3:0] its index, as the emulator's fault record names it."""
+    kind, i = code >> 4, code & 15
+    return {0: "BSTART", 1: "BSTART.DataType", 2: "B.IOT", 3: f"B.IOT[{i}].PE_MASK", 4: f"B.IOT[{i}].capacity",
+            5: f"B.IOT[{i}]", 6: "B.DIM.LB0", 7: "B.DIM.LB1", 8: "B.DIM.LB2",
+            9: f"B.DATR.{DATR_FIELDS[i]}" if i < len(DATR_FIELDS) else f"B.DATR.?{i}", 10: "B.IOS",
+            11: "B.IOR"}.get(kind, f"?{code:#x}")
+
+
+def block_words(stream: bytes) -> list[list[int]]:
+    """The stream's blocks as lists of 64-bit words (BSTART first), from the .tbs bytes."""
+    words = np.frombuffer(stream, "<u8", offset=16).tolist()
+    out, k = [], 0
+    while k < len(words):
+        n = (words[k] >> 8) & 0xFF
+        out.append(words[k: k + 1 + n])
+        k += 1 + n
+    return out
+
+
+def elements(desc: dict, payload: bytes) -> list[int]:
+    """A tile's physical elements (predicate: one bit each) from its tile-store bytes."""
+    n = desc["row"] * desc["col"]
+    if desc["kind"] == "predicate":
+        return np.unpackbits(np.frombuffer(payload, np.uint8), bitorder="little")[:n].tolist()
+    width = {8: "u1", 16: "<u2", 32: "<u4", 64: "<u8"}[datatype(desc["datatype"]).container]
+    return np.frombuffer(payload, width)[:n].tolist()
+
+
+def bits(data: bytes, n: int) -> list[int]:
+    return np.unpackbits(np.frombuffer(data, np.uint8), bitorder="little")[:n].tolist()
+
+
+class Stream:
+    """One row of a stream dataset: its initial tiles, blocks and expected records per block."""
+
+    def __init__(self, path: str, row: dict):
+        self.file, self.case = path, row["case"]
+        self.cls = row["class"]
+        self.local_bytes = row["local_bytes"]
+        self.asm = row["asm"]
+        self.blocks = block_words(row["stream"])
+        layout = json.loads(row["layout"])
+        self.initial, at = [], [0, 0]
+        for e in layout["initial"]:
+            p = row["initial_payload"][at[0]: at[0] + e["payload_bytes"]]
+            d = row["initial_defined"][at[1]: at[1] + e["defined_bytes"]]
+            at = [at[0] + e["payload_bytes"], at[1] + e["defined_bytes"]]
+            self.initial.append((e, p, d))
+        self.records: dict[int, list[dict]] = {}
+        at = [0, 0]
+        for k, e in enumerate(layout["records"]):
+            rec = {key: v for key, v in e.items() if key not in ("payload_bytes", "defined_bytes", "offset")}
+            rec["machine"] = self.case
+            if e["record"] == "commit":
+                rec["payload"] = row["record_payload"][at[0]: at[0] + e["payload_bytes"]]
+                rec["defined"] = row["record_defined"][at[1]: at[1] + e["defined_bytes"]]
+                rec["status"] = row["record_status"][k]
+                at = [at[0] + e["payload_bytes"], at[1] + e["defined_bytes"]]
+            else:
+                rec.update(reason=row["reason"], field=row["field"], message=row["message"])
+            self.records.setdefault(e["block"], []).append(rec)
+        self.executed = row["executed"]
+        self.fault_block = row["fault_block"]
+
+    def block_text(self, b: int) -> str:
+        """Block b of the row's `asm` text (its BSTART line carries `# block b, byte ...`)."""
+        lines, keep = [], False
+        for line in self.asm.splitlines():
+            if "# block " in line:
+                keep = f"# block {b}," in line
+            if keep and line.strip():
+                lines.append(line.split("#")[0].rstrip())
+        return "; ".join(x.strip() for x in lines)
+
+
+def logic(v) -> int:
+    """A signal's value as an integer, X and Z bits read as 0 (a DUT that outputs X where the
+    golden has a value is scored as that value's mismatch)."""
+    return int(str(v).lower().replace("x", "0").replace("z", "0"), 2)
+
+
+async def tick(dut):
+    await RisingEdge(dut.clk)
+    await Timer(1, unit="ns")
+
+
+async def load(dut, s: Stream) -> str | None:
+    """Reset the DUT and load the stream's initial tiles; an error text if one does not fit."""
+    dut.rst.value = 1
+    dut.in_valid.value = 0
+    dut.ld_desc.value = 0
+    dut.ld_elem.value = 0
+    await tick(dut)
+    dut.rst.value = 0
+    dut.local_bytes.value = s.local_bytes
+    slot = [0, 0, 0, 0]
+    for e, payload, defined in s.initial:
+        n = e["row"] * e["col"]
+        if n > MAXE or e["location"] != "Local" or e["representation"] != "standard":
+            return f"initial tile {e['tile']} ({e['row']}x{e['col']} {e['location']}) is outside the machine's tiles"
+        vals, dfn = elements(e, payload), bits(defined, n)
+        pred = e["kind"] == "predicate"
+        for pe in e["pes"]:
+            if slot[pe] >= SLOTS:
+                return f"PE{pe} holds more than {SLOTS} initial tiles"
+            dut.ld_pe.value = pe
+            dut.ld_slot.value = slot[pe]
+            dut.ld_tile.value = e["tile"]
+            dut.ld_pred.value = int(pred)
+            dut.ld_dtype.value = 0 if pred else datatype(e["datatype"]).code
+            dut.ld_row.value, dut.ld_col.value = e["row"], e["col"]
+            dut.ld_vrow.value, dut.ld_vcol.value = e["valid_row"], e["valid_col"]
+            dut.ld_layout.value = e["layout"]
+            dut.ld_cap.value = e["capacity"]
+            dut.ld_desc.value = 1
+            dut.ld_elem.value = 1
+            for i in range(n):
+                dut.ld_idx.value = i
+                dut.ld_data.value = int(vals[i]) & 0xFFFFFFFF
+                dut.ld_def.value = dfn[i]
+                await tick(dut)
+                dut.ld_desc.value = 0
+            dut.ld_elem.value = 0
+            slot[pe] += 1
+    return None
+
+
+async def read_tile(dut, pe: int, tile: int) -> dict | None:
+    """Tile `tile` of PE `pe` as the DUT holds it, as a commit record's tile fields."""
+    dut.rd_pe.value = pe
+    dut.rd_tile.value = tile
+    dut.rd_idx.value = 0
+    await Timer(1, unit="ns")
+    if not int(dut.rd_hit.value):
+        return None
+    pred = int(dut.rd_pred.value)
+    row, col = int(dut.rd_row.value), int(dut.rd_col.value)
+    name = None if pred else datatype(int(dut.rd_dtype.value)).name
+    vals, dfn = [], []
+    for i in range(min(row * col, MAXE)):
+        dut.rd_idx.value = i
+        await Timer(1, unit="ns")
+        dfn.append(logic(dut.rd_def.value))
+        vals.append(logic(dut.rd_data.value) if dfn[-1] else 0)
+    if pred:
+        payload = np.packbits(np.array(vals, np.uint8) & 1, bitorder="little").tobytes()
+    else:
+        payload = np.array(vals, np.uint64).astype(f"<u{datatype(name).container // 8}").tobytes()
+    return {"location": "Local", "kind": "predicate" if pred else "numeric", "datatype": name or "",
+            "row": row, "col": col, "valid_row": int(dut.rd_vrow.value), "valid_col": int(dut.rd_vcol.value),
+            "layout": int(dut.rd_layout.value), "representation": "standard", "capacity": int(dut.rd_cap.value),
+            "fmap_layout": "", "fmap_params": [], "fmap_pad_bits": 0, "fmap_transposed": False,
+            "payload": payload, "defined": np.packbits(np.array(dfn, np.uint8), bitorder="little").tobytes(),
+            "status": 0}
+
+
+async def run_block(dut, s: Stream, b: int) -> tuple[list[dict], str | None]:
+    """Drive block b's words; (the DUT's records of it, an error text when it cannot run it)."""
+    for w in s.blocks[b]:
+        dut.in_word.value = w
+        dut.in_valid.value = 1
+        await tick(dut)
+    dut.in_valid.value = 0
+    for _ in range(20000):
+        if int(dut.o_done.value):
+            break
+        await tick(dut)
+    else:
+        return [], "the DUT did not finish the block (no o_done in 20,000 clocks)"
+    head = {"machine": s.case, "block": b}       # mnemonic, block DataType: the DUT does not say
+    if int(dut.o_unsupported.value):
+        return [], "the block is outside the machine's subset (o_unsupported)"
+    if int(dut.o_full.value):
+        return [], f"a selected PE has no free slot ({SLOTS} tiles)"
+    if int(dut.o_illegal.value):
+        reason = REASONS[int(dut.o_reason.value)] if int(dut.o_reason.value) < len(REASONS) else "?"
+        return [{**head, "record": "fault", "reason": reason, "field": field_text(int(dut.o_field.value))}], None
+    pes, tile = int(dut.o_pes.value), int(dut.o_tile.value)
+    out = []
+    for pe in range(4):
+        if pes >> pe & 1:
+            t = await read_tile(dut, pe, tile)
+            if t is None:
+                return [], f"the DUT says it committed PE{pe} tile {tile}, which its read port does not find"
+            out.append({**head, "record": "commit", "pe": pe, "tile": tile, **t})
+    return out, None
+
+
+def source_values(s: Stream, state: dict, b: int, pe: int, element: int) -> str:
+    """The golden values of block b's sources at `element` on PE `pe` (the state before block b)."""
+    words = s.blocks[b]
+    tiles = [(w >> 16) & 0xFFFF for w in words[1:] if w & 0xFF == 0x02][:-1]
+    out = []
+    for t in tiles:
+        got = state.get((pe, t))
+        if got is None or element >= got[0]["row"] * got[0]["col"]:
+            out.append(f"t{t}: -")
+            continue
+        desc, payload, defined = got
+        if not bits(defined, element + 1)[element]:
+            out.append(f"t{t}: undefined")
+            continue
+        v = int(elements(desc, payload)[element])
+        out.append(f"t{t}: {v}" if desc["kind"] == "predicate" else f"t{t}: 0x{v:x} ({value_text(v, desc['datatype'])})")
+    return ", ".join(out)
+
+
+def failure(s: Stream, state: dict, b: int, d) -> dict:
+    sources = source_values(s, state, b, d.pe, d.element) if d.element is not None else ""
+    return {"sources": sources, "file": s.file, "case": s.case, "class": s.cls, "block": b, "asm": s.block_text(b),
+            "difference": str(d), "field": d.field, "pe": d.pe, "tile": d.tile, "element": d.element,
+            "row": d.row, "col": d.col, "expected": d.expected_value or str(d.expected),
+            "got": d.actual_value or str(d.actual)}
+
+
+@cocotb.test()
+async def golden_streams(dut):
+    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+    max_fails = int(os.environ.get("TB_MAX_FAILS", "1"))
+    result = {"streams": 0, "blocks": 0, "commits": 0, "faults": 0, "classes": {}, "failures": [], "errors": []}
+    try:
+        files = []
+        for folder in filter(None, os.environ["TB_DATASETS"].split(os.pathsep)):
+            files += sorted(glob.glob(os.path.join(folder, "**", "*.parquet"), recursive=True))
+        for path in files:
+            for row in pq.read_table(path).to_pylist():
+                if len(result["failures"]) >= max_fails:
+                    return
+                s = Stream(path, row)
+                err = await load(dut, s)
+                if err:
+                    result["errors"].append(f"{path}: case {s.case}: {err}")
+                    continue
+                state = {(pe, e["tile"]): (e, p, d) for e, p, d in s.initial for pe in e["pes"]}
+                result["streams"] += 1
+                result["classes"][s.cls] = result["classes"].get(s.cls, 0) + 1
+                last = s.executed if s.fault_block >= 0 else len(s.blocks) - 1
+                for b in range(last + 1):
+                    actual, err = await run_block(dut, s, b)
+                    if err:
+                        result["errors"].append(f"{path}: case {s.case} block {b}: {err}")
+                        break
+                    exp = s.records.get(b, [])
+                    d = compare(exp, actual)
+                    result["blocks"] += 1
+                    if d is not None:
+                        result["failures"].append(failure(s, state, b, d))
+                        break
+                    for r in exp:              # the golden state after block b
+                        if r["record"] == "commit":
+                            state[(r["pe"], r["tile"])] = (r, r["payload"], r["defined"])
+                    result["commits"] += sum(1 for r in actual if r["record"] == "commit")
+                    result["faults"] += sum(1 for r in actual if r["record"] == "fault")
+    except Exception as exc:        # the verdict file says the bench itself broke
+        result["error"] = f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        with atomic_open(os.environ["TB_RESULT"], "w") as f:
+            json.dump(result, f)
