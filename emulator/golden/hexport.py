@@ -5,8 +5,12 @@ hex digits as the DataType's container has -- of every source role and of the ex
 destination, each with a definedness file (`1`/`0` per element), the expected numeric status
 and the encoded stream, plus `cases.txt`, one line per (case, selected PE) saying where that
 lane's elements start in each file, the shapes, the outcome and per-file CRC-32 checksums of
-the lane's lines; `manifest.json` (written last) lists every file with its line count and
-SHA-256.  `check(H)` (`tile-emu verify H`) finds a truncated or altered export and names the
+the lane's lines; since format version 2 also `fields.txt` (per case the decoded block fields:
+Mode, Function, DataType, PE_MASK, B.DATR, the PadValue in force, store sizes, outcome, reason
+and field), `tiles.txt` (per lane and role the tile's location, kind, capacity, representation
+and TIMG2COL descriptor), `roles.txt` (the src0/src1/src2/dst slot table) and `index.txt` (every
+file's line count, for testbenches that cannot read JSON); `manifest.json` (written last) lists
+every file with its line count and SHA-256.  `check(H)` (`tile-emu verify H`) finds a truncated or altered export and names the
 file and the case.
 
 Elements are gathered, unpacked and formatted with array operations over a whole Parquet

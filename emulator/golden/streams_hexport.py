@@ -14,6 +14,10 @@ operand role.  Per partition (blocks=K/shape=S), in case order:
   (block, PE) order then the fault record of a stream that stopped) and `cases.txt` (one per
   case): where each item's lines start, how many, its descriptor, and CRC-32s of the line's own
   text and of its lines of each file;
+- since format version 2: `machine.txt` (per case the store sizes and the fault's reason code
+  and field), `tile_info.txt` and `record_info.txt` (line for line with tiles.txt and
+  records.txt: location, kind, capacity, representation, TIMG2COL descriptor; a fault record's
+  reason and field) and `index.txt` (every file's line count);
 - `manifest.json` (written last): every file's line count, size and SHA-256.
 
 `check(H)` (`tile-emu verify H`) names the file and the case of anything truncated or altered;
