@@ -148,6 +148,14 @@ def set_field(vals, w, a, l, slot, off, width, v):
         vals[w, a, slot, l, k + 1] = (vals[w, a, slot, l, k + 1] & ~hm) | (v >> np.uint64(64 - s))
 
 
+@kernel
+def sizes(P, S):
+    """(actors, edges, words per value, lanes per word, the mask of every lane, result slots per
+    case): the sizes settle and apply read off the tables and the state."""
+    LW = S.data.shape[2]
+    return P.ai.shape[0], P.ei.shape[0], S.data.shape[3], LW, full_mask(LW), P.c_out.shape[1]
+
+
 # --- settle ----------------------------------------------------------------------------------------
 
 @kernel
@@ -157,10 +165,7 @@ def settle(P, S, t, live, stack, queued, cons, outm):
     ai, a_in, ci, c_cval, c_need, c_out, c_src, ei = P.ai, P.a_in, P.ci, P.c_cval, P.c_need, P.c_out, P.c_src, P.ei
     r_ptr, r_edges, s_ptr, s_edges, tok, tok_val = P.r_ptr, P.r_edges, P.s_ptr, P.s_edges, P.tok, P.tok_val
     em, data, am, pend, la, vals, si, bi = S.em, S.data, S.am, S.pend, S.la, S.vals, S.si, S.bi
-    A, E, NW = ai.shape[0], ei.shape[0], data.shape[3]
-    LW = data.shape[2]
-    FULL = full_mask(LW)
-    MO = c_out.shape[1]
+    A, E, NW, LW, FULL, MO = sizes(P, S)
     ST = MO
     OP = MO + 3
 
@@ -537,10 +542,7 @@ def apply(P, S, t, live):
     ai, a_in, ci, c_out, c_src, ei = P.ai, P.a_in, P.ci, P.c_out, P.c_src, P.ei
     r_ptr, r_edges, s_ptr, s_edges, tok = P.r_ptr, P.r_edges, P.s_ptr, P.s_edges, P.tok
     em, data, am, pend, la, vals, si, bi = S.em, S.data, S.am, S.pend, S.la, S.vals, S.si, S.bi
-    A, E, NW = ai.shape[0], ei.shape[0], data.shape[3]
-    LW = data.shape[2]
-    FULL = full_mask(LW)
-    MO = c_out.shape[1]
+    A, E, NW, LW, FULL, MO = sizes(P, S)
     ST = MO
 
     def clear(w, a, l, slot):
