@@ -124,111 +124,42 @@ class FloatBehaviorProfile:
 
 
 # --- family records ---------------------------------------------------------------------------
+# A family record is its FIELDS row and nothing else, so the records are rows of one table and
+# the classes are made from it (a class statement per row restated the same three lines).
+# TileEngineParams, which carries a docstring, stays a class statement below.
 
-@_record
-class ScalarIntegerAddSubParams:
-    FIELDS = {"integer_widths": "int_widths", "pointer_formats": "pointer_formats"}
-
-
-@_record
-class ScalarIntegerParams:
-    FIELDS = {"integer_widths": "int_widths"}
-
-
-@_record
-class ScalarIntegerCompareMinMaxParams:
-    FIELDS = {"operand_widths": "int_widths", "comparison_predicates": "int_predicates"}
-
-
-@_record
-class ScalarIntegerCastParams:
-    FIELDS = {"width_pairs": "width_pairs", "resolved_index_widths": "index_widths"}
-
-
-@_record
-class ScalarValueSelectParams:
-    FIELDS = {"integer_widths": "int_widths", "float_formats": "float_formats"}
-
-
-@_record
-class ScalarBitReinterpretParams:
-    FIELDS = {"integer_widths": "int_widths", "float_formats": "float_formats"}
-
-
-@_record
-class ScalarFloatParams:
-    FIELDS = {"formats": "float_formats", "behavior": "behavior"}
-
-
-@_record
-class ScalarFloatCompareMinMaxParams:
-    FIELDS = {"formats": "float_formats", "comparison_predicates": "float_predicates", "behavior": "behavior"}
-
-
-@_record
-class ScalarFloatWidthCastParams:
-    FIELDS = {"format_pairs": "format_pairs", "behavior": "behavior"}
-
-
-@_record
-class ScalarIntegerFloatConversionParams:
-    FIELDS = {"format_pairs": "int_float_pairs"}
-
-
-@_record
-class ScalarSpecialMathParams:
-    FIELDS = {"formats": "float_formats", "behavior": "behavior", "accuracy_guarantee": "accuracy"}
-
-
-@_record
-class FixedVectorIntegerParams:
-    FIELDS = {"integer_element_widths": "int_widths", "max_payload_bits": "positive"}
-
-
-@_record
-class FixedVectorFloatParams:
-    FIELDS = {"formats": "float_formats", "behavior": "behavior", "max_payload_bits": "positive"}
-
-
-@_record
-class LoopStreamParams:
-    FIELDS = {"step_kind": "step_kind", "integer_widths": "int_widths", "continuation_predicates": "int_predicates"}
-
-
-@_record
-class TokenPlaneParams:
-    FIELDS = {"max_payload_bits": "nonneg"}
-
-
-@_record
-class PayloadCapacityParams:
-    FIELDS = {"max_payload_bits": "positive"}
-
-
-@_record
-class RoutedTokenParams:
-    FIELDS = {"max_payload_bits": "nonneg", "max_fan": "positive"}
-
-
-@_record
-class FixedVectorAdapterParams:
-    FIELDS = {"integer_element_widths": "int_widths", "float_element_formats": "float_formats",
-              "max_payload_bits": "positive"}
-
-
-@_record
-class FixedVectorSliceAlignMergeParams:
-    FIELDS = {"integer_element_widths": "int_widths", "float_element_formats": "float_formats",
-              "max_container_payload_bits": "positive", "max_slice_payload_bits": "positive",
-              "max_dynamic_position_rank": "nonneg", "resolved_index_widths": "index_widths"}
-
-
-@_record
-class FixedVectorShuffleParams:
-    FIELDS = {"integer_element_widths": "int_widths", "float_element_formats": "float_formats",
-              "max_operand_payload_bits": "positive", "max_result_payload_bits": "positive",
-              "max_block_payload_bits": "positive", "max_source_blocks": "positive",
-              "max_result_blocks": "positive"}
+_FAMILY_FIELDS = {
+    "ScalarIntegerAddSubParams": {"integer_widths": "int_widths", "pointer_formats": "pointer_formats"},
+    "ScalarIntegerParams": {"integer_widths": "int_widths"},
+    "ScalarIntegerCompareMinMaxParams": {"operand_widths": "int_widths", "comparison_predicates": "int_predicates"},
+    "ScalarIntegerCastParams": {"width_pairs": "width_pairs", "resolved_index_widths": "index_widths"},
+    "ScalarValueSelectParams": {"integer_widths": "int_widths", "float_formats": "float_formats"},
+    "ScalarBitReinterpretParams": {"integer_widths": "int_widths", "float_formats": "float_formats"},
+    "ScalarFloatParams": {"formats": "float_formats", "behavior": "behavior"},
+    "ScalarFloatCompareMinMaxParams": {"formats": "float_formats", "comparison_predicates": "float_predicates",
+                                       "behavior": "behavior"},
+    "ScalarFloatWidthCastParams": {"format_pairs": "format_pairs", "behavior": "behavior"},
+    "ScalarIntegerFloatConversionParams": {"format_pairs": "int_float_pairs"},
+    "ScalarSpecialMathParams": {"formats": "float_formats", "behavior": "behavior", "accuracy_guarantee": "accuracy"},
+    "FixedVectorIntegerParams": {"integer_element_widths": "int_widths", "max_payload_bits": "positive"},
+    "FixedVectorFloatParams": {"formats": "float_formats", "behavior": "behavior", "max_payload_bits": "positive"},
+    "LoopStreamParams": {"step_kind": "step_kind", "integer_widths": "int_widths",
+                         "continuation_predicates": "int_predicates"},
+    "TokenPlaneParams": {"max_payload_bits": "nonneg"},
+    "PayloadCapacityParams": {"max_payload_bits": "positive"},
+    "RoutedTokenParams": {"max_payload_bits": "nonneg", "max_fan": "positive"},
+    "FixedVectorAdapterParams": {"integer_element_widths": "int_widths", "float_element_formats": "float_formats",
+                                 "max_payload_bits": "positive"},
+    "FixedVectorSliceAlignMergeParams": {
+        "integer_element_widths": "int_widths", "float_element_formats": "float_formats",
+        "max_container_payload_bits": "positive", "max_slice_payload_bits": "positive",
+        "max_dynamic_position_rank": "nonneg", "resolved_index_widths": "index_widths"},
+    "FixedVectorShuffleParams": {
+        "integer_element_widths": "int_widths", "float_element_formats": "float_formats",
+        "max_operand_payload_bits": "positive", "max_result_payload_bits": "positive",
+        "max_block_payload_bits": "positive", "max_source_blocks": "positive",
+        "max_result_blocks": "positive"},
+}
 
 
 @_record
@@ -239,14 +170,15 @@ class TileEngineParams:
     FIELDS = {"datatypes": "tile_datatypes", "lanes": "positive", "pipeline_latency": "positive"}
 
 
-RECORDS = {c.__name__: c for c in (
-    ScalarIntegerAddSubParams, ScalarIntegerParams, ScalarIntegerCompareMinMaxParams,
-    ScalarIntegerCastParams, ScalarValueSelectParams, ScalarBitReinterpretParams,
-    ScalarFloatParams, ScalarFloatCompareMinMaxParams, ScalarFloatWidthCastParams,
-    ScalarIntegerFloatConversionParams, ScalarSpecialMathParams, FixedVectorIntegerParams,
-    FixedVectorFloatParams, LoopStreamParams, TokenPlaneParams, PayloadCapacityParams,
-    RoutedTokenParams, FixedVectorAdapterParams, FixedVectorSliceAlignMergeParams,
-    FixedVectorShuffleParams, TileEngineParams)}
+def _family_record(name: str, fields: dict):
+    """The closed record class of one `_FAMILY_FIELDS` row, named as if written `class name:`."""
+    return _record(type(name, (), {"FIELDS": fields, "__module__": __name__}))
+
+
+RECORDS = {name: _family_record(name, fields) for name, fields in _FAMILY_FIELDS.items()}
+RECORDS[TileEngineParams.__name__] = TileEngineParams
+# Each record is a module attribute under its class name (fabric.families reads P.<name>).
+globals().update(RECORDS)
 
 
 # --- JSON <-> record -------------------------------------------------------------------------------

@@ -503,6 +503,18 @@ class Router:
         seg = n.operand_type(port)
         return (seg, cell, seg.width if cell is None else min(seg.width, cell[2]))
 
+    def path(self, src: tuple[str, int], dst: tuple[str, int]):
+        """The port types along the route from op result `src` to op input `dst`, dst's own
+        port type first, or None when the selected routes do not lead from src to dst."""
+        cell = self.cells(src, dst)
+        if cell is None:
+            return None
+        out = []
+        while cell is not None:
+            out.append(cell[0])
+            cell = cell[1]
+        return out
+
     def first_narrower(self, cell, need: int):
         """The first port type along `cell` narrower than `need` bits, or None (memoised per
         width asked, so each cell is walked once per distinct width)."""
@@ -553,13 +565,9 @@ class Router:
         `semantic_bits`-bit value) along the selected routes: every segment zero-fills when it
         widens and truncates when it narrows (`types.adapt_segment`); None when the routes do
         not lead from src to dst.  Raises SegmentTooNarrow on a segment below the value."""
-        cell = self.cells(src, dst)
-        if cell is None:
+        segs = self.path(src, dst)
+        if segs is None:
             return None
-        segs = []
-        while cell is not None:
-            segs.append(cell[0])
-            cell = cell[1]
         segs.reverse()                          # producer's result port first, dst's input port last
         for a, b in zip(segs, segs[1:]):
             payload = adapt_segment(payload, a, b, semantic_bits)
@@ -607,11 +615,4 @@ def check_pes(fabric: "Fabric") -> list[Diagnostic]:
 def route(fu: FU, t: Template, src: tuple[str, int], dst: tuple[str, int]):
     """Follow the selected routes from op input `dst` = (node, port) back to a producer;
     returns the port types along the path when it starts at op result `src`, else None."""
-    cell = Router(fu, t).cells(src, dst)
-    if cell is None:
-        return None
-    out = []
-    while cell is not None:
-        out.append(cell[0])
-        cell = cell[1]
-    return out
+    return Router(fu, t).path(src, dst)

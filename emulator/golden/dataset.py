@@ -108,13 +108,21 @@ GENERATOR_SCHEMA = {
         "chunk_cases": {"type": "integer", "minimum": 1, "maximum": CHUNK_CASES},
     },
 }
+
+
+def header_properties(fmt: str, version: int) -> dict:
+    """The properties a tile-emu JSON record opens with (a dataset manifest, a shard record):
+    its format, this build's version of it, and the tile-emu version that wrote it."""
+    return {"format": {"const": fmt},
+            "format_version": {"type": "integer", "const": version},
+            "tile_emu_version": {"type": "string", "maxLength": 200}}
+
+
 MANIFEST_SCHEMA = {
     "type": "object", "additionalProperties": False,
     "required": ["format", "format_version", "tile_emu_version", "profile", "generator", "partitions"],
     "properties": {
-        "format": {"const": FORMAT},
-        "format_version": {"type": "integer", "const": FORMAT_VERSION},
-        "tile_emu_version": {"type": "string", "maxLength": 200},
+        **header_properties(FORMAT, FORMAT_VERSION),
         "profile": {"type": "object", "additionalProperties": False, "required": ["name", "version"],
                     "properties": {"name": {"type": "string", "maxLength": 64},
                                    "version": {"type": "string", "maxLength": 64}}},

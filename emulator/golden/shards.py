@@ -62,9 +62,7 @@ SHARD_SCHEMA = {
     "type": "object", "additionalProperties": False,
     "required": ["format", "format_version", "tile_emu_version", "dataset", "profile", "shard", "files"],
     "properties": {
-        "format": {"const": FORMAT},
-        "format_version": {"type": "integer", "const": FORMAT_VERSION},
-        "tile_emu_version": {"type": "string", "maxLength": 200},
+        **D.header_properties(FORMAT, FORMAT_VERSION),
         "dataset": {"type": "object", "additionalProperties": False, "required": ["format", "format_version"],
                     "properties": {"format": {"type": "string", "maxLength": 200},
                                    "format_version": {"type": "integer"}}},

@@ -108,6 +108,14 @@ def lane_of(bit):
 
 
 @kernel
+def pop_lane(mask):
+    """(mask less its lowest set bit, that bit, its lane): one step of the walk over the lanes of
+    a mask, lowest first, that every per-lane loop below takes."""
+    bit = mask & (~mask + np.uint64(1))
+    return mask ^ bit, bit, lane_of(bit)
+
+
+@kernel
 def full_mask(LW):
     """Every lane of a word of LW lanes: a mask equal to it takes the row-at-a-time paths below
     (no per-lane bit search), which are what a batch in lock step runs."""
@@ -140,6 +148,14 @@ def set_field(vals, w, a, l, slot, off, width, v):
         vals[w, a, slot, l, k + 1] = (vals[w, a, slot, l, k + 1] & ~hm) | (v >> np.uint64(64 - s))
 
 
+@kernel
+def sizes(P, S):
+    """(actors, edges, words per value, lanes per word, the mask of every lane, result slots per
+    case): the sizes settle and apply read off the tables and the state."""
+    LW = S.data.shape[2]
+    return P.ai.shape[0], P.ei.shape[0], S.data.shape[3], LW, full_mask(LW), P.c_out.shape[1]
+
+
 # --- settle ----------------------------------------------------------------------------------------
 
 @kernel
@@ -149,10 +165,7 @@ def settle(P, S, t, live, stack, queued, cons, outm):
     ai, a_in, ci, c_cval, c_need, c_out, c_src, ei = P.ai, P.a_in, P.ci, P.c_cval, P.c_need, P.c_out, P.c_src, P.ei
     r_ptr, r_edges, s_ptr, s_edges, tok, tok_val = P.r_ptr, P.r_edges, P.s_ptr, P.s_edges, P.tok, P.tok_val
     em, data, am, pend, la, vals, si, bi = S.em, S.data, S.am, S.pend, S.la, S.vals, S.si, S.bi
-    A, E, NW = ai.shape[0], ei.shape[0], data.shape[3]
-    LW = data.shape[2]
-    FULL = full_mask(LW)
-    MO = c_out.shape[1]
+    A, E, NW, LW, FULL, MO = sizes(P, S)
     ST = MO
     OP = MO + 3
 
@@ -243,9 +256,7 @@ def settle(P, S, t, live, stack, queued, cons, outm):
         gr = np.uint64(0)
         mm = m
         while mm != 0:
-            bit = mm & (~mm + np.uint64(1))
-            mm = mm ^ bit
-            l = lane_of(bit)
+            mm, bit, l = pop_lane(mm)
             c = select_case(w, a, l)
             la[w, a, CASE, l] = c
             if c < 0:
@@ -320,9 +331,7 @@ def settle(P, S, t, live, stack, queued, cons, outm):
                 am[w, a, GRANT] = am[w, a, GRANT] & ~m
             mm = m
             while mm != 0:
-                bit = mm & (~mm + np.uint64(1))
-                mm = mm ^ bit
-                l = lane_of(bit)
+                mm, bit, l = pop_lane(mm)
                 if t < rs[w, r, l, NEXT_GRANT]:
                     continue
                 start = (rs[w, r, l, LAST_GRANT] + 1) % nm if rt[r, RT_POLICY] == ROUND_ROBIN else 0
@@ -375,17 +384,13 @@ def settle(P, S, t, live, stack, queued, cons, outm):
                                     data[w, e, l, x] = vals[w, a, j, l, x]
                         continue
                     while v != 0:
-                        bit = v & (~v + np.uint64(1))
-                        v = v ^ bit
-                        l = lane_of(bit)
+                        v, bit, l = pop_lane(v)
                         for x in range(NW):
                             data[w, e, l, x] = vals[w, a, j, l, x]
         for s in range(s_ptr.shape[0] - 1):
             mm = m
             while mm != 0:
-                bit = mm & (~mm + np.uint64(1))
-                mm = mm ^ bit
-                l = lane_of(bit)
+                mm, bit, l = pop_lane(mm)
                 L = w * 64 + l
                 if si[w, s, l] < tok[s, L, 1]:
                     k = tok[s, L, 0] + si[w, s, l]
@@ -400,9 +405,7 @@ def settle(P, S, t, live, stack, queued, cons, outm):
             if ip != 0:
                 em[w, e, VALID] = em[w, e, VALID] | ip
                 while ip != 0:
-                    bit = ip & (~ip + np.uint64(1))
-                    ip = ip ^ bit
-                    l = lane_of(bit)
+                    ip, bit, l = pop_lane(ip)
                     for x in range(NW):
                         data[w, e, l, x] = P.e_ival[e, x]
         # transparent resources forward (acyclic among themselves: the loader refuses a combinational loop)
@@ -410,9 +413,7 @@ def settle(P, S, t, live, stack, queued, cons, outm):
             a = P.topo_tr[i]
             mm = m
             while mm != 0:
-                bit = mm & (~mm + np.uint64(1))
-                mm = mm ^ bit
-                l = lane_of(bit)
+                mm, bit, l = pop_lane(mm)
                 c = select_case(w, a, l)
                 if c < 0:
                     continue
@@ -497,9 +498,7 @@ def settle(P, S, t, live, stack, queued, cons, outm):
             if f == 0 or ai[a, A_GRP] < 0 or ai[a, A_KIND] != K_STREAM:
                 continue
             while f != 0:
-                bit = f & (~f + np.uint64(1))
-                f = f ^ bit
-                l = lane_of(bit)
+                f, bit, l = pop_lane(f)
                 init = la[w, a, LSTATE, l] == 0
                 for x in range(NW):                      # (base, step, limit, is_step)
                     if init:                             # Init: (start, step, limit, 0)
@@ -543,10 +542,7 @@ def apply(P, S, t, live):
     ai, a_in, ci, c_out, c_src, ei = P.ai, P.a_in, P.ci, P.c_out, P.c_src, P.ei
     r_ptr, r_edges, s_ptr, s_edges, tok = P.r_ptr, P.r_edges, P.s_ptr, P.s_edges, P.tok
     em, data, am, pend, la, vals, si, bi = S.em, S.data, S.am, S.pend, S.la, S.vals, S.si, S.bi
-    A, E, NW = ai.shape[0], ei.shape[0], data.shape[3]
-    LW = data.shape[2]
-    FULL = full_mask(LW)
-    MO = c_out.shape[1]
+    A, E, NW, LW, FULL, MO = sizes(P, S)
     ST = MO
 
     def clear(w, a, l, slot):
@@ -698,9 +694,7 @@ def apply(P, S, t, live):
                 em[w, e, TAKEN] = em[w, e, TAKEN] | rest
             if ei[e, E_CK] == 1:
                 while rest != 0:
-                    bit = rest & (~rest + np.uint64(1))
-                    rest = rest ^ bit
-                    l = lane_of(bit)
+                    rest, bit, l = pop_lane(rest)
                     n = S.out_n[0]
                     if n < S.out_v.shape[0]:
                         S.out_i[n, 0] = ei[e, E_C]
@@ -733,9 +727,7 @@ def apply(P, S, t, live):
             more = finished & am[w, a, MORE]
             am[w, a, HELD] = am[w, a, HELD] & ~(finished & ~more)
             while more != 0:
-                bit = more & (~more + np.uint64(1))
-                more = more ^ bit
-                l = lane_of(bit)
+                more, bit, l = pop_lane(more)
                 la[w, a, GLEFT, l] -= 1
                 if la[w, a, GLEFT, l] == 0:
                     am[w, a, MORE] = am[w, a, MORE] & ~bit
@@ -745,9 +737,8 @@ def apply(P, S, t, live):
             f = am[w, a, FIRE] & m
             stalled = (am[w, a, RBP] | am[w, a, RNS] | am[w, a, RGR]) & m
             while stalled != 0:
-                bit = stalled & (~stalled + np.uint64(1))
-                stalled = stalled ^ bit
-                la[w, a, STALLS, lane_of(bit)] += 1
+                stalled, bit, l = pop_lane(stalled)
+                la[w, a, STALLS, l] += 1
             op = am[w, a, ROP] & m
             if op != 0:
                 some = np.uint64(0)
@@ -756,9 +747,8 @@ def apply(P, S, t, live):
                 op = op & some                       # waiting for some operands, not idle
                 am[w, a, ROP] = (am[w, a, ROP] & ~m) | op
                 while op != 0:
-                    bit = op & (~op + np.uint64(1))
-                    op = op ^ bit
-                    la[w, a, WAITS, lane_of(bit)] += 1
+                    op, bit, l = pop_lane(op)
+                    la[w, a, WAITS, l] += 1
             if f == 0:
                 continue
             act = act | f
@@ -781,17 +771,13 @@ def apply(P, S, t, live):
                             copy_sources(w, a, l, c)
                     continue
                 while f != 0:
-                    bit = f & (~f + np.uint64(1))
-                    f = f ^ bit
-                    l = lane_of(bit)
+                    f, bit, l = pop_lane(f)
                     la[w, a, FIRES, l] += 1
                     if copies:
                         copy_sources(w, a, l, c)
                 continue
             while f != 0:
-                bit = f & (~f + np.uint64(1))
-                f = f ^ bit
-                l = lane_of(bit)
+                f, bit, l = pop_lane(f)
                 la[w, a, FIRES, l] += 1
                 commit(w, a, l, ai[a, A_C0] if ai[a, A_UNIFORM] != 0 else la[w, a, CASE, l], bit)
         # a shared resource that granted an acceptance waits its initiation interval
@@ -800,9 +786,7 @@ def apply(P, S, t, live):
             for i in range(rt[r, RT_N]):
                 f = am[w, rt[r, RT_MEMBERS + i], FIRE] & m
                 while f != 0:
-                    bit = f & (~f + np.uint64(1))
-                    f = f ^ bit
-                    l = lane_of(bit)
+                    f, bit, l = pop_lane(f)
                     rs[w, r, l, NEXT_GRANT] = t + rt[r, RT_II]
                     rs[w, r, l, LAST_GRANT] = i
         # input streams advance once every consumer has taken the current token
@@ -819,14 +803,12 @@ def apply(P, S, t, live):
             for q in range(lo, hi):
                 em[w, s_edges[q], TAKEN] = em[w, s_edges[q], TAKEN] & ~adv
             while adv != 0:
-                bit = adv & (~adv + np.uint64(1))
-                adv = adv ^ bit
-                si[w, s, lane_of(bit)] += 1
+                adv, bit, l = pop_lane(adv)
+                si[w, s, l] += 1
         mm = m
         while mm != 0:
-            bit = mm & (~mm + np.uint64(1))
-            mm = mm ^ bit
-            bi[w * 64 + lane_of(bit), ACT] = 1 if act & bit != 0 else 0
+            mm, bit, l = pop_lane(mm)
+            bi[w * 64 + l, ACT] = 1 if act & bit != 0 else 0
 
     for w in range(live.shape[0]):
         if live[w] != 0:
@@ -880,9 +862,7 @@ def pace(P, S, t, live, quiet, last, wake, done, window, limit, skip):
     for w in range(live.shape[0]):
         mm = live[w]
         while mm != 0:
-            bit = mm & (~mm + np.uint64(1))
-            mm = mm ^ bit
-            l = lane_of(bit)
+            mm, bit, l = pop_lane(mm)
             b = w * 64 + l
             if bi[b, ACT] != 0:
                 quiet[b] = 0
@@ -949,9 +929,7 @@ def gather(fire, acts, vals, slot, data, a_in, from_edges, n_ops, nw, ops, where
                 n += LW
                 continue
             while f != 0:
-                bit = f & (~f + np.uint64(1))
-                f = f ^ bit
-                l = lane_of(bit)
+                f, bit, l = pop_lane(f)
                 for k in range(n_ops):
                     if from_edges:
                         e = a_in[a, k]
@@ -984,9 +962,7 @@ def scatter(where, wmask, segments, vals, j, res):
                         vals[w, a, j, l, x] = res[q + l, x]
             continue
         while f != 0:
-            bit = f & (~f + np.uint64(1))
-            f = f ^ bit
-            l = lane_of(bit)
+            f, bit, l = pop_lane(f)
             for x in range(nw):
                 vals[w, a, j, l, x] = res[q, x]
             q += 1

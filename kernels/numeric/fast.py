@@ -666,38 +666,51 @@ def ctz(typingctx, x):
 FIX = None
 
 
+@nb.njit(inline="always")
+def marked(flags):
+    """The indices of the marked elements of `flags`, in order (empty after one word scan when
+    none is; a second scan fills them in): the fix pass of every arity walks these."""
+    n = flags.shape[0]
+    words = flags[:n // 8 * 8].view(np.uint64)
+    count = 0
+    for j in range(words.shape[0]):
+        w = words[j] & MARK_BITS
+        while w:
+            w &= w - np.uint64(1)
+            count += 1
+    for i in range(n // 8 * 8, n):
+        count += flags[i] == 0xFF
+    at = np.empty(count, np.int64)
+    if count == 0:
+        return at
+    k = 0
+    for j in range(words.shape[0]):
+        w = words[j] & MARK_BITS
+        while w:
+            at[k] = j * 8 + np.int64(ctz(w) >> np.uint64(3))
+            w &= w - np.uint64(1)
+            k += 1
+    for i in range(n // 8 * 8, n):
+        if flags[i] == 0xFF:
+            at[k] = i
+            k += 1
+    return at
+
+
 def _map1_fix(a, out, flags):
     wide_vectors()
     for i in nb.prange(a.shape[0]):
         out[i], flags[i] = SCALAR(a[i])
-    n = a.shape[0]
-    words = flags[:n // 8 * 8].view(np.uint64)
-    for j in range(words.shape[0]):
-        w = words[j] & MARK_BITS
-        while w:
-            i = j * 8 + np.int64(ctz(w) >> np.uint64(3))
-            w &= w - np.uint64(1)
-            out[i], flags[i] = FIX(a[i])
-    for i in range(n // 8 * 8, n):
-        if flags[i] == 0xFF:
-            out[i], flags[i] = FIX(a[i])
+    for i in marked(flags):
+        out[i], flags[i] = FIX(a[i])
 
 
 def _map2_fix(a, b, out, flags):
     wide_vectors()
     for i in nb.prange(a.shape[0]):
         out[i], flags[i] = SCALAR(a[i], b[i])
-    n = a.shape[0]
-    words = flags[:n // 8 * 8].view(np.uint64)
-    for j in range(words.shape[0]):
-        w = words[j] & MARK_BITS
-        while w:
-            i = j * 8 + np.int64(ctz(w) >> np.uint64(3))
-            w &= w - np.uint64(1)
-            out[i], flags[i] = FIX(a[i], b[i])
-    for i in range(n // 8 * 8, n):
-        if flags[i] == 0xFF:
-            out[i], flags[i] = FIX(a[i], b[i])
+    for i in marked(flags):
+        out[i], flags[i] = FIX(a[i], b[i])
 
 
 TEMPLATES_FIX = {("map", 1): _map1_fix, ("map", 2): _map2_fix}

@@ -248,7 +248,10 @@ def _tail(flags, start, n):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def settle1(a, bits, flags, code, src, fl, field, c):
+def settle_marked(arity, a, b, d, bits, flags, code, src, fl, field, c):
+    """One compiled pass for every arity: operands past `arity` are never read (the caller
+    passes `a` in their place), so the class index and the copied operand are the same rule
+    for unary, binary and ternary operations."""
     left = 0
     n = a.shape[0]
     words = flags[:n // 8 * 8].view(np.uint64)
@@ -269,68 +272,10 @@ def settle1(a, bits, flags, code, src, fl, field, c):
                 i = j * 8 + np.int64(ctz(w) >> np.uint64(3))
                 w &= w - np.uint64(1)
                 k = klass(a[i], c)
-                s = src[k]
-                if s == UNDECIDED:
-                    left += 1
-                else:
-                    bits[i] = code[k] if s == CODE else a[i] & field
-                    flags[i] = fl[k]
-    return left
-
-
-@nb.njit(cache=True, error_model="numpy")
-def settle2(a, b, bits, flags, code, src, fl, field, c):
-    left = 0
-    n = a.shape[0]
-    words = flags[:n // 8 * 8].view(np.uint64)
-    nw = words.shape[0]
-    for start in range(0, nw + 1, _BLOCK_WORDS):
-        end = min(start + _BLOCK_WORDS, nw + 1)
-        m = np.uint64(0)
-        for j in range(start, min(end, nw)):
-            m |= words[j]
-        if end > nw:
-            for i in range(nw * 8, n):
-                m |= np.uint64(flags[i]) << np.uint64(8 * (i - nw * 8))
-        if (m & MARK_BITS) == 0:
-            continue
-        for j in range(start, end):
-            w = (words[j] if j < nw else _tail(flags, nw * 8, n)) & MARK_BITS
-            while w:
-                i = j * 8 + np.int64(ctz(w) >> np.uint64(3))
-                w &= w - np.uint64(1)
-                k = klass(a[i], c) * CLASSES + klass(b[i], c)
-                s = src[k]
-                if s == UNDECIDED:
-                    left += 1
-                else:
-                    bits[i] = code[k] if s == CODE else (a[i] if s == 0 else b[i]) & field
-                    flags[i] = fl[k]
-    return left
-
-
-@nb.njit(cache=True, error_model="numpy")
-def settle3(a, b, d, bits, flags, code, src, fl, field, c):
-    left = 0
-    n = a.shape[0]
-    words = flags[:n // 8 * 8].view(np.uint64)
-    nw = words.shape[0]
-    for start in range(0, nw + 1, _BLOCK_WORDS):
-        end = min(start + _BLOCK_WORDS, nw + 1)
-        m = np.uint64(0)
-        for j in range(start, min(end, nw)):
-            m |= words[j]
-        if end > nw:
-            for i in range(nw * 8, n):
-                m |= np.uint64(flags[i]) << np.uint64(8 * (i - nw * 8))
-        if (m & MARK_BITS) == 0:
-            continue
-        for j in range(start, end):
-            w = (words[j] if j < nw else _tail(flags, nw * 8, n)) & MARK_BITS
-            while w:
-                i = j * 8 + np.int64(ctz(w) >> np.uint64(3))
-                w &= w - np.uint64(1)
-                k = (klass(a[i], c) * CLASSES + klass(b[i], c)) * CLASSES + klass(d[i], c)
+                if arity > 1:
+                    k = k * CLASSES + klass(b[i], c)
+                if arity > 2:
+                    k = k * CLASSES + klass(d[i], c)
                 s = src[k]
                 if s == UNDECIDED:
                     left += 1
@@ -340,9 +285,6 @@ def settle3(a, b, d, bits, flags, code, src, fl, field, c):
     return left
 
 
-_SETTLE = {1: settle1, 2: settle2, 3: settle3}
-
-
 def settle(op: str, name: str, prof: Profile, fn, operands, bits, flags) -> int:
     """Settle, in place, the marked elements whose operand classes decide their result (module
     doc); returns how many marked elements are left.  `operands`: the 1-D container-dtype
@@ -350,4 +292,6 @@ def settle(op: str, name: str, prof: Profile, fn, operands, bits, flags) -> int:
     arity = len(operands)
     tb = table(op, name, prof, arity, fn)
     field = bits.dtype.type(tb.field)
-    return _SETTLE[arity](*operands, bits, flags, tb.code, tb.src, tb.flags, field, cls(name, prof.ftz))
+    a = operands[0]
+    b, d = (tuple(operands[1:]) + (a, a))[:2]
+    return settle_marked(arity, a, b, d, bits, flags, tb.code, tb.src, tb.flags, field, cls(name, prof.ftz))

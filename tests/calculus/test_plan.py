@@ -21,40 +21,25 @@ def init(gpr_offsets=(0, 1)):
     return m
 
 
-CHAIN = """
-BSTART.VEC TADD, FP32
-  B.IOT t1@0b1111, t2@0b1111 -> t3@0b1111
-  B.DIM LB0=4, LB1=2
-BSTART.VEC TMUL, FP32
-  B.IOT t3@0b1111, t2@0b1111 -> t4@0b1111
-  B.DIM LB0=4, LB1=2
-BSTART.VEC TSUB, FP32
-  B.IOT t4@0b1111, t1@0b1111 -> t1@0b1111
-  B.DIM LB0=4, LB1=2
-"""
+def fp32(engine_op, iot, lb0=4, ior=None):
+    """One FP32 block over the tiles' 2-row frame, in assembly: `engine_op` ("VEC TADD"), its
+    tile operands, its row length and, for TEXTRACT/TINSERT, its GPR operands."""
+    text = f"BSTART.{engine_op}, FP32\n  B.IOT {iot}\n  B.DIM LB0={lb0}, LB1=2\n"
+    return text + (f"  B.IOR {ior}\n" if ior else "")
 
-EXTRACT_CHAIN = """
-BSTART.VEC TADD, FP32
-  B.IOT t1@0b1111, t2@0b1111 -> t3@0b1111
-  B.DIM LB0=4, LB1=2
-BSTART.SFU TEXTRACT, FP32
-  B.IOT t3@0b1111 -> t5@0b1111
-  B.DIM LB0=3, LB1=2
-  B.IOR RegSrc0=r1, RegSrc1=r2
-BSTART.VEC TMUL, FP32
-  B.IOT t5@0b1111, t5@0b1111 -> t6@0b1111
-  B.DIM LB0=3, LB1=2
-"""
 
-INSERT_CHAIN = """
-BSTART.VEC TADD, FP32
-  B.IOT t1@0b0001, t2@0b0001 -> t3@0b0001
-  B.DIM LB0=4, LB1=2
-BSTART.SFU TINSERT, FP32
-  B.IOT t1@0b0001, t3@0b0001 -> t7@0b0001
-  B.DIM LB0=4, LB1=2
-  B.IOR RegSrc0=r1, RegSrc1=r2
-"""
+WINDOW_GPRS = "RegSrc0=r1, RegSrc1=r2"        # the window's offsets, set by `init`
+
+CHAIN = (fp32("VEC TADD", "t1@0b1111, t2@0b1111 -> t3@0b1111")
+         + fp32("VEC TMUL", "t3@0b1111, t2@0b1111 -> t4@0b1111")
+         + fp32("VEC TSUB", "t4@0b1111, t1@0b1111 -> t1@0b1111"))
+
+EXTRACT_CHAIN = (fp32("VEC TADD", "t1@0b1111, t2@0b1111 -> t3@0b1111")
+                 + fp32("SFU TEXTRACT", "t3@0b1111 -> t5@0b1111", lb0=3, ior=WINDOW_GPRS)
+                 + fp32("VEC TMUL", "t5@0b1111, t5@0b1111 -> t6@0b1111", lb0=3))
+
+INSERT_CHAIN = (fp32("VEC TADD", "t1@0b0001, t2@0b0001 -> t3@0b0001")
+                + fp32("SFU TINSERT", "t1@0b0001, t3@0b0001 -> t7@0b0001", ior=WINDOW_GPRS))
 
 
 def by_block(n_blocks, pes=4):
@@ -134,14 +119,8 @@ def test_renamed_storage_drops_write_after_read_hazards_in_place_storage_keeps_t
     for renamed in (False, True):
         v = check_plan(prog, Plan([Step("parallel", [b]) for b in order], renamed=renamed), machines=[init()])
         assert v.obligation == "dependences preserved" and "RAW edge" in v.detail
-    hoist_writer = stream_program("""
-BSTART.VEC TADD, FP32
-  B.IOT t1@0b0001, t2@0b0001 -> t3@0b0001
-  B.DIM LB0=4, LB1=2
-BSTART.VEC TMUL, FP32
-  B.IOT t2@0b0001, t2@0b0001 -> t1@0b0001
-  B.DIM LB0=4, LB1=2
-""")
+    hoist_writer = stream_program(fp32("VEC TADD", "t1@0b0001, t2@0b0001 -> t3@0b0001")
+                                  + fp32("VEC TMUL", "t2@0b0001, t2@0b0001 -> t1@0b0001"))
     reorder = [Step("serial", [1]), Step("serial", [0])]
     v = check_plan(hoist_writer, Plan(reorder), machines=[init()])          # named storage: TADD would
     assert v.obligation == "dependences preserved" and "WAR edge" in v.detail   # read TMUL's t1

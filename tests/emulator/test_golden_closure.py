@@ -219,6 +219,19 @@ def _exact(op, xs):
     return xs[0] * xs[1] + xs[2]
 
 
+def _exact_results(folder, klass, op, dtype):
+    """The exact result of every element of the first output PE of every row of `klass`
+    (an element with a NaN or infinite operand has none and is left out)."""
+    for _, r in _rows(folder):
+        if r["class"] != klass:
+            continue
+        ops = _operands(r, dtype, 3 if op == "TFMA" else 2)
+        for i in range(len(ops[0][0])):
+            e = _exact(op, [o[0][i] for o in ops])
+            if e is not None:
+                yield e
+
+
 @pytest.mark.parametrize("op, dtype", [("TMUL", "E4M3"), ("TMUL", "E5M2"), ("TMUL", "FP16"), ("TMUL", "BF16"),
                                        ("TMUL", "FP32"), ("TFMA", "FP64"), ("TFMA", "FP16")])
 def test_round_to_min_normal_results_land_where_tininess_before_and_after_disagree(tmp_path, op, dtype):
@@ -285,18 +298,11 @@ def test_overflow_cases_sit_at_the_threshold_and_one_ulp_below(tmp_path, op, dty
     ulp = Fraction(2) ** (int(np.floor(np.log2(float(mx)))) - (p - 1))
     t_hi, t_lo = mx + ulp / 2, mx - ulp / 2
     seen = {"at": 0, "below": 0, "near": 0}
-    for _, r in _rows(tmp_path / "v"):
-        if r["class"] != "overflow":
-            continue
-        ops = _operands(r, dtype, 3 if op == "TFMA" else 2)
-        for i in range(len(ops[0][0])):
-            e = _exact(op, [o[0][i] for o in ops])
-            if e is None:
-                continue
-            e = abs(e)
-            seen["at"] += e == t_hi
-            seen["below"] += e == t_lo
-            seen["near"] += min(abs(e - t_hi), abs(e - t_lo)) <= ulp
+    for e in _exact_results(tmp_path / "v", "overflow", op, dtype):
+        e = abs(e)
+        seen["at"] += e == t_hi
+        seen["below"] += e == t_lo
+        seen["near"] += min(abs(e - t_hi), abs(e - t_lo)) <= ulp
     if op == "TMUL":
         assert seen["near"] > 10
     else:
@@ -308,21 +314,16 @@ def test_ties_occur_in_the_subnormal_range_and_across_the_binades(tmp_path, op, 
     assert golden(tmp_path / "v", "--per-class", "16", ops=op, dtypes=dtype) == 0
     m, p, mx = _info(dtype)
     sub, binades = 0, set()
-    for _, r in _rows(tmp_path / "v"):
-        if r["class"] != "tie":
+    for e in _exact_results(tmp_path / "v", "tie", op, dtype):
+        if e == 0:
             continue
-        ops = _operands(r, dtype, 3 if op == "TFMA" else 2)
-        for i in range(len(ops[0][0])):
-            e = _exact(op, [o[0][i] for o in ops])
-            if e is None or e == 0:
-                continue
-            e = abs(e)
-            q = m / 2 ** (p - 1) if e < m else Fraction(2) ** (int(np.floor(np.log2(float(e)))) - (p - 1))
-            if (e / q - Fraction(1, 2)).denominator == 1:          # exactly halfway between two
-                if e < m:
-                    sub += 1
-                else:
-                    binades.add(int(np.floor(np.log2(float(e)))))
+        e = abs(e)
+        q = m / 2 ** (p - 1) if e < m else Fraction(2) ** (int(np.floor(np.log2(float(e)))) - (p - 1))
+        if (e / q - Fraction(1, 2)).denominator == 1:          # exactly halfway between two
+            if e < m:
+                sub += 1
+            else:
+                binades.add(int(np.floor(np.log2(float(e)))))
     assert sub > 0
     assert len(binades) > 6
 

@@ -12,15 +12,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from emulator.cli import main
-from test_golden_hostile import EXPORT_TADD, TADD_FP32, copy, mismatch, one_line, refused_everywhere, rewrite
+from test_golden_hostile import (EXPORT_TADD, TADD_FP32, copy, generated, mismatch, one_line, refused_everywhere,
+                                 rewrite)
 
 
 @pytest.fixture(scope="module")
 def tadd(tmp_path_factory):
-    out = tmp_path_factory.mktemp("export-sources") / "tadd"
-    assert main(["golden", "--ops", "TADD,TSUB", "--dtypes", "FP32", "--cases", "40", "--seed", "5", "--quiet",
-                 "--out", str(out)]) == 0
-    return out
+    return generated(tmp_path_factory, "export-sources", "tadd", "--ops", "TADD,TSUB", "--dtypes", "FP32", "--cases", "40")
 
 
 def _first_commit(rows) -> dict:

@@ -31,24 +31,24 @@ TADD_FP32 = "op=TADD/dtype=FP32/part-00000.parquet"
 EXPORT_TADD = ["--format", "testfloat", "--op", "TADD", "--dtype", "FP32"]
 
 
-def _generate(out, *argv):
-    assert main(["golden", *argv, *SEED, "--out", str(out)]) == 0
+def generated(tmp_path_factory, tag: str, name: str, *argv, seed=SEED):
+    """A golden dataset generated (quietly) from `argv` into a fresh folder: the module fixtures
+    of this file and of the files that borrow its helpers."""
+    out = tmp_path_factory.mktemp(tag) / name
+    assert main(["golden", *argv, *seed, "--out", str(out)]) == 0
+    return out
 
 
 @pytest.fixture(scope="module")
 def tadd(tmp_path_factory):
     """Two partitions of TADD, every class of each at least once."""
-    out = tmp_path_factory.mktemp("hostile") / "tadd"
-    _generate(out, "--ops", "TADD", "--dtypes", "FP32,FP16", "--cases", "80")
-    return out
+    return generated(tmp_path_factory, "hostile", "tadd", "--ops", "TADD", "--dtypes", "FP32,FP16", "--cases", "80")
 
 
 @pytest.fixture(scope="module")
 def tcvt(tmp_path_factory):
-    out = tmp_path_factory.mktemp("hostile") / "tcvt"
-    _generate(out, "--ops", "TCVT", "--dtypes", "FP32", "--dst-dtypes", "FP16", "--rmodes", "RNE", "--sat", "0",
-              "--cases", "60")
-    return out
+    return generated(tmp_path_factory, "hostile", "tcvt", "--ops", "TCVT", "--dtypes", "FP32", "--dst-dtypes", "FP16",
+                     "--rmodes", "RNE", "--sat", "0", "--cases", "60")
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -552,9 +552,7 @@ FUZZ_SLOW = settings(max_examples=600, deadline=None, suppress_health_check=list
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
     """One small partition, every class once or twice: the seed of every fuzzed dataset."""
-    out = tmp_path_factory.mktemp("fuzz") / "small"
-    _generate(out, "--ops", "TADD", "--dtypes", "FP32", "--cases", "50")
-    return out
+    return generated(tmp_path_factory, "fuzz", "small", "--ops", "TADD", "--dtypes", "FP32", "--cases", "50")
 
 
 def _clean_or_one_line(folder, capsys) -> None:

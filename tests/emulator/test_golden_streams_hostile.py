@@ -25,7 +25,7 @@ from emulator.golden import dataset as D
 from emulator.golden import streams as S
 from emulator.golden import streams_dataset as SD
 from mutate import byte_edits, row_edit
-from test_golden_hostile import _mutate_manifest, copy, manifest, one_line, resync, write_manifest
+from test_golden_hostile import _mutate_manifest, copy, generated, manifest, one_line, resync, write_manifest
 from test_golden_hostile import rewrite as _rewrite
 
 ARGS = ["--blocks", "3", "--cases", "6", "--group-cases", "2", "--illegal-fraction", "0.5", "--seed", "3",
@@ -202,10 +202,8 @@ def test_window_sources_keep_their_own_shapes(two_shapes):
 
 @pytest.fixture(scope="module")
 def single(tmp_path_factory):
-    out = tmp_path_factory.mktemp("single-hostile") / "t"
-    assert main(["golden", "--ops", "TADD", "--dtypes", "FP32", "--cases", "8", "--seed", "1", "--quiet",
-                 "--out", str(out)]) == 0
-    return out
+    return generated(tmp_path_factory, "single-hostile", "t", "--ops", "TADD", "--dtypes", "FP32", "--cases", "8",
+                     seed=["--seed", "1", "--quiet"])
 
 
 @pytest.mark.parametrize("kind, path", [

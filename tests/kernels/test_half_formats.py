@@ -129,40 +129,28 @@ def test_the_simd_pass_settles_every_element_special_and_subnormal_ones_included
 
 # ---------------------------------------------------------------- the binary16 conversions
 
-@nb.njit(cache=True)
-def _sw_decode(h):
-    out = np.empty(h.shape[0], np.uint32)
-    for i in range(h.shape[0]):
-        out[i] = rn.f32_bits(fastvec.sw_half_f32(h[i]))
-    return out
-
-
-@nb.njit(cache=True)
-def _sw_encode(u):
-    out = np.empty(u.shape[0], np.uint16)
-    for i in range(u.shape[0]):
-        out[i] = fastvec.sw_f32_half(rn.bits_f32(u[i]))
-    return out
-
-
-def _hw_decode(h):
+def _decoder(half_f32):
+    """FP16 codes -> binary32 bits through the scalar conversion `half_f32`, compiled over an
+    array (a closure: the hardware conversions are intrinsics, which no compiled function
+    takes as an argument; built only when the test runs it)."""
     @nb.njit
     def run(h):
         out = np.empty(h.shape[0], np.uint32)
         for i in range(h.shape[0]):
-            out[i] = rn.f32_bits(rn.hw_half_f32(h[i]))
+            out[i] = rn.f32_bits(half_f32(h[i]))
         return out
-    return run(h)
+    return run
 
 
-def _hw_encode(u):
+def _encoder(f32_half):
+    """binary32 bits -> FP16 codes through the scalar conversion `f32_half` (as `_decoder`)."""
     @nb.njit
     def run(u):
         out = np.empty(u.shape[0], np.uint16)
         for i in range(u.shape[0]):
-            out[i] = rn.hw_f32_half(rn.bits_f32(u[i]))
+            out[i] = f32_half(rn.bits_f32(u[i]))
         return out
-    return run(u)
+    return run
 
 
 def test_the_binary16_conversions_equal_the_definition():
@@ -176,8 +164,8 @@ def test_the_binary16_conversions_equal_the_definition():
     nan = (h & np.uint16(0x7FFF)) > np.uint16(0x7C00)
     hn = h[nan].astype(np.uint32)
     want[nan] = ((hn & np.uint32(0x8000)) << np.uint32(16)) | np.uint32(0x7FC00000) | ((hn & np.uint32(0x3FF)) << np.uint32(13))
-    decoders = [_sw_decode] + ([_hw_decode] if rn.HARDWARE_HALF else [])
-    for dec in decoders:
+    decoders = [fastvec.sw_half_f32] + ([rn.hw_half_f32] if rn.HARDWARE_HALF else [])
+    for dec in map(_decoder, decoders):
         assert np.array_equal(dec(h), want), dec
     rng = np.random.default_rng(12)
     u = np.concatenate([rng.integers(0, 1 << 32, 400000, dtype=np.uint64).astype(np.uint32),
@@ -189,7 +177,7 @@ def test_the_binary16_conversions_equal_the_definition():
     nan = np.isnan(u.view(np.float32))
     keep = ((u >> np.uint32(16)) & np.uint32(0x8000)) | np.uint32(0x7E00) | ((u >> np.uint32(13)) & np.uint32(0x3FF))
     want[nan] = keep[nan].astype(np.uint16)
-    for enc in [_sw_encode] + ([_hw_encode] if rn.HARDWARE_HALF else []):
+    for enc in map(_encoder, [fastvec.sw_f32_half] + ([rn.hw_f32_half] if rn.HARDWARE_HALF else [])):
         assert np.array_equal(enc(u), want), enc
 
 
