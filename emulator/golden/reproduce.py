@@ -46,6 +46,10 @@ class NoSuchCase(GoldenError):
     """A case, partition or block the dataset does not have (a usage error: exit 2)."""
 
 
+class NotAStateFile(GoldenError):
+    """A case whose state a state file cannot hold (docs/state-format.md's checks): exit 1."""
+
+
 @dataclass
 class Reproducer:
     """A golden case ready to replay.  `machine` is a fresh Machine at the case's initial state
@@ -96,6 +100,7 @@ class Reproducer:
             (tmp / ASM).write_text(self.asm + "\n")
             self._initial.save(tmp / INIT)
             self.expected.save(tmp / EXPECTED)
+            self._loads(tmp)
             with open_log(tmp / LOG, machines=1) as log:
                 log.write(self.log)
             (tmp / CASE).write_text(json.dumps(self.info(), indent=1) + "\n")
@@ -106,6 +111,21 @@ class Reproducer:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         return {name: out / name for name in (STREAM, ASM, INIT, EXPECTED, LOG, CASE)}
+
+    def _loads(self, tmp: pathlib.Path) -> None:
+        """Both states load as state files (`tile-emu run --init` reads them): a golden case may
+        hold a tile the state-file format refuses (a TIMG2COL SOURCE_KIND case's Local tile with
+        a feature-map descriptor), which only the Python API replays."""
+        from ..machine import Machine
+        from ..stateio import StateFileError
+        for name in (INIT, EXPECTED):
+            try:
+                Machine.load(tmp / name)
+            except StateFileError as exc:
+                why_not = str(exc).split(": ", 1)[-1]
+                raise NotAStateFile(f"{self.spec}: its {'initial' if name == INIT else 'expected final'} state holds "
+                                    f"what no state file can ({shown(why_not, 160)}); replay it from Python: "
+                                    f"emulator.golden.extract(DIR, {self.spec!r}).machine") from None
 
     def commands(self, out) -> list[str]:
         """The shell commands that replay the written files and compare the results."""

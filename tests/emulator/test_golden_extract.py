@@ -34,7 +34,7 @@ def cli(*argv) -> tuple[int, str, str]:
 @pytest.fixture(scope="module")
 def single(tmp_path_factory):
     out = tmp_path_factory.mktemp("x") / "single"
-    assert cli("golden", "--ops", "TADD,TEXTRACT", "--dtypes", "FP16", "--per-class", "1", "--seed", "3",
+    assert cli("golden", "--ops", "TADD,TEXTRACT,TIMG2COL", "--dtypes", "FP16", "--per-class", "1", "--seed", "3",
                "--quiet", "--out", out)[0] == 0
     return out
 
@@ -64,8 +64,9 @@ def test_single_block_cases_replay_to_their_stored_outcome(single, tmp_path):
     part = "op=TADD/dtype=FP16"
     table = rows(single, part)
     picks = [next(r for r in table if r["outcome"] == "commit"), next(r for r in table if r["outcome"] == "reject")]
-    for row in picks + [next(r for r in rows(single, "op=TEXTRACT/dtype=FP16") if r["outcome"] == "commit")]:
-        p = part if row in picks else "op=TEXTRACT/dtype=FP16"
+    windows = [(p, next(r for r in rows(single, p) if r["outcome"] == "commit"))
+               for p in ("op=TEXTRACT/dtype=FP16", "op=TIMG2COL/dtype=FP16")]
+    for p, row in [(part, r) for r in picks] + windows:
         d = tmp_path / f"{p.replace('/', '_')}-{row['case']}"
         rc, out, err = cli("golden", "extract", single, "--case", f"{p}/part-00000.parquet:{row['case']}", "--out", d)
         assert rc == 0, err
@@ -163,3 +164,16 @@ def test_a_damaged_dataset_is_refused_and_nothing_is_written(single, tmp_path):
     rc, _, err = cli("golden", "extract", bad, "--case", "op=TADD/dtype=FP16:1", "--out", tmp_path / "o")
     assert rc == 1 and "part-00000.parquet" in err and len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad"]
+
+
+def test_a_state_no_state_file_can_hold_is_one_line_and_python_replays_it(single, tmp_path):
+    # TIMG2COL's SOURCE_KIND case reads a Local tile carrying a feature-map descriptor, which
+    # docs/state-format.md refuses (only Matrix tiles carry one): no files, the API replays it
+    row = next(r for r in rows(single, "op=TIMG2COL/dtype=FP16") if r["class"] == "illegal_source_kind")
+    spec = f"op=TIMG2COL/dtype=FP16:{row['case']}"
+    rc, _, err = cli("golden", "extract", single, "--case", spec, "--out", tmp_path / "o")
+    assert rc == 1 and len(err.strip().splitlines()) == 1 and "Matrix" in err and "emulator.golden.extract" in err
+    assert list(tmp_path.iterdir()) == []
+    r = extract(single, spec)
+    result = r.machine.run(r.blocks)
+    assert result.error.reason == row["reason"] == "SOURCE_KIND"
