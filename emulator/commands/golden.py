@@ -90,6 +90,9 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     if args.more and args.action != "merge":
         raise CommandError(f"unexpected argument {quote(args.more[0])} (only merge takes several folders)", 2)
+    if args.action != "extract" and (args.case is not None or args.block is not None):
+        raise CommandError("--case and --block select the case golden extract writes: golden extract DIR --case "
+                           "[PARTITION:]K [--block B] --out D", 2)
     try:
         if args.action == "merge":
             return _merge(args)

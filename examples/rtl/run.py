@@ -213,10 +213,12 @@ def reproduce(f: dict, folders, keep: pathlib.Path | None) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dut", required=True,
-                   help=f"the Verilog DUT: one of examples/rtl ({', '.join(duts())}) or a .v file with the lane's ports")
+                   help=f"the Verilog DUT: one of examples/rtl ({', '.join(duts())}) or a .v file with the "
+                        "lane's ports")
     p.add_argument("--top", default=TOPLEVEL, help=f"the DUT's module name (default {TOPLEVEL})")
     p.add_argument("--expect-unsupported", default="", metavar="OP:DTYPE,...",
-                   help="partitions the DUT is declared not to implement (else one it reports unsupported fails the run)")
+                   help="partitions the DUT is declared not to implement (else one it reports unsupported "
+                        "fails the run)")
     p.add_argument("--dataset", action="append", default=[], help="a golden dataset folder (repeatable)")
     p.add_argument("--cases", type=int, help="cases per partition of the generated dataset (default: --per-class 1)")
     p.add_argument("--per-class", type=int, default=1,

@@ -13,7 +13,6 @@ import io
 import json
 import pathlib
 
-import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
