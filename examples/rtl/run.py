@@ -258,7 +258,7 @@ def main(argv=None) -> int:
         status = report(name, result, expected, folders, build)
         return status
     finally:
-        if args.keep or status == 1:
+        if args.keep or (status == 1 and any(build.glob("case-*"))):     # a failing case's files
             print(f"build folder: {build}", file=sys.stderr)
         else:
             shutil.rmtree(build, ignore_errors=True)

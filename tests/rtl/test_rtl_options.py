@@ -100,3 +100,13 @@ def test_a_failing_case_keeps_its_dataset_and_is_extracted(small, tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == ["case.json", "expected.arrow", "expected.jsonl", "init.arrow",
                                                          "stream.s", "stream.tbs"]
     shutil.rmtree(folder.parent)
+    assert f"build folder: {folder.parent}" in err
+
+
+def test_a_failure_without_a_failing_case_keeps_nothing(small, tmp_path):
+    import tempfile
+    before = set(pathlib.Path(tempfile.gettempdir()).glob("rtl-claims-*"))
+    dut = variant(tmp_path, "claims", E4M3_OPS, E4M3_OPS.replace("func == F_MUL", "func == F_MUL || func == F_AND"))
+    rc, out, err = run("--dut", dut, "--dataset", small)
+    assert rc == 1 and "build folder" not in err
+    assert set(pathlib.Path(tempfile.gettempdir()).glob("rtl-claims-*")) == before
