@@ -7,6 +7,7 @@
     tile-emu golden --streams --blocks 8 --cases 100000 --seed 7 --out streams/   # multi-block streams
     tile-emu golden export vectors/ --format testfloat --op TADD --dtype FP32 > f32_add.txt
     tile-emu golden export vectors/ --format hex --out hex/      # $readmemh files for HDL testbenches
+    tile-emu golden extract vectors/ --case op=TADD/dtype=FP16:17 --out case17/   # one case to replay
 """
 from __future__ import annotations
 
@@ -26,9 +27,10 @@ from kernels.numeric.profiles import DEFAULT_PROFILE, PROFILES
 
 
 def add_arguments(p) -> None:
-    p.add_argument("action", nargs="?", choices=["export", "merge"],
-                   help="export: write another tool's format; merge: join the shards of a --shard run")
-    p.add_argument("dataset", nargs="?", help="the dataset folder (export); the first shard folder (merge)")
+    p.add_argument("action", nargs="?", choices=["export", "merge", "extract"],
+                   help="export: write another tool's format; merge: join the shards of a --shard run; extract: "
+                        "one case as a .tbs stream, initial and expected final state and expected commit log")
+    p.add_argument("dataset", nargs="?", help="the dataset folder (export, extract); the first shard folder (merge)")
     p.add_argument("more", nargs="*", metavar="SHARD", help="merge: the other shard folders")
     g = p.add_argument_group("generate")
     g.add_argument("--ops", help="comma-separated instructions, e.g. TADD,TDIV,TCVT")
@@ -77,16 +79,27 @@ def add_arguments(p) -> None:
     e.add_argument("--dtype", help="export: the DataType (TCVT: the source)")
     e.add_argument("--dst", help="export: TCVT destination DataType")
     e.add_argument("--rmode", help="export: TCVT rounding mode (default RNE)")
+    x = p.add_argument_group("extract (docs/golden-format.md, 'Extracting a case')")
+    x.add_argument("--case", metavar="[PARTITION:]K",
+                   help="extract: case K of the partition (op=TADD/dtype=FP16:17, or the data file verify names: "
+                        "op=TADD/dtype=FP16/part-00000.parquet:17); K alone in a dataset of one partition")
+    x.add_argument("--block", type=int, metavar="B",
+                   help="extract, stream datasets: the prefix of blocks 0..B (B included) instead of the whole stream")
 
 
 def run(args) -> int:
     if args.more and args.action != "merge":
         raise CommandError(f"unexpected argument {quote(args.more[0])} (only merge takes several folders)", 2)
+    if args.action != "extract" and (args.case is not None or args.block is not None):
+        raise CommandError("--case and --block select the case golden extract writes: golden extract DIR --case "
+                           "[PARTITION:]K [--block B] --out D", 2)
     try:
         if args.action == "merge":
             return _merge(args)
         if args.action == "export":
             return _export(args)
+        if args.action == "extract":
+            return _extract(args)
         if args.coverage:
             return _coverage(args)
         if args.streams:
@@ -550,4 +563,47 @@ def _export(args) -> int:
         out.flush()
     mode = ROUNDING.get((args.rmode or "RNE").upper(), "-rnear_even")
     print(f"# check with: testfloat_ver {name} {mode} -tininessafter < FILE", file=sys.stderr)
+    return 0
+
+
+def _extract(args) -> int:
+    """golden extract DIR --case [PARTITION:]K [--block B] --out D: one case's reproducer
+    (emulator/golden/extract.py), written into the new folder D whole or not at all."""
+    from emulator.commands import cannot_write
+    from emulator.golden.reproduce import NoSuchCase, extract
+    from emulator.stateio import StateFileError
+    if not args.dataset or args.case is None or not args.out:
+        raise CommandError("extract needs DATASET --case [PARTITION:]K --out FOLDER", 2)
+    if D.store.protocol(args.dataset) not in (None, "file", "local"):
+        raise CommandError(f"extract reads a local dataset folder, not {quote(args.dataset)}", 2)
+    if args.block is not None and args.block < 0:
+        raise CommandError(f"--block {args.block} is negative", 2)
+    folder, target = os.path.realpath(args.dataset), os.path.realpath(args.out)
+    if folder == target:
+        raise CommandError(f"--out {quote(args.out)} is the dataset folder: extract writes a new folder", 2)
+    _outside(args.dataset, args.out)
+    if os.path.commonpath([folder, target]) == target:
+        raise CommandError(f"--out {quote(args.out)} holds the dataset folder {quote(args.dataset)}: "
+                           "extract writes a new folder", 2)
+    out = pathlib.Path(args.out)
+    if out.is_symlink() or (out.exists() and not (out.is_dir() and not any(out.iterdir()))):
+        raise CommandError(f"--out {quote(args.out)} exists: extract writes a new (or empty) folder", 2)
+    if not out.parent.is_dir():
+        raise CommandError(f"--out {quote(args.out)}: no folder {quote(str(out.parent))} to create it in", 2)
+    try:
+        r = extract(args.dataset, args.case, args.block)
+    except NoSuchCase as exc:
+        raise CommandError(str(exc), 2) from None
+    try:
+        r.write(out)
+    except (OSError, StateFileError) as exc:
+        raise CommandError(cannot_write(args.out, exc), 1) from None
+    prefix = "" if args.block is None else f", blocks 0 to {args.block}"
+    end = (f"faults at block {r.fault['block']}: {r.fault['reason']}" if r.fault else
+           f"commits {len(r.blocks)} block(s)")
+    print(f"golden extract: {r.spec} ({r.cls}{prefix}) {end} -> {args.out}")
+    run, diff, cmp = r.commands(args.out)
+    print(f"  replay:  {run}" + ("   # exit 1: the expected fault" if r.fault else ""))
+    print(f"  compare: {diff}   # exit 0: the expected final state")
+    print(f"  compare: {cmp}   # no output: the expected commit log, byte for byte")
     return 0

@@ -1,8 +1,12 @@
-"""cocotb testbench of the lane DUT (alu.v): every committed golden case of every partition the
-DUT implements is driven into it, one element per clock, and scored with emulator.cosim.compare
-against the golden output tile.  Run it through run.py (cocotb's Python runner, Icarus Verilog);
-it reads TB_DATASETS (dataset folders, os.pathsep-separated) and writes its findings as JSON to
-TB_RESULT, which run.py prints."""
+"""cocotb testbench of the lane DUT (alu.v, or any module with its ports: PORTS): the ports are
+checked first; then every illegal (instruction, DataType) pair of the instruction table --
+every binary element-wise instruction with each DataType it does not support, and each DataType
+code the table does not assign -- is driven on `func`/`dtype`, and `supported` must be 0 for
+each; then every committed golden case of every partition the DUT implements is driven into it,
+one element per clock, and scored with emulator.cosim.compare against the golden output tile.
+Run it through run.py (cocotb's Python runner, Icarus Verilog); it reads TB_DATASETS (dataset
+folders, os.pathsep-separated) and writes its findings as JSON to TB_RESULT, which run.py
+prints."""
 from __future__ import annotations
 
 import json
@@ -15,6 +19,55 @@ from cocotb.triggers import RisingEdge, Timer
 import lanes
 from emulator.cosim import compare, value_text
 from isa.atomicio import atomic_open
+from isa.datatypes import DATATYPES
+from isa.instructions import INSTRUCTIONS
+
+# The lane's ports (README, "RTL verification"): name -> (direction, width in bits)
+PORTS = {"clk": ("input", 1), "func": ("input", 5), "dtype": ("input", 5), "in_rect": ("input", 1),
+         "pad": ("input", 2), "a": ("input", 64), "b": ("input", 64), "pe": ("input", 2),
+         "pe_mask": ("input", 4), "we": ("output", 1), "y": ("output", 64), "y_defined": ("output", 1),
+         "flags": ("output", 5), "supported": ("output", 1)}
+
+
+def port_mismatch(dut) -> str | None:
+    """The first port of PORTS the DUT lacks or has with another width, or None."""
+    for name, (direction, width) in PORTS.items():
+        try:
+            handle = getattr(dut, name)
+        except AttributeError:
+            return f"no port {name!r} ({direction} [{width - 1}:0])"
+        got = len(handle)
+        if got != width:
+            return f"port {name!r} is {got} bit(s) wide, not {width}"
+    return None
+
+
+def illegal_pairs() -> list[tuple[str, int, str, int]]:
+    """(instruction, Function code, DataType name, DataType code) of every binary element-wise
+    instruction with every DataType the instruction table does not give it, and with every
+    DataType code (5 bits) the DataType table does not assign."""
+    names = {d.code: d.name for d in DATATYPES}
+    out = []
+    for instr in INSTRUCTIONS:
+        if instr.schema != "binary":
+            continue
+        for code in range(32):
+            name = names.get(code)
+            if name is None or name not in instr.dtypes:
+                out.append((instr.mnemonic, instr.function, name or f"code {code}", code))
+    return out
+
+
+async def claimed_illegal(dut) -> list[str]:
+    """The illegal pairs the DUT says it supports, as OP:DTYPE."""
+    claims = []
+    for op, func, dtype, code in illegal_pairs():
+        dut.func.value = func
+        dut.dtype.value = code
+        await Timer(1, unit="ns")
+        if int(dut.supported.value):
+            claims.append(f"{op}:{dtype}")
+    return claims
 
 
 async def unselected(dut, lane: lanes.Lane) -> int | None:
@@ -78,17 +131,24 @@ def mask_failure(lane: lanes.Lane, pe: int, selected: bool) -> dict:
 
 @cocotb.test()
 async def golden_cases(dut):
-    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
     result = {"cases": 0, "lanes": 0, "elements": 0, "partitions": [], "unsupported": [], "rejected": 0,
-              "failure": None}
+              "failure": None, "illegal_driven": 0, "claims": [], "ports": None}
     try:
+        result["ports"] = port_mismatch(dut)
+        if result["ports"]:
+            return
+        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+        result["illegal_driven"] = len(illegal_pairs())
+        result["claims"] = await claimed_illegal(dut)
+        if result["claims"]:
+            return
         for folder in filter(None, os.environ["TB_DATASETS"].split(os.pathsep)):
             for part in lanes.partitions(folder):
                 dut.func.value = part.func
                 dut.dtype.value = part.code
                 await Timer(1, unit="ns")
                 if not int(dut.supported.value):
-                    result["unsupported"].append(part.path)
+                    result["unsupported"].append(f"{part.op}:{part.dtype}")
                     continue
                 jobs, rejected = lanes.lanes(part)
                 result["partitions"].append(part.path)
@@ -118,4 +178,4 @@ async def golden_cases(dut):
     finally:
         with atomic_open(os.environ["TB_RESULT"], "w") as f:
             json.dump(result, f)
-        assert result["failure"] is None, result["failure"]
+        assert result["failure"] is None and not result["claims"] and not result["ports"], result

@@ -46,6 +46,9 @@ def test_the_lane_matches_every_golden_case_it_implements(tools):
 def test_the_seeded_bug_fails_on_its_first_wrong_element_decoded(golden):
     rc, out, err = run("--dut", "alu_bug", *[x for g in golden for x in ("--dataset", str(g))])
     assert rc == 1, out + err
+    kept = err.split("build folder: ")[1].strip()          # the failing case's reproducer lives there
+    import shutil
+    shutil.rmtree(kept)
     lines = out.splitlines()
     assert lines[0].startswith("alu_bug: FAIL: first failing case ") and " of TSHR S" in lines[0]
     op, dtype = "TSHR", lines[0].split(" of TSHR ")[1].split(",")[0]
