@@ -56,7 +56,7 @@ SCALAR = READ = None            # bound in each program's own globals (fast.bind
 # everywhere: results in the valid vr x vc rectangle, `pad` outside it; status (S,) the OR of
 # each PE's flags over its valid rectangle.
 
-def _raw1(a, ad, check, vr, vc, rows, col, pad, out, status, fmt, dec, op):
+def _raw1(a, ad, check, vr, vc, rows, col, pad, out, status):
     for p in range(out.shape[0]):
         st = np.uint8(0)
         for r in range(vr):
@@ -76,7 +76,7 @@ def _raw1(a, ad, check, vr, vc, rows, col, pad, out, status, fmt, dec, op):
     return 0
 
 
-def _raw2(a, b, ad, bd, check, vr, vc, rows, col, pad, out, status, fmt, dec, op):
+def _raw2(a, b, ad, bd, check, vr, vc, rows, col, pad, out, status):
     for p in range(out.shape[0]):
         st = np.uint8(0)
         for r in range(vr):
@@ -96,7 +96,7 @@ def _raw2(a, b, ad, bd, check, vr, vc, rows, col, pad, out, status, fmt, dec, op
     return 0
 
 
-def _raw3(a, b, cc, ad, bd, cd, check, vr, vc, rows, col, pad, out, status, fmt, dec, op):
+def _raw3(a, b, cc, ad, bd, cd, check, vr, vc, rows, col, pad, out, status):
     for p in range(out.shape[0]):
         st = np.uint8(0)
         for r in range(vr):
@@ -214,7 +214,7 @@ class Program:
         self.shape = (S, n)
         self.vr, self.vc, self.rows, self.col = dest.ValidRow, dest.ValidCol, dest.Row, dest.Col
         enc = pad_encoding(rb.PadValue, rb.dtype.name)
-        self.pad = self.raw.type(0 if enc is None else enc)
+        self.pad = 0 if enc is None else int(enc)
         whole = self.vr == self.rows and self.vc == self.col
         if whole:           # as the reference: the shared all-defined array of the result's shape
             defined = semantics.all_defined((S, 1, n)).reshape(S, n)
@@ -228,8 +228,11 @@ class Program:
         self.defined = defined
         self.whole = bool(whole)
         self.all_defined = bool(defined.all())
-        p = fast.params(kernel.format, bool(prof.ftz)) if kernel.kind == "bits" else fast.params("FP32", False)
-        self.fmt, self.dec, self.op = p.fmt, p.dec, kernel.op
+        if kernel.kind == "bits":         # a rounded routine: the op code and the format's records too
+            p = fast.params(kernel.format, bool(prof.ftz))
+            self.extra = (p.fmt, p.dec, kernel.op)
+        else:
+            self.extra = ()
         self.fn = compiled(kernel.kind, len(self.tiles), kernel.scalar)
 
     def _accepts(self, i: int, t, pe: int) -> bool:
@@ -286,7 +289,7 @@ class Program:
         out = np.empty(self.shape, self.raw)
         status = np.empty(self.shape[0], np.uint8)
         if self.fn(*arrays, *defs, check, self.vr, self.vc, self.rows, self.col, self.pad, out, status,
-                   self.fmt, self.dec, self.op):
+                   *self.extra):
             return None
         # the commit (as ReferenceMachine._commit): nothing here can fail
         dest_tile = self.dest_tile
