@@ -49,7 +49,8 @@ views stay valid.
 
 One machine (Machine(backend=...), one_machine): on `cpu` the reference's own block steps on the
 machine's own state with this engine's speed caches (HostPlans: a repeated block's plan kept,
-sources read in place as one stack); on `gpu` a one-machine batch holding the state on the
+sources read in place as one stack), and covered element-wise blocks as compiled block programs
+(emulator/blockprog.py: the element work in one Numba call, then one commit); on `gpu` a one-machine batch holding the state on the
 device for the length of a stream (OnBatch).
 """
 from __future__ import annotations

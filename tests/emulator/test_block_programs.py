@@ -155,6 +155,26 @@ def test_covered_blocks_have_a_program_and_the_others_do_not():
     assert blockprog.program(tadd(mask=0), "ieee") is None                 # a strict no-op
 
 
+# docs/machine.md, "Compiled block programs": what is covered under ieee
+COVERED = {"TADD": "FP32 FP16 BF16", "TSUB": "FP32 FP16 BF16", "TMUL": "FP32 FP16 BF16", "TDIV": "FP32 FP16 BF16",
+           "TFMA": "FP32 FP16 BF16", "TREM": "FP32 BF16", "TSQRT": "FP32 FP16", "TEXP": "FP32", "TLOG": "FP32",
+           "TRECIP": "FP32", "TRSQRT": "FP32"}
+
+
+def test_the_covered_instructions_and_datatypes_are_those_the_machine_doc_lists():
+    from isa.datatypes import DATATYPES
+    from isa.instructions import INSTRUCTIONS
+    got = {}
+    for row in INSTRUCTIONS:
+        for dt in DATATYPES:
+            if dt.name in row.dtypes and row.arity:
+                srcs = tuple(range(1, row.arity + 1))
+                if row.schema in blockprog.SCHEMAS and \
+                        blockprog.program(tadd(mn=row.mnemonic, dtype=dt.name, srcs=srcs, dest=9), "ieee"):
+                    got.setdefault(row.mnemonic, []).append(dt.name)
+    assert {k: " ".join(v) for k, v in got.items()} == COVERED
+
+
 def test_a_stream_of_covered_blocks_runs_as_programs(monkeypatch):
     ran = []
     real = blockprog.Program.run
