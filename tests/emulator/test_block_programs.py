@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from emulator import Machine, MachineConfig, blockprog, engine
+from emulator.config import with_profile
 from emulator.commitlog import Collector
 from isa import BDatr, BDim, BIor, Block, BStart, TileBinding, encoding
 from isa.datatypes import datatype
@@ -54,9 +55,9 @@ def values(rng, dtype, shape):
     return bits
 
 
-def machine(seed: int, backend: str) -> Machine:
+def machine(seed: int, backend: str, profile: str = "ieee") -> Machine:
     rng = np.random.default_rng(seed)
-    m = Machine(CONFIG, backend=backend)
+    m = Machine(with_profile(CONFIG, profile), backend=backend)
     for p in range(4):
         for dtype, ids, rows, cols, vr, vc in GROUPS.values():
             for t in ids:
@@ -103,8 +104,8 @@ def run_logged(m, stream):
     return r, [g.to_pylist() for g in log.blocks]
 
 
-def assert_same_as_reference(seed, stream):
-    fast, ref = machine(seed, "cpu"), machine(seed, "reference")
+def assert_same_as_reference(seed, stream, profile="ieee"):
+    fast, ref = machine(seed, "cpu", profile), machine(seed, "reference", profile)
     assert fast.digest() == ref.digest()
     rf, lf = run_logged(fast, stream)
     rr, lr = run_logged(ref, stream)
@@ -125,6 +126,13 @@ def test_a_stream_on_the_cpu_backend_ends_where_it_ends_on_the_reference(seed, s
         except EncodeError:
             pass
     assert_same_as_reference(seed, stream)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32 - 1), st.lists(blocks(), min_size=1, max_size=8), st.sampled_from(["ftz", "a5"]))
+def test_under_the_other_profiles_too(seed, stream, profile):
+    """Programs are kept per profile: ftz flushes in the rounded routines, a5 picks other tiers."""
+    assert_same_as_reference(seed, stream, profile)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
