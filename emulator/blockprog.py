@@ -207,6 +207,13 @@ class Program:
         self.roles = tuple(rb.instr.sources)
         self.shapes = preflight.SOURCE_SHAPES[rb.instr.schema]
         self.accepted = [None] * len(self.tiles)      # per role: a descriptor object that passed
+        reads = {}
+        for i, tid in enumerate(self.tiles):
+            reads.setdefault(tid, []).append(i)
+        self.reads = tuple((tid, tuple(roles)) for tid, roles in reads.items())   # each tile read, its roles
+        # per tile id read: (the tiles, stacked elems, defined, all defined) of the last run; the
+        # very same tile objects again passed every descriptor rule then (tiles never change)
+        self.last = {}
         self.raw = element_dtype(dest)
         self.location = dest.location
         S, n = len(self.pes), dest.Row * dest.Col
@@ -249,36 +256,33 @@ class Program:
         pes = self.pes
         pe_states = m.pes
         stores = [pe_states[p].tiles for p in pes]
-        arrays, defs = [], []
         check = False
-        done = {}
-        for i, tid in enumerate(self.tiles):
-            got = done.get(tid)
-            if got is None:
-                tiles = [s.get(tid) for s in stores]
+        last = self.last
+        for tid, roles in self.reads:
+            tiles = [s.get(tid) for s in stores]
+            got = last.get(tid)
+            if got is None or got[0] != tiles:      # not the very tiles of the last run: check them
                 if None in tiles:
                     return None
-            else:
-                tiles = got[3]
-            acc = self.accepted[i]
-            for k, t in enumerate(tiles):
-                if t.desc is not acc:
-                    if not self._accepts(i, t, pes[k]):
-                        return None
-                    acc = t.desc
-            if got is None:
+                for i in roles:
+                    acc = self.accepted[i]
+                    for k, t in enumerate(tiles):
+                        if t.desc is not acc:
+                            if not self._accepts(i, t, pes[k]):
+                                return None
+                            acc = t.desc
                 both = rows_of_one_stack(tiles)
                 if both is None:
                     both = _restack(m, pes, tid, tiles)
+                    tiles = [s.get(tid) for s in stores]
                 known = True
                 for t in tiles:
                     if not t.__dict__.get("fully_defined", False):
                         known = False
                         break
-                got = done[tid] = (both[0], both[1], known, tiles)
-            arrays.append(got[0])
-            defs.append(got[1])
-            check = check or not got[2]
+                got = last[tid] = (tiles, both[0], both[1], known)
+            check = check or not got[3]
+        operands = [last[tid][1] for tid in self.tiles] + [last[tid][2] for tid in self.tiles]
         # the allocation rule (preflight.check_allocation) on the stores as they are: a store
         # without room sends the block to today's path, which raises ALLOCATION
         location, room = self.location, m.config.store_bytes(self.location) - self.dest.capacity
@@ -292,7 +296,7 @@ class Program:
                 return None
         out = np.empty(self.shape, self.raw)
         status = np.empty(self.shape[0], np.uint8)
-        if self.fn(*arrays, *defs, check, self.vr, self.vc, self.rows, self.col, self.pad, out, status,
+        if self.fn(*operands, check, self.vr, self.vc, self.rows, self.col, self.pad, out, status,
                    *self.extra):
             return None
         # the commit (as ReferenceMachine._commit): nothing here can fail
