@@ -25,6 +25,8 @@ changed: nothing is committed by a block the compiled call did not finish.
 """
 from __future__ import annotations
 
+import operator
+
 import numba as nb
 import numpy as np
 
@@ -39,7 +41,10 @@ from kernels.numeric.profiles import profile as resolve_profile
 from . import preflight, semantics
 from .padding import pad_encoding
 from .reference import BlockResult, Staged, commit_records
+from .state import used_bytes
 from .tiles import element_dtype, rows_of_one_stack, stacked_tiles
+
+_CAPACITY = operator.attrgetter("desc.capacity")
 
 SCHEMAS = (I.UNARY, I.BINARY, I.TERNARY)
 KINDS = ("raw", "bits")
@@ -287,12 +292,9 @@ class Program:
         # without room sends the block to today's path, which raises ALLOCATION
         location, room = self.location, m.config.store_bytes(self.location) - self.dest.capacity
         for s in stores:
-            used = 0
-            for t in s.values():        # emulator.state.used_bytes, inlined: it runs on every block
-                d = t.desc
-                if d.location == location:
-                    used += d.capacity
-            if used > room:
+            if sum(map(_CAPACITY, s.values())) <= room:     # every tile's bytes, any store: room enough
+                continue
+            if used_bytes(s, location) > room:
                 return None
         out = np.empty(self.shape, self.raw)
         status = np.empty(self.shape[0], np.uint8)
