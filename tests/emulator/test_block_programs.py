@@ -69,6 +69,8 @@ def machine(seed: int, backend: str, profile: str = "ieee") -> Machine:
                 defined = rng.random((rows, cols)) > (0.01 if rng.random() < 0.05 else 0)
                 m.write_tile(p, t, dtype, values(rng, dtype, (rows, cols)), valid_row=vr, valid_col=vc,
                              defined=defined)
+        # a Matrix tile: its bytes count against the Matrix store only (the allocation rule per location)
+        m.write_tile(p, 13, "FP32", values(rng, "FP32", (8, 16)), location="Matrix")
         if rng.random() < 0.05:
             m.delete_tile(p, int(rng.integers(1, 11)))
     return m
