@@ -216,9 +216,6 @@ class Program:
         for i, tid in enumerate(self.tiles):
             reads.setdefault(tid, []).append(i)
         self.reads = tuple((tid, tuple(roles)) for tid, roles in reads.items())   # each tile read, its roles
-        # per tile id read: (the tiles, stacked elems, defined, all defined) of the last run; the
-        # very same tile objects again passed every descriptor rule then (tiles never change)
-        self.last = {}
         self.raw = element_dtype(dest)
         self.location = dest.location
         S, n = len(self.pes), dest.Row * dest.Col
@@ -255,27 +252,29 @@ class Program:
         self.accepted[i] = t.desc
         return True
 
-    def run(self, m, block, log, index, offset):
+    def run(self, m, block, log, index, offset, seen):
         """The block on machine m: its BlockResult, committed, or None (nothing changed) when
-        today's path must run it."""
+        today's path must run it.  `seen`: the machine's (PEs, tile id) -> (the tiles read
+        there last, their stacked elems and defined, all defined), kept by its engine
+        (engine.HostPlans.seen): the very same tiles again are not stacked again."""
         pes = self.pes
         pe_states = m.pes
         stores = [pe_states[p].tiles for p in pes]
         check = False
-        last = self.last
+        last = seen
         for tid, roles in self.reads:
             tiles = [s.get(tid) for s in stores]
-            got = last.get(tid)
-            if got is None or got[0] != tiles:      # not the very tiles of the last run: check them
-                if None in tiles:
-                    return None
-                for i in roles:
-                    acc = self.accepted[i]
-                    for k, t in enumerate(tiles):
-                        if t.desc is not acc:
-                            if not self._accepts(i, t, pes[k]):
-                                return None
-                            acc = t.desc
+            if None in tiles:
+                return None
+            for i in roles:
+                acc = self.accepted[i]
+                for k, t in enumerate(tiles):
+                    if t.desc is not acc:
+                        if not self._accepts(i, t, pes[k]):
+                            return None
+                        acc = t.desc
+            got = last.get((pes, tid))
+            if got is None or got[0] != tiles:      # not the very tiles read last time: stack them
                 both = rows_of_one_stack(tiles)
                 if both is None:
                     both = _restack(m, pes, tid, tiles)
@@ -285,9 +284,9 @@ class Program:
                     if not t.__dict__.get("fully_defined", False):
                         known = False
                         break
-                got = last[tid] = (tiles, both[0], both[1], known)
+                got = last[(pes, tid)] = (tiles, both[0], both[1], known)
             check = check or not got[3]
-        operands = [last[tid][1] for tid in self.tiles] + [last[tid][2] for tid in self.tiles]
+        operands = [last[(pes, tid)][1] for tid in self.tiles] + [last[(pes, tid)][2] for tid in self.tiles]
         # the allocation rule (preflight.check_allocation) on the stores as they are: a store
         # without room sends the block to today's path, which raises ALLOCATION
         location, room = self.location, m.config.store_bytes(self.location) - self.dest.capacity

@@ -980,10 +980,13 @@ class HostPlans:
         # (rb, pes, config, (tile id, tiles) per role, stacked sources, dest) of the last block
         self._last = None
         self.compiled = compiled
+        # the compiled programs' stacks: (PEs, tile id) -> (the tiles read there last, their
+        # stacked elems and defined, all defined); at most one entry per PE set and tile id
+        self.seen = {}
 
     def runner(self, machine: ReferenceMachine) -> Here:
         if self.compiled:
-            return Compiled(machine, self.plan)
+            return Compiled(machine, self.plan, self.seen)
         return Here(machine, self.plan)
 
     def fresh(self) -> "HostPlans":
@@ -991,8 +994,9 @@ class HostPlans:
         return HostPlans(self.compiled)
 
     def forget(self) -> None:
-        """Drop the kept plan (and the tiles it holds): the machine took another state."""
+        """Drop the kept plan and stacks (and the tiles they hold): the machine took another state."""
         self._last = None
+        self.seen = {}
 
     def plan(self, m: ReferenceMachine, rb: ResolvedBlock, pes) -> preflight.Plan:
         """preflight.plan with the sources as _stack_sources hands them over, or the previous
@@ -1048,12 +1052,16 @@ class Compiled(Here):
     module is imported with the first block (it imports Numba, which `import emulator` does not
     need)."""
 
+    def __init__(self, machine: ReferenceMachine, planner, seen: dict):
+        super().__init__(machine, planner)
+        self.seen = seen
+
     def execute(self, block: Block, log, index: int, offset: int | None) -> BlockResult:
         m = self.machine
         if m.engines is None:
             prog = _blockprog().program(block, m.config.profile)
             if prog is not None:
-                res = prog.run(m, block, log, index, offset)
+                res = prog.run(m, block, log, index, offset, self.seen)
                 if res is not None:
                     return res
         return Here.execute(self, block, log, index, offset)
