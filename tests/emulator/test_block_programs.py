@@ -204,11 +204,25 @@ def test_a_stream_of_covered_blocks_runs_as_programs(monkeypatch):
     assert r.ok and ran == [True] * 9
 
 
-def test_a_marked_element_sends_the_block_to_todays_path_with_the_same_result():
-    """TDIV FP32's compiled routine leaves some elements to the hand-off: such a block runs
-    on today's path, and ends where the reference does."""
-    stream = [tadd(mn="TDIV", srcs=(1, 2)), tadd(mn="TSQRT", srcs=(3,), dest=2)]
-    assert_same_as_reference(7, stream)
+def test_a_marked_element_sends_the_block_to_todays_path_with_the_same_result(monkeypatch):
+    """Under profile ftz, TADD FP32 runs the `fast` tier's rounded routine, which leaves every
+    element with a non-finite operand to the hand-off: a block reading a NaN falls back to
+    today's path and ends where the reference does; one without runs as its program."""
+    ran = []
+    real = blockprog.Program.run
+    monkeypatch.setattr(blockprog.Program, "run", lambda self, *a: ran.append(real(self, *a)) or ran[-1])
+    one, nan = np.full((4, 16), 0x3F800000, np.uint64), np.full((4, 16), 0x3F800000, np.uint64)
+    nan[2, 5] = 0x7FC00001
+    results = []
+    for backend in ("cpu", "reference"):
+        m = Machine(with_profile(CONFIG, "ftz"), backend=backend)
+        for p in range(4):
+            m.write_tile(p, 1, "FP32", one)
+            m.write_tile(p, 2, "FP32", nan if p == 3 else one)
+        r = m.run([tadd(srcs=(1, 1), dest=4), tadd()])
+        results.append((r.executed, [x.status for x in r.results], m.digest()))
+    assert results[0] == results[1]
+    assert [res is not None for res in ran] == [True, False]
 
 
 def test_the_baseline_without_programs_is_todays_path():
