@@ -215,7 +215,10 @@ class Program:
         reads = {}
         for i, tid in enumerate(self.tiles):
             reads.setdefault(tid, []).append(i)
-        self.reads = tuple((tid, tuple(roles)) for tid, roles in reads.items())   # each tile read, its roles
+        # each tile id read: (tile id, its roles, its key in the engine's `seen`: PE_MASK and id)
+        self.reads = tuple((tid, tuple(roles), rb.PE_MASK << 32 | tid) for tid, roles in reads.items())
+        order = [r[0] for r in self.reads]
+        self.read_of_role = tuple(order.index(tid) for tid in self.tiles)
         self.raw = element_dtype(dest)
         self.location = dest.location
         S, n = len(self.pes), dest.Row * dest.Col
@@ -261,32 +264,38 @@ class Program:
         pe_states = m.pes
         stores = [pe_states[p].tiles for p in pes]
         check = False
-        last = seen
-        for tid, roles in self.reads:
+        gots = []
+        accepted = self.accepted
+        for tid, roles, key in self.reads:
             tiles = [s.get(tid) for s in stores]
-            if None in tiles:
-                return None
-            for i in roles:
-                acc = self.accepted[i]
-                for k, t in enumerate(tiles):
-                    if t.desc is not acc:
-                        if not self._accepts(i, t, pes[k]):
-                            return None
-                        acc = t.desc
-            got = last.get((pes, tid))
+            got = seen.get(key)
             if got is None or got[0] != tiles:      # not the very tiles read last time: stack them
+                if None in tiles:
+                    return None
                 both = rows_of_one_stack(tiles)
                 if both is None:
                     both = _restack(m, pes, tid, tiles)
                     tiles = [s.get(tid) for s in stores]
                 known = True
+                d0 = tiles[0].desc
                 for t in tiles:
-                    if not t.__dict__.get("fully_defined", False):
+                    if t.desc is not d0:
+                        d0 = None
+                    if known and not t.__dict__.get("fully_defined", False):
                         known = False
-                        break
-                got = last[(pes, tid)] = (tiles, both[0], both[1], known)
+                got = seen[key] = (tiles, both[0], both[1], known, d0)
+            d0 = got[4]
+            for i in roles:                         # each role's descriptor rules (kept by identity)
+                if d0 is None or accepted[i] is not d0:
+                    acc = accepted[i]
+                    for k, t in enumerate(tiles):
+                        if t.desc is not acc:
+                            if not self._accepts(i, t, pes[k]):
+                                return None
+                            acc = t.desc
             check = check or not got[3]
-        operands = [last[(pes, tid)][1] for tid in self.tiles] + [last[(pes, tid)][2] for tid in self.tiles]
+            gots.append(got)
+        operands = [gots[j][1] for j in self.read_of_role] + [gots[j][2] for j in self.read_of_role]
         # the allocation rule (preflight.check_allocation) on the stores as they are: a store
         # without room sends the block to today's path, which raises ALLOCATION
         location, room = self.location, m.config.store_bytes(self.location) - self.dest.capacity
