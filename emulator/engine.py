@@ -49,7 +49,8 @@ views stay valid.
 
 One machine (Machine(backend=...), one_machine): on `cpu` the reference's own block steps on the
 machine's own state with this engine's speed caches (HostPlans: a repeated block's plan kept,
-sources read in place as one stack); on `gpu` a one-machine batch holding the state on the
+sources read in place as one stack), and covered element-wise blocks as compiled block programs
+(emulator/blockprog.py: the element work in one Numba call, then one commit); on `gpu` a one-machine batch holding the state on the
 device for the length of a stream (OnBatch).
 """
 from __future__ import annotations
@@ -969,22 +970,33 @@ class HostPlans:
         tiles re-pointed at the rows: the same descriptor and bytes, read-only, so nothing
         architectural changes (digest, read_tile and every rule see the same tile), and later
         blocks over these PEs read them in place (_stack_sources).
-    The place for faster block paths on one machine (a compiled block, say) is here too."""
+    And a covered element-wise block runs as a compiled block program (emulator/blockprog.py,
+    docs/machine.md "Compiled block programs"): its element work in one compiled call and one
+    commit, every other block -- and a covered one on which a rule might fail -- on the steps
+    above.  `compiled=False` leaves the programs out (today's path alone: the benchmark's
+    baseline, and the differential tests' second opinion)."""
 
-    def __init__(self):
+    def __init__(self, compiled: bool = True):
         # (rb, pes, config, (tile id, tiles) per role, stacked sources, dest) of the last block
         self._last = None
+        self.compiled = compiled
+        # the compiled programs' stacks: (PEs, tile id) -> (the tiles read there last, their
+        # stacked elems and defined, all defined); at most one entry per PE set and tile id
+        self.seen = {}
 
     def runner(self, machine: ReferenceMachine) -> Here:
+        if self.compiled:
+            return Compiled(machine, self.plan, self.seen)
         return Here(machine, self.plan)
 
     def fresh(self) -> "HostPlans":
         """The same for another machine (a copy): nothing kept."""
-        return HostPlans()
+        return HostPlans(self.compiled)
 
     def forget(self) -> None:
-        """Drop the kept plan (and the tiles it holds): the machine took another state."""
+        """Drop the kept plan and stacks (and the tiles they hold): the machine took another state."""
         self._last = None
+        self.seen = {}
 
     def plan(self, m: ReferenceMachine, rb: ResolvedBlock, pes) -> preflight.Plan:
         """preflight.plan with the sources as _stack_sources hands them over, or the previous
@@ -1032,6 +1044,33 @@ class HostPlans:
                 tiles, both = new, (new[0].stack[0], new[0].stack[1])
             plan.sources[role] = done[tid] = semantics.TileStack(
                 (d0,), P, both[0], both[1], fully_defined=all(t.fully_defined for t in tiles))
+
+
+class Compiled(Here):
+    """HostPlans' runner: each block as its compiled program (emulator/blockprog.py) where it
+    has one and the program finishes it, else by the reference's steps (Here).  The program
+    module is imported with the first block (it imports Numba, which `import emulator` does not
+    need)."""
+
+    def __init__(self, machine: ReferenceMachine, planner, seen: dict):
+        super().__init__(machine, planner)
+        self.seen = seen
+
+    def execute(self, block: Block, log, index: int, offset: int | None) -> BlockResult:
+        m = self.machine
+        if m.engines is None:
+            prog = _blockprog().program(block, m.config.profile)
+            if prog is not None:
+                res = prog.run(m, block, log, index, offset, self.seen)
+                if res is not None:
+                    return res
+        return Here.execute(self, block, log, index, offset)
+
+
+@lru_cache(maxsize=1)
+def _blockprog():
+    from . import blockprog
+    return blockprog
 
 
 class OnDevice:

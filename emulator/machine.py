@@ -6,7 +6,8 @@
 On `reference` (the default) every block runs on the reference itself, block by block.  On any
 other backend the machine's streams run on the batched engine's one-machine paths
 (emulator/engine.py, one_machine): on `cpu` the reference's own block steps on this machine's
-state with the engine's speed caches, on `gpu` a one-machine batch holding the tiles on the
+state with the engine's speed caches (covered element-wise blocks as compiled block programs,
+emulator/blockprog.py), on `gpu` a one-machine batch holding the tiles on the
 device for the length of a stream.  Results, errors and states are the reference's, always
 (tests/emulator/test_machine_backend.py).
 

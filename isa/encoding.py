@@ -330,15 +330,28 @@ def _blocks(stream_words: Iterable[int], blocks: int) -> Iterator[tuple[int, Blo
             pending -= 1
         offset += WORD_BYTES
         if not pending:
-            parts["iot"] = tuple(parts["iot"])
-            block = Block(head, **parts)
-            memo(block)[WORDS_MEMO] = tuple(words)
+            key = tuple(words)
+            block = _DECODED.get(key)
+            if block is None:
+                parts["iot"] = tuple(parts["iot"])
+                block = Block(head, **parts)
+                memo(block)[WORDS_MEMO] = key
+                if len(_DECODED) < DECODED_LIMIT:
+                    _DECODED[key] = block
             yield block_off, block
     if pending:
         _fail(offset, f"stream ends inside the block at byte {block_off}, "
                       f"{pending} declared descriptor word(s) missing", block_off)
     if seen != blocks:
         _fail(offset, f"stream ends after {seen} blocks, header declares {blocks}", offset)
+
+
+# A block's words -> the Block they decode to (isa.memo rule 2): a stream repeats a few distinct
+# blocks, and one Block object per distinct block keeps its resolution and what the engine derives
+# from it (isa.memo rule 1) from being recomputed for every copy.  Blocks are immutable, so every
+# occurrence can be the same object.  Bound: DECODED_LIMIT distinct blocks, then unkept.
+_DECODED: dict = {}
+DECODED_LIMIT = 4096
 
 
 def decode(data) -> list[Block]:

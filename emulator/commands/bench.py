@@ -396,6 +396,69 @@ CASES.append(Case("machine.TADD.FP32", "kernels.numeric.elementwise on the same 
                   memory=per_element(44), max_n=_machine_max_n()))      # measured 34
 
 
+# ---------------------------------------------------------------- compiled block programs (issue 32 target 1)
+
+STREAM_TILE = (4, 16)      # 4 PEs x 4x16 FP32: 256 elements per block
+
+
+def _stream_machine(compiled: bool):
+    """A machine on the cpu backend with 4x16 FP32 tiles 1, 2 on every PE; `compiled` False:
+    today's path alone (engine.HostPlans(compiled=False))."""
+    from emulator import Machine, MachineConfig, engine
+    rows, cols = STREAM_TILE
+    rng = np.random.default_rng(0)
+    m = Machine(MachineConfig(), backend="cpu")
+    m._engine = engine.HostPlans(compiled)
+    for p in range(4):
+        for t in (1, 2):
+            m.write_tile(p, t, "FP32", (rng.random((rows, cols), dtype=np.float32) + 1).view(np.uint32))
+    return m
+
+
+def _stream_blocks():
+    from isa import assemble_blocks
+    rows, cols = STREAM_TILE
+    return assemble_blocks(
+        f"BSTART.VEC TADD, FP32\n    B.IOT t1@0b1111, t2@0b1111 -> t3@0b1111\n    B.DIM LB0={cols}, LB1={rows}\n"
+        f"BSTART.VEC TSUB, FP32\n    B.IOT t3@0b1111, t2@0b1111 -> t1@0b1111\n    B.DIM LB0={cols}, LB1={rows}\n")
+
+
+def stream_setup(n: int):
+    """Machine(backend="cpu").run of a `.tbs` stream of n // 256 blocks alternating TADD and TSUB
+    FP32 on 4 PEs x 4x16 (--n 256000000: 1,000,000 blocks), each run from the same state,
+    against the same run on today's path (the reference's steps with the engine's speed caches,
+    no compiled block programs): ratio = today's time / ours."""
+    from isa import encode
+    pair = _stream_blocks()
+    data = encode([pair[i % 2] for i in range(max(1, n // 256))])
+    start = {c: _stream_machine(c) for c in (True, False)}
+
+    def once(compiled):
+        r = start[compiled].copy().run(data)
+        assert r.ok, r.error
+    return (lambda: once(True)), (lambda: once(False))
+
+
+def block_setup(n: int):
+    """One TADD FP32 block on 4 PEs x 4x16 through Machine(backend="cpu").execute (the per-block
+    cost), against kernels.numeric.elementwise on the same stacked (4, 4, 16) operands."""
+    from kernels.numeric import elementwise
+    m = _stream_machine(True)
+    block = _stream_blocks()[0]
+    data = [np.stack([m.read_tile(p, t).bits for p in range(4)]).astype(np.uint32) for t in (1, 2)]
+    return (lambda: m.execute(block)), (lambda: elementwise("TADD", "FP32", *data))
+
+
+CASES.extend([
+    Case("machine.stream", "the same stream on today's path, no compiled block programs (n // 256 blocks of "
+         "TADD/TSUB FP32 on 4 PEs x 4x16; --n 256000000 = 1,000,000 blocks)", stream_setup, 10.0,
+         memory=per_element(4)),
+    Case("machine.block", "kernels.numeric.elementwise on the same stacked 4 x 4x16 operands (one TADD FP32 "
+         "block through Machine(backend='cpu').execute)", block_setup, None, memory=lambda n: LIBRARY_BYTES,
+         n=256),
+])
+
+
 # ---------------------------------------------------------------- commit-log cases (issue 17: <= 1.3x)
 
 LOG_TILE = (16, 16)        # 4 PEs x 16x16 FP32: 1,024 elements per machine-block

@@ -57,7 +57,7 @@ def test_the_largest_n_it_names_is_accepted_and_one_more_is_not(monkeypatch):
 
 def test_a_case_limit_of_its_own_is_named_exactly():
     from emulator.config import MAX_STORE_BYTES, MachineConfig
-    case, = bench.select(["machine"])
+    case, = bench.select(["machine.TADD"])
     rows = (case.max_n) // 512              # machine_setup's tiles: n // 512 rows of 128 FP32, 4 a store
     MachineConfig(local_bytes=4 * rows * 128 * 4)                              # the largest n fits ...
     with pytest.raises(ValueError):

@@ -1,0 +1,401 @@
+"""Compiled block programs: the `cpu` engine's fast path for one machine's element-wise blocks
+(engine.HostPlans).  A covered block runs its per-block element work -- read the source stacks,
+check that every element read is defined, compute with the kernel the tier table selects,
+each PE's status as the OR of its flags, padding -- in one compiled (Numba) call, then one
+Python commit; anything it does not cover, and any block on which a rule might fail, runs on
+today's path (the reference's own steps, engine.HostPlans.plan), which gives the exact result
+or rejection.  docs/machine.md ("Compiled block programs") states what is covered.
+
+A program is a fact of the block and the numeric profile alone (isa.memo rule 1 on the Block;
+rule 2 by the block's words, for the fresh Block objects each decode of a stream makes):
+  * the block is binary, unary or ternary element-wise (TADD ... TFMA), PE_MASK not 0000, no
+    B.IOR offsets, its destination descriptor legal (preflight._dest);
+  * the tier table (kernels/numeric/tiers.py) gives (op, DataType, profile) to a compiled
+    kernel whose scalar routine takes and returns encodings (kind 'raw', or 'bits': a rounded
+    routine on decoded binary32 patterns), with no fix pass, and every pattern of the
+    container encodes the DataType (no per-element encoding rule; semantics._may_be_invalid).
+    The routine is the registry's own (fast.REGISTRY): no numeric rule is restated here.
+Per block, what depends on the state is checked afresh: every source tile exists and its
+descriptor passes the role's descriptor rules (preflight._source_passes; a descriptor object
+that passed is kept per role and recognised by identity), the store has room for the
+destination (preflight.check_allocation), and in the compiled call every element read is
+defined and no element is marked for the hand-off (FALLBACK: the tier's kernel does not settle
+it alone).  Any of these failing sends the whole block to today's path before anything
+changed: nothing is committed by a block the compiled call did not finish.
+"""
+from __future__ import annotations
+
+import operator
+
+import numba as nb
+import numpy as np
+
+from isa import instructions as I
+from isa.encoding import WORDS_MEMO
+from isa.errors import IllegalBlockException
+from isa.legality import resolve
+from isa.memo import MEMO, memo
+from kernels.numeric import fast, tiers
+from kernels.numeric.profiles import profile as resolve_profile
+
+from . import preflight, semantics
+from .padding import pad_encoding
+from .reference import BlockResult, Staged, commit_records
+from .state import used_bytes
+from .tiles import element_dtype, rows_of_one_stack, stacked_tiles
+
+_CAPACITY = operator.attrgetter("desc.capacity")
+
+SCHEMAS = (I.UNARY, I.BINARY, I.TERNARY)
+KINDS = ("raw", "bits")
+MARK = 0xFF                     # fast.FALLBACK: an element the kernel leaves to the hand-off
+UNDEFINED, MARKED = 1, 2        # the compiled call's answers besides 0 (done)
+
+SCALAR = READ = None            # bound in each program's own globals (fast.bind)
+
+
+# ---------------------------------------------------------------- compiled templates
+# One per (operand reading, arity).  a, b, c: (S, Row*Col) source stacks (NORM: physical index
+# r*col + c); ad, bd, cd their definedness, read only when `check`; out (S, Row*Col) is written
+# everywhere: results in the valid vr x vc rectangle, `pad` outside it; status (S,) the OR of
+# each PE's flags over its valid rectangle.
+
+def _raw1(a, ad, check, vr, vc, rows, col, pad, out, status):
+    for p in range(out.shape[0]):
+        st = np.uint8(0)
+        for r in range(vr):
+            for c in range(vc):
+                i = r * col + c
+                if check and not ad[p, i]:
+                    return UNDEFINED
+                code, f = SCALAR(a[p, i])
+                if f == MARK:
+                    return MARKED
+                out[p, i] = code
+                st |= f
+        status[p] = st
+        for r in range(rows):
+            for c in range(vc if r < vr else 0, col):
+                out[p, r * col + c] = pad
+    return 0
+
+
+def _raw2(a, b, ad, bd, check, vr, vc, rows, col, pad, out, status):
+    for p in range(out.shape[0]):
+        st = np.uint8(0)
+        for r in range(vr):
+            for c in range(vc):
+                i = r * col + c
+                if check and not (ad[p, i] and bd[p, i]):
+                    return UNDEFINED
+                code, f = SCALAR(a[p, i], b[p, i])
+                if f == MARK:
+                    return MARKED
+                out[p, i] = code
+                st |= f
+        status[p] = st
+        for r in range(rows):
+            for c in range(vc if r < vr else 0, col):
+                out[p, r * col + c] = pad
+    return 0
+
+
+def _raw3(a, b, cc, ad, bd, cd, check, vr, vc, rows, col, pad, out, status):
+    for p in range(out.shape[0]):
+        st = np.uint8(0)
+        for r in range(vr):
+            for c in range(vc):
+                i = r * col + c
+                if check and not (ad[p, i] and bd[p, i] and cd[p, i]):
+                    return UNDEFINED
+                code, f = SCALAR(a[p, i], b[p, i], cc[p, i])
+                if f == MARK:
+                    return MARKED
+                out[p, i] = code
+                st |= f
+        status[p] = st
+        for r in range(rows):
+            for c in range(vc if r < vr else 0, col):
+                out[p, r * col + c] = pad
+    return 0
+
+
+def _bits1(a, ad, check, vr, vc, rows, col, pad, out, status, fmt, dec, op):
+    for p in range(out.shape[0]):
+        st = np.uint8(0)
+        for r in range(vr):
+            for c in range(vc):
+                i = r * col + c
+                if check and not ad[p, i]:
+                    return UNDEFINED
+                code, f = SCALAR(op, READ(a[p, i], dec), fmt)
+                if f == MARK:
+                    return MARKED
+                out[p, i] = code
+                st |= f
+        status[p] = st
+        for r in range(rows):
+            for c in range(vc if r < vr else 0, col):
+                out[p, r * col + c] = pad
+    return 0
+
+
+def _bits2(a, b, ad, bd, check, vr, vc, rows, col, pad, out, status, fmt, dec, op):
+    for p in range(out.shape[0]):
+        st = np.uint8(0)
+        for r in range(vr):
+            for c in range(vc):
+                i = r * col + c
+                if check and not (ad[p, i] and bd[p, i]):
+                    return UNDEFINED
+                code, f = SCALAR(op, READ(a[p, i], dec), READ(b[p, i], dec), fmt)
+                if f == MARK:
+                    return MARKED
+                out[p, i] = code
+                st |= f
+        status[p] = st
+        for r in range(rows):
+            for c in range(vc if r < vr else 0, col):
+                out[p, r * col + c] = pad
+    return 0
+
+
+def _bits3(a, b, cc, ad, bd, cd, check, vr, vc, rows, col, pad, out, status, fmt, dec, op):
+    for p in range(out.shape[0]):
+        st = np.uint8(0)
+        for r in range(vr):
+            for c in range(vc):
+                i = r * col + c
+                if check and not (ad[p, i] and bd[p, i] and cd[p, i]):
+                    return UNDEFINED
+                code, f = SCALAR(op, READ(a[p, i], dec), READ(b[p, i], dec), READ(cc[p, i], dec), fmt)
+                if f == MARK:
+                    return MARKED
+                out[p, i] = code
+                st |= f
+        status[p] = st
+        for r in range(rows):
+            for c in range(vc if r < vr else 0, col):
+                out[p, r * col + c] = pad
+    return 0
+
+
+TEMPLATES = {("raw", 1): _raw1, ("raw", 2): _raw2, ("raw", 3): _raw3,
+             ("bits", 1): _bits1, ("bits", 2): _bits2, ("bits", 3): _bits3}
+_COMPILED: dict = {}            # (kind, arity, scalar) -> the compiled program loop; a few dozen routines
+
+
+def compiled(kind: str, arity: int, scalar):
+    """The compiled block loop of a kernel kind and arity running `scalar` (one per routine,
+    shared by every format it serves), cached on disk like the tiers' loops (fast.bind)."""
+    key = (kind, arity, scalar)
+    fn = _COMPILED.get(key)
+    if fn is None:
+        read = fast.READERS["bits"] if kind == "bits" else None
+        fn = _COMPILED[key] = nb.njit(cache=True, error_model="numpy", nogil=True)(
+            fast.bind(TEMPLATES[(kind, arity)], scalar, read))
+    return fn
+
+
+# ---------------------------------------------------------------- programs
+
+class Program:
+    """One covered block's facts (see the module doc) and its per-block run."""
+
+    def __init__(self, rb, dest, kernel, prof):
+        self.rb = rb
+        self.pes = rb.pes
+        self.mnemonic = rb.instr.mnemonic
+        self.dest = dest
+        self.dest_tile = rb.dest.tile
+        self.tiles = tuple(b.tile for b in rb.sources)
+        self.roles = tuple(rb.instr.sources)
+        self.shapes = preflight.SOURCE_SHAPES[rb.instr.schema]
+        self.accepted = [None] * len(self.tiles)      # per role: a descriptor object that passed
+        reads = {}
+        for i, tid in enumerate(self.tiles):
+            reads.setdefault(tid, []).append(i)
+        # each tile id read: (tile id, its roles, its key in the engine's `seen`: PE_MASK and id)
+        self.reads = tuple((tid, tuple(roles), rb.PE_MASK << 32 | tid) for tid, roles in reads.items())
+        order = [r[0] for r in self.reads]
+        self.read_of_role = tuple(order.index(tid) for tid in self.tiles)
+        self.raw = element_dtype(dest)
+        self.location = dest.location
+        S, n = len(self.pes), dest.Row * dest.Col
+        self.shape = (S, n)
+        self.vr, self.vc, self.rows, self.col = dest.ValidRow, dest.ValidCol, dest.Row, dest.Col
+        enc = pad_encoding(rb.PadValue, rb.dtype.name)
+        self.pad = 0 if enc is None else int(enc)
+        whole = self.vr == self.rows and self.vc == self.col
+        if whole:           # as the reference: the shared all-defined array of the result's shape
+            defined = semantics.all_defined((S, 1, n)).reshape(S, n)
+        else:
+            grid = np.zeros((self.rows, self.col), bool)
+            grid[:self.vr, :self.vc] = True
+            if enc is not None:
+                grid[:] = True
+            defined = np.ascontiguousarray(np.broadcast_to(grid.reshape(1, n), (S, n)))
+            defined.setflags(write=False)
+        self.defined = defined
+        self.whole = bool(whole)
+        self.all_defined = bool(defined.all())
+        if kernel.kind == "bits":         # a rounded routine: the op code and the format's records too
+            p = fast.params(kernel.format, bool(prof.ftz))
+            self.extra = (p.fmt, p.dec, kernel.op)
+        else:
+            self.extra = ()
+        self.fn = compiled(kernel.kind, len(self.tiles), kernel.scalar)
+
+    def _accepts(self, i: int, t, pe: int) -> bool:
+        """Whether tile t passes role i's descriptor rules (kept by identity once it did)."""
+        try:
+            preflight._source_passes(i, self.roles[i], self.shapes[i], t, pe, self.tiles[i], self.rb, self.dest)
+        except IllegalBlockException:
+            return False
+        self.accepted[i] = t.desc
+        return True
+
+    def run(self, m, block, log, index, offset, seen):
+        """The block on machine m: its BlockResult, committed, or None (nothing changed) when
+        today's path must run it.  `seen`: the machine's (PEs, tile id) -> (the tiles read
+        there last, their stacked elems and defined, all defined), kept by its engine
+        (engine.HostPlans.seen): the very same tiles again are not stacked again."""
+        pes = self.pes
+        pe_states = m.pes
+        stores = [pe_states[p].tiles for p in pes]
+        check = False
+        gots = []
+        accepted = self.accepted
+        for tid, roles, key in self.reads:
+            tiles = [s.get(tid) for s in stores]
+            got = seen.get(key)
+            if got is None or got[0] != tiles:      # not the very tiles read last time: stack them
+                if None in tiles:
+                    return None
+                both = rows_of_one_stack(tiles)
+                if both is None:
+                    both = _restack(m, pes, tid, tiles)
+                    tiles = [s.get(tid) for s in stores]
+                known = True
+                d0 = tiles[0].desc
+                for t in tiles:
+                    if t.desc is not d0:
+                        d0 = None
+                    if known and not t.__dict__.get("fully_defined", False):
+                        known = False
+                got = seen[key] = (tiles, both[0], both[1], known, d0)
+            d0 = got[4]
+            for i in roles:                         # each role's descriptor rules (kept by identity)
+                if d0 is None or accepted[i] is not d0:
+                    acc = accepted[i]
+                    for k, t in enumerate(tiles):
+                        if t.desc is not acc:
+                            if not self._accepts(i, t, pes[k]):
+                                return None
+                            acc = t.desc
+            check = check or not got[3]
+            gots.append(got)
+        operands = [gots[j][1] for j in self.read_of_role] + [gots[j][2] for j in self.read_of_role]
+        # the allocation rule (preflight.check_allocation) on the stores as they are: a store
+        # without room sends the block to today's path, which raises ALLOCATION
+        location, room = self.location, m.config.store_bytes(self.location) - self.dest.capacity
+        for s in stores:
+            if sum(map(_CAPACITY, s.values())) <= room:     # every tile's bytes, any store: room enough
+                continue
+            if used_bytes(s, location) > room:
+                return None
+        out = np.empty(self.shape, self.raw)
+        status = np.empty(self.shape[0], np.uint8)
+        if self.fn(*operands, check, self.vr, self.vc, self.rows, self.col, self.pad, out, status,
+                   *self.extra):
+            return None
+        # the commit (as ReferenceMachine._commit): nothing here can fail
+        dest_tile = self.dest_tile
+        statuses = status.tolist()
+        new = stacked_tiles(self.dest, out, self.defined, self.all_defined)
+        result = {}
+        for p, tile, s in zip(pes, new, statuses):
+            pe = pe_states[p]
+            pe.tiles[dest_tile] = tile
+            pe.status = s
+            result[p] = s
+        if log is not None:
+            S = self.shape[0]
+            staged = [Staged(pes, self.dest, out.reshape(S, 1, -1), self.defined.reshape(S, 1, -1),
+                             status.reshape(S, 1), self.whole)]
+            log.write(commit_records(staged, block, index, offset, dest_tile))
+        return BlockResult(self.mnemonic, pes, dest_tile, result)
+
+
+def _restack(m, pes, tid, tiles):
+    """(elems, defined) (S, elements) of `tiles`: stacked once, and m's tiles re-pointed at the
+    rows when they share one descriptor object (engine.HostPlans._stack_sources does the same;
+    same descriptor and bytes, read-only: nothing architectural changes)."""
+    d0 = tiles[0].desc
+    elems = np.stack([t.elems for t in tiles])
+    defined = np.stack([t.defined for t in tiles])
+    if all(t.desc is d0 for t in tiles):
+        known = all(t.__dict__.get("fully_defined", False) for t in tiles)
+        for p, t in zip(pes, stacked_tiles(d0, elems, defined, known)):
+            m.store(p)[tid] = t
+    return elems, defined
+
+
+_NOT_COVERED = False
+_BY_WORDS: dict = {}            # (block words, profile) -> Program or _NOT_COVERED; bound: 4096 entries
+BY_WORDS_LIMIT = 4096
+
+
+def program(block, profile: str):
+    """The Program of `block` under numeric profile `profile`, or None: not covered, or the
+    block fails a stateless rule (today's path raises it)."""
+    key = ("blockprog", profile)
+    kept = block.__dict__.get(MEMO)
+    if kept is not None:
+        got = kept.get(key)
+        if got is not None:
+            return got or None
+        words = kept.get(WORDS_MEMO)
+    else:
+        words = None
+    got = _BY_WORDS.get((words, profile)) if words is not None else None
+    if got is None:
+        try:
+            rb = resolve(block)
+        except Exception:                   # today's path raises it, as the reference does
+            return None
+        got = _build(rb, profile)
+        if words is not None and len(_BY_WORDS) < BY_WORDS_LIMIT:
+            _BY_WORDS[(words, profile)] = got
+    if type(block.iot) is tuple:
+        memo(block)[key] = got
+    return got or None
+
+
+def _build(rb, profile: str):
+    """A Program of resolved block rb, or _NOT_COVERED."""
+    if rb.PE_MASK == 0 or rb.instr.schema not in SCHEMAS or rb.offset_regs is not None:
+        return _NOT_COVERED
+    try:
+        prof = resolve_profile(profile)
+    except Exception:
+        return _NOT_COVERED
+    dt = rb.dtype
+    if rb.dst_dtype is not dt and rb.dst_dtype != dt:
+        return _NOT_COVERED
+    t = tiers.select(rb.instr.mnemonic, dt, prof, rb.instr.arity)
+    if t is None or t.kind != "kernels" or (t.ftz_marks and prof.ftz):
+        return _NOT_COVERED
+    k = t.kernels.get((dt.name, rb.instr.mnemonic))
+    if k is None or k.kind not in KINDS or k.fix is not None or k.arity != len(rb.sources):
+        return _NOT_COVERED
+    raw = np.dtype(dt.raw_dtype)
+    if raw.kind != "u" or 8 * raw.itemsize != dt.container or semantics._may_be_invalid(dt.name, raw):
+        return _NOT_COVERED
+    try:
+        dest = preflight._dest(rb, None)
+    except IllegalBlockException:
+        return _NOT_COVERED               # today's path raises the CAPACITY rejection, every time
+    if element_dtype(dest) != raw or dest.Layout != 0:
+        return _NOT_COVERED
+    return Program(rb, dest, k, prof)
