@@ -257,7 +257,7 @@ def main(argv=None) -> int:
     for d in args.dataset:
         if not pathlib.Path(d).is_dir():
             return _fail(f"--dataset {d!r}: not a folder", 2)
-    need = missing_yosys() or _run_py().missing_tools()
+    need = missing_yosys()
     if need:
         return _fail(need, 3)
     work = pathlib.Path(tempfile.mkdtemp(prefix=f"mutate-{top}-"))
@@ -277,6 +277,9 @@ def _score(args, source, top, bench, work) -> int:
     except ValueError as exc:
         return _fail(str(exc), 2)
     run = _run_py()
+    need = run.missing_tools()
+    if need:
+        return _fail(need, 3)
     folders = [pathlib.Path(d).resolve() for d in args.dataset]
     bad = run.check_datasets(folders)
     if bad:
@@ -306,6 +309,9 @@ def _score(args, source, top, bench, work) -> int:
             rows.append({"id": k, "mutation": m, "description": describe(m), "verdict": verdict, "by": why,
                          "seconds": round(r["seconds"], 2)})
             shutil.rmtree(work / f"m{k:04d}", ignore_errors=True)
+            if len(rows) % 10 == 0 and len(rows) < len(mutants):
+                print(f"  {len(rows)}/{len(mutants)} run, {sum(x['verdict'] == 'killed' for x in rows)} killed",
+                      file=sys.stderr, flush=True)
     rows.sort(key=lambda x: x["id"])
     killed = sum(r["verdict"] == "killed" for r in rows)
     survivors = [r for r in rows if r["verdict"] == "survived"]
