@@ -78,10 +78,11 @@ def resolve_dut(dut: str) -> pathlib.Path | None:
 
 
 # ------------------------------------------------------------------ Yosys
-def _yosys(script: str, cwd: pathlib.Path) -> tuple[int, str]:
+def _yosys(script: str, cwd: pathlib.Path, quiet: bool = True) -> tuple[int, str]:
     path = cwd / "script.ys"
     path.write_text(script)
-    done = subprocess.run(["yosys", "-q", "-s", path.name], cwd=cwd, capture_output=True, text=True)
+    done = subprocess.run(["yosys", *(["-q"] if quiet else []), "-s", path.name], cwd=cwd, capture_output=True,
+                          text=True)
     return done.returncode, done.stdout + done.stderr
 
 
@@ -139,11 +140,38 @@ def make_mutants(source: pathlib.Path, top: str, count: int, seed: int, work: pa
     for k, line in enumerate(lines):
         out = f"mutant{k:04d}.v"
         script += ["design -load base", line, f"write_verilog -noattr {out}"]
-        mutants.append((parse_mutation(line), design / out))
+        mutants.append((parse_mutation(line) | {"line": line}, design / out))
     rc, log = _yosys("\n".join(script) + "\n", design)
     if rc:
         raise ValueError(f"yosys could not apply its own mutations: {_first_error(log)}")
     return design / "control.v", mutants
+
+
+def prove(work: pathlib.Path, line: str, equiv: pathlib.Path, timeout: int) -> str:
+    """Whether a mutation is equivalent under the assertions of `equiv` (a wrapper module that
+    instantiates `gold` and `gate`, the elaborated design and its mutant): Yosys's SAT solver over
+    two clock steps.  "equivalent" (no counterexample), "differs" (one found) or "unknown" (the
+    solver's timeout, in seconds)."""
+    top = re.search(r"^\s*module\s+(\w+)", equiv.read_text(), re.M)
+    if top is None:
+        return "unknown"
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="prove-", dir=work))
+    shutil.copyfile(equiv, folder / "equiv.sv")
+    script = (f"read_rtlil {work / 'yosys' / 'base.il'}\nrename {top_of(line)} gold\n"
+              f"read_rtlil {work / 'yosys' / 'base.il'}\n{line}\nrename {top_of(line)} gate\n"
+              f"read_verilog -formal -sv equiv.sv\nprep -top {top.group(1)}\nflatten\nopt_clean\n"
+              f"sat -prove-asserts -seq 2 -prove-skip 1 -set-init-undef -timeout {timeout} {top.group(1)}\n")
+    rc, log = _yosys(script, folder, quiet=False)      # the verdict is in the log
+    shutil.rmtree(folder, ignore_errors=True)
+    if "no model found: SUCCESS" in log:
+        return "equivalent"
+    if "model found: FAIL" in log:
+        return "differs"
+    return "unknown"
+
+
+def top_of(line: str) -> str:
+    return parse_mutation(line)["module"]
 
 
 # ------------------------------------------------------------------ simulation
@@ -227,6 +255,9 @@ def main(argv=None) -> int:
     p.add_argument("--count", type=int, default=100, help="mutants to sample (default 100)")
     p.add_argument("--seed", type=int, default=1, help="Yosys's sampling seed (default 1)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="simulations at a time (default: the CPUs)")
+    p.add_argument("--equiv", help="assertions of what the bench observes, over modules gold and gate: each "
+                   "survivor is proved equivalent or not with Yosys's SAT solver (default for alu: alu_equiv.sv)")
+    p.add_argument("--prove-timeout", type=int, default=300, help="seconds of SAT per survivor (default 300)")
     p.add_argument("--json", help="write the report (every mutant, its mutation and verdict) to this file")
     p.add_argument("--keep", action="store_true", help="keep the work folder (netlists, logs)")
     args = p.parse_args(argv)
@@ -244,6 +275,12 @@ def main(argv=None) -> int:
     if not bench.is_file():
         return _fail(f"--bench {bench_name!r}: no such cocotb test module", 2)
     bench = bench.resolve()
+    equiv = args.equiv or (str(HERE / "alu_equiv.sv") if top == "alu" and args.bench in (None, "tb_alu") else None)
+    if equiv is not None and not pathlib.Path(equiv).is_file():
+        return _fail(f"--equiv {equiv!r}: no such file", 2)
+    args.equiv = pathlib.Path(equiv).resolve() if equiv else None
+    if args.prove_timeout <= 0:
+        return _fail("--prove-timeout must be positive", 2)
     if args.count <= 0:
         return _fail("--count must be positive", 2)
     if args.jobs <= 0:
@@ -315,15 +352,25 @@ def _score(args, source, top, bench, work) -> int:
     rows.sort(key=lambda x: x["id"])
     killed = sum(r["verdict"] == "killed" for r in rows)
     survivors = [r for r in rows if r["verdict"] == "survived"]
+    if args.equiv and survivors:
+        print(f"{top}: proving {len(survivors)} survivor(s) against {args.equiv.name}", file=sys.stderr)
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            proofs = pool.map(lambda r: prove(work, r["mutation"]["line"], args.equiv, args.prove_timeout), survivors)
+            for r, proof in zip(survivors, proofs):
+                r["equivalence"] = proof
+    equivalent = sum(r.get("equivalence") == "equivalent" for r in survivors)
     seconds = time.monotonic() - start
     report = {"dut": str(source), "top": top, "bench": bench.stem, "datasets": [str(f) for f in args.dataset],
               "count": args.count, "seed": args.seed, "jobs": args.jobs, "total": len(rows), "killed": killed,
-              "survived": len(survivors), "seconds": round(seconds, 1), "golden_seconds": round(golden_s, 1),
+              "survived": len(survivors), "equivalent": equivalent if args.equiv else None,
+              "equiv": str(args.equiv) if args.equiv else None, "seconds": round(seconds, 1), "golden_seconds": round(golden_s, 1),
               "control_seconds": round(control["seconds"], 1), "mutants": rows}
+    proved = f"; {equivalent} proved equivalent, score {killed}/{len(rows) - equivalent}" if args.equiv else ""
     print(f"{top}: {killed}/{len(rows)} mutants killed, {len(survivors)} survived "
-          f"({100 * killed / len(rows):.1f}%) in {seconds:.0f} s")
+          f"({100 * killed / len(rows):.1f}%){proved} in {seconds:.0f} s")
     for r in survivors:
-        print(f"  survived #{r['id']}: {r['description']}")
+        tag = f" [{r['equivalence']}]" if "equivalence" in r else ""
+        print(f"  survived #{r['id']}{tag}: {r['description']}")
     if args.json:
         from isa.atomicio import atomic_open
         with atomic_open(args.json, "w") as f:
