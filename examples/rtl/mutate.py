@@ -150,7 +150,8 @@ def make_mutants(source: pathlib.Path, top: str, count: int, seed: int, work: pa
 def prove(work: pathlib.Path, line: str, equiv: pathlib.Path, timeout: int) -> str:
     """Whether a mutation is equivalent under the assertions of `equiv` (a wrapper module that
     instantiates `gold` and `gate`, the elaborated design and its mutant): Yosys's SAT solver over
-    two clock steps.  "equivalent" (no counterexample), "differs" (one found) or "unknown" (the
+    two clock steps.  `opt` first merges the cells the two copies share (the same cell of the
+    same inputs), so the solver sees only the mutated cone.  "equivalent" (no counterexample), "differs" (one found) or "unknown" (the
     solver's timeout, in seconds)."""
     top = re.search(r"^\s*module\s+(\w+)", equiv.read_text(), re.M)
     if top is None:
@@ -159,8 +160,8 @@ def prove(work: pathlib.Path, line: str, equiv: pathlib.Path, timeout: int) -> s
     shutil.copyfile(equiv, folder / "equiv.sv")
     script = (f"read_rtlil {work / 'yosys' / 'base.il'}\nrename {top_of(line)} gold\n"
               f"read_rtlil {work / 'yosys' / 'base.il'}\n{line}\nrename {top_of(line)} gate\n"
-              f"read_verilog -formal -sv equiv.sv\nprep -top {top.group(1)}\nflatten\nopt_clean\n"
-              f"sat -prove-asserts -seq 2 -prove-skip 1 -set-init-undef -timeout {timeout} {top.group(1)}\n")
+              f"read_verilog -formal -sv equiv.sv\nprep -top {top.group(1)}\nflatten\nopt\n"
+              f"sat -prove-asserts -seq 2 -prove-skip 1 -set-init-zero -timeout {timeout} {top.group(1)}\n")
     rc, log = _yosys(script, folder, quiet=False)      # the verdict is in the log
     shutil.rmtree(folder, ignore_errors=True)
     if "no model found: SUCCESS" in log:
