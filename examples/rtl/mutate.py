@@ -112,7 +112,7 @@ def describe(m: dict) -> str:
     """One line: mode, module.cell port[bit] (wire), where in the source."""
     text = f"{m['mode']} {m['module']}.{m['cell']} port {m['port']}[{m['portbit']}]"
     if "ctrlbit" in m:
-        text += f" (XOR with {m['port']}[{m['ctrlbit']}])" if m["mode"].startswith("cnot") else ""
+        text += f" (XOR with {'' if m['mode'] == 'cnot1' else 'not '}{m['port']}[{m['ctrlbit']}])"
     if "wire" in m:
         text += f", wire {m['wire']}[{m['wirebit']}]"
     if m["src"]:
