@@ -10,7 +10,8 @@ import pathlib
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-PACKAGES = ["kernels/numeric", "fabric/vcg"]
+PACKAGES = ["kernels/numeric", "fabric/vcg", "emulator", "emulator/golden", "emulator/calculus",
+            "emulator/commands", "fabric", "fabric/sim", "isa"]
 
 
 def edges(pkg: str) -> dict[str, set[str]]:
