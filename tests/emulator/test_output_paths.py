@@ -46,7 +46,8 @@ NOT_PATHS = {
     "bench": {"case", "profile"},
     "run": {"profile", "scheduler"},
     "golden": {"ops", "dtypes", "dst_dtypes", "rmodes", "sat", "profile", "scheduler", "op", "dtype", "dst", "shapes",
-               "rmode", "shard"},
+               "rmode", "shard",
+               "case"},       # extract's case spec: [PARTITION or data file:]K, never written
 }
 
 
