@@ -18,21 +18,22 @@ from pathlib import Path
 
 from isa.atomicio import quote, shown
 
-# name: (module, one-line help)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "asm": ("emulator.commands.asm", "assemble block text (.s) into a binary block stream (.tbs)"),
-    "disasm": ("emulator.commands.disasm", "print a binary block stream as canonical block text"),
-    "run": ("emulator.commands.run", "run a .tbs stream (or a .regions.json program) from an initial state"),
-    "show": ("emulator.commands.show", "print a state file (.arrow): tiles, definedness, GPRs, status"),
-    "diff": ("emulator.commands.diff", "compare two state files tile by tile"),
-    "fabric": ("emulator.commands.fabric", "check a fabric description and print resolved capabilities"),
-    "vcg": ("emulator.commands.vcg", "compile a VCG mapping: config, valid_size matrix, heatmap"),
-    "reduce": ("emulator.commands.reduce", "run a VCG-tagged intra-slice reduction over an Arrow flit file"),
-    "bench": ("emulator.commands.bench", "measure throughput against a plain-library baseline"),
-    "golden": ("emulator.commands.golden", "generate golden vectors (Parquet), print coverage, export TestFloat"),
-    "verify": ("emulator.commands.verify", "replay a golden dataset and compare every case"),
-    "cosim": ("emulator.commands.cosim", "build libtile_emu and its SystemVerilog DPI-C package (docs/cosim-c.md)"),
+# name: one-line help; the command is the module emulator.commands.NAME (add_arguments, run)
+_HELP = {
+    "asm": "assemble block text (.s) into a binary block stream (.tbs)",
+    "disasm": "print a binary block stream as canonical block text",
+    "run": "run a .tbs stream (or a .regions.json program) from an initial state",
+    "show": "print a state file (.arrow): tiles, definedness, GPRs, status",
+    "diff": "compare two state files tile by tile",
+    "fabric": "check a fabric description and print resolved capabilities",
+    "vcg": "compile a VCG mapping: config, valid_size matrix, heatmap",
+    "reduce": "run a VCG-tagged intra-slice reduction over an Arrow flit file",
+    "bench": "measure throughput against a plain-library baseline",
+    "golden": "generate golden vectors (Parquet), print coverage, export TestFloat",
+    "verify": "replay a golden dataset and compare every case",
+    "cosim": "build libtile_emu and its SystemVerilog DPI-C package (docs/cosim-c.md)",
 }
+COMMANDS: dict[str, tuple[str, str]] = {name: (f"emulator.commands.{name}", text) for name, text in _HELP.items()}
 
 
 EXIT_CODES = {

@@ -3,12 +3,14 @@
 Several examples name their driver `run.py`; `sys.path.insert` + `import run` caches whichever
 was imported first under the name `run`, so a second test file silently got the other
 example's functions.  Each script is loaded here from its path under a name that says which
-example it is; its folder goes on sys.path for the sibling modules it imports (lanes.py)."""
+example it is; its folder goes on sys.path for the sibling modules it imports (lanes.py, flow.py)."""
 from __future__ import annotations
 
 import importlib.util
 import pathlib
 import sys
+
+import pytest
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 
@@ -25,3 +27,13 @@ def load_example(folder: str, script: str = "run"):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def tools_fixture(example):
+    """A module-scoped `tools` fixture for an example's simulation tests: its tools are installed
+    (example.missing_tools() is None), else a failure that says what to install, not a skip."""
+    @pytest.fixture(scope="module")
+    def tools():
+        need = example.missing_tools()
+        assert need is None, need
+    return tools

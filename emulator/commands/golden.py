@@ -163,23 +163,36 @@ def max_workers() -> int:
     return cpus()
 
 
-def _generate(args) -> int:
-    from emulator.golden.dataset import write_chunk
-    p = _params(args)
+def _produce(args, p, unit: str, chunks, chunk_table, keys, write_chunk, write_manifest, summary,
+             resumable=None, **readers) -> int:
+    """What golden and golden --streams do alike once their parameters are read: the backend
+    check, --plan or --out -, the shard plan, the --out/--resume check (`readers`: the kind's
+    generation.json and manifest readers; `resumable` checks the files already there), the
+    chunks written, then `summary(out, records, rows, size, rate)` prints the kind's lines."""
     _check_backend(args)
-    done = _plan_or_pipe(args, p, D.chunks, D.chunk_table, "cases")
+    done = _plan_or_pipe(args, p, chunks, chunk_table, unit)
     if done is not None:
         return done
     out = D.store.location(args.out)
-    plan = _shard_plan(args, out, p, D.chunks(p))
-    D.params_match_or_fail(out, p, args.resume)
-    records, rows, size, rate = _write(args, out, p, plan, _part_dict, write_chunk, D.manifest)
-    print(f"{rows:,} cases in {len(records)} files ({size / 1e6:.1f} MB) -> {out}{_shard_note(args)}"
-          + (f"; {rate:,.0f} cases/s" if rate is not None else ""))
-    if not args.shard:             # a shard's holes are the merged dataset's business
-        for line in hole_lines(p):
-            print(line, file=sys.stderr)
+    plan = _shard_plan(args, out, p, chunks(p))
+    D.params_match_or_fail(out, p, args.resume, **readers)
+    if args.resume and resumable is not None:
+        resumable(out, chunks(p))
+    summary(out, *_write(args, out, p, plan, keys, write_chunk, write_manifest))
     return 0
+
+
+def _generate(args) -> int:
+    from emulator.golden.dataset import write_chunk
+    p = _params(args)
+
+    def summary(out, records, rows, size, rate):
+        print(f"{rows:,} cases in {len(records)} files ({size / 1e6:.1f} MB) -> {out}{_shard_note(args)}"
+              + (f"; {rate:,.0f} cases/s" if rate is not None else ""))
+        if not args.shard:             # a shard's holes are the merged dataset's business
+            for line in hole_lines(p):
+                print(line, file=sys.stderr)
+    return _produce(args, p, "cases", D.chunks, D.chunk_table, _part_dict, write_chunk, D.manifest, summary)
 
 
 def _check_backend(args) -> None:
@@ -427,23 +440,15 @@ def _generate_streams(args) -> int:
     """golden --streams: the same machinery as _generate, with the stream dataset's chunks."""
     from emulator.golden import streams_dataset as SD
     p = _stream_params(args)
-    _check_backend(args)
-    done = _plan_or_pipe(args, p, SD.chunks, SD.chunk_table, "streams")
-    if done is not None:
-        return done
-    out = D.store.location(args.out)
-    plan = _shard_plan(args, out, p, SD.chunks(p))
-    D.params_match_or_fail(out, p, args.resume, read=SD.read_params, manifest=SD.read_manifest)
-    if args.resume:
-        SD.check_resumable(out, SD.chunks(p))
-    records, rows, size, rate = _write(args, out, p, plan, lambda part: part.keys(), SD.write_chunk,
-                                       SD.manifest)
-    print(f"{rows:,} streams of {p.blocks} blocks in {len(records)} files ({size / 1e6:.1f} MB) -> {out}"
-          f"{_shard_note(args)}"
-          + (f"; {rate * p.blocks:,.0f} stream-blocks/s" if rate is not None else ""))
-    for line in SD.instruction_lines(out, p, None if args.shard else records):
-        print(line, file=sys.stderr)
-    return 0
+
+    def summary(out, records, rows, size, rate):
+        print(f"{rows:,} streams of {p.blocks} blocks in {len(records)} files ({size / 1e6:.1f} MB) -> {out}"
+              f"{_shard_note(args)}"
+              + (f"; {rate * p.blocks:,.0f} stream-blocks/s" if rate is not None else ""))
+        for line in SD.instruction_lines(out, p, None if args.shard else records):
+            print(line, file=sys.stderr)
+    return _produce(args, p, "streams", SD.chunks, SD.chunk_table, lambda part: part.keys(), SD.write_chunk,
+                    SD.manifest, summary, SD.check_resumable, read=SD.read_params, manifest=SD.read_manifest)
 
 
 def _part_dict(part: D.Partition) -> dict:

@@ -150,6 +150,20 @@ _VALIDATOR = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_
     jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", lambda _, v: type(v) is int)))
 
 
+def parse_manifest(parse, path: pathlib.Path, fmt: str, version: int, schema: dict) -> dict:
+    """`parse()`'s manifest of `path` (a golden dataset's or an export's); GoldenError unless it is
+    JSON that names format `fmt` version `version` and has the structure and types of `schema`."""
+    try:
+        m = parse()
+    except jsontext.JsonTextError as exc:
+        raise GoldenError(f"{shown(path)}: not valid JSON ({exc})") from None
+    if not isinstance(m, dict) or m.get("format") != fmt or type(m.get("format_version")) is not int \
+            or m.get("format_version") != version:
+        raise GoldenError(f"{shown(path)}: not a {fmt} version {version} manifest")
+    _validate(m, schema, shown(path))
+    return m
+
+
 def _validate(doc, schema: dict, where: str) -> None:
     """GoldenError naming the first place `doc` breaks `schema` (one line, the value cut short);
     an "integer" is an integer literal (type int: not 20.0, not true)."""
@@ -497,14 +511,8 @@ def read_manifest(folder, fmt: str = FORMAT, version: int = FORMAT_VERSION, sche
                               "shards with tile-emu golden merge first (docs/golden-format.md, 'Shards and "
                               "merge')") from None
         raise
-    try:
-        m = jsontext.loads(text, max_depth=jsontext.MAX_DEPTH)   # a manifest nests 6 levels
-    except jsontext.JsonTextError as exc:
-        raise GoldenError(f"{shown(path)}: not valid JSON ({exc})") from None
-    if not isinstance(m, dict) or m.get("format") != fmt or type(m.get("format_version")) is not int \
-            or m.get("format_version") != version:
-        raise GoldenError(f"{shown(path)}: not a {fmt} version {version} manifest")
-    _validate(m, schema, shown(path))
+    m = parse_manifest(lambda: jsontext.loads(text, max_depth=jsontext.MAX_DEPTH),   # a manifest nests 6 levels
+                       path, fmt, version, schema)
     for i, part in enumerate(m["partitions"]):
         for j, rec in enumerate(part["files"]):
             _check_record(rec, f"{shown(path)}: partitions[{i}].files[{j}]")

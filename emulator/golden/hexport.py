@@ -34,7 +34,7 @@ from isa.atomicio import atomic_open, quote, shown, why
 from isa.datatypes import datatype
 from isa.errors import DecodeError
 
-from .dataset import MANIFEST, MAX_FILES, MAX_MANIFEST_BYTES, GoldenError, Params, _validate, check_listed
+from .dataset import MANIFEST, MAX_FILES, MAX_MANIFEST_BYTES, GoldenError, Params, check_listed, parse_manifest
 from .dataset import open_dataset, open_regular, read_small, partitions as plan_partitions, sha256, write_json
 from .export import hex_columns
 from .replay import require_well_formed
@@ -633,15 +633,7 @@ def read_export_manifest(folder: pathlib.Path, fmt: str = FORMAT, version: int =
     """An export's manifest, parsed; GoldenError unless it names format `fmt` version `version`
     and has the structure and types of `schema`."""
     path = pathlib.Path(folder) / MANIFEST
-    try:
-        m = _manifest_json(path)
-    except jsontext.JsonTextError as exc:
-        raise GoldenError(f"{shown(path)}: not valid JSON ({exc})") from None
-    if not isinstance(m, dict) or m.get("format") != fmt or type(m.get("format_version")) is not int \
-            or m.get("format_version") != version:
-        raise GoldenError(f"{shown(path)}: not a {fmt} version {version} manifest")
-    _validate(m, schema, shown(path))
-    return m
+    return parse_manifest(lambda: _manifest_json(path), path, fmt, version, schema)
 
 
 def check(folder) -> int:

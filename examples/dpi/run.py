@@ -17,20 +17,18 @@ install).
 from __future__ import annotations
 
 import argparse
-import os
 import pathlib
 import shutil
 import subprocess
 import sys
-import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+if str(ROOT / "examples" / "rtl") not in sys.path:     # examples/rtl/flow.py: what the drivers share
+    sys.path.insert(0, str(ROOT / "examples" / "rtl"))
+import flow  # noqa: E402
+from flow import tile_emu_env as _env  # noqa: E402
 TOP = "tb_lockstep"
-
-
-def _env() -> dict:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
 
 
 def missing_tools() -> str | None:
@@ -43,20 +41,14 @@ def missing_tools() -> str | None:
 
 
 def _fail(message: str, status: int) -> int:
-    print(f"run.py: {message}", file=sys.stderr)
-    return status
+    return flow.fail("run.py", message, status)
 
 
 def generate(out: pathlib.Path, cases: int, seed: int, blocks: int) -> pathlib.Path:
     """A stream golden dataset made by `tile-emu golden --streams`, legal streams only, two
     streams a group (a group shares its stream: small groups give many different programs)."""
-    folder = out / "streams"
-    cmd = [sys.executable, "-m", "emulator.cli", "golden", "--streams", "--blocks", str(blocks), "--cases", str(cases),
-           "--group-cases", "2", "--seed", str(seed), "--illegal-fraction", "0", "--quiet", "--out", str(folder)]
-    done = subprocess.run(cmd, env=_env(), capture_output=True, text=True)
-    if done.returncode:
-        raise SystemExit(_fail(f"tile-emu golden failed: {done.stderr.strip()}", 1))
-    return folder
+    return flow.golden("run.py", ["--streams", "--blocks", str(blocks), "--cases", str(cases), "--group-cases", "2",
+                                  "--seed", str(seed), "--illegal-fraction", "0"], out / "streams", whole_stderr=True)
 
 
 def stream_cases(dataset: pathlib.Path, out: pathlib.Path, limit: int | None = None):
@@ -156,8 +148,7 @@ def main(argv=None) -> int:
     need = missing_tools()
     if need:
         return _fail(need, 3)
-    work = pathlib.Path(tempfile.mkdtemp(prefix="dpi-"))
-    try:
+    with flow.scratch("dpi-", lambda _: args.keep) as work:
         dataset = pathlib.Path(args.dataset) if args.dataset else generate(work, args.cases, args.seed, args.blocks)
         from emulator.golden.dataset import GoldenError
         cases_dir = work / "cases"
@@ -174,11 +165,6 @@ def main(argv=None) -> int:
         status, text = simulate(binary, listing, args.trace)
         print(text)
         return status
-    finally:
-        if args.keep:
-            print(f"build folder: {work}", file=sys.stderr)
-        else:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -373,6 +373,25 @@ module machine #(
             first_pe = m[0] ? 3'd0 : m[1] ? 3'd1 : m[2] ? 3'd2 : m[3] ? 3'd3 : 3'd4;
         end
     endfunction
+    // the walk of ST_UNDEF and ST_EXEC over the block's elements, PE by PE: the next element of
+    // this PE, else the first element of the next selected PE; `wrapped` (blocking, read in the
+    // same state right after) says the last selected PE's last element was done
+    reg wrapped;
+    task next_element;
+        begin
+            wrapped = 1'b0;
+            if (!last_e) begin
+                e <= e + 1;
+                if (ec + 16'd1 == col) begin ec <= 16'd0; er <= er + 16'd1; end else ec <= ec + 16'd1;
+            end else begin
+                e <= 0; er <= 16'd0; ec <= 16'd0;
+                if (next_pe(pe_mask, cur_pe) != 3'd4)
+                    cur_pe <= next_pe(pe_mask, cur_pe);
+                else
+                    wrapped = 1'b1;
+            end
+        end
+    endtask
 
     always @(posedge clk) begin
         o_done <= 1'b0;
@@ -438,14 +457,9 @@ module machine #(
                 ST_UNDEF: begin                 // every valid source element defined: role, PE, element
                     if (in_rect && !eu_def)
                         finish(1'b1, R_UNDEFINED, {F_IOT_I, 2'b00, cur_role}, 1'b0, 1'b0);
-                    else if (!last_e) begin
-                        e <= e + 1;
-                        if (ec + 16'd1 == col) begin ec <= 16'd0; er <= er + 16'd1; end else ec <= ec + 16'd1;
-                    end else begin
-                        e <= 0; er <= 16'd0; ec <= 16'd0;
-                        if (next_pe(pe_mask, cur_pe) != 3'd4)
-                            cur_pe <= next_pe(pe_mask, cur_pe);
-                        else begin
+                    else begin
+                        next_element;
+                        if (wrapped) begin      // every selected PE of this role: the next role, or execute
                             cur_pe <= first_pe(pe_mask);
                             if ({1'b0, cur_role} + 3'd1 < arity)
                                 cur_role <= cur_role + 2'd1;
@@ -459,16 +473,9 @@ module machine #(
                 ST_EXEC: begin                  // each selected PE's destination into its free slot
                     mem[{cur_pe, new_slot[cur_pe], e[EB-1:0]}] <= out_val;
                     defd[{cur_pe, new_slot[cur_pe], e[EB-1:0]}] <= out_def;
-                    if (!last_e) begin
-                        e <= e + 1;
-                        if (ec + 16'd1 == col) begin ec <= 16'd0; er <= er + 16'd1; end else ec <= ec + 16'd1;
-                    end else begin
-                        e <= 0; er <= 16'd0; ec <= 16'd0;
-                        if (next_pe(pe_mask, cur_pe) != 3'd4)
-                            cur_pe <= next_pe(pe_mask, cur_pe);
-                        else
-                            st <= ST_COMMIT;
-                    end
+                    next_element;
+                    if (wrapped)
+                        st <= ST_COMMIT;
                 end
                 ST_COMMIT: begin                // one atomic commit: rename on every selected PE
                     for (j = 0; j < 4; j = j + 1) begin

@@ -18,13 +18,11 @@ and the extract command are printed.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import pathlib
-import shutil
-import subprocess
 import sys
-import tempfile
+
+import flow     # examples/rtl/flow.py: its folder is on sys.path (as a script, or tests/examples_loader.py)
+from flow import BuildError, missing_cocotb as missing_tools  # noqa: F401
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -64,41 +62,17 @@ def parse_pairs(text: str) -> list[str]:
     return out
 
 
-def missing_tools() -> str | None:
-    """What to install, or None: Icarus Verilog (iverilog, vvp) and cocotb >= 2."""
-    if not (shutil.which("iverilog") and shutil.which("vvp")):
-        return "Icarus Verilog is not installed: apt-get install -y iverilog"
-    try:
-        import cocotb
-        import cocotb_tools.runner  # noqa: F401
-    except ImportError:
-        return "cocotb is not installed: pip install -e \".[rtl]\" (cocotb >= 2)"
-    if int(cocotb.__version__.split(".")[0]) < 2:
-        return f"cocotb {cocotb.__version__} is too old: pip install -e \".[rtl]\" (cocotb >= 2)"
-    return None
-
-
 def generate(out: pathlib.Path, cases: int | None = None, seed: int = 7, per_class: int = 1) -> list[pathlib.Path]:
     """Two datasets made with `tile-emu golden` (ops x DataTypes is a cross product): `cases` per
     partition, or by default `per_class` cases of every coverage point (closure)."""
     sets = {"int": (INT_OPS, INTS), "e4m3": (E4M3_OPS, "E4M3")}
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    folders = []
-    for name, (ops, dtypes) in sets.items():
-        folder = out / f"golden-{name}"
-        size = ["--cases", str(cases)] if cases is not None else ["--per-class", str(per_class)]
-        cmd = [sys.executable, "-m", "emulator.cli", "golden", "--ops", ops, "--dtypes", dtypes,
-               *size, "--seed", str(seed), "--quiet", "--out", str(folder)]
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        if done.returncode:
-            raise SystemExit(_fail(f"tile-emu golden failed: {done.stderr.strip().splitlines()[-1:]}", 1))
-        folders.append(folder)
-    return folders
+    size = ["--cases", str(cases)] if cases is not None else ["--per-class", str(per_class)]
+    return [flow.golden("run.py", ["--ops", ops, "--dtypes", dtypes, *size, "--seed", str(seed)],
+                        out / f"golden-{name}") for name, (ops, dtypes) in sets.items()]
 
 
 def _fail(message: str, status: int) -> int:
-    print(f"run.py: {message}", file=sys.stderr)
-    return status
+    return flow.fail("run.py", message, status)
 
 
 def check_datasets(folders) -> str | None:
@@ -113,38 +87,10 @@ def check_datasets(folders) -> str | None:
     return None
 
 
-class BuildError(Exception):
-    """The DUT does not build (its source, or --top naming no module of it): one line."""
-
-
 def simulate(dut: str, folders, build: pathlib.Path, source: pathlib.Path | None = None, top: str = TOPLEVEL) -> dict:
     """Build the DUT (`source`, default examples/rtl/DUT.v; module `top`) and run the testbench
     over the datasets."""
-    from cocotb_tools.runner import get_runner
-    runner = get_runner("icarus")
-    build.mkdir(parents=True, exist_ok=True)
-    try:
-        runner.build(sources=[source or HERE / f"{dut}.v"], includes=[HERE], hdl_toplevel=top, build_dir=build,
-                     timescale=("1ns", "1ps"), log_file=build / "build.log")
-    except (SystemExit, Exception) as exc:     # the build log says why: its first error line
-        log = (build / "build.log").read_text(errors="replace").splitlines() if (build / "build.log").exists() else []
-        first = next((line for line in log if "error" in line.lower() or "Unknown module" in line), None)
-        raise BuildError(first.strip() if first else f"{type(exc).__name__}: {exc}") from None
-    result = build / "result.json"
-    env = {"TB_DATASETS": os.pathsep.join(str(f) for f in folders), "TB_RESULT": str(result),
-           "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    # cocotb's runner exits the process on a failing test when it sees it runs under pytest (a
-    # parent pytest's PYTEST_CURRENT_TEST leaks into this program): the verdict is ours, from TB_RESULT
-    os.environ.pop("PYTEST_CURRENT_TEST", None)
-    try:
-        runner.test(hdl_toplevel=top, test_module="tb_alu", test_dir=HERE, build_dir=build, extra_env=env,
-                    results_xml=str(build / "results.xml"), log_file=build / "sim.log")
-    except SystemExit:                  # the simulator itself failed: the log says why (below)
-        pass
-    if not result.is_file():
-        tail = (build / "sim.log").read_text(errors="replace").splitlines()[-20:] if (build / "sim.log").exists() else []
-        raise SystemExit(_fail("the simulation wrote no result; its log ends:\n" + "\n".join(tail), 1))
-    return json.loads(result.read_text())
+    return flow.cocotb_run("run.py", source or HERE / f"{dut}.v", top, "tb_alu", folders, build)
 
 
 def report(dut: str, r: dict, expected_unsupported=(), folders=(), keep: pathlib.Path | None = None) -> int:
@@ -239,17 +185,13 @@ def main(argv=None) -> int:
         return _fail("--cases must be positive", 2)
     if args.per_class <= 0:
         return _fail("--per-class must be positive", 2)
-    need = missing_tools()
-    if need:
-        return _fail(need, 3)
-    folders = [pathlib.Path(d) for d in args.dataset]
-    bad = check_datasets(folders)
-    if bad:
-        return _fail(bad, 1)
+    stop, folders = flow.inputs("run.py", missing_tools(), check_datasets, args.dataset)
+    if stop is not None:
+        return stop
     name = source.stem
-    build = pathlib.Path(tempfile.mkdtemp(prefix=f"rtl-{name}-"))
     status = 2
-    try:
+    # kept with --keep, or with a failing case's files
+    with flow.scratch(f"rtl-{name}-", lambda b: args.keep or (status == 1 and any(b.glob("case-*")))) as build:
         if not folders:
             folders = generate(build, args.cases, args.seed, args.per_class)
         try:
@@ -258,11 +200,6 @@ def main(argv=None) -> int:
             return _fail(f"--dut {args.dut} --top {args.top}: does not build: {exc}", 2)
         status = report(name, result, expected, folders, build)
         return status
-    finally:
-        if args.keep or (status == 1 and any(build.glob("case-*"))):     # a failing case's files
-            print(f"build folder: {build}", file=sys.stderr)
-        else:
-            shutil.rmtree(build, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -14,13 +14,11 @@ block matches, 1 a block diverges (or the bench cannot run a stream, or a datase
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import pathlib
-import shutil
-import subprocess
 import sys
-import tempfile
+
+import flow     # examples/rtl/flow.py: its folder is on sys.path (as a script, or tests/examples_loader.py)
+from flow import missing_cocotb as missing_tools  # noqa: F401
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -31,36 +29,16 @@ TOPLEVEL = "machine"
 
 
 def _fail(message: str, status: int) -> int:
-    print(f"run_machine.py: {message}", file=sys.stderr)
-    return status
-
-
-def missing_tools() -> str | None:
-    """What to install, or None: Icarus Verilog (iverilog, vvp) and cocotb >= 2."""
-    if not (shutil.which("iverilog") and shutil.which("vvp")):
-        return "Icarus Verilog is not installed: apt-get install -y iverilog"
-    try:
-        import cocotb
-        import cocotb_tools.runner  # noqa: F401
-    except ImportError:
-        return "cocotb is not installed: pip install -e \".[rtl]\" (cocotb >= 2)"
-    if int(cocotb.__version__.split(".")[0]) < 2:
-        return f"cocotb {cocotb.__version__} is too old: pip install -e \".[rtl]\" (cocotb >= 2)"
-    return None
+    return flow.fail("run_machine.py", message, status)
 
 
 def generate(out: pathlib.Path, cases: int, blocks: int, seed: int, group_cases: int,
              illegal: float) -> pathlib.Path:
     """A stream dataset of the machine's subset made with `tile-emu golden --streams`."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    folder = out / "streams"
-    cmd = [sys.executable, "-m", "emulator.cli", "golden", "--streams", "--ops", SUBSET_OPS, "--dtypes",
-           SUBSET_DTYPES, "--blocks", str(blocks), "--cases", str(cases), "--group-cases", str(group_cases),
-           "--seed", str(seed), "--illegal-fraction", str(illegal), "--quiet", "--out", str(folder)]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if done.returncode:
-        raise SystemExit(_fail(f"tile-emu golden failed: {done.stderr.strip().splitlines()[-1:]}", 1))
-    return folder
+    return flow.golden("run_machine.py", ["--streams", "--ops", SUBSET_OPS, "--dtypes", SUBSET_DTYPES, "--blocks",
+                                          str(blocks), "--cases", str(cases), "--group-cases", str(group_cases),
+                                          "--seed", str(seed), "--illegal-fraction", str(illegal)],
+                       out / "streams")
 
 
 def check_datasets(folders) -> str | None:
@@ -80,25 +58,8 @@ def check_datasets(folders) -> str | None:
 
 def simulate(dut: str, folders, build: pathlib.Path, max_fails: int) -> dict:
     """Build the DUT and run tb_machine over the datasets; its result JSON."""
-    from cocotb_tools.runner import get_runner
-    runner = get_runner("icarus")
-    runner.build(sources=[HERE / f"{dut}.v"], includes=[HERE], hdl_toplevel=TOPLEVEL, build_dir=build,
-                 timescale=("1ns", "1ps"), log_file=build / "build.log")
-    result = build / "result.json"
-    env = {"TB_DATASETS": os.pathsep.join(str(f) for f in folders), "TB_RESULT": str(result),
-           "TB_MAX_FAILS": str(max_fails),
-           "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    # cocotb's runner exits on a failing test when it sees a parent pytest: the verdict is ours
-    os.environ.pop("PYTEST_CURRENT_TEST", None)
-    try:
-        runner.test(hdl_toplevel=TOPLEVEL, test_module="tb_machine", test_dir=HERE, build_dir=build,
-                    extra_env=env, results_xml=str(build / "results.xml"), log_file=build / "sim.log")
-    except SystemExit:
-        pass
-    if not result.is_file():
-        tail = (build / "sim.log").read_text(errors="replace").splitlines()[-20:] if (build / "sim.log").exists() else []
-        raise SystemExit(_fail("the simulation wrote no result; its log ends:\n" + "\n".join(tail), 1))
-    return json.loads(result.read_text())
+    return flow.cocotb_run("run_machine.py", HERE / f"{dut}.v", TOPLEVEL, "tb_machine", folders, build,
+                           {"TB_MAX_FAILS": str(max_fails)})
 
 
 def report(dut: str, r: dict) -> int:
@@ -142,24 +103,14 @@ def main(argv=None) -> int:
             return _fail(f"--{name.replace('_', '-')} must be positive", 2)
     if not 0 <= args.illegal_fraction <= 1:
         return _fail("--illegal-fraction must be between 0 and 1", 2)
-    need = missing_tools()
-    if need:
-        return _fail(need, 3)
-    folders = [pathlib.Path(d) for d in args.dataset]
-    bad = check_datasets(folders)
-    if bad:
-        return _fail(bad, 1)
-    build = pathlib.Path(tempfile.mkdtemp(prefix=f"rtl-{args.dut}-"))
-    try:
+    stop, folders = flow.inputs("run_machine.py", missing_tools(), check_datasets, args.dataset)
+    if stop is not None:
+        return stop
+    with flow.scratch(f"rtl-{args.dut}-", lambda _: args.keep) as build:
         if not folders:
             folders = [generate(build, args.cases, args.blocks, args.seed, args.group_cases,
                                 args.illegal_fraction)]
         return report(args.dut, simulate(args.dut, folders, build / "sim", args.max_fails))
-    finally:
-        if args.keep:
-            print(f"build folder: {build}", file=sys.stderr)
-        else:
-            shutil.rmtree(build, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from emulator.cli import main
+from golden_exports import golden_hex
 from isa import instructions as I
 from isa.datatypes import datatype
 from isa.errors import REASONS
@@ -25,12 +26,9 @@ PADS = {"ZERO": 0, "MAX": 1, "MIN": 2, "NULL": 3}
 @pytest.fixture(scope="module")
 def ex(tmp_path_factory):
     root = tmp_path_factory.mktemp("hexv2")
-    assert main(["golden", "--ops", "TSEL,TIMG2COL", "--dtypes", "FP16", "--cases", "24", "--seed", "7", "--quiet",
-                 "--out", str(root / "a")]) == 0
-    assert main(["golden", "export", str(root / "a"), "--format", "hex", "--out", str(root / "a.hex")]) == 0
-    assert main(["golden", "--streams", "--blocks", "2", "--cases", "4", "--illegal-fraction", "0.5", "--seed", "4",
-                 "--quiet", "--out", str(root / "s")]) == 0
-    assert main(["golden", "export", str(root / "s"), "--format", "hex", "--out", str(root / "s.hex")]) == 0
+    golden_hex(root, "a", "a.hex", "--ops", "TSEL,TIMG2COL", "--dtypes", "FP16", "--cases", "24", "--seed", "7")
+    golden_hex(root, "s", "s.hex", "--streams", "--blocks", "2", "--cases", "4", "--illegal-fraction", "0.5",
+               "--seed", "4")
     return root
 
 

@@ -17,17 +17,14 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DPI = ROOT / "examples" / "dpi"
-from examples_loader import load_example  # noqa: E402
+from examples_loader import load_example, tools_fixture  # noqa: E402
 
 dpi_run = load_example("dpi")
 
 pytestmark = pytest.mark.rtl
 
 
-@pytest.fixture(scope="module")
-def tools():
-    need = dpi_run.missing_tools()
-    assert need is None, need                 # a failure that says what to install, not a skip
+tools = tools_fixture(dpi_run)
 
 
 @pytest.fixture(scope="module")

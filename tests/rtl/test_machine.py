@@ -15,7 +15,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RUN = ROOT / "examples" / "rtl" / "run_machine.py"
-from examples_loader import load_example  # noqa: E402
+from examples_loader import load_example, tools_fixture  # noqa: E402
 
 run_machine = load_example("rtl", "run_machine")
 
@@ -27,10 +27,7 @@ def run(*args, env=None):
     return done.returncode, done.stdout, done.stderr
 
 
-@pytest.fixture(scope="module")
-def tools():
-    need = run_machine.missing_tools()
-    assert need is None, need                 # a failure that says what to install, not a skip
+tools = tools_fixture(run_machine)
 
 
 def test_the_clean_machine_matches_every_block_of_the_default_run(tools):

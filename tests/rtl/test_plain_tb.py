@@ -16,7 +16,7 @@ import subprocess
 import pyarrow.parquet as pq
 import pytest
 
-from emulator.cli import main
+from golden_exports import golden_hex
 from isa import instructions as I
 from isa.datatypes import datatype
 from isa.errors import REASONS
@@ -31,12 +31,8 @@ def sim(tmp_path_factory):
     assert shutil.which("iverilog") and shutil.which("vvp"), "apt-get install -y iverilog"
     root = tmp_path_factory.mktemp("plain")
     subprocess.run(["iverilog", "-g2005", "-o", str(root / "tb.vvp"), str(TB)], check=True)
-    assert main(["golden", "--ops", "TADD", "--dtypes", "S16", "--cases", "60", "--seed", "5", "--quiet",
-                 "--out", str(root / "sb")]) == 0
-    assert main(["golden", "export", str(root / "sb"), "--format", "hex", "--out", str(root / "sbh")]) == 0
-    assert main(["golden", "--streams", "--blocks", "3", "--cases", "6", "--illegal-fraction", "0.5", "--seed", "4",
-                 "--quiet", "--out", str(root / "st")]) == 0
-    assert main(["golden", "export", str(root / "st"), "--format", "hex", "--out", str(root / "sth")]) == 0
+    golden_hex(root, "sb", "sbh", "--ops", "TADD", "--dtypes", "S16", "--cases", "60", "--seed", "5")
+    golden_hex(root, "st", "sth", "--streams", "--blocks", "3", "--cases", "6", "--illegal-fraction", "0.5", "--seed", "4")
     return root
 
 

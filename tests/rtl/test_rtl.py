@@ -14,7 +14,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RUN = ROOT / "examples" / "rtl" / "run.py"
-from examples_loader import load_example  # noqa: E402
+from examples_loader import load_example, tools_fixture  # noqa: E402
 
 rtl_run = load_example("rtl")
 
@@ -26,10 +26,7 @@ def run(*args):
     return done.returncode, done.stdout, done.stderr
 
 
-@pytest.fixture(scope="module")
-def tools():
-    need = rtl_run.missing_tools()
-    assert need is None, need                 # a failure that says what to install, not a skip
+tools = tools_fixture(rtl_run)
 
 
 @pytest.fixture(scope="module")
