@@ -261,22 +261,25 @@ def underflow_to_zero_applies(ctx) -> bool:
 
 def underflow_to_zero(ctx, rng, m):
     """TMUL/TFMA operands whose exact product is nonzero and below half the smallest subnormal
-    s = 2^es (so it rounds to +-0 in the nearest modes, raising UF and NX).  Even elements are
-    powers of two 2^ea x 2^eb with ea + eb cycling through es - 2, es - 3, es - 4, es - 5 (never
-    below 2 es): the product is a single bit below the round bit, 2^-12 = 2^-6 x 2^-6 for E4M3
-    among them.  Odd elements: a normal a = (1 + i 2^-(p-1)) 2^ea times b = (1 + j 2^-(p-1))
-    2^eb with ea + eb <= es - 3 (so |ab| < 4 x 2^(es-3) = s/2), a power of two where b would
-    not be exact.  Random signs; TFMA adds a signed zero."""
+    s = 2^es (so it rounds to +-0 in the nearest modes, raising UF and NX).  A tile's status is
+    the OR of its elements' flags, so the elements go in runs of 8 (a value class's tile, one
+    case's PE) of one kind: all products the same power of two 2^ea x 2^eb (ea + eb = es - 3,
+    then es - 2, es - 4, never below 2 es; random splits and signs), so a tile whose only
+    inexactness is one bit below the round bit -- 2^-12 = 2^-6 x 2^-6 for E4M3 first, where a
+    DUT that leaves that bit out of its sticky OR loses UF and NX --, and every fourth run a
+    normal a = (1 + i 2^-(p-1)) 2^ea times b = (1 + j 2^-(p-1)) 2^eb with ea + eb <= es - 3 (so
+    |ab| < 4 x 2^(es-3) = s/2), a power of two where b would not be exact.  TFMA adds a signed
+    zero."""
     sp = ctx.src
     info = numeric.info(sp.name)
     p, emin = info.precision, int(info.emin)
     es = emin - (p - 1)
     emax = int(np.floor(np.log2(float(info.max_finite))))
-    k = np.arange(m)
-    pow2 = k % 2 == 0
-    total = np.where(pow2, es - 2 - (k // 2) % 4, es - 3 - rng.integers(0, 4, m))
+    run = (np.arange(m) // 8) % 4
+    pow2 = run < 3
+    total = np.where(pow2, es - np.array([3, 2, 4, 0])[run], es - 3 - rng.integers(0, 4, m))
     total = np.maximum(total, 2 * es)                        # 2^es x 2^es is the smallest product
-    # ea: both factors representable (>= 2^es, <= 2^emax); odd elements keep a normal where they can
+    # ea: both factors representable (>= 2^es, <= 2^emax); the significand runs keep a normal where they can
     lo = np.maximum(np.where(pow2, es, emin), total - emax)
     hi = np.minimum(emax, total - es)
     lo = np.where(lo > hi, np.maximum(es, total - emax), lo)
@@ -285,9 +288,8 @@ def underflow_to_zero(ctx, rng, m):
     step = 2.0 ** -(p - 1)
     sa = np.where(pow2, 1.0, 1 + rng.integers(0, 1 << (p - 1), m) * step)
     sb = np.where(pow2, 1.0, 1 + rng.integers(0, 1 << (p - 1), m) * step)
-    av, bv = np.ldexp(sa, ea), np.ldexp(sb, eb)
-    a_enc, a_ok = sp.encode_exact(av)
-    b_enc, b_ok = sp.encode_exact(bv)
+    a_enc, a_ok = sp.encode_exact(np.ldexp(sa, ea))
+    b_enc, b_ok = sp.encode_exact(np.ldexp(sb, eb))
     ok = a_ok & b_ok                                          # else the power-of-two pair
     a = np.where(ok, a_enc, _encode(sp, np.ldexp(1.0, ea)))
     b = np.where(ok, b_enc, _encode(sp, np.ldexp(1.0, eb)))
