@@ -202,11 +202,44 @@ def simulate(source: pathlib.Path, top: str, bench: pathlib.Path, folders, build
     return json.loads(result.read_text())
 
 
+def lane_bench(bench: pathlib.Path) -> bool:
+    """Whether `bench` is run.py's own testbench (examples/rtl/tb_alu.py): then run.py runs it."""
+    return bench.resolve() == (HERE / "tb_alu.py").resolve()
+
+
+def simulate_lane(source: pathlib.Path, top: str, folders, build: pathlib.Path) -> dict:
+    """The lane bench through run.py itself (`run.simulate`): the same phases as `run.py --dut`
+    -- the port check, every illegal (instruction, DataType) pair driven with `supported` required
+    0, then every case --, the bench's result or {"error": ...}."""
+    run = _run_py()
+    try:
+        return run.simulate(source.stem, folders, build, source=source, top=top)
+    except run.BuildError as exc:
+        return {"error": f"the netlist does not build: {exc}"}
+    except SystemExit:
+        return {"error": "the simulation wrote no result"}
+
+
+def run_verdict(r: dict, name: str, declared=()) -> tuple[int, str]:
+    """run.py's verdict on a lane result (`run.report`: its exit status, and its first line of
+    output), the partitions in `declared` declared unsupported (--expect-unsupported)."""
+    import contextlib
+    import io
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text), contextlib.redirect_stderr(text):
+        status = _run_py().report(name, r, list(declared), (), None)
+    first = next((x.strip() for x in text.getvalue().splitlines() if x.strip()), "")
+    return status, first.removeprefix("run.py: ")
+
+
 def _simulate_child(args: list[str]) -> int:
     """`mutate.py --simulate SOURCE TOP BENCH BUILD DATASET...`: one simulation in a process of
     its own (cocotb's runner changes the environment); the result goes to BUILD/verdict.json."""
     source, top, bench, build, *folders = args
-    r = simulate(pathlib.Path(source), top, pathlib.Path(bench), folders, pathlib.Path(build))
+    if lane_bench(pathlib.Path(bench)):
+        r = simulate_lane(pathlib.Path(source), top, folders, pathlib.Path(build))
+    else:
+        r = simulate(pathlib.Path(source), top, pathlib.Path(bench), folders, pathlib.Path(build))
     (pathlib.Path(build) / "verdict.json").write_text(json.dumps(r))
     return 0
 
@@ -226,10 +259,19 @@ def run_one(source: pathlib.Path, top: str, bench: pathlib.Path, folders, build:
     return r
 
 
-def judge(r: dict, control: dict) -> tuple[str, str]:
-    """(killed | survived, why) of a mutant's result against the control's."""
+def judge(r: dict, control: dict, lane: bool = False, name: str = "dut") -> tuple[str, str]:
+    """(killed | survived, why) of a mutant's result against the control's.  With the lane bench
+    (`lane`) run.py's verdict decides first (the partitions the control reports unsupported
+    declared): a port mismatch, `supported` = 1 for an illegal pair, an undeclared unsupported
+    partition or a failing case kill the mutant as they fail `run.py --dut`."""
     if r.get("error"):
         return "killed", f"bench error: {r['error']}"
+    if lane:
+        status, first = run_verdict(r, name, control.get("unsupported", ()))
+        if status and not r.get("failure"):
+            return "killed", first
+    if r.get("claims"):
+        return "killed", f"supported = 1 for illegal pair(s) {', '.join(r['claims'][:4])}"
     f = r.get("failure")
     if f:
         where = f"case {f.get('case')} ({f.get('class')}) of {f.get('op')} {f.get('dtype')}, PE {f.get('pe')}"
@@ -255,6 +297,8 @@ def main(argv=None) -> int:
                    help="a golden dataset folder (repeatable; default: run.py's default datasets, generated once)")
     p.add_argument("--count", type=int, default=100, help="mutants to sample (default 100)")
     p.add_argument("--seed", type=int, default=1, help="Yosys's sampling seed (default 1)")
+    p.add_argument("--only", metavar="ID,...", help="run only these mutants of the listing (the ids the report "
+                   "prints, 0 to --count - 1)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="simulations at a time (default: the CPUs)")
     p.add_argument("--equiv", help="assertions of what the bench observes, over modules gold and gate: each "
                    "survivor is proved equivalent or not with Yosys's SAT solver (default for alu: alu_equiv.sv)")
@@ -286,6 +330,10 @@ def main(argv=None) -> int:
         return _fail("--count must be positive", 2)
     if args.jobs <= 0:
         return _fail("--jobs must be positive", 2)
+    try:
+        args.only = parse_only(args.only, args.count)
+    except ValueError as exc:
+        return _fail(str(exc), 2)
     if args.json:
         from isa.atomicio import OutputPathError, check_output_path
         try:
@@ -308,12 +356,28 @@ def main(argv=None) -> int:
             shutil.rmtree(work, ignore_errors=True)
 
 
+def parse_only(text: str | None, count: int) -> list[int] | None:
+    """--only ID,...: mutant ids of the listing, each below --count (ValueError naming the first
+    that is not)."""
+    if text is None:
+        return None
+    out = []
+    for item in (x.strip() for x in text.split(",")):
+        if not item.isdigit() or int(item) >= count:
+            raise ValueError(f"--only {item!r}: a mutant id from 0 to {count - 1} (--count {count})")
+        out.append(int(item))
+    return sorted(set(out))
+
+
 def _score(args, source, top, bench, work) -> int:
     start = time.monotonic()
     try:
-        control_v, mutants = make_mutants(source, top, args.count, args.seed, work)
+        control_v, listing = make_mutants(source, top, args.count, args.seed, work)
     except ValueError as exc:
         return _fail(str(exc), 2)
+    mutants = [(k, m, v) for k, (m, v) in enumerate(listing) if args.only is None or k in args.only]
+    if args.only is not None and len(mutants) < len(args.only):
+        return _fail(f"--only: Yosys listed {len(listing)} mutant(s), ids {args.only[-1]} and above do not exist", 2)
     run = _run_py()
     need = run.missing_tools()
     if need:
@@ -329,9 +393,11 @@ def _score(args, source, top, bench, work) -> int:
     folders.sort(key=lambda f: sum(x.stat().st_size for x in pathlib.Path(f).rglob("*") if x.is_file()))
     golden_s = time.monotonic() - start
     control = run_one(control_v, top, bench, folders, work / "control", timeout=3600)
-    if control.get("error") or control.get("failure") or not control.get("lanes"):
+    lane = lane_bench(bench)
+    status, first = run_verdict(control, top, control.get("unsupported", ())) if lane and not control.get("error") else (0, "")
+    if control.get("error") or control.get("failure") or not control.get("lanes") or status:
         why = control.get("error") or (f"case {control['failure'].get('case')} fails" if control.get("failure")
-                                       else "no lane was driven")
+                                       else first or "no lane was driven")
         return _fail(f"the unmutated netlist of {top} does not pass the flow ({why}): no score", 1)
     timeout = max(120.0, 10 * control["seconds"])
     print(f"{top}: {len(mutants)} mutants of {source.name}; control passes {control.get('cases', 0):,} cases "
@@ -339,11 +405,11 @@ def _score(args, source, top, bench, work) -> int:
     rows = []
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         futures = {pool.submit(run_one, v, top, bench, folders, work / f"m{k:04d}", timeout): (k, m)
-                   for k, (m, v) in enumerate(mutants)}
+                   for k, m, v in mutants}
         for fut in concurrent.futures.as_completed(futures):
             k, m = futures[fut]
             r = fut.result()
-            verdict, why = judge(r, control)
+            verdict, why = judge(r, control, lane, top)
             rows.append({"id": k, "mutation": m, "description": describe(m), "verdict": verdict, "by": why,
                          "seconds": round(r["seconds"], 2)})
             shutil.rmtree(work / f"m{k:04d}", ignore_errors=True)
@@ -362,7 +428,7 @@ def _score(args, source, top, bench, work) -> int:
     equivalent = sum(r.get("equivalence") == "equivalent" for r in survivors)
     seconds = time.monotonic() - start
     report = {"dut": str(source), "top": top, "bench": bench.stem, "datasets": [str(f) for f in args.dataset],
-              "count": args.count, "seed": args.seed, "jobs": args.jobs, "total": len(rows), "killed": killed,
+              "count": args.count, "seed": args.seed, "only": args.only, "jobs": args.jobs, "total": len(rows), "killed": killed,
               "survived": len(survivors), "equivalent": equivalent if args.equiv else None,
               "equiv": str(args.equiv) if args.equiv else None, "seconds": round(seconds, 1), "golden_seconds": round(golden_s, 1),
               "control_seconds": round(control["seconds"], 1), "mutants": rows}
