@@ -3,6 +3,7 @@ golden flow must catch each one.
 
     python examples/rtl/mutate.py --dut alu                       # 100 mutants of the lane
     python examples/rtl/mutate.py --dut alu --count 400 --seed 3 --jobs 2 --json score.json
+    python examples/rtl/mutate.py --dut alu --seed 1 --only 50,56,57               # just these mutants
     python examples/rtl/mutate.py --dut path/to/x.v --top x --bench tb_x --dataset DIR   # another DUT
 
 The DUT is elaborated once (`prep -top TOP`); `mutate -list N -seed S` samples N mutations of
@@ -10,10 +11,14 @@ its cells (a port bit inverted, tied to 0 or 1, or XORed with another bit of the
 inv, const0, const1, cnot0, cnot1), and each mutant is written as a Verilog netlist
 (`write_verilog`).  The golden datasets are generated once (run.py's default: every coverage
 class and cross bin of the lane's partitions once) and every mutant runs the cocotb bench
-against them, up to --jobs at a time.  The unmutated netlist runs first as the control: it
-must pass, and a mutant is killed when the bench reports a failing case, breaks (an X on an
-output, a timeout), or drives fewer partitions or lanes than the control (the mutant turned
-`supported` off).  Survivors are listed with Yosys's description of the mutation.
+against them, up to --jobs at a time (--only ID,... runs just those ids of the listing).  The
+unmutated netlist runs first as the control: it must pass, and a mutant is killed when the bench
+reports a failing case, breaks (an X on an output, a timeout), or drives fewer partitions or
+lanes than the control (the mutant turned `supported` off).  The lane's bench (tb_alu) runs
+through run.py itself (`run.simulate`, `run.report`): the same phases as `run.py --dut` -- the
+port check, every illegal (instruction, DataType) pair and Function code driven with `supported`
+required 0, then the cases -- and run.py's verdict, the partitions the control reports
+unsupported declared.  Survivors are listed with Yosys's description of the mutation.
 
 The bench (--bench, default tb_alu for the lane) is a cocotb test module that reads the
 dataset folders from TB_DATASETS and writes JSON to TB_RESULT with `failure` (null when every

@@ -29,10 +29,17 @@ def refusal(capsys, *argv):
     (["--dut", "alu", "--jobs", "0"], "--jobs must be positive"),
     (["--dut", "alu", "--top", "1 bad"], "not a Verilog module name"),
     (["--dut", "alu", "--bench", "tb_none"], "no such cocotb test module"),
+    (["--dut", "alu", "--count", "10", "--only", "3,10"], "--only '10': a mutant id from 0 to 9 (--count 10)"),
+    (["--dut", "alu", "--only", "x"], "--only 'x': a mutant id"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(capsys, argv, words):
     status, err = refusal(capsys, *argv)
     assert status == 2 and len(err) == 1 and words in err[0], err
+
+
+def test_only_names_mutant_ids_of_the_listing():
+    assert mutate.parse_only("57, 50,56,50", 100) == [50, 56, 57]
+    assert mutate.parse_only(None, 100) is None
 
 
 def test_a_report_path_that_is_a_folder_is_refused_before_any_work(capsys, tmp_path):
