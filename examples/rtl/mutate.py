@@ -277,6 +277,11 @@ def judge(r: dict, control: dict, lane: bool = False, name: str = "dut") -> tupl
             return "killed", first
     if r.get("claims"):
         return "killed", f"supported = 1 for illegal pair(s) {', '.join(r['claims'][:4])}"
+    if r.get("failures"):                    # tb_machine's protocol: a list of failing streams
+        f = r["failures"][0]
+        return "killed", "; ".join(f"{k} {f[k]}" for k in ("case", "block", "difference") if k in f)[:300]
+    if r.get("errors"):
+        return "killed", f"bench error: {r['errors'][0]}"[:300]
     f = r.get("failure")
     if f:
         where = f"case {f.get('case')} ({f.get('class')}) of {f.get('op')} {f.get('dtype')}, PE {f.get('pe')}"
@@ -286,6 +291,8 @@ def judge(r: dict, control: dict, lane: bool = False, name: str = "dut") -> tupl
         return "killed", f"reports {len(lost)} partition(s) unsupported, e.g. {lost[0]}"
     if r.get("lanes", 0) < control.get("lanes", 0):
         return "killed", f"drove {r.get('lanes')} lanes of the control's {control.get('lanes')}"
+    if r.get("blocks", 0) < control.get("blocks", 0):
+        return "killed", f"ran {r.get('blocks')} blocks of the control's {control.get('blocks')}"
     return "survived", ""
 
 
@@ -361,6 +368,25 @@ def main(argv=None) -> int:
             shutil.rmtree(work, ignore_errors=True)
 
 
+def check_datasets(folders) -> str | None:
+    """A damaged dataset is one line before any simulation: stream datasets (tile-emu golden
+    --streams, for a bench such as tb_machine) through the stream reader, the others through
+    run.py's check."""
+    from emulator.golden.dataset import GoldenError
+    from emulator.golden.streams_dataset import is_stream_dataset, open_stream_dataset
+    for f in folders:
+        try:
+            if is_stream_dataset(f):
+                open_stream_dataset(f)
+                continue
+        except GoldenError as exc:
+            return f"--dataset {f}: {exc}"
+        bad = _run_py().check_datasets([f])
+        if bad:
+            return bad
+    return None
+
+
 def parse_only(text: str | None, count: int) -> list[int] | None:
     """--only ID,...: mutant ids of the listing, each below --count (ValueError naming the first
     that is not)."""
@@ -388,7 +414,7 @@ def _score(args, source, top, bench, work) -> int:
     if need:
         return _fail(need, 3)
     folders = [pathlib.Path(d).resolve() for d in args.dataset]
-    bad = run.check_datasets(folders)
+    bad = check_datasets(folders)
     if bad:
         return _fail(bad, 1)
     if not folders:
@@ -400,12 +426,15 @@ def _score(args, source, top, bench, work) -> int:
     control = run_one(control_v, top, bench, folders, work / "control", timeout=3600)
     lane = lane_bench(bench)
     status, first = run_verdict(control, top, control.get("unsupported", ())) if lane and not control.get("error") else (0, "")
-    if control.get("error") or control.get("failure") or not control.get("lanes") or status:
+    if (control.get("error") or control.get("failure") or control.get("failures") or control.get("errors")
+            or not (control.get("lanes") or control.get("blocks")) or status):
         why = control.get("error") or (f"case {control['failure'].get('case')} fails" if control.get("failure")
+                                       else judge(control, {})[1] if control.get("failures") or control.get("errors")
                                        else first or "no lane was driven")
         return _fail(f"the unmutated netlist of {top} does not pass the flow ({why}): no score", 1)
     timeout = max(120.0, 10 * control["seconds"])
-    print(f"{top}: {len(mutants)} mutants of {source.name}; control passes {control.get('cases', 0):,} cases "
+    done = f"{control['cases']:,} cases" if "cases" in control else f"{control.get('blocks', 0):,} blocks"
+    print(f"{top}: {len(mutants)} mutants of {source.name}; control passes {done} "
           f"in {control['seconds']:.1f} s; {args.jobs} at a time", file=sys.stderr)
     rows = []
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:

@@ -42,6 +42,16 @@ def test_only_names_mutant_ids_of_the_listing():
     assert mutate.parse_only(None, 100) is None
 
 
+def test_a_stream_bench_verdict_kills_on_a_failing_stream_an_error_or_fewer_blocks():
+    """tb_machine's protocol (failures, errors, blocks) beside tb_alu's (failure, lanes)."""
+    control = {"streams": 4, "blocks": 30, "failures": [], "errors": []}
+    assert mutate.judge(dict(control), control) == ("survived", "")
+    verdict, why = mutate.judge(control | {"failures": [{"case": 3, "block": 1, "difference": "record"}]}, control)
+    assert verdict == "killed" and "case 3; block 1; difference record" in why
+    assert mutate.judge(control | {"errors": ["x.parquet: case 2: timeout"]}, control)[0] == "killed"
+    assert mutate.judge(control | {"blocks": 29}, control) == ("killed", "ran 29 blocks of the control's 30")
+
+
 def test_a_report_path_that_is_a_folder_is_refused_before_any_work(capsys, tmp_path):
     status, err = refusal(capsys, "--dut", "alu", "--json", str(tmp_path))
     assert status == 2 and len(err) == 1 and "is a folder" in err[0], err
