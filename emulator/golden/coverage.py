@@ -495,6 +495,8 @@ CLASSES: tuple[CoverageClass, ...] = (
            boundary=True),
     _value("exact_zero", "exact zero results of both signs", _fam("add", "sub", "mul", "fma"), W.exact_zero,
            boundary=True),
+    _value("underflow_to_zero", "products below half the smallest subnormal: they round to +-0 with UF and NX "
+           "(powers of two among them)", W.underflow_to_zero_applies, W.underflow_to_zero, boundary=True),
     _value("wrap_edge", "integer results at the bounds and one past them (they wrap)", W.wrap_applies,
            W.wrap_edge, boundary=True),
     _value("sat_edge", "TCVT sources at the integer destination's bounds and one past them",

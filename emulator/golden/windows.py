@@ -246,3 +246,56 @@ def sat_edge(ctx, rng, m):
     v = base + off
     enc, ok = sp.encode_exact(v)
     return [np.where(ok, enc, _nearest_in(sp, v))]
+
+
+# ---------------------------------------------------------------------------- underflow to zero
+
+def underflow_to_zero_applies(ctx) -> bool:
+    """TMUL and TFMA of an IEEE-like format whose smallest subnormal s is below 1/2, so that a
+    product of two of its values can lie below s/2 (E2M1X2's smallest product is s^2 = s/2).
+    Sums and differences of one format are multiples of s: TADD/TSUB never land there."""
+    if ctx.family not in ("mul", "fma") or not ctx.is_float or ctx.src.name not in IEEE_LIKE:
+        return False
+    return float(numeric.info(ctx.src.name).min_subnormal) < 0.5
+
+
+def underflow_to_zero(ctx, rng, m):
+    """TMUL/TFMA operands whose exact product is nonzero and below half the smallest subnormal
+    s = 2^es (so it rounds to +-0 in the nearest modes, raising UF and NX).  A tile's status is
+    the OR of its elements' flags, so the elements go in runs of 8 (a value class's tile, one
+    case's PE) of one kind: all products the same power of two 2^ea x 2^eb (ea + eb = es - 3,
+    then es - 2, es - 4, never below 2 es; random splits and signs), so a tile whose only
+    inexactness is one bit below the round bit -- 2^-12 = 2^-6 x 2^-6 for E4M3 first, where a
+    DUT that leaves that bit out of its sticky OR loses UF and NX --, and every fourth run a
+    normal a = (1 + i 2^-(p-1)) 2^ea times b = (1 + j 2^-(p-1)) 2^eb with ea + eb <= es - 3 (so
+    |ab| < 4 x 2^(es-3) = s/2), a power of two where b would not be exact.  TFMA adds a signed
+    zero."""
+    sp = ctx.src
+    info = numeric.info(sp.name)
+    p, emin = info.precision, int(info.emin)
+    es = emin - (p - 1)
+    emax = int(np.floor(np.log2(float(info.max_finite))))
+    run = (np.arange(m) // 8) % 4
+    pow2 = run < 3
+    total = np.where(pow2, es - np.array([3, 2, 4, 0])[run], es - 3 - rng.integers(0, 4, m))
+    total = np.maximum(total, 2 * es)                        # 2^es x 2^es is the smallest product
+    # ea: both factors representable (>= 2^es, <= 2^emax); the significand runs keep a normal where they can
+    lo = np.maximum(np.where(pow2, es, emin), total - emax)
+    hi = np.minimum(emax, total - es)
+    lo = np.where(lo > hi, np.maximum(es, total - emax), lo)
+    ea = lo + np.floor(rng.random(m) * (hi - lo + 1)).astype(np.int64)
+    eb = total - ea
+    step = 2.0 ** -(p - 1)
+    sa = np.where(pow2, 1.0, 1 + rng.integers(0, 1 << (p - 1), m) * step)
+    sb = np.where(pow2, 1.0, 1 + rng.integers(0, 1 << (p - 1), m) * step)
+    a_enc, a_ok = sp.encode_exact(np.ldexp(sa, ea))
+    b_enc, b_ok = sp.encode_exact(np.ldexp(sb, eb))
+    ok = a_ok & b_ok                                          # else the power-of-two pair
+    a = np.where(ok, a_enc, _encode(sp, np.ldexp(1.0, ea)))
+    b = np.where(ok, b_enc, _encode(sp, np.ldexp(1.0, eb)))
+    a = np.where(rng.random(m) < 0.5, a, negate(sp, a))
+    b = np.where(rng.random(m) < 0.5, b, negate(sp, b))
+    ops = _swap(rng, a, b)
+    if ctx.family == "fma":
+        return ops + [_zeros(sp, rng, m)]
+    return ops

@@ -3,6 +3,7 @@ golden flow must catch each one.
 
     python examples/rtl/mutate.py --dut alu                       # 100 mutants of the lane
     python examples/rtl/mutate.py --dut alu --count 400 --seed 3 --jobs 2 --json score.json
+    python examples/rtl/mutate.py --dut alu --seed 1 --only 50,56,57               # just these mutants
     python examples/rtl/mutate.py --dut path/to/x.v --top x --bench tb_x --dataset DIR   # another DUT
 
 The DUT is elaborated once (`prep -top TOP`); `mutate -list N -seed S` samples N mutations of
@@ -10,10 +11,14 @@ its cells (a port bit inverted, tied to 0 or 1, or XORed with another bit of the
 inv, const0, const1, cnot0, cnot1), and each mutant is written as a Verilog netlist
 (`write_verilog`).  The golden datasets are generated once (run.py's default: every coverage
 class and cross bin of the lane's partitions once) and every mutant runs the cocotb bench
-against them, up to --jobs at a time.  The unmutated netlist runs first as the control: it
-must pass, and a mutant is killed when the bench reports a failing case, breaks (an X on an
-output, a timeout), or drives fewer partitions or lanes than the control (the mutant turned
-`supported` off).  Survivors are listed with Yosys's description of the mutation.
+against them, up to --jobs at a time (--only ID,... runs just those ids of the listing).  The
+unmutated netlist runs first as the control: it must pass, and a mutant is killed when the bench
+reports a failing case, breaks (an X on an output, a timeout), or drives fewer partitions or
+lanes than the control (the mutant turned `supported` off).  The lane's bench (tb_alu) runs
+through run.py itself (`run.simulate`, `run.report`): the same phases as `run.py --dut` -- the
+port check, every illegal (instruction, DataType) pair and Function code driven with `supported`
+required 0, then the cases -- and run.py's verdict, the partitions the control reports
+unsupported declared.  Survivors are listed with Yosys's description of the mutation.
 
 The bench (--bench, default tb_alu for the lane) is a cocotb test module that reads the
 dataset folders from TB_DATASETS and writes JSON to TB_RESULT with `failure` (null when every
@@ -202,11 +207,44 @@ def simulate(source: pathlib.Path, top: str, bench: pathlib.Path, folders, build
     return json.loads(result.read_text())
 
 
+def lane_bench(bench: pathlib.Path) -> bool:
+    """Whether `bench` is run.py's own testbench (examples/rtl/tb_alu.py): then run.py runs it."""
+    return bench.resolve() == (HERE / "tb_alu.py").resolve()
+
+
+def simulate_lane(source: pathlib.Path, top: str, folders, build: pathlib.Path) -> dict:
+    """The lane bench through run.py itself (`run.simulate`): the same phases as `run.py --dut`
+    -- the port check, every illegal (instruction, DataType) pair driven with `supported` required
+    0, then every case --, the bench's result or {"error": ...}."""
+    run = _run_py()
+    try:
+        return run.simulate(source.stem, folders, build, source=source, top=top)
+    except run.BuildError as exc:
+        return {"error": f"the netlist does not build: {exc}"}
+    except SystemExit:
+        return {"error": "the simulation wrote no result"}
+
+
+def run_verdict(r: dict, name: str, declared=()) -> tuple[int, str]:
+    """run.py's verdict on a lane result (`run.report`: its exit status, and its first line of
+    output), the partitions in `declared` declared unsupported (--expect-unsupported)."""
+    import contextlib
+    import io
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text), contextlib.redirect_stderr(text):
+        status = _run_py().report(name, r, list(declared), (), None)
+    first = next((x.strip() for x in text.getvalue().splitlines() if x.strip()), "")
+    return status, first.removeprefix("run.py: ")
+
+
 def _simulate_child(args: list[str]) -> int:
     """`mutate.py --simulate SOURCE TOP BENCH BUILD DATASET...`: one simulation in a process of
     its own (cocotb's runner changes the environment); the result goes to BUILD/verdict.json."""
     source, top, bench, build, *folders = args
-    r = simulate(pathlib.Path(source), top, pathlib.Path(bench), folders, pathlib.Path(build))
+    if lane_bench(pathlib.Path(bench)):
+        r = simulate_lane(pathlib.Path(source), top, folders, pathlib.Path(build))
+    else:
+        r = simulate(pathlib.Path(source), top, pathlib.Path(bench), folders, pathlib.Path(build))
     (pathlib.Path(build) / "verdict.json").write_text(json.dumps(r))
     return 0
 
@@ -226,10 +264,24 @@ def run_one(source: pathlib.Path, top: str, bench: pathlib.Path, folders, build:
     return r
 
 
-def judge(r: dict, control: dict) -> tuple[str, str]:
-    """(killed | survived, why) of a mutant's result against the control's."""
+def judge(r: dict, control: dict, lane: bool = False, name: str = "dut") -> tuple[str, str]:
+    """(killed | survived, why) of a mutant's result against the control's.  With the lane bench
+    (`lane`) run.py's verdict decides first (the partitions the control reports unsupported
+    declared): a port mismatch, `supported` = 1 for an illegal pair, an undeclared unsupported
+    partition or a failing case kill the mutant as they fail `run.py --dut`."""
     if r.get("error"):
         return "killed", f"bench error: {r['error']}"
+    if lane:
+        status, first = run_verdict(r, name, control.get("unsupported", ()))
+        if status and not r.get("failure"):
+            return "killed", first
+    if r.get("claims"):
+        return "killed", f"supported = 1 for illegal pair(s) {', '.join(r['claims'][:4])}"
+    if r.get("failures"):                    # tb_machine's protocol: a list of failing streams
+        f = r["failures"][0]
+        return "killed", "; ".join(f"{k} {f[k]}" for k in ("case", "block", "difference") if k in f)[:300]
+    if r.get("errors"):
+        return "killed", f"bench error: {r['errors'][0]}"[:300]
     f = r.get("failure")
     if f:
         where = f"case {f.get('case')} ({f.get('class')}) of {f.get('op')} {f.get('dtype')}, PE {f.get('pe')}"
@@ -239,6 +291,8 @@ def judge(r: dict, control: dict) -> tuple[str, str]:
         return "killed", f"reports {len(lost)} partition(s) unsupported, e.g. {lost[0]}"
     if r.get("lanes", 0) < control.get("lanes", 0):
         return "killed", f"drove {r.get('lanes')} lanes of the control's {control.get('lanes')}"
+    if r.get("blocks", 0) < control.get("blocks", 0):
+        return "killed", f"ran {r.get('blocks')} blocks of the control's {control.get('blocks')}"
     return "survived", ""
 
 
@@ -255,6 +309,8 @@ def main(argv=None) -> int:
                    help="a golden dataset folder (repeatable; default: run.py's default datasets, generated once)")
     p.add_argument("--count", type=int, default=100, help="mutants to sample (default 100)")
     p.add_argument("--seed", type=int, default=1, help="Yosys's sampling seed (default 1)")
+    p.add_argument("--only", metavar="ID,...", help="run only these mutants of the listing (the ids the report "
+                   "prints, 0 to --count - 1)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="simulations at a time (default: the CPUs)")
     p.add_argument("--equiv", help="assertions of what the bench observes, over modules gold and gate: each "
                    "survivor is proved equivalent or not with Yosys's SAT solver (default for alu: alu_equiv.sv)")
@@ -286,6 +342,10 @@ def main(argv=None) -> int:
         return _fail("--count must be positive", 2)
     if args.jobs <= 0:
         return _fail("--jobs must be positive", 2)
+    try:
+        args.only = parse_only(args.only, args.count)
+    except ValueError as exc:
+        return _fail(str(exc), 2)
     if args.json:
         from isa.atomicio import OutputPathError, check_output_path
         try:
@@ -308,18 +368,53 @@ def main(argv=None) -> int:
             shutil.rmtree(work, ignore_errors=True)
 
 
+def check_datasets(folders) -> str | None:
+    """A damaged dataset is one line before any simulation: stream datasets (tile-emu golden
+    --streams, for a bench such as tb_machine) through the stream reader, the others through
+    run.py's check."""
+    from emulator.golden.dataset import GoldenError
+    from emulator.golden.streams_dataset import is_stream_dataset, open_stream_dataset
+    for f in folders:
+        try:
+            if is_stream_dataset(f):
+                open_stream_dataset(f)
+                continue
+        except GoldenError as exc:
+            return f"--dataset {f}: {exc}"
+        bad = _run_py().check_datasets([f])
+        if bad:
+            return bad
+    return None
+
+
+def parse_only(text: str | None, count: int) -> list[int] | None:
+    """--only ID,...: mutant ids of the listing, each below --count (ValueError naming the first
+    that is not)."""
+    if text is None:
+        return None
+    out = []
+    for item in (x.strip() for x in text.split(",")):
+        if not item.isdigit() or int(item) >= count:
+            raise ValueError(f"--only {item!r}: a mutant id from 0 to {count - 1} (--count {count})")
+        out.append(int(item))
+    return sorted(set(out))
+
+
 def _score(args, source, top, bench, work) -> int:
     start = time.monotonic()
     try:
-        control_v, mutants = make_mutants(source, top, args.count, args.seed, work)
+        control_v, listing = make_mutants(source, top, args.count, args.seed, work)
     except ValueError as exc:
         return _fail(str(exc), 2)
+    mutants = [(k, m, v) for k, (m, v) in enumerate(listing) if args.only is None or k in args.only]
+    if args.only is not None and len(mutants) < len(args.only):
+        return _fail(f"--only: Yosys listed {len(listing)} mutant(s), ids {args.only[-1]} and above do not exist", 2)
     run = _run_py()
     need = run.missing_tools()
     if need:
         return _fail(need, 3)
     folders = [pathlib.Path(d).resolve() for d in args.dataset]
-    bad = run.check_datasets(folders)
+    bad = check_datasets(folders)
     if bad:
         return _fail(bad, 1)
     if not folders:
@@ -329,21 +424,26 @@ def _score(args, source, top, bench, work) -> int:
     folders.sort(key=lambda f: sum(x.stat().st_size for x in pathlib.Path(f).rglob("*") if x.is_file()))
     golden_s = time.monotonic() - start
     control = run_one(control_v, top, bench, folders, work / "control", timeout=3600)
-    if control.get("error") or control.get("failure") or not control.get("lanes"):
+    lane = lane_bench(bench)
+    status, first = run_verdict(control, top, control.get("unsupported", ())) if lane and not control.get("error") else (0, "")
+    if (control.get("error") or control.get("failure") or control.get("failures") or control.get("errors")
+            or not (control.get("lanes") or control.get("blocks")) or status):
         why = control.get("error") or (f"case {control['failure'].get('case')} fails" if control.get("failure")
-                                       else "no lane was driven")
+                                       else judge(control, {})[1] if control.get("failures") or control.get("errors")
+                                       else first or "no lane was driven")
         return _fail(f"the unmutated netlist of {top} does not pass the flow ({why}): no score", 1)
     timeout = max(120.0, 10 * control["seconds"])
-    print(f"{top}: {len(mutants)} mutants of {source.name}; control passes {control.get('cases', 0):,} cases "
+    done = f"{control['cases']:,} cases" if "cases" in control else f"{control.get('blocks', 0):,} blocks"
+    print(f"{top}: {len(mutants)} mutants of {source.name}; control passes {done} "
           f"in {control['seconds']:.1f} s; {args.jobs} at a time", file=sys.stderr)
     rows = []
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         futures = {pool.submit(run_one, v, top, bench, folders, work / f"m{k:04d}", timeout): (k, m)
-                   for k, (m, v) in enumerate(mutants)}
+                   for k, m, v in mutants}
         for fut in concurrent.futures.as_completed(futures):
             k, m = futures[fut]
             r = fut.result()
-            verdict, why = judge(r, control)
+            verdict, why = judge(r, control, lane, top)
             rows.append({"id": k, "mutation": m, "description": describe(m), "verdict": verdict, "by": why,
                          "seconds": round(r["seconds"], 2)})
             shutil.rmtree(work / f"m{k:04d}", ignore_errors=True)
@@ -362,7 +462,7 @@ def _score(args, source, top, bench, work) -> int:
     equivalent = sum(r.get("equivalence") == "equivalent" for r in survivors)
     seconds = time.monotonic() - start
     report = {"dut": str(source), "top": top, "bench": bench.stem, "datasets": [str(f) for f in args.dataset],
-              "count": args.count, "seed": args.seed, "jobs": args.jobs, "total": len(rows), "killed": killed,
+              "count": args.count, "seed": args.seed, "only": args.only, "jobs": args.jobs, "total": len(rows), "killed": killed,
               "survived": len(survivors), "equivalent": equivalent if args.equiv else None,
               "equiv": str(args.equiv) if args.equiv else None, "seconds": round(seconds, 1), "golden_seconds": round(golden_s, 1),
               "control_seconds": round(control["seconds"], 1), "mutants": rows}

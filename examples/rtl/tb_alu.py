@@ -45,16 +45,21 @@ def port_mismatch(dut) -> str | None:
 def illegal_pairs() -> list[tuple[str, int, str, int]]:
     """(instruction, Function code, DataType name, DataType code) of every binary element-wise
     instruction with every DataType the instruction table does not give it, and with every
-    DataType code (5 bits) the DataType table does not assign."""
+    DataType code (5 bits) the DataType table does not assign; then every Function code (5 bits)
+    that no binary element-wise instruction has (`func` carries one: README, "RTL
+    verification"), as "func N", with every DataType code."""
     names = {d.code: d.name for d in DATATYPES}
     out = []
-    for instr in INSTRUCTIONS:
-        if instr.schema != "binary":
-            continue
+    binary = [i for i in INSTRUCTIONS if i.schema == "binary"]
+    for instr in binary:
         for code in range(32):
             name = names.get(code)
             if name is None or name not in instr.dtypes:
                 out.append((instr.mnemonic, instr.function, name or f"code {code}", code))
+    taken = {i.function for i in binary}
+    for func in range(32):
+        if func not in taken:
+            out.extend((f"func {func}", func, names.get(code, f"code {code}"), code) for code in range(32))
     return out
 
 

@@ -352,6 +352,46 @@ def test_exact_zero_results_of_both_signs(tmp_path, op, dtype):
     assert signs == {True, False}
 
 
+@pytest.mark.parametrize("op, dtype", [("TMUL", "E4M3"), ("TMUL", "E5M2"), ("TMUL", "FP16"), ("TFMA", "BF16"),
+                                       ("TMUL", "FP32")])
+def test_products_below_half_the_smallest_subnormal_round_to_signed_zero_with_uf_and_nx(tmp_path, op, dtype):
+    """0 < |exact| < s/2, s the smallest subnormal: round to nearest gives a zero of the exact
+    result's sign, inexact and tiny (UF and NX in the tile's status); tiles whose products are
+    all one power of two among them, for E4M3 the first case's all 2^-12 (2^-6 x 2^-6 and other
+    splits): its status has no other source of UF and NX."""
+    assert golden(tmp_path / "v", "--per-class", "3", ops=op, dtypes=dtype) == 0
+    s = Fraction(float(ml_dtypes.finfo(ML[dtype]).smallest_subnormal))
+    bits = np.dtype(ML[dtype]).itemsize * 8
+    results, cases = [], 0
+    for _, r in _rows(tmp_path / "v"):
+        if r["class"] != "underflow_to_zero":
+            continue
+        cases += 1
+        ops = _operands(r, dtype, 3 if op == "TFMA" else 2)
+        out = r["outputs"][0]
+        _, raw = _values(out, dtype)
+        assert out["status"] & (1 << 3) and out["status"] & (1 << 4), out["status"]     # UF, NX
+        for i in range(len(ops[0][0])):
+            e = _exact(op, [o[0][i] for o in ops])
+            assert e is not None and 0 < abs(e) < s / 2, (r["case"], i, e)
+            assert int(raw[i]) == (1 << (bits - 1) if e < 0 else 0), (r["case"], i, hex(int(raw[i])))
+        tile = {abs(_exact(op, [o[0][i] for o in ops])) for i in range(len(ops[0][0]))}
+        results.append(tile)
+    assert cases == 3
+    pure = [t.pop() for t in results if len(t) == 1]
+    assert len(pure) == 3 and all(x.numerator == 1 and x.denominator & (x.denominator - 1) == 0 for x in pure)
+    if dtype == "E4M3":
+        assert Fraction(1, 2 ** 12) in pure
+
+
+def test_sums_of_one_format_never_land_below_half_the_smallest_subnormal():
+    """TADD/TSUB results are multiples of the smallest subnormal: the class does not apply."""
+    for op in ("TADD", "TSUB"):
+        for dtype in ("E4M3", "FP16", "FP32"):
+            assert not C.BY_NAME["underflow_to_zero"].applies(D.Partition(op, dtype).context())
+    assert C.BY_NAME["underflow_to_zero"].applies(D.Partition("TMUL", "E4M3").context())
+
+
 def _ints(tile, w, signed):
     raw = np.frombuffer(tile["payload"], RAW[w]).astype(object)
     vals = [int(x) for x in raw[: tile["ValidCol"] * tile["ValidRow"]]]

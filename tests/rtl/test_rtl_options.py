@@ -86,6 +86,14 @@ def test_supported_is_checked_against_the_instruction_table(small, tmp_path):
     assert rc == 1 and "TAND:E4M3" in err and "forbids" in err, out + err
 
 
+def test_a_function_code_of_no_binary_instruction_is_never_supported(small, tmp_path):
+    # `func` carries a binary element-wise instruction's Function code: 5 is none (README's port
+    # table), so a lane that answers 1 for it (every integer op "supported") is wrong
+    dut = variant(tmp_path, "claims5", INT_OP, INT_OP.replace("func == F_MIN;", "func == F_MIN || func == 5'd5;"))
+    rc, out, err = run("--dut", dut, "--dataset", small)
+    assert rc == 1 and "func 5:U8" in err and "forbids" in err, out + err
+
+
 def test_a_failing_case_keeps_its_dataset_and_is_extracted(small, tmp_path):
     import shutil
     mine = tmp_path / "g"
