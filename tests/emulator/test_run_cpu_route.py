@@ -1,4 +1,5 @@
-"""`tile-emu run --backend cpu` of one machine runs Machine(backend="cpu") -- the fast engine's
+"""`tile-emu run --backend cpu` of one machine (and `tile-emu run` without --backend, whose default
+is cpu) runs Machine(backend="cpu") -- the fast engine's
 one-machine path, compiled block programs included (docs/machine.md "Compiled block
 programs") -- and gives what `--backend reference` gives, byte for byte: the exit status, every
 printed line, the --out state file and the --log file (Arrow IPC and JSON lines), for streams
@@ -76,14 +77,15 @@ def sha(path: pathlib.Path) -> str:
 
 
 def run_both(tmp_path, capsys, stream: pathlib.Path, init: pathlib.Path, *extra):
-    """{backend: (exit status, stdout, stderr, sha256 of --out, of the .arrow log, of the .jsonl log)}."""
+    """{backend: (exit status, stdout, stderr, sha256 of --out, of the .arrow log, of the .jsonl log)};
+    backend None: no --backend (the default, cpu)."""
     got = {}
-    for backend in ("reference", "cpu"):
+    for backend in ("reference", "cpu", None):
         hashes = []
         for suffix in (".arrow", ".jsonl"):
             out, log = tmp_path / "out.arrow", tmp_path / f"log{suffix}"      # the same names: the same lines
             rc = main(["run", str(stream), "--init", str(init), "--out", str(out), "--log", str(log),
-                       "--backend", backend, *extra])
+                       *(["--backend", backend] if backend else []), *extra])
             printed = capsys.readouterr()
             hashes.append(sha(log))
         got[backend] = (rc, printed.out, printed.err, sha(out), *hashes)
@@ -96,7 +98,7 @@ def test_one_machine_on_cpu_gives_the_references_bytes(tmp_path, capsys, name):
     (tmp_path / "s.tbs").write_bytes(data)
     machine(seed, holes=name == "undefined").save(tmp_path / "init.arrow")
     got = run_both(tmp_path, capsys, tmp_path / "s.tbs", tmp_path / "init.arrow")
-    assert got["cpu"] == got["reference"]
+    assert got["cpu"] == got["reference"] == got[None]
     assert got["cpu"][0] == (0 if name in ("cycle", "mixed") else 1)
 
 
@@ -104,7 +106,7 @@ def test_one_machine_on_cpu_gives_the_references_bytes(tmp_path, capsys, name):
 def test_the_examples_on_cpu_give_the_references_bytes(tmp_path, capsys, name):
     (tmp_path / "s.tbs").write_bytes(isa.encode(isa.assemble_blocks((EX / f"{name}.s").read_text())))
     got = run_both(tmp_path, capsys, tmp_path / "s.tbs", EX / f"{name}.init.arrow")
-    assert got["cpu"] == got["reference"] and got["cpu"][0] == 0
+    assert got["cpu"] == got["reference"] == got[None] and got["cpu"][0] == 0
 
 
 def test_machine_k_of_a_file_of_many_on_cpu_gives_the_references_bytes(tmp_path, capsys):
@@ -112,10 +114,11 @@ def test_machine_k_of_a_file_of_many_on_cpu_gives_the_references_bytes(tmp_path,
     (tmp_path / "s.tbs").write_bytes(data)
     save_machines([machine(7), machine(seed), machine(9)], tmp_path / "init.arrow")
     got = run_both(tmp_path, capsys, tmp_path / "s.tbs", tmp_path / "init.arrow", "--machine", "1")
-    assert got["cpu"] == got["reference"] and got["cpu"][0] == 1
+    assert got["cpu"] == got["reference"] == got[None] and got["cpu"][0] == 1
 
 
-def test_one_machine_on_cpu_runs_on_the_machines_engine_not_a_batch(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("backend", [["--backend", "cpu"], []])
+def test_one_machine_on_cpu_runs_on_the_machines_engine_not_a_batch(tmp_path, capsys, monkeypatch, backend):
     seed, data = streams()["cycle"]
     (tmp_path / "s.tbs").write_bytes(data)
     machine(seed).save(tmp_path / "init.arrow")
@@ -131,13 +134,31 @@ def test_one_machine_on_cpu_runs_on_the_machines_engine_not_a_batch(tmp_path, ca
         raise AssertionError("a one-machine batch")
     monkeypatch.setattr(blockprog.Program, "run", counting)
     monkeypatch.setattr(MachineBatch, "__init__", no_batch)
-    assert main(["run", str(tmp_path / "s.tbs"), "--init", str(tmp_path / "init.arrow"), "--backend", "cpu",
-                 "-q"]) == 0
+    assert main(["run", str(tmp_path / "s.tbs"), "--init", str(tmp_path / "init.arrow"), *backend, "-q"]) == 0
     assert any(ran)
 
 
-def test_timing_and_fabric_still_run_on_the_reference_alone(tmp_path, capsys):
+def test_one_machine_on_the_reference_runs_no_program(tmp_path, capsys, monkeypatch):
     seed, data = streams()["cycle"]
     (tmp_path / "s.tbs").write_bytes(data)
+    machine(seed).save(tmp_path / "init.arrow")
+
+    def no_program(*a):
+        raise AssertionError("a compiled block program on the reference")
+    monkeypatch.setattr(blockprog.Program, "run", no_program)
+    assert main(["run", str(tmp_path / "s.tbs"), "--init", str(tmp_path / "init.arrow"), "--backend", "reference",
+                 "-q"]) == 0
+
+
+def test_timing_and_fabric_still_run_on_the_reference_alone(tmp_path, capsys, monkeypatch):
+    seed, data = streams()["cycle"]
+    (tmp_path / "s.tbs").write_bytes(data)
+    machine(seed).save(tmp_path / "init.arrow")
     assert main(["run", str(tmp_path / "s.tbs"), "--backend", "cpu", "--timing"]) == 2
     assert "--timing and --fabric run one machine on the reference backend" in capsys.readouterr().err
+
+    def no_program(*a):
+        raise AssertionError("a compiled block program under --timing")
+    monkeypatch.setattr(blockprog.Program, "run", no_program)
+    assert main(["run", str(tmp_path / "s.tbs"), "--init", str(tmp_path / "init.arrow"), "--timing"]) == 0
+    assert "total" in capsys.readouterr().out.lower()
