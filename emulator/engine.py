@@ -1055,16 +1055,32 @@ class Compiled(Here):
     def __init__(self, machine: ReferenceMachine, planner, seen: dict):
         super().__init__(machine, planner)
         self.seen = seen
+        self.chain = None
 
     def execute(self, block: Block, log, index: int, offset: int | None) -> BlockResult:
         m = self.machine
         if m.engines is None:
-            prog = _blockprog().program(block, m.config.profile)
+            bp = _blockprog()
+            prog = bp.program(block, m.config.profile)
             if prog is not None:
+                if log is None:         # consecutive covered blocks: a chain, committed when it ends
+                    chain = self.chain
+                    if chain is None:
+                        chain = self.chain = bp.Chain()
+                    res = prog.step(m, chain, self.seen)
+                    if res is not None:
+                        return res
+                self.close()
                 res = prog.run(m, block, log, index, offset, self.seen)
                 if res is not None:
                     return res
+        self.close()
         return Here.execute(self, block, log, index, offset)
+
+    def close(self) -> None:
+        """The chain's blocks committed to the machine (blockprog.Chain.flush)."""
+        if self.chain is not None:
+            self.chain.flush(self.machine, self.seen)
 
 
 @lru_cache(maxsize=1)

@@ -123,7 +123,7 @@ def test_one_machine_on_cpu_runs_on_the_machines_engine_not_a_batch(tmp_path, ca
     (tmp_path / "s.tbs").write_bytes(data)
     machine(seed).save(tmp_path / "init.arrow")
     ran = []
-    real = blockprog.Program.run
+    real = blockprog.Program.step
 
     def counting(self, *a):
         res = real(self, *a)
@@ -132,7 +132,7 @@ def test_one_machine_on_cpu_runs_on_the_machines_engine_not_a_batch(tmp_path, ca
 
     def no_batch(*a, **kw):
         raise AssertionError("a one-machine batch")
-    monkeypatch.setattr(blockprog.Program, "run", counting)
+    monkeypatch.setattr(blockprog.Program, "step", counting)
     monkeypatch.setattr(MachineBatch, "__init__", no_batch)
     assert main(["run", str(tmp_path / "s.tbs"), "--init", str(tmp_path / "init.arrow"), *backend, "-q"]) == 0
     assert any(ran)
@@ -146,6 +146,7 @@ def test_one_machine_on_the_reference_runs_no_program(tmp_path, capsys, monkeypa
     def no_program(*a):
         raise AssertionError("a compiled block program on the reference")
     monkeypatch.setattr(blockprog.Program, "run", no_program)
+    monkeypatch.setattr(blockprog.Program, "step", no_program)
     assert main(["run", str(tmp_path / "s.tbs"), "--init", str(tmp_path / "init.arrow"), "--backend", "reference",
                  "-q"]) == 0
 
@@ -160,5 +161,6 @@ def test_timing_and_fabric_still_run_on_the_reference_alone(tmp_path, capsys, mo
     def no_program(*a):
         raise AssertionError("a compiled block program under --timing")
     monkeypatch.setattr(blockprog.Program, "run", no_program)
+    monkeypatch.setattr(blockprog.Program, "step", no_program)
     assert main(["run", str(tmp_path / "s.tbs"), "--init", str(tmp_path / "init.arrow"), "--timing"]) == 0
     assert "total" in capsys.readouterr().out.lower()
