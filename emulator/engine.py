@@ -1063,18 +1063,21 @@ class Compiled(Here):
             bp = _blockprog()
             prog = bp.program(block, m.config.profile)
             if prog is not None:
-                if log is None:         # consecutive covered blocks: a chain, committed when it ends
-                    chain = self.chain
-                    if chain is None:
-                        chain = self.chain = bp.Chain()
+                # the second and later of consecutive covered blocks, without a log: a chain,
+                # committed when it ends (a lone block, as Machine.execute runs, commits at once)
+                chain = self.chain
+                if chain is not None and log is None:
                     res = prog.step(m, chain, self.seen)
                     if res is not None:
                         return res
                 self.close()
                 res = prog.run(m, block, log, index, offset, self.seen)
                 if res is not None:
+                    if chain is None:
+                        self.chain = bp.Chain()
                     return res
         self.close()
+        self.chain = None
         return Here.execute(self, block, log, index, offset)
 
     def close(self) -> None:
