@@ -341,7 +341,6 @@ class Program:
             log.write(commit_records(staged, block, index, offset, dest_tile))
         return BlockResult(self.mnemonic, pes, dest_tile, result)
 
-
     def step(self, m, chain, seen):
         """The block inside a run of consecutive covered blocks over the same PEs (Chain, a
         stream run without a log): its BlockResult, its tiles held in the chain until the chain
@@ -360,11 +359,17 @@ class Program:
         check = False
         gots = []
         accepted = self.accepted
+        read = chain.read
         for tid, roles, key in self.reads:
             got = pending.get(tid)
             if got is None:
-                tiles = [s.get(tid) for s in stores]
-                got = seen.get(key)
+                # a tile the chain did not write: the stores' own, unchanged while the chain lasts
+                got = read.get(tid)
+                if got is not None:
+                    tiles = got[0]
+                else:
+                    tiles = [s.get(tid) for s in stores]
+                    got = seen.get(key)
                 if got is None or got[0] != tiles:
                     if None in tiles:
                         return None
@@ -380,6 +385,7 @@ class Program:
                         if known and not t.__dict__.get("fully_defined", False):
                             known = False
                     got = seen[key] = (tiles, both[0], both[1], known, d0)
+                read[tid] = got
                 d0 = got[4]
                 for i in roles:
                     if d0 is None or accepted[i] is not d0:
@@ -436,6 +442,7 @@ class Chain:
     def start(self, m, prog) -> None:
         self.mask, self.pes = prog.mask, prog.pes
         self.stores = [m.pes[p].tiles for p in prog.pes]
+        self.read = {}          # tile id -> its `seen` entry, for tiles read from the stores
         self.totals = [sum(map(_CAPACITY, s.values())) for s in self.stores]
         self.most = max(self.totals)
 
