@@ -22,6 +22,12 @@ destination (preflight.check_allocation), and in the compiled call every element
 defined and no element is marked for the hand-off (FALLBACK: the tier's kernel does not settle
 it alone).  Any of these failing sends the whole block to today's path before anything
 changed: nothing is committed by a block the compiled call did not finish.
+
+Chains (Program.step, Chain): in a stream run without a log, the second and later of
+consecutive covered blocks over one PE set keep their destination arrays in the chain instead
+of committing Tile objects one block at a time; the chain commits them once when it ends (a
+block it cannot finish, another PE set, an uncovered block, the end of the stream), exactly as
+the blocks would have one by one.  engine.Compiled decides when a chain runs and ends.
 """
 from __future__ import annotations
 

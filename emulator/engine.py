@@ -1048,7 +1048,10 @@ class HostPlans:
 
 class Compiled(Here):
     """HostPlans' runner: each block as its compiled program (emulator/blockprog.py) where it
-    has one and the program finishes it, else by the reference's steps (Here).  The program
+    has one and the program finishes it, else by the reference's steps (Here); in a stream
+    known whole (Machine.run of bytes, a list or a tuple) run without a log, the second and
+    later of consecutive covered blocks as a chain
+    (blockprog.Chain), committed before any other block runs and when the stream ends (close).  The program
     module is imported with the first block (it imports Numba, which `import emulator` does not
     need)."""
 
@@ -1056,6 +1059,7 @@ class Compiled(Here):
         super().__init__(machine, planner)
         self.seen = seen
         self.chain = None
+        self.chains = machine.__dict__.get("_whole_stream", False)     # Machine.run says so
 
     def execute(self, block: Block, log, index: int, offset: int | None) -> BlockResult:
         m = self.machine
@@ -1073,7 +1077,7 @@ class Compiled(Here):
                 self.close()
                 res = prog.run(m, block, log, index, offset, self.seen)
                 if res is not None:
-                    if chain is None:
+                    if chain is None and self.chains:
                         self.chain = bp.Chain()
                     return res
         self.close()

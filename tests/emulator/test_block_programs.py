@@ -299,6 +299,23 @@ def test_a_chain_of_covered_blocks_ends_where_the_reference_ends(end, bad_word_i
             break
 
 
+def test_a_generator_of_blocks_sees_every_blocks_commit_before_the_next_block():
+    """A stream given as a generator can look at the machine between blocks: each block is
+    committed before the next is asked for (no chain), as on the reference."""
+    stream = CHAIN[:5] + CHAIN[:5]
+    digests = {}
+    for backend in ("cpu", "reference"):
+        m = chain_machine(1, backend)
+        got = digests[backend] = []
+
+        def blocks():
+            for b in stream:
+                yield b
+                got.append(m.digest())
+        assert m.run(blocks()).ok
+    assert digests["cpu"] == digests["reference"] and len(digests["cpu"]) == len(stream)
+
+
 def test_the_baseline_without_programs_is_todays_path():
     m = machine(3, "cpu")
     m._engine = engine.HostPlans(compiled=False)
