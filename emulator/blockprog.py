@@ -22,9 +22,16 @@ destination (preflight.check_allocation), and in the compiled call every element
 defined and no element is marked for the hand-off (FALLBACK: the tier's kernel does not settle
 it alone).  Any of these failing sends the whole block to today's path before anything
 changed: nothing is committed by a block the compiled call did not finish.
+
+Chains (Program.step, Chain): in a stream run without a log, the second and later of
+consecutive covered blocks over one PE set keep their destination arrays in the chain instead
+of committing Tile objects one block at a time; the chain commits them once when it ends (a
+block it cannot finish, another PE set, an uncovered block, the end of the stream), exactly as
+the blocks would have one by one.  engine.Compiled decides when a chain runs and ends.
 """
 from __future__ import annotations
 
+import itertools
 import operator
 
 import numba as nb
@@ -45,6 +52,8 @@ from .state import used_bytes
 from .tiles import element_dtype, rows_of_one_stack, stacked_tiles
 
 _CAPACITY = operator.attrgetter("desc.capacity")
+_values = dict.values
+_chain = itertools.chain
 
 SCHEMAS = (I.UNARY, I.BINARY, I.TERNARY)
 KINDS = ("raw", "bits")
@@ -219,6 +228,9 @@ class Program:
         self.reads = tuple((tid, tuple(roles), rb.PE_MASK << 32 | tid) for tid, roles in reads.items())
         order = [r[0] for r in self.reads]
         self.read_of_role = tuple(order.index(tid) for tid in self.tiles)
+        self.mask = rb.PE_MASK
+        self.dest_key = rb.PE_MASK << 32 | rb.dest.tile
+        self.room = (None, 0)           # (config, its store's bytes less the destination's capacity)
         self.raw = element_dtype(dest)
         self.location = dest.location
         S, n = len(self.pes), dest.Row * dest.Col
@@ -298,12 +310,18 @@ class Program:
         operands = [gots[j][1] for j in self.read_of_role] + [gots[j][2] for j in self.read_of_role]
         # the allocation rule (preflight.check_allocation) on the stores as they are: a store
         # without room sends the block to today's path, which raises ALLOCATION
-        location, room = self.location, m.config.store_bytes(self.location) - self.dest.capacity
-        for s in stores:
-            if sum(map(_CAPACITY, s.values())) <= room:     # every tile's bytes, any store: room enough
-                continue
-            if used_bytes(s, location) > room:
-                return None
+        config = m.config
+        if config is not self.room[0]:
+            self.room = (config, config.store_bytes(self.location) - self.dest.capacity)
+        room = self.room[1]
+        # every tile's bytes, all selected stores together: room enough in each store
+        if sum(map(_CAPACITY, _chain.from_iterable(map(_values, stores)))) > room:
+            location = self.location
+            for s in stores:
+                if sum(map(_CAPACITY, s.values())) <= room:     # every tile's bytes, any store: room enough
+                    continue
+                if used_bytes(s, location) > room:
+                    return None
         out = np.empty(self.shape, self.raw)
         status = np.empty(self.shape[0], np.uint8)
         if self.fn(*operands, check, self.vr, self.vc, self.rows, self.col, self.pad, out, status,
@@ -319,12 +337,138 @@ class Program:
             pe.tiles[dest_tile] = tile
             pe.status = s
             result[p] = s
+        # the tiles just committed are the rows of `out`: a later block over these PEs reading
+        # them finds them here (what the stacking above would find: the same arrays and flags)
+        seen[self.dest_key] = (new, out, self.defined, self.all_defined, self.dest)
         if log is not None:
             S = self.shape[0]
             staged = [Staged(pes, self.dest, out.reshape(S, 1, -1), self.defined.reshape(S, 1, -1),
                              status.reshape(S, 1), self.whole)]
             log.write(commit_records(staged, block, index, offset, dest_tile))
         return BlockResult(self.mnemonic, pes, dest_tile, result)
+
+    def step(self, m, chain, seen):
+        """The block inside a run of consecutive covered blocks over the same PEs (Chain, a
+        stream run without a log): its BlockResult, its tiles held in the chain until the chain
+        is materialised (Chain.flush) -- or None, with nothing changed: the caller flushes the
+        chain and runs the block as `run` does.  The checks are run's, on the state the blocks
+        so far would have left: a tile the chain wrote is read from it (its descriptor the
+        program's destination, passed by identity or sent to `run`), any other from the stores;
+        the allocation rule's sufficient test on each store's bytes as the chain left them."""
+        if chain.mask != self.mask:
+            if chain.pending:
+                return None
+            chain.start(m, self)
+        pending = chain.pending
+        stores = chain.stores
+        pes = self.pes
+        check = False
+        gots = []
+        accepted = self.accepted
+        read = chain.read
+        for tid, roles, key in self.reads:
+            got = pending.get(tid)
+            if got is None:
+                # a tile the chain did not write: the stores' own, unchanged while the chain lasts
+                got = read.get(tid)
+                if got is not None:
+                    tiles = got[0]
+                else:
+                    tiles = [s.get(tid) for s in stores]
+                    got = seen.get(key)
+                if got is None or got[0] != tiles:
+                    if None in tiles:
+                        return None
+                    both = rows_of_one_stack(tiles)
+                    if both is None:
+                        both = _restack(m, pes, tid, tiles)
+                        tiles = [s.get(tid) for s in stores]
+                    known = True
+                    d0 = tiles[0].desc
+                    for t in tiles:
+                        if t.desc is not d0:
+                            d0 = None
+                        if known and not t.__dict__.get("fully_defined", False):
+                            known = False
+                    got = seen[key] = (tiles, both[0], both[1], known, d0)
+                read[tid] = got
+                d0 = got[4]
+                for i in roles:
+                    if d0 is None or accepted[i] is not d0:
+                        acc = accepted[i]
+                        for k, t in enumerate(tiles):
+                            if t.desc is not acc:
+                                if not self._accepts(i, t, pes[k]):
+                                    return None
+                                acc = t.desc
+            else:
+                d0 = got[4]
+                for i in roles:
+                    if accepted[i] is not d0:
+                        return None
+            check = check or not got[3]
+            gots.append(got)
+        config = m.config
+        if config is not self.room[0]:
+            self.room = (config, config.store_bytes(self.location) - self.dest.capacity)
+        if chain.most > self.room[1]:
+            return None
+        operands = [gots[j][1] for j in self.read_of_role] + [gots[j][2] for j in self.read_of_role]
+        out = np.empty(self.shape, self.raw)
+        status = np.empty(self.shape[0], np.uint8)
+        if self.fn(*operands, check, self.vr, self.vc, self.rows, self.col, self.pad, out, status,
+                   *self.extra):
+            return None
+        dest_tile = self.dest_tile
+        cap = self.dest.capacity
+        was = pending.get(dest_tile)
+        if was is None or was[4].capacity != cap:      # the stores' bytes as the chain leaves them
+            totals = chain.totals
+            for k, s in enumerate(stores):
+                old = was[4].capacity if was is not None else (s[dest_tile].desc.capacity if dest_tile in s else 0)
+                totals[k] += cap - old
+            chain.most = max(totals)
+        pending[dest_tile] = (None, out, self.defined, self.all_defined, self.dest)
+        chain.status = status
+        return BlockResult(self.mnemonic, pes, dest_tile, dict(zip(pes, status.tolist())))
+
+
+class Chain:
+    """A run of consecutive covered blocks over one PE set, run without a log: the destination
+    tiles they wrote, kept as (None, elems, defined, all defined, descriptor) per tile id in
+    first-write order, the last block's statuses, and each selected store's bytes (every tile,
+    any location) as the blocks left them.  `flush` commits them to the machine as the blocks
+    one by one would have (the same tiles, bytes, statuses and store order)."""
+
+    def __init__(self):
+        self.mask = None
+        self.pending = {}
+        self.status = None
+
+    def start(self, m, prog) -> None:
+        self.mask, self.pes = prog.mask, prog.pes
+        self.stores = [m.pes[p].tiles for p in prog.pes]
+        self.read = {}          # tile id -> its `seen` entry, for tiles read from the stores
+        self.totals = [sum(map(_CAPACITY, s.values())) for s in self.stores]
+        self.most = max(self.totals)
+
+    def flush(self, m, seen) -> None:
+        """The chain's tiles and statuses into the machine, and the chain ended (the next block
+        starts another from the stores as they are then)."""
+        mask, self.mask = self.mask, None
+        pending = self.pending
+        if not pending:
+            return
+        stores, pes = self.stores, self.pes
+        for tid, (_, out, defined, known, desc) in pending.items():
+            new = stacked_tiles(desc, out, defined, known)
+            for s, t in zip(stores, new):
+                s[tid] = t
+            seen[mask << 32 | tid] = (new, out, defined, known, desc)
+        for p, st in zip(pes, self.status.tolist()):
+            m.pes[p].status = st
+        self.pending = {}
+        self.status = None
 
 
 def _restack(m, pes, tid, tiles):

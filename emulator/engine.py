@@ -1048,23 +1048,46 @@ class HostPlans:
 
 class Compiled(Here):
     """HostPlans' runner: each block as its compiled program (emulator/blockprog.py) where it
-    has one and the program finishes it, else by the reference's steps (Here).  The program
+    has one and the program finishes it, else by the reference's steps (Here); in a stream
+    known whole (Machine.run of bytes, a list or a tuple) run without a log, the second and
+    later of consecutive covered blocks as a chain
+    (blockprog.Chain), committed before any other block runs and when the stream ends (close).  The program
     module is imported with the first block (it imports Numba, which `import emulator` does not
     need)."""
 
     def __init__(self, machine: ReferenceMachine, planner, seen: dict):
         super().__init__(machine, planner)
         self.seen = seen
+        self.chain = None
+        self.chains = machine.__dict__.get("_whole_stream", False)     # Machine.run says so
 
     def execute(self, block: Block, log, index: int, offset: int | None) -> BlockResult:
         m = self.machine
         if m.engines is None:
-            prog = _blockprog().program(block, m.config.profile)
+            bp = _blockprog()
+            prog = bp.program(block, m.config.profile)
             if prog is not None:
+                # the second and later of consecutive covered blocks, without a log: a chain,
+                # committed when it ends (a lone block, as Machine.execute runs, commits at once)
+                chain = self.chain
+                if chain is not None and log is None:
+                    res = prog.step(m, chain, self.seen)
+                    if res is not None:
+                        return res
+                self.close()
                 res = prog.run(m, block, log, index, offset, self.seen)
                 if res is not None:
+                    if chain is None and self.chains:
+                        self.chain = bp.Chain()
                     return res
+        self.close()
+        self.chain = None
         return Here.execute(self, block, log, index, offset)
+
+    def close(self) -> None:
+        """The chain's blocks committed to the machine (blockprog.Chain.flush)."""
+        if self.chain is not None:
+            self.chain.flush(self.machine, self.seen)
 
 
 @lru_cache(maxsize=1)

@@ -49,6 +49,17 @@ class Machine(ReferenceMachine):
     def _runner(self):
         return super()._runner() if self._engine is None else self._engine.runner(self)
 
+    def run(self, stream, log=None) -> RunResult:
+        # a stream known whole before it runs (bytes, a list or tuple of Blocks) may run covered
+        # blocks as chains on cpu (emulator/blockprog.py): nothing outside the run can look at
+        # the state between its blocks, as a generator of Blocks could
+        self._whole_stream = isinstance(stream, (bytes, bytearray, memoryview, list, tuple))
+        try:
+            return super().run(stream, log)
+        finally:
+            self._whole_stream = False
+    run.__doc__ = ReferenceMachine.run.__doc__
+
     def execute(self, block) -> BlockResult:
         if self._engine is None:
             return self._execute(block)[0]

@@ -4,13 +4,14 @@
 Runs a binary block stream from an initial state (an empty machine without --init).  On a
 failing block it prints the block index, byte offset and reason, still writes the state of
 the last committed block to --out, and exits 1.  One path per kind of input: one machine on
-the reference runs as a Machine (run_one); many machines, or one on a batch backend (cpu, gpu,
-auto) or with --fuse, run as a MachineBatch (run_batch; docs/machine.md, "Batches"), and with
+the reference or on cpu runs as a Machine (run_one; on cpu, the default, Machine(backend="cpu"):
+the fast engine's one-machine path with its compiled block programs, the same bytes); many machines, or
+one on gpu or auto or with --fuse, run as a MachineBatch (run_batch; docs/machine.md, "Batches"), and with
 --workers or --scheduler sharded over Dask workers (emulator.sharded): each machine stops at its
 own first failing block,
 every message names the machine, --out holds every machine's committed state, and the exit
 status is 1 when any machine faulted.  --backend: reference | cpu | gpu | auto (default:
-reference for one machine, cpu for many).  --fuse runs chains of consecutive element-wise
+cpu, one machine or many; --timing and --fabric run on the reference).  --fuse runs chains of consecutive element-wise
 blocks that emulator.calculus.check_plan admits as one pass per cohort (emulator.fusion;
 same states, counts and errors; default backend cpu).  --fabric admits every block through a fabric model
 of the PE engines; --timing (default model: the shipped pe.json) also prints each block's
@@ -63,7 +64,7 @@ def add_arguments(parser):
     parser.add_argument("--fabric", help="fabric description of the PE engines that admits every block "
                         "(default with --timing: the shipped pe.json)")
     parser.add_argument("--backend", choices=("reference", "cpu", "gpu", "auto"), default=None,
-                        help="execution backend (default: reference for one machine, cpu for many)")
+                        help="execution backend (default: cpu; --timing and --fabric: reference)")
     parser.add_argument("--fuse", action="store_true",
                         help="batch backends: run chains of element-wise blocks that the calculus's check_plan "
                              "admits as one pass (same results; docs/machine.md 'Batches')")
@@ -252,14 +253,17 @@ def run(args) -> int:
     if args.profile is not None:
         for m in machines:
             m.config = replace(m.config, profile=args.profile)
-    if len(machines) == 1 and args.backend in (None, "reference") and not args.fuse:
-        return run_one(args, data, machines[0])
+    if len(machines) == 1 and args.backend in (None, "reference", "cpu") and not args.fuse:
+        m = machines[0]
+        if args.backend != "reference":  # Machine(backend="cpu"): the engine's one-machine path
+            m = m.copy("cpu")
+        return run_one(args, data, m)
     return run_batch(args, data, machines)
 
 
 def run_one(args, data: bytes, m) -> int:
-    """One machine on the reference (with --fabric, every block admitted by the fabric model;
-    with --timing, its cycles printed)."""
+    """One machine, on the reference or (--backend cpu) on the engine's one-machine path (with
+    --fabric, every block admitted by the fabric model; with --timing, its cycles printed)."""
     if args.fabric is not None or args.timing:
         from emulator.timing import EngineModelError, PEEngines
         try:
@@ -316,7 +320,7 @@ def _logged(args, log) -> str:
 
 
 def run_batch(args, data: bytes, machines: list) -> int:
-    """Machines of --init (many, or one on a batch backend, or with --fuse) through a
+    """Machines of --init (many, or one on gpu or auto, or with --fuse) through a
     MachineBatch on the chosen backend."""
     from emulator import MachineBatch
     from emulator.backends import BackendError

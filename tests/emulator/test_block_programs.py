@@ -124,6 +124,14 @@ def assert_same_as_reference(seed, stream, profile="ieee"):
         [(x.mnemonic, x.pes, x.dest, x.status) for x in rr.results]
     assert lf == lr
     assert fast.digest() == ref.digest()
+    # without a log, consecutive covered blocks run as a chain, committed when it ends
+    plain = machine(seed, "cpu", profile)
+    rp = plain.run(stream)
+    assert rp.executed == rr.executed and error_key(rp.error) == error_key(rr.error)
+    assert [(x.mnemonic, x.pes, x.dest, x.status) for x in rp.results] == \
+        [(x.mnemonic, x.pes, x.dest, x.status) for x in rr.results]
+    assert plain.digest() == ref.digest()
+    assert [list(pe.tiles) for pe in plain.pes] == [list(pe.tiles) for pe in ref.pes]     # the stores' order too
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -186,15 +194,29 @@ def test_the_covered_instructions_and_datatypes_are_those_the_machine_doc_lists(
     assert {k: " ".join(v) for k, v in got.items()} == COVERED
 
 
-def test_a_stream_of_covered_blocks_runs_as_programs(monkeypatch):
+def finished_by_programs(monkeypatch) -> list:
+    """A list that gets, per covered block, whether its program finished it: alone (run) or
+    inside a chain of covered blocks (step; a step that gives up is followed by run)."""
     ran = []
-    real = blockprog.Program.run
+    run, step = blockprog.Program.run, blockprog.Program.step
 
-    def counting(self, *a):
-        res = real(self, *a)
+    def counting_run(self, *a):
+        res = run(self, *a)
         ran.append(res is not None)
         return res
-    monkeypatch.setattr(blockprog.Program, "run", counting)
+
+    def counting_step(self, *a):
+        res = step(self, *a)
+        if res is not None:
+            ran.append(True)
+        return res
+    monkeypatch.setattr(blockprog.Program, "run", counting_run)
+    monkeypatch.setattr(blockprog.Program, "step", counting_step)
+    return ran
+
+
+def test_a_stream_of_covered_blocks_runs_as_programs(monkeypatch):
+    ran = finished_by_programs(monkeypatch)
     m = machine(1, "cpu")
     for p in range(4):
         for t in (1, 2):
@@ -208,9 +230,7 @@ def test_a_marked_element_sends_the_block_to_todays_path_with_the_same_result(mo
     """Under profile ftz, TADD FP32 runs the `fast` tier's rounded routine, which leaves every
     element with a non-finite operand to the hand-off: a block reading a NaN falls back to
     today's path and ends where the reference does; one without runs as its program."""
-    ran = []
-    real = blockprog.Program.run
-    monkeypatch.setattr(blockprog.Program, "run", lambda self, *a: ran.append(real(self, *a)) or ran[-1])
+    ran = finished_by_programs(monkeypatch)
     one, nan = np.full((4, 16), 0x3F800000, np.uint64), np.full((4, 16), 0x3F800000, np.uint64)
     nan[2, 5] = 0x7FC00001
     results = []
@@ -222,7 +242,78 @@ def test_a_marked_element_sends_the_block_to_todays_path_with_the_same_result(mo
         r = m.run([tadd(srcs=(1, 1), dest=4), tadd()])
         results.append((r.executed, [x.status for x in r.results], m.digest()))
     assert results[0] == results[1]
-    assert [res is not None for res in ran] == [True, False]
+    assert ran == [True, False]
+
+
+def chain_machine(seed: int, backend: str, profile: str = "ieee", local_bytes: int = 4096) -> Machine:
+    """FP32 tiles 1, 2 (4x16) and 4, 5 (3x12) on every PE, NaNs, infinities and
+    subnormals among their values; tile 9 (4x16) with one undefined element on PE 2."""
+    rng = np.random.default_rng(seed)
+    m = Machine(with_profile(MachineConfig(local_bytes=local_bytes), profile), backend=backend)
+    for p in range(4):
+        for t in (1, 2, 9):
+            defined = np.ones((4, 16), bool)
+            defined[1, 7] = not (t == 9 and p == 2)
+            m.write_tile(p, t, "FP32", values(rng, "FP32", (4, 16)), defined=defined)
+        for t in (4, 5):
+            m.write_tile(p, t, "FP32", values(rng, "FP32", (3, 12)))
+    return m
+
+
+CHAIN = [tadd(), tadd(srcs=(3, 2), dest=1), tadd(mn="TMUL", srcs=(1, 3), dest=11),
+         tadd(mask=6, dest=3, srcs=(1, 11)), tadd(mask=6, mn="TSUB", srcs=(3, 11), dest=12),
+         tadd(mn="TMAX", srcs=(2, 1), dest=2), tadd(mn="TFMA", srcs=(2, 11, 1), dest=12),
+         tadd(srcs=(4, 5), dest=6, rows=3, cols=12), tadd(mn="TDIV", srcs=(12, 2), dest=1),
+         tadd(srcs=(1, 3), dest=13), tadd(srcs=(13, 1), dest=13)]
+ENDS = {"finishes": [], "undefined": [tadd(srcs=(1, 9), dest=3)], "missing": [tadd(srcs=(1, 7), dest=3)],
+        "full": [tadd(srcs=(1, 2), dest=14)]}
+
+
+@pytest.mark.parametrize("end", sorted(ENDS))
+@pytest.mark.parametrize("bad_word_in", [None, 3, 9])
+@pytest.mark.parametrize("profile", ["ieee", "ftz"])
+def test_a_chain_of_covered_blocks_ends_where_the_reference_ends(end, bad_word_in, profile):
+    """Covered blocks in a row (a chain), and what ends a chain -- a block over other PEs, an
+    uncovered block, an element left to the hand-off (ftz), a block that reads an undefined
+    element, a missing tile, a full store, a block that does not decode (a BSTART word as its
+    second word: `bad_word_in`) -- give the reference's state, statuses, store order, results and
+    StreamError, with and without a log."""
+    stream = CHAIN + ENDS[end] + CHAIN[:3]
+    data = bytearray(encoding.encode(stream))
+    if bad_word_in is not None:
+        at = [off for off, _ in encoding.iter_blocks(bytes(data))][bad_word_in]
+        data[at + 4:at + 8] = data[at:at + 4]
+    for seed in range(3):
+        for given in (stream, bytes(data)):
+            size = 2304 if end == "full" else 4096     # 2304: the chain fills the store
+            fast, ref = (chain_machine(seed, b, profile, size) for b in ("cpu", "reference"))
+            rf, rr = fast.run(given), ref.run(given)
+            assert rf.executed == rr.executed and error_key(rf.error) == error_key(rr.error)
+            assert [(x.mnemonic, x.pes, x.dest, x.status) for x in rf.results] == \
+                [(x.mnemonic, x.pes, x.dest, x.status) for x in rr.results]
+            assert fast.digest() == ref.digest()
+            assert [list(pe.tiles) for pe in fast.pes] == [list(pe.tiles) for pe in ref.pes]
+            lf, lr = (run_logged(chain_machine(seed, b, profile, size), given) for b in ("cpu", "reference"))
+            assert lf[1] == lr[1] and error_key(lf[0].error) == error_key(lr[0].error)
+        if bad_word_in is None:
+            break
+
+
+def test_a_generator_of_blocks_sees_every_blocks_commit_before_the_next_block():
+    """A stream given as a generator can look at the machine between blocks: each block is
+    committed before the next is asked for (no chain), as on the reference."""
+    stream = CHAIN[:5] + CHAIN[:5]
+    digests = {}
+    for backend in ("cpu", "reference"):
+        m = chain_machine(1, backend)
+        got = digests[backend] = []
+
+        def blocks():
+            for b in stream:
+                yield b
+                got.append(m.digest())
+        assert m.run(blocks()).ok
+    assert digests["cpu"] == digests["reference"] and len(digests["cpu"]) == len(stream)
 
 
 def test_the_baseline_without_programs_is_todays_path():
