@@ -199,7 +199,10 @@ async def run_block(dut, s: Stream, b: int) -> tuple[list[dict], str | None]:
     # word written in the very time step of a rising edge is a race (machine.v's clocked block
     # read it at that edge, its Yosys netlist's flops did not)
     await tick(dut)
-    for w in s.blocks[b]:
+    for k, w in enumerate(s.blocks[b]):
+        if logic(dut.in_ready.value) != 1:        # the machine takes a word per clock while it reads a block
+            dut.in_valid.value = 0
+            return [], f"in_ready is not 1 at word {k} of the block"
         dut.in_word.value = w
         dut.in_valid.value = 1
         await tick(dut)
