@@ -124,6 +124,7 @@ async def tick(dut):
 
 async def load(dut, s: Stream) -> str | None:
     """Reset the DUT and load the stream's initial tiles; an error text if one does not fit."""
+    await tick(dut)                 # in step with the clock (read_tile leaves any phase; see run_block)
     dut.rst.value = 1
     dut.in_valid.value = 0
     dut.ld_desc.value = 0
@@ -194,7 +195,14 @@ async def read_tile(dut, pe: int, tile: int) -> dict | None:
 
 async def run_block(dut, s: Stream, b: int) -> tuple[list[dict], str | None]:
     """Drive block b's words; (the DUT's records of it, an error text when it cannot run it)."""
-    for w in s.blocks[b]:
+    # back in step with the clock first: read_tile's 1 ns steps leave the bench at any phase, and a
+    # word written in the very time step of a rising edge is a race (machine.v's clocked block
+    # read it at that edge, its Yosys netlist's flops did not)
+    await tick(dut)
+    for k, w in enumerate(s.blocks[b]):
+        if logic(dut.in_ready.value) != 1:        # the machine takes a word per clock while it reads a block
+            dut.in_valid.value = 0
+            return [], f"in_ready is not 1 at word {k} of the block"
         dut.in_word.value = w
         dut.in_valid.value = 1
         await tick(dut)
