@@ -82,7 +82,8 @@ def report(dut: str, r: dict) -> int:
     return 1
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line (mutate.py reads the generated dataset's defaults from it)."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dut", default="machine", help=f"the Verilog DUT in examples/rtl ({', '.join(DUTS)})")
     p.add_argument("--dataset", action="append", default=[], help="a stream golden dataset folder (repeatable)")
@@ -95,7 +96,11 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--max-fails", type=int, default=1, help="failing streams to report before stopping (1)")
     p.add_argument("--keep", action="store_true", help="keep the build folder (logs, dataset)")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
     if args.dut not in DUTS:
         return _fail(f"--dut {args.dut!r}: one of {', '.join(DUTS)}", 2)
     for name in ("cases", "blocks", "group_cases", "max_fails"):
