@@ -69,7 +69,8 @@ def report(dut: str, r: dict) -> int:
     for e in r["errors"]:
         print(f"{dut}: ERROR: {e}")
     if not r["failures"] and not r["errors"]:
-        print(f"{dut}: PASS: {r.get('probes', 0):,} boundary blocks, {r['streams']:,} streams ({classes}), {r['blocks']:,} blocks, "
+        print(f"{dut}: PASS: {r.get('probes', 0):,} boundary blocks, {r['streams']:,} streams ({classes}), "
+              f"{r['blocks']:,} blocks, "
               f"{r['commits']:,} commit records and {r['faults']:,} faults match the golden records")
         return 0 if r["blocks"] else _fail("no block was driven: the datasets hold no stream", 1)
     for f in r["failures"]:
@@ -77,7 +78,8 @@ def report(dut: str, r: dict) -> int:
         print(f"  {f['difference']}")
         if f.get("sources"):
             print(f"  sources there (golden, before the block): {f['sources']}")
-    print(f"  ({len(r['failures'])} failing stream(s); {r.get('probes', 0):,} boundary blocks and {r['blocks']:,} blocks driven, "
+    print(f"  ({len(r['failures'])} failing stream(s); {r.get('probes', 0):,} boundary blocks and "
+          f"{r['blocks']:,} blocks driven, "
           f"{r['commits']:,} commit records and {r['faults']:,} faults matched)")
     return 1
 

@@ -5,6 +5,8 @@ or fault records, read back through the DUT's read port, are scored against the 
 the lockstep scoreboard (emulator.cosim.compare).  Run it through run_machine.py (cocotb's Python
 runner, Icarus Verilog); it reads TB_DATASETS (dataset folders, os.pathsep-separated),
 TB_MAX_FAILS and writes its findings as JSON to TB_RESULT, which run_machine.py prints.
+Before the streams it drives the subset's boundary (boundary_probes): blocks outside the subset
+or rejected by its stateless rules, each expecting the model's verdict or o_unsupported.
 
 A stream that diverges stops there (the DUT's state is no longer the golden's); with
 TB_MAX_FAILS N the bench goes on with the next stream until N streams have failed."""
@@ -365,7 +367,8 @@ def failure(s: Stream, state: dict, b: int, d) -> dict:
 async def golden_streams(dut):
     cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
     max_fails = int(os.environ.get("TB_MAX_FAILS", "1"))
-    result = {"probes": 0, "streams": 0, "blocks": 0, "commits": 0, "faults": 0, "classes": {}, "failures": [], "errors": []}
+    result = {"probes": 0, "streams": 0, "blocks": 0, "commits": 0, "faults": 0, "classes": {}, "failures": [],
+              "errors": []}
     try:
         files = []
         for folder in filter(None, os.environ["TB_DATASETS"].split(os.pathsep)):
