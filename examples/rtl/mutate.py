@@ -10,7 +10,8 @@ The DUT is elaborated once (`prep -top TOP`); `mutate -list N -seed S` samples N
 its cells (a port bit inverted, tied to 0 or 1, or XORed with another bit of the cell: modes
 inv, const0, const1, cnot0, cnot1), and each mutant is written as a Verilog netlist
 (`write_verilog`).  The golden datasets are generated once (run.py's default: every coverage
-class and cross bin of the lane's partitions once) and every mutant runs the cocotb bench
+class and cross bin of the lane's partitions once; with --bench tb_machine run_machine.py's
+default stream dataset) and every mutant runs the cocotb bench
 against them, up to --jobs at a time (--only ID,... runs just those ids of the listing).  The
 unmutated netlist runs first as the control: it must pass, and a mutant is killed when the bench
 reports a failing case, breaks (an X on an output, a timeout), or drives fewer partitions or
@@ -55,14 +56,14 @@ def _fail(message: str, status: int) -> int:
     return status
 
 
-def _run_py():
-    """examples/rtl/run.py, loaded from its path (its default dataset and tool checks)."""
-    name = "example_rtl_run"
+def _run_py(script: str = "run.py"):
+    """examples/rtl/run.py (or run_machine.py), loaded from its path (its default dataset and tool checks)."""
+    name = "example_rtl_" + script[:-3]
     if name in sys.modules:
         return sys.modules[name]
     if str(HERE) not in sys.path:
         sys.path.insert(0, str(HERE))
-    spec = importlib.util.spec_from_file_location(name, HERE / "run.py")
+    spec = importlib.util.spec_from_file_location(name, HERE / script)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -306,7 +307,8 @@ def main(argv=None) -> int:
     p.add_argument("--top", help="the top module (default: the DUT file's name)")
     p.add_argument("--bench", help="the cocotb test module, a name in examples/rtl or a .py file (default tb_alu)")
     p.add_argument("--dataset", action="append", default=[],
-                   help="a golden dataset folder (repeatable; default: run.py's default datasets, generated once)")
+                   help="a golden dataset folder (repeatable; default: run.py's default datasets, generated once; "
+                   "with --bench tb_machine run_machine.py's)")
     p.add_argument("--count", type=int, default=100, help="mutants to sample (default 100)")
     p.add_argument("--seed", type=int, default=1, help="Yosys's sampling seed (default 1)")
     p.add_argument("--only", metavar="ID,...", help="run only these mutants of the listing (the ids the report "
@@ -417,7 +419,13 @@ def _score(args, source, top, bench, work) -> int:
     bad = check_datasets(folders)
     if bad:
         return _fail(bad, 1)
-    if not folders:
+    if not folders and bench.name == "tb_machine.py" and bench.parent == HERE:
+        # run_machine.py's default dataset: the flow the machine's score measures
+        m = _run_py("run_machine.py")
+        d = {a.dest: a.default for a in m.parser()._actions}
+        folders = [m.generate(work / "golden", d["cases"], d["blocks"], d["seed"], d["group_cases"],
+                              d["illegal_fraction"])]
+    elif not folders:
         folders = run.generate(work / "golden")
     # the smallest dataset first: a mutant stops at its first failing case, so one that breaks the
     # small partitions (E4M3 of the lane) is not kept waiting behind the large ones

@@ -69,7 +69,8 @@ def report(dut: str, r: dict) -> int:
     for e in r["errors"]:
         print(f"{dut}: ERROR: {e}")
     if not r["failures"] and not r["errors"]:
-        print(f"{dut}: PASS: {r['streams']:,} streams ({classes}), {r['blocks']:,} blocks, "
+        print(f"{dut}: PASS: {r.get('probes', 0):,} boundary blocks, {r['streams']:,} streams ({classes}), "
+              f"{r['blocks']:,} blocks, "
               f"{r['commits']:,} commit records and {r['faults']:,} faults match the golden records")
         return 0 if r["blocks"] else _fail("no block was driven: the datasets hold no stream", 1)
     for f in r["failures"]:
@@ -77,12 +78,14 @@ def report(dut: str, r: dict) -> int:
         print(f"  {f['difference']}")
         if f.get("sources"):
             print(f"  sources there (golden, before the block): {f['sources']}")
-    print(f"  ({len(r['failures'])} failing stream(s); {r['blocks']:,} blocks driven, "
+    print(f"  ({len(r['failures'])} failing stream(s); {r.get('probes', 0):,} boundary blocks and "
+          f"{r['blocks']:,} blocks driven, "
           f"{r['commits']:,} commit records and {r['faults']:,} faults matched)")
     return 1
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line (mutate.py reads the generated dataset's defaults from it)."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dut", default="machine", help=f"the Verilog DUT in examples/rtl ({', '.join(DUTS)})")
     p.add_argument("--dataset", action="append", default=[], help="a stream golden dataset folder (repeatable)")
@@ -95,7 +98,11 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--max-fails", type=int, default=1, help="failing streams to report before stopping (1)")
     p.add_argument("--keep", action="store_true", help="keep the build folder (logs, dataset)")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
     if args.dut not in DUTS:
         return _fail(f"--dut {args.dut!r}: one of {', '.join(DUTS)}", 2)
     for name in ("cases", "blocks", "group_cases", "max_fails"):

@@ -5,6 +5,8 @@ or fault records, read back through the DUT's read port, are scored against the 
 the lockstep scoreboard (emulator.cosim.compare).  Run it through run_machine.py (cocotb's Python
 runner, Icarus Verilog); it reads TB_DATASETS (dataset folders, os.pathsep-separated),
 TB_MAX_FAILS and writes its findings as JSON to TB_RESULT, which run_machine.py prints.
+Before the streams it drives the subset's boundary (boundary_probes): blocks outside the subset
+or rejected by its stateless rules, each expecting the model's verdict or o_unsupported.
 
 A stream that diverges stops there (the DUT's state is no longer the golden's); with
 TB_MAX_FAILS N the bench goes on with the next stream until N streams have failed."""
@@ -23,7 +25,13 @@ from cocotb.triggers import ReadOnly, RisingEdge, Timer
 
 from emulator.cosim import compare, value_text
 from isa.atomicio import atomic_open
+from isa.block import BDatr, BDim, Block, BStart, TileBinding
 from isa.datatypes import datatype
+from isa.encoding import block_words as encode_block
+from isa.errors import IllegalBlockException
+from isa.fields import DATR_FIELDS as MODEL_DATR_FIELDS
+from isa.instructions import by_carrier, lookup
+from isa.legality import resolve
 
 # o_reason codes of machine.v
 REASONS = [None, "UNASSIGNED_OPCODE", "DATATYPE_RESERVED", "DATATYPE_UNSUPPORTED", "BINDING_COUNT",
@@ -33,6 +41,9 @@ REASONS = [None, "UNASSIGNED_OPCODE", "DATATYPE_RESERVED", "DATATYPE_UNSUPPORTED
 DATR_FIELDS = ("PadValueOrByteId", "CMode", "Sat", "Canonicalize", "DataType", "RMode", "Layout")
 SLOTS = 32
 MAXE = 64
+SUBSET_OPS = ("TADD", "TSUB", "TMUL", "TAND", "TOR", "TXOR", "TSHL", "TSHR", "TMAX", "TMIN", "TSEL")
+SUBSET_DTYPES = ("S8", "S16", "S32", "U8", "U16", "U32")
+SLOT_STEP = 11      # stream n's initial tiles start at slot n * SLOT_STEP mod SLOTS (every slot used)
 
 
 def field_text(code: int) -> str:
@@ -111,6 +122,62 @@ class Stream:
         return "; ".join(x.strip() for x in lines)
 
 
+def _verdict(block: Block) -> tuple | None:
+    """What the machine must say about a block driven on an empty machine, from the model's
+    stateless legality (isa.legality.resolve): ("fault", reason, field) for a rule the model
+    raises, ("unsupported",) for a block the model accepts outside the subset, None for a block
+    the model accepts inside it (its verdict needs tile state: the streams check those).  For an
+    instruction outside the subset the machine knows only UNASSIGNED_OPCODE and
+    DATATYPE_RESERVED; any other verdict of the model is "unsupported" there."""
+    row = by_carrier(block.bstart.Mode, block.bstart.Function)
+    inside = row is not None and row.mnemonic in SUBSET_OPS
+    try:
+        rb = resolve(block)
+    except IllegalBlockException as exc:
+        if inside or exc.reason in ("UNASSIGNED_OPCODE", "DATATYPE_RESERVED"):
+            return ("fault", exc.reason, exc.field)
+        return ("unsupported",)
+    return None if inside and rb.dtype.name in SUBSET_DTYPES else ("unsupported",)
+
+
+def _probe(mode: int, function: int, dtype: int, n_iot: int, datr: BDatr | None = None) -> Block:
+    iot = tuple(TileBinding(tile=k, PE_MASK=1) for k in range(n_iot))
+    return Block(BStart(mode, function, dtype), iot=iot, dim=BDim(LB0=1), datr=datr)
+
+
+def boundary_probes() -> list[tuple[str, list[int], tuple]]:
+    """The blocks of the subset's boundary, each with the verdict the model implies (_verdict):
+    every subset instruction with every DataType code, each explicit B.DATR field (one and two
+    at a time) on each subset instruction, and every other (Mode, Function) of Modes 0-3 with an
+    integer and a float DataType.  (label, words, verdict)."""
+    s32, fp32 = datatype("S32").code, datatype("FP32").code
+    blocks = []
+    for mn in SUBSET_OPS:
+        row = lookup(mn)
+        n = row.arity + 1
+        blocks += [_probe(row.mode, row.function, dt, n) for dt in range(32)]
+        values = {"PadValueOrByteId": 0, "CMode": 1, "Sat": 1, "Canonicalize": 1, "DataType": datatype("S16").code,
+                  "RMode": 1, "Layout": 1}
+        for i, a in enumerate(MODEL_DATR_FIELDS):
+            for b in MODEL_DATR_FIELDS[i:]:
+                blocks.append(_probe(row.mode, row.function, s32, n, BDatr(**{a: values[a], b: values[b]})))
+    for mode in range(4):
+        for function in range(32):
+            if by_carrier(mode, function) is None or by_carrier(mode, function).mnemonic not in SUBSET_OPS:
+                # three bindings: outside the subset the machine still checks a binary block's
+                # binding masks, B.DIM and B.DATR before saying unsupported (docs/rtl-machine.md)
+                blocks += [_probe(mode, function, dt, 3) for dt in (s32, fp32)]
+    out = []
+    for blk in blocks:
+        v = _verdict(blk)
+        if v is not None:
+            row = by_carrier(blk.bstart.Mode, blk.bstart.Function)
+            label = (f"{row.mnemonic if row else f'Mode {blk.bstart.Mode} Function {blk.bstart.Function}'} "
+                     f"DataType {blk.bstart.DataType}" + (f", {blk.datr}" if blk.datr else ""))
+            out.append((label, encode_block(blk), v))
+    return out
+
+
 def logic(v) -> int:
     """A signal's value as an integer, X and Z bits read as 0 (a DUT that outputs X where the
     golden has a value is scored as that value's mismatch)."""
@@ -122,8 +189,7 @@ async def tick(dut):
     await Timer(1, unit="ns")
 
 
-async def load(dut, s: Stream) -> str | None:
-    """Reset the DUT and load the stream's initial tiles; an error text if one does not fit."""
+async def reset(dut):
     await tick(dut)                 # in step with the clock (read_tile leaves any phase; see run_block)
     dut.rst.value = 1
     dut.in_valid.value = 0
@@ -131,6 +197,12 @@ async def load(dut, s: Stream) -> str | None:
     dut.ld_elem.value = 0
     await tick(dut)
     dut.rst.value = 0
+
+
+async def load(dut, s: Stream, base: int = 0) -> str | None:
+    """Reset the DUT and load the stream's initial tiles, PE p's n-th one into slot (base + n)
+    mod SLOTS; an error text if one does not fit."""
+    await reset(dut)
     dut.local_bytes.value = s.local_bytes
     slot = [0, 0, 0, 0]
     for e, payload, defined in s.initial:
@@ -143,7 +215,7 @@ async def load(dut, s: Stream) -> str | None:
             if slot[pe] >= SLOTS:
                 return f"PE{pe} holds more than {SLOTS} initial tiles"
             dut.ld_pe.value = pe
-            dut.ld_slot.value = slot[pe]
+            dut.ld_slot.value = (base + slot[pe]) % SLOTS
             dut.ld_tile.value = e["tile"]
             dut.ld_pred.value = int(pred)
             dut.ld_dtype.value = 0 if pred else datatype(e["datatype"]).code
@@ -193,26 +265,58 @@ async def read_tile(dut, pe: int, tile: int) -> dict | None:
             "status": 0}
 
 
-async def run_block(dut, s: Stream, b: int) -> tuple[list[dict], str | None]:
-    """Drive block b's words; (the DUT's records of it, an error text when it cannot run it)."""
-    # back in step with the clock first: read_tile's 1 ns steps leave the bench at any phase, and a
-    # word written in the very time step of a rising edge is a race (machine.v's clocked block
-    # read it at that edge, its Yosys netlist's flops did not)
+async def drive(dut, words: list[int]) -> str | None:
+    """Drive one block's words and wait for o_done; an error text when the DUT does not take them."""
     await tick(dut)
-    for k, w in enumerate(s.blocks[b]):
+    for k, w in enumerate(words):
         if logic(dut.in_ready.value) != 1:        # the machine takes a word per clock while it reads a block
             dut.in_valid.value = 0
-            return [], f"in_ready is not 1 at word {k} of the block"
+            return f"in_ready is not 1 at word {k} of the block"
         dut.in_word.value = w
         dut.in_valid.value = 1
         await tick(dut)
     dut.in_valid.value = 0
     for _ in range(20000):
         if int(dut.o_done.value):
-            break
+            return None
         await tick(dut)
-    else:
-        return [], "the DUT did not finish the block (no o_done in 20,000 clocks)"
+    return "the DUT did not finish the block (no o_done in 20,000 clocks)"
+
+
+async def run_probes(dut, result: dict, max_fails: int):
+    """The subset's boundary (boundary_probes) on an empty machine: each block's verdict --
+    o_illegal with the model's reason and field, or o_unsupported -- must be the model's."""
+    await reset(dut)
+    dut.local_bytes.value = 0
+    for k, (label, words, want) in enumerate(boundary_probes()):
+        if len(result["failures"]) >= max_fails:
+            return
+        err = await drive(dut, words)
+        if err:
+            result["errors"].append(f"boundary probe {k} ({label}): {err}")
+            continue
+        result["probes"] += 1
+        if int(dut.o_illegal.value):
+            code = int(dut.o_reason.value)
+            got = ("fault", REASONS[code] if code < len(REASONS) else f"?{code}", field_text(int(dut.o_field.value)))
+        elif int(dut.o_unsupported.value):
+            got = ("unsupported",)
+        else:
+            got = ("commit" if int(dut.o_pes.value) else "no-op" if not int(dut.o_full.value) else "full",)
+        if got != want:
+            result["failures"].append({"file": "(boundary probes)", "case": k, "class": "boundary", "block": 0,
+                                       "asm": label, "difference": f"expected {' '.join(want)}, got {' '.join(got)}",
+                                       "sources": ""})
+
+
+async def run_block(dut, s: Stream, b: int) -> tuple[list[dict], str | None]:
+    """Drive block b's words; (the DUT's records of it, an error text when it cannot run it)."""
+    # back in step with the clock first: read_tile's 1 ns steps leave the bench at any phase, and a
+    # word written in the very time step of a rising edge is a race (machine.v's clocked block
+    # read it at that edge, its Yosys netlist's flops did not)
+    err = await drive(dut, s.blocks[b])
+    if err:
+        return [], err
     head = {"machine": s.case, "block": b}       # mnemonic, block DataType: the DUT does not say
     if int(dut.o_unsupported.value):
         return [], "the block is outside the machine's subset (o_unsupported)"
@@ -263,17 +367,19 @@ def failure(s: Stream, state: dict, b: int, d) -> dict:
 async def golden_streams(dut):
     cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
     max_fails = int(os.environ.get("TB_MAX_FAILS", "1"))
-    result = {"streams": 0, "blocks": 0, "commits": 0, "faults": 0, "classes": {}, "failures": [], "errors": []}
+    result = {"probes": 0, "streams": 0, "blocks": 0, "commits": 0, "faults": 0, "classes": {}, "failures": [],
+              "errors": []}
     try:
         files = []
         for folder in filter(None, os.environ["TB_DATASETS"].split(os.pathsep)):
             files += sorted(glob.glob(os.path.join(folder, "**", "*.parquet"), recursive=True))
+        await run_probes(dut, result, max_fails)
         for path in files:
             for row in pq.read_table(path).to_pylist():
                 if len(result["failures"]) >= max_fails:
                     return
                 s = Stream(path, row)
-                err = await load(dut, s)
+                err = await load(dut, s, result["streams"] * SLOT_STEP % SLOTS)
                 if err:
                     result["errors"].append(f"{path}: case {s.case}: {err}")
                     continue

@@ -40,6 +40,32 @@ def test_the_clean_machine_matches_every_block_of_the_default_run(tools):
         assert re.search(rf"\d+ {cls}\b", out), (cls, out)
     faults = int(re.search(r"([\d,]+) faults match", out).group(1).replace(",", ""))
     assert faults > 0
+    # and the subset's boundary first: blocks outside it, every verdict the model's
+    probes = int(re.search(r"PASS: ([\d,]+) boundary blocks", out).group(1).replace(",", ""))
+    assert probes > 500
+
+
+def test_the_boundary_expects_the_models_verdict_or_unsupported(tools):
+    sys.path.insert(0, str(ROOT / "examples" / "rtl"))
+    import tb_machine
+    from isa.datatypes import datatype
+    probes = {label: verdict for label, _, verdict in tb_machine.boundary_probes()}
+    fp32, s32, f64 = datatype("FP32").code, datatype("S32").code, datatype("FP64").code
+    # an assigned instruction of the subset with a DataType it supports but the machine does not:
+    # the model accepts it, the machine says it is outside its subset
+    assert probes[f"TADD DataType {fp32}"] == ("unsupported",)
+    assert probes[f"TSEL DataType {f64}"] == ("unsupported",)
+    # the model's stateless rejections, reason and field
+    assert probes[f"TAND DataType {fp32}"] == ("fault", "DATATYPE_UNSUPPORTED", "BSTART.DataType")
+    assert probes["TADD DataType 31"] == ("fault", "DATATYPE_RESERVED", "BSTART.DataType")
+    # each B.DATR field TADD does not consume, alone: FIELD_NOT_APPLICABLE naming it
+    for name in ("Sat", "Canonicalize", "Layout", "CMode", "RMode"):
+        key = next(k for k in probes if k.startswith(f"TADD DataType {s32}, BDatr(")
+                   and f"{name}=1" in k and k.count("=1") == 1 and "PadValueOrByteId=0" not in k)
+        assert probes[key] == ("fault", "FIELD_NOT_APPLICABLE", f"B.DATR.{name}"), key
+    # instructions outside the subset: unsupported unless unassigned
+    assert probes[f"Mode 0 Function 5 DataType {s32}"] == ("fault", "UNASSIGNED_OPCODE", "BSTART")
+    assert probes[f"TDIV DataType {fp32}"] == ("unsupported",)
 
 
 def test_the_seeded_pe_mask_bug_is_caught_naming_block_and_element(tools):
