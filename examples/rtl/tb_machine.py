@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ReadOnly, RisingEdge, Timer
+from cocotb.triggers import RisingEdge, Timer
 
 from emulator.cosim import compare, value_text
 from isa.atomicio import atomic_open
