@@ -124,8 +124,7 @@ def test_a_bounded_sample_of_lane_mutants_is_killed_or_proved_equivalent(tmp_pat
     assert f"{r['killed']}/8 mutants killed" in capsys.readouterr().out
 
 
-@pytest.mark.rtl
-@pytest.mark.slow
+@pytest.mark.slow           # not rtl: `-m rtl` (CI) would select it too, and it runs for the better part of an hour
 @pytest.mark.xfail(strict=False, reason="3 survivors whose SAT proofs time out at 300 s (argued equivalent by hand "
                    "in docs/rtl-mutation.md); the 3 live gaps of the first run are killed since (--only 50,56,57)")
 def test_every_non_equivalent_mutant_of_the_default_run_is_killed(tmp_path):
