@@ -284,6 +284,9 @@ class Program:
             if got is None or got[0] != tiles:      # not the very tiles read last time: stack them
                 if None in tiles:
                     return None
+                d0 = tiles[0].desc
+                if any(t.desc != d0 for t in tiles[1:]):
+                    return None             # the role's tiles differ per PE: today's path (one program serves one geometry)
                 both = rows_of_one_stack(tiles)
                 if both is None:
                     both = _restack(m, pes, tid, tiles)
