@@ -282,23 +282,10 @@ class Program:
             tiles = [s.get(tid) for s in stores]
             got = seen.get(key)
             if got is None or got[0] != tiles:      # not the very tiles read last time: stack them
-                if None in tiles:
+                got = _stacked(m, pes, stores, tid, tiles, key, seen)
+                if got is None:
                     return None
-                d0 = tiles[0].desc
-                if any(t.desc != d0 for t in tiles[1:]):
-                    return None             # the role's tiles differ per PE: today's path (one program serves one geometry)
-                both = rows_of_one_stack(tiles)
-                if both is None:
-                    both = _restack(m, pes, tid, tiles)
-                    tiles = [s.get(tid) for s in stores]
-                known = True
-                d0 = tiles[0].desc
-                for t in tiles:
-                    if t.desc is not d0:
-                        d0 = None
-                    if known and not t.__dict__.get("fully_defined", False):
-                        known = False
-                got = seen[key] = (tiles, both[0], both[1], known, d0)
+                tiles = got[0]                      # re-pointed at the rows of one stack
             d0 = got[4]
             for i in roles:                         # each role's descriptor rules (kept by identity)
                 if d0 is None or accepted[i] is not d0:
@@ -380,20 +367,10 @@ class Program:
                     tiles = [s.get(tid) for s in stores]
                     got = seen.get(key)
                 if got is None or got[0] != tiles:
-                    if None in tiles:
+                    got = _stacked(m, pes, stores, tid, tiles, key, seen)
+                    if got is None:
                         return None
-                    both = rows_of_one_stack(tiles)
-                    if both is None:
-                        both = _restack(m, pes, tid, tiles)
-                        tiles = [s.get(tid) for s in stores]
-                    known = True
-                    d0 = tiles[0].desc
-                    for t in tiles:
-                        if t.desc is not d0:
-                            d0 = None
-                        if known and not t.__dict__.get("fully_defined", False):
-                            known = False
-                    got = seen[key] = (tiles, both[0], both[1], known, d0)
+                    tiles = got[0]
                 read[tid] = got
                 d0 = got[4]
                 for i in roles:
@@ -472,6 +449,26 @@ class Chain:
             m.pes[p].status = st
         self.pending = {}
         self.status = None
+
+
+def _stacked(m, pes, stores, tid, tiles, key, seen):
+    """seen[key] = (tiles, elems, defined, all defined, the shared descriptor or None) for the
+    role's tiles read afresh, or None (nothing changed) when a tile is missing or the tiles
+    differ in descriptor per PE: one program serves one geometry, today's path the rest."""
+    if None in tiles:
+        return None
+    d0 = tiles[0].desc
+    if any(t.desc != d0 for t in tiles[1:]):
+        return None
+    both = rows_of_one_stack(tiles)
+    if both is None:
+        both = _restack(m, pes, tid, tiles)
+        tiles = [s.get(tid) for s in stores]
+    d0 = tiles[0].desc
+    same = all(t.desc is d0 for t in tiles)
+    known = all(t.__dict__.get("fully_defined", False) for t in tiles)
+    seen[key] = got = (tiles, both[0], both[1], known, d0 if same else None)
+    return got
 
 
 def _restack(m, pes, tid, tiles):
