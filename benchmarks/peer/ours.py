@@ -4,7 +4,7 @@ peer_driver.cpp, through tile-emu's public Python API, one line per case in the 
 
   numeric layer: kernels.numeric.elementwise / convert on the raw encodings of all the case's tiles
                  in one call (FP32 4 x 128x128, FP16 16384 x 16x16, TCVT 4 x 128x128);
-  machine:       Machine.execute of one TADD/TMUL/TFMA FP32 block on 4 PEs x 128x128 (target 1);
+  machine:       Machine(backend="cpu").execute of one TADD/TMUL/TFMA FP32 block on 4 PEs x 128x128 (target 1);
   batch:         `tile-emu bench`'s batch.TADD.FP32.16x16 case (4,096 machines x 4 PEs x 16x16, target 4).
 
 Values are drawn from the same ranges as the driver's (TSQRT from [0.5, 2), TFMA's multiplier from
@@ -59,7 +59,7 @@ def machine_cases(rounds, rng):
     from isa import BDim, Block, BStart, TileBinding
     from isa.instructions import lookup
     rows = cols = 128
-    m = Machine()
+    m = Machine(backend="cpu")              # the fast engine (the reference backend keeps no speed caches)
     # Three 64 KiB tiles per PE (a fourth does not fit the 256 KiB local store next to them): the
     # destination is tile 3, and TFMA computes t3 = t1 * t3 + t2, which converges (t1 < 1).
     for p in range(4):

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Peer comparison (issue 32): builds peer_driver.cpp against the public PTO tile library's CPU
 # simulator (hw-native-sys/pto-isa, header-only) at -O2 and at -O3 -march=native, single-threaded,
-# runs it and our side (ours.py) alternately for ROUNDS rounds, and prints elem/s and ours / peer.
+# runs it and our side (ours.py, NUMBA_NUM_THREADS=1: one thread like the peer) alternately for
+# ROUNDS rounds, and prints the best elem/s of each case and ours / peer.
 #
 #   PTO_ISA_DIR=/path/to/pto-isa benchmarks/peer/run_peer.sh [ROUNDS]
 #
@@ -37,7 +38,7 @@ export PTO_CPU_SIM_UB_BYTES=$((128 * 1024 * 1024))
 for ((r = 1; r <= rounds; r++)); do
     "$work/peer_O2" >>"$work/o2.tsv"
     "$work/peer_O3n" >>"$work/o3n.tsv"
-    (cd "$repo" && PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" python "$here/ours.py" --rounds 1) >>"$work/ours.tsv"
+    (cd "$repo" && NUMBA_NUM_THREADS=1 PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" python "$here/ours.py" --rounds 1) >>"$work/ours.tsv"
 done
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python "$here/ratios.py" "$work/ours.tsv" "$work/o2.tsv" "$work/o3n.tsv"
