@@ -52,6 +52,7 @@ def check_scheduler(address: str) -> None:
 
 
 _settled = False
+YOUNG_THRESHOLD = 20_000     # settle_heap: allocations between young-generation collections
 
 
 def settle_heap() -> None:
@@ -60,12 +61,22 @@ def settle_heap() -> None:
     caches: ~150,000 objects).  The collector then never rescans them, where each full
     collection that a chunk's allocations trigger used to (~15 % of a stream chunk's CPU time).
     Only objects alive now are frozen; garbage made later is collected as before.  Not called
-    in the workers of a cluster given by --scheduler: those processes are not ours."""
+    in the workers of a cluster given by --scheduler: those processes are not ours.
+
+    The youngest generation's threshold is raised to YOUNG_THRESHOLD allocations (CPython's
+    default: 700): a stream chunk allocates millions of short-lived objects (blocks, descriptors,
+    small arrays), and at 700 a young collection ran every few hundred microseconds and pushed
+    survivors into the older generations, 3-7 % of a stream chunk's CPU time; at 20,000 it is
+    1.5-3 % (docs/performance-history.md, "Stream goldens: the collector's share").  Cyclic
+    garbage is still collected, a little later; the older generations keep their thresholds."""
     global _settled
     if not _settled:
         _settled = True
         gc.collect()
         gc.freeze()
+        young, middle, old = gc.get_threshold()
+        if young:                          # 0: collection turned off by the caller; leave it so
+            gc.set_threshold(max(young, YOUNG_THRESHOLD), middle, old)
 
 
 class _Settling:

@@ -27,6 +27,33 @@ print("ok")
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
+def test_settle_heap_raises_only_the_young_generations_threshold_to_20000():
+    code = """
+import gc
+before = gc.get_threshold()
+from emulator.golden.runner import settle_heap
+settle_heap()
+after = gc.get_threshold()
+assert after == (20000,) + before[1:], (before, after)
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_settle_heap_leaves_collection_off_where_the_caller_turned_it_off():
+    code = """
+import gc
+gc.set_threshold(0)
+from emulator.golden.runner import settle_heap
+settle_heap()
+assert gc.get_threshold()[0] == 0, gc.get_threshold()
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
 def test_the_local_clusters_task_wrapper_pickles_by_reference():
     """A LocalCluster worker gets the task function wrapped (settle_heap, then the chunk): the
     wrapper must pickle like the plain module-level function it holds."""
