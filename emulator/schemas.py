@@ -267,7 +267,7 @@ def reads_img2col(fp) -> None:
 
 # ---------------------------------------------------------------- the registry
 
-SCHEMAS: dict[str, Schema] = {s.name: s for s in (
+ROWS: tuple[Schema, ...] = (
     Schema(I.BINARY, ex_numeric, (SAME, SAME), reads_valid),
     Schema(I.UNARY, ex_numeric, (SAME,), reads_valid),
     Schema(I.TERNARY, ex_numeric, (SAME, SAME, SAME), reads_valid),
@@ -278,6 +278,7 @@ SCHEMAS: dict[str, Schema] = {s.name: s for s in (
     Schema(I.EXTRACT, ex_extract, (WINDOW,), reads_extract, dest_layout=True),
     Schema(I.INSERT, ex_insert, (LOGICAL, INSERTION), reads_insert, dest_layout=True),
     Schema(I.IMG2COL, ex_img2col, (FMAP,), reads_img2col),
-)}
+)
+SCHEMAS: dict[str, Schema] = {s.name: s for s in ROWS}
 # mnemonic -> executor: the one place an instruction's semantics is found.
 EXECUTORS = {row.mnemonic: SCHEMAS[row.schema].executor for row in I.INSTRUCTIONS}
