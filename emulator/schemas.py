@@ -67,7 +67,7 @@ LOGICAL = Source("logical", geometry=dest_geometry)
 # read through a GPR-offset window: the destination's valid rectangle inside the source (TEXTRACT)
 WINDOW = Source("window", window=lambda d, dest: (dest.ValidRow, dest.ValidCol, d.ValidRow, d.ValidCol))
 # written through a GPR-offset window: the source's valid rectangle inside the result (TINSERT)
-INSERTION = Source("window", window=lambda d, dest: (d.ValidRow, d.ValidCol, dest.ValidRow, dest.ValidCol))
+INSERTION = Source("insertion", window=lambda d, dest: (d.ValidRow, d.ValidCol, dest.ValidRow, dest.ValidCol))
 # a Matrix feature map described by its TIMG2COL descriptor; the window is inside its (M, K) extents
 FMAP = Source("fmap", fmap=True,
               window=lambda d, dest: (dest.ValidRow, dest.ValidCol) + fmap_extents(d.fmap)[2:])
