@@ -45,7 +45,7 @@ from isa.memo import MEMO, memo
 from kernels.numeric import fast, tiers
 from kernels.numeric.profiles import profile as resolve_profile
 
-from . import preflight, semantics
+from . import preflight, schemas, semantics
 from .padding import pad_encoding
 from .reference import BlockResult, Staged, commit_records
 from .state import used_bytes
@@ -219,7 +219,7 @@ class Program:
         self.dest_tile = rb.dest.tile
         self.tiles = tuple(b.tile for b in rb.sources)
         self.roles = tuple(rb.instr.sources)
-        self.shapes = preflight.SOURCE_SHAPES[rb.instr.schema]
+        self.shapes = schemas.SCHEMAS[rb.instr.schema].sources
         self.accepted = [None] * len(self.tiles)      # per role: a descriptor object that passed
         reads = {}
         for i, tid in enumerate(self.tiles):

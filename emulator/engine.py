@@ -21,7 +21,7 @@ How (the `cpu` engine; `reference` just runs one reference machine per machine):
     GPR-offset windows checked for every machine at once (preflight.gpr_offsets,
     window_bounds, window_fits); then one executor call over every selected PE of every
     machine, the sources handed over as semantics.TileStack (P = PEs x machines, PE-major).
-    The executors are the reference's own (semantics.EXECUTORS, one per schema), written once
+    The executors are the reference's own (schemas.EXECUTORS, one per schema), written once
     against the array module `xp` (NumPy, or CuPy on the gpu backend), so on the gpu backend
     tiles stay on the device from block to block.  A role whose PEs' tiles differ in geometry
     is one TileStack with rows padded to the longest payload, each PE's tile read through its
@@ -69,7 +69,7 @@ from isa.fields import GPR_COUNT, NUM_PES
 from isa.legality import ResolvedBlock, resolve
 from kernels import numeric
 
-from . import backends, fusion, preflight, semantics
+from . import backends, fusion, preflight, schemas, semantics
 from .calculus.groups import check_cohorts
 from .config import MachineConfig, with_profile
 from .reference import BlockResult, Here, ReferenceMachine, Staged, StreamError, one_block, stream_items
@@ -323,13 +323,13 @@ def _windows_ok(c: Cohort, rb: ResolvedBlock, plans) -> np.ndarray:
     ok = np.ones(len(c), bool)
     if rb.offset_regs is None:
         return ok
-    shapes = preflight.SOURCE_SHAPES[rb.instr.schema]
+    shapes = schemas.SCHEMAS[rb.instr.schema].sources
     for group, dest in plans:
         r0, c0 = _offsets(c, rb, group, None)
         r0, c0 = r0.reshape(len(group), -1), c0.reshape(len(group), -1)
         for i, binding in enumerate(rb.sources):
             for s, p in enumerate(group):
-                b = preflight.window_bounds(rb, shapes[i], c.slots[p][binding.tile].desc, dest)
+                b = preflight.window_bounds(shapes[i], c.slots[p][binding.tile].desc, dest)
                 if b is not None:
                     rows_fit, cols_fit = preflight.window_fits(b, r0[s], c0[s])
                     ok &= rows_fit & cols_fit
@@ -338,12 +338,12 @@ def _windows_ok(c: Cohort, rb: ResolvedBlock, plans) -> np.ndarray:
 
 def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None) -> list[Staged]:
     """Execute the block on members `sel` (None: all): its results per PE group, computed by the
-    schema's executor (semantics.EXECUTORS) on the cohort's own arrays.  Raises Refused naming
+    schema's executor (schemas.EXECUTORS) on the cohort's own arrays.  Raises Refused naming
     the members on which an element rule fails."""
     staged = []
     xp = c.xp
     m = len(c) if sel is None else len(sel)
-    executor = semantics.EXECUTORS[rb.instr.mnemonic]
+    executor = schemas.EXECUTORS[rb.instr.mnemonic]
     for group, dest in plans:
         sources = [_stack_role(c, b.tile, group, sel) for b in rb.sources]
         r0, c0 = _offsets(c, rb, group, sel)

@@ -12,43 +12,26 @@ Nothing here mutates state.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Mapping, Protocol
 
 import numpy as np
 
 from isa import instructions as I
-from isa.errors import IllegalBlockException
 from isa.fields import ZERO_GPR
 from isa.datatypes import datatype
 from isa.legality import ResolvedBlock
 from isa.memo import memo
 
+from .blockplan import Plan, fmap_extents, illegal  # noqa: F401  (re-exported: preflight.Plan, ...)
 from .config import MachineConfig
+from .schemas import SCHEMAS, Source
 from .tiles import Descriptor, Tile, intern
 
-# The shape relation each schema requires of each source role (in B.IOT order).
-#   same:  physical Row/Col, ValidRow/ValidCol equal to the destination, row-major (NORM) layout
-#   mask:  predicate storage, same logical Row/Col/ValidRow/ValidCol as the destination
-#   logical: same Row/Col/ValidRow/ValidCol as the destination, any layout (TCVT, TINSERT old)
-#   window: read through a GPR-offset window (TEXTRACT source, TINSERT insertion)
-#   fmap:  a Matrix feature map described by its TIMG2COL descriptor
-SOURCE_SHAPES: dict[str, tuple[str, ...]] = {
-    I.BINARY: ("same", "same"),
-    I.UNARY: ("same",),
-    I.TERNARY: ("same", "same", "same"),
-    I.COMPARE: ("same", "same"),
-    I.SELECT: ("mask", "same", "same"),
-    I.CONVERT: ("logical",),
-    I.EXTRACT: ("window",),
-    I.INSERT: ("logical", "window"),
-    I.IMG2COL: ("fmap",),
-}
+# A schema's source relation (each role's Source) and destination flags are its row of the
+# schema registry (emulator/schemas.py, SCHEMAS); the rules here are generic over it.
 FMAP_FIELD_LIMIT = 1 << 31
 OFFSET_MASK = 0xFFFF          # an offset is the low 16 bits of its GPR
-# Schemas whose destination takes B.DATR.Layout; every other destination is NORM.
-LAYOUT_DESTINATIONS = {I.CONVERT, I.EXTRACT, I.INSERT}
 
 
 class TileState(Protocol):
@@ -73,24 +56,6 @@ class MachineView(TileState, Protocol):
         """uint8 numeric status of each PE of `pes` (PEs a resolved block selected)."""
 
 
-@dataclass
-class Plan:
-    rb: ResolvedBlock
-    pes: tuple[int, ...]
-    sources: list[list[Tile]]          # [role][selected PE]
-    dest: Descriptor
-    row_offset: np.ndarray             # int64 [P]: low 16 bits of RegSrc0 (zeros without B.IOR)
-    col_offset: np.ndarray
-    profile: str
-    status: np.ndarray                 # uint8 [P]: each selected PE's numeric status before the block
-    # What an executor receives.  One machine's plan is preflight.plan's; the batch engine builds
-    # one over every member of a cohort (P = PEs x members, PE-major) from check's result.
-
-
-def illegal(reason: str, field: str, message: str):
-    raise IllegalBlockException(reason, field, message)
-
-
 def _binding(i: int) -> str:
     return f"B.IOT[{i}]"
 
@@ -100,8 +65,8 @@ def row_follows_source(instr: I.Instruction) -> bool:
     TCMP's predicate retains its sources' Row, and TCVT's source and destination "have equal
     logical Row, Col, ValidRow, and ValidCol" with capacities that need only "contain their
     complete physical representations" (Decision 080) -- for a 4-bit X2 destination with Col=1
-    no capacity derives an odd Row."""
-    return instr.dest_kind == "predicate" or instr.schema == I.CONVERT
+    no capacity derives an odd Row.  (The registry row's `row_follows_source`.)"""
+    return instr.dest_kind == "predicate" or SCHEMAS[instr.schema].row_follows_source
 
 
 def pe_groups(state: TileState, rb: ResolvedBlock, pes: tuple[int, ...]) -> list[tuple[int, ...]]:
@@ -158,7 +123,7 @@ def _dest_values(mnemonic: str, dst_dtype: str, cap, n_sources: int, ValidRow, V
     return intern(Descriptor(
         location=row.location, kind=row.dest_kind, dtype=None if predicate else datatype(dst_dtype).code,
         Row=rows, Col=Col, ValidRow=ValidRow, ValidCol=ValidCol,
-        Layout=Layout if row.schema in LAYOUT_DESTINATIONS else 0,
+        Layout=Layout if SCHEMAS[row.schema].dest_layout else 0,
         representation="standard", capacity=cap))
 
 
@@ -199,16 +164,16 @@ def window_fits(bounds, r0, c0):
     return r0 + rows <= limit_rows, c0 + cols <= limit_cols
 
 
-def _check_source(i: int, role: str, shape: str, t: Tile, pe: int, rb: ResolvedBlock, dest: Descriptor):
+def _check_source(i: int, role: str, shape: Source, t: Tile, pe: int, rb: ResolvedBlock, dest: Descriptor):
     d = t.desc
     f = _binding(i)
     where = f"{role} tile {rb.sources[i].tile} on PE{pe}"
-    want_kind = "predicate" if shape == "mask" else "numeric"
+    want_kind = shape.kind
     if d.kind != want_kind:
         illegal("SOURCE_KIND", f, f"{where} is {d.kind} storage; {rb.instr.mnemonic} needs {want_kind}")
     if d.location != rb.instr.location:
         illegal("SOURCE_KIND", f, f"{where} is in {d.location}; {rb.instr.mnemonic} reads {rb.instr.location}")
-    if rb.instr.schema == I.CONVERT:
+    if SCHEMAS[rb.instr.schema].canonicalize:
         if (d.representation == "cube") != rb.Canonicalize:
             illegal("REPRESENTATION", "B.DATR.Canonicalize",
                     f"{where} has the {d.representation} representation; Canonicalize="
@@ -218,15 +183,15 @@ def _check_source(i: int, role: str, shape: str, t: Tile, pe: int, rb: ResolvedB
                                      f"Canonicalize=1 reads it")
     if want_kind == "numeric" and d.dtype != rb.dtype.code:
         illegal("SOURCE_DATATYPE", f, f"{where} is {d.datatype.name}; the block's DataType is {rb.dtype.name}")
-    if shape in ("same", "mask", "logical"):
+    if shape.geometry is not None:
         got = (d.Row, d.Col, d.ValidRow, d.ValidCol)
-        need = (dest.Row, dest.Col, dest.ValidRow, dest.ValidCol)
+        need = shape.geometry(dest)
         if got != need:
             illegal("SHAPE_MISMATCH", f, f"{where} is {d.Row}x{d.Col} valid {d.ValidRow}x{d.ValidCol}; "
-                                         f"the block needs {dest.Row}x{dest.Col} valid {dest.ValidRow}x{dest.ValidCol}")
-    if shape == "same" and d.Layout != 0:
+                                         f"the block needs {need[0]}x{need[1]} valid {need[2]}x{need[3]}")
+    if shape.norm and d.Layout != 0:
         illegal("SHAPE_MISMATCH", f, f"{where} has layout code {d.Layout}; {rb.instr.mnemonic} needs row-major (NORM)")
-    if shape == "mask" and d.capacity < (d.Row * d.Col + 7) // 8:
+    if want_kind == "predicate" and d.capacity < (d.Row * d.Col + 7) // 8:
         illegal("SHAPE_MISMATCH", f, f"{where} capacity {d.capacity} is below ceil(Row*Col/8)")
 
 
@@ -241,26 +206,12 @@ def _check_window(role: str, pe: int, r0: int, c0: int, bounds):
                 f"PE{pe}: column offset {c0} + {cols} columns exceeds ValidCol {limit_cols} ({role})")
 
 
-def window_bounds(rb: ResolvedBlock, shape: str, d: Descriptor, dest: Descriptor):
-    """(rows, cols, limit_rows, limit_cols) of a GPR-offset window role: offset + rows must stay
-    within limit_rows (columns likewise); None for roles read without offsets.  Shared with the
-    batched engine (emulator/engine.py), which checks every machine's offsets at once.  A fmap
-    role's descriptor must have passed check_fmap."""
-    if shape == "fmap":
-        _, _, m_ext, k_ext = fmap_extents(d.fmap)
-        return dest.ValidRow, dest.ValidCol, m_ext, k_ext
-    if shape != "window":
-        return None
-    if rb.instr.schema == I.EXTRACT:       # the destination window inside the source
-        return dest.ValidRow, dest.ValidCol, d.ValidRow, d.ValidCol
-    return d.ValidRow, d.ValidCol, dest.ValidRow, dest.ValidCol   # the insertion inside the result
-
-
-def fmap_extents(fm) -> tuple[int, int, int, int]:
-    """(outH, outW, M, K) of a feature-map descriptor (Decision 128)."""
-    out_h = (fm.H + fm.padTop + fm.padBottom - fm.dilationH * (fm.filterH - 1) - 1) // fm.strideH + 1
-    out_w = (fm.W + fm.padLeft + fm.padRight - fm.dilationW * (fm.filterW - 1) - 1) // fm.strideW + 1
-    return out_h, out_w, fm.N * fm.D * out_h * out_w, fm.C1 * fm.filterH * fm.filterW * fm.C0
+def window_bounds(shape: Source, d: Descriptor, dest: Descriptor):
+    """(rows, cols, limit_rows, limit_cols) of a GPR-offset window role (its Source's `window`):
+    offset + rows must stay within limit_rows (columns likewise); None for roles read without
+    offsets.  Shared with the batched engine (emulator/engine.py), which checks every machine's
+    offsets at once.  A fmap role's descriptor must have passed check_fmap."""
+    return None if shape.window is None else shape.window(d, dest)
 
 
 def check_fmap(t: Tile, pe: int, tile_id: int):
@@ -314,7 +265,7 @@ def _dest(rb: ResolvedBlock, src_rows: int | None) -> Descriptor:
     return dest
 
 
-def _source_passes(i: int, role: str, shape: str, t, pe: int, tile_id: int, rb: ResolvedBlock,
+def _source_passes(i: int, role: str, shape: Source, t, pe: int, tile_id: int, rb: ResolvedBlock,
                    dest: Descriptor):
     """Check tile `t`'s descriptor as source role `i`: its window bounds (None: no window).
 
@@ -331,9 +282,9 @@ def _source_passes(i: int, role: str, shape: str, t, pe: int, tile_id: int, rb: 
     bounds = _PASSED.get(key, False)
     if bounds is False:
         _check_source(i, role, shape, t, pe, rb, dest)
-        if shape == "fmap":
+        if shape.fmap:
             check_fmap(t, pe, tile_id)
-        bounds = window_bounds(rb, shape, d, dest)
+        bounds = window_bounds(shape, d, dest)
         if len(_PASSED) < 4096:
             _PASSED[key] = bounds
     return bounds
@@ -355,7 +306,7 @@ def check(state: TileState, rb: ResolvedBlock, pes: tuple[int, ...], offsets=Non
         t = state.store(pes[0]).get(rb.sources[0].tile)
         src_rows = None if t is None else t.desc.Row
     dest = _dest(rb, src_rows)
-    shapes = SOURCE_SHAPES[rb.instr.schema]
+    shapes = SCHEMAS[rb.instr.schema].sources
     stores = [state.store(pe) for pe in pes]
     sources: list[list] = []
     for i, binding in enumerate(rb.sources):

@@ -8,7 +8,7 @@ Execution of one block (Decision 056-081, 126-128):
   isa.legality.resolve (stateless; runs even for PE_MASK=0000)
   -> PE_MASK=0000: strict no-op, nothing read, allocated or faulted
   -> preflight.plan (descriptor rules on every selected PE; the sources stacked per role)
-  -> semantics.EXECUTORS[mnemonic] (snapshot of the elements read, element-data rules, compute)
+  -> schemas.EXECUTORS[mnemonic] (snapshot of the elements read, element-data rules, compute)
   -> one commit (ReferenceMachine._commit, given the block's Staged results): new destination
      tile on every selected PE (the old tile with that name released) and each selected PE's
      status.
@@ -29,7 +29,7 @@ from isa.errors import DecodeError, IllegalBlockException
 from isa.fields import GPR_COUNT, NUM_PES, ZERO_GPR
 from isa.legality import resolve
 
-from . import preflight, semantics
+from . import preflight, schemas, semantics
 from .config import MachineConfig
 from .state import MachineState, PEState, used_bytes, validate_tile
 from .tiles import (KINDS, Descriptor, FeatureMap, element_dtype, make_tile, pack_defined, pack_elements,
@@ -271,7 +271,7 @@ class ReferenceMachine:
         staged = []
         for group in preflight.pe_groups(self, rb, rb.pes):    # one group unless TCMP/TCVT source rows differ
             plan = plan_of(self, rb, group)
-            out = semantics.EXECUTORS[mn](plan)               # on NumPy, the reference's element rules
+            out = schemas.EXECUTORS[mn](plan)               # on NumPy, the reference's element rules
             d = plan.dest
             S = len(group)
             bits = to_physical(d, out.bits).reshape(S, 1, -1)

@@ -1,5 +1,6 @@
-"""Instruction semantics, Spike style: one small executor per instruction schema, looked up in
-EXECUTORS; the reference Machine and the batch engine run the same executors.
+"""What every instruction executor shares, Spike style: the executors themselves, one small
+function per instruction schema, are rows of the schema registry (emulator/schemas.py, looked up
+in schemas.EXECUTORS); the reference Machine and the batch engine run the same executors.
 
 Every executor takes a preflight Plan whose sources are TileStacks (each role's tiles on the P
 selected PEs -- of one machine, or of every member of a batch cohort -- stacked as (P, elements)
@@ -14,7 +15,8 @@ computes -- all before anything commits.
 The hook decides what a broken rule does.  The reference's (FIRST_FAULT, the default) raises the
 IllegalBlockException naming the first failing element, as the seed's block semantics ask; the
 batch engine's (emulator/engine.py) notes the members holding one and raises when the rules are
-settled, before the numeric call.  So a new schema is one executor, written once.
+settled, before the numeric call.  So a new schema's executor is written once, in its
+registry row.
 
 Arithmetic is never done here: values go to kernels.numeric, which owns every numeric rule.
 """
@@ -25,13 +27,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from isa import instructions as I
 from isa.datatypes import DataType, datatype
 from kernels import numeric as numeric_api
 from kernels.numeric.flags import NAMES as FLAG_NAMES
 
 from .padding import padded_tiles
-from .preflight import Plan, fmap_extents, illegal
+from .blockplan import Plan, illegal
 from .tiles import Descriptor, element_dtype, index_grid, rows_of_one_stack
 
 
@@ -361,8 +362,8 @@ def padded(plan: Plan, valid_bits, status, pad_dtype: str | None, xp=np) -> Outc
     return outcome(plan.rb, plan.dest, len(plan.pes), valid_bits, status, pad_dtype, xp)
 
 
-# ---------------------------------------------------------------- executors
-# Each takes (plan, xp, rules): see the module doc.
+# ---------------------------------------------------------------- what every executor shares
+# The executors themselves are the schemas' (emulator/schemas.py); each takes (plan, xp, rules).
 
 def operands(plan: Plan, xp, rules) -> list:
     """Every source's valid rectangle, each element read defined (rules.undefined)."""
@@ -383,130 +384,3 @@ def check_values(plan: Plan, ops, rules) -> None:
     for role, bits in enumerate(ops):
         rules.encodings(plan, role, bits, plan.rb.dtype)
     rules.settle()
-
-
-def ex_numeric(plan: Plan, xp=np, rules=FIRST_FAULT) -> Outcome:
-    """TADD ... TFMA (binary, unary, ternary): one kernels.numeric.elementwise call."""
-    ops = operands(plan, xp, rules)
-    check_values(plan, ops, rules)
-    bits, status = numeric_status(plan.rb, ops, len(plan.pes), plan.profile, xp)
-    return padded(plan, bits, status, plan.rb.dtype.name, xp)
-
-
-def ex_compare(plan: Plan, xp=np, rules=FIRST_FAULT) -> Outcome:
-    """TCMP: one predicate bit per logical element; Zero/Min pad 0 bits, Max 1 bits."""
-    rb = plan.rb
-    ops = operands(plan, xp, rules)
-    check_values(plan, ops, rules)
-    bits, flags = numeric("elementwise")(rb.instr.mnemonic, rb.dtype.name, *ops, profile=plan.profile, cmode=rb.CMode)
-    shape = ops[0].shape
-    bits = (_broadcast(xp.asarray(bits), shape, xp) != 0).astype(np.uint8)
-    return padded(plan, bits, flags_status(flags, shape, len(plan.pes), xp), None, xp)
-
-
-def ex_select(plan: Plan, xp=np, rules=FIRST_FAULT) -> Outcome:
-    """TSEL: mask bit i selects the true source's encoding (1) or the false source's (0)."""
-    mask, true, false = operands(plan, xp, rules)
-    rules.settle()
-    return padded(plan, xp.where(mask.astype(bool), true, false), status_kept(plan), plan.rb.dtype.name, xp)
-
-
-def ex_convert(plan: Plan, xp=np, rules=FIRST_FAULT) -> Outcome:
-    """TCVT: source DataType (BSTART) -> destination DataType (B.DATR.DataType or inherited);
-    with Canonicalize=1 the source is read through the private CUBE representation."""
-    rb = plan.rb
-    (src,) = operands(plan, xp, rules)
-    check_values(plan, [src], rules)
-    bits, flags = numeric("convert")(src, rb.dtype.name, rb.dst_dtype.name, rmode=rb.RMode, sat=rb.Sat,
-                                     profile=plan.profile)
-    return padded(plan, xp.asarray(bits), flags_status(flags, src.shape, len(plan.pes), xp), rb.dst_dtype.name, xp)
-
-
-def ex_extract(plan: Plan, xp=np, rules=FIRST_FAULT) -> Outcome:
-    """TEXTRACT: destination [r, c] = source [row_offset + r, column_offset + c], each tile at its
-    own PE's offsets."""
-    rb, ts = plan.rb, plan.sources[0]
-    bits, defined = window(ts, plan.row_offset, plan.col_offset, rb.ValidRow, rb.ValidCol, xp)
-    if not ts.fully_defined:
-        rules.undefined(plan, 0, defined, r0=plan.row_offset, c0=plan.col_offset)
-    rules.settle()
-    return padded(plan, bits, status_kept(plan), rb.dtype.name, xp)
-
-
-def ex_insert(plan: Plan, xp=np, rules=FIRST_FAULT) -> Outcome:
-    """TINSERT: the result is the old destination with the insertion's valid rectangle written at
-    (row_offset, column_offset); everything else, definedness included, is preserved."""
-    d = plan.dest
-    old, ins = plan.sources
-    old_bits, old_def = valid(old, d.Row, d.Col, xp)
-    # addresses from descriptors and offsets, on the host
-    per_tile = lambda name: np.repeat([getattr(t, name) for t in ins.descs], ins.per)[:, None, None]  # noqa: E731
-    ivr, ivc = per_tile("ValidRow"), per_tile("ValidCol")
-    r = np.arange(d.Row)[None, :, None] - plan.row_offset[:, None, None]
-    c = np.arange(d.Col)[None, None, :] - plan.col_offset[:, None, None]
-    inside = (r >= 0) & (r < ivr) & (c >= 0) & (c < ivc)
-    ins_bits, ins_def = gather(ins, grid_index(ins, np.clip(r, 0, ivr - 1), np.clip(c, 0, ivc - 1)), xp)
-    inside = xp.asarray(inside)
-    if not ins.fully_defined:
-        rules.undefined(plan, 1, ins_def, where=inside, r0=-plan.row_offset, c0=-plan.col_offset)
-    rules.settle()
-    return Outcome(xp.where(inside, ins_bits, old_bits), xp.where(inside, True, old_def), status_kept(plan))
-
-
-def ex_img2col(plan: Plan, xp=np, rules=FIRST_FAULT) -> Outcome:
-    """TIMG2COL: result [r, c] with m = posM + r -> (n, d, outRow, outCol) and k = posK + c ->
-    (c1, kernelRow, kernelCol, c0); out-of-range inputs and channels >= the logical channel count
-    read the descriptor's padding value.  Outside the valid rectangle the result is undefined
-    (TIMG2COL has no PadValue)."""
-    d, ts = plan.dest, plan.sources[0]
-    row, col, inside, pad = img2col_reads(plan)      # addresses on the host, one gather of the payloads
-    src_bits, src_def = gather(ts, grid_index(ts, row, col), xp)
-    inside = xp.asarray(inside)
-    if not ts.fully_defined:
-        rules.undefined(plan, 0, src_def, where=inside)
-    rules.settle()
-    valid_bits = xp.where(inside, src_bits, xp.asarray(pad.astype(src_bits.dtype)))
-    bits, defined = padded_tiles(valid_bits, (len(ts), d.Row, d.Col), None, None, element_dtype(d), xp)   # no PadValue: undefined
-    return Outcome(bits, defined, status_kept(plan))
-
-
-def img2col_reads(plan: Plan):
-    """What TIMG2COL reads, from descriptors and offsets alone: per PE and valid result element,
-    the feature-map tile's logical (row, col), whether it is inside the input (else the
-    padding value, (P, 1, 1) int64, is the result)."""
-    rb = plan.rb
-    tiles = plan.sources[0]
-    # per distinct descriptor, repeated over the tiles that share it (a TileStack's `per`
-    # machines share each PE's): no Python step per machine
-    descs, per = tiles.descs, tiles.per
-    fms = [d.fmap for d in descs]
-    col = lambda vals: np.repeat(np.array(vals, np.int64), per)[:, None, None]  # noqa: E731  per-PE parameter
-    prm = {name: col([getattr(f, name) for f in fms]) for name in fms[0].PARAMS}
-    ext = [fmap_extents(f) for f in fms]
-    out_h, out_w = col([e[0] for e in ext]), col([e[1] for e in ext])
-    m = plan.row_offset[:, None, None] + np.arange(rb.ValidRow, dtype=np.int64)[None, :, None]
-    k = plan.col_offset[:, None, None] + np.arange(rb.ValidCol, dtype=np.int64)[None, None, :]
-    m, k = np.broadcast_arrays(m, k)
-    ow, t = m % out_w, m // out_w
-    oh, t = t % out_h, t // out_h
-    dd, n = t % prm["D"], t // prm["D"]
-    c0, t = k % prm["C0"], k // prm["C0"]
-    kc, t = t % prm["filterW"], t // prm["filterW"]
-    kr, c1 = t % prm["filterH"], t // prm["filterH"]
-    ih = oh * prm["strideH"] + kr * prm["dilationH"] - prm["padTop"]
-    iw = ow * prm["strideW"] + kc * prm["dilationW"] - prm["padLeft"]
-    inside = ((ih >= 0) & (ih < prm["H"]) & (iw >= 0) & (iw < prm["W"])
-              & (c1 * prm["C0"] + c0 < prm["channels"]))
-    flat = ((((n * prm["D"] + dd) * prm["C1"] + c1) * prm["H"] + ih) * prm["W"] + iw) * prm["C0"] + c0
-    flat = np.where(inside, flat, 0)
-    # The feature map is a NORM (N*D*C1*H*W) x C0 tile: logical (flat // C0, flat % C0).
-    return flat // prm["C0"], flat % prm["C0"], inside, col([f.pad_bits for f in fms])
-
-
-SCHEMA_EXECUTORS = {
-    I.BINARY: ex_numeric, I.UNARY: ex_numeric, I.TERNARY: ex_numeric, I.COMPARE: ex_compare,
-    I.SELECT: ex_select, I.CONVERT: ex_convert, I.EXTRACT: ex_extract, I.INSERT: ex_insert,
-    I.IMG2COL: ex_img2col,
-}
-# mnemonic -> executor: the one place an instruction's semantics is found.
-EXECUTORS = {row.mnemonic: SCHEMA_EXECUTORS[row.schema] for row in I.INSTRUCTIONS}

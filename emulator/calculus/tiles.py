@@ -4,7 +4,7 @@ A `block` leaf is one tile instruction; each PE its PE_MASK selects executes ind
 a block is itself a `parallel` over its selected PEs.  Its effects, per selected PE:
 
 - reads: every source binding's tile (as the instruction row names them, `isa.instructions`)
-  over the elements the schema reads -- the valid rectangle for element-wise schemas; the
+  over the elements the schema reads (its registry row's effect rule, `emulator.schemas`) -- the valid rectangle for element-wise schemas; the
   window at the GPR offsets (low 16 bits of B.IOR.RegSrc0/RegSrc1 on that PE) for TEXTRACT;
   the old destination outside, and the insertion inside, the window for TINSERT; the whole
   feature map for TIMG2COL (not decomposed per element) -- and the two offset GPRs;
@@ -37,9 +37,6 @@ from .errors import ReductionPolicyError, RegionError, RegionRuntimeError
 from .expr import EvalError
 from .functions import Function
 from .tilelaws import merge_laws
-
-ELEMENTWISE = (I.BINARY, I.UNARY, I.TERNARY, I.COMPARE, I.SELECT, I.CONVERT)
-
 
 def tile_key(m: int, pe: int, tile: int, version: int | None = None) -> str:
     return f"tile:m{m}:pe{pe}:t{tile}" + ("" if version is None else f"@v{version}")
@@ -278,6 +275,38 @@ def _points(pe, r, c):
     return (np.int64(pe) << 32) | (r << 16) | c
 
 
+class Footprint:
+    """One PE's block as a schema's effect rule (emulator/schemas.py, `Schema.reads`) sees it:
+    the block, the PE, each role's source descriptor (None: unknown), the destination, the GPR
+    offsets (None: data-dependent) and the destination's whole (r, c, pts) and valid (vr, vc,
+    vpts) grids; the rule's reads become the block's Accesses, in the order it makes them."""
+
+    def __init__(self, path, rb, pe, srcs, keys, dest, offs, block_point, accs, notes):
+        self.path, self.rb, self.pe, self.srcs, self.keys = path, rb, pe, srcs, keys
+        self.dest, self.offs, self.block_point = dest, offs, block_point
+        self.accs, self.notes = accs, notes
+        self.r, self.c = _grid(dest.Row, dest.Col)
+        self.pts = _points(pe, self.r, self.c)
+        self.vr, self.vc = _grid(dest.ValidRow, dest.ValidCol)
+        self.vpts = _points(pe, self.vr, self.vc)
+
+    def read(self, role: int, r, c, points) -> None:
+        """Source `role`'s elements (r, c), each read by the destination element at its point."""
+        self.accs.append(Access(self.keys[role], False, _cells(r, c), points))
+
+    def read_whole(self, role: int, rows: int, cols: int) -> None:
+        """Source `role`'s top-left rows x cols elements, read by the block as a whole."""
+        r, c = _grid(rows, cols)
+        self.read(role, r, c, np.full(len(r), self.block_point))
+
+    def note(self, text: str) -> None:
+        """The effect is an over-approximation, for this reason."""
+        self.notes.append(text)
+
+    def fail(self, text: str):
+        raise RegionError(self.path, text)
+
+
 def _desc(walker, m, pe, tile):
     d = walker.tile_desc.get((m, pe, tile))
     if d is not None:
@@ -309,6 +338,7 @@ def _version(walker, m, pe, tile) -> int | None:
 
 def walk_tile_op(walker, node, env, coords) -> None:
     from emulator.preflight import dest_descriptor, row_follows_source
+    from emulator.schemas import SCHEMAS
     block = leaf_block(node, lambda e: walker.pure(e, env, f"{node.path}.block"))
     try:
         rb = resolve(block)
@@ -344,53 +374,18 @@ def walk_tile_op(walker, node, env, coords) -> None:
                 notes.append(f"PE{pe}: offset GPRs r{rb.offset_regs[0]}/r{rb.offset_regs[1]} are data-dependent")
         else:
             offs = (0, 0)
-        r, c = _grid(dest.Row, dest.Col)
-        pts = _points(pe, r, c)
-        vr, vc = _grid(dest.ValidRow, dest.ValidCol)
-        vpts = _points(pe, vr, vc)
-        if schema in ELEMENTWISE:
-            for k in keys:
-                accs.append(Access(k, False, _cells(vr, vc), vpts))
-        elif schema == I.EXTRACT:
-            if offs is not None:
-                accs.append(Access(keys[0], False, _cells(vr + offs[0], vc + offs[1]), vpts))
-            else:
-                src = srcs[0]
-                if src is None:
-                    raise RegionError(node.path, f"PE{pe}: unknown offsets and unknown source descriptor")
-                sr, sc = _grid(src.ValidRow, src.ValidCol)
-                accs.append(Access(keys[0], False, _cells(sr, sc), np.full(len(sr), block_point)))
-        elif schema == I.INSERT:
-            ins = srcs[1]
-            ro, co = offs if offs is not None else (0, 0)
-            if offs is not None and ins is not None:
-                inside = (r >= ro) & (r < ro + ins.ValidRow) & (c >= co) & (c < co + ins.ValidCol)
-                accs.append(Access(keys[1], False, _cells(r[inside] - ro, c[inside] - co), pts[inside]))
-                accs.append(Access(keys[0], False, _cells(r[~inside], c[~inside]), pts[~inside]))
-            else:
-                # Over-approximation: every result element may come from the old destination, and
-                # (offsets/insertion shape unknown) the insertion is read as a whole.
-                notes.append(f"PE{pe}: TINSERT window unknown: old destination and whole insertion assumed read")
-                accs.append(Access(keys[0], False, _cells(r, c), pts))
-                ir, ic = _grid(*(dest.ValidRow, dest.ValidCol) if ins is None else (ins.ValidRow, ins.ValidCol))
-                accs.append(Access(keys[1], False, _cells(ir, ic), np.full(len(ir), block_point)))
-        elif schema == I.IMG2COL:
-            src = srcs[0]
-            if src is None:
-                raise RegionError(node.path, f"PE{pe} tile {rb.sources[0].tile}: unknown feature-map descriptor "
-                                             f"(give the initial machine)")
-            sr, sc = _grid(src.ValidRow, src.ValidCol)
-            notes.append("TIMG2COL reads its feature map as a whole (not decomposed per element)")
-            accs.append(Access(keys[0], False, _cells(sr, sc), np.full(len(sr), block_point)))
-        else:
+        entry = SCHEMAS.get(schema)
+        if entry is None:
             raise RegionError(node.path, f"no effect rule for schema {schema!r}")
+        fp = Footprint(node.path, rb, pe, srcs, keys, dest, offs, block_point, accs, notes)
+        entry.reads(fp)
         # the write: a renamed destination, every physical element
         v = None
         if walker.renamed:
             v = walker.versions.get((m, pe, rb.dest.tile), 0) + 1
             walker.versions[(m, pe, rb.dest.tile)] = v
         walker.tile_desc[(m, pe, rb.dest.tile)] = dest
-        accs.append(Access(tile_key(m, pe, rb.dest.tile, v), True, _cells(r, c), pts))
+        accs.append(Access(tile_key(m, pe, rb.dest.tile, v), True, _cells(fp.r, fp.c), fp.pts))
         walker.emit(node.path, coords, "block", accs, exact=not notes, notes=notes, pe=pe, block=block)
 
 

@@ -262,7 +262,7 @@ def test_every_admitted_instruction_datatype_and_profile_is_implemented():
     from isa import instructions as I
     from isa.errors import REASONS
     from kernels import numeric
-    from emulator.semantics import EXECUTORS, ex_compare, ex_numeric
+    from emulator.schemas import EXECUTORS, ex_compare, ex_numeric
     missing = [(row.mnemonic, dt, prof) for row in I.INSTRUCTIONS
                if EXECUTORS[row.mnemonic] in (ex_numeric, ex_compare)
                for dt in row.dtypes for prof in ("ieee", "ftz")
