@@ -38,7 +38,7 @@ _MARK_BIT = 0x80                # set in fast.FALLBACK (0xFF) and in no flag (NV
 
 # ---------------------------------------------------------------- compiled templates
 # One per (kernel kind, arity).  a, b, cc: (P, W) source stacks (NORM: logical (r, c) at r*col + c);
-# ad, bd, cd their definedness, read only when `check`; out: (P*vr*vc,) the valid results,
+# ad, bd, cd their definedness as uint8 (0/1), read only when `check`; out: (P*vr*vc,) the valid results,
 # row-major per tile (the last argument: fast.Twin picks the parallel build by its length);
 # status (P,) the OR of each tile's flags (bit 0x80: an element left to the hand-off);
 # undefined (P,) 1 where the tile reads an undefined element.  Branch-free over the elements:
@@ -47,145 +47,151 @@ _MARK_BIT = 0x80                # set in fast.FALLBACK (0xFF) and in no flag (NV
 def _fuse_raw1(a, ad, check, vr, vc, col, status, undefined, out):
     wide_vectors()
     n = vr * vc
+    rows, width = (1, n) if vc == col else (vr, vc)      # whole rows: one run per tile
     for p in prange(status.shape[0]):
         st = np.uint8(0)
-        for r in range(vr):
-            ar = a[p, r * col:r * col + vc]
-            o = out[p * n + r * vc:p * n + r * vc + vc]
-            for c in range(vc):
+        for r in range(rows):
+            ar = a[p, r * col:r * col + width]
+            o = out[p * n + r * width:p * n + r * width + width]
+            for c in range(width):
                 code, f = SCALAR(ar[c])
                 o[c] = code
                 st |= f
         status[p] = st
-        ok = True
+        ok = np.uint8(1)
         if check:
-            for r in range(vr):
-                adr = ad[p, r * col:r * col + vc]
-                for c in range(vc):
+            for r in range(rows):
+                adr = ad[p, r * col:r * col + width]
+                for c in range(width):
                     ok &= adr[c]
-        undefined[p] = not ok
+        undefined[p] = ok == 0
 
 
 def _fuse_raw2(a, b, ad, bd, check, vr, vc, col, status, undefined, out):
     wide_vectors()
     n = vr * vc
+    rows, width = (1, n) if vc == col else (vr, vc)      # whole rows: one run per tile
     for p in prange(status.shape[0]):
         st = np.uint8(0)
-        for r in range(vr):
-            ar = a[p, r * col:r * col + vc]
-            br = b[p, r * col:r * col + vc]
-            o = out[p * n + r * vc:p * n + r * vc + vc]
-            for c in range(vc):
+        for r in range(rows):
+            ar = a[p, r * col:r * col + width]
+            br = b[p, r * col:r * col + width]
+            o = out[p * n + r * width:p * n + r * width + width]
+            for c in range(width):
                 code, f = SCALAR(ar[c], br[c])
                 o[c] = code
                 st |= f
         status[p] = st
-        ok = True
+        ok = np.uint8(1)
         if check:
-            for r in range(vr):
-                adr = ad[p, r * col:r * col + vc]
-                bdr = bd[p, r * col:r * col + vc]
-                for c in range(vc):
+            for r in range(rows):
+                adr = ad[p, r * col:r * col + width]
+                bdr = bd[p, r * col:r * col + width]
+                for c in range(width):
                     ok &= adr[c] & bdr[c]
-        undefined[p] = not ok
+        undefined[p] = ok == 0
 
 
 def _fuse_raw3(a, b, cc, ad, bd, cd, check, vr, vc, col, status, undefined, out):
     wide_vectors()
     n = vr * vc
+    rows, width = (1, n) if vc == col else (vr, vc)      # whole rows: one run per tile
     for p in prange(status.shape[0]):
         st = np.uint8(0)
-        for r in range(vr):
-            ar = a[p, r * col:r * col + vc]
-            br = b[p, r * col:r * col + vc]
-            ccr = cc[p, r * col:r * col + vc]
-            o = out[p * n + r * vc:p * n + r * vc + vc]
-            for c in range(vc):
+        for r in range(rows):
+            ar = a[p, r * col:r * col + width]
+            br = b[p, r * col:r * col + width]
+            ccr = cc[p, r * col:r * col + width]
+            o = out[p * n + r * width:p * n + r * width + width]
+            for c in range(width):
                 code, f = SCALAR(ar[c], br[c], ccr[c])
                 o[c] = code
                 st |= f
         status[p] = st
-        ok = True
+        ok = np.uint8(1)
         if check:
-            for r in range(vr):
-                adr = ad[p, r * col:r * col + vc]
-                bdr = bd[p, r * col:r * col + vc]
-                cdr = cd[p, r * col:r * col + vc]
-                for c in range(vc):
+            for r in range(rows):
+                adr = ad[p, r * col:r * col + width]
+                bdr = bd[p, r * col:r * col + width]
+                cdr = cd[p, r * col:r * col + width]
+                for c in range(width):
                     ok &= adr[c] & bdr[c] & cdr[c]
-        undefined[p] = not ok
+        undefined[p] = ok == 0
 
 
 def _fuse_bits1(a, ad, check, vr, vc, col, fmt, dec, op, status, undefined, out):
     wide_vectors()
     n = vr * vc
+    rows, width = (1, n) if vc == col else (vr, vc)      # whole rows: one run per tile
     for p in prange(status.shape[0]):
         st = np.uint8(0)
-        for r in range(vr):
-            ar = a[p, r * col:r * col + vc]
-            o = out[p * n + r * vc:p * n + r * vc + vc]
-            for c in range(vc):
+        for r in range(rows):
+            ar = a[p, r * col:r * col + width]
+            o = out[p * n + r * width:p * n + r * width + width]
+            for c in range(width):
                 code, f = SCALAR(op, READ(ar[c], dec), fmt)
                 o[c] = code
                 st |= f
         status[p] = st
-        ok = True
+        ok = np.uint8(1)
         if check:
-            for r in range(vr):
-                adr = ad[p, r * col:r * col + vc]
-                for c in range(vc):
+            for r in range(rows):
+                adr = ad[p, r * col:r * col + width]
+                for c in range(width):
                     ok &= adr[c]
-        undefined[p] = not ok
+        undefined[p] = ok == 0
 
 
 def _fuse_bits2(a, b, ad, bd, check, vr, vc, col, fmt, dec, op, status, undefined, out):
     wide_vectors()
     n = vr * vc
+    rows, width = (1, n) if vc == col else (vr, vc)      # whole rows: one run per tile
     for p in prange(status.shape[0]):
         st = np.uint8(0)
-        for r in range(vr):
-            ar = a[p, r * col:r * col + vc]
-            br = b[p, r * col:r * col + vc]
-            o = out[p * n + r * vc:p * n + r * vc + vc]
-            for c in range(vc):
+        for r in range(rows):
+            ar = a[p, r * col:r * col + width]
+            br = b[p, r * col:r * col + width]
+            o = out[p * n + r * width:p * n + r * width + width]
+            for c in range(width):
                 code, f = SCALAR(op, READ(ar[c], dec), READ(br[c], dec), fmt)
                 o[c] = code
                 st |= f
         status[p] = st
-        ok = True
+        ok = np.uint8(1)
         if check:
-            for r in range(vr):
-                adr = ad[p, r * col:r * col + vc]
-                bdr = bd[p, r * col:r * col + vc]
-                for c in range(vc):
+            for r in range(rows):
+                adr = ad[p, r * col:r * col + width]
+                bdr = bd[p, r * col:r * col + width]
+                for c in range(width):
                     ok &= adr[c] & bdr[c]
-        undefined[p] = not ok
+        undefined[p] = ok == 0
 
 
 def _fuse_bits3(a, b, cc, ad, bd, cd, check, vr, vc, col, fmt, dec, op, status, undefined, out):
     wide_vectors()
     n = vr * vc
+    rows, width = (1, n) if vc == col else (vr, vc)      # whole rows: one run per tile
     for p in prange(status.shape[0]):
         st = np.uint8(0)
-        for r in range(vr):
-            ar = a[p, r * col:r * col + vc]
-            br = b[p, r * col:r * col + vc]
-            ccr = cc[p, r * col:r * col + vc]
-            o = out[p * n + r * vc:p * n + r * vc + vc]
-            for c in range(vc):
+        for r in range(rows):
+            ar = a[p, r * col:r * col + width]
+            br = b[p, r * col:r * col + width]
+            ccr = cc[p, r * col:r * col + width]
+            o = out[p * n + r * width:p * n + r * width + width]
+            for c in range(width):
                 code, f = SCALAR(op, READ(ar[c], dec), READ(br[c], dec), READ(ccr[c], dec), fmt)
                 o[c] = code
                 st |= f
         status[p] = st
-        ok = True
+        ok = np.uint8(1)
         if check:
-            for r in range(vr):
-                adr = ad[p, r * col:r * col + vc]
-                bdr = bd[p, r * col:r * col + vc]
-                cdr = cd[p, r * col:r * col + vc]
-                for c in range(vc):
+            for r in range(rows):
+                adr = ad[p, r * col:r * col + width]
+                bdr = bd[p, r * col:r * col + width]
+                cdr = cd[p, r * col:r * col + width]
+                for c in range(width):
                     ok &= adr[c] & bdr[c] & cdr[c]
-        undefined[p] = not ok
+        undefined[p] = ok == 0
 
 
 TEMPLATES = {("raw", 1): _fuse_raw1, ("raw", 2): _fuse_raw2, ("raw", 3): _fuse_raw3,
@@ -241,7 +247,7 @@ class Program:
             if vr > d0.Row or vc > d0.Col or e.shape[1] < d0.Row * d0.Col:
                 return None
             elems.append(e)
-            defs.append(ts.defined)
+            defs.append(ts.defined.view(np.uint8))       # bool as bytes: the AND vectorises
             check = check or not ts.fully_defined
         P = len(plan.pes)
         status = np.empty(P, np.uint8)
