@@ -12,8 +12,8 @@ DataType, profile) to a compiled kernel whose scalar routine takes and returns e
 'raw', or 'bits': a rounded routine on decoded binary32 patterns) with no fix pass, every pattern
 of the container encodes the DataType (no encoding rule: semantics._may_be_invalid), and no
 integer divisor rule applies -- the same facts that emulator/blockprog.py requires for one
-machine.  Per call (`run`): every source a NORM, non-ragged TileStack in the container dtype,
-C-contiguous, all read with one row length.
+machine.  Per call (`run`): at least FUSE_MIN elements, every source a NORM, non-ragged TileStack in the
+container dtype, C-contiguous, all read with one row length.
 
 A tile that reads an undefined element makes its member fail the rules: `run` raises
 engine.Refused naming those members (FailingMembers' answer), before anything is committed.
@@ -230,6 +230,9 @@ class Program:
         Raises engine.Refused naming the members one of whose tiles reads an undefined element."""
         rb = plan.rb
         vr, vc = rb.ValidRow, rb.ValidCol
+        P = len(plan.pes)
+        if P * vr * vc < FUSE_MIN:
+            return None
         raw = self.raw
         elems, defs = [], []
         col = None
@@ -249,7 +252,6 @@ class Program:
             elems.append(e)
             defs.append(ts.defined.view(np.uint8))       # bool as bytes: the AND vectorises
             check = check or not ts.fully_defined
-        P = len(plan.pes)
         status = np.empty(P, np.uint8)
         undefined = np.empty(P, np.bool_)
         out = np.empty(P * vr * vc, raw)
@@ -261,6 +263,11 @@ class Program:
             return None
         return semantics.padded(plan, out.reshape(P, vr, vc), status, rb.dtype.name, np)
 
+
+# Calls over fewer elements run today's path: there the pass saves a few NumPy calls of
+# microseconds, while each (op, DataType) it serves costs a compilation on the first run after
+# install (the golden stream generator's many small batches would pay it for little).
+FUSE_MIN = 1 << 16
 
 _PROGRAMS: dict = {}            # (op, DataType, destination DataType, profile name) -> Program or False
 

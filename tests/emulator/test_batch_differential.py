@@ -348,10 +348,23 @@ def fused_blocks(draw):
     return Block(BStart(row.mode, row.function, dtype, row.engine), iot, dim, datr, None, None)
 
 
+@contextlib.contextmanager
+def fused_everywhere():
+    """The fused pass on every call, however few its elements (batchfuse.FUSE_MIN)."""
+    from emulator import batchfuse
+    old = batchfuse.FUSE_MIN
+    batchfuse.FUSE_MIN = 0
+    try:
+        yield
+    finally:
+        batchfuse.FUSE_MIN = old
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=8), st.lists(fused_blocks(), min_size=1, max_size=5))
 def test_special_values_and_undefined_elements_in_fused_batches_match_the_reference(seeds, stream):
-    assert_batch_matches_reference([special_machine(s) for s in seeds], stream)
+    with fused_everywhere():
+        assert_batch_matches_reference([special_machine(s) for s in seeds], stream)
 
 
 def _fp32_block(mnemonic: str, srcs, dest: int, mask: int = 15, dim=None) -> Block:
@@ -379,7 +392,8 @@ def test_the_fused_pass_runs_and_a_machine_reading_an_undefined_element_is_left_
     before = {k: machines[k].digest() for k in (3, 17)}
     stream = [_fp32_block("TADD", (1, 2), 11), _fp32_block("TFMA", (11, 3, 1), 12),
               _fp32_block("TMUL", (12, 2), 1, mask=6)]
-    batch, result = assert_batch_matches_reference(machines, stream)
+    with fused_everywhere():
+        batch, result = assert_batch_matches_reference(machines, stream)
     assert True in ran                          # the fused pass finished blocks
     for k in (3, 17):
         assert result.errors[k].index == 0 and result.errors[k].reason == "SOURCE_UNDEFINED"
@@ -399,5 +413,26 @@ def test_the_fused_pass_on_the_parallel_build_matches_the_reference(monkeypatch)
     machines = [special_machine(s) for s in range(100, 124)]
     stream = [_fp32_block("TADD", (1, 2), 11), _fp32_block("TSUB", (11, 3), 2, mask=13),
               _fp32_block("TMUL", (1, 2), 12, dim=BDim(5, 3, 8))]
-    assert_batch_matches_reference(machines, stream)
+    with fused_everywhere():
+        assert_batch_matches_reference(machines, stream)
     assert fast.Twin.calls["parallel"] > before["parallel"]
+
+
+def test_a_batch_of_fuse_min_elements_takes_the_fused_pass_unforced(monkeypatch):
+    """64 machines x 4 PEs x 16x16 = batchfuse.FUSE_MIN elements: the pass runs as it is."""
+    from emulator import batchfuse
+    assert batchfuse.FUSE_MIN <= 64 * 4 * 256
+    ran = []
+    real = batchfuse.Program.run
+    monkeypatch.setattr(batchfuse.Program, "run", lambda self, plan, m: ran.append(1) or real(self, plan, m))
+    rng = np.random.default_rng(11)
+    machines = []
+    for _ in range(64):
+        m = Machine(MachineConfig(local_bytes=8192))
+        for p in range(4):
+            for t in (1, 2):
+                m.write_tile(p, t, "FP32", special_values(rng, "FP32", (16, 16)))
+        machines.append(m)
+    block = _fp32_block("TADD", (1, 2), 3, dim=BDim(16, 16))
+    assert_batch_matches_reference(machines, [block, _fp32_block("TMUL", (3, 1), 2, dim=BDim(16, 16))])
+    assert ran
