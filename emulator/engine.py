@@ -28,6 +28,9 @@ How (the `cpu` engine; `reference` just runs one reference machine per machine):
     own layout (addresses are computed on the host from descriptors and offsets, payloads
     gathered on the device).  GPRs live on the host (blocks only read them, for offsets the
     engine checks there); status bytes stay with the tiles.
+  * On NumPy, a covered element-wise block over enough elements runs its element work -- results,
+    each tile's status, the definedness rule -- as one compiled pass (emulator/batchfuse.py,
+    _fused_program) instead of the executor's separate steps; the executor runs everything else.
   * A descriptor rule that fails fails for the whole cohort, with one error.  The element rules
     report to the engine's hook (FailingMembers), which names the members holding an element
     that breaks one (Refused).  Each of those runs the block on a materialized reference
