@@ -15,8 +15,8 @@ integer divisor rule applies -- the same facts that emulator/blockprog.py requir
 machine.  Per call (`run`): at least FUSE_MIN elements, every source a NORM, non-ragged TileStack in the
 container dtype, C-contiguous, all read with one row length.
 
-A tile that reads an undefined element makes its member fail the rules: `run` raises
-engine.Refused naming those members (FailingMembers' answer), before anything is committed.
+A tile that reads an undefined element makes its member fail the rules: `run` names those
+members (FailingMembers' answer) and the engine refuses them before anything is committed.
 The module imports Numba: the engine imports it on the first block it could serve.
 """
 from __future__ import annotations
@@ -225,9 +225,10 @@ class Program:
             self.extra = ()
 
     def run(self, plan, m: int):
-        """Outcome of the plan's block on its P = S x m tiles (PE-major), or None when today's
-        path must run it (a source this pass does not read, an element left to the hand-off).
-        Raises engine.Refused naming the members one of whose tiles reads an undefined element."""
+        """Outcome of the plan's block on its P = S x m tiles (PE-major); None when today's
+        path must run it (a source this pass does not read, an element left to the hand-off);
+        or the members (sorted indices, an int64 array) one of whose tiles reads an undefined
+        element, for the engine to refuse."""
         rb = plan.rb
         vr, vc = rb.ValidRow, rb.ValidCol
         P = len(plan.pes)
@@ -257,8 +258,7 @@ class Program:
         out = np.empty(P * vr * vc, raw)
         self.fn(*elems, *defs, check, vr, vc, col, *self.extra, status, undefined, out)
         if check and undefined.any():
-            from .engine import Refused
-            raise Refused(np.unique(np.flatnonzero(undefined) % m))
+            return np.unique(np.flatnonzero(undefined) % m)
         if P and (int(status.max()) & _MARK_BIT):
             return None
         return semantics.padded(plan, out.reshape(P, vr, vc), status, rb.dtype.name, np)

@@ -358,6 +358,8 @@ def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None) -> list[Staged]:
         status = status.T.reshape(-1).astype(np.uint8)   # PE-major, as pes
         plan = preflight.Plan(rb, pes, sources, dest, r0, c0, c.config.profile, status)
         out = None if fused is None else fused.run(plan, m)     # None: today's path
+        if type(out) is np.ndarray:          # the members reading an undefined element
+            raise Refused(out)
         if out is None:
             out = executor(plan, xp, FailingMembers(len(pes), m, xp))
         S = len(group)

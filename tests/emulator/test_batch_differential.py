@@ -380,7 +380,7 @@ def test_the_fused_pass_runs_and_a_machine_reading_an_undefined_element_is_left_
 
     def spy(self, plan, m):
         out = real(self, plan, m)
-        ran.append(out is not None)
+        ran.append(out is not None and not isinstance(out, np.ndarray))
         return out
     monkeypatch.setattr(batchfuse.Program, "run", spy)
     machines = [special_machine(s) for s in range(40)]
