@@ -28,6 +28,9 @@ How (the `cpu` engine; `reference` just runs one reference machine per machine):
     own layout (addresses are computed on the host from descriptors and offsets, payloads
     gathered on the device).  GPRs live on the host (blocks only read them, for offsets the
     engine checks there); status bytes stay with the tiles.
+  * On NumPy, a covered element-wise block over enough elements runs its element work -- results,
+    each tile's status, the definedness rule -- as one compiled pass (emulator/batchfuse.py,
+    _fused_program) instead of the executor's separate steps; the executor runs everything else.
   * A descriptor rule that fails fails for the whole cohort, with one error.  The element rules
     report to the engine's hook (FailingMembers), which names the members holding an element
     that breaks one (Refused).  Each of those runs the block on a materialized reference
@@ -344,6 +347,7 @@ def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None) -> list[Staged]:
     xp = c.xp
     m = len(c) if sel is None else len(sel)
     executor = schemas.EXECUTORS[rb.instr.mnemonic]
+    fused = _fused_program(rb, c.config.profile) if xp is np else None
     for group, dest in plans:
         sources = [_stack_role(c, b.tile, group, sel) for b in rb.sources]
         r0, c0 = _offsets(c, rb, group, sel)
@@ -353,12 +357,35 @@ def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None) -> list[Staged]:
         status = members[:, slice(group[0], group[-1] + 1) if contiguous else list(group)]
         status = status.T.reshape(-1).astype(np.uint8)   # PE-major, as pes
         plan = preflight.Plan(rb, pes, sources, dest, r0, c0, c.config.profile, status)
-        out = executor(plan, xp, FailingMembers(len(pes), m, xp))
+        out = None if fused is None else fused.run(plan, m)     # None: today's path
+        if type(out) is np.ndarray:          # the members reading an undefined element
+            raise Refused(out)
+        if out is None:
+            out = executor(plan, xp, FailingMembers(len(pes), m, xp))
         S = len(group)
         staged.append(Staged(group, dest, to_physical(dest, out.bits, 0, xp).reshape(S, m, -1),
                              to_physical(dest, out.defined, False, xp).reshape(S, m, -1),
                              out.status.reshape(S, m)))
     return staged
+
+
+def _fused_program(rb: ResolvedBlock, profile: str):
+    """The block's fused element pass on the host (emulator/batchfuse.py: results, statuses and
+    the definedness rule in one compiled call), or None where it has none.  The module (it
+    imports Numba, which `import emulator` does not need) is imported with the first block of a
+    schema it might cover."""
+    if rb.instr.schema not in _FUSABLE or rb.offset_regs is not None:
+        return None
+    return _batchfuse().program(rb, profile)
+
+
+_FUSABLE = (I.UNARY, I.BINARY, I.TERNARY)
+
+
+@lru_cache(maxsize=1)
+def _batchfuse():
+    from . import batchfuse
+    return batchfuse
 
 
 # ---------------------------------------------------------------- a fused chain on one cohort

@@ -264,3 +264,175 @@ def test_sources_whose_tiles_differ_in_geometry_per_pe_match_the_reference(seeds
     assert_batch_matches_reference([mixed_machine(s) for s in seeds], stream)
     with device_stand_in():
         assert_batch_matches_reference([mixed_machine(s) for s in seeds], stream, backend="gpu")
+
+
+# ---------------------------------------------------------------- the fused element pass
+# Covered element-wise blocks (emulator/batchfuse.py) compute results, statuses and the
+# definedness rule in one compiled pass per cohort; these batches are rich in what that pass must
+# agree with the reference on: NaNs (quiet, signalling, payloads), infinities, zeros, subnormals,
+# overflow, undefined elements in some machines, PE_MASK subsets, partial valid rectangles,
+# machines of other shapes and blocks the pass does not cover (TF32, a uncovered op).
+
+SPECIALS = {
+    "FP32": [0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7FC12345, 0xFFC00001, 0x7F800001, 0xFFA00000,
+             1, 0x807FFFFF, 0x00800000, 0x80800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x3F800000, 0x33800000, 0x0DA24260],
+    "FP16": [0, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0x7E2A, 0xFE01, 0x7C01, 1, 0x83FF, 0x0400, 0x7BFF, 0xFBFF, 0x3C00,
+             0x1400],
+    "BF16": [0, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0x7FC5, 0xFF81, 0x7F81, 1, 0x807F, 0x0080, 0x7F7F, 0xFF7F, 0x3F80],
+}
+SPECIALS["TF32"] = [x & 0xFFFFE000 for x in SPECIALS["FP32"]]
+FUSED_TILES = {datatype(name).code: tiles for name, tiles in                 # DataType code -> its tiles
+               (("FP32", (1, 2, 3, 9)), ("FP16", (4, 5, 6)), ("BF16", (7, 8)), ("TF32", (10,)))}
+FUSED_OPS = [row for row in INSTRUCTIONS if row.mnemonic in
+             ("TADD", "TSUB", "TMUL", "TDIV", "TFMA", "TSQRT", "TRECIP", "TEXP", "TREM", "TMAX")]
+
+
+def special_values(rng, name: str, shape) -> np.ndarray:
+    """Encodings of `name`: a third special values, a third random bit patterns, a third normal
+    values near 1 (inexact sums and products without specials)."""
+    bits = datatype(name).container
+    pool = np.array(SPECIALS[name], np.uint64)
+    rand = rng.integers(0, 2**bits, shape, dtype=np.uint64)
+    if name == "TF32":
+        rand &= 0xFFFFE000
+    near_one = {"FP32": 0x3F800000, "TF32": 0x3F800000, "FP16": 0x3C00, "BF16": 0x3F80}[name]
+    spread = {"FP32": 1 << 24, "TF32": 1 << 24, "FP16": 1 << 11, "BF16": 1 << 8}[name]
+    normal = near_one - spread // 2 + rng.integers(0, spread, shape, dtype=np.uint64)
+    if name == "TF32":
+        normal &= 0xFFFFE000
+    pick = rng.integers(0, 3, shape)
+    return np.where(pick == 0, pool[rng.integers(0, len(pool), shape)], np.where(pick == 1, rand, normal))
+
+
+def special_machine(seed: int) -> Machine:
+    """4x8 tiles of FP32 (1, 2, 3), FP16 (4, 5, 6), BF16 (7, 8), FP32 with a 3x5 valid rectangle
+    (9) and TF32 (10) on every PE; in some machines an undefined element, and now and then a tile
+    of another layout or shape (another cohort) or a missing one."""
+    rng = np.random.default_rng(seed)
+    m = Machine(CONFIG)
+    kinds = {1: "FP32", 2: "FP32", 3: "FP32", 4: "FP16", 5: "FP16", 6: "FP16", 7: "BF16", 8: "BF16", 9: "FP32",
+             10: "TF32"}
+    hole = None                     # in some machines an undefined element: (PE, tile, row, col)
+    if rng.random() < 0.3:
+        hole = (int(rng.integers(0, 4)), int(rng.integers(1, 10)), int(rng.integers(0, 4)), int(rng.integers(0, 8)))
+    for p in range(4):
+        for tid, name in kinds.items():
+            extra = {"valid_row": 3, "valid_col": 5} if tid == 9 else {}
+            defined = np.ones((4, 8), bool)
+            if hole is not None and hole[:2] == (p, tid):
+                defined[hole[2], hole[3]] = False
+            m.write_tile(p, tid, name, special_values(rng, name, (4, 8)), defined=defined, **extra)
+    if rng.random() < 0.05:
+        m.write_tile(int(rng.integers(0, 4)), 2, "FP32", special_values(rng, "FP32", (4, 8)), layout=3)
+    if rng.random() < 0.05:
+        m.write_tile(int(rng.integers(0, 4)), 1, "FP32", special_values(rng, "FP32", (2, 8)))
+    if rng.random() < 0.03:
+        m.delete_tile(int(rng.integers(0, 4)), int(rng.integers(1, 9)))
+    return m
+
+
+@st.composite
+def fused_blocks(draw):
+    row = draw(st.sampled_from(FUSED_OPS))
+    codes = [c for c in FUSED_TILES if c in sorted(datatype(n).code for n in row.dtypes)]
+    dtype = draw(st.sampled_from(codes))
+    tiles = FUSED_TILES[dtype]
+    mask = draw(st.sampled_from([15, 15, 15, 1, 6, 9, 12]) | st.integers(1, 15))
+    srcs = [draw(st.sampled_from(tiles)) for _ in row.sources]
+    dest = draw(st.sampled_from(tiles) | st.integers(11, 14))
+    partial = draw(st.integers(0, 4)) == 0
+    iot = tuple(TileBinding(t, mask) for t in srcs + [dest])
+    dim = BDim(5, 3, 8) if partial else BDim(8, 4)
+    fields = draw_datr_fields(draw, row)
+    datr = BDatr(**fields) if fields and draw(st.integers(0, 3)) == 0 else None
+    return Block(BStart(row.mode, row.function, dtype, row.engine), iot, dim, datr, None, None)
+
+
+@contextlib.contextmanager
+def fused_everywhere():
+    """The fused pass on every call, however few its elements (batchfuse.FUSE_MIN)."""
+    from emulator import batchfuse
+    old = batchfuse.FUSE_MIN
+    batchfuse.FUSE_MIN = 0
+    try:
+        yield
+    finally:
+        batchfuse.FUSE_MIN = old
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=8), st.lists(fused_blocks(), min_size=1, max_size=5))
+def test_special_values_and_undefined_elements_in_fused_batches_match_the_reference(seeds, stream):
+    with fused_everywhere():
+        assert_batch_matches_reference([special_machine(s) for s in seeds], stream)
+
+
+def _fp32_block(mnemonic: str, srcs, dest: int, mask: int = 15, dim=None) -> Block:
+    row = next(r for r in INSTRUCTIONS if r.mnemonic == mnemonic)
+    iot = tuple(TileBinding(t, mask) for t in list(srcs) + [dest])
+    return Block(BStart(row.mode, row.function, 1, row.engine), iot, dim or BDim(8, 4))
+
+
+def test_the_fused_pass_runs_and_a_machine_reading_an_undefined_element_is_left_byte_identical(monkeypatch):
+    from emulator import batchfuse
+    ran = []
+    real = batchfuse.Program.run
+
+    def spy(self, plan, m):
+        out = real(self, plan, m)
+        ran.append(out is not None and not isinstance(out, np.ndarray))
+        return out
+    monkeypatch.setattr(batchfuse.Program, "run", spy)
+    machines = [special_machine(s) for s in range(40)]
+    rng = np.random.default_rng(7)
+    hole = np.ones((4, 8), bool)
+    hole[2, 3] = False
+    for k in (3, 17):       # PE 2's tile 2 has an undefined element: every block below reads it
+        machines[k].write_tile(2, 2, "FP32", special_values(rng, "FP32", (4, 8)), defined=hole)
+    before = {k: machines[k].digest() for k in (3, 17)}
+    stream = [_fp32_block("TADD", (1, 2), 11), _fp32_block("TFMA", (11, 3, 1), 12),
+              _fp32_block("TMUL", (12, 2), 1, mask=6)]
+    with fused_everywhere():
+        batch, result = assert_batch_matches_reference(machines, stream)
+    assert True in ran                          # the fused pass finished blocks
+    for k in (3, 17):
+        assert result.errors[k].index == 0 and result.errors[k].reason == "SOURCE_UNDEFINED"
+        assert batch.machine(k).digest() == before[k]
+
+
+def test_the_fused_pass_on_the_parallel_build_matches_the_reference(monkeypatch):
+    """The compiled pass's parallel build (fast.Twin) runs above fast.PARALLEL_MIN elements on a
+    machine with a core to spare: forced here on a small batch."""
+    from kernels.numeric import fast
+    import numba
+    if numba.get_num_threads() < 2:
+        pytest.skip("one Numba thread: no parallel build runs")
+    monkeypatch.setattr(fast, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(fast, "idle_core", lambda: True)
+    before = dict(fast.Twin.calls)
+    machines = [special_machine(s) for s in range(100, 124)]
+    stream = [_fp32_block("TADD", (1, 2), 11), _fp32_block("TSUB", (11, 3), 2, mask=13),
+              _fp32_block("TMUL", (1, 2), 12, dim=BDim(5, 3, 8))]
+    with fused_everywhere():
+        assert_batch_matches_reference(machines, stream)
+    assert fast.Twin.calls["parallel"] > before["parallel"]
+
+
+def test_a_batch_of_fuse_min_elements_takes_the_fused_pass_unforced(monkeypatch):
+    """64 machines x 4 PEs x 16x16 = batchfuse.FUSE_MIN elements: the pass runs as it is."""
+    from emulator import batchfuse
+    assert batchfuse.FUSE_MIN <= 64 * 4 * 256
+    ran = []
+    real = batchfuse.Program.run
+    monkeypatch.setattr(batchfuse.Program, "run", lambda self, plan, m: ran.append(1) or real(self, plan, m))
+    rng = np.random.default_rng(11)
+    machines = []
+    for _ in range(64):
+        m = Machine(MachineConfig(local_bytes=8192))
+        for p in range(4):
+            for t in (1, 2):
+                m.write_tile(p, t, "FP32", special_values(rng, "FP32", (16, 16)))
+        machines.append(m)
+    block = _fp32_block("TADD", (1, 2), 3, dim=BDim(16, 16))
+    assert_batch_matches_reference(machines, [block, _fp32_block("TMUL", (3, 1), 2, dim=BDim(16, 16))])
+    assert ran

@@ -1,0 +1,314 @@
+"""The batch engine's fused element pass (engine._attempt on NumPy): for a covered element-wise
+block, one compiled (Numba) pass over every selected tile of every member computes the results,
+each tile's status (the OR of its elements' flags) and whether each tile reads an undefined
+element -- the work that semantics.ex_numeric does as separate NumPy steps (a definedness
+reduction per source, the compiled loop into a flags buffer, a per-tile reduction of the flags).
+Anything it does not cover, and a pass in which the tier's kernel left an element to its hand-off
+(fast.FALLBACK), runs on today's path (the schema's executor), which gives the same answer.
+
+Covered (`program`): the schema's executor is semantics.ex_numeric (TADD ... TFMA), no B.IOR
+offsets, the destination DataType is the source DataType, and the tier table gives (op,
+DataType, profile) to a compiled kernel whose scalar routine takes and returns encodings (kind
+'raw', or 'bits': a rounded routine on decoded binary32 patterns) with no fix pass, every pattern
+of the container encodes the DataType (no encoding rule: semantics._may_be_invalid), and no
+integer divisor rule applies -- the same facts that emulator/blockprog.py requires for one
+machine.  Per call (`run`): at least FUSE_MIN elements, every source a NORM, non-ragged TileStack in the
+container dtype, C-contiguous, all read with one row length.
+
+A tile that reads an undefined element makes its member fail the rules: `run` names those
+members (FailingMembers' answer) and the engine refuses them before anything is committed.
+The module imports Numba: the engine imports it on the first block it could serve.
+"""
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+from numba import prange  # noqa: F401  (the templates' prange, bound into their globals)
+
+from isa import instructions as I
+from kernels.numeric import fast, tiers
+from kernels.numeric.fast import wide_vectors
+from kernels.numeric.profiles import profile as resolve_profile
+
+from . import schemas, semantics
+
+SCALAR = READ = None            # bound in each loop's own globals (fast.bind)
+_MARK_BIT = 0x80                # set in fast.FALLBACK (0xFF) and in no flag (NV DZ OF UF NX: bits 0-4)
+
+
+# ---------------------------------------------------------------- compiled templates
+# One per (kernel kind, arity).  a, b, cc: (P, W) source stacks (NORM: logical (r, c) at r*col + c);
+# ad, bd, cd their definedness as uint8 (0/1), read only when `check`; out: (P*vr*vc,) the valid results,
+# row-major per tile (the last argument: fast.Twin picks the parallel build by its length);
+# status (P,) the OR of each tile's flags (bit 0x80: an element left to the hand-off);
+# undefined (P,) 1 where the tile reads an undefined element.  Branch-free over the elements:
+# a tile that fails is discarded by the caller, so nothing stops early.
+
+def _fuse_raw1(a, ad, check, vr, vc, col, status, undefined, out):
+    wide_vectors()
+    n = vr * vc
+    rows, width = (1, n) if vc == col else (vr, vc)      # whole rows: one run per tile
+    for p in prange(status.shape[0]):
+        st = np.uint8(0)
+        for r in range(rows):
+            ar = a[p, r * col:r * col + width]
+            o = out[p * n + r * width:p * n + r * width + width]
+            for c in range(width):
+                code, f = SCALAR(ar[c])
+                o[c] = code
+                st |= f
+        status[p] = st
+        ok = np.uint8(1)
+        if check:
+            for r in range(rows):
+                adr = ad[p, r * col:r * col + width]
+                for c in range(width):
+                    ok &= adr[c]
+        undefined[p] = ok == 0
+
+
+def _fuse_raw2(a, b, ad, bd, check, vr, vc, col, status, undefined, out):
+    wide_vectors()
+    n = vr * vc
+    rows, width = (1, n) if vc == col else (vr, vc)      # whole rows: one run per tile
+    for p in prange(status.shape[0]):
+        st = np.uint8(0)
+        for r in range(rows):
+            ar = a[p, r * col:r * col + width]
+            br = b[p, r * col:r * col + width]
+            o = out[p * n + r * width:p * n + r * width + width]
+            for c in range(width):
+                code, f = SCALAR(ar[c], br[c])
+                o[c] = code
+                st |= f
+        status[p] = st
+        ok = np.uint8(1)
+        if check:
+            for r in range(rows):
+                adr = ad[p, r * col:r * col + width]
+                bdr = bd[p, r * col:r * col + width]
+                for c in range(width):
+                    ok &= adr[c] & bdr[c]
+        undefined[p] = ok == 0
+
+
+def _fuse_raw3(a, b, cc, ad, bd, cd, check, vr, vc, col, status, undefined, out):
+    wide_vectors()
+    n = vr * vc
+    rows, width = (1, n) if vc == col else (vr, vc)      # whole rows: one run per tile
+    for p in prange(status.shape[0]):
+        st = np.uint8(0)
+        for r in range(rows):
+            ar = a[p, r * col:r * col + width]
+            br = b[p, r * col:r * col + width]
+            ccr = cc[p, r * col:r * col + width]
+            o = out[p * n + r * width:p * n + r * width + width]
+            for c in range(width):
+                code, f = SCALAR(ar[c], br[c], ccr[c])
+                o[c] = code
+                st |= f
+        status[p] = st
+        ok = np.uint8(1)
+        if check:
+            for r in range(rows):
+                adr = ad[p, r * col:r * col + width]
+                bdr = bd[p, r * col:r * col + width]
+                cdr = cd[p, r * col:r * col + width]
+                for c in range(width):
+                    ok &= adr[c] & bdr[c] & cdr[c]
+        undefined[p] = ok == 0
+
+
+def _fuse_bits1(a, ad, check, vr, vc, col, fmt, dec, op, status, undefined, out):
+    wide_vectors()
+    n = vr * vc
+    rows, width = (1, n) if vc == col else (vr, vc)      # whole rows: one run per tile
+    for p in prange(status.shape[0]):
+        st = np.uint8(0)
+        for r in range(rows):
+            ar = a[p, r * col:r * col + width]
+            o = out[p * n + r * width:p * n + r * width + width]
+            for c in range(width):
+                code, f = SCALAR(op, READ(ar[c], dec), fmt)
+                o[c] = code
+                st |= f
+        status[p] = st
+        ok = np.uint8(1)
+        if check:
+            for r in range(rows):
+                adr = ad[p, r * col:r * col + width]
+                for c in range(width):
+                    ok &= adr[c]
+        undefined[p] = ok == 0
+
+
+def _fuse_bits2(a, b, ad, bd, check, vr, vc, col, fmt, dec, op, status, undefined, out):
+    wide_vectors()
+    n = vr * vc
+    rows, width = (1, n) if vc == col else (vr, vc)      # whole rows: one run per tile
+    for p in prange(status.shape[0]):
+        st = np.uint8(0)
+        for r in range(rows):
+            ar = a[p, r * col:r * col + width]
+            br = b[p, r * col:r * col + width]
+            o = out[p * n + r * width:p * n + r * width + width]
+            for c in range(width):
+                code, f = SCALAR(op, READ(ar[c], dec), READ(br[c], dec), fmt)
+                o[c] = code
+                st |= f
+        status[p] = st
+        ok = np.uint8(1)
+        if check:
+            for r in range(rows):
+                adr = ad[p, r * col:r * col + width]
+                bdr = bd[p, r * col:r * col + width]
+                for c in range(width):
+                    ok &= adr[c] & bdr[c]
+        undefined[p] = ok == 0
+
+
+def _fuse_bits3(a, b, cc, ad, bd, cd, check, vr, vc, col, fmt, dec, op, status, undefined, out):
+    wide_vectors()
+    n = vr * vc
+    rows, width = (1, n) if vc == col else (vr, vc)      # whole rows: one run per tile
+    for p in prange(status.shape[0]):
+        st = np.uint8(0)
+        for r in range(rows):
+            ar = a[p, r * col:r * col + width]
+            br = b[p, r * col:r * col + width]
+            ccr = cc[p, r * col:r * col + width]
+            o = out[p * n + r * width:p * n + r * width + width]
+            for c in range(width):
+                code, f = SCALAR(op, READ(ar[c], dec), READ(br[c], dec), READ(ccr[c], dec), fmt)
+                o[c] = code
+                st |= f
+        status[p] = st
+        ok = np.uint8(1)
+        if check:
+            for r in range(rows):
+                adr = ad[p, r * col:r * col + width]
+                bdr = bd[p, r * col:r * col + width]
+                cdr = cd[p, r * col:r * col + width]
+                for c in range(width):
+                    ok &= adr[c] & bdr[c] & cdr[c]
+        undefined[p] = ok == 0
+
+
+TEMPLATES = {("raw", 1): _fuse_raw1, ("raw", 2): _fuse_raw2, ("raw", 3): _fuse_raw3,
+             ("bits", 1): _fuse_bits1, ("bits", 2): _fuse_bits2, ("bits", 3): _fuse_bits3}
+_LOOPS: dict = {}               # (kind, arity, scalar) -> fast.Twin; a few dozen routines
+
+
+def _loop(kind: str, arity: int, scalar) -> fast.Twin:
+    key = (kind, arity, scalar)
+    fn = _LOOPS.get(key)
+    if fn is None:
+        read = fast.READERS["bits"] if kind == "bits" else None
+        fn = _LOOPS[key] = fast.Twin(fast.bind(TEMPLATES[(kind, arity)], scalar, read),
+                                     error_model="numpy", nogil=True)
+    return fn
+
+
+# ---------------------------------------------------------------- programs
+
+class Program:
+    """A covered (op, DataType, profile): its compiled loop, the container dtype, and the
+    rounded routine's (fmt, dec, op) for kind 'bits'."""
+
+    def __init__(self, kernel, raw: np.dtype, prof):
+        self.raw = raw
+        self.fn = _loop(kernel.kind, kernel.arity, kernel.scalar)
+        if kernel.kind == "bits":
+            p = fast.params(kernel.format, bool(prof.ftz))
+            self.extra = (p.fmt, p.dec, kernel.op)
+        else:
+            self.extra = ()
+
+    def run(self, plan, m: int):
+        """Outcome of the plan's block on its P = S x m tiles (PE-major); None when today's
+        path must run it (a source this pass does not read, an element left to the hand-off);
+        or the members (sorted indices, an int64 array) one of whose tiles reads an undefined
+        element, for the engine to refuse."""
+        rb = plan.rb
+        vr, vc = rb.ValidRow, rb.ValidCol
+        P = len(plan.pes)
+        if P * vr * vc < FUSE_MIN:
+            return None
+        raw = self.raw
+        elems, defs = [], []
+        col = None
+        check = False
+        for ts in plan.sources:
+            e = ts.elems
+            if ts.ragged or ts.desc.layout_key != 0 or type(e) is not np.ndarray or e.dtype != raw \
+                    or e.ndim != 2 or not e.flags.c_contiguous or not ts.defined.flags.c_contiguous:
+                return None
+            d0 = ts.desc
+            if col is None:
+                col = d0.Col
+            elif d0.Col != col:
+                return None
+            if vr > d0.Row or vc > d0.Col or e.shape[1] < d0.Row * d0.Col:
+                return None
+            elems.append(e)
+            defs.append(ts.defined.view(np.uint8))       # bool as bytes: the AND vectorises
+            check = check or not ts.fully_defined
+        status = np.empty(P, np.uint8)
+        undefined = np.empty(P, np.bool_)
+        out = np.empty(P * vr * vc, raw)
+        self.fn(*elems, *defs, check, vr, vc, col, *self.extra, status, undefined, out)
+        if check and undefined.any():
+            return np.unique(np.flatnonzero(undefined) % m)
+        if P and (int(status.max()) & _MARK_BIT):
+            return None
+        return semantics.padded(plan, out.reshape(P, vr, vc), status, rb.dtype.name, np)
+
+
+# Calls over fewer elements run today's path: there the pass saves a few NumPy calls of
+# microseconds, while each (op, DataType) it serves costs a compilation on the first run after
+# install (the golden stream generator's many small batches would pay it for little).
+FUSE_MIN = 1 << 16
+
+_PROGRAMS: dict = {}            # (op, DataType, destination DataType, profile name) -> Program or False
+
+
+def program(rb, profile: str) -> Program | None:
+    """The fused pass of resolved block rb under numeric profile `profile`, or None (not
+    covered: today's path)."""
+    if rb.offset_regs is not None:
+        return None
+    key = (rb.instr.mnemonic, rb.dtype, rb.dst_dtype, profile)
+    got = _PROGRAMS.get(key)
+    if got is None:
+        got = _build(rb, profile)
+        if len(_PROGRAMS) < 4096:
+            _PROGRAMS[key] = got
+    return got or None
+
+
+def _build(rb, profile: str):
+    if rb.instr.schema not in (I.UNARY, I.BINARY, I.TERNARY) \
+            or schemas.EXECUTORS.get(rb.instr.mnemonic) is not schemas.ex_numeric:
+        return False
+    try:
+        prof = resolve_profile(profile)
+    except Exception:
+        return False
+    dt = rb.dtype
+    if rb.dst_dtype is not dt and rb.dst_dtype != dt:
+        return False
+    if semantics.divisor_checked(rb):
+        return False
+    t = tiers.select(rb.instr.mnemonic, dt, prof, rb.instr.arity)
+    if t is None or t.kind != "kernels" or (t.ftz_marks and prof.ftz):
+        return False
+    k = t.kernels.get((dt.name, rb.instr.mnemonic))
+    if k is None or k.kind not in TEMPLATES_KINDS or k.fix is not None or k.arity != len(rb.sources):
+        return False
+    raw = np.dtype(dt.raw_dtype)
+    if raw.kind != "u" or 8 * raw.itemsize != dt.container or semantics._may_be_invalid(dt.name, raw):
+        return False
+    return Program(k, raw, prof)
+
+
+TEMPLATES_KINDS = ("raw", "bits")
