@@ -68,132 +68,172 @@ SCALAR = READ = None            # bound in each program's own globals (fast.bind
 # r*col + c); ad, bd, cd their definedness, read only when `check`; out (S, Row*Col) is written
 # everywhere: results in the valid vr x vc rectangle, `pad` outside it; status (S,) the OR of
 # each PE's flags over its valid rectangle.  prm: the int64 parameters (check, vr, vc, rows,
-# col, pad) in one array (Program.prm): the call's dispatch costs by the argument.
+# col, pad; and a rounded routine's op code) in one array (Program.prm): the call's dispatch
+# costs by the argument.  The definedness check runs first, then the element loop without an
+# early exit (a marked element is noted and answered at the end: the compiler can keep the loop
+# tight), so an answer besides 0 may come with out and status written: the caller then keeps
+# neither (run's are fresh, a chain's step writes its spare status buffer).
 
 def _prog1(a, ad, prm, out, status):
     check, vr, vc, rows, col, pad = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
+    if check:
+        for p in range(out.shape[0]):
+            for r in range(vr):
+                for c in range(vc):
+                    i = r * col + c
+                    if not (ad[p, i]):
+                        return UNDEFINED
+    marked = False
     for p in range(out.shape[0]):
         st = np.uint8(0)
         for r in range(vr):
+            base = r * col
             for c in range(vc):
-                i = r * col + c
-                if check and not ad[p, i]:
-                    return UNDEFINED
-                code, f = SCALAR(a[p, i])
-                if f == MARK:
-                    return MARKED
-                out[p, i] = code
+                k = base + c
+                code, f = SCALAR(a[p, k])
+                marked |= f == MARK
+                out[p, k] = code
                 st |= f
         status[p] = st
         for r in range(rows):
             for c in range(vc if r < vr else 0, col):
                 out[p, r * col + c] = pad
-    return 0
+    return MARKED if marked else 0
 
 
 def _prog2(a, b, ad, bd, prm, out, status):
     check, vr, vc, rows, col, pad = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
+    if check:
+        for p in range(out.shape[0]):
+            for r in range(vr):
+                for c in range(vc):
+                    i = r * col + c
+                    if not (ad[p, i] and bd[p, i]):
+                        return UNDEFINED
+    marked = False
     for p in range(out.shape[0]):
         st = np.uint8(0)
         for r in range(vr):
+            base = r * col
             for c in range(vc):
-                i = r * col + c
-                if check and not (ad[p, i] and bd[p, i]):
-                    return UNDEFINED
-                code, f = SCALAR(a[p, i], b[p, i])
-                if f == MARK:
-                    return MARKED
-                out[p, i] = code
+                k = base + c
+                code, f = SCALAR(a[p, k], b[p, k])
+                marked |= f == MARK
+                out[p, k] = code
                 st |= f
         status[p] = st
         for r in range(rows):
             for c in range(vc if r < vr else 0, col):
                 out[p, r * col + c] = pad
-    return 0
+    return MARKED if marked else 0
 
 
 def _prog3(a, b, cc, ad, bd, cd, prm, out, status):
     check, vr, vc, rows, col, pad = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
+    if check:
+        for p in range(out.shape[0]):
+            for r in range(vr):
+                for c in range(vc):
+                    i = r * col + c
+                    if not (ad[p, i] and bd[p, i] and cd[p, i]):
+                        return UNDEFINED
+    marked = False
     for p in range(out.shape[0]):
         st = np.uint8(0)
         for r in range(vr):
+            base = r * col
             for c in range(vc):
-                i = r * col + c
-                if check and not (ad[p, i] and bd[p, i] and cd[p, i]):
-                    return UNDEFINED
-                code, f = SCALAR(a[p, i], b[p, i], cc[p, i])
-                if f == MARK:
-                    return MARKED
-                out[p, i] = code
+                k = base + c
+                code, f = SCALAR(a[p, k], b[p, k], cc[p, k])
+                marked |= f == MARK
+                out[p, k] = code
                 st |= f
         status[p] = st
         for r in range(rows):
             for c in range(vc if r < vr else 0, col):
                 out[p, r * col + c] = pad
-    return 0
+    return MARKED if marked else 0
 
 
 def _progbits1(a, ad, prm, out, status, fmt, dec):
     check, vr, vc, rows, col, pad, op = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5], prm[6]
+    if check:
+        for p in range(out.shape[0]):
+            for r in range(vr):
+                for c in range(vc):
+                    i = r * col + c
+                    if not (ad[p, i]):
+                        return UNDEFINED
+    marked = False
     for p in range(out.shape[0]):
         st = np.uint8(0)
         for r in range(vr):
+            base = r * col
             for c in range(vc):
-                i = r * col + c
-                if check and not ad[p, i]:
-                    return UNDEFINED
-                code, f = SCALAR(op, READ(a[p, i], dec), fmt)
-                if f == MARK:
-                    return MARKED
-                out[p, i] = code
+                k = base + c
+                code, f = SCALAR(op, READ(a[p, k], dec), fmt)
+                marked |= f == MARK
+                out[p, k] = code
                 st |= f
         status[p] = st
         for r in range(rows):
             for c in range(vc if r < vr else 0, col):
                 out[p, r * col + c] = pad
-    return 0
+    return MARKED if marked else 0
 
 
 def _progbits2(a, b, ad, bd, prm, out, status, fmt, dec):
     check, vr, vc, rows, col, pad, op = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5], prm[6]
+    if check:
+        for p in range(out.shape[0]):
+            for r in range(vr):
+                for c in range(vc):
+                    i = r * col + c
+                    if not (ad[p, i] and bd[p, i]):
+                        return UNDEFINED
+    marked = False
     for p in range(out.shape[0]):
         st = np.uint8(0)
         for r in range(vr):
+            base = r * col
             for c in range(vc):
-                i = r * col + c
-                if check and not (ad[p, i] and bd[p, i]):
-                    return UNDEFINED
-                code, f = SCALAR(op, READ(a[p, i], dec), READ(b[p, i], dec), fmt)
-                if f == MARK:
-                    return MARKED
-                out[p, i] = code
+                k = base + c
+                code, f = SCALAR(op, READ(a[p, k], dec), READ(b[p, k], dec), fmt)
+                marked |= f == MARK
+                out[p, k] = code
                 st |= f
         status[p] = st
         for r in range(rows):
             for c in range(vc if r < vr else 0, col):
                 out[p, r * col + c] = pad
-    return 0
+    return MARKED if marked else 0
 
 
 def _progbits3(a, b, cc, ad, bd, cd, prm, out, status, fmt, dec):
     check, vr, vc, rows, col, pad, op = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5], prm[6]
+    if check:
+        for p in range(out.shape[0]):
+            for r in range(vr):
+                for c in range(vc):
+                    i = r * col + c
+                    if not (ad[p, i] and bd[p, i] and cd[p, i]):
+                        return UNDEFINED
+    marked = False
     for p in range(out.shape[0]):
         st = np.uint8(0)
         for r in range(vr):
+            base = r * col
             for c in range(vc):
-                i = r * col + c
-                if check and not (ad[p, i] and bd[p, i] and cd[p, i]):
-                    return UNDEFINED
-                code, f = SCALAR(op, READ(a[p, i], dec), READ(b[p, i], dec), READ(cc[p, i], dec), fmt)
-                if f == MARK:
-                    return MARKED
-                out[p, i] = code
+                k = base + c
+                code, f = SCALAR(op, READ(a[p, k], dec), READ(b[p, k], dec), READ(cc[p, k], dec), fmt)
+                marked |= f == MARK
+                out[p, k] = code
                 st |= f
         status[p] = st
         for r in range(rows):
             for c in range(vc if r < vr else 0, col):
                 out[p, r * col + c] = pad
-    return 0
+    return MARKED if marked else 0
 
 
 TEMPLATES = {("raw", 1): _prog1, ("raw", 2): _prog2, ("raw", 3): _prog3,
