@@ -67,130 +67,177 @@ SCALAR = READ = None            # bound in each program's own globals (fast.bind
 # One per (operand reading, arity).  a, b, c: (S, Row*Col) source stacks (NORM: physical index
 # r*col + c); ad, bd, cd their definedness, read only when `check`; out (S, Row*Col) is written
 # everywhere: results in the valid vr x vc rectangle, `pad` outside it; status (S,) the OR of
-# each PE's flags over its valid rectangle.
+# each PE's flags over its valid rectangle.  prm: the int64 parameters (check, vr, vc, rows,
+# col, pad; and a rounded routine's op code) in one array (Program.prm): the call's dispatch
+# costs by the argument.  The definedness check runs first, then the element loop without an
+# early exit (a marked element is noted and answered at the end: the compiler can keep the loop
+# tight), so an answer besides 0 may come with out and status written: the caller then keeps
+# neither (run's are fresh, a chain's step writes its spare status buffer).
 
-def _raw1(a, ad, check, vr, vc, rows, col, pad, out, status):
+def _prog1(a, ad, prm, out, status):
+    check, vr, vc, rows, col, pad = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
+    if check:
+        for p in range(out.shape[0]):
+            for r in range(vr):
+                for c in range(vc):
+                    i = r * col + c
+                    if not (ad[p, i]):
+                        return UNDEFINED
+    marked = False
     for p in range(out.shape[0]):
         st = np.uint8(0)
         for r in range(vr):
+            base = r * col
             for c in range(vc):
-                i = r * col + c
-                if check and not ad[p, i]:
-                    return UNDEFINED
-                code, f = SCALAR(a[p, i])
-                if f == MARK:
-                    return MARKED
-                out[p, i] = code
+                k = base + c
+                code, f = SCALAR(a[p, k])
+                marked |= f == MARK
+                out[p, k] = code
                 st |= f
         status[p] = st
         for r in range(rows):
             for c in range(vc if r < vr else 0, col):
                 out[p, r * col + c] = pad
-    return 0
+    return MARKED if marked else 0
 
 
-def _raw2(a, b, ad, bd, check, vr, vc, rows, col, pad, out, status):
+def _prog2(a, b, ad, bd, prm, out, status):
+    check, vr, vc, rows, col, pad = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
+    if check:
+        for p in range(out.shape[0]):
+            for r in range(vr):
+                for c in range(vc):
+                    i = r * col + c
+                    if not (ad[p, i] and bd[p, i]):
+                        return UNDEFINED
+    marked = False
     for p in range(out.shape[0]):
         st = np.uint8(0)
         for r in range(vr):
+            base = r * col
             for c in range(vc):
-                i = r * col + c
-                if check and not (ad[p, i] and bd[p, i]):
-                    return UNDEFINED
-                code, f = SCALAR(a[p, i], b[p, i])
-                if f == MARK:
-                    return MARKED
-                out[p, i] = code
+                k = base + c
+                code, f = SCALAR(a[p, k], b[p, k])
+                marked |= f == MARK
+                out[p, k] = code
                 st |= f
         status[p] = st
         for r in range(rows):
             for c in range(vc if r < vr else 0, col):
                 out[p, r * col + c] = pad
-    return 0
+    return MARKED if marked else 0
 
 
-def _raw3(a, b, cc, ad, bd, cd, check, vr, vc, rows, col, pad, out, status):
+def _prog3(a, b, cc, ad, bd, cd, prm, out, status):
+    check, vr, vc, rows, col, pad = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
+    if check:
+        for p in range(out.shape[0]):
+            for r in range(vr):
+                for c in range(vc):
+                    i = r * col + c
+                    if not (ad[p, i] and bd[p, i] and cd[p, i]):
+                        return UNDEFINED
+    marked = False
     for p in range(out.shape[0]):
         st = np.uint8(0)
         for r in range(vr):
+            base = r * col
             for c in range(vc):
-                i = r * col + c
-                if check and not (ad[p, i] and bd[p, i] and cd[p, i]):
-                    return UNDEFINED
-                code, f = SCALAR(a[p, i], b[p, i], cc[p, i])
-                if f == MARK:
-                    return MARKED
-                out[p, i] = code
+                k = base + c
+                code, f = SCALAR(a[p, k], b[p, k], cc[p, k])
+                marked |= f == MARK
+                out[p, k] = code
                 st |= f
         status[p] = st
         for r in range(rows):
             for c in range(vc if r < vr else 0, col):
                 out[p, r * col + c] = pad
-    return 0
+    return MARKED if marked else 0
 
 
-def _bits1(a, ad, check, vr, vc, rows, col, pad, out, status, fmt, dec, op):
+def _progbits1(a, ad, prm, out, status, fmt, dec):
+    check, vr, vc, rows, col, pad, op = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5], prm[6]
+    if check:
+        for p in range(out.shape[0]):
+            for r in range(vr):
+                for c in range(vc):
+                    i = r * col + c
+                    if not (ad[p, i]):
+                        return UNDEFINED
+    marked = False
     for p in range(out.shape[0]):
         st = np.uint8(0)
         for r in range(vr):
+            base = r * col
             for c in range(vc):
-                i = r * col + c
-                if check and not ad[p, i]:
-                    return UNDEFINED
-                code, f = SCALAR(op, READ(a[p, i], dec), fmt)
-                if f == MARK:
-                    return MARKED
-                out[p, i] = code
+                k = base + c
+                code, f = SCALAR(op, READ(a[p, k], dec), fmt)
+                marked |= f == MARK
+                out[p, k] = code
                 st |= f
         status[p] = st
         for r in range(rows):
             for c in range(vc if r < vr else 0, col):
                 out[p, r * col + c] = pad
-    return 0
+    return MARKED if marked else 0
 
 
-def _bits2(a, b, ad, bd, check, vr, vc, rows, col, pad, out, status, fmt, dec, op):
+def _progbits2(a, b, ad, bd, prm, out, status, fmt, dec):
+    check, vr, vc, rows, col, pad, op = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5], prm[6]
+    if check:
+        for p in range(out.shape[0]):
+            for r in range(vr):
+                for c in range(vc):
+                    i = r * col + c
+                    if not (ad[p, i] and bd[p, i]):
+                        return UNDEFINED
+    marked = False
     for p in range(out.shape[0]):
         st = np.uint8(0)
         for r in range(vr):
+            base = r * col
             for c in range(vc):
-                i = r * col + c
-                if check and not (ad[p, i] and bd[p, i]):
-                    return UNDEFINED
-                code, f = SCALAR(op, READ(a[p, i], dec), READ(b[p, i], dec), fmt)
-                if f == MARK:
-                    return MARKED
-                out[p, i] = code
+                k = base + c
+                code, f = SCALAR(op, READ(a[p, k], dec), READ(b[p, k], dec), fmt)
+                marked |= f == MARK
+                out[p, k] = code
                 st |= f
         status[p] = st
         for r in range(rows):
             for c in range(vc if r < vr else 0, col):
                 out[p, r * col + c] = pad
-    return 0
+    return MARKED if marked else 0
 
 
-def _bits3(a, b, cc, ad, bd, cd, check, vr, vc, rows, col, pad, out, status, fmt, dec, op):
+def _progbits3(a, b, cc, ad, bd, cd, prm, out, status, fmt, dec):
+    check, vr, vc, rows, col, pad, op = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5], prm[6]
+    if check:
+        for p in range(out.shape[0]):
+            for r in range(vr):
+                for c in range(vc):
+                    i = r * col + c
+                    if not (ad[p, i] and bd[p, i] and cd[p, i]):
+                        return UNDEFINED
+    marked = False
     for p in range(out.shape[0]):
         st = np.uint8(0)
         for r in range(vr):
+            base = r * col
             for c in range(vc):
-                i = r * col + c
-                if check and not (ad[p, i] and bd[p, i] and cd[p, i]):
-                    return UNDEFINED
-                code, f = SCALAR(op, READ(a[p, i], dec), READ(b[p, i], dec), READ(cc[p, i], dec), fmt)
-                if f == MARK:
-                    return MARKED
-                out[p, i] = code
+                k = base + c
+                code, f = SCALAR(op, READ(a[p, k], dec), READ(b[p, k], dec), READ(cc[p, k], dec), fmt)
+                marked |= f == MARK
+                out[p, k] = code
                 st |= f
         status[p] = st
         for r in range(rows):
             for c in range(vc if r < vr else 0, col):
                 out[p, r * col + c] = pad
-    return 0
+    return MARKED if marked else 0
 
 
-TEMPLATES = {("raw", 1): _raw1, ("raw", 2): _raw2, ("raw", 3): _raw3,
-             ("bits", 1): _bits1, ("bits", 2): _bits2, ("bits", 3): _bits3}
+TEMPLATES = {("raw", 1): _prog1, ("raw", 2): _prog2, ("raw", 3): _prog3,
+             ("bits", 1): _progbits1, ("bits", 2): _progbits2, ("bits", 3): _progbits3}
 _COMPILED: dict = {}            # (kind, arity, scalar) -> the compiled program loop; a few dozen routines
 
 
@@ -228,6 +275,7 @@ class Program:
         self.reads = tuple((tid, tuple(roles), rb.PE_MASK << 32 | tid) for tid, roles in reads.items())
         order = [r[0] for r in self.reads]
         self.read_of_role = tuple(order.index(tid) for tid in self.tiles)
+        self.shuffled = self.read_of_role != tuple(range(len(self.reads)))   # a tile id read in two roles
         self.mask = rb.PE_MASK
         self.dest_key = rb.PE_MASK << 32 | rb.dest.tile
         self.room = (None, 0)           # (config, its store's bytes less the destination's capacity)
@@ -251,11 +299,15 @@ class Program:
         self.defined = defined
         self.whole = bool(whole)
         self.all_defined = bool(defined.all())
+        prm = [0, self.vr, self.vc, self.rows, self.col, self.pad]
         if kernel.kind == "bits":         # a rounded routine: the op code and the format's records too
             p = fast.params(kernel.format, bool(prof.ftz))
-            self.extra = (p.fmt, p.dec, kernel.op)
+            self.extra = (p.fmt, p.dec)
+            prm.append(int(kernel.op))
         else:
             self.extra = ()
+        # the compiled call's int parameters, without and with the definedness check
+        self.prm = (np.array(prm, np.int64), np.array([1] + prm[1:], np.int64))
         self.fn = compiled(kernel.kind, len(self.tiles), kernel.scalar)
 
     def _accepts(self, i: int, t, pe: int) -> bool:
@@ -314,8 +366,7 @@ class Program:
                     return None
         out = np.empty(self.shape, self.raw)
         status = np.empty(self.shape[0], np.uint8)
-        if self.fn(*operands, check, self.vr, self.vc, self.rows, self.col, self.pad, out, status,
-                   *self.extra):
+        if self.fn(*operands, self.prm[check], out, status, *self.extra):
             return None
         # the commit (as ReferenceMachine._commit): nothing here can fail
         dest_tile = self.dest_tile
@@ -350,67 +401,93 @@ class Program:
                 return None
             chain.start(m, self)
         pending = chain.pending
-        stores = chain.stores
-        pes = self.pes
-        check = False
-        gots = []
         accepted = self.accepted
         read = chain.read
+        check = 0
+        elems = []
+        defs = []
         for tid, roles, key in self.reads:
             got = pending.get(tid)
-            if got is None:
-                # a tile the chain did not write: the stores' own, unchanged while the chain lasts
-                got = read.get(tid)
-                if got is not None:
-                    tiles = got[0]
-                else:
-                    tiles = [s.get(tid) for s in stores]
-                    got = seen.get(key)
-                if got is None or got[0] != tiles:
-                    got = _stacked(m, pes, stores, tid, tiles, key, seen)
-                    if got is None:
-                        return None
-                    tiles = got[0]
-                read[tid] = got
-                d0 = got[4]
-                for i in roles:
-                    if d0 is None or accepted[i] is not d0:
-                        acc = accepted[i]
-                        for k, t in enumerate(tiles):
-                            if t.desc is not acc:
-                                if not self._accepts(i, t, pes[k]):
-                                    return None
-                                acc = t.desc
-            else:
+            if got is not None:             # a tile the chain wrote: its descriptor the writer's
                 d0 = got[4]
                 for i in roles:
                     if accepted[i] is not d0:
                         return None
-            check = check or not got[3]
-            gots.append(got)
+            else:
+                # a tile the chain did not write: the stores' own, unchanged while the chain lasts
+                got = read.get(tid)
+                d0 = None if got is None else got[4]
+                fresh = d0 is None
+                if not fresh:
+                    for i in roles:
+                        if accepted[i] is not d0:
+                            fresh = True
+                if fresh:
+                    got = self._read(m, chain, tid, roles, key, seen)
+                    if got is None:
+                        return None
+            if not got[3]:
+                check = 1
+            elems.append(got[1])
+            defs.append(got[2])
+        if self.shuffled:
+            order = self.read_of_role
+            elems = [elems[j] for j in order]
+            defs = [defs[j] for j in order]
         config = m.config
         if config is not self.room[0]:
             self.room = (config, config.store_bytes(self.location) - self.dest.capacity)
         if chain.most > self.room[1]:
             return None
-        operands = [gots[j][1] for j in self.read_of_role] + [gots[j][2] for j in self.read_of_role]
         out = np.empty(self.shape, self.raw)
-        status = np.empty(self.shape[0], np.uint8)
-        if self.fn(*operands, check, self.vr, self.vc, self.rows, self.col, self.pad, out, status,
-                   *self.extra):
+        status = chain.spare            # the status buffer the chain's last block did not write
+        if self.fn(*elems, *defs, self.prm[check], out, status, *self.extra):
             return None
+        chain.spare = chain.status
         dest_tile = self.dest_tile
-        cap = self.dest.capacity
+        dest = self.dest
         was = pending.get(dest_tile)
-        if was is None or was[4].capacity != cap:      # the stores' bytes as the chain leaves them
+        if was is None or was[4].capacity != dest.capacity:      # the stores' bytes as the chain leaves them
+            cap = dest.capacity
             totals = chain.totals
-            for k, s in enumerate(stores):
+            for k, s in enumerate(chain.stores):
                 old = was[4].capacity if was is not None else (s[dest_tile].desc.capacity if dest_tile in s else 0)
                 totals[k] += cap - old
             chain.most = max(totals)
-        pending[dest_tile] = (None, out, self.defined, self.all_defined, self.dest)
+        pending[dest_tile] = (None, out, self.defined, self.all_defined, dest)
         chain.status = status
+        pes = self.pes
         return BlockResult(self.mnemonic, pes, dest_tile, dict(zip(pes, status.tolist())))
+
+    def _read(self, m, chain, tid, roles, key, seen):
+        """step's read of a tile the chain did not write: chain.read's entry for it, stacked
+        from the stores if need be, its descriptor passing each role's rules (kept by
+        identity); or None when a tile is missing or fails them."""
+        pes = self.pes
+        stores = chain.stores
+        got = chain.read.get(tid)
+        if got is not None:
+            tiles = got[0]
+        else:
+            tiles = [s.get(tid) for s in stores]
+            got = seen.get(key)
+        if got is None or got[0] != tiles:
+            got = _stacked(m, pes, stores, tid, tiles, key, seen)
+            if got is None:
+                return None
+            tiles = got[0]
+        chain.read[tid] = got
+        d0 = got[4]
+        accepted = self.accepted
+        for i in roles:
+            if d0 is None or accepted[i] is not d0:
+                acc = accepted[i]
+                for k, t in enumerate(tiles):
+                    if t.desc is not acc:
+                        if not self._accepts(i, t, pes[k]):
+                            return None
+                        acc = t.desc
+        return got
 
 
 class Chain:
@@ -431,6 +508,9 @@ class Chain:
         self.read = {}          # tile id -> its `seen` entry, for tiles read from the stores
         self.totals = [sum(map(_CAPACITY, s.values())) for s in self.stores]
         self.most = max(self.totals)
+        # two status buffers, alternating: a block writes the one the chain's last block did not
+        self.spare = np.empty(len(prog.pes), np.uint8)
+        self.status = np.empty(len(prog.pes), np.uint8)
 
     def flush(self, m, seen) -> None:
         """The chain's tiles and statuses into the machine, and the chain ended (the next block

@@ -1087,12 +1087,22 @@ class Compiled(Here):
         self.seen = seen
         self.chain = None
         self.chains = machine.__dict__.get("_whole_stream", False)     # Machine.run says so
+        self.progs = {}
 
     def execute(self, block: Block, log, index: int, offset: int | None) -> BlockResult:
         m = self.machine
         if m.engines is None:
             bp = _blockprog()
-            prog = bp.program(block, m.config.profile)
+            # the program of each block object met in this stream, kept with the block and the
+            # config it was looked up under (a stream repeats a few block objects: isa.encoding)
+            config = m.config
+            hit = self.progs.get(id(block))
+            if hit is not None and hit[0] is block and hit[1] is config:
+                prog = hit[2]
+            else:
+                prog = bp.program(block, config.profile)
+                if len(self.progs) < 64:
+                    self.progs[id(block)] = (block, config, prog)
             if prog is not None:
                 # the second and later of consecutive covered blocks, without a log: a chain,
                 # committed when it ends (a lone block, as Machine.execute runs, commits at once)

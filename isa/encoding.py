@@ -215,11 +215,11 @@ def _header(data: memoryview) -> tuple[int, int]:
     return blocks, nwords
 
 
-def _words(data: memoryview, nwords: int) -> Iterator[int]:
+def _chunks(data: memoryview, nwords: int) -> Iterator[list[int]]:
+    """The stream's words as lists of Python ints, _CHUNK_WORDS at a time."""
     for start in range(0, nwords, _CHUNK_WORDS):
         count = min(_CHUNK_WORDS, nwords - start)
-        yield from np.frombuffer(data, dtype="<u8", count=count,
-                                 offset=HEADER_BYTES + WORD_BYTES * start).tolist()
+        yield np.frombuffer(data, dtype="<u8", count=count, offset=HEADER_BYTES + WORD_BYTES * start).tolist()
 
 
 # Per tag: (spec, reserved-bit mask, ((attr, shift, value mask, presence bit or -1), ...)).
@@ -284,11 +284,16 @@ def iter_blocks(data) -> Iterator[tuple[int, Block]]:
     """
     data = memoryview(data).cast("B")
     blocks, nwords = _header(data)
-    yield from _blocks(_words(data, nwords), blocks)
+    yield from _blocks(_chunks(data, nwords), blocks)
 
 
-def _blocks(stream_words: Iterable[int], blocks: int) -> Iterator[tuple[int, Block]]:
-    """iter_blocks after the header: the words of a stream whose header declares `blocks`."""
+def _blocks(chunks: Iterable[list[int]], blocks: int) -> Iterator[tuple[int, Block]]:
+    """iter_blocks after the header: the words of a stream whose header declares `blocks`, as
+    lists of ints (a block may span two).  At a block boundary, a BSTART whose block lies whole
+    in the chunk and whose words are a block decoded before (_DECODED: a valid, complete block)
+    is that Block at once: word by word it would decode to the same Block with no fault (its
+    words alone decide that, and the header's block count is checked here too).  Anything else
+    goes word by word."""
     seen = 0
     offset = HEADER_BYTES
     pending = 0                 # descriptor words still owed to the current block
@@ -297,48 +302,63 @@ def _blocks(stream_words: Iterable[int], blocks: int) -> Iterator[tuple[int, Blo
     parts: dict = {}
     rank = 0
     words: list[int] = []        # the current block's words
-    for word in stream_words:
-        owner = block_off if pending else offset     # the BSTART of the block this word is in
-        try:
-            spec, obj = _word(word)
-        except _Malformed as exc:
-            raise DecodeError(offset, str(exc), owner) from None
-        if spec.tag == TAG_BSTART:
-            if pending:
-                _fail(offset, f"BSTART inside the block at byte {block_off}, which declares "
-                              f"{pending} more descriptor word(s)", owner)
-            if seen == blocks:
-                _fail(offset, f"more blocks than the {blocks} the header declares", owner)
-            pending = (word >> COUNT_LSB) & MAX_DESCRIPTORS
-            head, parts, rank, block_off = obj, {"iot": []}, 0, offset
-            words = [word]
-            seen += 1
-        else:
-            if not pending:
-                _fail(offset, f"{spec.name} word outside a block (expected BSTART"
-                              + (f"; the block at byte {block_off} has ended)" if head else ")"), owner)
-            if spec.rank < rank or (spec.rank == rank and not spec.repeatable):
-                what = "duplicate" if spec.rank == rank else "out of canonical order"
-                _fail(offset, f"{spec.name} {what} in the block at byte {block_off} "
-                              f"(canonical order: {_CANONICAL_ORDER})", owner)
-            rank = spec.rank
-            if spec.repeatable:
-                parts[spec.attr].append(obj)
+    for chunk in chunks:
+        n = len(chunk)
+        i = 0
+        while i < n:
+            word = chunk[i]
+            if not pending and word & 0xFF == TAG_BSTART and seen < blocks:
+                end = i + 1 + ((word >> COUNT_LSB) & MAX_DESCRIPTORS)
+                if end <= n:
+                    block = _DECODED.get(tuple(chunk[i:end]))
+                    if block is not None:       # the known block, exactly as word by word
+                        head, block_off, seen = block.bstart, offset, seen + 1
+                        offset += WORD_BYTES * (end - i)
+                        i = end
+                        yield block_off, block
+                        continue
+            i += 1
+            owner = block_off if pending else offset     # the BSTART of the block this word is in
+            try:
+                spec, obj = _word(word)
+            except _Malformed as exc:
+                raise DecodeError(offset, str(exc), owner) from None
+            if spec.tag == TAG_BSTART:
+                if pending:
+                    _fail(offset, f"BSTART inside the block at byte {block_off}, which declares "
+                                  f"{pending} more descriptor word(s)", owner)
+                if seen == blocks:
+                    _fail(offset, f"more blocks than the {blocks} the header declares", owner)
+                pending = (word >> COUNT_LSB) & MAX_DESCRIPTORS
+                head, parts, rank, block_off = obj, {"iot": []}, 0, offset
+                words = [word]
+                seen += 1
             else:
-                parts[spec.attr] = obj
-            words.append(word)
-            pending -= 1
-        offset += WORD_BYTES
-        if not pending:
-            key = tuple(words)
-            block = _DECODED.get(key)
-            if block is None:
-                parts["iot"] = tuple(parts["iot"])
-                block = Block(head, **parts)
-                memo(block)[WORDS_MEMO] = key
-                if len(_DECODED) < DECODED_LIMIT:
-                    _DECODED[key] = block
-            yield block_off, block
+                if not pending:
+                    _fail(offset, f"{spec.name} word outside a block (expected BSTART"
+                                  + (f"; the block at byte {block_off} has ended)" if head else ")"), owner)
+                if spec.rank < rank or (spec.rank == rank and not spec.repeatable):
+                    what = "duplicate" if spec.rank == rank else "out of canonical order"
+                    _fail(offset, f"{spec.name} {what} in the block at byte {block_off} "
+                                  f"(canonical order: {_CANONICAL_ORDER})", owner)
+                rank = spec.rank
+                if spec.repeatable:
+                    parts[spec.attr].append(obj)
+                else:
+                    parts[spec.attr] = obj
+                words.append(word)
+                pending -= 1
+            offset += WORD_BYTES
+            if not pending:
+                key = tuple(words)
+                block = _DECODED.get(key)
+                if block is None:
+                    parts["iot"] = tuple(parts["iot"])
+                    block = Block(head, **parts)
+                    memo(block)[WORDS_MEMO] = key
+                    if len(_DECODED) < DECODED_LIMIT:
+                        _DECODED[key] = block
+                yield block_off, block
     if pending:
         _fail(offset, f"stream ends inside the block at byte {block_off}, "
                       f"{pending} declared descriptor word(s) missing", block_off)
@@ -364,5 +384,5 @@ def roundtrip(block: Block, index: int = 0) -> tuple[Block, list[int]]:
     block_words(block, index), without the stream's bytes.  EncodeError for a block no stream
     can carry."""
     words = block_words(block, index)
-    (_, out), = _blocks(words, 1)
+    (_, out), = _blocks([list(words)], 1)
     return out, words

@@ -320,3 +320,45 @@ def test_the_baseline_without_programs_is_todays_path():
     m = machine(3, "cpu")
     m._engine = engine.HostPlans(compiled=False)
     assert type(m._engine.runner(m)) is engine.Here
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32 - 1), st.lists(blocks(), min_size=1, max_size=4),
+       st.lists(st.integers(0, 3), min_size=2, max_size=30))
+def test_a_stream_repeating_a_few_blocks_ends_where_the_reference_ends(seed, pool, picks):
+    """A stream of a few distinct blocks repeated (as a stream decodes them: one Block object per
+    distinct block, taken from its words at once; each object's program kept by identity for the
+    run): long chains of the same programs, reading tiles the chain wrote in one or two roles."""
+    stream = [pool[i % len(pool)] for i in picks]
+    try:
+        stream = encoding.encode(stream)
+    except EncodeError:
+        pass
+    assert_same_as_reference(seed, stream)
+
+
+def test_a_chain_that_stops_inside_a_block_keeps_the_statuses_of_the_block_before():
+    """A block whose compiled call stops on a later PE (an undefined element on PE 2, a NaN on
+    PE 3 under ftz) has written the statuses of the PEs before it; the chain keeps the last
+    finished block's statuses, and the block runs on today's path: the reference's statuses,
+    state and StreamError."""
+    big = np.full((4, 16), 0x7F000000, np.uint64)          # 2^127: doubling overflows (flags differ per block)
+    for profile, bad in (("ieee", "undefined"), ("ftz", "nan")):
+        got = []
+        for backend in ("cpu", "reference"):
+            m = Machine(with_profile(MachineConfig(local_bytes=4096), profile), backend=backend)
+            for p in range(4):
+                d = np.ones((4, 16), bool)
+                x = big.copy()
+                if p == 2 and bad == "undefined":
+                    d[3, 15] = False
+                if p == 3 and bad == "nan":
+                    x[3, 15] = 0x7FC00001
+                m.write_tile(p, 1, "FP32", np.full((4, 16), 0x3F800000, np.uint64))
+                m.write_tile(p, 2, "FP32", x, defined=d)
+            stream = [tadd(srcs=(1, 1), dest=3), tadd(srcs=(3, 3), dest=1), tadd(srcs=(1, 3), dest=4),
+                      tadd(srcs=(2, 2), dest=5), tadd(srcs=(4, 1), dest=3)]
+            r = m.run(encoding.encode(stream))
+            got.append((r.executed, error_key(r.error), [x.status for x in r.results], m.digest(),
+                        [m.status(p) for p in range(4)], [list(pe.tiles) for pe in m.pes]))
+        assert got[0] == got[1]

@@ -357,3 +357,58 @@ def test_iter_blocks_yields_the_blocks_before_a_fault():
 
 def test_decode_accepts_bytearray_and_memoryview():
     assert decode(bytearray(GOOD)) == decode(memoryview(GOOD)) == decode(GOOD)
+
+
+# ---------------------------------------------------------------- known blocks at once
+# iter_blocks takes a block whose words were decoded before (isa.encoding._DECODED) at once,
+# without going word by word.  What it yields, or the DecodeError it raises (offset, reason,
+# owning block), must be exactly what word by word gives: with nothing known, with every block
+# known, and with the words handed over in chunks of any size (a block spanning two).
+
+def _outcome(data):
+    got = []
+    try:
+        for off, blk in iter_blocks(data):
+            got.append((off, blk))
+    except DecodeError as exc:
+        return got, (exc.offset, exc.reason, exc.block_offset)
+    return got, None
+
+
+def _streams():
+    import random
+    rng = random.Random(32)
+    known = [block_words(TADD_FP16, 0), block_words(dataclasses.replace(TADD_FP16, datr=None), 0),
+             [bstart(0, 0, 0, 4)]]
+    out = []
+    for _ in range(60):
+        blocks = [list(rng.choice(known)) for _ in range(rng.randrange(1, 6))]
+        words = [w for b in blocks for w in b]
+        declared = len(blocks) + rng.choice((0, 0, 0, -1, 1))
+        cut = rng.random()
+        if cut < 0.2 and words:           # a word changed: another valid word, or a malformed one
+            k = rng.randrange(len(words))
+            words[k] = rng.choice((iot(5, 0b1111), bstart(2, 0, 0, 4), words[k] ^ (1 << rng.randrange(64)),
+                                   0x03 | 7 << 8))
+        elif cut < 0.35 and words:        # words missing at the end (the header says so)
+            del words[rng.randrange(len(words)):]
+        elif cut < 0.45:                  # a word between blocks
+            words.insert(rng.randrange(len(words) + 1), iot(1, 0b0001))
+        out.append(header(max(0, declared), len(words)) + b"".join(w.to_bytes(8, "little") for w in words))
+    return out
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 1 << 16])
+def test_known_blocks_decode_exactly_as_word_by_word(monkeypatch, chunk):
+    import isa.encoding as E
+    monkeypatch.setattr(E, "_CHUNK_WORDS", chunk)
+    for data in _streams():
+        monkeypatch.setattr(E, "_DECODED", {})
+        monkeypatch.setattr(E, "DECODED_LIMIT", 0)        # nothing known: word by word throughout
+        slow_blocks, slow_err = _outcome(data)
+        monkeypatch.setattr(E, "DECODED_LIMIT", 4096)
+        _outcome(data)                                    # every valid block of the stream now known
+        _outcome(data[:16] + data[16:])
+        fast_blocks, fast_err = _outcome(data)
+        assert fast_err == slow_err
+        assert [(o, b) for o, b in fast_blocks] == [(o, b) for o, b in slow_blocks]
