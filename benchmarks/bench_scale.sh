@@ -2,9 +2,11 @@
 # Scale-out figures (docs/performance.md, "Beyond one machine"), all in one run so the ratios
 # share the machine's load:
 #   1. golden generation in process, on a local cluster of 1 and of 2 workers (wall, cluster
-#      start included) -> the 1 -> 2 worker scaling;
+#      start included; and, as the command prints them, the cluster's start -- its workers'
+#      warm-up included -- apart from the chunks' time) -> the 1 -> 2 worker scaling of the work;
 #   2. the fixed cost of starting (and closing) a local cluster of 1 and of 2 workers;
-#   3. a sharded batch run (`tile-emu run --workers`) of 1 and of 2 workers, and in process;
+#   3. a sharded batch run (`tile-emu run --workers`) of 1 and of 2 workers, and in process
+#      (the cluster's start, the shards' and the writing's time as the command prints them);
 #   4. bytes per case on disk of the datasets written;
 #   5. `golden --format testfloat|arrow --out -` into a reader (`wc -c`; testfloat_ver is not
 #      installed here) against writing the same cases as Parquet.
@@ -25,9 +27,11 @@ for how in inproc w1 w2; do
     [ "$how" = w1 ] && extra="--workers 1"
     [ "$how" = w2 ] && extra="--workers 2"
     t0=$(now)
-    python3 -m emulator.cli $gen $extra --out "$d/g-$how" >/dev/null 2>&1
+    python3 -m emulator.cli $gen $extra --out "$d/g-$how" >"$d/g-$how.out" 2>/dev/null
     t1=$(now)
     echo "golden $how: $(took "$t0" "$t1") s wall, $(du -sb "$d/g-$how" | cut -f1) bytes, $((2 * cases)) cases"
+    # with --workers: the cluster's start (its warm-up included) and the chunks' time, apart
+    grep -h "ready in" "$d/g-$how.out" || true
 done
 cmp -s "$d/g-inproc/manifest.json" "$d/g-w2/manifest.json" && echo "golden: manifests of 1 process and 2 workers equal"
 cat >"$d/cluster_start.py" <<'PY'
@@ -60,9 +64,11 @@ for how in inproc w1 w2; do
     [ "$how" = w1 ] && extra="--workers 1"
     [ "$how" = w2 ] && extra="--workers 2"
     t0=$(now)
-    python3 -m emulator.cli run "$d/saxpy.tbs" --init "$d/batch.arrow" --out "$d/r-$how.arrow" -q $extra 2>/dev/null || true
+    python3 -m emulator.cli run "$d/saxpy.tbs" --init "$d/batch.arrow" --out "$d/r-$how.arrow" $extra \
+        >"$d/r-$how.out" 2>/dev/null || true
     t1=$(now)
     echo "run $how: $(took "$t0" "$t1") s wall (8,192 machines x 64 blocks; machine 5 of each copy faults at block 0)"
+    grep -h "ready in" "$d/r-$how.out" || true
 done
 cmp -s "$d/r-inproc.arrow" "$d/r-w2.arrow" && echo "run: final states of 1 process and 2 workers equal"
 one="golden --ops TADD --dtypes FP32 --cases $cases --seed 7 --quiet"

@@ -22,10 +22,12 @@ import json
 import os
 import sys
 import tempfile
+import time
 
 import pyarrow as pa
 
 SHARDS_PER_WORKER = 4            # shards per worker (smaller shards: less memory a worker, better balance)
+WARM_MACHINES = 2                # machines each worker runs as its warm-up (emulator.cluster.Warm)
 
 
 def bound(backend: str) -> int:
@@ -113,7 +115,7 @@ def run_shard(path: str, total: int, lo: int, hi: int, group: int, data: bytes, 
 def run_sharded(args, data: bytes) -> int:
     """`tile-emu run ... --workers N | --scheduler ADDRESS`: see the module docstring."""
     from emulator.cli import UNAVAILABLE, CommandError
-    from emulator.cluster import ClusterError, NoCluster, check_scheduler, run as run_tasks
+    from emulator.cluster import ClusterError, NoCluster, Warm, check_scheduler, run as run_tasks
     from emulator import batchio
     from emulator.stateio import StateFileError
     from isa.atomicio import shown
@@ -169,9 +171,14 @@ def run_sharded(args, data: bytes) -> int:
                     res[key] = True
             got[i] = res
 
+        # the warm-up: two machines of the first shard through the same program on every
+        # worker as the cluster starts (imports, Numba caches), not inside its first shard
+        lo, hi = shards[0]
+        warm = Warm(run_shard, [(path, n, lo, min(lo + WARM_MACHINES, hi), *tasks[0][4:])])
+        times: dict = {}
         try:
             run_tasks(tasks, run_shard, on_done, args.workers, args.scheduler,
-                      cuda=backend == "gpu" and bool(args.workers))
+                      cuda=backend == "gpu" and bool(args.workers), warm=warm, timings=times)
         except NoCluster as exc:
             raise CommandError(str(exc), UNAVAILABLE) from None
         except ClusterError as exc:
@@ -183,8 +190,10 @@ def run_sharded(args, data: bytes) -> int:
             raise CommandError(f"shard {i} of {len(shards)} (machines {lo}..{hi - 1}): {line}; nothing written",
                                status)
         results = [got[i] for i in range(len(shards))]
+        t0 = time.monotonic()
         log_rows = _write_outputs(args, spill, results, n)
-    return _report(args, results, n, log_rows)
+        times["write_s"] = time.monotonic() - t0
+    return _report(args, results, n, log_rows, times)
 
 
 def _write_outputs(args, spill: str, results: list[dict], n: int) -> int:
@@ -224,9 +233,14 @@ def _write_outputs(args, spill: str, results: list[dict], n: int) -> int:
     return log.rows
 
 
-def _report(args, results: list[dict], n: int, log_rows: int) -> int:
-    """The lines run_batch prints for the same run: each faulted machine, then the summary."""
+def _report(args, results: list[dict], n: int, log_rows: int, times: dict) -> int:
+    """The lines run_batch prints for the same run: each faulted machine, then the summary (with
+    the cluster's start, warm-up included, the shards' and the writing's seconds)."""
     from isa.atomicio import shown
+    if not args.quiet:             # standard output: the messages on stderr stay those of one process
+        what = f"local cluster of {args.workers} worker(s)" if args.workers else f"scheduler {args.scheduler}"
+        print(f"tile-emu run: {what} ready in {times['start_s']:.2f} s (warm-up included); {len(results)} shard(s) "
+              f"ran in {times['work_s']:.2f} s; writing took {times['write_s']:.2f} s")
     faulted = [e for r in results for e in r["errors"]]
     for k, where, detail in faulted:
         print(f"tile-emu run: {shown(args.stream)}: machine {k}: {where}: {detail}", file=sys.stderr)

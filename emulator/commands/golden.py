@@ -383,15 +383,24 @@ def _write(args, out: pathlib.Path, p, plan, keys, write_chunk, manifest):
     progress = Progress(total, len(tasks), enabled=not args.quiet)
     # no more worker processes than files: the rest would only start and idle
     workers = min(args.workers, max(len(tasks), 1)) if args.workers else None
+    times: dict = {}
     run_tasks(tasks, write_chunk, lambda task, rec: (records.append(rec), progress.add(task[4])),
-              workers=workers, scheduler=args.scheduler, cuda=args.backend == "gpu")
+              workers=workers, scheduler=args.scheduler, cuda=args.backend == "gpu", timings=times)
     progress.close()
+    rate = progress.rate
+    if (workers or args.scheduler) and tasks:
+        # the cluster's start (worker processes, imports, Numba caches: its warm-up) is its own
+        # figure; the rate is the chunks' alone (docs/performance.md, "Beyond one machine")
+        what = f"local cluster of {workers} worker(s)" if workers else f"scheduler {args.scheduler}"
+        print(f"golden: {what} ready in {times['start_s']:.2f} s (warm-up included); the {len(tasks):,} "
+              f"chunk(s) took {times['work_s']:.2f} s")
+        rate = total / max(times["work_s"], 1e-9)
     if args.shard:                 # a shard's manifest: shard.json with its records (emulator/golden/shards.py)
         D.write_json(out / shards.SHARD, shards.doc(p, *args.shard_at, records))
     else:
         D.write_json(out / D.MANIFEST, manifest(p, records))
     return (records, sum(r["rows"] for r in records), sum(r["bytes"] for r in records),
-            progress.rate if total else None)
+            rate if total else None)
 
 
 def _stream_params(args):

@@ -164,10 +164,23 @@ def parse_manifest(parse, path: pathlib.Path, fmt: str, version: int, schema: di
     return m
 
 
+_VALIDATORS: dict[int, tuple] = {}
+
+
+def _validator(schema: dict):
+    """The validator of `schema`, built once per schema object (not once per document: every
+    chunk a golden run writes validates its parameters; the schema object is kept alive with
+    its validator, so its id cannot be reused)."""
+    got = _VALIDATORS.get(id(schema))
+    if got is None or got[0] is not schema:
+        got = _VALIDATORS[id(schema)] = (schema, _VALIDATOR(schema))
+    return got[1]
+
+
 def _validate(doc, schema: dict, where: str) -> None:
     """GoldenError naming the first place `doc` breaks `schema` (one line, the value cut short);
     an "integer" is an integer literal (type int: not 20.0, not true)."""
-    err = jsonschema.exceptions.best_match(_VALIDATOR(schema).iter_errors(doc))
+    err = jsonschema.exceptions.best_match(_validator(schema).iter_errors(doc))
     if err is None:
         return
     at = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path).lstrip(".")

@@ -23,7 +23,7 @@ from isa.errors import DecodeError
 from ..tiles import element_dtype
 from .cases import Group, TileSpec, execute
 from .dataset import Dataset, GoldenError, open_dataset
-from .rows import SCHEMA, binary_block, case_columns, descriptor_at, gprs_of, groups_columns, tiles_of, unpack_rows
+from .rows import SCHEMA, binary_block, case_columns, descriptor_at, descriptor_of, gprs_of, groups_columns, tiles_of, unpack_rows
 
 # Columns the dataset check covers without a replay (case numbers, class labels) or that only
 # say how the generator batched the rows (group): every other column is recomputed.
@@ -56,10 +56,10 @@ def _uniform(t: pa.Table, name: str) -> bool:
     return len(t) == 0 or pc.all(pc.equal(col, col[0])).as_py()
 
 
-def _entries(arr: pa.Array, n: int, k: int, sl: slice) -> np.ndarray | None:
-    """(n, entries of `sl`, B) bytes of list entries sl of every row (k entries per row), or
-    None when their sizes differ."""
-    idx = (np.arange(n)[:, None] * k + np.arange(sl.start, sl.stop)[None, :]).reshape(-1)
+def _entries(arr: pa.Array, n: int, k: int, sl: slice, first: int = 0) -> np.ndarray | None:
+    """(n, entries of `sl`, B) bytes of list entries sl of every row (k entries per row, the
+    first row's at index `first` of arr), or None when their sizes differ."""
+    idx = (first + np.arange(n)[:, None] * k + np.arange(sl.start, sl.stop)[None, :]).reshape(-1)
     return binary_block(arr.take(pa.array(idx)), n, sl.stop - sl.start)
 
 
@@ -77,17 +77,18 @@ def shared_blocks(t: pa.Table, path: str) -> list | None:
                           f"({shown(str(exc), 120)})") from None
 
 
-def rebuild_group(t: pa.Table, ds: Dataset, path: str) -> Group | None:
+def rebuild_group(t: pa.Table, ds: Dataset, path: str, inputs=None) -> Group | None:
     """The group of rows t (of data file `path`) on the dataset's machine (store sizes of the
     rows, the dataset's numeric profile), or None when they do not share a block and
-    descriptors.  GoldenError for a row no machine could hold (malformed fields)."""
+    descriptors.  GoldenError for a row no machine could hold (malformed fields).  `inputs()`,
+    where given, gives the rows' input TileSpecs (FileTiles.specs: the file's column read once)."""
     n = len(t)
     if n == 0:
         return None
     blocks = shared_blocks(t, path)
     if blocks is None or len(blocks) != 1:
         return None
-    tiles = tile_specs(t, path, "inputs")
+    tiles = tile_specs(t, path, "inputs") if inputs is None else inputs()
     if tiles is None:
         return None
     try:
@@ -101,6 +102,59 @@ def rebuild_group(t: pa.Table, ds: Dataset, path: str) -> Group | None:
     if gprs is not None and np.any(gprs[:, :, 0]):
         return None                                   # r0 holds nothing: not a machine state
     return Group(None, None, None, blocks[0], config, tiles, gprs)
+
+
+class FileTiles:
+    """A file's list<tile> column read once (verify's whole-file replay, `clean`): its entries'
+    fields as NumPy arrays, so each group's TileSpecs slice them (`specs`) where tile_specs
+    reads the group's rows back from Arrow -- about 1 ms a group, most of what a small
+    partition's verify cost beyond its replay.  Same specs, same None cases as tile_specs."""
+
+    def __init__(self, col):
+        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        self.offsets = col.offsets.to_numpy()
+        values = col.values                     # entries addressed by absolute index (offsets)
+        self.fields = {f.name: values.field(f.name) for f in values.type}
+        self.arrays, self.bytes = {}, {}
+        # the descriptor fields as Python values (descriptor_of), converted once
+        self.values = {name: arr.to_pylist() for name, arr in self.fields.items()
+                       if name not in ("payload", "defined", "status")}
+        for name, arr in self.fields.items():
+            if name in ("payload", "defined"):
+                arr = arr.cast(pa.large_binary())
+                offs = np.frombuffer(arr.buffers()[1], np.int64)[arr.offset: arr.offset + len(arr) + 1]
+                data = arr.buffers()[2]
+                self.bytes[name] = (offs, np.frombuffer(data, np.uint8) if data is not None
+                                    else np.zeros(0, np.uint8))
+                continue
+            if name == "fmap_params":             # a list per entry: compare its text
+                arr = pa.array([str(x) for x in arr.to_pylist()], pa.string())
+            self.arrays[name] = arr.to_numpy(zero_copy_only=False)
+
+    def specs(self, lo: int, hi: int) -> list[TileSpec] | None:
+        """tile_specs of rows lo..hi-1 (hi > lo); ValueError for a malformed entry."""
+        n = hi - lo
+        counts = np.diff(self.offsets[lo: hi + 1])
+        if len(counts) == 0 or not np.all(counts == counts[0]):
+            return None
+        k, a = int(counts[0]), int(self.offsets[lo])
+        for col in self.arrays.values():
+            col = col[a: a + n * k].reshape(n, k)
+            if not np.all(col == col[:1]):
+                return None
+        entries = [descriptor_of({name: vals[a + j] for name, vals in self.values.items()}) for j in range(k)]
+        return _specs(entries, lambda name, sl: self._entries(name, n, k, sl, a), n, k)
+
+    def _entries(self, name: str, n: int, k: int, sl: slice, first: int) -> np.ndarray | None:
+        """replay._entries (binary_block of the entries taken) from the column read once."""
+        offs, data = self.bytes[name]
+        idx = (first + np.arange(n)[:, None] * k + np.arange(sl.start, sl.stop)[None, :]).reshape(-1)
+        starts = offs[idx]
+        sizes = offs[idx + 1] - starts
+        if len(sizes) == 0 or not np.all(sizes == sizes[0]):
+            return None if len(sizes) else np.zeros((n, sl.stop - sl.start, 0), np.uint8)
+        b = int(sizes[0])
+        return data[starts[:, None] + np.arange(b)[None, :]].reshape(n, sl.stop - sl.start, b)
 
 
 def tile_specs(t: pa.Table, path: str, column: str) -> list[TileSpec] | None:
@@ -126,6 +180,12 @@ def tile_specs(t: pa.Table, path: str, column: str) -> list[TileSpec] | None:
     except ValueError as exc:
         raise GoldenError(f"{shown(path)}: case {t.column('case')[0].as_py()}: {column}: "
                           f"{shown(str(exc), 160)}") from None
+    return _specs(entries, lambda name, sl: _entries(f[name], n, k, sl), n, k)
+
+
+def _specs(entries: list, entries_of, n: int, k: int) -> list[TileSpec] | None:
+    """The TileSpecs of rows whose k entries are `entries` ((pe, tile, Descriptor) each);
+    entries_of(field, slice) the (n, entries, B) bytes of payload or defined."""
     tiles, j = [], 0
     while j < k:
         pe0, tid, desc = entries[j]
@@ -133,8 +193,8 @@ def tile_specs(t: pa.Table, path: str, column: str) -> list[TileSpec] | None:
         while j + len(pes) < k and entries[j + len(pes)][1:] == (tid, desc):
             pes.append(entries[j + len(pes)][0])
         sl = slice(j, j + len(pes))
-        payload = _entries(f["payload"], n, k, sl)
-        defined = _entries(f["defined"], n, k, sl)
+        payload = entries_of("payload", sl)
+        defined = entries_of("defined", sl)
         if payload is None or defined is None or payload.shape[2] != desc.payload_nbytes \
                 or defined.shape[2] != (desc.elements + 7) // 8:
             return None
@@ -229,9 +289,10 @@ def verify(dataset, backend: str = "cpu", progress=None, limit: int = 20) -> tup
         the run-by-run replay then says exactly what, and where, as it always has."""
         try:
             pairs = []
+            inputs = FileTiles(t.column("inputs"))
             for lo, hi in runs:
                 if hi > lo:
-                    g = rebuild_group(t.slice(lo, hi - lo), ds, path)
+                    g = rebuild_group(t.slice(lo, hi - lo), ds, path, lambda: inputs.specs(lo, hi))
                     if g is None:
                         return False
                     pairs.append((g, execute(g, backend)))

@@ -267,7 +267,12 @@ def binary_block(arr: pa.Array, n: int, k: int) -> np.ndarray | None:
 
 def descriptor_at(fields: dict, i: int) -> tuple[int, int, Descriptor]:
     """(pe, tile, Descriptor) of entry i: one entry, read once per group."""
-    v = {name: fields[name][i].as_py() for name in fields if name not in ("payload", "defined", "status")}
+    return descriptor_of({name: fields[name][i].as_py() for name in fields
+                          if name not in ("payload", "defined", "status")})
+
+
+def descriptor_of(v: dict) -> tuple[int, int, Descriptor]:
+    """descriptor_at of an entry's fields given as Python values."""
     dt = v["dtype"]
     desc = Descriptor(v["location"], v["kind"], None if dt == "" else datatype(dt).code, v["Row"], v["Col"],
                       v["ValidRow"], v["ValidCol"], v["Layout"], "standard", v["capacity"], _fmap(v))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import tempfile
 import time
 from typing import Callable
 
@@ -91,15 +92,46 @@ class _Settling:
         return self.fn(*task)
 
 
+WARM_CASES = 128     # cases of a warm-up chunk: more than a partition's coverage points (~65), so each class runs
+WARM_PARTS = 8       # warm-up chunks a worker runs at most (one per distinct instruction and DataTypes)
+
+
+def _warm_chunk(fn: Callable, params: dict, part: dict, chunk: int, n: int, *rest) -> None:
+    """One small chunk written into a temporary folder that is then removed (a warm-up)."""
+    with tempfile.TemporaryDirectory(prefix="tile-emu-warm-") as tmp:
+        fn(tmp, params, part, chunk, n, *rest)
+
+
+def warm_tasks(fn: Callable, tasks: list[tuple]) -> list[tuple]:
+    """The warm-up of a golden run (emulator.cluster.Warm): for each of the first WARM_PARTS
+    distinct kernels the tasks use (a partition less its rounding mode and saturation), one chunk
+    of at most WARM_CASES cases written to a temporary folder -- the imports, the Numba caches
+    and the Parquet writer the real chunks then find loaded."""
+    out, seen = [], set()
+    for _, params, part, chunk, n, *rest in tasks:
+        key = tuple(sorted((k, repr(v)) for k, v in part.items() if k not in ("rmode", "sat")))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append((fn, params, part, chunk, min(n, WARM_CASES), *rest))
+        if len(out) == WARM_PARTS:
+            break
+    return out
+
+
 def run(tasks: list[tuple], fn: Callable, on_done: Callable[[tuple, dict], None],
-        workers: int | None = None, scheduler: str | None = None, cuda: bool = False) -> None:
+        workers: int | None = None, scheduler: str | None = None, cuda: bool = False,
+        timings: dict | None = None) -> None:
     """Run fn(*task) for every task; on_done(task, result) as each completes (emulator.cluster.run:
-    in this process, on a local cluster -- of one worker a GPU with `cuda` -- whose workers settle
-    their heaps first, or on --scheduler's).  A missing library is emulator.cluster.NoCluster."""
-    from emulator.cluster import ClusterError, NoCluster, run as run_tasks
+    in this process, on a local cluster -- of one worker a GPU with `cuda` -- whose workers warm
+    up (warm_tasks) and settle their heaps when the cluster starts, or on --scheduler's, whose
+    workers warm up alone).  A missing library is emulator.cluster.NoCluster; `timings` as
+    emulator.cluster.run fills it."""
+    from emulator.cluster import ClusterError, NoCluster, Warm, run as run_tasks
+    warm = Warm(_warm_chunk, warm_tasks(fn, tasks), None if scheduler else settle_heap)
     try:
         run_tasks(tasks, fn, on_done, workers, scheduler, local_fn=_Settling(fn), in_process=settle_heap,
-                  cuda=cuda)
+                  cuda=cuda, warm=warm, timings=timings)
     except NoCluster:
         raise
     except ClusterError as exc:
