@@ -141,9 +141,12 @@ class Uniform:
     loads from Numba's on-disk cache) the canonical one.  `reads(n)`: the positions, of n
     arguments, of the arrays the body only reads."""
 
+    every: list = []                        # every Uniform made (kernels/numeric/precompile.py counts them)
+
     def __init__(self, dispatcher, reads):
         self.dispatcher = dispatcher
         self.reads = reads
+        Uniform.every.append(self)
         dispatcher._can_compile = False     # disable_compile(), which refuses a dispatcher with no body yet
 
     def __getattr__(self, name):            # py_func, signatures, ... of the dispatcher
@@ -184,9 +187,11 @@ class Twin:
     compiles as read-only (`Uniform`: one specialisation per dtype set); None: Numba's own
     specialisation by exact types."""
     calls = {"serial": 0, "parallel": 0}
+    every: list = []                        # every Twin made (precompile builds their parallel twins)
 
     def __init__(self, fn, outputs: int | None = None, **jit):
         self.py_func = fn
+        Twin.every.append(self)
         self.serial = nb.njit(cache=True, **jit)(fn)
         # Numba's on-disk cache keys a function by its name, bytecode and signature, not by its
         # options: the parallel build gets its own name, or a cached serial build would be
