@@ -64,7 +64,8 @@ def add_arguments(parser):
     parser.add_argument("--fabric", help="fabric description of the PE engines that admits every block "
                         "(default with --timing: the shipped pe.json)")
     parser.add_argument("--backend", choices=("reference", "cpu", "gpu", "auto"), default=None,
-                        help="execution backend (default: cpu; --timing and --fabric: reference)")
+                        help="execution backend (default: cpu; --timing and --fabric: reference; a stream of at most 8 "
+                             "blocks on one machine: the reference without Numba, the same bytes)")
     parser.add_argument("--fuse", action="store_true",
                         help="batch backends: run chains of element-wise blocks that the calculus's check_plan "
                              "admits as one pass (same results; docs/machine.md 'Batches')")
