@@ -157,9 +157,14 @@ class Uniform:
             return self.dispatcher(*args)
         except TypeError as exc:
             if "No matching definition" not in str(exc):
-                raise
+                if "mbiguous" not in str(exc):
+                    raise
+                # two bodies convert equally well (say C and A layouts of a read-only operand):
+                # the call's exact types get a body of their own, which wins over conversions
+                self.add(canonical_signature(args, frozenset()))
+                return self.dispatcher(*args)
         self.add(canonical_signature(args, self.reads(len(args))))
-        return self.dispatcher(*args)
+        return self(*args)
 
     def add(self, sig) -> None:
         """Compile (or load from the on-disk cache) the body of signature `sig`."""

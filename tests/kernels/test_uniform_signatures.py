@@ -48,3 +48,19 @@ def test_a_twin_with_outputs_compiles_its_inputs_read_only():
     tw(ro, a, out)
     assert out.tolist() == [1, 3, 5, 7]
     assert len(tw.serial.signatures) == 1
+
+
+def test_a_call_that_two_bodies_fit_equally_gets_its_exact_body():
+    """A read-only C-layout body and a read-only any-layout body both take a writable C operand
+    by conversion: the call compiles its exact types rather than failing as ambiguous."""
+    f = fast.Uniform(nb.njit(_add_one), fast.reads_all_but(1))
+    a = np.arange(8, dtype=np.int64)
+    out = np.empty(4, np.int64)
+    ro = a[:4].copy()
+    ro.flags.writeable = False
+    f(ro, ro, out)                          # C, read-only
+    strided = a[::2]
+    strided.flags.writeable = False
+    f(strided, strided, out)                # A, read-only
+    f(a[:4], a[:4], out)                    # C, writable: both bodies fit
+    assert out.tolist() == [1, 3, 5, 7]
