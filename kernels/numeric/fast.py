@@ -153,18 +153,17 @@ class Uniform:
         return getattr(self.dispatcher, name)
 
     def __call__(self, *args):
-        try:
-            return self.dispatcher(*args)
-        except TypeError as exc:
-            if "No matching definition" not in str(exc):
-                if "mbiguous" not in str(exc):
-                    raise
-                # two bodies convert equally well (say C and A layouts of a read-only operand):
-                # the call's exact types get a body of their own, which wins over conversions
-                self.add(canonical_signature(args, frozenset()))
+        for attempt in range(3):
+            try:
                 return self.dispatcher(*args)
-        self.add(canonical_signature(args, self.reads(len(args))))
-        return self(*args)
+            except TypeError as exc:
+                msg = str(exc)
+                if attempt == 2 or ("No matching definition" not in msg and "mbiguous" not in msg):
+                    raise
+                # no body fits: the canonical one; two fit equally well (say C and A layouts of a
+                # read-only operand): the call's exact types, which win over conversions
+                exact = "mbiguous" in msg
+            self.add(canonical_signature(args, frozenset() if exact else self.reads(len(args))))
 
     def add(self, sig) -> None:
         """Compile (or load from the on-disk cache) the body of signature `sig`."""
