@@ -26,7 +26,6 @@ speed") describes each tier.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Mapping
@@ -54,24 +53,8 @@ def load_compiled():
         fast, fast64, specials = f, f64, sp
 
 
-# Whether the compiled tiers are off in this process (`interpreted`).
-_INTERPRETED = [False]
-
-
-@contextmanager
-def interpreted():
-    """Within the block, no compiled tier serves -- neither the tiers of kind 'kernels' nor the
-    tables, whose lookups are compiled loops -- so every floating operation runs the NumPy
-    reference (or, for the other profiles' rules, its compositions) and nothing imports Numba.
-    The bits and flags are the same by construction: every compiled tier computes the
-    reference's results (docs/numerics.md; tests/kernels compare them).  For work smaller than
-    loading the compiled kernels: `tile-emu run` of a short stream on one machine."""
-    before = _INTERPRETED[0]
-    _INTERPRETED[0] = True
-    try:
-        yield
-    finally:
-        _INTERPRETED[0] = before
+# Whether the compiled tiers are off in this process, and the context that turns them off.
+from .interp import INTERPRETED as _INTERPRETED, interpreted  # noqa: E402,F401
 
 # Floating operations whose reference (ops_float.py) is array code that runs unchanged on device
 # arrays: sign-bit operations, ordering, comparison and ReLU (exact comparisons of the decoded

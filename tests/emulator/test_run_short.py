@@ -16,6 +16,7 @@ import pytest
 import isa
 from emulator.cli import main
 from emulator.commands import run as run_cmd
+from isa.datatypes import datatype
 from kernels.numeric import tiers
 
 from emu_helpers import blk
@@ -32,9 +33,14 @@ def short_streams():
         [blk("TMAX", "FP32", (1, 2), 3, mask=15, vc=16, vr=4, col=16),
          blk("TADD", "FP16", (4, 5), 5, mask=15, vc=8, vr=2, col=8),
          blk("TDIV", "FP32", (3, 1), 2, mask=15, vc=16, vr=4, col=16)]
+    converts = [blk("TCVT", "FP32", [1], 2, mask=15, vc=16, vr=4, col=16, DataType=datatype("FP16").code),
+                blk("TCVT", "FP32", [3], 6, mask=15, vc=16, vr=4, col=16, DataType=datatype("E4M3").code, Sat=1),
+                blk("TCVT", "FP32", [1], 7, mask=15, vc=16, vr=4, col=16, DataType=datatype("BF16").code),
+                blk("TCVT", "FP16", [4], 8, mask=15, vc=8, vr=2, col=8, DataType=datatype("FP32").code)]
     missing = [op(k) for k in range(3)] + [blk("TADD", "FP32", (1, 7), 3, mask=15, vc=16, vr=4, col=16)]
     return {"cycle": (0, isa.encode([op(k) for k in range(8)])), "mixed": (1, isa.encode(mixed)),
-            "missing": (2, isa.encode(missing)), "one": (3, isa.encode([op(1)]))}
+            "missing": (2, isa.encode(missing)), "one": (3, isa.encode([op(1)])),
+            "converts": (4, isa.encode(converts))}
 
 
 def test_the_short_route_takes_streams_of_at_most_eight_blocks():
@@ -89,10 +95,25 @@ def test_interpreted_tiers_give_the_compiled_tiers_bits():
         assert np.array_equal(compiled[0], ref[0]) and np.array_equal(compiled[1], ref[1]), (op_, dt)
 
 
-def test_a_short_run_imports_no_numba(tmp_path):
-    """In a fresh interpreter: `tile-emu run` of a one-block stream, no --backend, ends without
-    numba in sys.modules."""
-    seed, data = short_streams()["one"]
+def test_interpreted_conversions_give_the_compiled_conversions_bits():
+    from kernels import numeric
+    rng = np.random.default_rng(6)
+    x = rng.integers(0, 1 << 32, 5000, dtype=np.uint64).astype(np.uint32)
+    h = rng.integers(0, 1 << 16, 5000, dtype=np.uint64).astype(np.uint16)
+    for src, bits, dst, sat in [("FP32", x, "FP16", False), ("FP32", x, "BF16", False), ("FP32", x, "E4M3", True),
+                                ("FP32", x, "E5M2", False), ("FP16", h, "FP32", False), ("BF16", h, "FP32", False),
+                                ("FP32", x, "S16", True)]:
+        compiled = numeric.convert(bits, src, dst, sat=sat)
+        with tiers.interpreted():
+            ref = numeric.convert(bits, src, dst, sat=sat)
+        assert np.array_equal(compiled[0], ref[0]) and np.array_equal(compiled[1], ref[1]), (src, dst)
+
+
+@pytest.mark.parametrize("name", ["one", "converts"])
+def test_a_short_run_imports_no_numba(tmp_path, name):
+    """In a fresh interpreter: `tile-emu run` of a one-block stream (and of four conversions),
+    no --backend, ends without numba in sys.modules."""
+    seed, data = short_streams()[name]
     (tmp_path / "s.tbs").write_bytes(data)
     machine(seed).save(tmp_path / "init.arrow")
     code = ("import contextlib, io, sys\nfrom emulator.cli import main\n"
