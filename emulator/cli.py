@@ -32,6 +32,7 @@ _HELP = {
     "golden": "generate golden vectors (Parquet), print coverage, export TestFloat",
     "verify": "replay a golden dataset and compare every case",
     "cosim": "build libtile_emu and its SystemVerilog DPI-C package (docs/cosim-c.md)",
+    "compile": "compile every numeric kernel into Numba's on-disk cache (once after install)",
 }
 COMMANDS: dict[str, tuple[str, str]] = {name: (f"emulator.commands.{name}", text) for name, text in _HELP.items()}
 

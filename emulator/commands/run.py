@@ -64,7 +64,8 @@ def add_arguments(parser):
     parser.add_argument("--fabric", help="fabric description of the PE engines that admits every block "
                         "(default with --timing: the shipped pe.json)")
     parser.add_argument("--backend", choices=("reference", "cpu", "gpu", "auto"), default=None,
-                        help="execution backend (default: cpu; --timing and --fabric: reference)")
+                        help="execution backend (default: cpu; --timing and --fabric: reference; a stream of at most 8 "
+                             "blocks on one machine: the reference without Numba, the same bytes)")
     parser.add_argument("--fuse", action="store_true",
                         help="batch backends: run chains of element-wise blocks that the calculus's check_plan "
                              "admits as one pass (same results; docs/machine.md 'Batches')")
@@ -255,10 +256,38 @@ def run(args) -> int:
             m.config = replace(m.config, profile=args.profile)
     if len(machines) == 1 and args.backend in (None, "reference", "cpu") and not args.fuse:
         m = machines[0]
+        if args.backend is None and short_stream(data):
+            return run_short(args, data, m)
         if args.backend != "reference":  # Machine(backend="cpu"): the engine's one-machine path
             m = m.copy("cpu")
         return run_one(args, data, m)
     return run_batch(args, data, machines)
+
+
+# A stream of at most this many blocks, run on one machine without --backend, runs on the
+# reference with the compiled tiers off (issue 32 target 7): loading Numba and the compiled
+# kernels costs about 0.8 s of CPU, more than the reference's NumPy takes for a few blocks.
+SHORT_STREAM_BLOCKS = 8
+
+
+def short_stream(data: bytes) -> bool:
+    """Whether the header of `data` declares at most SHORT_STREAM_BLOCKS blocks (a stream whose
+    header is wrong is not short: the engine reports it, as for any stream)."""
+    from isa.encoding import DecodeError, check_header
+    try:
+        blocks, _ = check_header(data)
+    except DecodeError:
+        return False
+    return blocks <= SHORT_STREAM_BLOCKS
+
+
+def run_short(args, data: bytes, m) -> int:
+    """`run_one` on the reference machine with every numeric call on the NumPy reference
+    (kernels.numeric.tiers.interpreted): the same bytes as the cpu backend (the reference is its
+    oracle, and every compiled tier computes the reference's bits), without importing Numba."""
+    from kernels.numeric.tiers import interpreted
+    with interpreted():
+        return run_one(args, data, m)
 
 
 def run_one(args, data: bytes, m) -> int:

@@ -39,6 +39,7 @@ from isa.datatypes import DataType, Kind, datatype
 from .flags import NV
 from .formats import (FORMATS, INF, QNAN, SNAN, _xp, field_mask, inf_bits, max_bits, nan_bits, unpack,
                       valid_encoding)
+from .interp import INTERPRETED
 from .profiles import IEEE, INTEGRAL, WRAP, profile as _profile
 from .rounding import RHB_RULE, check_rmode, int_bits_of, int_range, round_integral, round_pack, round_to_int
 
@@ -313,6 +314,13 @@ def convert(src_bits, src_dtype, dst_dtype, rmode="DEFAULT", sat: bool = False, 
     if xp is not np:
         return convert_device(bits, s, d, rm, sat, ftz, xp, rule)
     key = (s.name, d.name, rm, sat, ftz, rule)
+    if INTERPRETED[0]:           # the compiled paths off (interp.py): the tables or the reference
+        if s.bits <= 16:
+            t = host_table("full", key, bits.size)
+            if t is not None:
+                idx = bits.astype(np.intp) if bits.dtype.itemsize > 2 else bits
+                return t[0][idx], t[1][idx]
+        return convert_generic(bits, s, d, rm, sat, ftz, xp, rule)
     if rule == IEEE and (s.name, d.name) in _WIDEN:
         from . import fastconvert
         if (s.name, d.name) in fastconvert.WIDEN_PAIRS:

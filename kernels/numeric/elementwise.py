@@ -24,7 +24,7 @@ from isa import fields
 from isa import instructions as instrs
 from isa.datatypes import DataType, Kind
 
-from . import fastvec, ops_float, ops_int, tiers, transcendental
+from . import ops_float, ops_int, tiers, transcendental
 from .errors import UnsupportedOperation
 from .profiles import Profile, profile as resolve_profile
 
@@ -246,14 +246,14 @@ def elementwise_status(op: str, dtype, *operands, groups: int, profile: str | Pr
     one pass over the flags gives both the status and the elements left to settle."""
     direct = None
     if cmode is None and isinstance(dtype, str) and isinstance(profile, str):
-        key = (op, dtype, profile)
+        key = (op, dtype, profile, tiers._INTERPRETED[0])
         direct = _DIRECT.get(key)
         if direct is None:
             direct = _direct(op, dtype, profile)
             if len(_DIRECT) < 4096:
                 _DIRECT[key] = direct
     if direct:
-        raw, arity, kernel, settle = direct
+        raw, arity, kernel, settle, run_status = direct
         if len(operands) == arity:
             shape = operands[0].shape
             flat = []
@@ -262,7 +262,7 @@ def elementwise_status(op: str, dtype, *operands, groups: int, profile: str | Pr
                     break
                 flat.append(x.reshape(-1))
             else:
-                bits, status = fastvec.run_status(kernel, flat, groups, settle)
+                bits, status = run_status(kernel, flat, groups, settle)
                 return bits.reshape(shape), status
     bits, flags = elementwise(op, dtype, *operands, profile=profile, cmode=cmode)
     flags = np.asarray(flags, np.uint8)
@@ -271,7 +271,7 @@ def elementwise_status(op: str, dtype, *operands, groups: int, profile: str | Pr
     return bits, np.bitwise_or.reduce(flags.reshape(groups, -1), axis=1)
 
 
-# (op, dtype name, profile name) -> what elementwise_status's compiled path needs, or False when
+# (op, dtype name, profile name, tiers interpreted) -> what elementwise_status's compiled path needs, or False when
 # the tier table does not give it to fastvec (or the names are not valid: elementwise then
 # raises as it does).  The tier table is read once per key: the kernel it names and the
 # hand-off that settles the kernel's marked elements (tiers.hand_off), not on every block.
@@ -287,5 +287,6 @@ def _direct(op: str, dtype: str, profile: str):
     tier = tiers.select(ins.mnemonic, dt, prof, ins.arity)
     if tier is None or tier.name != "fastvec":
         return False
+    from . import fastvec           # loaded by the tier table already (tiers.load_compiled)
     return (np.dtype(dt.raw_dtype), ins.arity, tier.kernels[(dt.name, ins.mnemonic)],
-            tiers.hand_off(tier, ins.mnemonic, dt.name, prof))
+            tiers.hand_off(tier, ins.mnemonic, dt.name, prof), fastvec.run_status)

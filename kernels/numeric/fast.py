@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
 import types as types_
 from dataclasses import dataclass
@@ -113,15 +114,88 @@ def idle_core() -> bool:
     return idle
 
 
+# One compiled body per dtype set, not per array flag (issue 32 target 5: a first run after
+# install compiled 62 specialisations, a third of them copies that differed only in whether an
+# operand array was read-only -- a view of Arrow or bytes -- or writable).
+_COMPILE_LOCK = threading.Lock()
+
+
+def canonical_signature(args, reads) -> tuple:
+    """Numba's types of `args`, with every array at a position in `reads` typed read-only: a
+    body compiled for a read-only operand also takes a writable one (Numba converts writable to
+    read-only without a copy), so one specialisation serves both."""
+    sig = []
+    for i, x in enumerate(args):
+        t = nb.typeof(x)
+        if i in reads and isinstance(t, types.Array) and t.mutable:
+            t = t.copy(readonly=True)
+        sig.append(t)
+    return tuple(sig)
+
+
+class Uniform:
+    """A cached `nb.njit` dispatcher that compiles only canonical signatures
+    (`canonical_signature`: the array arguments it only reads, typed read-only) and otherwise
+    runs as the dispatcher does.  Compilation is disabled between calls, so a call whose exact
+    types have no body takes the one its types convert to; a call that has none compiles (or
+    loads from Numba's on-disk cache) the canonical one.  `reads(n)`: the positions, of n
+    arguments, of the arrays the body only reads."""
+
+    every: list = []                        # every Uniform made (kernels/numeric/precompile.py counts them)
+
+    def __init__(self, dispatcher, reads):
+        self.dispatcher = dispatcher
+        self.reads = reads
+        Uniform.every.append(self)
+        dispatcher._can_compile = False     # disable_compile(), which refuses a dispatcher with no body yet
+
+    def __getattr__(self, name):            # py_func, signatures, ... of the dispatcher
+        return getattr(self.dispatcher, name)
+
+    def __call__(self, *args):
+        for attempt in range(3):
+            try:
+                return self.dispatcher(*args)
+            except TypeError as exc:
+                msg = str(exc)
+                if attempt == 2 or ("No matching definition" not in msg and "mbiguous" not in msg):
+                    raise
+                # no body fits: the canonical one; two fit equally well (say C and A layouts of a
+                # read-only operand): the call's exact types, which win over conversions
+                exact = "mbiguous" in msg
+            self.add(canonical_signature(args, frozenset() if exact else self.reads(len(args))))
+
+    def add(self, sig) -> None:
+        """Compile (or load from the on-disk cache) the body of signature `sig`."""
+        d = self.dispatcher
+        with _COMPILE_LOCK:
+            d._can_compile = True
+            try:
+                d.compile(sig)
+            finally:
+                d._can_compile = False
+
+
+def reads_all_but(outputs: int):
+    """`Uniform.reads` of a loop whose last `outputs` arguments are the arrays it writes."""
+    return lambda n: frozenset(range(n - outputs))
+
+
 class Twin:
     """One compiled loop built twice, serial and parallel (prange is range in the serial build);
     a call runs the serial build unless the last argument (every loop's output or index array)
     has at least PARALLEL_MIN elements, Numba has more than one thread and a core is idle
-    (`idle_core`, which does not count this process's own threads).  `calls` counts the builds run, so tests can see which one a call took."""
-    calls = {"serial": 0, "parallel": 0}
+    (`idle_core`, which does not count this process's own threads).  `calls` counts the builds run, so tests can see which one a call took.
 
-    def __init__(self, fn, **jit):
+    outputs: how many trailing arguments the loop writes; given, every other array argument
+    compiles as read-only (`Uniform`: one specialisation per dtype set); None: Numba's own
+    specialisation by exact types."""
+    calls = {"serial": 0, "parallel": 0}
+    every: list = []                        # every Twin made (precompile builds their parallel twins)
+
+    def __init__(self, fn, outputs: int | None = None, **jit):
         self.py_func = fn
+        Twin.every.append(self)
         self.serial = nb.njit(cache=True, **jit)(fn)
         # Numba's on-disk cache keys a function by its name, bytecode and signature, not by its
         # options: the parallel build gets its own name, or a cached serial build would be
@@ -130,6 +204,9 @@ class Twin:
         code = fn.__code__.replace(co_name=name, co_qualname=fn.__qualname__ + "__parallel")
         par = types_.FunctionType(code, fn.__globals__, name, fn.__defaults__, fn.__closure__)
         self.parallel = nb.njit(parallel=True, cache=True, **jit)(par)
+        if outputs is not None:
+            self.serial = Uniform(self.serial, reads_all_but(outputs))
+            self.parallel = Uniform(self.parallel, reads_all_but(outputs))
         self.__name__ = self.__qualname__ = fn.__name__
         self.__doc__ = fn.__doc__
 
@@ -412,7 +489,7 @@ def fma(op, x, y, z, fmt):
     return round_rne(s, d, fmt)
 
 
-@twin
+@twin(outputs=0)
 def gather(V, a):
     """V[a] (a separate loop: see above).  V is binary32: every FP16/E4M3/E5M2 value is one, and
     half the bytes of binary64 measured several times faster here."""
@@ -422,7 +499,7 @@ def gather(V, a):
     return out
 
 
-@twin
+@twin(outputs=2)
 def lookup1(bt, ft, a, bits, flags):
     """Unary table read: bits[i], flags[i] = bt[a[i]], ft[a[i]]."""
     for i in nb.prange(a.shape[0]):
@@ -430,7 +507,7 @@ def lookup1(bt, ft, a, bits, flags):
         flags[i] = ft[a[i]]
 
 
-@twin
+@twin(outputs=2)
 def lookup2(bt, ft, a, b, bits, flags):
     """Binary 8-bit table read at (a << 8) | b."""
     for i in nb.prange(a.shape[0]):
@@ -763,7 +840,7 @@ def loop(kind: str, arity: int, scalar, fix=None) -> Twin:
     hit = _LOOPS.get(key)
     if hit is None:
         tpl, read = template(kind, arity, TEMPLATES if fix is None else TEMPLATES_FIX)
-        hit = _LOOPS[key] = Twin(bind(tpl, scalar, read, fix=fix), error_model="numpy")
+        hit = _LOOPS[key] = Twin(bind(tpl, scalar, read, fix=fix), outputs=2, error_model="numpy")
     return hit
 
 

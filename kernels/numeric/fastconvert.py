@@ -25,7 +25,7 @@ from numba import njit
 
 from isa.datatypes import DataType
 
-from .fast import Twin
+from .fast import Twin, Uniform
 from .flags import NX, UF
 from .formats import FORMATS
 from .rn import HARDWARE_HALF, bits_f32, f32_bits, hw_f32_half, hw_half_f32
@@ -46,6 +46,10 @@ def _gather_hi16_seq(u, tb, tf, ob, of):
         j = ((x >> 16) << 1) | (1 if (x & 0xFFFF) != 0 else 0)
         ob[i] = tb[j]
         of[i] = tf[j]
+
+
+# u is read, never written: one body for a read-only or a writable u (fast.Uniform)
+_gather_hi16_seq = Uniform(_gather_hi16_seq, lambda n: frozenset({0}))
 
 
 def gather_hi16(bits, tb, tf):
@@ -173,6 +177,9 @@ def _cvt_loop_seq(u, ob, of, p):
         of[i] = f
 
 
+_cvt_loop_seq = Uniform(_cvt_loop_seq, lambda n: frozenset({0}))    # as _gather_hi16_seq
+
+
 _U = np.uint32
 # Numba types integer arithmetic as 64-bit: every uint32 intermediate below is cast back with
 # _U(...) so that LLVM keeps 8 lanes per AVX2 register (without the casts the loops ran on 4
@@ -282,12 +289,12 @@ def _bf16_to_fp32(u, ftz, ob, of):
 
 # serial below fast.PARALLEL_MIN elements, both cores only when one is idle (fast.Twin); FP32 ->
 # FP16 by the hardware conversion where the CPU has one (rn.HARDWARE_HALF), else by integer code
-FAST_PAIRS = {("FP32", "BF16"): Twin(_fp32_to_bf16_rne),
-              ("FP32", "FP16"): Twin(_fp32_to_fp16_hw if HARDWARE_HALF else _fp32_to_fp16_rne)}
+FAST_PAIRS = {("FP32", "BF16"): Twin(_fp32_to_bf16_rne, outputs=2),
+              ("FP32", "FP16"): Twin(_fp32_to_fp16_hw if HARDWARE_HALF else _fp32_to_fp16_rne, outputs=2)}
 # the exact widenings to FP32 (RMode and Sat change nothing): (kernel, takes ftz)
-WIDEN_PAIRS = {("BF16", "FP32"): Twin(_bf16_to_fp32)}
+WIDEN_PAIRS = {("BF16", "FP32"): Twin(_bf16_to_fp32, outputs=2)}
 if HARDWARE_HALF:
-    WIDEN_PAIRS[("FP16", "FP32")] = Twin(_fp16_to_fp32_hw)
+    WIDEN_PAIRS[("FP16", "FP32")] = Twin(_fp16_to_fp32_hw, outputs=2)
 
 
 def widen(bits, s: DataType, d: DataType, ftz: bool):
@@ -315,7 +322,7 @@ def _flush_after(u, min_normal, ob, of):
         of[i] = np.uint8(_U(_U(_U(of[i]) * keep) | _U(sub_out * _U(_U(1) - sub_in) * _U(UF | NX))))
 
 
-FLUSH_AFTER = Twin(_flush_after)
+FLUSH_AFTER = Twin(_flush_after, outputs=2)
 _MIN_NORMAL = {"FP16": np.uint32(0x0400), "BF16": np.uint32(0x0080)}
 
 

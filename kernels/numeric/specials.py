@@ -40,7 +40,7 @@ import numba as nb
 import numpy as np
 
 from . import formats
-from .fast import MARK_BITS, ctz, f64_bits
+from .fast import MARK_BITS, Uniform, ctz, f64_bits
 from .flags import DZ, NV
 from .profiles import Profile
 from .rn import f32_bits
@@ -283,6 +283,10 @@ def settle_marked(arity, a, b, d, bits, flags, code, src, fl, field, c):
                     bits[i] = code[k] if s == CODE else (a[i] if s == 0 else b[i] if s == 1 else d[i]) & field
                     flags[i] = fl[k]
     return left
+
+
+# the operands a, b, d are read, never written: one body for read-only and writable ones (fast.Uniform)
+settle_marked = Uniform(settle_marked, lambda n: frozenset({1, 2, 3}))
 
 
 def settle(op: str, name: str, prof: Profile, fn, operands, bits, flags) -> int:

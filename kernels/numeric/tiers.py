@@ -34,11 +34,27 @@ import numpy as np
 
 from isa.datatypes import DataType, Kind
 
-from . import fast, fast64, ops_float, recipes, specials, tables, transcendental
-# the modules of the compiled tiers register their kernels in fast.REGISTRY when imported
-from . import fasta5, fastdiv, fastfn, fastvec  # noqa: F401,E402
+from . import ops_float, recipes, tables, transcendental
 from .errors import UnsupportedOperation
 from .profiles import IEEE, Profile, profile as _profile
+
+# The compiled tiers' modules (Numba), imported on first use (`load_compiled`), so that a process
+# that runs only the reference (`interpreted`) never imports Numba (issue 32 target 7).
+fast = fast64 = specials = None
+
+
+def load_compiled():
+    """Import the compiled tiers' modules; each registers its kernels in fast.REGISTRY when
+    imported.  Cheap after the first call."""
+    global fast, fast64, specials
+    if fast is None:
+        from . import fast as f, fast64 as f64, specials as sp
+        from . import fasta5, fastdiv, fastfn, fastvec  # noqa: F401  -- they register their rows
+        fast, fast64, specials = f, f64, sp
+
+
+# Whether the compiled tiers are off in this process, and the context that turns them off.
+from .interp import INTERPRETED as _INTERPRETED, interpreted  # noqa: E402,F401
 
 # Floating operations whose reference (ops_float.py) is array code that runs unchanged on device
 # arrays: sign-bit operations, ordering, comparison and ReLU (exact comparisons of the decoded
@@ -65,7 +81,10 @@ class Tier:
     def kernels(self) -> Mapping | None:
         """(DataType name, op) -> fast.Kernel: the tier's rows of the kernel registry (kind
         'kernels'; None for the other kinds)."""
-        return fast.REGISTRY.get(self.name, {}) if self.kind == "kernels" else None
+        if self.kind != "kernels":
+            return None
+        load_compiled()
+        return fast.REGISTRY.get(self.name, {})
 
     def serves(self, op: str, dt: DataType, prof: Profile, arity: int, device: bool = False) -> bool:
         if not (self.device if device else self.host):
@@ -111,12 +130,14 @@ BY_NAME = {t.name: t for t in TIERS}
 
 def select(op: str, dt: DataType, prof: Profile, arity: int, device: bool = False) -> Tier | None:
     """The tier that computes (op, dt) under `prof` (on the device when `device`), or None."""
-    return _select(op, dt, prof, arity, device)
+    return _select(op, dt, prof, arity, device, _INTERPRETED[0])
 
 
 @lru_cache(maxsize=4096)
-def _select(op, dt, prof, arity, device):
+def _select(op, dt, prof, arity, device, interpreted):
     for t in TIERS:
+        if interpreted and t.kind in ("kernels", "table"):
+            continue
         if t.serves(op, dt, prof, arity, device):
             return t
     return None
@@ -171,7 +192,7 @@ def chunked(fn, name, operands, **kw):
 
 def run_kernels(t: Tier, op: str, name: str, operands, prof: Profile):
     """A compiled tier alone on the host: (bits, flags) with FALLBACK marks."""
-    k = t.kernels[(name, op)]
+    k = t.kernels[(name, op)]          # (the property has loaded the compiled modules)
     bits, flags = fast.launch(k, operands, prof.ftz, k.loop)
     if t.ftz_marks and prof.ftz:
         fast64.mark_for_ftz(bits, flags, operands)
@@ -181,6 +202,7 @@ def run_kernels(t: Tier, op: str, name: str, operands, prof: Profile):
 def settle(t: Tier, op: str, name: str, prof: Profile, cmode=None):
     """The compute of `fast.settle_marked` for tier t's marked elements: its fallback tier
     (recursively settled), or the reference."""
+    load_compiled()
     if t.fallback is None:
         return fast.by_reference(reference(op), name, prof)
     nxt = BY_NAME[t.fallback]

@@ -22,6 +22,7 @@ EX = ROOT / "examples"
 
 # command -> {argparse dest: "input" | "output"}; every other free-text option is in NOT_PATHS
 PATHS = {
+    "compile": {},
     "asm": {"input": "input", "output": "output"},
     "disasm": {"input": "input", "output": "output"},
     "run": {"stream": "input", "init": "input", "fabric": "input", "out": "output", "log": "output"},
