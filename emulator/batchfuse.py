@@ -26,7 +26,7 @@ import numpy as np
 from numba import prange  # noqa: F401  (the templates' prange, bound into their globals)
 
 from isa import instructions as I
-from kernels.numeric import fast, tiers
+from kernels.numeric import fast
 from kernels.numeric.fast import wide_vectors
 from kernels.numeric.profiles import profile as resolve_profile
 
@@ -294,20 +294,12 @@ def _build(rb, profile: str):
         prof = resolve_profile(profile)
     except Exception:
         return False
-    dt = rb.dtype
-    if rb.dst_dtype is not dt and rb.dst_dtype != dt:
-        return False
     if semantics.divisor_checked(rb):
         return False
-    t = tiers.select(rb.instr.mnemonic, dt, prof, rb.instr.arity)
-    if t is None or t.kind != "kernels" or (t.ftz_marks and prof.ftz):
+    got = semantics.element_kernel(rb, prof, TEMPLATES_KINDS)
+    if got is None:
         return False
-    k = t.kernels.get((dt.name, rb.instr.mnemonic))
-    if k is None or k.kind not in TEMPLATES_KINDS or k.fix is not None or k.arity != len(rb.sources):
-        return False
-    raw = np.dtype(dt.raw_dtype)
-    if raw.kind != "u" or 8 * raw.itemsize != dt.container or semantics._may_be_invalid(dt.name, raw):
-        return False
+    k, raw = got
     return Program(k, raw, prof)
 
 

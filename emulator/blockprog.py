@@ -42,7 +42,7 @@ from isa.encoding import WORDS_MEMO
 from isa.errors import IllegalBlockException
 from isa.legality import resolve
 from isa.memo import MEMO, memo
-from kernels.numeric import fast, tiers
+from kernels.numeric import fast
 from kernels.numeric.profiles import profile as resolve_profile
 
 from . import preflight, schemas, semantics
@@ -604,18 +604,10 @@ def _build(rb, profile: str):
         prof = resolve_profile(profile)
     except Exception:
         return _NOT_COVERED
-    dt = rb.dtype
-    if rb.dst_dtype is not dt and rb.dst_dtype != dt:
+    got = semantics.element_kernel(rb, prof, KINDS)
+    if got is None:
         return _NOT_COVERED
-    t = tiers.select(rb.instr.mnemonic, dt, prof, rb.instr.arity)
-    if t is None or t.kind != "kernels" or (t.ftz_marks and prof.ftz):
-        return _NOT_COVERED
-    k = t.kernels.get((dt.name, rb.instr.mnemonic))
-    if k is None or k.kind not in KINDS or k.fix is not None or k.arity != len(rb.sources):
-        return _NOT_COVERED
-    raw = np.dtype(dt.raw_dtype)
-    if raw.kind != "u" or 8 * raw.itemsize != dt.container or semantics._may_be_invalid(dt.name, raw):
-        return _NOT_COVERED
+    k, raw = got
     try:
         dest = preflight._dest(rb, None)
     except IllegalBlockException:

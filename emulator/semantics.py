@@ -29,6 +29,7 @@ import numpy as np
 
 from isa.datatypes import DataType, datatype
 from kernels import numeric as numeric_api
+from kernels.numeric import tiers
 from kernels.numeric.flags import NAMES as FLAG_NAMES
 
 from .padding import padded_tiles
@@ -277,6 +278,27 @@ def status_kept(plan: Plan):
 
 
 @lru_cache(maxsize=None)          # one entry per (DataType, array dtype): the tables' few pairs
+def element_kernel(rb, prof, kinds=("raw", "bits")):
+    """The compiled element kernel of resolved block rb under profile prof, and the container
+    dtype it reads, where one compiled pass can do the block's whole element work -- same source
+    and destination DataType, a kernel of one of `kinds` with no fix pass and the block's arity,
+    unsigned containers that hold every encoding -- else None.  The compiled block programs and
+    the batch engine's fused pass both cover exactly these blocks."""
+    dt = rb.dtype
+    if rb.dst_dtype is not dt and rb.dst_dtype != dt:
+        return None
+    t = tiers.select(rb.instr.mnemonic, dt, prof, rb.instr.arity)
+    if t is None or t.kind != "kernels" or (t.ftz_marks and prof.ftz):
+        return None
+    k = t.kernels.get((dt.name, rb.instr.mnemonic))
+    if k is None or k.kind not in kinds or k.fix is not None or k.arity != len(rb.sources):
+        return None
+    raw = np.dtype(dt.raw_dtype)
+    if raw.kind != "u" or 8 * raw.itemsize != dt.container or _may_be_invalid(dt.name, raw):
+        return None
+    return k, raw
+
+
 def _may_be_invalid(name: str, np_dtype: np.dtype) -> bool:
     """Whether an element of `np_dtype` can be no encoding of DataType `name`: never for an
     integer DataType, nor where every value np_dtype can hold encodes it (_all_patterns_valid).
