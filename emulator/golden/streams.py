@@ -533,6 +533,16 @@ def _source_keys(shape: Shape) -> tuple[MappingProxyType, MappingProxyType]:
     return MappingProxyType(numeric), MappingProxyType(preds)
 
 
+def _source_key(desc: Descriptor, numeric: MappingProxyType, pred: MappingProxyType) -> tuple | None:
+    """(0, (DataType, Row)) of a source tile of the shape class, (1, Row) of a predicate one,
+    None for any other descriptor (_source_keys' maps)."""
+    k = numeric.get(desc)
+    if k is not None:
+        return (0, k)
+    row = pred.get(desc)
+    return None if row is None else (1, row)
+
+
 @lru_cache(maxsize=4096)
 def _plannable(reason: str, shape: Shape, con: Constraint) -> tuple:
     """((instruction, (DataTypes it carries `reason` with, ...)), ...) of a planted block."""
@@ -744,30 +754,23 @@ class StreamBuilder:
         ids (not reserved, ascending) holding that regular or tall tile on every PE of `mask`,
         `preds` Row -> those holding a predicate tile of that Row."""
         pes = F.SELECTED_PES[mask]
-        numeric, pred = self.numeric_keys, self.pred_keys
-        first, rest = self.state[pes[0]], [self.state[p] for p in pes[1:]]
+        first, rest = self.keys[pes[0]], [self.keys[p] for p in pes[1:]]
         have: dict = {}
         preds: dict = {}
         for tid in sorted(first):                    # ascending, as REGULAR_IDS + (PRED_TILE,)
-            if tid not in _COMMON_IDS:
-                continue
-            d = first[tid]
+            k = first[tid]
             for r in rest:                           # the same descriptor on every selected PE
-                o = r.get(tid)
-                if o is not d and o != d:
+                if r.get(tid) != k:                  # (a key names one descriptor: _source_key)
                     break
             else:
-                key = numeric.get(d)
-                if key is not None:
-                    ids = have.get(key)
+                if k[0]:
+                    preds.setdefault(k[1], []).append(tid)
+                else:
+                    ids = have.get(k[1])
                     if ids is None:
-                        have[key] = [tid]
+                        have[k[1]] = [tid]
                     else:
                         ids.append(tid)
-                else:
-                    row = pred.get(d)
-                    if row is not None:
-                        preds.setdefault(row, []).append(tid)
         nonzero = self.nonzero
         divisors = frozenset(k for k, ids in have.items() if k[0] in _INTEGER_NAMES
                              and any(all((p, t) in nonzero for p in pes) for t in ids))
@@ -777,6 +780,18 @@ class StreamBuilder:
                                                              for p in pes) else w
                             for w, tid in zip(windows, _WINDOW_TILES))
         return _candidate_pairs(frozenset(have), frozenset(preds), divisors, windows, self.con), have, preds
+
+    def _keep_key(self, p: int, tid: int, desc: Descriptor) -> None:
+        """Record tile `tid` of PE p as _candidates reads it: (0, (DataType, Row)) for a regular
+        or tall tile, (1, Row) for a predicate of the shape class, nothing for any other tile or
+        an id no block reads from the state.  Each key names exactly one descriptor
+        (_source_keys), so equal keys on two PEs are equal descriptors."""
+        keys = self.keys[p]
+        k = _source_key(desc, self.numeric_keys, self.pred_keys) if tid in _COMMON_IDS else None
+        if k is None:
+            keys.pop(tid, None)
+        else:
+            keys[tid] = k
 
     # ------------------------------------------------------------ aims
     def _want_raw(self, op: I.Instruction) -> str | None:
@@ -1024,8 +1039,10 @@ class StreamBuilder:
         tiles, gprs = self._initial()
         run = StreamRun(self.config, self.n, tiles, gprs, self.backend)
         self.state = [dict() for _ in range(F.NUM_PES)]
+        self.keys = [dict() for _ in range(F.NUM_PES)]    # what _candidates reads of the state
         for (p, tid), (desc, _, _) in tiles.items():
             self.state[p][tid] = desc
+            self._keep_key(p, tid, desc)
         self.last = None                            # the previous block's draw (_again)
         self.writer: dict = {}                      # (pe, tile) -> the block that last wrote it
         self.readers: dict = {}                     # (pe, tile) -> the blocks that read it since
@@ -1129,6 +1146,7 @@ class StreamBuilder:
             if old is not None and old.location == "Local":
                 used[p] -= old.capacity
             self.state[p][dest.tile] = desc
+            self._keep_key(p, dest.tile, desc)
             self.nonzero.discard((p, dest.tile))
         readers = self.readers
         for p in pes:
