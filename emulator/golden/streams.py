@@ -27,6 +27,7 @@ the batch (`MachineBatch.step`, the commit-log hook) and returns that block's co
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from types import MappingProxyType
@@ -420,12 +421,12 @@ def _tall(dt: str | None, shape: Shape) -> Descriptor:
     return _desc(dt, shape.vrow + TALL_ROWS, shape.cols, shape.vrow, shape.vcol)
 
 
-def _cdf(weights) -> np.ndarray:
-    """The cumulative distribution of `weights` (normalised; read-only: Options keeps it)."""
+def _cdf(weights) -> tuple:
+    """The cumulative distribution of `weights` (normalised), as a tuple of floats: Options.draw
+    bisects it (the same float64 comparisons as np.searchsorted, without an array call a draw)."""
     cdf = np.cumsum(np.asarray(weights, float))
     cdf /= cdf[-1]
-    cdf.flags.writeable = False
-    return cdf
+    return tuple(cdf.tolist())
 
 
 @lru_cache(maxsize=64)
@@ -475,7 +476,7 @@ class Options:
                 got = self.aimed[aim] = (mine, _cdf([WEIGHTS[op.mnemonic] for op in mine])) \
                     if mine and len(mine) < len(ops) else (ops, cdf)
             ops, cdf = got
-        op = ops[int(np.searchsorted(cdf, rng.random(), side="right"))]
+        op = ops[bisect_right(cdf, rng.random())]   # np.searchsorted(cdf, x, side="right")
         opts = self.by_op[op.mnemonic]
         dt, row = opts[int(rng.integers(len(opts)))] if len(opts) > 1 else opts[0]
         return op, dt, row
@@ -501,14 +502,21 @@ def _candidate_pairs(have: frozenset, preds: frozenset, divisors: frozenset, win
                 if op.schema == schema:
                     per.setdefault(k, (op, []))[1].append((dt, None))
     for dt, row in sorted(have):
-        for k, op, check in by_dtype.get(dt, ()):
-            if op.schema == I.IMG2COL or (op.schema == I.SELECT and row not in preds) \
-                    or (check and (dt, row) not in divisors):
-                continue
+        for k, op in _readers(dt, row in preds, (dt, row) in divisors, con):
             per.setdefault(k, (op, []))[1].append((dt, row))
     if not per:
         return None
     return Options([(op, tuple(opts)) for _, (op, opts) in sorted(per.items())])
+
+
+@lru_cache(maxsize=None)
+def _readers(dt: str, pred: bool, divisor: bool, con: Constraint = EVERY) -> tuple:
+    """((table index, instruction), ...) of the instructions `con` allows that read a regular or
+    tall tile of DataType dt as their sources (_candidate_pairs): not TIMG2COL (it reads the
+    feature map), TSEL only with a predicate of the tile's Row (`pred`), an integer division
+    only with a never-zero tile (`divisor`)."""
+    return tuple((k, op) for k, op, check in _ops_by_dtype(con).get(dt, ())
+                 if not (op.schema == I.IMG2COL or (op.schema == I.SELECT and not pred) or (check and not divisor)))
 
 
 _COMMON_IDS = frozenset(REGULAR_IDS + (PRED_TILE,))     # the ids a block may read from the state
@@ -606,8 +614,7 @@ class StreamBuilder:
     def _data(self, dt: str, count: int, nonzero: bool = False) -> np.ndarray:
         """(n, count) raw encodings of DataType dt drawn from the group's value class."""
         ctx, gen, is_int, raw = _value_gen(self.value_class, dt)
-        with np.errstate(all="ignore"):
-            x = np.asarray(gen(ctx, self.rng, self.n * count)[0], np.uint64)
+        x = np.asarray(gen(ctx, self.rng, self.n * count)[0], np.uint64)      # _initial: errstate ignore
         if nonzero and is_int:                       # integer divisors: never zero
             x = np.where(x == 0, np.uint64(1), x)
         return x.astype(raw).reshape(self.n, count)
@@ -626,6 +633,10 @@ class StreamBuilder:
 
     def _initial(self):
         """The initial state: tiles on every PE, GPR offsets; the tracker starts from it."""
+        with np.errstate(all="ignore"):              # the value classes' arithmetic (_data), once a group
+            return self._initial_state()
+
+    def _initial_state(self):
         rng, shape = self.rng, self.shape
         dts = self._initial_dtypes()
         if self.plan:
