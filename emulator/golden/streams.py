@@ -798,7 +798,12 @@ class StreamBuilder:
         an id no block reads from the state.  Each key names exactly one descriptor
         (_source_keys), so equal keys on two PEs are equal descriptors."""
         keys = self.keys[p]
-        k = _source_key(desc, self.numeric_keys, self.pred_keys) if tid in _COMMON_IDS else None
+        k = None
+        if tid in _COMMON_IDS:
+            got = self.key_of.get(id(desc))          # (desc, key): desc kept, so its id stays its own
+            if got is None:
+                got = self.key_of[id(desc)] = (desc, _source_key(desc, self.numeric_keys, self.pred_keys))
+            k = got[1]
         if k is None:
             keys.pop(tid, None)
         else:
@@ -1051,6 +1056,7 @@ class StreamBuilder:
         run = StreamRun(self.config, self.n, tiles, gprs, self.backend)
         self.state = [dict() for _ in range(F.NUM_PES)]
         self.keys = [dict() for _ in range(F.NUM_PES)]    # what _candidates reads of the state
+        self.key_of: dict = {}                      # id(descriptor) -> (descriptor, _source_key)
         for (p, tid), (desc, _, _) in tiles.items():
             self.state[p][tid] = desc
             self._keep_key(p, tid, desc)
