@@ -406,6 +406,9 @@ def _record_columns(recs: CL.Records, n: int):
     """(record heads as JSON texts, payload (n, L), defined (n, D), status (n, R)) of a group's
     records: one slot per (block, PE, head), each covering every machine once, in (block, PE)
     order (the fault record after a block's commits).  Ragged when the machines' heads differ."""
+    whole = _whole_record_columns(recs, n)
+    if whole is not None:
+        return whole
     slots: dict = {}
     every = np.arange(n)
     for g in recs.groups:
@@ -453,6 +456,40 @@ def _record_columns(recs: CL.Records, n: int):
                 if part[k] is not None:
                     a[part[0]] = np.asarray(part[k], np.uint8).reshape(len(part[0]), width)
             out.append(a)
+    return heads, _cat(pays, n), _cat(defs, n), _cat(stats, n)
+
+
+def _whole_record_columns(recs: CL.Records, n: int):
+    """_record_columns of records whose every group holds every machine in order on each of its
+    PEs, PEs ascending ((M,) = PE-major: PE p's rows machines 0..n-1), the groups in strictly
+    increasing (block, fault) order -- a stream's common case: one commit group a block, then
+    perhaps the faults --, each group's PE slots side by side in one reshape; None otherwise
+    (_record_columns then takes its slot-by-slot path)."""
+    groups = recs.groups
+    keys = [(g.block, g.record != CL.COMMIT) for g in groups]
+    if any(b <= a for a, b in zip(keys, keys[1:])):
+        return None
+    every = np.arange(n)
+    heads, pays, defs, stats = [], [], [], []
+    for g in groups:
+        m = len(g.machine)
+        if m == 0 or m % n:
+            return None
+        k = m // n
+        pes = np.asarray(g.pe).reshape(k, n)
+        if not ((pes == pes[:, :1]).all() and (pes[1:, 0] > pes[:-1, 0]).all()
+                and (np.asarray(g.machine).reshape(k, n) == every).all()):
+            return None
+        members, payload_bytes, defined_bytes = _desc_members(g.desc)
+        block, offset, tile = int(g.block), int(g.offset), int(g.tile)
+        for pe in pes[:, 0].tolist():
+            heads.append(_record_text(block, offset, g.record, g.mnemonic, g.block_datatype, pe, tile, members))
+        payload, defined = g.packed()
+        for out, a, width in ((pays, payload, payload_bytes), (defs, defined, defined_bytes), (stats, g.status, 1)):
+            if a is None:
+                out.append(np.zeros((n, k * width), np.uint8))
+            else:                                     # (k, n, width) -> (n, k x width): PE slots side by side
+                out.append(np.asarray(a, np.uint8).reshape(k, n, width).transpose(1, 0, 2).reshape(n, k * width))
     return heads, _cat(pays, n), _cat(defs, n), _cat(stats, n)
 
 
