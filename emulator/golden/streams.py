@@ -30,6 +30,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from itertools import accumulate
 from types import MappingProxyType
 
 import numpy as np
@@ -424,9 +425,9 @@ def _tall(dt: str | None, shape: Shape) -> Descriptor:
 def _cdf(weights) -> tuple:
     """The cumulative distribution of `weights` (normalised), as a tuple of floats: Options.draw
     bisects it (the same float64 comparisons as np.searchsorted, without an array call a draw)."""
-    cdf = np.cumsum(np.asarray(weights, float))
-    cdf /= cdf[-1]
-    return tuple(cdf.tolist())
+    cdf = list(accumulate(float(w) for w in weights))  # np.cumsum's sums, left to right
+    last = cdf[-1]
+    return tuple(c / last for c in cdf)
 
 
 @lru_cache(maxsize=64)
@@ -501,22 +502,27 @@ def _candidate_pairs(have: frozenset, preds: frozenset, divisors: frozenset, win
             for k, op, _ in by_dtype.get(dt, ()):
                 if op.schema == schema:
                     per.setdefault(k, (op, []))[1].append((dt, None))
+    readers = _readers(con)
     for dt, row in sorted(have):
-        for k, op in _readers(dt, row in preds, (dt, row) in divisors, con):
+        for k, op in readers[(dt, row in preds, (dt, row) in divisors)]:
             per.setdefault(k, (op, []))[1].append((dt, row))
     if not per:
         return None
     return Options([(op, tuple(opts)) for _, (op, opts) in sorted(per.items())])
 
 
-@lru_cache(maxsize=None)
-def _readers(dt: str, pred: bool, divisor: bool, con: Constraint = EVERY) -> tuple:
-    """((table index, instruction), ...) of the instructions `con` allows that read a regular or
-    tall tile of DataType dt as their sources (_candidate_pairs): not TIMG2COL (it reads the
-    feature map), TSEL only with a predicate of the tile's Row (`pred`), an integer division
-    only with a never-zero tile (`divisor`)."""
-    return tuple((k, op) for k, op, check in _ops_by_dtype(con).get(dt, ())
-                 if not (op.schema == I.IMG2COL or (op.schema == I.SELECT and not pred) or (check and not divisor)))
+@lru_cache(maxsize=64)
+def _readers(con: Constraint = EVERY) -> MappingProxyType:
+    """(DataType, pred, divisor) -> ((table index, instruction), ...) of the instructions `con`
+    allows that read a regular or tall tile of that DataType as their sources
+    (_candidate_pairs): not TIMG2COL (it reads the feature map), TSEL only with a predicate of
+    the tile's Row (`pred`), an integer division only with a never-zero tile (`divisor`); every
+    DataType of DATATYPES (none: ())."""
+    by_dtype = _ops_by_dtype(con)
+    return MappingProxyType({(d.name, pred, divisor): tuple(
+        (k, op) for k, op, check in by_dtype.get(d.name, ())
+        if not (op.schema == I.IMG2COL or (op.schema == I.SELECT and not pred) or (check and not divisor)))
+        for d in DATATYPES for pred in (False, True) for divisor in (False, True)})
 
 
 _COMMON_IDS = frozenset(REGULAR_IDS + (PRED_TILE,))     # the ids a block may read from the state
