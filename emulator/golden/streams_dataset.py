@@ -497,10 +497,24 @@ def _whole_record_columns(recs: CL.Records, n: int):
 _JSON = json.JSONEncoder(separators=(",", ":"))
 
 
-@functools.lru_cache(maxsize=4096)
 def _desc_members(d: Descriptor | None) -> tuple[str, int, int]:
     """(the JSON members, no braces, of a descriptor's layout fields -- _desc_json and _sizes --,
-    payload_bytes, defined_bytes)."""
+    payload_bytes, defined_bytes); looked up by the descriptor's identity first (a row's
+    descriptors are a few objects met again and again: hashing one is a Python-level call)."""
+    got = _MEMBERS_BY_ID.get(id(d))
+    if got is not None and got[0] is d:
+        return got[1]
+    if len(_MEMBERS_BY_ID) >= 4096:
+        _MEMBERS_BY_ID.clear()
+    out = _MEMBERS_BY_ID[id(d)] = (d, _members_of(d))      # d kept: its id stays its own
+    return out[1]
+
+
+_MEMBERS_BY_ID: dict = {}
+
+
+@functools.lru_cache(maxsize=4096)
+def _members_of(d: Descriptor | None) -> tuple[str, int, int]:
     entry = dict(_desc_entry(d))
     return _JSON.encode(entry)[1:-1], entry[SIZE_KEYS[0]], entry[SIZE_KEYS[1]]
 
