@@ -27,8 +27,10 @@ the batch (`MachineBatch.step`, the commit-log hook) and returns that block's co
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from itertools import accumulate
 from types import MappingProxyType
 
 import numpy as np
@@ -420,12 +422,12 @@ def _tall(dt: str | None, shape: Shape) -> Descriptor:
     return _desc(dt, shape.vrow + TALL_ROWS, shape.cols, shape.vrow, shape.vcol)
 
 
-def _cdf(weights) -> np.ndarray:
-    """The cumulative distribution of `weights` (normalised; read-only: Options keeps it)."""
-    cdf = np.cumsum(np.asarray(weights, float))
-    cdf /= cdf[-1]
-    cdf.flags.writeable = False
-    return cdf
+def _cdf(weights) -> tuple:
+    """The cumulative distribution of `weights` (normalised), as a tuple of floats: Options.draw
+    bisects it (the same float64 comparisons as np.searchsorted, without an array call a draw)."""
+    cdf = list(accumulate(float(w) for w in weights))  # np.cumsum's sums, left to right
+    last = cdf[-1]
+    return tuple(c / last for c in cdf)
 
 
 @lru_cache(maxsize=64)
@@ -475,7 +477,7 @@ class Options:
                 got = self.aimed[aim] = (mine, _cdf([WEIGHTS[op.mnemonic] for op in mine])) \
                     if mine and len(mine) < len(ops) else (ops, cdf)
             ops, cdf = got
-        op = ops[int(np.searchsorted(cdf, rng.random(), side="right"))]
+        op = ops[bisect_right(cdf, rng.random())]   # np.searchsorted(cdf, x, side="right")
         opts = self.by_op[op.mnemonic]
         dt, row = opts[int(rng.integers(len(opts)))] if len(opts) > 1 else opts[0]
         return op, dt, row
@@ -500,15 +502,27 @@ def _candidate_pairs(have: frozenset, preds: frozenset, divisors: frozenset, win
             for k, op, _ in by_dtype.get(dt, ()):
                 if op.schema == schema:
                     per.setdefault(k, (op, []))[1].append((dt, None))
+    readers = _readers(con)
     for dt, row in sorted(have):
-        for k, op, check in by_dtype.get(dt, ()):
-            if op.schema == I.IMG2COL or (op.schema == I.SELECT and row not in preds) \
-                    or (check and (dt, row) not in divisors):
-                continue
+        for k, op in readers[(dt, row in preds, (dt, row) in divisors)]:
             per.setdefault(k, (op, []))[1].append((dt, row))
     if not per:
         return None
     return Options([(op, tuple(opts)) for _, (op, opts) in sorted(per.items())])
+
+
+@lru_cache(maxsize=64)
+def _readers(con: Constraint = EVERY) -> MappingProxyType:
+    """(DataType, pred, divisor) -> ((table index, instruction), ...) of the instructions `con`
+    allows that read a regular or tall tile of that DataType as their sources
+    (_candidate_pairs): not TIMG2COL (it reads the feature map), TSEL only with a predicate of
+    the tile's Row (`pred`), an integer division only with a never-zero tile (`divisor`); every
+    DataType of DATATYPES (none: ())."""
+    by_dtype = _ops_by_dtype(con)
+    return MappingProxyType({(d.name, pred, divisor): tuple(
+        (k, op) for k, op, check in by_dtype.get(d.name, ())
+        if not (op.schema == I.IMG2COL or (op.schema == I.SELECT and not pred) or (check and not divisor)))
+        for d in DATATYPES for pred in (False, True) for divisor in (False, True)})
 
 
 _COMMON_IDS = frozenset(REGULAR_IDS + (PRED_TILE,))     # the ids a block may read from the state
@@ -531,6 +545,16 @@ def _source_keys(shape: Shape) -> tuple[MappingProxyType, MappingProxyType]:
     rows = sorted({row for _, row in numeric.values()})
     preds = {_desc(None, r, shape.cols, shape.vrow, shape.vcol): r for r in rows}
     return MappingProxyType(numeric), MappingProxyType(preds)
+
+
+def _source_key(desc: Descriptor, numeric: MappingProxyType, pred: MappingProxyType) -> tuple | None:
+    """(0, (DataType, Row)) of a source tile of the shape class, (1, Row) of a predicate one,
+    None for any other descriptor (_source_keys' maps)."""
+    k = numeric.get(desc)
+    if k is not None:
+        return (0, k)
+    row = pred.get(desc)
+    return None if row is None else (1, row)
 
 
 @lru_cache(maxsize=4096)
@@ -596,8 +620,7 @@ class StreamBuilder:
     def _data(self, dt: str, count: int, nonzero: bool = False) -> np.ndarray:
         """(n, count) raw encodings of DataType dt drawn from the group's value class."""
         ctx, gen, is_int, raw = _value_gen(self.value_class, dt)
-        with np.errstate(all="ignore"):
-            x = np.asarray(gen(ctx, self.rng, self.n * count)[0], np.uint64)
+        x = np.asarray(gen(ctx, self.rng, self.n * count)[0], np.uint64)      # _initial: errstate ignore
         if nonzero and is_int:                       # integer divisors: never zero
             x = np.where(x == 0, np.uint64(1), x)
         return x.astype(raw).reshape(self.n, count)
@@ -616,6 +639,10 @@ class StreamBuilder:
 
     def _initial(self):
         """The initial state: tiles on every PE, GPR offsets; the tracker starts from it."""
+        with np.errstate(all="ignore"):              # the value classes' arithmetic (_data), once a group
+            return self._initial_state()
+
+    def _initial_state(self):
         rng, shape = self.rng, self.shape
         dts = self._initial_dtypes()
         if self.plan:
@@ -744,30 +771,23 @@ class StreamBuilder:
         ids (not reserved, ascending) holding that regular or tall tile on every PE of `mask`,
         `preds` Row -> those holding a predicate tile of that Row."""
         pes = F.SELECTED_PES[mask]
-        numeric, pred = self.numeric_keys, self.pred_keys
-        first, rest = self.state[pes[0]], [self.state[p] for p in pes[1:]]
+        first, rest = self.keys[pes[0]], [self.keys[p] for p in pes[1:]]
         have: dict = {}
         preds: dict = {}
         for tid in sorted(first):                    # ascending, as REGULAR_IDS + (PRED_TILE,)
-            if tid not in _COMMON_IDS:
-                continue
-            d = first[tid]
+            k = first[tid]
             for r in rest:                           # the same descriptor on every selected PE
-                o = r.get(tid)
-                if o is not d and o != d:
+                if r.get(tid) != k:                  # (a key names one descriptor: _source_key)
                     break
             else:
-                key = numeric.get(d)
-                if key is not None:
-                    ids = have.get(key)
+                if k[0]:
+                    preds.setdefault(k[1], []).append(tid)
+                else:
+                    ids = have.get(k[1])
                     if ids is None:
-                        have[key] = [tid]
+                        have[k[1]] = [tid]
                     else:
                         ids.append(tid)
-                else:
-                    row = pred.get(d)
-                    if row is not None:
-                        preds.setdefault(row, []).append(tid)
         nonzero = self.nonzero
         divisors = frozenset(k for k, ids in have.items() if k[0] in _INTEGER_NAMES
                              and any(all((p, t) in nonzero for p in pes) for t in ids))
@@ -777,6 +797,23 @@ class StreamBuilder:
                                                              for p in pes) else w
                             for w, tid in zip(windows, _WINDOW_TILES))
         return _candidate_pairs(frozenset(have), frozenset(preds), divisors, windows, self.con), have, preds
+
+    def _keep_key(self, p: int, tid: int, desc: Descriptor) -> None:
+        """Record tile `tid` of PE p as _candidates reads it: (0, (DataType, Row)) for a regular
+        or tall tile, (1, Row) for a predicate of the shape class, nothing for any other tile or
+        an id no block reads from the state.  Each key names exactly one descriptor
+        (_source_keys), so equal keys on two PEs are equal descriptors."""
+        keys = self.keys[p]
+        k = None
+        if tid in _COMMON_IDS:
+            got = self.key_of.get(id(desc))          # (desc, key): desc kept, so its id stays its own
+            if got is None:
+                got = self.key_of[id(desc)] = (desc, _source_key(desc, self.numeric_keys, self.pred_keys))
+            k = got[1]
+        if k is None:
+            keys.pop(tid, None)
+        else:
+            keys[tid] = k
 
     # ------------------------------------------------------------ aims
     def _want_raw(self, op: I.Instruction) -> str | None:
@@ -1024,8 +1061,11 @@ class StreamBuilder:
         tiles, gprs = self._initial()
         run = StreamRun(self.config, self.n, tiles, gprs, self.backend)
         self.state = [dict() for _ in range(F.NUM_PES)]
+        self.keys = [dict() for _ in range(F.NUM_PES)]    # what _candidates reads of the state
+        self.key_of: dict = {}                      # id(descriptor) -> (descriptor, _source_key)
         for (p, tid), (desc, _, _) in tiles.items():
             self.state[p][tid] = desc
+            self._keep_key(p, tid, desc)
         self.last = None                            # the previous block's draw (_again)
         self.writer: dict = {}                      # (pe, tile) -> the block that last wrote it
         self.readers: dict = {}                     # (pe, tile) -> the blocks that read it since
@@ -1129,6 +1169,7 @@ class StreamBuilder:
             if old is not None and old.location == "Local":
                 used[p] -= old.capacity
             self.state[p][dest.tile] = desc
+            self._keep_key(p, dest.tile, desc)
             self.nonzero.discard((p, dest.tile))
         readers = self.readers
         for p in pes:

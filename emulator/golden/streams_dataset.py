@@ -15,6 +15,7 @@ import itertools
 import json
 import pathlib
 from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -353,18 +354,6 @@ def _sizes(d: Descriptor | None) -> dict:
             "defined_bytes": 0 if d is None else (d.elements + 7) // 8}
 
 
-def _flat_binary(rows: np.ndarray) -> pa.Array:
-    """A binary array of n equal-size values: the rows of a (n, L) uint8 array (no copy per row)."""
-    n, width = rows.shape
-    data = np.ascontiguousarray(rows).reshape(-1)
-    if n * width < 1 << 31:                 # binary's own int32 offsets: no cast from large_binary
-        offsets = np.arange(n + 1, dtype=np.int32) * np.int32(width)
-        return pa.BinaryArray.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-    offsets = (np.arange(n + 1, dtype=np.int64) * width)
-    return pa.LargeBinaryArray.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-                                            ).cast(pa.binary())
-
-
 def initial_entries(tiles: dict) -> list:
     """[(desc, tile id, pe, elems (n, E), defined (n, E))] of the initial tiles, in (tile, PE) order."""
     return [(desc, tid, p, e, d) for (p, tid), (desc, e, d) in sorted(tiles.items(), key=lambda kv: (kv[0][1], kv[0][0]))]
@@ -417,6 +406,9 @@ def _record_columns(recs: CL.Records, n: int):
     """(record heads as JSON texts, payload (n, L), defined (n, D), status (n, R)) of a group's
     records: one slot per (block, PE, head), each covering every machine once, in (block, PE)
     order (the fault record after a block's commits).  Ragged when the machines' heads differ."""
+    whole = _whole_record_columns(recs, n)
+    if whole is not None:
+        return whole
     slots: dict = {}
     every = np.arange(n)
     for g in recs.groups:
@@ -467,14 +459,62 @@ def _record_columns(recs: CL.Records, n: int):
     return heads, _cat(pays, n), _cat(defs, n), _cat(stats, n)
 
 
+def _whole_record_columns(recs: CL.Records, n: int):
+    """_record_columns of records whose every group holds every machine in order on each of its
+    PEs, PEs ascending ((M,) = PE-major: PE p's rows machines 0..n-1), the groups in strictly
+    increasing (block, fault) order -- a stream's common case: one commit group a block, then
+    perhaps the faults --, each group's PE slots side by side in one reshape; None otherwise
+    (_record_columns then takes its slot-by-slot path)."""
+    groups = recs.groups
+    keys = [(g.block, g.record != CL.COMMIT) for g in groups]
+    if any(b <= a for a, b in zip(keys, keys[1:])):
+        return None
+    every = np.arange(n)
+    heads, pays, defs, stats = [], [], [], []
+    for g in groups:
+        m = len(g.machine)
+        if m == 0 or m % n:
+            return None
+        k = m // n
+        pes = np.asarray(g.pe).reshape(k, n)
+        if not ((pes == pes[:, :1]).all() and (pes[1:, 0] > pes[:-1, 0]).all()
+                and (np.asarray(g.machine).reshape(k, n) == every).all()):
+            return None
+        members, payload_bytes, defined_bytes = _desc_members(g.desc)
+        block, offset, tile = int(g.block), int(g.offset), int(g.tile)
+        for pe in pes[:, 0].tolist():
+            heads.append(_record_text(block, offset, g.record, g.mnemonic, g.block_datatype, pe, tile, members))
+        payload, defined = g.packed()
+        for out, a, width in ((pays, payload, payload_bytes), (defs, defined, defined_bytes), (stats, g.status, 1)):
+            if a is None:
+                out.append(np.zeros((n, k * width), np.uint8))
+            else:                                     # (k, n, width) -> (n, k x width): PE slots side by side
+                out.append(np.asarray(a, np.uint8).reshape(k, n, width).transpose(1, 0, 2).reshape(n, k * width))
+    return heads, _cat(pays, n), _cat(defs, n), _cat(stats, n)
+
+
 # json.dumps(obj, separators=(",", ":")) is this encoder's encode(obj); one encoder, made once
 _JSON = json.JSONEncoder(separators=(",", ":"))
 
 
-@functools.lru_cache(maxsize=4096)
 def _desc_members(d: Descriptor | None) -> tuple[str, int, int]:
     """(the JSON members, no braces, of a descriptor's layout fields -- _desc_json and _sizes --,
-    payload_bytes, defined_bytes)."""
+    payload_bytes, defined_bytes); looked up by the descriptor's identity first (a row's
+    descriptors are a few objects met again and again: hashing one is a Python-level call)."""
+    got = _MEMBERS_BY_ID.get(id(d))
+    if got is not None and got[0] is d:
+        return got[1]
+    if len(_MEMBERS_BY_ID) >= 4096:
+        _MEMBERS_BY_ID.clear()
+    out = _MEMBERS_BY_ID[id(d)] = (d, _members_of(d))      # d kept: its id stays its own
+    return out[1]
+
+
+_MEMBERS_BY_ID: dict = {}
+
+
+@functools.lru_cache(maxsize=4096)
+def _members_of(d: Descriptor | None) -> tuple[str, int, int]:
     entry = dict(_desc_entry(d))
     return _JSON.encode(entry)[1:-1], entry[SIZE_KEYS[0]], entry[SIZE_KEYS[1]]
 
@@ -521,16 +561,104 @@ def _fault_columns(recs: CL.Records, n: int):
     return faulted, reason, fld, message
 
 
-def _fault_texts(faulted, reason, fld, message) -> dict:
-    return {"outcome": pa.array(np.where(faulted, "fault", "commit").astype(object), pa.string()),
-            "reason": pa.array(reason, pa.string()), "field": pa.array(fld, pa.string()),
-            "message": pa.array(message, pa.string())}
+class GroupRows(NamedTuple):
+    """One group's rows before Arrow (replay_parts): what every column of its n rows holds, as
+    NumPy pieces, so a chunk's columns are built once for all its groups (chunk_columns)."""
+    n: int
+    stream: bytes
+    asm: str
+    blocks: int
+    local_bytes: int
+    matrix_bytes: int
+    gprs: np.ndarray                   # (n, GPR_BYTES) uint8
+    layout: str
+    initial_payload: np.ndarray        # (n, bytes) uint8, each a width of its own
+    initial_defined: np.ndarray
+    record_payload: np.ndarray
+    record_defined: np.ndarray
+    record_status: np.ndarray
+    executed: int
+    faulted: np.ndarray                # (n,) bool
+    faults: tuple | None               # (reason, field, message) (n,) object arrays; None: none faulted
+    status: np.ndarray                 # (n, 4) uint8
 
 
-def _committed_texts(n: int) -> dict:
-    """_fault_texts of n cases none of which faulted: each column one repeated string."""
-    empty = D_repeat("", n, pa.string())
-    return {"outcome": D_repeat("commit", n, pa.string()), "reason": empty, "field": empty, "message": empty}
+_BINARY_PARTS = ("gprs", "initial_payload", "initial_defined", "record_payload", "record_defined", "record_status")
+
+
+def replay_parts(config: MachineConfig, n: int, tiles: dict, gprs, blocks, records: CL.Records, executed: int,
+                 status, stream: bytes | None = None) -> GroupRows:
+    """The GroupRows of a replay; Ragged when the machines' records differ in a head."""
+    data, text = S.stream_text(blocks, stream)
+    faults = None
+    if any(g.record == CL.FAULT for g in records.groups):
+        faulted, *faults = _fault_columns(records, n)
+        faults = tuple(faults)
+    else:
+        faulted = np.zeros(n, bool)
+    init_heads, init_pay, init_def = _initial_columns(tiles, n)
+    rec_heads, rec_pay, rec_def, rec_stat = _record_columns(records, n)
+    g = np.ascontiguousarray(np.asarray(gprs, np.uint64).reshape(n, -1), "<u8").view(np.uint8)
+    return GroupRows(n, data, text, len(blocks), config.local_bytes, config.matrix_bytes, g,
+                     layout_text(init_heads, rec_heads), init_pay, init_def, rec_pay, rec_def, rec_stat,
+                     executed, faulted, faults, np.asarray(status, np.uint8))
+
+
+def _binary_column(parts: list, typ=None) -> pa.Array:
+    """One binary column of the groups' (n, width) uint8 pieces, rows in order (each group its
+    own width); `typ` pa.binary() or pa.string() for (values, counts) of repeated values."""
+    if typ is not None:                                  # (bytes, n) per group: n copies
+        raws = [v.encode() if isinstance(v, str) else bytes(v) for v, _ in parts]
+        counts = np.array([n for _, n in parts], np.int64)
+        widths = np.repeat(np.array([len(r) for r in raws], np.int64), counts)
+        data = b"".join(r * int(n) for r, n in zip(raws, counts))
+    else:
+        typ = pa.binary()
+        widths = np.concatenate([np.full(len(a), a.shape[1], np.int64) for a in parts]) if parts \
+            else np.zeros(0, np.int64)
+        data = b"".join(np.ascontiguousarray(a).tobytes() for a in parts)
+    n = len(widths)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(widths, out=offsets[1:])
+    if offsets[-1] < 1 << 31:                 # binary's own int32 offsets: no cast from large_binary
+        return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)])
+    large = pa.large_binary() if typ == pa.binary() else pa.large_string()
+    return pa.Array.from_buffers(large, n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]).cast(typ)
+
+
+def chunk_columns(parts: list[GroupRows]) -> dict[str, pa.Array]:
+    """Every column replay_parts gives, of several groups' rows in order, one array per column
+    (built once from the groups' NumPy pieces); `layout` the groups' texts, one per group."""
+    ns = [r.n for r in parts]
+    faulted = np.concatenate([r.faulted for r in parts])
+    texts = {}
+    if any(r.faults is not None for r in parts):
+        for k, name in enumerate(("reason", "field", "message")):
+            texts[name] = pa.array(np.concatenate([r.faults[k] if r.faults is not None else np.full(r.n, "", object)
+                                                   for r in parts]), pa.string())
+        texts = {"outcome": pa.array(np.where(faulted, "fault", "commit").astype(object), pa.string()), **texts}
+    else:
+        empty = _binary_column([("", n) for n in ns], pa.string())
+        texts = {"outcome": _binary_column([("commit", n) for n in ns], pa.string()), "reason": empty,
+                 "field": empty, "message": empty}
+
+    def each(name: str, dtype) -> pa.Array:
+        return pa.array(np.repeat(np.array([getattr(r, name) for r in parts], dtype), ns))
+    cols = {
+        "stream": _binary_column([(r.stream, r.n) for r in parts], pa.binary()),
+        "asm": _binary_column([(r.asm, r.n) for r in parts], pa.string()),
+        "blocks": each("blocks", np.uint32),
+        "local_bytes": each("local_bytes", np.uint32),
+        "matrix_bytes": each("matrix_bytes", np.uint32),
+        "layout": [r.layout for r in parts],
+        **{name: _binary_column([getattr(r, name) for r in parts]) for name in _BINARY_PARTS},
+        "executed": each("executed", np.uint32),
+        **texts,
+        "fault_block": pa.array(np.concatenate([np.where(r.faulted, r.executed, -1).astype(np.int32) for r in parts])),
+        "status": pa.FixedSizeListArray.from_arrays(
+            pa.array(np.concatenate([r.status.reshape(-1) for r in parts])), 4),
+    }
+    return cols
 
 
 def replay_columns(config: MachineConfig, n: int, tiles: dict, gprs, blocks, records: CL.Records, executed: int,
@@ -538,33 +666,8 @@ def replay_columns(config: MachineConfig, n: int, tiles: dict, gprs, blocks, rec
     """Every column a replay recomputes (all but case, class, group, value_class); `layout` as a
     plain string column (group_table makes it a dictionary column).  Ragged when the machines'
     records differ in a head."""
-    data, text = S.stream_text(blocks, stream)
-    if any(g.record == CL.FAULT for g in records.groups):
-        faulted, reason, fld, message = _fault_columns(records, n)
-        texts = _fault_texts(faulted, reason, fld, message)
-    else:
-        faulted, texts = np.zeros(n, bool), _committed_texts(n)
-    init_heads, init_pay, init_def = _initial_columns(tiles, n)
-    rec_heads, rec_pay, rec_def, rec_stat = _record_columns(records, n)
-    g = np.ascontiguousarray(np.asarray(gprs, np.uint64).reshape(n, -1), "<u8").view(np.uint8)
-    return {
-        "stream": D_repeat(data, n, pa.binary()),
-        "asm": D_repeat(text, n, pa.string()),
-        "blocks": pa.array(np.full(n, len(blocks), np.uint32)),
-        "local_bytes": pa.array(np.full(n, config.local_bytes, np.uint32)),
-        "matrix_bytes": pa.array(np.full(n, config.matrix_bytes, np.uint32)),
-        "gprs": _flat_binary(g),
-        "layout": layout_text(init_heads, rec_heads),
-        "initial_payload": _flat_binary(init_pay),
-        "initial_defined": _flat_binary(init_def),
-        "record_payload": _flat_binary(rec_pay),
-        "record_defined": _flat_binary(rec_def),
-        "record_status": _flat_binary(rec_stat),
-        "executed": pa.array(np.full(n, executed, np.uint32)),
-        **texts,
-        "fault_block": pa.array(np.where(faulted, executed, -1).astype(np.int32)),
-        "status": pa.FixedSizeListArray.from_arrays(pa.array(np.asarray(status, np.uint8).reshape(-1)), 4),
-    }
+    rows = replay_parts(config, n, tiles, gprs, blocks, records, executed, status, stream)
+    return {**chunk_columns([rows]), "layout": rows.layout}
 
 
 def D_repeat(value, n: int, typ) -> pa.Array:
@@ -727,19 +830,25 @@ def final_tiles(layout: Layout, initial_payload, initial_defined, record_payload
     return dict(sorted(out.items(), key=lambda kv: (kv[0][1], kv[0][0])))
 
 
+def group_parts(g: S.StreamGroup, group_index: int) -> GroupRows:
+    """The group's GroupRows; GeneratorError when its machines' records cannot share one
+    layout (the generator's groups always can)."""
+    try:
+        return replay_parts(g.config, g.n, g.tiles, g.gprs, g.blocks, g.records, g.executed, g.status, g.stream)
+    except Ragged as exc:
+        raise S.GeneratorError(f"group {group_index}: {exc}") from None
+
+
 def group_columns(g: S.StreamGroup, first_case: int, group_index: int) -> dict:
     """The group's columns (`layout` its one JSON text); GeneratorError when its machines'
     records cannot share one layout (the generator's groups always can)."""
-    n = g.n
-    try:
-        cols = replay_columns(g.config, n, g.tiles, g.gprs, g.blocks, g.records, g.executed, g.status, g.stream)
-    except Ragged as exc:
-        raise S.GeneratorError(f"group {group_index}: {exc}") from None
+    rows = group_parts(g, group_index)
+    n = rows.n
     return {"case": pa.array(np.arange(first_case, first_case + n, dtype=np.uint64)),
             "class": D_repeat(g.cls, n, pa.string()),
             "group": pa.array(np.full(n, group_index, np.uint32)),
             "value_class": D_repeat(g.value_class, n, pa.string()),
-            **cols}
+            **chunk_columns([rows]), "layout": rows.layout}
 
 
 def rows_table(groups: list[dict]) -> pa.Table:
@@ -753,18 +862,34 @@ def rows_table(groups: list[dict]) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=SCHEMA)
 
 
+def chunk_rows(groups: list[tuple[str, str, GroupRows]], first_case: int) -> pa.Table:
+    """rows_table of the groups' group_columns ((class, value class, rows) of group k the k-th,
+    cases from first_case on), each column built once for the whole chunk from the groups'
+    NumPy pieces."""
+    ns = np.array([r.n for *_, r in groups], np.int64)
+    cols = chunk_columns([r for *_, r in groups])
+    at = np.repeat(np.arange(len(groups), dtype=np.int32), ns)
+    cols.update({
+        "case": pa.array(np.arange(first_case, first_case + int(ns.sum()), dtype=np.uint64)),
+        "class": _binary_column([(cls, r.n) for cls, _, r in groups], pa.string()),
+        "group": pa.array(at.astype(np.uint32)),
+        "value_class": _binary_column([(vc, r.n) for _, vc, r in groups], pa.string()),
+        "layout": pa.DictionaryArray.from_arrays(pa.array(at), pa.array(cols["layout"], pa.string())),
+    })
+    return pa.Table.from_arrays([cols[f.name] for f in SCHEMA], schema=SCHEMA)
+
+
 def chunk_table(p: StreamParams, part: StreamPartition, chunk: int, n: int, backend: str = "cpu") -> pa.Table:
     rng = D._rng(p.seed, part, chunk)
     config = machine_config(p)
     shape = S.SHAPE_BY_NAME[part.shape]
     con = p.constraint
-    groups, first = [], chunk * p.chunk_cases
+    groups = []
     aim = S.Aim(con, p.blocks)
     for gi, (m, reason, position) in enumerate(group_plan(p, part, chunk, n, rng)):
         g = S.build_group(shape, p.blocks, m, rng, config, reason, backend, con, aim, position)
-        groups.append(group_columns(g, first, gi))
-        first += m
-    return rows_table(groups)
+        groups.append((g.cls, g.value_class, group_parts(g, gi)))     # not g: its tiles and records
+    return chunk_rows(groups, chunk * p.chunk_cases)
 
 
 def write_chunk(out_dir: str, params: dict, part: dict, chunk: int, n: int, backend: str = "cpu") -> dict:

@@ -257,6 +257,32 @@ def test_feature_map_parameters_are_the_draws_of_one_scalar_call_each(dense):
             assert a.bit_generator.state == b.bit_generator.state
 
 
+def test_a_chunks_table_holds_each_groups_own_rows_in_group_order():
+    """A chunk's table is built once for all its groups; each group's rows in it are the rows
+    that group alone gives (group_columns), in group order, cases numbered on from the chunk's
+    first -- groups of other widths, faulted and committed groups mixed."""
+    p = SD.StreamParams(blocks=4, cases=24, seed=5, shapes=("r4c8",), group_cases=3, illegal_fraction=0.5)
+    part, chunk, n = next(iter(SD.chunks(p)))
+    table = SD.chunk_table(p, part, chunk, n)
+    rng = D._rng(p.seed, part, chunk)                  # the same draws again, a group at a time
+    aim, at, widths = S.Aim(p.constraint, p.blocks), 0, set()
+    outcomes = set()
+    for gi, (m, reason, position) in enumerate(SD.group_plan(p, part, chunk, n, rng)):
+        g = S.build_group(S.SHAPE_BY_NAME[part.shape], p.blocks, m, rng, SD.machine_config(p), reason, "cpu",
+                          p.constraint, aim, position)
+        own = SD.group_columns(g, chunk * p.chunk_cases + at, gi)
+        rows = table.slice(at, m)
+        for f in SD.SCHEMA:
+            got = rows.column(f.name).to_pylist()
+            want = [own["layout"]] * m if f.name == "layout" else own[f.name].to_pylist()
+            assert got == want, (gi, f.name)
+        widths.add(len(own["record_payload"][0].as_py()))
+        outcomes.update(own["outcome"].to_pylist())
+        at += m
+    assert at == table.num_rows == n
+    assert len(widths) > 1 and outcomes == {"commit", "fault"}
+
+
 def test_the_initial_state_reads_back_exactly_with_per_pe_values_kept_apart():
     """An initial entry covers the PEs that hold one tile with the same values; SOURCE_UNDEFINED
     gives the reserved tile an undefined element on one PE only, so that PE is an entry of its own."""
