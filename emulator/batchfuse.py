@@ -38,7 +38,8 @@ _MARK_BIT = 0x80                # set in fast.FALLBACK (0xFF) and in no flag (NV
 
 # ---------------------------------------------------------------- compiled template
 # One loop for every kernel kind and arity (`_fuse`); what differs is the element routine bound as
-# its SCALAR: one of the adapters below, itself bound to the kernel's scalar routine (and READ).
+# its SCALAR: one of the adapters below, itself bound to the kernel's scalar routine (and READ),
+# which takes (x, s, c) and gives (code, flags) of element c of the current runs s of the sources.
 # srcs: the (P, W) source stacks (NORM: logical (r, c) at r*col + c), three of them, an arity
 # below 3 repeating its last; defs their definedness as uint8 (0/1), likewise, read only when
 # `check`; the geometry (n, rows, width): n = vr*vc valid elements per tile, read as `rows` runs
@@ -79,7 +80,7 @@ ELEMENTS = {("raw", 1): _raw1, ("raw", 2): _raw2, ("raw", 3): _raw3,
 
 @nb.njit(inline="always")
 def _row(t, p, start, width):
-    """Row p's run [start, start + width) of each of the three stacks in t."""
+    """Tile p's run [start, start + width) in each of the three stacks in t."""
     return (t[0][p, start:start + width], t[1][p, start:start + width], t[2][p, start:start + width])
 
 
@@ -122,7 +123,9 @@ _LOOPS: dict = {}               # (kind, arity, scalar) -> fast.Twin; a few doze
 def _loop(kind: str, arity: int, scalar) -> fast.Twin:
     """The fused loop of a kernel kind and arity running `scalar`.  Both bindings name what they
     bind (fast.bind), so every loop has a name of its own -- `_fuse__batchfuse__bits2_read_bits__
-    <module>_<routine>` -- and Numba's on-disk cache cannot hand one loop's build to another."""
+    <module>_<routine>` -- and Numba's on-disk cache cannot hand one loop's build to another.
+    As with any cached function calling another (fast.bind), an edit to an adapter above is not
+    noticed by that cache: clear __pycache__ after one."""
     key = (kind, arity, scalar)
     fn = _LOOPS.get(key)
     if fn is None:
