@@ -36,176 +36,103 @@ SCALAR = READ = None            # bound in each loop's own globals (fast.bind)
 _MARK_BIT = 0x80                # set in fast.FALLBACK (0xFF) and in no flag (NV DZ OF UF NX: bits 0-4)
 
 
-# ---------------------------------------------------------------- compiled templates
-# One per (kernel kind, arity).  a, b, cc: (P, W) source stacks (NORM: logical (r, c) at r*col + c);
-# ad, bd, cd their definedness as uint8 (0/1), read only when `check`; out: (P*vr*vc,) the valid results,
-# row-major per tile (the last argument: fast.Twin picks the parallel build by its length);
-# status (P,) the OR of each tile's flags (bit 0x80: an element left to the hand-off);
-# undefined (P,) 1 where the tile reads an undefined element.  Branch-free over the elements:
-# a tile that fails is discarded by the caller, so nothing stops early.
+# ---------------------------------------------------------------- compiled template
+# One loop for every kernel kind and arity (`_fuse`); what differs is the element routine bound as
+# its SCALAR: one of the adapters below, itself bound to the kernel's scalar routine (and READ),
+# which takes (x, s, c) and gives (code, flags) of element c of the current runs s of the sources.
+# srcs: the (P, W) source stacks (NORM: logical (r, c) at r*col + c), three of them, an arity
+# below 3 repeating its last; defs their definedness as uint8 (0/1), likewise, read only when
+# `check`; the geometry (n, rows, width): n = vr*vc valid elements per tile, read as `rows` runs
+# of `width` (`_geometry`); x: the rounded routine's (fmt, dec, op) for kind 'bits', () for 'raw';
+# out: (P*n,) the valid results, row-major per tile (the last argument: fast.Twin picks the
+# parallel build by its length); status (P,) the OR of each tile's flags (bit 0x80: an element
+# left to the hand-off); undefined (P,) 1 where the tile reads an undefined element.
+# Branch-free over the elements: a tile that fails is discarded by the caller, so nothing stops
+# early.
 
-def _fuse_raw1(a, ad, check, vr, vc, col, status, undefined, out):
+def _raw1(x, s, c):
+    return SCALAR(s[0][c])
+
+
+def _raw2(x, s, c):
+    return SCALAR(s[0][c], s[1][c])
+
+
+def _raw3(x, s, c):
+    return SCALAR(s[0][c], s[1][c], s[2][c])
+
+
+def _bits1(x, s, c):
+    return SCALAR(x[2], READ(s[0][c], x[1]), x[0])
+
+
+def _bits2(x, s, c):
+    return SCALAR(x[2], READ(s[0][c], x[1]), READ(s[1][c], x[1]), x[0])
+
+
+def _bits3(x, s, c):
+    return SCALAR(x[2], READ(s[0][c], x[1]), READ(s[1][c], x[1]), READ(s[2][c], x[1]), x[0])
+
+
+ELEMENTS = {("raw", 1): _raw1, ("raw", 2): _raw2, ("raw", 3): _raw3,
+            ("bits", 1): _bits1, ("bits", 2): _bits2, ("bits", 3): _bits3}
+
+
+@nb.njit(inline="always")
+def _row(t, p, start, width):
+    """Tile p's run [start, start + width) in each of the three stacks in t."""
+    return (t[0][p, start:start + width], t[1][p, start:start + width], t[2][p, start:start + width])
+
+
+@nb.njit(inline="always")
+def _all_defined(defs, p, rows, width, col):
+    """1 when tile p reads no undefined element (AND over its runs of every source), else 0."""
+    ok = np.uint8(1)
+    for r in range(rows):
+        d = _row(defs, p, r * col, width)
+        for c in range(width):
+            ok &= d[0][c] & d[1][c] & d[2][c]
+    return ok
+
+
+def _fuse(srcs, defs, check, n, rows, width, col, x, status, undefined, out):
     wide_vectors()
-    n = vr * vc
-    rows, width = (1, n) if vc == col else (vr, vc)      # whole rows: one run per tile
     for p in prange(status.shape[0]):
         st = np.uint8(0)
         for r in range(rows):
-            ar = a[p, r * col:r * col + width]
+            s = _row(srcs, p, r * col, width)
             o = out[p * n + r * width:p * n + r * width + width]
             for c in range(width):
-                code, f = SCALAR(ar[c])
+                code, f = SCALAR(x, s, c)
                 o[c] = code
                 st |= f
         status[p] = st
-        ok = np.uint8(1)
-        if check:
-            for r in range(rows):
-                adr = ad[p, r * col:r * col + width]
-                for c in range(width):
-                    ok &= adr[c]
-        undefined[p] = ok == 0
+        undefined[p] = check and _all_defined(defs, p, rows, width, col) == 0
 
 
-def _fuse_raw2(a, b, ad, bd, check, vr, vc, col, status, undefined, out):
-    wide_vectors()
+def _geometry(vr: int, vc: int, col: int):
+    """(n, rows, width): a tile's vr x vc valid elements as `rows` runs of `width`; whole rows
+    (vc == col) are one run per tile."""
     n = vr * vc
-    rows, width = (1, n) if vc == col else (vr, vc)      # whole rows: one run per tile
-    for p in prange(status.shape[0]):
-        st = np.uint8(0)
-        for r in range(rows):
-            ar = a[p, r * col:r * col + width]
-            br = b[p, r * col:r * col + width]
-            o = out[p * n + r * width:p * n + r * width + width]
-            for c in range(width):
-                code, f = SCALAR(ar[c], br[c])
-                o[c] = code
-                st |= f
-        status[p] = st
-        ok = np.uint8(1)
-        if check:
-            for r in range(rows):
-                adr = ad[p, r * col:r * col + width]
-                bdr = bd[p, r * col:r * col + width]
-                for c in range(width):
-                    ok &= adr[c] & bdr[c]
-        undefined[p] = ok == 0
+    return (n, 1, n) if vc == col else (n, vr, vc)
 
 
-def _fuse_raw3(a, b, cc, ad, bd, cd, check, vr, vc, col, status, undefined, out):
-    wide_vectors()
-    n = vr * vc
-    rows, width = (1, n) if vc == col else (vr, vc)      # whole rows: one run per tile
-    for p in prange(status.shape[0]):
-        st = np.uint8(0)
-        for r in range(rows):
-            ar = a[p, r * col:r * col + width]
-            br = b[p, r * col:r * col + width]
-            ccr = cc[p, r * col:r * col + width]
-            o = out[p * n + r * width:p * n + r * width + width]
-            for c in range(width):
-                code, f = SCALAR(ar[c], br[c], ccr[c])
-                o[c] = code
-                st |= f
-        status[p] = st
-        ok = np.uint8(1)
-        if check:
-            for r in range(rows):
-                adr = ad[p, r * col:r * col + width]
-                bdr = bd[p, r * col:r * col + width]
-                cdr = cd[p, r * col:r * col + width]
-                for c in range(width):
-                    ok &= adr[c] & bdr[c] & cdr[c]
-        undefined[p] = ok == 0
-
-
-def _fuse_bits1(a, ad, check, vr, vc, col, fmt, dec, op, status, undefined, out):
-    wide_vectors()
-    n = vr * vc
-    rows, width = (1, n) if vc == col else (vr, vc)      # whole rows: one run per tile
-    for p in prange(status.shape[0]):
-        st = np.uint8(0)
-        for r in range(rows):
-            ar = a[p, r * col:r * col + width]
-            o = out[p * n + r * width:p * n + r * width + width]
-            for c in range(width):
-                code, f = SCALAR(op, READ(ar[c], dec), fmt)
-                o[c] = code
-                st |= f
-        status[p] = st
-        ok = np.uint8(1)
-        if check:
-            for r in range(rows):
-                adr = ad[p, r * col:r * col + width]
-                for c in range(width):
-                    ok &= adr[c]
-        undefined[p] = ok == 0
-
-
-def _fuse_bits2(a, b, ad, bd, check, vr, vc, col, fmt, dec, op, status, undefined, out):
-    wide_vectors()
-    n = vr * vc
-    rows, width = (1, n) if vc == col else (vr, vc)      # whole rows: one run per tile
-    for p in prange(status.shape[0]):
-        st = np.uint8(0)
-        for r in range(rows):
-            ar = a[p, r * col:r * col + width]
-            br = b[p, r * col:r * col + width]
-            o = out[p * n + r * width:p * n + r * width + width]
-            for c in range(width):
-                code, f = SCALAR(op, READ(ar[c], dec), READ(br[c], dec), fmt)
-                o[c] = code
-                st |= f
-        status[p] = st
-        ok = np.uint8(1)
-        if check:
-            for r in range(rows):
-                adr = ad[p, r * col:r * col + width]
-                bdr = bd[p, r * col:r * col + width]
-                for c in range(width):
-                    ok &= adr[c] & bdr[c]
-        undefined[p] = ok == 0
-
-
-def _fuse_bits3(a, b, cc, ad, bd, cd, check, vr, vc, col, fmt, dec, op, status, undefined, out):
-    wide_vectors()
-    n = vr * vc
-    rows, width = (1, n) if vc == col else (vr, vc)      # whole rows: one run per tile
-    for p in prange(status.shape[0]):
-        st = np.uint8(0)
-        for r in range(rows):
-            ar = a[p, r * col:r * col + width]
-            br = b[p, r * col:r * col + width]
-            ccr = cc[p, r * col:r * col + width]
-            o = out[p * n + r * width:p * n + r * width + width]
-            for c in range(width):
-                code, f = SCALAR(op, READ(ar[c], dec), READ(br[c], dec), READ(ccr[c], dec), fmt)
-                o[c] = code
-                st |= f
-        status[p] = st
-        ok = np.uint8(1)
-        if check:
-            for r in range(rows):
-                adr = ad[p, r * col:r * col + width]
-                bdr = bd[p, r * col:r * col + width]
-                cdr = cd[p, r * col:r * col + width]
-                for c in range(width):
-                    ok &= adr[c] & bdr[c] & cdr[c]
-        undefined[p] = ok == 0
-
-
-TEMPLATES = {("raw", 1): _fuse_raw1, ("raw", 2): _fuse_raw2, ("raw", 3): _fuse_raw3,
-             ("bits", 1): _fuse_bits1, ("bits", 2): _fuse_bits2, ("bits", 3): _fuse_bits3}
 _LOOPS: dict = {}               # (kind, arity, scalar) -> fast.Twin; a few dozen routines
 
 
 def _loop(kind: str, arity: int, scalar) -> fast.Twin:
+    """The fused loop of a kernel kind and arity running `scalar`.  Both bindings name what they
+    bind (fast.bind), so every loop has a name of its own -- `_fuse__batchfuse__bits2_read_bits__
+    <module>_<routine>` -- and Numba's on-disk cache cannot hand one loop's build to another.
+    As with any cached function calling another (fast.bind), an edit to an adapter above is not
+    noticed by that cache: clear __pycache__ after one."""
     key = (kind, arity, scalar)
     fn = _LOOPS.get(key)
     if fn is None:
         read = fast.READERS["bits"] if kind == "bits" else None
-        fn = _LOOPS[key] = fast.Twin(fast.bind(TEMPLATES[(kind, arity)], scalar, read),
-                                     error_model="numpy", nogil=True)
+        element = nb.njit(inline="always", error_model="numpy")(
+            fast.bind(ELEMENTS[(kind, arity)], scalar, read))
+        fn = _LOOPS[key] = fast.Twin(fast.bind(_fuse, element), error_model="numpy", nogil=True)
     return fn
 
 
@@ -256,7 +183,9 @@ class Program:
         status = np.empty(P, np.uint8)
         undefined = np.empty(P, np.bool_)
         out = np.empty(P * vr * vc, raw)
-        self.fn(*elems, *defs, check, vr, vc, col, *self.extra, status, undefined, out)
+        pad = 3 - len(elems)                             # the loop reads three: repeat the last
+        self.fn((*elems, *elems[-1:] * pad), (*defs, *defs[-1:] * pad), check,
+                *_geometry(vr, vc, col), col, self.extra, status, undefined, out)
         if check and undefined.any():
             return np.unique(np.flatnonzero(undefined) % m)
         if P and (int(status.max()) & _MARK_BIT):
