@@ -117,3 +117,17 @@ def round_rne(x: Fraction, f):
 
 
 __all__ = ["FMT", "fdecode", "round_rne", "blk", "fill", "everywhere", "BDatr", "BDim", "BIor", "BIos", "Block", "BStart", "TileBinding", "Machine"]
+
+
+def record_results(monkeypatch, cls, name: str) -> list[bool]:
+    """Wrap method `name` of `cls` so each call appends whether it gave a result (not None):
+    which blocks a compiled program finished, and which it handed to today's path."""
+    real = getattr(cls, name)
+    seen: list[bool] = []
+
+    def recording(self, *args):
+        res = real(self, *args)
+        seen.append(res is not None)
+        return res
+    monkeypatch.setattr(cls, name, recording)
+    return seen

@@ -14,6 +14,7 @@ from emulator.config import with_profile
 from isa import BDatr, BDim, Block, BStart, TileBinding
 from isa.datatypes import datatype
 from isa.instructions import lookup
+from emu_helpers import record_results
 
 ROWS = COLS = 128
 VR, VC = 100, 120                       # the padded group's valid rectangle
@@ -127,14 +128,7 @@ def test_a_last_element_left_to_the_hand_off_gives_the_references_result(padded,
     reference does."""
     a, b, d = PADDED if padded else WHOLE
     stream = [block("TADD", (a, a), d, padded=padded), block("TADD", (d, b), a, mask=12, padded=padded)]
-    finished = []
-    run = blockprog.Program.run
-
-    def counting_run(self, *args):
-        res = run(self, *args)
-        finished.append(res is not None)
-        return res
-    monkeypatch.setattr(blockprog.Program, "run", counting_run)
+    finished = record_results(monkeypatch, blockprog.Program, "run")
     executed, err, _, _ = assert_same_as_reference(stream, profile="ftz", nan_last=(3, b), special=0)
     assert executed == 2 and err is None
     assert finished[:2] == [True, False]        # the logged run: one commit a block, through run

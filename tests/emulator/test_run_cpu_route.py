@@ -18,7 +18,7 @@ from emulator import Machine, MachineBatch, MachineConfig, blockprog
 from emulator.batchio import save_machines
 from emulator.cli import main
 
-from emu_helpers import blk
+from emu_helpers import blk, record_results
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EX = ROOT / "examples"
@@ -122,17 +122,10 @@ def test_one_machine_on_cpu_runs_on_the_machines_engine_not_a_batch(tmp_path, ca
     seed, data = streams()["cycle"]
     (tmp_path / "s.tbs").write_bytes(data)
     machine(seed).save(tmp_path / "init.arrow")
-    ran = []
-    real = blockprog.Program.step
-
-    def counting(self, *a):
-        res = real(self, *a)
-        ran.append(res is not None)
-        return res
+    ran = record_results(monkeypatch, blockprog.Program, "step")
 
     def no_batch(*a, **kw):
         raise AssertionError("a one-machine batch")
-    monkeypatch.setattr(blockprog.Program, "step", counting)
     monkeypatch.setattr(MachineBatch, "__init__", no_batch)
     assert main(["run", str(tmp_path / "s.tbs"), "--init", str(tmp_path / "init.arrow"), *backend, "-q"]) == 0
     assert any(ran)
