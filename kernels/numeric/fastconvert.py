@@ -191,6 +191,7 @@ def _wide_vectors(typingctx):
 
 
 _U = np.uint32
+_B = np.uint8
 # Numba types integer arithmetic as 64-bit: every uint32 intermediate below is cast back with
 # _U(...) so that LLVM keeps 8 lanes per AVX2 register (without the casts the loops ran on 4
 # 64-bit lanes at less than half the speed).
@@ -253,23 +254,25 @@ def _fp32_to_fp16_hw(u, ob, of):
     """FP32 -> FP16, RNE, profile ieee, by the hardware's conversion (rn.hw_f32_half: vcvtps2ph,
     which rounds to nearest even with subnormal results and overflow to infinity as IEEE 754 does,
     and quiets a NaN keeping its payload's top bits -- the definition's truncation); the flags
-    from the value: NX when the FP16 result converted back differs, OF|NX when a finite value
-    became infinite, UF when inexact and below 2^-14 - 2^-26 (tiny after rounding), NV for a
-    signalling NaN, none for an infinity."""
+    from the value: NX when the FP16 result converted back differs (an ordered comparison: never
+    for a NaN, and an infinity comes back equal), OF|NX when inexact at or above 65520 (the
+    overflow threshold, 0x477FF000), UF when inexact and below 2^-14 - 2^-26 (tiny after
+    rounding), NV for a signalling NaN (0x7F800001..0x7FBFFFFF in magnitude).  The flag byte is
+    built in 8-bit lanes: on AVX-512 that is byte-masked moves on 128-bit registers instead of
+    32-bit lanes narrowed at the store."""
     for i in nb.prange(u.shape[0]):
         _wide_vectors()
         x = u[i]
         v = bits_f32(x)
         h = hw_f32_half(v)
         a = _U(x & _U(0x7FFFFFFF))
-        fin = a < _U(0x7F800000)
-        nx = _U(fin & (hw_half_f32(h) != v))
-        ovf = _U(nx & (_U(h & np.uint16(0x7FFF)) == _U(0x7C00)))
-        tiny = _U(a < _U(0x387FF000))
-        fl = _U(_U(nx << _U(4)) | _U(ovf << _U(2)) | _U(_U(tiny & nx) << _U(3)))
-        snan = _U(_U(a > _U(0x7F800000)) & _U(_U(x & _U(0x400000)) == _U(0)))
+        w = hw_half_f32(h)
+        nx = (w < v) | (w > v)
+        ovf = nx & (a >= _U(0x477FF000))
+        tiny = nx & (a < _U(0x387FF000))
+        snan = _U(a - _U(0x7F800001)) < _U(0x3FFFFF)
         ob[i] = h
-        of[i] = np.uint8(_U(fl | snan))
+        of[i] = _B(_B(_B(nx) << _B(4)) | _B(_B(ovf) << _B(2)) | _B(_B(tiny) << _B(3)) | _B(snan))
 
 
 def _fp16_to_fp32_hw(u, ftz, ob, of):
