@@ -286,15 +286,14 @@ _WIDEN = frozenset({("BF16", "FP32"), ("FP16", "FP32")})
 # nothing to validate -- remember that loop under the call's arguments, so that the next such
 # call goes to it without resolving DataTypes, mode and rule again (about half the cost of a
 # 64K-element FP16 -> FP32 call before this).  Same function, same bits.
-_DIRECT: dict = {}                         # (src_dtype, dst_dtype, rmode, sat, Profile, array dtype) -> fn(bits)
+_DIRECT: dict = {}                         # (src_dtype, dst_dtype, rmode, sat, profile, array dtype) -> fn(bits)
 DIRECT_LIMIT = 256
 
 
 def _remember(key, fn):
-    if key is not None:
-        if len(_DIRECT) >= DIRECT_LIMIT:
-            _DIRECT.clear()
-        _DIRECT[key] = fn
+    if len(_DIRECT) >= DIRECT_LIMIT:
+        _DIRECT.clear()
+    _DIRECT[key] = fn
     return fn
 
 
@@ -304,16 +303,16 @@ def convert(src_bits, src_dtype, dst_dtype, rmode="DEFAULT", sat: bool = False, 
     Raises InvalidEncoding when a source element has bits outside its format,
     ValueError for unknown modes.
     """
-    prof = _profile(profile)
     direct = None
     if type(src_bits) is np.ndarray:
         try:
-            direct = (src_dtype, dst_dtype, rmode, sat, prof, src_bits.dtype)
+            direct = (src_dtype, dst_dtype, rmode, sat, profile, src_bits.dtype)
             fn = _DIRECT.get(direct)
         except TypeError:                        # an unhashable argument: no shortcut
             direct = fn = None
         if fn is not None:
             return fn(src_bits)
+    prof = _profile(profile)
     s, d = datatype(src_dtype), datatype(dst_dtype)
     rm = resolve_rmode(rmode, s, d)
     sat = bool(sat)
@@ -344,7 +343,9 @@ def convert(src_bits, src_dtype, dst_dtype, rmode="DEFAULT", sat: bool = False, 
     if rule == IEEE and (s.name, d.name) in _WIDEN:
         from . import fastconvert
         if (s.name, d.name) in fastconvert.WIDEN_PAIRS:
-            return _remember(direct, lambda b: fastconvert.widen(b, s, d, ftz))(bits)
+            if direct is not None:
+                return _remember(direct, fastconvert.direct(s, d, ftz))(bits)
+            return fastconvert.widen(bits, s, d, ftz)
     if s.bits <= 16:
         t = host_table("full", key, bits.size)
         if t is not None:
@@ -357,8 +358,8 @@ def convert(src_bits, src_dtype, dst_dtype, rmode="DEFAULT", sat: bool = False, 
             return fastconvert.gather_hi16(bits, t[0], t[1])
     from . import fastconvert
     if rule == IEEE and fastconvert.supports(s, d):
-        if fastconvert.is_fast_rne(s, d, rm, sat):
-            return _remember(direct, lambda b: fastconvert.fast_rne(b, s, d, ftz))(bits)
+        if fastconvert.is_fast_rne(s, d, rm, sat) and direct is not None:
+            return _remember(direct, fastconvert.direct(s, d, ftz))(bits)
         return fastconvert.convert_ieee(bits, s, d, rm, sat, ftz)
     return convert_generic(bits, s, d, rm, sat, ftz, xp, rule)
 

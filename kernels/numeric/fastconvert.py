@@ -360,6 +360,28 @@ def fast_rne(bits, s: DataType, d: DataType, ftz: bool = False):
     return ob.reshape(np.shape(bits)), of.reshape(np.shape(bits))
 
 
+def direct(s: DataType, d: DataType, ftz: bool):
+    """fn(bits) -> (bits, flags) of WIDEN_PAIRS' (s, d), or of FAST_PAIRS' (s, d) in RNE without
+    Sat, for NumPy arrays of s's unsigned container type (what convert._DIRECT remembers): widen
+    and fast_rne without their per-call conversions of the argument."""
+    if (s.name, d.name) in WIDEN_PAIRS:
+        loop, out, args = WIDEN_PAIRS[(s.name, d.name)], np.uint32, (bool(ftz),)
+    elif d.name == "BF16":
+        loop, out, args = FAST_PAIRS[(s.name, d.name)], np.uint16, (bool(ftz),)
+    elif ftz:
+        return lambda bits: fast_rne(bits, s, d, True)
+    else:
+        loop, out, args = FAST_PAIRS[(s.name, d.name)], np.uint16, ()
+
+    def fn(bits):
+        u = bits.ravel()                         # a view of a C-ordered array, else a C-ordered copy
+        ob = np.empty(u.size, out)
+        of = np.empty(u.size, np.uint8)
+        loop(u, *args, ob, of)
+        return ob.reshape(bits.shape), of.reshape(bits.shape)
+    return fn
+
+
 def is_fast_rne(s: DataType, d: DataType, rmode: str, sat: bool) -> bool:
     """Whether convert_ieee runs (s, d, rmode, sat) by fast_rne."""
     return (s.name, d.name) in FAST_PAIRS and rmode == "RNE" and not sat
