@@ -25,7 +25,7 @@ from numba import njit
 
 from isa.datatypes import DataType
 
-from .fast import Twin, Uniform
+from .fast import Twin, Uniform, wide_vectors     # wide_vectors: 16 lanes, 1.5x on the conversion loops
 from .flags import NX, UF
 from .formats import FORMATS
 from .rn import HARDWARE_HALF, bits_f32, f32_bits, hw_f32_half, hw_half_f32
@@ -181,6 +181,7 @@ _cvt_loop_seq = Uniform(_cvt_loop_seq, lambda n: frozenset({0}))    # as _gather
 
 
 _U = np.uint32
+_B = np.uint8
 # Numba types integer arithmetic as 64-bit: every uint32 intermediate below is cast back with
 # _U(...) so that LLVM keeps 8 lanes per AVX2 register (without the casts the loops ran on 4
 # 64-bit lanes at less than half the speed).
@@ -196,6 +197,7 @@ def _fp32_to_bf16_rne(u, ftz, ob, of):
     binary32 value rounds to at least 2^-126): the flush is one select, branch-free."""
     F = _U(1) if ftz else _U(0)
     for i in nb.prange(u.shape[0]):
+        wide_vectors()
         x = u[i]
         z = _U(_U(_U(x & _U(0x7F800000)) == _U(0)) & F)
         x = _U(x & _U(_U(0x80000000) | _U(_U(0x7FFFFFFF) * _U(_U(1) - z))))
@@ -219,6 +221,7 @@ def _fp32_to_fp16_rne(u, ob, of):
     below 2^-14 - 2^-26 (binary32 0x387FF000: tiny after rounding, ties to the even 2^-14);
     NaNs quiet with the payload truncated, NV if signalling."""
     for i in nb.prange(u.shape[0]):
+        wide_vectors()
         x = u[i]
         a = _U(x & _U(0x7FFFFFFF))
         sign = _U(_U(x >> _U(16)) & _U(0x8000))
@@ -241,22 +244,25 @@ def _fp32_to_fp16_hw(u, ob, of):
     """FP32 -> FP16, RNE, profile ieee, by the hardware's conversion (rn.hw_f32_half: vcvtps2ph,
     which rounds to nearest even with subnormal results and overflow to infinity as IEEE 754 does,
     and quiets a NaN keeping its payload's top bits -- the definition's truncation); the flags
-    from the value: NX when the FP16 result converted back differs, OF|NX when a finite value
-    became infinite, UF when inexact and below 2^-14 - 2^-26 (tiny after rounding), NV for a
-    signalling NaN, none for an infinity."""
+    from the value: NX when the FP16 result converted back differs (an ordered comparison: never
+    for a NaN, and an infinity comes back equal), OF|NX when inexact at or above 65520 (the
+    overflow threshold, 0x477FF000), UF when inexact and below 2^-14 - 2^-26 (tiny after
+    rounding), NV for a signalling NaN (0x7F800001..0x7FBFFFFF in magnitude).  The flag byte is
+    built in 8-bit lanes: on AVX-512 that is byte-masked moves on 128-bit registers instead of
+    32-bit lanes narrowed at the store."""
     for i in nb.prange(u.shape[0]):
+        wide_vectors()
         x = u[i]
         v = bits_f32(x)
         h = hw_f32_half(v)
         a = _U(x & _U(0x7FFFFFFF))
-        fin = a < _U(0x7F800000)
-        nx = _U(fin & (hw_half_f32(h) != v))
-        ovf = _U(nx & (_U(h & np.uint16(0x7FFF)) == _U(0x7C00)))
-        tiny = _U(a < _U(0x387FF000))
-        fl = _U(_U(nx << _U(4)) | _U(ovf << _U(2)) | _U(_U(tiny & nx) << _U(3)))
-        snan = _U(_U(a > _U(0x7F800000)) & _U(_U(x & _U(0x400000)) == _U(0)))
+        w = hw_half_f32(h)
+        nx = (w < v) | (w > v)
+        ovf = nx & (a >= _U(0x477FF000))
+        tiny = nx & (a < _U(0x387FF000))
+        snan = _U(a - _U(0x7F800001)) < _U(0x3FFFFF)
         ob[i] = h
-        of[i] = np.uint8(_U(fl | snan))
+        of[i] = _B(_B(_B(nx) << _B(4)) | _B(_B(ovf) << _B(2)) | _B(_B(tiny) << _B(3)) | _B(snan))
 
 
 def _fp16_to_fp32_hw(u, ftz, ob, of):
@@ -265,6 +271,7 @@ def _fp16_to_fp32_hw(u, ftz, ob, of):
     NV for a signalling NaN; profile ftz: a subnormal reads as the zero of its sign, no flag."""
     F = _U(1) if ftz else _U(0)
     for i in nb.prange(u.shape[0]):
+        wide_vectors()
         h = u[i]
         w = f32_bits(hw_half_f32(h))
         sub = _U(_U(_U(h & np.uint16(0x7C00)) == _U(0)) & F)
@@ -278,6 +285,7 @@ def _bf16_to_fp32(u, ftz, ob, of):
     made quiet (payload kept) with NV; profile ftz: a subnormal reads as the zero of its sign."""
     F = _U(1) if ftz else _U(0)
     for i in nb.prange(u.shape[0]):
+        wide_vectors()
         w = _U(_U(u[i]) << _U(16))
         a = _U(w & _U(0x7FFFFFFF))
         snan = _U(_U(a > _U(0x7F800000)) & _U(_U(w & _U(0x400000)) == _U(0)))
@@ -313,6 +321,7 @@ def _flush_after(u, min_normal, ob, of):
     reads as the zero of its sign, gives that zero without a flag."""
     m = _U(min_normal - _U(1))
     for i in nb.prange(u.shape[0]):
+        wide_vectors()
         x = u[i]
         b = _U(ob[i])
         sub_out = _U(_U(_U(b & _U(0x7FFF)) - _U(1)) < m)
@@ -341,8 +350,35 @@ def fast_rne(bits, s: DataType, d: DataType, ftz: bool = False):
     return ob.reshape(np.shape(bits)), of.reshape(np.shape(bits))
 
 
+def direct(s: DataType, d: DataType, ftz: bool):
+    """fn(bits) -> (bits, flags) of WIDEN_PAIRS' (s, d), or of FAST_PAIRS' (s, d) in RNE without
+    Sat, for NumPy arrays of s's unsigned container type (what convert._DIRECT remembers): widen
+    and fast_rne without their per-call conversions of the argument."""
+    if (s.name, d.name) in WIDEN_PAIRS:
+        loop, out, args = WIDEN_PAIRS[(s.name, d.name)], np.uint32, (bool(ftz),)
+    elif d.name == "BF16":
+        loop, out, args = FAST_PAIRS[(s.name, d.name)], np.uint16, (bool(ftz),)
+    elif ftz:
+        return lambda bits: fast_rne(bits, s, d, True)
+    else:
+        loop, out, args = FAST_PAIRS[(s.name, d.name)], np.uint16, ()
+
+    def fn(bits):
+        u = bits.ravel()                         # a view of a C-ordered array, else a C-ordered copy
+        ob = np.empty(u.size, out)
+        of = np.empty(u.size, np.uint8)
+        loop(u, *args, ob, of)
+        return ob.reshape(bits.shape), of.reshape(bits.shape)
+    return fn
+
+
+def is_fast_rne(s: DataType, d: DataType, rmode: str, sat: bool) -> bool:
+    """Whether convert_ieee runs (s, d, rmode, sat) by fast_rne."""
+    return (s.name, d.name) in FAST_PAIRS and rmode == "RNE" and not sat
+
+
 def convert_ieee(bits, s: DataType, d: DataType, rmode: str, sat: bool, ftz: bool):
-    if (s.name, d.name) in FAST_PAIRS and rmode == "RNE" and not sat:
+    if is_fast_rne(s, d, rmode, sat):
         return fast_rne(bits, s, d, ftz)
     fs, fd = FORMATS[s.name], FORMATS[d.name]
     p = np.array([fs.ebits, fs.t, fs.bias, fs.shift, fs.width, fd.ebits, fd.t, fd.bias, fd.shift, fd.width,

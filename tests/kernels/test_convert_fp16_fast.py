@@ -1,0 +1,181 @@
+"""TCVT between FP32 and FP16 / BF16 (the compiled fast loops, kernels/numeric/fastconvert.py)
+against a reference written here from docs/numerics.md "Conversion", not from the emulator:
+
+- FP16 / BF16 -> FP32 is exact: every value is a binary32 value; a NaN keeps its sign and its
+  payload left-aligned, comes out quiet, and raises NV when it was signalling; profile ftz reads a
+  subnormal source as the zero of its sign.  Exhaustive over all 2^16 codes.
+- FP32 -> FP16 / BF16 under RNE: the value rounded once to nearest even (np.rint on the exactly
+  scaled binary64 value), infinity from a finite value with OF|NX, NX when inexact, UF when
+  inexact and tiny after rounding (rounded to the destination's precision with unbounded
+  exponent, below its min normal), NaN payloads truncated to the destination with the quiet bit
+  set, NV for a signalling NaN, no flag for an infinity; profile ftz reads a subnormal source as
+  zero (no flag) and flushes a subnormal result to the zero of its sign with UF|NX.
+  Every edge plus random codes by default; all 2^32 codes under `pytest -m slow`.
+"""
+import numpy as np
+import pytest
+
+from kernels import numeric
+from kernels.numeric import flags as FL
+from kernels.numeric.convert import InvalidEncoding
+
+ALL16 = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+
+
+# ---------------------------------------------------------------------------------------------
+# widening reference
+# ---------------------------------------------------------------------------------------------
+def widen_ref(h, src, ftz):
+    h = h.astype(np.uint32)
+    if src == "FP16":
+        sign, e, t, tbits = (h >> 15) << 31, (h >> 10) & 0x1F, h & 0x3FF, 10
+        value = h.astype(np.uint16).view(np.float16).astype(np.float64)   # exact
+        emax = 0x1F
+    else:
+        sign, e, t, tbits = (h >> 15) << 31, (h >> 7) & 0xFF, h & 0x7F, 7
+        value = None
+        emax = 0xFF
+    nan = (e == emax) & (t != 0)
+    if value is not None:
+        out = np.where(nan, 0.0, value).astype(np.float32).view(np.uint32)
+    else:
+        out = h << 16                                                   # BF16 is FP32's high half
+    payload = (t & ((1 << (tbits - 1)) - 1)).astype(np.uint32) << np.uint32(23 - tbits)
+    out = np.where(nan, sign | 0x7F800000 | 0x400000 | payload, out).astype(np.uint32)
+    fl = np.where(nan & ((t >> (tbits - 1)) == 0), FL.NV, 0).astype(np.uint8)
+    if ftz:
+        out = np.where((e == 0) & (t != 0), sign, out).astype(np.uint32)
+    return out, fl
+
+
+@pytest.mark.parametrize("profile", ["ieee", "ftz"])
+@pytest.mark.parametrize("src", ["FP16", "BF16"])
+def test_every_16_bit_code_widens_to_fp32_exactly(src, profile):
+    want_b, want_f = widen_ref(ALL16, src, profile == "ftz")
+    for rmode in ("RNE", "DEFAULT", "RTZ"):                 # exact: the mode changes nothing
+        b, f = numeric.convert(ALL16, src, "FP32", rmode=rmode, profile=profile)
+        assert np.array_equal(b, want_b) and np.array_equal(f, want_f)
+        b, f = numeric.convert(ALL16, src, "FP32", rmode=rmode, profile=profile)   # remembered call
+        assert np.array_equal(b, want_b) and np.array_equal(f, want_f)
+
+
+# ---------------------------------------------------------------------------------------------
+# narrowing reference (RNE)
+# ---------------------------------------------------------------------------------------------
+FMT = {"FP16": dict(t=10, emin=-14, emax=15, ebits=5), "BF16": dict(t=7, emin=-126, emax=127, ebits=8)}
+
+
+def _rint_at(v, qe):
+    """v rounded to nearest even at quantum 2^qe (exact scalings in binary64)."""
+    return np.ldexp(np.rint(np.ldexp(v, -qe)), qe)
+
+
+def narrow_ref(x, dst, ftz):
+    f = FMT[dst]
+    t, emin, emax, ebits = f["t"], f["emin"], f["emax"], f["ebits"]
+    x = x.astype(np.uint32)
+    a = x & np.uint32(0x7FFFFFFF)
+    sign16 = ((x >> 31) << (ebits + t)).astype(np.uint32)
+    nan, inf = a > 0x7F800000, a == 0x7F800000
+    sub_in = (a < 0x00800000) & (a != 0)
+    v = np.where(nan | inf, 0, x).astype(np.uint32).view(np.float32).astype(np.float64)
+    if ftz:
+        v = np.where(sub_in, np.copysign(0.0, v), v)              # a subnormal source reads as zero
+    _, ex = np.frexp(v)
+    e = ex.astype(np.int64) - 1                                   # |v| in [2^e, 2^(e+1))
+    r = _rint_at(v, np.maximum(e, emin) - t)
+    over = np.abs(r) >= np.ldexp(1.0, emax + 1)
+    nx = (r != v) | over                                          # infinity for a finite value is inexact
+    tiny = np.abs(_rint_at(v, e - t)) < np.ldexp(1.0, emin)       # after rounding, unbounded exponent
+    top = (1 << ebits) - 1
+    if dst == "FP16":
+        code = np.where(over, 0, r).astype(np.float16).view(np.uint16).astype(np.uint32)
+    else:
+        code = np.where(over, 0, r).astype(np.float32).view(np.uint32) >> 16
+    code = np.where(over, sign16 | (top << t), code).astype(np.uint32)
+    fl = (nx * FL.NX) | (over * FL.OF) | ((nx & tiny) * FL.UF)
+    if ftz:
+        flush = ((code & ~sign16) < (1 << t)) & ((code & ~sign16) != 0)
+        code = np.where(flush, sign16, code)
+        fl = np.where(flush, FL.UF | FL.NX, fl)
+    payload = (x >> (23 - t)) & ((1 << (t - 1)) - 1)
+    code = np.where(inf, sign16 | (top << t), code)
+    code = np.where(nan, sign16 | (top << t) | (1 << (t - 1)) | payload, code)
+    fl = np.where(inf, 0, fl)
+    fl = np.where(nan, np.where((x & 0x400000) == 0, FL.NV, 0), fl)
+    return code.astype(np.uint16), fl.astype(np.uint8)
+
+
+def edges():
+    """Zeros, subnormal boundaries, min normal and one ulp either side, the overflow threshold
+    and one ulp below, ties (to even and to odd) in the normal and subnormal ranges, the
+    tininess boundary, infinities, quiet and signalling NaNs with payloads, both signs."""
+    f32 = lambda v: np.array(v, np.float64).astype(np.float32).view(np.uint32)
+    pts = []
+    for dst, f in FMT.items():
+        t, emin, emax = f["t"], f["emin"], f["emax"]
+        keys = [np.ldexp(1.0, emin), np.ldexp(1.0, emin - t), np.ldexp(1.0, emin - t - 1),
+                np.ldexp(1.0, emin) - np.ldexp(1.0, emin - t - 1),            # rounds up to min normal
+                np.ldexp(1.0, emin) - np.ldexp(1.0, emin - t - 2),            # the tininess boundary
+                np.ldexp(2.0 - np.ldexp(1.0, -t), emax),                       # max finite
+                np.ldexp(2.0 - np.ldexp(1.0, -t - 1), emax),                   # its tie: overflow
+                1.0 + np.ldexp(1.0, -t - 1), 1.0 + 3 * np.ldexp(1.0, -t - 1),  # ties to even, to odd
+                np.ldexp(3.0, emin - t - 1), np.ldexp(5.0, emin - t - 1), 1.0, 65504.0, 65520.0]
+        for k in keys:
+            c = int(f32(k))
+            pts += [c - 1, c, c + 1]
+    pts += [0, 1, 2, 0x7FFFFF, 0x800000, 0x7F7FFFFF, 0x7F800000, 0x7F800001, 0x7FBFFFFF, 0x7FC00000,
+            0x7FC00001, 0x7FFFFFFF, 0x7FA00000, 0x7F802000, 0x7F801FFF, 0x7FC02000, 0x7F810000, 0x7F8FFFFF]
+    pts = np.array(pts, np.int64) & 0x7FFFFFFF
+    pts = np.concatenate([pts, pts | 0x80000000]).astype(np.uint32)
+    # every high half with low halves 0, 0x0001, 0x1000, 0x2000 (FP16 ties), 0x7FFF, 0x8000 (BF16 ties), 0xFFFF
+    hi = np.arange(1 << 16, dtype=np.uint32) << np.uint32(16)
+    lows = [hi | np.uint32(lo) for lo in (0, 1, 0x0FFF, 0x1000, 0x1001, 0x2000, 0x3000, 0x7FFF, 0x8000, 0x8001, 0xFFFF)]
+    return np.concatenate([pts] + lows)
+
+
+def sample():
+    rng = np.random.default_rng(7)
+    return np.concatenate([edges(), rng.integers(0, 1 << 32, 1 << 20, dtype=np.uint64).astype(np.uint32)])
+
+
+@pytest.mark.parametrize("profile", ["ieee", "ftz"])
+@pytest.mark.parametrize("dst", ["FP16", "BF16"])
+def test_fp32_narrows_rne_with_flags_on_every_edge_and_random_codes(dst, profile):
+    x = sample()
+    want_b, want_f = narrow_ref(x, dst, profile == "ftz")
+    for _ in range(2):                                        # the first call and the remembered one
+        b, f = numeric.convert(x, "FP32", dst, rmode="RNE", profile=profile)
+        bad = np.flatnonzero((b != want_b) | (f != want_f))
+        assert bad.size == 0, [(hex(x[i]), hex(b[i]), hex(want_b[i]), f[i], want_f[i]) for i in bad[:5]]
+
+
+def test_the_remembered_call_still_validates_converts_and_keeps_shapes():
+    x = np.array([[0x3F800000, 0x7F800001], [0x00000001, 0xC7800000]], np.uint32)
+    want = numeric.convert(x, "FP32", "FP16", rmode="RNE")
+    for arg in (x, x.astype(np.int64), np.asfortranarray(x), x.astype(">u4"), x.T.copy().T):
+        b, f = numeric.convert(arg, "FP32", "FP16", rmode="RNE")
+        assert b.shape == (2, 2) and np.array_equal(b, want[0]) and np.array_equal(f, want[1])
+    with pytest.raises(InvalidEncoding):
+        numeric.convert(np.array([-1], np.int64), "FP16", "FP32")
+    numeric.convert(np.array([1], np.uint16), "FP16", "FP32")
+    with pytest.raises(InvalidEncoding):
+        numeric.convert(np.array([-1], np.int64), "FP16", "FP32")
+    # another profile or mode is another call: ftz flushes, RTZ truncates
+    h = np.array([0x0001], np.uint16)
+    assert int(numeric.convert(h, "FP16", "FP32", profile="ftz")[0][0]) == 0
+    assert int(numeric.convert(h, "FP16", "FP32")[0][0]) == 0x33800000
+    y = np.array([0x3F801FFF], np.uint32)
+    assert int(numeric.convert(y, "FP32", "FP16", rmode="RTZ")[0][0]) == 0x3C00
+    assert int(numeric.convert(y, "FP32", "FP16", rmode="RNE")[0][0]) == 0x3C01
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dst", ["FP16", "BF16"])
+def test_every_fp32_code_narrows_rne_with_flags(dst):
+    step = 1 << 24
+    for lo in range(0, 1 << 32, step):
+        x = np.arange(lo, lo + step, dtype=np.uint64).astype(np.uint32)
+        want_b, want_f = narrow_ref(x, dst, False)
+        b, f = numeric.convert(x, "FP32", dst, rmode="RNE")
+        assert np.array_equal(b, want_b) and np.array_equal(f, want_f), hex(lo)
