@@ -179,3 +179,21 @@ def test_every_fp32_code_narrows_rne_with_flags(dst):
         want_b, want_f = narrow_ref(x, dst, False)
         b, f = numeric.convert(x, "FP32", dst, rmode="RNE")
         assert np.array_equal(b, want_b) and np.array_equal(f, want_f), hex(lo)
+
+
+def test_a_remembered_conversion_runs_no_compiled_loop_while_the_compiled_paths_are_off(monkeypatch):
+    """interp.interpreted(): "no compiled path serves" -- not even a TCVT call that an earlier,
+    compiled call taught convert() to send straight to its loop."""
+    import importlib
+    cv = importlib.import_module("kernels.numeric.convert")      # the package re-exports the function
+    from kernels.numeric.interp import interpreted
+    bits = np.arange(0, 1 << 16, 7, dtype=np.uint32) << 16 | 0x1234
+    compiled = cv.convert(bits, "FP32", "FP16", "RNE")
+    assert any(k[:2] == ("FP32", "FP16") for k in cv._DIRECT)
+
+    def no_loop(*a):
+        raise AssertionError("a remembered compiled loop ran while interpreted")
+    monkeypatch.setattr(cv, "_DIRECT", {k: no_loop for k in cv._DIRECT})
+    with interpreted():
+        got = cv.convert(bits, "FP32", "FP16", "RNE")
+    assert np.array_equal(got[0], compiled[0]) and np.array_equal(got[1], compiled[1])
