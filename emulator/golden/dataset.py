@@ -40,7 +40,7 @@ from ..config import MachineConfig
 from . import closure, store
 from . import coverage as C
 from .errors import GoldenError  # noqa: F401  (re-exported: golden modules raise it as dataset.GoldenError)
-from .cases import build_group, execute, stream_of
+from .cases import build_group, execute, execute_all, stream_of
 from .rows import SCHEMA, groups_table, pe_mask_of, tiles_of
 from .space import space
 
@@ -388,15 +388,16 @@ def chunk_table(p: Params, part: Partition, chunk: int, n: int, backend: str = "
     pts = points_for(part)
     rng = _rng(p.seed, part, chunk)
     config = machine_config(p)
-    items, first, gi = [], chunk * p.chunk_cases, 0
+    groups, firsts, first = [], [], chunk * p.chunk_cases
     for pt, count in zip(pts, closure.counts(pts, first, first + n, p.per_class is not None).tolist()):
         for start in range(0, count, GROUP_CASES):
             m = min(GROUP_CASES, count - start)
-            g = build_group(pt.cls, ctx, m, rng, config, pt.bin)
-            items.append((g, execute(g, backend), first, gi))
+            groups.append(build_group(pt.cls, ctx, m, rng, config, pt.bin))
+            firsts.append(first)
             first += m
-            gi += 1
-    return groups_table(items)      # the file's rows built at once: no per-group Arrow cost
+    outcomes = execute_all(groups, backend)     # groups of one block and shape run as one batch
+    # the file's rows built at once: no per-group Arrow cost
+    return groups_table([(g, o, f, gi) for gi, (g, o, f) in enumerate(zip(groups, outcomes, firsts))])
 
 
 def file_name(chunk: int) -> str:
