@@ -79,15 +79,22 @@ def _tiles_array(groups: list[_TileList], typ: pa.DataType = TILE) -> pa.Array:
     The descriptor fields are each group's one-case entries, built once and repeated by one
     take for all the groups (no per-case Python objects); payloads, definedness and status
     are per case."""
-    entries, index, counts, keep, base = [], [], [], [], 0
+    entries, ks = [], []
     for g in groups:
         one = [(pe, tid, x) for x, tid, pes in g.descs for pe in pes]
-        k = len(one)
+        ks.append(len(one))
         entries += one
-        index.append(np.tile(np.arange(base, base + k, dtype=np.int64), g.n))
-        base += k
-        counts.append(np.full(g.n, k, np.int64) if g.present is None else np.where(g.present, k, 0))
-        keep.append(np.ones(g.n * k, bool) if g.present is None else np.repeat(g.present, k))
+    # group i's cases each take its k_i entries base_i .. base_i + k_i - 1 (all groups at once)
+    ks = np.array(ks, np.int64)
+    ns = np.array([g.n for g in groups], np.int64)
+    sizes = ns * ks
+    within = np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    index = np.repeat(np.cumsum(ks) - ks, sizes) + within % np.maximum(np.repeat(ks, sizes), 1)
+    present = np.concatenate([np.ones(g.n, bool) if g.present is None else np.asarray(g.present, bool)
+                              for g in groups]) if groups else np.zeros(0, bool)
+    per_case = np.repeat(ks, ns)
+    counts = np.where(present, per_case, 0)
+    keep = np.repeat(present, per_case)
     fms = [x.fmap for _, _, x in entries]
     one = {
         "pe": pa.array([pe for pe, _, _ in entries], pa.uint8()),
@@ -106,7 +113,7 @@ def _tiles_array(groups: list[_TileList], typ: pa.DataType = TILE) -> pa.Array:
         "fmap_pad_bits": pa.array([0 if f is None else f.pad_bits for f in fms], pa.uint64()),
         "fmap_transposed": pa.array([False if f is None else f.transposed for f in fms], pa.bool_()),
     }
-    take = pa.array(np.concatenate(index))
+    take = pa.array(index)
     fields = {name: arr.take(take) for name, arr in one.items()}
     fields["payload"] = _binary([(g.n, g.payloads) for g in groups])
     fields["defined"] = _binary([(g.n, g.defineds) for g in groups])
@@ -114,10 +121,8 @@ def _tiles_array(groups: list[_TileList], typ: pa.DataType = TILE) -> pa.Array:
         fields["status"] = pa.array(np.concatenate([np.zeros(0, np.uint8)] + [
             g.status.reshape(-1) for g in groups if g.status is not None]).astype(np.uint8), pa.uint8())
     flat = pa.StructArray.from_arrays([fields[f.name] for f in typ], fields=list(typ))
-    counts = np.concatenate(counts)
     offsets = np.zeros(len(counts) + 1, np.int32)
     np.cumsum(counts, out=offsets[1:])
-    keep = np.concatenate(keep)
     if not keep.all():                                # drop the entries of absent cases
         flat = flat.filter(pa.array(keep))
     return pa.ListArray.from_arrays(pa.array(offsets), flat)
@@ -242,9 +247,10 @@ def groups_table(items: list[tuple[Group, Outcome, int, int]]) -> pa.Table:
     as one chunk when the file is small (ONE_CHUNK_ROWS, ONE_CHUNK_BYTES: the same bytes)."""
     ns = np.array([g.n for g, *_ in items], np.int64)
     at = pa.array(np.repeat(np.arange(len(items), dtype=np.int64), ns))
+    starts = np.cumsum(ns) - ns                      # each group's first row
     cols = {
-        "case": pa.array(np.concatenate([np.arange(first, first + g.n, dtype=np.uint64)
-                                         for g, _, first, _ in items])),
+        "case": pa.array((np.repeat(np.array([first for *_, first, _ in items], np.int64) - starts, ns)
+                          + np.arange(int(ns.sum()), dtype=np.int64)).astype(np.uint64)),
         "class": pa.array([g.cls.name for g, *_ in items], pa.string()).take(at),
         "group": pa.array(np.repeat(np.array([gi for *_, gi in items], np.uint32), ns)),
         **groups_columns([(g, out) for g, out, _, _ in items]),
@@ -252,8 +258,7 @@ def groups_table(items: list[tuple[Group, Outcome, int, int]]) -> pa.Table:
     whole = pa.RecordBatch.from_arrays([cols[f.name] for f in SCHEMA], schema=SCHEMA)
     if len(whole) <= ONE_CHUNK_ROWS and whole.nbytes <= ONE_CHUNK_BYTES:
         return pa.Table.from_batches([whole], schema=SCHEMA)
-    starts = np.concatenate([[0], np.cumsum(ns)[:-1]]).tolist()
-    return pa.Table.from_batches([whole.slice(lo, n) for lo, n in zip(starts, ns.tolist())], schema=SCHEMA)
+    return pa.Table.from_batches([whole.slice(lo, n) for lo, n in zip(starts.tolist(), ns.tolist())], schema=SCHEMA)
 
 
 # ---------------------------------------------------------------------------- reading back
