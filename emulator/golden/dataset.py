@@ -41,7 +41,7 @@ from . import closure, store
 from . import coverage as C
 from .errors import GoldenError  # noqa: F401  (re-exported: golden modules raise it as dataset.GoldenError)
 from .cases import build_group, execute, execute_all, stream_of
-from .rows import SCHEMA, groups_table, pe_mask_of, tiles_of
+from .rows import SCHEMA, for_parquet, groups_table, pe_mask_of, tiles_of
 from .space import space
 
 FORMAT = "tile-emu golden dataset"
@@ -409,7 +409,7 @@ def write_chunk(out_dir: str, params: dict, part: dict, chunk: int, n: int, back
     write (a full disk, a file-size limit) is one GoldenError; the temporary file is removed."""
     p = Params.from_json(params)
     pt = Partition(**part)
-    return write_data_file(out_dir, pt.path, chunk, chunk_table(p, pt, chunk, n, backend))
+    return write_data_file(out_dir, pt.path, chunk, for_parquet(chunk_table(p, pt, chunk, n, backend)))
 
 
 def write_data_file(out_dir, part_path: str, chunk: int, table: pa.Table) -> dict:
