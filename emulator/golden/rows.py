@@ -230,7 +230,7 @@ def groups_columns(pairs: list[tuple[Group, Outcome]]) -> dict[str, pa.Array]:
     }
 
 
-# A small file's rows go to the Parquet writer as one chunk (for_parquet): its bytes equal those
+# A small file's rows go to the Parquet writer as one chunk (groups_table's one_chunk): its bytes equal those
 # of the chunk per group layout, since the writer splits pages only at its write batches (1,024
 # rows) once a column's page outgrows the data page size (1 MiB), and its dictionaries fall
 # back to plain only past the dictionary page limit (1 MiB): below both bounds there is one
@@ -241,18 +241,11 @@ ONE_CHUNK_ROWS = 1024
 ONE_CHUNK_BYTES = 256 << 10
 
 
-def for_parquet(table: pa.Table) -> pa.Table:
-    """The table as the Parquet writer is given it: one chunk when small (the same bytes)."""
-    if len(table) <= ONE_CHUNK_ROWS and table.nbytes <= ONE_CHUNK_BYTES:
-        return table.combine_chunks()
-    return table
-
-
-def groups_table(items: list[tuple[Group, Outcome, int, int]]) -> pa.Table:
+def groups_table(items: list[tuple[Group, Outcome, int, int]], one_chunk: bool = False) -> pa.Table:
     """The rows of groups (group, outcome, first case, group index), in order: columns built
     once for all of them (groups_columns), laid out one Arrow chunk per group as
     concatenating each group's own table would (the Arrow export writes a record batch a
-    chunk; for_parquet gives the Parquet writer a small file as one chunk, the same bytes)."""
+    chunk); with `one_chunk`, a small file as one chunk (for the Parquet writer: the same bytes)."""
     ns = np.array([g.n for g, *_ in items], np.int64)
     at = pa.array(np.repeat(np.arange(len(items), dtype=np.int64), ns))
     starts = np.cumsum(ns) - ns                      # each group's first row
@@ -264,6 +257,8 @@ def groups_table(items: list[tuple[Group, Outcome, int, int]]) -> pa.Table:
         **groups_columns([(g, out) for g, out, _, _ in items]),
     }
     whole = pa.RecordBatch.from_arrays([cols[f.name] for f in SCHEMA], schema=SCHEMA)
+    if one_chunk and len(whole) <= ONE_CHUNK_ROWS and whole.nbytes <= ONE_CHUNK_BYTES:
+        return pa.Table.from_batches([whole], schema=SCHEMA)
     return pa.Table.from_batches([whole.slice(lo, n) for lo, n in zip(starts.tolist(), ns.tolist())], schema=SCHEMA)
 
 

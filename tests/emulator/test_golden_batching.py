@@ -12,7 +12,6 @@ import pyarrow.parquet as pq
 from emulator.golden import closure
 from emulator.golden import dataset as D
 from emulator.golden.cases import execute, execute_all
-from emulator.golden.rows import for_parquet
 
 PARAMS = D.Params(ops=("TDIV", "TCVT"), dtypes=("FP16", "S16"), cases=40, seed=7, rmodes=("RTZ",), sat=(1,))
 
@@ -50,6 +49,6 @@ def test_a_small_file_is_one_chunk_with_the_bytes_of_one_chunk_a_group():
         per_group = D.chunk_table(PARAMS, part, 0, PARAMS.cases)
         group = per_group.column("group").to_numpy()
         assert per_group.column("case").num_chunks == len(np.unique(group)) > 1     # a chunk a group
-        table = for_parquet(per_group)
+        table = D.chunk_table(PARAMS, part, 0, PARAMS.cases, one_chunk=True)
         assert table.column("case").num_chunks == 1
         assert parquet_bytes(table) == parquet_bytes(per_group), part.path
