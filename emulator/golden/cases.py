@@ -408,16 +408,24 @@ def execute(g: Group, backend: str = "cpu") -> Outcome:
     return Outcome(committed, reason, field, message, dest, pes, elems, defined, batch.statuses())
 
 
-def execute_all(groups: list[Group], backend: str = "cpu") -> list[Outcome]:
+def execute_all(groups: list[Group], backend: str = "cpu", limit: int = 4096) -> list[Outcome]:
     """execute of each group, groups that run the same block on tiles of the same shapes run
-    as one batch (their cases are independent machines of one MachineBatch, so each case's
-    outcome is what its own group's run gives; a file of many one-case groups pays the
-    engine's fixed cost once a distinct block, not once a group)."""
-    alike: dict[tuple, list[int]] = {}
+    as one batch of at most `limit` cases (their cases are independent machines of one
+    MachineBatch, so each case's outcome is what its own group's run gives; a file of many
+    one-case groups pays the engine's fixed cost once a distinct block, not once a group).
+    `limit` (the generator's group size) keeps a batch no larger than one group may be."""
+    alike: dict[tuple, list[list[int]]] = {}
+    cases: dict[tuple, int] = {}                    # cases in each key's last batch
     for i, g in enumerate(groups):
-        alike.setdefault(_batch_key(g), []).append(i)
+        key = _batch_key(g)
+        runs = alike.setdefault(key, [[]])
+        if runs[-1] and cases[key] + g.n > limit:
+            runs.append([])
+            cases[key] = 0
+        runs[-1].append(i)
+        cases[key] = cases.get(key, 0) + g.n
     out: list[Outcome | None] = [None] * len(groups)
-    for members in alike.values():
+    for members in (run for runs in alike.values() for run in runs):
         if len(members) == 1:
             out[members[0]] = execute(groups[members[0]], backend)
             continue

@@ -398,7 +398,7 @@ def chunk_table(p: Params, part: Partition, chunk: int, n: int, backend: str = "
             groups.append(build_group(pt.cls, ctx, m, rng, config, pt.bin))
             firsts.append(first)
             first += m
-    outcomes = execute_all(groups, backend)     # groups of one block and shape run as one batch
+    outcomes = execute_all(groups, backend, GROUP_CASES)    # groups of one block and shape: one batch
     # the file's rows built at once: no per-group Arrow cost
     return groups_table([(g, o, f, gi) for gi, (g, o, f) in enumerate(zip(groups, outcomes, firsts))], one_chunk)
 
