@@ -408,6 +408,60 @@ def execute(g: Group, backend: str = "cpu") -> Outcome:
     return Outcome(committed, reason, field, message, dest, pes, elems, defined, batch.statuses())
 
 
+def execute_all(groups: list[Group], backend: str = "cpu", limit: int = 4096) -> list[Outcome]:
+    """execute of each group, groups that run the same block on tiles of the same shapes run
+    as one batch of at most `limit` cases (their cases are independent machines of one
+    MachineBatch, so each case's outcome is what its own group's run gives; a file of many
+    one-case groups pays the engine's fixed cost once a distinct block, not once a group).
+    `limit` (the generator's group size) keeps a batch no larger than one group may be."""
+    alike: dict[tuple, list[list[int]]] = {}
+    cases: dict[tuple, int] = {}                    # cases in each key's last batch
+    for i, g in enumerate(groups):
+        key = _batch_key(g)
+        runs = alike.setdefault(key, [[]])
+        if runs[-1] and cases[key] + g.n > limit:
+            runs.append([])
+            cases[key] = 0
+        runs[-1].append(i)
+        cases[key] = cases.get(key, 0) + g.n
+    out: list[Outcome | None] = [None] * len(groups)
+    for members in (run for runs in alike.values() for run in runs):
+        if len(members) == 1:
+            out[members[0]] = execute(groups[members[0]], backend)
+            continue
+        parts = [groups[i] for i in members]
+        first = parts[0]
+        tiles = [replace(t, elems=np.concatenate([g.tiles[j].elems for g in parts]),
+                         defined=np.concatenate([g.tiles[j].defined for g in parts]))
+                 for j, t in enumerate(first.tiles)]
+        gprs = None if first.gprs is None else np.concatenate([g.gprs for g in parts])
+        whole = execute(replace(first, tiles=tiles, gprs=gprs), backend)
+        lo = 0
+        for i, g in zip(members, parts):
+            out[i] = _cases(whole, lo, lo + g.n)
+            lo += g.n
+    return out
+
+
+def _batch_key(g: Group) -> tuple:
+    """Groups with equal keys run as one batch: the same block and machine configuration,
+    tiles of the same descriptors, dtypes and PEs, GPRs given or not."""
+    return (g.block, g.config, g.gprs is None,
+            tuple((t.tile, t.desc, t.pes, t.elems.dtype, t.elems.shape[1:]) for t in g.tiles))
+
+
+def _cases(out: Outcome, lo: int, hi: int) -> Outcome:
+    """Cases lo..hi of an outcome as their own group's execute gives them (no destination
+    where none of them committed)."""
+    committed = out.committed[lo:hi]
+    if not committed.any():
+        n = hi - lo
+        return Outcome(committed, out.reason[lo:hi], out.field[lo:hi], out.message[lo:hi], None, (),
+                       np.zeros((n, 0, 0), np.uint8), np.zeros((n, 0, 0), bool), out.status[lo:hi])
+    return Outcome(committed, out.reason[lo:hi], out.field[lo:hi], out.message[lo:hi], out.dest, out.pes,
+                   out.elems[lo:hi], out.defined[lo:hi], out.status[lo:hi])
+
+
 def stream_of(block: Block) -> tuple[bytes, str]:
     """The encoded one-block stream and its canonical text (no comment lines)."""
     data = encoding.encode([block])

@@ -40,7 +40,7 @@ from ..config import MachineConfig
 from . import closure, store
 from . import coverage as C
 from .errors import GoldenError  # noqa: F401  (re-exported: golden modules raise it as dataset.GoldenError)
-from .cases import build_group, execute, stream_of
+from .cases import build_group, execute, execute_all, stream_of
 from .rows import SCHEMA, groups_table, pe_mask_of, tiles_of
 from .space import space
 
@@ -383,20 +383,24 @@ def machine_config(p: Params) -> MachineConfig:
     return MachineConfig(profile=numeric_profile(p.profile).name)
 
 
-def chunk_table(p: Params, part: Partition, chunk: int, n: int, backend: str = "cpu") -> pa.Table:
+def chunk_table(p: Params, part: Partition, chunk: int, n: int, backend: str = "cpu",
+                one_chunk: bool = False) -> pa.Table:
+    """The rows of data file `chunk` of the partition: a chunk a group, or with `one_chunk` a
+    small file as one chunk (rows.groups_table; what the Parquet writer is given)."""
     ctx = part.context()
     pts = points_for(part)
     rng = _rng(p.seed, part, chunk)
     config = machine_config(p)
-    items, first, gi = [], chunk * p.chunk_cases, 0
+    groups, firsts, first = [], [], chunk * p.chunk_cases
     for pt, count in zip(pts, closure.counts(pts, first, first + n, p.per_class is not None).tolist()):
         for start in range(0, count, GROUP_CASES):
             m = min(GROUP_CASES, count - start)
-            g = build_group(pt.cls, ctx, m, rng, config, pt.bin)
-            items.append((g, execute(g, backend), first, gi))
+            groups.append(build_group(pt.cls, ctx, m, rng, config, pt.bin))
+            firsts.append(first)
             first += m
-            gi += 1
-    return groups_table(items)      # the file's rows built at once: no per-group Arrow cost
+    outcomes = execute_all(groups, backend, GROUP_CASES)    # groups of one block and shape: one batch
+    # the file's rows built at once: no per-group Arrow cost
+    return groups_table([(g, o, f, gi) for gi, (g, o, f) in enumerate(zip(groups, outcomes, firsts))], one_chunk)
 
 
 def file_name(chunk: int) -> str:
@@ -408,7 +412,7 @@ def write_chunk(out_dir: str, params: dict, part: dict, chunk: int, n: int, back
     write (a full disk, a file-size limit) is one GoldenError; the temporary file is removed."""
     p = Params.from_json(params)
     pt = Partition(**part)
-    return write_data_file(out_dir, pt.path, chunk, chunk_table(p, pt, chunk, n, backend))
+    return write_data_file(out_dir, pt.path, chunk, chunk_table(p, pt, chunk, n, backend, one_chunk=True))
 
 
 def write_data_file(out_dir, part_path: str, chunk: int, table: pa.Table) -> dict:

@@ -79,15 +79,22 @@ def _tiles_array(groups: list[_TileList], typ: pa.DataType = TILE) -> pa.Array:
     The descriptor fields are each group's one-case entries, built once and repeated by one
     take for all the groups (no per-case Python objects); payloads, definedness and status
     are per case."""
-    entries, index, counts, keep, base = [], [], [], [], 0
+    entries, ks = [], []
     for g in groups:
         one = [(pe, tid, x) for x, tid, pes in g.descs for pe in pes]
-        k = len(one)
+        ks.append(len(one))
         entries += one
-        index.append(np.tile(np.arange(base, base + k, dtype=np.int64), g.n))
-        base += k
-        counts.append(np.full(g.n, k, np.int64) if g.present is None else np.where(g.present, k, 0))
-        keep.append(np.ones(g.n * k, bool) if g.present is None else np.repeat(g.present, k))
+    # group i's cases each take its k_i entries base_i .. base_i + k_i - 1 (all groups at once)
+    ks = np.array(ks, np.int64)
+    ns = np.array([g.n for g in groups], np.int64)
+    sizes = ns * ks
+    within = np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    index = np.repeat(np.cumsum(ks) - ks, sizes) + within % np.maximum(np.repeat(ks, sizes), 1)
+    present = np.concatenate([np.ones(g.n, bool) if g.present is None else np.asarray(g.present, bool)
+                              for g in groups]) if groups else np.zeros(0, bool)
+    per_case = np.repeat(ks, ns)
+    counts = np.where(present, per_case, 0)
+    keep = np.repeat(present, per_case)
     fms = [x.fmap for _, _, x in entries]
     one = {
         "pe": pa.array([pe for pe, _, _ in entries], pa.uint8()),
@@ -106,7 +113,7 @@ def _tiles_array(groups: list[_TileList], typ: pa.DataType = TILE) -> pa.Array:
         "fmap_pad_bits": pa.array([0 if f is None else f.pad_bits for f in fms], pa.uint64()),
         "fmap_transposed": pa.array([False if f is None else f.transposed for f in fms], pa.bool_()),
     }
-    take = pa.array(np.concatenate(index))
+    take = pa.array(index)
     fields = {name: arr.take(take) for name, arr in one.items()}
     fields["payload"] = _binary([(g.n, g.payloads) for g in groups])
     fields["defined"] = _binary([(g.n, g.defineds) for g in groups])
@@ -114,10 +121,8 @@ def _tiles_array(groups: list[_TileList], typ: pa.DataType = TILE) -> pa.Array:
         fields["status"] = pa.array(np.concatenate([np.zeros(0, np.uint8)] + [
             g.status.reshape(-1) for g in groups if g.status is not None]).astype(np.uint8), pa.uint8())
     flat = pa.StructArray.from_arrays([fields[f.name] for f in typ], fields=list(typ))
-    counts = np.concatenate(counts)
     offsets = np.zeros(len(counts) + 1, np.int32)
     np.cumsum(counts, out=offsets[1:])
-    keep = np.concatenate(keep)
     if not keep.all():                                # drop the entries of absent cases
         flat = flat.filter(pa.array(keep))
     return pa.ListArray.from_arrays(pa.array(offsets), flat)
@@ -225,22 +230,36 @@ def groups_columns(pairs: list[tuple[Group, Outcome]]) -> dict[str, pa.Array]:
     }
 
 
-def groups_table(items: list[tuple[Group, Outcome, int, int]]) -> pa.Table:
+# A small file's rows go to the Parquet writer as one chunk (groups_table's one_chunk): its bytes equal those
+# of the chunk per group layout, since the writer splits pages only at its write batches (1,024
+# rows) once a column's page outgrows the data page size (1 MiB), and its dictionaries fall
+# back to plain only past the dictionary page limit (1 MiB): below both bounds there is one
+# page a column either way and nothing else depends on how the rows were chunked.  One chunk
+# halves the writer's cost of a file of many one-case groups (issue 32 target 6).  The table
+# itself keeps a chunk a group: the Arrow IPC export writes one record batch a chunk.
+ONE_CHUNK_ROWS = 1024
+ONE_CHUNK_BYTES = 256 << 10
+
+
+def groups_table(items: list[tuple[Group, Outcome, int, int]], one_chunk: bool = False) -> pa.Table:
     """The rows of groups (group, outcome, first case, group index), in order: columns built
     once for all of them (groups_columns), laid out one Arrow chunk per group as
-    concatenating each group's own table would (the Parquet writer sees the same table)."""
+    concatenating each group's own table would (the Arrow export writes a record batch a
+    chunk); with `one_chunk`, a small file as one chunk (for the Parquet writer: the same bytes)."""
     ns = np.array([g.n for g, *_ in items], np.int64)
     at = pa.array(np.repeat(np.arange(len(items), dtype=np.int64), ns))
+    starts = np.cumsum(ns) - ns                      # each group's first row
     cols = {
-        "case": pa.array(np.concatenate([np.arange(first, first + g.n, dtype=np.uint64)
-                                         for g, _, first, _ in items])),
+        "case": pa.array((np.repeat(np.array([first for *_, first, _ in items], np.int64) - starts, ns)
+                          + np.arange(int(ns.sum()), dtype=np.int64)).astype(np.uint64)),
         "class": pa.array([g.cls.name for g, *_ in items], pa.string()).take(at),
         "group": pa.array(np.repeat(np.array([gi for *_, gi in items], np.uint32), ns)),
         **groups_columns([(g, out) for g, out, _, _ in items]),
     }
     whole = pa.RecordBatch.from_arrays([cols[f.name] for f in SCHEMA], schema=SCHEMA)
-    starts = np.concatenate([[0], np.cumsum(ns)[:-1]]).tolist()
-    return pa.Table.from_batches([whole.slice(lo, n) for lo, n in zip(starts, ns.tolist())], schema=SCHEMA)
+    if one_chunk and len(whole) <= ONE_CHUNK_ROWS and whole.nbytes <= ONE_CHUNK_BYTES:
+        return pa.Table.from_batches([whole], schema=SCHEMA)
+    return pa.Table.from_batches([whole.slice(lo, n) for lo, n in zip(starts.tolist(), ns.tolist())], schema=SCHEMA)
 
 
 # ---------------------------------------------------------------------------- reading back
