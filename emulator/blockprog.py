@@ -84,23 +84,46 @@ SCALAR = READ = None            # bound in each program's own globals (fast.bind
 # found from that OR: MARK (0xFF) has bit 7 set and no flag does (kernels/numeric/flags.py), so
 # a PE's OR has bit 7 iff one of its elements was marked.
 
+@nb.njit(inline="always")
+def _runs(vr, vc, col):
+    """(runs, width): the valid rectangle's row runs -- one run of vr*col elements when vc == col."""
+    return (1, vr * col) if vc == col else (vr, vc)
+
+
+@nb.njit(inline="always")
+def _undefined(d, n, runs, width, col):
+    """True when one of the n PEs' valid rectangles in definedness stack d holds an undefined
+    element (a block reading several sources asks for each: the AND of their definedness)."""
+    for p in range(n):
+        dp = d[p]
+        for r in range(runs):
+            base = r * col
+            dr = dp[base:base + width]
+            ok = True
+            for k in range(width):
+                ok &= dr[k]
+            if not ok:
+                return True
+    return False
+
+
+@nb.njit(inline="always")
+def _pad(outp, rows, vr, vc, col, pad):
+    """PadValue everywhere in a PE's Row x Col destination outside its valid vr x vc rectangle."""
+    for r in range(rows):
+        for c in range(vc if r < vr else 0, col):
+            outp[r * col + c] = pad
+
+
 def _prog1(a, ad, prm, out, status):
     wide_vectors()
     check, vr, vc, rows, col, pad = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
-    runs, width = (1, vr * col) if vc == col else (vr, vc)     # the valid rectangle's row runs
-    if check:
-        for p in range(out.shape[0]):
-            adp = ad[p]
-            for r in range(runs):
-                base = r * col
-                adr = adp[base:base + width]
-                ok = True
-                for k in range(width):
-                    ok &= adr[k]
-                if not ok:
-                    return UNDEFINED
+    runs, width = _runs(vr, vc, col)
+    n = out.shape[0]
+    if check and (_undefined(ad, n, runs, width, col)):
+        return UNDEFINED
     marks = np.uint8(0)
-    for p in range(out.shape[0]):
+    for p in range(n):
         ap = a[p]; outp = out[p]
         st = np.uint8(0)
         for r in range(runs):
@@ -112,29 +135,19 @@ def _prog1(a, ad, prm, out, status):
                 st |= f
         status[p] = st
         marks |= st
-        for r in range(rows):
-            for c in range(vc if r < vr else 0, col):
-                outp[r * col + c] = pad
+        _pad(outp, rows, vr, vc, col, pad)
     return MARKED if marks & MARK_BIT else 0
 
 
 def _prog2(a, b, ad, bd, prm, out, status):
     wide_vectors()
     check, vr, vc, rows, col, pad = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
-    runs, width = (1, vr * col) if vc == col else (vr, vc)     # the valid rectangle's row runs
-    if check:
-        for p in range(out.shape[0]):
-            adp = ad[p]; bdp = bd[p]
-            for r in range(runs):
-                base = r * col
-                adr = adp[base:base + width]; bdr = bdp[base:base + width]
-                ok = True
-                for k in range(width):
-                    ok &= adr[k] & bdr[k]
-                if not ok:
-                    return UNDEFINED
+    runs, width = _runs(vr, vc, col)
+    n = out.shape[0]
+    if check and (_undefined(ad, n, runs, width, col) or _undefined(bd, n, runs, width, col)):
+        return UNDEFINED
     marks = np.uint8(0)
-    for p in range(out.shape[0]):
+    for p in range(n):
         ap = a[p]; bp = b[p]; outp = out[p]
         st = np.uint8(0)
         for r in range(runs):
@@ -146,29 +159,19 @@ def _prog2(a, b, ad, bd, prm, out, status):
                 st |= f
         status[p] = st
         marks |= st
-        for r in range(rows):
-            for c in range(vc if r < vr else 0, col):
-                outp[r * col + c] = pad
+        _pad(outp, rows, vr, vc, col, pad)
     return MARKED if marks & MARK_BIT else 0
 
 
 def _prog3(a, b, cc, ad, bd, cd, prm, out, status):
     wide_vectors()
     check, vr, vc, rows, col, pad = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
-    runs, width = (1, vr * col) if vc == col else (vr, vc)     # the valid rectangle's row runs
-    if check:
-        for p in range(out.shape[0]):
-            adp = ad[p]; bdp = bd[p]; cdp = cd[p]
-            for r in range(runs):
-                base = r * col
-                adr = adp[base:base + width]; bdr = bdp[base:base + width]; cdr = cdp[base:base + width]
-                ok = True
-                for k in range(width):
-                    ok &= adr[k] & bdr[k] & cdr[k]
-                if not ok:
-                    return UNDEFINED
+    runs, width = _runs(vr, vc, col)
+    n = out.shape[0]
+    if check and (_undefined(ad, n, runs, width, col) or _undefined(bd, n, runs, width, col) or _undefined(cd, n, runs, width, col)):
+        return UNDEFINED
     marks = np.uint8(0)
-    for p in range(out.shape[0]):
+    for p in range(n):
         ap = a[p]; bp = b[p]; ccp = cc[p]; outp = out[p]
         st = np.uint8(0)
         for r in range(runs):
@@ -180,29 +183,19 @@ def _prog3(a, b, cc, ad, bd, cd, prm, out, status):
                 st |= f
         status[p] = st
         marks |= st
-        for r in range(rows):
-            for c in range(vc if r < vr else 0, col):
-                outp[r * col + c] = pad
+        _pad(outp, rows, vr, vc, col, pad)
     return MARKED if marks & MARK_BIT else 0
 
 
 def _progbits1(a, ad, prm, out, status, fmt, dec):
     wide_vectors()
     check, vr, vc, rows, col, pad, op = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5], prm[6]
-    runs, width = (1, vr * col) if vc == col else (vr, vc)     # the valid rectangle's row runs
-    if check:
-        for p in range(out.shape[0]):
-            adp = ad[p]
-            for r in range(runs):
-                base = r * col
-                adr = adp[base:base + width]
-                ok = True
-                for k in range(width):
-                    ok &= adr[k]
-                if not ok:
-                    return UNDEFINED
+    runs, width = _runs(vr, vc, col)
+    n = out.shape[0]
+    if check and (_undefined(ad, n, runs, width, col)):
+        return UNDEFINED
     marks = np.uint8(0)
-    for p in range(out.shape[0]):
+    for p in range(n):
         ap = a[p]; outp = out[p]
         st = np.uint8(0)
         for r in range(runs):
@@ -214,29 +207,19 @@ def _progbits1(a, ad, prm, out, status, fmt, dec):
                 st |= f
         status[p] = st
         marks |= st
-        for r in range(rows):
-            for c in range(vc if r < vr else 0, col):
-                outp[r * col + c] = pad
+        _pad(outp, rows, vr, vc, col, pad)
     return MARKED if marks & MARK_BIT else 0
 
 
 def _progbits2(a, b, ad, bd, prm, out, status, fmt, dec):
     wide_vectors()
     check, vr, vc, rows, col, pad, op = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5], prm[6]
-    runs, width = (1, vr * col) if vc == col else (vr, vc)     # the valid rectangle's row runs
-    if check:
-        for p in range(out.shape[0]):
-            adp = ad[p]; bdp = bd[p]
-            for r in range(runs):
-                base = r * col
-                adr = adp[base:base + width]; bdr = bdp[base:base + width]
-                ok = True
-                for k in range(width):
-                    ok &= adr[k] & bdr[k]
-                if not ok:
-                    return UNDEFINED
+    runs, width = _runs(vr, vc, col)
+    n = out.shape[0]
+    if check and (_undefined(ad, n, runs, width, col) or _undefined(bd, n, runs, width, col)):
+        return UNDEFINED
     marks = np.uint8(0)
-    for p in range(out.shape[0]):
+    for p in range(n):
         ap = a[p]; bp = b[p]; outp = out[p]
         st = np.uint8(0)
         for r in range(runs):
@@ -248,29 +231,19 @@ def _progbits2(a, b, ad, bd, prm, out, status, fmt, dec):
                 st |= f
         status[p] = st
         marks |= st
-        for r in range(rows):
-            for c in range(vc if r < vr else 0, col):
-                outp[r * col + c] = pad
+        _pad(outp, rows, vr, vc, col, pad)
     return MARKED if marks & MARK_BIT else 0
 
 
 def _progbits3(a, b, cc, ad, bd, cd, prm, out, status, fmt, dec):
     wide_vectors()
     check, vr, vc, rows, col, pad, op = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5], prm[6]
-    runs, width = (1, vr * col) if vc == col else (vr, vc)     # the valid rectangle's row runs
-    if check:
-        for p in range(out.shape[0]):
-            adp = ad[p]; bdp = bd[p]; cdp = cd[p]
-            for r in range(runs):
-                base = r * col
-                adr = adp[base:base + width]; bdr = bdp[base:base + width]; cdr = cdp[base:base + width]
-                ok = True
-                for k in range(width):
-                    ok &= adr[k] & bdr[k] & cdr[k]
-                if not ok:
-                    return UNDEFINED
+    runs, width = _runs(vr, vc, col)
+    n = out.shape[0]
+    if check and (_undefined(ad, n, runs, width, col) or _undefined(bd, n, runs, width, col) or _undefined(cd, n, runs, width, col)):
+        return UNDEFINED
     marks = np.uint8(0)
-    for p in range(out.shape[0]):
+    for p in range(n):
         ap = a[p]; bp = b[p]; ccp = cc[p]; outp = out[p]
         st = np.uint8(0)
         for r in range(runs):
@@ -282,11 +255,8 @@ def _progbits3(a, b, cc, ad, bd, cd, prm, out, status, fmt, dec):
                 st |= f
         status[p] = st
         marks |= st
-        for r in range(rows):
-            for c in range(vc if r < vr else 0, col):
-                outp[r * col + c] = pad
+        _pad(outp, rows, vr, vc, col, pad)
     return MARKED if marks & MARK_BIT else 0
-
 
 
 TEMPLATES = {("raw", 1): _prog1, ("raw", 2): _prog2, ("raw", 3): _prog3,
