@@ -379,7 +379,9 @@ def execute(g: Group, backend: str = "cpu") -> Outcome:
     from ..batch import MachineBatch
     n = g.n
     tiles = {(pe, t.tile): (t.desc, t.elems[:, j], t.defined[:, j]) for t in g.tiles for j, pe in enumerate(t.pes)}
-    batch = MachineBatch.from_stacks(g.config, n, tiles, backend, gprs=g.gprs)
+    # a rejected case's state is never read back but for the destination it did not write and
+    # its status (both the same stacked or detached): kept stacked, not a Machine a case
+    batch = MachineBatch.from_stacks(g.config, n, tiles, backend, gprs=g.gprs, detach_stopped=False)
     result = batch.run([g.block])
     committed = np.array([e is None for e in result.errors], bool)
     reason = np.full(n, "", object)
