@@ -34,6 +34,11 @@ class Space:
     pools: dict[str, np.ndarray] = field(default_factory=dict)   # named encodings (uint64)
     _enc: np.ndarray | None = None   # finite encodings sorted by value (one per value, +0 for zero)
     _val: np.ndarray | None = None   # their values (float64)
+    # enumerated formats: the value of every encoding (by its significant bits) and the index
+    # searchsorted(_val, value) gives it -- values() and step() look them up instead of decoding
+    # and searching each draw again (the same numbers: computed by that very code once)
+    _all_val: np.ndarray | None = None
+    _rank: np.ndarray | None = None
 
     # ---------------------------------------------------------------- value <-> encoding
     def values(self, enc) -> np.ndarray:
@@ -42,6 +47,9 @@ class Space:
         if self.name in NATIVE:
             ft, ut = NATIVE[self.name]
             return enc.astype(ut).view(ft).astype(np.float64)
+        i = self._index(enc)
+        if i is not None:
+            return self._all_val[i]
         return numeric.decode(enc.astype(datatype(self.name).raw_dtype), self.name).astype(np.float64)
 
     def encode_exact(self, v) -> tuple[np.ndarray, np.ndarray]:
@@ -70,10 +78,21 @@ class Space:
             with np.errstate(over="ignore"):
                 y = np.nextafter(x, np.array(lim if up else -lim, ft))
             return y.view(ut).astype(np.uint64)
-        v = self.values(enc)
-        i = np.searchsorted(self._val, v)
+        enc = _u(enc)
+        at = self._index(enc)
+        i = self._rank[at] if at is not None else np.searchsorted(self._val, self.values(enc))
         i = np.clip(i + (1 if up else -1), 0, len(self._enc) - 1)
         return self._enc[i]
+
+    def _index(self, enc: np.ndarray) -> np.ndarray | None:
+        """Each encoding's row of the enumerated tables (its significant bits), or None where
+        there are no tables or some encoding lies outside them (those take the computed path)."""
+        if self._all_val is None or enc.ndim == 0 or enc.size == 0:
+            return None
+        i = enc >> np.uint64(self.shift) if self.shift else enc
+        if int(i.max()) >= len(self._all_val) or (self.shift and (enc & np.uint64((1 << self.shift) - 1)).any()):
+            return None
+        return i
 
     def half_ulp(self, enc) -> np.ndarray:
         """Half the gap from each positive finite value to the next larger one (float64)."""
@@ -182,6 +201,7 @@ def space(name: str) -> Space:
     zero_first = fe[keep]
     # for the zero value keep +0 (the encoding whose value has no sign bit)
     sp._enc, sp._val = zero_first, fv[keep]
+    sp._all_val, sp._rank = val, np.searchsorted(sp._val, val)
     if np.any(sp._val == 0):
         z = np.flatnonzero(sp._val == 0)[0]
         pos0 = enc[fin & (val == 0) & ~np.signbit(val)]
