@@ -114,7 +114,10 @@ def _tiles_array(groups: list[_TileList], typ: pa.DataType = TILE) -> pa.Array:
         "fmap_transposed": pa.array([False if f is None else f.transposed for f in fms], pa.bool_()),
     }
     take = pa.array(index)
-    fields = {name: arr.take(take) for name, arr in one.items()}
+    fields = {name: arr.take(take) for name, arr in one.items() if name != "fmap_params"}
+    # no feature map (every op but TIMG2COL): each entry's empty list, from offsets alone
+    fields["fmap_params"] = one["fmap_params"].take(take) if any(f is not None for f in fms) \
+        else _empty_lists(len(index), pa.int64())
     fields["payload"] = _binary([(g.n, g.payloads) for g in groups])
     fields["defined"] = _binary([(g.n, g.defineds) for g in groups])
     if typ == OUT_TILE:
@@ -128,10 +131,15 @@ def _tiles_array(groups: list[_TileList], typ: pa.DataType = TILE) -> pa.Array:
     return pa.ListArray.from_arrays(pa.array(offsets), flat)
 
 
+def _empty_lists(n: int, item: pa.DataType) -> pa.Array:
+    """n empty list<item> entries (what pa.array([[]] * n) gives, built from offsets alone)."""
+    return pa.ListArray.from_arrays(pa.array(np.zeros(n + 1, np.int32)), pa.array([], item))
+
+
 def gprs_array(gprs: np.ndarray | None, n: int) -> pa.Array:
     """list<struct<pe, index, value>> of every nonzero GPR of each case (none: an empty list)."""
-    if gprs is None:
-        return pa.array([[]] * n, pa.list_(GPR))
+    if gprs is None:                    # n empty lists: zero offsets, no Python list a case
+        return _empty_lists(n, GPR)
     case, pe, index = np.nonzero(gprs)
     flat = pa.StructArray.from_arrays(
         [pa.array(pe.astype(np.uint8)), pa.array(index.astype(np.uint8)), pa.array(gprs[case, pe, index])],
@@ -166,8 +174,9 @@ def _repeat(value, n: int, typ) -> pa.Array:
 def _strings(values: np.ndarray, empty: np.ndarray) -> pa.Array:
     """A string column of per-case values that are "" wherever `empty` (the committed cases):
     converted only where a case rejected, the rest repeated."""
-    if empty.all():
-        return _repeat("", len(values), pa.string())
+    if empty.all():                     # n empty strings: zero offsets, no data
+        return pa.Array.from_buffers(pa.string(), len(values),
+                                     [None, pa.py_buffer(np.zeros(len(values) + 1, np.int32)), pa.py_buffer(b"")])
     return pa.array(values, pa.string())
 
 
