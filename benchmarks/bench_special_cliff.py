@@ -1,5 +1,7 @@
 """Cliff on special values: numeric.elementwise at 256 and 2^20 elements, 0 / 1 / every-7th
-element a NaN (random payload), per op and DataType. Usage: PYTHONPATH=<tree> python benchmarks/bench_special_cliff.py [OP.FMT ...]
+element a NaN (random payload), per op and DataType. Usage: PYTHONPATH=<tree> python benchmarks/bench_special_cliff.py [--cpu] [OP.FMT ...]
+(--cpu: process CPU time, median of 11 alternating rounds: the reading that a loaded machine
+leaves meaningful; without it, wall time, best of 5)
 (docs/performance.md, "Special values")."""
 import sys, time
 import numpy as np
@@ -11,8 +13,9 @@ CASES = [("TADD", "FP32"), ("TMUL", "FP32"), ("TFMA", "FP32"), ("TDIV", "FP32"),
          ("TADD", "FP16"), ("TMUL", "FP16"), ("TFMA", "FP16"), ("TDIV", "FP16"), ("TSQRT", "FP16"),
          ("TADD", "BF16"), ("TMUL", "BF16"), ("TFMA", "BF16"), ("TDIV", "BF16"),
          ("TADD", "FP64"), ("TMUL", "FP64"), ("TFMA", "FP64"), ("TDIV", "FP64"), ("TSQRT", "FP64")]
-if len(sys.argv) > 1:
-    CASES = [c for c in CASES if f"{c[0]}.{c[1]}" in sys.argv[1:]]
+PICK = [a for a in sys.argv[1:] if not a.startswith("--")]
+if PICK:
+    CASES = [c for c in CASES if f"{c[0]}.{c[1]}" in PICK]
 ARITY = {"TFMA": 3, "TSQRT": 1}
 RAW = {"FP32": (np.float32, np.uint32), "FP16": (np.float16, np.uint16), "FP64": (np.float64, np.uint64)}
 
@@ -38,17 +41,25 @@ def nan_codes(fmt, m, rng):
     return (np.uint64(top) | pay).astype(u)
 
 
-def best(fn, n):
-    fn()
-    t0 = time.perf_counter(); fn(); one = time.perf_counter() - t0
+CLOCK = time.process_time if "--cpu" in sys.argv else time.perf_counter
+
+
+def interleaved(fns):
+    """Per call of each of fns, the best (wall) or median (--cpu) of 5-11 timed rounds, the
+    variants alternating within every round in reversed order every other round: a
+    machine-load change then hits every variant alike instead of the one timed last."""
+    for fn in fns:
+        fn()
+    t0 = time.perf_counter(); fns[0](); one = time.perf_counter() - t0
     reps = max(1, int(0.04 / max(one, 1e-7)))
-    t = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        t.append((time.perf_counter() - t0) / reps)
-    return min(t)
+    t = [[] for _ in fns]
+    for r in range(11 if CLOCK is time.process_time else 5):
+        for i in (range(len(fns)) if r % 2 == 0 else reversed(range(len(fns)))):
+            t0 = CLOCK()
+            for _ in range(reps):
+                fns[i]()
+            t[i].append((CLOCK() - t0) / reps)
+    return [float(np.median(x)) if CLOCK is time.process_time else min(x) for x in t]
 
 
 rng = np.random.default_rng(5)
@@ -61,6 +72,6 @@ for op, fmt in CASES:
         sev = [b.copy() for b in base]
         sev[0][::7] = nan_codes(fmt, sev[0][::7].size, rng)
         with np.errstate(all="ignore"):
-            ts = [best(lambda ops=ops: numeric.elementwise(op, fmt, *ops), n) for ops in (base, one, sev)]
+            ts = interleaved([lambda ops=ops: numeric.elementwise(op, fmt, *ops) for ops in (base, one, sev)])
         print(f"{op + '.' + fmt:14} {n:>8} {ts[0]*1e6:>10.1f} {ts[1]*1e6:>10.1f} {ts[2]*1e6:>10.1f}   "
               f"x{ts[1]/ts[0]:.2f} x{ts[2]/ts[0]:.2f}", flush=True)

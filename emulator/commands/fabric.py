@@ -116,7 +116,6 @@ def _check_budget(args, g, engine: str) -> None:
     waveform or outputs cannot fit."""
     from fabric.sim.engine import MAX_ACTOR_CYCLES, MAX_COMPILED_ACTOR_CYCLES, MAX_CYCLES, MAX_INSTANCES
     from fabric.sim.semantics import words
-    from fabric.sim.trace import MAX_TRACE_BYTES, estimate_bytes
 
     n, m = args.cycles, args.instances
     if n is None:
@@ -141,6 +140,7 @@ def _check_budget(args, g, engine: str) -> None:
     for kind, path in (("arrow", args.trace), ("vcd", args.vcd)):
         if path is None:
             continue
+        from fabric.sim.trace import MAX_TRACE_BYTES, estimate_bytes     # imports pyarrow: only when tracing
         room = _room(kind, path)
         need = estimate_bytes(kind, n, len(g.actors), widths, m)
         if need > room:
@@ -164,14 +164,24 @@ def _fmt_token(v) -> str:
 def run_sim(args) -> int:
     import contextlib
 
-    import pyarrow as pa
-
     from fabric.errors import FormatError
     from fabric.io import load
     from fabric.sim.engine import Simulator, resolve_engine
     from fabric.sim.graph import GraphError, load_graph
-    from fabric.sim.trace import ArrowTrace, TraceWriteError, VcdTrace, fan_out
     from isa.atomicio import atomic_path
+
+    # the trace writers (and pyarrow, about a tenth of a second to import) only for a run that
+    # writes a trace or a waveform: a plain run's start-up is issue 32 target 8's figure
+    tracing = args.trace is not None or args.vcd is not None
+    if tracing:
+        import pyarrow as pa
+
+        from fabric.sim.trace import ArrowTrace, TraceWriteError, VcdTrace, fan_out
+        write_errors = (OSError, pa.ArrowException)
+    else:
+        class TraceWriteError(Exception):      # never raised without a trace: the except below stays valid
+            pass
+        write_errors = (OSError,)
 
     if not args.fabric:
         raise CommandError("sim needs --fabric FABRIC (the configured fabric description)", 2)
@@ -210,13 +220,13 @@ def run_sim(args) -> int:
                 vc = VcdTrace(tmp, sim)
                 stack.callback(vc.close)
                 tracers.append(vc)
-            results = sim.run_all(args.cycles, fan_out(*tracers))
+            results = sim.run_all(args.cycles, fan_out(*tracers) if tracing else None)
     except OutputPathError as exc:
         raise CommandError(str(exc), 1) from None
     except TraceWriteError as exc:
         path = args.trace if exc.kind == "trace" else args.vcd
         raise CommandError(f"cannot write the {exc.kind} {quote(path)}: {why(exc.error)}", 1) from None
-    except (OSError, pa.ArrowException) as exc:   # creating or renaming the temporary file
+    except write_errors as exc:   # creating or renaming the temporary file
         paths = " and ".join(quote(p) for p in (args.trace, args.vcd) if p is not None)
         raise CommandError(f"cannot write {paths}: {why(exc)}", 1) from None
     print(f"graph {g.name} on fabric {f.name}: {len(g.actors)} actor(s), {len(g.edges)} edge(s)")

@@ -181,6 +181,11 @@ class Simulator:
         self._outputs_to = int((T.ei[:, K.E_CK] == 1).sum())
         self._end = [None] * B
         self._ended = np.zeros(B, np.bool_)
+        # per-cycle shortcuts (a cycle of a small graph is a few hundred microseconds, of which
+        # each NumPy call on these small arrays costs one or two): only a routed resource's
+        # runtime selector can fault an instance, and every instance live is the usual cycle
+        self._can_fault = bool((T.ai[:, K.A_KIND] == K.K_ROUTED).any())
+        self._all_words = self._words(np.ones(B, np.bool_))
 
     def rewind(self):
         """Back to cycle 0 with the initial state (the same graph, streams and engine)."""
@@ -214,7 +219,10 @@ class Simulator:
             np.copyto(a, b)
 
     def _words(self, live):
-        """A bool per instance as a mask per word."""
+        """A bool per instance as a mask per word (read-only to its users: every instance live
+        returns one shared array)."""
+        if getattr(self, "_all_words", None) is not None and live.all():
+            return self._all_words
         x = np.zeros(self.W * 64, np.bool_)
         x[:len(live)] = live
         return np.packbits(x.reshape(self.W, 64), axis=1, bitorder="little").view(np.uint64).reshape(self.W)
@@ -224,7 +232,6 @@ class Simulator:
     def _compute(self):
         """Every semantic kernel once, on all its firings of the cycle (across the batch)."""
         st, k = self.st, self.k
-        fire = np.ascontiguousarray(st.am[:, :, K.FIRE])      # one row per word: gather reads it actor by actor
         for gi, g in enumerate(self.p.groups):
             buf = self._buffers.get(gi)
             if buf is None:
@@ -235,7 +242,7 @@ class Simulator:
                                            self.p.models[int(g.actors[0])].kind == "stream",
                                            np.zeros((segs, 3), np.int64), np.zeros(segs, np.uint64))
             ops, nw, stream, where, wmask = buf
-            n, segments = k.gather(fire, g.actors, st.vals, self._op, st.data, self.p.T.a_in, not stream,
+            n, segments = k.gather(st.am, g.actors, st.vals, self._op, st.data, self.p.T.a_in, not stream,
                                    len(g.in_words), nw, ops, where, wmask)
             if not n:
                 continue
@@ -248,8 +255,10 @@ class Simulator:
     def _cycle(self, t, live):
         """Settle, compute and apply cycle t of the live instances; faulted ones end here."""
         k, p = self.k, self.p
-        st = grow_outputs(self.st, int(self.st.out_n[0]) + self._outputs_to * p.B + 1)
-        if st is not self.st:
+        st = self.st
+        need = int(st.out_n[0]) + self._outputs_to * p.B + 1
+        if need > st.out_i.shape[0]:
+            st = grow_outputs(st, need)
             self.st = st
             if self._jit:
                 from . import jit
@@ -258,8 +267,8 @@ class Simulator:
                 self._S = st
         words = self._words(live)
         k.settle(self._P, self._S, t, words, *self._scratch)
-        bad = live & (st.bi[:, K.FAULT] >= 0)
-        if bad.any():
+        bad = live & (st.bi[:, K.FAULT] >= 0) if self._can_fault else None
+        if bad is not None and bad.any():
             for b in np.flatnonzero(bad):
                 a = int(st.bi[b, K.FAULT])
                 m = p.models[a]
@@ -336,6 +345,9 @@ class Simulator:
         last = -np.ones(B, np.int64)
         wake = np.full(B, self.t, np.int64)
         done = self._ended.copy()
+        # done before this cycle's pace, and its count: `pace` ends instances rarely, so a cycle
+        # asks one count instead of copying and comparing masks
+        was_done, ndone = done.copy(), int(np.count_nonzero(done))
         skip = bool(skip_idle) and (trace is None or B == 1)
         t = self.t
         while t < max_cycles:
@@ -346,16 +358,22 @@ class Simulator:
                 t = int(wake[~done].min())
                 continue
             live, words = self._cycle(t, live)
-            done |= self._ended
+            if self._can_fault:
+                done |= self._ended
+                was_done[:] = done
+                ndone = int(np.count_nonzero(done))
             if trace is not None:
                 for b in np.flatnonzero(live):
                     trace(t, CycleView(self, t, int(b)))
-            was_done = done.copy()
             rep0 = k.pace(self._P, self._S, t, words, quiet, last, wake, done, p.window, max_cycles, skip)
             if trace is not None and rep0 > 0:
                 trace.repeat(t + 1, t + rep0, CycleView(self, t, 0))
-            for b in np.flatnonzero(done & ~was_done):
-                self._end[b] = self._finish(int(b), int(last[b]))
+            n = int(np.count_nonzero(done))
+            if n != ndone:
+                for b in np.flatnonzero(done & ~was_done):
+                    self._end[b] = self._finish(int(b), int(last[b]))
+                was_done[:] = done
+                ndone = n
             t += 1
         self.t = t
         out = []

@@ -896,8 +896,9 @@ def pace(P, S, t, live, quiet, last, wake, done, window, limit, skip):
 # --- the semantic kernels' operands and results ------------------------------------------------------
 
 @kernel
-def gather(fire, acts, vals, slot, data, a_in, from_edges, n_ops, nw, ops, where, wmask):
-    """The operands of the lanes of the group's actors `acts` that fired, in (word, actor, lane)
+def gather(am, acts, vals, slot, data, a_in, from_edges, n_ops, nw, ops, where, wmask):
+    """The operands of the lanes of the group's actors `acts` that fired (`am[w, a, FIRE]`:
+    read in place, not copied out per cycle), in (word, actor, lane)
     order: ops[k][i] is operand k of firing i (its first nw words), from its edge or (a stream)
     from vals slot + k.  Segment s is one (word, actor): where[s] = (word, actor, its first
     firing) and wmask[s] its firing lanes.  Returns (firings, segments)."""
@@ -905,10 +906,10 @@ def gather(fire, acts, vals, slot, data, a_in, from_edges, n_ops, nw, ops, where
     s = 0
     LW = data.shape[2]
     full = full_mask(LW)
-    for w in range(fire.shape[0]):
+    for w in range(am.shape[0]):
         for i in range(acts.shape[0]):
             a = acts[i]
-            f = fire[w, a]
+            f = am[w, a, FIRE]
             if f == 0:
                 continue
             where[s, 0] = w

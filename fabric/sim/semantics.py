@@ -609,10 +609,30 @@ def _tuple1(f):
     return lambda *xs: (f(*xs),)
 
 
+_KERNELS: dict = {}
+_KERNELS_MAX = 4096                # distinct (schema, types, attributes, index width, family)s kept
+
+
 def stateless_kernel(a: Actor, family: str, index_width: int | None = None) -> Kernel | None:
-    """The kernel of a stateless use, or None when this model has none for its exact types."""
+    """The kernel of a stateless use, or None when this model has none for its exact types.
+    Built once per key (the key is every input of this function: `Actor` is frozen), so a graph
+    of a thousand equal uses - asked twice each, by the loader's check and by the model - builds
+    it once (issue 32 target 8, the fabric CLI's start-up)."""
+    key = (a.schema, a.inputs, a.results, a.attributes, index_width, family)
+    try:
+        return _KERNELS[key]
+    except KeyError:
+        pass
+    except TypeError:                 # an attribute value that cannot be hashed: build it each time
+        return _stateless_kernel(a, family, index_width, key)
+    k = _stateless_kernel(a, family, index_width, key)
+    if len(_KERNELS) < _KERNELS_MAX:
+        _KERNELS[key] = k
+    return k
+
+
+def _stateless_kernel(a: Actor, family: str, index_width: int | None, key: tuple) -> Kernel | None:
     s = a.schema
-    key = (s, a.inputs, a.results, a.attributes, index_width, family)
     t = a.inputs[0] if a.inputs else None
     if family in ("FixedVectorIntegerAddSub", "FixedVectorIntegerLogic"):
         ew, L = t.element.width, t.num_elements
