@@ -51,7 +51,7 @@ import numba as nb
 import numpy as np
 from . import fast, specials as S
 from .fast import bits_f64, f64_bits
-from .rn import HARDWARE_HALF, add_rn, bits_f32, f32_bits, hw_f32_half, hw_half_f32, mul_rn, two_sum
+from .rn import HARDWARE_HALF, add_rn, bits_f32, f32_bits, fma_rn, hw_f32_half, hw_half_f32, mul_rn, two_sum
 from .flags import NX, OF, UF
 
 FALLBACK = np.uint8(0xFF)
@@ -175,6 +175,80 @@ def fp32_fma(u, v, w):
     zero_inf = (math.isinf(x) & (y == 0)) | ((x == 0) & math.isinf(y))
     sf = S.invalid(s != s, nan_in, S.snan32(a) | S.snan32(b) | S.snan32(c) | zero_inf)
     return f32_bits(_nan32(r)), f if fin else sf
+
+
+# ---------------------------------------------------------------- FP32 quick parts
+# The block loops of emulator/blockprog.py need only each PE's status (the OR of its elements'
+# flags), not every element's flags: for binary32 add, sub, mul and fma they run these quick
+# parts, which compute the result with the hardware's own correctly rounded binary32 operation
+# and answer, per element, three words that reduce in SIMD lanes (an OR, a min, a max: a
+# reduction of booleans or of flag bytes kept LLVM from vectorising these loops well, measured
+# 2-5x slower):
+#   nx    nonzero iff the element is inexact (an exact error-free residual, its sign bit shifted out)
+#   low   (|exact result| bits << 1) - 1 as binary64, wrapping for zero: below QUICK_LOW iff the
+#         exact result is nonzero and at most 2^-126 in magnitude (the only ones that can be tiny)
+#   high  |binary32 result| bits: above QUICK_HIGH iff the result is infinite or NaN (an operand
+#         was, or the result overflowed)
+# A PE whose low or high is out of bounds is redone with the full routine (fp32_add, ...); for
+# every other PE each element's full-routine flags are NX or nothing (no NV: every operand is
+# finite; no OF: no result overflowed; no UF: none is tiny), its result the one below
+# (docs/numerics.md, "FP32 quick parts"), so the PE's status is NX iff some nx is nonzero.
+
+QUICK_LOW = np.uint64(0x3810000000000000 << 1)     # binary64 bits of 2^-126, doubled
+QUICK_HIGH = np.uint32(0x7F7FFFFF)                  # binary32 bits of the max finite value
+_NO_LOW = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+@nb.njit(inline="always", error_model="numpy")
+def _low(d):
+    """`low` of a binary64 exact result d (see above)."""
+    return np.uint64(np.uint64(f64_bits(d) << np.uint64(1)) - np.uint64(1))
+
+
+@nb.njit(inline="always", error_model="numpy")
+def fp32_add_quick(u, v):
+    """(code, nx, low, high) of a + b: s = RN24(a + b) by the hardware, exact error e by TwoSum
+    (exact for finite operands unless s overflows, which `high` catches); a sum is never tiny
+    and inexact (a sum in the subnormal range is exact), so low never asks for the redo."""
+    s, e = two_sum(bits_f32(u), bits_f32(v))
+    code = f32_bits(s)
+    return code, np.uint64(_U(f32_bits(e) << _U(1))), _NO_LOW, _U(code & _U(0x7FFFFFFF))
+
+
+@nb.njit(inline="always", error_model="numpy")
+def fp32_sub_quick(u, v):
+    return fp32_add_quick(u, v ^ np.uint32(0x80000000))
+
+
+@nb.njit(inline="always", error_model="numpy")
+def fp32_mul_quick(u, v):
+    """(code, nx, low, high) of a * b: p = a*b exact in binary64 (48 bits, at least 2^-298 when
+    nonzero), r = RN24(p) by the conversion (fp32_mul's own steps); nx: r's binary64 bits differ
+    from p's (r and p share their sign, zero included)."""
+    p = mul_rn(np.float64(bits_f32(u)), np.float64(bits_f32(v)))
+    r = np.float32(p)
+    code = f32_bits(r)
+    return code, f64_bits(np.float64(r)) ^ f64_bits(p), _low(p), _U(code & _U(0x7FFFFFFF))
+
+
+@nb.njit(inline="always", error_model="numpy")
+def fp32_fma_quick(u, v, w):
+    """(code, nx, low, high) of a*b + c: r = RN24(a*b + c) by the hardware's fused multiply-add
+    (one rounding, rn.fma_rn); the exact value is s + e with p = a*b exact in binary64 and
+    (s, e) = TwoSum(p, c) (exact: fp32_fma), so r is exact iff e = 0 and r = s; s is zero iff the
+    exact value is, and |s| <= 2^-126 whenever |exact| < 2^-126 (RN53 is monotone), so low
+    catches every tiny exact result."""
+    a, b, c = bits_f32(u), bits_f32(v), bits_f32(w)
+    r = fma_rn(a, b, c)
+    s, e = two_sum(mul_rn(np.float64(a), np.float64(b)), np.float64(c))
+    code = f32_bits(r)
+    nx = np.uint64(f64_bits(e) << np.uint64(1)) | (f64_bits(np.float64(r)) ^ f64_bits(s))
+    return code, nx, _low(s), _U(code & _U(0x7FFFFFFF))
+
+
+# the quick part of each full routine (emulator/blockprog.py looks them up by the registered routine)
+QUICK = {fp32_add: fp32_add_quick, fp32_sub: fp32_sub_quick, fp32_mul: fp32_mul_quick,
+         fp32_fma: fp32_fma_quick}
 
 
 _U = np.uint32
