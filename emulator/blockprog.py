@@ -266,17 +266,17 @@ def _progbits3(a, b, cc, ad, bd, cd, prm, out, status, fmt, dec):
 # (fastvec.py, "FP32 quick parts"), and a PE whose words say an element may have a flag besides
 # NX (a non-finite operand or result, a tiny result) is redone by the full routine SCALAR.
 
-QUICK = None                    # bound in each quick program's globals (compiled)
-_QUICK_LOW, _QUICK_HIGH, _NX = fastvec.QUICK_LOW, fastvec.QUICK_HIGH, np.uint8(_FLAG_BITS_NX)
+QUICK = NX0 = LOW0 = LOW = None     # bound in each quick program's globals (compiled): fastvec.QUICK's row
+_QUICK_HIGH, _NX = fastvec.QUICK_HIGH, np.uint8(_FLAG_BITS_NX)
 
 
 @nb.njit(inline="always")
-def _status(nx, low, high):
+def _status(nx, low, high, bound):
     """A PE's status from its quick words, or 0xFF (no status: flags use bits 0-4) when the PE
     must be redone by the full routine."""
-    if low < _QUICK_LOW or high > _QUICK_HIGH:
+    if low < bound or high > _QUICK_HIGH:
         return np.uint8(0xFF)
-    return _NX if nx != np.uint64(0) else np.uint8(0)
+    return _NX if nx != 0 else np.uint8(0)
 
 
 def _quick2(a, b, ad, bd, prm, out, status):
@@ -289,7 +289,7 @@ def _quick2(a, b, ad, bd, prm, out, status):
     marks = np.uint8(0)
     for p in range(n):
         ap = a[p]; bp = b[p]; outp = out[p]
-        nx = np.uint64(0); low = np.uint64(0xFFFFFFFFFFFFFFFF); high = np.uint32(0)
+        nx = NX0; low = LOW0; high = np.uint32(0)
         for r in range(runs):
             base = r * col
             ar = ap[base:base + width]; br = bp[base:base + width]; outr = outp[base:base + width]
@@ -299,7 +299,7 @@ def _quick2(a, b, ad, bd, prm, out, status):
                 nx |= x
                 low = min(low, lo)
                 high = max(high, hi)
-        st = _status(nx, low, high)
+        st = _status(nx, low, high, LOW)
         if st == 0xFF:              # the full routine on this PE
             st = np.uint8(0)
             for r in range(runs):
@@ -325,7 +325,7 @@ def _quick3(a, b, cc, ad, bd, cd, prm, out, status):
     marks = np.uint8(0)
     for p in range(n):
         ap = a[p]; bp = b[p]; ccp = cc[p]; outp = out[p]
-        nx = np.uint64(0); low = np.uint64(0xFFFFFFFFFFFFFFFF); high = np.uint32(0)
+        nx = NX0; low = LOW0; high = np.uint32(0)
         for r in range(runs):
             base = r * col
             ar = ap[base:base + width]; br = bp[base:base + width]; ccr = ccp[base:base + width]; outr = outp[base:base + width]
@@ -335,7 +335,7 @@ def _quick3(a, b, cc, ad, bd, cd, prm, out, status):
                 nx |= x
                 low = min(low, lo)
                 high = max(high, hi)
-        st = _status(nx, low, high)
+        st = _status(nx, low, high, LOW)
         if st == 0xFF:              # the full routine on this PE
             st = np.uint8(0)
             for r in range(runs):
@@ -365,10 +365,11 @@ def compiled(kind: str, arity: int, scalar):
     key = (kind, arity, scalar)
     fn = _COMPILED.get(key)
     if fn is None:
-        quick = fastvec.QUICK.get(scalar) if kind == "raw" else None
-        if quick is not None:
+        row = fastvec.QUICK.get(scalar) if kind == "raw" else None
+        if row is not None:
+            quick = row[0]
             py = fast.bind(QUICK_TEMPLATES[arity], scalar, name=f"_quick{arity}__fastvec_{quick.py_func.__name__}")
-            py.__globals__["QUICK"] = quick
+            py.__globals__.update(QUICK=quick, NX0=row[1], LOW0=row[2], LOW=row[3])
         else:
             py = fast.bind(TEMPLATES[(kind, arity)], scalar, fast.READERS["bits"] if kind == "bits" else None)
         fn = _COMPILED[key] = nb.njit(cache=True, error_model="numpy", nogil=True)(py)

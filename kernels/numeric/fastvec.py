@@ -181,28 +181,22 @@ def fp32_fma(u, v, w):
 # The block loops of emulator/blockprog.py need only each PE's status (the OR of its elements'
 # flags), not every element's flags: for binary32 add, sub, mul and fma they run these quick
 # parts, which compute the result with the hardware's own correctly rounded binary32 operation
-# and answer, per element, three words that reduce in SIMD lanes (an OR, a min, a max: a
-# reduction of booleans or of flag bytes kept LLVM from vectorising these loops well, measured
-# 2-5x slower):
+# and answer, per element, three words that reduce in SIMD lanes (an OR, a min, a max: OR-ing
+# booleans or flag bytes kept LLVM from vectorising these loops well, measured 2-5x slower):
 #   nx    nonzero iff the element is inexact (an exact error-free residual, its sign bit shifted out)
-#   low   (|exact result| bits << 1) - 1 as binary64, wrapping for zero: below QUICK_LOW iff the
-#         exact result is nonzero and at most 2^-126 in magnitude (the only ones that can be tiny)
+#   low   below the routine's bound (QUICK[full][3]) only where the exact result may be tiny:
+#         nonzero and at most 2^-126 in magnitude (TMUL: 2^-100, see fp32_mul_quick)
 #   high  |binary32 result| bits: above QUICK_HIGH iff the result is infinite or NaN (an operand
 #         was, or the result overflowed)
 # A PE whose low or high is out of bounds is redone with the full routine (fp32_add, ...); for
 # every other PE each element's full-routine flags are NX or nothing (no NV: every operand is
-# finite; no OF: no result overflowed; no UF: none is tiny), its result the one below
-# (docs/numerics.md, "FP32 quick parts"), so the PE's status is NX iff some nx is nonzero.
+# finite; no OF: no result overflowed; no UF: none is tiny) and its result the one below, so the
+# PE's status is NX iff some nx is nonzero.  docs/numerics.md, "FP32 quick parts".
 
-QUICK_LOW = np.uint64(0x3810000000000000 << 1)     # binary64 bits of 2^-126, doubled
 QUICK_HIGH = np.uint32(0x7F7FFFFF)                  # binary32 bits of the max finite value
-_NO_LOW = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-
-@nb.njit(inline="always", error_model="numpy")
-def _low(d):
-    """`low` of a binary64 exact result d (see above)."""
-    return np.uint64(np.uint64(f64_bits(d) << np.uint64(1)) - np.uint64(1))
+_MAX32, _MAX64 = np.uint32(0xFFFFFFFF), np.uint64(0xFFFFFFFFFFFFFFFF)
+_LOW_MUL = np.uint32(27 << 23)                      # binary32 bits of 2^-100
+_LOW_FMA = np.uint64(0x3810000000000000 << 1)       # binary64 bits of 2^-126, doubled
 
 
 @nb.njit(inline="always", error_model="numpy")
@@ -212,7 +206,7 @@ def fp32_add_quick(u, v):
     and inexact (a sum in the subnormal range is exact), so low never asks for the redo."""
     s, e = two_sum(bits_f32(u), bits_f32(v))
     code = f32_bits(s)
-    return code, np.uint64(_U(f32_bits(e) << _U(1))), _NO_LOW, _U(code & _U(0x7FFFFFFF))
+    return code, _U(f32_bits(e) << _U(1)), _MAX32, _U(code & _U(0x7FFFFFFF))
 
 
 @nb.njit(inline="always", error_model="numpy")
@@ -222,33 +216,43 @@ def fp32_sub_quick(u, v):
 
 @nb.njit(inline="always", error_model="numpy")
 def fp32_mul_quick(u, v):
-    """(code, nx, low, high) of a * b: p = a*b exact in binary64 (48 bits, at least 2^-298 when
-    nonzero), r = RN24(p) by the conversion (fp32_mul's own steps); nx: r's binary64 bits differ
-    from p's (r and p share their sign, zero included)."""
-    p = mul_rn(np.float64(bits_f32(u)), np.float64(bits_f32(v)))
-    r = np.float32(p)
+    """(code, nx, low, high) of a * b: r = RN24(a*b) by the hardware's binary32 multiply; its
+    error a*b - r is a binary32 whenever e_a + e_b >= emin + p - 1 = -103 (the error of a
+    rounded product, Boldo and Daumas), which |r| >= 2^-100 ensures (|a*b| < 2^(e_a + e_b + 2)),
+    so the fused multiply-add a*b - r gives it exactly.  low: |r|'s bits, or all ones when an
+    operand is zero (an exact zero product): below 2^-100's bits for every result that may be
+    tiny or inexact by another rule, zero results of nonzero operands included."""
+    a, b = bits_f32(u), bits_f32(v)
+    r = mul_rn(a, b)
+    err = fma_rn(a, b, -r)
     code = f32_bits(r)
-    return code, f64_bits(np.float64(r)) ^ f64_bits(p), _low(p), _U(code & _U(0x7FFFFFFF))
+    mag = _U(code & _U(0x7FFFFFFF))
+    return code, _U(f32_bits(err) << _U(1)), mag if (a != 0) & (b != 0) else _MAX32, mag
 
 
 @nb.njit(inline="always", error_model="numpy")
 def fp32_fma_quick(u, v, w):
     """(code, nx, low, high) of a*b + c: r = RN24(a*b + c) by the hardware's fused multiply-add
     (one rounding, rn.fma_rn); the exact value is s + e with p = a*b exact in binary64 and
-    (s, e) = TwoSum(p, c) (exact: fp32_fma), so r is exact iff e = 0 and r = s; s is zero iff the
-    exact value is, and |s| <= 2^-126 whenever |exact| < 2^-126 (RN53 is monotone), so low
-    catches every tiny exact result."""
+    (s, e) = TwoSum(p, c) (exact: fp32_fma), so r is exact iff e = 0 and r = s.  low: |s|'s
+    binary64 bits doubled less one (zero wraps to all ones): s is zero iff the exact value is,
+    and |s| <= 2^-126 whenever |exact| < 2^-126 (RN53 is monotone)."""
     a, b, c = bits_f32(u), bits_f32(v), bits_f32(w)
     r = fma_rn(a, b, c)
     s, e = two_sum(mul_rn(np.float64(a), np.float64(b)), np.float64(c))
     code = f32_bits(r)
     nx = np.uint64(f64_bits(e) << np.uint64(1)) | (f64_bits(np.float64(r)) ^ f64_bits(s))
-    return code, nx, _low(s), _U(code & _U(0x7FFFFFFF))
+    low = np.uint64(np.uint64(f64_bits(s) << np.uint64(1)) - np.uint64(1))
+    return code, nx, low, _U(code & _U(0x7FFFFFFF))
 
 
-# the quick part of each full routine (emulator/blockprog.py looks them up by the registered routine)
-QUICK = {fp32_add: fp32_add_quick, fp32_sub: fp32_sub_quick, fp32_mul: fp32_mul_quick,
-         fp32_fma: fp32_fma_quick}
+# the quick part of each full routine, as (quick, nx's zero, low's start, low's bound): the words'
+# types are the routine's (32-bit words keep 16 lanes to a 512-bit vector); emulator/blockprog.py
+# looks them up by the registered routine
+QUICK = {fp32_add: (fp32_add_quick, np.uint32(0), _MAX32, np.uint32(0)),
+         fp32_sub: (fp32_sub_quick, np.uint32(0), _MAX32, np.uint32(0)),
+         fp32_mul: (fp32_mul_quick, np.uint32(0), _MAX32, _LOW_MUL),
+         fp32_fma: (fp32_fma_quick, np.uint64(0), _MAX64, _LOW_FMA)}
 
 
 _U = np.uint32
