@@ -709,6 +709,29 @@ _POOLS = threading.local()
 _getrefcount = sys.getrefcount
 
 
+def _first_free(pool: list, free: int):
+    """The first array of `pool` whose reference count is `free` (what an array referenced by
+    the pool alone reads here), or None."""
+    for buf in pool:
+        if _getrefcount(buf) == free:
+            return buf
+    return None
+
+
+def _calibrated() -> int:
+    """The reference count _first_free reads for a kept array nothing else references (3 on
+    CPython 3.11: the pool's, the loop variable's, the argument's), measured once rather than
+    assumed, so that an interpreter counting otherwise finds nothing free instead of reusing
+    a held array (a held array always reads more)."""
+    for free in range(1, 16):
+        if _first_free([np.empty(0)], free) is not None:
+            return free
+    return -1                       # never matches: no reuse
+
+
+_FREE = _calibrated()
+
+
 def destination(shape: tuple, dtype, nbytes: int) -> np.ndarray:
     """A writable array of `shape` and `dtype` that nothing else references (contents arbitrary):
     one of this thread's kept arrays when one is free, else a new one (kept if there is room)."""
@@ -721,10 +744,10 @@ def destination(shape: tuple, dtype, nbytes: int) -> np.ndarray:
         if len(pools) >= POOL_KEYS:
             pools.clear()
         pool = pools[key] = []
-    for buf in pool:
-        if _getrefcount(buf) == 3:      # the pool's, `buf`'s and the argument's: no one else's
-            buf.setflags(write=True)    # stacked_tiles made it read-only; it owns its memory
-            return buf
+    buf = _first_free(pool, _FREE)
+    if buf is not None:
+        buf.setflags(write=True)        # stacked_tiles made it read-only; it owns its memory
+        return buf
     buf = np.empty(shape, dtype)
     if len(pool) < POOL_DEPTH:
         pool.append(buf)

@@ -11,6 +11,7 @@ import pytest
 from emulator import Machine, blockprog
 from emulator.config import with_profile
 from emulator.config import MachineConfig
+from emulator.commitlog import Collector
 from isa import BDim, Block, BStart, TileBinding
 from isa.instructions import lookup
 from kernels import numeric
@@ -213,6 +214,12 @@ def test_a_stream_of_large_fp32_blocks_ends_where_the_reference_ends(edges_in):
         ours.execute(b)
         ref.execute(b)
         assert state(ours) == state(ref)
+    # as one stream: a chain of blocks without a log, one commit a block with one
+    for log in (None, Collector()):
+        ours = big_machine("cpu", 3, edges_in)
+        got = ours.run(stream, log=log)
+        assert got.error is None and got.executed == len(stream)
+        assert state(ours) == state(ref)
 
 
 def test_a_tile_held_by_the_caller_keeps_its_bytes_while_later_blocks_reuse_arrays():
@@ -242,3 +249,8 @@ def test_a_reused_array_is_one_no_tile_refers_to():
     del view
     c = blockprog.destination(shape, dtype, 4 * 128 * 128 * 4)
     assert c.flags.writeable
+    held = c                                                        # a plain reference too
+    c.setflags(write=False)
+    del c
+    d = blockprog.destination(shape, dtype, 4 * 128 * 128 * 4)
+    assert d is not held and not np.shares_memory(d, held) and not held.flags.writeable
