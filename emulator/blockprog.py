@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import itertools
 import operator
+import sys
+import threading
 
 import numba as nb
 import numpy as np
@@ -42,9 +44,9 @@ from isa.encoding import WORDS_MEMO
 from isa.errors import IllegalBlockException
 from isa.legality import resolve
 from isa.memo import MEMO, memo
-from kernels.numeric import fast
+from kernels.numeric import fast, fastvec
 from kernels.numeric.fast import wide_vectors
-from kernels.numeric.flags import NAMES as _FLAG_BITS
+from kernels.numeric.flags import NAMES as _FLAG_BITS, NX as _FLAG_BITS_NX
 from kernels.numeric.profiles import profile as resolve_profile
 
 from . import preflight, schemas, semantics
@@ -259,6 +261,99 @@ def _progbits3(a, b, cc, ad, bd, cd, prm, out, status, fmt, dec):
     return MARKED if marks & MARK_BIT else 0
 
 
+# FP32 add, sub, mul and fma (the fastvec routines that have a quick part, fastvec.QUICK): the
+# element loop runs the quick part, which reduces three words per PE instead of OR-ing flag bytes
+# (fastvec.py, "FP32 quick parts"), and a PE whose words say an element may have a flag besides
+# NX (a non-finite operand or result, a tiny result) is redone by the full routine SCALAR.
+
+QUICK = NX0 = LOW0 = LOW = None     # bound in each quick program's globals (compiled): fastvec.QUICK's row
+_QUICK_HIGH, _NX = fastvec.QUICK_HIGH, np.uint8(_FLAG_BITS_NX)
+
+
+@nb.njit(inline="always")
+def _status(nx, low, high, bound):
+    """A PE's status from its quick words, or 0xFF (no status: flags use bits 0-4) when the PE
+    must be redone by the full routine."""
+    if low < bound or high > _QUICK_HIGH:
+        return np.uint8(0xFF)
+    return _NX if nx != 0 else np.uint8(0)
+
+
+def _quick2(a, b, ad, bd, prm, out, status):
+    wide_vectors()
+    check, vr, vc, rows, col, pad = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
+    runs, width = _runs(vr, vc, col)
+    n = out.shape[0]
+    if check and (_undefined(ad, n, runs, width, col) or _undefined(bd, n, runs, width, col)):
+        return UNDEFINED
+    marks = np.uint8(0)
+    for p in range(n):
+        ap = a[p]; bp = b[p]; outp = out[p]
+        nx = NX0; low = LOW0; high = np.uint32(0)
+        for r in range(runs):
+            base = r * col
+            ar = ap[base:base + width]; br = bp[base:base + width]; outr = outp[base:base + width]
+            for k in range(width):
+                code, x, lo, hi = QUICK(ar[k], br[k])
+                outr[k] = code
+                nx |= x
+                low = min(low, lo)
+                high = max(high, hi)
+        st = _status(nx, low, high, LOW)
+        if st == 0xFF:              # the full routine on this PE
+            st = np.uint8(0)
+            for r in range(runs):
+                base = r * col
+                ar = ap[base:base + width]; br = bp[base:base + width]; outr = outp[base:base + width]
+                for k in range(width):
+                    code, f = SCALAR(ar[k], br[k])
+                    outr[k] = code
+                    st |= f
+        status[p] = st
+        marks |= st
+        _pad(outp, rows, vr, vc, col, pad)
+    return MARKED if marks & MARK_BIT else 0
+
+
+def _quick3(a, b, cc, ad, bd, cd, prm, out, status):
+    wide_vectors()
+    check, vr, vc, rows, col, pad = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
+    runs, width = _runs(vr, vc, col)
+    n = out.shape[0]
+    if check and (_undefined(ad, n, runs, width, col) or _undefined(bd, n, runs, width, col) or _undefined(cd, n, runs, width, col)):
+        return UNDEFINED
+    marks = np.uint8(0)
+    for p in range(n):
+        ap = a[p]; bp = b[p]; ccp = cc[p]; outp = out[p]
+        nx = NX0; low = LOW0; high = np.uint32(0)
+        for r in range(runs):
+            base = r * col
+            ar = ap[base:base + width]; br = bp[base:base + width]; ccr = ccp[base:base + width]; outr = outp[base:base + width]
+            for k in range(width):
+                code, x, lo, hi = QUICK(ar[k], br[k], ccr[k])
+                outr[k] = code
+                nx |= x
+                low = min(low, lo)
+                high = max(high, hi)
+        st = _status(nx, low, high, LOW)
+        if st == 0xFF:              # the full routine on this PE
+            st = np.uint8(0)
+            for r in range(runs):
+                base = r * col
+                ar = ap[base:base + width]; br = bp[base:base + width]; ccr = ccp[base:base + width]; outr = outp[base:base + width]
+                for k in range(width):
+                    code, f = SCALAR(ar[k], br[k], ccr[k])
+                    outr[k] = code
+                    st |= f
+        status[p] = st
+        marks |= st
+        _pad(outp, rows, vr, vc, col, pad)
+    return MARKED if marks & MARK_BIT else 0
+
+
+QUICK_TEMPLATES = {2: _quick2, 3: _quick3}
+
+
 TEMPLATES = {("raw", 1): _prog1, ("raw", 2): _prog2, ("raw", 3): _prog3,
              ("bits", 1): _progbits1, ("bits", 2): _progbits2, ("bits", 3): _progbits3}
 _COMPILED: dict = {}            # (kind, arity, scalar) -> the compiled program loop; a few dozen routines
@@ -270,9 +365,14 @@ def compiled(kind: str, arity: int, scalar):
     key = (kind, arity, scalar)
     fn = _COMPILED.get(key)
     if fn is None:
-        read = fast.READERS["bits"] if kind == "bits" else None
-        fn = _COMPILED[key] = nb.njit(cache=True, error_model="numpy", nogil=True)(
-            fast.bind(TEMPLATES[(kind, arity)], scalar, read))
+        row = fastvec.QUICK.get(scalar) if kind == "raw" else None
+        if row is not None:
+            quick = row[0]
+            py = fast.bind(QUICK_TEMPLATES[arity], scalar, name=f"_quick{arity}__fastvec_{quick.py_func.__name__}")
+            py.__globals__.update(QUICK=quick, NX0=row[1], LOW0=row[2], LOW=row[3])
+        else:
+            py = fast.bind(TEMPLATES[(kind, arity)], scalar, fast.READERS["bits"] if kind == "bits" else None)
+        fn = _COMPILED[key] = nb.njit(cache=True, error_model="numpy", nogil=True)(py)
     return fn
 
 
@@ -306,6 +406,7 @@ class Program:
         self.location = dest.location
         S, n = len(self.pes), dest.Row * dest.Col
         self.shape = (S, n)
+        self.nbytes = S * n * np.dtype(self.raw).itemsize
         self.vr, self.vc, self.rows, self.col = dest.ValidRow, dest.ValidCol, dest.Row, dest.Col
         enc = pad_encoding(rb.PadValue, rb.dtype.name)
         self.pad = 0 if enc is None else int(enc)
@@ -387,7 +488,7 @@ class Program:
                     continue
                 if used_bytes(s, location) > room:
                     return None
-        out = np.empty(self.shape, self.raw)
+        out = destination(self.shape, self.raw, self.nbytes)
         status = np.empty(self.shape[0], np.uint8)
         if self.fn(*operands, self.prm[check], out, status, *self.extra):
             return None
@@ -462,7 +563,7 @@ class Program:
             self.room = (config, config.store_bytes(self.location) - self.dest.capacity)
         if chain.most > self.room[1]:
             return None
-        out = np.empty(self.shape, self.raw)
+        out = destination(self.shape, self.raw, self.nbytes)
         status = chain.spare            # the status buffer the chain's last block did not write
         if self.fn(*elems, *defs, self.prm[check], out, status, *self.extra):
             return None
@@ -589,6 +690,68 @@ def _restack(m, pes, tid, tiles):
         for p, t in zip(pes, stacked_tiles(d0, elems, defined, known)):
             m.store(p)[tid] = t
     return elems, defined
+
+
+# ---------------------------------------------------------------- destination arrays
+# A block's result array becomes its destination tiles' storage, so each block needs an array of
+# its own; a fresh 256 KiB one per block (4 PEs x 128x128 FP32) cost as much as the element loop
+# (the allocator returns such blocks to the system and takes them back, page fault after page
+# fault).  Large result arrays are therefore reused once nothing holds them any more: the tiles
+# a block committed, the engine's caches and every view of the array (a NumPy view keeps its
+# base array alive) hold a reference, so an array whose only references are the pool's own is
+# unreachable from any state, tile or caller and may be overwritten.  Per thread, so no other
+# thread can take the same array between the test and the write.
+
+POOL_MIN_BYTES = 1 << 16        # below this, np.empty is cheap (the allocator's free lists)
+POOL_DEPTH = 4                  # arrays kept per (shape, dtype): a block's result and the one it replaces, ...
+POOL_KEYS = 32                  # (shape, dtype) pairs kept per thread; beyond, the pools start afresh
+_POOLS = threading.local()
+_getrefcount = sys.getrefcount
+
+
+def _first_free(pool: list, free: int):
+    """The first array of `pool` whose reference count is `free` (what an array referenced by
+    the pool alone reads here), or None."""
+    for buf in pool:
+        if _getrefcount(buf) == free:
+            return buf
+    return None
+
+
+def _calibrated() -> int:
+    """The reference count _first_free reads for a kept array nothing else references (3 on
+    CPython 3.11: the pool's, the loop variable's, the argument's), measured once rather than
+    assumed, so that an interpreter counting otherwise finds nothing free instead of reusing
+    a held array (a held array always reads more)."""
+    for free in range(1, 16):
+        if _first_free([np.empty(0)], free) is not None:
+            return free
+    return -1                       # never matches: no reuse
+
+
+_FREE = _calibrated()
+
+
+def destination(shape: tuple, dtype, nbytes: int) -> np.ndarray:
+    """A writable array of `shape` and `dtype` that nothing else references (contents arbitrary):
+    one of this thread's kept arrays when one is free, else a new one (kept if there is room)."""
+    if nbytes < POOL_MIN_BYTES:
+        return np.empty(shape, dtype)
+    pools = _POOLS.__dict__
+    key = (shape, dtype)
+    pool = pools.get(key)
+    if pool is None:
+        if len(pools) >= POOL_KEYS:
+            pools.clear()
+        pool = pools[key] = []
+    buf = _first_free(pool, _FREE)
+    if buf is not None:
+        buf.setflags(write=True)        # stacked_tiles made it read-only; it owns its memory
+        return buf
+    buf = np.empty(shape, dtype)
+    if len(pool) < POOL_DEPTH:
+        pool.append(buf)
+    return buf
 
 
 _NOT_COVERED = False

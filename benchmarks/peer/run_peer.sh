@@ -6,6 +6,9 @@
 #
 #   PTO_ISA_DIR=/path/to/pto-isa benchmarks/peer/run_peer.sh [ROUNDS]
 #
+# PEER_CLOCK=cpu times both sides by their process's CPU time instead of the wall clock (on a shared
+# machine the time a contender waits for a core then does not count; cache contention still does).
+#
 # Needs a compiler with C++23's static_assert(false) in uninstantiated templates (the peer's headers
 # use it): clang >= 17 or g++ >= 13 (CXX, default clang++-19 if present).  Exit 2: PTO_ISA_DIR unset
 # or without include/pto/pto-inst.hpp; 3: the peer does not build (the compiler's first errors shown).
@@ -32,7 +35,7 @@ for v in O2 O3n; do
         exit 3
     fi
 done
-echo "# $("$CXX" --version | head -1); pto-isa at $PTO_ISA_DIR; $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $("$CXX" --version | head -1); pto-isa at $PTO_ISA_DIR; $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg); clock ${PEER_CLOCK:-wall}"
 # 16,384 tiles of 3 operands at once: enlarge the simulator's UB region (its documented override).
 export PTO_CPU_SIM_UB_BYTES=$((128 * 1024 * 1024))
 for ((r = 1; r <= rounds; r++)); do

@@ -51,7 +51,7 @@ import numba as nb
 import numpy as np
 from . import fast, specials as S
 from .fast import bits_f64, f64_bits
-from .rn import HARDWARE_HALF, add_rn, bits_f32, f32_bits, hw_f32_half, hw_half_f32, mul_rn, two_sum
+from .rn import HARDWARE_HALF, add_rn, bits_f32, f32_bits, fma_rn, hw_f32_half, hw_half_f32, mul_rn, two_sum
 from .flags import NX, OF, UF
 
 FALLBACK = np.uint8(0xFF)
@@ -175,6 +175,84 @@ def fp32_fma(u, v, w):
     zero_inf = (math.isinf(x) & (y == 0)) | ((x == 0) & math.isinf(y))
     sf = S.invalid(s != s, nan_in, S.snan32(a) | S.snan32(b) | S.snan32(c) | zero_inf)
     return f32_bits(_nan32(r)), f if fin else sf
+
+
+# ---------------------------------------------------------------- FP32 quick parts
+# The block loops of emulator/blockprog.py need only each PE's status (the OR of its elements'
+# flags), not every element's flags: for binary32 add, sub, mul and fma they run these quick
+# parts, which compute the result with the hardware's own correctly rounded binary32 operation
+# and answer, per element, three words that reduce in SIMD lanes (an OR, a min, a max: OR-ing
+# booleans or flag bytes kept LLVM from vectorising these loops well, measured 2-5x slower):
+#   nx    nonzero iff the element is inexact (an exact error-free residual, its sign bit shifted out)
+#   low   below the routine's bound (QUICK[full][3]) only where the exact result may be tiny:
+#         nonzero and at most 2^-126 in magnitude (TMUL: 2^-100, see fp32_mul_quick)
+#   high  |binary32 result| bits: above QUICK_HIGH iff the result is infinite or NaN (an operand
+#         was, or the result overflowed)
+# A PE whose low or high is out of bounds is redone with the full routine (fp32_add, ...); for
+# every other PE each element's full-routine flags are NX or nothing (no NV: every operand is
+# finite; no OF: no result overflowed; no UF: none is tiny) and its result the one below, so the
+# PE's status is NX iff some nx is nonzero.  docs/numerics.md, "FP32 quick parts".
+
+QUICK_HIGH = np.uint32(0x7F7FFFFF)                  # binary32 bits of the max finite value
+_MAX32, _MAX64 = np.uint32(0xFFFFFFFF), np.uint64(0xFFFFFFFFFFFFFFFF)
+_LOW_MUL = np.uint32(27 << 23)                      # binary32 bits of 2^-100
+_LOW_FMA = np.uint64(0x3810000000000000 << 1)       # binary64 bits of 2^-126, doubled
+
+
+@nb.njit(inline="always", error_model="numpy")
+def fp32_add_quick(u, v):
+    """(code, nx, low, high) of a + b: s = RN24(a + b) by the hardware, exact error e by TwoSum
+    (exact for finite operands unless s overflows, which `high` catches); a sum is never tiny
+    and inexact (a sum in the subnormal range is exact), so low never asks for the redo."""
+    s, e = two_sum(bits_f32(u), bits_f32(v))
+    code = f32_bits(s)
+    return code, _U(f32_bits(e) << _U(1)), _MAX32, _U(code & _U(0x7FFFFFFF))
+
+
+@nb.njit(inline="always", error_model="numpy")
+def fp32_sub_quick(u, v):
+    return fp32_add_quick(u, v ^ np.uint32(0x80000000))
+
+
+@nb.njit(inline="always", error_model="numpy")
+def fp32_mul_quick(u, v):
+    """(code, nx, low, high) of a * b: r = RN24(a*b) by the hardware's binary32 multiply; its
+    error a*b - r is a binary32 whenever e_a + e_b >= emin + p - 1 = -103 (the error of a
+    rounded product, Boldo and Daumas), which |r| >= 2^-100 ensures (|a*b| < 2^(e_a + e_b + 2)),
+    so the fused multiply-add a*b - r gives it exactly.  low: |r|'s bits, or all ones when an
+    operand is zero (an exact zero product): below 2^-100's bits for every result that may be
+    tiny or inexact by another rule, zero results of nonzero operands included."""
+    a, b = bits_f32(u), bits_f32(v)
+    r = mul_rn(a, b)
+    err = fma_rn(a, b, -r)
+    code = f32_bits(r)
+    mag = _U(code & _U(0x7FFFFFFF))
+    return code, _U(f32_bits(err) << _U(1)), mag if (a != 0) & (b != 0) else _MAX32, mag
+
+
+@nb.njit(inline="always", error_model="numpy")
+def fp32_fma_quick(u, v, w):
+    """(code, nx, low, high) of a*b + c: r = RN24(a*b + c) by the hardware's fused multiply-add
+    (one rounding, rn.fma_rn); the exact value is s + e with p = a*b exact in binary64 and
+    (s, e) = TwoSum(p, c) (exact: fp32_fma), so r is exact iff e = 0 and r = s.  low: |s|'s
+    binary64 bits doubled less one (zero wraps to all ones): s is zero iff the exact value is,
+    and |s| <= 2^-126 whenever |exact| < 2^-126 (RN53 is monotone)."""
+    a, b, c = bits_f32(u), bits_f32(v), bits_f32(w)
+    r = fma_rn(a, b, c)
+    s, e = two_sum(mul_rn(np.float64(a), np.float64(b)), np.float64(c))
+    code = f32_bits(r)
+    nx = np.uint64(f64_bits(e) << np.uint64(1)) | (f64_bits(np.float64(r)) ^ f64_bits(s))
+    low = np.uint64(np.uint64(f64_bits(s) << np.uint64(1)) - np.uint64(1))
+    return code, nx, low, _U(code & _U(0x7FFFFFFF))
+
+
+# the quick part of each full routine, as (quick, nx's zero, low's start, low's bound): the words'
+# types are the routine's (32-bit words keep 16 lanes to a 512-bit vector); emulator/blockprog.py
+# looks them up by the registered routine
+QUICK = {fp32_add: (fp32_add_quick, np.uint32(0), _MAX32, np.uint32(0)),
+         fp32_sub: (fp32_sub_quick, np.uint32(0), _MAX32, np.uint32(0)),
+         fp32_mul: (fp32_mul_quick, np.uint32(0), _MAX32, _LOW_MUL),
+         fp32_fma: (fp32_fma_quick, np.uint64(0), _MAX64, _LOW_FMA)}
 
 
 _U = np.uint32
