@@ -181,15 +181,29 @@ _cvt_loop_seq = Uniform(_cvt_loop_seq, lambda n: frozenset({0}))    # as _gather
 
 
 @njit(inline="always")
-def _room(a, n):
+def _room_at(a, n, first):
     """Where a loop's n results start in its output array `a`: at 0 when `a` holds exactly n,
-    else (direct() allocates 64 bytes more) at the first element on a 64-byte boundary, so that
-    no 512-bit store of the loop splits across two cache lines (a NumPy array starts 16-byte
+    else (direct() allocates 64 bytes more) where result `first` falls on a 64-byte boundary, so
+    that no 512-bit store of the loop splits across two cache lines (a NumPy array starts 16-byte
     aligned; stores at 16 bytes past a line made the FP16 <-> FP32 loops 1.2-1.25x slower).  The
     loops return s1 * 64 + s2, the start in the bits and in the flags array."""
     if a.shape[0] == n:
         return 0
-    return ((64 - (a.ctypes.data & 63)) & 63) // a.itemsize
+    return ((64 - ((a.ctypes.data + first * a.itemsize) & 63)) & 63) // a.itemsize
+
+
+@njit(inline="always")
+def _room(a, n):
+    return _room_at(a, n, 0)
+
+
+@njit(inline="always")
+def _lead(u, n):
+    """Elements of u before its first 64-byte boundary (at most n): a loop that takes them
+    apart reads the rest in whole cache lines, and _room_at lines its stores up with them."""
+    if u.ctypes.data % u.itemsize != 0:
+        return 0
+    return min(((64 - (u.ctypes.data & 63)) & 63) // u.itemsize, n)
 
 
 _U = np.uint32
@@ -309,11 +323,12 @@ def _fp32_to_fp16_hw(u, ob_room, of_room):
     the minimum): two vector min/max a 16 elements, where four compares per element made the
     flags cost more than the conversion."""
     n = u.shape[0]
-    s1, s2 = _room(ob_room, n), _room(of_room, n)
+    lead = _lead(u, n)                     # block 0: the elements before u's first cache line
+    s1, s2 = _room_at(ob_room, n, lead), _room_at(of_room, n, lead)
     ob, of = ob_room[s1:s1 + n], of_room[s2:s2 + n]
-    for b in nb.prange((n + BLOCK - 1) // BLOCK):
-        lo = b * BLOCK
-        hi = min(lo + BLOCK, n)
+    for b in nb.prange(1 + (n - lead + BLOCK - 1) // BLOCK):
+        lo = 0 if b == 0 else lead + (b - 1) * BLOCK
+        hi = lead if b == 0 else min(lo + BLOCK, n)
         # slices, so that the loop index runs from 0 (LLVM then sees no negative index to wrap)
         ub, bb, fb = u[lo:hi], ob[lo:hi], of[lo:hi]
         top = _U(0)
@@ -336,17 +351,22 @@ def _fp16_to_fp32_hw(u, ftz, ob_room, of_room):
     vcvtph2ps quiets a signalling NaN and keeps its payload left-aligned, the definition's rule),
     NV for a signalling NaN; profile ftz: a subnormal reads as the zero of its sign, no flag."""
     n = u.shape[0]
-    s1, s2 = _room(ob_room, n), _room(of_room, n)
+    lead = _lead(u, n)                     # block 0: the elements before u's first cache line
+    s1, s2 = _room_at(ob_room, n, lead), _room_at(of_room, n, lead)
     ob, of = ob_room[s1:s1 + n], of_room[s2:s2 + n]
     F = _U(1) if ftz else _U(0)
-    for i in nb.prange(u.shape[0]):
-        wide_vectors()
-        h = u[i]
-        w = f32_bits(hw_half_f32(h))
-        sub = _U(_U(_U(h & np.uint16(0x7C00)) == _U(0)) & F)
-        ob[i] = _U(w & _U(_U(0x80000000) | _U(_U(0x7FFFFFFF) * _U(_U(1) - sub))))
-        a = _H(h & _H(0x7FFF))                      # NV: |h| in 0x7C01..0x7DFF, a signalling NaN,
-        of[i] = _B(_H(a - _H(0x7C01)) < _H(0x1FF))  # tested in 16-bit lanes (in 64-bit ones the loop ran 1.2x slower)
+    for b in nb.prange(1 + (n - lead + BLOCK - 1) // BLOCK):
+        lo = 0 if b == 0 else lead + (b - 1) * BLOCK
+        hi = lead if b == 0 else min(lo + BLOCK, n)
+        ub, bb, fb = u[lo:hi], ob[lo:hi], of[lo:hi]
+        for i in range(ub.shape[0]):
+            wide_vectors()
+            h = ub[i]
+            w = f32_bits(hw_half_f32(h))
+            sub = _U(_U(_U(h & np.uint16(0x7C00)) == _U(0)) & F)
+            bb[i] = _U(w & _U(_U(0x80000000) | _U(_U(0x7FFFFFFF) * _U(_U(1) - sub))))
+            a = _H(h & _H(0x7FFF))                      # NV: |h| in 0x7C01..0x7DFF, a signalling NaN,
+            fb[i] = _B(_H(a - _H(0x7C01)) < _H(0x1FF))  # tested in 16-bit lanes (in 64-bit ones the loop ran 1.2x slower)
     return s1 * 64 + s2
 
 

@@ -203,40 +203,56 @@ def common_codes(rng, n):
     return a | (rng.integers(0, 2, n, dtype=np.uint64).astype(np.uint32) << np.uint32(31))
 
 
+@pytest.mark.parametrize("first", [0, 7])
 @pytest.mark.parametrize("profile", ["ieee", "ftz"])
-def test_fp32_to_fp16_blocks_give_the_reference_wherever_a_special_value_sits(profile):
+def test_fp32_to_fp16_blocks_give_the_reference_wherever_a_special_value_sits(profile, first):
+    """Blocks start after the source's elements before its first 64-byte boundary (`lead`), then
+    every BLOCK elements: one special value at a time on each side of each block edge."""
     from kernels.numeric.fastconvert import BLOCK
-    rng = np.random.default_rng(11)
+    rng = np.random.default_rng(11 + first)
     n = 3 * BLOCK + 77                                   # three whole blocks and a short one
-    base = common_codes(rng, n)
+    room = common_codes(rng, n + 16)
+    base = room[first:first + n]
     a = base & np.uint32(0x7FFFFFFF)
     assert np.all((a == 0) | ((a >= TINY) & (a < OVERFLOW)))
     want_b, want_f = narrow_ref(base, "FP16", profile == "ftz")
     for _ in range(2):                                   # the first call and the remembered one
         b, f = numeric.convert(base, "FP32", "FP16", rmode="RNE", profile=profile)
         assert np.array_equal(b, want_b) and np.array_equal(f, want_f)
-    positions = [0, 1, BLOCK - 1, BLOCK, 2 * BLOCK - 1, 3 * BLOCK, n - 1]
+    x = base                                             # one array: its blocks stay where they are
+    lead = (64 - x.ctypes.data % 64) % 64 // 4
+    edges = [0, lead, lead + BLOCK, lead + 2 * BLOCK, lead + 3 * BLOCK]
+    positions = sorted({p for e in edges for p in (e - 1, e) if 0 <= p < n} | {n - 1})
     for code in special_codes():
         for sign in (0, 0x80000000):
-            x = base.copy()
-            x[positions] = code | sign
-            want_b, want_f = narrow_ref(x, "FP16", profile == "ftz")
-            b, f = numeric.convert(x, "FP32", "FP16", rmode="RNE", profile=profile)
-            bad = np.flatnonzero((b != want_b) | (f != want_f))
-            assert bad.size == 0, (hex(code | sign), [(int(i), hex(x[i]), hex(b[i]), hex(want_b[i]), f[i], want_f[i])
-                                                     for i in bad[:5]])
+            for p in positions:
+                keep = x[p]
+                x[p] = code | sign
+                want_b, want_f = narrow_ref(x, "FP16", profile == "ftz")
+                b, f = numeric.convert(x, "FP32", "FP16", rmode="RNE", profile=profile)
+                bad = np.flatnonzero((b != want_b) | (f != want_f))
+                assert bad.size == 0, (hex(code | sign), p, [(int(i), hex(x[i]), hex(b[i]), hex(want_b[i]), f[i],
+                                                              want_f[i]) for i in bad[:5]])
+                x[p] = keep
 
 
 @pytest.mark.parametrize("n", [0, 1, 15, 16, 17, 63, 4095, 4097, 65536 + 3])
 @pytest.mark.parametrize("pair", [("FP32", "FP16"), ("FP16", "FP32"), ("FP32", "BF16"), ("BF16", "FP32")])
 def test_remembered_calls_of_any_length_return_their_own_writable_arrays(pair, n):
     """The remembered calls write into arrays with room to start on a 64-byte boundary and
-    return the n elements from there: right values, shape and dtype, writable, and no two calls
-    share memory."""
+    return the n elements from there (the loops take the source's elements before its first
+    64-byte boundary apart): right values, shape and dtype, writable, and no two calls share
+    memory, wherever the source starts."""
     src, dst = pair
     rng = np.random.default_rng(n)
     raw = np.uint32 if src == "FP32" else np.uint16
-    x = rng.integers(0, 1 << (32 if src == "FP32" else 16), n, dtype=np.uint64).astype(raw)
+    room = rng.integers(0, 1 << (32 if src == "FP32" else 16), n + 40, dtype=np.uint64).astype(raw)
+    for first in (1, 3, 8, 17, 31):                      # sources starting anywhere in a cache line
+        x = room[first:first + n]
+        ref = narrow_ref(x, dst, False) if src == "FP32" else widen_ref(x, src, False)
+        b, f = numeric.convert(x, src, dst, rmode="RNE")
+        assert np.array_equal(b, ref[0]) and np.array_equal(f, ref[1]), first
+    x = room[:n].copy()
     ref = narrow_ref(x, dst, False) if src == "FP32" else widen_ref(x, src, False)
     got = [numeric.convert(x, src, dst, rmode="RNE") for _ in range(3)]
     for b, f in got:
