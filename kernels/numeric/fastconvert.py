@@ -312,9 +312,10 @@ BLOCK = 4096
 
 
 def _fp32_to_fp16_hw(u, ob_room, of_room):
-    """FP32 -> FP16, RNE, profile ieee: each block of BLOCK elements first by the common case,
-    then, only where that case does not hold for the whole block, again by the exact loop
-    (_fp32_to_fp16_exact, which settles every element).  The common case is every |x| zero or in
+    """FP32 -> FP16, RNE, profile ieee, in blocks: the elements before u's first 64-byte boundary,
+    then BLOCK elements at a time (so that the vector loop reads whole cache lines).  Each block
+    first by the common case, then, only where that case does not hold for the whole block, again
+    by the exact loop (_fp32_to_fp16_exact, which settles every element).  The common case is every |x| zero or in
     [_TINY, _OVERFLOW): there the hardware's conversion is the result, the result is a zero or
     normal and not tiny after rounding (no UF), finite (no OF), no NaN (no NV), and it is exact
     exactly when the 13 low bits that a binary16 significand drops are zero (NX otherwise; in
