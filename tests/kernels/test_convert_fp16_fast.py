@@ -170,6 +170,100 @@ def test_the_remembered_call_still_validates_converts_and_keeps_shapes():
     assert int(numeric.convert(y, "FP32", "FP16", rmode="RNE")[0][0]) == 0x3C01
 
 
+# ---------------------------------------------------------------------------------------------
+# FP32 -> FP16 in blocks (fastconvert.BLOCK elements): a block whose every |x| is zero or in
+# [2^-14 - 2^-26, 65520) takes the common case, any other block the exact loop; neither may show
+# in the bits, whichever element of which block holds the special value
+# ---------------------------------------------------------------------------------------------
+TINY, OVERFLOW = 0x387FF000, 0x477FF000       # binary32 |x|: tiny after rounding below, infinity from
+
+
+def special_codes():
+    """One |x| of every class the common case leaves to the exact loop, and its neighbours on the
+    common side: the tininess boundary, subnormal results and ties among them, the smallest
+    subnormal and half of it, the overflow threshold and max finite, infinity, quiet and
+    signalling NaNs with and without payloads."""
+    return [TINY - 1, TINY - 0x1000, 0x38000000, 0x33800000, 0x33000000, 0x33000001, 0x32FFFFFF,
+            0x37801000, 0x00000001, 0x007FFFFF, 0x00800000, OVERFLOW, OVERFLOW + 1, 0x477FFFFF,
+            0x7F7FFFFF, 0x7F800000, 0x7F800001, 0x7FBFFFFF, 0x7FA02000, 0x7FC00000, 0x7FC02001,
+            0x7FFFFFFF]
+
+
+def common_codes(rng, n):
+    """n FP32 codes of the common case: |x| zero (a tenth of them) or anywhere in [TINY,
+    OVERFLOW) (ties, exact values and the range's ends included), either sign."""
+    a = rng.integers(TINY, OVERFLOW, n, dtype=np.uint64).astype(np.uint32)
+    low13 = np.uint32(0x1FFF)
+    exact, tie = rng.random(n) < 0.1, rng.random(n) < 0.1
+    a[exact] &= ~low13                                            # exact in binary16
+    a[tie] = (a[tie] & ~low13) | np.uint32(0x1000)                 # halfway between two
+    a = np.clip(a, TINY, OVERFLOW - 1).astype(np.uint32)
+    a[rng.random(n) < 0.1] = 0
+    a[:4] = [TINY, OVERFLOW - 1, 0x477FE000, 0x38800000]
+    return a | (rng.integers(0, 2, n, dtype=np.uint64).astype(np.uint32) << np.uint32(31))
+
+
+@pytest.mark.parametrize("first", [0, 7])
+@pytest.mark.parametrize("profile", ["ieee", "ftz"])
+def test_fp32_to_fp16_blocks_give_the_reference_wherever_a_special_value_sits(profile, first):
+    """Blocks start after the source's elements before its first 64-byte boundary (`lead`), then
+    every BLOCK elements: one special value at a time on each side of each block edge."""
+    from kernels.numeric.fastconvert import BLOCK
+    rng = np.random.default_rng(11 + first)
+    n = 3 * BLOCK + 77                                   # three whole blocks and a short one
+    room = common_codes(rng, n + 16)
+    base = room[first:first + n]
+    a = base & np.uint32(0x7FFFFFFF)
+    assert np.all((a == 0) | ((a >= TINY) & (a < OVERFLOW)))
+    want_b, want_f = narrow_ref(base, "FP16", profile == "ftz")
+    for _ in range(2):                                   # the first call and the remembered one
+        b, f = numeric.convert(base, "FP32", "FP16", rmode="RNE", profile=profile)
+        assert np.array_equal(b, want_b) and np.array_equal(f, want_f)
+    x = base                                             # one array: its blocks stay where they are
+    lead = (64 - x.ctypes.data % 64) % 64 // 4
+    edges = [0, lead, lead + BLOCK, lead + 2 * BLOCK, lead + 3 * BLOCK]
+    positions = sorted({p for e in edges for p in (e - 1, e) if 0 <= p < n} | {n - 1})
+    for code in special_codes():
+        for sign in (0, 0x80000000):
+            for p in positions:
+                keep = x[p]
+                x[p] = code | sign
+                want_b, want_f = narrow_ref(x, "FP16", profile == "ftz")
+                b, f = numeric.convert(x, "FP32", "FP16", rmode="RNE", profile=profile)
+                bad = np.flatnonzero((b != want_b) | (f != want_f))
+                assert bad.size == 0, (hex(code | sign), p, [(int(i), hex(x[i]), hex(b[i]), hex(want_b[i]), f[i],
+                                                              want_f[i]) for i in bad[:5]])
+                x[p] = keep
+
+
+@pytest.mark.parametrize("n", [0, 1, 15, 16, 17, 63, 4095, 4097, 65536 + 3])
+@pytest.mark.parametrize("pair", [("FP32", "FP16"), ("FP16", "FP32"), ("FP32", "BF16"), ("BF16", "FP32")])
+def test_remembered_calls_of_any_length_return_their_own_writable_arrays(pair, n):
+    """The remembered calls write into arrays with room to start on a 64-byte boundary and
+    return the n elements from there (the loops take the source's elements before its first
+    64-byte boundary apart): right values, shape and dtype, writable, and no two calls share
+    memory, wherever the source starts."""
+    src, dst = pair
+    rng = np.random.default_rng(n)
+    raw = np.uint32 if src == "FP32" else np.uint16
+    room = rng.integers(0, 1 << (32 if src == "FP32" else 16), n + 40, dtype=np.uint64).astype(raw)
+    for first in (1, 3, 8, 17, 31):                      # sources starting anywhere in a cache line
+        x = room[first:first + n]
+        ref = narrow_ref(x, dst, False) if src == "FP32" else widen_ref(x, src, False)
+        b, f = numeric.convert(x, src, dst, rmode="RNE")
+        assert np.array_equal(b, ref[0]) and np.array_equal(f, ref[1]), first
+    x = room[:n].copy()
+    ref = narrow_ref(x, dst, False) if src == "FP32" else widen_ref(x, src, False)
+    got = [numeric.convert(x, src, dst, rmode="RNE") for _ in range(3)]
+    for b, f in got:
+        assert b.shape == f.shape == (n,) and b.dtype == ref[0].dtype and f.dtype == np.uint8
+        assert np.array_equal(b, ref[0]) and np.array_equal(f, ref[1])
+        assert b.flags.writeable and f.flags.writeable
+    assert not np.shares_memory(got[1][0], got[2][0]) and not np.shares_memory(got[1][1], got[2][1])
+    b, f = numeric.convert(x.reshape(1, n, 1), src, dst, rmode="RNE")
+    assert b.shape == f.shape == (1, n, 1) and np.array_equal(b.ravel(), ref[0])
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("dst", ["FP16", "BF16"])
 def test_every_fp32_code_narrows_rne_with_flags(dst):
