@@ -21,8 +21,8 @@ from isa.atomicio import shown
 from isa.errors import DecodeError
 
 from ..tiles import element_dtype
-from .cases import Group, TileSpec, execute
-from .dataset import Dataset, GoldenError, open_dataset
+from .cases import Group, TileSpec, execute, execute_all
+from .dataset import GROUP_CASES, Dataset, GoldenError, open_dataset
 from .rows import SCHEMA, binary_block, case_columns, descriptor_at, descriptor_of, gprs_of, groups_columns, tiles_of, unpack_rows
 
 # Columns the dataset check covers without a replay (case numbers, class labels) or that only
@@ -102,6 +102,49 @@ def rebuild_group(t: pa.Table, ds: Dataset, path: str, inputs=None) -> Group | N
     if gprs is not None and np.any(gprs[:, :, 0]):
         return None                                   # r0 holds nothing: not a machine state
     return Group(None, None, None, blocks[0], config, tiles, gprs)
+
+
+def rebuild_file(t: pa.Table, ds: Dataset, runs: list[tuple[int, int]], inputs: "FileTiles") -> list[Group] | None:
+    """rebuild_group of every run lo..hi (hi > lo) of file table t, with what each group
+    shares read once a file: the stream, store-size and GPR columns converted once, each
+    distinct stream decoded once and each store-size pair's machine made once (a file of
+    many one-row groups paid those a group).  None where rebuild_group gives None for any
+    run (or raises: the caller's run-by-run replay says what and where); the groups
+    otherwise, equal to rebuild_group's."""
+    lo = np.array([a for a, _ in runs], np.int64)
+    sizes = np.array([b - a for a, b in runs], np.int64)
+    if len(runs) == 0 or np.any(sizes <= 0):
+        return None
+    first = np.repeat(lo, sizes)                   # each row's run's first row
+    stream = t.column("stream").combine_chunks()
+    uniques = pc.unique(stream)
+    index = pc.index_in(stream, uniques).to_numpy()
+    local = t.column("local_bytes").to_numpy()
+    matrix = t.column("matrix_bytes").to_numpy()
+    for col in (index, local, matrix):             # rebuild_group's shared_blocks: None unless uniform
+        if np.any(col != col[first]):
+            return None
+    gcol = t.column("gprs").combine_chunks()
+    goffs = gcol.offsets.to_numpy()
+    gall = gprs_of(gcol, len(t))                   # ValueError as gprs_of of any run holding the entry
+    blocks, configs, groups = {}, {}, []
+    for (a, b) in runs:
+        u = int(index[a])
+        if u not in blocks:
+            blocks[u] = encoding.decode(uniques[u].as_py())
+        if len(blocks[u]) != 1:
+            return None
+        tiles = inputs.specs(a, b)
+        if tiles is None:
+            return None
+        key = (int(local[a]), int(matrix[a]))
+        if key not in configs:
+            configs[key] = ds.config(*key)
+        gprs = None if gall is None or goffs[b] == goffs[a] else gall[a:b]
+        if gprs is not None and np.any(gprs[:, :, 0]):
+            return None                            # r0 holds nothing: not a machine state
+        groups.append(Group(None, None, None, blocks[u][0], configs[key], tiles, gprs))
+    return groups
 
 
 class FileTiles:
@@ -288,17 +331,11 @@ def verify(dataset, backend: str = "cpu", progress=None, limit: int = 20) -> tup
         ones.  False on anything else (a group that does not rebuild, a fault, a difference):
         the run-by-run replay then says exactly what, and where, as it always has."""
         try:
-            pairs = []
-            inputs = FileTiles(t.column("inputs"))
-            for lo, hi in runs:
-                if hi > lo:
-                    g = rebuild_group(t.slice(lo, hi - lo), ds, path, lambda: inputs.specs(lo, hi))
-                    if g is None:
-                        return False
-                    pairs.append((g, execute(g, backend)))
-            if not pairs:
+            groups = rebuild_file(t, ds, runs, FileTiles(t.column("inputs")))
+            if not groups:
                 return False
-            want = groups_columns(pairs)
+            # groups of one block and shape run as one batch (as the generator ran them)
+            want = groups_columns(list(zip(groups, execute_all(groups, backend, GROUP_CASES))))
             return all(t.column(name).combine_chunks().equals(want[name])
                        for name in SCHEMA.names if name not in NOT_REPLAYED)
         except Exception:           # noqa: BLE001  (re-raised, with its place, by the run-by-run replay)
