@@ -67,3 +67,38 @@ def test_rows_that_do_not_share_a_stream_or_store_size_do_not_rebuild_as_one_gro
     assert R.rebuild_group(t.slice(lo, hi - lo), ds, part.path) is None
     assert R.rebuild_file(t, ds, merged, R.FileTiles(t.column("inputs"))) is None
     assert R.rebuild_file(t.slice(0, 0), ds, [(0, 0)], R.FileTiles(t.slice(0, 0).column("inputs"))) is None
+
+
+def test_a_file_whose_groups_rebuild_is_well_formed_and_a_malformed_row_is_named(tmp_path):
+    import pyarrow as pa
+    import pytest
+
+    from emulator.golden.rows import SCHEMA
+    ds = D.Dataset(tmp_path, {}, numeric_profile(PARAMS.profile), PARAMS, (), {}, ())
+    part, t = next(tables())
+    R.require_well_formed(t, ds, part.path)             # every group rebuilds: nothing to say
+    rows = t.to_pylist()
+    bad = len(rows) // 2
+    rows[bad]["inputs"][0]["payload"] = rows[bad]["inputs"][0]["payload"][:-1]   # a tile one byte short
+    broken = pa.Table.from_pylist(rows, schema=SCHEMA)
+    with pytest.raises(D.GoldenError, match=f"^{part.path}: case {rows[bad]['case']}: a malformed row"):
+        R.require_well_formed(broken, ds, part.path)
+
+
+def test_runs_are_alike_where_their_rows_hold_the_first_rows_tile_descriptors():
+    rng = np.random.default_rng(5)
+    for part, t in tables():
+        inputs = t.column("inputs").to_pylist()
+        fields = [k for k in inputs[0][0] if k not in ("payload", "defined")]
+
+        def naive(lo, hi) -> bool:
+            head = inputs[lo]
+            return all(len(inputs[r]) == len(head) and all(
+                {k: str(e[k]) for k in fields} == {k: str(h[k]) for k in fields}
+                for e, h in zip(inputs[r], head)) for r in range(lo, hi))
+        for _ in range(5):                      # random runs over the file, some across groups
+            cuts = np.unique(rng.integers(1, len(t), rng.integers(1, 8)))
+            edges = [0, *cuts.tolist(), len(t)]
+            runs = list(zip(edges[:-1], edges[1:]))
+            got = R.FileTiles(t.column("inputs")).alike(runs)
+            assert got.tolist() == [naive(lo, hi) for lo, hi in runs], part.path
