@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from emulator.golden import coverage as C
 from emulator.golden import dataset as D
 from kernels.numeric.profiles import profile as numeric_profile
 from emulator.golden import replay as R
@@ -102,3 +103,60 @@ def test_runs_are_alike_where_their_rows_hold_the_first_rows_tile_descriptors():
             runs = list(zip(edges[:-1], edges[1:]))
             got = R.FileTiles(t.column("inputs")).alike(runs)
             assert got.tolist() == [naive(lo, hi) for lo, hi in runs], part.path
+
+
+def _first_class_fault(rows: list[dict], order: list[str], applicable: dict) -> str | None:
+    """The spec sentence, row by row: the first class in `order` (the file's class counts) that
+    the partition cannot have, or that has a row whose outcome -- and for an illegal class,
+    reason -- is not the class's, named at its first such row."""
+    for name in order:
+        mine = [r for r in rows if r["class"] == name]
+        if name not in applicable:
+            return f"case {mine[0]['case']}: class '{name}' " + ("is not one the partition can have"
+                                                                if name in C.BY_NAME else "is unknown")
+        cls = applicable[name]
+        want = "reject" if cls.kind == "illegal" else "commit"
+        for r in mine:
+            if r["outcome"] != want or (cls.kind == "illegal" and r["reason"] != cls.reason):
+                return f"case {r['case']}: class {name} expects " + (
+                    f"reject with {cls.reason}" if cls.kind == "illegal" else "commit")
+    return None
+
+
+def test_the_first_row_against_its_class_is_named_as_the_row_by_row_reading_names_it(tmp_path):
+    import pyarrow as pa
+
+    from emulator.golden.rows import SCHEMA
+    rng = np.random.default_rng(11)
+    part, t = next(tables())
+    applicable = {c.name: c for c in D.classes_for(part)[0]}
+    others = ["bogus", next(c.name for c in C.CLASSES if c.name not in applicable)]
+    clean = t.to_pylist()
+    said = set()
+    for trial in range(40):
+        rows = [dict(r) for r in clean]
+        for _ in range(rng.integers(0, 4)):           # a few rows edited: label, outcome or reason
+            r = rows[rng.integers(len(rows))]
+            what = rng.integers(4)
+            if what == 0:
+                r["class"] = others[rng.integers(2)]
+            elif what == 1:
+                r["class"] = list(applicable)[rng.integers(len(applicable))]
+            elif what == 2 and r["outcome"] == "commit":
+                r["outcome"] = "reject"
+            elif r["outcome"] == "reject":
+                r["reason"] = "DIM_ZERO" if r["reason"] != "DIM_ZERO" else "DTYPE_MISMATCH"
+        table = pa.Table.from_pylist(rows, schema=SCHEMA)
+        counts = {c["values"]: c["counts"] for c in table.column("class").value_counts().to_pylist()}
+        rec = {"path": f"{part.path}/part-00000.parquet", "rows": len(rows), "sha256": "", "bytes": 0,
+               "classes": counts}
+        ds = D.Dataset(tmp_path, {}, numeric_profile(PARAMS.profile), PARAMS, (part,), {}, ())
+        want = _first_class_fault(rows, list(counts), applicable)
+        try:
+            D._check_rows(ds, D.DataFile(part, 0, rec), table)
+            got = None
+        except D.GoldenError as exc:
+            got = str(exc).split(": ", 1)[1]
+        assert got == want, trial
+        said.add(want and want.split(": ", 1)[1].split()[-1])
+    assert len(said) >= 4             # clean files, unknown and foreign classes, wrong outcomes and reasons
