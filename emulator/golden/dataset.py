@@ -40,7 +40,7 @@ from ..config import MachineConfig
 from . import closure, store
 from . import coverage as C
 from .errors import GoldenError  # noqa: F401  (re-exported: golden modules raise it as dataset.GoldenError)
-from .cases import build_group, execute_all, stream_of
+from .cases import build_group, execute_all, rejected_on_reference, stream_of
 from .rows import SCHEMA, groups_table, pe_mask_of, tiles_of
 from .space import space
 
@@ -350,29 +350,8 @@ def probe(cls: C.CoverageClass, ctx: C.Context) -> bool:
         g = build_group(cls, ctx, 1, np.random.default_rng(0))
     except EncodeError:                 # the mutation cannot be carried by a stream
         return False
-    return reference_reason(g) == cls.reason
-
-
-def reference_reason(g) -> str:
-    """The reason code the reference Machine rejects the one case of group g with ("" when it
-    commits): what execute(g).reason[0] says (the batch engine is differential-tested against
-    the reference), without a MachineBatch's set-up -- a partition's 17 or so probes cost
-    several ms through the batch engine (issue 32 target 6)."""
-    from ..reference import ReferenceMachine
-    from ..state import MachineState, PEState
-    from ..tiles import make_tile
-    pes = [PEState() for _ in range(F.NUM_PES)]
-    for t in g.tiles:
-        for j, pe in enumerate(t.pes):
-            pes[pe].tiles[t.tile] = make_tile(t.desc, t.elems[0, j], t.defined[0, j])
-    if g.gprs is not None:
-        for pe, state in enumerate(pes):
-            state.gprs = np.array(g.gprs[0, pe], np.uint64)
-    try:
-        ReferenceMachine.from_state(MachineState(g.config, pes)).execute(g.block)
-    except IllegalBlockException as exc:
-        return exc.reason
-    return ""
+    out = rejected_on_reference(g)          # (the reference's verdict: no MachineBatch set-up)
+    return out is not None and out.reason[0] == cls.reason
 
 
 @lru_cache(maxsize=4096)

@@ -7,10 +7,10 @@ import numpy as np
 
 from emulator.golden import coverage as C
 from emulator.golden import dataset as D
-from kernels.numeric.profiles import profile as numeric_profile
 from emulator.golden import replay as R
 from emulator.golden.cases import execute
 from emulator.golden.rows import groups_columns
+from kernels.numeric.profiles import profile as numeric_profile
 
 # single-block ops of every kind the replay rebuilds: numeric, conversion, GPR offsets (TEXTRACT)
 PARAMS = D.Params(ops=("TDIV", "TCVT", "TEXTRACT"), dtypes=("FP16", "S16"), cases=60, seed=3,
