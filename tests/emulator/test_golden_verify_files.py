@@ -160,3 +160,21 @@ def test_the_first_row_against_its_class_is_named_as_the_row_by_row_reading_name
         assert got == want, trial
         said.add(want and want.split(": ", 1)[1].split()[-1])
     assert len(said) >= 4             # clean files, unknown and foreign classes, wrong outcomes and reasons
+
+
+def test_each_group_replays_to_its_own_batch_engine_outcome_whichever_path_it_takes(tmp_path):
+    from emulator.golden.cases import REFERENCE_CASES
+    ds = D.Dataset(tmp_path, {}, numeric_profile(PARAMS.profile), PARAMS, (), {}, ())
+    small_rejects = 0
+    for part, t in tables():
+        runs = R._runs(t.column("group").to_numpy())
+        groups = R.rebuild_file(t, ds, runs, R.FileTiles(t.column("inputs")))
+        outcome = t.column("outcome").to_pylist()
+        small_rejects += sum(hi - lo <= REFERENCE_CASES and set(outcome[lo:hi]) == {"reject"} for lo, hi in runs)
+        for g, got in zip(groups, R.replay_groups(t, runs, groups, "cpu")):
+            want = execute(g)
+            assert (got.dest, got.pes) == (want.dest, want.pes), part.path
+            for f in ("committed", "reason", "field", "message", "elems", "defined", "status"):
+                a, b = getattr(got, f), getattr(want, f)
+                assert a.dtype == b.dtype and np.array_equal(a, b), (part.path, f)
+    assert small_rejects > 10                           # the reference path was taken
