@@ -410,15 +410,53 @@ def execute(g: Group, backend: str = "cpu") -> Outcome:
     return Outcome(committed, reason, field, message, dest, pes, elems, defined, batch.statuses())
 
 
+REFERENCE_CASES = 4     # an illegal class's group of at most this many cases tries the reference first
+
+
+def rejected_on_reference(g: Group) -> Outcome | None:
+    """The outcome of a group whose every case the reference Machine rejects (None as soon as
+    one commits): what execute gives such a group -- the same reason, field and message
+    (the batch engine's rejection is the reference's exception), nothing committed, every
+    PE's status as it started (zero) -- without a MachineBatch's fixed cost, which a one-case
+    group of an illegal class pays in full (issue 32 target 6)."""
+    from ..reference import ReferenceMachine
+    from ..state import MachineState, PEState
+    from ..tiles import make_tile
+    n = g.n
+    reason, field, message = (np.full(n, "", object) for _ in range(3))
+    for k in range(n):
+        pes = [PEState() for _ in range(F.NUM_PES)]
+        for t in g.tiles:
+            for j, pe in enumerate(t.pes):
+                pes[pe].tiles[t.tile] = make_tile(t.desc, t.elems[k, j], t.defined[k, j])
+        if g.gprs is not None:
+            for pe, state in enumerate(pes):
+                state.gprs = np.array(g.gprs[k, pe], np.uint64)
+        try:
+            ReferenceMachine.from_state(MachineState(g.config, pes)).execute(g.block)
+        except IllegalBlockException as exc:
+            reason[k], field[k], message[k] = exc.reason, exc.field, exc.message
+            continue
+        return None
+    return Outcome(np.zeros(n, bool), reason, field, message, None, (), np.zeros((n, 0, 0), np.uint8),
+                   np.zeros((n, 0, 0), bool), np.zeros((n, F.NUM_PES), np.uint8))
+
+
 def execute_all(groups: list[Group], backend: str = "cpu", limit: int = 4096) -> list[Outcome]:
     """execute of each group, groups that run the same block on tiles of the same shapes run
     as one batch of at most `limit` cases (their cases are independent machines of one
     MachineBatch, so each case's outcome is what its own group's run gives; a file of many
     one-case groups pays the engine's fixed cost once a distinct block, not once a group).
     `limit` (the generator's group size) keeps a batch no larger than one group may be."""
+    out: list[Outcome | None] = [None] * len(groups)
+    for i, g in enumerate(groups):          # a small illegal-class group the reference rejects whole
+        if g.cls is not None and g.cls.kind == "illegal" and g.n <= REFERENCE_CASES:
+            out[i] = rejected_on_reference(g)
     alike: dict[tuple, list[list[int]]] = {}
     cases: dict[tuple, int] = {}                    # cases in each key's last batch
     for i, g in enumerate(groups):
+        if out[i] is not None:
+            continue
         key = _batch_key(g)
         runs = alike.setdefault(key, [[]])
         if runs[-1] and cases[key] + g.n > limit:
@@ -426,7 +464,6 @@ def execute_all(groups: list[Group], backend: str = "cpu", limit: int = 4096) ->
             cases[key] = 0
         runs[-1].append(i)
         cases[key] = cases.get(key, 0) + g.n
-    out: list[Outcome | None] = [None] * len(groups)
     for members in (run for runs in alike.values() for run in runs):
         if len(members) == 1:
             out[members[0]] = execute(groups[members[0]], backend)

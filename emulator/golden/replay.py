@@ -21,8 +21,8 @@ from isa.atomicio import shown
 from isa.errors import DecodeError
 
 from ..tiles import element_dtype
-from .cases import Group, TileSpec, execute
-from .dataset import Dataset, GoldenError, open_dataset
+from .cases import REFERENCE_CASES, Group, TileSpec, execute, execute_all, rejected_on_reference
+from .dataset import GROUP_CASES, Dataset, GoldenError, open_dataset
 from .rows import SCHEMA, binary_block, case_columns, descriptor_at, descriptor_of, gprs_of, groups_columns, tiles_of, unpack_rows
 
 # Columns the dataset check covers without a replay (case numbers, class labels) or that only
@@ -104,6 +104,51 @@ def rebuild_group(t: pa.Table, ds: Dataset, path: str, inputs=None) -> Group | N
     return Group(None, None, None, blocks[0], config, tiles, gprs)
 
 
+def rebuild_file(t: pa.Table, ds: Dataset, runs: list[tuple[int, int]], inputs: "FileTiles") -> list[Group] | None:
+    """rebuild_group of every run lo..hi (hi > lo) of file table t, with what each group
+    shares read once a file: the stream, store-size and GPR columns converted once, each
+    distinct stream decoded once and each store-size pair's machine made once (a file of
+    many one-row groups paid those a group).  None where rebuild_group gives None for any
+    run (or raises: the caller's run-by-run replay says what and where); the groups
+    otherwise, equal to rebuild_group's."""
+    lo = np.array([a for a, _ in runs], np.int64)
+    sizes = np.array([b - a for a, b in runs], np.int64)
+    if len(runs) == 0 or np.any(sizes <= 0):
+        return None
+    first = np.repeat(lo, sizes)                   # each row's run's first row
+    stream = t.column("stream").combine_chunks()
+    uniques = pc.unique(stream)
+    index = pc.index_in(stream, uniques).to_numpy()
+    local = t.column("local_bytes").to_numpy()
+    matrix = t.column("matrix_bytes").to_numpy()
+    for col in (index, local, matrix):             # rebuild_group's shared_blocks: None unless uniform
+        if np.any(col != col[first]):
+            return None
+    gcol = t.column("gprs").combine_chunks()
+    goffs = gcol.offsets.to_numpy()
+    gall = gprs_of(gcol, len(t))                   # ValueError as gprs_of of any run holding the entry
+    if not np.all(inputs.alike(runs)):           # some run's rows differ in their tiles' descriptors
+        return None
+    blocks, configs, groups = {}, {}, []
+    for (a, b) in runs:
+        u = int(index[a])
+        if u not in blocks:
+            blocks[u] = encoding.decode(uniques[u].as_py())
+        if len(blocks[u]) != 1:
+            return None
+        tiles = inputs.specs(a, b, alike=True)
+        if tiles is None:
+            return None
+        key = (int(local[a]), int(matrix[a]))
+        if key not in configs:
+            configs[key] = ds.config(*key)
+        gprs = None if gall is None or goffs[b] == goffs[a] else gall[a:b]
+        if gprs is not None and np.any(gprs[:, :, 0]):
+            return None                            # r0 holds nothing: not a machine state
+        groups.append(Group(None, None, None, blocks[u][0], configs[key], tiles, gprs))
+    return groups
+
+
 class FileTiles:
     """A file's list<tile> column read once (verify's whole-file replay, `clean`): its entries'
     fields as NumPy arrays, so each group's TileSpecs slice them (`specs`) where tile_specs
@@ -131,17 +176,32 @@ class FileTiles:
                 arr = pa.array([str(x) for x in arr.to_pylist()], pa.string())
             self.arrays[name] = arr.to_numpy(zero_copy_only=False)
 
-    def specs(self, lo: int, hi: int) -> list[TileSpec] | None:
-        """tile_specs of rows lo..hi-1 (hi > lo); ValueError for a malformed entry."""
+    def alike(self, runs: list[tuple[int, int]]) -> np.ndarray:
+        """For each run of rows lo..hi-1 (hi > lo; the runs cover the column in order): do its
+        rows hold as many entries as its first row, each entry with the descriptor fields of
+        the entry at its place in that row (what specs needs, or gives None), asked of the
+        whole column at once rather than with a few NumPy calls a run."""
+        sizes = np.array([hi - lo for lo, hi in runs], np.int64)
+        first = np.repeat(np.array([lo for lo, _ in runs], np.int64), sizes)    # each row's run's first row
+        counts = np.diff(self.offsets[first[0]: first[0] + len(first) + 1]) if len(first) else np.zeros(0, np.int64)
+        base = int(first[0]) if len(first) else 0
+        ok = counts == counts[first - base]
+        row = np.repeat(np.arange(len(counts)), counts)               # each entry's row (from base)
+        entry = self.offsets[base] + np.arange(int(counts.sum()))     # its absolute index
+        at = self.offsets[first[row]] + (entry - self.offsets[base + row])   # the first row's entry there
+        if entry.size:
+            at = np.minimum(at, entry[-1])    # past the first row's entries: that row's count differs already
+            for col in self.arrays.values():
+                ok &= np.bincount(row, weights=col[entry] != col[at], minlength=len(counts)) == 0
+        return np.bincount(np.repeat(np.arange(len(runs)), sizes), weights=~ok, minlength=len(runs)) == 0
+
+    def specs(self, lo: int, hi: int, alike: bool = False) -> list[TileSpec] | None:
+        """tile_specs of rows lo..hi-1 (hi > lo); ValueError for a malformed entry.  `alike`:
+        the run is known to pass alike (rebuild_file asked it of all runs at once)."""
         n = hi - lo
-        counts = np.diff(self.offsets[lo: hi + 1])
-        if len(counts) == 0 or not np.all(counts == counts[0]):
+        if not alike and not self.alike([(lo, hi)])[0]:
             return None
-        k, a = int(counts[0]), int(self.offsets[lo])
-        for col in self.arrays.values():
-            col = col[a: a + n * k].reshape(n, k)
-            if not np.all(col == col[:1]):
-                return None
+        k, a = int(self.offsets[lo + 1] - self.offsets[lo]), int(self.offsets[lo])
         entries = [descriptor_of({name: vals[a + j] for name, vals in self.values.items()}) for j in range(k)]
         return _specs(entries, lambda name, sl: self._entries(name, n, k, sl, a), n, k)
 
@@ -288,23 +348,31 @@ def verify(dataset, backend: str = "cpu", progress=None, limit: int = 20) -> tup
         ones.  False on anything else (a group that does not rebuild, a fault, a difference):
         the run-by-run replay then says exactly what, and where, as it always has."""
         try:
-            pairs = []
-            inputs = FileTiles(t.column("inputs"))
-            for lo, hi in runs:
-                if hi > lo:
-                    g = rebuild_group(t.slice(lo, hi - lo), ds, path, lambda: inputs.specs(lo, hi))
-                    if g is None:
-                        return False
-                    pairs.append((g, execute(g, backend)))
-            if not pairs:
+            groups = rebuild_file(t, ds, runs, FileTiles(t.column("inputs")))
+            if not groups:
                 return False
-            want = groups_columns(pairs)
+            want = groups_columns(list(zip(groups, replay_groups(t, runs, groups, backend))))
             return all(t.column(name).combine_chunks().equals(want[name])
                        for name in SCHEMA.names if name not in NOT_REPLAYED)
         except Exception:           # noqa: BLE001  (re-raised, with its place, by the run-by-run replay)
             return False
 
     return replay_runs(((f.path, ds.read(f)) for f in ds.files), check, progress, limit, clean)
+
+
+def replay_groups(t: pa.Table, runs: list[tuple[int, int]], groups: list[Group], backend: str) -> list:
+    """The outcomes of a file's groups (rows runs[i] of t rebuilt as groups[i]): a group of at
+    most REFERENCE_CASES rows stored as rejected tries the reference Machine first (the stored
+    outcome only picks the path: what the reference gives is the batch engine's outcome, and a
+    group it commits runs on the batch engine); the rest run as the generator ran them, groups
+    of one block and shape as one batch."""
+    rejected = pc.equal(t.column("outcome").combine_chunks(), "reject").to_numpy(zero_copy_only=False)
+    outs = [rejected_on_reference(g) if hi - lo <= REFERENCE_CASES and rejected[lo:hi].all() else None
+            for (lo, hi), g in zip(runs, groups)]
+    todo = [i for i, o in enumerate(outs) if o is None]
+    for i, o in zip(todo, execute_all([groups[i] for i in todo], backend, GROUP_CASES)):
+        outs[i] = o
+    return outs
 
 
 def replay_runs(files, check, progress=None, limit: int = 20, clean=None) -> tuple[int, list]:
@@ -349,7 +417,13 @@ def units(t: pa.Table, ds: Dataset, path: str):
 def require_well_formed(t: pa.Table, ds: Dataset, path: str) -> None:
     """What a consumer other than the replay (the hex export, verify --oracle) refuses in one
     line: a row verify would report as malformed, or whose fields raise there."""
-    for lo, hi in _runs(t.column("group").to_numpy()):
+    runs = _runs(t.column("group").to_numpy())
+    try:                # every group rebuilt at once (rebuild_file): then none is malformed
+        if len(t) and rebuild_file(t, ds, runs, FileTiles(t.column("inputs"))) is not None:
+            return
+    except Exception:   # noqa: BLE001  (said, with its place, by the group-by-group check below)
+        pass
+    for lo, hi in runs:
         for one, g in units(t.slice(lo, hi - lo), ds, path):
             if g is None:
                 raise GoldenError(f"{shown(path)}: case {one.column('case')[0].as_py()}: a malformed row; "
