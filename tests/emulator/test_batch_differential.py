@@ -436,3 +436,96 @@ def test_a_batch_of_fuse_min_elements_takes_the_fused_pass_unforced(monkeypatch)
     block = _fp32_block("TADD", (1, 2), 3, dim=BDim(16, 16))
     assert_batch_matches_reference(machines, [block, _fp32_block("TMUL", (3, 1), 2, dim=BDim(16, 16))])
     assert ran
+
+
+def _fp32_batch(n: int, rng, shape=(16, 16)) -> list[Machine]:
+    machines = []
+    for _ in range(n):
+        m = Machine(MachineConfig(local_bytes=8192))
+        for p in range(4):
+            for t in (1, 2):
+                m.write_tile(p, t, "FP32", special_values(rng, "FP32", shape))
+        machines.append(m)
+    return machines
+
+
+def test_a_result_still_read_somewhere_is_never_written_by_a_later_pass(monkeypatch):
+    """The pass writes into its earlier result arrays once nothing refers to them
+    (batchfuse.Outputs): arrays a caller holds (tile_arrays, a materialized machine) keep their
+    bytes while later blocks rewrite the same destination; once they are let go, a stream that
+    rewrites one destination alternates between two arrays; and the batch ends as the reference
+    does."""
+    from emulator import batchfuse
+    handed = []
+    real = batchfuse.Outputs.take
+
+    def take(self, *args):
+        out = real(self, *args)
+        handed.append(id(out))          # the id only: a reference here would keep every array busy
+        return out
+    monkeypatch.setattr(batchfuse.Outputs, "take", take)
+    machines = _fp32_batch(6, np.random.default_rng(5))
+    stream = [_fp32_block("TADD", (1, 2), 3, dim=BDim(16, 16)), _fp32_block("TMUL", (3, 1), 3, dim=BDim(16, 16)),
+              _fp32_block("TSUB", (2, 3), 3, dim=BDim(16, 16))]
+    with fused_everywhere():
+        batch = MachineBatch(machines)
+        held, copies, materialized = [], [], []
+        for block in stream * 3:
+            batch.run([block])
+            (_, _, elems, _), = batch.tile_arrays(1, 3)
+            held.append(elems)
+            copies.append(elems.copy())
+            materialized.append((batch.machine(0), batch.machine(0).digest()))
+        assert len(set(handed)) == 9          # every result still held: a new array each
+        for a, b in zip(held, copies):
+            assert np.array_equal(a, b)
+        for m, digest in materialized:
+            assert m.digest() == digest
+        del held, materialized, a
+        handed.clear()
+        for _ in range(4):
+            batch.run(stream)
+        assert len(set(handed)) <= 2
+    for k, m in enumerate(machines):
+        alone = m.copy()
+        for _ in range(7):
+            alone.run(stream)
+        assert batch.machine(k).digest() == alone.digest()
+
+
+def test_the_pool_hands_out_an_array_only_when_nothing_refers_to_it():
+    from emulator.batchfuse import Outputs
+    pool = Outputs()
+    a = pool.take(np.dtype(np.uint32), 64)
+    view = a.reshape(8, 8)[2:]
+    del a
+    b = pool.take(np.dtype(np.uint32), 64)
+    assert b is not view.base                       # a view still reads the first
+    del view
+    assert pool.take(np.dtype(np.uint32), 64) is not b   # b is held here
+    assert pool.take(np.dtype(np.uint16), 64).dtype == np.uint16     # another dtype: its own array
+
+
+def test_definedness_is_remembered_only_for_arrays_defined_everywhere():
+    from emulator.batchfuse import known_defined
+    whole = np.ones((6, 32), bool)
+    holed = whole.copy()
+    holed[4, 7] = False
+    assert known_defined(whole[2:]) and known_defined(whole)
+    assert not known_defined(holed) and not known_defined(holed[:2])      # its owner has a hole
+    assert not known_defined(np.frombuffer(bytes(8), bool))             # no array owns these bytes
+
+
+def test_a_machine_with_an_undefined_element_in_a_remembered_batch_is_still_refused():
+    """A first stream reads sources defined everywhere (remembered); a second batch of the same
+    tiles but one hole is refused for that machine alone, as the reference refuses it."""
+    rng = np.random.default_rng(9)
+    machines = _fp32_batch(5, rng)
+    hole = np.ones((16, 16), bool)
+    hole[15, 15] = False
+    stream = [_fp32_block("TADD", (1, 2), 3, dim=BDim(16, 16))]
+    with fused_everywhere():
+        assert_batch_matches_reference(machines, stream)
+        machines[2].write_tile(3, 2, "FP32", special_values(rng, "FP32", (16, 16)), defined=hole)
+        batch, result = assert_batch_matches_reference(machines, stream + stream)
+    assert result.errors[2].reason == "SOURCE_UNDEFINED" and result.ok is False
