@@ -23,7 +23,7 @@ What the pass does not redo (issue 32 target 4; each changes no bit):
   * definedness: a source whose owning array is defined everywhere (`known_defined`, scanned
     once in that array's life) is not read for it;
   * allocation: results go into an earlier result array that nothing refers to any more
-    (`Outputs`), not a fresh one whose pages the kernel must fault in and zero;
+    (`Outputs`), not a fresh one whose pages may have to be faulted in and zeroed;
   * special values: FP32 TADD/TSUB run a screen (`SCREENS`), the add and its TwoSum error
     alone, and a tile in which it meets a NaN, an infinity or an overflow is redone by the full
     routine (`_screened`); a call that redoes more than 1/REDONE_MAX of its tiles sends the next
@@ -329,8 +329,9 @@ _DEFINED: dict = {}             # id(array) -> (weakref of the array, every elem
 def known_defined(defined: np.ndarray) -> bool:
     """True when every element of the array owning `defined`'s memory is True (so `defined`,
     a view of it, is too).  Each owner is scanned once in its life: the pass then reads no
-    definedness for it (on FP32 a fifth of its memory traffic), and an owner holding an
-    undefined element is read by the pass, as before, without a second scan a block."""
+    definedness for it (a seventh of its memory traffic on a binary FP32 block), and an owner
+    holding an undefined element is read by the pass, as before, without a second scan a
+    block."""
     owner = defined if defined.base is None else defined.base
     if type(owner) is not np.ndarray or owner.dtype != np.bool_ or not owner.flags.owndata:
         return False
@@ -347,8 +348,9 @@ def known_defined(defined: np.ndarray) -> bool:
 
 class Outputs:
     """The pass's result arrays, handed out again once nothing refers to them: a fresh 16 MB
-    array a block (4,096 machines x 4 PEs x 16x16 FP32) costs its page faults and the kernel's
-    zeroing, about as much as the pass's own stores, and lands in memory no cache holds.  An
+    array a block (4,096 machines x 4 PEs x 16x16 FP32) costs page faults and the kernel's
+    zeroing whenever the allocator has given the last one back to the system, and its memory
+    is cold; a reused one is neither (measured here: 0.1-0.4 ms of a 4-6 ms block).  An
     array is free when its reference count says that only this pool refers to it (as NumPy's
     own temporary elision decides): every view -- a cohort's slot, a materialized machine's
     tile, a caller's array, a buffer export -- holds a reference to it, so a result still read
