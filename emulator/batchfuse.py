@@ -359,11 +359,16 @@ class Outputs:
     reads it keeps it)."""
 
     KEEP = 6
+    # A free-threaded CPython (3.13t) counts references per thread and defers some: there the
+    # count cannot show that nothing else holds an array, and every result is a fresh array.
+    REUSE = getattr(sys, "_is_gil_enabled", lambda: True)()
 
     def __init__(self):
         self.arrays: list = []
 
     def take(self, dtype: np.dtype, size: int) -> np.ndarray:
+        if not self.REUSE:
+            return np.empty(size, dtype)
         for a in self.arrays:
             # references: the list's, the loop variable's and getrefcount's argument
             if a.size == size and a.dtype == dtype and sys.getrefcount(a) == 3 and a.flags.writeable:
