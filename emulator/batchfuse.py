@@ -18,21 +18,38 @@ container dtype, C-contiguous, all read with one row length.
 A tile that reads an undefined element makes its member fail the rules: `run` names those
 members (FailingMembers' answer) and the engine refuses them before anything is committed.
 The module imports Numba: the engine imports it on the first block it could serve.
+
+What the pass does not redo (issue 32 target 4; each changes no bit):
+  * definedness: a source whose owning array is defined everywhere (`known_defined`, scanned
+    once in that array's life) is not read for it;
+  * allocation: results go into an earlier result array that nothing refers to any more
+    (`Outputs`), not a fresh one whose pages may have to be faulted in and zeroed;
+  * special values: FP32 TADD/TSUB run a screen (`SCREENS`), the add and its TwoSum error
+    alone, and a tile in which it meets a NaN, an infinity or an overflow is redone by the full
+    routine (`_screened`); a call that redoes more than 1/REDONE_MAX of its tiles sends the next
+    SKIP_CALLS calls of its Program to the unscreened pass, so streams rich in special values pay
+    the screen once in SKIP_CALLS + 1 calls.
 """
 from __future__ import annotations
+
+import sys
+import types
+import weakref
 
 import numba as nb
 import numpy as np
 from numba import prange  # noqa: F401  (the templates' prange, bound into their globals)
 
 from isa import instructions as I
-from kernels.numeric import fast
+from kernels.numeric import fast, fastvec
 from kernels.numeric.fast import wide_vectors
+from kernels.numeric.flags import NX
+from kernels.numeric.rn import bits_f32, f32_bits, two_sum
 from kernels.numeric.profiles import profile as resolve_profile
 
 from . import schemas, semantics
 
-SCALAR = READ = None            # bound in each loop's own globals (fast.bind)
+SCALAR = READ = SCREEN = REDO = None     # bound in each loop's own globals (fast.bind, _bind)
 _MARK_BIT = 0x80                # set in fast.FALLBACK (0xFF) and in no flag (NV DZ OF UF NX: bits 0-4)
 
 
@@ -110,6 +127,75 @@ def _fuse(srcs, defs, check, n, rows, width, col, x, status, undefined, out):
         undefined[p] = check and _all_defined(defs, p, rows, width, col) == 0
 
 
+def _redo(srcs, p, rows, width, col, x, out, n):
+    """Tile p again with the full routine (SCALAR): its status.  Compiled apart from the screened
+    loop (inline='never'), so that loop's body stays the screen's alone and vectorises."""
+    st = np.uint8(0)
+    for r in range(rows):
+        s = _row(srcs, p, r * col, width)
+        o = out[p * n + r * width:p * n + r * width + width]
+        for c in range(width):
+            code, f = SCALAR(x, s, c)
+            o[c] = code
+            st |= f
+    return st
+
+
+def _screened(srcs, defs, check, n, rows, width, col, x, status, undefined, out):
+    """_fuse with a screen (SCREEN): a cheaper routine that gives the full routine's code and flags
+    wherever it does not set _MARK_BIT; a tile in which it marks an element is redone by the full
+    routine (REDO) in a second loop (in the first, the call kept the element loop from
+    vectorising as well), so the results and statuses are _fuse's.  Returns the number of
+    tiles redone."""
+    wide_vectors()
+    for p in prange(status.shape[0]):
+        st = np.uint8(0)
+        for r in range(rows):
+            s = _row(srcs, p, r * col, width)
+            o = out[p * n + r * width:p * n + r * width + width]
+            for c in range(width):
+                code, f = SCREEN(x, s, c)
+                o[c] = code
+                st |= f
+        status[p] = st
+        undefined[p] = check and _all_defined(defs, p, rows, width, col) == 0
+    redone = 0
+    for p in prange(status.shape[0]):
+        if status[p] & _MARK_BIT:
+            status[p] = REDO(srcs, p, rows, width, col, x, out, n)
+            redone += 1
+    return redone
+
+
+# ---------------------------------------------------------------- screens
+# A screen stands for a kernel's scalar routine on the common case in fewer instructions: where
+# it leaves _MARK_BIT clear its code and flags are exactly the routine's, by the argument in its
+# doc; elsewhere the tile is redone by the routine itself (_screened).  FP32 add/sub: the full
+# routine (fastvec.fp32_add) also settles NaN and infinite operands and overflow, about half its
+# vector instructions, which the 4,096-machine TADD batch never needs.
+
+_F32_MAX = np.float32(3.4028234663852886e38)
+
+
+@nb.njit(inline="always", error_model="numpy")
+def fp32_add_screen(u, v):
+    """fastvec.fp32_add wherever |a + b| <= the largest finite binary32 (s = RN(a + b) of
+    TwoSum): then a and b are finite (a NaN or infinite operand makes s NaN or infinite) and
+    nothing overflowed, so that routine returns s's encoding, with NX when TwoSum's error e is
+    nonzero (the same two_sum, the same operations: the same s and e); marked elsewhere."""
+    s, e = two_sum(bits_f32(u), bits_f32(v))
+    return f32_bits(s), np.uint8(e != 0) * np.uint8(NX) | np.uint8(not (abs(s) <= _F32_MAX)) * np.uint8(_MARK_BIT)
+
+
+@nb.njit(inline="always", error_model="numpy")
+def fp32_sub_screen(u, v):
+    """fastvec.fp32_sub, which is fp32_add with v's sign flipped, screened as fp32_add is."""
+    return fp32_add_screen(u, v ^ np.uint32(0x80000000))
+
+
+SCREENS = {fastvec.fp32_add: fp32_add_screen, fastvec.fp32_sub: fp32_sub_screen}   # full routine -> screen
+
+
 def _geometry(vr: int, vc: int, col: int):
     """(n, rows, width): a tile's vr x vc valid elements as `rows` runs of `width`; whole rows
     (vc == col) are one run per tile."""
@@ -136,6 +222,36 @@ def _loop(kind: str, arity: int, scalar) -> fast.Twin:
     return fn
 
 
+def _bind(template, name: str, **names):
+    """A copy of `template` with `names` bound in its globals, under `name` (as fast.bind: the
+    on-disk cache tells loops apart by their names)."""
+    code = template.__code__.replace(co_name=name, co_qualname=name)
+    g = dict(template.__globals__)
+    g.update(names)
+    return types.FunctionType(code, g, name, template.__defaults__)
+
+
+_SCREENED: dict = {}            # (arity, routine) -> fast.Twin
+
+
+def _screened_loop(arity: int, scalar) -> fast.Twin | None:
+    """The screened loop of kernel routine `scalar` (kind 'raw'), or None when it has no screen."""
+    screen = SCREENS.get(scalar)
+    if screen is None:
+        return None
+    key = (arity, scalar)
+    fn = _SCREENED.get(key)
+    if fn is None:
+        full = nb.njit(inline="always", error_model="numpy")(fast.bind(ELEMENTS[("raw", arity)], scalar))
+        cheap = nb.njit(inline="always", error_model="numpy")(fast.bind(ELEMENTS[("raw", arity)], screen))
+        tail = f"{scalar.py_func.__module__.rsplit('.', 1)[-1]}_{scalar.py_func.__name__}"
+        redo = nb.njit(inline="never", error_model="numpy", nogil=True, cache=True)(
+            _bind(_redo, f"_redo__batchfuse__{tail}", SCALAR=full))
+        fn = _SCREENED[key] = fast.Twin(_bind(_screened, f"_screened__batchfuse__{tail}", SCREEN=cheap, REDO=redo),
+                                        error_model="numpy", nogil=True)
+    return fn
+
+
 # ---------------------------------------------------------------- programs
 
 class Program:
@@ -145,6 +261,8 @@ class Program:
     def __init__(self, kernel, raw: np.dtype, prof):
         self.raw = raw
         self.fn = _loop(kernel.kind, kernel.arity, kernel.scalar)
+        self.screened = _screened_loop(kernel.arity, kernel.scalar) if kernel.kind == "raw" else None
+        self.unscreened = 0         # calls left to run unscreened (after a call rich in special values)
         if kernel.kind == "bits":
             p = fast.params(kernel.format, bool(prof.ftz))
             self.extra = (p.fmt, p.dec, kernel.op)
@@ -179,18 +297,94 @@ class Program:
                 return None
             elems.append(e)
             defs.append(ts.defined.view(np.uint8))       # bool as bytes: the AND vectorises
-            check = check or not ts.fully_defined
+            check = check or not (ts.fully_defined or known_defined(ts.defined))
         status = np.empty(P, np.uint8)
         undefined = np.empty(P, np.bool_)
-        out = np.empty(P * vr * vc, raw)
+        out = OUTPUTS.take(raw, P * vr * vc)
         pad = 3 - len(elems)                             # the loop reads three: repeat the last
-        self.fn((*elems, *elems[-1:] * pad), (*defs, *defs[-1:] * pad), check,
+        args = ((*elems, *elems[-1:] * pad), (*defs, *defs[-1:] * pad), check,
                 *_geometry(vr, vc, col), col, self.extra, status, undefined, out)
+        if self.screened is None or self.unscreened:
+            self.unscreened = max(0, self.unscreened - 1)
+            self.fn(*args)
+        elif self.screened(*args) * REDONE_MAX > P:
+            # most tiles needed the full routine anyway (special values): the next few calls skip
+            # the screen, so such a stream costs the screen's pass once in SKIP_CALLS + 1 calls
+            self.unscreened = SKIP_CALLS
         if check and undefined.any():
             return np.unique(np.flatnonzero(undefined) % m)
         if P and (int(status.max()) & _MARK_BIT):
             return None
         return semantics.padded(plan, out.reshape(P, vr, vc), status, rb.dtype.name, np)
+
+
+# ---------------------------------------------------------------- what the pass need not redo
+# Both below rest on the engine's rule that a cohort's slot arrays are never written in place (a
+# commit replaces them: emulator/engine.py), so what is true of an array's bytes once stays true
+# while the array lives.
+
+_DEFINED: dict = {}             # id(array) -> (weakref of the array, every element True)
+
+
+def known_defined(defined: np.ndarray) -> bool:
+    """True when every element of the array owning `defined`'s memory is True (so `defined`,
+    a view of it, is too).  Each owner is scanned once in its life: the pass then reads no
+    definedness for it (a seventh of its memory traffic on a binary FP32 block), and an owner
+    holding an undefined element is read by the pass, as before, without a second scan a
+    block."""
+    owner = defined if defined.base is None else defined.base
+    if type(owner) is not np.ndarray or owner.dtype != np.bool_ or not owner.flags.owndata:
+        return False
+    key = id(owner)
+    got = _DEFINED.get(key)
+    if got is not None and got[0]() is owner:
+        return got[1]
+    if len(_DEFINED) >= 4096:                     # entries leave as their arrays die: a safety net
+        _DEFINED.clear()
+    everywhere = bool(owner.all())
+    _DEFINED[key] = (weakref.ref(owner, lambda _, key=key, memo=_DEFINED: memo.pop(key, None)), everywhere)
+    return everywhere
+
+
+class Outputs:
+    """The pass's result arrays, handed out again once nothing refers to them: a fresh 16 MB
+    array a block (4,096 machines x 4 PEs x 16x16 FP32) costs page faults and the kernel's
+    zeroing whenever the allocator has given the last one back to the system, and its memory
+    is cold; a reused one is neither (measured here: 0.1-0.4 ms of a 4-6 ms block).  An
+    array is free when its reference count says that only this pool refers to it (as NumPy's
+    own temporary elision decides): every view -- a cohort's slot, a materialized machine's
+    tile, a caller's array, a buffer export -- holds a reference to it, so a result still read
+    anywhere is never written.  A stream that rewrites one destination alternates between two
+    arrays.  At most KEEP arrays are kept (the oldest dropped first: the pool forgets it, whoever
+    reads it keeps it)."""
+
+    KEEP = 6
+    # A free-threaded CPython (3.13t) counts references per thread and defers some: there the
+    # count cannot show that nothing else holds an array, and every result is a fresh array.
+    REUSE = getattr(sys, "_is_gil_enabled", lambda: True)()
+
+    def __init__(self):
+        self.arrays: list = []
+
+    def take(self, dtype: np.dtype, size: int) -> np.ndarray:
+        if not self.REUSE:
+            return np.empty(size, dtype)
+        for a in self.arrays:
+            # references: the list's, the loop variable's and getrefcount's argument
+            if a.size == size and a.dtype == dtype and sys.getrefcount(a) == 3 and a.flags.writeable:
+                return a
+        a = np.empty(size, dtype)
+        self.arrays.append(a)
+        if len(self.arrays) > self.KEEP:
+            del self.arrays[0]
+        return a
+
+
+OUTPUTS = Outputs()
+
+
+REDONE_MAX = 8                  # a screened call redoing more than 1/8 of its tiles ...
+SKIP_CALLS = 4                  # ... runs the next calls of its Program unscreened
 
 
 # Calls over fewer elements run today's path: there the pass saves a few NumPy calls of

@@ -436,3 +436,184 @@ def test_a_batch_of_fuse_min_elements_takes_the_fused_pass_unforced(monkeypatch)
     block = _fp32_block("TADD", (1, 2), 3, dim=BDim(16, 16))
     assert_batch_matches_reference(machines, [block, _fp32_block("TMUL", (3, 1), 2, dim=BDim(16, 16))])
     assert ran
+
+
+def _fp32_batch(n: int, rng, shape=(16, 16)) -> list[Machine]:
+    machines = []
+    for _ in range(n):
+        m = Machine(MachineConfig(local_bytes=8192))
+        for p in range(4):
+            for t in (1, 2):
+                m.write_tile(p, t, "FP32", special_values(rng, "FP32", shape))
+        machines.append(m)
+    return machines
+
+
+def test_a_result_still_read_somewhere_is_never_written_by_a_later_pass(monkeypatch):
+    """The pass writes into its earlier result arrays once nothing refers to them
+    (batchfuse.Outputs): arrays a caller holds (tile_arrays, a materialized machine) keep their
+    bytes while later blocks rewrite the same destination; once they are let go, a stream that
+    rewrites one destination alternates between two arrays; and the batch ends as the reference
+    does."""
+    from emulator import batchfuse
+    handed = []
+    real = batchfuse.Outputs.take
+
+    def take(self, *args):
+        out = real(self, *args)
+        handed.append(id(out))          # the id only: a reference here would keep every array busy
+        return out
+    monkeypatch.setattr(batchfuse.Outputs, "take", take)
+    machines = _fp32_batch(6, np.random.default_rng(5))
+    stream = [_fp32_block("TADD", (1, 2), 3, dim=BDim(16, 16)), _fp32_block("TMUL", (3, 1), 3, dim=BDim(16, 16)),
+              _fp32_block("TSUB", (2, 3), 3, dim=BDim(16, 16))]
+    with fused_everywhere():
+        batch = MachineBatch(machines)
+        held, copies, materialized = [], [], []
+        for block in stream * 3:
+            batch.run([block])
+            (_, _, elems, _), = batch.tile_arrays(1, 3)
+            held.append(elems)
+            copies.append(elems.copy())
+            materialized.append((batch.machine(0), batch.machine(0).digest()))
+        assert len(set(handed)) == 9          # every result still held: a new array each
+        for a, b in zip(held, copies):
+            assert np.array_equal(a, b)
+        for m, digest in materialized:
+            assert m.digest() == digest
+        del held, materialized, a
+        handed.clear()
+        for _ in range(4):
+            batch.run(stream)
+        assert len(set(handed)) <= 2
+    for k, m in enumerate(machines):
+        alone = m.copy()
+        for _ in range(7):
+            alone.run(stream)
+        assert batch.machine(k).digest() == alone.digest()
+
+
+def test_the_pool_hands_out_an_array_only_when_nothing_refers_to_it():
+    from emulator.batchfuse import Outputs
+    pool = Outputs()
+    a = pool.take(np.dtype(np.uint32), 64)
+    view = a.reshape(8, 8)[2:]
+    del a
+    b = pool.take(np.dtype(np.uint32), 64)
+    assert b is not view.base                       # a view still reads the first
+    del view
+    assert pool.take(np.dtype(np.uint32), 64) is not b   # b is held here
+    assert pool.take(np.dtype(np.uint16), 64).dtype == np.uint16     # another dtype: its own array
+
+
+def test_definedness_is_remembered_only_for_arrays_defined_everywhere():
+    from emulator.batchfuse import known_defined
+    whole = np.ones((6, 32), bool)
+    holed = whole.copy()
+    holed[4, 7] = False
+    assert known_defined(whole[2:]) and known_defined(whole)
+    assert not known_defined(holed) and not known_defined(holed[:2])      # its owner has a hole
+    assert not known_defined(np.frombuffer(bytes(8), bool))             # no array owns these bytes
+
+
+def test_a_machine_with_an_undefined_element_in_a_remembered_batch_is_still_refused():
+    """A first stream reads sources defined everywhere (remembered); a second batch of the same
+    tiles but one hole is refused for that machine alone, as the reference refuses it."""
+    rng = np.random.default_rng(9)
+    machines = _fp32_batch(5, rng)
+    hole = np.ones((16, 16), bool)
+    hole[15, 15] = False
+    stream = [_fp32_block("TADD", (1, 2), 3, dim=BDim(16, 16))]
+    with fused_everywhere():
+        assert_batch_matches_reference(machines, stream)
+        machines[2].write_tile(3, 2, "FP32", special_values(rng, "FP32", (16, 16)), defined=hole)
+        batch, result = assert_batch_matches_reference(machines, stream + stream)
+    assert result.errors[2].reason == "SOURCE_UNDEFINED" and result.ok is False
+
+
+def _screen_pairs(rng, n: int):
+    """FP32 operand pairs: specials against everything, random bit patterns, near-equal values of
+    opposite signs (exact cancellation, zero sums of either sign), sums that overflow, tiny ones."""
+    a = special_values(rng, "FP32", n).astype(np.uint32)
+    b = special_values(rng, "FP32", n).astype(np.uint32)
+    k = n // 4
+    b[:k] = a[:k] ^ np.uint32(0x80000000) ^ rng.integers(0, 3, k, dtype=np.uint32)
+    big = rng.integers(0x7F000000, 0x7F800000, k, dtype=np.uint32)
+    a[k:2 * k], b[k:2 * k] = big, big ^ (rng.integers(0, 2, k, dtype=np.uint32) << np.uint32(31))
+    tiny = rng.integers(0, 0x01000000, (2, k), dtype=np.uint32) | (rng.integers(0, 2, (2, k), dtype=np.uint32) << 31)
+    a[2 * k:3 * k], b[2 * k:3 * k] = tiny
+    return a, b
+
+
+@pytest.mark.parametrize("op", ["TADD", "TSUB"])
+def test_the_fp32_screen_gives_the_full_routines_code_and_flags_wherever_it_does_not_mark(op):
+    """batchfuse.SCREENS: where the screen leaves the mark clear, its code and flags are the
+    full routine's and the reference's (kernels.numeric.elementwise, interpreted: NumPy)."""
+    import numba
+    from emulator import batchfuse
+    from kernels import numeric
+    from kernels.numeric import fastvec
+    from kernels.numeric.interp import interpreted
+    full = fastvec.fp32_add if op == "TADD" else fastvec.fp32_sub
+    screen = batchfuse.SCREENS[full]
+
+    @numba.njit
+    def both(a, b, out):
+        for i in range(a.shape[0]):
+            c, f = screen(a[i], b[i])
+            out[0, i], out[1, i] = c, f
+            c, f = full(a[i], b[i])
+            out[2, i], out[3, i] = c, f
+    a, b = _screen_pairs(np.random.default_rng(3), 1 << 16)
+    out = np.zeros((4, a.size), np.uint64)
+    both(a, b, out)
+    with interpreted():                          # the NumPy reference
+        ref_bits, ref_flags = numeric.elementwise(op, "FP32", a, b)
+    clear = (out[1] & batchfuse._MARK_BIT) == 0
+    assert clear.mean() > 0.3 and (~clear).sum() > 1000          # both kinds of element occur
+    assert np.array_equal(out[0][clear], out[2][clear]) and np.array_equal(out[1][clear], out[3][clear])
+    assert np.array_equal(out[2], ref_bits) and np.array_equal(out[3], np.asarray(ref_flags).reshape(-1))
+    with np.errstate(all="ignore"):            # the sum in binary64: NaN, or beyond binary32's overflow
+        y = b if op == "TADD" else b ^ np.uint32(1 << 31)       # threshold (the max finite + half its ulp)
+        s = a.view(np.float32).astype(np.float64) + y.view(np.float32).astype(np.float64)
+        beyond = ~(np.abs(s) <= 2.0 ** 128 - 2.0 ** 103)
+    assert beyond.sum() > 100 and not clear[beyond].any()      # every NaN, infinity and overflow is marked
+
+
+def test_screened_passes_redo_the_tiles_with_special_values_and_match_the_reference(monkeypatch):
+    """Tiles holding NaNs, infinities or an overflowing sum are redone by the full routine inside
+    the screened pass (kept on here however many tiles it redoes), and a call that redoes most
+    tiles sends the next calls to the unscreened pass: either way the reference's results."""
+    from emulator import batchfuse
+    redone = []
+    real = batchfuse._screened_loop
+
+    def spy(arity, scalar):
+        loop = real(arity, scalar)
+        if loop is None:
+            return None
+        return lambda *args: redone.append(loop(*args)) or redone[-1]
+    monkeypatch.setattr(batchfuse, "_screened_loop", spy)
+    monkeypatch.setattr(batchfuse, "_PROGRAMS", {})
+    rng = np.random.default_rng(13)
+    machines = []
+    for k in range(12):
+        m = Machine(MachineConfig(local_bytes=8192))
+        for p in range(4):
+            for t in (1, 2):
+                values = 0x3F800000 + rng.integers(0, 1 << 23, (16, 16), dtype=np.uint64)
+                if (k + p + t) % 5 == 0:                   # a special value or an overflow in some tiles
+                    values[rng.integers(0, 16), rng.integers(0, 16)] = rng.choice(SPECIALS["FP32"] + [0x7F7FFFFF])
+                m.write_tile(p, t, "FP32", values)
+        machines.append(m)
+    dim = BDim(16, 16)
+    stream = [_fp32_block("TADD", (1, 2), 3, dim=dim), _fp32_block("TSUB", (3, 1), 4, dim=dim),
+              _fp32_block("TADD", (4, 4), 4, dim=dim), _fp32_block("TADD", (4, 4), 4, dim=dim)]
+    with fused_everywhere():
+        monkeypatch.setattr(batchfuse, "REDONE_MAX", 1)        # never sends a call unscreened
+        assert_batch_matches_reference(machines, stream)
+        assert redone and any(redone) and not all(r == 0 for r in redone)
+        monkeypatch.setattr(batchfuse, "REDONE_MAX", 1 << 30)  # any redone tile: the next calls unscreened
+        redone.clear()
+        assert_batch_matches_reference(machines, stream)
+        assert len(redone) < len(stream)
