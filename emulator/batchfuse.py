@@ -44,7 +44,6 @@ from isa import instructions as I
 from kernels.numeric import fast, fastvec
 from kernels.numeric.fast import wide_vectors
 from kernels.numeric.flags import NX
-from kernels.numeric.rn import bits_f32, f32_bits, two_sum
 from kernels.numeric.profiles import profile as resolve_profile
 
 from . import schemas, semantics
@@ -174,24 +173,20 @@ def _screened(srcs, defs, check, n, rows, width, col, x, status, undefined, out)
 # routine (fastvec.fp32_add) also settles NaN and infinite operands and overflow, about half its
 # vector instructions, which the 4,096-machine TADD batch never needs.
 
-_F32_MAX = np.float32(3.4028234663852886e38)
+def _screen(quick):
+    """The screen of a binary32 routine whose quick part (fastvec.QUICK) never asks for the redo
+    on tininess (add, sub: a sum is never tiny and inexact): the quick part's code, NX where its
+    nx word is nonzero, and _MARK_BIT where its high word says the result is infinite or NaN
+    (an operand was, or the sum overflowed), the cases the full routine settles otherwise."""
+    @nb.njit(inline="always", error_model="numpy")
+    def screen(u, v):
+        code, nx, _, high = quick(u, v)
+        return code, np.uint8(nx != 0) * np.uint8(NX) | np.uint8(high > fastvec.QUICK_HIGH) * np.uint8(_MARK_BIT)
+    return screen
 
 
-@nb.njit(inline="always", error_model="numpy")
-def fp32_add_screen(u, v):
-    """fastvec.fp32_add wherever |a + b| <= the largest finite binary32 (s = RN(a + b) of
-    TwoSum): then a and b are finite (a NaN or infinite operand makes s NaN or infinite) and
-    nothing overflowed, so that routine returns s's encoding, with NX when TwoSum's error e is
-    nonzero (the same two_sum, the same operations: the same s and e); marked elsewhere."""
-    s, e = two_sum(bits_f32(u), bits_f32(v))
-    return f32_bits(s), np.uint8(e != 0) * np.uint8(NX) | np.uint8(not (abs(s) <= _F32_MAX)) * np.uint8(_MARK_BIT)
-
-
-@nb.njit(inline="always", error_model="numpy")
-def fp32_sub_screen(u, v):
-    """fastvec.fp32_sub, which is fp32_add with v's sign flipped, screened as fp32_add is."""
-    return fp32_add_screen(u, v ^ np.uint32(0x80000000))
-
+fp32_add_screen = _screen(fastvec.fp32_add_quick)
+fp32_sub_screen = _screen(fastvec.fp32_sub_quick)
 
 SCREENS = {fastvec.fp32_add: fp32_add_screen, fastvec.fp32_sub: fp32_sub_screen}   # full routine -> screen
 
