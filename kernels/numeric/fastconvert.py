@@ -28,7 +28,7 @@ from numba import njit
 
 from isa.datatypes import DataType
 
-from .fast import PARALLEL_MIN, Twin, Uniform, wide_vectors     # wide_vectors: 16 lanes, 1.5x on the conversion loops
+from .fast import PARALLEL_MIN, Twin, Uniform, canonical_signature, wide_vectors     # wide_vectors: 16 lanes, 1.5x on the conversion loops
 from .flags import NX, UF
 from .formats import FORMATS
 from .rn import HARDWARE_HALF, bits_f32, f32_bits, hw_f32_half, hw_half_f32
@@ -461,57 +461,70 @@ def direct(s: DataType, d: DataType, ftz: bool):
     else:
         loop, out, args = FAST_PAIRS[(s.name, d.name)], np.uint16, ()
 
-    # Below PARALLEL_MIN elements the Twin runs its serial body: call that body's dispatcher
-    # straight away (Twin's and Uniform's Python layers cost about 0.45 us of the 2 us a call);
-    # a TypeError means it has no body for these types yet, which the Twin compiles
-    serial, calls = loop.serial.dispatcher, Twin.calls
-
+    # Below PARALLEL_MIN elements the Twin runs its serial body: call that body's compiled entry
+    # point straight away (Twin's, Uniform's and the dispatcher's Python layers cost about 0.55 us
+    # of the 2 us a call; the entry point takes these exact types, which `fn` guarantees: convert
+    # remembers `fn` per source dtype, ravel() gives a C-ordered 1-D array, the outputs are made
+    # here; an unaligned source goes through the Twin); no entry point yet: the Twin compiles it
+    calls = Twin.calls
     room = 64 // np.dtype(out).itemsize          # 64 bytes more: the loop aligns its stores (_room)
-    kept = {}                                    # bits.shape -> (outputs, their refcounts when unheld)
+    kept = {}                                    # bits.shape -> (outputs, their _refs when unheld)
+    entry_point = [None]
+    rc, wc = sys.getrefcount, weakref.getweakrefcount
 
     def fresh(u, n):
         ob, of = np.empty(n + room, out), np.empty(n + 64, np.uint8)
-        return ob, of, loop(u, *args, ob, of)
+        at = loop(u, *args, ob, of)
+        if entry_point[0] is None and n < PARALLEL_MIN:
+            entry_point[0] = _entry_point(loop.serial, (u, *args, ob, of))
+        return ob, of, at
 
     def fn(bits):
         u = bits.ravel()                         # a view of a C-ordered array, else a C-ordered copy
         n = u.size
         shape = bits.shape
-        if n >= PARALLEL_MIN:                    # the parallel loop; its outputs are not kept
+        call = entry_point[0]
+        if n >= PARALLEL_MIN or call is None or not u.flags.aligned:    # the Twin; outputs not kept
             ob, of, at = fresh(u, n)
             s1, s2 = divmod(at, 64)
             return ob[s1:s1 + n].reshape(shape), of[s2:s2 + n].reshape(shape)
         # The last call's outputs of this shape are written again when nothing outside holds them
-        # (_refs); taken out of `kept` while in use, so that a concurrent call makes its own
+        # (_refs, inlined: a call costs 0.06 us); taken out of `kept` while in use, so that a
+        # concurrent call makes its own
         held = kept.pop(shape, None)
-        if held is not None and _refs(held[0]) != held[1]:
-            held = None
-        try:
-            if held is None:
-                ob, of = np.empty(n + room, out), np.empty(n + 64, np.uint8)
-            else:
-                ob, of = held[0][0], held[0][1]
-            at = serial(u, *args, ob, of)
-            calls["serial"] += 1
-        except TypeError:                        # no body for these types yet: the Twin compiles it
-            held = None
-            ob, of, at = fresh(u, n)
+        if held is not None:
+            e = held[0]
+            if (rc(e[0]), rc(e[1]), rc(e[3]), rc(e[4]), wc(e[3]), wc(e[4])) != held[1]:
+                held = None
+        if held is None:
+            ob, of = np.empty(n + room, out), np.empty(n + 64, np.uint8)
+        else:
+            ob, of = held[0][0], held[0][1]
+        at = call(u, *args, ob, of)
+        calls["serial"] += 1
         if held is not None and held[0][2] == at:
             entry = held[0]                      # the same buffers, the results where they were
         else:
             s1, s2 = divmod(at, 64)
-            held = None                          # the old results go (their base is the same buffer)
+            held = e = None                      # the old results go (their base is the same buffer)
             entry = (ob, of, at, ob[s1:s1 + n].reshape(shape), of[s2:s2 + n].reshape(shape))
             del ob, of                           # only `entry` refers to the outputs when _refs counts
             held = (entry, _refs(entry))
-        if len(kept) >= KEPT_SHAPES:
-            kept.clear()
+            if len(kept) >= KEPT_SHAPES:
+                kept.clear()
         kept[shape] = held
         return entry[3], entry[4]
     return fn
 
 
 KEPT_SHAPES = 8                                  # output sets a remembered call keeps, one a shape
+
+
+def _entry_point(uniform, args):
+    """The compiled entry point (no type dispatch) of the canonical body (fast.Uniform) that
+    `uniform` runs for `args`, or None while it has none."""
+    cres = uniform.dispatcher.overloads.get(canonical_signature(args, uniform.reads(len(args))))
+    return None if cres is None else cres.entry_point
 
 
 def _refs(entry):
