@@ -330,7 +330,11 @@ def _fp32_to_fp16_hw(u, ob_room, of_room):
     lead = _lead(u, n)                     # block 0: the elements before u's first cache line
     s1, s2 = _room_at(ob_room, n, lead), _room_at(of_room, n, lead)
     ob, of = ob_room[s1:s1 + n], of_room[s2:s2 + n]
-    for b in nb.prange(1 + (n - lead + BLOCK - 1) // BLOCK):
+    blocks = 1 + (n - lead + BLOCK - 1) // BLOCK
+    # The blocks the common case does not settle are marked and converted again in a second
+    # loop: with the exact loop inside the first one, the common case's loop ran 1.1x slower
+    redo = np.zeros(blocks, np.uint8)
+    for b in nb.prange(blocks):
         lo = 0 if b == 0 else lead + (b - 1) * BLOCK
         hi = lead if b == 0 else min(lo + BLOCK, n)
         # slices, so that the loop index runs from 0 (LLVM then sees no negative index to wrap)
@@ -345,8 +349,12 @@ def _fp32_to_fp16_hw(u, ob_room, of_room):
             fb[i] = _B(_B(_U(x & _U(0x1FFF)) != _U(0)) << _B(4))
             top = max(top, a)
             low = min(low, _U(a - _U(1)))
-        if top >= _U(_OVERFLOW) or low < _U(_TINY - 1):
-            _fp32_to_fp16_exact(ub, bb, fb)
+        redo[b] = top >= _U(_OVERFLOW) or low < _U(_TINY - 1)
+    for b in nb.prange(blocks):
+        if redo[b]:
+            lo = 0 if b == 0 else lead + (b - 1) * BLOCK
+            hi = lead if b == 0 else min(lo + BLOCK, n)
+            _fp32_to_fp16_exact(u[lo:hi], ob[lo:hi], of[lo:hi])
     return s1 * 64 + s2
 
 
