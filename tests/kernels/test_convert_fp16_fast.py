@@ -291,3 +291,78 @@ def test_a_remembered_conversion_runs_no_compiled_loop_while_the_compiled_paths_
     with interpreted():
         got = cv.convert(bits, "FP32", "FP16", "RNE")
     assert np.array_equal(got[0], compiled[0]) and np.array_equal(got[1], compiled[1])
+
+
+HOLDS = {"the result": lambda r: r, "its bits": lambda r: r[0], "its flags": lambda r: r[1],
+         "a view of the bits": lambda r: r[0][1:, ::2], "a view of the flags": lambda r: r[1][-1],
+         "two views of each": lambda r: (r[0][1:], r[0][:-1], r[1][1:], r[1][:-1]),
+         "the bits' buffer": lambda r: r[0].base, "a memoryview of the flags": lambda r: memoryview(r[1]),
+         "a weak reference to the bits": lambda r: __import__("weakref").ref(r[0])}
+
+
+@pytest.mark.parametrize("hold", list(HOLDS))
+@pytest.mark.parametrize("pair", [("FP32", "FP16"), ("FP16", "FP32"), ("FP32", "BF16"), ("BF16", "FP32")])
+def test_a_result_anyone_holds_keeps_its_bytes_through_later_calls(pair, hold):
+    """The remembered calls write a shape's last outputs again only when nothing outside holds
+    them: whatever part of a result is held (the arrays, a view, the buffer, a memoryview, a weak
+    reference), it keeps its bytes while calls of the same shape convert other data -- from
+    sources starting at the same place in a cache line (the results then start where the last
+    ones did) and elsewhere (they start elsewhere in the same buffers)."""
+    src, dst = pair
+    raw = np.uint32 if src == "FP32" else np.uint16
+    rng = np.random.default_rng(5)
+    n, stride = 4 * 33 * 17, 64 * 36                 # sources 64 bytes times k apart, plus 0-2 elements
+    pool = rng.integers(0, 1 << (8 * np.dtype(raw).itemsize), 8 * stride, dtype=np.uint64).astype(raw)
+    xs = [pool[k * stride + k % 3:k * stride + k % 3 + n].reshape(4, 33, 17) for k in range(8)]
+    weak = hold.startswith("a weak")
+    for k in range(8):
+        r = numeric.convert(xs[k], src, dst, rmode="RNE")
+        held = HOLDS[hold](r)
+        kept = np.array(held() if weak else held, copy=True)
+        del r
+        for x in (xs[(k + 1) % 8], xs[(k + 3) % 8], xs[(k + 5) % 8]):
+            b, f = numeric.convert(x, src, dst, rmode="RNE")
+            ref = narrow_ref(x, dst, False) if src == "FP32" else widen_ref(x, src, False)
+            assert np.array_equal(b, ref[0]) and np.array_equal(f, ref[1])
+            del b, f                                  # nothing but `held` holds a result
+        now = held() if weak else held
+        assert now is None or np.array_equal(np.asarray(now), kept), k    # a weak reference may die, not change
+        del held, now
+
+
+@pytest.mark.parametrize("pair", [("FP32", "FP16"), ("FP16", "FP32")])
+def test_outputs_nobody_holds_are_written_again(pair):
+    """A result dropped before the next call of its shape: that call writes the same buffers (the
+    allocation it saves is a fifth of a 64K-element call), with its own values."""
+    src, dst = pair
+    raw = np.uint32 if src == "FP32" else np.uint16
+    rng = np.random.default_rng(6)
+    x, y = (rng.integers(0, 1 << (8 * np.dtype(raw).itemsize), (4, 128, 128), dtype=np.uint64).astype(raw)
+            for _ in range(2))
+    numeric.convert(x, src, dst, rmode="RNE")
+    b, f = numeric.convert(x, src, dst, rmode="RNE")
+    where = (b.base.ctypes.data, f.base.ctypes.data)
+    del b, f
+    b, f = numeric.convert(y, src, dst, rmode="RNE")
+    assert (b.base.ctypes.data, f.base.ctypes.data) == where
+    ref = narrow_ref(y, dst, False) if src == "FP32" else widen_ref(y, src, False)
+    assert np.array_equal(b, ref[0]) and np.array_equal(f, ref[1])
+
+
+@pytest.mark.parametrize("pair", [("FP32", "FP16"), ("FP16", "FP32"), ("FP32", "BF16"), ("BF16", "FP32")])
+def test_a_source_off_its_element_alignment_converts_like_any_other(pair):
+    """The remembered calls run the loop's compiled body without type dispatch only for sources
+    aligned to their element size; a source one byte off goes through the dispatcher, same bits."""
+    src, dst = pair
+    raw = np.dtype(np.uint32 if src == "FP32" else np.uint16)
+    rng = np.random.default_rng(9)
+    n = 3 * 4096 + 5
+    x = rng.integers(0, 1 << (8 * raw.itemsize), n, dtype=np.uint64).astype(raw)
+    buf = np.zeros(n * raw.itemsize + 1, np.uint8)
+    odd = np.frombuffer(buf.data, dtype=raw, count=n, offset=1)
+    buf[1:] = x.view(np.uint8)
+    assert not odd.flags.aligned and np.array_equal(odd, x)
+    ref = narrow_ref(x, dst, False) if src == "FP32" else widen_ref(x, src, False)
+    for arg in (x, odd, x, odd):
+        b, f = numeric.convert(arg, src, dst, rmode="RNE")
+        assert np.array_equal(b, ref[0]) and np.array_equal(f, ref[1])
