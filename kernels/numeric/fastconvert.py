@@ -502,7 +502,7 @@ def direct(s: DataType, d: DataType, ftz: bool):
         held = kept.pop(shape, None)
         if held is not None:
             e = held[0]
-            if (rc(e[0]), rc(e[1]), rc(e[3]), rc(e[4]), wc(e[3]), wc(e[4])) != held[1]:
+            if (rc(e[0]), rc(e[1]), rc(e[3]), rc(e[4]), wc(e[3]), wc(e[4])) != held[1] or not _unaltered(e, shape):
                 held = None
         if held is None:
             ob, of = np.empty(n + room, out), np.empty(n + 64, np.uint8)
@@ -515,7 +515,9 @@ def direct(s: DataType, d: DataType, ftz: bool):
         else:
             s1, s2 = divmod(at, 64)
             held = e = None                      # the old results go (their base is the same buffer)
-            entry = (ob, of, at, ob[s1:s1 + n].reshape(shape), of[s2:s2 + n].reshape(shape))
+            r, f = ob[s1:s1 + n].reshape(shape), of[s2:s2 + n].reshape(shape)
+            entry = (ob, of, at, r, f, r.strides, f.strides, r.dtype)
+            del r, f
             del ob, of                           # only `entry` refers to the outputs when _refs counts
             held = (entry, _refs(entry))
             if len(kept) >= KEPT_SHAPES:
@@ -543,6 +545,19 @@ def _refs(entry):
     (a weakly held result must not change under its holder either)."""
     return (sys.getrefcount(entry[0]), sys.getrefcount(entry[1]), sys.getrefcount(entry[3]),
             sys.getrefcount(entry[4]), weakref.getweakrefcount(entry[3]), weakref.getweakrefcount(entry[4]))
+
+
+def _unaltered(entry, shape) -> bool:
+    """Whether a kept output set's results still look as a fresh call's would: the source's shape,
+    their strides and dtype, writable.  A caller may have set one of them on a result before
+    dropping it (`r.shape = -1`, `r.dtype = ...`, `r.setflags(write=False)`); such a set is not
+    handed out again."""
+    r, f = entry[3], entry[4]
+    return (r.shape == shape and f.shape == shape and r.strides == entry[5] and f.strides == entry[6]
+            and r.dtype is entry[7] and f.dtype is _U8 and r.flags.writeable and f.flags.writeable)
+
+
+_U8 = np.dtype(np.uint8)
 
 
 def is_fast_rne(s: DataType, d: DataType, rmode: str, sat: bool) -> bool:

@@ -366,3 +366,29 @@ def test_a_source_off_its_element_alignment_converts_like_any_other(pair):
     for arg in (x, odd, x, odd):
         b, f = numeric.convert(arg, src, dst, rmode="RNE")
         assert np.array_equal(b, ref[0]) and np.array_equal(f, ref[1])
+
+
+@pytest.mark.parametrize("pair", [("FP32", "FP16"), ("FP16", "FP32")])
+def test_a_result_altered_and_dropped_is_not_handed_out_altered(pair):
+    """A caller may reshape a result in place, reinterpret its dtype or make it read-only before
+    dropping it: the next call of that shape still returns arrays of the source's shape, the
+    destination's dtype, writable, with the right values (a kept result so altered is not reused)."""
+    src, dst = pair
+    raw = np.uint32 if src == "FP32" else np.uint16
+    out = np.uint16 if dst in ("FP16", "BF16") else np.uint32
+    rng = np.random.default_rng(7)
+    x = rng.integers(0, 1 << (8 * np.dtype(raw).itemsize), (4, 64, 64), dtype=np.uint64).astype(raw)
+    alterations = (lambda r: setattr(r[0], "shape", (-1,)), lambda r: setattr(r[1], "shape", (4, -1)),
+                   lambda r: r[0].setflags(write=False), lambda r: setattr(r[0], "dtype", np.int16 if out == np.uint16 else np.int32))
+    for alter in alterations:
+        r = numeric.convert(x, src, dst, rmode="RNE")
+        del r
+        r = numeric.convert(x, src, dst, rmode="RNE")
+        alter(r)
+        del r
+        b, f = numeric.convert(x, src, dst, rmode="RNE")
+        ref = narrow_ref(x, dst, False) if src == "FP32" else widen_ref(x, src, False)
+        assert b.shape == f.shape == x.shape and b.dtype == out and f.dtype == np.uint8
+        assert b.flags.writeable and f.flags.writeable
+        assert np.array_equal(b, ref[0]) and np.array_equal(f, ref[1])
+        del b, f
