@@ -9,7 +9,7 @@ import pytest
 from kernels.numeric import formats
 from kernels.numeric import transcendental as T
 from kernels.numeric.eft import fast_two_sum
-from kernels.numeric.ops_float import pack
+from kernels.numeric.ops_float import pack, special_inputs
 from kernels.numeric.profiles import PROFILES
 
 FLOATS = ("FP64", "FP32", "TF32", "HF32", "FP16", "BF16", "E4M3", "E5M2")
@@ -69,3 +69,28 @@ def test_one_pack_call_on_a_two_dimensional_block():
     h, l, scale, eps = (a.reshape(64, 8) for a in (h, l, scale, eps))
     for w, g in zip(ends_alone("FP32", prof, h, l, scale, eps), T._decide("FP32", prof, h, l, scale, eps)):
         assert g.shape == w.shape and np.array_equal(g, w)
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_the_third_row_rounds_the_exact_values_as_their_own_call(dt):
+    """With `exact` (what ops_float.special_inputs gives: the special lanes' exactly
+    representable results, 1.0 where the result is an infinity or a NaN and on every other
+    lane), its row is pack(exact) with l, d and scale 0, and the two ends are unchanged."""
+    prof = PROFILES["ieee"]
+    h, l, scale, eps = samples(11)
+    rng = np.random.default_rng(3)
+    special = rng.random(len(h)) < 0.5
+    hw = h.copy()
+    hw[::13] = np.inf
+    hw[1::13] = -np.inf
+    hw[2::13] = np.nan
+    hw[3::13] = -0.0
+    hw[4::13] = 2.0 ** -1074
+    hw[5::13] = np.finfo(np.float64).max
+    exact = special_inputs(special, hw, np.ones_like(h))
+    for sc in (scale, 0):
+        *ends, third = T._decide(dt, prof, h, l, sc, eps, exact)
+        for w, g in zip(ends_alone(dt, prof, h, l, sc, eps), ends):
+            assert g.dtype == w.dtype and np.array_equal(g, w)
+        for w, g in zip(pack(dt, prof, exact, 0.0, 0.0, 0), third):
+            assert g.dtype == w.dtype and g.shape == w.shape and np.array_equal(g, w)
