@@ -342,8 +342,15 @@ def _windows_ok(c: Cohort, rb: ResolvedBlock, plans) -> np.ndarray:
         r0, c0 = _offsets(c, rb, group, None)
         r0, c0 = r0.reshape(len(group), -1), c0.reshape(len(group), -1)
         for i, binding in enumerate(rb.sources):
-            for s, p in enumerate(group):
-                b = preflight.window_bounds(shapes[i], c.slots[p][binding.tile].desc, dest)
+            descs = [c.slots[p][binding.tile].desc for p in group]
+            if all(d is descs[0] for d in descs):       # one descriptor on every PE: one bound, one test
+                b = preflight.window_bounds(shapes[i], descs[0], dest)
+                if b is not None:
+                    rows_fit, cols_fit = preflight.window_fits(b, r0, c0)
+                    ok &= (rows_fit & cols_fit).all(axis=0)
+                continue
+            for s, d in enumerate(descs):
+                b = preflight.window_bounds(shapes[i], d, dest)
                 if b is not None:
                     rows_fit, cols_fit = preflight.window_fits(b, r0[s], c0[s])
                     ok &= rows_fit & cols_fit
