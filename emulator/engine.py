@@ -220,8 +220,10 @@ def _commitlog():
 
 
 def _readonly(a):
-    if isinstance(a, np.ndarray):
-        a.flags.writeable = False
+    if type(a) is np.ndarray or isinstance(a, np.ndarray):
+        flags = a.flags
+        if flags.writeable:         # already read-only (a row of a stack, a view of one): nothing to set
+            flags.writeable = False
     return a
 
 
@@ -307,6 +309,15 @@ def _stack_role(c: Cohort, tile: int, group: tuple[int, ...], sel) -> semantics.
     return semantics.TileStack(descs, m, elems, defined)
 
 
+@lru_cache(maxsize=16)          # the 15 non-empty PE groups
+def _pe_index(group: tuple[int, ...]):
+    """The status columns of PEs `group`: a slice where they are contiguous (a view, no index
+    array), else the list of them -- the same columns either way."""
+    if group == tuple(range(group[0], group[-1] + 1)):
+        return slice(group[0], group[-1] + 1)
+    return list(group)
+
+
 @lru_cache(maxsize=1024)        # (PE group, member count): 15 groups x the few cohort sizes of a run
 def _member_pes(group: tuple[int, ...], m: int) -> tuple[int, ...]:
     """The PE of each of the len(group) * m tiles of a stacked role, PE-major (Plan.pes)."""
@@ -331,8 +342,15 @@ def _windows_ok(c: Cohort, rb: ResolvedBlock, plans) -> np.ndarray:
         r0, c0 = _offsets(c, rb, group, None)
         r0, c0 = r0.reshape(len(group), -1), c0.reshape(len(group), -1)
         for i, binding in enumerate(rb.sources):
-            for s, p in enumerate(group):
-                b = preflight.window_bounds(shapes[i], c.slots[p][binding.tile].desc, dest)
+            descs = [c.slots[p][binding.tile].desc for p in group]
+            if all(d is descs[0] for d in descs):       # one descriptor on every PE: one bound, one test
+                b = preflight.window_bounds(shapes[i], descs[0], dest)
+                if b is not None:
+                    rows_fit, cols_fit = preflight.window_fits(b, r0, c0)
+                    ok &= (rows_fit & cols_fit).all(axis=0)
+                continue
+            for s, d in enumerate(descs):
+                b = preflight.window_bounds(shapes[i], d, dest)
                 if b is not None:
                     rows_fit, cols_fit = preflight.window_fits(b, r0[s], c0[s])
                     ok &= rows_fit & cols_fit
@@ -353,8 +371,7 @@ def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None) -> list[Staged]:
         r0, c0 = _offsets(c, rb, group, sel)
         pes = _member_pes(group, m)
         members = c.status if sel is None else c.status[xp.asarray(sel)]
-        contiguous = group == tuple(range(group[0], group[-1] + 1))   # a slice: no index array to upload
-        status = members[:, slice(group[0], group[-1] + 1) if contiguous else list(group)]
+        status = members[:, _pe_index(group)]       # a slice where contiguous: no index array to upload
         status = status.T.reshape(-1).astype(np.uint8)   # PE-major, as pes
         plan = preflight.Plan(rb, pes, sources, dest, r0, c0, c.config.profile, status)
         out = None if fused is None else fused.run(plan, m)     # None: today's path
@@ -568,8 +585,9 @@ class BatchEngine:
             return batch
         xp = batch.xp
         slots = [{} for _ in range(NUM_PES)]
+        asarray = xp.asarray
         for (p, tid), (desc, elems, defined) in tiles.items():
-            slots[p][tid] = Slot(desc, _readonly(xp.asarray(elems)), _readonly(xp.asarray(defined)))
+            slots[p][tid] = Slot(desc, _readonly(asarray(elems)), _readonly(asarray(defined)))
         gprs = np.zeros((n, NUM_PES, GPR_COUNT), np.uint64) if gprs is None else np.array(gprs, np.uint64)
         status = xp.zeros((n, NUM_PES), np.uint8)
         batch._cohorts = [Cohort(config, np.arange(n, dtype=np.int64), slots, gprs, status, xp)]
@@ -737,7 +755,7 @@ class BatchEngine:
         index, errors, live_host = self._session
         log = Collector()
         try:
-            items = list(one_block(block, offset))
+            items = [(offset, block)] if isinstance(block, Block) else list(one_block(block, offset))
         except StreamError as exc:                # bytes that do not decode: every live machine
             from .commitlog import fault_records
             live = [k for k in range(self._n) if errors[k] is None]
@@ -946,12 +964,12 @@ class BatchEngine:
         each selected PE's slot of the destination id becomes a row view of the stacked result
         (never written again) and every member takes its new status.  Nothing here can fail.
         (Members on the reference path commit through ReferenceMachine._commit.)"""
+        tile, slots = rb.dest.tile, c.slots
         for st in staged:
-            _readonly(st.bits)
-            _readonly(st.defined)
-            for s, p in enumerate(st.pes):
-                c.slots[p][rb.dest.tile] = Slot(st.dest, st.bits[s], st.defined[s], (st.bits, st.defined, st.pes, s))
-            c.status[:, list(st.pes)] = st.status.T          # (m, S): every member's status on the group's PEs
+            bits, defined, pes, dest = _readonly(st.bits), _readonly(st.defined), st.pes, st.dest
+            for s, p in enumerate(pes):
+                slots[p][tile] = Slot(dest, bits[s], defined[s], (bits, defined, pes, s))
+            c.status[:, _pe_index(pes)] = st.status.T          # (m, S): every member's status on the group's PEs
 
     def _run_reference(self, stream, log=None) -> BatchResult:
         if isinstance(stream, (bytes, bytearray, memoryview)):
@@ -1244,6 +1262,14 @@ class _Recorder:
         entry[1].append(k)
 
     def flush(self) -> None:
+        if not self.faults and len(self.pending) == 1:      # the common block: one cohort's commits
+            (parts,) = self.pending.values()
+            if len(parts) == 1:
+                self.pending.clear()
+                self.log.write(parts[0])
+                self.blocks.clear()
+                self._names.clear()
+                return
         Records, fault_records = _commitlog().Records, _commitlog().fault_records
         for index in sorted(set(self.pending) | set(self.faults)):
             parts = self.pending.pop(index, [])

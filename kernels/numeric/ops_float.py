@@ -147,18 +147,22 @@ def pack(dt, prof, h, l=0.0, d=0.0, scale=0):
     return round_pack(sign, exp, sig, sticky, f.name, "RNE", ftz=prof.ftz)
 
 
-def finish(dt, prof, res, special, hw, sflags, snan, nv):
+def finish(dt, prof, res, special, hw, sflags, snan, nv, packed=None):
     """Round the regular lanes of `res` = (h, l, d, scale); special lanes take the IEEE result
     `hw` (NaN, +-inf, or an exactly representable value) with the flags `sflags` (DZ).  NaN
-    results are the canonical quiet NaN; NV is raised where `nv` or an operand is a signalling NaN."""
+    results are the canonical quiet NaN; NV is raised where `nv` or an operand is a signalling NaN.
+    `packed`: (bits, flags) of that rounding done by the caller (res is then not read), who
+    rounded the special lanes' inputs `special_inputs` gives in the same pack call as its own."""
     f = formats.float_format(dt)
-    h, l, d, scale = res
-    if special.any():
-        exact = special & np.isfinite(hw)
-        h = np.where(special, np.where(exact, hw, 1.0), h)
-        l, d = np.where(special, 0.0, l), np.where(special, 0.0, d)
-        scale = np.where(special, 0, scale)
-    bits, flags = pack(dt, prof, h, l, d, scale)
+    if packed is not None:
+        bits, flags = packed
+    else:
+        h, l, d, scale = res
+        if special.any():
+            h = special_inputs(special, hw, h)
+            l, d = np.where(special, 0.0, l), np.where(special, 0.0, d)
+            scale = np.where(special, 0, scale)
+        bits, flags = pack(dt, prof, h, l, d, scale)
     if special.any():
         raw = bits.dtype.type
         nan = special & np.isnan(hw)
@@ -294,11 +298,17 @@ def _regular(special, *values):
     return tuple(np.where(special, 1.0, v) for v in values)
 
 
-def _done(dt, prof, res, special, hw, nan_in, snan, extra=0, nv=None):
+def special_inputs(special, hw, h):
+    """finish's h on the special lanes (l, d and scale are 0 there): hw where it is finite (an
+    exactly representable result), 1.0 where it is not (the bits are replaced after rounding)."""
+    return np.where(special, np.where(special & np.isfinite(hw), hw, 1.0), h)
+
+
+def _done(dt, prof, res, special, hw, nan_in, snan, extra=0, nv=None, packed=None):
     """finish() with the default invalid rule: a NaN result no operand NaN explains is invalid."""
     if nv is None:
         nv = special & np.isnan(hw) & ~nan_in
-    return finish(dt, prof, res, special, hw, extra, snan, nv)
+    return finish(dt, prof, res, special, hw, extra, snan, nv, packed)
 
 
 def _nonfinite(*values):

@@ -36,7 +36,7 @@ except ImportError:      # a declared dependency; optional only where TEXP/TLOG/
 from . import formats
 from .eft import fast_two_sum, two_prod, two_sum
 from .flags import DZ
-from .ops_float import _done, _inputs, _nonfinite, pack
+from .ops_float import _done, _inputs, _nonfinite, pack, special_inputs
 from .rounding import round_pack
 
 EPS_EXP = 2.0 ** -90
@@ -179,14 +179,30 @@ def rsqrt_dd(x):
 
 # ---------------------------------------------------------------- rounding test + MPFR fallback
 
-def _decide(dt, prof, h, l, scale, eps):
-    """(bits, flags, decided) from both ends of the interval (Y - 2 eps|Y|, Y + 2 eps|Y|)."""
+def _decide(dt, prof, h, l, scale, eps, exact=None):
+    """(bits, flags, decided) from both ends of the interval (Y - 2 eps|Y|, Y + 2 eps|Y|); with
+    `exact` (values of h's shape), also (bits, flags) of pack(exact) (l, d, scale 0): a third
+    row of the same call."""
     w = 2.0 * np.abs(h) * eps
     lo_h, lo_l = fast_two_sum(h, l - w)
     hi_h, hi_l = fast_two_sum(h, l + w)
-    b_lo, f_lo = pack(dt, prof, lo_h, lo_l, 1.0, scale)     # the true value is above lo
-    b_hi, f_hi = pack(dt, prof, hi_h, hi_l, -1.0, scale)    # ... and below hi
-    return b_lo, f_lo, (b_lo == b_hi) & (f_lo == f_hi)
+    # both ends (and `exact`) rounded by one pack call over a leading axis: pack works element
+    # by element, so each row's bits and flags are what a call of its own gives, at a fraction
+    # of the fixed cost of NumPy calls on the few elements of a small block
+    rows = 2 if exact is None else 3
+    d = np.array([1.0, -1.0, 0.0][:rows]).reshape((rows,) + (1,) * lo_h.ndim)   # the true value is above lo, below hi
+    hs, ls = [lo_h, hi_h], [lo_l, hi_l]
+    if exact is not None:
+        shape = np.broadcast_shapes(lo_h.shape, np.shape(scale))
+        zero = np.zeros(shape, np.float64)
+        hs.append(np.broadcast_to(exact, shape))
+        ls.append(zero)
+        scale = np.stack([np.broadcast_to(np.asarray(scale, np.int64), shape)] * 2 + [zero.astype(np.int64)])
+    b, f = pack(dt, prof, np.stack(hs), np.stack(ls), d, scale)
+    b_lo, b_hi, f_lo, f_hi = b[0], b[1], f[0], f[1]
+    if exact is None:
+        return b_lo, f_lo, (b_lo == b_hi) & (f_lo == f_hi)
+    return b_lo, f_lo, (b_lo == b_hi) & (f_lo == f_hi), (b[2], f[2])
 
 
 _MPFR = {"TEXP": "exp", "TLOG": "log", "TRSQRT": "rec_sqrt"}     # gmpy2 function names
@@ -213,13 +229,14 @@ def mpfr_round(op, x, dt, prof):
     return round_pack(sign, exp, sig, np.ones(n, bool), formats.float_format(dt).name, "RNE", ftz=prof.ftz)
 
 
-def _settle(op, dt, prof, x, h, l, scale, eps, lanes):
-    bits, flags, decided = _decide(dt, prof, h, l, scale, eps)
+def _settle(op, dt, prof, x, h, l, scale, eps, lanes, exact=None):
+    """(bits, flags) of the lanes; with `exact`, and pack(exact) (_decide's third row)."""
+    bits, flags, decided, *packed = _decide(dt, prof, h, l, scale, eps, exact)
     todo = np.flatnonzero(lanes & ~decided)
     if todo.size:
         bits, flags = bits.copy(), flags.copy()
         bits[todo], flags[todo] = mpfr_round(op, x[todo], dt, prof)
-    return bits, flags
+    return (bits, flags, *packed)
 
 
 def _result(op, dt, prof, x, approx, lanes, special, hw, nan_in, snan, extra=0):
@@ -228,8 +245,10 @@ def _result(op, dt, prof, x, approx, lanes, special, hw, nan_in, snan, extra=0):
     h = np.where(keep, h, 1.0)
     l = np.where(keep, l, 0.0)
     scale = np.where(keep, scale, 0)
-    bits, flags = _settle(op, dt, prof, x, h, l, scale, eps, keep)
-    sbits, sflags = _done(dt, prof, (np.ones_like(x), 0.0, 0.0, 0), special, hw, nan_in, snan, extra)
+    # the special lanes' rounding (what _done rounds of res = 1.0 everywhere) in the same pack call
+    exact = special_inputs(special, hw, np.ones_like(x))
+    bits, flags, packed = _settle(op, dt, prof, x, h, l, scale, eps, keep, exact)
+    sbits, sflags = _done(dt, prof, None, special, hw, nan_in, snan, extra, packed=packed)
     return np.where(special, sbits, bits), np.where(special, sflags, flags).astype(np.uint8)
 
 
