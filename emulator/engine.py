@@ -1020,6 +1020,24 @@ class HostPlans:
         """The same for another machine (a copy): nothing kept."""
         return HostPlans(self.compiled)
 
+    def execute(self, m: ReferenceMachine, block: Block) -> BlockResult:
+        """One block on m outside any stream (Machine.execute): what a fresh runner's execute
+        and close do, without making the runner when the block's compiled program finishes it
+        (a lone block commits at once: no chain)."""
+        if self.compiled and m.engines is None:
+            prog = _blockprog().program(block, m.config.profile)
+            if prog is not None:
+                res = prog.run(m, block, None, 0, None, self.seen)
+                if res is not None:
+                    return res
+                # today's path, as Compiled.execute after a program that did not finish
+                return Here(m, self.plan).execute(block, None, 0, None)
+        runner = self.runner(m)
+        try:
+            return runner.execute(block, None, 0, None)
+        finally:
+            runner.close()
+
     def forget(self) -> None:
         """Drop the kept plan and stacks (and the tiles they hold): the machine took another state."""
         self._last = None
@@ -1148,6 +1166,14 @@ class OnDevice:
 
     def forget(self) -> None:
         """Nothing kept between streams."""
+
+    def execute(self, m: ReferenceMachine, block: Block) -> BlockResult:
+        """One block on m outside any stream (Machine.execute)."""
+        runner = self.runner(m)
+        try:
+            return runner.execute(block, None, 0, None)
+        finally:
+            runner.close()
 
 
 def one_machine(backend: str, xp, why: str):
