@@ -399,11 +399,8 @@ class Program:
         order = [r[0] for r in self.reads]
         self.read_of_role = tuple(order.index(tid) for tid in self.tiles)
         self.shuffled = self.read_of_role != tuple(range(len(self.reads)))   # a tile id read in two roles
-        # the compiled call's operand slots (elems per role, then defined per role) that read the
-        # destination's tile id, and the roles that do (run's record, _LAST)
-        A = len(self.tiles)
+        # the roles that read the destination's tile id (their operand slots: run's record, _LAST)
         self.dest_roles = tuple(i for i, tid in enumerate(self.tiles) if tid == rb.dest.tile)
-        self.dest_slots = tuple(_chain.from_iterable((i, A + i) for i in self.dest_roles))
         self.mask = rb.PE_MASK
         self.dest_key = rb.PE_MASK << 32 | rb.dest.tile
         self.room = (None, 0)           # (config, its store's bytes less the destination's capacity)
@@ -522,11 +519,10 @@ class Program:
         bytes are what they were (_keeps), so the allocation rule passes again.  The operands
         are those of the checks with the destination's slots now `out` (and its definedness);
         `after`: whether the call checks definedness on that state (_checks)."""
-        if self.dest_roles:
-            operands = list(operands)
-            A = len(self.tiles)
-            for i in self.dest_roles:
-                operands[i], operands[A + i] = out, self.defined
+        operands = list(operands)       # the record's own: run updates it block by block
+        A = len(self.tiles)
+        for i in self.dest_roles:
+            operands[i], operands[A + i] = out, self.defined
         seen[_LAST] = (self, config, list(map(dict.copy, stores)), operands, after)
 
     def run(self, m, block, log, index, offset, seen):
@@ -541,15 +537,15 @@ class Program:
         rec = seen.get(_LAST)
         if rec is not None and rec[0] is self and rec[1] is config and stores == rec[2]:
             # the state this program's last commit on this machine left, unchanged: every check
-            # below would pass as it did then (_record)
-            operands, check, keep = rec[3], rec[4], True
-            after = check               # the destination reads the same descriptor and definedness again
+            # would pass as it did then (_record)
+            operands, check, keep = rec[3], rec[4], False
         else:
             got = self._checks(m, stores, seen)
             if got is None:
                 return None
             operands, check, after = got
             keep = self._keeps(stores)
+            rec = None
         out = destination(self.shape, self.raw, self.nbytes)
         status = np.empty(self.shape[0], np.uint8)
         if self.fn(*operands, self.prm[check], out, status, *self.extra):
@@ -558,25 +554,30 @@ class Program:
         dest_tile = self.dest_tile
         statuses = status.tolist()
         new = stacked_tiles(self.dest, out, self.defined, self.all_defined)
-        result = {}
-        for p, tile, s in zip(pes, new, statuses):
-            pe = pe_states[p]
-            pe.tiles[dest_tile] = tile
-            pe.status = s
-            result[p] = s
+        for p, store, tile, s in zip(pes, stores, new, statuses):
+            store[dest_tile] = tile
+            pe_states[p].status = s
         # the tiles just committed are the rows of `out`: a later block over these PEs reading
         # them finds them here (what the stacking above would find: the same arrays and flags)
         seen[self.dest_key] = (new, out, self.defined, self.all_defined, self.dest)
-        if keep:
+        if rec is not None:
+            # the record follows this commit: its copies as the stores are now (the
+            # destination's tile id was in each already, so it keeps its place), the
+            # destination's operand slots `out`; the rest (definedness, check) is as it was
+            for c, tile in zip(rec[2], new):
+                c[dest_tile] = tile
+            for i in self.dest_roles:
+                operands[i] = out
+        elif keep:
             self._record(stores, config, operands, after, out, seen)
-        elif rec is not None:
+        elif _LAST in seen:
             del seen[_LAST]             # it holds tiles no longer in the state
         if log is not None:
             S = self.shape[0]
             staged = [Staged(pes, self.dest, out.reshape(S, 1, -1), self.defined.reshape(S, 1, -1),
                              status.reshape(S, 1), self.whole)]
             log.write(commit_records(staged, block, index, offset, dest_tile))
-        return BlockResult(self.mnemonic, pes, dest_tile, result)
+        return BlockResult(self.mnemonic, pes, dest_tile, dict(zip(pes, statuses)))
 
     def step(self, m, chain, seen):
         """The block inside a run of consecutive covered blocks over the same PEs (Chain, a

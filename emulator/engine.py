@@ -1010,6 +1010,7 @@ class HostPlans:
         # the compiled programs' stacks: (PEs, tile id) -> (the tiles read there last, their
         # stacked elems and defined, all defined); at most one entry per PE set and tile id
         self.seen = {}
+        self._prog = (None, None, None)         # (Block, config, its program) of `execute`'s last block
 
     def runner(self, machine: ReferenceMachine) -> Here:
         if self.compiled:
@@ -1025,7 +1026,17 @@ class HostPlans:
         and close do, without making the runner when the block's compiled program finishes it
         (a lone block commits at once: no chain)."""
         if self.compiled and m.engines is None:
-            prog = _blockprog().program(block, m.config.profile)
+            # the program of the block executed last, when it is the same Block object under the
+            # same config object again (a program is a fact of the block and the profile; kept
+            # only for a Block whose fields cannot change, as blockprog.program keeps its own)
+            config = m.config
+            last = self._prog
+            if last[0] is block and last[1] is config:
+                prog = last[2]
+            else:
+                prog = _blockprog().program(block, config.profile)
+                if type(block.iot) is tuple:
+                    self._prog = (block, config, prog)
             if prog is not None:
                 res = prog.run(m, block, None, 0, None, self.seen)
                 if res is not None:

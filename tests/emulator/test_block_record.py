@@ -150,3 +150,4 @@ def test_a_copy_of_the_machine_and_a_stream_between_repeats_match_the_reference(
     lockstep(twin, twin_ref, [run(FMA), run(FMA), run(ADD)])
     lockstep(ours, ref, [run(FMA), lambda m: m.run([FMA, ADD, FMA]) and None, run(FMA), run(FMA)])
     assert ours.digest() != twin.digest()
+
