@@ -53,7 +53,7 @@ from . import preflight, schemas, semantics
 from .padding import pad_encoding
 from .reference import BlockResult, Staged, commit_records
 from .state import used_bytes
-from .tiles import element_dtype, rows_of_one_stack, stacked_tiles
+from .tiles import element_dtype, rows_of_one_stack, stack_rows, stacked_tiles
 
 _CAPACITY = operator.attrgetter("desc.capacity")
 _values = dict.values
@@ -548,12 +548,15 @@ class Program:
             rec = None
         out = destination(self.shape, self.raw, self.nbytes)
         status = np.empty(self.shape[0], np.uint8)
+        # the new tiles (the rows of `out`) made before the compiled call: after a large block's
+        # call the caches are cold for Python, so as little as may be is left for then
+        new = stack_rows(self.dest, out, self.defined, self.all_defined)
         if self.fn(*operands, self.prm[check], out, status, *self.extra):
             return None
         # the commit (as ReferenceMachine._commit): nothing here can fail
+        out.setflags(write=False)       # as stacked_tiles leaves it (self.defined is read-only)
         dest_tile = self.dest_tile
         statuses = status.tolist()
-        new = stacked_tiles(self.dest, out, self.defined, self.all_defined)
         for p, store, tile, s in zip(pes, stores, new, statuses):
             store[dest_tile] = tile
             pe_states[p].status = s
