@@ -544,7 +544,9 @@ class Program:
             if got is None:
                 return None
             operands, check, after = got
-            keep = self._keeps(stores)
+            # recorded only when this program ran last as well (a block repeated): a stream of
+            # other blocks in turn would pay for copies no block uses
+            keep = rec is not None and rec[0] is self and self._keeps(stores)
             rec = None
         out = destination(self.shape, self.raw, self.nbytes)
         status = np.empty(self.shape[0], np.uint8)
@@ -573,8 +575,8 @@ class Program:
                 operands[i] = out
         elif keep:
             self._record(stores, config, operands, after, out, seen)
-        elif _LAST in seen:
-            del seen[_LAST]             # it holds tiles no longer in the state
+        else:                           # no record (an old one holds tiles no longer in the state)
+            seen[_LAST] = (self, None, None, None, None)        # but this program ran last
         if log is not None:
             S = self.shape[0]
             staged = [Staged(pes, self.dest, out.reshape(S, 1, -1), self.defined.reshape(S, 1, -1),
@@ -825,7 +827,9 @@ def destination(shape: tuple, dtype, nbytes: int) -> np.ndarray:
 
 
 _NOT_COVERED = False
-_LAST = "last"                  # the engine's `seen` key of Program.run's record (Program._record)
+# the engine's `seen` key of Program.run's record (Program._record), or of (program, None, ...):
+# that program ran last on the machine without a record
+_LAST = "last"
 _BY_WORDS: dict = {}            # (block words, profile) -> Program or _NOT_COVERED; bound: 4096 entries
 BY_WORDS_LIMIT = 4096
 
