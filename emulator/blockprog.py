@@ -53,7 +53,7 @@ from . import preflight, schemas, semantics
 from .padding import pad_encoding
 from .reference import BlockResult, Staged, commit_records
 from .state import used_bytes
-from .tiles import element_dtype, rows_of_one_stack, stacked_tiles
+from .tiles import element_dtype, rows_of_one_stack, stack_rows, stacked_tiles
 
 _CAPACITY = operator.attrgetter("desc.capacity")
 _values = dict.values
@@ -399,6 +399,8 @@ class Program:
         order = [r[0] for r in self.reads]
         self.read_of_role = tuple(order.index(tid) for tid in self.tiles)
         self.shuffled = self.read_of_role != tuple(range(len(self.reads)))   # a tile id read in two roles
+        # the roles that read the destination's tile id (their operand slots: run's record, _LAST)
+        self.dest_roles = tuple(i for i, tid in enumerate(self.tiles) if tid == rb.dest.tile)
         self.mask = rb.PE_MASK
         self.dest_key = rb.PE_MASK << 32 | rb.dest.tile
         self.room = (None, 0)           # (config, its store's bytes less the destination's capacity)
@@ -443,17 +445,17 @@ class Program:
         self.accepted[i] = t.desc
         return True
 
-    def run(self, m, block, log, index, offset, seen):
-        """The block on machine m: its BlockResult, committed, or None (nothing changed) when
-        today's path must run it.  `seen`: the machine's (PEs, tile id) -> (the tiles read
-        there last, their stacked elems and defined, all defined), kept by its engine
-        (engine.HostPlans.seen): the very same tiles again are not stacked again."""
+    def _checks(self, m, stores, seen):
+        """(operands of the compiled call, whether it checks definedness, whether it would on
+        the state this block's commit leaves) for the block on m's `stores` (the selected PEs'
+        tile stores), or None when today's path must run it: every source tile exists and passes
+        its roles' descriptor rules, and the store has room for the destination
+        (preflight.check_allocation)."""
         pes = self.pes
-        pe_states = m.pes
-        stores = [pe_states[p].tiles for p in pes]
-        check = False
+        check = after = False
         gots = []
         accepted = self.accepted
+        dest_tile = self.dest_tile
         for tid, roles, key in self.reads:
             tiles = [s.get(tid) for s in stores]
             got = seen.get(key)
@@ -472,6 +474,7 @@ class Program:
                                 return None
                             acc = t.desc
             check = check or not got[3]
+            after = after or not (self.all_defined if tid == dest_tile else got[3])
             gots.append(got)
         operands = [gots[j][1] for j in self.read_of_role] + [gots[j][2] for j in self.read_of_role]
         # the allocation rule (preflight.check_allocation) on the stores as they are: a store
@@ -488,29 +491,98 @@ class Program:
                     continue
                 if used_bytes(s, location) > room:
                     return None
+        return operands, check, after
+
+    def _keeps(self, stores) -> bool:
+        """Whether the state this block's commit will leave may be recorded (_record): each
+        store's bytes stay as they are (the destination's tile id holds a tile of the
+        destination's capacity and location already), and each role reading the destination's
+        tile id accepts the destination's descriptor.  Asked after _checks passed, before the
+        commit."""
+        dest, dest_tile = self.dest, self.dest_tile
+        for s in stores:
+            old = s.get(dest_tile)
+            if old is None or old.desc.capacity != dest.capacity or old.desc.location != dest.location:
+                return False
+        accepted = self.accepted
+        return all(accepted[i] is dest for i in self.dest_roles)
+
+    def _record(self, stores, config, operands, after, out, seen) -> None:
+        """seen[_LAST]: what run's checks found, for the state this block's commit just left
+        (a copy of each store, the config): the next block, when it is this program again on
+        that very state (stores equal to the copies: the same tile ids holding the very same
+        Tile objects, since tiles compare by identity), skips the checks.  Sound because every
+        check is a function of the tile objects the stores hold (immutable), their tile ids and
+        the config alone: the
+        sources the checks passed are still there (a role reading the destination's tile id now
+        reads the destination, whose descriptor that role accepted: _keeps), and each store's
+        bytes are what they were (_keeps), so the allocation rule passes again.  The operands
+        are those of the checks with the destination's slots now `out` (and its definedness);
+        `after`: whether the call checks definedness on that state (_checks)."""
+        operands = list(operands)       # the record's own: run updates it block by block
+        A = len(self.tiles)
+        for i in self.dest_roles:
+            operands[i], operands[A + i] = out, self.defined
+        seen[_LAST] = (self, config, list(map(dict.copy, stores)), operands, after)
+
+    def run(self, m, block, log, index, offset, seen):
+        """The block on machine m: its BlockResult, committed, or None (nothing changed) when
+        today's path must run it.  `seen`: the machine's (PEs, tile id) -> (the tiles read
+        there last, their stacked elems and defined, all defined), kept by its engine
+        (engine.HostPlans.seen): the very same tiles again are not stacked again."""
+        pes = self.pes
+        pe_states = m.pes
+        stores = [pe_states[p].tiles for p in pes]
+        config = m.config
+        rec = seen.get(_LAST)
+        if rec is not None and rec[0] is self and rec[1] is config and stores == rec[2]:
+            # the state this program's last commit on this machine left, unchanged: every check
+            # would pass as it did then (_record)
+            operands, check, keep = rec[3], rec[4], False
+        else:
+            got = self._checks(m, stores, seen)
+            if got is None:
+                return None
+            operands, check, after = got
+            # recorded only when this program ran last as well (a block repeated): a stream of
+            # other blocks in turn would pay for copies no block uses
+            keep = rec is not None and rec[0] is self and self._keeps(stores)
+            rec = None
         out = destination(self.shape, self.raw, self.nbytes)
         status = np.empty(self.shape[0], np.uint8)
+        # the new tiles (the rows of `out`) made before the compiled call: after a large block's
+        # call the caches are cold for Python, so as little as may be is left for then
+        new = stack_rows(self.dest, out, self.defined, self.all_defined)
         if self.fn(*operands, self.prm[check], out, status, *self.extra):
             return None
         # the commit (as ReferenceMachine._commit): nothing here can fail
+        out.setflags(write=False)       # as stacked_tiles leaves it (self.defined is read-only)
         dest_tile = self.dest_tile
         statuses = status.tolist()
-        new = stacked_tiles(self.dest, out, self.defined, self.all_defined)
-        result = {}
-        for p, tile, s in zip(pes, new, statuses):
-            pe = pe_states[p]
-            pe.tiles[dest_tile] = tile
-            pe.status = s
-            result[p] = s
+        for p, store, tile, s in zip(pes, stores, new, statuses):
+            store[dest_tile] = tile
+            pe_states[p].status = s
         # the tiles just committed are the rows of `out`: a later block over these PEs reading
         # them finds them here (what the stacking above would find: the same arrays and flags)
         seen[self.dest_key] = (new, out, self.defined, self.all_defined, self.dest)
+        if rec is not None:
+            # the record follows this commit: its copies as the stores are now (the
+            # destination's tile id was in each already, so it keeps its place), the
+            # destination's operand slots `out`; the rest (definedness, check) is as it was
+            for c, tile in zip(rec[2], new):
+                c[dest_tile] = tile
+            for i in self.dest_roles:
+                operands[i] = out
+        elif keep:
+            self._record(stores, config, operands, after, out, seen)
+        else:                           # no record (an old one holds tiles no longer in the state)
+            seen[_LAST] = (self, None, None, None, None)        # but this program ran last
         if log is not None:
             S = self.shape[0]
             staged = [Staged(pes, self.dest, out.reshape(S, 1, -1), self.defined.reshape(S, 1, -1),
                              status.reshape(S, 1), self.whole)]
             log.write(commit_records(staged, block, index, offset, dest_tile))
-        return BlockResult(self.mnemonic, pes, dest_tile, result)
+        return BlockResult(self.mnemonic, pes, dest_tile, dict(zip(pes, statuses)))
 
     def step(self, m, chain, seen):
         """The block inside a run of consecutive covered blocks over the same PEs (Chain, a
@@ -755,6 +827,9 @@ def destination(shape: tuple, dtype, nbytes: int) -> np.ndarray:
 
 
 _NOT_COVERED = False
+# the engine's `seen` key of Program.run's record (Program._record), or of (program, None, ...):
+# that program ran last on the machine without a record
+_LAST = "last"
 _BY_WORDS: dict = {}            # (block words, profile) -> Program or _NOT_COVERED; bound: 4096 entries
 BY_WORDS_LIMIT = 4096
 

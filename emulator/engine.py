@@ -1028,6 +1028,7 @@ class HostPlans:
         # the compiled programs' stacks: (PEs, tile id) -> (the tiles read there last, their
         # stacked elems and defined, all defined); at most one entry per PE set and tile id
         self.seen = {}
+        self._prog = (None, None, None)         # (Block, config, its program) of `execute`'s last block
 
     def runner(self, machine: ReferenceMachine) -> Here:
         if self.compiled:
@@ -1037,6 +1038,34 @@ class HostPlans:
     def fresh(self) -> "HostPlans":
         """The same for another machine (a copy): nothing kept."""
         return HostPlans(self.compiled)
+
+    def execute(self, m: ReferenceMachine, block: Block) -> BlockResult:
+        """One block on m outside any stream (Machine.execute): what a fresh runner's execute
+        and close do, without making the runner when the block's compiled program finishes it
+        (a lone block commits at once: no chain)."""
+        if self.compiled and m.engines is None:
+            # the program of the block executed last, when it is the same Block object under the
+            # same config object again (a program is a fact of the block and the profile; kept
+            # only for a Block whose fields cannot change, as blockprog.program keeps its own)
+            config = m.config
+            last = self._prog
+            if last[0] is block and last[1] is config:
+                prog = last[2]
+            else:
+                prog = _blockprog().program(block, config.profile)
+                if type(block.iot) is tuple:
+                    self._prog = (block, config, prog)
+            if prog is not None:
+                res = prog.run(m, block, None, 0, None, self.seen)
+                if res is not None:
+                    return res
+                # today's path, as Compiled.execute after a program that did not finish
+                return Here(m, self.plan).execute(block, None, 0, None)
+        runner = self.runner(m)
+        try:
+            return runner.execute(block, None, 0, None)
+        finally:
+            runner.close()
 
     def forget(self) -> None:
         """Drop the kept plan and stacks (and the tiles they hold): the machine took another state."""
@@ -1166,6 +1195,14 @@ class OnDevice:
 
     def forget(self) -> None:
         """Nothing kept between streams."""
+
+    def execute(self, m: ReferenceMachine, block: Block) -> BlockResult:
+        """One block on m outside any stream (Machine.execute)."""
+        runner = self.runner(m)
+        try:
+            return runner.execute(block, None, 0, None)
+        finally:
+            runner.close()
 
 
 def one_machine(backend: str, xp, why: str):

@@ -63,11 +63,7 @@ class Machine(ReferenceMachine):
     def execute(self, block) -> BlockResult:
         if self._engine is None:
             return self._execute(block)[0]
-        runner = self._engine.runner(self)
-        try:
-            return runner.execute(block, None, 0, None)
-        finally:
-            runner.close()
+        return self._engine.execute(self, block)
 
     def adopt(self, state: MachineState) -> None:
         super().adopt(state)

@@ -164,6 +164,14 @@ def stacked_tiles(desc: Descriptor, elems: np.ndarray, defined: np.ndarray,
     `fully_defined` True seeds each tile's memo (the caller knows every element is defined)."""
     elems.setflags(write=False)       # setflags: half the cost of assigning .flags.writeable
     defined.setflags(write=False)
+    return stack_rows(desc, elems, defined, fully_defined)
+
+
+def stack_rows(desc: Descriptor, elems: np.ndarray, defined: np.ndarray,
+               fully_defined: bool = False) -> list[Tile]:
+    """stacked_tiles without making the arrays read-only: for a caller that makes its tiles
+    before it fills `elems`, and makes both arrays read-only before any tile is seen
+    (emulator/blockprog.py)."""
     out = []
     for k in range(elems.shape[0]):
         # what Tile(desc, elems[k], defined[k], (elems, defined, k)) builds, without the frozen
