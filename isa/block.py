@@ -81,3 +81,10 @@ class Block(Memoised):
     datr: BDatr | None = None
     ior: BIor | None = None
     ios: BIos | None = None
+
+    def __post_init__(self):
+        # The bindings are a tuple whatever sequence the caller built the block from: a block is
+        # hashed (the compiled programs and the decode caches key on it), and a list would make
+        # the fast engine fail where the reference machine runs the block.
+        if not isinstance(self.iot, tuple):
+            object.__setattr__(self, "iot", tuple(self.iot))

@@ -151,3 +151,14 @@ def test_a_copy_of_the_machine_and_a_stream_between_repeats_match_the_reference(
     lockstep(ours, ref, [run(FMA), lambda m: m.run([FMA, ADD, FMA]) and None, run(FMA), run(FMA)])
     assert ours.digest() != twin.digest()
 
+
+
+def test_a_block_built_with_its_bindings_in_a_list_is_the_same_block_on_both_machines():
+    """Block's B.IOT bindings are a tuple whatever sequence built the block (a list once made
+    the cpu machine fail with 'unhashable type' where the reference ran the block)."""
+    from isa.block import Block
+    b = blk("TADD", "FP32", (1, 2), 3, mask=0b1111, vc=16, vr=4)
+    listed = Block(b.bstart, list(b.iot), b.dim, b.datr, b.ior, b.ios)
+    assert listed == b and hash(listed) == hash(b) and isinstance(listed.iot, tuple)
+    ours, ref = pair()
+    lockstep(ours, ref, [run(listed), run(b), run(listed)])
