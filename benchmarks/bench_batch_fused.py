@@ -12,24 +12,14 @@ import sys
 import time
 
 from emulator import engine
+from loops import best_per_call       # benchmarks/loops.py, beside this script
 from emulator.commands.bench import batch_setup
 
 CLOCK = time.process_time if "cpu" in sys.argv[1:] else time.perf_counter
 
 
 def best(f, reps: int = 7) -> float:
-    f()
-    out = []
-    for _ in range(reps):
-        n, t0 = 0, CLOCK()
-        while True:
-            f()
-            n += 1
-            t = CLOCK() - t0
-            if t > 0.2:
-                break
-        out.append(t / n)
-    return min(out)
+    return best_per_call(f, reps, CLOCK)
 
 
 def main() -> None:

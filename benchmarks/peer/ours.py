@@ -21,23 +21,16 @@ import numpy as np
 
 from kernels import numeric
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from loops import best_per_call             # noqa: E402  (benchmarks/loops.py)
+
 MIN_SECONDS = 0.2
 # PEER_CLOCK=cpu: this process's CPU time, as peer_driver.cpp reads it (run_peer.sh); else the wall clock
 CLOCK = time.process_time if os.environ.get("PEER_CLOCK") == "cpu" else time.perf_counter
 
 
 def timed(name: str, elements: int, fn, rounds: int) -> None:
-    fn()                                        # warm: compile, tables, lazy paths
-    best = float("inf")
-    for _ in range(rounds):
-        reps, t0 = 0, CLOCK()
-        while True:
-            fn()
-            reps += 1
-            dt = CLOCK() - t0
-            if dt >= MIN_SECONDS:
-                break
-        best = min(best, dt / reps)
+    best = best_per_call(fn, rounds, CLOCK, MIN_SECONDS)
     print(f"{name}\t{elements}\t{best:.9g}\t{elements / best:.6g}", flush=True)
 
 

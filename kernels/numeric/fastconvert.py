@@ -196,8 +196,11 @@ def _room_at(a, n, first):
 
 
 @njit(inline="always")
-def _room(a, n):
-    return _room_at(a, n, 0)
+def _outputs(ob_room, of_room, n, first):
+    """(s1, s2, bits, flags): where a loop's results start in its two output arrays (_room_at,
+    result `first` on a 64-byte boundary) and the n-element views it writes."""
+    s1, s2 = _room_at(ob_room, n, first), _room_at(of_room, n, first)
+    return s1, s2, ob_room[s1:s1 + n], of_room[s2:s2 + n]
 
 
 @njit(inline="always")
@@ -226,8 +229,7 @@ def _fp32_to_bf16_rne(u, ftz, ob_room, of_room):
     a subnormal input reads as the zero of its sign, and then no result is subnormal (a normal
     binary32 value rounds to at least 2^-126): the flush is one select, branch-free."""
     n = u.shape[0]
-    s1, s2 = _room(ob_room, n), _room(of_room, n)
-    ob, of = ob_room[s1:s1 + n], of_room[s2:s2 + n]
+    s1, s2, ob, of = _outputs(ob_room, of_room, n, 0)
     F = _U(1) if ftz else _U(0)
     for i in nb.prange(u.shape[0]):
         wide_vectors()
@@ -255,8 +257,7 @@ def _fp32_to_fp16_rne(u, ob_room, of_room):
     below 2^-14 - 2^-26 (binary32 0x387FF000: tiny after rounding, ties to the even 2^-14);
     NaNs quiet with the payload truncated, NV if signalling."""
     n = u.shape[0]
-    s1, s2 = _room(ob_room, n), _room(of_room, n)
-    ob, of = ob_room[s1:s1 + n], of_room[s2:s2 + n]
+    s1, s2, ob, of = _outputs(ob_room, of_room, n, 0)
     for i in nb.prange(u.shape[0]):
         wide_vectors()
         x = u[i]
@@ -328,8 +329,7 @@ def _fp32_to_fp16_hw(u, ob_room, of_room):
     flags cost more than the conversion."""
     n = u.shape[0]
     lead = _lead(u, n)                     # block 0: the elements before u's first cache line
-    s1, s2 = _room_at(ob_room, n, lead), _room_at(of_room, n, lead)
-    ob, of = ob_room[s1:s1 + n], of_room[s2:s2 + n]
+    s1, s2, ob, of = _outputs(ob_room, of_room, n, lead)
     blocks = 1 + (n - lead + BLOCK - 1) // BLOCK
     # The blocks the common case does not settle are marked and converted again in a second
     # loop: with the exact loop inside the first one, the common case's loop ran 1.1x slower
@@ -364,8 +364,7 @@ def _fp16_to_fp32_hw(u, ftz, ob_room, of_room):
     NV for a signalling NaN; profile ftz: a subnormal reads as the zero of its sign, no flag."""
     n = u.shape[0]
     lead = _lead(u, n)                     # block 0: the elements before u's first cache line
-    s1, s2 = _room_at(ob_room, n, lead), _room_at(of_room, n, lead)
-    ob, of = ob_room[s1:s1 + n], of_room[s2:s2 + n]
+    s1, s2, ob, of = _outputs(ob_room, of_room, n, lead)
     F = _U(1) if ftz else _U(0)
     for b in nb.prange(1 + (n - lead + BLOCK - 1) // BLOCK):
         lo = 0 if b == 0 else lead + (b - 1) * BLOCK
@@ -386,8 +385,7 @@ def _bf16_to_fp32(u, ftz, ob_room, of_room):
     """BF16 -> FP32 (exact; every rounding mode): the code in the high half, a signalling NaN
     made quiet (payload kept) with NV; profile ftz: a subnormal reads as the zero of its sign."""
     n = u.shape[0]
-    s1, s2 = _room(ob_room, n), _room(of_room, n)
-    ob, of = ob_room[s1:s1 + n], of_room[s2:s2 + n]
+    s1, s2, ob, of = _outputs(ob_room, of_room, n, 0)
     F = _U(1) if ftz else _U(0)
     for i in nb.prange(u.shape[0]):
         wide_vectors()
