@@ -425,26 +425,21 @@ def test_a_batch_of_fuse_min_elements_takes_the_fused_pass_unforced(monkeypatch)
     ran = []
     real = batchfuse.Program.run
     monkeypatch.setattr(batchfuse.Program, "run", lambda self, plan, m: ran.append(1) or real(self, plan, m))
-    rng = np.random.default_rng(11)
-    machines = []
-    for _ in range(64):
-        m = Machine(MachineConfig(local_bytes=8192))
-        for p in range(4):
-            for t in (1, 2):
-                m.write_tile(p, t, "FP32", special_values(rng, "FP32", (16, 16)))
-        machines.append(m)
+    machines = _fp32_batch(64, np.random.default_rng(11))
     block = _fp32_block("TADD", (1, 2), 3, dim=BDim(16, 16))
     assert_batch_matches_reference(machines, [block, _fp32_block("TMUL", (3, 1), 2, dim=BDim(16, 16))])
     assert ran
 
 
-def _fp32_batch(n: int, rng, shape=(16, 16)) -> list[Machine]:
+def _fp32_batch(n: int, rng, shape=(16, 16), values=None) -> list[Machine]:
+    """n machines holding FP32 tiles 1 and 2 on each of 4 PEs: values(k, p, t) for machine k,
+    else special_values drawn from rng."""
     machines = []
-    for _ in range(n):
+    for k in range(n):
         m = Machine(MachineConfig(local_bytes=8192))
         for p in range(4):
             for t in (1, 2):
-                m.write_tile(p, t, "FP32", special_values(rng, "FP32", shape))
+                m.write_tile(p, t, "FP32", values(k, p, t) if values else special_values(rng, "FP32", shape))
         machines.append(m)
     return machines
 
@@ -596,16 +591,13 @@ def test_screened_passes_redo_the_tiles_with_special_values_and_match_the_refere
     monkeypatch.setattr(batchfuse, "_screened_loop", spy)
     monkeypatch.setattr(batchfuse, "_PROGRAMS", {})
     rng = np.random.default_rng(13)
-    machines = []
-    for k in range(12):
-        m = Machine(MachineConfig(local_bytes=8192))
-        for p in range(4):
-            for t in (1, 2):
-                values = 0x3F800000 + rng.integers(0, 1 << 23, (16, 16), dtype=np.uint64)
-                if (k + p + t) % 5 == 0:                   # a special value or an overflow in some tiles
-                    values[rng.integers(0, 16), rng.integers(0, 16)] = rng.choice(SPECIALS["FP32"] + [0x7F7FFFFF])
-                m.write_tile(p, t, "FP32", values)
-        machines.append(m)
+
+    def values(k, p, t):
+        v = 0x3F800000 + rng.integers(0, 1 << 23, (16, 16), dtype=np.uint64)
+        if (k + p + t) % 5 == 0:                   # a special value or an overflow in some tiles
+            v[rng.integers(0, 16), rng.integers(0, 16)] = rng.choice(SPECIALS["FP32"] + [0x7F7FFFFF])
+        return v
+    machines = _fp32_batch(12, rng, values=values)
     dim = BDim(16, 16)
     stream = [_fp32_block("TADD", (1, 2), 3, dim=dim), _fp32_block("TSUB", (3, 1), 4, dim=dim),
               _fp32_block("TADD", (4, 4), 4, dim=dim), _fp32_block("TADD", (4, 4), 4, dim=dim)]
