@@ -112,23 +112,19 @@ def _all_defined(defs, p, rows, width, col):
 
 
 def _fuse(srcs, defs, check, n, rows, width, col, x, status, undefined, out):
+    """Every tile's results, status and definedness; SCALAR here is a tile's loop (_tile bound
+    to the element routine, inlined)."""
     wide_vectors()
     for p in prange(status.shape[0]):
-        st = np.uint8(0)
-        for r in range(rows):
-            s = _row(srcs, p, r * col, width)
-            o = out[p * n + r * width:p * n + r * width + width]
-            for c in range(width):
-                code, f = SCALAR(x, s, c)
-                o[c] = code
-                st |= f
-        status[p] = st
+        status[p] = SCALAR(srcs, p, rows, width, col, x, out, n)
         undefined[p] = check and _all_defined(defs, p, rows, width, col) == 0
 
 
-def _redo(srcs, p, rows, width, col, x, out, n):
-    """Tile p again with the full routine (SCALAR): its status.  Compiled apart from the screened
-    loop (inline='never'), so that loop's body stays the screen's alone and vectorises."""
+def _tile(srcs, p, rows, width, col, x, out, n):
+    """Tile p's results by the element routine SCALAR, written to out: its status (the OR of its
+    elements' flags).  Inlined into _fuse and _screened's first loop; the screened loop's redo
+    is a build of its own (inline='never'), so that loop's body stays the screen's alone and
+    vectorises."""
     st = np.uint8(0)
     for r in range(rows):
         s = _row(srcs, p, r * col, width)
@@ -141,22 +137,14 @@ def _redo(srcs, p, rows, width, col, x, out, n):
 
 
 def _screened(srcs, defs, check, n, rows, width, col, x, status, undefined, out):
-    """_fuse with a screen (SCREEN): a cheaper routine that gives the full routine's code and flags
+    """_fuse with a screen (SCREEN: _tile bound to it): a cheaper routine that gives the full routine's code and flags
     wherever it does not set _MARK_BIT; a tile in which it marks an element is redone by the full
     routine (REDO) in a second loop (in the first, the call kept the element loop from
     vectorising as well), so the results and statuses are _fuse's.  Returns the number of
     tiles redone."""
     wide_vectors()
     for p in prange(status.shape[0]):
-        st = np.uint8(0)
-        for r in range(rows):
-            s = _row(srcs, p, r * col, width)
-            o = out[p * n + r * width:p * n + r * width + width]
-            for c in range(width):
-                code, f = SCREEN(x, s, c)
-                o[c] = code
-                st |= f
-        status[p] = st
+        status[p] = SCREEN(srcs, p, rows, width, col, x, out, n)
         undefined[p] = check and _all_defined(defs, p, rows, width, col) == 0
     redone = 0
     for p in prange(status.shape[0]):
@@ -213,7 +201,8 @@ def _loop(kind: str, arity: int, scalar) -> fast.Twin:
         read = fast.READERS["bits"] if kind == "bits" else None
         element = nb.njit(inline="always", error_model="numpy")(
             fast.bind(ELEMENTS[(kind, arity)], scalar, read))
-        fn = _LOOPS[key] = fast.Twin(fast.bind(_fuse, element), error_model="numpy", nogil=True)
+        tile = nb.njit(inline="always", error_model="numpy")(fast.bind(_tile, element))
+        fn = _LOOPS[key] = fast.Twin(fast.bind(_fuse, tile), error_model="numpy", nogil=True)
     return fn
 
 
@@ -241,8 +230,9 @@ def _screened_loop(arity: int, scalar) -> fast.Twin | None:
         cheap = nb.njit(inline="always", error_model="numpy")(fast.bind(ELEMENTS[("raw", arity)], screen))
         tail = f"{scalar.py_func.__module__.rsplit('.', 1)[-1]}_{scalar.py_func.__name__}"
         redo = nb.njit(inline="never", error_model="numpy", nogil=True, cache=True)(
-            _bind(_redo, f"_redo__batchfuse__{tail}", SCALAR=full))
-        fn = _SCREENED[key] = fast.Twin(_bind(_screened, f"_screened__batchfuse__{tail}", SCREEN=cheap, REDO=redo),
+            _bind(_tile, f"_redo__batchfuse__{tail}", SCALAR=full))
+        cheap_tile = nb.njit(inline="always", error_model="numpy")(fast.bind(_tile, cheap))
+        fn = _SCREENED[key] = fast.Twin(_bind(_screened, f"_screened__batchfuse__{tail}", SCREEN=cheap_tile, REDO=redo),
                                         error_model="numpy", nogil=True)
     return fn
 
