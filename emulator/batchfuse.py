@@ -23,7 +23,7 @@ What the pass does not redo (issue 32 target 4; each changes no bit):
   * definedness: a source whose owning array is defined everywhere (`known_defined`, scanned
     once in that array's life) is not read for it;
   * allocation: results go into an earlier result array that nothing refers to any more
-    (`Outputs`), not a fresh one whose pages may have to be faulted in and zeroed;
+    (emulator/reuse.py, the pool the block programs use), not a fresh one whose pages may have to be faulted in and zeroed;
   * special values: FP32 TADD/TSUB run a screen (`SCREENS`), the add and its TwoSum error
     alone, and a tile in which it meets a NaN, an infinity or an overflow is redone by the full
     routine (`_screened`); a call that redoes more than 1/REDONE_MAX of its tiles sends the next
@@ -32,7 +32,6 @@ What the pass does not redo (issue 32 target 4; each changes no bit):
 """
 from __future__ import annotations
 
-import sys
 import types
 import weakref
 
@@ -47,6 +46,7 @@ from kernels.numeric.flags import NX
 from kernels.numeric.profiles import profile as resolve_profile
 
 from . import schemas, semantics
+from .reuse import destination
 
 SCALAR = READ = SCREEN = REDO = None     # bound in each loop's own globals (fast.bind, _bind)
 _MARK_BIT = 0x80                # set in fast.FALLBACK (0xFF) and in no flag (NV DZ OF UF NX: bits 0-4)
@@ -285,7 +285,7 @@ class Program:
             check = check or not (ts.fully_defined or known_defined(ts.defined))
         status = np.empty(P, np.uint8)
         undefined = np.empty(P, np.bool_)
-        out = OUTPUTS.take(raw, P * vr * vc)
+        out = destination((P * vr * vc,), raw, P * vr * vc * np.dtype(raw).itemsize)
         pad = 3 - len(elems)                             # the loop reads three: repeat the last
         args = ((*elems, *elems[-1:] * pad), (*defs, *defs[-1:] * pad), check,
                 *_geometry(vr, vc, col), col, self.extra, status, undefined, out)
@@ -331,41 +331,6 @@ def known_defined(defined: np.ndarray) -> bool:
     return everywhere
 
 
-class Outputs:
-    """The pass's result arrays, handed out again once nothing refers to them: a fresh 16 MB
-    array a block (4,096 machines x 4 PEs x 16x16 FP32) costs page faults and the kernel's
-    zeroing whenever the allocator has given the last one back to the system, and its memory
-    is cold; a reused one is neither (measured here: 0.1-0.4 ms of a 4-6 ms block).  An
-    array is free when its reference count says that only this pool refers to it (as NumPy's
-    own temporary elision decides): every view -- a cohort's slot, a materialized machine's
-    tile, a caller's array, a buffer export -- holds a reference to it, so a result still read
-    anywhere is never written.  A stream that rewrites one destination alternates between two
-    arrays.  At most KEEP arrays are kept (the oldest dropped first: the pool forgets it, whoever
-    reads it keeps it)."""
-
-    KEEP = 6
-    # A free-threaded CPython (3.13t) counts references per thread and defers some: there the
-    # count cannot show that nothing else holds an array, and every result is a fresh array.
-    REUSE = getattr(sys, "_is_gil_enabled", lambda: True)()
-
-    def __init__(self):
-        self.arrays: list = []
-
-    def take(self, dtype: np.dtype, size: int) -> np.ndarray:
-        if not self.REUSE:
-            return np.empty(size, dtype)
-        for a in self.arrays:
-            # references: the list's, the loop variable's and getrefcount's argument
-            if a.size == size and a.dtype == dtype and sys.getrefcount(a) == 3 and a.flags.writeable:
-                return a
-        a = np.empty(size, dtype)
-        self.arrays.append(a)
-        if len(self.arrays) > self.KEEP:
-            del self.arrays[0]
-        return a
-
-
-OUTPUTS = Outputs()
 
 
 REDONE_MAX = 8                  # a screened call redoing more than 1/8 of its tiles ...

@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import itertools
 import operator
-import sys
-import threading
 
 import numba as nb
 import numpy as np
@@ -49,6 +47,7 @@ from kernels.numeric.fast import wide_vectors
 from kernels.numeric.flags import NAMES as _FLAG_BITS, NX as _FLAG_BITS_NX
 from kernels.numeric.profiles import profile as resolve_profile
 
+from .reuse import destination
 from . import preflight, schemas, semantics
 from .padding import pad_encoding
 from .reference import BlockResult, Staged, commit_records
@@ -762,68 +761,6 @@ def _restack(m, pes, tid, tiles):
         for p, t in zip(pes, stacked_tiles(d0, elems, defined, known)):
             m.store(p)[tid] = t
     return elems, defined
-
-
-# ---------------------------------------------------------------- destination arrays
-# A block's result array becomes its destination tiles' storage, so each block needs an array of
-# its own; a fresh 256 KiB one per block (4 PEs x 128x128 FP32) cost as much as the element loop
-# (the allocator returns such blocks to the system and takes them back, page fault after page
-# fault).  Large result arrays are therefore reused once nothing holds them any more: the tiles
-# a block committed, the engine's caches and every view of the array (a NumPy view keeps its
-# base array alive) hold a reference, so an array whose only references are the pool's own is
-# unreachable from any state, tile or caller and may be overwritten.  Per thread, so no other
-# thread can take the same array between the test and the write.
-
-POOL_MIN_BYTES = 1 << 16        # below this, np.empty is cheap (the allocator's free lists)
-POOL_DEPTH = 4                  # arrays kept per (shape, dtype): a block's result and the one it replaces, ...
-POOL_KEYS = 32                  # (shape, dtype) pairs kept per thread; beyond, the pools start afresh
-_POOLS = threading.local()
-_getrefcount = sys.getrefcount
-
-
-def _first_free(pool: list, free: int):
-    """The first array of `pool` whose reference count is `free` (what an array referenced by
-    the pool alone reads here), or None."""
-    for buf in pool:
-        if _getrefcount(buf) == free:
-            return buf
-    return None
-
-
-def _calibrated() -> int:
-    """The reference count _first_free reads for a kept array nothing else references (3 on
-    CPython 3.11: the pool's, the loop variable's, the argument's), measured once rather than
-    assumed, so that an interpreter counting otherwise finds nothing free instead of reusing
-    a held array (a held array always reads more)."""
-    for free in range(1, 16):
-        if _first_free([np.empty(0)], free) is not None:
-            return free
-    return -1                       # never matches: no reuse
-
-
-_FREE = _calibrated()
-
-
-def destination(shape: tuple, dtype, nbytes: int) -> np.ndarray:
-    """A writable array of `shape` and `dtype` that nothing else references (contents arbitrary):
-    one of this thread's kept arrays when one is free, else a new one (kept if there is room)."""
-    if nbytes < POOL_MIN_BYTES:
-        return np.empty(shape, dtype)
-    pools = _POOLS.__dict__
-    key = (shape, dtype)
-    pool = pools.get(key)
-    if pool is None:
-        if len(pools) >= POOL_KEYS:
-            pools.clear()
-        pool = pools[key] = []
-    buf = _first_free(pool, _FREE)
-    if buf is not None:
-        buf.setflags(write=True)        # stacked_tiles made it read-only; it owns its memory
-        return buf
-    buf = np.empty(shape, dtype)
-    if len(pool) < POOL_DEPTH:
-        pool.append(buf)
-    return buf
 
 
 _NOT_COVERED = False

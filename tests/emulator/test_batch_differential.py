@@ -446,20 +446,20 @@ def _fp32_batch(n: int, rng, shape=(16, 16), values=None) -> list[Machine]:
 
 def test_a_result_still_read_somewhere_is_never_written_by_a_later_pass(monkeypatch):
     """The pass writes into its earlier result arrays once nothing refers to them
-    (batchfuse.Outputs): arrays a caller holds (tile_arrays, a materialized machine) keep their
+    (emulator/reuse.py's pool, for results of 64 KiB or more): arrays a caller holds (tile_arrays, a materialized machine) keep their
     bytes while later blocks rewrite the same destination; once they are let go, a stream that
     rewrites one destination alternates between two arrays; and the batch ends as the reference
     does."""
     from emulator import batchfuse
     handed = []
-    real = batchfuse.Outputs.take
+    real = batchfuse.destination
 
-    def take(self, *args):
-        out = real(self, *args)
+    def take(*args):
+        out = real(*args)
         handed.append(id(out))          # the id only: a reference here would keep every array busy
         return out
-    monkeypatch.setattr(batchfuse.Outputs, "take", take)
-    machines = _fp32_batch(6, np.random.default_rng(5))
+    monkeypatch.setattr(batchfuse, "destination", take)
+    machines = _fp32_batch(16, np.random.default_rng(5))          # 16 x 4 x 16x16 FP32: 64 KiB of results
     stream = [_fp32_block("TADD", (1, 2), 3, dim=BDim(16, 16)), _fp32_block("TMUL", (3, 1), 3, dim=BDim(16, 16)),
               _fp32_block("TSUB", (2, 3), 3, dim=BDim(16, 16))]
     with fused_everywhere():
@@ -489,16 +489,18 @@ def test_a_result_still_read_somewhere_is_never_written_by_a_later_pass(monkeypa
 
 
 def test_the_pool_hands_out_an_array_only_when_nothing_refers_to_it():
-    from emulator.batchfuse import Outputs
-    pool = Outputs()
-    a = pool.take(np.dtype(np.uint32), 64)
-    view = a.reshape(8, 8)[2:]
+    """The fused pass's result arrays come from emulator/reuse.py: a kept array is handed out
+    again only when no view, caller or tile refers to it; another dtype gets its own."""
+    from emulator.reuse import POOL_MIN_BYTES, destination
+    n = POOL_MIN_BYTES // 4 * 8                    # 8 rows of a pooled size
+    a = destination((n,), np.dtype(np.uint32), 4 * n)
+    view = a.reshape(8, -1)[2:]
     del a
-    b = pool.take(np.dtype(np.uint32), 64)
+    b = destination((n,), np.dtype(np.uint32), 4 * n)
     assert b is not view.base                       # a view still reads the first
     del view
-    assert pool.take(np.dtype(np.uint32), 64) is not b   # b is held here
-    assert pool.take(np.dtype(np.uint16), 64).dtype == np.uint16     # another dtype: its own array
+    assert destination((n,), np.dtype(np.uint32), 4 * n) is not b   # b is held here
+    assert destination((n,), np.dtype(np.uint16), 2 * n).dtype == np.uint16     # another dtype: its own array
 
 
 def test_definedness_is_remembered_only_for_arrays_defined_everywhere():
