@@ -12,6 +12,7 @@ group's step errors, statuses and final stacks.  Compare two trees by running `t
 with each tree on PYTHONPATH, alternating (a recording is a pickle of descriptors, arrays and
 blocks: read it only with the tree that wrote it or one with the same classes)."""
 import hashlib
+import os
 import pickle
 import sys
 import tempfile
@@ -42,8 +43,9 @@ def record(out: str, n: int) -> None:
     params = {**p.to_json(), "seed": 5}
     for part, k, m in SD.chunks(p):
         SD.write_chunk(folder, params, part.keys(), k, m)
-    with open(out, "wb") as f:
+    with open(out + ".tmp", "wb") as f:        # a temporary name, renamed once whole
         pickle.dump(groups, f)
+    os.replace(out + ".tmp", out)
     print(f"{len(groups)} groups, {sum(len(g[4]) for g in groups)} steps, machines per group "
           f"{sorted({g[1] for g in groups})}")
 
