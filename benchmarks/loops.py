@@ -21,3 +21,17 @@ def best_per_call(fn, rounds: int, clock=time.perf_counter, min_seconds: float =
                 break
         best = min(best, elapsed / calls)
     return best
+
+
+def p10_per_call(fn, calls: int, clock=time.perf_counter) -> float:
+    """Seconds a call of `fn` takes: the 10th percentile of `calls` single calls after a warm one
+    (a call's own time, less exposed than a long loop to waits for a core on a shared machine)."""
+    fn()
+    times = []
+    for _ in range(calls):
+        t0 = clock()
+        fn()
+        times.append(clock() - t0)
+    times.sort()
+    return times[calls // 10]
+

@@ -22,15 +22,18 @@ import numpy as np
 from kernels import numeric
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from loops import best_per_call             # noqa: E402  (benchmarks/loops.py)
+from loops import best_per_call, p10_per_call  # noqa: E402  (benchmarks/loops.py)
 
 MIN_SECONDS = 0.2
 # PEER_CLOCK=cpu: this process's CPU time, as peer_driver.cpp reads it (run_peer.sh); else the wall clock
 CLOCK = time.process_time if os.environ.get("PEER_CLOCK") == "cpu" else time.perf_counter
 
 
+PERCALL = int(os.environ.get("PEER_PERCALL", "0") or 0)    # as peer_driver.cpp: the 10th percentile of N calls
+
+
 def timed(name: str, elements: int, fn, rounds: int) -> None:
-    best = best_per_call(fn, rounds, CLOCK, MIN_SECONDS)
+    best = p10_per_call(fn, PERCALL, CLOCK) if PERCALL > 0 else best_per_call(fn, rounds, CLOCK, MIN_SECONDS)
     print(f"{name}\t{elements}\t{best:.9g}\t{elements / best:.6g}", flush=True)
 
 

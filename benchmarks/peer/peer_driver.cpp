@@ -11,6 +11,7 @@
 // run_peer.sh enlarges that region with PTO_CPU_SIM_UB_BYTES so that 16,384 tiles fit at once.
 #include <pto/pto-inst.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -71,6 +72,22 @@ void timed(const char* name, std::size_t elements, Fn fn)
 {
     fn();   // warm
     double best = 1e30;
+    // PEER_PERCALL=N: the 10th percentile of N single calls instead (ours.py reads the same
+    // variable): a call's own time, less exposed than a 0.2 s window to waits on a shared machine
+    static const long percall = [] { const char* c = std::getenv("PEER_PERCALL"); return c ? std::atol(c) : 0L; }();
+    if (percall > 0) {
+        std::vector<double> t(percall);
+        for (auto& x : t) {
+            const double t0 = now();
+            fn();
+            x = now() - t0;
+        }
+        std::sort(t.begin(), t.end());
+        best = t[percall / 10];
+        std::printf("%s\t%zu\t%.9g\t%.6g\n", name, elements, best, elements / best);
+        std::fflush(stdout);
+        return;
+    }
     for (int r = 0; r < ROUNDS; ++r) {
         std::size_t reps = 0;
         const double t0 = now();

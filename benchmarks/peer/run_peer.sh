@@ -8,6 +8,8 @@
 #
 # PEER_CLOCK=cpu times both sides by their process's CPU time instead of the wall clock (on a shared
 # machine the time a contender waits for a core then does not count; cache contention still does).
+# PEER_PERCALL=N times each case by the 10th percentile of N single calls on both sides instead of
+# the best 0.2 s window (a call's own time; less exposed to waits for a core on a shared machine).
 #
 # Needs a compiler with C++23's static_assert(false) in uninstantiated templates (the peer's headers
 # use it): clang >= 17 or g++ >= 13 (CXX, default clang++-19 if present).  Exit 2: PTO_ISA_DIR unset
