@@ -153,7 +153,8 @@ class CycleView:
 
 
 class Simulator:
-    def __init__(self, g: Graph, engine: str = "reference", instances: int = 1, streams=None):
+    def __init__(self, g: Graph, engine: str = "reference", instances: int = 1, streams=None,
+                 cycle_loop: bool = True):
         try:
             self.p = build_program(g, streams, instances)
         except ProgramError as exc:
@@ -186,15 +187,30 @@ class Simulator:
         # runtime selector can fault an instance, and every instance live is the usual cycle
         self._can_fault = bool((T.ai[:, K.A_KIND] == K.K_ROUTED).any())
         self._all_words = self._words(np.ones(B, np.bool_))
+        # the compiled cycle loop (fabric/sim/loop.py): the semantic table of a run it covers
+        self._sem = None
+        if self._jit and cycle_loop:
+            from .loop import semantic_table
+            self._sem = semantic_table(self.p)
+
+    def _set_state(self, st):
+        """Make `st` the state, and the compiled engine's view of it."""
+        self.st = st
+        if self._jit:
+            from . import jit
+            self._S = jit.state(st)
+        else:
+            self._S = st
+
+    def _reserve_outputs(self):
+        """Room in the output buffer for every token one cycle can collect."""
+        need = int(self.st.out_n[0]) + self._outputs_to * self.p.B + 1
+        if need > self.st.out_i.shape[0]:
+            self._set_state(grow_outputs(self.st, need))
 
     def rewind(self):
         """Back to cycle 0 with the initial state (the same graph, streams and engine)."""
-        self.st = new_state(self.p)
-        if self._jit:
-            from . import jit
-            self._S = jit.state(self.st)
-        else:
-            self._S = self.st
+        self._set_state(new_state(self.p))
         self.t = 0
         self._end = [None] * self.p.B
         self._ended = np.zeros(self.p.B, np.bool_)
@@ -208,12 +224,7 @@ class Simulator:
         self.t, end, ended, arrays = snap
         self._end, self._ended = list(end), ended.copy()
         if any(a.shape != b.shape for a, b in zip(self.st, arrays)):
-            self.st = type(self.st)(*(a.copy() for a in arrays))
-            if self._jit:
-                from . import jit
-                self._S = jit.state(self.st)
-            else:
-                self._S = self.st
+            self._set_state(type(self.st)(*(a.copy() for a in arrays)))
             return
         for a, b in zip(self.st, arrays):
             np.copyto(a, b)
@@ -255,16 +266,8 @@ class Simulator:
     def _cycle(self, t, live):
         """Settle, compute and apply cycle t of the live instances; faulted ones end here."""
         k, p = self.k, self.p
+        self._reserve_outputs()
         st = self.st
-        need = int(st.out_n[0]) + self._outputs_to * p.B + 1
-        if need > st.out_i.shape[0]:
-            st = grow_outputs(st, need)
-            self.st = st
-            if self._jit:
-                from . import jit
-                self._S = jit.state(st)
-            else:
-                self._S = st
         words = self._words(live)
         k.settle(self._P, self._S, t, words, *self._scratch)
         bad = live & (st.bi[:, K.FAULT] >= 0) if self._can_fault else None
@@ -350,6 +353,8 @@ class Simulator:
         was_done, ndone = done.copy(), int(np.count_nonzero(done))
         skip = bool(skip_idle) and (trace is None or B == 1)
         t = self.t
+        if self._sem is not None and trace is None:
+            t = self._run_loop(t, max_cycles, quiet, last, wake, done, skip)
         while t < max_cycles:
             live = ~done & (wake <= t)
             if not live.any():
@@ -398,6 +403,19 @@ class Simulator:
                 status, cycles, msg, *waiting = e
                 out.append(Result(status, cycles, outputs[b], counters, msg, waiting[0] if waiting else []))
         return out
+
+    def _run_loop(self, t, max_cycles, quiet, last, wake, done, skip):
+        """The cycles of a one-instance run in the compiled loop, called again whenever the
+        output buffer must grow; the instance's end worded as `run_all` words it."""
+        p, k = self.p, self.k
+        was_done = bool(done[0])
+        while t < max_cycles and not done[0]:
+            self._reserve_outputs()
+            t = int(k.run_cycles(self._P, self._S, t, max_cycles, quiet, last, wake, done, p.window, skip,
+                                 self._sem, self._outputs_to * p.B + 1, self._scratch))
+        if done[0] and not was_done:
+            self._end[0] = self._finish(0, int(last[0]))
+        return t
 
     def _finish(self, b, last):
         cycles = last + 1

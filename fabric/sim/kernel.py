@@ -969,6 +969,167 @@ def scatter(where, wmask, segments, vals, j, res):
             q += 1
 
 
+# --- the compiled cycle loop: many cycles of a one-instance run in one call ------------------------
+
+# The semantic kernels the loop evaluates itself, lane by lane (fabric/sim/loop.py maps a
+# Program's groups to them; a graph with any other kernel runs the engine's per-cycle path).
+# Each is the function of fabric/sim/semantics.py it stands for, on raw bits of at most 64.
+(S_ADD, S_SUB, S_MUL, S_AND, S_OR, S_XOR, S_MAXU, S_MINU, S_MAXS, S_MINS, S_SHL, S_SHRU, S_DIVU, S_REMU,
+ S_CMP, S_SELECT, S_ADDF32, S_SUBF32, S_MULF32, S_ADDF64, S_SUBF64, S_MULF64, S_STREAM) = range(23)
+# arith.cmpi predicates (semantics.INTEGER_PREDICATE)
+P_EQ, P_NE, P_SLT, P_SLE, P_SGT, P_SGE, P_ULT, P_ULE, P_UGT, P_UGE = range(10)
+# the loop's semantic table, per actor: opcode (-1: no computed result), width, predicate, stream step
+SM_OP, SM_W, SM_PRED, SM_STEP = range(4)
+NAN32, NAN64 = np.uint64(0x7FC00000), np.uint64(0x7FF8000000000000)   # the canonical quiet NaNs
+
+
+@kernel
+def int_compare(pred, w, x, y):
+    """arith.cmpi on w-bit raw values: the signed order is the unsigned order of the values
+    with their sign bit flipped."""
+    if pred == P_EQ:
+        return x == y
+    if pred == P_NE:
+        return x != y
+    if pred < P_ULT:
+        sb = np.uint64(1) << np.uint64(w - 1)
+        x = x ^ sb
+        y = y ^ sb
+    k = (pred - P_SLT) % 4                       # lt, le, gt, ge
+    if k == 0:
+        return x < y
+    if k == 1:
+        return x <= y
+    if k == 2:
+        return x > y
+    return x >= y
+
+
+@kernel
+def int_binary(op, w, x, y):
+    """The integer binary kernels of semantics.INTEGER_BINARY the loop covers, on w-bit values."""
+    m = ONES if w >= 64 else (np.uint64(1) << np.uint64(w)) - np.uint64(1)
+    if op == S_ADD:
+        return (x + y) & m
+    if op == S_SUB:
+        return (x - y) & m
+    if op == S_MUL:
+        return (x * y) & m
+    if op == S_AND:
+        return x & y
+    if op == S_OR:
+        return x | y
+    if op == S_XOR:
+        return x ^ y
+    if op == S_MAXU:
+        return x if x >= y else y
+    if op == S_MINU:
+        return x if x <= y else y
+    if op == S_MAXS:
+        return x if int_compare(P_SGE, w, x, y) else y
+    if op == S_MINS:
+        return x if int_compare(P_SLE, w, x, y) else y
+    if op == S_SHL or op == S_SHRU:
+        if y >= np.uint64(w):                    # a shift by at least the width gives 0
+            return np.uint64(0)
+        return ((x << y) & m) if op == S_SHL else (x >> y)
+    if y == 0:                                   # division by zero: all ones, or the dividend
+        return m if op == S_DIVU else x
+    return x // y if op == S_DIVU else x % y
+
+
+@kernel
+def float_binary(op, x, y, b32, f32, b64, f64):
+    """arith.addf/subf/mulf rounding to nearest even (kernels.numeric's TADD/TSUB/TMUL, ieee
+    profile): the hardware operation of the format, a NaN result canonical.  b32/f32 and
+    b64/f64 are one scratch array seen as bits and as floats."""
+    if op <= S_MULF32:
+        b32[0] = np.uint32(x)
+        b32[1] = np.uint32(y)
+        if op == S_ADDF32:
+            f32[2] = f32[0] + f32[1]
+        elif op == S_SUBF32:
+            f32[2] = f32[0] - f32[1]
+        else:
+            f32[2] = f32[0] * f32[1]
+        return NAN32 if f32[2] != f32[2] else np.uint64(b32[2])
+    b64[0] = x
+    b64[1] = y
+    if op == S_ADDF64:
+        f64[2] = f64[0] + f64[1]
+    elif op == S_SUBF64:
+        f64[2] = f64[0] - f64[1]
+    else:
+        f64[2] = f64[0] * f64[1]
+    return NAN64 if f64[2] != f64[2] else b64[2]
+
+
+@kernel
+def evaluate(P, S, sem, b32, f32, b64, f64):
+    """The semantic kernels of this cycle's firings (`am[w, a, FIRE]`), lane by lane, into
+    their current group: what the engine's gather, kernel call and scatter do, for the kernels
+    of the loop's table.  A stream's operands are its stored slots, the others' their edges."""
+    ai, a_in = P.ai, P.a_in
+    am, data, vals = S.am, S.data, S.vals
+    OP = P.c_out.shape[1] + 3
+    for w in range(am.shape[0]):
+        for a in range(sem.shape[0]):
+            op = sem[a, SM_OP]
+            f = am[w, a, FIRE]
+            if op < 0 or f == 0:
+                continue
+            wd = sem[a, SM_W]
+            while f != 0:
+                f, bit, l = pop_lane(f)
+                if op == S_STREAM:               # (base, step, limit, is_step) -> (index, continue)
+                    v = vals[w, a, OP, l, 0]
+                    if vals[w, a, OP + 3, l, 0] != 0:
+                        v = int_binary(sem[a, SM_STEP], wd, v, vals[w, a, OP + 1, l, 0])
+                    vals[w, a, 0, l, 0] = v
+                    c = int_compare(sem[a, SM_PRED], wd, v, vals[w, a, OP + 2, l, 0])
+                    vals[w, a, 1, l, 0] = np.uint64(1) if c else np.uint64(0)
+                    continue
+                x = data[w, a_in[a, 0], l, 0]
+                y = data[w, a_in[a, 1], l, 0] if ai[a, A_NIN] > 1 else x
+                if op == S_SELECT:
+                    r = y if x != 0 else data[w, a_in[a, 2], l, 0]
+                elif op == S_CMP:
+                    r = np.uint64(1) if int_compare(sem[a, SM_PRED], wd, x, y) else np.uint64(0)
+                elif op >= S_ADDF32:
+                    r = float_binary(op, x, y, b32, f32, b64, f64)
+                else:
+                    r = int_binary(op, wd, x, y)
+                vals[w, a, 0, l, 0] = r
+
+
+@kernel
+def run_cycles(P, S, t, limit, quiet, last, wake, done, window, skip, sem, reserve, scratch):
+    """Cycles t, t + 1, ... of a run of one instance without a trace, in one call: per cycle
+    what the engine's `run_all` does - wait for the wake cycle, settle, evaluate, apply, pace -
+    with the same functions, so the same cycle-level semantics.  Returns the next cycle: at
+    `limit`, after the cycle in which the instance ended (the engine words its end), or before
+    a cycle whose outputs might not fit the output buffer (`reserve` rows; the engine grows it
+    and calls again)."""
+    live = np.ones(1, np.uint64)
+    stack, queued, cons, outm = scratch
+    b32 = np.zeros(3, np.uint32)
+    b64 = np.zeros(3, np.uint64)
+    f32 = b32.view(np.float32)
+    f64 = b64.view(np.float64)
+    while t < limit and not done[0]:
+        if wake[0] > t:                          # asleep through idle cycles already counted
+            t = wake[0]
+            continue
+        if S.out_n[0] + reserve > S.out_i.shape[0]:
+            break
+        settle(P, S, t, live, stack, queued, cons, outm)
+        evaluate(P, S, sem, b32, f32, b64, f64)
+        apply(P, S, t, live)
+        pace(P, S, t, live, quiet, last, wake, done, window, limit, skip)
+        t += 1
+    return t
+
+
 def compiled():
     """The kernel compiled by Numba: the same functions, calling each other's compiled builds."""
     import numba
