@@ -273,12 +273,7 @@ class Simulator:
         bad = live & (st.bi[:, K.FAULT] >= 0) if self._can_fault else None
         if bad is not None and bad.any():
             for b in np.flatnonzero(bad):
-                a = int(st.bi[b, K.FAULT])
-                m = p.models[a]
-                sel = int(np.int64(st.bi[b, K.FAULT_VALUE]).view(np.uint64))
-                self._ended[b] = True
-                self._end[b] = ("fault", t, f"cycle {t}: {self.names[a]}: selector value {sel} "
-                                            f"addresses none of {m.extra['fan']} {m.extra['routed']} ports")
+                self._fault(int(b), t)
             live = live & ~bad
             words = self._words(live)
             st.am[:, :, K.FIRE] &= words[:, None]
@@ -286,6 +281,16 @@ class Simulator:
             self._compute()
         k.apply(self._P, self._S, t, words)
         return live, words
+
+    def _fault(self, b, t):
+        """Instance b ends at cycle t: a routed resource's selector addressed none of its ports."""
+        st, p = self.st, self.p
+        a = int(st.bi[b, K.FAULT])
+        m = p.models[a]
+        sel = int(np.int64(st.bi[b, K.FAULT_VALUE]).view(np.uint64))
+        self._ended[b] = True
+        self._end[b] = ("fault", t, f"cycle {t}: {self.names[a]}: selector value {sel} "
+                                    f"addresses none of {m.extra['fan']} {m.extra['routed']} ports")
 
     def step(self):
         """Simulate cycle self.t of every instance (no idle skipping); return its CycleView."""
@@ -414,7 +419,10 @@ class Simulator:
             t = int(k.run_cycles(self._P, self._S, t, max_cycles, quiet, last, wake, done, p.window, skip,
                                  self._sem, self._outputs_to * p.B + 1, self._scratch))
         if done[0] and not was_done:
-            self._end[0] = self._finish(0, int(last[0]))
+            if self.st.bi[0, K.FAULT] >= 0 and not self._ended[0]:
+                self._fault(0, t - 1)
+            elif not self._ended[0]:
+                self._end[0] = self._finish(0, int(last[0]))
         return t
 
     def _finish(self, b, last):

@@ -1107,7 +1107,8 @@ def run_cycles(P, S, t, limit, quiet, last, wake, done, window, skip, sem, reser
     """Cycles t, t + 1, ... of a run of one instance without a trace, in one call: per cycle
     what the engine's `run_all` does - wait for the wake cycle, settle, evaluate, apply, pace -
     with the same functions, so the same cycle-level semantics.  Returns the next cycle: at
-    `limit`, after the cycle in which the instance ended (the engine words its end), or before
+    `limit`, after the cycle in which the instance ended (the engine words its end: a fault
+    where `bi[0, FAULT]` is set, else from the state), or before
     a cycle whose outputs might not fit the output buffer (`reserve` rows; the engine grows it
     and calls again)."""
     live = np.ones(1, np.uint64)
@@ -1123,6 +1124,11 @@ def run_cycles(P, S, t, limit, quiet, last, wake, done, window, skip, sem, reser
         if S.out_n[0] + reserve > S.out_i.shape[0]:
             break
         settle(P, S, t, live, stack, queued, cons, outm)
+        if S.bi[0, FAULT] >= 0:                  # a routed selector addressed no port: the run
+            for a in range(S.am.shape[1]):       # ends in this cycle, nothing fired (the engine
+                S.am[0, a, FIRE] = np.uint64(0)  # words the fault)
+            done[0] = True
+            return t + 1
         evaluate(P, S, sem, b32, f32, b64, f64)
         apply(P, S, t, live)
         pace(P, S, t, live, quiet, last, wake, done, window, limit, skip)

@@ -10,9 +10,9 @@ covers a run when every kernel of the program is one it evaluates, on values of 
 - arith.addf, subf, mulf on f32 and f64, rounding to nearest even;
 - dataflow.stream with any step kind and predicate;
 
-and the run is one instance, without a trace, with no routed resource (whose runtime selector can
-fault).  Everything else - batches, traces and waveforms, `step`, routed resources, vectors, other
-schemas, formats and rounding modes - runs the engine's per-cycle path, unchanged.
+and the run is one instance without a trace.  Everything else - batches, traces and waveforms,
+`step`, vectors and values wider than 64 bits, other schemas, formats and rounding modes - runs
+the engine's per-cycle path, unchanged.
 """
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def _code(key):
 def semantic_table(p: Program):
     """The loop's table ([actors, 4]: kernel.SM_* columns) for a program it covers, else None."""
     T = p.T
-    if p.B != 1 or bool((T.ai[:, K.A_KIND] == K.K_ROUTED).any()):
+    if p.B != 1:
         return None
     sem = np.zeros((T.ai.shape[0], 4), np.int64)
     sem[:, K.SM_OP] = -1
