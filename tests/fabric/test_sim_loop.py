@@ -210,3 +210,17 @@ def test_batches_traces_and_the_reference_engine_keep_the_per_cycle_path():
     sim._run_loop = lambda *a: calls.append(a)
     sim.run(100, trace=Recorder(sim))
     assert not calls
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_steps_then_a_run_without_idle_skipping_run_alike_in_the_loop(seed):
+    """`step` (always the per-cycle path) for a few cycles, then a run stepping every idle cycle."""
+    g = load_random(random_graph, random.Random(2000 + seed))
+    if g is None:
+        return
+    fast, slow = pair(g)
+    for sim in (fast, slow):
+        for _ in range(seed):
+            sim.step()
+    assert outcome(fast.run(300, skip_idle=False)) == outcome(slow.run(300, skip_idle=False))
+    same_snapshot(fast, slow)
