@@ -317,9 +317,10 @@ class FirstFaults(FailingMembers):
             raise _Undecided(f"a rule's array of {a.shape[0]} rows over {self.P} tiles")
         return a[m::self.per]
 
-    def _plan(self, plan, m: int):
-        """Member m's view of the plan as the reference's rules read it (its PEs, in order)."""
-        return replace(plan, pes=plan.pes[m::self.per])
+    def _plan(self, plan):
+        """A member's view of the plan as the reference's rules read it: its PEs in order (every
+        member's: the P tiles are PE-major, per members a PE)."""
+        return replace(plan, pes=plan.pes[::self.per])
 
     def _note(self, tiles) -> None:
         found = tiles.reshape(-1, self.per).any(axis=0)     # PE-major: tile k * per + m is member m's
@@ -334,18 +335,19 @@ class FirstFaults(FailingMembers):
             raise _Undecided(f"member {m}: the reference's rule accepts what the hook noted")
 
     def undefined(self, plan, role, defined, where=None, r0=None, c0=None) -> None:
-        rows = self._rows
+        rows, one = self._rows, self._plan(plan)
         self._rule = lambda m: semantics.FIRST_FAULT.undefined(
-            self._plan(plan, m), role, rows(defined, m), rows(where, m, True), rows(r0, m), rows(c0, m))
+            one, role, rows(defined, m), rows(where, m, True), rows(r0, m), rows(c0, m))
         super().undefined(plan, role, defined, where, r0, c0)
 
     def divisors(self, plan, ops) -> None:
-        self._rule = lambda m: semantics.FIRST_FAULT.divisors(self._plan(plan, m),
-                                                              [self._rows(o, m, True) for o in ops])
+        one = self._plan(plan)
+        self._rule = lambda m: semantics.FIRST_FAULT.divisors(one, [self._rows(o, m, True) for o in ops])
         super().divisors(plan, ops)
 
     def encodings(self, plan, role, bits, dtype) -> None:
-        self._rule = lambda m: semantics.FIRST_FAULT.encodings(self._plan(plan, m), role, self._rows(bits, m), dtype)
+        one = self._plan(plan)
+        self._rule = lambda m: semantics.FIRST_FAULT.encodings(one, role, self._rows(bits, m), dtype)
         super().encodings(plan, role, bits, dtype)
 
     def settle(self) -> None:
