@@ -33,11 +33,15 @@ How (the `cpu` engine; `reference` just runs one reference machine per machine):
     _fused_program) instead of the executor's separate steps; the executor runs everything else.
   * A descriptor rule that fails fails for the whole cohort, with one error.  The element rules
     report to the engine's hook (FailingMembers), which names the members holding an element
-    that breaks one (Refused).  Each of those runs the block on a materialized reference
-    machine, which gives its exact exception (the rare path), and leaves the cohort.  A machine
-    whose window check fails takes the same rare path.  Were the reference ever to accept a
-    block the engine rejected, that machine would carry on, detached, on the reference:
-    correctness never depends on the fast path agreeing.
+    that breaks one (Refused).  Those members then get their exact exceptions from one more
+    executor pass over them alone (_first_faults, hook FirstFaults: the reference's own rule on
+    each member's tiles, in the reference's order) and leave the cohort, stopped; so does every
+    member when a later PE group's descriptors fail (that group's error, unless an earlier
+    group's element rule faults first).  What that pass does not decide -- a device cohort, a
+    rejection no rule names, a window check that fails (GPR offsets) -- runs the block member
+    by member on a materialized reference machine (the rare path, _rare).  Were the reference
+    ever to accept a block the engine rejected, that machine would carry on, detached, on the
+    reference: correctness never depends on the fast path agreeing.
   * Commit (BatchEngine._commit, given the block's Staged results): each selected PE's slot
     of the destination id becomes a row view of the stacked result, which the next block
     reads back without copying.
