@@ -10,7 +10,8 @@ detached or kept stacked.  The values are special ones: NaNs with payloads, infi
 zeros, subnormals."""
 import numpy as np
 import pytest
-from test_batch_differential import error_key, fused_everywhere, special_values
+from test_batch_differential import fused_everywhere, special_values
+from test_batch_stop_option import assert_matches_reference
 
 from emu_helpers import blk
 from emulator import Machine, MachineBatch, MachineConfig
@@ -96,34 +97,19 @@ def rare_runs(monkeypatch):
     return calls
 
 
-def alone(machines, stream):
-    """Each machine run alone on the reference: its RunResult, final digest, statuses and log."""
-    out = []
-    for m in machines:
-        ref, log = m.copy(), Collector()
-        res = ref.run(stream, log=log)
-        out.append((res, ref.digest(), [pe.status for pe in ref.pes], log.table()))
-    return out
-
-
 def assert_as_alone(machines, stream, as_bytes=False, **options):
-    """The batch's results, states, statuses and log against each machine alone; the rejected
-    machines' states are also those after their last committed block, byte for byte.  With
-    `as_bytes` the stream runs encoded (the errors' byte offsets are checked too)."""
+    """The batch's results, states, statuses and log against each machine alone on the
+    reference; a rejected machine's state is also the one after its last committed block, byte
+    for byte.  With `as_bytes` the stream runs encoded (the errors' byte offsets are checked)."""
     log = Collector()
     batch = MachineBatch(machines, "cpu", **options)
     blocks, stream = stream, encoding.encode(stream) if as_bytes else stream
     result = batch.run(stream, log=log)
-    refs = alone(machines, stream)
-    statuses = batch.statuses()
-    for k, (res, digest, status, _) in enumerate(refs):
-        assert result.executed[k] == res.executed, f"machine {k}"
-        assert error_key(result.errors[k]) == error_key(res.error), f"machine {k}"
-        assert batch.machine(k).digest() == digest, f"machine {k}"
-        assert list(statuses[k]) == status, f"machine {k}"
-        if res.error is not None:              # state unchanged by the rejected block
+    assert_matches_reference(batch, result, machines, stream)
+    for k, err in enumerate(result.errors):
+        if err is not None:                    # state unchanged by the rejected block
             before = machines[k].copy()
-            before.run(blocks[: res.error.index])
+            before.run(blocks[: err.index])
             assert batch.machine(k).digest() == before.digest(), f"machine {k}"
     whole = Collector()
     MachineBatch(machines, "reference").run(stream, log=whole)
