@@ -33,11 +33,15 @@ How (the `cpu` engine; `reference` just runs one reference machine per machine):
     _fused_program) instead of the executor's separate steps; the executor runs everything else.
   * A descriptor rule that fails fails for the whole cohort, with one error.  The element rules
     report to the engine's hook (FailingMembers), which names the members holding an element
-    that breaks one (Refused).  Each of those runs the block on a materialized reference
-    machine, which gives its exact exception (the rare path), and leaves the cohort.  A machine
-    whose window check fails takes the same rare path.  Were the reference ever to accept a
-    block the engine rejected, that machine would carry on, detached, on the reference:
-    correctness never depends on the fast path agreeing.
+    that breaks one (Refused).  Those members then get their exact exceptions from one more
+    executor pass over them alone (_first_faults, hook FirstFaults: the reference's own rule on
+    each member's tiles, in the reference's order) and leave the cohort, stopped; so does every
+    member when a later PE group's descriptors fail (that group's error, unless an earlier
+    group's element rule faults first).  What that pass does not decide -- a device cohort, a
+    rejection no rule names, a window check that fails (GPR offsets) -- runs the block member
+    by member on a materialized reference machine (the rare path, _rare).  Were the reference
+    ever to accept a block the engine rejected, that machine would carry on, detached, on the
+    reference: correctness never depends on the fast path agreeing.
   * Commit (BatchEngine._commit, given the block's Staged results): each selected PE's slot
     of the destination id becomes a row view of the stacked result, which the next block
     reads back without copying.
@@ -59,7 +63,7 @@ device for the length of a stream (OnBatch).
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Iterable, Sequence
 
@@ -280,6 +284,107 @@ class FailingMembers:
             raise Refused(np.unique(np.flatnonzero(_host(self.xp)(bad)) % self.per))
 
 
+class _Undecided(Exception):
+    """The rejection pass (_first_faults) met what it does not decide -- a rule's array not
+    stacked PE-major over the P tiles, a member the hook noted that the reference's rule does
+    not reject -- so each member settles on the reference alone (BatchEngine._rare)."""
+
+
+class Faulted(Refused):
+    """Refused, with each named member's exception: `causes` maps member index (into the
+    executed selection) -> the IllegalBlockException the reference raises for it."""
+
+    def __init__(self, causes: dict[int, IllegalBlockException]):
+        super().__init__(np.array(sorted(causes), np.int64))
+        self.causes = causes
+
+
+class FirstFaults(FailingMembers):
+    """The element-rule hook of the rejection pass (_first_faults).  It finds the members that
+    hold an element breaking a rule as FailingMembers does, and for each member found the first
+    time, the exception the reference raises: the reference's own rule (semantics.FIRST_FAULT)
+    applied to that member's tiles alone (rows m, m + per, ...: its PEs in group order, as a
+    one-machine plan stacks them).  The executor calls the rules in the reference's order, so a
+    member's first cause is the reference's; `settle` raises Faulted naming every such member."""
+
+    def __init__(self, P: int, per: int, xp):
+        super().__init__(P, per, xp)
+        self.causes: dict[int, IllegalBlockException] = {}
+        self._rule = None            # member index -> the reference's rule on its tiles (raises)
+
+    def _rows(self, a, m: int, shared_ok: bool = False):
+        """Member m's rows of a rule argument stacked over the P tiles (None stays None; with
+        `shared_ok`, an array of one row broadcast over every tile stays whole)."""
+        if a is None or (shared_ok and a.shape[0] == 1):
+            return a
+        if a.shape[0] != self.P:
+            raise _Undecided(f"a rule's array of {a.shape[0]} rows over {self.P} tiles")
+        return a[m::self.per]
+
+    def _plan(self, plan):
+        """A member's view of the plan as the reference's rules read it: its PEs in order (every
+        member's: the P tiles are PE-major, per members a PE)."""
+        return replace(plan, pes=plan.pes[::self.per])
+
+    def _note(self, tiles) -> None:
+        found = tiles.reshape(-1, self.per).any(axis=0)     # PE-major: tile k * per + m is member m's
+        for m in np.flatnonzero(found).tolist():
+            if m in self.causes:
+                continue
+            try:
+                self._rule(m)
+            except IllegalBlockException as exc:
+                self.causes[m] = exc
+                continue
+            raise _Undecided(f"member {m}: the reference's rule accepts what the hook noted")
+
+    def undefined(self, plan, role, defined, where=None, r0=None, c0=None) -> None:
+        rows, one = self._rows, self._plan(plan)
+        self._rule = lambda m: semantics.FIRST_FAULT.undefined(
+            one, role, rows(defined, m), rows(where, m, True), rows(r0, m), rows(c0, m))
+        super().undefined(plan, role, defined, where, r0, c0)
+
+    def divisors(self, plan, ops) -> None:
+        one = self._plan(plan)
+        self._rule = lambda m: semantics.FIRST_FAULT.divisors(one, [self._rows(o, m, True) for o in ops])
+        super().divisors(plan, ops)
+
+    def encodings(self, plan, role, bits, dtype) -> None:
+        one = self._plan(plan)
+        self._rule = lambda m: semantics.FIRST_FAULT.encodings(one, role, self._rows(bits, m), dtype)
+        super().encodings(plan, role, bits, dtype)
+
+    def settle(self) -> None:
+        if self.causes:
+            raise Faulted(self.causes)
+
+
+def _first_faults(c: "Cohort", rb: ResolvedBlock, plans, sel) -> dict[int, IllegalBlockException] | None:
+    """The rejection pass: members `sel` (indices into c, ascending) of a cohort whose
+    descriptors passed preflight on `plans`' PE groups, each one's first element-rule fault as
+    the reference raises it running the groups in order (a member that faults in one group never
+    reaches the next), keyed by member index; a member with none is absent.  One executor call
+    a group over all of them (FirstFaults), instead of a reference run a member.  None where the
+    pass does not decide (a device cohort, a rule's array it cannot split by member, a rejection
+    no rule names): the caller then runs each member on the reference."""
+    if c.xp is not np:
+        return None
+    causes: dict[int, IllegalBlockException] = {}
+    left = np.asarray(sel, np.int64)
+    try:
+        for plan in plans:
+            if not len(left):
+                break
+            try:
+                _attempt(c, rb, [plan], left, FirstFaults)
+            except Faulted as exc:
+                causes.update((int(left[i]), cause) for i, cause in exc.causes.items())
+                left = np.delete(left, exc.members)
+    except (_Undecided, IllegalBlockException):
+        return None
+    return causes
+
+
 # ---------------------------------------------------------------- one block on one cohort
 
 def _stack_role(c: Cohort, tile: int, group: tuple[int, ...], sel) -> semantics.TileStack:
@@ -357,15 +462,16 @@ def _windows_ok(c: Cohort, rb: ResolvedBlock, plans) -> np.ndarray:
     return ok
 
 
-def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None) -> list[Staged]:
+def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None, rules=FailingMembers) -> list[Staged]:
     """Execute the block on members `sel` (None: all): its results per PE group, computed by the
     schema's executor (schemas.EXECUTORS) on the cohort's own arrays.  Raises Refused naming
-    the members on which an element rule fails."""
+    the members on which an element rule fails (`rules`: the hook's class; FirstFaults for the
+    rejection pass, which the fused element pass does not serve)."""
     staged = []
     xp = c.xp
     m = len(c) if sel is None else len(sel)
     executor = schemas.EXECUTORS[rb.instr.mnemonic]
-    fused = _fused_program(rb, c.config.profile) if xp is np else None
+    fused = _fused_program(rb, c.config.profile) if xp is np and rules is FailingMembers else None
     for group, dest in plans:
         sources = [_stack_role(c, b.tile, group, sel) for b in rb.sources]
         r0, c0 = _offsets(c, rb, group, sel)
@@ -378,7 +484,7 @@ def _attempt(c: Cohort, rb: ResolvedBlock, plans, sel=None) -> list[Staged]:
         if type(out) is np.ndarray:          # the members reading an undefined element
             raise Refused(out)
         if out is None:
-            out = executor(plan, xp, FailingMembers(len(pes), m, xp))
+            out = executor(plan, xp, rules(len(pes), m, xp))
         S = len(group)
         staged.append(Staged(group, dest, to_physical(dest, out.bits, 0, xp).reshape(S, m, -1),
                              to_physical(dest, out.defined, False, xp).reshape(S, m, -1),
@@ -861,15 +967,21 @@ class BatchEngine:
     def _stop_cohort(self, c: Cohort, err: StreamError, errors, live_host) -> None:
         """Every member of cohort c stops at `err`: detached into host Machines, or (with
         detach_stopped=False) kept stacked in c, which no later block reaches."""
+        self._stop_members(c, np.arange(len(c)), [err] * len(c), errors, live_host)
+
+    def _stop_members(self, c: Cohort, members: np.ndarray, errs: list[StreamError], errors, live_host) -> None:
+        """Members `members` of cohort c (ascending) stop, the i-th at errs[i], their states those
+        of their last commit: detached into host Machines, or (detach_stopped=False) kept stacked
+        in a cohort of their own that no later block reaches.  Faults are logged in member order."""
         if self.detach_stopped:
-            for j, k in enumerate(c.ids):
-                self._stop(int(k), c.machine(j), err, errors, live_host)
+            for j, err in zip(members.tolist(), errs):
+                self._stop(int(c.ids[j]), c.machine(j), err, errors, live_host)
             return
-        self._stopped.append(c)
-        for k in c.ids:
-            errors[int(k)] = err
+        self._stopped.append(c if len(members) == len(c) else c.take(members))
+        for k, err in zip(c.ids[members].tolist(), errs):
+            errors[k] = err
             if self._rec is not None:
-                self._rec.fault(int(k), err)
+                self._rec.fault(k, err)
 
     def _execute_host(self, k: int, m: ReferenceMachine, block: Block, index: int) -> None:
         """Block `index` on machine k outside every cohort (the reference path), recorded."""
@@ -920,6 +1032,21 @@ class BatchEngine:
         self._host[k] = m
         live_host.add(k)
 
+    def _reject(self, c: Cohort, rb, plans, bad: np.ndarray, cause, block, index, offset, errors,
+                live_host) -> None:
+        """Members `bad` of c (ascending), which passed the descriptor rules of `plans`' PE groups,
+        reject the block: each stops with its first element-rule fault there, else with `cause`
+        (None: each has such a fault), as the reference gives them -- decided for all of them in
+        one vectorised pass (_first_faults) where it can, else member by member on the
+        reference (_rare)."""
+        causes = _first_faults(c, rb, plans, bad)
+        if causes is None or (cause is None and len(causes) < len(bad)):
+            for j in bad.tolist():
+                self._rare(c, j, block, index, offset, errors, live_host)
+            return
+        errs = [StreamError(index, offset, causes.get(j, cause)) for j in bad.tolist()]
+        self._stop_members(c, bad, errs, errors, live_host)
+
     def _step_cohort(self, c: Cohort, rb, block, pes, index, offset, errors, live_host) -> Cohort | None:
         plans = []      # (PE group, destination descriptor)
         # every member's offsets are 0 without B.IOR; with it they differ: _windows_ok checks them
@@ -930,7 +1057,9 @@ class BatchEngine:
             except IllegalBlockException as exc:
                 if rb.offset_regs is None and not plans:   # descriptors only: one fault for all
                     self._stop_cohort(c, StreamError(index, offset, exc), errors, live_host)
-                else:   # a window, or an earlier group's element rule, may fault first on some members
+                elif rb.offset_regs is None:   # that fault, unless an earlier group's element rule faults first
+                    self._reject(c, rb, plans, np.arange(len(c)), exc, block, index, offset, errors, live_host)
+                else:   # a window may fault first on some members
                     for j in range(len(c)):
                         self._rare(c, j, block, index, offset, errors, live_host)
                 return None
@@ -946,11 +1075,12 @@ class BatchEngine:
                 staged = _attempt(c, rb, plans)
                 break
             except Refused as exc:                 # the executor's rules named them
-                bad = [int(j) for j in exc.members]
+                bad = np.asarray(exc.members, np.int64)
+                self._reject(c, rb, plans, bad, None, block, index, offset, errors, live_host)
             except IllegalBlockException:          # a rejection the rules did not name: each member settles alone
-                bad = list(range(len(c)))
-            for j in bad:
-                self._rare(c, j, block, index, offset, errors, live_host)
+                bad = np.arange(len(c))
+                for j in bad.tolist():
+                    self._rare(c, j, block, index, offset, errors, live_host)
             c = c.take(np.setdiff1d(np.arange(len(c)), bad))
             if not len(c):
                 return None
