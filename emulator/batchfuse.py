@@ -50,6 +50,7 @@ from .reuse import destination
 
 SCALAR = READ = SCREEN = REDO = None     # bound in each loop's own globals (fast.bind, _bind)
 _MARK_BIT = 0x80                # set in fast.FALLBACK (0xFF) and in no flag (NV DZ OF UF NX: bits 0-4)
+UNDEFINED_BIT = 0x100           # in a pass's summary (_summary): some tile reads an undefined element
 
 
 # ---------------------------------------------------------------- compiled template
@@ -111,13 +112,30 @@ def _all_defined(defs, p, rows, width, col):
     return ok
 
 
+@nb.njit(inline="always")
+def _summary(status, undefined, check):
+    """What Program.run decides on, read in the pass instead of by NumPy reductions after it:
+    the OR of every tile's status, with UNDEFINED_BIT set where (`check`) some tile reads an
+    undefined element."""
+    acc = np.uint32(0)
+    for p in range(status.shape[0]):
+        acc |= status[p]
+    if check:
+        for p in range(undefined.shape[0]):
+            if undefined[p]:
+                acc |= np.uint32(UNDEFINED_BIT)
+                break
+    return acc
+
+
 def _fuse(srcs, defs, check, n, rows, width, col, x, status, undefined, out):
     """Every tile's results, status and definedness; SCALAR here is a tile's loop (_tile bound
-    to the element routine, inlined)."""
+    to the element routine, inlined).  Returns (0 tiles redone, _summary), as _screened."""
     wide_vectors()
     for p in prange(status.shape[0]):
         status[p] = SCALAR(srcs, p, rows, width, col, x, out, n)
         undefined[p] = check and _all_defined(defs, p, rows, width, col) == 0
+    return 0, _summary(status, undefined, check)
 
 
 def _tile(srcs, p, rows, width, col, x, out, n):
@@ -140,8 +158,8 @@ def _screened(srcs, defs, check, n, rows, width, col, x, status, undefined, out)
     """_fuse with a screen (SCREEN: _tile bound to it): a cheaper routine that gives the full routine's code and flags
     wherever it does not set _MARK_BIT; a tile in which it marks an element is redone by the full
     routine (REDO) in a second loop (in the first, the call kept the element loop from
-    vectorising as well), so the results and statuses are _fuse's.  Returns the number of
-    tiles redone."""
+    vectorising as well), so the results and statuses are _fuse's.  Returns (the number of
+    tiles redone, _summary of the final statuses)."""
     wide_vectors()
     for p in prange(status.shape[0]):
         status[p] = SCREEN(srcs, p, rows, width, col, x, out, n)
@@ -151,7 +169,7 @@ def _screened(srcs, defs, check, n, rows, width, col, x, status, undefined, out)
         if status[p] & _MARK_BIT:
             status[p] = REDO(srcs, p, rows, width, col, x, out, n)
             redone += 1
-    return redone
+    return redone, _summary(status, undefined, check)
 
 
 # ---------------------------------------------------------------- screens
@@ -291,14 +309,16 @@ class Program:
                 *_geometry(vr, vc, col), col, self.extra, status, undefined, out)
         if self.screened is None or self.unscreened:
             self.unscreened = max(0, self.unscreened - 1)
-            self.fn(*args)
-        elif self.screened(*args) * REDONE_MAX > P:
-            # most tiles needed the full routine anyway (special values): the next few calls skip
-            # the screen, so such a stream costs the screen's pass once in SKIP_CALLS + 1 calls
-            self.unscreened = SKIP_CALLS
-        if check and undefined.any():
+            _, summary = self.fn(*args)
+        else:
+            redone, summary = self.screened(*args)
+            if redone * REDONE_MAX > P:
+                # most tiles needed the full routine anyway (special values): the next few calls skip
+                # the screen, so such a stream costs the screen's pass once in SKIP_CALLS + 1 calls
+                self.unscreened = SKIP_CALLS
+        if summary & UNDEFINED_BIT:
             return np.unique(np.flatnonzero(undefined) % m)
-        if P and (int(status.max()) & _MARK_BIT):
+        if summary & _MARK_BIT:
             return None
         return semantics.padded(plan, out.reshape(P, vr, vc), status, rb.dtype.name, np)
 
