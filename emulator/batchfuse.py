@@ -334,17 +334,31 @@ class Program:
             return None
         if whole is not None:        # the results are the destination tiles: pad around them
             enc = padding.pad_encoding(rb.PadValue, rb.dtype.name)
-            bits = padding.pad_in_place(out.reshape((P,) + whole), vr, vc, enc)
-            shape = bits.shape
+            _pad_around(out, whole[0] * whole[1], whole[1], vr, vc, out.dtype.type(0 if enc is None else enc))
+            shape = (P,) + whole
             defined = padding.padded_definedness(shape, vr, vc) if enc is None else semantics.all_defined(shape)
-            return semantics.Outcome(bits, defined, status)
+            return semantics.Outcome(out.reshape(shape), defined, status)
         return semantics.padded(plan, out.reshape(P, vr, vc), status, rb.dtype.name, np)
+
+
+@nb.njit(cache=True, nogil=True)
+def _pad_around(out, tile, col, vr, vc, fill):
+    """Write `fill` (the PadValue's encoding; 0 for NULL) in every element of the tiles in `out`
+    (`tile` elements apart, rows of `col`) outside their top-left vr x vc rectangle, the results
+    in it left as they are: the padding of results written in place (as padding.padded_tiles
+    pads).  Compiled: NumPy's strided assignment of the few elements right of each valid row
+    cost about as much as the pass."""
+    for p in range(out.shape[0] // tile):
+        at = p * tile
+        for r in range(vr - 1):
+            out[at + r * col + vc:at + (r + 1) * col] = fill
+        out[at + (vr - 1) * col + vc:at + tile] = fill      # the last valid row's tail, then whole rows
 
 
 def in_place_padding(d, vr: int, vc: int, raw) -> tuple[int, int] | None:
     """(Row, Col) where the pass writes its vr x vc results straight into destination tiles `d`
     (NORM, container dtype `raw`) that have elements outside that rectangle to pad, which
-    padding.pad_in_place then writes around them: one pass over the results instead of the
+    _pad_around then writes around them: one pass over the results instead of the
     packed results copied into freshly padded tiles (semantics.outcome); None otherwise (a
     whole-tile result is the destination already)."""
     if (d.Row, d.Col) == (vr, vc) or d.layout_key != 0 or (d.ValidRow, d.ValidCol) != (vr, vc) \

@@ -69,17 +69,6 @@ def padded_tiles(valid, shape: tuple[int, int, int], pad: str | None, dtype_name
     return bits, defined
 
 
-def pad_in_place(bits, vr: int, vc: int, enc: int | None):
-    """padded_tiles for results already in place: `bits` (P, Row, Col) holds the valid results
-    in its top-left vr x vc rectangle and anything outside it, which is overwritten here with
-    encoding `enc` (pad_encoding's; None for NULL: payload 0) -- only the padding is written.
-    Returns `bits`."""
-    fill = 0 if enc is None else enc
-    bits[:, vr:, :] = fill
-    bits[:, :vr, vc:] = fill
-    return bits
-
-
 @lru_cache(maxsize=8)
 def padded_definedness(shape: tuple[int, int, int], vr: int, vc: int) -> np.ndarray:
     """A read-only (P, Row, Col) bool array, True in each tile's top-left vr x vc rectangle and
