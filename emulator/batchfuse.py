@@ -116,6 +116,21 @@ def _all_defined(defs, p, rows, width, col):
 
 
 @nb.njit(inline="always")
+def _pad_tile(out, p, pad, fill):
+    """Tile p's padding, while the tile is in cache: `fill` (the PadValue's encoding; 0 for NULL)
+    in every element of out's tile p outside its top-left vr x vc rectangle, pad = (tile, col, vr,
+    vc): the destination tiles `tile` elements apart, rows of `col`.  Packed results (tile =
+    vr*vc, col = vc) have none: nothing is written."""
+    tile, col, vr, vc = pad
+    at = p * tile
+    for r in range(vr - 1):
+        for i in range(at + r * col + vc, at + (r + 1) * col):
+            out[i] = fill
+    for i in range(at + (vr - 1) * col + vc, at + tile):     # the last valid row's tail, then whole rows
+        out[i] = fill
+
+
+@nb.njit(inline="always")
 def _summary(status, undefined, check):
     """What Program.run decides on, read in the pass instead of by NumPy reductions after it:
     the OR of every tile's status, with UNDEFINED_BIT set where (`check`) some tile reads an
@@ -131,12 +146,13 @@ def _summary(status, undefined, check):
     return acc
 
 
-def _fuse(srcs, defs, check, step, rows, width, col, x, status, undefined, out):
+def _fuse(srcs, defs, check, step, rows, width, col, x, pad, fill, status, undefined, out):
     """Every tile's results, status and definedness; SCALAR here is a tile's loop (_tile bound
     to the element routine, inlined).  Returns (0 tiles redone, _summary), as _screened."""
     wide_vectors()
     for p in prange(status.shape[0]):
         status[p] = SCALAR(srcs, p, rows, width, col, x, out, step)
+        _pad_tile(out, p, pad, fill)
         undefined[p] = check and _all_defined(defs, p, rows, width, col) == 0
     return 0, _summary(status, undefined, check)
 
@@ -159,7 +175,7 @@ def _tile(srcs, p, rows, width, col, x, out, step):
     return st
 
 
-def _screened(srcs, defs, check, step, rows, width, col, x, status, undefined, out):
+def _screened(srcs, defs, check, step, rows, width, col, x, pad, fill, status, undefined, out):
     """_fuse with a screen (SCREEN: _tile bound to it): a cheaper routine that gives the full routine's code and flags
     wherever it does not set _MARK_BIT; a tile in which it marks an element is redone by the full
     routine (REDO) in a second loop (in the first, the call kept the element loop from
@@ -168,6 +184,7 @@ def _screened(srcs, defs, check, step, rows, width, col, x, status, undefined, o
     wide_vectors()
     for p in prange(status.shape[0]):
         status[p] = SCREEN(srcs, p, rows, width, col, x, out, step)
+        _pad_tile(out, p, pad, fill)
         undefined[p] = check and _all_defined(defs, p, rows, width, col) == 0
     redone = 0
     for p in prange(status.shape[0]):
@@ -316,9 +333,11 @@ class Program:
         size = P * vr * vc if whole is None else P * d.Row * d.Col
         out = destination((size,), raw, size * np.dtype(raw).itemsize)
         tile, ocol = (vr * vc, vc) if whole is None else (d.Row * d.Col, d.Col)
-        pad = 3 - len(elems)                             # the loop reads three: repeat the last
-        args = ((*elems, *elems[-1:] * pad), (*defs, *defs[-1:] * pad), check,
-                *_geometry(vr, vc, col, tile, ocol), col, self.extra, status, undefined, out)
+        enc = None if whole is None else padding.pad_encoding(rb.PadValue, rb.dtype.name)
+        more = 3 - len(elems)                            # the loop reads three: repeat the last
+        args = ((*elems, *elems[-1:] * more), (*defs, *defs[-1:] * more), check,
+                *_geometry(vr, vc, col, tile, ocol), col, self.extra, (tile, ocol, vr, vc),
+                out.dtype.type(0 if enc is None else enc), status, undefined, out)
         if self.screened is None or self.unscreened:
             self.unscreened = max(0, self.unscreened - 1)
             _, summary = self.fn(*args)
@@ -332,33 +351,17 @@ class Program:
             return np.unique(np.flatnonzero(undefined) % m)
         if summary & _MARK_BIT:
             return None
-        if whole is not None:        # the results are the destination tiles: pad around them
-            enc = padding.pad_encoding(rb.PadValue, rb.dtype.name)
-            _pad_around(out, whole[0] * whole[1], whole[1], vr, vc, out.dtype.type(0 if enc is None else enc))
+        if whole is not None:        # the results are the destination tiles, padded by the pass
             shape = (P,) + whole
             defined = padding.padded_definedness(shape, vr, vc) if enc is None else semantics.all_defined(shape)
             return semantics.Outcome(out.reshape(shape), defined, status)
         return semantics.padded(plan, out.reshape(P, vr, vc), status, rb.dtype.name, np)
 
 
-@nb.njit(cache=True, nogil=True)
-def _pad_around(out, tile, col, vr, vc, fill):
-    """Write `fill` (the PadValue's encoding; 0 for NULL) in every element of the tiles in `out`
-    (`tile` elements apart, rows of `col`) outside their top-left vr x vc rectangle, the results
-    in it left as they are: the padding of results written in place (as padding.padded_tiles
-    pads).  Compiled: NumPy's strided assignment of the few elements right of each valid row
-    cost about as much as the pass."""
-    for p in range(out.shape[0] // tile):
-        at = p * tile
-        for r in range(vr - 1):
-            out[at + r * col + vc:at + (r + 1) * col] = fill
-        out[at + (vr - 1) * col + vc:at + tile] = fill      # the last valid row's tail, then whole rows
-
-
 def in_place_padding(d, vr: int, vc: int, raw) -> tuple[int, int] | None:
     """(Row, Col) where the pass writes its vr x vc results straight into destination tiles `d`
     (NORM, container dtype `raw`) that have elements outside that rectangle to pad, which
-    _pad_around then writes around them: one pass over the results instead of the
+    the pass pads tile by tile (_pad_tile): one pass over the results instead of the
     packed results copied into freshly padded tiles (semantics.outcome); None otherwise (a
     whole-tile result is the destination already)."""
     if (d.Row, d.Col) == (vr, vc) or d.layout_key != 0 or (d.ValidRow, d.ValidCol) != (vr, vc) \
