@@ -676,3 +676,44 @@ def test_a_whole_tile_result_is_committed_as_the_array_the_pass_wrote(monkeypatc
     for p in range(4):
         (_, _, elems, _), = batch.tile_arrays(p, 3)
         assert np.shares_memory(elems, handed[-1])
+
+
+@st.composite
+def padded_streams(draw):
+    """(machine seeds, DataType, valid rectangle, blocks): element-wise blocks whose valid
+    rectangle is smaller than their tiles of `rows` x 8 (the destination's rows from the
+    capacity), any PadValue, destinations that are sources or new tiles."""
+    name = draw(st.sampled_from(["FP32", "FP16"]))
+    vr, vc = draw(st.integers(1, 6)), draw(st.integers(1, 7))
+    rows = draw(st.sampled_from([vr]) | st.integers(vr, 8))    # every tile's; more than vr: rows of padding
+    cap = rows * 8 * datatype(name).container // 8
+    blocks = []
+    for _ in range(draw(st.integers(1, 3))):
+        mnemonic = draw(st.sampled_from(["TADD", "TSUB", "TMUL", "TFMA"]))
+        row = next(r for r in INSTRUCTIONS if r.mnemonic == mnemonic)
+        srcs = [draw(st.integers(1, 3)) for _ in row.sources]
+        pad = draw(st.none() | st.integers(0, 3))
+        iot = tuple(TileBinding(t, 15) for t in srcs) + (TileBinding(draw(st.integers(1, 4)), 15, cap),)
+        blocks.append(Block(BStart(row.mode, row.function, datatype(name).code, row.engine), iot, BDim(vc, vr, 8),
+                            None if pad is None else BDatr(PadValueOrByteId=pad)))
+    return draw(st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=6)), name, (rows, vr, vc), blocks
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(padded_streams())
+def test_results_computed_into_padded_destinations_match_the_reference(drawn):
+    """Random partial rectangles, PadValues, capacities and destinations, over special values
+    and now and then an undefined element: the batch ends as each machine alone on the
+    reference (the fused pass forced, so each block runs it)."""
+    seeds, name, (rows, vr, vc), stream = drawn
+    machines = []
+    for s in seeds:
+        rng = np.random.default_rng(s)
+        m = Machine(MachineConfig(local_bytes=8192))
+        for p, t in np.ndindex(4, 3):
+            defined = rng.random((rows, 8)) > 0.002
+            m.write_tile(p, t + 1, name, special_values(rng, name, (rows, 8)), defined=defined, valid_row=vr,
+                         valid_col=vc)
+        machines.append(m)
+    with fused_everywhere():
+        assert_batch_matches_reference(machines, stream)
