@@ -45,11 +45,13 @@ from kernels.numeric.fast import wide_vectors
 from kernels.numeric.flags import NX
 from kernels.numeric.profiles import profile as resolve_profile
 
-from . import schemas, semantics
+from . import padding, schemas, semantics
 from .reuse import destination
+from .tiles import element_dtype
 
 SCALAR = READ = SCREEN = REDO = None     # bound in each loop's own globals (fast.bind, _bind)
 _MARK_BIT = 0x80                # set in fast.FALLBACK (0xFF) and in no flag (NV DZ OF UF NX: bits 0-4)
+UNDEFINED_BIT = 0x100           # in a pass's summary (_summary): some tile reads an undefined element
 
 
 # ---------------------------------------------------------------- compiled template
@@ -58,11 +60,13 @@ _MARK_BIT = 0x80                # set in fast.FALLBACK (0xFF) and in no flag (NV
 # which takes (x, s, c) and gives (code, flags) of element c of the current runs s of the sources.
 # srcs: the (P, W) source stacks (NORM: logical (r, c) at r*col + c), three of them, an arity
 # below 3 repeating its last; defs their definedness as uint8 (0/1), likewise, read only when
-# `check`; the geometry (n, rows, width): n = vr*vc valid elements per tile, read as `rows` runs
-# of `width` (`_geometry`); x: the rounded routine's (fmt, dec, op) for kind 'bits', () for 'raw';
-# out: (P*n,) the valid results, row-major per tile (the last argument: fast.Twin picks the
-# parallel build by its length); status (P,) the OR of each tile's flags (bit 0x80: an element
-# left to the hand-off); undefined (P,) 1 where the tile reads an undefined element.
+# `check`; the geometry (step, rows, width): a tile's vr x vc valid elements read as `rows` runs
+# of `width` (`_geometry`), run r of tile p written at out[p * step[0] + r * step[1]:]; x: the
+# rounded routine's (fmt, dec, op) for kind 'bits', () for 'raw'; out: the results (the last
+# argument: fast.Twin picks the parallel build by its length) -- (P*vr*vc,) packed row-major per
+# tile, or (P*Row*Col,) the destination tiles themselves, the valid rectangle written and the
+# padding left to the caller (Program.run); status (P,) the OR of each tile's flags (bit 0x80: an
+# element left to the hand-off); undefined (P,) 1 where the tile reads an undefined element.
 # Branch-free over the elements: a tile that fails is discarded by the caller, so nothing stops
 # early.
 
@@ -111,24 +115,59 @@ def _all_defined(defs, p, rows, width, col):
     return ok
 
 
-def _fuse(srcs, defs, check, n, rows, width, col, x, status, undefined, out):
+@nb.njit(inline="always")
+def _pad_tile(out, p, pad, fill):
+    """Tile p's padding, while the tile is in cache: `fill` (the PadValue's encoding; 0 for NULL)
+    in every element of out's tile p outside its top-left vr x vc rectangle, pad = (tile, col, vr,
+    vc): the destination tiles `tile` elements apart, rows of `col`.  Packed results (tile =
+    vr*vc, col = vc) have none: nothing is written."""
+    tile, col, vr, vc = pad
+    at = p * tile
+    for r in range(vr - 1):
+        for i in range(at + r * col + vc, at + (r + 1) * col):
+            out[i] = fill
+    for i in range(at + (vr - 1) * col + vc, at + tile):     # the last valid row's tail, then whole rows
+        out[i] = fill
+
+
+@nb.njit(inline="always")
+def _summary(status, undefined, check):
+    """What Program.run decides on, read in the pass instead of by NumPy reductions after it:
+    the OR of every tile's status, with UNDEFINED_BIT set where (`check`) some tile reads an
+    undefined element."""
+    acc = np.uint32(0)
+    for p in range(status.shape[0]):
+        acc |= status[p]
+    if check:
+        for p in range(undefined.shape[0]):
+            if undefined[p]:
+                acc |= np.uint32(UNDEFINED_BIT)
+                break
+    return acc
+
+
+def _fuse(srcs, defs, check, step, rows, width, col, x, pad, fill, status, undefined, out):
     """Every tile's results, status and definedness; SCALAR here is a tile's loop (_tile bound
-    to the element routine, inlined)."""
+    to the element routine, inlined).  Returns (0 tiles redone, _summary), as _screened."""
     wide_vectors()
     for p in prange(status.shape[0]):
-        status[p] = SCALAR(srcs, p, rows, width, col, x, out, n)
+        status[p] = SCALAR(srcs, p, rows, width, col, x, out, step)
+        _pad_tile(out, p, pad, fill)
         undefined[p] = check and _all_defined(defs, p, rows, width, col) == 0
+    return 0, _summary(status, undefined, check)
 
 
-def _tile(srcs, p, rows, width, col, x, out, n):
-    """Tile p's results by the element routine SCALAR, written to out: its status (the OR of its
+def _tile(srcs, p, rows, width, col, x, out, step):
+    """Tile p's results by the element routine SCALAR, written to out (run r at p * step[0] +
+    r * step[1]): its status (the OR of its
     elements' flags).  Inlined into _fuse and _screened's first loop; the screened loop's redo
     is a build of its own (inline='never'), so that loop's body stays the screen's alone and
     vectorises."""
     st = np.uint8(0)
     for r in range(rows):
         s = _row(srcs, p, r * col, width)
-        o = out[p * n + r * width:p * n + r * width + width]
+        at = p * step[0] + r * step[1]
+        o = out[at:at + width]
         for c in range(width):
             code, f = SCALAR(x, s, c)
             o[c] = code
@@ -136,22 +175,23 @@ def _tile(srcs, p, rows, width, col, x, out, n):
     return st
 
 
-def _screened(srcs, defs, check, n, rows, width, col, x, status, undefined, out):
+def _screened(srcs, defs, check, step, rows, width, col, x, pad, fill, status, undefined, out):
     """_fuse with a screen (SCREEN: _tile bound to it): a cheaper routine that gives the full routine's code and flags
     wherever it does not set _MARK_BIT; a tile in which it marks an element is redone by the full
     routine (REDO) in a second loop (in the first, the call kept the element loop from
-    vectorising as well), so the results and statuses are _fuse's.  Returns the number of
-    tiles redone."""
+    vectorising as well), so the results and statuses are _fuse's.  Returns (the number of
+    tiles redone, _summary of the final statuses)."""
     wide_vectors()
     for p in prange(status.shape[0]):
-        status[p] = SCREEN(srcs, p, rows, width, col, x, out, n)
+        status[p] = SCREEN(srcs, p, rows, width, col, x, out, step)
+        _pad_tile(out, p, pad, fill)
         undefined[p] = check and _all_defined(defs, p, rows, width, col) == 0
     redone = 0
     for p in prange(status.shape[0]):
         if status[p] & _MARK_BIT:
-            status[p] = REDO(srcs, p, rows, width, col, x, out, n)
+            status[p] = REDO(srcs, p, rows, width, col, x, out, step)
             redone += 1
-    return redone
+    return redone, _summary(status, undefined, check)
 
 
 # ---------------------------------------------------------------- screens
@@ -179,11 +219,14 @@ fp32_sub_screen = _screen(fastvec.fp32_sub_quick)
 SCREENS = {fastvec.fp32_add: fp32_add_screen, fastvec.fp32_sub: fp32_sub_screen}   # full routine -> screen
 
 
-def _geometry(vr: int, vc: int, col: int):
-    """(n, rows, width): a tile's vr x vc valid elements as `rows` runs of `width`; whole rows
-    (vc == col) are one run per tile."""
-    n = vr * vc
-    return (n, 1, n) if vc == col else (n, vr, vc)
+def _geometry(vr: int, vc: int, col: int, tile: int, ocol: int):
+    """(step, rows, width) of the loops: a tile's vr x vc valid elements, read from sources of
+    row length `col`, written to tiles `tile` elements apart of row length `ocol` (vr*vc and vc:
+    the packed results), as `rows` runs of `width`; rows whole on both sides (vc == col == ocol)
+    are one run per tile."""
+    if vc == col == ocol:
+        return (tile, 0), 1, vr * vc
+    return (tile, ocol), vr, vc
 
 
 _LOOPS: dict = {}               # (kind, arity, scalar) -> fast.Twin; a few dozen routines
@@ -285,22 +328,46 @@ class Program:
             check = check or not (ts.fully_defined or known_defined(ts.defined))
         status = np.empty(P, np.uint8)
         undefined = np.empty(P, np.bool_)
-        out = destination((P * vr * vc,), raw, P * vr * vc * np.dtype(raw).itemsize)
-        pad = 3 - len(elems)                             # the loop reads three: repeat the last
-        args = ((*elems, *elems[-1:] * pad), (*defs, *defs[-1:] * pad), check,
-                *_geometry(vr, vc, col), col, self.extra, status, undefined, out)
+        d = plan.dest
+        whole = in_place_padding(d, vr, vc, raw)       # the shape of the destination tiles, or None
+        size = P * vr * vc if whole is None else P * d.Row * d.Col
+        out = destination((size,), raw, size * np.dtype(raw).itemsize)
+        tile, ocol = (vr * vc, vc) if whole is None else (d.Row * d.Col, d.Col)
+        enc = None if whole is None else padding.pad_encoding(rb.PadValue, rb.dtype.name)
+        more = 3 - len(elems)                            # the loop reads three: repeat the last
+        args = ((*elems, *elems[-1:] * more), (*defs, *defs[-1:] * more), check,
+                *_geometry(vr, vc, col, tile, ocol), col, self.extra, (tile, ocol, vr, vc),
+                out.dtype.type(0 if enc is None else enc), status, undefined, out)
         if self.screened is None or self.unscreened:
             self.unscreened = max(0, self.unscreened - 1)
-            self.fn(*args)
-        elif self.screened(*args) * REDONE_MAX > P:
-            # most tiles needed the full routine anyway (special values): the next few calls skip
-            # the screen, so such a stream costs the screen's pass once in SKIP_CALLS + 1 calls
-            self.unscreened = SKIP_CALLS
-        if check and undefined.any():
+            _, summary = self.fn(*args)
+        else:
+            redone, summary = self.screened(*args)
+            if redone * REDONE_MAX > P:
+                # most tiles needed the full routine anyway (special values): the next few calls skip
+                # the screen, so such a stream costs the screen's pass once in SKIP_CALLS + 1 calls
+                self.unscreened = SKIP_CALLS
+        if summary & UNDEFINED_BIT:
             return np.unique(np.flatnonzero(undefined) % m)
-        if P and (int(status.max()) & _MARK_BIT):
+        if summary & _MARK_BIT:
             return None
+        if whole is not None:        # the results are the destination tiles, padded by the pass
+            shape = (P,) + whole
+            defined = padding.padded_definedness(shape, vr, vc) if enc is None else semantics.all_defined(shape)
+            return semantics.Outcome(out.reshape(shape), defined, status)
         return semantics.padded(plan, out.reshape(P, vr, vc), status, rb.dtype.name, np)
+
+
+def in_place_padding(d, vr: int, vc: int, raw) -> tuple[int, int] | None:
+    """(Row, Col) where the pass writes its vr x vc results straight into destination tiles `d`
+    (NORM, container dtype `raw`) that have elements outside that rectangle to pad, which
+    the pass pads tile by tile (_pad_tile): one pass over the results instead of the
+    packed results copied into freshly padded tiles (semantics.outcome); None otherwise (a
+    whole-tile result is the destination already)."""
+    if (d.Row, d.Col) == (vr, vc) or d.layout_key != 0 or (d.ValidRow, d.ValidCol) != (vr, vc) \
+            or element_dtype(d) != raw:
+        return None
+    return d.Row, d.Col
 
 
 # ---------------------------------------------------------------- what the pass need not redo

@@ -841,8 +841,7 @@ class BatchEngine:
                     self._rec.fault(k, err)
             if self._rec is not None:
                 self._rec.flush()
-        executed = [index if e is None else e.index for e in errors]
-        return BatchResult(executed, errors, fused)
+        return BatchResult(_executed(index, errors), errors, fused)
 
     def step(self, block, *, offset: int | None = None):
         """Execute one block (an isa Block, or the bytes of a one-block `.tbs` stream, as
@@ -1112,6 +1111,16 @@ class BatchEngine:
             executed.append(r.executed)
             errors.append(r.error)
         return BatchResult(executed, errors)
+
+
+def _executed(index: int, errors: list) -> list[int]:
+    """Per machine, the blocks it committed: `index` (the stream's length) where it ran to the
+    end, its error's block index otherwise.  Where no machine stopped (one C-level count) the
+    list is built without a step per machine: a Python loop over 4,096 machines cost about a
+    tenth of a millisecond a run, some 4% of a 4,096-machine TADD block."""
+    if errors.count(None) == len(errors):
+        return [index] * len(errors)
+    return [index if e is None else e.index for e in errors]
 
 
 def _resolved(block) -> ResolvedBlock | None:

@@ -67,3 +67,14 @@ def padded_tiles(valid, shape: tuple[int, int, int], pad: str | None, dtype_name
     else:
         defined = xp.ones(shape, bool)
     return bits, defined
+
+
+@lru_cache(maxsize=8)
+def padded_definedness(shape: tuple[int, int, int], vr: int, vc: int) -> np.ndarray:
+    """A read-only (P, Row, Col) bool array, True in each tile's top-left vr x vc rectangle and
+    False outside it: the definedness of results padded with NULL.  Tiles never write their
+    arrays, so blocks of one shape share it, as they share semantics.all_defined."""
+    a = np.zeros(shape, bool)
+    a[:, :vr, :vc] = True
+    a.flags.writeable = False
+    return a

@@ -611,3 +611,109 @@ def test_screened_passes_redo_the_tiles_with_special_values_and_match_the_refere
         redone.clear()
         assert_batch_matches_reference(machines, stream)
         assert len(redone) < len(stream)
+
+
+def _handed_out(monkeypatch) -> list:
+    """The result arrays the fused pass takes from emulator/reuse.py, kept (so none is reused)."""
+    from emulator import batchfuse
+    handed = []
+    real = batchfuse.destination
+    monkeypatch.setattr(batchfuse, "destination", lambda *a: handed.append(real(*a)) or handed[-1])
+    return handed
+
+
+@pytest.mark.parametrize("pad", [None, 0, 1, 2, 3])      # omitted (NULL), ZERO, MAX, MIN, NULL
+def test_a_partial_rectangle_is_computed_into_the_padded_destination_and_matches_the_reference(monkeypatch, pad):
+    """A block whose valid rectangle (11 x 13) is smaller than its destination tiles (16 x 16, from
+    the capacity) has its results computed straight into the destination tiles, padded around
+    them: every PadValue, a destination that is also a source, special values, and machines
+    reading an undefined element (refused, state byte for byte as before) end as on the
+    reference, and the committed tiles are the array the pass wrote."""
+    from emulator import batchfuse
+    handed = _handed_out(monkeypatch)
+    placed = []
+    real = batchfuse.in_place_padding
+    monkeypatch.setattr(batchfuse, "in_place_padding", lambda *a: placed.append(real(*a)) or placed[-1])
+    rng = np.random.default_rng(40 + (pad or 0))
+    machines = []
+    for k in range(12):
+        m = Machine(MachineConfig(local_bytes=8192))
+        for p, t in np.ndindex(4, 2):
+            m.write_tile(p, t + 1, "FP32", special_values(rng, "FP32", (16, 16)), valid_row=11, valid_col=13)
+        machines.append(m)
+    hole = np.ones((16, 16), bool)
+    hole[3, 4] = False                         # inside the valid rectangle: read, so refused
+    machines[5].write_tile(1, 2, "FP32", special_values(rng, "FP32", (16, 16)), defined=hole, valid_row=11,
+                           valid_col=13)
+    before = machines[5].digest()
+    datr = None if pad is None else BDatr(PadValueOrByteId=pad)
+    row = next(r for r in INSTRUCTIONS if r.mnemonic == "TADD")
+    mul = next(r for r in INSTRUCTIONS if r.mnemonic == "TMUL")
+    dim = BDim(13, 11, 16)
+    cap = 16 * 16 * 4
+    stream = [Block(BStart(row.mode, row.function, 1, row.engine),
+                    (TileBinding(1, 15), TileBinding(2, 15), TileBinding(3, 15, cap)), dim, datr),
+              Block(BStart(mul.mode, mul.function, 1, mul.engine),      # destination = first source
+                    (TileBinding(3, 15), TileBinding(1, 15), TileBinding(3, 15, cap)), dim, datr)]
+    with fused_everywhere():
+        batch, result = assert_batch_matches_reference(machines, stream)
+    assert [w for w in placed if w is not None] and all(w == (16, 16) for w in placed if w is not None)
+    assert result.errors[5].index == 0 and result.errors[5].reason == "SOURCE_UNDEFINED"
+    assert batch.machine(5).digest() == before
+    for p in range(4):
+        (_, desc, elems, _), = [t for t in batch.tile_arrays(p, 3) if 5 not in t[0]]
+        assert (desc.Row, desc.Col, desc.ValidRow, desc.ValidCol) == (16, 16, 11, 13)
+        assert np.shares_memory(elems, handed[-1])
+
+
+def test_a_whole_tile_result_is_committed_as_the_array_the_pass_wrote(monkeypatch):
+    """No copy between the fused pass and the commit: each PE's destination tile of every machine
+    is a row of the one result array the pass wrote (emulator/reuse.py hands it out)."""
+    handed = _handed_out(monkeypatch)
+    machines = _fp32_batch(16, np.random.default_rng(12))
+    with fused_everywhere():
+        batch, _ = assert_batch_matches_reference(machines, [_fp32_block("TADD", (1, 2), 3, dim=BDim(16, 16))])
+    for p in range(4):
+        (_, _, elems, _), = batch.tile_arrays(p, 3)
+        assert np.shares_memory(elems, handed[-1])
+
+
+@st.composite
+def padded_streams(draw):
+    """(machine seeds, DataType, valid rectangle, blocks): element-wise blocks whose valid
+    rectangle is smaller than their tiles of `rows` x 8 (the destination's rows from the
+    capacity), any PadValue, destinations that are sources or new tiles."""
+    name = draw(st.sampled_from(["FP32", "FP16"]))
+    vr, vc = draw(st.integers(1, 6)), draw(st.integers(1, 7))
+    rows = draw(st.sampled_from([vr]) | st.integers(vr, 8))    # every tile's; more than vr: rows of padding
+    cap = rows * 8 * datatype(name).container // 8
+    blocks = []
+    for _ in range(draw(st.integers(1, 3))):
+        mnemonic = draw(st.sampled_from(["TADD", "TSUB", "TMUL", "TFMA"]))
+        row = next(r for r in INSTRUCTIONS if r.mnemonic == mnemonic)
+        srcs = [draw(st.integers(1, 3)) for _ in row.sources]
+        pad = draw(st.none() | st.integers(0, 3))
+        iot = tuple(TileBinding(t, 15) for t in srcs) + (TileBinding(draw(st.integers(1, 4)), 15, cap),)
+        blocks.append(Block(BStart(row.mode, row.function, datatype(name).code, row.engine), iot, BDim(vc, vr, 8),
+                            None if pad is None else BDatr(PadValueOrByteId=pad)))
+    return draw(st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=6)), name, (rows, vr, vc), blocks
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(padded_streams())
+def test_results_computed_into_padded_destinations_match_the_reference(drawn):
+    """Random partial rectangles, PadValues, capacities and destinations, over special values
+    and now and then an undefined element: the batch ends as each machine alone on the
+    reference (the fused pass forced, so each block runs it)."""
+    seeds, name, (rows, vr, vc), stream = drawn
+    machines = []
+    for s in seeds:
+        rng = np.random.default_rng(s)
+        m = Machine(MachineConfig(local_bytes=8192))
+        for p, t in np.ndindex(4, 3):
+            defined = rng.random((rows, 8)) > 0.002
+            m.write_tile(p, t + 1, name, special_values(rng, name, (rows, 8)), defined=defined, valid_row=vr,
+                         valid_col=vc)
+        machines.append(m)
+    with fused_everywhere():
+        assert_batch_matches_reference(machines, stream)
