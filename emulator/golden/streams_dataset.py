@@ -851,13 +851,23 @@ def group_columns(g: S.StreamGroup, first_case: int, group_index: int) -> dict:
             **chunk_columns([rows]), "layout": rows.layout}
 
 
+def layout_column(texts: list[str], at: np.ndarray) -> pa.DictionaryArray:
+    """The `layout` column of rows whose k-th group has layout texts[k] (at: each row's group):
+    one dictionary entry per DISTINCT text, in order of first use.  Two groups often share a
+    layout; a dictionary holding a text twice makes Parquet's writer leave dictionary encoding
+    for plain, and the dictionary page it has already laid out then ends in bytes it never
+    wrote (measured with pyarrow 26: the file's bytes followed the memory pool's history, so
+    the same run wrote different files).  Texts listed once keep the file's bytes as before."""
+    first: dict[str, int] = {}
+    remap = np.array([first.setdefault(t, len(first)) for t in texts], np.int32)
+    return pa.DictionaryArray.from_arrays(pa.array(remap[at]), pa.array(list(first), pa.string()))
+
+
 def rows_table(groups: list[dict]) -> pa.Table:
     """One table of the groups' columns: `layout` one dictionary column (a value per group,
     each row its group's index), so Parquet stores each layout once."""
     sizes = [len(c["case"]) for c in groups]
-    texts = [c["layout"] for c in groups]
-    layout = pa.DictionaryArray.from_arrays(pa.array(np.repeat(np.arange(len(groups), dtype=np.int32), sizes)),
-                                            pa.array(texts, pa.string()))
+    layout = layout_column([c["layout"] for c in groups], np.repeat(np.arange(len(groups), dtype=np.int32), sizes))
     arrays = [layout if f.name == "layout" else pa.concat_arrays([c[f.name] for c in groups]) for f in SCHEMA]
     return pa.Table.from_arrays(arrays, schema=SCHEMA)
 
@@ -874,7 +884,7 @@ def chunk_rows(groups: list[tuple[str, str, GroupRows]], first_case: int) -> pa.
         "class": _binary_column([(cls, r.n) for cls, _, r in groups], pa.string()),
         "group": pa.array(at.astype(np.uint32)),
         "value_class": _binary_column([(vc, r.n) for _, vc, r in groups], pa.string()),
-        "layout": pa.DictionaryArray.from_arrays(pa.array(at), pa.array(cols["layout"], pa.string())),
+        "layout": layout_column(cols["layout"], at),
     })
     return pa.Table.from_arrays([cols[f.name] for f in SCHEMA], schema=SCHEMA)
 
