@@ -29,6 +29,13 @@ and inf - inf are the canonical NaN with NV, x/0 is the infinity of the xor sign
 inf is x or the infinity -- and tests/kernels/test_specials.py checks every FP16 and BF16
 operand pair and random operands of the wider formats against the reference.
 
+One class of finite nonzero operands is decided too: a finite negative operand (class 7) of
+TLOG, TSQRT and TRSQRT under the ieee rule (NEGATIVE_INVALID).  IEEE 754 makes each of those an
+invalid operation whatever the magnitude -- the default NaN with NV -- so its result depends on
+the class alone; the table still takes it from the reference on the representatives and decides
+it only where they all agree.  Random-bit operands (stream goldens) are half negative, and
+without this every call on them paid the NumPy reference's fixed cost for those elements alone.
+
 Elements whose combination is undecided stay marked for the tier's fallback as before.
 """
 from __future__ import annotations
@@ -42,7 +49,7 @@ import numpy as np
 from . import formats
 from .fast import MARK_BITS, Uniform, ctz, f64_bits
 from .flags import DZ, NV
-from .profiles import Profile
+from .profiles import IEEE, Profile
 from .rn import f32_bits
 
 UNDECIDED = -2            # table `src`: the classes do not decide the result
@@ -133,6 +140,20 @@ class Table(NamedTuple):
     decided: int          # how many combinations are decided
 
 
+# Unary operations whose every finite negative operand is an IEEE 754 invalid operation (the
+# default NaN, NV): under the ieee rule their class 7 is decided by the table (module doc).
+NEGATIVE_INVALID = frozenset({"TLOG", "TSQRT", "TRSQRT"})
+
+
+def _decided_by_class(op: str, name: str, prof: Profile, combo) -> bool:
+    """Whether the table may decide class combination `combo` (module doc): one with a NaN,
+    infinite or zero operand, or the finite negative operand of a NEGATIVE_INVALID operation
+    under the ieee rule."""
+    if any(k < 6 for k in combo):
+        return True
+    return len(combo) == 1 and combo[0] == 7 and op in NEGATIVE_INVALID and prof.rule(op, name) == IEEE
+
+
 @lru_cache(maxsize=None)
 def table(op: str, name: str, prof: Profile, arity: int, fn) -> Table:
     """The class table of `op` on format `name` under `prof`, from `fn(name, *operands, prof=)`
@@ -144,8 +165,8 @@ def table(op: str, name: str, prof: Profile, arity: int, fn) -> Table:
     cols: list[list[int]] = [[] for _ in range(arity)]
     owner: list[int] = []
     for index, combo in enumerate(combos):
-        if not any(k < 6 for k in combo):
-            continue                                   # finite nonzero operands only: by value
+        if not _decided_by_class(op, name, prof, combo):
+            continue                                   # finite nonzero operands: by value
         groups = np.meshgrid(*[np.asarray(reps[k], np.uint64) for k in combo], indexing="ij")
         for i, g in enumerate(groups):
             cols[i].extend(g.ravel().tolist())
