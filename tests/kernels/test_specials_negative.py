@@ -45,6 +45,20 @@ def default_nan(name: str) -> int:
     return ((((1 << (f.width - 1 - f.t)) - 1) << f.t) | (1 << (f.t - 1))) << f.shift
 
 
+def same_as_reference(op: str, name: str, x: np.ndarray, profile: str):
+    """numeric.elementwise(op) on codes x, asserted equal, bits and flags, to the reference of
+    the profile's rule (tiers.reference) element for element; its (bits, flags)."""
+    prof = PROFILES[profile]
+    with np.errstate(all="ignore"):
+        got_bits, got_flags = numeric.elementwise(op, name, x, profile=profile)
+        want_bits, want_flags = tiers.reference(op)(name, x, prof=prof)
+    want_bits = np.asarray(want_bits).astype(got_bits.dtype)
+    want_flags = np.broadcast_to(np.asarray(want_flags, np.uint8), got_flags.shape)
+    bad = (got_bits != want_bits) | (got_flags != want_flags)
+    assert not bad.any(), (op, name, profile, hex(int(x[np.flatnonzero(bad)[0]])))
+    return got_bits, got_flags
+
+
 def cases():
     return [(op, name, profile) for op in sorted(specials.NEGATIVE_INVALID) for name in EXHAUSTIVE + SAMPLED
             for profile in ("ieee", "ftz", "a5")]
@@ -56,13 +70,7 @@ def test_negative_operands_give_what_the_reference_and_the_definition_give(op, n
     if not numeric.supports(op, name, profile):
         pytest.skip(f"{op} {name} not implemented under {profile}")
     x = negative_codes(name)
-    with np.errstate(all="ignore"):
-        got_bits, got_flags = numeric.elementwise(op, name, x, profile=profile)
-        want_bits, want_flags = tiers.reference(op)(name, x, prof=prof)
-    want_bits = np.asarray(want_bits).astype(got_bits.dtype)
-    want_flags = np.broadcast_to(np.asarray(want_flags, np.uint8), got_flags.shape)
-    bad = (got_bits != want_bits) | (got_flags != want_flags)
-    assert not bad.any(), (op, name, profile, hex(int(x[np.flatnonzero(bad)[0]])))
+    got_bits, got_flags = same_as_reference(op, name, x, profile)
     if prof.rule(op, name) != IEEE:
         return
     f = formats.FORMATS[name]
