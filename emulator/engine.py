@@ -400,6 +400,7 @@ def _stack_role(c: Cohort, tile: int, group: tuple[int, ...], sel) -> semantics.
         return semantics.stack_parts(descs, m, [(s.elems[k], s.defined[k]) for s in slots], xp)
     if len(semantics.geometries(descs)) > 1:
         return semantics.stack_parts(descs, m, [(s.elems, s.defined) for s in slots], xp)
+    # one geometry from here on: the TileStack is not ragged (no second derivation)
     st = slots[0].stack
     if len(slots) == 1:
         elems, defined = slots[0].elems, slots[0].defined
@@ -411,7 +412,7 @@ def _stack_role(c: Cohort, tile: int, group: tuple[int, ...], sel) -> semantics.
         if both is None:
             return semantics.stack_parts(descs, m, [(s.elems, s.defined) for s in slots], xp)
         elems, defined = both[0].reshape(len(group) * m, -1), both[1].reshape(len(group) * m, -1)
-    return semantics.TileStack(descs, m, elems, defined)
+    return semantics.TileStack(descs, m, elems, defined, ragged=False)
 
 
 @lru_cache(maxsize=16)          # the 15 non-empty PE groups

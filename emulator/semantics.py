@@ -75,14 +75,15 @@ class TileStack:
     True says every element of every tile is defined (Tile.fully_defined), so no element read
     can be undefined."""
 
-    def __init__(self, descs, per: int, elems, defined, fully_defined: bool = False):
+    def __init__(self, descs, per: int, elems, defined, fully_defined: bool = False, ragged: bool | None = None):
         self.descs = tuple(descs)
         self.desc = self.descs[0]
         self.per = per
         self.elems = elems
         self.defined = defined
         self.fully_defined = fully_defined
-        self.ragged = len(geometries(self.descs)) > 1
+        # `ragged` may be given by a caller that has just derived it (len(geometries(descs)) > 1)
+        self.ragged = len(geometries(self.descs)) > 1 if ragged is None else ragged
         self._windows = {}            # (nr, nc) -> the row-major views `window` gives
 
     def __len__(self) -> int:
@@ -111,6 +112,8 @@ def stack_parts(descs, per: int, parts, xp=np) -> TileStack:
     descriptor of `descs`, in order: concatenated, each row padded to the longest payload (with
     0 and undefined) where the tiles differ in geometry."""
     width = max(e.shape[1] for e, _ in parts)
+    if all(e.shape[1] == width for e, _ in parts):     # nothing to pad (one geometry): one concatenate each
+        return TileStack(descs, per, xp.concatenate([e for e, _ in parts]), xp.concatenate([d for _, d in parts]))
 
     def padded(a, fill):
         if a.shape[1] == width:
@@ -299,6 +302,7 @@ def element_kernel(rb, prof, kinds=("raw", "bits")):
     return k, raw
 
 
+@lru_cache(maxsize=None)          # (DataType name, array dtype): the few pairs blocks use
 def _may_be_invalid(name: str, np_dtype: np.dtype) -> bool:
     """Whether an element of `np_dtype` can be no encoding of DataType `name`: never for an
     integer DataType, nor where every value np_dtype can hold encodes it (_all_patterns_valid).

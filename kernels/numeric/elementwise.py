@@ -228,7 +228,12 @@ def elementwise(op: str, dtype, *operands, profile: str | Profile = "ieee", cmod
                  for a in arrays)                                    # copies only if broadcast
     with np.errstate(all="ignore"):
         bits, flags = impl(dt, flat, prof, mode)
-    out_dtype = np.uint8 if ins.mnemonic == "TCMP" else np.dtype(dt.raw_dtype)
+    return _shaped(bits, flags, np.uint8 if ins.mnemonic == "TCMP" else np.dtype(dt.raw_dtype), shape)
+
+
+def _shaped(bits, flags, out_dtype, shape: tuple):
+    """An implementation's flat (bits, flags) as `elementwise` returns them: bits in `out_dtype`,
+    flags a writable uint8 array, both of `shape`."""
     bits = np.asarray(bits).astype(out_dtype, copy=False).reshape(shape)
     flags = np.asarray(flags, np.uint8).reshape(-1)
     if flags.size != bits.size or not flags.flags.writeable:   # a scalar or a broadcast view
@@ -252,6 +257,8 @@ def elementwise_status(op: str, dtype, *operands, groups: int, profile: str | Pr
             direct = _direct(op, dtype, profile)
             if len(_DIRECT) < 4096:
                 _DIRECT[key] = direct
+                if direct is False:
+                    _LEAN[key] = _lean(op, dtype, profile)
     if direct:
         raw, arity, kernel, settle, run_status = direct
         if len(operands) == arity:
@@ -264,6 +271,10 @@ def elementwise_status(op: str, dtype, *operands, groups: int, profile: str | Pr
             else:
                 bits, status = run_status(kernel, flat, groups, settle)
                 return bits.reshape(shape), status
+    elif direct is False:
+        got = _lean_status(_LEAN.get(key), operands, groups)
+        if got is not None:
+            return got
     bits, flags = elementwise(op, dtype, *operands, profile=profile, cmode=cmode)
     flags = np.asarray(flags, np.uint8)
     if flags.size == 0:
@@ -290,3 +301,54 @@ def _direct(op: str, dtype: str, profile: str):
     from . import fastvec           # loaded by the tier table already (tiers.load_compiled)
     return (np.dtype(dt.raw_dtype), ins.arity, tier.kernels[(dt.name, ins.mnemonic)],
             tiers.hand_off(tier, ins.mnemonic, dt.name, prof), fastvec.run_status)
+
+
+# (op, dtype name, profile name, tiers interpreted) -> what _lean_status needs, for each key of
+# _DIRECT that fastvec does not serve; None where the names are not valid (elementwise raises).
+_LEAN: dict = {}
+
+
+def _lean(op: str, dtype: str, profile: str):
+    """(container dtype, arity, DataType, implementation, Profile, integer routine or None) of
+    (op, dtype, profile): elementwise's own lookups, done once per key rather than once per
+    call.  The integer routine is set for an integer operation that raises no flag (all but
+    TDIV and TREM, and never TCMP, which elementwise_status does not serve): its status is zero."""
+    try:
+        ins, dt, impl = _resolve(op, dtype)
+        prof = resolve_profile(profile)
+    except (UnsupportedOperation, ValueError):
+        return None
+    if ins.mnemonic == "TCMP":
+        return None
+    plain = None
+    if dt.kind in (Kind.SINT, Kind.UINT) and ins.mnemonic not in ops_int.WITH_FLAGS:
+        fn, signed = ops_int.OPS[ins.mnemonic], dt.kind is Kind.SINT
+        plain = lambda *flat: fn(*flat, signed)     # noqa: E731  (_int_impl's call, without its zero flags)
+    return np.dtype(dt.raw_dtype), ins.arity, dt, impl, prof, plain
+
+
+def _lean_status(lean, operands, groups: int):
+    """elementwise_status for NumPy operands of one shape already in the container dtype, on a
+    key fastvec does not serve: the implementation called as elementwise calls it, without its
+    per-call argument handling (name lookups, conversions, broadcasting: about half the cost of
+    a call on a small batch's few hundred elements).  None when the operands are not such
+    arrays (elementwise then runs, and raises what it raises)."""
+    if lean is None:
+        return None
+    raw, arity, dt, impl, prof, plain = lean
+    if len(operands) != arity:
+        return None
+    shape = operands[0].shape
+    flat = []
+    for x in operands:
+        if type(x) is not np.ndarray or x.dtype != raw or x.shape != shape:
+            return None
+        flat.append(x.reshape(-1))
+    with np.errstate(all="ignore"):
+        if plain is not None:
+            return np.asarray(plain(*flat)).astype(raw, copy=False).reshape(shape), np.zeros(groups, np.uint8)
+        bits, flags = impl(dt, tuple(flat), prof, None)
+    bits, flags = _shaped(bits, flags, raw, shape)
+    if flags.size == 0:
+        return bits, np.zeros(groups, np.uint8)
+    return bits, np.bitwise_or.reduce(flags.reshape(groups, -1), axis=1)

@@ -49,25 +49,32 @@ def check_rmode(rmode: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # bit helpers (uint64 arrays; every shift count is clamped so NumPy and CuPy agree)
 # ---------------------------------------------------------------------------------------------
+def _clamp(x, lo, hi, xp=np):
+    """x limited to [lo, hi]: xp.clip's values (integer arrays here), without its Python-level
+    wrapper, which costs a few microseconds a call -- most of a call on the small arrays of a
+    batch step, and the reference paths make a dozen a call."""
+    return xp.minimum(xp.maximum(x, lo), hi)
+
+
 def bitlen(x, xp=np):
     """Number of significant bits of uint64 x (0 for 0), exact for all 64-bit values."""
     _, e = xp.frexp(x.astype(np.float64))
     e = e.astype(np.int64)
     # float64(x) may have rounded up to the next power of two: correct by one where needed
-    top = xp.clip(e - 1, 0, 63).astype(np.uint64)
+    top = _clamp(e - 1, 0, 63, xp).astype(np.uint64)
     too_big = (e > 0) & (((x >> top) == 0) | (e - 1 > 63))
     return xp.where(too_big, e - 1, e)
 
 
 def shl(x, s, xp=np):
     """x << s for 0 <= s; 0 when s >= 64."""
-    sc = xp.clip(s, 0, 63).astype(np.uint64)
+    sc = _clamp(s, 0, 63, xp).astype(np.uint64)
     return xp.where(s >= 64, np.uint64(0), x << sc)
 
 
 def shr(x, s, xp=np):
     """x >> s for 0 <= s; 0 when s >= 64."""
-    sc = xp.clip(s, 0, 63).astype(np.uint64)
+    sc = _clamp(s, 0, 63, xp).astype(np.uint64)
     return xp.where(s >= 64, np.uint64(0), x >> sc)
 
 
@@ -78,7 +85,7 @@ def split(sig, exp, sticky, q, xp=np):
     When q <= exp nothing is discarded: m = sig << (exp - q) (callers keep that small)."""
     shift = q - exp
     k = shift - 1
-    kc = xp.clip(k, 0, 63).astype(np.uint64)
+    kc = _clamp(k, 0, 63, xp).astype(np.uint64)
     R = (k >= 0) & (k <= 63) & (((sig >> kc) & _U1) != 0)
     low = xp.where(k >= 64, _ALL, (_U1 << kc) - _U1)
     S = ((k > 0) & ((sig & low) != 0)) | sticky
@@ -133,7 +140,7 @@ def _round_ieee(f, sign, exp, sig, sticky, e, rmode, sat, ftz, xp):
     t = f.t
     nonzero = sig != 0
     big = nonzero & (e > f.emax)
-    ec = xp.where(nonzero, xp.clip(e, f.emin - 2 * 64, f.emax), f.emin - 200)
+    ec = xp.where(nonzero, _clamp(e, f.emin - 2 * 64, f.emax, xp), f.emin - 200)
     q = xp.maximum(ec, f.emin) - t
     m, R, S = split(sig, exp, sticky, q, xp)
     inc = increment(R, S, (m & _U1) != 0, sign, rmode, xp)
@@ -174,7 +181,7 @@ def _pack_hif8(M, q, xp):
     e2 = q + bl - 1
     pow2 = (M & (M - xp.minimum(M, _U1))) == 0
     over = (M != 0) & ((e2 > _hif8.EMAX) | ((e2 == _hif8.EMAX) & ~pow2))
-    i = xp.clip(e2, _hif8.EMIN_DENORMAL, _hif8.EMAX) - _hif8.EMIN_DENORMAL
+    i = _clamp(e2, _hif8.EMIN_DENORMAL, _hif8.EMAX, xp) - _hif8.EMIN_DENORMAL
     W = xp.asarray(_WIDTH_HIF8)[i]
     sh = W - bl + 1
     Mn = xp.where(sh >= 0, shl(M, sh, xp), shr(M, -sh, xp))
@@ -186,7 +193,7 @@ def _pack_hif8(M, q, xp):
 def _round_hif8(f, sign, exp, sig, sticky, e, rmode, sat, ftz, xp):
     nonzero = sig != 0
     big = nonzero & (e > _hif8.EMAX)
-    ec = xp.where(nonzero, xp.clip(e, _hif8.EMIN_DENORMAL - 1, _hif8.EMAX), _hif8.EMIN_DENORMAL - 1)
+    ec = xp.where(nonzero, _clamp(e, _hif8.EMIN_DENORMAL - 1, _hif8.EMAX, xp), _hif8.EMIN_DENORMAL - 1)
     q = xp.asarray(_Q_HIF8)[ec - (_hif8.EMIN_DENORMAL - 1)]
     m, R, S = split(sig, exp, sticky, q, xp)
     lo_code, _ = _pack_hif8(m, q, xp)
@@ -211,7 +218,7 @@ def _round_hif8(f, sign, exp, sig, sticky, e, rmode, sat, ftz, xp):
 def _round_e8m0(f, sign, exp, sig, sticky, e, rmode, sat, ftz, xp):
     nonzero = sig != 0
     invalid = sign | ~nonzero               # no sign, no zero: NaN with NV
-    ec = xp.clip(xp.where(nonzero, e, 0), -129, 128)
+    ec = _clamp(xp.where(nonzero, e, 0), -129, 128, xp)
     m, R, S = split(sig, exp, sticky, ec, xp)
     odd = ((ec + 127) & 1) != 0             # the truncated candidate 2^ec is code ec + 127
     inc = increment(R, S, odd, sign, rmode, xp)
@@ -219,7 +226,7 @@ def _round_e8m0(f, sign, exp, sig, sticky, e, rmode, sat, ftz, xp):
     inexact = R | S
     over = nonzero & ((e > 127) | (k > 127))
     under = nonzero & ((e < -128) | (k < -127))
-    code = (xp.clip(k, -127, 127) + 127).astype(np.uint64)
+    code = (_clamp(k, -127, 127, xp) + 127).astype(np.uint64)
     flags = xp.where(inexact, NX, 0)
     code = xp.where(under, np.uint64(0), code)
     flags = xp.where(under, UF | NX, flags)
@@ -312,7 +319,7 @@ def round_to_int(sign, exp, sig, sticky, dtype, rmode: str = "RTZ", wrap: bool =
     bound = xp.where(sign, np.uint64(lo & 0xFFFFFFFFFFFFFFFF) & np.uint64((1 << n) - 1 if n < 64 else 0xFFFFFFFFFFFFFFFF),
                      pos_limit)
     if wrap:      # the rounded integer modulo 2^64 (sig << exp when it is that large), then 2^n
-        Mw = xp.where(huge, shl(sig, xp.clip(exp, 0, 64), xp), M)
+        Mw = xp.where(huge, shl(sig, _clamp(exp, 0, 64, xp), xp), M)
         bound = int_bits_of(sign & (Mw != 0), Mw, n, xp)
     bits = xp.where(oor, bound, bits)
     flags = xp.where(oor, NV, xp.where(R | S, NX, 0))

@@ -29,6 +29,13 @@ and inf - inf are the canonical NaN with NV, x/0 is the infinity of the xor sign
 inf is x or the infinity -- and tests/kernels/test_specials.py checks every FP16 and BF16
 operand pair and random operands of the wider formats against the reference.
 
+One class of finite nonzero operands is decided too: a finite negative operand (class 7) of
+TLOG, TSQRT and TRSQRT under the ieee rule (NEGATIVE_INVALID).  IEEE 754 makes each of those an
+invalid operation whatever the magnitude -- the default NaN with NV -- so its result depends on
+the class alone; the table still takes it from the reference on the representatives and decides
+it only where they all agree.  Random-bit operands (stream goldens) are half negative, and
+without this every call on them paid the NumPy reference's fixed cost for those elements alone.
+
 Elements whose combination is undecided stay marked for the tier's fallback as before.
 """
 from __future__ import annotations
@@ -42,7 +49,7 @@ import numpy as np
 from . import formats
 from .fast import MARK_BITS, Uniform, ctz, f64_bits
 from .flags import DZ, NV
-from .profiles import Profile
+from .profiles import IEEE, Profile
 from .rn import f32_bits
 
 UNDECIDED = -2            # table `src`: the classes do not decide the result
@@ -133,6 +140,20 @@ class Table(NamedTuple):
     decided: int          # how many combinations are decided
 
 
+# Unary operations whose every finite negative operand is an IEEE 754 invalid operation (the
+# default NaN, NV): under the ieee rule their class 7 is decided by the table (module doc).
+NEGATIVE_INVALID = frozenset({"TLOG", "TSQRT", "TRSQRT"})
+
+
+def _decided_by_class(op: str, name: str, prof: Profile, combo) -> bool:
+    """Whether the table may decide class combination `combo` (module doc): one with a NaN,
+    infinite or zero operand, or the finite negative operand of a NEGATIVE_INVALID operation
+    under the ieee rule."""
+    if any(k < 6 for k in combo):
+        return True
+    return len(combo) == 1 and combo[0] == 7 and op in NEGATIVE_INVALID and prof.rule(op, name) == IEEE
+
+
 @lru_cache(maxsize=None)
 def table(op: str, name: str, prof: Profile, arity: int, fn) -> Table:
     """The class table of `op` on format `name` under `prof`, from `fn(name, *operands, prof=)`
@@ -144,8 +165,8 @@ def table(op: str, name: str, prof: Profile, arity: int, fn) -> Table:
     cols: list[list[int]] = [[] for _ in range(arity)]
     owner: list[int] = []
     for index, combo in enumerate(combos):
-        if not any(k < 6 for k in combo):
-            continue                                   # finite nonzero operands only: by value
+        if not _decided_by_class(op, name, prof, combo):
+            continue                                   # finite nonzero operands: by value
         groups = np.meshgrid(*[np.asarray(reps[k], np.uint64) for k in combo], indexing="ij")
         for i, g in enumerate(groups):
             cols[i].extend(g.ravel().tolist())
@@ -299,3 +320,95 @@ def settle(op: str, name: str, prof: Profile, fn, operands, bits, flags) -> int:
     a = operands[0]
     b, d = (tuple(operands[1:]) + (a, a))[:2]
     return settle_marked(arity, a, b, d, bits, flags, tb.code, tb.src, tb.flags, field, cls(name, prof.ftz))
+
+
+# ---------------------------------------------------------------- TEXP beyond its thresholds
+# A compiled TEXP marks every element whose result overflows or underflows; random-bit operands
+# are mostly such (|x| > 128 for about half of all codes), and each call paid the NumPy
+# reference's fixed cost for them.  Under the ieee rule without ftz, exp is increasing, so every
+# x >= T_hi = ln(MAX) + 1 has exp(x) >= e * MAX > MAX + ulp(MAX) / 2: round-to-nearest gives +inf
+# with the overflow flags; every x <= T_lo = ln(min subnormal) - 1 has 0 < exp(x) < min
+# subnormal / 2: it gives +0 with the underflow flags.  Which encoding and flags each side gets
+# is taken from the reference on representatives of that side (its first code, its last finite
+# code and two between), and a side is decided only where they all agree, as the class table is.
+
+class ExpRanges(NamedTuple):
+    shift: int            # the format's place in its container
+    signbit: int          # the sign's bit in the encoding
+    magmask: int          # the magnitude bits
+    finite_below: int     # a magnitude below this is finite (the infinity's)
+    hi: int               # positive magnitudes from here on are decided (0: side undecided)
+    hi_code: int
+    hi_flags: int
+    lo: int               # negative magnitudes from here on are decided (0: side undecided)
+    lo_code: int
+    lo_flags: int
+
+
+def _first_at_least(name: str, f, value: float) -> int:
+    """The smallest positive finite magnitude code whose value is at least `value` (the values
+    of a format's magnitudes increase with the code), or 0 when none is."""
+    lo, hi = 0, f.max_mag
+    if formats.decode(np.array([f.max_mag << f.shift], np.uint64).astype(formats.raw_dtype(name)), name)[0] < value:
+        return 0
+    while lo < hi:
+        mid = (lo + hi) // 2
+        v = formats.decode(np.array([mid << f.shift], np.uint64).astype(formats.raw_dtype(name)), name)[0]
+        lo, hi = (mid + 1, hi) if v < value else (lo, mid)
+    return lo
+
+
+@lru_cache(maxsize=None)
+def exp_ranges(name: str, prof: Profile, fn) -> ExpRanges | None:
+    """TEXP's decided ranges on format `name` under `prof`, from `fn` (the reference of its
+    rule), or None where none is (another rule, ftz, a format without infinities)."""
+    f = formats.FORMATS.get(name)
+    if f is None or f.specials != "ieee" or prof.ftz or prof.rule("TEXP", name) != IEEE:
+        return None
+    raw = formats.raw_dtype(name)
+    top = formats.decode(np.array([f.max_mag << f.shift], np.uint64).astype(raw), name)[0]
+    bottom = formats.decode(np.array([1 << f.shift], np.uint64).astype(raw), name)[0]
+    sign = 1 << (f.width - 1)
+    sides = []
+    for start, negative in ((_first_at_least(name, f, float(np.log(top)) + 1.0), False),
+                            (_first_at_least(name, f, -(float(np.log(bottom)) - 1.0)), True)):
+        if start == 0:
+            sides.append((0, 0, 0))
+            continue
+        mags = sorted({start, start + 1, (start + f.max_mag) // 2, f.max_mag})
+        codes = np.array([((m | (sign if negative else 0)) << f.shift) for m in mags], np.uint64).astype(raw)
+        with np.errstate(all="ignore"):
+            bits, flags = fn(name, codes, prof=prof)
+        bits, flags = np.asarray(bits).astype(raw), np.broadcast_to(np.asarray(flags, np.uint8), bits.shape)
+        if (bits == bits[0]).all() and (flags == flags[0]).all():
+            sides.append((start, int(bits[0]), int(flags[0])))
+        else:
+            sides.append((0, 0, 0))
+    (hi, hi_code, hi_flags), (lo, lo_code, lo_flags) = sides
+    if not hi and not lo:
+        return None
+    inf = ((1 << (f.width - 1 - f.t)) - 1) << f.t
+    return ExpRanges(f.shift, f.width - 1, f.mag_mask, inf, hi, hi_code, hi_flags, lo, lo_code, lo_flags)
+
+
+def settle_exp(name: str, prof: Profile, fn, x, bits, flags) -> int:
+    """Settle, in place, the marked TEXP elements of operand `x` beyond its thresholds
+    (exp_ranges); returns how many marked elements are left."""
+    marked = np.flatnonzero(flags == _FALLBACK)
+    r = exp_ranges(name, prof, fn)
+    if r is None or not marked.size:
+        return marked.size
+    code = x[marked].astype(np.uint64) >> np.uint64(r.shift)
+    mag = code & np.uint64(r.magmask)
+    negative = (code >> np.uint64(r.signbit)) & np.uint64(1) != 0
+    finite = mag < np.uint64(r.finite_below)
+    left = marked.size
+    for decided, side, out, fl in (((~negative) & finite, r.hi, r.hi_code, r.hi_flags),
+                                   (negative & finite, r.lo, r.lo_code, r.lo_flags)):
+        if not side:
+            continue
+        at = marked[decided & (mag >= np.uint64(side))]
+        bits[at] = out
+        flags[at] = fl
+        left -= at.size
+    return left
