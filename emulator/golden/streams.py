@@ -411,6 +411,17 @@ class StreamGroup:
         return self.gprs.shape[0]
 
 
+# cases._desc of a window source or tall predicate: a pure function of its arguments, and a run
+# draws a few dozen distinct ones (a Descriptor is a frozen dataclass: sharing one is safe)
+_cached_desc = lru_cache(maxsize=4096)(_desc)
+
+
+@lru_cache(maxsize=1024)
+def _reads_besides_fmap(con: Constraint, dt: str) -> bool:
+    """Whether `con` allows an instruction other than TIMG2COL with DataType dt."""
+    return any(con.allows(op, dt) for op in con.instructions if op.schema != I.IMG2COL)
+
+
 @lru_cache(maxsize=None)
 def _regular(dt: str | None, shape: Shape) -> Descriptor:
     return _desc(dt, shape.vrow, shape.cols, shape.vrow, shape.vcol)
@@ -428,6 +439,13 @@ def _cdf(weights) -> tuple:
     cdf = list(accumulate(float(w) for w in weights))  # np.cumsum's sums, left to right
     last = cdf[-1]
     return tuple(c / last for c in cdf)
+
+
+@lru_cache(maxsize=4096)
+def _ops_cdf(mnemonics: tuple) -> tuple:
+    """_cdf of the instructions' WEIGHTS (a pure function of the names: a state offers one of a
+    few hundred instruction sets, met again by every later group)."""
+    return _cdf([WEIGHTS[m] for m in mnemonics])
 
 
 @lru_cache(maxsize=64)
@@ -462,7 +480,7 @@ class Options:
     def __init__(self, per_op: list):
         self.ops = tuple(op for op, _ in per_op)
         self.by_op = {op.mnemonic: opts for op, opts in per_op}
-        self.cdf = _cdf([WEIGHTS[op.mnemonic] for op in self.ops])
+        self.cdf = _ops_cdf(tuple(op.mnemonic for op in self.ops))
         self.aimed: dict = {}                         # aim -> (its instructions offered, their cdf)
 
     def has(self, op: I.Instruction, dt: str, row) -> bool:
@@ -474,7 +492,7 @@ class Options:
             got = self.aimed.get(aim)
             if got is None:
                 mine = [op for op in ops if op.mnemonic in aim]
-                got = self.aimed[aim] = (mine, _cdf([WEIGHTS[op.mnemonic] for op in mine])) \
+                got = self.aimed[aim] = (mine, _ops_cdf(tuple(op.mnemonic for op in mine))) \
                     if mine and len(mine) < len(ops) else (ops, cdf)
             ops, cdf = got
         op = ops[bisect_right(cdf, rng.random())]   # np.searchsorted(cdf, x, side="right")
@@ -667,7 +685,7 @@ class StreamBuilder:
             put(tid, desc, nonzero=j >= 3)    # ids 4..6: nonzero integer divisors
         if tall is not None:
             row = _tall(dts[tall], shape).Row
-            put(REGULAR_IDS[INITIAL_REGULAR], _desc(None, row, shape.cols, shape.vrow, shape.vcol))
+            put(REGULAR_IDS[INITIAL_REGULAR], _cached_desc(None, row, shape.cols, shape.vrow, shape.vcol))
         # the first DataType's initial tiles (one of them a never-zero divisor) and, when they are
         # tall, the tall predicate are never a destination: every PE keeps tiles some instruction
         # of the constraint can read, so every mask can build a block whatever the earlier blocks
@@ -677,8 +695,7 @@ class StreamBuilder:
             self.reserved.add(REGULAR_IDS[INITIAL_REGULAR])
         # a destination may rename the feature map only where the reserved tiles keep another
         # instruction buildable, and not before a planted TIMG2COL
-        self.fmap_renamable = any(self.con.allows(op, dts[0]) for op in self.con.instructions
-                                  if op.schema != I.IMG2COL) and planned_schema != I.IMG2COL
+        self.fmap_renamable = _reads_besides_fmap(self.con, dts[0]) and planned_schema != I.IMG2COL
         self.nonzero_init = set(REGULAR_IDS[3:INITIAL_REGULAR])
         put(PRED_TILE, _regular(None, shape))
         gprs = np.zeros((self.n, F.NUM_PES, F.GPR_COUNT), np.uint64)
@@ -701,7 +718,7 @@ class StreamBuilder:
             else:
                 shapes, limit = _window_geometry(ctx, win)
                 r, c, vr, vc, lay = shapes[-1]
-                src = _desc(dt, r, c, vr, vc, layout=lay)
+                src = _cached_desc(dt, r, c, vr, vc, layout=lay)
             put(tid, src, undefined_outside=False)
             self.window_descs[tid] = src
             self.info[schema] = (op, dt, limit)
@@ -771,32 +788,30 @@ class StreamBuilder:
         ids (not reserved, ascending) holding that regular or tall tile on every PE of `mask`,
         `preds` Row -> those holding a predicate tile of that Row."""
         pes = F.SELECTED_PES[mask]
-        first, rest = self.keys[pes[0]], [self.keys[p] for p in pes[1:]]
+        keys = self.keys
+        # the (tile id, key) pairs every selected PE holds alike (a key names one descriptor:
+        # _source_key): one set intersection of the PEs' item views, in C, instead of a loop
+        # over the ids and PEs
+        common = keys[pes[0]].items()
+        for p in pes[1:]:
+            common = common & keys[p].items()
         have: dict = {}
         preds: dict = {}
-        for tid in sorted(first):                    # ascending, as REGULAR_IDS + (PRED_TILE,)
-            k = first[tid]
-            for r in rest:                           # the same descriptor on every selected PE
-                if r.get(tid) != k:                  # (a key names one descriptor: _source_key)
-                    break
-            else:
-                if k[0]:
-                    preds.setdefault(k[1], []).append(tid)
-                else:
-                    ids = have.get(k[1])
-                    if ids is None:
-                        have[k[1]] = [tid]
-                    else:
-                        ids.append(tid)
-        nonzero = self.nonzero
-        divisors = frozenset(k for k, ids in have.items() if k[0] in _INTEGER_NAMES
-                             and any(all((p, t) in nonzero for p in pes) for t in ids))
+        for tid, k in sorted(common):                # ascending ids, as REGULAR_IDS + (PRED_TILE,)
+            (preds if k[0] else have).setdefault(k[1], []).append(tid)
+        nz = self._nonzero_on(pes)
+        divisors = frozenset(k for k, ids in have.items() if k[0] in _INTEGER_NAMES and not nz.isdisjoint(ids))
         windows = self.windows
         if self.gone:                                # a window source renamed on some PE
             windows = tuple(None if tid in self.gone and any(self.state[p].get(tid) is not self.window_descs[tid]
                                                              for p in pes) else w
                             for w, tid in zip(windows, _WINDOW_TILES))
         return _candidate_pairs(frozenset(have), frozenset(preds), divisors, windows, self.con), have, preds
+
+    def _nonzero_on(self, pes) -> set:
+        """The ids of the never-zero integer tiles on every PE of `pes`."""
+        nz = self.nonzero
+        return nz[pes[0]].intersection(*[nz[p] for p in pes[1:]]) if len(pes) > 1 else nz[pes[0]]
 
     def _keep_key(self, p: int, tid: int, desc: Descriptor) -> None:
         """Record tile `tid` of PE p as _candidates reads it: (0, (DataType, Row)) for a regular
@@ -958,7 +973,11 @@ class StreamBuilder:
                     srcs.append(self._pick(preds[row], pes))
                     continue
                 if op.int_zero_check and dt in _INTEGER_NAMES and role == 1:
-                    nz = [t for t in numeric if all((p, t) in self.nonzero for p in pes)] if plan is None else numeric
+                    if plan is None:
+                        nz = self._nonzero_on(pes)
+                        nz = [t for t in numeric if t in nz]
+                    else:
+                        nz = numeric
                     srcs.append(self._pick(nz, pes))
                     continue
                 if srcs and rng.random() < 0.25 and srcs[-1] in numeric:
@@ -1070,13 +1089,13 @@ class StreamBuilder:
         self.writer: dict = {}                      # (pe, tile) -> the block that last wrote it
         self.readers: dict = {}                     # (pe, tile) -> the blocks that read it since
         self.written_by: dict = {key: "initial" for key in tiles}   # (pe, tile) -> _writer_key
-        self.nonzero = {(p, t) for p in range(F.NUM_PES) for t in self.nonzero_init
-                        if self.state[p][t].datatype.is_int}
+        # per PE, the ids of the integer tiles that hold no zero (initial divisors no block overwrote)
+        self.nonzero = [{t for t in self.nonzero_init if self.state[p][t].datatype.is_int} for p in range(F.NUM_PES)]
         self.used = self._used()                    # kept up to date by _track
         self.peak = max(self.used)
         self.gone: set = set()                      # window sources some block renamed
         self.fmap_read: set = set()                 # PEs where a TIMG2COL read the feature map
-        blocks, words, records, fault = [], [], CL.Records(), None
+        blocks, words, recorded, fault = [], [], [], None     # recorded: the blocks' record groups
         executed, offset = self.K, encoding.HEADER_BYTES
         for i in range(min(self.position + 1, self.K)):
             if i < self.position:
@@ -1097,7 +1116,7 @@ class StreamBuilder:
             else:
                 committed, recs = run.step(block, i, offset)
             offset += encoding.WORD_BYTES * len(w)
-            records = records + recs
+            recorded.extend(recs.groups)
             if i == self.position:
                 if committed.any():
                     k = int(np.flatnonzero(committed)[0])
@@ -1118,7 +1137,8 @@ class StreamBuilder:
             blocks.append(block)
             words.append(w)
         return StreamGroup(stream_class(self.reason), self.value_class, self.shape, self.config, tiles, gprs,
-                           blocks, records, executed, fault, run.batch.statuses(), encoding.stream_of_words(words))
+                           blocks, CL.Records(recorded), executed, fault, run.batch.statuses(),
+                           encoding.stream_of_words(words))
 
     def _planted(self, legal: Block, meta: dict, i: int) -> tuple[Block, IllegalBlockException | None]:
         """(the planted block, the stateless rules' rejection of it: None for a stateful reason)."""
@@ -1170,7 +1190,7 @@ class StreamBuilder:
                 used[p] -= old.capacity
             self.state[p][dest.tile] = desc
             self._keep_key(p, dest.tile, desc)
-            self.nonzero.discard((p, dest.tile))
+            self.nonzero[p].discard(dest.tile)
         readers = self.readers
         for p in pes:
             for t in srcs:
