@@ -788,17 +788,16 @@ class StreamBuilder:
         ids (not reserved, ascending) holding that regular or tall tile on every PE of `mask`,
         `preds` Row -> those holding a predicate tile of that Row."""
         pes = F.SELECTED_PES[mask]
-        keys = self.keys
-        # the (tile id, key) pairs every selected PE holds alike (a key names one descriptor:
-        # _source_key): one set intersection of the PEs' item views, in C, instead of a loop
-        # over the ids and PEs
-        common = keys[pes[0]].items()
-        for p in pes[1:]:
-            common = common & keys[p].items()
+        first, rest = self.keys[pes[0]], [self.keys[p] for p in pes[1:]]
         have: dict = {}
         preds: dict = {}
-        for tid, k in sorted(common):                # ascending ids, as REGULAR_IDS + (PRED_TILE,)
-            (preds if k[0] else have).setdefault(k[1], []).append(tid)
+        for tid in sorted(first):                    # ascending, as REGULAR_IDS + (PRED_TILE,)
+            k = first[tid]
+            for r in rest:                           # the same descriptor on every selected PE
+                if r.get(tid) != k:                  # (a key names one descriptor: _source_key)
+                    break
+            else:
+                (preds if k[0] else have).setdefault(k[1], []).append(tid)
         nz = self._nonzero_on(pes)
         divisors = frozenset(k for k, ids in have.items() if k[0] in _INTEGER_NAMES and not nz.isdisjoint(ids))
         windows = self.windows
@@ -1181,7 +1180,7 @@ class StreamBuilder:
                                self._shows(block, i, pes, srcs, dest.tile))
         used = self.used                             # _used() before this block
         for p in pes:
-            desc = run.batch.stacks(p, dest.tile)[0][1]
+            desc = run.batch.tile_arrays(p, dest.tile)[0][1]     # the descriptor only: no host copy
             old = self.state[p].get(dest.tile)
             if desc.location == "Local":
                 self.peak = max(self.peak, used[p] + desc.capacity)
