@@ -44,7 +44,7 @@ from isa.legality import resolve
 
 from .. import commitlog as CL
 from ..config import MachineConfig
-from ..tiles import Descriptor, element_dtype
+from ..tiles import Descriptor
 from . import coverage as C
 from .cases import Group, TileSpec, MUTATIONS, _block, _desc, _fmap_geometry, _window_geometry
 from .space import space
@@ -653,7 +653,7 @@ class StreamBuilder:
             defined = _valid_mask(desc).repeat(n, axis=0)
         else:
             defined = np.ones((n, E), bool)
-        return elems.astype(element_dtype(desc), copy=False), defined
+        return elems, defined          # already element_dtype(desc): _data's raw dtype, or uint8
 
     def _initial(self):
         """The initial state: tiles on every PE, GPR offsets; the tracker starts from it."""

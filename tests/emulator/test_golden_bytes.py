@@ -41,3 +41,31 @@ def test_seeded_runs_write_the_recorded_bytes(run, tmp_path):
     got = {p.relative_to(tmp_path / run).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
            for p in sorted((tmp_path / run).rglob("*.parquet"))}
     assert got == want
+
+
+# Stream goldens likewise: the SHA-256 of every data file of two seeded stream runs, recorded from
+# main at a8cc9fb (before the stream builder's per-group bookkeeping was made cheaper) -- every
+# shape class, an illegal share, a constraint with window sources, predicates and TCVT.
+STREAM_RUNS = {
+    "streams": (["--streams", "--blocks", "4", "--cases", "8", "--seed", "7"], {
+        "blocks=4/shape=r1c8/part-00000.parquet": "df0b7fe7efb2ee0ec9648a7ec4aa0c01d5349e9657544b5e14dac9560691fd2b",
+        "blocks=4/shape=r2c3w8/part-00000.parquet": "9b0c4e69787ad54e5fc2b06935ea95e0d7cd077f13495a8fa056cb104793e0b1",
+        "blocks=4/shape=r3c1/part-00000.parquet": "8cacc5fb63c9dda47a2e315e765116b42594469c40c20e3f2700978ccba6c1c4",
+        "blocks=4/shape=r4c8/part-00000.parquet": "e8c3ccd5656c521c0deb6be15ff38a273a427d4807a1d91216c2c21db192879c"}),
+    "streams_constrained": (["--streams", "--blocks", "6", "--cases", "6", "--seed", "3",
+                             "--ops", "TADD,TCVT,TEXTRACT,TSEL,TCMP", "--dtypes", "FP16,S16,FP32"], {
+        "blocks=6/shape=r1c8/part-00000.parquet": "478acd87b1db2e3349c60b2f3472227be24d5679fc190240a7201a15bdcc547a",
+        "blocks=6/shape=r2c3w8/part-00000.parquet": "b4c478c2fbabf82fdac86a3fb82a5d4a3d3ef10d17f0e8d2907f171bf7d79a85",
+        "blocks=6/shape=r3c1/part-00000.parquet": "6f87b61ab8b96bdcd474d5f7e0df022717602e01edebecd7a8a3a988f0cd1516",
+        "blocks=6/shape=r4c8/part-00000.parquet": "2fe2431e2d9d07dabfd219be7d67917ddbab63aa14cb00010bad54e3d3f89b51"}),
+}
+
+
+@pytest.mark.skipif(pa.__version__ != PYARROW, reason=f"digests recorded with pyarrow {PYARROW}")
+@pytest.mark.parametrize("run", sorted(STREAM_RUNS))
+def test_seeded_stream_runs_write_the_recorded_bytes(run, tmp_path):
+    args, want = STREAM_RUNS[run]
+    assert main(["golden", *args, "--quiet", "--out", str(tmp_path / run)]) == 0
+    got = {p.relative_to(tmp_path / run).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+           for p in sorted((tmp_path / run).rglob("*.parquet"))}
+    assert got == want
