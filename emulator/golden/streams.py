@@ -30,7 +30,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from itertools import accumulate
+from itertools import accumulate, chain
 from types import MappingProxyType
 
 import numpy as np
@@ -474,17 +474,36 @@ class Options:
     """The (instruction, DataType, source Row) options a state offers (_candidate_pairs), per
     instruction in table order; `draw` takes an instruction by its weight (WEIGHTS), then one of
     its options uniformly -- each instruction by its weight, shared evenly among its options --,
-    among the instructions of `aim` when the state offers one."""
-    __slots__ = ("ops", "by_op", "cdf", "aimed")
+    among the instructions of `aim` when the state offers one.
 
-    def __init__(self, per_op: list):
-        self.ops = tuple(op for op, _ in per_op)
-        self.by_op = {op.mnemonic: opts for op, opts in per_op}
+    Built from `entries`: ((DataType, Row), ((table index, instruction), ...) reading it), in
+    option order (the window sources, then the tiles' (DataType, Row)s ascending).  The
+    instructions offered are the union of those, made at once; an instruction's own options
+    (the entries it reads, in that order) only when a draw or `has` asks for them, and kept
+    (most states a draw meets offer a dozen instructions, and one is drawn)."""
+    __slots__ = ("ops", "entries", "pairs", "by_op", "cdf", "aimed")
+
+    def __init__(self, entries: list):
+        self.entries = entries
+        offered = dict(chain.from_iterable(readers for _, readers in entries))    # table index -> op
+        self.pairs = tuple((k, offered[k]) for k in sorted(offered))
+        self.ops = tuple(op for _, op in self.pairs)
+        self.by_op: dict = {}                         # mnemonic -> its options, as asked for
         self.cdf = _ops_cdf(tuple(op.mnemonic for op in self.ops))
         self.aimed: dict = {}                         # aim -> (its instructions offered, their cdf)
 
+    def options(self, op: I.Instruction) -> tuple:
+        """op's (DataType, Row) options, in option order (() when the state offers op none)."""
+        m = op.mnemonic
+        got = self.by_op.get(m)
+        if got is None:
+            pair = next((p for p in self.pairs if p[1].mnemonic == m), None)    # (table index, op)
+            got = self.by_op[m] = () if pair is None else \
+                tuple(key for key, readers in self.entries if pair in readers)
+        return got
+
     def has(self, op: I.Instruction, dt: str, row) -> bool:
-        return (dt, row) in self.by_op.get(op.mnemonic, ())
+        return (dt, row) in self.options(op)
 
     def draw(self, rng, aim: frozenset = frozenset()) -> tuple:
         ops, cdf = self.ops, self.cdf
@@ -496,7 +515,7 @@ class Options:
                     if mine and len(mine) < len(ops) else (ops, cdf)
             ops, cdf = got
         op = ops[bisect_right(cdf, rng.random())]   # np.searchsorted(cdf, x, side="right")
-        opts = self.by_op[op.mnemonic]
+        opts = self.options(op)
         dt, row = opts[int(rng.integers(len(opts)))] if len(opts) > 1 else opts[0]
         return op, dt, row
 
@@ -514,19 +533,18 @@ def _candidate_pairs(have: frozenset, preds: frozenset, divisors: frozenset, win
     so memoised: a stream's blocks offer the same few states again and again.  None when the
     state offers nothing."""
     by_dtype = _ops_by_dtype(con)
-    per: dict = {}                                    # table index -> (instruction, [(dt, row)])
+    entries = []                                      # ((dt, row), ((table index, op), ...) reading it)
     for schema, dt in zip(REGS, windows):             # the window sources
         if dt is not None and schema in (I.EXTRACT, I.IMG2COL):
-            for k, op, _ in by_dtype.get(dt, ()):
-                if op.schema == schema:
-                    per.setdefault(k, (op, []))[1].append((dt, None))
+            got = tuple((k, op) for k, op, _ in by_dtype.get(dt, ()) if op.schema == schema)
+            if got:
+                entries.append(((dt, None), got))
     readers = _readers(con)
     for dt, row in sorted(have):
-        for k, op in readers[(dt, row in preds, (dt, row) in divisors)]:
-            per.setdefault(k, (op, []))[1].append((dt, row))
-    if not per:
-        return None
-    return Options([(op, tuple(opts)) for _, (op, opts) in sorted(per.items())])
+        got = readers[(dt, row in preds, (dt, row) in divisors)]
+        if got:
+            entries.append(((dt, row), got))
+    return Options(entries) if entries else None
 
 
 @lru_cache(maxsize=64)
