@@ -379,7 +379,7 @@ def _initial_columns(tiles: dict, n: int):
         heads.append(([p], tid, desc))
         pays.append(pay)
         defs.append(dfn)
-    texts = [_initial_text(tuple(pes), tid, _desc_members(desc)[0]) for pes, tid, desc in heads]
+    texts = [_initial_text(pes, tid, _desc_members(desc)[0]) for pes, tid, desc in heads]
     return texts, _cat(pays, n), _cat(defs, n)
 
 
@@ -523,10 +523,15 @@ def _members_of(d: Descriptor | None) -> tuple[str, int, int]:
 # (the head's keys, pes and tile or HEAD_KEYS, are none of the descriptor's): the head's members,
 # then the descriptor's (_desc_members).  Ints print as json prints them (int.__repr__).
 
+def _initial_text(pes, tile: int, members: str) -> str:
+    """An initial entry's JSON text (PEs: any sequence of ints)."""
+    return _initial_text_of(tuple(pes), tile, members)
+
+
 @functools.lru_cache(maxsize=4096)
-def _initial_text(pes: tuple[int, ...], tile: int, members: str) -> str:
-    """An initial entry's JSON text (memoised: a run's initial entries are a few hundred distinct
-    (PEs, tile id, descriptor) triples, met again in every group)."""
+def _initial_text_of(pes: tuple[int, ...], tile: int, members: str) -> str:
+    """_initial_text, memoised: a run's initial entries are a few hundred distinct (PEs, tile id,
+    descriptor) triples, met again in every group."""
     return f'{{"pes":[{",".join(map(str, pes))}],"tile":{tile},{members}}}'
 
 
