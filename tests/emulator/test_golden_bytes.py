@@ -37,10 +37,14 @@ RUNS = {
 @pytest.mark.parametrize("run", sorted(RUNS))
 def test_seeded_runs_write_the_recorded_bytes(run, tmp_path):
     args, want = RUNS[run]
-    assert main(["golden", *args, "--quiet", "--out", str(tmp_path / run)]) == 0
-    got = {p.relative_to(tmp_path / run).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-           for p in sorted((tmp_path / run).rglob("*.parquet"))}
-    assert got == want
+    assert digests(args, tmp_path / run) == want
+
+
+def digests(args: list[str], out: pathlib.Path) -> dict:
+    """The SHA-256 of every data file `tile-emu golden ARGS --out OUT` writes, by path in OUT."""
+    assert main(["golden", *args, "--quiet", "--out", str(out)]) == 0
+    return {p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(out.rglob("*.parquet"))}
 
 
 # Stream goldens likewise: the SHA-256 of every data file of two seeded stream runs, recorded from
@@ -65,7 +69,4 @@ STREAM_RUNS = {
 @pytest.mark.parametrize("run", sorted(STREAM_RUNS))
 def test_seeded_stream_runs_write_the_recorded_bytes(run, tmp_path):
     args, want = STREAM_RUNS[run]
-    assert main(["golden", *args, "--quiet", "--out", str(tmp_path / run)]) == 0
-    got = {p.relative_to(tmp_path / run).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-           for p in sorted((tmp_path / run).rglob("*.parquet"))}
-    assert got == want
+    assert digests(args, tmp_path / run) == want
