@@ -30,7 +30,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from itertools import accumulate
+from itertools import accumulate, chain
 from types import MappingProxyType
 
 import numpy as np
@@ -44,7 +44,7 @@ from isa.legality import resolve
 
 from .. import commitlog as CL
 from ..config import MachineConfig
-from ..tiles import Descriptor, element_dtype
+from ..tiles import Descriptor
 from . import coverage as C
 from .cases import Group, TileSpec, MUTATIONS, _block, _desc, _fmap_geometry, _window_geometry
 from .space import space
@@ -411,6 +411,17 @@ class StreamGroup:
         return self.gprs.shape[0]
 
 
+# cases._desc of a window source or tall predicate: a pure function of its arguments, and a run
+# draws a few dozen distinct ones (a Descriptor is a frozen dataclass: sharing one is safe)
+_cached_desc = lru_cache(maxsize=4096)(_desc)
+
+
+@lru_cache(maxsize=1024)
+def _reads_besides_fmap(con: Constraint, dt: str) -> bool:
+    """Whether `con` allows an instruction other than TIMG2COL with DataType dt."""
+    return any(con.allows(op, dt) for op in con.instructions if op.schema != I.IMG2COL)
+
+
 @lru_cache(maxsize=None)
 def _regular(dt: str | None, shape: Shape) -> Descriptor:
     return _desc(dt, shape.vrow, shape.cols, shape.vrow, shape.vcol)
@@ -428,6 +439,13 @@ def _cdf(weights) -> tuple:
     cdf = list(accumulate(float(w) for w in weights))  # np.cumsum's sums, left to right
     last = cdf[-1]
     return tuple(c / last for c in cdf)
+
+
+@lru_cache(maxsize=4096)
+def _ops_cdf(mnemonics: tuple) -> tuple:
+    """_cdf of the instructions' WEIGHTS (a pure function of the names: a state offers one of a
+    few hundred instruction sets, met again by every later group)."""
+    return _cdf([WEIGHTS[m] for m in mnemonics])
 
 
 @lru_cache(maxsize=64)
@@ -456,17 +474,36 @@ class Options:
     """The (instruction, DataType, source Row) options a state offers (_candidate_pairs), per
     instruction in table order; `draw` takes an instruction by its weight (WEIGHTS), then one of
     its options uniformly -- each instruction by its weight, shared evenly among its options --,
-    among the instructions of `aim` when the state offers one."""
-    __slots__ = ("ops", "by_op", "cdf", "aimed")
+    among the instructions of `aim` when the state offers one.
 
-    def __init__(self, per_op: list):
-        self.ops = tuple(op for op, _ in per_op)
-        self.by_op = {op.mnemonic: opts for op, opts in per_op}
-        self.cdf = _cdf([WEIGHTS[op.mnemonic] for op in self.ops])
+    Built from `entries`: ((DataType, Row), ((table index, instruction), ...) reading it), in
+    option order (the window sources, then the tiles' (DataType, Row)s ascending).  The
+    instructions offered are the union of those, made at once; an instruction's own options
+    (the entries it reads, in that order) only when a draw or `has` asks for them, and kept
+    (most states a draw meets offer a dozen instructions, and one is drawn)."""
+    __slots__ = ("ops", "entries", "pairs", "by_op", "cdf", "aimed")
+
+    def __init__(self, entries: list):
+        self.entries = entries
+        offered = dict(chain.from_iterable(readers for _, readers in entries))    # table index -> op
+        self.pairs = tuple((k, offered[k]) for k in sorted(offered))
+        self.ops = tuple(op for _, op in self.pairs)
+        self.by_op: dict = {}                         # mnemonic -> its options, as asked for
+        self.cdf = _ops_cdf(tuple(op.mnemonic for op in self.ops))
         self.aimed: dict = {}                         # aim -> (its instructions offered, their cdf)
 
+    def options(self, op: I.Instruction) -> tuple:
+        """op's (DataType, Row) options, in option order (() when the state offers op none)."""
+        m = op.mnemonic
+        got = self.by_op.get(m)
+        if got is None:
+            pair = next((p for p in self.pairs if p[1].mnemonic == m), None)    # (table index, op)
+            got = self.by_op[m] = () if pair is None else \
+                tuple(key for key, readers in self.entries if pair in readers)
+        return got
+
     def has(self, op: I.Instruction, dt: str, row) -> bool:
-        return (dt, row) in self.by_op.get(op.mnemonic, ())
+        return (dt, row) in self.options(op)
 
     def draw(self, rng, aim: frozenset = frozenset()) -> tuple:
         ops, cdf = self.ops, self.cdf
@@ -474,11 +511,11 @@ class Options:
             got = self.aimed.get(aim)
             if got is None:
                 mine = [op for op in ops if op.mnemonic in aim]
-                got = self.aimed[aim] = (mine, _cdf([WEIGHTS[op.mnemonic] for op in mine])) \
+                got = self.aimed[aim] = (mine, _ops_cdf(tuple(op.mnemonic for op in mine))) \
                     if mine and len(mine) < len(ops) else (ops, cdf)
             ops, cdf = got
         op = ops[bisect_right(cdf, rng.random())]   # np.searchsorted(cdf, x, side="right")
-        opts = self.by_op[op.mnemonic]
+        opts = self.options(op)
         dt, row = opts[int(rng.integers(len(opts)))] if len(opts) > 1 else opts[0]
         return op, dt, row
 
@@ -496,19 +533,18 @@ def _candidate_pairs(have: frozenset, preds: frozenset, divisors: frozenset, win
     so memoised: a stream's blocks offer the same few states again and again.  None when the
     state offers nothing."""
     by_dtype = _ops_by_dtype(con)
-    per: dict = {}                                    # table index -> (instruction, [(dt, row)])
+    entries = []                                      # ((dt, row), ((table index, op), ...) reading it)
     for schema, dt in zip(REGS, windows):             # the window sources
         if dt is not None and schema in (I.EXTRACT, I.IMG2COL):
-            for k, op, _ in by_dtype.get(dt, ()):
-                if op.schema == schema:
-                    per.setdefault(k, (op, []))[1].append((dt, None))
+            got = tuple((k, op) for k, op, _ in by_dtype.get(dt, ()) if op.schema == schema)
+            if got:
+                entries.append(((dt, None), got))
     readers = _readers(con)
     for dt, row in sorted(have):
-        for k, op in readers[(dt, row in preds, (dt, row) in divisors)]:
-            per.setdefault(k, (op, []))[1].append((dt, row))
-    if not per:
-        return None
-    return Options([(op, tuple(opts)) for _, (op, opts) in sorted(per.items())])
+        got = readers[(dt, row in preds, (dt, row) in divisors)]
+        if got:
+            entries.append(((dt, row), got))
+    return Options(entries) if entries else None
 
 
 @lru_cache(maxsize=64)
@@ -635,7 +671,7 @@ class StreamBuilder:
             defined = _valid_mask(desc).repeat(n, axis=0)
         else:
             defined = np.ones((n, E), bool)
-        return elems.astype(element_dtype(desc), copy=False), defined
+        return elems, defined          # already element_dtype(desc): _data's raw dtype, or uint8
 
     def _initial(self):
         """The initial state: tiles on every PE, GPR offsets; the tracker starts from it."""
@@ -667,7 +703,7 @@ class StreamBuilder:
             put(tid, desc, nonzero=j >= 3)    # ids 4..6: nonzero integer divisors
         if tall is not None:
             row = _tall(dts[tall], shape).Row
-            put(REGULAR_IDS[INITIAL_REGULAR], _desc(None, row, shape.cols, shape.vrow, shape.vcol))
+            put(REGULAR_IDS[INITIAL_REGULAR], _cached_desc(None, row, shape.cols, shape.vrow, shape.vcol))
         # the first DataType's initial tiles (one of them a never-zero divisor) and, when they are
         # tall, the tall predicate are never a destination: every PE keeps tiles some instruction
         # of the constraint can read, so every mask can build a block whatever the earlier blocks
@@ -677,8 +713,7 @@ class StreamBuilder:
             self.reserved.add(REGULAR_IDS[INITIAL_REGULAR])
         # a destination may rename the feature map only where the reserved tiles keep another
         # instruction buildable, and not before a planted TIMG2COL
-        self.fmap_renamable = any(self.con.allows(op, dts[0]) for op in self.con.instructions
-                                  if op.schema != I.IMG2COL) and planned_schema != I.IMG2COL
+        self.fmap_renamable = _reads_besides_fmap(self.con, dts[0]) and planned_schema != I.IMG2COL
         self.nonzero_init = set(REGULAR_IDS[3:INITIAL_REGULAR])
         put(PRED_TILE, _regular(None, shape))
         gprs = np.zeros((self.n, F.NUM_PES, F.GPR_COUNT), np.uint64)
@@ -701,7 +736,7 @@ class StreamBuilder:
             else:
                 shapes, limit = _window_geometry(ctx, win)
                 r, c, vr, vc, lay = shapes[-1]
-                src = _desc(dt, r, c, vr, vc, layout=lay)
+                src = _cached_desc(dt, r, c, vr, vc, layout=lay)
             put(tid, src, undefined_outside=False)
             self.window_descs[tid] = src
             self.info[schema] = (op, dt, limit)
@@ -780,23 +815,20 @@ class StreamBuilder:
                 if r.get(tid) != k:                  # (a key names one descriptor: _source_key)
                     break
             else:
-                if k[0]:
-                    preds.setdefault(k[1], []).append(tid)
-                else:
-                    ids = have.get(k[1])
-                    if ids is None:
-                        have[k[1]] = [tid]
-                    else:
-                        ids.append(tid)
-        nonzero = self.nonzero
-        divisors = frozenset(k for k, ids in have.items() if k[0] in _INTEGER_NAMES
-                             and any(all((p, t) in nonzero for p in pes) for t in ids))
+                (preds if k[0] else have).setdefault(k[1], []).append(tid)
+        nz = self._nonzero_on(pes)
+        divisors = frozenset(k for k, ids in have.items() if k[0] in _INTEGER_NAMES and not nz.isdisjoint(ids))
         windows = self.windows
         if self.gone:                                # a window source renamed on some PE
             windows = tuple(None if tid in self.gone and any(self.state[p].get(tid) is not self.window_descs[tid]
                                                              for p in pes) else w
                             for w, tid in zip(windows, _WINDOW_TILES))
         return _candidate_pairs(frozenset(have), frozenset(preds), divisors, windows, self.con), have, preds
+
+    def _nonzero_on(self, pes) -> set:
+        """The ids of the never-zero integer tiles on every PE of `pes`."""
+        nz = self.nonzero
+        return nz[pes[0]].intersection(*[nz[p] for p in pes[1:]]) if len(pes) > 1 else nz[pes[0]]
 
     def _keep_key(self, p: int, tid: int, desc: Descriptor) -> None:
         """Record tile `tid` of PE p as _candidates reads it: (0, (DataType, Row)) for a regular
@@ -958,7 +990,11 @@ class StreamBuilder:
                     srcs.append(self._pick(preds[row], pes))
                     continue
                 if op.int_zero_check and dt in _INTEGER_NAMES and role == 1:
-                    nz = [t for t in numeric if all((p, t) in self.nonzero for p in pes)] if plan is None else numeric
+                    if plan is None:
+                        nz = self._nonzero_on(pes)
+                        nz = [t for t in numeric if t in nz]
+                    else:
+                        nz = numeric
                     srcs.append(self._pick(nz, pes))
                     continue
                 if srcs and rng.random() < 0.25 and srcs[-1] in numeric:
@@ -1070,13 +1106,13 @@ class StreamBuilder:
         self.writer: dict = {}                      # (pe, tile) -> the block that last wrote it
         self.readers: dict = {}                     # (pe, tile) -> the blocks that read it since
         self.written_by: dict = {key: "initial" for key in tiles}   # (pe, tile) -> _writer_key
-        self.nonzero = {(p, t) for p in range(F.NUM_PES) for t in self.nonzero_init
-                        if self.state[p][t].datatype.is_int}
+        # per PE, the ids of the integer tiles that hold no zero (initial divisors no block overwrote)
+        self.nonzero = [{t for t in self.nonzero_init if self.state[p][t].datatype.is_int} for p in range(F.NUM_PES)]
         self.used = self._used()                    # kept up to date by _track
         self.peak = max(self.used)
         self.gone: set = set()                      # window sources some block renamed
         self.fmap_read: set = set()                 # PEs where a TIMG2COL read the feature map
-        blocks, words, records, fault = [], [], CL.Records(), None
+        blocks, words, recorded, fault = [], [], [], None     # recorded: the blocks' record groups
         executed, offset = self.K, encoding.HEADER_BYTES
         for i in range(min(self.position + 1, self.K)):
             if i < self.position:
@@ -1097,7 +1133,7 @@ class StreamBuilder:
             else:
                 committed, recs = run.step(block, i, offset)
             offset += encoding.WORD_BYTES * len(w)
-            records = records + recs
+            recorded.extend(recs.groups)
             if i == self.position:
                 if committed.any():
                     k = int(np.flatnonzero(committed)[0])
@@ -1118,7 +1154,8 @@ class StreamBuilder:
             blocks.append(block)
             words.append(w)
         return StreamGroup(stream_class(self.reason), self.value_class, self.shape, self.config, tiles, gprs,
-                           blocks, records, executed, fault, run.batch.statuses(), encoding.stream_of_words(words))
+                           blocks, CL.Records(recorded), executed, fault, run.batch.statuses(),
+                           encoding.stream_of_words(words))
 
     def _planted(self, legal: Block, meta: dict, i: int) -> tuple[Block, IllegalBlockException | None]:
         """(the planted block, the stateless rules' rejection of it: None for a stateful reason)."""
@@ -1161,7 +1198,7 @@ class StreamBuilder:
                                self._shows(block, i, pes, srcs, dest.tile))
         used = self.used                             # _used() before this block
         for p in pes:
-            desc = run.batch.stacks(p, dest.tile)[0][1]
+            desc = run.batch.tile_arrays(p, dest.tile)[0][1]     # the descriptor only: no host copy
             old = self.state[p].get(dest.tile)
             if desc.location == "Local":
                 self.peak = max(self.peak, used[p] + desc.capacity)
@@ -1170,7 +1207,7 @@ class StreamBuilder:
                 used[p] -= old.capacity
             self.state[p][dest.tile] = desc
             self._keep_key(p, dest.tile, desc)
-            self.nonzero.discard((p, dest.tile))
+            self.nonzero[p].discard(dest.tile)
         readers = self.readers
         for p in pes:
             for t in srcs:

@@ -523,8 +523,15 @@ def _members_of(d: Descriptor | None) -> tuple[str, int, int]:
 # (the head's keys, pes and tile or HEAD_KEYS, are none of the descriptor's): the head's members,
 # then the descriptor's (_desc_members).  Ints print as json prints them (int.__repr__).
 
-def _initial_text(pes: list[int], tile: int, members: str) -> str:
-    """An initial entry's JSON text."""
+def _initial_text(pes, tile: int, members: str) -> str:
+    """An initial entry's JSON text (PEs: any sequence of ints)."""
+    return _initial_text_of(tuple(pes), tile, members)
+
+
+@functools.lru_cache(maxsize=4096)
+def _initial_text_of(pes: tuple[int, ...], tile: int, members: str) -> str:
+    """_initial_text, memoised: a run's initial entries are a few hundred distinct (PEs, tile id,
+    descriptor) triples, met again in every group."""
     return f'{{"pes":[{",".join(map(str, pes))}],"tile":{tile},{members}}}'
 
 
