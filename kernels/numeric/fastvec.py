@@ -239,12 +239,12 @@ def fp32_fma_quick(u, v, w):
     if exact, s = RN24(a*b) = ph and e = a*b - ph, a binary32, so pl = e; conversely
     r - c = s + e = ph + pl = a*b wherever pl is a*b - ph exactly -- the error of a rounded
     product is a binary32 when |ph| >= 2^-100 (as fp32_mul_quick) or an operand is zero.
-    low: |r|'s bits where r is inexact (else all ones), and |ph|'s bits where no operand is
-    zero (else all ones): below 2^-100's bits for every inexact result that may be tiny (zero
-    included) and every product whose error may not be a binary32.  high: |r|'s and |ph|'s
-    bits, so an overflowed product (ph infinite, r maybe finite) is redone too.  TwoSum is
-    exact unless s overflows, and then r - c = a*b would make ph infinite.  nx: low's
-    inexact part, complemented (nonzero iff r is inexact)."""
+    TwoSum is exact unless s overflows, and then r - c = a*b would make ph infinite.
+    low: |ph|'s bits, or all ones when an operand is zero: below 2^-100's bits for every
+    product whose error may not be a binary32, and for every inexact tiny result too (with
+    |ph| >= 2^-100, a*b is a multiple of ulp(a) ulp(b) >= 2^-148 and c of 2^-149, so a value
+    below 2^-126 is a subnormal binary32: exact).  high: |r|'s and |ph|'s bits, so an
+    overflowed product (ph infinite, r maybe finite) is redone too.  nx: ~|r| where inexact."""
     a, b, c = bits_f32(u), bits_f32(v), bits_f32(w)
     r = fma_rn(a, b, c)
     ph = mul_rn(a, b)
@@ -253,9 +253,8 @@ def fp32_fma_quick(u, v, w):
     code = f32_bits(r)
     mag = _U(code & _U(0x7FFFFFFF))
     magp = _U(f32_bits(ph) & _U(0x7FFFFFFF))
-    low_r = _MAX32 if (s == ph) & (e == pl) else mag
-    low_p = magp if (a != 0) & (b != 0) else _MAX32
-    return code, _U(low_r ^ _MAX32), min(low_r, low_p), max(mag, magp)
+    low_r = _MAX32 if (s == ph) & (e == pl) else mag       # as a blend, the fastest nx measured
+    return code, _U(low_r ^ _MAX32), magp if (a != 0) & (b != 0) else _MAX32, max(mag, magp)
 
 
 # the quick part of each full routine, as (quick, nx's zero, low's start, low's bound): 32-bit
