@@ -249,7 +249,9 @@ def fp32_fma_quick(u, v, w):
     r = fma_rn(a, b, c)
     ph = mul_rn(a, b)
     pl = fma_rn(a, b, -ph)
-    s, e = two_sum(r, -c)
+    s = add_rn(r, -c)                 # TwoSum(r, -c) with the negation moved out of the last sum
+    bb = s - r                        # (RN is odd: one instruction fewer, the same (s, e))
+    e = (r - (s - bb)) - (c + bb)
     code = f32_bits(r)
     mag = _U(code & _U(0x7FFFFFFF))
     magp = _U(f32_bits(ph) & _U(0x7FFFFFFF))
