@@ -355,3 +355,27 @@ def test_one_element_fma_pes_match_the_reference(family, seed):
     ref_bits, ref_status = reference("TFMA", ops, ops[0].shape[0])
     np.testing.assert_array_equal(bits, ref_bits)
     np.testing.assert_array_equal(status, ref_status)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_pes_of_exact_results_with_one_inexact_or_edge_element_anywhere_match_the_reference(op):
+    """The loops read nx words chunk by chunk until one is nonzero, then only the redo words:
+    PEs of exact results (small integers) where one inexact element, or an edge value after an
+    inexact one, sits before, at or past a chunk boundary, or nowhere."""
+    rng = np.random.default_rng(17)
+    n, arity = 128 * 128, 3 if op == "TFMA" else 2
+    at = [None, 0, 255, 256, 257, 5000, n - 1]
+    pes = 2 * len(at)
+    ops = [rng.integers(-64, 64, (pes, n)).astype(np.float32).view(np.uint32) for _ in range(arity)]
+    for p, k in enumerate(at):
+        if k is None:
+            continue
+        for q in (p, p + len(at)):
+            ops[0][q, k] = np.float32(1 + 2.0 ** -20).view(np.uint32)      # inexact with the others' values
+            ops[1][q, k] = np.float32(3 + 2.0 ** -21).view(np.uint32)
+        later = min(k + int(rng.integers(1, 300)), n - 1)
+        ops[1][p + len(at), later] = EDGES[rng.integers(0, len(EDGES))]      # an edge after it: the redo
+    bits, status = program_result(op, ops, 128, 128)
+    ref_bits, ref_status = reference(op, ops, pes)
+    np.testing.assert_array_equal(bits, ref_bits)
+    np.testing.assert_array_equal(status, ref_status)
