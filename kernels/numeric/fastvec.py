@@ -181,14 +181,16 @@ def fp32_fma(u, v, w):
 # The block loops of emulator/blockprog.py need only each PE's status (the OR of its elements'
 # flags), not every element's flags: for binary32 add, sub, mul and fma they run these quick
 # parts, which compute the result with the hardware's own correctly rounded binary32 operation
-# and answer, per element, three words that reduce in SIMD lanes (an OR, a min, a max: OR-ing
-# booleans or flag bytes kept LLVM from vectorising these loops well, measured 2-5x slower):
-#   nx    nonzero iff the element is inexact (an exact error-free residual, its sign bit shifted out)
+# and answer, per element, three words that reduce in SIMD lanes (an OR -- taken as a max, see
+# emulator/blockprog.py --, a min, a max: OR-ing booleans or flag bytes kept LLVM from
+# vectorising these loops well, measured 2-5x slower):
+#   nx    nonzero iff the element is inexact (an exact error-free residual, its sign bit shifted
+#         out; TFMA: ~|r| where its exactness test fails)
 #   low   below the routine's bound (QUICK[full][3]) only where the exact result may be tiny:
-#         nonzero and at most 2^-126 in magnitude (TMUL, TFMA: 2^-100, see fp32_mul_quick and
-#         fp32_fma_quick)
+#         nonzero and at most 2^-126 in magnitude (TMUL: 2^-100, see fp32_mul_quick; TFMA: where
+#         the product is below 2^-100, which covers every inexact tiny result, fp32_fma_quick)
 #   high  |binary32 result| bits: above QUICK_HIGH iff the result is infinite or NaN (an operand
-#         was, or the result overflowed)
+#         was, or the result overflowed; TFMA: or the product overflowed)
 # A PE whose low or high is out of bounds is redone with the full routine (fp32_add, ...); for
 # every other PE each element's full-routine flags are NX or nothing (no NV: every operand is
 # finite; no OF: no result overflowed; no UF: none is tiny) and its result the one below, so the
