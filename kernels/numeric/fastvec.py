@@ -181,22 +181,24 @@ def fp32_fma(u, v, w):
 # The block loops of emulator/blockprog.py need only each PE's status (the OR of its elements'
 # flags), not every element's flags: for binary32 add, sub, mul and fma they run these quick
 # parts, which compute the result with the hardware's own correctly rounded binary32 operation
-# and answer, per element, three words that reduce in SIMD lanes (an OR, a min, a max: OR-ing
-# booleans or flag bytes kept LLVM from vectorising these loops well, measured 2-5x slower):
-#   nx    nonzero iff the element is inexact (an exact error-free residual, its sign bit shifted out)
+# and answer, per element, three words that reduce in SIMD lanes (an OR -- taken as a max, see
+# emulator/blockprog.py --, a min, a max: OR-ing booleans or flag bytes kept LLVM from
+# vectorising these loops well, measured 2-5x slower):
+#   nx    nonzero iff the element is inexact (an exact error-free residual, its sign bit shifted
+#         out; TFMA: ~|r| where its exactness test fails)
 #   low   below the routine's bound (QUICK[full][3]) only where the exact result may be tiny:
-#         nonzero and at most 2^-126 in magnitude (TMUL: 2^-100, see fp32_mul_quick)
+#         nonzero and at most 2^-126 in magnitude (TMUL: 2^-100, see fp32_mul_quick; TFMA: where
+#         the product is below 2^-100, which covers every inexact tiny result, fp32_fma_quick)
 #   high  |binary32 result| bits: above QUICK_HIGH iff the result is infinite or NaN (an operand
-#         was, or the result overflowed)
+#         was, or the result overflowed; TFMA: or the product overflowed)
 # A PE whose low or high is out of bounds is redone with the full routine (fp32_add, ...); for
 # every other PE each element's full-routine flags are NX or nothing (no NV: every operand is
 # finite; no OF: no result overflowed; no UF: none is tiny) and its result the one below, so the
 # PE's status is NX iff some nx is nonzero.  docs/numerics.md, "FP32 quick parts".
 
 QUICK_HIGH = np.uint32(0x7F7FFFFF)                  # binary32 bits of the max finite value
-_MAX32, _MAX64 = np.uint32(0xFFFFFFFF), np.uint64(0xFFFFFFFFFFFFFFFF)
+_MAX32 = np.uint32(0xFFFFFFFF)
 _LOW_MUL = np.uint32(27 << 23)                      # binary32 bits of 2^-100
-_LOW_FMA = np.uint64(0x3810000000000000 << 1)       # binary64 bits of 2^-126, doubled
 
 
 @nb.njit(inline="always", error_model="numpy")
@@ -232,27 +234,40 @@ def fp32_mul_quick(u, v):
 
 @nb.njit(inline="always", error_model="numpy")
 def fp32_fma_quick(u, v, w):
-    """(code, nx, low, high) of a*b + c: r = RN24(a*b + c) by the hardware's fused multiply-add
-    (one rounding, rn.fma_rn); the exact value is s + e with p = a*b exact in binary64 and
-    (s, e) = TwoSum(p, c) (exact: fp32_fma), so r is exact iff e = 0 and r = s.  low: |s|'s
-    binary64 bits doubled less one (zero wraps to all ones): s is zero iff the exact value is,
-    and |s| <= 2^-126 whenever |exact| < 2^-126 (RN53 is monotone)."""
+    """(code, nx, low, high) of a*b + c, in binary32 alone (no conversion to binary64: those
+    took half the vector ports).  r = RN24(a*b + c) by the hardware's fused multiply-add (one
+    rounding, rn.fma_rn); r is exact iff r - c = a*b, tested as (s, e) == (ph, pl) with
+    (s, e) = TwoSum(r, -c) and ph = RN24(a*b), pl = RN24(a*b - ph) by the fused multiply-add:
+    if exact, s = RN24(a*b) = ph and e = a*b - ph, a binary32, so pl = e; conversely
+    r - c = s + e = ph + pl = a*b wherever pl is a*b - ph exactly -- the error of a rounded
+    product is a binary32 when |ph| >= 2^-100 (as fp32_mul_quick) or an operand is zero.
+    TwoSum is exact unless s overflows, and then r - c = a*b would make ph infinite.
+    low: |ph|'s bits, or all ones when an operand is zero: below 2^-100's bits for every
+    product whose error may not be a binary32, and for every inexact tiny result too (with
+    |ph| >= 2^-100, a*b is a multiple of ulp(a) ulp(b) >= 2^-148 and c of 2^-149, so a value
+    below 2^-126 is a subnormal binary32: exact).  high: |r|'s and |ph|'s bits, so an
+    overflowed product (ph infinite, r maybe finite) is redone too.  nx: ~|r| where inexact."""
     a, b, c = bits_f32(u), bits_f32(v), bits_f32(w)
     r = fma_rn(a, b, c)
-    s, e = two_sum(mul_rn(np.float64(a), np.float64(b)), np.float64(c))
+    ph = mul_rn(a, b)
+    pl = fma_rn(a, b, -ph)
+    s = add_rn(r, -c)                 # TwoSum(r, -c) with the negation moved out of the last sum
+    bb = s - r                        # (RN is odd: one instruction fewer, the same (s, e))
+    e = (r - (s - bb)) - (c + bb)
     code = f32_bits(r)
-    nx = np.uint64(f64_bits(e) << np.uint64(1)) | (f64_bits(np.float64(r)) ^ f64_bits(s))
-    low = np.uint64(np.uint64(f64_bits(s) << np.uint64(1)) - np.uint64(1))
-    return code, nx, low, _U(code & _U(0x7FFFFFFF))
+    mag = _U(code & _U(0x7FFFFFFF))
+    magp = _U(f32_bits(ph) & _U(0x7FFFFFFF))
+    low_r = _MAX32 if (s == ph) & (e == pl) else mag       # as a blend, the fastest nx measured
+    return code, _U(low_r ^ _MAX32), magp if (a != 0) & (b != 0) else _MAX32, max(mag, magp)
 
 
-# the quick part of each full routine, as (quick, nx's zero, low's start, low's bound): the words'
-# types are the routine's (32-bit words keep 16 lanes to a 512-bit vector); emulator/blockprog.py
-# looks them up by the registered routine
+# the quick part of each full routine, as (quick, nx's zero, low's start, low's bound): 32-bit
+# words throughout (16 lanes to a 512-bit vector); emulator/blockprog.py looks them up by the
+# registered routine
 QUICK = {fp32_add: (fp32_add_quick, np.uint32(0), _MAX32, np.uint32(0)),
          fp32_sub: (fp32_sub_quick, np.uint32(0), _MAX32, np.uint32(0)),
          fp32_mul: (fp32_mul_quick, np.uint32(0), _MAX32, _LOW_MUL),
-         fp32_fma: (fp32_fma_quick, np.uint64(0), _MAX64, _LOW_FMA)}
+         fp32_fma: (fp32_fma_quick, np.uint32(0), _MAX32, _LOW_MUL)}
 
 
 _U = np.uint32

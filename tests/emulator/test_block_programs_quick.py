@@ -5,6 +5,7 @@ flags) that the NumPy reference gives -- PEs of ordinary values (the quick pass 
 one NaN (any payload, signalling or quiet), infinity, overflow, tiny result or subnormal (the
 redo by the full routine), zeros of both signs -- at 4 x 128x128 and on small tiles; and result
 arrays reused by the next blocks (blockprog.destination) never change a tile anyone still holds."""
+import numba as nb
 import numpy as np
 import pytest
 
@@ -16,6 +17,7 @@ from isa import BDim, Block, BStart, TileBinding
 from isa.instructions import lookup
 from kernels import numeric
 from kernels.numeric import fastvec
+from kernels.numeric.flags import NX as NX_FLAG
 from kernels.numeric.interp import interpreted
 
 OPS = ("TADD", "TSUB", "TMUL", "TFMA")
@@ -254,3 +256,126 @@ def test_a_reused_array_is_one_no_tile_refers_to():
     del c
     d = blockprog.destination(shape, dtype, 4 * 128 * 128 * 4)
     assert d is not held and not np.shares_memory(d, held) and not held.flags.writeable
+
+
+# ---------------------------------------------------------------- TFMA's quick part, element by element
+# fastvec.fp32_fma_quick decides exactness in binary32 alone (docs/numerics.md, "FP32 quick
+# parts"): r - c against the product's RN24 and its fused error.  Each element below is checked
+# on its own: where the words do not ask for the redo, the code is the correctly rounded result
+# and the flags are NX exactly when nx is nonzero; as a one-element PE of a program, the result
+# and status are the reference's.
+
+@nb.njit
+def _fma_words(a, b, c):
+    words = np.empty((4, a.size), np.uint32)        # code, nx, low, high
+    for i in range(a.size):
+        words[0, i], words[1, i], words[2, i], words[3, i] = fastvec.fp32_fma_quick(a[i], b[i], c[i])
+    return words
+
+
+def _scaled(rng, n, bits, lo, hi):
+    """Values k * 2^e with k a random integer of at most `bits` bits and e in [lo, hi): short
+    significands, so that a*b + c lands on, beside or halfway between binary32 values."""
+    k = rng.integers(1, 1 << bits, n) * np.where(rng.random(n) < 0.5, -1, 1)
+    return (k * 2.0 ** rng.integers(lo, hi, n)).astype(np.float32)
+
+
+def fma_sets(seed, n):
+    """Operand triples (binary32 encodings) by family: short significands whose sums tie or
+    nearly tie at 24 bits; c = -RN24(a*b) + a few ulps (the exact value is the product's low
+    part, exact though a*b has 48 bits); overflowing products with finite results; products
+    around and below 2^-100 and below the subnormal range; random encodings (NaN payloads,
+    signalling NaNs, infinities, subnormals)."""
+    rng = np.random.default_rng(seed)
+    a, b = _scaled(rng, n, 13, -10, 10), _scaled(rng, n, 13, -10, 10)
+    ab = a.astype(np.float64) * b
+    e = np.floor(np.log2(np.abs(ab)))
+    ties = (a, b, (rng.integers(1, 1 << 24, n) * 2.0 ** (e - rng.integers(-2, 40, n))
+                   * np.where(rng.random(n) < 0.5, -1, 1)).astype(np.float32))
+    x, y = ordinary(rng, (n,), -30, 30).view(np.float32), ordinary(rng, (n,), -30, 30).view(np.float32)
+    ph = x * y
+    near = (x, y, -ph + np.float32(rng.integers(-3, 4, n)) * np.spacing(ph))
+    # a*b in [2^128, 2^128 * 1.44): no binary32, yet a*b + c is one, exact or not (short or full
+    # significands), for c in (-2^128, -2^127]
+    sig = np.where(rng.random(n) < 0.5, rng.integers(1 << 11, 2458, n) * 2.0 ** -11, rng.uniform(1, 1.2, n))
+    big = ((sig * 2.0 ** 64).astype(np.float32), (rng.uniform(1, 1.2, n) * 2.0 ** 64).astype(np.float32),
+           (-rng.integers(1 << 23, 1 << 24, n) * 2.0 ** 104).astype(np.float32))
+    tiny = (ordinary(rng, (n,), -80, -40).view(np.float32), ordinary(rng, (n,), -90, -40).view(np.float32),
+            np.where(rng.random(n) < 0.5, ordinary(rng, (n,), -150, -100).view(np.float32),
+                     ordinary(rng, (n,), -10, 10).view(np.float32)))
+    rand = tuple(rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32).view(np.float32) for _ in range(3))
+    return {name: tuple(np.ascontiguousarray(v, np.float32).view(np.uint32) for v in trio)
+            for name, trio in dict(ties=ties, near=near, big=big, tiny=tiny, rand=rand).items()}
+
+
+def softfloat_fma(a, b, c):
+    """(bits, flags) of f32_mulAdd by Berkeley SoftFloat (NaNs canonical, as the profile's)."""
+    sf = pytest.importorskip("softfloatpy")
+    from kernels.numeric import flags as F
+    sf.set_tininess_mode(sf.TininessMode.AFTER_ROUNDING)
+    sf.set_rounding_mode(sf.RoundingMode.NEAR_EVEN)
+    marks = [(sf.ExceptionFlag.INVALID, F.NV), (sf.ExceptionFlag.OVERFLOW, F.OF),
+             (sf.ExceptionFlag.UNDERFLOW, F.UF), (sf.ExceptionFlag.INEXACT, F.NX)]
+    f32 = lambda v: sf.Float32.from_bytes(int(v).to_bytes(4, "big"))       # noqa: E731
+    bits, flags = np.empty(a.size, np.uint32), np.zeros(a.size, np.uint8)
+    for i in range(a.size):
+        sf.set_exception_flags(0)
+        r = sf.f32_mul_add(f32(a[i]), f32(b[i]), f32(c[i]))
+        bits[i] = 0x7FC00000 if sf.f32_is_nan(r) else int.from_bytes(r.to_bytes(), "big")
+        raised = sf.get_exception_flags()
+        flags[i] = sum(ours for theirs, ours in marks if raised & theirs)
+    return bits, flags
+
+
+def _decided(words):
+    """Where the quick words settle an element without the redo."""
+    _, _, low, high = words
+    return (low >= fastvec.QUICK[fastvec.fp32_fma][3]) & (high <= fastvec.QUICK_HIGH)
+
+
+@pytest.mark.parametrize("family", ["ties", "near", "big", "tiny", "rand"])
+def test_the_fma_quick_words_agree_with_softfloat_on_every_element_they_settle(family):
+    ops = fma_sets(21, 1500)[family]
+    words = _fma_words(*ops)
+    bits, flags = softfloat_fma(*ops)
+    ok = _decided(words)
+    np.testing.assert_array_equal(words[0][ok], bits[ok])
+    np.testing.assert_array_equal(np.where(words[1][ok] != 0, NX_FLAG, 0), flags[ok])
+    if family in ("ties", "near"):          # these exercise the exactness test itself, not the redo
+        assert ok.mean() > 0.9 and 0.05 < (words[1][ok] == 0).mean() < 0.95
+
+
+@pytest.mark.parametrize("family", ["ties", "near", "big", "tiny", "rand"])
+@pytest.mark.parametrize("seed", range(2))
+def test_one_element_fma_pes_match_the_reference(family, seed):
+    """Each element its own PE: the status a program gives is that element's flags."""
+    ops = fma_sets(seed, 20000)[family]
+    ops = [x.reshape(-1, 1) for x in ops]
+    bits, status = program_result("TFMA", ops, 1, 1)
+    ref_bits, ref_status = reference("TFMA", ops, ops[0].shape[0])
+    np.testing.assert_array_equal(bits, ref_bits)
+    np.testing.assert_array_equal(status, ref_status)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_pes_of_exact_results_with_one_inexact_or_edge_element_anywhere_match_the_reference(op):
+    """The loops read nx words chunk by chunk until one is nonzero, then only the redo words:
+    PEs of exact results (small integers) where one inexact element, or an edge value after an
+    inexact one, sits before, at or past a chunk boundary, or nowhere."""
+    rng = np.random.default_rng(17)
+    n, arity = 128 * 128, 3 if op == "TFMA" else 2
+    at = [None, 0, 255, 256, 257, 5000, n - 1]
+    pes = 2 * len(at)
+    ops = [rng.integers(-64, 64, (pes, n)).astype(np.float32).view(np.uint32) for _ in range(arity)]
+    for p, k in enumerate(at):
+        if k is None:
+            continue
+        for q in (p, p + len(at)):
+            ops[0][q, k] = np.float32(1 + 2.0 ** -20).view(np.uint32)      # inexact with the others' values
+            ops[1][q, k] = np.float32(3 + 2.0 ** -21).view(np.uint32)
+        later = min(k + int(rng.integers(1, 300)), n - 1)
+        ops[1][p + len(at), later] = EDGES[rng.integers(0, len(EDGES))]      # an edge after it: the redo
+    bits, status = program_result(op, ops, 128, 128)
+    ref_bits, ref_status = reference(op, ops, pes)
+    np.testing.assert_array_equal(bits, ref_bits)
+    np.testing.assert_array_equal(status, ref_status)
