@@ -17,6 +17,7 @@ from isa.assembly import disassemble
 from isa.block import BDatr, BDim, BIor, BIos, Block, BStart, TileBinding
 from isa.datatypes import DATATYPES, datatype
 from isa.errors import IllegalBlockException
+from isa.memo import memo
 
 from ..config import MachineConfig
 from ..preflight import fmap_extents
@@ -501,8 +502,18 @@ def _cases(out: Outcome, lo: int, hi: int) -> Outcome:
                    out.elems[lo:hi], out.defined[lo:hi], out.status[lo:hi])
 
 
+STREAM_MEMO = "golden.stream_of"
+
+
 def stream_of(block: Block) -> tuple[bytes, str]:
-    """The encoded one-block stream and its canonical text (no comment lines)."""
-    data = encoding.encode([block])
-    text = "\n".join(line for line in disassemble([block]).splitlines() if line and not line.startswith("#"))
-    return data, text
+    """The encoded one-block stream and its canonical text (no comment lines).  Kept on the
+    Block (isa.memo rule 1): decoding interns one Block a distinct block, so a file of many
+    one-case groups of a few distinct blocks encodes and disassembles each once (issue 32
+    target 6: generation and verify both lay out every row's stream and asm)."""
+    m = memo(block)
+    got = m.get(STREAM_MEMO)
+    if got is None:
+        data = encoding.encode([block])
+        text = "\n".join(line for line in disassemble([block]).splitlines() if line and not line.startswith("#"))
+        got = m[STREAM_MEMO] = (data, text)
+    return got
