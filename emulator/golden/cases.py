@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from isa import encoding, fields as F, instructions as I
+from isa import encoding, fields as F, instructions as I, legality
 from isa.assembly import disassemble
 from isa.block import BDatr, BDim, BIor, BIos, Block, BStart, TileBinding
 from isa.datatypes import DATATYPES, datatype
@@ -425,6 +425,11 @@ def rejected_on_reference(g: Group) -> Outcome | None:
     from ..tiles import make_tile
     n = g.n
     reason, field, message = (np.full(n, "", object) for _ in range(3))
+    try:
+        legality.resolve(g.block)           # the first thing ReferenceMachine.execute does
+    except IllegalBlockException as exc:    # stateless: every case rejects alike, no state to build
+        reason[:], field[:], message[:] = exc.reason, exc.field, exc.message
+        return _rejected(n, reason, field, message)
     for k in range(n):
         pes = [PEState() for _ in range(F.NUM_PES)]
         for t in g.tiles:
@@ -439,6 +444,12 @@ def rejected_on_reference(g: Group) -> Outcome | None:
             reason[k], field[k], message[k] = exc.reason, exc.field, exc.message
             continue
         return None
+    return _rejected(n, reason, field, message)
+
+
+def _rejected(n: int, reason, field, message) -> Outcome:
+    """The outcome of n cases that all rejected: nothing committed, every PE's status as it
+    started (zero)."""
     return Outcome(np.zeros(n, bool), reason, field, message, None, (), np.zeros((n, 0, 0), np.uint8),
                    np.zeros((n, 0, 0), bool), np.zeros((n, F.NUM_PES), np.uint8))
 

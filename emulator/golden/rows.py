@@ -113,11 +113,12 @@ def _tiles_array(groups: list[_TileList], typ: pa.DataType = TILE) -> pa.Array:
         "fmap_pad_bits": pa.array([0 if f is None else f.pad_bits for f in fms], pa.uint64()),
         "fmap_transposed": pa.array([False if f is None else f.transposed for f in fms], pa.bool_()),
     }
-    take = pa.array(index)
-    fields = {name: arr.take(take) for name, arr in one.items() if name != "fmap_params"}
-    # no feature map (every op but TIMG2COL): each entry's empty list, from offsets alone
-    fields["fmap_params"] = one["fmap_params"].take(take) if any(f is not None for f in fms) \
-        else _empty_lists(len(index), pa.int64())
+    # the descriptor fields repeated by one take of them as a struct (one compute call, not one
+    # a field: a small file's two list<tile> columns paid about 30 of them)
+    taken = pa.StructArray.from_arrays(list(one.values()), names=list(one)).take(pa.array(index))
+    fields = dict(zip(one, taken.flatten()))
+    if not any(f is not None for f in fms):    # no feature map (every op but TIMG2COL): each entry's
+        fields["fmap_params"] = _empty_lists(len(index), pa.int64())       # empty list, from offsets alone
     fields["payload"] = _binary([(g.n, g.payloads) for g in groups])
     fields["defined"] = _binary([(g.n, g.defineds) for g in groups])
     if typ == OUT_TILE:
