@@ -9,6 +9,7 @@ docs/golden-format.md.  Every step is vectorised over the cases.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -364,11 +365,20 @@ def build_group(cls: CoverageClass, ctx: Context, n: int, rng: np.random.Generat
             defined &= grid.reshape(-1)[None, None, :]
         tiles.append(TileSpec(i + 1, desc, pes, elems, defined))
     src_rows = v.rows if ctx.movement else descs[0].Row
-    g = Group(cls, ctx, v, _block(ctx, v, src_rows), config or MachineConfig(), tiles, gprs)
-    if v.mutation is not None:
-        g = MUTATIONS[v.mutation](g, rng)
+    if v.mutation is None:
+        return Group(cls, ctx, v, _canonical_block(ctx, v, src_rows), config or MachineConfig(), tiles, gprs)
+    g = MUTATIONS[v.mutation](Group(cls, ctx, v, _block(ctx, v, src_rows), config or MachineConfig(), tiles, gprs), rng)
     # run exactly what the stream says (raises EncodeError for a block a stream cannot carry)
     return replace(g, block=encoding.roundtrip(g.block)[0])
+
+
+@lru_cache(maxsize=4096)
+def _canonical_block(ctx: Context, v: Variant, src_rows: int) -> Block:
+    """The unmutated block of a group exactly as a stream carries it (EncodeError for one a
+    stream cannot carry; not kept): made and round-tripped once a distinct (partition, variant,
+    rows), not once a group (isa.memo rule 2: a pure function of small immutable values; equal
+    arguments give the same words, whatever the integer types, and decoding interns the Block)."""
+    return encoding.roundtrip(_block(ctx, v, src_rows))[0]
 
 
 # ---------------------------------------------------------------------------- execution
