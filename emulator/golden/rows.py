@@ -47,14 +47,24 @@ def _binary(groups: list[tuple[int, list[np.ndarray]]]) -> pa.Array:
     """A binary array from per-entry byte blocks of several groups, in order: for each group
     (n, chunks), chunks[s] is (n, k_s, B_s); a group's entries are ordered case-major, then
     s, then k."""
-    sizes, data = [], []
+    pieces, data, ones = [], [], []     # ones: sizes of one-case groups not yet made an array
     for n, chunks in groups:
+        if n == 1:      # one case (a small file's usual group): its chunks in order, no NumPy call a group
+            for c in chunks:
+                ones += [c.shape[2]] * c.shape[1]
+                data.append(c.reshape(-1))
+            continue
         if not chunks:
             continue
+        if ones:
+            pieces.append(np.array(ones, np.int64))
+            ones = []
         one = np.concatenate([np.full(c.shape[1], c.shape[2], np.int64) for c in chunks])
-        sizes.append(np.tile(one, n))
+        pieces.append(np.tile(one, n))
         data.append(np.concatenate([c.reshape(n, -1) for c in chunks], axis=1).reshape(-1))
-    per_case = np.concatenate(sizes) if sizes else np.zeros(0, np.int64)
+    if ones:
+        pieces.append(np.array(ones, np.int64))
+    per_case = np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
     offsets = np.zeros(len(per_case) + 1, np.int64)
     np.cumsum(per_case, out=offsets[1:])
     flat = np.concatenate(data) if data else np.zeros(0, np.uint8)
