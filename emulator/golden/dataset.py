@@ -919,11 +919,11 @@ def read_file_checked(folder: pathlib.Path, rec: dict, schema: pa.Schema, schema
 
 def _checked_table(path, rec: dict, where: str, schema: pa.Schema, schema_name: str) -> pa.Table:
     try:
-        data = pathlib.Path(path).read_bytes() if rec["bytes"] <= ONE_READ_BYTES else None
-        digest = sha256(path) if data is None else hashlib.sha256(data).hexdigest()
+        raw = pathlib.Path(path).read_bytes() if rec["bytes"] <= ONE_READ_BYTES else None
+        digest = sha256(path) if raw is None else hashlib.sha256(raw).hexdigest()
         if digest != rec["sha256"]:
             raise GoldenError(f"{where}: SHA-256 differs from the manifest (file changed or damaged)")
-        source = pq.ParquetFile(path if data is None else pa.BufferReader(data))
+        source = pq.ParquetFile(path if raw is None else pa.BufferReader(raw))   # the bytes hashed
         meta = source.metadata
         rows = meta.num_rows
         if rows != rec["rows"]:
