@@ -474,19 +474,20 @@ def execute_all(groups: list[Group], backend: str = "cpu", limit: int = 4096) ->
     for i, g in enumerate(groups):          # a small illegal-class group the reference rejects whole
         if g.cls is not None and g.cls.kind == "illegal" and g.n <= REFERENCE_CASES:
             out[i] = rejected_on_reference(g)
-    alike: dict[tuple, list[list[int]]] = {}
-    cases: dict[tuple, int] = {}                    # cases in each key's last batch
+    # each key's batches and the cases in its last one: one dict lookup a group (a key hashes
+    # a Block and descriptors, tens of microseconds, and a small file has a group a case)
+    alike: dict[tuple, tuple[list[list[int]], list[int]]] = {}
     for i, g in enumerate(groups):
         if out[i] is not None:
             continue
         key = _batch_key(g)
-        runs = alike.setdefault(key, [[]])
-        if runs[-1] and cases[key] + g.n > limit:
+        runs, cases = alike.get(key) or alike.setdefault(key, ([[]], [0]))
+        if runs[-1] and cases[0] + g.n > limit:
             runs.append([])
-            cases[key] = 0
+            cases[0] = 0
         runs[-1].append(i)
-        cases[key] = cases.get(key, 0) + g.n
-    for members in (run for runs in alike.values() for run in runs):
+        cases[0] += g.n
+    for members in (run for runs, _ in alike.values() for run in runs):
         if len(members) == 1:
             out[members[0]] = execute(groups[members[0]], backend)
             continue
