@@ -9,14 +9,16 @@ docs/golden-format.md.  Every step is vectorised over the cases.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 
-from isa import encoding, fields as F, instructions as I
+from isa import encoding, fields as F, instructions as I, legality
 from isa.assembly import disassemble
 from isa.block import BDatr, BDim, BIor, BIos, Block, BStart, TileBinding
 from isa.datatypes import DATATYPES, datatype
 from isa.errors import IllegalBlockException
+from isa.memo import memo
 
 from ..config import MachineConfig
 from ..preflight import fmap_extents
@@ -363,11 +365,20 @@ def build_group(cls: CoverageClass, ctx: Context, n: int, rng: np.random.Generat
             defined &= grid.reshape(-1)[None, None, :]
         tiles.append(TileSpec(i + 1, desc, pes, elems, defined))
     src_rows = v.rows if ctx.movement else descs[0].Row
-    g = Group(cls, ctx, v, _block(ctx, v, src_rows), config or MachineConfig(), tiles, gprs)
-    if v.mutation is not None:
-        g = MUTATIONS[v.mutation](g, rng)
+    if v.mutation is None:
+        return Group(cls, ctx, v, _canonical_block(ctx, v, src_rows), config or MachineConfig(), tiles, gprs)
+    g = MUTATIONS[v.mutation](Group(cls, ctx, v, _block(ctx, v, src_rows), config or MachineConfig(), tiles, gprs), rng)
     # run exactly what the stream says (raises EncodeError for a block a stream cannot carry)
     return replace(g, block=encoding.roundtrip(g.block)[0])
+
+
+@lru_cache(maxsize=4096)
+def _canonical_block(ctx: Context, v: Variant, src_rows: int) -> Block:
+    """The unmutated block of a group exactly as a stream carries it (EncodeError for one a
+    stream cannot carry; not kept): made and round-tripped once a distinct (partition, variant,
+    rows), not once a group (isa.memo rule 2: a pure function of small immutable values; equal
+    arguments give the same words, whatever the integer types, and decoding interns the Block)."""
+    return encoding.roundtrip(_block(ctx, v, src_rows))[0]
 
 
 # ---------------------------------------------------------------------------- execution
@@ -424,6 +435,11 @@ def rejected_on_reference(g: Group) -> Outcome | None:
     from ..tiles import make_tile
     n = g.n
     reason, field, message = (np.full(n, "", object) for _ in range(3))
+    try:
+        legality.resolve(g.block)           # the first thing ReferenceMachine.execute does
+    except IllegalBlockException as exc:    # stateless: every case rejects alike, no state to build
+        reason[:], field[:], message[:] = exc.reason, exc.field, exc.message
+        return _rejected(n, reason, field, message)
     for k in range(n):
         pes = [PEState() for _ in range(F.NUM_PES)]
         for t in g.tiles:
@@ -438,6 +454,12 @@ def rejected_on_reference(g: Group) -> Outcome | None:
             reason[k], field[k], message[k] = exc.reason, exc.field, exc.message
             continue
         return None
+    return _rejected(n, reason, field, message)
+
+
+def _rejected(n: int, reason, field, message) -> Outcome:
+    """The outcome of n cases that all rejected: nothing committed, every PE's status as it
+    started (zero)."""
     return Outcome(np.zeros(n, bool), reason, field, message, None, (), np.zeros((n, 0, 0), np.uint8),
                    np.zeros((n, 0, 0), bool), np.zeros((n, F.NUM_PES), np.uint8))
 
@@ -452,19 +474,20 @@ def execute_all(groups: list[Group], backend: str = "cpu", limit: int = 4096) ->
     for i, g in enumerate(groups):          # a small illegal-class group the reference rejects whole
         if g.cls is not None and g.cls.kind == "illegal" and g.n <= REFERENCE_CASES:
             out[i] = rejected_on_reference(g)
-    alike: dict[tuple, list[list[int]]] = {}
-    cases: dict[tuple, int] = {}                    # cases in each key's last batch
+    # each key's batches and the cases in its last one: one dict lookup a group (a key hashes
+    # a Block and descriptors, tens of microseconds, and a small file has a group a case)
+    alike: dict[tuple, tuple[list[list[int]], list[int]]] = {}
     for i, g in enumerate(groups):
         if out[i] is not None:
             continue
         key = _batch_key(g)
-        runs = alike.setdefault(key, [[]])
-        if runs[-1] and cases[key] + g.n > limit:
+        runs, cases = alike.get(key) or alike.setdefault(key, ([[]], [0]))
+        if runs[-1] and cases[0] + g.n > limit:
             runs.append([])
-            cases[key] = 0
+            cases[0] = 0
         runs[-1].append(i)
-        cases[key] = cases.get(key, 0) + g.n
-    for members in (run for runs in alike.values() for run in runs):
+        cases[0] += g.n
+    for members in (run for runs, _ in alike.values() for run in runs):
         if len(members) == 1:
             out[members[0]] = execute(groups[members[0]], backend)
             continue
@@ -501,8 +524,18 @@ def _cases(out: Outcome, lo: int, hi: int) -> Outcome:
                    out.elems[lo:hi], out.defined[lo:hi], out.status[lo:hi])
 
 
+STREAM_MEMO = "golden.stream_of"
+
+
 def stream_of(block: Block) -> tuple[bytes, str]:
-    """The encoded one-block stream and its canonical text (no comment lines)."""
-    data = encoding.encode([block])
-    text = "\n".join(line for line in disassemble([block]).splitlines() if line and not line.startswith("#"))
-    return data, text
+    """The encoded one-block stream and its canonical text (no comment lines).  Kept on the
+    Block (isa.memo rule 1): decoding interns one Block a distinct block, so a file of many
+    one-case groups of a few distinct blocks encodes and disassembles each once (issue 32
+    target 6: generation and verify both lay out every row's stream and asm)."""
+    m = memo(block)
+    got = m.get(STREAM_MEMO)
+    if got is None:
+        data = encoding.encode([block])
+        text = "\n".join(line for line in disassemble([block]).splitlines() if line and not line.startswith("#"))
+        got = m[STREAM_MEMO] = (data, text)
+    return got

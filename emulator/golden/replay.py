@@ -160,7 +160,7 @@ class FileTiles:
         self.offsets = col.offsets.to_numpy()
         values = col.values                     # entries addressed by absolute index (offsets)
         self.fields = {f.name: values.field(f.name) for f in values.type}
-        self.arrays, self.bytes = {}, {}
+        self.arrays, self.bytes, self.entry = {}, {}, {}
         # the descriptor fields as Python values (descriptor_of), converted once
         self.values = {name: arr.to_pylist() for name, arr in self.fields.items()
                        if name not in ("payload", "defined", "status")}
@@ -202,12 +202,29 @@ class FileTiles:
         if not alike and not self.alike([(lo, hi)])[0]:
             return None
         k, a = int(self.offsets[lo + 1] - self.offsets[lo]), int(self.offsets[lo])
-        entries = [descriptor_of({name: vals[a + j] for name, vals in self.values.items()}) for j in range(k)]
+        entries = [self._entry(a + j) for j in range(k)]
         return _specs(entries, lambda name, sl: self._entries(name, n, k, sl, a), n, k)
+
+    def _entry(self, i: int) -> tuple:
+        """descriptor_of entry i, made once a distinct entry of the file (a small file's groups
+        repeat a few): ValueError for a malformed one, made afresh each time it is asked."""
+        key = tuple(tuple(vals[i]) if isinstance(vals[i], list) else vals[i] for vals in self.values.values())
+        got = self.entry.get(key)
+        if got is None:
+            got = self.entry[key] = descriptor_of({name: vals[i] for name, vals in self.values.items()})
+        return got
 
     def _entries(self, name: str, n: int, k: int, sl: slice, first: int) -> np.ndarray | None:
         """replay._entries (binary_block of the entries taken) from the column read once."""
         offs, data = self.bytes[name]
+        m = sl.stop - sl.start
+        if n == 1 or m == k:    # entries first + sl.start.. in a row: a slice, no index arrays
+            lo = first + sl.start
+            bounds = offs[lo: lo + n * m + 1]
+            b = int(bounds[1] - bounds[0]) if n * m else 0
+            if n * m == 0 or not np.all(bounds[1:] - bounds[:-1] == b):
+                return None if n * m else np.zeros((n, m, 0), np.uint8)
+            return data[int(bounds[0]): int(bounds[0]) + n * m * b].reshape(n, m, b)
         idx = (first + np.arange(n)[:, None] * k + np.arange(sl.start, sl.stop)[None, :]).reshape(-1)
         starts = offs[idx]
         sizes = offs[idx + 1] - starts

@@ -47,14 +47,24 @@ def _binary(groups: list[tuple[int, list[np.ndarray]]]) -> pa.Array:
     """A binary array from per-entry byte blocks of several groups, in order: for each group
     (n, chunks), chunks[s] is (n, k_s, B_s); a group's entries are ordered case-major, then
     s, then k."""
-    sizes, data = [], []
+    pieces, data, ones = [], [], []     # ones: sizes of one-case groups not yet made an array
     for n, chunks in groups:
+        if n == 1:      # one case (a small file's usual group): its chunks in order, no NumPy call a group
+            for c in chunks:
+                ones += [c.shape[2]] * c.shape[1]
+                data.append(c.reshape(-1))
+            continue
         if not chunks:
             continue
+        if ones:
+            pieces.append(np.array(ones, np.int64))
+            ones = []
         one = np.concatenate([np.full(c.shape[1], c.shape[2], np.int64) for c in chunks])
-        sizes.append(np.tile(one, n))
+        pieces.append(np.tile(one, n))
         data.append(np.concatenate([c.reshape(n, -1) for c in chunks], axis=1).reshape(-1))
-    per_case = np.concatenate(sizes) if sizes else np.zeros(0, np.int64)
+    if ones:
+        pieces.append(np.array(ones, np.int64))
+    per_case = np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
     offsets = np.zeros(len(per_case) + 1, np.int64)
     np.cumsum(per_case, out=offsets[1:])
     flat = np.concatenate(data) if data else np.zeros(0, np.uint8)
@@ -113,11 +123,12 @@ def _tiles_array(groups: list[_TileList], typ: pa.DataType = TILE) -> pa.Array:
         "fmap_pad_bits": pa.array([0 if f is None else f.pad_bits for f in fms], pa.uint64()),
         "fmap_transposed": pa.array([False if f is None else f.transposed for f in fms], pa.bool_()),
     }
-    take = pa.array(index)
-    fields = {name: arr.take(take) for name, arr in one.items() if name != "fmap_params"}
-    # no feature map (every op but TIMG2COL): each entry's empty list, from offsets alone
-    fields["fmap_params"] = one["fmap_params"].take(take) if any(f is not None for f in fms) \
-        else _empty_lists(len(index), pa.int64())
+    # the descriptor fields repeated by one take of them as a struct (one compute call, not one
+    # a field: a small file's two list<tile> columns paid about 30 of them)
+    taken = pa.StructArray.from_arrays(list(one.values()), names=list(one)).take(pa.array(index))
+    fields = dict(zip(one, taken.flatten()))
+    if not any(f is not None for f in fms):    # no feature map (every op but TIMG2COL): each entry's
+        fields["fmap_params"] = _empty_lists(len(index), pa.int64())       # empty list, from offsets alone
     fields["payload"] = _binary([(g.n, g.payloads) for g in groups])
     fields["defined"] = _binary([(g.n, g.defineds) for g in groups])
     if typ == OUT_TILE:

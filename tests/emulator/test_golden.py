@@ -367,10 +367,16 @@ def test_damaged_datasets_are_named(dataset, tmp_path, capsys):
     assert "not valid JSON" in capsys.readouterr().err
 
 
-def test_a_failed_write_leaves_no_file_under_its_final_name(tmp_path, monkeypatch, capsys):
-    def boom(table, where, **kw):
-        pathlib.Path(where).write_bytes(b"PAR1 half")
+@pytest.mark.parametrize("through_memory", [True, False])
+def test_a_failed_write_leaves_no_file_under_its_final_name(tmp_path, monkeypatch, capsys, through_memory):
+    def boom(table, where, **kw):          # half a file written, then the disk is full
+        if isinstance(where, (str, pathlib.Path)):
+            pathlib.Path(where).write_bytes(b"PAR1 half")
+        else:                              # a small file's buffer (dataset.ONE_READ_BYTES)
+            where.write(b"PAR1 half")
         raise OSError(28, "No space left on device")
+    if not through_memory:
+        monkeypatch.setattr(D, "ONE_READ_BYTES", -1)
     monkeypatch.setattr(D.pq, "write_table", boom)
     assert generate(tmp_path / "f", ops="TADD", dtypes="FP32") == 1
     err = capsys.readouterr().err
