@@ -494,7 +494,8 @@ def direct(s: DataType, d: DataType, ftz: bool):
             s1, s2 = divmod(at, 64)
             return ob[s1:s1 + n].reshape(shape), of[s2:s2 + n].reshape(shape)
         # The last call's buffers of this shape are written again when nothing outside holds them
-        # (_Kept.free); taken out of `kept` while in use, so that a concurrent call makes its own
+        # (the buffers' reference counts as _Kept.place took them); taken out of `kept` while in
+        # use, so that a concurrent call makes its own
         k = kept.pop(shape, None)
         if k is None or rc(k.ob) != k.ob_refs or rc(k.of) != k.of_refs:
             k = _Kept(np.empty(n + room, out), np.empty(n + 64, np.uint8))
