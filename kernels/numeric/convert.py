@@ -287,14 +287,17 @@ _WIDEN = frozenset({("BF16", "FP32"), ("FP16", "FP32")})
 # nothing to validate -- remember that loop under the call's arguments, so that the next such
 # call goes to it without resolving DataTypes, mode and rule again (about half the cost of a
 # 64K-element FP16 -> FP32 call before this).  Same function, same bits.
-_DIRECT: dict = {}                         # (src_dtype, dst_dtype, rmode, sat, profile, array dtype) -> fn(bits)
+# The array's dtype is not part of the key but checked by identity (a dtype's hash costs a sixth of
+# the lookup): NumPy gives every array of a native unsigned type the same dtype object, and an
+# equal dtype that is another object only takes the long way.
+_DIRECT: dict = {}                         # (src_dtype, dst_dtype, rmode, sat, profile) -> (array dtype, fn(bits))
 DIRECT_LIMIT = 256
 
 
-def _remember(key, fn):
+def _remember(key, dtype, fn):
     if len(_DIRECT) >= DIRECT_LIMIT:
         _DIRECT.clear()
-    _DIRECT[key] = fn
+    _DIRECT[key] = (dtype, fn)
     return fn
 
 
@@ -307,12 +310,12 @@ def convert(src_bits, src_dtype, dst_dtype, rmode="DEFAULT", sat: bool = False, 
     direct = None
     if type(src_bits) is np.ndarray and not INTERPRETED[0]:    # interpreted: never a compiled loop
         try:
-            direct = (src_dtype, dst_dtype, rmode, sat, profile, src_bits.dtype)
-            fn = _DIRECT.get(direct)
+            direct = (src_dtype, dst_dtype, rmode, sat, profile)
+            hit = _DIRECT.get(direct)
         except TypeError:                        # an unhashable argument: no shortcut
-            direct = fn = None
-        if fn is not None:
-            return fn(src_bits)
+            direct = hit = None
+        if hit is not None and hit[0] is src_bits.dtype:
+            return hit[1](src_bits)
     prof = _profile(profile)
     s, d = datatype(src_dtype), datatype(dst_dtype)
     rm = resolve_rmode(rmode, s, d)
@@ -352,7 +355,7 @@ def convert(src_bits, src_dtype, dst_dtype, rmode="DEFAULT", sat: bool = False, 
         from . import fastconvert
         if (s.name, d.name) in fastconvert.WIDEN_PAIRS:
             if direct is not None:
-                return _remember(direct, fastconvert.direct(s, d, ftz))(bits)
+                return _remember(direct, bits.dtype, fastconvert.direct(s, d, ftz))(bits)
             return fastconvert.widen(bits, s, d, ftz)
     if s.bits <= 16:
         t = host_table("full", key, bits.size)
@@ -367,7 +370,7 @@ def convert(src_bits, src_dtype, dst_dtype, rmode="DEFAULT", sat: bool = False, 
     from . import fastconvert
     if rule == IEEE and fastconvert.supports(s, d):
         if fastconvert.is_fast_rne(s, d, rm, sat) and direct is not None:
-            return _remember(direct, fastconvert.direct(s, d, ftz))(bits)
+            return _remember(direct, bits.dtype, fastconvert.direct(s, d, ftz))(bits)
         return fastconvert.convert_ieee(bits, s, d, rm, sat, ftz)
     return convert_generic(bits, s, d, rm, sat, ftz, xp, rule)
 

@@ -20,7 +20,6 @@ the NumPy reference (convert.convert_generic) stays the definition and tests hol
 from __future__ import annotations
 
 import sys
-import weakref
 
 import numba as nb
 import numpy as np
@@ -474,9 +473,9 @@ def direct(s: DataType, d: DataType, ftz: bool):
     # here; an unaligned source goes through the Twin); no entry point yet: the Twin compiles it
     calls = Twin.calls
     room = 64 // np.dtype(out).itemsize          # 64 bytes more: the loop aligns its stores (_room)
-    kept = {}                                    # bits.shape -> (outputs, their _refs when unheld)
+    kept = {}                                    # bits.shape -> _Kept (the last outputs of that shape)
     entry_point = [None]
-    rc, wc = sys.getrefcount, weakref.getweakrefcount
+    rc = sys.getrefcount
 
     def fresh(u, n):
         ob, of = np.empty(n + room, out), np.empty(n + 64, np.uint8)
@@ -494,38 +493,48 @@ def direct(s: DataType, d: DataType, ftz: bool):
             ob, of, at = fresh(u, n)
             s1, s2 = divmod(at, 64)
             return ob[s1:s1 + n].reshape(shape), of[s2:s2 + n].reshape(shape)
-        # The last call's outputs of this shape are written again when nothing outside holds them
-        # (_refs, inlined: a call costs 0.06 us); taken out of `kept` while in use, so that a
-        # concurrent call makes its own
-        held = kept.pop(shape, None)
-        if held is not None:
-            e = held[0]
-            if (rc(e[0]), rc(e[1]), rc(e[3]), rc(e[4]), wc(e[3]), wc(e[4])) != held[1] or not _unaltered(e, shape):
-                held = None
-        if held is None:
-            ob, of = np.empty(n + room, out), np.empty(n + 64, np.uint8)
-        else:
-            ob, of = held[0][0], held[0][1]
-        at = call(u, *args, ob, of)
-        calls["serial"] += 1
-        if held is not None and held[0][2] == at:
-            entry = held[0]                      # the same buffers, the results where they were
-        else:
-            s1, s2 = divmod(at, 64)
-            held = e = None                      # the old results go (their base is the same buffer)
-            r, f = ob[s1:s1 + n].reshape(shape), of[s2:s2 + n].reshape(shape)
-            entry = (ob, of, at, r, f, r.strides, f.strides, r.dtype)
-            del r, f
-            del ob, of                           # only `entry` refers to the outputs when _refs counts
-            held = (entry, _refs(entry))
+        # The last call's buffers of this shape are written again when nothing outside holds them
+        # (the buffers' reference counts as _Kept.place took them); taken out of `kept` while in
+        # use, so that a concurrent call makes its own
+        k = kept.pop(shape, None)
+        if k is None or rc(k.ob) != k.ob_refs or rc(k.of) != k.of_refs:
+            k = _Kept(np.empty(n + room, out), np.empty(n + 64, np.uint8))
             if len(kept) >= KEPT_SHAPES:
                 kept.clear()
-        kept[shape] = held
-        return entry[3], entry[4]
+        at = call(u, *args, k.ob, k.of) if args else call(u, k.ob, k.of)    # no splat: 0.03 us
+        calls["serial"] += 1
+        if k.at != at:
+            k.place(at, n, shape)
+        kept[shape] = k
+        # fresh views each call: whatever a caller does to a result (its shape, dtype, flags)
+        # leaves k's own arrays as they are, and every view's base is the buffer (NumPy collapses
+        # view chains), so a result alive shows in the buffer's reference count
+        return k.r.view(), k.f.view()
     return fn
 
 
 KEPT_SHAPES = 8                                  # output sets a remembered call keeps, one a shape
+
+
+class _Kept:
+    """The two output buffers of a remembered call for one source shape, the results' arrays in
+    them (`r`, `f`: never handed out, only views of them) and the buffers' reference counts while
+    only this object refers to them: a later call finds the same counts exactly when nobody else
+    holds a result, a view of one, its buffer, a memoryview of any of them or a weak reference to
+    a result (each holds the buffer, directly or through the result it refers to)."""
+    __slots__ = ("ob", "of", "at", "r", "f", "ob_refs", "of_refs")
+
+    def __init__(self, ob, of):
+        self.ob, self.of, self.at = ob, of, -1
+        self.r = self.f = None
+        self.ob_refs = self.of_refs = 0
+
+    def place(self, at, n, shape):
+        """The results start at `at` (the loop's s1 * 64 + s2): their arrays there, the counts."""
+        s1, s2 = divmod(at, 64)
+        self.at = at
+        self.r, self.f = self.ob[s1:s1 + n].reshape(shape), self.of[s2:s2 + n].reshape(shape)
+        self.ob_refs, self.of_refs = sys.getrefcount(self.ob), sys.getrefcount(self.of)
 
 
 def _entry_point(uniform, args):
@@ -533,29 +542,6 @@ def _entry_point(uniform, args):
     `uniform` runs for `args`, or None while it has none."""
     cres = uniform.dispatcher.overloads.get(canonical_signature(args, uniform.reads(len(args))))
     return None if cres is None else cres.entry_point
-
-
-def _refs(entry):
-    """Reference counts of a kept output set's buffers and results, and the results' weak
-    references.  Counted while only the remembered call refers to them, they are the same on a
-    later call exactly when nobody else holds a result, a view of one (a view's base is the
-    buffer), its buffer, a memoryview of any of them (which holds its array) or a weak reference
-    (a weakly held result must not change under its holder either)."""
-    return (sys.getrefcount(entry[0]), sys.getrefcount(entry[1]), sys.getrefcount(entry[3]),
-            sys.getrefcount(entry[4]), weakref.getweakrefcount(entry[3]), weakref.getweakrefcount(entry[4]))
-
-
-def _unaltered(entry, shape) -> bool:
-    """Whether a kept output set's results still look as a fresh call's would: the source's shape,
-    their strides and dtype, writable.  A caller may have set one of them on a result before
-    dropping it (`r.shape = -1`, `r.dtype = ...`, `r.setflags(write=False)`); such a set is not
-    handed out again."""
-    r, f = entry[3], entry[4]
-    return (r.shape == shape and f.shape == shape and r.strides == entry[5] and f.strides == entry[6]
-            and r.dtype is entry[7] and f.dtype is _U8 and r.flags.writeable and f.flags.writeable)
-
-
-_U8 = np.dtype(np.uint8)
 
 
 def is_fast_rne(s: DataType, d: DataType, rmode: str, sat: bool) -> bool:

@@ -392,3 +392,45 @@ def test_a_result_altered_and_dropped_is_not_handed_out_altered(pair):
         assert b.flags.writeable and f.flags.writeable
         assert np.array_equal(b, ref[0]) and np.array_equal(f, ref[1])
         del b, f
+
+
+@pytest.mark.parametrize("pair", [("FP32", "FP16"), ("FP16", "FP32")])
+def test_a_source_whose_dtype_is_equal_but_another_object_converts_the_same(pair):
+    """The remembered call is found by the call's arguments and the array's dtype object: a source
+    with an equal dtype that is another object (here one carrying metadata) takes the long way,
+    with the same bits, and the remembered call still serves the plain dtype afterwards."""
+    src, dst = pair
+    raw = np.dtype(np.uint32 if src == "FP32" else np.uint16)
+    other = np.dtype(raw.type, metadata={"from": "elsewhere"})
+    assert other == raw and other is not raw
+    rng = np.random.default_rng(12)
+    x = rng.integers(0, 1 << (8 * raw.itemsize), (3, 5, 7), dtype=np.uint64).astype(raw)
+    ref = narrow_ref(x, dst, False) if src == "FP32" else widen_ref(x, src, False)
+    for arg in (x, x.view(other), x, x.view(other), x):
+        b, f = numeric.convert(arg, src, dst, rmode="RNE")
+        assert b.shape == f.shape == x.shape
+        assert np.array_equal(b, ref[0]) and np.array_equal(f, ref[1])
+
+
+@pytest.mark.parametrize("pair", [("FP32", "FP16"), ("FP16", "FP32")])
+def test_more_shapes_than_kept_sets_in_turn_each_get_their_own_values(pair):
+    """A remembered call keeps one output set a shape, at most KEPT_SHAPES of them: calls cycling
+    through more shapes than that, some results held and some dropped, each return their own
+    values, and a held result keeps its bytes."""
+    from kernels.numeric.fastconvert import KEPT_SHAPES
+    src, dst = pair
+    raw = np.uint32 if src == "FP32" else np.uint16
+    rng = np.random.default_rng(13)
+    shapes = [(k + 1, 16) for k in range(KEPT_SHAPES + 3)]
+    held = []
+    for turn in range(3):
+        for i, shape in enumerate(shapes):
+            x = rng.integers(0, 1 << (8 * np.dtype(raw).itemsize), shape, dtype=np.uint64).astype(raw)
+            ref = narrow_ref(x, dst, False) if src == "FP32" else widen_ref(x, src, False)
+            b, f = numeric.convert(x, src, dst, rmode="RNE")
+            assert np.array_equal(b, ref[0]) and np.array_equal(f, ref[1]), (turn, shape)
+            if (turn + i) % 3 == 0:
+                held.append((b, f, b.copy(), f.copy()))
+            del b, f
+    for b, f, b0, f0 in held:
+        assert np.array_equal(b, b0) and np.array_equal(f, f0)
