@@ -1046,22 +1046,24 @@ def float_binary(op, x, y, b32, f32, b64, f64):
     if op <= S_MULF32:
         b32[0] = np.uint32(x)
         b32[1] = np.uint32(y)
-        if op == S_ADDF32:
-            f32[2] = f32[0] + f32[1]
-        elif op == S_SUBF32:
-            f32[2] = f32[0] - f32[1]
-        else:
-            f32[2] = f32[0] * f32[1]
+        float_apply(op - S_ADDF32, f32)
         return NAN32 if f32[2] != f32[2] else np.uint64(b32[2])
     b64[0] = x
     b64[1] = y
-    if op == S_ADDF64:
-        f64[2] = f64[0] + f64[1]
-    elif op == S_SUBF64:
-        f64[2] = f64[0] - f64[1]
-    else:
-        f64[2] = f64[0] * f64[1]
+    float_apply(op - S_ADDF64, f64)
     return NAN64 if f64[2] != f64[2] else b64[2]
+
+
+@kernel
+def float_apply(k, f):
+    """f[2] = f[0] + f[1], f[0] - f[1] or f[0] * f[1] for k = 0, 1, 2 (the order of the addf,
+    subf, mulf codes of each width), in f's own format."""
+    if k == 0:
+        f[2] = f[0] + f[1]
+    elif k == 1:
+        f[2] = f[0] - f[1]
+    else:
+        f[2] = f[0] * f[1]
 
 
 @kernel

@@ -1,5 +1,5 @@
 """A golden dataset's data files are the same bytes release to release: the SHA-256 of every
-file of three seeded runs, recorded from main at f7424f4 (before issue 32's single-block
+file of three single-block seeded runs, recorded from main at f7424f4 (before issue 32's single-block
 generation work) with
 
     tile-emu golden --ops TADD --dtypes FP16 --cases 1500 --seed 1
@@ -9,7 +9,7 @@ generation work) with
 (illegal classes, a file past one Arrow chunk, TCVT's DATR, feature maps, GPR offsets, predicate
 sources).  A Parquet file names the writer that made it (created_by, pyarrow's version) and its
 pages are zstd's output, so the digests hold for the pyarrow they were recorded with; another
-pyarrow skips the test rather than blame the generator."""
+pyarrow skips the test rather than blame the generator.  Two stream runs follow (RUNS, below)."""
 import hashlib
 import pathlib
 
@@ -30,27 +30,13 @@ RUNS = {
         "op=TEXTRACT/dtype=FP16/part-00000.parquet": "2b540c9acbcae77e06556a86c82a08fa8116e2727b542f1afd301a7638618f43",
         "op=TIMG2COL/dtype=FP16/part-00000.parquet": "1a8bb5e0e86120b424b0f99e65e88f46eca4a7c28bc132d19216d439f5f68052",
         "op=TSEL/dtype=FP16/part-00000.parquet": "e0567213720c65d631499c0bdeae5f8c5bbcf8d848885a8b43a46437aa6f9861"}),
-}
-
-
-@pytest.mark.skipif(pa.__version__ != PYARROW, reason=f"digests recorded with pyarrow {PYARROW}")
-@pytest.mark.parametrize("run", sorted(RUNS))
-def test_seeded_runs_write_the_recorded_bytes(run, tmp_path):
-    args, want = RUNS[run]
-    assert main(["golden", *args, "--quiet", "--out", str(tmp_path / run)]) == 0
-    got = {p.relative_to(tmp_path / run).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-           for p in sorted((tmp_path / run).rglob("*.parquet"))}
-    assert got == want
-
-
-# Stream goldens likewise: the SHA-256 of every data file of two seeded stream runs, recorded from
-# main at a8cc9fb (before the stream builder's per-group bookkeeping was made cheaper) -- every
-# shape class, an illegal share, a constraint with window sources, predicates and TCVT.  These are
-# the files' own bytes: since a stream file's `layout` dictionary holds each text once
-# (streams_dataset.layout_column), pyarrow never leaves a dictionary page part-written, so the
-# bytes no longer depend on the process's allocation history (tests/emulator/
-# test_golden_streams_layout.py).
-STREAM_RUNS = {
+    # Stream goldens: the SHA-256 of every data file of two seeded stream runs, recorded from
+    # main at a8cc9fb (before the stream builder's per-group bookkeeping was made cheaper) -- every
+    # shape class, an illegal share, a constraint with window sources, predicates and TCVT.  These are
+    # the files' own bytes: since a stream file's `layout` dictionary holds each text once
+    # (streams_dataset.layout_column), pyarrow never leaves a dictionary page part-written, so the
+    # bytes no longer depend on the process's allocation history (tests/emulator/
+    # test_golden_streams_layout.py).
     "streams": (["--streams", "--blocks", "4", "--cases", "8", "--seed", "7"], {
         "blocks=4/shape=r1c8/part-00000.parquet": "df0b7fe7efb2ee0ec9648a7ec4aa0c01d5349e9657544b5e14dac9560691fd2b",
         "blocks=4/shape=r2c3w8/part-00000.parquet": "9b0c4e69787ad54e5fc2b06935ea95e0d7cd077f13495a8fa056cb104793e0b1",
@@ -66,10 +52,10 @@ STREAM_RUNS = {
 
 
 @pytest.mark.skipif(pa.__version__ != PYARROW, reason=f"digests recorded with pyarrow {PYARROW}")
-@pytest.mark.parametrize("run", sorted(STREAM_RUNS))
-def test_seeded_stream_runs_write_the_recorded_bytes(run, tmp_path):
-    args, want = STREAM_RUNS[run]
-    out = tmp_path / run
-    assert main(["golden", *args, "--quiet", "--out", str(out)]) == 0
-    assert {p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(out.rglob("*.parquet"))} == want
+@pytest.mark.parametrize("run", sorted(RUNS))
+def test_seeded_runs_write_the_recorded_bytes(run, tmp_path):
+    args, want = RUNS[run]
+    assert main(["golden", *args, "--quiet", "--out", str(tmp_path / run)]) == 0
+    got = {p.relative_to(tmp_path / run).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+           for p in sorted((tmp_path / run).rglob("*.parquet"))}
+    assert got == want
