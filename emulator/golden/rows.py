@@ -53,12 +53,14 @@ def _binary(groups: list[tuple[int, list[np.ndarray]]]) -> pa.Array:
     counts = [sum(c.shape[1] for c in chunks) for n, chunks in groups]                # entries a case
     entries = sum(n * k for (n, _), k in zip(groups, counts))
     total = sum(n * w for (n, _), w in zip(groups, widths))
-    sizes = np.empty(entries, np.int64)
+    offsets = np.empty(entries + 1, np.int64)
+    offsets[entries] = total
     flat = np.empty(total, np.uint8)
     at = byte = 0
     for (n, chunks), k, w in zip(groups, counts, widths):
         one = np.concatenate([np.full(c.shape[1], c.shape[2], np.int64) for c in chunks])
-        sizes[at: at + n * k].reshape(n, k)[:] = one
+        # entry j of case i starts at byte + i*w + (the sizes of entries 0 .. j-1): no running sum
+        offsets[at: at + n * k].reshape(n, k)[:] = (byte + np.cumsum(one) - one) + w * np.arange(n)[:, None]
         rows, col = flat[byte: byte + n * w].reshape(n, w), 0
         for c in chunks:                                # case-major: chunk s fills its columns
             span = c.shape[1] * c.shape[2]
@@ -66,11 +68,23 @@ def _binary(groups: list[tuple[int, list[np.ndarray]]]) -> pa.Array:
             col += span
         at, byte = at + n * k, byte + n * w
     # binary (int32 offsets) when the bytes allow, as the cast from large_binary gave
-    offsets = _offsets(sizes, np.int32 if total < 2 ** 31 else np.int64)
     if total >= 2 ** 31:                               # the cast raises, as it did
         return pa.LargeBinaryArray.from_buffers(pa.large_binary(), entries,
                                                 [None, pa.py_buffer(offsets), pa.py_buffer(flat)]).cast(pa.binary())
-    return pa.BinaryArray.from_buffers(pa.binary(), entries, [None, pa.py_buffer(offsets), pa.py_buffer(flat)])
+    return pa.BinaryArray.from_buffers(pa.binary(), entries,
+                                       [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(flat)])
+
+
+def _runs(values: list, counts: np.ndarray, typ: pa.DataType = pa.string()) -> pa.Array:
+    """A string or binary column of values[i] repeated counts[i] times, in order (each
+    group's one value on its rows): the bytes repeated per run, the offsets from the sizes."""
+    raw = [v.encode() if isinstance(v, str) else bytes(v) for v in values]
+    counts = np.asarray(counts, np.int64)
+    sizes = np.repeat(np.array([len(v) for v in raw], np.int64), counts)
+    if int(sizes.sum()) >= 2 ** 31:                     # beyond int32 offsets: Arrow's own take
+        return pa.array(raw, typ).take(pa.array(np.repeat(np.arange(len(raw)), counts)))
+    data = b"".join(v * int(c) for v, c in zip(raw, counts))
+    return pa.Array.from_buffers(typ, len(sizes), [None, pa.py_buffer(_offsets(sizes, np.int32)), pa.py_buffer(data)])
 
 
 def _offsets(sizes: np.ndarray, dtype) -> np.ndarray:
@@ -86,6 +100,8 @@ def _take_values(values: list, index: np.ndarray, typ: pa.DataType = pa.string()
     """values[index] as a string or binary column (what pa.array(values, typ).take(index)
     gives), gathered in NumPy: the values' bytes padded into one row each, the rows taken,
     the padding dropped.  Arrow's take of strings costs about 15 ns an entry; this about 2."""
+    if len(set(values)) == 1:                           # one value (the usual case)
+        return _repeat(values[0], len(index), typ)
     raw = [v.encode() if isinstance(v, str) else bytes(v) for v in values]
     lens = np.array([len(v) for v in raw], np.int64)
     width = int(lens.max()) if len(raw) else 0
@@ -165,8 +181,7 @@ def _tiles_array(groups: list[_TileList], typ: pa.DataType = TILE) -> pa.Array:
         "fmap_transposed": pa.array([False if f is None else f.transposed for f in fms], pa.bool_()),
     }
     take = pa.array(index)
-    fields = {name: _take_values(arr.to_pylist(), index) if arr.type == pa.string() else arr.take(take)
-              for name, arr in one.items() if name != "fmap_params"}      # strings: gathered in NumPy
+    fields = {name: _take_column(arr, index, take) for name, arr in one.items() if name != "fmap_params"}
     # no feature map (every op but TIMG2COL): each entry's empty list, from offsets alone
     fields["fmap_params"] = one["fmap_params"].take(take) if any(f is not None for f in fms) \
         else _empty_lists(len(index), pa.int64())
@@ -180,6 +195,16 @@ def _tiles_array(groups: list[_TileList], typ: pa.DataType = TILE) -> pa.Array:
     if not keep.all():                                # drop the entries of absent cases
         flat = flat.filter(pa.array(keep))
     return pa.ListArray.from_arrays(pa.array(offsets), flat)
+
+
+def _take_column(arr: pa.Array, index: np.ndarray, take: pa.Array) -> pa.Array:
+    """arr.take(index) of a few per-entry descriptor values: strings gathered in NumPy, one
+    repeated value without a take, other columns by Arrow's take."""
+    if arr.type == pa.string():
+        return _take_values(arr.to_pylist(), index)
+    if len(arr) and len(set(arr.to_pylist())) == 1:
+        return _repeat(arr[0].as_py(), len(index), arr.type)
+    return arr.take(take)
 
 
 def _empty_lists(n: int, item: pa.DataType) -> pa.Array:
@@ -218,17 +243,30 @@ def gprs_of(col, n: int) -> np.ndarray | None:
 
 
 def _repeat(value, n: int, typ) -> pa.Array:
-    """n copies of one value (numpy would strip a bytes value's trailing NUL bytes)."""
-    return pa.array([value], typ).take(pa.array(np.zeros(n, np.int64)))
+    """n copies of one value: a string or binary value's bytes repeated under evenly spaced
+    offsets (numpy would strip a bytes value's trailing NUL bytes), any other by pa.repeat --
+    a few times cheaper than taking one value n times."""
+    if typ in (pa.string(), pa.binary()):
+        raw = value.encode() if isinstance(value, str) else bytes(value)
+        if len(raw) * n < 2 ** 31:
+            offsets = np.arange(n + 1, dtype=np.int64) * len(raw)
+            return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(offsets.astype(np.int32)),
+                                                  pa.py_buffer(raw * n)])
+    return pa.repeat(pa.scalar(value, typ), n)
 
 
 def _strings(values: np.ndarray, empty: np.ndarray) -> pa.Array:
     """A string column of per-case values that are "" wherever `empty` (the committed cases):
-    converted only where a case rejected, the rest repeated."""
-    if empty.all():                     # n empty strings: zero offsets, no data
-        return pa.Array.from_buffers(pa.string(), len(values),
-                                     [None, pa.py_buffer(np.zeros(len(values) + 1, np.int32)), pa.py_buffer(b"")])
-    return pa.array(values, pa.string())
+    only the rejected cases' values are converted, their bytes used as they are and the
+    empty entries spliced in through the offsets (no Python object a committed case)."""
+    rejected = ~np.asarray(empty, bool)
+    sub = pa.array(values[rejected], pa.string())
+    if sub.null_count:                  # not a golden outcome; keep Arrow's own conversion
+        return pa.array(values, pa.string())
+    sizes = np.zeros(len(values), np.int64)
+    sizes[rejected] = np.diff(np.frombuffer(sub.buffers()[1], np.int32)[: len(sub) + 1])
+    data = sub.buffers()[2] or pa.py_buffer(b"")
+    return pa.Array.from_buffers(pa.string(), len(values), [None, pa.py_buffer(_offsets(sizes, np.int32)), data])
 
 
 def pe_mask_of(block) -> int:
@@ -246,7 +284,6 @@ def groups_columns(pairs: list[tuple[Group, Outcome]]) -> dict[str, pa.Array]:
     column is built once for all the groups from per-group NumPy pieces, so a file of many
     small groups costs about what one group of as many rows does."""
     ns = np.array([g.n for g, _ in pairs], np.int64)
-    at = pa.array(np.repeat(np.arange(len(pairs), dtype=np.int64), ns))     # each row's group
     texts = [stream_of(g.block) for g, _ in pairs]
     ins = _tiles_array([_TileList(g.n, [(t.desc, t.tile, t.pes) for t in g.tiles],
                                   [pack_rows(t.elems, t.desc.container) for t in g.tiles],
@@ -274,14 +311,14 @@ def groups_columns(pairs: list[tuple[Group, Outcome]]) -> dict[str, pa.Array]:
         return _strings(np.concatenate([getattr(out, name) for _, out in pairs]), committed)
 
     return {
-        "stream": pa.array([data for data, _ in texts], pa.binary()).take(at),
-        "asm": pa.array([text for _, text in texts], pa.string()).take(at),
+        "stream": _runs([data for data, _ in texts], ns, pa.binary()),
+        "asm": _runs([text for _, text in texts], ns),
         "local_bytes": per_group([g.config.local_bytes for g, _ in pairs], pa.uint32()),
         "matrix_bytes": per_group([g.config.matrix_bytes for g, _ in pairs], pa.uint32()),
         "pe_mask": per_group([pe_mask_of(g.block) for g, _ in pairs], pa.uint8()),
         "gprs": gprs_array(gprs, len(committed)),
         "inputs": ins,
-        "outcome": pa.array(["reject", "commit"], pa.string()).take(pa.array(committed.astype(np.int8))),
+        "outcome": _take_values(["reject", "commit"], committed.astype(np.int64)),
         "reason": strings("reason"),
         "field": strings("field"),
         "message": strings("message"),
@@ -307,12 +344,11 @@ def groups_table(items: list[tuple[Group, Outcome, int, int]], one_chunk: bool =
     concatenating each group's own table would (the Arrow export writes a record batch a
     chunk); with `one_chunk`, a small file as one chunk (for the Parquet writer: the same bytes)."""
     ns = np.array([g.n for g, *_ in items], np.int64)
-    at = pa.array(np.repeat(np.arange(len(items), dtype=np.int64), ns))
     starts = np.cumsum(ns) - ns                      # each group's first row
     cols = {
         "case": pa.array((np.repeat(np.array([first for *_, first, _ in items], np.int64) - starts, ns)
                           + np.arange(int(ns.sum()), dtype=np.int64)).astype(np.uint64)),
-        "class": pa.array([g.cls.name for g, *_ in items], pa.string()).take(at),
+        "class": _runs([g.cls.name for g, *_ in items], ns),
         "group": pa.array(np.repeat(np.array([gi for *_, gi in items], np.uint32), ns)),
         **groups_columns([(g, out) for g, out, _, _ in items]),
     }
