@@ -74,3 +74,11 @@ def test_strings_convert_the_rejected_cases_only():
         rejected = rng.random(500) < frac
         values[rejected] = [STRINGS[i] for i in rng.integers(0, len(STRINGS), int(rejected.sum()))]
         same(R._strings(values, ~rejected), pa.array(list(values), pa.string()))
+
+
+def test_no_entries_give_empty_columns():
+    empty = np.zeros(0, np.int64)
+    same(R._take_values([], empty), pa.array([], pa.string()))
+    same(R._runs([], empty, pa.binary()), pa.array([], pa.binary()))
+    same(R._binary([]), pa.array([], pa.binary()))
+    same(R._strings(np.zeros(0, object), np.zeros(0, bool)), pa.array([], pa.string()))
