@@ -46,33 +46,20 @@ SCHEMA = pa.schema([
 def _binary(groups: list[tuple[int, list[np.ndarray]]]) -> pa.Array:
     """A binary array from per-entry byte blocks of several groups, in order: for each group
     (n, chunks), chunks[s] is (n, k_s, B_s); a group's entries are ordered case-major, then
-    s, then k.  Offsets and bytes are written once into preallocated buffers (each chunk's
-    bytes copied straight to their place), not concatenated and cast."""
-    groups = [(n, chunks) for n, chunks in groups if chunks]
-    widths = [sum(c.shape[1] * c.shape[2] for c in chunks) for n, chunks in groups]    # bytes a case
-    counts = [sum(c.shape[1] for c in chunks) for n, chunks in groups]                # entries a case
-    entries = sum(n * k for (n, _), k in zip(groups, counts))
-    total = sum(n * w for (n, _), w in zip(groups, widths))
-    offsets = np.empty(entries + 1, np.int64)
-    offsets[entries] = total
-    flat = np.empty(total, np.uint8)
-    at = byte = 0
-    for (n, chunks), k, w in zip(groups, counts, widths):
+    s, then k."""
+    sizes, data = [], []
+    for n, chunks in groups:
+        if not chunks:
+            continue
         one = np.concatenate([np.full(c.shape[1], c.shape[2], np.int64) for c in chunks])
-        # entry j of case i starts at byte + i*w + (the sizes of entries 0 .. j-1): no running sum
-        offsets[at: at + n * k].reshape(n, k)[:] = (byte + np.cumsum(one) - one) + w * np.arange(n)[:, None]
-        rows, col = flat[byte: byte + n * w].reshape(n, w), 0
-        for c in chunks:                                # case-major: chunk s fills its columns
-            span = c.shape[1] * c.shape[2]
-            rows[:, col: col + span] = c.reshape(n, span)
-            col += span
-        at, byte = at + n * k, byte + n * w
-    # binary (int32 offsets) when the bytes allow, as the cast from large_binary gave
-    if total >= 2 ** 31:                               # the cast raises, as it did
-        return pa.LargeBinaryArray.from_buffers(pa.large_binary(), entries,
-                                                [None, pa.py_buffer(offsets), pa.py_buffer(flat)]).cast(pa.binary())
-    return pa.BinaryArray.from_buffers(pa.binary(), entries,
-                                       [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(flat)])
+        sizes.append(np.tile(one, n))
+        data.append(np.concatenate([c.reshape(n, -1) for c in chunks], axis=1).reshape(-1))
+    per_case = np.concatenate(sizes) if sizes else np.zeros(0, np.int64)
+    offsets = np.zeros(len(per_case) + 1, np.int64)
+    np.cumsum(per_case, out=offsets[1:])
+    flat = np.concatenate(data) if data else np.zeros(0, np.uint8)
+    return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(per_case),
+                                            [None, pa.py_buffer(offsets), pa.py_buffer(flat)]).cast(pa.binary())
 
 
 def _runs(values: list, counts: np.ndarray, typ: pa.DataType = pa.string()) -> pa.Array:
@@ -96,10 +83,17 @@ def _offsets(sizes: np.ndarray, dtype) -> np.ndarray:
     return offsets
 
 
+# Below this many entries Arrow's own take (or conversion) is cheaper than the NumPy builders'
+# fixed cost of a few calls (a small file of one-case groups: the per-file cost, issue 32 target 6)
+SMALL = 4096
+
+
 def _take_values(values: list, index: np.ndarray, typ: pa.DataType = pa.string()) -> pa.Array:
     """values[index] as a string or binary column (what pa.array(values, typ).take(index)
     gives), gathered in NumPy: the values' bytes padded into one row each, the rows taken,
     the padding dropped.  Arrow's take of strings costs about 15 ns an entry; this about 2."""
+    if len(index) < SMALL:
+        return pa.array(values, typ).take(pa.array(index, pa.int64()))
     if len(set(values)) == 1:                           # one value (the usual case)
         return _repeat(values[0], len(index), typ)
     raw = [v.encode() if isinstance(v, str) else bytes(v) for v in values]
@@ -200,6 +194,8 @@ def _tiles_array(groups: list[_TileList], typ: pa.DataType = TILE) -> pa.Array:
 def _take_column(arr: pa.Array, index: np.ndarray, take: pa.Array) -> pa.Array:
     """arr.take(index) of a few per-entry descriptor values: strings gathered in NumPy, one
     repeated value without a take, other columns by Arrow's take."""
+    if len(index) < SMALL:
+        return arr.take(take)
     if arr.type == pa.string():
         return _take_values(arr.to_pylist(), index)
     if len(arr) and len(set(arr.to_pylist())) == 1:
@@ -259,6 +255,10 @@ def _strings(values: np.ndarray, empty: np.ndarray) -> pa.Array:
     """A string column of per-case values that are "" wherever `empty` (the committed cases):
     only the rejected cases' values are converted, their bytes used as they are and the
     empty entries spliced in through the offsets (no Python object a committed case)."""
+    if empty.all():                     # every case committed: n empty strings
+        return _repeat("", len(values), pa.string())
+    if len(values) < SMALL:
+        return pa.array(values, pa.string())
     rejected = ~np.asarray(empty, bool)
     sub = pa.array(values[rejected], pa.string())
     if sub.null_count:                  # not a golden outcome; keep Arrow's own conversion

@@ -13,6 +13,13 @@ STRINGS = ["", "local", "vec", "FP16", "E4M3", "\u00e9t\u00e9", "a" * 70]
 BYTES = [b"", b"\x00", b"ab\x00\x00", b"\x00\xff" * 9, b"xyz"]
 
 
+@pytest.fixture(autouse=True, params=[0, None], ids=["numpy-paths", "default-threshold"])
+def small(request, monkeypatch):
+    """Each test twice: with the NumPy builders at every size, and with rows.SMALL as shipped."""
+    if request.param is not None:
+        monkeypatch.setattr(R, "SMALL", request.param)
+
+
 def same(got: pa.Array, want: pa.Array) -> None:
     assert got.type == want.type
     got.validate(full=True)
@@ -25,7 +32,7 @@ def same(got: pa.Array, want: pa.Array) -> None:
 def test_take_values_is_arrow_take(pool, typ, k):
     for _ in range(20):
         values = [pool[i] for i in rng.integers(0, len(pool), k)]
-        index = rng.integers(0, k, int(rng.integers(0, 3000)))
+        index = rng.integers(0, k, int(rng.integers(0, 6000)))
         same(R._take_values(values, index, typ), pa.array(values, typ).take(pa.array(index)))
 
 
@@ -49,7 +56,7 @@ def test_binary_is_each_entrys_bytes_case_major():
     for _ in range(20):
         groups, want = [], []
         for _ in range(int(rng.integers(0, 4))):
-            n = int(rng.integers(0, 30))
+            n = int(rng.integers(1, 30))          # a group has at least one case
             chunks = [rng.integers(0, 256, (n, int(rng.integers(0, 4)), int(rng.integers(0, 6))), dtype=np.uint8)
                       for _ in range(int(rng.integers(0, 3)))]
             groups.append((n, chunks))
