@@ -72,6 +72,67 @@ def _binary(groups: list[tuple[int, list[np.ndarray]]]) -> pa.Array:
                                             [None, pa.py_buffer(offsets), pa.py_buffer(flat)]).cast(pa.binary())
 
 
+def _runs(values: list, counts: np.ndarray, typ: pa.DataType = pa.string()) -> pa.Array:
+    """A string or binary column of values[i] repeated counts[i] times, in order (each
+    group's one value on its rows): the bytes repeated per run, the offsets from the sizes."""
+    raw = [v.encode() if isinstance(v, str) else bytes(v) for v in values]
+    counts = np.asarray(counts, np.int64)
+    sizes = np.repeat(np.array([len(v) for v in raw], np.int64), counts)
+    if int(sizes.sum()) >= 2 ** 31:                     # beyond int32 offsets: Arrow's own take
+        return pa.array(raw, typ).take(pa.array(np.repeat(np.arange(len(raw)), counts)))
+    data = b"".join(v * int(c) for v, c in zip(raw, counts))
+    return pa.Array.from_buffers(typ, len(sizes), [None, pa.py_buffer(_offsets(sizes, np.int32)), pa.py_buffer(data)])
+
+
+def _offsets(sizes: np.ndarray, dtype) -> np.ndarray:
+    """Arrow offsets (0, then the running sums) of entry sizes: summed in int64 and converted,
+    which is twice as fast as np.cumsum into an int32 `out`."""
+    offsets = np.empty(len(sizes) + 1, dtype)
+    offsets[0] = 0
+    offsets[1:] = np.cumsum(sizes, dtype=np.int64)
+    return offsets
+
+
+# Below this many entries Arrow's own take (or conversion) is cheaper than the NumPy builders'
+# fixed cost of a few calls (a small file of one-case groups: the per-file cost, issue 32 target 6)
+SMALL = 4096
+
+
+def _take_values(values: list, index: np.ndarray, typ: pa.DataType = pa.string()) -> pa.Array:
+    """values[index] as a string or binary column (what pa.array(values, typ).take(index)
+    gives), gathered in NumPy: the values' bytes padded into one row each, the rows taken,
+    the padding dropped.  Arrow's take of strings costs about 15 ns an entry; this about 2."""
+    if len(index) < SMALL:
+        return pa.array(values, typ).take(pa.array(index, pa.int64()))
+    if len(set(values)) == 1:                           # one value (the usual case)
+        return _repeat(values[0], len(index), typ)
+    raw = [v.encode() if isinstance(v, str) else bytes(v) for v in values]
+    lens = np.array([len(v) for v in raw], np.int64)
+    width = int(lens.max()) if len(raw) else 0
+    table = np.zeros((len(raw), max(width, 1)), np.uint8)
+    for i, v in enumerate(raw):                         # a few distinct values, not per row
+        table[i, :len(v)] = np.frombuffer(v, np.uint8)
+    index = np.asarray(index, np.int64)
+    per = lens[index]
+    total = int(per.sum())
+    if total >= 2 ** 31:                                # beyond int32 offsets: Arrow's own take
+        return pa.array(raw, typ).take(pa.array(index))
+    offsets = _offsets(per, np.int32)
+    rows = np.take(table[:, :width], index, axis=0)     # (np.take: 4x fancy indexing's speed)
+    data = rows.reshape(-1) if np.all(lens == width) else rows[np.arange(width) < per[:, None]]
+    return pa.Array.from_buffers(typ, len(index), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def pack_defined(defined: np.ndarray) -> np.ndarray:
+    """Definedness bits packed little-endian along the last axis (np.packbits(..., axis=-1,
+    bitorder="little")).  Rows of whole bytes are packed as one flat run: the same bytes, but
+    packbits along a short last axis costs about 100 us a group (a per-row loop)."""
+    if defined.shape[-1] % 8 == 0:
+        flat = np.packbits(np.ascontiguousarray(defined).reshape(-1), bitorder="little")
+        return flat.reshape(defined.shape[:-1] + (defined.shape[-1] // 8,))
+    return np.packbits(defined, axis=-1, bitorder="little")
+
+
 @dataclass
 class _TileList:
     """One group's list<tile> cells: the same k entries (descriptors `descs`) per case, or none
@@ -123,11 +184,16 @@ def _tiles_array(groups: list[_TileList], typ: pa.DataType = TILE) -> pa.Array:
         "fmap_pad_bits": pa.array([0 if f is None else f.pad_bits for f in fms], pa.uint64()),
         "fmap_transposed": pa.array([False if f is None else f.transposed for f in fms], pa.bool_()),
     }
-    # the descriptor fields repeated by one take of them as a struct (one compute call, not one
-    # a field: a small file's two list<tile> columns paid about 30 of them)
-    taken = pa.StructArray.from_arrays(list(one.values()), names=list(one)).take(pa.array(index))
-    fields = dict(zip(one, taken.flatten()))
-    if not any(f is not None for f in fms):    # no feature map (every op but TIMG2COL): each entry's
+    take, fmap = pa.array(index), any(f is not None for f in fms)
+    if len(index) < SMALL:
+        # a small file: the descriptor fields repeated by one take of them as a struct (one
+        # compute call, not one a field: a small file's two list<tile> columns paid about 30)
+        fields = dict(zip(one, pa.StructArray.from_arrays(list(one.values()), names=list(one)).take(take).flatten()))
+    else:
+        fields = {name: _take_column(arr, index, take) for name, arr in one.items() if name != "fmap_params"}
+        if fmap:
+            fields["fmap_params"] = one["fmap_params"].take(take)
+    if not fmap:                               # no feature map (every op but TIMG2COL): each entry's
         fields["fmap_params"] = _empty_lists(len(index), pa.int64())       # empty list, from offsets alone
     fields["payload"] = _binary([(g.n, g.payloads) for g in groups])
     fields["defined"] = _binary([(g.n, g.defineds) for g in groups])
@@ -135,11 +201,22 @@ def _tiles_array(groups: list[_TileList], typ: pa.DataType = TILE) -> pa.Array:
         fields["status"] = pa.array(np.concatenate([np.zeros(0, np.uint8)] + [
             g.status.reshape(-1) for g in groups if g.status is not None]).astype(np.uint8), pa.uint8())
     flat = pa.StructArray.from_arrays([fields[f.name] for f in typ], fields=list(typ))
-    offsets = np.zeros(len(counts) + 1, np.int32)
-    np.cumsum(counts, out=offsets[1:])
+    offsets = _offsets(counts, np.int32)
     if not keep.all():                                # drop the entries of absent cases
         flat = flat.filter(pa.array(keep))
     return pa.ListArray.from_arrays(pa.array(offsets), flat)
+
+
+def _take_column(arr: pa.Array, index: np.ndarray, take: pa.Array) -> pa.Array:
+    """arr.take(index) of a few per-entry descriptor values: strings gathered in NumPy, one
+    repeated value without a take, other columns by Arrow's take."""
+    if len(index) < SMALL:
+        return arr.take(take)
+    if arr.type == pa.string():
+        return _take_values(arr.to_pylist(), index)
+    if len(arr) and len(set(arr.to_pylist())) == 1:
+        return _repeat(arr[0].as_py(), len(index), arr.type)
+    return arr.take(take)
 
 
 def _empty_lists(n: int, item: pa.DataType) -> pa.Array:
@@ -178,17 +255,34 @@ def gprs_of(col, n: int) -> np.ndarray | None:
 
 
 def _repeat(value, n: int, typ) -> pa.Array:
-    """n copies of one value (numpy would strip a bytes value's trailing NUL bytes)."""
-    return pa.array([value], typ).take(pa.array(np.zeros(n, np.int64)))
+    """n copies of one value: a string or binary value's bytes repeated under evenly spaced
+    offsets (numpy would strip a bytes value's trailing NUL bytes), any other by pa.repeat --
+    a few times cheaper than taking one value n times."""
+    if typ in (pa.string(), pa.binary()):
+        raw = value.encode() if isinstance(value, str) else bytes(value)
+        if len(raw) * n < 2 ** 31:
+            offsets = np.arange(n + 1, dtype=np.int64) * len(raw)
+            return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(offsets.astype(np.int32)),
+                                                  pa.py_buffer(raw * n)])
+    return pa.repeat(pa.scalar(value, typ), n)
 
 
 def _strings(values: np.ndarray, empty: np.ndarray) -> pa.Array:
     """A string column of per-case values that are "" wherever `empty` (the committed cases):
-    converted only where a case rejected, the rest repeated."""
-    if empty.all():                     # n empty strings: zero offsets, no data
-        return pa.Array.from_buffers(pa.string(), len(values),
-                                     [None, pa.py_buffer(np.zeros(len(values) + 1, np.int32)), pa.py_buffer(b"")])
-    return pa.array(values, pa.string())
+    only the rejected cases' values are converted, their bytes used as they are and the
+    empty entries spliced in through the offsets (no Python object a committed case)."""
+    if empty.all():                     # every case committed: n empty strings
+        return _repeat("", len(values), pa.string())
+    if len(values) < SMALL:
+        return pa.array(values, pa.string())
+    rejected = ~np.asarray(empty, bool)
+    sub = pa.array(values[rejected], pa.string())
+    if sub.null_count:                  # not a golden outcome; keep Arrow's own conversion
+        return pa.array(values, pa.string())
+    sizes = np.zeros(len(values), np.int64)
+    sizes[rejected] = np.diff(np.frombuffer(sub.buffers()[1], np.int32)[: len(sub) + 1])
+    data = sub.buffers()[2] or pa.py_buffer(b"")
+    return pa.Array.from_buffers(pa.string(), len(values), [None, pa.py_buffer(_offsets(sizes, np.int32)), data])
 
 
 def pe_mask_of(block) -> int:
@@ -206,11 +300,10 @@ def groups_columns(pairs: list[tuple[Group, Outcome]]) -> dict[str, pa.Array]:
     column is built once for all the groups from per-group NumPy pieces, so a file of many
     small groups costs about what one group of as many rows does."""
     ns = np.array([g.n for g, _ in pairs], np.int64)
-    at = pa.array(np.repeat(np.arange(len(pairs), dtype=np.int64), ns))     # each row's group
     texts = [stream_of(g.block) for g, _ in pairs]
     ins = _tiles_array([_TileList(g.n, [(t.desc, t.tile, t.pes) for t in g.tiles],
                                   [pack_rows(t.elems, t.desc.container) for t in g.tiles],
-                                  [np.packbits(t.defined, axis=-1, bitorder="little") for t in g.tiles])
+                                  [pack_defined(t.defined) for t in g.tiles])
                         for g, _ in pairs])
     outs = []
     for g, out in pairs:
@@ -219,7 +312,7 @@ def groups_columns(pairs: list[tuple[Group, Outcome]]) -> dict[str, pa.Array]:
             continue
         outs.append(_TileList(g.n, [(out.dest, g.block.iot[-1].tile, out.pes)],
                               [pack_rows(out.elems, out.dest.container)],
-                              [np.packbits(out.defined, axis=-1, bitorder="little")],
+                              [pack_defined(out.defined)],
                               out.status[:, list(out.pes)], out.committed))
     committed = np.concatenate([out.committed for _, out in pairs])
     status = np.concatenate([out.status for _, out in pairs])
@@ -234,14 +327,14 @@ def groups_columns(pairs: list[tuple[Group, Outcome]]) -> dict[str, pa.Array]:
         return _strings(np.concatenate([getattr(out, name) for _, out in pairs]), committed)
 
     return {
-        "stream": pa.array([data for data, _ in texts], pa.binary()).take(at),
-        "asm": pa.array([text for _, text in texts], pa.string()).take(at),
+        "stream": _runs([data for data, _ in texts], ns, pa.binary()),
+        "asm": _runs([text for _, text in texts], ns),
         "local_bytes": per_group([g.config.local_bytes for g, _ in pairs], pa.uint32()),
         "matrix_bytes": per_group([g.config.matrix_bytes for g, _ in pairs], pa.uint32()),
         "pe_mask": per_group([pe_mask_of(g.block) for g, _ in pairs], pa.uint8()),
         "gprs": gprs_array(gprs, len(committed)),
         "inputs": ins,
-        "outcome": pa.array(["reject", "commit"], pa.string()).take(pa.array(committed.astype(np.int8))),
+        "outcome": _take_values(["reject", "commit"], committed.astype(np.int64)),
         "reason": strings("reason"),
         "field": strings("field"),
         "message": strings("message"),
@@ -267,12 +360,11 @@ def groups_table(items: list[tuple[Group, Outcome, int, int]], one_chunk: bool =
     concatenating each group's own table would (the Arrow export writes a record batch a
     chunk); with `one_chunk`, a small file as one chunk (for the Parquet writer: the same bytes)."""
     ns = np.array([g.n for g, *_ in items], np.int64)
-    at = pa.array(np.repeat(np.arange(len(items), dtype=np.int64), ns))
     starts = np.cumsum(ns) - ns                      # each group's first row
     cols = {
         "case": pa.array((np.repeat(np.array([first for *_, first, _ in items], np.int64) - starts, ns)
                           + np.arange(int(ns.sum()), dtype=np.int64)).astype(np.uint64)),
-        "class": pa.array([g.cls.name for g, *_ in items], pa.string()).take(at),
+        "class": _runs([g.cls.name for g, *_ in items], ns),
         "group": pa.array(np.repeat(np.array([gi for *_, gi in items], np.uint32), ns)),
         **groups_columns([(g, out) for g, out, _, _ in items]),
     }
