@@ -72,9 +72,10 @@ def _binary(groups: list[tuple[int, list[np.ndarray]]]) -> pa.Array:
                                             [None, pa.py_buffer(offsets), pa.py_buffer(flat)]).cast(pa.binary())
 
 
-def _runs(values: list, counts: np.ndarray, typ: pa.DataType = pa.string()) -> pa.Array:
+def repeat_runs(values: list, counts, typ: pa.DataType = pa.string()) -> pa.Array:
     """A string or binary column of values[i] repeated counts[i] times, in order (each
-    group's one value on its rows): the bytes repeated per run, the offsets from the sizes."""
+    group's one value on its rows): the bytes repeated per run, the offsets from the sizes
+    (single-block rows here, stream rows in streams_dataset)."""
     raw = [v.encode() if isinstance(v, str) else bytes(v) for v in values]
     counts = np.asarray(counts, np.int64)
     sizes = np.repeat(np.array([len(v) for v in raw], np.int64), counts)
@@ -327,8 +328,8 @@ def groups_columns(pairs: list[tuple[Group, Outcome]]) -> dict[str, pa.Array]:
         return _strings(np.concatenate([getattr(out, name) for _, out in pairs]), committed)
 
     return {
-        "stream": _runs([data for data, _ in texts], ns, pa.binary()),
-        "asm": _runs([text for _, text in texts], ns),
+        "stream": repeat_runs([data for data, _ in texts], ns, pa.binary()),
+        "asm": repeat_runs([text for _, text in texts], ns),
         "local_bytes": per_group([g.config.local_bytes for g, _ in pairs], pa.uint32()),
         "matrix_bytes": per_group([g.config.matrix_bytes for g, _ in pairs], pa.uint32()),
         "pe_mask": per_group([pe_mask_of(g.block) for g, _ in pairs], pa.uint8()),
@@ -364,7 +365,7 @@ def groups_table(items: list[tuple[Group, Outcome, int, int]], one_chunk: bool =
     cols = {
         "case": pa.array((np.repeat(np.array([first for *_, first, _ in items], np.int64) - starts, ns)
                           + np.arange(int(ns.sum()), dtype=np.int64)).astype(np.uint64)),
-        "class": _runs([g.cls.name for g, *_ in items], ns),
+        "class": repeat_runs([g.cls.name for g, *_ in items], ns),
         "group": pa.array(np.repeat(np.array([gi for *_, gi in items], np.uint32), ns)),
         **groups_columns([(g, out) for g, out, _, _ in items]),
     }

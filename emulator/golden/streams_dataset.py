@@ -30,6 +30,7 @@ from .. import commitlog as CL
 from ..config import MachineConfig
 from ..tiles import Descriptor, pack_payloads
 from . import dataset as D
+from . import rows as R
 from . import streams as S
 from .dataset import GoldenError
 
@@ -614,23 +615,18 @@ def replay_parts(config: MachineConfig, n: int, tiles: dict, gprs, blocks, recor
 def _binary_column(parts: list, typ=None) -> pa.Array:
     """One binary column of the groups' (n, width) uint8 pieces, rows in order (each group its
     own width); `typ` pa.binary() or pa.string() for (values, counts) of repeated values."""
-    if typ is not None:                                  # (bytes, n) per group: n copies
-        raws = [v.encode() if isinstance(v, str) else bytes(v) for v, _ in parts]
-        counts = np.array([n for _, n in parts], np.int64)
-        widths = np.repeat(np.array([len(r) for r in raws], np.int64), counts)
-        data = b"".join(r * int(n) for r, n in zip(raws, counts))
-    else:
-        typ = pa.binary()
-        widths = np.concatenate([np.full(len(a), a.shape[1], np.int64) for a in parts]) if parts \
-            else np.zeros(0, np.int64)
-        data = b"".join(np.ascontiguousarray(a).tobytes() for a in parts)
+    if typ is not None:                                  # (value, n) per group: n copies
+        return R.repeat_runs([v for v, _ in parts], [n for _, n in parts], typ)
+    typ = pa.binary()
+    widths = np.concatenate([np.full(len(a), a.shape[1], np.int64) for a in parts]) if parts \
+        else np.zeros(0, np.int64)
+    data = b"".join(np.ascontiguousarray(a).tobytes() for a in parts)
     n = len(widths)
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(widths, out=offsets[1:])
     if offsets[-1] < 1 << 31:                 # binary's own int32 offsets: no cast from large_binary
         return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)])
-    large = pa.large_binary() if typ == pa.binary() else pa.large_string()
-    return pa.Array.from_buffers(large, n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]).cast(typ)
+    return pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]).cast(typ)
 
 
 def chunk_columns(parts: list[GroupRows]) -> dict[str, pa.Array]:

@@ -42,7 +42,7 @@ def test_runs_repeat_each_value_its_count(pool, typ):
         values = [pool[i] for i in rng.integers(0, len(pool), int(rng.integers(1, 9)))]
         counts = rng.integers(0, 50, len(values))
         want = pa.array([v for v, c in zip(values, counts) for _ in range(c)], typ)
-        same(R._runs(values, counts, typ), want)
+        same(R.repeat_runs(values, counts, typ), want)
 
 
 @pytest.mark.parametrize("value,typ", [("local", pa.string()), ("", pa.string()), (b"a\x00\x00", pa.binary()),
@@ -86,6 +86,6 @@ def test_strings_convert_the_rejected_cases_only():
 def test_no_entries_give_empty_columns():
     empty = np.zeros(0, np.int64)
     same(R._take_values([], empty), pa.array([], pa.string()))
-    same(R._runs([], empty, pa.binary()), pa.array([], pa.binary()))
+    same(R.repeat_runs([], empty, pa.binary()), pa.array([], pa.binary()))
     same(R._binary([]), pa.array([], pa.binary()))
     same(R._strings(np.zeros(0, object), np.zeros(0, bool)), pa.array([], pa.string()))
