@@ -261,25 +261,36 @@ def elementwise_status(op: str, dtype, *operands, groups: int, profile: str | Pr
                     _LEAN[key] = _lean(op, dtype, profile)
     if direct:
         raw, arity, kernel, settle, run_status = direct
-        if len(operands) == arity:
-            shape = operands[0].shape
-            flat = []
-            for x in operands:
-                if type(x) is not np.ndarray or x.dtype != raw or x.shape != shape:
-                    break
-                flat.append(x.reshape(-1))
-            else:
-                bits, status = run_status(kernel, flat, groups, settle)
-                return bits.reshape(shape), status
+        flat = _flat_operands(operands, raw, arity)
+        if flat is not None:
+            bits, status = run_status(kernel, flat, groups, settle)
+            return bits.reshape(operands[0].shape), status
     elif direct is False:
         got = _lean_status(_LEAN.get(key), operands, groups)
         if got is not None:
             return got
     bits, flags = elementwise(op, dtype, *operands, profile=profile, cmode=cmode)
-    flags = np.asarray(flags, np.uint8)
+    return bits, _or_status(np.asarray(flags, np.uint8), groups)
+
+
+def _flat_operands(operands, raw, arity: int) -> list | None:
+    """The operands as flat views when they are `arity` NumPy arrays of one shape, already in
+    the container dtype `raw` (what the paths without elementwise's argument handling take);
+    None otherwise."""
+    if len(operands) != arity:
+        return None
+    shape = operands[0].shape
+    for x in operands:
+        if type(x) is not np.ndarray or x.dtype != raw or x.shape != shape:
+            return None
+    return [x.reshape(-1) for x in operands]
+
+
+def _or_status(flags: np.ndarray, groups: int) -> np.ndarray:
+    """The OR of per-element flags over `groups` equal consecutive parts (uint8 [groups])."""
     if flags.size == 0:
-        return bits, np.zeros(groups, np.uint8)
-    return bits, np.bitwise_or.reduce(flags.reshape(groups, -1), axis=1)
+        return np.zeros(groups, np.uint8)
+    return np.bitwise_or.reduce(flags.reshape(groups, -1), axis=1)
 
 
 # (op, dtype name, profile name, tiers interpreted) -> what elementwise_status's compiled path needs, or False when
@@ -336,19 +347,13 @@ def _lean_status(lean, operands, groups: int):
     if lean is None:
         return None
     raw, arity, dt, impl, prof, plain = lean
-    if len(operands) != arity:
+    flat = _flat_operands(operands, raw, arity)
+    if flat is None:
         return None
     shape = operands[0].shape
-    flat = []
-    for x in operands:
-        if type(x) is not np.ndarray or x.dtype != raw or x.shape != shape:
-            return None
-        flat.append(x.reshape(-1))
     with np.errstate(all="ignore"):
         if plain is not None:
             return np.asarray(plain(*flat)).astype(raw, copy=False).reshape(shape), np.zeros(groups, np.uint8)
         bits, flags = impl(dt, tuple(flat), prof, None)
     bits, flags = _shaped(bits, flags, raw, shape)
-    if flags.size == 0:
-        return bits, np.zeros(groups, np.uint8)
-    return bits, np.bitwise_or.reduce(flags.reshape(groups, -1), axis=1)
+    return bits, _or_status(flags, groups)
