@@ -313,13 +313,17 @@ settle_marked = Uniform(settle_marked, lambda n: frozenset({1, 2, 3}))
 def settle(op: str, name: str, prof: Profile, fn, operands, bits, flags) -> int:
     """Settle, in place, the marked elements whose operand classes decide their result (module
     doc); returns how many marked elements are left.  `operands`: the 1-D container-dtype
-    operands; `fn`: the reference of the profile's rule for (op, name)."""
+    operands; `fn`: the reference of the profile's rule for (op, name).  TEXP's operands beyond
+    its thresholds are decided too (settle_exp, below)."""
     arity = len(operands)
     tb = table(op, name, prof, arity, fn)
     field = bits.dtype.type(tb.field)
     a = operands[0]
     b, d = (tuple(operands[1:]) + (a, a))[:2]
-    return settle_marked(arity, a, b, d, bits, flags, tb.code, tb.src, tb.flags, field, cls(name, prof.ftz))
+    left = settle_marked(arity, a, b, d, bits, flags, tb.code, tb.src, tb.flags, field, cls(name, prof.ftz))
+    if left and op == "TEXP":
+        left = settle_exp(name, prof, fn, a, bits, flags)
+    return left
 
 
 # ---------------------------------------------------------------- TEXP beyond its thresholds

@@ -217,12 +217,9 @@ def hand_off(t: Tier, op: str, name: str, prof: Profile, cmode=None):
     compute = settle(t, op, name, prof, cmode)
     fn = reference(op)
 
-    exp = op == "TEXP"
-
     def finish(bits, flags, operands):
         if bits.shape[0] and flags.max() == fast.FALLBACK:
-            if specials.settle(op, name, prof, fn, operands, bits, flags) and \
-                    (not exp or specials.settle_exp(name, prof, fn, operands[0], bits, flags)):
+            if specials.settle(op, name, prof, fn, operands, bits, flags):
                 fast.settle_marked(bits, flags, operands, compute)
         return bits, flags
     return finish
