@@ -65,6 +65,7 @@ UNDEFINED, MARKED = 1, 2        # the compiled call's answers besides 0 (done)
 MARK_BIT = np.uint8(0x80)       # set in MARK, in no flag: an OR of flags has it iff one was a mark
 assert MARK & MARK_BIT and all(bit < MARK_BIT for bit in _FLAG_BITS)
 
+RESULTS_KEPT = 16               # BlockResults kept per program (Program._result): distinct statuses
 SCALAR = READ = None            # bound in each program's own globals (fast.bind)
 
 
@@ -463,6 +464,7 @@ class Program:
         # the compiled call's int parameters, without and with the definedness check
         self.prm = (np.array(prm, np.int64), np.array([1] + prm[1:], np.int64))
         self.fn = compiled(kernel.kind, len(self.tiles), kernel.scalar)
+        self.results = {}               # the PEs' status bytes -> this block's BlockResult (_result)
 
     def _accepts(self, i: int, t, pe: int) -> bool:
         """Whether tile t passes role i's descriptor rules (kept by identity once it did)."""
@@ -610,7 +612,7 @@ class Program:
             staged = [Staged(pes, self.dest, out.reshape(S, 1, -1), self.defined.reshape(S, 1, -1),
                              status.reshape(S, 1), self.whole)]
             log.write(commit_records(staged, block, index, offset, dest_tile))
-        return BlockResult(self.mnemonic, pes, dest_tile, dict(zip(pes, statuses)))
+        return self._result(status)
 
     def step(self, m, chain, seen):
         """The block inside a run of consecutive covered blocks over the same PEs (Chain, a
@@ -680,8 +682,24 @@ class Program:
             chain.most = max(totals)
         pending[dest_tile] = (None, out, self.defined, self.all_defined, dest)
         chain.status = status
-        pes = self.pes
-        return BlockResult(self.mnemonic, pes, dest_tile, dict(zip(pes, status.tolist())))
+        return self._result(status)
+
+    def _result(self, status) -> BlockResult:
+        """The block's BlockResult for its PEs' statuses `status` (uint8, PEs ascending): one
+        object per distinct statuses, kept (RESULTS_KEPT per program) and handed out again.
+        Why: a fresh BlockResult and its __dict__ are two objects the cyclic collector tracks,
+        and a stream's results list keeps them all, so a long stream paid for collector passes
+        over them -- full collections included, each a walk of the whole heap -- more than for
+        the block's compiled call (docs/performance.md, "mstream").  A BlockResult is frozen and
+        equal ones are interchangeable; its status dict is to be read, not written."""
+        key = status.tobytes()
+        res = self.results.get(key)
+        if res is None:
+            pes = self.pes
+            res = BlockResult(self.mnemonic, pes, self.dest_tile, dict(zip(pes, status.tolist())))
+            if len(self.results) < RESULTS_KEPT:
+                self.results[key] = res
+        return res
 
     def _read(self, m, chain, tid, roles, key, seen):
         """step's read of a tile the chain did not write: chain.read's entry for it, stacked
