@@ -1279,7 +1279,6 @@ class Compiled(Here):
     def execute(self, block: Block, log, index: int, offset: int | None) -> BlockResult:
         m = self.machine
         if m.engines is None:
-            bp = _blockprog()
             # the program of each block object met in this stream, kept with the block and the
             # config it was looked up under (a stream repeats a few block objects: isa.encoding)
             config = m.config
@@ -1287,7 +1286,7 @@ class Compiled(Here):
             if hit is not None and hit[0] is block and hit[1] is config:
                 prog = hit[2]
             else:
-                prog = bp.program(block, config.profile)
+                prog = _blockprog().program(block, config.profile)
                 if len(self.progs) < 64:
                     self.progs[id(block)] = (block, config, prog)
             if prog is not None:
@@ -1302,7 +1301,7 @@ class Compiled(Here):
                 res = prog.run(m, block, log, index, offset, self.seen)
                 if res is not None:
                     if chain is None and self.chains:
-                        self.chain = bp.Chain()
+                        self.chain = _blockprog().Chain()
                     return res
         self.close()
         self.chain = None
