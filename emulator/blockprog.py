@@ -43,7 +43,7 @@ from isa.errors import IllegalBlockException
 from isa.legality import resolve
 from isa.memo import MEMO, memo
 from kernels.numeric import fast, fastvec
-from kernels.numeric.fast import wide_vectors
+from kernels.numeric.fast import wide_vectors  # noqa: F401 (named in the loops _loop writes)
 from kernels.numeric.flags import NAMES as _FLAG_BITS, NX as _FLAG_BITS_NX
 from kernels.numeric.profiles import profile as resolve_profile
 
@@ -117,148 +117,113 @@ def _pad(outp, rows, vr, vc, col, pad):
             outp[r * col + c] = pad
 
 
-def _prog1(a, ad, prm, out, status):
-    wide_vectors()
-    check, vr, vc, rows, col, pad = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
-    runs, width = _runs(vr, vc, col)
-    n = out.shape[0]
-    if check and (_undefined(ad, n, runs, width, col)):
-        return UNDEFINED
-    marks = np.uint8(0)
-    for p in range(n):
-        ap = a[p]; outp = out[p]
-        st = np.uint8(0)
-        for r in range(runs):
-            base = r * col
-            ar = ap[base:base + width]; outr = outp[base:base + width]
-            for k in range(width):
-                code, f = SCALAR(ar[k])
-                outr[k] = code
-                st |= f
-        status[p] = st
-        marks |= st
-        _pad(outp, rows, vr, vc, col, pad)
-    return MARKED if marks & MARK_BIT else 0
+# The loops differ only in their arity, in the routine's call and, for the quick parts, in the
+# words they carry, so each is written out from the pieces below (_loop) rather than by hand
+# eight times.  What _loop writes is the hand-written loop, statement for statement (the same
+# bytecode, hence the same compiled loop and the same bits; tests/emulator/test_block_programs.py
+# holds _quick2 to the hand-written one).  A raw loop, e.g. _prog2, per PE p:
+#     st = np.uint8(0)
+#     for r in range(runs):
+#         base = r * col
+#         ar = ap[base:base + width]; br = bp[base:base + width]; outr = outp[base:base + width]
+#         for k in range(width):
+#             code, f = SCALAR(ar[k], br[k])       # bits: SCALAR(op, READ(ar[k], dec), ..., fmt)
+#             outr[k] = code
+#             st |= f
+#     status[p] = st; marks |= st; _pad(outp, rows, vr, vc, col, pad)
+
+_SRC = ("a", "b", "cc")                 # the source stacks (cc: `c` is a column elsewhere)
+_DEF = ("ad", "bd", "cd")               # their definedness stacks
+_CHUNK = ("ac", "bc", "cc_")            # their slices of one chunk (quick loops)
 
 
-def _prog2(a, b, ad, bd, prm, out, status):
-    wide_vectors()
-    check, vr, vc, rows, col, pad = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
-    runs, width = _runs(vr, vc, col)
-    n = out.shape[0]
-    if check and (_undefined(ad, n, runs, width, col) or _undefined(bd, n, runs, width, col)):
-        return UNDEFINED
-    marks = np.uint8(0)
-    for p in range(n):
-        ap = a[p]; bp = b[p]; outp = out[p]
-        st = np.uint8(0)
-        for r in range(runs):
-            base = r * col
-            ar = ap[base:base + width]; br = bp[base:base + width]; outr = outp[base:base + width]
-            for k in range(width):
-                code, f = SCALAR(ar[k], br[k])
-                outr[k] = code
-                st |= f
-        status[p] = st
-        marks |= st
-        _pad(outp, rows, vr, vc, col, pad)
-    return MARKED if marks & MARK_BIT else 0
+def _full(arity: int, rounded: bool, pad: str) -> list:
+    """A PE's element loop by the full routine SCALAR: results into outr, the OR of the flags
+    into st.  A rounded routine takes its op code, each element as READ decodes it, and the
+    format's records."""
+    src = _SRC[:arity]
+    if rounded:
+        args = "op, " + ", ".join(f"READ({s}r[k], dec)" for s in src) + ", fmt"
+    else:
+        args = ", ".join(f"{s}r[k]" for s in src)
+    run = "; ".join(f"{s}r = {s}p[base:base + width]" for s in src) + "; outr = outp[base:base + width]"
+    return [pad + line for line in (
+        "st = np.uint8(0)",
+        "for r in range(runs):",
+        "    base = r * col",
+        "    " + run,
+        "    for k in range(width):",
+        f"        code, f = SCALAR({args})",
+        "        outr[k] = code",
+        "        st |= f")]
 
 
-def _prog3(a, b, cc, ad, bd, cd, prm, out, status):
-    wide_vectors()
-    check, vr, vc, rows, col, pad = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
-    runs, width = _runs(vr, vc, col)
-    n = out.shape[0]
-    if check and (_undefined(ad, n, runs, width, col) or _undefined(bd, n, runs, width, col) or _undefined(cd, n, runs, width, col)):
-        return UNDEFINED
-    marks = np.uint8(0)
-    for p in range(n):
-        ap = a[p]; bp = b[p]; ccp = cc[p]; outp = out[p]
-        st = np.uint8(0)
-        for r in range(runs):
-            base = r * col
-            ar = ap[base:base + width]; br = bp[base:base + width]; ccr = ccp[base:base + width]; outr = outp[base:base + width]
-            for k in range(width):
-                code, f = SCALAR(ar[k], br[k], ccr[k])
-                outr[k] = code
-                st |= f
-        status[p] = st
-        marks |= st
-        _pad(outp, rows, vr, vc, col, pad)
-    return MARKED if marks & MARK_BIT else 0
+def _quick(arity: int) -> list:
+    """A PE's element loop by the quick part QUICK (nx words read until one is nonzero, in
+    _NX_CHUNK chunks), redone by the full routine when its words say so."""
+    src, chunk = _SRC[:arity], _CHUNK[:arity]
+    run = "; ".join(f"{s}r = {s}p[base:base + width]" for s in src) + "; outr = outp[base:base + width]"
+    head = "; ".join(f"{c} = {s}r[k:end]" for s, c in zip(src, chunk)) + "; oc = outr[k:end]"
+    rest = "; ".join(f"{c} = {s}r[k:]" for s, c in zip(src, chunk)) + "; oc = outr[k:]"
+    args = ", ".join(c + "[j]" for c in chunk)
+    return ["        nx = NX0; low = LOW0; high = np.uint32(0)",
+            "        for r in range(runs):",
+            "            base = r * col",
+            "            " + run,
+            "            k = 0",
+            "            while nx == 0 and k < width:",            # the nx words until one element is inexact
+            "                end = min(k + _NX_CHUNK, width)",
+            "                " + head,
+            "                for j in range(end - k):",
+            f"                    code, x, lo, hi = QUICK({args})",
+            "                    oc[j] = code",
+            "                    nx = max(nx, x)",         # nonzero iff some x is: max keeps uint32 (| widens)
+            "                    low = min(low, lo)",
+            "                    high = max(high, hi)",
+            "                k = end",
+            "            " + rest,
+            "            for j in range(width - k):",      # the rest without them (LLVM drops their arithmetic)
+            f"                code, _, lo, hi = QUICK({args})",
+            "                oc[j] = code",
+            "                low = min(low, lo)",
+            "                high = max(high, hi)",
+            "        st = _status(nx, low, high, LOW)",
+            "        if st == 0xFF:"] + _full(arity, False, " " * 12)     # the full routine on this PE
 
 
-def _progbits1(a, ad, prm, out, status, fmt, dec):
-    wide_vectors()
-    check, vr, vc, rows, col, pad, op = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5], prm[6]
-    runs, width = _runs(vr, vc, col)
-    n = out.shape[0]
-    if check and (_undefined(ad, n, runs, width, col)):
-        return UNDEFINED
-    marks = np.uint8(0)
-    for p in range(n):
-        ap = a[p]; outp = out[p]
-        st = np.uint8(0)
-        for r in range(runs):
-            base = r * col
-            ar = ap[base:base + width]; outr = outp[base:base + width]
-            for k in range(width):
-                code, f = SCALAR(op, READ(ar[k], dec), fmt)
-                outr[k] = code
-                st |= f
-        status[p] = st
-        marks |= st
-        _pad(outp, rows, vr, vc, col, pad)
-    return MARKED if marks & MARK_BIT else 0
+def _loop(name: str, arity: int, kind: str):
+    """The program loop `name` of `arity` sources: kind 'raw' (SCALAR on encodings), 'bits'
+    (SCALAR on READ's decoded patterns, with the op code and format records) or 'quick'."""
+    src, dfn = _SRC[:arity], _DEF[:arity]
+    bits = kind == "bits"
+    undefined = " or ".join(f"_undefined({d}, n, runs, width, col)" for d in dfn)
+    body = _quick(arity) if kind == "quick" else _full(arity, bits, " " * 8)
+    lines = [f"def {name}({', '.join(src + dfn)}, prm, out, status{', fmt, dec' if bits else ''}):",
+             "    wide_vectors()",
+             "    check, vr, vc, rows, col, pad" + (", op" if bits else "")
+             + " = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]" + (", prm[6]" if bits else ""),
+             "    runs, width = _runs(vr, vc, col)",
+             "    n = out.shape[0]",
+             f"    if check and ({undefined}):",
+             "        return UNDEFINED",
+             "    marks = np.uint8(0)",
+             "    for p in range(n):",
+             "        " + "; ".join(f"{s}p = {s}[p]" for s in src) + "; outp = out[p]",
+             *body,
+             "        status[p] = st",
+             "        marks |= st",
+             "        _pad(outp, rows, vr, vc, col, pad)",
+             "    return MARKED if marks & MARK_BIT else 0"]
+    space: dict = {}
+    # compiled after `import numpy as np`, as in this module: Python 3.11 calls an imported
+    # module's functions by LOAD_ATTR, anything else's by LOAD_METHOD (the bytecode would differ)
+    code = compile("import numpy as np\n" + "\n".join(lines) + "\n", f"<blockprog {name}>", "exec")
+    exec(code, globals(), space)
+    return space[name]
 
 
-def _progbits2(a, b, ad, bd, prm, out, status, fmt, dec):
-    wide_vectors()
-    check, vr, vc, rows, col, pad, op = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5], prm[6]
-    runs, width = _runs(vr, vc, col)
-    n = out.shape[0]
-    if check and (_undefined(ad, n, runs, width, col) or _undefined(bd, n, runs, width, col)):
-        return UNDEFINED
-    marks = np.uint8(0)
-    for p in range(n):
-        ap = a[p]; bp = b[p]; outp = out[p]
-        st = np.uint8(0)
-        for r in range(runs):
-            base = r * col
-            ar = ap[base:base + width]; br = bp[base:base + width]; outr = outp[base:base + width]
-            for k in range(width):
-                code, f = SCALAR(op, READ(ar[k], dec), READ(br[k], dec), fmt)
-                outr[k] = code
-                st |= f
-        status[p] = st
-        marks |= st
-        _pad(outp, rows, vr, vc, col, pad)
-    return MARKED if marks & MARK_BIT else 0
-
-
-def _progbits3(a, b, cc, ad, bd, cd, prm, out, status, fmt, dec):
-    wide_vectors()
-    check, vr, vc, rows, col, pad, op = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5], prm[6]
-    runs, width = _runs(vr, vc, col)
-    n = out.shape[0]
-    if check and (_undefined(ad, n, runs, width, col) or _undefined(bd, n, runs, width, col) or _undefined(cd, n, runs, width, col)):
-        return UNDEFINED
-    marks = np.uint8(0)
-    for p in range(n):
-        ap = a[p]; bp = b[p]; ccp = cc[p]; outp = out[p]
-        st = np.uint8(0)
-        for r in range(runs):
-            base = r * col
-            ar = ap[base:base + width]; br = bp[base:base + width]; ccr = ccp[base:base + width]; outr = outp[base:base + width]
-            for k in range(width):
-                code, f = SCALAR(op, READ(ar[k], dec), READ(br[k], dec), READ(ccr[k], dec), fmt)
-                outr[k] = code
-                st |= f
-        status[p] = st
-        marks |= st
-        _pad(outp, rows, vr, vc, col, pad)
-    return MARKED if marks & MARK_BIT else 0
+_prog1, _prog2, _prog3 = (_loop(f"_prog{n}", n, "raw") for n in (1, 2, 3))
+_progbits1, _progbits2, _progbits3 = (_loop(f"_progbits{n}", n, "bits") for n in (1, 2, 3))
 
 
 # FP32 add, sub, mul and fma (the fastvec routines that have a quick part, fastvec.QUICK): the
@@ -286,98 +251,7 @@ def _status(nx, low, high, bound):
     return _NX if nx != 0 else np.uint8(0)
 
 
-def _quick2(a, b, ad, bd, prm, out, status):
-    wide_vectors()
-    check, vr, vc, rows, col, pad = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
-    runs, width = _runs(vr, vc, col)
-    n = out.shape[0]
-    if check and (_undefined(ad, n, runs, width, col) or _undefined(bd, n, runs, width, col)):
-        return UNDEFINED
-    marks = np.uint8(0)
-    for p in range(n):
-        ap = a[p]; bp = b[p]; outp = out[p]
-        nx = NX0; low = LOW0; high = np.uint32(0)
-        for r in range(runs):
-            base = r * col
-            ar = ap[base:base + width]; br = bp[base:base + width]; outr = outp[base:base + width]
-            k = 0
-            while nx == 0 and k < width:    # the nx words until one element is inexact
-                end = min(k + _NX_CHUNK, width)
-                ac = ar[k:end]; bc = br[k:end]; oc = outr[k:end]
-                for j in range(end - k):
-                    code, x, lo, hi = QUICK(ac[j], bc[j])
-                    oc[j] = code
-                    nx = max(nx, x)         # nonzero iff some x is: max keeps uint32 (| widens)
-                    low = min(low, lo)
-                    high = max(high, hi)
-                k = end
-            ac = ar[k:]; bc = br[k:]; oc = outr[k:]
-            for j in range(width - k):      # the rest without them (LLVM drops their arithmetic)
-                code, _, lo, hi = QUICK(ac[j], bc[j])
-                oc[j] = code
-                low = min(low, lo)
-                high = max(high, hi)
-        st = _status(nx, low, high, LOW)
-        if st == 0xFF:              # the full routine on this PE
-            st = np.uint8(0)
-            for r in range(runs):
-                base = r * col
-                ar = ap[base:base + width]; br = bp[base:base + width]; outr = outp[base:base + width]
-                for k in range(width):
-                    code, f = SCALAR(ar[k], br[k])
-                    outr[k] = code
-                    st |= f
-        status[p] = st
-        marks |= st
-        _pad(outp, rows, vr, vc, col, pad)
-    return MARKED if marks & MARK_BIT else 0
-
-
-def _quick3(a, b, cc, ad, bd, cd, prm, out, status):
-    wide_vectors()
-    check, vr, vc, rows, col, pad = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
-    runs, width = _runs(vr, vc, col)
-    n = out.shape[0]
-    if check and (_undefined(ad, n, runs, width, col) or _undefined(bd, n, runs, width, col) or _undefined(cd, n, runs, width, col)):
-        return UNDEFINED
-    marks = np.uint8(0)
-    for p in range(n):
-        ap = a[p]; bp = b[p]; ccp = cc[p]; outp = out[p]
-        nx = NX0; low = LOW0; high = np.uint32(0)
-        for r in range(runs):
-            base = r * col
-            ar = ap[base:base + width]; br = bp[base:base + width]; ccr = ccp[base:base + width]; outr = outp[base:base + width]
-            k = 0
-            while nx == 0 and k < width:    # the nx words until one element is inexact
-                end = min(k + _NX_CHUNK, width)
-                ac = ar[k:end]; bc = br[k:end]; cc_ = ccr[k:end]; oc = outr[k:end]
-                for j in range(end - k):
-                    code, x, lo, hi = QUICK(ac[j], bc[j], cc_[j])
-                    oc[j] = code
-                    nx = max(nx, x)         # nonzero iff some x is: max keeps uint32 (| widens)
-                    low = min(low, lo)
-                    high = max(high, hi)
-                k = end
-            ac = ar[k:]; bc = br[k:]; cc_ = ccr[k:]; oc = outr[k:]
-            for j in range(width - k):      # the rest without them (LLVM drops their arithmetic)
-                code, _, lo, hi = QUICK(ac[j], bc[j], cc_[j])
-                oc[j] = code
-                low = min(low, lo)
-                high = max(high, hi)
-        st = _status(nx, low, high, LOW)
-        if st == 0xFF:              # the full routine on this PE
-            st = np.uint8(0)
-            for r in range(runs):
-                base = r * col
-                ar = ap[base:base + width]; br = bp[base:base + width]; ccr = ccp[base:base + width]; outr = outp[base:base + width]
-                for k in range(width):
-                    code, f = SCALAR(ar[k], br[k], ccr[k])
-                    outr[k] = code
-                    st |= f
-        status[p] = st
-        marks |= st
-        _pad(outp, rows, vr, vc, col, pad)
-    return MARKED if marks & MARK_BIT else 0
+_quick2, _quick3 = (_loop(f"_quick{n}", n, "quick") for n in (2, 3))
 
 
 QUICK_TEMPLATES = {2: _quick2, 3: _quick3}
@@ -475,6 +349,18 @@ class Program:
         self.accepted[i] = t.desc
         return True
 
+    def _accepts_all(self, i: int, tiles) -> bool:
+        """Whether every tile of `tiles` (one per selected PE) passes role i's descriptor rules:
+        a descriptor object that passed already (or as the tile before) is not checked again."""
+        acc = self.accepted[i]
+        pes = self.pes
+        for k, t in enumerate(tiles):
+            if t.desc is not acc:
+                if not self._accepts(i, t, pes[k]):
+                    return False
+                acc = t.desc
+        return True
+
     def _checks(self, m, stores, seen):
         """(operands of the compiled call, whether it checks definedness, whether it would on
         the state this block's commit leaves) for the block on m's `stores` (the selected PEs'
@@ -496,13 +382,8 @@ class Program:
                 tiles = got[0]                      # re-pointed at the rows of one stack
             d0 = got[4]
             for i in roles:                         # each role's descriptor rules (kept by identity)
-                if d0 is None or accepted[i] is not d0:
-                    acc = accepted[i]
-                    for k, t in enumerate(tiles):
-                        if t.desc is not acc:
-                            if not self._accepts(i, t, pes[k]):
-                                return None
-                            acc = t.desc
+                if (d0 is None or accepted[i] is not d0) and not self._accepts_all(i, tiles):
+                    return None
             check = check or not got[3]
             after = after or not (self.all_defined if tid == dest_tile else got[3])
             gots.append(got)
@@ -722,13 +603,8 @@ class Program:
         d0 = got[4]
         accepted = self.accepted
         for i in roles:
-            if d0 is None or accepted[i] is not d0:
-                acc = accepted[i]
-                for k, t in enumerate(tiles):
-                    if t.desc is not acc:
-                        if not self._accepts(i, t, pes[k]):
-                            return None
-                        acc = t.desc
+            if (d0 is None or accepted[i] is not d0) and not self._accepts_all(i, tiles):
+                return None
         return got
 
 

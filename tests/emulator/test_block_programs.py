@@ -362,3 +362,65 @@ def test_a_chain_that_stops_inside_a_block_keeps_the_statuses_of_the_block_befor
             got.append((r.executed, error_key(r.error), [x.status for x in r.results], m.digest(),
                         [m.status(p) for p in range(4)], [list(pe.tiles) for pe in m.pes]))
         assert got[0] == got[1]
+
+
+# The FP32 quick loop for two sources as it reads written out by hand (never called: its
+# globals are blockprog's).  blockprog writes its loops from pieces (_loop); this is the one
+# with every piece in it: the chunked quick part, the redo by the full routine, the pads.
+def _quick2(a, b, ad, bd, prm, out, status):
+    wide_vectors()
+    check, vr, vc, rows, col, pad = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
+    runs, width = _runs(vr, vc, col)
+    n = out.shape[0]
+    if check and (_undefined(ad, n, runs, width, col) or _undefined(bd, n, runs, width, col)):
+        return UNDEFINED
+    marks = np.uint8(0)
+    for p in range(n):
+        ap = a[p]; bp = b[p]; outp = out[p]
+        nx = NX0; low = LOW0; high = np.uint32(0)
+        for r in range(runs):
+            base = r * col
+            ar = ap[base:base + width]; br = bp[base:base + width]; outr = outp[base:base + width]
+            k = 0
+            while nx == 0 and k < width:
+                end = min(k + _NX_CHUNK, width)
+                ac = ar[k:end]; bc = br[k:end]; oc = outr[k:end]
+                for j in range(end - k):
+                    code, x, lo, hi = QUICK(ac[j], bc[j])
+                    oc[j] = code
+                    nx = max(nx, x)
+                    low = min(low, lo)
+                    high = max(high, hi)
+                k = end
+            ac = ar[k:]; bc = br[k:]; oc = outr[k:]
+            for j in range(width - k):
+                code, _, lo, hi = QUICK(ac[j], bc[j])
+                oc[j] = code
+                low = min(low, lo)
+                high = max(high, hi)
+        st = _status(nx, low, high, LOW)
+        if st == 0xFF:
+            st = np.uint8(0)
+            for r in range(runs):
+                base = r * col
+                ar = ap[base:base + width]; br = bp[base:base + width]; outr = outp[base:base + width]
+                for k in range(width):
+                    code, f = SCALAR(ar[k], br[k])
+                    outr[k] = code
+                    st |= f
+        status[p] = st
+        marks |= st
+        _pad(outp, rows, vr, vc, col, pad)
+    return MARKED if marks & MARK_BIT else 0
+
+
+def test_the_written_out_loops_are_the_hand_written_ones():
+    """Same bytecode, names and constants: the same compiled loop, whatever wrote its source."""
+    made, hand = blockprog._quick2.__code__, _quick2.__code__
+    for field in ("co_code", "co_consts", "co_names", "co_varnames", "co_argcount"):
+        assert getattr(made, field) == getattr(hand, field), field
+    assert blockprog.QUICK_TEMPLATES[2] is blockprog._quick2
+    # every template the programs use is one _loop wrote, with its own name
+    for (kind, arity), loop in blockprog.TEMPLATES.items():
+        assert loop.__name__ == ("_prog" if kind == "raw" else "_progbits") + str(arity)
+        assert loop.__code__.co_argcount == 2 * arity + 3 + (2 if kind == "bits" else 0)
