@@ -24,6 +24,8 @@ What the pass does not redo (issue 32 target 4; each changes no bit):
     once in that array's life) is not read for it;
   * allocation: results go into an earlier result array that nothing refers to any more
     (emulator/reuse.py, the pool the block programs use), not a fresh one whose pages may have to be faulted in and zeroed;
+    and FP32 TADD/TSUB write over the destination array they replace when nothing else holds it
+    (engine._spent, `writes_in_place`): one array in the cache's working set instead of two;
   * special values: FP32 TADD/TSUB run a screen (`SCREENS`), the add and its TwoSum error
     alone, and a tile in which it meets a NaN, an infinity or an overflow is redone by the full
     routine (`_screened`); a call that redoes more than 1/REDONE_MAX of its tiles sends the next
@@ -383,7 +385,7 @@ def in_place_padding(d, vr: int, vc: int, raw) -> tuple[int, int] | None:
 
 
 # ---------------------------------------------------------------- what the pass need not redo
-# Both below rest on the engine's rule that a cohort's slot arrays are never written in place (a
+# Both below rest on the engine's rule that a cohort's definedness arrays are never written in place (a
 # commit replaces them: emulator/engine.py), so what is true of an array's bytes once stays true
 # while the array lives.
 

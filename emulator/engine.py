@@ -53,7 +53,9 @@ How (the `cpu` engine; `reference` just runs one reference machine per machine):
     with a fault anywhere in the chain run it block by block, as above.
 
 Slot arrays are never written in place (a commit replaces them), so materialized machines and
-views stay valid.
+views stay valid -- with one exception that no holder can see: the fused pass may write its
+results over the payload array of the destination it replaces when nothing but that
+destination's own slots holds it and no rejection can follow (_spent).
 
 One machine (Machine(backend=...), one_machine): on `cpu` the reference's own block steps on the
 machine's own state with this engine's speed caches (HostPlans: a repeated block's plan kept,
