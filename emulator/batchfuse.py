@@ -364,6 +364,8 @@ class Program:
         if summary & UNDEFINED_BIT:
             return np.unique(np.flatnonzero(undefined) % m)
         if summary & _MARK_BIT:
+            if out is spent:         # writes_in_place promised no hand-off: never a silent wrong state
+                raise RuntimeError("batchfuse: a pass written over its destination left elements to the hand-off")
             return None
         if whole is not None:        # the results are the destination tiles, padded by the pass
             shape = (P,) + whole

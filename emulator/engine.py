@@ -1188,6 +1188,8 @@ def _spent(c: Cohort, tile: int, group: tuple[int, ...]) -> np.ndarray | None:
     replaces all of those slots at its commit and nothing but they holds it (see above), else
     None: what the fused pass may write its results into.  The caller runs that block alone
     (one PE group, every member), so no rejection comes between the write and the commit."""
+    if not _reuse().REUSE:             # a free-threaded interpreter: no count shows a sole holder
+        return None
     got = _holds(c.slots, tile, group)
     if got is None:
         return None

@@ -141,3 +141,19 @@ def test_the_counts_of_a_sole_holder_are_measured_on_a_real_commit():
         assert engine._holds(slots, 3, group)[1] != engine._sole(S)
         del held
         assert engine._holds(slots, 3, group)[1] == engine._sole(S)
+
+
+def test_a_hand_off_after_writing_over_a_destination_raises_instead_of_going_on(monkeypatch):
+    """writes_in_place rests on the screened routines never handing an element off; were one to
+    (a pass's summary with the mark), the batch raises rather than run today's path on a
+    destination already overwritten."""
+    machines = _fp32_batch(64, np.random.default_rng(27))
+    block = _fp32_block("TADD", (1, 2), 3, dim=DIM)
+    batch = MachineBatch(machines)
+    batch.run([block])
+    prog = next(p for key, p in batchfuse._PROGRAMS.items() if p and key[0] == "TADD" and p.writes_in_place)
+    real = prog.screened
+    monkeypatch.setattr(prog, "screened", lambda *a: (lambda r: (r[0], r[1] | batchfuse._MARK_BIT))(real(*a)))
+    monkeypatch.setattr(prog, "unscreened", 0)
+    with pytest.raises(RuntimeError, match="hand-off"):
+        batch.run([block])
