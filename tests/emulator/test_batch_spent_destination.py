@@ -157,3 +157,31 @@ def test_a_hand_off_after_writing_over_a_destination_raises_instead_of_going_on(
     monkeypatch.setattr(prog, "unscreened", 0)
     with pytest.raises(RuntimeError, match="hand-off"):
         batch.run([block])
+
+
+def test_random_streams_over_few_tiles_match_the_reference(passes):
+    """Seeded random streams of FP32 TADD/TSUB/TMUL over four tiles (each a source or the
+    destination), PE masks among all, pairs and singles, on machines of special values, in a
+    third of the batches two holding an undefined element: the reference's states and errors,
+    with spent destinations written over along the way."""
+    rng = np.random.default_rng(28)
+    holed = np.ones((16, 16), bool)
+    holed[3, 11] = False
+    for i in range(6):
+        machines = _fp32_batch(24, rng)
+        for m in machines:
+            for p in range(4):
+                m.write_tile(p, 3, "FP32", special_values(rng, "FP32", (16, 16)))
+                m.write_tile(p, 4, "FP32", special_values(rng, "FP32", (16, 16)))
+        for k in rng.choice(24, 2, replace=False) if i % 3 == 0 else ():
+            machines[k].write_tile(int(rng.integers(0, 4)), 2, "FP32", special_values(rng, "FP32", (16, 16)),
+                                   defined=holed)
+        stream = []
+        for _ in range(6):
+            op = str(rng.choice(["TADD", "TSUB", "TADD", "TMUL"]))
+            srcs = [int(t) for t in rng.choice([1, 2, 3, 4], 2)]
+            stream.append(_fp32_block(op, srcs, int(rng.choice([3, 4])), mask=int(rng.choice([15, 15, 6, 9, 1])),
+                                      dim=DIM))
+        with fused_everywhere():
+            assert_batch_matches_reference(machines, stream)
+    assert any(into for _, into in passes)
