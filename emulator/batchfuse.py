@@ -24,6 +24,8 @@ What the pass does not redo (issue 32 target 4; each changes no bit):
     once in that array's life) is not read for it;
   * allocation: results go into an earlier result array that nothing refers to any more
     (emulator/reuse.py, the pool the block programs use), not a fresh one whose pages may have to be faulted in and zeroed;
+    and FP32 TADD/TSUB write over the destination array they replace when nothing else holds it
+    (engine._spent, `writes_in_place`): one array in the cache's working set instead of two;
   * special values: FP32 TADD/TSUB run a screen (`SCREENS`), the add and its TwoSum error
     alone, and a tile in which it meets a NaN, an infinity or an overflow is redone by the full
     routine (`_screened`); a call that redoes more than 1/REDONE_MAX of its tiles sends the next
@@ -291,17 +293,24 @@ class Program:
         self.fn = _loop(kernel.kind, kernel.arity, kernel.scalar)
         self.screened = _screened_loop(kernel.arity, kernel.scalar) if kernel.kind == "raw" else None
         self.unscreened = 0         # calls left to run unscreened (after a call rich in special values)
+        # The screened routines (FP32 add, sub) never hand an element off (their flags are the
+        # routine's, never fast.FALLBACK), so a pass reading only defined sources cannot end
+        # without its results: it may write them over the destination it replaces (run's `spent`).
+        self.writes_in_place = self.screened is not None
         if kernel.kind == "bits":
             p = fast.params(kernel.format, bool(prof.ftz))
             self.extra = (p.fmt, p.dec, kernel.op)
         else:
             self.extra = ()
 
-    def run(self, plan, m: int):
+    def run(self, plan, m: int, spent: np.ndarray | None = None):
         """Outcome of the plan's block on its P = S x m tiles (PE-major); None when today's
         path must run it (a source this pass does not read, an element left to the hand-off);
         or the members (sorted indices, an int64 array) one of whose tiles reads an undefined
-        element, for the engine to refuse."""
+        element, for the engine to refuse.  `spent` (only where writes_in_place): the array
+        under the destination tiles this block replaces, held by nothing else (engine._spent);
+        the results go into it when the pass cannot fail (every source known defined) and it
+        is no source's memory."""
         rb = plan.rb
         vr, vc = rb.ValidRow, rb.ValidCol
         P = len(plan.pes)
@@ -331,7 +340,12 @@ class Program:
         d = plan.dest
         whole = in_place_padding(d, vr, vc, raw)       # the shape of the destination tiles, or None
         size = P * vr * vc if whole is None else P * d.Row * d.Col
-        out = destination((size,), raw, size * np.dtype(raw).itemsize)
+        if spent is not None and not check and spent.shape == (size,) and spent.dtype == raw \
+                and all(e.base is not spent and e is not spent for e in elems):
+            out = spent
+            out.setflags(write=True)        # a commit's views are read-only; the array owns its memory
+        else:
+            out = destination((size,), raw, size * np.dtype(raw).itemsize)
         tile, ocol = (vr * vc, vc) if whole is None else (d.Row * d.Col, d.Col)
         enc = None if whole is None else padding.pad_encoding(rb.PadValue, rb.dtype.name)
         more = 3 - len(elems)                            # the loop reads three: repeat the last
@@ -350,6 +364,8 @@ class Program:
         if summary & UNDEFINED_BIT:
             return np.unique(np.flatnonzero(undefined) % m)
         if summary & _MARK_BIT:
+            if out is spent:         # writes_in_place promised no hand-off: never a silent wrong state
+                raise RuntimeError("batchfuse: a pass written over its destination left elements to the hand-off")
             return None
         if whole is not None:        # the results are the destination tiles, padded by the pass
             shape = (P,) + whole
@@ -371,7 +387,7 @@ def in_place_padding(d, vr: int, vc: int, raw) -> tuple[int, int] | None:
 
 
 # ---------------------------------------------------------------- what the pass need not redo
-# Both below rest on the engine's rule that a cohort's slot arrays are never written in place (a
+# Both below rest on the engine's rule that a cohort's definedness arrays are never written in place (a
 # commit replaces them: emulator/engine.py), so what is true of an array's bytes once stays true
 # while the array lives.
 

@@ -70,3 +70,9 @@ def destination(shape: tuple, dtype, nbytes: int) -> np.ndarray:
     if len(pool) < POOL_DEPTH:
         pool.append(buf)
     return buf
+
+
+def kept(arr: np.ndarray) -> bool:
+    """Whether this thread's pools keep `arr` (then the pool holds one reference to it beyond
+    its other holders': the batch engine's count of who holds a spent destination needs it)."""
+    return any(b is arr for pool in _POOLS.__dict__.values() for b in pool)

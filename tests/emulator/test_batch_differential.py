@@ -378,8 +378,8 @@ def test_the_fused_pass_runs_and_a_machine_reading_an_undefined_element_is_left_
     ran = []
     real = batchfuse.Program.run
 
-    def spy(self, plan, m):
-        out = real(self, plan, m)
+    def spy(self, plan, m, *spent):
+        out = real(self, plan, m, *spent)
         ran.append(out is not None and not isinstance(out, np.ndarray))
         return out
     monkeypatch.setattr(batchfuse.Program, "run", spy)
@@ -424,7 +424,7 @@ def test_a_batch_of_fuse_min_elements_takes_the_fused_pass_unforced(monkeypatch)
     assert batchfuse.FUSE_MIN <= 64 * 4 * 256
     ran = []
     real = batchfuse.Program.run
-    monkeypatch.setattr(batchfuse.Program, "run", lambda self, plan, m: ran.append(1) or real(self, plan, m))
+    monkeypatch.setattr(batchfuse.Program, "run", lambda self, plan, m, *spent: ran.append(1) or real(self, plan, m, *spent))
     machines = _fp32_batch(64, np.random.default_rng(11))
     block = _fp32_block("TADD", (1, 2), 3, dim=BDim(16, 16))
     assert_batch_matches_reference(machines, [block, _fp32_block("TMUL", (3, 1), 2, dim=BDim(16, 16))])
