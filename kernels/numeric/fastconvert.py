@@ -416,11 +416,11 @@ def _fp32_to_fp16_status(u, groups, status, ob_room):
     """FP32 -> FP16 as _fp32_to_fp16_hw (same bits), for a caller that takes only each group's
     status -- the OR of the flags of each of `groups` equal consecutive parts of u (a block's PEs)
     -- into status[groups], instead of a flag byte per element (its store and the per-element NX
-    test took about 0.7 us of _fp32_to_fp16_hw's 4.8-5.0 us on 65,536 elements).  Blocks as there, within each group: a block of the common case
-    gives NX or nothing (NX is every flag there is in it: _fp32_to_fp16_hw), and its NX test
-    stops once the group has NX (_common_block); a block outside it is redone by the exact loop
-    into a spare flag array, whose OR it adds.  Returns where the results start in ob_room (in
-    elements; _room_at)."""
+    test took about 0.7 us of _fp32_to_fp16_hw's 4.8-5.0 us on 65,536 elements).  Blocks as
+    there, within each group: a block of the common case gives NX or nothing (NX is every flag
+    there is in it: _fp32_to_fp16_hw), and its NX test stops once the group has NX
+    (_common_block); a block outside it is redone by the exact loop into a spare flag array,
+    whose OR it adds.  Returns where the results start in ob_room (in elements; _room_at)."""
     n = u.shape[0]
     m = n // groups
     s1 = _room_at(ob_room, n, _lead(u, n))
@@ -511,7 +511,6 @@ def rne_status(s: str, d: str):
     loop = STATUS_PAIRS[(s, d)]
     calls = Twin.calls
     entry_point = [None]
-
     kept = {}                                   # (shape, groups) -> _Kept, as direct() keeps them
 
     def fn(bits, groups):
