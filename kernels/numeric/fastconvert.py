@@ -230,7 +230,15 @@ def _fp32_to_bf16_rne(u, ftz, ob_room, of_room):
     n = u.shape[0]
     s1, s2, ob, of = _outputs(ob_room, of_room, n, 0)
     F = _U(1) if ftz else _U(0)
-    for i in nb.prange(u.shape[0]):
+    for b in nb.prange(_blocks(0, n)):     # in blocks: see _bf16_to_fp32
+        lo, hi = _block_at(b, 0, n)
+        _fp32_to_bf16_block(u[lo:hi], F, ob[lo:hi], of[lo:hi])
+    return s1 * 64 + s2
+
+
+@njit(inline="always")
+def _fp32_to_bf16_block(u, F, ob, of):
+    for i in range(u.shape[0]):
         wide_vectors()
         x = u[i]
         z = _U(_U(_U(x & _U(0x7F800000)) == _U(0)) & F)
@@ -244,7 +252,6 @@ def _fp32_to_bf16_rne(u, ftz, ob_room, of_room):
         nan = a > _U(0x7F800000)                       # quiet, payload truncated; NV if signalling
         ob[i] = np.uint16(_U(_U(x >> _U(16)) | _U(0x40)) if nan else r)
         of[i] = np.uint8(_U(_U(x & _U(0x400000)) == _U(0)) if nan else fl)
-    return s1 * 64 + s2
 
 
 def _fp32_to_fp16_rne(u, ob_room, of_room):
@@ -482,7 +489,17 @@ def _bf16_to_fp32(u, ftz, ob_room, of_room):
     n = u.shape[0]
     s1, s2, ob, of = _outputs(ob_room, of_room, n, 0)
     F = _U(1) if ftz else _U(0)
-    for i in nb.prange(u.shape[0]):
+    # In blocks of slices, as _fp16_to_fp32_hw: the parallel build of a prange over the elements
+    # of views made by _outputs wrote wrong bits (2026-12-08; the serial one was right)
+    for b in nb.prange(_blocks(0, n)):
+        lo, hi = _block_at(b, 0, n)
+        _bf16_to_fp32_block(u[lo:hi], F, ob[lo:hi], of[lo:hi])
+    return s1 * 64 + s2
+
+
+@njit(inline="always")
+def _bf16_to_fp32_block(u, F, ob, of):
+    for i in range(u.shape[0]):
         wide_vectors()
         w = _U(_U(u[i]) << _U(16))
         a = _U(w & _U(0x7FFFFFFF))
@@ -491,7 +508,6 @@ def _bf16_to_fp32(u, ftz, ob_room, of_room):
         w = _U(w | _U(snan << _U(22)))
         ob[i] = _U(w & _U(_U(0x80000000) | _U(_U(0x7FFFFFFF) * _U(_U(1) - sub))))
         of[i] = np.uint8(snan)
-    return s1 * 64 + s2
 
 
 # serial below fast.PARALLEL_MIN elements, both cores only when one is idle (fast.Twin); FP32 ->
