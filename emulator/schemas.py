@@ -30,8 +30,8 @@ from isa import instructions as I
 
 from .blockplan import Plan, fmap_extents
 from .padding import padded_tiles
-from .semantics import (FIRST_FAULT, Outcome, _broadcast, check_values, flags_status, gather, grid_index,
-                        numeric, numeric_status, operands, padded, status_kept, valid, window)
+from .semantics import (FIRST_FAULT, Outcome, _broadcast, check_values, convert_status, flags_status, gather,
+                        grid_index, numeric, numeric_status, operands, padded, status_kept, valid, window)
 from .tiles import Descriptor, element_dtype
 
 
@@ -135,9 +135,8 @@ def ex_convert(plan: Plan, xp=np, rules=FIRST_FAULT) -> Outcome:
     rb = plan.rb
     (src,) = operands(plan, xp, rules)
     check_values(plan, [src], rules)
-    bits, flags = numeric("convert")(src, rb.dtype.name, rb.dst_dtype.name, rmode=rb.RMode, sat=rb.Sat,
-                                     profile=plan.profile)
-    return padded(plan, xp.asarray(bits), flags_status(flags, src.shape, len(plan.pes), xp), rb.dst_dtype.name, xp)
+    bits, status = convert_status(rb, src, len(plan.pes), plan.profile, xp)
+    return padded(plan, bits, status, rb.dst_dtype.name, xp)
 
 
 # ---------------------------------------------------------------- extract

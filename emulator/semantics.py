@@ -352,6 +352,17 @@ def numeric_status(rb, ops, P: int, profile: str, xp=np):
     return xp.asarray(bits), flags_status(flags, ops[0].shape, P, xp)
 
 
+def convert_status(rb, src, P: int, profile: str, xp=np):
+    """kernels.numeric.convert of the TCVT block `rb` on its source `src` ((P, ...)): (bits, each
+    tile's status).  On NumPy convert_status gives the status without a flag per element where it
+    can; elsewhere the flags are reduced per tile (flags_status)."""
+    args = (rb.dtype.name, rb.dst_dtype.name)
+    if xp is np:
+        return numeric("convert_status")(src, *args, P, rmode=rb.RMode, sat=rb.Sat, profile=profile)
+    bits, flags = numeric("convert")(src, *args, rmode=rb.RMode, sat=rb.Sat, profile=profile)
+    return xp.asarray(bits), flags_status(flags, src.shape, P, xp)
+
+
 @lru_cache(maxsize=64)
 def all_defined(shape: tuple[int, ...]) -> np.ndarray:
     """A read-only all-True definedness array: a whole-tile result is defined everywhere, and

@@ -7,6 +7,8 @@ import sys
 PAIRS = {"machine.TADD.FP32.4x128x128": "TADD.FP32.4x128x128",
          "machine.TMUL.FP32.4x128x128": "TMUL.FP32.4x128x128",
          "machine.TFMA.FP32.4x128x128": "TFMA.FP32.4x128x128",
+         "machine.TCVT.FP32-FP16.4x128x128": "TCVT.FP32-FP16.4x128x128",
+         "TCVT.FP32-FP16.status.4x128x128": "TCVT.FP32-FP16.4x128x128",
          "batch.TADD.FP32.4096x4x16x16": "TADD.FP32.4096x4x16x16"}
 
 

@@ -127,11 +127,14 @@ CASES: list[Case] = [_numeric_case(op, fmt) for op in ("TADD", "TMUL", "TFMA", "
                      for fmt in ("E4M3", "BF16", "FP16", "FP32")]
 
 
-def _convert_case(dst: str) -> Case:
+def _convert_case(dst: str, status: bool = False) -> Case:
     """TCVT FP32 -> dst (RNE, no Sat) on normal(0, 100) values against NumPy's astype(float16) /
-    ml_dtypes' astype(bfloat16) (issue 16: >= 1x)."""
+    ml_dtypes' astype(bfloat16) (issue 16: >= 1x); `status`: with four PEs' statuses instead of a
+    flag per element (kernels.numeric.convert_status, what a TCVT block keeps)."""
     def setup(n: int, profile: str = "ieee"):
         from kernels import numeric
+        if status:
+            cs, n = numeric.convert_status, n - n % 4           # bound once: the package resolves it per access
         x = (np.random.default_rng(0).standard_normal(n) * 100).astype(np.float32)
         u = x.view(np.uint32)
         if dst == "FP16":
@@ -139,13 +142,16 @@ def _convert_case(dst: str) -> Case:
         else:
             import ml_dtypes
             base_type = ml_dtypes.bfloat16
-        return (lambda: numeric.convert(u, "FP32", dst, rmode="RNE", profile=profile)), (lambda: x.astype(base_type))
+        ours = (lambda: cs(u, "FP32", dst, 4, rmode="RNE", profile=profile)) if status else \
+            (lambda: numeric.convert(u, "FP32", dst, rmode="RNE", profile=profile))
+        return ours, (lambda: x.astype(base_type))
 
     what = "NumPy astype(float16)" if dst == "FP16" else "ml_dtypes astype(bfloat16)"
-    return Case(f"numeric.TCVT.FP32-{dst}", what, setup, 1.0, None if dst == "FP16" else "ml_dtypes", profiled=True)
+    return Case(("numeric.TCVT.status." if status else "numeric.TCVT.") + f"FP32-{dst}", what, setup, 1.0,
+                None if dst == "FP16" else "ml_dtypes", profiled=True)
 
 
-CASES += [_convert_case("FP16"), _convert_case("BF16")]
+CASES += [_convert_case("FP16"), _convert_case("BF16"), _convert_case("FP16", status=True)]
 
 
 def _profile_case(op: str, fmt: str, profile: str) -> Case:

@@ -17,6 +17,7 @@ from .profiles import PROFILES, Profile, profile  # noqa: F401
 _EXPORTS = {
     "elementwise": ".elementwise",
     "convert": ".convert",
+    "convert_status": ".convert",
     "decode": ".formats",
     "encode": ".convert",
     "info": ".formats",

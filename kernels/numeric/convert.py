@@ -375,6 +375,58 @@ def convert(src_bits, src_dtype, dst_dtype, rmode="DEFAULT", sat: bool = False, 
     return convert_generic(bits, s, d, rm, sat, ftz, xp, rule)
 
 
+def convert_status(src_bits, src_dtype, dst_dtype, groups: int, rmode="DEFAULT", sat: bool = False,
+                   profile="ieee"):
+    """(bits, status): `convert`'s bits, and for flags the OR of its per-element flags over each
+    of `groups` equal consecutive parts of the elements in C order (uint8 [groups]): the numeric
+    status of each PE of a TCVT block whose source is stacked with a leading PE axis.
+    Bit-identical to convert followed by that reduction, which is what runs unless the source is
+    a native uint32 NumPy array and the call is FP32 -> FP16 in RNE without Sat under a profile
+    whose TCVT rule is ieee without ftz, on a CPU with the hardware conversion
+    (fastconvert.STATUS_PAIRS): then the status is reduced in the conversion loop's lanes, and
+    no flag byte per element is stored (docs/numerics.md, "TCVT status route")."""
+    if type(src_bits) is np.ndarray and src_bits.dtype is _U32 and groups > 0 and not INTERPRETED[0] \
+            and src_bits.size % groups == 0:
+        try:
+            key = (src_dtype, dst_dtype, rmode, sat, profile)
+            route = _STATUS.get(key)
+        except TypeError:                        # an unhashable argument: no shortcut
+            key = route = None
+        if route is None and key is not None:
+            route = _status_route(*key)
+            if len(_STATUS) >= DIRECT_LIMIT:
+                _STATUS.clear()
+            _STATUS[key] = route
+        if route:
+            return route(src_bits, groups)
+    bits, flags = convert(src_bits, src_dtype, dst_dtype, rmode, sat, profile)
+    flags = np.asarray(flags, np.uint8)
+    if flags.size == 0:
+        return bits, np.zeros(groups, np.uint8)
+    return bits, np.bitwise_or.reduce(flags.reshape(groups, -1), axis=1)
+
+
+_U32 = np.dtype(np.uint32)                 # NumPy's one dtype object of every native uint32 array
+_STATUS: dict = {}                         # (src_dtype, dst_dtype, rmode, sat, profile) -> fn(bits, groups) or False
+
+
+def _status_route(src_dtype, dst_dtype, rmode, sat, profile):
+    """fastconvert.rne_status's function when convert_status's arguments select a pair of its STATUS_PAIRS
+    (the same DataTypes, mode, Sat and rule for which convert runs fastconvert.fast_rne without
+    ftz); False otherwise, arguments convert rejects included (it then raises as it does)."""
+    try:
+        prof = _profile(profile)
+        s, d = datatype(src_dtype), datatype(dst_dtype)
+        rm = resolve_rmode(rmode, s, d)
+    except (ValueError, KeyError, TypeError):
+        return False
+    from . import fastconvert
+    if ((s.name, d.name) not in fastconvert.STATUS_PAIRS or prof.ftz or prof.rule("TCVT", pair(s, d)) != IEEE
+            or not fastconvert.is_fast_rne(s, d, rm, bool(sat))):
+        return False
+    return fastconvert.rne_status(s.name, d.name)
+
+
 @lru_cache(maxsize=128)
 def _device_table(kind: str, key: tuple, xp_name: str):
     """A conversion table copied to the device once (kind 'full' or 'hi16')."""

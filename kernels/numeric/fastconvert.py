@@ -230,7 +230,15 @@ def _fp32_to_bf16_rne(u, ftz, ob_room, of_room):
     n = u.shape[0]
     s1, s2, ob, of = _outputs(ob_room, of_room, n, 0)
     F = _U(1) if ftz else _U(0)
-    for i in nb.prange(u.shape[0]):
+    for b in nb.prange(_blocks(0, n)):     # in blocks: see _bf16_to_fp32
+        lo, hi = _block_at(b, 0, n)
+        _fp32_to_bf16_block(u[lo:hi], F, ob[lo:hi], of[lo:hi])
+    return s1 * 64 + s2
+
+
+@njit(inline="always")
+def _fp32_to_bf16_block(u, F, ob, of):
+    for i in range(u.shape[0]):
         wide_vectors()
         x = u[i]
         z = _U(_U(_U(x & _U(0x7F800000)) == _U(0)) & F)
@@ -244,7 +252,6 @@ def _fp32_to_bf16_rne(u, ftz, ob_room, of_room):
         nan = a > _U(0x7F800000)                       # quiet, payload truncated; NV if signalling
         ob[i] = np.uint16(_U(_U(x >> _U(16)) | _U(0x40)) if nan else r)
         of[i] = np.uint8(_U(_U(x & _U(0x400000)) == _U(0)) if nan else fl)
-    return s1 * 64 + s2
 
 
 def _fp32_to_fp16_rne(u, ob_room, of_room):
@@ -314,6 +321,26 @@ def _fp32_to_fp16_exact(u, ob, of):
 BLOCK = 4096
 
 
+@njit(inline="always")
+def _block_at(b, lead, n):
+    """[lo, hi) of block b of an n-element source: block 0 the `lead` elements before its first
+    64-byte boundary (_lead), then BLOCK elements at a time."""
+    lo = 0 if b == 0 else lead + (b - 1) * BLOCK
+    return lo, (lead if b == 0 else min(lo + BLOCK, n))
+
+
+@njit(inline="always")
+def _blocks(lead, n):
+    return 1 + (n - lead + BLOCK - 1) // BLOCK
+
+
+@njit(inline="always")
+def _uncommon(top, low):
+    """Whether a block whose running max of |x| is `top` and min of |x| - 1 is `low` holds a value
+    outside the common case (_fp32_to_fp16_hw): the exact loop settles it."""
+    return top >= _U(_OVERFLOW) or low < _U(_TINY - 1)
+
+
 def _fp32_to_fp16_hw(u, ob_room, of_room):
     """FP32 -> FP16, RNE, profile ieee, in blocks: the elements before u's first 64-byte boundary,
     then BLOCK elements at a time (so that the vector loop reads whole cache lines).  Each block
@@ -329,13 +356,12 @@ def _fp32_to_fp16_hw(u, ob_room, of_room):
     n = u.shape[0]
     lead = _lead(u, n)                     # block 0: the elements before u's first cache line
     s1, s2, ob, of = _outputs(ob_room, of_room, n, lead)
-    blocks = 1 + (n - lead + BLOCK - 1) // BLOCK
+    blocks = _blocks(lead, n)
     # The blocks the common case does not settle are marked and converted again in a second
     # loop: with the exact loop inside the first one, the common case's loop ran 1.1x slower
     redo = np.zeros(blocks, np.uint8)
     for b in nb.prange(blocks):
-        lo = 0 if b == 0 else lead + (b - 1) * BLOCK
-        hi = lead if b == 0 else min(lo + BLOCK, n)
+        lo, hi = _block_at(b, lead, n)
         # slices, so that the loop index runs from 0 (LLVM then sees no negative index to wrap)
         ub, bb, fb = u[lo:hi], ob[lo:hi], of[lo:hi]
         top = _U(0)
@@ -348,13 +374,90 @@ def _fp32_to_fp16_hw(u, ob_room, of_room):
             fb[i] = _B(_B(_U(x & _U(0x1FFF)) != _U(0)) << _B(4))
             top = max(top, a)
             low = min(low, _U(a - _U(1)))
-        redo[b] = top >= _U(_OVERFLOW) or low < _U(_TINY - 1)
+        redo[b] = _uncommon(top, low)
     for b in nb.prange(blocks):
         if redo[b]:
-            lo = 0 if b == 0 else lead + (b - 1) * BLOCK
-            hi = lead if b == 0 else min(lo + BLOCK, n)
+            lo, hi = _block_at(b, lead, n)
             _fp32_to_fp16_exact(u[lo:hi], ob[lo:hi], of[lo:hi])
     return s1 * 64 + s2
+
+
+_NX_CHUNK = 256          # elements whose NX test is reduced before asking whether one was inexact
+
+
+@njit(inline="always")
+def _common_part(x, top, low):
+    """One element of the common case: its binary16 code, and the block's running max of |x| and
+    min of |x| - 1 (_uncommon) with it."""
+    a = _U(x & _U(0x7FFFFFFF))
+    return hw_f32_half(bits_f32(x)), max(top, a), min(low, _U(a - _U(1)))
+
+
+@njit(inline="always")
+def _common_block(ub, bb, nx):
+    """A block by the common case's conversion into bb: (nx, top, low), where nx, given 0, is the
+    max of the 13 low bits (shifted to the top) of the elements read until one was nonzero --
+    nonzero iff some element is inexact -- read _NX_CHUNK elements at a time; given nonzero, it
+    is returned as it is and the loop leaves the test out (LLVM drops its arithmetic), as the
+    FP32 quick parts do (docs/numerics.md)."""
+    top, low = _U(0), _U(0xFFFFFFFF)
+    w = ub.shape[0]
+    k = 0
+    while nx == 0 and k < w:
+        end = min(k + _NX_CHUNK, w)
+        uc, bc = ub[k:end], bb[k:end]
+        for j in range(end - k):
+            wide_vectors()
+            x = uc[j]
+            bc[j], top, low = _common_part(x, top, low)
+            nx = max(nx, _U(x << _U(19)))          # max keeps uint32 lanes (| widens them)
+        k = end
+    uc, bc = ub[k:], bb[k:]
+    for j in range(w - k):
+        wide_vectors()
+        bc[j], top, low = _common_part(uc[j], top, low)
+    return nx, top, low
+
+
+def _fp32_to_fp16_status(u, groups, status, ob_room):
+    """FP32 -> FP16 as _fp32_to_fp16_hw (same bits), for a caller that takes only each group's
+    status -- the OR of the flags of each of `groups` equal consecutive parts of u (a block's PEs)
+    -- into status[groups], instead of a flag byte per element (its store and the per-element NX
+    test took about 0.7 us of _fp32_to_fp16_hw's 4.8-5.0 us on 65,536 elements).  Blocks as
+    there, within each group: a block of the common case gives NX or nothing (NX is every flag
+    there is in it: _fp32_to_fp16_hw), and its NX test stops once the group has NX
+    (_common_block); a block outside it is redone by the exact loop into a spare flag array,
+    whose OR it adds.  Returns where the results start in ob_room (in elements; _room_at)."""
+    n = u.shape[0]
+    m = n // groups
+    s1 = _room_at(ob_room, n, _lead(u, n))
+    ob = ob_room[s1:s1 + n]
+    lead = _lead(u[:m], m)                 # each group's blocks from here (aligned ones when 16 divides m)
+    per = _blocks(lead, m)
+    redo = np.zeros(groups * per, np.uint8)
+    for g in nb.prange(groups):
+        ug, bg = u[g * m:(g + 1) * m], ob[g * m:(g + 1) * m]
+        nx = _U(0)
+        for b in range(per):
+            lo, hi = _block_at(b, lead, m)
+            got, top, low = _common_block(ug[lo:hi], bg[lo:hi], nx)
+            if _uncommon(top, low):
+                redo[g * per + b] = 1          # its nx may come from a NaN's payload: not kept
+            else:
+                nx = got
+        status[g] = _B(_B(nx != _U(0)) << _B(4))
+    # a second pass, as in _fp32_to_fp16_hw: the blocks the common case does not settle
+    for g in nb.prange(groups):
+        for b in range(per):
+            if redo[g * per + b]:
+                lo, hi = _block_at(b, lead, m)
+                fb = np.empty(hi - lo, np.uint8)
+                _fp32_to_fp16_exact(u[g * m + lo:g * m + hi], ob[g * m + lo:g * m + hi], fb)
+                st = status[g]
+                for i in range(fb.shape[0]):
+                    st |= fb[i]
+                status[g] = st
+    return s1
 
 
 def _fp16_to_fp32_hw(u, ftz, ob_room, of_room):
@@ -386,7 +489,17 @@ def _bf16_to_fp32(u, ftz, ob_room, of_room):
     n = u.shape[0]
     s1, s2, ob, of = _outputs(ob_room, of_room, n, 0)
     F = _U(1) if ftz else _U(0)
-    for i in nb.prange(u.shape[0]):
+    # In blocks of slices, as _fp16_to_fp32_hw: the parallel build of a prange over the elements
+    # of views made by _outputs wrote wrong bits (2026-12-08; the serial one was right)
+    for b in nb.prange(_blocks(0, n)):
+        lo, hi = _block_at(b, 0, n)
+        _bf16_to_fp32_block(u[lo:hi], F, ob[lo:hi], of[lo:hi])
+    return s1 * 64 + s2
+
+
+@njit(inline="always")
+def _bf16_to_fp32_block(u, F, ob, of):
+    for i in range(u.shape[0]):
         wide_vectors()
         w = _U(_U(u[i]) << _U(16))
         a = _U(w & _U(0x7FFFFFFF))
@@ -395,13 +508,49 @@ def _bf16_to_fp32(u, ftz, ob_room, of_room):
         w = _U(w | _U(snan << _U(22)))
         ob[i] = _U(w & _U(_U(0x80000000) | _U(_U(0x7FFFFFFF) * _U(_U(1) - sub))))
         of[i] = np.uint8(snan)
-    return s1 * 64 + s2
 
 
 # serial below fast.PARALLEL_MIN elements, both cores only when one is idle (fast.Twin); FP32 ->
 # FP16 by the hardware conversion where the CPU has one (rn.HARDWARE_HALF), else by integer code
 FAST_PAIRS = {("FP32", "BF16"): Twin(_fp32_to_bf16_rne, outputs=2),
               ("FP32", "FP16"): Twin(_fp32_to_fp16_hw if HARDWARE_HALF else _fp32_to_fp16_rne, outputs=2)}
+# FP32 -> FP16 in RNE, profile ieee, for a caller that takes a status per group (rne_status)
+STATUS_PAIRS = {("FP32", "FP16"): Twin(_fp32_to_fp16_status, outputs=2)} if HARDWARE_HALF else {}
+
+
+def rne_status(s: str, d: str):
+    """fn(bits, groups) -> (bits, status) of STATUS_PAIRS' (s, d) on a native uint32 NumPy array
+    whose size `groups` divides: fast_rne's bits, and per group of equal consecutive elements (C
+    order) the OR of their flags.  Below PARALLEL_MIN elements, as direct(): the serial body's
+    compiled entry point, and the last outputs of a shape written again when nobody holds them
+    (a block's commit holds its bits: then they are fresh ones)."""
+    loop = STATUS_PAIRS[(s, d)]
+    calls = Twin.calls
+    entry_point = [None]
+    kept = {}                                   # (shape, groups) -> _Kept, as direct() keeps them
+
+    def fn(bits, groups):
+        u = bits.ravel()
+        n = u.size
+        call = entry_point[0]
+        if n >= PARALLEL_MIN or call is None or not u.flags.aligned:    # the Twin; outputs not kept
+            ob, status = np.empty(n + 32, np.uint16), np.empty(groups, np.uint8)   # 64 bytes more: aligned stores
+            s1 = loop(u, groups, status, ob)
+            if call is None and n < PARALLEL_MIN:
+                entry_point[0] = _entry_point(loop.serial, (u, groups, status, ob))
+            return ob[s1:s1 + n].reshape(bits.shape), status
+        key = (bits.shape, groups)
+        k = _take(kept, key)
+        if k is None:
+            k = _Kept(np.empty(n + 32, np.uint16), np.empty(groups, np.uint8))
+        s1 = call(u, groups, k.of, k.ob)
+        calls["serial"] += 1
+        if k.at != s1:
+            k.place(s1, k.ob[s1:s1 + n].reshape(bits.shape), k.of[:])
+        return _give(kept, key, k)
+    return fn
+
+
 # the exact widenings to FP32 (RMode and Sat change nothing): (kernel, takes ftz)
 WIDEN_PAIRS = {("BF16", "FP32"): Twin(_bf16_to_fp32, outputs=2)}
 if HARDWARE_HALF:
@@ -475,7 +624,6 @@ def direct(s: DataType, d: DataType, ftz: bool):
     room = 64 // np.dtype(out).itemsize          # 64 bytes more: the loop aligns its stores (_room)
     kept = {}                                    # bits.shape -> _Kept (the last outputs of that shape)
     entry_point = [None]
-    rc = sys.getrefcount
 
     def fresh(u, n):
         ob, of = np.empty(n + room, out), np.empty(n + 64, np.uint8)
@@ -493,32 +641,46 @@ def direct(s: DataType, d: DataType, ftz: bool):
             ob, of, at = fresh(u, n)
             s1, s2 = divmod(at, 64)
             return ob[s1:s1 + n].reshape(shape), of[s2:s2 + n].reshape(shape)
-        # The last call's buffers of this shape are written again when nothing outside holds them
-        # (the buffers' reference counts as _Kept.place took them); taken out of `kept` while in
-        # use, so that a concurrent call makes its own
-        k = kept.pop(shape, None)
-        if k is None or rc(k.ob) != k.ob_refs or rc(k.of) != k.of_refs:
+        k = _take(kept, shape)
+        if k is None:
             k = _Kept(np.empty(n + room, out), np.empty(n + 64, np.uint8))
-            if len(kept) >= KEPT_SHAPES:
-                kept.clear()
         at = call(u, *args, k.ob, k.of) if args else call(u, k.ob, k.of)    # no splat: 0.03 us
         calls["serial"] += 1
         if k.at != at:
-            k.place(at, n, shape)
-        kept[shape] = k
-        # fresh views each call: whatever a caller does to a result (its shape, dtype, flags)
-        # leaves k's own arrays as they are, and every view's base is the buffer (NumPy collapses
-        # view chains), so a result alive shows in the buffer's reference count
-        return k.r.view(), k.f.view()
+            s1, s2 = divmod(at, 64)
+            k.place(at, k.ob[s1:s1 + n].reshape(shape), k.of[s2:s2 + n].reshape(shape))
+        return _give(kept, shape, k)
     return fn
+
+
+def _take(kept: dict, key):
+    """The last call's buffers under `key` (a _Kept), to be written again, when nothing outside
+    holds them (the buffers' reference counts as _Kept.place took them); else None, and `kept`
+    is emptied when full.  Taken out of `kept` while in use, so that a concurrent call makes its
+    own."""
+    k = kept.pop(key, None)
+    if k is not None and sys.getrefcount(k.ob) == k.ob_refs and sys.getrefcount(k.of) == k.of_refs:
+        return k
+    if len(kept) >= KEPT_SHAPES:
+        kept.clear()
+    return None
+
+
+def _give(kept: dict, key, k):
+    """k kept under `key` again, and fresh views of its results: whatever a caller does to a
+    result (its shape, dtype, flags) leaves k's own arrays as they are, and every view's base is
+    the buffer (NumPy collapses view chains), so a result alive shows in the buffer's reference
+    count."""
+    kept[key] = k
+    return k.r.view(), k.f.view()
 
 
 KEPT_SHAPES = 8                                  # output sets a remembered call keeps, one a shape
 
 
 class _Kept:
-    """The two output buffers of a remembered call for one source shape, the results' arrays in
-    them (`r`, `f`: never handed out, only views of them) and the buffers' reference counts while
+    """The two output buffers of a remembered call for one source shape (bits and flags, or bits
+    and status: rne_status), the results' arrays in them (`r`, `f`: never handed out, only views of them) and the buffers' reference counts while
     only this object refers to them: a later call finds the same counts exactly when nobody else
     holds a result, a view of one, its buffer, a memoryview of any of them or a weak reference to
     a result (each holds the buffer, directly or through the result it refers to)."""
@@ -529,11 +691,11 @@ class _Kept:
         self.r = self.f = None
         self.ob_refs = self.of_refs = 0
 
-    def place(self, at, n, shape):
-        """The results start at `at` (the loop's s1 * 64 + s2): their arrays there, the counts."""
-        s1, s2 = divmod(at, 64)
+    def place(self, at, r, f):
+        """The results, views of ob and of, start at `at` (what the loop returned): keep them and
+        the buffers' counts."""
         self.at = at
-        self.r, self.f = self.ob[s1:s1 + n].reshape(shape), self.of[s2:s2 + n].reshape(shape)
+        self.r, self.f = r, f
         self.ob_refs, self.of_refs = sys.getrefcount(self.ob), sys.getrefcount(self.of)
 
 

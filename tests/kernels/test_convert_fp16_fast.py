@@ -434,3 +434,27 @@ def test_more_shapes_than_kept_sets_in_turn_each_get_their_own_values(pair):
             del b, f
     for b, f, b0, f0 in held:
         assert np.array_equal(b, b0) and np.array_equal(f, f0)
+
+
+@pytest.mark.parametrize("pair", [("FP32", "FP16"), ("FP16", "FP32"), ("FP32", "BF16"), ("BF16", "FP32")])
+def test_the_parallel_builds_convert_like_the_reference(pair):
+    """A call of at least fast.PARALLEL_MIN elements runs a loop's parallel build when a core is
+    idle (fast.Twin): run that build itself, with every thread Numba has, on 2^20 random codes
+    starting anywhere in a cache line (the BF16 loops' parallel builds once wrote wrong bits)."""
+    import numba as nb
+    from kernels.numeric import fastconvert as fc
+    src, dst = pair
+    loop = fc.FAST_PAIRS.get(pair) or fc.WIDEN_PAIRS.get(pair)
+    if loop is None:
+        pytest.skip(f"no loop of its own for {pair} on this CPU")
+    raw, out = (np.uint32, np.uint16) if src == "FP32" else (np.uint16, np.uint32)
+    rng = np.random.default_rng(21)
+    room = rng.integers(0, 1 << (8 * np.dtype(raw).itemsize), (1 << 20) + 8, dtype=np.uint64).astype(raw)
+    nb.set_num_threads(nb.config.NUMBA_NUM_THREADS)
+    for first in (0, 3):
+        x = room[first:first + (1 << 20)]
+        ref = narrow_ref(x, dst, False) if src == "FP32" else widen_ref(x, src, False)
+        ob, of = np.empty(x.size + 32, out), np.empty(x.size + 64, np.uint8)
+        at = loop.parallel(x, False, ob, of) if pair != ("FP32", "FP16") else loop.parallel(x, ob, of)
+        s1, s2 = divmod(at, 64)
+        assert np.array_equal(ob[s1:s1 + x.size], ref[0]) and np.array_equal(of[s2:s2 + x.size], ref[1]), first
