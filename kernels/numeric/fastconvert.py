@@ -264,7 +264,15 @@ def _fp32_to_fp16_rne(u, ob_room, of_room):
     NaNs quiet with the payload truncated, NV if signalling."""
     n = u.shape[0]
     s1, s2, ob, of = _outputs(ob_room, of_room, n, 0)
-    for i in nb.prange(u.shape[0]):
+    for b in nb.prange(_blocks(0, n)):     # in blocks: see _bf16_to_fp32 (same fault, same cure)
+        lo, hi = _block_at(b, 0, n)
+        _fp32_to_fp16_rne_block(u[lo:hi], ob[lo:hi], of[lo:hi])
+    return s1 * 64 + s2
+
+
+@njit(inline="always")
+def _fp32_to_fp16_rne_block(u, ob, of):
+    for i in range(u.shape[0]):
         wide_vectors()
         x = u[i]
         a = _U(x & _U(0x7FFFFFFF))
@@ -282,7 +290,6 @@ def _fp32_to_fp16_rne(u, ob_room, of_room):
         fl = _U(0) if a == _U(0x7F800000) else fl
         ob[i] = np.uint16(_U((_U(_U(0x7E00) | _U(_U(a >> _U(13)) & _U(0x3FF)))) if nan else code) | sign)
         of[i] = np.uint8(_U(_U(x & _U(0x400000)) == _U(0)) if nan else fl)
-    return s1 * 64 + s2
 
 
 _OVERFLOW = 0x477FF000      # |x| from here up: infinity (or NaN), OF|NX
