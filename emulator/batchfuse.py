@@ -64,7 +64,8 @@ UNDEFINED_BIT = 0x100           # in a pass's summary (_summary): some tile read
 # below 3 repeating its last; defs their definedness as uint8 (0/1), likewise, read only when
 # `check`; the geometry (step, rows, width): a tile's vr x vc valid elements read as `rows` runs
 # of `width` (`_geometry`), run r of tile p written at out[p * step[0] + r * step[1]:]; x: the
-# rounded routine's (fmt, dec, op) for kind 'bits', () for 'raw'; out: the results (the last
+# rounded routine's Fmt, Dec and op code as one flat tuple for kind 'bits' (flat_extra), () for
+# 'raw'; out: the results (the last
 # argument: fast.Twin picks the parallel build by its length) -- (P*vr*vc,) packed row-major per
 # tile, or (P*Row*Col,) the destination tiles themselves, the valid rectangle written and the
 # padding left to the caller (Program.run); status (P,) the OR of each tile's flags (bit 0x80: an
@@ -84,16 +85,40 @@ def _raw3(x, s, c):
     return SCALAR(s[0][c], s[1][c], s[2][c])
 
 
+# Kind 'bits': x is one flat tuple of scalars, the fields of the format's Fmt, then of its Dec,
+# then the op code (`flat_extra`), rebuilt into the records here.  Nested -- (Fmt, Dec, op) -- the
+# loops' parallel builds did not compile: Numba's parfor lowering takes a tuple argument of a
+# prange body apart one level only, and a Fmt inside it failed ("scalar type Fmt(int64 x 8)
+# given for non scalar argument"), so every batch of such a block raised on a machine with an
+# idle core from fast.PARALLEL_MIN elements (tests/kernels/test_parallel_builds.py).
+_FMT_N = len(fast.Fmt._fields)
+_DEC_END = _FMT_N + len(fast.Dec._fields)
+
+
+def flat_extra(p, op: int) -> tuple:
+    """The 'bits' loops' x of Params p and op code `op` (see above)."""
+    return (*p.fmt, *p.dec, op)
+
+
+@nb.njit(inline="always")
+def _records(x):
+    """(op, Fmt, Dec) of a flat x (flat_extra)."""
+    return x[_DEC_END], fast.Fmt(*x[:_FMT_N]), fast.Dec(*x[_FMT_N:_DEC_END])
+
+
 def _bits1(x, s, c):
-    return SCALAR(x[2], READ(s[0][c], x[1]), x[0])
+    op, fmt, dec = _records(x)
+    return SCALAR(op, READ(s[0][c], dec), fmt)
 
 
 def _bits2(x, s, c):
-    return SCALAR(x[2], READ(s[0][c], x[1]), READ(s[1][c], x[1]), x[0])
+    op, fmt, dec = _records(x)
+    return SCALAR(op, READ(s[0][c], dec), READ(s[1][c], dec), fmt)
 
 
 def _bits3(x, s, c):
-    return SCALAR(x[2], READ(s[0][c], x[1]), READ(s[1][c], x[1]), READ(s[2][c], x[1]), x[0])
+    op, fmt, dec = _records(x)
+    return SCALAR(op, READ(s[0][c], dec), READ(s[1][c], dec), READ(s[2][c], dec), fmt)
 
 
 ELEMENTS = {("raw", 1): _raw1, ("raw", 2): _raw2, ("raw", 3): _raw3,
@@ -299,7 +324,7 @@ class Program:
         self.writes_in_place = self.screened is not None
         if kernel.kind == "bits":
             p = fast.params(kernel.format, bool(prof.ftz))
-            self.extra = (p.fmt, p.dec, kernel.op)
+            self.extra = flat_extra(p, kernel.op)
         else:
             self.extra = ()
 

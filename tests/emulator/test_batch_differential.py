@@ -418,6 +418,25 @@ def test_the_fused_pass_on_the_parallel_build_matches_the_reference(monkeypatch)
     assert fast.Twin.calls["parallel"] > before["parallel"]
 
 
+@pytest.mark.parametrize("mnemonic", ["TEXP", "TLOG", "TREM"])
+def test_the_fused_pass_of_a_rounded_routine_on_the_parallel_build_matches_the_reference(monkeypatch, mnemonic):
+    """A block whose kernel is a rounded routine on decoded encodings (kind 'bits': FP32 TEXP,
+    TLOG, TREM) through the parallel build: it once failed to compile there (its format records
+    nested in a tuple), so such a batch raised from fast.PARALLEL_MIN elements on an idle core."""
+    from kernels.numeric import fast
+    import numba
+    if numba.get_num_threads() < 2:
+        pytest.skip("one Numba thread: no parallel build runs")
+    monkeypatch.setattr(fast, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(fast, "idle_core", lambda: True)
+    before = dict(fast.Twin.calls)
+    machines = [special_machine(s) for s in range(200, 212)]
+    srcs = (1, 2) if mnemonic == "TREM" else (1,)
+    with fused_everywhere():
+        assert_batch_matches_reference(machines, [_fp32_block(mnemonic, srcs, 11)])
+    assert fast.Twin.calls["parallel"] > before["parallel"]
+
+
 def test_a_batch_of_fuse_min_elements_takes_the_fused_pass_unforced(monkeypatch):
     """64 machines x 4 PEs x 16x16 = batchfuse.FUSE_MIN elements: the pass runs as it is."""
     from emulator import batchfuse

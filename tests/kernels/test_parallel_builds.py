@@ -283,10 +283,8 @@ def _fused_run(tw, k, name, build, whole):
     vr, vc = (15, 13) if whole else (16, 16)
     tile, ocol = (Row * Col, Col) if whole else (vr * vc, vc)
     step, rows, width = ((tile, 0), 1, vr * vc) if vc == Col == ocol else ((tile, ocol), vr, vc)
-    extra = ()
-    if k.kind == "bits":
-        p = fast.params(k.format, False)
-        extra = (p.fmt, p.dec, k.op)
+    from emulator import batchfuse
+    extra = batchfuse.flat_extra(fast.params(k.format, False), k.op) if k.kind == "bits" else ()
     status, undefined = np.empty(P, np.uint8), np.empty(P, np.bool_)
     out = np.full(P * tile, 0x5A, raw)
     got = getattr(tw, build)(tuple(srcs), tuple(defs), True, step, rows, width, Col, extra,
