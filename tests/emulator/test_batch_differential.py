@@ -400,16 +400,22 @@ def test_the_fused_pass_runs_and_a_machine_reading_an_undefined_element_is_left_
         assert batch.machine(k).digest() == before[k]
 
 
-def test_the_fused_pass_on_the_parallel_build_matches_the_reference(monkeypatch):
-    """The compiled pass's parallel build (fast.Twin) runs above fast.PARALLEL_MIN elements on a
-    machine with a core to spare: forced here on a small batch."""
+def _forced_parallel(monkeypatch):
+    """(fast, its Twin.calls before): every Twin call from here takes the parallel build (one
+    element up, a core idle); skips where Numba has one thread."""
     from kernels.numeric import fast
     import numba
     if numba.get_num_threads() < 2:
         pytest.skip("one Numba thread: no parallel build runs")
     monkeypatch.setattr(fast, "PARALLEL_MIN", 1)
     monkeypatch.setattr(fast, "idle_core", lambda: True)
-    before = dict(fast.Twin.calls)
+    return fast, dict(fast.Twin.calls)
+
+
+def test_the_fused_pass_on_the_parallel_build_matches_the_reference(monkeypatch):
+    """The compiled pass's parallel build (fast.Twin) runs above fast.PARALLEL_MIN elements on a
+    machine with a core to spare: forced here on a small batch."""
+    fast, before = _forced_parallel(monkeypatch)
     machines = [special_machine(s) for s in range(100, 124)]
     stream = [_fp32_block("TADD", (1, 2), 11), _fp32_block("TSUB", (11, 3), 2, mask=13),
               _fp32_block("TMUL", (1, 2), 12, dim=BDim(5, 3, 8))]
@@ -423,13 +429,7 @@ def test_the_fused_pass_of_a_rounded_routine_on_the_parallel_build_matches_the_r
     """A block whose kernel is a rounded routine on decoded encodings (kind 'bits': FP32 TEXP,
     TLOG, TREM) through the parallel build: it once failed to compile there (its format records
     nested in a tuple), so such a batch raised from fast.PARALLEL_MIN elements on an idle core."""
-    from kernels.numeric import fast
-    import numba
-    if numba.get_num_threads() < 2:
-        pytest.skip("one Numba thread: no parallel build runs")
-    monkeypatch.setattr(fast, "PARALLEL_MIN", 1)
-    monkeypatch.setattr(fast, "idle_core", lambda: True)
-    before = dict(fast.Twin.calls)
+    fast, before = _forced_parallel(monkeypatch)
     machines = [special_machine(s) for s in range(200, 212)]
     srcs = (1, 2) if mnemonic == "TREM" else (1,)
     with fused_everywhere():
