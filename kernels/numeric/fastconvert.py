@@ -27,7 +27,7 @@ from numba import njit
 
 from isa.datatypes import DataType
 
-from .fast import PARALLEL_MIN, Twin, Uniform, canonical_signature, wide_vectors     # wide_vectors: 16 lanes, 1.5x on the conversion loops
+from .fast import PARALLEL_MIN, Twin, Uniform, bind, canonical_signature, wide_vectors     # wide_vectors: 16 lanes, 1.5x on the conversion loops
 from .flags import NX, UF
 from .formats import FORMATS
 from .rn import HARDWARE_HALF, bits_f32, f32_bits, hw_f32_half, hw_half_f32
@@ -219,7 +219,8 @@ _B = np.uint8
 # 64-bit lanes at less than half the speed).
 
 
-def _fp32_to_bf16_rne(u, ftz, ob_room, of_room):
+@njit(inline="always")
+def _fp32_to_bf16_block(u, F, ob, of):
     """FP32 -> BF16, RNE: the carry trick (BF16 shares FP32's exponent range, so
     adding 0x7FFF + lsb rounds normals, subnormals and overflow alike), branch-free so LLVM
     vectorises it.  NX when the low half is nonzero (an infinity has none: no flag); OF when that
@@ -227,17 +228,6 @@ def _fp32_to_bf16_rne(u, ftz, ob_room, of_room):
     2^-126 - 2^-135 (binary32 0x007FC000) the unbounded 8-bit grid stays below 2^-126.  ftz:
     a subnormal input reads as the zero of its sign, and then no result is subnormal (a normal
     binary32 value rounds to at least 2^-126): the flush is one select, branch-free."""
-    n = u.shape[0]
-    s1, s2, ob, of = _outputs(ob_room, of_room, n, 0)
-    F = _U(1) if ftz else _U(0)
-    for b in nb.prange(_blocks(0, n)):     # in blocks: see _bf16_to_fp32
-        lo, hi = _block_at(b, 0, n)
-        _fp32_to_bf16_block(u[lo:hi], F, ob[lo:hi], of[lo:hi])
-    return s1 * 64 + s2
-
-
-@njit(inline="always")
-def _fp32_to_bf16_block(u, F, ob, of):
     for i in range(u.shape[0]):
         wide_vectors()
         x = u[i]
@@ -264,7 +254,7 @@ def _fp32_to_fp16_rne(u, ob_room, of_room):
     NaNs quiet with the payload truncated, NV if signalling."""
     n = u.shape[0]
     s1, s2, ob, of = _outputs(ob_room, of_room, n, 0)
-    for b in nb.prange(_blocks(0, n)):     # in blocks: see _bf16_to_fp32 (same fault, same cure)
+    for b in nb.prange(_blocks(0, n)):     # in blocks: see _in_blocks (same fault, same cure)
         lo, hi = _block_at(b, 0, n)
         _fp32_to_fp16_rne_block(u[lo:hi], ob[lo:hi], of[lo:hi])
     return s1 * 64 + s2
@@ -490,22 +480,10 @@ def _fp16_to_fp32_hw(u, ftz, ob_room, of_room):
     return s1 * 64 + s2
 
 
-def _bf16_to_fp32(u, ftz, ob_room, of_room):
-    """BF16 -> FP32 (exact; every rounding mode): the code in the high half, a signalling NaN
-    made quiet (payload kept) with NV; profile ftz: a subnormal reads as the zero of its sign."""
-    n = u.shape[0]
-    s1, s2, ob, of = _outputs(ob_room, of_room, n, 0)
-    F = _U(1) if ftz else _U(0)
-    # In blocks of slices, as _fp16_to_fp32_hw: the parallel build of a prange over the elements
-    # of views made by _outputs wrote wrong bits (2026-12-08; the serial one was right)
-    for b in nb.prange(_blocks(0, n)):
-        lo, hi = _block_at(b, 0, n)
-        _bf16_to_fp32_block(u[lo:hi], F, ob[lo:hi], of[lo:hi])
-    return s1 * 64 + s2
-
-
 @njit(inline="always")
 def _bf16_to_fp32_block(u, F, ob, of):
+    """BF16 -> FP32 (exact; every rounding mode): the code in the high half, a signalling NaN
+    made quiet (payload kept) with NV; profile ftz: a subnormal reads as the zero of its sign."""
     for i in range(u.shape[0]):
         wide_vectors()
         w = _U(_U(u[i]) << _U(16))
@@ -519,6 +497,26 @@ def _bf16_to_fp32_block(u, F, ob, of):
 
 # serial below fast.PARALLEL_MIN elements, both cores only when one is idle (fast.Twin); FP32 ->
 # FP16 by the hardware conversion where the CPU has one (rn.HARDWARE_HALF), else by integer code
+def _in_blocks(u, ftz, ob_room, of_room):
+    """The driver of a loop whose per-element routine SCALAR(u, F, ob, of) works on slices (F: 1
+    under profile ftz): the prange runs over blocks of slices of the output views.  A prange over
+    the elements of the views _outputs returns lost its stores in the parallel build (Numba's
+    parfor pass takes an array returned by another compiled function for a local one nobody
+    reads: docs/numerics.md, the audit of every parallel build)."""
+    n = u.shape[0]
+    s1, s2, ob, of = _outputs(ob_room, of_room, n, 0)
+    F = _U(1) if ftz else _U(0)
+    for b in nb.prange(_blocks(0, n)):
+        lo, hi = _block_at(b, 0, n)
+        SCALAR(u[lo:hi], F, ob[lo:hi], of[lo:hi])
+    return s1 * 64 + s2
+
+
+SCALAR = None                   # bound in each driver's own globals (fast.bind)
+_fp32_to_bf16_rne = bind(_in_blocks, _fp32_to_bf16_block, name="_fp32_to_bf16_rne")
+_bf16_to_fp32 = bind(_in_blocks, _bf16_to_fp32_block, name="_bf16_to_fp32")
+
+
 FAST_PAIRS = {("FP32", "BF16"): Twin(_fp32_to_bf16_rne, outputs=2),
               ("FP32", "FP16"): Twin(_fp32_to_fp16_hw if HARDWARE_HALF else _fp32_to_fp16_rne, outputs=2)}
 # FP32 -> FP16 in RNE, profile ieee, for a caller that takes a status per group (rne_status)
